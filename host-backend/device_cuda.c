@@ -1,0 +1,618 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The GPU device: everything through the CUDA driver API, loaded with
+ * dlopen so that mearasd starts (with --device=sim) on machines without a
+ * driver. Each vGPU uses its GPU's primary context and its own
+ * virtual-address window (cuMemAddressReserve at a fixed address), mapped in
+ * chunks with cuMemCreate/cuMemMap.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda.h>
+
+#include "device.h"
+#include "mearas/log.h"
+
+/* The driver functions used: one table gives the pointer declarations and
+ * the lookups. Names go through the macros of cuda.h (cuMemAlloc ->
+ * cuMemAlloc_v2 ...) before being looked up. */
+#define CUDA_SYMS(X)                                                            \
+	X(cuInit) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)         \
+	X(cuDeviceGetUuid) X(cuDeviceTotalMem) X(cuDeviceGetAttribute)          \
+	X(cuDriverGetVersion) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent)    \
+	X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemCreate) X(cuMemMap)   \
+	X(cuMemSetAccess) X(cuMemUnmap) X(cuMemRelease)                         \
+	X(cuMemGetAllocationGranularity) X(cuMemHostRegister)                   \
+	X(cuMemHostUnregister) X(cuMemGetInfo) X(cuMemcpyHtoDAsync)             \
+	X(cuMemcpyDtoHAsync) X(cuMemcpyAsync) X(cuMemcpy2DAsync)                \
+	X(cuMemsetD8Async) X(cuMemsetD16Async) X(cuMemsetD32Async)              \
+	X(cuMemsetD2D8Async) X(cuModuleLoadData) X(cuModuleUnload)              \
+	X(cuModuleGetFunction) X(cuModuleGetGlobal) X(cuFuncGetAttribute)       \
+	X(cuFuncSetAttribute) X(cuFuncSetCacheConfig) X(cuFuncGetParamInfo)     \
+	X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuLaunchKernel)        \
+	X(cuLaunchKernelEx) X(cuStreamCreateWithPriority) X(cuStreamDestroy)    \
+	X(cuStreamWaitEvent) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) \
+	X(cuEventQuery) X(cuEventElapsedTime) X(cuStreamBeginCapture)           \
+	X(cuStreamEndCapture) X(cuStreamIsCapturing) X(cuGraphInstantiate)      \
+	X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy)                \
+	X(cuLaunchHostFunc) X(cuGetErrorName) X(cuDeviceCanAccessPeer)
+
+#define SYM_STR2(x) #x
+#define SYM_STR(x) SYM_STR2(x)
+#define SYM_PTR(name) static __typeof__(&name) p_##name;
+CUDA_SYMS(SYM_PTR)
+
+/* CUresult values are the cudaError_t values for everything we pass on. */
+static int cu_err(CUresult r)
+{
+	return (int)r;
+}
+
+struct mdev {
+	CUdevice dev;
+	CUcontext ctx;
+	int phys;
+	CUdeviceptr window;
+	uint64_t window_size;
+};
+
+struct cuda_func {
+	CUfunction f;
+	uint32_t nparams;
+	uint32_t offsets[];
+};
+
+struct cuda_module {
+	CUmodule m;
+	void *image;            /* kept for the module's life (lazy loading reads it) */
+};
+
+static void *libcuda;
+
+static int cuda_init(char *err, size_t errlen)
+{
+	CUresult r;
+
+	if (libcuda)
+		return 0;
+	libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!libcuda) {
+		snprintf(err, errlen, "cannot load the CUDA driver (libcuda.so.1): %s", dlerror());
+		return cudaErrorInsufficientDriver;
+	}
+#define SYM_LOAD(name)                                                                  \
+	p_##name = (__typeof__(&name))dlsym(libcuda, SYM_STR(name));                    \
+	if (!p_##name) {                                                                \
+		snprintf(err, errlen, "the CUDA driver lacks %s (driver too old?)", SYM_STR(name)); \
+		return cudaErrorInsufficientDriver;                                     \
+	}
+	CUDA_SYMS(SYM_LOAD)
+#undef SYM_LOAD
+	r = p_cuInit(0);
+	if (r) {
+		snprintf(err, errlen, "cuInit failed with error %d", (int)r);
+		return cu_err(r);
+	}
+	return 0;
+}
+
+static int cuda_count(void)
+{
+	int n = 0;
+
+	if (!p_cuDeviceGetCount || p_cuDeviceGetCount(&n))
+		return 0;
+	return n;
+}
+
+static CUmemAllocationProp alloc_prop(int phys)
+{
+	CUmemAllocationProp p;
+
+	memset(&p, 0, sizeof(p));
+	p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	p.location.id = phys;
+	return p;
+}
+
+static int cuda_open(struct mdev **out, int phys, uint64_t va_base, uint64_t va_size,
+		     struct mearas_devinfo *info, uint64_t *granularity)
+{
+	struct mdev *d = calloc(1, sizeof(*d));
+	CUmemAllocationProp prop = alloc_prop(phys);
+	size_t gran = 0, total = 0;
+	CUuuid uuid;
+	CUresult r;
+
+	if (!d)
+		return cudaErrorMemoryAllocation;
+	d->phys = phys;
+	r = p_cuDeviceGet(&d->dev, phys);
+	if (!r)
+		r = p_cuDevicePrimaryCtxRetain(&d->ctx, d->dev);
+	if (!r)
+		r = p_cuCtxSetCurrent(d->ctx);
+	if (!r)
+		r = p_cuDeviceGetName(info->name, sizeof(info->name), d->dev);
+	if (!r)
+		r = p_cuDeviceGetUuid(&uuid, d->dev);
+	if (!r)
+		r = p_cuDeviceTotalMem(&total, d->dev);
+	if (!r)
+		r = p_cuDriverGetVersion(&info->driver_version);
+	if (!r)
+		r = p_cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
+	if (r) {
+		free(d);
+		return cu_err(r);
+	}
+	memcpy(info->uuid, uuid.bytes, 16);
+	for (int a = 1; a < (int)MEARAS_NUM_ATTRS && a < CU_DEVICE_ATTRIBUTE_MAX; a++) {
+		int v = 0;
+
+		if (p_cuDeviceGetAttribute(&v, (CUdevice_attribute)a, d->dev) == CUDA_SUCCESS)
+			info->attrs[a] = v;
+	}
+	info->total_mem = total;
+	info->ordinal = phys;
+	r = p_cuMemAddressReserve(&d->window, va_size, 0, (CUdeviceptr)va_base, 0);
+	if (r) {
+		free(d);
+		return cu_err(r);
+	}
+	if (d->window != va_base)
+		log_warn("GPU %d: address window at %#llx instead of %#llx (pointers stay unique in this node only)",
+			 phys, (unsigned long long)d->window, (unsigned long long)va_base);
+	d->window_size = va_size;
+	info->va_base = d->window;
+	*granularity = gran;
+	*out = d;
+	return 0;
+}
+
+static void cuda_close(struct mdev *d)
+{
+	p_cuMemAddressFree(d->window, d->window_size);
+	free(d);
+}
+
+static void cuda_bind_thread(struct mdev *d)
+{
+	p_cuCtxSetCurrent(d->ctx);
+}
+
+static int cuda_host_register(struct mdev *d, void *base, size_t size)
+{
+	(void)d;
+	return cu_err(p_cuMemHostRegister(base, size, CU_MEMHOSTREGISTER_PORTABLE));
+}
+
+static void cuda_host_unregister(struct mdev *d, void *base)
+{
+	(void)d;
+	p_cuMemHostUnregister(base);
+}
+
+static int cuda_chunk_map(struct mdev *d, uint64_t va, uint64_t size, void **cookie)
+{
+	CUmemAllocationProp prop = alloc_prop(d->phys);
+	CUmemAccessDesc acc;
+	CUmemGenericAllocationHandle h;
+	CUresult r;
+
+	memset(&acc, 0, sizeof(acc));
+	acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	acc.location.id = d->phys;
+	acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	r = p_cuMemCreate(&h, size, &prop, 0);
+	if (r)
+		return r == CUDA_ERROR_OUT_OF_MEMORY ? cudaErrorMemoryAllocation : cu_err(r);
+	r = p_cuMemMap((CUdeviceptr)va, size, 0, h, 0);
+	if (!r)
+		r = p_cuMemSetAccess((CUdeviceptr)va, size, &acc, 1);
+	if (r) {
+		p_cuMemUnmap((CUdeviceptr)va, size);
+		p_cuMemRelease(h);
+		return cu_err(r);
+	}
+	*cookie = (void *)(uintptr_t)h;
+	return 0;
+}
+
+static void cuda_chunk_unmap(struct mdev *d, uint64_t va, uint64_t size, void *cookie)
+{
+	(void)d;
+	p_cuMemUnmap((CUdeviceptr)va, size);
+	p_cuMemRelease((CUmemGenericAllocationHandle)(uintptr_t)cookie);
+}
+
+static int cuda_mem_info(struct mdev *d, uint64_t *free_b, uint64_t *total)
+{
+	size_t f = 0, t = 0;
+	int r;
+
+	(void)d;
+	r = cu_err(p_cuMemGetInfo(&f, &t));
+	*free_b = f;
+	*total = t;
+	return r;
+}
+
+static int cuda_copy(struct mdev *d, void *stream, int dir, uint64_t dst, uint64_t src, uint64_t size)
+{
+	CUstream s = stream;
+
+	(void)d;
+	switch (dir) {
+	case MEARAS_COPY_HTOD:
+		return cu_err(p_cuMemcpyHtoDAsync((CUdeviceptr)dst, (const void *)(uintptr_t)src, size, s));
+	case MEARAS_COPY_DTOH:
+		return cu_err(p_cuMemcpyDtoHAsync((void *)(uintptr_t)dst, (CUdeviceptr)src, size, s));
+	case MEARAS_COPY_DTOD:
+		return cu_err(p_cuMemcpyAsync((CUdeviceptr)dst, (CUdeviceptr)src, size, s));
+	default:
+		return cudaErrorInvalidMemcpyDirection;
+	}
+}
+
+static int cuda_copy_2d(struct mdev *d, void *stream, int dir, uint64_t dst, uint64_t dpitch,
+			uint64_t src, uint64_t spitch, uint64_t width, uint64_t height)
+{
+	CUDA_MEMCPY2D c;
+
+	(void)d;
+	memset(&c, 0, sizeof(c));
+	if (dir == MEARAS_COPY_HTOD || dir == MEARAS_COPY_HTOH) {
+		c.srcMemoryType = CU_MEMORYTYPE_HOST;
+		c.srcHost = (const void *)(uintptr_t)src;
+	} else {
+		c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+		c.srcDevice = (CUdeviceptr)src;
+	}
+	if (dir == MEARAS_COPY_DTOH || dir == MEARAS_COPY_HTOH) {
+		c.dstMemoryType = CU_MEMORYTYPE_HOST;
+		c.dstHost = (void *)(uintptr_t)dst;
+	} else {
+		c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+		c.dstDevice = (CUdeviceptr)dst;
+	}
+	c.srcPitch = spitch;
+	c.dstPitch = dpitch;
+	c.WidthInBytes = width;
+	c.Height = height;
+	return cu_err(p_cuMemcpy2DAsync(&c, (CUstream)stream));
+}
+
+static int cuda_memset(struct mdev *d, void *stream, uint64_t dst, uint32_t value, uint64_t count,
+		       unsigned elem)
+{
+	(void)d;
+	if (elem == 1)
+		return cu_err(p_cuMemsetD8Async((CUdeviceptr)dst, (unsigned char)value, count, stream));
+	if (elem == 2)
+		return cu_err(p_cuMemsetD16Async((CUdeviceptr)dst, (unsigned short)value, count, stream));
+	return cu_err(p_cuMemsetD32Async((CUdeviceptr)dst, value, count, stream));
+}
+
+static int cuda_memset_2d(struct mdev *d, void *stream, uint64_t dst, uint64_t pitch, uint8_t value,
+			  uint64_t width, uint64_t height)
+{
+	(void)d;
+	return cu_err(p_cuMemsetD2D8Async((CUdeviceptr)dst, pitch, value, width, height, stream));
+}
+
+static int cuda_module_load(struct mdev *d, const void *image, size_t size, void **module)
+{
+	struct cuda_module *m = malloc(sizeof(*m));
+	CUresult r;
+
+	(void)d;
+	if (!m || !(m->image = malloc(size))) {
+		free(m);
+		return cudaErrorMemoryAllocation;
+	}
+	memcpy(m->image, image, size);
+	r = p_cuModuleLoadData(&m->m, m->image);
+	if (r) {
+		free(m->image);
+		free(m);
+		return cu_err(r);
+	}
+	*module = m;
+	return 0;
+}
+
+static void cuda_module_unload(struct mdev *d, void *module)
+{
+	struct cuda_module *m = module;
+
+	(void)d;
+	p_cuModuleUnload(m->m);
+	free(m->image);
+	free(m);
+}
+
+static int cuda_func_get(struct mdev *d, void *module, const char *name, void **func,
+			 uint32_t *nparams, uint32_t *param_bytes)
+{
+	struct cuda_module *m = module;
+	struct cuda_func *f;
+	CUfunction fn;
+	uint32_t n = 0, bytes = 0;
+	size_t off, sz;
+	CUresult r;
+
+	(void)d;
+	r = p_cuModuleGetFunction(&fn, m->m, name);
+	if (r)
+		return r == CUDA_ERROR_NOT_FOUND ? cudaErrorInvalidDeviceFunction : cu_err(r);
+	while (n < MEARAS_MAX_PARAM_BYTES && p_cuFuncGetParamInfo(fn, n, &off, &sz) == CUDA_SUCCESS) {
+		if (off + sz > bytes)
+			bytes = (uint32_t)(off + sz);
+		n++;
+	}
+	f = malloc(sizeof(*f) + n * sizeof(f->offsets[0]));
+	if (!f)
+		return cudaErrorMemoryAllocation;
+	f->f = fn;
+	f->nparams = n;
+	for (uint32_t i = 0; i < n; i++) {
+		p_cuFuncGetParamInfo(fn, i, &off, &sz);
+		f->offsets[i] = (uint32_t)off;
+	}
+	*nparams = n;
+	*param_bytes = bytes;
+	*func = f;
+	return 0;
+}
+
+static int cuda_func_attrs(struct mdev *d, void *func, uint64_t out[2])
+{
+	struct cuda_func *f = func;
+	int regs = 0, maxt = 0, ptx = 0, bin = 0, shared = 0, local = 0, cnst = 0;
+
+	(void)d;
+	p_cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f->f);
+	p_cuFuncGetAttribute(&maxt, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f->f);
+	p_cuFuncGetAttribute(&ptx, CU_FUNC_ATTRIBUTE_PTX_VERSION, f->f);
+	p_cuFuncGetAttribute(&bin, CU_FUNC_ATTRIBUTE_BINARY_VERSION, f->f);
+	p_cuFuncGetAttribute(&shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f->f);
+	p_cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f->f);
+	p_cuFuncGetAttribute(&cnst, CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, f->f);
+	out[0] = (uint64_t)(regs & 0xffff) | ((uint64_t)(maxt & 0xffff) << 16) |
+		 ((uint64_t)(ptx & 0xffff) << 32) | ((uint64_t)(bin & 0xffff) << 48);
+	out[1] = (uint64_t)(shared & 0xffffff) | ((uint64_t)(local & 0xffffff) << 24) |
+		 ((uint64_t)(cnst & 0xffff) << 48);
+	return 0;
+}
+
+static int cuda_func_set_attr(struct mdev *d, void *func, int attr, int value)
+{
+	struct cuda_func *f = func;
+
+	(void)d;
+	if (attr < 0)
+		return cu_err(p_cuFuncSetCacheConfig(f->f, (CUfunc_cache)value));
+	return cu_err(p_cuFuncSetAttribute(f->f, (CUfunction_attribute)attr, value));
+}
+
+static int cuda_occupancy(struct mdev *d, void *func, int block, size_t smem, int *blocks)
+{
+	struct cuda_func *f = func;
+
+	(void)d;
+	return cu_err(p_cuOccupancyMaxActiveBlocksPerMultiprocessor(blocks, f->f, block, smem));
+}
+
+static int cuda_global_get(struct mdev *d, void *module, const char *name, uint64_t size_hint,
+			   uint64_t *ptr, uint64_t *size)
+{
+	struct cuda_module *m = module;
+	CUdeviceptr p;
+	size_t s;
+	CUresult r;
+
+	(void)d;
+	(void)size_hint;
+	r = p_cuModuleGetGlobal(&p, &s, m->m, name);
+	if (r)
+		return r == CUDA_ERROR_NOT_FOUND ? cudaErrorInvalidSymbol : cu_err(r);
+	*ptr = p;
+	*size = s;
+	return 0;
+}
+
+static int cuda_launch(struct mdev *d, void *func, void *stream, const struct mdev_launch *l)
+{
+	struct cuda_func *f = func;
+	size_t size = l->param_bytes;
+	void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, l->params, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+			  CU_LAUNCH_PARAM_END };
+
+	(void)d;
+	if (!l->cooperative)
+		return cu_err(p_cuLaunchKernel(f->f, l->grid[0], l->grid[1], l->grid[2], l->block[0],
+					       l->block[1], l->block[2], l->smem, stream, NULL,
+					       size ? extra : NULL));
+	{
+		CUlaunchConfig cfg;
+		CUlaunchAttribute attr;
+		void *kp[f->nparams + 1];
+
+		for (uint32_t i = 0; i < f->nparams; i++)
+			kp[i] = (uint8_t *)l->params + f->offsets[i];
+		memset(&cfg, 0, sizeof(cfg));
+		memset(&attr, 0, sizeof(attr));
+		attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+		attr.value.cooperative = 1;
+		cfg.gridDimX = l->grid[0];
+		cfg.gridDimY = l->grid[1];
+		cfg.gridDimZ = l->grid[2];
+		cfg.blockDimX = l->block[0];
+		cfg.blockDimY = l->block[1];
+		cfg.blockDimZ = l->block[2];
+		cfg.sharedMemBytes = l->smem;
+		cfg.hStream = stream;
+		cfg.attrs = &attr;
+		cfg.numAttrs = 1;
+		return cu_err(p_cuLaunchKernelEx(&cfg, f->f, kp, NULL));
+	}
+}
+
+static void *cuda_stream_default(struct mdev *d)
+{
+	(void)d;
+	return CU_STREAM_LEGACY;
+}
+
+static int cuda_stream_create(struct mdev *d, unsigned flags, int priority, void **s)
+{
+	(void)d;
+	return cu_err(p_cuStreamCreateWithPriority((CUstream *)s, flags, priority));
+}
+
+static int cuda_stream_destroy(struct mdev *d, void *s)
+{
+	(void)d;
+	return cu_err(p_cuStreamDestroy((CUstream)s));
+}
+
+static int cuda_stream_wait_event(struct mdev *d, void *s, void *ev, unsigned flags)
+{
+	(void)d;
+	return cu_err(p_cuStreamWaitEvent((CUstream)s, (CUevent)ev, flags));
+}
+
+static int cuda_event_create(struct mdev *d, unsigned flags, void **e)
+{
+	(void)d;
+	return cu_err(p_cuEventCreate((CUevent *)e, flags));
+}
+
+static int cuda_event_destroy(struct mdev *d, void *e)
+{
+	(void)d;
+	return cu_err(p_cuEventDestroy((CUevent)e));
+}
+
+static int cuda_event_record(struct mdev *d, void *e, void *s)
+{
+	(void)d;
+	return cu_err(p_cuEventRecord((CUevent)e, (CUstream)s));
+}
+
+static int cuda_event_query(struct mdev *d, void *e)
+{
+	(void)d;
+	return cu_err(p_cuEventQuery((CUevent)e));
+}
+
+static int cuda_event_elapsed(struct mdev *d, void *start, void *end, float *ms)
+{
+	(void)d;
+	return cu_err(p_cuEventElapsedTime(ms, (CUevent)start, (CUevent)end));
+}
+
+static int cuda_capture_begin(struct mdev *d, void *s, int mode)
+{
+	(void)d;
+	(void)mode;
+	/* relaxed: the poller itself makes calls (fences, other clients'
+	 * streams) that global mode would count against the capture */
+	return cu_err(p_cuStreamBeginCapture((CUstream)s, CU_STREAM_CAPTURE_MODE_RELAXED));
+}
+
+static int cuda_capture_end(struct mdev *d, void *s, void **graph)
+{
+	(void)d;
+	return cu_err(p_cuStreamEndCapture((CUstream)s, (CUgraph *)graph));
+}
+
+static int cuda_capture_status(struct mdev *d, void *s, int *status)
+{
+	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+	int r;
+
+	(void)d;
+	r = cu_err(p_cuStreamIsCapturing((CUstream)s, &st));
+	*status = (int)st;
+	return r;
+}
+
+static int cuda_graph_instantiate(struct mdev *d, void *graph, void **exec)
+{
+	(void)d;
+	return cu_err(p_cuGraphInstantiate((CUgraphExec *)exec, (CUgraph)graph, 0));
+}
+
+static int cuda_graph_launch(struct mdev *d, void *exec, void *s)
+{
+	(void)d;
+	return cu_err(p_cuGraphLaunch((CUgraphExec)exec, (CUstream)s));
+}
+
+static void cuda_graph_destroy(struct mdev *d, void *graph)
+{
+	(void)d;
+	p_cuGraphDestroy((CUgraph)graph);
+}
+
+static void cuda_graph_exec_destroy(struct mdev *d, void *exec)
+{
+	(void)d;
+	p_cuGraphExecDestroy((CUgraphExec)exec);
+}
+
+static int cuda_host_func(struct mdev *d, void *s, void (*fn)(void *), void *arg)
+{
+	(void)d;
+	return cu_err(p_cuLaunchHostFunc((CUstream)s, fn, arg));
+}
+
+const struct mdev_ops mdev_cuda_ops = {
+	.name = "cuda",
+	.startup_note = "local GPUs through the CUDA driver API",
+	.init = cuda_init,
+	.count = cuda_count,
+	.open = cuda_open,
+	.close = cuda_close,
+	.bind_thread = cuda_bind_thread,
+	.host_register = cuda_host_register,
+	.host_unregister = cuda_host_unregister,
+	.chunk_map = cuda_chunk_map,
+	.chunk_unmap = cuda_chunk_unmap,
+	.mem_info = cuda_mem_info,
+	.copy = cuda_copy,
+	.copy_2d = cuda_copy_2d,
+	.memset = cuda_memset,
+	.memset_2d = cuda_memset_2d,
+	.module_load = cuda_module_load,
+	.module_unload = cuda_module_unload,
+	.func_get = cuda_func_get,
+	.func_attrs = cuda_func_attrs,
+	.func_set_attr = cuda_func_set_attr,
+	.occupancy = cuda_occupancy,
+	.global_get = cuda_global_get,
+	.launch = cuda_launch,
+	.stream_default = cuda_stream_default,
+	.stream_create = cuda_stream_create,
+	.stream_destroy = cuda_stream_destroy,
+	.stream_wait_event = cuda_stream_wait_event,
+	.event_create = cuda_event_create,
+	.event_destroy = cuda_event_destroy,
+	.event_record = cuda_event_record,
+	.event_query = cuda_event_query,
+	.event_elapsed = cuda_event_elapsed,
+	.capture_begin = cuda_capture_begin,
+	.capture_end = cuda_capture_end,
+	.capture_status = cuda_capture_status,
+	.graph_instantiate = cuda_graph_instantiate,
+	.graph_launch = cuda_graph_launch,
+	.graph_destroy = cuda_graph_destroy,
+	.graph_exec_destroy = cuda_graph_exec_destroy,
+	.host_func = cuda_host_func,
+};

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: MIT
+/*
+ * One poller per vGPU: drains the vGPU's submission ring in order, runs each
+ * record, and watches pending completions. It never blocks on the device, so
+ * one stream's synchronization cannot stall other streams or threads. Idle,
+ * it spins briefly, then announces NEED_WAKEUP and sleeps on its eventfd.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mearas/log.h"
+#include "mearas/ring.h"
+#include "worker.h"
+
+/* A client waits on pending work: answer fast for this long, then nap. */
+#define PENDING_SPIN_NS (5ull * 1000 * 1000)
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Returns records consumed, or -1 when the ring is corrupt. */
+static int drain(struct vgpu *v)
+{
+	uint32_t tail = mearas_load_acquire(&v->sq_ctl->tail);
+	uint32_t avail = tail - v->sq_head;
+	int n = 0;
+
+	if (avail > MEARAS_SQ_ENTRIES) {
+		log_err("vGPU %u: submission ring indices out of range (head %u, tail %u): client disconnected",
+			v->index, v->sq_head, tail);
+		return -1;
+	}
+	while (avail--) {
+		/* copy first: the client cannot change a record while it is checked */
+		struct mearas_sqe e = v->sqes[v->sq_head & (MEARAS_SQ_ENTRIES - 1)];
+
+		exec_record(v, &e);
+		v->sq_head++;
+		mearas_store_release(&v->sq_ctl->head, v->sq_head);
+		n++;
+		if (v->w->broken)
+			return -1;
+	}
+	return n;
+}
+
+static void sleep_on_kick(struct vgpu *v, int timeout_ms)
+{
+	struct pollfd p = { .fd = v->kick_fd, .events = POLLIN };
+	uint64_t cnt;
+
+	if (poll(&p, 1, timeout_ms) > 0 && (p.revents & POLLIN)) {
+		if (read(v->kick_fd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
+			log_warn("vGPU %u: kick read: %s", v->index, strerror(errno));
+	}
+}
+
+void *poller_main(void *arg)
+{
+	struct vgpu *v = arg;
+	const uint64_t spin_ns = (uint64_t)v->w->cfg->spin_us * 1000ull;
+	uint64_t idle_since = 0;
+
+	v->ops->bind_thread(v->dev);
+	while (!v->w->stop && !v->w->broken) {
+		int n = drain(v);
+
+		if (n < 0) {
+			v->w->broken = true;
+			break;
+		}
+		if (v->npend)
+			n += exec_poll_pending(v);
+		if (n > 0) {
+			idle_since = 0;
+			continue;
+		}
+		if (!idle_since)
+			idle_since = now_ns();
+		if (now_ns() - idle_since < (v->npend ? PENDING_SPIN_NS : spin_ns)) {
+			mearas_cpu_relax();
+			continue;
+		}
+		if (v->npend) {
+			/* the device has been busy for a while: check it less often */
+			struct timespec ts = { 0, 20000 };
+
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		if (mearas_ring_prepare_sleep(v->sq_ctl))
+			sleep_on_kick(v, 200);
+		mearas_ring_end_sleep(v->sq_ctl);
+		idle_since = 0;
+	}
+	return NULL;
+}

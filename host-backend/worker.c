@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A worker serves one client: handshake, region, pollers, teardown. It runs
+ * in its own process (forked by mearasd per connection), so the device
+ * state of one client is never shared with another and everything it held
+ * is released when it exits.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "mearas/fdpass.h"
+#include "mearas/log.h"
+#include "worker.h"
+
+/* Each vGPU of a client gets its own 1 TiB device address window, so device
+ * pointers of different vGPUs never collide (also across nodes). */
+#define VA_WINDOW_BASE 0x100000000000ull
+#define VA_WINDOW_SIZE 0x010000000000ull
+
+static int heap_map(void *ctx, uint64_t va, uint64_t size, void **cookie)
+{
+	struct vgpu *v = ctx;
+
+	return v->ops->chunk_map(v->dev, va, size, cookie);
+}
+
+static void heap_unmap(void *ctx, uint64_t va, uint64_t size, void *cookie)
+{
+	struct vgpu *v = ctx;
+
+	v->ops->chunk_unmap(v->dev, va, size, cookie);
+}
+
+static const struct vaheap_ops heap_ops = { .map = heap_map, .unmap = heap_unmap };
+
+static void refuse(int sock, int status, const char *fmt, const char *arg)
+{
+	struct mearas_welcome wl = { .magic = MEARAS_WELCOME_MAGIC, .version = MEARAS_PROTO_VERSION,
+				     .status = status };
+
+	snprintf(wl.message, sizeof(wl.message), fmt, arg);
+	log_warn("client refused: %s", wl.message);
+	mearas_send_fds(sock, &wl, sizeof(wl), NULL, 0);
+}
+
+static int setup_vgpu(struct worker *w, unsigned i, int ndev, char *err, size_t errlen)
+{
+	const struct backend_config *cfg = w->cfg;
+	struct mearas_region_hdr *hdr = (struct mearas_region_hdr *)w->region;
+	struct vgpu *v = &w->vgpus[i];
+	struct mearas_vgpu_layout l = mearas_vgpu_layout(MEARAS_SQ_ENTRIES, MEARAS_CQ_ENTRIES,
+							 MEARAS_ARENA_SIZE, w->nthreads);
+	uint8_t *blk = w->region + hdr->vgpu_off[i];
+	struct mearas_devinfo *info = (struct mearas_devinfo *)(blk + l.devinfo);
+	uint64_t base = VA_WINDOW_BASE + (uint64_t)i * VA_WINDOW_SIZE, gran = 0, quota;
+	int phys = cfg->gpu_map[i] >= 0 ? cfg->gpu_map[i] : (int)(i % (unsigned)ndev);
+	int r;
+
+	v->w = w;
+	v->index = i;
+	v->ops = cfg->dev;
+	pthread_mutex_init(&v->cq_lock, NULL);
+	pthread_mutex_init(&v->hf_lock, NULL);
+	pthread_cond_init(&v->hf_cond, NULL);
+	r = v->ops->open(&v->dev, phys, base, VA_WINDOW_SIZE, info, &gran);
+	if (r) {
+		snprintf(err, errlen, "vGPU %u: cannot open %s device %d (error %d)", i, v->ops->name, phys, r);
+		return r;
+	}
+	base = info->va_base ? info->va_base : base;
+	quota = cfg->quota[i] ? cfg->quota[i] : info->total_mem;
+	if (quota > info->total_mem)
+		quota = info->total_mem;
+	info->total_mem = quota;
+	info->va_base = base;
+	info->va_size = VA_WINDOW_SIZE;
+	vaheap_init(&v->heap, base, VA_WINDOW_SIZE - MEARAS_GLOBALS_RESERVE, gran, quota, &heap_ops, v);
+	v->sq_ctl = (struct mearas_ring_ctl *)(blk + l.sq_ctl);
+	v->sqes = (struct mearas_sqe *)(blk + l.sqes);
+	v->arena = blk + l.arena;
+	v->cqs = blk + l.cqs;
+	v->cq_stride = l.cq_stride;
+	v->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (v->kick_fd < 0) {
+		snprintf(err, errlen, "eventfd: %s", strerror(errno));
+		return cudaErrorMemoryAllocation;
+	}
+	log_info("vGPU %u -> %s device %d (%s), quota %llu MiB", i, v->ops->name, phys, info->name,
+		 (unsigned long long)(quota >> 20));
+	return 0;
+}
+
+static int build_region(struct worker *w, char *err, size_t errlen)
+{
+	struct mearas_vgpu_layout l = mearas_vgpu_layout(MEARAS_SQ_ENTRIES, MEARAS_CQ_ENTRIES,
+							 MEARAS_ARENA_SIZE, w->nthreads);
+	uint64_t off = 4096, data_off;
+	struct mearas_region_hdr *hdr;
+
+	data_off = mearas_align_up(off + l.size * w->nvgpus, 2u << 20);
+	w->region_size = data_off + w->data_size;
+	w->memfd = memfd_create("mearas-region", MFD_CLOEXEC);
+	if (w->memfd < 0 || ftruncate(w->memfd, (off_t)w->region_size)) {
+		snprintf(err, errlen, "shared region of %llu bytes: %s",
+			 (unsigned long long)w->region_size, strerror(errno));
+		return -1;
+	}
+	w->region = mmap(NULL, w->region_size, PROT_READ | PROT_WRITE, MAP_SHARED, w->memfd, 0);
+	if (w->region == MAP_FAILED) {
+		snprintf(err, errlen, "mmap region: %s", strerror(errno));
+		return -1;
+	}
+	hdr = (struct mearas_region_hdr *)w->region;
+	hdr->magic = MEARAS_REGION_MAGIC;
+	hdr->version = MEARAS_PROTO_VERSION;
+	hdr->hdr_size = sizeof(*hdr);
+	hdr->region_size = w->region_size;
+	hdr->nvgpus = w->nvgpus;
+	hdr->nthreads = w->nthreads;
+	hdr->sq_entries = MEARAS_SQ_ENTRIES;
+	hdr->cq_entries = MEARAS_CQ_ENTRIES;
+	hdr->arena_size = MEARAS_ARENA_SIZE;
+	hdr->data_off = data_off;
+	hdr->data_size = w->data_size;
+	hdr->vgpu_size = l.size;
+	for (unsigned i = 0; i < w->nvgpus; i++)
+		hdr->vgpu_off[i] = off + l.size * i;
+	w->data = w->region + data_off;
+	return 0;
+}
+
+static void *watch_stop(struct worker *w)
+{
+	struct pollfd p = { .fd = w->sock, .events = POLLIN | POLLRDHUP };
+
+	while (!w->broken) {
+		int r = poll(&p, 1, 200);
+
+		if (r > 0) {
+			char c;
+
+			/* the client never writes after the hello: any event is its end */
+			if ((p.revents & (POLLHUP | POLLRDHUP | POLLERR)) ||
+			    recv(w->sock, &c, 1, MSG_DONTWAIT) <= 0)
+				break;
+		}
+	}
+	return NULL;
+}
+
+int worker_serve(const struct backend_config *cfg, int sock)
+{
+	struct mearas_hello h;
+	struct worker *w;
+	char err[256];
+	int fds[1 + MEARAS_MAX_VGPUS + MEARAS_MAX_THREADS], nfds = 0, got = 0, r, ndev;
+	struct mearas_welcome wl = { .magic = MEARAS_WELCOME_MAGIC, .version = MEARAS_PROTO_VERSION };
+
+	r = mearas_recv_fds(sock, &h, sizeof(h), fds, 0, &got, 5000);
+	if (r) {
+		log_warn("client sent no hello: %s", strerror(-r));
+		return 1;
+	}
+	if (h.magic != MEARAS_HELLO_MAGIC) {
+		refuse(sock, cudaErrorInvalidValue, "%s", "not a mearas client (bad magic)");
+		return 1;
+	}
+	if (h.version != MEARAS_PROTO_VERSION) {
+		char v[32];
+
+		snprintf(v, sizeof(v), "%u", h.version);
+		refuse(sock, cudaErrorInsufficientDriver, "client protocol version %s, mearasd speaks 1", v);
+		return 1;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return 1;
+	w->cfg = cfg;
+	w->sock = sock;
+	w->nvgpus = h.nvgpus ? h.nvgpus : cfg->vgpus_default;
+	w->nthreads = MEARAS_MAX_THREADS;
+	w->data_size = h.data_size ? h.data_size : cfg->data_default;
+	w->data_size = mearas_align_up(w->data_size, 2u << 20);
+	if (w->nvgpus > MEARAS_MAX_VGPUS) {
+		refuse(sock, cudaErrorInvalidValue, "%s", "too many vGPUs asked for (at most 16)");
+		return 1;
+	}
+	if (w->data_size > cfg->data_max || w->data_size < (8u << 20)) {
+		refuse(sock, cudaErrorInvalidValue, "%s", "data area size out of range (MEARAS_DATA_MB)");
+		return 1;
+	}
+	if (cfg->dev->init(err, sizeof(err))) {
+		refuse(sock, cudaErrorNoDevice, "device initialization failed: %s", err);
+		return 1;
+	}
+	ndev = cfg->dev->count();
+	if (ndev <= 0) {
+		refuse(sock, cudaErrorNoDevice, "%s", "no GPU on this node");
+		return 1;
+	}
+	if (build_region(w, err, sizeof(err))) {
+		refuse(sock, cudaErrorMemoryAllocation, "%s", err);
+		return 1;
+	}
+	for (unsigned i = 0; i < w->nvgpus; i++) {
+		r = setup_vgpu(w, i, ndev, err, sizeof(err));
+		if (r) {
+			refuse(sock, r, "%s", err);
+			return 1;
+		}
+	}
+	/* the data area is registered once (portable to every context) so pinned
+	 * copies are DMA from it with no staging */
+	r = w->vgpus[0].ops->host_register(w->vgpus[0].dev, w->data, w->data_size);
+	if (r) {
+		refuse(sock, r, "%s", "cannot register the data area with the device");
+		return 1;
+	}
+	for (unsigned t = 0; t < w->nthreads; t++) {
+		w->wake_fds[t] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (w->wake_fds[t] < 0) {
+			refuse(sock, cudaErrorMemoryAllocation, "%s", "out of eventfds");
+			return 1;
+		}
+	}
+	((struct mearas_region_hdr *)w->region)->state = MEARAS_BACKEND_READY;
+	fds[nfds++] = w->memfd;
+	for (unsigned i = 0; i < w->nvgpus; i++)
+		fds[nfds++] = w->vgpus[i].kick_fd;
+	for (unsigned t = 0; t < w->nthreads; t++)
+		fds[nfds++] = w->wake_fds[t];
+	wl.region_size = w->region_size;
+	wl.nvgpus = w->nvgpus;
+	wl.nthreads = w->nthreads;
+	r = mearas_send_fds(sock, &wl, sizeof(wl), fds, nfds);
+	if (r) {
+		log_warn("client vanished during handshake: %s", strerror(-r));
+		return 1;
+	}
+	log_info("client pid %d: %u vGPU(s), data area %llu MiB%s%s", h.pid, w->nvgpus,
+		 (unsigned long long)(w->data_size >> 20), h.assembly[0] ? ", assembly " : "",
+		 h.assembly[0] ? h.assembly : "");
+	for (unsigned i = 0; i < w->nvgpus; i++)
+		pthread_create(&w->vgpus[i].thread, NULL, poller_main, &w->vgpus[i]);
+	watch_stop(w);
+	w->stop = 1;
+	for (unsigned i = 0; i < w->nvgpus; i++)
+		pthread_join(w->vgpus[i].thread, NULL);
+	for (unsigned i = 0; i < w->nvgpus; i++) {
+		struct vgpu *v = &w->vgpus[i];
+
+		log_info("client pid %d vGPU %u: %llu records served%s", h.pid, i,
+			 (unsigned long long)v->records, w->broken ? " (client misbehaved)" : "");
+	}
+	/* The process exits right after: the driver frees the client's contexts,
+	 * memory and registrations with it; the model's memory goes with the process. */
+	return w->broken ? 2 : 0;
+}

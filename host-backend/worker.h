@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One worker process per client: it owns the client's region, one poller
+ * thread per vGPU, and every device object the client created. A client that
+ * goes away takes its worker with it, so nothing it held outlives it and a
+ * fault in one client cannot touch another.
+ */
+#ifndef MEARAS_WORKER_H
+#define MEARAS_WORKER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "device.h"
+#include "mearas/proto.h"
+#include "vaheap.h"
+
+struct backend_config {
+	const struct mdev_ops *dev;
+	uint64_t data_default, data_max;
+	unsigned vgpus_default;
+	int gpu_map[MEARAS_MAX_VGPUS];  /* vGPU -> physical ordinal, -1 = round robin */
+	uint64_t quota[MEARAS_MAX_VGPUS]; /* 0 = the GPU's memory */
+	unsigned spin_us;               /* poller busy-polls this long before sleeping */
+};
+
+struct hslot {
+	void *obj;
+	uint64_t aux;           /* per kind: function's parameter bytes, event flags... */
+};
+
+struct handle_table {
+	struct hslot *slots;
+	uint32_t cap;
+};
+
+enum pending_action {
+	PENDING_POST,           /* post the completion */
+	PENDING_FREE,           /* free arg, then post if wanted (cudaFree is synchronous) */
+	PENDING_RESET,          /* reset the vGPU, then post */
+};
+
+struct pending {
+	void *fence;            /* device event to query */
+	int own_fence;          /* destroy the fence when done */
+	int want_cqe;
+	enum pending_action action;
+	uint64_t arg;
+	struct mearas_cqe cqe;
+	uint16_t cq;
+};
+
+struct global_range {
+	uint64_t va, size;
+};
+
+struct vgpu {
+	struct worker *w;
+	unsigned index;
+	const struct mdev_ops *ops;
+	struct mdev *dev;
+	struct vaheap heap;
+	/* the backend's own view of the layout: never re-read from the region */
+	struct mearas_ring_ctl *sq_ctl;
+	struct mearas_sqe *sqes;
+	uint8_t *arena;
+	uint8_t *cqs;
+	uint64_t cq_stride;
+	int kick_fd;
+	uint32_t sq_head;                       /* private copies of our own indices */
+	uint32_t cq_tail[MEARAS_MAX_THREADS];
+	struct handle_table streams, events, modules, funcs, graphs, execs;
+	void *ptds[MEARAS_MAX_THREADS];         /* per-thread default streams */
+	struct pending *pend;
+	size_t npend, cap_pend;
+	struct global_range *globals;
+	size_t nglobals, cap_globals;
+	int deferred_error;
+	pthread_mutex_t cq_lock;
+	pthread_t thread;
+	uint64_t records;
+	/* host functions waiting for the client (cudaLaunchHostFunc) */
+	pthread_mutex_t hf_lock;
+	pthread_cond_t hf_cond;
+	uint64_t hf_done_token;
+};
+
+struct worker {
+	const struct backend_config *cfg;
+	int sock;
+	int memfd;
+	uint8_t *region;
+	uint64_t region_size;
+	uint8_t *data;
+	uint64_t data_size;
+	unsigned nvgpus, nthreads;
+	int wake_fds[MEARAS_MAX_THREADS];
+	volatile int stop;
+	bool broken;
+	struct vgpu vgpus[MEARAS_MAX_VGPUS];
+};
+
+/* worker.c: serve one accepted client connection; returns the exit status */
+int worker_serve(const struct backend_config *cfg, int sock);
+
+/* exec.c: validate and run one record (already copied out of the ring) */
+void exec_record(struct vgpu *v, const struct mearas_sqe *e);
+/* poll pending completions; returns how many completed */
+int exec_poll_pending(struct vgpu *v);
+/* post a completion to thread slot cq; false if the client's CQ is corrupt/full */
+bool post_cqe(struct vgpu *v, uint16_t cq, const struct mearas_cqe *c);
+void vgpu_teardown(struct vgpu *v);
+
+/* poller.c */
+void *poller_main(void *arg);
+
+/* handles.c */
+int htab_put(struct handle_table *t, uint64_t id, void *obj, uint64_t aux);
+struct hslot *htab_get(struct handle_table *t, uint64_t id);
+void *htab_take(struct handle_table *t, uint64_t id);
+void htab_free(struct handle_table *t);
+
+#endif

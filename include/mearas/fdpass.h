@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef MEARAS_FDPASS_H
+#define MEARAS_FDPASS_H
+
+#include <stddef.h>
+
+#define MEARAS_FDPASS_MAX 200
+
+/* Send len bytes and nfds descriptors in one message on a unix stream socket. */
+int mearas_send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds);
+/* Receive exactly len bytes; up to maxfds descriptors arriving with them are
+ * stored in fds (count in *nfds). Returns 0, or -errno (-EPIPE on EOF,
+ * -ETIMEDOUT after timeout_ms when timeout_ms >= 0). */
+int mearas_recv_fds(int sock, void *buf, size_t len, int *fds, int maxfds, int *nfds, int timeout_ms);
+
+#endif
