@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+/* Public API: locating a registered fat binary and the per-kernel layout index. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fatbin_entries.h"
+
+struct mearas_fatbin_index {
+	size_t n;
+	struct mearas_kernel_info *kernels;	/* sorted by name */
+};
+
+void fb_seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	if (!err || errlen == 0)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+int mearas_fatbin_locate(const void *wrapper_or_fatbin, const void **fatbin, size_t *size)
+{
+	if (!wrapper_or_fatbin || !fatbin || !size)
+		return -EINVAL;
+	const uint8_t *p = wrapper_or_fatbin;
+	if (fb_rd32(p) == MEARAS_FATBINC_MAGIC) {
+		uint32_t version = fb_rd32(p + 4);
+		const void *data;
+		if (version != 1 && version != 2)
+			return -EINVAL;
+		memcpy(&data, p + 8, sizeof(data));
+		if (!data)
+			return -EINVAL;
+		p = data;
+	}
+	if (fb_rd32(p) != MEARAS_FATBIN_MAGIC)
+		return -EINVAL;
+	uint16_t hsize = fb_rd16(p + 6);
+	uint64_t body = fb_rd64(p + 8);
+	if (hsize < 16)
+		return -EINVAL;
+	if (body > (1ull << 40))
+		return -EOVERFLOW;
+	*fatbin = p;
+	*size = hsize + (size_t)body;
+	return 0;
+}
+
+int fb_builder_add(struct fb_builder *b, const char *name, size_t namelen,
+		   struct mearas_kparam *params, uint32_t nparams)
+{
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 64;
+		struct fb_record *r = realloc(b->recs, cap * sizeof(*r));
+		if (!r) {
+			free(params);
+			return -ENOMEM;
+		}
+		b->recs = r;
+		b->cap = cap;
+	}
+	char *copy = malloc(namelen + 1);
+	if (!copy) {
+		free(params);
+		return -ENOMEM;
+	}
+	memcpy(copy, name, namelen);
+	copy[namelen] = '\0';
+
+	uint32_t bytes = 0;
+	for (uint32_t i = 0; i < nparams; i++)
+		if (params[i].offset + params[i].size > bytes)
+			bytes = params[i].offset + params[i].size;
+	b->recs[b->n++] = (struct fb_record){ .name = copy, .nparams = nparams,
+					      .param_bytes = bytes, .params = params,
+					      .entry = b->entry };
+	return 0;
+}
+
+static void builder_free(struct fb_builder *b)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		free(b->recs[i].name);
+		free(b->recs[i].params);
+	}
+	free(b->recs);
+}
+
+static int record_cmp(const void *a, const void *b)
+{
+	const struct fb_record *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+	if (c)
+		return c;
+	return x->entry < y->entry ? -1 : x->entry > y->entry;
+}
+
+static int same_layout(const struct fb_record *a, const struct fb_record *b)
+{
+	return a->nparams == b->nparams &&
+	       (a->nparams == 0 ||
+		memcmp(a->params, b->params, a->nparams * sizeof(*a->params)) == 0);
+}
+
+/* Sort records by name, check that duplicates agree, move one of each into idx. */
+static int merge(struct fb_builder *b, struct mearas_fatbin_index *idx, char *err,
+		 size_t errlen)
+{
+	qsort(b->recs, b->n, sizeof(*b->recs), record_cmp);
+	idx->kernels = calloc(b->n ? b->n : 1, sizeof(*idx->kernels));
+	if (!idx->kernels) {
+		fb_seterr(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < b->n; i++) {
+		struct fb_record *r = &b->recs[i];
+		if (idx->n > 0 && strcmp(idx->kernels[idx->n - 1].name, r->name) == 0) {
+			const struct fb_record *first = &b->recs[i - 1];
+			if (!same_layout(first, r)) {
+				fb_seterr(err, errlen,
+					  "kernel %s: entry %u says %u params (%u bytes), entry %u says %u params (%u bytes) or other offsets",
+					  r->name, first->entry, first->nparams,
+					  first->param_bytes, r->entry, r->nparams,
+					  r->param_bytes);
+				return -EINVAL;
+			}
+			continue;
+		}
+		idx->kernels[idx->n++] = (struct mearas_kernel_info){
+			.name = r->name, .nparams = r->nparams,
+			.param_bytes = r->param_bytes, .params = r->params };
+		r->name = NULL;	/* owned by idx now; the record stays for comparisons */
+	}
+	return 0;
+}
+
+struct mearas_fatbin_index *mearas_fatbin_index_new(const void *fatbin, size_t size,
+						    char *err, size_t errlen)
+{
+	fb_seterr(err, errlen, "no error");
+	if (!fatbin) {
+		fb_seterr(err, errlen, "null fat binary");
+		return NULL;
+	}
+	struct mearas_fatbin_index *idx = calloc(1, sizeof(*idx));
+	if (!idx) {
+		fb_seterr(err, errlen, "out of memory");
+		return NULL;
+	}
+	struct fb_builder b = { 0 };
+	int rc = fb_parse_fatbins(fatbin, size, &b, err, errlen);
+	if (rc == 0)
+		rc = merge(&b, idx, err, errlen);
+	/* Records whose name moved into idx keep their params there too. */
+	for (size_t i = 0; i < b.n; i++) {
+		if (!b.recs[i].name)
+			b.recs[i].params = NULL;
+	}
+	builder_free(&b);
+	if (rc) {
+		mearas_fatbin_index_free(idx);
+		return NULL;
+	}
+	return idx;
+}
+
+static int name_cmp(const void *key, const void *elem)
+{
+	const struct mearas_kernel_info *k = elem;
+	return strcmp(key, k->name);
+}
+
+const struct mearas_kernel_info *
+mearas_fatbin_find_kernel(const struct mearas_fatbin_index *idx, const char *name)
+{
+	if (!idx || !name || idx->n == 0)
+		return NULL;
+	return bsearch(name, idx->kernels, idx->n, sizeof(*idx->kernels), name_cmp);
+}
+
+size_t mearas_fatbin_kernel_count(const struct mearas_fatbin_index *idx)
+{
+	return idx ? idx->n : 0;
+}
+
+const struct mearas_kernel_info *mearas_fatbin_kernel_at(const struct mearas_fatbin_index *idx,
+							 size_t i)
+{
+	return idx && i < idx->n ? &idx->kernels[i] : NULL;
+}
+
+void mearas_fatbin_index_free(struct mearas_fatbin_index *idx)
+{
+	if (!idx)
+		return;
+	for (size_t i = 0; i < idx->n; i++) {
+		free((void *)idx->kernels[i].name);
+		free((void *)idx->kernels[i].params);
+	}
+	free(idx->kernels);
+	free(idx);
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared between the fat binary container walker and the cubin/PTX parsers. */
+#ifndef MEARAS_FATBIN_INTERNAL_H
+#define MEARAS_FATBIN_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mearas/fatbin.h"
+
+/* Generous sanity bounds; CUDA itself allows at most 32764 bytes of parameters. */
+#define FB_MAX_PARAMS 65536u
+#define FB_MAX_PARAM_BYTES (1u << 20)
+
+/* One kernel layout as found in one entry, before merging. */
+struct fb_record {
+	char *name;
+	uint32_t nparams;
+	uint32_t param_bytes;
+	struct mearas_kparam *params;
+	uint32_t entry;		/* entry number, for error messages */
+};
+
+struct fb_builder {
+	struct fb_record *recs;
+	size_t n, cap;
+	uint32_t entry;		/* entry being parsed now */
+};
+
+void fb_seterr(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/*
+ * Append one layout; takes ownership of params (malloc'd, nparams items,
+ * may be NULL when nparams is 0) and copies name[0..namelen). Returns 0 or
+ * -ENOMEM (params freed either way on failure).
+ */
+int fb_builder_add(struct fb_builder *b, const char *name, size_t namelen,
+		   struct mearas_kparam *params, uint32_t nparams);
+
+/* Parsers: 0 or negative errno with err set. */
+int fb_parse_cubin(const uint8_t *data, size_t size, struct fb_builder *b,
+		   char *err, size_t errlen);
+int fb_parse_ptx(const char *text, size_t size, struct fb_builder *b,
+		 char *err, size_t errlen);
+
+static inline uint16_t fb_rd16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | (uint16_t)p[1] << 8);
+}
+
+static inline uint32_t fb_rd32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t fb_rd64(const uint8_t *p)
+{
+	return (uint64_t)fb_rd32(p) | (uint64_t)fb_rd32(p + 4) << 32;
+}
+
+#endif /* MEARAS_FATBIN_INTERNAL_H */

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * CUDA fat binary reader: learns each kernel's parameter buffer layout
+ * (count, offset and size of every parameter) from the fat binary that
+ * nvcc-generated code passes to __cudaRegisterFatBinary, with no GPU.
+ *
+ * Layout sources, per fat binary entry:
+ *   - ELF cubins: EIATTR_KPARAM_INFO records of the .nv.info.<kernel> sections;
+ *   - PTX text:   the .param list of each .entry, offsets computed by alignment.
+ * Entries compressed by nvcc/fatbinary (zstd, or LZ4 with --compress-mode=speed)
+ * are decompressed. A kernel present in several entries (several archs, PTX and
+ * cubin) must have the same layout in all of them, else the index fails.
+ *
+ * All functions are thread-safe on distinct objects; a finished index is
+ * read-only and may be shared between threads.
+ * Link with: common/fatbin*.c -lzstd -llz4
+ */
+#ifndef MEARAS_FATBIN_H
+#define MEARAS_FATBIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MEARAS_FATBINC_MAGIC 0x466243b1u	/* __fatBinC_Wrapper_t.magic */
+#define MEARAS_FATBIN_MAGIC 0xba55ed50u		/* fat binary header magic */
+
+/*
+ * Given the pointer nvcc passes to __cudaRegisterFatBinary (a wrapper
+ * {int magic; int version; const void *data; void *extra}, version 1 for whole
+ * program builds, 2 for -rdc device-linked ones) or a pointer directly at fat
+ * binary data, store the start of the fat binary and its total size (header
+ * plus entries). Only the headers are read: the caller vouches that the pointer
+ * is readable. Returns 0, -EINVAL on a null pointer or unknown magic,
+ * -EOVERFLOW on an absurd size.
+ */
+int mearas_fatbin_locate(const void *wrapper_or_fatbin, const void **fatbin,
+			 size_t *size);
+
+struct mearas_kparam {
+	uint32_t offset;	/* byte offset in the parameter buffer */
+	uint32_t size;		/* byte size of the parameter */
+};
+
+struct mearas_kernel_info {
+	const char *name;	/* mangled device name, as in __cudaRegisterFunction */
+	uint32_t nparams;
+	uint32_t param_bytes;	/* last offset + size; 0 without parameters */
+	const struct mearas_kparam *params;	/* nparams items, by ordinal */
+};
+
+struct mearas_fatbin_index;
+
+/*
+ * Parse the fat binary at [fatbin, fatbin+size) (several fat binaries laid end
+ * to end, as in an executable's .nv_fatbin section, are accepted too) and index
+ * every kernel found. The input is treated as hostile: every field is
+ * bounds-checked. Returns NULL on failure with a human-readable reason in err
+ * (always NUL-terminated when errlen > 0). The index does not refer to the
+ * input after return.
+ */
+struct mearas_fatbin_index *mearas_fatbin_index_new(const void *fatbin, size_t size,
+						    char *err, size_t errlen);
+
+/* Kernel by mangled name, or NULL if the fat binary has none of that name. */
+const struct mearas_kernel_info *
+mearas_fatbin_find_kernel(const struct mearas_fatbin_index *idx, const char *name);
+
+size_t mearas_fatbin_kernel_count(const struct mearas_fatbin_index *idx);
+
+/* i-th kernel (sorted by name), NULL when i >= count. */
+const struct mearas_kernel_info *
+mearas_fatbin_kernel_at(const struct mearas_fatbin_index *idx, size_t i);
+
+void mearas_fatbin_index_free(struct mearas_fatbin_index *idx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MEARAS_FATBIN_H */
