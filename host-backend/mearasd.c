@@ -3,7 +3,6 @@
  * mearasd: the host back end. Listens on a unix socket; each client
  * connection is served by a worker process of its own (worker.c).
  */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>

@@ -5,7 +5,6 @@
  * state of one client is never shared with another and everything it held
  * is released when it exits.
  */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -13,6 +12,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "mearas/fdpass.h"

@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: MIT
+/* Devices: answered from the properties the back end published in the
+ * region (no round trip), except synchronization and memory info. */
+#include <stdio.h>
+#include <string.h>
+
+#include "mearas/log.h"
+#include "rt.h"
+
+#define CUDART_VERSION_13 13000
+
+static cudaError_t check_dev(int dev)
+{
+	cudaError_t e = rt_ensure();
+
+	if (e)
+		return e;
+	if (dev < 0 || (unsigned)dev >= rt.nvgpus)
+		return cudaErrorInvalidDevice;
+	return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaGetDeviceCount(int *count)
+{
+	cudaError_t e;
+
+	if (!count)
+		return rt_set_error(cudaErrorInvalidValue);
+	e = rt_ensure();
+	if (e) {
+		*count = 0;
+		return rt_set_error(e);
+	}
+	*count = (int)rt.nvgpus;
+	return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaSetDevice(int device)
+{
+	cudaError_t e = check_dev(device);
+
+	if (e)
+		return rt_set_error(e);
+	rt_tls.device = device;
+	return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaInitDevice(int device, unsigned int deviceFlags, unsigned int flags)
+{
+	(void)deviceFlags;
+	(void)flags;
+	return rt_set_error(check_dev(device));
+}
+
+RT_EXPORT cudaError_t cudaGetDevice(int *device)
+{
+	cudaError_t e;
+
+	if (!device)
+		return rt_set_error(cudaErrorInvalidValue);
+	e = rt_ensure();
+	if (e)
+		return rt_set_error(e);
+	*device = rt_tls.device;
+	return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaSetValidDevices(int *device_arr, int len)
+{
+	cudaError_t e = rt_ensure();
+
+	if (e)
+		return rt_set_error(e);
+	if (len < 0 || (len > 0 && !device_arr))
+		return rt_set_error(cudaErrorInvalidValue);
+	for (int i = 0; i < len; i++)
+		if (device_arr[i] < 0 || (unsigned)device_arr[i] >= rt.nvgpus)
+			return rt_set_error(cudaErrorInvalidDevice);
+	if (len > 0)
+		rt_tls.device = device_arr[0];
+	return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
+{
+	cudaError_t e;
+
+	if (!prop)
+		return rt_set_error(cudaErrorInvalidValue);
+	e = check_dev(device);
+	if (e)
+		return rt_set_error(e);
+	*prop = rt.v[device].prop;
+	return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaGetDeviceProperties_v2(struct cudaDeviceProp *prop, int device)
+{
+	return cudaGetDeviceProperties(prop, device);
+}
+
+RT_EXPORT cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
+{
+	cudaError_t e;
+
+	if (!value)
+		return rt_set_error(cudaErrorInvalidValue);
+	e = check_dev(device);
+	if (e)
+		return rt_set_error(e);
+	if ((int)attr <= 0 || (unsigned)attr >= MEARAS_NUM_ATTRS)
+		return rt_set_error(cudaErrorInvalidValue);
+	*value = rt.v[device].info->attrs[attr];
+	if (attr == cudaDevAttrManagedMemory || attr == cudaDevAttrConcurrentManagedAccess ||
+	    attr == cudaDevAttrPageableMemoryAccess)
+		*value = 0; /* not offered through mearas */
+	return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaChooseDevice(int *device, const struct cudaDeviceProp *prop)
+{
+	cudaError_t e = rt_ensure();
+	int best = 0;
+
+	if (e)
+		return rt_set_error(e);
+	if (!device || !prop)
+		return rt_set_error(cudaErrorInvalidValue);
+	for (unsigned i = 0; i < rt.nvgpus; i++) {
+		const struct cudaDeviceProp *p = &rt.v[i].prop;
+
+		if (p->major > prop->major || (p->major == prop->major && p->minor >= prop->minor)) {
+			best = (int)i;
+			break;
+		}
+	}
+	*device = best;
+	return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaDeviceGetPCIBusId(char *pciBusId, int len, int device)
+{
+	cudaError_t e = check_dev(device);
+	const int32_t *a;
+
+	if (e)
+		return rt_set_error(e);
+	if (!pciBusId || len <= 0)
+		return rt_set_error(cudaErrorInvalidValue);
+	a = rt.v[device].info->attrs;
+	snprintf(pciBusId, (size_t)len, "%08x:%02x:%02x.0", (unsigned)a[cudaDevAttrPciDomainId],
+		 (unsigned)a[cudaDevAttrPciBusId], (unsigned)a[cudaDevAttrPciDeviceId]);
+	return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaDeviceGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
+{
+	cudaError_t e = rt_ensure();
+
+	if (e)
+		return rt_set_error(e);
+	/* the driver's range on every current GPU */
+	if (leastPriority)
+		*leastPriority = 0;
+	if (greatestPriority)
+		*greatestPriority = -5;
+	return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaSetDeviceFlags(unsigned int flags)
+{
+	int dev;
+	cudaError_t e = rt_ensure_device(&dev);
+
+	if (e)
+		return rt_set_error(e);
+	if (flags & ~(unsigned)(cudaDeviceScheduleMask | cudaDeviceMapHost | cudaDeviceLmemResizeToMax |
+				cudaDeviceSyncMemops))
+		return rt_set_error(cudaErrorInvalidValue);
+	rt.v[dev].flags = flags;
+	return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaGetDeviceFlags(unsigned int *flags)
+{
+	int dev;
+	cudaError_t e = rt_ensure_device(&dev);
+
+	if (e)
+		return rt_set_error(e);
+	if (!flags)
+		return rt_set_error(cudaErrorInvalidValue);
+	*flags = rt.v[dev].flags | cudaDeviceMapHost;
+	return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaDeviceSynchronize(void)
+{
+	struct rt_call c;
+	int dev;
+	cudaError_t e = rt_ensure_device(&dev);
+
+	if (e)
+		return rt_set_error(e);
+	rt_call_init(&c, MEARAS_OP_CTX_SYNC, 0);
+	return rt_set_error(rt_call(dev, &c, NULL));
+}
+
+RT_EXPORT cudaError_t cudaDeviceReset(void)
+{
+	struct rt_call c;
+	int dev;
+	cudaError_t e = rt_ensure_device(&dev);
+
+	if (e)
+		return rt_set_error(e);
+	rt_call_init(&c, MEARAS_OP_DEVICE_RESET, 0);
+	e = rt_call(dev, &c, NULL);
+	dm_forget_vgpu(dev);
+	rt_modules_forget_vgpu(dev);
+	rt.v[dev].flags = 0;
+	return rt_set_error(e);
+}
+
+RT_EXPORT cudaError_t cudaThreadSynchronize(void)
+{
+	return cudaDeviceSynchronize();
+}
+
+RT_EXPORT cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
+{
+	struct rt_call c;
+	struct mearas_cqe cqe;
+	int dev;
+	cudaError_t e = rt_ensure_device(&dev);
+
+	if (e)
+		return rt_set_error(e);
+	if (!free_bytes || !total)
+		return rt_set_error(cudaErrorInvalidValue);
+	rt_call_init(&c, MEARAS_OP_MEM_GET_INFO, 0);
+	e = rt_call(dev, &c, &cqe);
+	if (e)
+		return rt_set_error(e);
+	*free_bytes = cqe.val[0];
+	*total = cqe.val[1];
+	return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaDriverGetVersion(int *driverVersion)
+{
+	cudaError_t e;
+
+	if (!driverVersion)
+		return rt_set_error(cudaErrorInvalidValue);
+	e = rt_ensure();
+	if (e) {
+		*driverVersion = 0;
+		return cudaSuccess; /* as CUDA: 0 when no driver is installed */
+	}
+	*driverVersion = rt.v[0].info->driver_version;
+	return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaRuntimeGetVersion(int *runtimeVersion)
+{
+	if (!runtimeVersion)
+		return rt_set_error(cudaErrorInvalidValue);
+	*runtimeVersion = CUDART_VERSION_13;
+	return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaDeviceCanAccessPeer(int *canAccessPeer, int device, int peerDevice)
+{
+	cudaError_t e = check_dev(device);
+
+	if (!e)
+		e = check_dev(peerDevice);
+	if (e)
+		return rt_set_error(e);
+	if (!canAccessPeer)
+		return rt_set_error(cudaErrorInvalidValue);
+	/* kernels of one vGPU cannot dereference another vGPU's memory (it may be
+	 * on another node); copies between vGPUs work (cudaMemcpyPeer) */
+	*canAccessPeer = 0;
+	return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags)
+{
+	cudaError_t e = check_dev(peerDevice);
+
+	(void)flags;
+	return rt_set_error(e ? e : cudaErrorPeerAccessUnsupported);
+}
+
+RT_EXPORT cudaError_t cudaDeviceDisablePeerAccess(int peerDevice)
+{
+	cudaError_t e = check_dev(peerDevice);
+
+	return rt_set_error(e ? e : cudaErrorPeerAccessNotEnabled);
+}
+
+RT_EXPORT cudaError_t cudaDeviceGetLimit(size_t *pValue, enum cudaLimit limit)
+{
+	cudaError_t e = rt_ensure();
+
+	if (e)
+		return rt_set_error(e);
+	if (!pValue)
+		return rt_set_error(cudaErrorInvalidValue);
+	/* the driver's defaults; mearas does not change limits yet */
+	switch (limit) {
+	case cudaLimitStackSize:
+		*pValue = 1024;
+		return cudaSuccess;
+	case cudaLimitPrintfFifoSize:
+		*pValue = 1 << 20;
+		return cudaSuccess;
+	case cudaLimitMallocHeapSize:
+		*pValue = 8 << 20;
+		return cudaSuccess;
+	default:
+		return rt_set_error(cudaErrorUnsupportedLimit);
+	}
+}
+
+RT_EXPORT cudaError_t cudaDeviceSetLimit(enum cudaLimit limit, size_t value)
+{
+	(void)limit;
+	(void)value;
+	rt_log_unsupported("cudaDeviceSetLimit");
+	return rt_set_error(cudaErrorNotSupported);
+}
+
+RT_EXPORT cudaError_t cudaDeviceSetCacheConfig(enum cudaFuncCache cacheConfig)
+{
+	(void)cacheConfig;
+	rt_log_unsupported("cudaDeviceSetCacheConfig");
+	return rt_set_error(cudaErrorNotSupported);
+}
+
+RT_EXPORT cudaError_t cudaDeviceGetCacheConfig(enum cudaFuncCache *pCacheConfig)
+{
+	if (!pCacheConfig)
+		return rt_set_error(cudaErrorInvalidValue);
+	*pCacheConfig = cudaFuncCachePreferNone;
+	return cudaSuccess;
+}

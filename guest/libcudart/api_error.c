@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: MIT
+#include "rt.h"
+
+RT_EXPORT cudaError_t cudaGetLastError(void)
+{
+	cudaError_t e = rt_tls.last_error;
+
+	rt_tls.last_error = cudaSuccess;
+	return e;
+}
+
+RT_EXPORT cudaError_t cudaPeekAtLastError(void)
+{
+	return rt_tls.last_error;
+}
+
+RT_EXPORT const char *cudaGetErrorName(cudaError_t error)
+{
+	switch ((int)error) {
+#define X(name, value, text) case value: return #name;
+#include "cuda_errors.gen.h"
+#undef X
+	default:
+		return "cudaErrorUnknown";
+	}
+}
+
+RT_EXPORT const char *cudaGetErrorString(cudaError_t error)
+{
+	switch ((int)error) {
+#define X(name, value, text) case value: return text;
+#include "cuda_errors.gen.h"
+#undef X
+	default:
+		return "unrecognized error code";
+	}
+}

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Device allocations this process made, by vGPU: lets the library answer
+ * pointer queries, infer copy directions (cudaMemcpyDefault) and refuse bad
+ * device pointers with the error native CUDA gives, without a round trip.
+ * (The back end checks again: it trusts nothing the guest says.)
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+
+struct dm_alloc {
+	uint64_t ptr, size;
+	int vgpu;
+	int is_global;          /* a module global: valid for copies, not for cudaFree */
+};
+
+static pthread_rwlock_t dm_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct dm_alloc *allocs;
+static size_t nallocs, cap;
+
+static size_t upper_bound(uint64_t ptr)
+{
+	size_t lo = 0, hi = nallocs;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (allocs[mid].ptr <= ptr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+void dm_add(int vgpu, uint64_t ptr, uint64_t size, int is_global)
+{
+	size_t at;
+
+	pthread_rwlock_wrlock(&dm_lock);
+	if (nallocs == cap) {
+		size_t n = cap ? cap * 2 : 256;
+		struct dm_alloc *p = realloc(allocs, n * sizeof(*p));
+
+		if (!p) {
+			pthread_rwlock_unlock(&dm_lock);
+			return;
+		}
+		allocs = p;
+		cap = n;
+	}
+	at = upper_bound(ptr);
+	memmove(&allocs[at + 1], &allocs[at], (nallocs - at) * sizeof(*allocs));
+	allocs[at] = (struct dm_alloc){ ptr, size, vgpu, is_global };
+	nallocs++;
+	pthread_rwlock_unlock(&dm_lock);
+}
+
+bool dm_remove(int vgpu, uint64_t ptr)
+{
+	size_t at;
+	bool ok = false;
+
+	pthread_rwlock_wrlock(&dm_lock);
+	at = upper_bound(ptr);
+	if (at > 0 && allocs[at - 1].ptr == ptr && allocs[at - 1].vgpu == vgpu && !allocs[at - 1].is_global) {
+		memmove(&allocs[at - 1], &allocs[at], (nallocs - at) * sizeof(*allocs));
+		nallocs--;
+		ok = true;
+	}
+	pthread_rwlock_unlock(&dm_lock);
+	return ok;
+}
+
+int dm_find(uint64_t ptr, uint64_t len, uint64_t *base, uint64_t *size)
+{
+	size_t at;
+	int vgpu = -1;
+
+	pthread_rwlock_rdlock(&dm_lock);
+	at = upper_bound(ptr);
+	if (at > 0) {
+		const struct dm_alloc *a = &allocs[at - 1];
+
+		if (ptr - a->ptr < a->size && len <= a->size - (ptr - a->ptr)) {
+			vgpu = a->vgpu;
+			if (base)
+				*base = a->ptr;
+			if (size)
+				*size = a->size;
+		}
+	}
+	pthread_rwlock_unlock(&dm_lock);
+	return vgpu;
+}
+
+int dm_window_owner(uint64_t ptr)
+{
+	for (unsigned i = 0; i < rt.nvgpus; i++) {
+		const struct mearas_devinfo *d = rt.v[i].info;
+
+		if (ptr >= d->va_base && ptr - d->va_base < d->va_size)
+			return (int)i;
+	}
+	return -1;
+}
+
+void dm_forget_vgpu(int vgpu)
+{
+	size_t j = 0;
+
+	pthread_rwlock_wrlock(&dm_lock);
+	for (size_t i = 0; i < nallocs; i++)
+		if (allocs[i].vgpu != vgpu)
+			allocs[j++] = allocs[i];
+	nallocs = j;
+	pthread_rwlock_unlock(&dm_lock);
+}

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal state of the mearas CUDA runtime library (guest front end).
+ * Public CUDA types come from the toolkit's cuda_runtime_api.h; everything
+ * here is private (hidden visibility).
+ */
+#ifndef MEARAS_RT_H
+#define MEARAS_RT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "mearas/proto.h"
+
+#define RT_HIDDEN __attribute__((visibility("hidden")))
+#define RT_EXPORT __attribute__((visibility("default")))
+
+/* Transport: how the region and notifications reach the back end. The
+ * process transport uses a unix socket, a memfd and eventfds; the VM
+ * transport (/dev/mearasN) will sit behind the same calls. */
+struct rt_transport {
+	int sock;
+	int kick_fd[MEARAS_MAX_VGPUS];
+	int wake_fd[MEARAS_MAX_THREADS];
+};
+
+struct rt_vgpu {
+	const struct mearas_devinfo *info;
+	struct mearas_ring_ctl *sq;
+	struct mearas_sqe *sqes;
+	uint8_t *arena;
+	uint8_t *cqs;
+	uint64_t cq_stride;
+	pthread_mutex_t sq_lock;
+	uint32_t sq_tail;                       /* private producer index */
+	uint32_t arena_head;                    /* free-running allocation point */
+	uint32_t arena_mark[MEARAS_SQ_ENTRIES]; /* arena_head after record i */
+	uint32_t cq_head[MEARAS_MAX_THREADS];
+	struct cudaDeviceProp prop;
+	unsigned flags;                         /* cudaSetDeviceFlags */
+};
+
+struct rt {
+	int init_err;                           /* cudaError_t of the connection */
+	struct rt_transport tp;
+	uint8_t *region;
+	uint64_t region_size;
+	unsigned nvgpus, nthreads;
+	uint8_t *data;
+	uint64_t data_size;
+	struct rt_vgpu v[MEARAS_MAX_VGPUS];
+	volatile int dead;                      /* the back end went away */
+	uint32_t next_handle;
+	uint64_t next_user_data;
+	unsigned spin_us;
+	pthread_mutex_t slot_lock[MEARAS_MAX_THREADS];
+	uint64_t slots_used;                    /* bitmap; slot 0 is the callback thread's */
+};
+
+struct rt_thread {
+	int device;
+	int slot;                               /* -1 until first needed */
+	cudaError_t last_error;
+	int ptds;                               /* inside a _ptsz/_ptds entry point */
+	struct rt_staging *staging;
+};
+
+extern struct rt rt RT_HIDDEN;
+extern __thread struct rt_thread rt_tls RT_HIDDEN;
+
+/* rt_init.c */
+RT_HIDDEN cudaError_t rt_ensure(void);                 /* connect on first use */
+RT_HIDDEN cudaError_t rt_ensure_device(int *dev);      /* connect + current device */
+RT_HIDDEN int rt_slot(void);
+RT_HIDDEN uint32_t rt_new_handle(void);
+RT_HIDDEN cudaError_t rt_set_error(cudaError_t e);     /* records last error, returns e */
+RT_HIDDEN void rt_log_unsupported(const char *name);
+
+/* transport_unix.c */
+RT_HIDDEN cudaError_t tp_connect(struct rt_transport *tp, int *memfd, uint64_t *region_size,
+				 unsigned *nvgpus, unsigned *nthreads);
+RT_HIDDEN void tp_kick(struct rt_transport *tp, unsigned vgpu);
+/* sleep until slot's wake fd fires; returns false when the back end is gone */
+RT_HIDDEN bool tp_wait(struct rt_transport *tp, unsigned slot, int timeout_ms);
+
+/* submit.c */
+struct rt_call {
+	struct mearas_sqe sqe;
+	const void *payload;
+	uint32_t payload_len;
+};
+RT_HIDDEN void rt_call_init(struct rt_call *c, unsigned op, uint32_t stream);
+/* post without waiting (errors surface later, as in CUDA) */
+RT_HIDDEN cudaError_t rt_post(int vgpu, struct rt_call *c);
+/* post with a completion and wait for it */
+RT_HIDDEN cudaError_t rt_call(int vgpu, struct rt_call *c, struct mearas_cqe *out);
+/* post with a completion, wait later with rt_wait (slot must be held) */
+RT_HIDDEN cudaError_t rt_post_tracked(int vgpu, struct rt_call *c, uint64_t *user_data);
+RT_HIDDEN cudaError_t rt_wait(int vgpu, uint64_t user_data, struct mearas_cqe *out);
+
+/* dataheap.c: the data area (pinned, DMA-able) */
+RT_HIDDEN void *dh_alloc(uint64_t size);
+RT_HIDDEN int dh_free(void *p);                        /* -1 if p is not a block start */
+RT_HIDDEN bool dh_contains(const void *p, uint64_t len);
+RT_HIDDEN uint64_t dh_offset(const void *p);
+RT_HIDDEN bool dh_block(const void *p, void **base, uint64_t *size);
+
+/* devmem.c: device allocations known to this process */
+RT_HIDDEN void dm_add(int vgpu, uint64_t ptr, uint64_t size, int is_global);
+RT_HIDDEN bool dm_remove(int vgpu, uint64_t ptr);
+RT_HIDDEN int dm_find(uint64_t ptr, uint64_t len, uint64_t *base, uint64_t *size);  /* vgpu or -1 */
+RT_HIDDEN int dm_window_owner(uint64_t ptr);           /* vgpu whose window holds ptr, or -1 */
+RT_HIDDEN void dm_forget_vgpu(int vgpu);
+
+/* streams (api_stream.c) */
+struct rt_stream_ref {
+	int vgpu;
+	uint32_t id;
+	uint16_t sqe_flags;
+};
+RT_HIDDEN cudaError_t rt_stream_ref(cudaStream_t s, struct rt_stream_ref *out);
+
+/* registration (api_register.c) */
+struct rt_func;
+RT_HIDDEN struct rt_func *rt_func_by_host(const void *host_fun);
+RT_HIDDEN cudaError_t rt_func_ready(struct rt_func *f, int vgpu);
+RT_HIDDEN uint32_t rt_func_id(const struct rt_func *f);
+RT_HIDDEN const char *rt_func_name(const struct rt_func *f);
+RT_HIDDEN cudaError_t rt_func_pack(const struct rt_func *f, void **args, uint8_t *buf, uint32_t *len);
+RT_HIDDEN cudaError_t rt_symbol(const void *symbol, int vgpu, uint64_t *dptr, uint64_t *size);
+RT_HIDDEN void rt_modules_forget_vgpu(int vgpu);
+
+/* copies (api_copy.c) */
+RT_HIDDEN cudaError_t rt_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
+				cudaStream_t stream, bool async);
+
+/* host functions (api_stream.c) */
+RT_HIDDEN void rt_callback_thread_start(void);
+
+#endif

@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: MIT
+/* Lazy connection to mearasd, thread slots, last-error bookkeeping. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "mearas/log.h"
+#include "rt.h"
+
+struct rt rt;
+__thread struct rt_thread rt_tls = { .device = 0, .slot = -1 };
+
+static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
+static pthread_key_t slot_key;
+
+static void fill_prop(struct rt_vgpu *v)
+{
+	const int32_t *a = v->info->attrs;
+	struct cudaDeviceProp *p = &v->prop;
+
+	memset(p, 0, sizeof(*p));
+	snprintf(p->name, sizeof(p->name), "%s", v->info->name);
+	memcpy(p->uuid.bytes, v->info->uuid, 16);
+	p->totalGlobalMem = v->info->total_mem;
+	p->sharedMemPerBlock = (size_t)a[cudaDevAttrMaxSharedMemoryPerBlock];
+	p->regsPerBlock = a[cudaDevAttrMaxRegistersPerBlock];
+	p->warpSize = a[cudaDevAttrWarpSize];
+	p->memPitch = (size_t)a[cudaDevAttrMaxPitch];
+	p->maxThreadsPerBlock = a[cudaDevAttrMaxThreadsPerBlock];
+	p->maxThreadsDim[0] = a[cudaDevAttrMaxBlockDimX];
+	p->maxThreadsDim[1] = a[cudaDevAttrMaxBlockDimY];
+	p->maxThreadsDim[2] = a[cudaDevAttrMaxBlockDimZ];
+	p->maxGridSize[0] = a[cudaDevAttrMaxGridDimX];
+	p->maxGridSize[1] = a[cudaDevAttrMaxGridDimY];
+	p->maxGridSize[2] = a[cudaDevAttrMaxGridDimZ];
+	p->totalConstMem = (size_t)a[cudaDevAttrTotalConstantMemory];
+	p->major = a[cudaDevAttrComputeCapabilityMajor];
+	p->minor = a[cudaDevAttrComputeCapabilityMinor];
+	p->textureAlignment = (size_t)a[cudaDevAttrTextureAlignment];
+	p->texturePitchAlignment = (size_t)a[cudaDevAttrTexturePitchAlignment];
+	p->multiProcessorCount = a[cudaDevAttrMultiProcessorCount];
+	p->integrated = a[cudaDevAttrIntegrated];
+	p->canMapHostMemory = a[cudaDevAttrCanMapHostMemory];
+	p->maxTexture1D = a[cudaDevAttrMaxTexture1DWidth];
+	p->maxTexture2D[0] = a[cudaDevAttrMaxTexture2DWidth];
+	p->maxTexture2D[1] = a[cudaDevAttrMaxTexture2DHeight];
+	p->maxTexture3D[0] = a[cudaDevAttrMaxTexture3DWidth];
+	p->maxTexture3D[1] = a[cudaDevAttrMaxTexture3DHeight];
+	p->maxTexture3D[2] = a[cudaDevAttrMaxTexture3DDepth];
+	p->surfaceAlignment = (size_t)a[cudaDevAttrSurfaceAlignment];
+	p->concurrentKernels = a[cudaDevAttrConcurrentKernels];
+	p->ECCEnabled = a[cudaDevAttrEccEnabled];
+	p->pciBusID = a[cudaDevAttrPciBusId];
+	p->pciDeviceID = a[cudaDevAttrPciDeviceId];
+	p->pciDomainID = a[cudaDevAttrPciDomainId];
+	p->tccDriver = a[cudaDevAttrTccDriver];
+	p->asyncEngineCount = a[cudaDevAttrAsyncEngineCount];
+	p->unifiedAddressing = a[cudaDevAttrUnifiedAddressing];
+	p->memoryBusWidth = a[cudaDevAttrGlobalMemoryBusWidth];
+	p->l2CacheSize = a[cudaDevAttrL2CacheSize];
+	p->persistingL2CacheMaxSize = a[cudaDevAttrMaxPersistingL2CacheSize];
+	p->maxThreadsPerMultiProcessor = a[cudaDevAttrMaxThreadsPerMultiProcessor];
+	p->streamPrioritiesSupported = a[cudaDevAttrStreamPrioritiesSupported];
+	p->globalL1CacheSupported = a[cudaDevAttrGlobalL1CacheSupported];
+	p->localL1CacheSupported = a[cudaDevAttrLocalL1CacheSupported];
+	p->sharedMemPerMultiprocessor = (size_t)a[cudaDevAttrMaxSharedMemoryPerMultiprocessor];
+	p->regsPerMultiprocessor = a[cudaDevAttrMaxRegistersPerMultiprocessor];
+	/* managed memory is not offered through mearas */
+	p->managedMemory = 0;
+	p->isMultiGpuBoard = a[cudaDevAttrIsMultiGpuBoard];
+	p->multiGpuBoardGroupID = a[cudaDevAttrMultiGpuBoardGroupID];
+	p->hostNativeAtomicSupported = a[cudaDevAttrHostNativeAtomicSupported];
+	p->pageableMemoryAccess = 0;
+	p->concurrentManagedAccess = 0;
+	p->computePreemptionSupported = a[cudaDevAttrComputePreemptionSupported];
+	p->canUseHostPointerForRegisteredMem = 0;
+	p->cooperativeLaunch = a[cudaDevAttrCooperativeLaunch];
+	p->sharedMemPerBlockOptin = (size_t)a[cudaDevAttrMaxSharedMemoryPerBlockOptin];
+	p->pageableMemoryAccessUsesHostPageTables = 0;
+	p->directManagedMemAccessFromHost = 0;
+	p->maxBlocksPerMultiProcessor = a[cudaDevAttrMaxBlocksPerMultiprocessor];
+	p->accessPolicyMaxWindowSize = a[cudaDevAttrMaxAccessPolicyWindowSize];
+	p->reservedSharedMemPerBlock = (size_t)a[cudaDevAttrReservedSharedMemoryPerBlock];
+	p->hostRegisterSupported = a[cudaDevAttrHostRegisterSupported];
+	p->sparseCudaArraySupported = a[cudaDevAttrSparseCudaArraySupported];
+	p->hostRegisterReadOnlySupported = a[cudaDevAttrHostRegisterReadOnlySupported];
+	p->timelineSemaphoreInteropSupported = a[cudaDevAttrTimelineSemaphoreInteropSupported];
+	p->memoryPoolsSupported = a[cudaDevAttrMemoryPoolsSupported];
+	p->gpuDirectRDMASupported = a[cudaDevAttrGPUDirectRDMASupported];
+	p->gpuDirectRDMAFlushWritesOptions = (unsigned)a[cudaDevAttrGPUDirectRDMAFlushWritesOptions];
+	p->gpuDirectRDMAWritesOrdering = a[cudaDevAttrGPUDirectRDMAWritesOrdering];
+	p->memoryPoolSupportedHandleTypes = (unsigned)a[cudaDevAttrMemoryPoolSupportedHandleTypes];
+	p->deferredMappingCudaArraySupported = a[cudaDevAttrDeferredMappingCudaArraySupported];
+	p->ipcEventSupported = a[cudaDevAttrIpcEventSupport];
+	p->clusterLaunch = a[cudaDevAttrClusterLaunch];
+	p->unifiedFunctionPointers = a[cudaDevAttrUnifiedFunctionPointers];
+	p->deviceNumaConfig = a[cudaDevAttrNumaConfig];
+	p->deviceNumaId = a[cudaDevAttrNumaId];
+	p->mpsEnabled = a[cudaDevAttrMpsEnabled];
+	p->hostNumaId = a[cudaDevAttrHostNumaId];
+	p->gpuPciDeviceID = (unsigned)a[cudaDevAttrGpuPciDeviceId];
+	p->gpuPciSubsystemID = (unsigned)a[cudaDevAttrGpuPciSubsystemId];
+	p->hostNumaMultinodeIpcSupported = a[cudaDevAttrHostNumaMultinodeIpcSupported];
+}
+
+static void slot_release(void *arg)
+{
+	int slot = (int)(intptr_t)arg - 1;
+
+	if (slot > 0)
+		__atomic_and_fetch(&rt.slots_used, ~(1ull << slot), __ATOMIC_ACQ_REL);
+}
+
+static void rt_connect(void)
+{
+	const struct mearas_region_hdr *hdr;
+	uint64_t size;
+	int memfd = -1;
+	cudaError_t e;
+
+	mearas_log_init("mearas");
+	pthread_key_create(&slot_key, slot_release);
+	rt.spin_us = 20;
+	if (getenv("MEARAS_SPIN_US"))
+		rt.spin_us = (unsigned)strtoul(getenv("MEARAS_SPIN_US"), NULL, 10);
+	for (unsigned i = 0; i < MEARAS_MAX_THREADS; i++)
+		pthread_mutex_init(&rt.slot_lock[i], NULL);
+	rt.slots_used = 1; /* slot 0: the host-function thread */
+	e = tp_connect(&rt.tp, &memfd, &size, &rt.nvgpus, &rt.nthreads);
+	if (e) {
+		rt.init_err = e;
+		return;
+	}
+	rt.region = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	close(memfd);
+	if (rt.region == MAP_FAILED) {
+		log_err("cannot map the shared region (%llu bytes): %s", (unsigned long long)size, strerror(errno));
+		rt.init_err = cudaErrorMemoryAllocation;
+		return;
+	}
+	rt.region_size = size;
+	hdr = (const struct mearas_region_hdr *)rt.region;
+	if (hdr->magic != MEARAS_REGION_MAGIC || hdr->version != MEARAS_PROTO_VERSION ||
+	    hdr->nvgpus != rt.nvgpus || hdr->data_off + hdr->data_size > size ||
+	    hdr->state != MEARAS_BACKEND_READY) {
+		log_err("the shared region from mearasd is not in the expected format");
+		rt.init_err = cudaErrorNoDevice;
+		return;
+	}
+	rt.data = rt.region + hdr->data_off;
+	rt.data_size = hdr->data_size;
+	for (unsigned i = 0; i < rt.nvgpus; i++) {
+		struct mearas_vgpu_layout l = mearas_vgpu_layout(hdr->sq_entries, hdr->cq_entries,
+								 hdr->arena_size, hdr->nthreads);
+		struct rt_vgpu *v = &rt.v[i];
+		uint8_t *blk = rt.region + hdr->vgpu_off[i];
+
+		v->info = (const struct mearas_devinfo *)(blk + l.devinfo);
+		v->sq = (struct mearas_ring_ctl *)(blk + l.sq_ctl);
+		v->sqes = (struct mearas_sqe *)(blk + l.sqes);
+		v->arena = blk + l.arena;
+		v->cqs = blk + l.cqs;
+		v->cq_stride = l.cq_stride;
+		pthread_mutex_init(&v->sq_lock, NULL);
+		fill_prop(v);
+	}
+	rt.next_handle = 1;
+	log_debug("connected: %u vGPU(s), data area %llu MiB", rt.nvgpus,
+		  (unsigned long long)(rt.data_size >> 20));
+	rt_callback_thread_start();
+}
+
+cudaError_t rt_ensure(void)
+{
+	pthread_once(&rt_once, rt_connect);
+	if (rt.init_err)
+		return rt.init_err;
+	if (rt.dead)
+		return cudaErrorDevicesUnavailable;
+	return cudaSuccess;
+}
+
+cudaError_t rt_ensure_device(int *dev)
+{
+	cudaError_t e = rt_ensure();
+
+	if (e)
+		return e;
+	if (rt_tls.device < 0 || (unsigned)rt_tls.device >= rt.nvgpus)
+		return cudaErrorInvalidDevice;
+	*dev = rt_tls.device;
+	return cudaSuccess;
+}
+
+int rt_slot(void)
+{
+	if (rt_tls.slot >= 0)
+		return rt_tls.slot;
+	for (;;) {
+		uint64_t used = __atomic_load_n(&rt.slots_used, __ATOMIC_ACQUIRE);
+		int free_slot = -1;
+
+		for (unsigned i = 1; i < rt.nthreads; i++) {
+			if (!(used & (1ull << i))) {
+				free_slot = (int)i;
+				break;
+			}
+		}
+		if (free_slot < 0) {
+			/* more threads than slots: share one (calls serialize on its lock) */
+			rt_tls.slot = 1 + (int)((uintptr_t)pthread_self() % (rt.nthreads - 1));
+			return rt_tls.slot;
+		}
+		if (__atomic_compare_exchange_n(&rt.slots_used, &used, used | (1ull << free_slot), false,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			rt_tls.slot = free_slot;
+			pthread_setspecific(slot_key, (void *)(intptr_t)(free_slot + 1));
+			return free_slot;
+		}
+	}
+}
+
+uint32_t rt_new_handle(void)
+{
+	uint32_t h = __atomic_fetch_add(&rt.next_handle, 1, __ATOMIC_RELAXED);
+
+	if (h >= MEARAS_MAX_HANDLES)
+		return 0;
+	return h;
+}
+
+cudaError_t rt_set_error(cudaError_t e)
+{
+	if (e != cudaSuccess)
+		rt_tls.last_error = e;
+	return e;
+}
+
+void rt_log_unsupported(const char *name)
+{
+	log_warn("%s is not supported by mearas yet: returning cudaErrorNotSupported", name);
+}

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The fast path: records go on the vGPU's submission ring under a short
+ * lock; payloads too large for the record's inline bytes go to the vGPU's
+ * arena, whose space is reclaimed as the back end consumes records. The
+ * back end is notified only when it sleeps (need-wakeup flag).
+ */
+#include <string.h>
+#include <time.h>
+
+#include "mearas/log.h"
+#include "mearas/ring.h"
+#include "rt.h"
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000ull + (uint64_t)ts.tv_nsec / 1000;
+}
+
+void rt_call_init(struct rt_call *c, unsigned op, uint32_t stream)
+{
+	memset(&c->sqe, 0, offsetof(struct mearas_sqe, inline_payload));
+	c->sqe.op = (uint16_t)op;
+	c->sqe.stream = stream;
+	c->payload = NULL;
+	c->payload_len = 0;
+	if (rt_tls.ptds)
+		c->sqe.flags |= MEARAS_SQE_PER_THREAD;
+}
+
+/* Wait (briefly spinning, then sleeping in short naps) until cond holds,
+ * with the back end told to wake up. False when the back end is gone. */
+static bool wait_for_backend(struct rt_vgpu *v, unsigned vgpu, bool (*cond)(struct rt_vgpu *, uint32_t),
+			     uint32_t arg)
+{
+	uint64_t start = now_us();
+
+	while (!cond(v, arg)) {
+		if (rt.dead)
+			return false;
+		/* make sure the poller is awake: it will drain and free space */
+		if (mearas_ring_needs_wakeup(v->sq))
+			tp_kick(&rt.tp, vgpu);
+		if (now_us() - start < 50) {
+			mearas_cpu_relax();
+		} else {
+			struct timespec ts = { 0, 20000 };
+
+			nanosleep(&ts, NULL);
+			if (now_us() - start > 1000000) {
+				/* a second without progress: is the back end still there? */
+				if (!tp_wait(&rt.tp, 0, 0)) {
+					rt.dead = 1;
+					return false;
+				}
+				start = now_us() - 50;
+			}
+		}
+	}
+	return true;
+}
+
+static bool sq_has_space(struct rt_vgpu *v, uint32_t unused)
+{
+	(void)unused;
+	/* one slot stays free so arena_mark of the last consumed record survives */
+	return v->sq_tail - mearas_load_acquire(&v->sq->head) < MEARAS_SQ_ENTRIES - 1;
+}
+
+static uint32_t arena_released(struct rt_vgpu *v)
+{
+	uint32_t head = mearas_load_acquire(&v->sq->head);
+
+	return v->arena_mark[(head - 1) & (MEARAS_SQ_ENTRIES - 1)];
+}
+
+static bool arena_has_space(struct rt_vgpu *v, uint32_t need)
+{
+	/* everything submitted is consumed: the arena is all free */
+	if (mearas_load_acquire(&v->sq->head) == v->sq_tail)
+		return true;
+	return MEARAS_ARENA_SIZE - (v->arena_head - arena_released(v)) >= need;
+}
+
+static cudaError_t submit(int vgpu, struct rt_call *c)
+{
+	struct rt_vgpu *v = &rt.v[vgpu];
+	struct mearas_sqe *slot;
+	uint32_t len = c->payload_len;
+
+	if (rt.dead)
+		return cudaErrorDevicesUnavailable;
+	if (len > MEARAS_SQE_INLINE && len > MEARAS_ARENA_SIZE / 2)
+		return cudaErrorInvalidValue;
+	pthread_mutex_lock(&v->sq_lock);
+	if (!sq_has_space(v, 0) && !wait_for_backend(v, (unsigned)vgpu, sq_has_space, 0))
+		goto dead;
+	c->sqe.payload_len = len;
+	if (len > MEARAS_SQE_INLINE) {
+		uint32_t pos = v->arena_head % MEARAS_ARENA_SIZE, need = len;
+
+		if (pos + len > MEARAS_ARENA_SIZE)
+			need += MEARAS_ARENA_SIZE - pos; /* skip the tail: payloads are contiguous */
+		if (!arena_has_space(v, need) && !wait_for_backend(v, (unsigned)vgpu, arena_has_space, need))
+			goto dead;
+		if (mearas_load_acquire(&v->sq->head) == v->sq_tail)
+			v->arena_head = arena_released(v); /* idle: restart where the consumer is */
+		pos = v->arena_head % MEARAS_ARENA_SIZE;
+		if (pos + len > MEARAS_ARENA_SIZE) {
+			v->arena_head += MEARAS_ARENA_SIZE - pos;
+			pos = 0;
+		}
+		memcpy(v->arena + pos, c->payload, len);
+		v->arena_head += len;
+		c->sqe.flags |= MEARAS_SQE_PAYLOAD_ARENA;
+		c->sqe.payload_off = pos;
+	}
+	slot = &v->sqes[v->sq_tail & (MEARAS_SQ_ENTRIES - 1)];
+	memcpy(slot, &c->sqe, offsetof(struct mearas_sqe, inline_payload));
+	if (len && len <= MEARAS_SQE_INLINE)
+		memcpy(slot->inline_payload, c->payload, len);
+	v->arena_mark[v->sq_tail & (MEARAS_SQ_ENTRIES - 1)] = v->arena_head;
+	v->sq_tail++;
+	mearas_store_release(&v->sq->tail, v->sq_tail);
+	pthread_mutex_unlock(&v->sq_lock);
+	if (mearas_ring_needs_wakeup(v->sq))
+		tp_kick(&rt.tp, (unsigned)vgpu);
+	return cudaSuccess;
+dead:
+	pthread_mutex_unlock(&v->sq_lock);
+	return cudaErrorDevicesUnavailable;
+}
+
+cudaError_t rt_post(int vgpu, struct rt_call *c)
+{
+	return submit(vgpu, c);
+}
+
+cudaError_t rt_post_tracked(int vgpu, struct rt_call *c, uint64_t *user_data)
+{
+	int slot = rt_slot();
+
+	c->sqe.flags |= MEARAS_SQE_WANT_CQE;
+	c->sqe.cq = (uint16_t)slot;
+	c->sqe.user_data = __atomic_add_fetch(&rt.next_user_data, 1, __ATOMIC_RELAXED);
+	*user_data = c->sqe.user_data;
+	return submit(vgpu, c);
+}
+
+static bool cq_pop(struct rt_vgpu *v, int slot, struct mearas_cqe *out)
+{
+	struct mearas_ring_ctl *ctl = (struct mearas_ring_ctl *)(v->cqs + v->cq_stride * (unsigned)slot);
+	struct mearas_cqe *ring = (struct mearas_cqe *)(ctl + 1);
+	uint32_t head = v->cq_head[slot];
+
+	if (mearas_load_acquire(&ctl->tail) == head)
+		return false;
+	*out = ring[head & (MEARAS_CQ_ENTRIES - 1)];
+	v->cq_head[slot] = head + 1;
+	mearas_store_release(&ctl->head, head + 1);
+	return true;
+}
+
+cudaError_t rt_wait(int vgpu, uint64_t user_data, struct mearas_cqe *out)
+{
+	struct rt_vgpu *v = &rt.v[vgpu];
+	int slot = rt_slot();
+	struct mearas_ring_ctl *ctl = (struct mearas_ring_ctl *)(v->cqs + v->cq_stride * (unsigned)slot);
+	uint64_t start = now_us();
+
+	for (;;) {
+		if (cq_pop(v, slot, out)) {
+			if (out->user_data == user_data)
+				return (cudaError_t)out->status;
+			log_err("completion %llu arrived while waiting for %llu: dropped",
+				(unsigned long long)out->user_data, (unsigned long long)user_data);
+			continue;
+		}
+		if (rt.dead)
+			return cudaErrorDevicesUnavailable;
+		if (now_us() - start < rt.spin_us) {
+			mearas_cpu_relax();
+			continue;
+		}
+		if (mearas_ring_prepare_sleep(ctl)) {
+			bool alive = tp_wait(&rt.tp, (unsigned)slot, 1000);
+
+			mearas_ring_end_sleep(ctl);
+			if (!alive) {
+				rt.dead = 1;
+				return cudaErrorDevicesUnavailable;
+			}
+		} else {
+			mearas_ring_end_sleep(ctl);
+		}
+	}
+}
+
+cudaError_t rt_call(int vgpu, struct rt_call *c, struct mearas_cqe *out)
+{
+	struct mearas_cqe tmp;
+	uint64_t ud;
+	int slot = rt_slot();
+	cudaError_t e;
+
+	pthread_mutex_lock(&rt.slot_lock[slot]);
+	e = rt_post_tracked(vgpu, c, &ud);
+	if (!e)
+		e = rt_wait(vgpu, ud, out ? out : &tmp);
+	pthread_mutex_unlock(&rt.slot_lock[slot]);
+	return e;
+}
