@@ -1,0 +1,102 @@
+// MatrixMultiply: C = A * B for square float matrices, tiled through shared
+// memory. One iteration is one kernel launch plus a synchronize; inputs stay
+// on the device.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+#include "app_common.cuh"
+
+#define TILE 32
+
+__global__ void matmul_tiled(const float *a, const float *b, float *c, int n)
+{
+    __shared__ float ta[TILE][TILE];
+    __shared__ float tb[TILE][TILE + 1]; // padding avoids bank conflicts on the column reads
+    int row = blockIdx.y * TILE + threadIdx.y;
+    int col = blockIdx.x * TILE + threadIdx.x;
+    float acc = 0.0f;
+    for (int t = 0; t < n; t += TILE) {
+        ta[threadIdx.y][threadIdx.x] = (row < n && t + threadIdx.x < n) ? a[(size_t)row * n + t + threadIdx.x] : 0.0f;
+        tb[threadIdx.y][threadIdx.x] = (t + threadIdx.y < n && col < n) ? b[(size_t)(t + threadIdx.y) * n + col] : 0.0f;
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < TILE; k++)
+            acc += ta[threadIdx.y][k] * tb[k][threadIdx.x];
+        __syncthreads();
+    }
+    if (row < n && col < n)
+        c[(size_t)row * n + col] = acc;
+}
+
+int main(int argc, char **argv)
+{
+    const app_option_spec spec = {"matrixmul", "matrix dimension N (N x N floats)", 2048, 20, false};
+    app_options o = app_parse(argc, argv, spec);
+    if (o.size > 32768) {
+        std::fprintf(stderr, "matrixmul: --size at most 32768\n");
+        return 2;
+    }
+    const int n = (int)o.size;
+    const size_t elems = (size_t)n * n;
+    std::vector<float> a(elems), b(elems), c(elems);
+    unsigned int seed = 3u;
+    auto uniform = [&seed]() {
+        seed = seed * 1664525u + 1013904223u;
+        return (float)(seed >> 8) / 8388608.0f - 1.0f;
+    };
+    for (auto &x : a)
+        x = uniform();
+    for (auto &x : b)
+        x = uniform();
+    float *d_a, *d_b, *d_c;
+    APP_CHECK(cudaMalloc(&d_a, elems * sizeof(float)));
+    APP_CHECK(cudaMalloc(&d_b, elems * sizeof(float)));
+    APP_CHECK(cudaMalloc(&d_c, elems * sizeof(float)));
+    APP_CHECK(cudaMemcpy(d_a, a.data(), elems * sizeof(float), cudaMemcpyHostToDevice));
+    APP_CHECK(cudaMemcpy(d_b, b.data(), elems * sizeof(float), cudaMemcpyHostToDevice));
+    APP_CHECK(cudaMemset(d_c, 0, elems * sizeof(float)));
+
+    dim3 block(TILE, TILE), grid((n + TILE - 1) / TILE, (n + TILE - 1) / TILE);
+    auto launch = [&]() {
+        matmul_tiled<<<grid, block>>>(d_a, d_b, d_c, n);
+        APP_CHECK(cudaGetLastError());
+    };
+    launch(); // warm-up
+    APP_CHECK(cudaDeviceSynchronize());
+    double seconds = 0.0;
+    long long iterations = app_timed_loop(o, 1, &seconds, launch, app_device_sync);
+    APP_CHECK(cudaMemcpy(c.data(), d_c, elems * sizeof(float), cudaMemcpyDeviceToHost));
+
+    int check = -1;
+    if (!o.skip_check) {
+        check = 1;
+        unsigned int pick = 11u;
+        for (int s = 0; s < 512; s++) {
+            pick = pick * 1664525u + 1013904223u;
+            int i = (int)((pick >> 8) % (unsigned int)n);
+            pick = pick * 1664525u + 1013904223u;
+            int j = (int)((pick >> 8) % (unsigned int)n);
+            double ref = 0.0, magnitude = 0.0;
+            for (int k = 0; k < n; k++) {
+                double term = (double)a[(size_t)i * n + k] * (double)b[(size_t)k * n + j];
+                ref += term;
+                magnitude += std::fabs(term);
+            }
+            double got = c[(size_t)i * n + j];
+            if (!(std::fabs(got - ref) <= 1e-5 * magnitude + 1e-6)) {
+                std::fprintf(stderr, "matrixmul: c[%d][%d]=%.7g expected %.7g\n", i, j, got, ref);
+                check = 0;
+                break;
+            }
+        }
+    }
+    double flops = 2.0 * (double)n * (double)n * (double)n;
+    char extra[64];
+    std::snprintf(extra, sizeof(extra), "n=%d gflops=%.1f", n,
+                  seconds > 0 ? flops * (double)iterations / seconds / 1e9 : 0.0);
+    app_report("matrixmul", o, flops * (double)iterations, iterations, seconds, "flop/s", check, extra);
+    APP_CHECK(cudaFree(d_a));
+    APP_CHECK(cudaFree(d_b));
+    APP_CHECK(cudaFree(d_c));
+    return check == 0 ? 1 : 0;
+}

@@ -1,0 +1,50 @@
+// Shared helpers for the GPU-lane test programs: every failure prints one
+// "FAIL: reason" line and exits non-zero, so outputs stay diffable.
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <cuda_runtime.h>
+
+#define CHECK_CUDA(call)                                                     \
+    do {                                                                     \
+        cudaError_t check_err_ = (call);                                     \
+        if (check_err_ != cudaSuccess) {                                     \
+            std::printf("FAIL: %s returned %s at %s:%d\n", #call,            \
+                        cudaGetErrorName(check_err_), __FILE__, __LINE__);   \
+            std::fflush(stdout);                                             \
+            std::exit(1);                                                    \
+        }                                                                    \
+    } while (0)
+
+// Checks both the launch itself and any error raised while the kernel ran.
+#define CHECK_LAUNCH()                                                       \
+    do {                                                                     \
+        CHECK_CUDA(cudaGetLastError());                                      \
+        CHECK_CUDA(cudaDeviceSynchronize());                                 \
+    } while (0)
+
+#define REQUIRE(cond, ...)                                                   \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            std::printf("FAIL: ");                                           \
+            std::printf(__VA_ARGS__);                                        \
+            std::printf(" (%s:%d)\n", __FILE__, __LINE__);                   \
+            std::fflush(stdout);                                             \
+            std::exit(1);                                                    \
+        }                                                                    \
+    } while (0)
+
+static inline int pass(void)
+{
+    std::printf("PASS\n");
+    std::fflush(stdout);
+    return 0;
+}
+
+// Deterministic pseudo-random stream (no dependence on libc rand state).
+static inline unsigned int lcg_next(unsigned int *state)
+{
+    *state = *state * 1664525u + 1013904223u;
+    return *state;
+}
