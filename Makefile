@@ -18,6 +18,7 @@ BACKEND_SRC := host-backend/mearasd.c host-backend/worker.c host-backend/poller.
                host-backend/exec.c host-backend/handles.c host-backend/vaheap.c \
                host-backend/device_sim.c host-backend/device_cuda.c
 CUDART_SRC  := $(wildcard guest/libcudart/*.c)
+CUDART_OBJ  := $(patsubst %.c,$(BUILD)/obj-rt/%.o,$(CUDART_SRC) $(COMMON_SRC))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -31,6 +32,32 @@ $(BUILD)/obj/%.o: %.c
 $(BUILD)/bin/mearasd: $(call obj,$(BACKEND_SRC) $(COMMON_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) $(LDSAN) -pthread -o $@ $^ -ldl -llz4 -lzstd
+
+# ---- guest runtime library: hidden by default, CUDA entry points exported
+# under NVIDIA's symbol version so unmodified binaries bind to it
+$(BUILD)/gen/cuda_errors.gen.h: guest/libcudart/gen_errors.py $(CUDA_HOME)/include/driver_types.h
+	@mkdir -p $(dir $@)
+	python3 $^ $@
+
+$(BUILD)/obj-rt/%.o: %.c $(BUILD)/gen/cuda_errors.gen.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) -I$(BUILD)/gen -Iguest/libcudart -fvisibility=hidden $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/gen/unsupported.gen.c: guest/libcudart/gen_unsupported.sh guest/libcudart/cudart13.symbols $(CUDART_OBJ)
+	sh guest/libcudart/gen_unsupported.sh guest/libcudart/cudart13.symbols $(CUDART_OBJ) > $@
+
+$(BUILD)/gen/libcudart.map: guest/libcudart/cudart13.symbols
+	@mkdir -p $(dir $@)
+	{ echo 'libcudart.so.13 { global:'; sed 's/#.*//;/^$$/d;s/$$/;/' $<; echo 'local: *; };'; } > $@
+
+$(BUILD)/obj-rt/unsupported.gen.o: $(BUILD)/gen/unsupported.gen.c
+	$(CC) $(BASEFLAGS) -Iguest/libcudart -fvisibility=hidden $(CFLAGS) -c $< -o $@
+
+$(BUILD)/lib/libcudart.so.13: $(CUDART_OBJ) $(BUILD)/obj-rt/unsupported.gen.o $(BUILD)/gen/libcudart.map
+	@mkdir -p $(dir $@)
+	$(CC) $(LDSAN) -shared -pthread -Wl,-soname,libcudart.so.13 -Wl,--version-script=$(BUILD)/gen/libcudart.map \
+		-Wl,--no-undefined -o $@ $(CUDART_OBJ) $(BUILD)/obj-rt/unsupported.gen.o -llz4 -lzstd
+	ln -sf libcudart.so.13 $(BUILD)/lib/libcudart.so
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 

@@ -94,11 +94,6 @@ RT_EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int d
 	return cudaSuccess;
 }
 
-RT_EXPORT cudaError_t cudaGetDeviceProperties_v2(struct cudaDeviceProp *prop, int device)
-{
-	return cudaGetDeviceProperties(prop, device);
-}
-
 RT_EXPORT cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
 {
 	cudaError_t e;
@@ -222,11 +217,6 @@ RT_EXPORT cudaError_t cudaDeviceReset(void)
 	return rt_set_error(e);
 }
 
-RT_EXPORT cudaError_t cudaThreadSynchronize(void)
-{
-	return cudaDeviceSynchronize();
-}
-
 RT_EXPORT cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
 {
 	struct rt_call c;
@@ -346,4 +336,12 @@ RT_EXPORT cudaError_t cudaDeviceGetCacheConfig(enum cudaFuncCache *pCacheConfig)
 		return rt_set_error(cudaErrorInvalidValue);
 	*pCacheConfig = cudaFuncCachePreferNone;
 	return cudaSuccess;
+}
+
+RT_EXPORT struct cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w,
+							    enum cudaChannelFormatKind f)
+{
+	struct cudaChannelFormatDesc d = { x, y, z, w, f };
+
+	return d;
 }

@@ -53,6 +53,7 @@ struct rt {
 	uint64_t data_size;
 	struct rt_vgpu v[MEARAS_MAX_VGPUS];
 	volatile int dead;                      /* the back end went away */
+	int same_address;                       /* region mapped where the back end has it */
 	uint32_t next_handle;
 	uint64_t next_user_data;
 	unsigned spin_us;
@@ -136,6 +137,27 @@ RT_HIDDEN void rt_modules_forget_vgpu(int vgpu);
 /* copies (api_copy.c) */
 RT_HIDDEN cudaError_t rt_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
 				cudaStream_t stream, bool async);
+
+/* Entry points called by nvcc-generated code (not in the public headers). */
+RT_EXPORT void **__cudaRegisterFatBinary(void *fatCubin);
+RT_EXPORT void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
+RT_EXPORT void __cudaUnregisterFatBinary(void **fatCubinHandle);
+RT_EXPORT char __cudaInitModule(void **fatCubinHandle);
+RT_EXPORT void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
+				      const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
+				      dim3 *bDim, dim3 *gDim, int *wSize);
+RT_EXPORT void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress,
+				 const char *deviceName, int ext, size_t size, int constant, int global);
+RT_EXPORT void __cudaRegisterManagedVar(void **fatCubinHandle, void **hostVarPtrAddress, char *deviceAddress,
+					const char *deviceName, int ext, size_t size, int constant, int global);
+RT_EXPORT void __cudaRegisterHostVar(void **fatCubinHandle, const char *deviceName, char *hostVar, size_t size);
+RT_EXPORT unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
+					       struct CUstream_st *stream);
+RT_EXPORT cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem,
+						 void *stream);
+RT_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *funcAddr);
+RT_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
+					 size_t sharedMem, cudaStream_t stream);
 
 /* host functions (api_stream.c) */
 RT_HIDDEN void rt_callback_thread_start(void);

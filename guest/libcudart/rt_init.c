@@ -96,7 +96,6 @@ static void fill_prop(struct rt_vgpu *v)
 	p->deferredMappingCudaArraySupported = a[cudaDevAttrDeferredMappingCudaArraySupported];
 	p->ipcEventSupported = a[cudaDevAttrIpcEventSupport];
 	p->clusterLaunch = a[cudaDevAttrClusterLaunch];
-	p->unifiedFunctionPointers = a[cudaDevAttrUnifiedFunctionPointers];
 	p->deviceNumaConfig = a[cudaDevAttrNumaConfig];
 	p->deviceNumaId = a[cudaDevAttrNumaId];
 	p->mpsEnabled = a[cudaDevAttrMpsEnabled];
@@ -242,4 +241,13 @@ cudaError_t rt_set_error(cudaError_t e)
 void rt_log_unsupported(const char *name)
 {
 	log_warn("%s is not supported by mearas yet: returning cudaErrorNotSupported", name);
+}
+
+/* Called by the generated stubs of entry points mearas does not implement. */
+RT_HIDDEN int mearas_unsupported_call(const char *name, int *said);
+int mearas_unsupported_call(const char *name, int *said)
+{
+	if (!__atomic_exchange_n(said, 1, __ATOMIC_RELAXED))
+		rt_log_unsupported(name);
+	return (int)rt_set_error(cudaErrorNotSupported);
 }

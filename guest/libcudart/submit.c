@@ -27,6 +27,8 @@ void rt_call_init(struct rt_call *c, unsigned op, uint32_t stream)
 	c->sqe.stream = stream;
 	c->payload = NULL;
 	c->payload_len = 0;
+	/* the thread's slot also names its per-thread default stream */
+	c->sqe.cq = (uint16_t)rt_slot();
 	if (rt_tls.ptds)
 		c->sqe.flags |= MEARAS_SQE_PER_THREAD;
 }

@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: MIT
+/* Kernel launches: posted without waiting; the configuration is checked
+ * here against the vGPU's limits so misuse fails at once, as in CUDA. */
+#include <string.h>
+
+#include "mearas/log.h"
+#include "rt.h"
+
+struct call_config {
+	dim3 grid, block;
+	size_t smem;
+	cudaStream_t stream;
+};
+
+/* <<<...>>> pushes, the generated stub pops: a small per-thread stack */
+#define CONFIG_DEPTH 16
+static __thread struct call_config config_stack[CONFIG_DEPTH];
+static __thread unsigned config_top;
+
+RT_EXPORT unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
+					       struct CUstream_st *stream)
+{
+	if (config_top >= CONFIG_DEPTH)
+		return 1;
+	config_stack[config_top++] = (struct call_config){ gridDim, blockDim, sharedMem, stream };
+	return 0;
+}
+
+RT_EXPORT cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem,
+						 void *stream)
+{
+	struct call_config *c;
+
+	if (!config_top)
+		return cudaErrorInvalidConfiguration;
+	c = &config_stack[--config_top];
+	*gridDim = c->grid;
+	*blockDim = c->block;
+	*sharedMem = c->smem;
+	*(cudaStream_t *)stream = c->stream;
+	return cudaSuccess;
+}
+
+static cudaError_t check_config(int vgpu, dim3 g, dim3 b, size_t smem)
+{
+	const struct cudaDeviceProp *p = &rt.v[vgpu].prop;
+	uint64_t threads = (uint64_t)b.x * b.y * b.z;
+
+	if (!g.x || !g.y || !g.z || !b.x || !b.y || !b.z)
+		return cudaErrorInvalidConfiguration;
+	if (threads > (uint64_t)p->maxThreadsPerBlock || b.x > (unsigned)p->maxThreadsDim[0] ||
+	    b.y > (unsigned)p->maxThreadsDim[1] || b.z > (unsigned)p->maxThreadsDim[2])
+		return cudaErrorInvalidValue;
+	if (g.x > (unsigned)p->maxGridSize[0] || g.y > (unsigned)p->maxGridSize[1] ||
+	    g.z > (unsigned)p->maxGridSize[2])
+		return cudaErrorInvalidValue;
+	if (smem > p->sharedMemPerBlockOptin)
+		return cudaErrorInvalidValue;
+	return cudaSuccess;
+}
+
+static cudaError_t launch(struct rt_func *f, dim3 grid, dim3 block, void **args, size_t smem,
+			  cudaStream_t stream, int cooperative)
+{
+	struct rt_stream_ref st;
+	struct rt_call c;
+	uint8_t params[MEARAS_MAX_PARAM_BYTES];
+	uint32_t len;
+	cudaError_t e = rt_ensure();
+
+	if (e)
+		return e;
+	if (!f)
+		return cudaErrorInvalidResourceHandle;
+	e = rt_stream_ref(stream, &st);
+	if (e)
+		return e;
+	e = check_config(st.vgpu, grid, block, smem);
+	if (e)
+		return e;
+	e = rt_func_ready(f, st.vgpu);
+	if (e)
+		return e;
+	e = rt_func_pack(f, args, params, &len);
+	if (e)
+		return e;
+	rt_call_init(&c, MEARAS_OP_LAUNCH, st.id);
+	c.sqe.flags |= st.sqe_flags;
+	c.sqe.args.a[0] = rt_func_id(f);
+	c.sqe.args.a[1] = grid.x | (uint64_t)grid.y << 32;
+	c.sqe.args.a[2] = grid.z | (uint64_t)block.x << 32;
+	c.sqe.args.a[3] = block.y | (uint64_t)block.z << 32;
+	c.sqe.args.a[4] = smem;
+	c.sqe.args.a[5] = cooperative ? 1 : 0;
+	c.payload = params;
+	c.payload_len = len;
+	return rt_post(st.vgpu, &c);
+}
+
+RT_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
+				       size_t sharedMem, cudaStream_t stream)
+{
+	return rt_set_error(launch(rt_func_by_host(func), gridDim, blockDim, args, sharedMem, stream, 0));
+}
+
+RT_EXPORT cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
+						  size_t sharedMem, cudaStream_t stream)
+{
+	return rt_set_error(launch(rt_func_by_host(func), gridDim, blockDim, args, sharedMem, stream, 1));
+}
+
+/* CUDA 13 stubs: __cudaGetKernel once, then __cudaLaunchKernel with the handle */
+RT_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *funcAddr)
+{
+	struct rt_func *f = rt_func_by_host(funcAddr);
+
+	if (!kernel)
+		return cudaErrorInvalidValue;
+	*kernel = (cudaKernel_t)f;
+	return f ? cudaSuccess : cudaErrorInvalidDeviceFunction;
+}
+
+RT_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
+					 size_t sharedMem, cudaStream_t stream)
+{
+	return rt_set_error(launch((struct rt_func *)kernel, gridDim, blockDim, args, sharedMem, stream, 0));
+}
+
+RT_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
+{
+	int coop = 0;
+
+	if (!config)
+		return rt_set_error(cudaErrorInvalidValue);
+	for (unsigned i = 0; i < config->numAttrs; i++) {
+		const cudaLaunchAttribute *a = &config->attrs[i];
+
+		if (a->id == cudaLaunchAttributeCooperative) {
+			coop = a->val.cooperative != 0;
+		} else if (a->id != cudaLaunchAttributeIgnore) {
+			log_warn("cudaLaunchKernelExC: launch attribute %d is not supported by mearas", (int)a->id);
+			return rt_set_error(cudaErrorNotSupported);
+		}
+	}
+	return rt_set_error(launch(rt_func_by_host(func), config->gridDim, config->blockDim, args,
+				   config->dynamicSmemBytes, config->stream, coop));
+}
+
+static cudaError_t func_on_device(const void *func, struct rt_func **f, int *dev)
+{
+	cudaError_t e = rt_ensure_device(dev);
+
+	if (e)
+		return e;
+	*f = rt_func_by_host(func);
+	if (!*f)
+		return cudaErrorInvalidResourceHandle;
+	return rt_func_ready(*f, *dev);
+}
+
+RT_EXPORT cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func)
+{
+	struct rt_func *f;
+	struct rt_call c;
+	struct mearas_cqe cqe;
+	int dev;
+	cudaError_t e;
+
+	if (!attr)
+		return rt_set_error(cudaErrorInvalidValue);
+	e = func_on_device(func, &f, &dev);
+	if (e)
+		return rt_set_error(e);
+	rt_call_init(&c, MEARAS_OP_FUNC_ATTRS, 0);
+	c.sqe.args.a[0] = rt_func_id(f);
+	e = rt_call(dev, &c, &cqe);
+	if (e)
+		return rt_set_error(e);
+	memset(attr, 0, sizeof(*attr));
+	attr->numRegs = (int)(cqe.val[0] & 0xffff);
+	attr->maxThreadsPerBlock = (int)((cqe.val[0] >> 16) & 0xffff);
+	attr->ptxVersion = (int)((cqe.val[0] >> 32) & 0xffff);
+	attr->binaryVersion = (int)((cqe.val[0] >> 48) & 0xffff);
+	attr->sharedSizeBytes = cqe.val[1] & 0xffffff;
+	attr->localSizeBytes = (cqe.val[1] >> 24) & 0xffffff;
+	attr->constSizeBytes = (cqe.val[1] >> 48) & 0xffff;
+	attr->maxDynamicSharedSizeBytes = (int)(rt.v[dev].prop.sharedMemPerBlock - attr->sharedSizeBytes);
+	attr->preferredShmemCarveout = -1;
+	return cudaSuccess;
+}
+
+static cudaError_t set_attr(const void *func, int attr, int value)
+{
+	struct rt_func *f;
+	struct rt_call c;
+	int dev;
+	cudaError_t e = func_on_device(func, &f, &dev);
+
+	if (e)
+		return e;
+	if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize &&
+	    (value < 0 || (size_t)value > rt.v[dev].prop.sharedMemPerBlockOptin))
+		return cudaErrorInvalidValue;
+	rt_call_init(&c, MEARAS_OP_FUNC_SET_ATTR, 0);
+	c.sqe.args.a[0] = rt_func_id(f);
+	c.sqe.args.a[1] = (uint64_t)(int64_t)attr;
+	c.sqe.args.a[2] = (uint64_t)(int64_t)value;
+	return rt_post(dev, &c);
+}
+
+RT_EXPORT cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, int value)
+{
+	return rt_set_error(set_attr(func, (int)attr, value));
+}
+
+RT_EXPORT cudaError_t cudaFuncSetCacheConfig(const void *func, enum cudaFuncCache cacheConfig)
+{
+	/* attribute -1 carries the cache preference to the back end */
+	return rt_set_error(set_attr(func, -1, (int)cacheConfig));
+}
+
+RT_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, const void *func,
+									    int blockSize, size_t dynamicSMemSize,
+									    unsigned int flags)
+{
+	struct rt_func *f;
+	struct rt_call c;
+	struct mearas_cqe cqe;
+	int dev;
+	cudaError_t e;
+
+	(void)flags;
+	if (!numBlocks || blockSize <= 0)
+		return rt_set_error(cudaErrorInvalidValue);
+	e = func_on_device(func, &f, &dev);
+	if (e)
+		return rt_set_error(e);
+	rt_call_init(&c, MEARAS_OP_OCCUPANCY, 0);
+	c.sqe.args.a[0] = rt_func_id(f);
+	c.sqe.args.a[1] = (uint64_t)blockSize;
+	c.sqe.args.a[2] = dynamicSMemSize;
+	e = rt_call(dev, &c, &cqe);
+	if (e)
+		return rt_set_error(e);
+	*numBlocks = (int)cqe.val[0];
+	return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, const void *func,
+								    int blockSize, size_t dynamicSMemSize)
+{
+	return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize,
+								      dynamicSMemSize, 0);
+}

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Entry points of `--default-stream per-thread` builds (_ptsz/_ptds): the
+ * same calls, except that stream 0 means the calling thread's own default
+ * stream. One table; each line makes one wrapper.
+ */
+#include "rt.h"
+
+#define PER_THREAD_ENTRIES(X)                                                                           \
+	X(cudaLaunchKernel, _ptsz, (const void *f, dim3 g, dim3 b, void **a, size_t m, cudaStream_t s),   \
+	  (f, g, b, a, m, s))                                                                             \
+	X(__cudaLaunchKernel, _ptsz, (cudaKernel_t f, dim3 g, dim3 b, void **a, size_t m, cudaStream_t s), \
+	  (f, g, b, a, m, s))                                                                             \
+	X(cudaLaunchCooperativeKernel, _ptsz,                                                           \
+	  (const void *f, dim3 g, dim3 b, void **a, size_t m, cudaStream_t s), (f, g, b, a, m, s))       \
+	X(cudaLaunchKernelExC, _ptsz, (const cudaLaunchConfig_t *c, const void *f, void **a), (c, f, a)) \
+	X(cudaMemcpy, _ptds, (void *d, const void *s, size_t n, enum cudaMemcpyKind k), (d, s, n, k))    \
+	X(cudaMemcpyAsync, _ptsz,                                                                       \
+	  (void *d, const void *s, size_t n, enum cudaMemcpyKind k, cudaStream_t st), (d, s, n, k, st))  \
+	X(cudaMemcpy2D, _ptds,                                                                          \
+	  (void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, enum cudaMemcpyKind k),     \
+	  (d, dp, s, sp, w, h, k))                                                                        \
+	X(cudaMemcpy2DAsync, _ptsz,                                                                     \
+	  (void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, enum cudaMemcpyKind k,      \
+	   cudaStream_t st), (d, dp, s, sp, w, h, k, st))                                                \
+	X(cudaMemcpyToSymbol, _ptds, (const void *y, const void *s, size_t n, size_t o, enum cudaMemcpyKind k), \
+	  (y, s, n, o, k))                                                                                \
+	X(cudaMemcpyFromSymbol, _ptds, (void *d, const void *y, size_t n, size_t o, enum cudaMemcpyKind k), \
+	  (d, y, n, o, k))                                                                                \
+	X(cudaMemcpyToSymbolAsync, _ptsz,                                                               \
+	  (const void *y, const void *s, size_t n, size_t o, enum cudaMemcpyKind k, cudaStream_t st),    \
+	  (y, s, n, o, k, st))                                                                            \
+	X(cudaMemcpyFromSymbolAsync, _ptsz,                                                             \
+	  (void *d, const void *y, size_t n, size_t o, enum cudaMemcpyKind k, cudaStream_t st),          \
+	  (d, y, n, o, k, st))                                                                            \
+	X(cudaMemset, _ptds, (void *p, int v, size_t n), (p, v, n))                                    \
+	X(cudaMemsetAsync, _ptsz, (void *p, int v, size_t n, cudaStream_t s), (p, v, n, s))             \
+	X(cudaMemset2D, _ptds, (void *p, size_t pi, int v, size_t w, size_t h), (p, pi, v, w, h))      \
+	X(cudaMemset2DAsync, _ptsz, (void *p, size_t pi, int v, size_t w, size_t h, cudaStream_t s),    \
+	  (p, pi, v, w, h, s))                                                                            \
+	X(cudaStreamSynchronize, _ptsz, (cudaStream_t s), (s))                                         \
+	X(cudaStreamQuery, _ptsz, (cudaStream_t s), (s))                                               \
+	X(cudaStreamWaitEvent, _ptsz, (cudaStream_t s, cudaEvent_t e, unsigned f), (s, e, f))            \
+	X(cudaStreamGetFlags, _ptsz, (cudaStream_t s, unsigned *f), (s, f))                            \
+	X(cudaStreamGetPriority, _ptsz, (cudaStream_t s, int *p), (s, p))                              \
+	X(cudaStreamGetDevice, _ptsz, (cudaStream_t s, int *d), (s, d))                                \
+	X(cudaEventRecord, _ptsz, (cudaEvent_t e, cudaStream_t s), (e, s))                             \
+	X(cudaEventRecordWithFlags, _ptsz, (cudaEvent_t e, cudaStream_t s, unsigned f), (e, s, f))       \
+	X(cudaLaunchHostFunc, _ptsz, (cudaStream_t s, cudaHostFn_t f, void *u), (s, f, u))             \
+	X(cudaStreamAddCallback, _ptsz, (cudaStream_t s, cudaStreamCallback_t c, void *u, unsigned f),   \
+	  (s, c, u, f))                                                                                   \
+	X(cudaMallocAsync, _ptsz, (void **p, size_t n, cudaStream_t s), (p, n, s))                     \
+	X(cudaFreeAsync, _ptsz, (void *p, cudaStream_t s), (p, s))                                     \
+	X(cudaStreamBeginCapture, _ptsz, (cudaStream_t s, enum cudaStreamCaptureMode m), (s, m))        \
+	X(cudaStreamEndCapture, _ptsz, (cudaStream_t s, cudaGraph_t *g), (s, g))                       \
+	X(cudaStreamIsCapturing, _ptsz, (cudaStream_t s, enum cudaStreamCaptureStatus *c), (s, c))      \
+	X(cudaGraphLaunch, _ptsz, (cudaGraphExec_t x, cudaStream_t s), (x, s))
+
+#define PER_THREAD_WRAPPER(name, suffix, params, args)          \
+	RT_EXPORT cudaError_t name##suffix params;              \
+	RT_EXPORT cudaError_t name##suffix params               \
+	{                                                       \
+		int saved = rt_tls.ptds;                        \
+		cudaError_t r;                                  \
+		rt_tls.ptds = 1;                                \
+		r = name args;                                  \
+		rt_tls.ptds = saved;                            \
+		return r;                                       \
+	}
+
+PER_THREAD_ENTRIES(PER_THREAD_WRAPPER)
