@@ -22,7 +22,7 @@ CUDART_OBJ  := $(patsubst %.c,$(BUILD)/obj-rt/%.o,$(CUDART_SRC) $(COMMON_SRC))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
-.PHONY: all clean test gpu-test demo deps
+.PHONY: all clean test gpu-test gpu-build demo deps
 all: $(BUILD)/bin/mearasd $(BUILD)/lib/libcudart.so.13
 
 $(BUILD)/obj/%.o: %.c
@@ -60,6 +60,20 @@ $(BUILD)/lib/libcudart.so.13: $(CUDART_OBJ) $(BUILD)/obj-rt/unsupported.gen.o $(
 	ln -sf libcudart.so.13 $(BUILD)/lib/libcudart.so
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+NVCC_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+$(BUILD)/experiments/microbench: experiments/microbench/microbench.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -cudart shared $(NVCC_ARCH) -Xcompiler -Wall,-Werror -o $@ $<
+
+gpu-build: all $(BUILD)/experiments/microbench
+	$(MAKE) -C tests/cuda
+	$(MAKE) -C experiments/apps
+
+# GPU lane: build (here or there) and run everything in one call; table last
+gpu-test: gpu-build
+	scripts/gpu-lane.sh
 
 clean:
 	rm -rf $(BUILD)

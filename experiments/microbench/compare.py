@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Combine a native and a mearas run of microbench into
+experiments/results/microbench.json and print a table with the targets."""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+from pathlib import Path
+
+# metric -> (comparison, bound); ratio = mearas / native
+TARGETS: dict[str, tuple[str, float]] = {
+    "sync_roundtrip_us": ("<=", 1.25),
+    "launch_rate": (">=", 0.95),
+    "h2d_pinned_gbps": (">=", 0.95),
+    "d2h_pinned_gbps": (">=", 0.95),
+    "h2d_pageable_gbps": (">=", 1.0),
+    "d2h_pageable_gbps": (">=", 1.0),
+    "idle_poller_cpu_pct": ("<", 1.0),
+}
+
+
+def read_metrics(path: Path) -> tuple[dict[str, tuple[str, float]], str]:
+    metrics: dict[str, tuple[str, float]] = {}
+    device = "unknown"
+    for line in path.read_text().splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[0] == "METRIC":
+            metrics[parts[1]] = (parts[2], float(parts[3]))
+        elif line.startswith("DEVICE "):
+            device = line[len("DEVICE "):].strip()
+    return metrics, device
+
+
+def ok(metric: str, value: float) -> bool:
+    op, bound = TARGETS[metric]
+    return {"<=": value <= bound, ">=": value >= bound, "<": value < bound}[op]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("native", type=Path)
+    ap.add_argument("mearas", type=Path)
+    ap.add_argument("--idle-cpu", type=float, required=True, help="poller CPU %% of an idle client")
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--device", default=None, help="device name (default: as reported)")
+    args = ap.parse_args()
+    native, dev_n = read_metrics(args.native)
+    mearas, _ = read_metrics(args.mearas)
+    device = args.device or dev_n
+    date = datetime.date.today().isoformat()
+    records = []
+    failed = 0
+    print(f"{'metric':22} {'native':>12} {'mearas':>12} {'ratio':>7}  target   result")
+    for name in TARGETS:
+        if name == "idle_poller_cpu_pct":
+            rec = {"metric": name, "unit": "%", "native": None, "mearas": args.idle_cpu,
+                   "ratio": None, "device": device, "date": date}
+            good = ok(name, args.idle_cpu)
+            print(f"{name:22} {'-':>12} {args.idle_cpu:12.3f} {'-':>7}  < 1      {'ok' if good else 'MISSED'}")
+        else:
+            if name not in native or name not in mearas:
+                print(f"{name:22} missing from a run", file=sys.stderr)
+                failed += 1
+                continue
+            unit, nv = native[name]
+            _, mv = mearas[name]
+            ratio = mv / nv if nv else float("inf")
+            rec = {"metric": name, "unit": unit, "native": nv, "mearas": mv, "ratio": round(ratio, 4),
+                   "device": device, "date": date}
+            good = ok(name, ratio)
+            op, bound = TARGETS[name]
+            print(f"{name:22} {nv:12.3f} {mv:12.3f} {ratio:7.3f}  {op}{bound:<6} {'ok' if good else 'MISSED'}")
+        failed += 0 if good else 1
+        records.append(rec)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(records, indent=1) + "\n")
+    print(f"{len(records) - failed} passed, {failed} failed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

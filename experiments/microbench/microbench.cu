@@ -1,0 +1,131 @@
+// Microbenchmarks of the CUDA runtime paths mearas virtualizes. Prints one
+// line per metric: "METRIC name unit value". Run natively and through mearas
+// in the same session; experiments/microbench/compare.py makes the ratios.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#define CHECK(x)                                                                          \
+    do {                                                                                  \
+        cudaError_t e_ = (x);                                                             \
+        if (e_ != cudaSuccess) {                                                          \
+            std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x,                \
+                         cudaGetErrorName(e_));                                           \
+            std::exit(1);                                                                 \
+        }                                                                                 \
+    } while (0)
+
+__global__ void empty_kernel() {}
+
+using clk = std::chrono::steady_clock;
+
+static double seconds_since(clk::time_point t0)
+{
+    return std::chrono::duration<double>(clk::now() - t0).count();
+}
+
+static void metric(const char *name, const char *unit, double v)
+{
+    std::printf("METRIC %s %s %.6f\n", name, unit, v);
+    std::fflush(stdout);
+}
+
+static void sync_roundtrip()
+{
+    int *d;
+    int h = 0;
+    CHECK(cudaMalloc(&d, sizeof(int)));
+    CHECK(cudaMemset(d, 0, sizeof(int)));
+    std::vector<double> t;
+    for (int i = 0; i < 3000; i++) {
+        auto t0 = clk::now();
+        CHECK(cudaMemcpy(&h, d, sizeof(int), cudaMemcpyDeviceToHost));
+        t.push_back(seconds_since(t0) * 1e6);
+    }
+    std::sort(t.begin(), t.end());
+    metric("sync_roundtrip_us", "us", t[t.size() / 2]);
+    CHECK(cudaFree(d));
+}
+
+static void launch_rate()
+{
+    const int n = 200000;
+    for (int i = 0; i < 1000; i++)
+        empty_kernel<<<1, 1>>>();
+    CHECK(cudaDeviceSynchronize());
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        auto t0 = clk::now();
+        for (int i = 0; i < n; i++)
+            empty_kernel<<<1, 1>>>();
+        CHECK(cudaGetLastError());
+        CHECK(cudaDeviceSynchronize());
+        best = std::max(best, n / seconds_since(t0));
+    }
+    metric("launch_rate", "launches/s", best);
+}
+
+static double bandwidth(void *dst, const void *src, size_t n, cudaMemcpyKind k)
+{
+    CHECK(cudaMemcpy(dst, src, n, k)); // warm-up
+    double best = 0;
+    for (int rep = 0; rep < 5; rep++) {
+        auto t0 = clk::now();
+        CHECK(cudaMemcpy(dst, src, n, k));
+        best = std::max(best, n / seconds_since(t0) / 1e9);
+    }
+    return best;
+}
+
+static void copies()
+{
+    const size_t n = 256ull << 20;
+    void *d, *pinned;
+    CHECK(cudaMalloc(&d, n));
+    CHECK(cudaMallocHost(&pinned, n));
+    std::memset(pinned, 1, n);
+    metric("h2d_pinned_gbps", "GB/s", bandwidth(d, pinned, n, cudaMemcpyHostToDevice));
+    metric("d2h_pinned_gbps", "GB/s", bandwidth(pinned, d, n, cudaMemcpyDeviceToHost));
+    CHECK(cudaFreeHost(pinned));
+    char *pageable = static_cast<char *>(std::malloc(n));
+    std::memset(pageable, 1, n);
+    metric("h2d_pageable_gbps", "GB/s", bandwidth(d, pageable, n, cudaMemcpyHostToDevice));
+    metric("d2h_pageable_gbps", "GB/s", bandwidth(pageable, d, n, cudaMemcpyDeviceToHost));
+    std::free(pageable);
+    CHECK(cudaFree(d));
+}
+
+int main(int argc, char **argv)
+{
+    int idle = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!std::strcmp(argv[i], "--idle") && i + 1 < argc)
+            idle = std::atoi(argv[++i]);
+        else {
+            std::fprintf(stderr, "usage: microbench [--idle SECONDS]\n");
+            return 2;
+        }
+    }
+    CHECK(cudaFree(nullptr));
+    cudaDeviceProp p;
+    CHECK(cudaGetDeviceProperties(&p, 0));
+    std::printf("DEVICE %s\n", p.name);
+    if (idle) {
+        // an idle client: connected, nothing in flight (the harness samples CPU use)
+        CHECK(cudaDeviceSynchronize());
+        std::printf("IDLE start\n");
+        std::fflush(stdout);
+        std::this_thread::sleep_for(std::chrono::seconds(idle));
+        return 0;
+    }
+    sync_roundtrip();
+    launch_rate();
+    copies();
+    return 0;
+}

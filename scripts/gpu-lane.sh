@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The GPU lane, in one call (make gpu-test): on a machine with an NVIDIA GPU,
+# runs the CUDA program suite natively and through mearas (local vGPUs) and
+# compares outputs, then the microbenchmarks against native, and prints a
+# short table last. Results: $OUT (default build/gpu-lane), and
+# experiments/results/microbench.json.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+out=${OUT:-$top/build/gpu-lane}
+mkdir -p "$out"
+sock=/tmp/mearas-gpu-lane.$$.sock
+export MEARAS_DATA_MB=${MEARAS_DATA_MB:-1024}
+device=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
+echo "gpu-lane: device '${device:-none}' driver ${driver:-?}"
+
+MEARAS_SOCKET=$sock build/bin/mearasd --device=cuda --max-data-mb 4096 >"$out/mearasd.log" 2>&1 &
+daemon=$!
+trap 'kill $daemon 2>/dev/null; wait $daemon 2>/dev/null; rm -f $sock' EXIT
+for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
+
+echo "== program suite: native"
+tests/cuda/run-suite.sh --run "$out/native" --timeout 120 >"$out/suite-native.txt" 2>&1
+echo "== program suite: mearas"
+LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock tests/cuda/run-suite.sh --run "$out/mearas" --timeout 120 \
+	>"$out/suite-mearas.txt" 2>&1
+tests/cuda/run-suite.sh --compare "$out/native" "$out/mearas" >"$out/suite-compare.txt" 2>&1
+suite_rc=$?
+
+echo "== microbenchmarks"
+build/experiments/microbench >"$out/micro-native.txt" 2>&1
+LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock build/experiments/microbench >"$out/micro-mearas.txt" 2>&1
+
+# CPU used by mearasd (daemon and workers) while a client sits idle
+LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock build/experiments/microbench --idle 5 >"$out/idle.txt" 2>&1 &
+idle_client=$!
+for _ in $(seq 100); do grep -q "IDLE start" "$out/idle.txt" 2>/dev/null && break; sleep 0.1; done
+sleep 1
+ticks() {
+	local t=0 p
+	for p in $daemon $(pgrep -P $daemon); do
+		t=$((t + $(awk '{print $14 + $15}' /proc/$p/stat 2>/dev/null || echo 0)))
+	done
+	echo $t
+}
+t0=$(ticks); s0=$(date +%s.%N)
+sleep 3
+t1=$(ticks); s1=$(date +%s.%N)
+wait $idle_client
+hz=$(getconf CLK_TCK)
+idle_cpu=$(python3 -c "print(round(100*($t1-$t0)/$hz/($s1-$s0), 3))")
+
+python3 experiments/microbench/compare.py "$out/micro-native.txt" "$out/micro-mearas.txt" \
+	--idle-cpu "$idle_cpu" --device "${device:-unknown} (driver ${driver:-?})" \
+	--out experiments/results/microbench.json >"$out/micro-table.txt" 2>&1
+cp experiments/results/microbench.json "$out/" 2>/dev/null
+
+echo
+echo "== program suite (native vs mearas, outputs compared)"
+cat "$out/suite-compare.txt"
+echo
+echo "== microbenchmarks: ${device:-unknown}"
+cat "$out/micro-table.txt"
+exit $suite_rc
