@@ -59,7 +59,7 @@ $(BUILD)/lib/libcudart.so.13: $(CUDART_OBJ) $(BUILD)/obj-rt/unsupported.gen.o $(
 		-Wl,--no-undefined -o $@ $(CUDART_OBJ) $(BUILD)/obj-rt/unsupported.gen.o -llz4 -lzstd
 	ln -sf libcudart.so.13 $(BUILD)/lib/libcudart.so
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 NVCC ?= $(CUDA_HOME)/bin/nvcc
 NVCC_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90

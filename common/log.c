@@ -9,6 +9,13 @@
 
 static const char *log_component = "mearas";
 static int log_level = -1;
+static int log_fd = STDERR_FILENO;
+
+void mearas_log_set_fd(int fd)
+{
+	if (fd >= 0)
+		log_fd = fd;
+}
 
 void mearas_log_init(const char *component)
 {
@@ -59,6 +66,6 @@ void mearas_log(int level, const char *fmt, ...)
 		n = (int)sizeof(buf) - 2;
 	buf[n++] = '\n';
 	/* one write per message so lines of several processes do not interleave */
-	if (write(STDERR_FILENO, buf, (size_t)n) < 0)
+	if (write(log_fd, buf, (size_t)n) < 0)
 		return;
 }

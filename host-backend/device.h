@@ -88,6 +88,11 @@ struct mdev_ops {
 	int (*graph_launch)(struct mdev *d, void *exec, void *s);
 	void (*graph_destroy)(struct mdev *d, void *graph);
 	void (*graph_exec_destroy)(struct mdev *d, void *exec);
+	/* wait for stream (or event, or the whole device if both NULL) so the
+	 * driver flushes device printf output; called once the work is done */
+	void (*flush_output)(struct mdev *d, void *stream, void *event);
+	/* number of nodes of a captured graph */
+	int (*graph_node_count)(struct mdev *d, void *graph, uint64_t *count);
 	/* run fn(arg) in stream order on s; the stream waits until fn returns */
 	int (*host_func)(struct mdev *d, void *s, void (*fn)(void *), void *arg);
 };

@@ -38,7 +38,9 @@
 	X(cuEventQuery) X(cuEventElapsedTime) X(cuStreamBeginCapture)           \
 	X(cuStreamEndCapture) X(cuStreamIsCapturing) X(cuGraphInstantiate)      \
 	X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy)                \
-	X(cuLaunchHostFunc) X(cuGetErrorName) X(cuDeviceCanAccessPeer)
+	X(cuLaunchHostFunc) X(cuGetErrorName) X(cuDeviceCanAccessPeer)        \
+	X(cuCtxSynchronize) X(cuStreamSynchronize) X(cuEventSynchronize)        \
+	X(cuGraphGetNodes)
 
 #define SYM_STR2(x) #x
 #define SYM_STR(x) SYM_STR2(x)
@@ -188,7 +190,7 @@ static void cuda_bind_thread(struct mdev *d)
 static int cuda_host_register(struct mdev *d, void *base, size_t size)
 {
 	(void)d;
-	return cu_err(p_cuMemHostRegister(base, size, CU_MEMHOSTREGISTER_PORTABLE));
+	return cu_err(p_cuMemHostRegister(base, size, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP));
 }
 
 static void cuda_host_unregister(struct mdev *d, void *base)
@@ -567,6 +569,28 @@ static void cuda_graph_exec_destroy(struct mdev *d, void *exec)
 	p_cuGraphExecDestroy((CUgraphExec)exec);
 }
 
+static void cuda_flush_output(struct mdev *d, void *stream, void *event)
+{
+	(void)d;
+	if (event)
+		p_cuEventSynchronize((CUevent)event);
+	else if (stream)
+		p_cuStreamSynchronize((CUstream)stream);
+	else
+		p_cuCtxSynchronize();
+}
+
+static int cuda_graph_node_count(struct mdev *d, void *graph, uint64_t *count)
+{
+	size_t n = 0;
+	int r;
+
+	(void)d;
+	r = cu_err(p_cuGraphGetNodes((CUgraph)graph, NULL, &n));
+	*count = n;
+	return r;
+}
+
 static int cuda_host_func(struct mdev *d, void *s, void (*fn)(void *), void *arg)
 {
 	(void)d;
@@ -615,4 +639,6 @@ const struct mdev_ops mdev_cuda_ops = {
 	.graph_destroy = cuda_graph_destroy,
 	.graph_exec_destroy = cuda_graph_exec_destroy,
 	.host_func = cuda_host_func,
+	.flush_output = cuda_flush_output,
+	.graph_node_count = cuda_graph_node_count,
 };

@@ -21,6 +21,7 @@ struct fence_req {
 	void *event;            /* or wait for this user event */
 	enum pending_action action;
 	uint64_t arg;
+	int flush;              /* a synchronizing call: flush device output when done */
 };
 
 typedef int (*op_fn)(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c,
@@ -538,6 +539,7 @@ static int op_STREAM_DESTROY(struct vgpu *v, const struct mearas_sqe *e, struct 
 static int op_STREAM_SYNC(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
 {
 	(void)c;
+	f->flush = 1;
 	return resolve_stream(v, e, &f->stream);
 }
 
@@ -622,6 +624,7 @@ static int op_EVENT_SYNC(struct vgpu *v, const struct mearas_sqe *e, struct mear
 	(void)c;
 	if (get_obj(&v->events, e->args.a[0], &f->event))
 		return cudaErrorInvalidResourceHandle;
+	f->flush = 1;
 	return 0;
 }
 
@@ -677,6 +680,7 @@ static int join_all_streams(struct vgpu *v, void **legacy)
 static int op_CTX_SYNC(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
 {
 	(void)e, (void)c;
+	f->flush = 1;
 	return join_all_streams(v, &f->stream);
 }
 
@@ -877,6 +881,18 @@ static int op_GRAPH_EXEC_DESTROY(struct vgpu *v, const struct mearas_sqe *e, str
 	return 0;
 }
 
+static int op_GRAPH_NODE_COUNT(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
+{
+	void *g;
+
+	(void)f;
+	if (!v->ops->graph_node_count)
+		return no_graphs(v);
+	if (get_obj(&v->graphs, e->args.a[0], &g))
+		return cudaErrorInvalidResourceHandle;
+	return v->ops->graph_node_count(v->dev, g, &c->val[0]);
+}
+
 static int op_SYNC_ERROR(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
 {
 	(void)v, (void)e, (void)c, (void)f;
@@ -937,6 +953,12 @@ bool post_cqe(struct vgpu *v, uint16_t cq, const struct mearas_cqe *c)
 
 static void complete(struct vgpu *v, struct pending *p)
 {
+	if (p->flush && v->ops->flush_output) {
+		/* the work is done: this returns at once, having flushed printf output */
+		v->ops->flush_output(v->dev, p->flush_event ? NULL : p->flush_stream, p->flush_event);
+		if (worker_output_pending(v->w))
+			p->cqe.flags |= MEARAS_CQE_OUTPUT;
+	}
 	if (p->action == PENDING_FREE) {
 		if (vaheap_free(&v->heap, p->arg) && p->cqe.status == 0)
 			p->cqe.status = cudaErrorInvalidValue;
@@ -1023,7 +1045,10 @@ void exec_record(struct vgpu *v, const struct mearas_sqe *e)
 	}
 	c.status = r;
 	if (r == 0 && (f.stream || f.event)) {
-		struct pending p = { .want_cqe = want, .action = f.action, .arg = f.arg, .cqe = c, .cq = e->cq };
+		struct pending p = { .want_cqe = want, .action = f.action, .arg = f.arg, .cqe = c, .cq = e->cq,
+				     .flush = f.flush, .flush_event = f.event,
+				     .flush_stream = f.stream == v->ops->stream_default(v->dev) && e->op == MEARAS_OP_CTX_SYNC
+						     ? NULL : f.stream };
 
 		if (f.event) {
 			p.fence = f.event;

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -23,6 +25,10 @@
  * pointers of different vGPUs never collide (also across nodes). */
 #define VA_WINDOW_BASE 0x100000000000ull
 #define VA_WINDOW_SIZE 0x010000000000ull
+/* The region is mapped here in the worker before the driver starts (so its
+ * own address reservations avoid it), and the client maps it at the same
+ * address when it can: then pinned host pointers are valid on the device. */
+#define REGION_ADDR_HINT 0x600000000000ull
 
 static int heap_map(void *ctx, uint64_t va, uint64_t size, void **cookie)
 {
@@ -112,7 +118,10 @@ static int build_region(struct worker *w, char *err, size_t errlen)
 			 (unsigned long long)w->region_size, strerror(errno));
 		return -1;
 	}
-	w->region = mmap(NULL, w->region_size, PROT_READ | PROT_WRITE, MAP_SHARED, w->memfd, 0);
+	w->region = mmap((void *)REGION_ADDR_HINT, w->region_size, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_FIXED_NOREPLACE, w->memfd, 0);
+	if (w->region == MAP_FAILED)
+		w->region = mmap(NULL, w->region_size, PROT_READ | PROT_WRITE, MAP_SHARED, w->memfd, 0);
 	if (w->region == MAP_FAILED) {
 		snprintf(err, errlen, "mmap region: %s", strerror(errno));
 		return -1;
@@ -134,6 +143,42 @@ static int build_region(struct worker *w, char *err, size_t errlen)
 		hdr->vgpu_off[i] = off + l.size * i;
 	w->data = w->region + data_off;
 	return 0;
+}
+
+/* Device printf/assert output is written by the driver to this process's
+ * stdout/stderr: make those pipes whose read ends go to the client, which
+ * writes the bytes to its own stdout/stderr at the synchronizing call. Our
+ * own log keeps the daemon's stderr. */
+static int capture_output(struct worker *w, char *err, size_t errlen)
+{
+	int out[2], errp[2];
+
+	if (pipe2(out, O_CLOEXEC) || pipe2(errp, O_CLOEXEC)) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	/* the driver's printf buffer holds 1 MiB: let a flush fit in the pipe */
+	fcntl(out[1], F_SETPIPE_SZ, 1 << 20);
+	fcntl(errp[1], F_SETPIPE_SZ, 1 << 20);
+	mearas_log_set_fd(fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3));
+	fflush(stdout);
+	if (dup2(out[1], STDOUT_FILENO) < 0 || dup2(errp[1], STDERR_FILENO) < 0) {
+		snprintf(err, errlen, "dup2: %s", strerror(errno));
+		return -1;
+	}
+	setvbuf(stdout, NULL, _IONBF, 0);
+	close(out[1]);
+	close(errp[1]);
+	w->out_fd = out[0];
+	w->err_fd = errp[0];
+	return 0;
+}
+
+bool worker_output_pending(struct worker *w)
+{
+	int n = 0, m = 0;
+
+	return (ioctl(w->out_fd, FIONREAD, &n) == 0 && n > 0) || (ioctl(w->err_fd, FIONREAD, &m) == 0 && m > 0);
 }
 
 static void *watch_stop(struct worker *w)
@@ -160,7 +205,7 @@ int worker_serve(const struct backend_config *cfg, int sock)
 	struct mearas_hello h;
 	struct worker *w;
 	char err[256];
-	int fds[1 + MEARAS_MAX_VGPUS + MEARAS_MAX_THREADS], nfds = 0, got = 0, r, ndev;
+	int fds[3 + MEARAS_MAX_VGPUS + MEARAS_MAX_THREADS], nfds = 0, got = 0, r, ndev;
 	struct mearas_welcome wl = { .magic = MEARAS_WELCOME_MAGIC, .version = MEARAS_PROTO_VERSION };
 
 	r = mearas_recv_fds(sock, &h, sizeof(h), fds, 0, &got, 5000);
@@ -196,6 +241,14 @@ int worker_serve(const struct backend_config *cfg, int sock)
 		refuse(sock, cudaErrorInvalidValue, "%s", "data area size out of range (MEARAS_DATA_MB)");
 		return 1;
 	}
+	if (build_region(w, err, sizeof(err))) {
+		refuse(sock, cudaErrorMemoryAllocation, "%s", err);
+		return 1;
+	}
+	if (capture_output(w, err, sizeof(err))) {
+		refuse(sock, cudaErrorMemoryAllocation, "%s", err);
+		return 1;
+	}
 	if (cfg->dev->init(err, sizeof(err))) {
 		refuse(sock, cudaErrorNoDevice, "device initialization failed: %s", err);
 		return 1;
@@ -203,10 +256,6 @@ int worker_serve(const struct backend_config *cfg, int sock)
 	ndev = cfg->dev->count();
 	if (ndev <= 0) {
 		refuse(sock, cudaErrorNoDevice, "%s", "no GPU on this node");
-		return 1;
-	}
-	if (build_region(w, err, sizeof(err))) {
-		refuse(sock, cudaErrorMemoryAllocation, "%s", err);
 		return 1;
 	}
 	for (unsigned i = 0; i < w->nvgpus; i++) {
@@ -236,6 +285,9 @@ int worker_serve(const struct backend_config *cfg, int sock)
 		fds[nfds++] = w->vgpus[i].kick_fd;
 	for (unsigned t = 0; t < w->nthreads; t++)
 		fds[nfds++] = w->wake_fds[t];
+	fds[nfds++] = w->out_fd;
+	fds[nfds++] = w->err_fd;
+	wl.region_addr = (uint64_t)(uintptr_t)w->region;
 	wl.region_size = w->region_size;
 	wl.nvgpus = w->nvgpus;
 	wl.nthreads = w->nthreads;

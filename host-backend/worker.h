@@ -45,6 +45,9 @@ struct pending {
 	void *fence;            /* device event to query */
 	int own_fence;          /* destroy the fence when done */
 	int want_cqe;
+	void *flush_stream;     /* synchronize these once passed, so the driver */
+	void *flush_event;      /* flushes device printf output (sync ops only) */
+	int flush;
 	enum pending_action action;
 	uint64_t arg;
 	struct mearas_cqe cqe;
@@ -96,6 +99,7 @@ struct worker {
 	uint64_t data_size;
 	unsigned nvgpus, nthreads;
 	int wake_fds[MEARAS_MAX_THREADS];
+	int out_fd, err_fd;     /* read ends of our stdout/stderr pipes */
 	volatile int stop;
 	bool broken;
 	struct vgpu vgpus[MEARAS_MAX_VGPUS];
@@ -103,6 +107,8 @@ struct worker {
 
 /* worker.c: serve one accepted client connection; returns the exit status */
 int worker_serve(const struct backend_config *cfg, int sock);
+
+bool worker_output_pending(struct worker *w);
 
 /* exec.c: validate and run one record (already copied out of the ring) */
 void exec_record(struct vgpu *v, const struct mearas_sqe *e);

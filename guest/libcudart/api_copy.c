@@ -108,7 +108,7 @@ static cudaError_t staged_h2d(int vgpu, const struct rt_stream_ref *st, uint64_t
 		e = stage_wait(s, k, e);
 		if (e)
 			break;
-		memcpy(s->buf[k], src + off, len);
+		rt_parcopy(s->buf[k], src + off, len);
 		s->vgpu[k] = vgpu;
 		e = post_copy(vgpu, st, dst + off, dh_offset(s->buf[k]), len, MEARAS_COPY_HTOD, true, &s->ud[k]);
 		s->busy[k] = !e;
@@ -148,7 +148,7 @@ static cudaError_t staged_d2h(int vgpu, const struct rt_stream_ref *st, uint8_t 
 		e = stage_wait(s, k, e);
 		if (e)
 			break;
-		memcpy(dst + off, s->buf[k], len);
+		rt_parcopy(dst + off, s->buf[k], len);
 		if (posted < nchunks) {
 			uint64_t poff = posted * s->chunk, plen = n - poff < s->chunk ? n - poff : s->chunk;
 

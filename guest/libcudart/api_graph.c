@@ -161,3 +161,27 @@ RT_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec)
 {
 	return rt_set_error(destroy(graphExec, EXEC_MAGIC, MEARAS_OP_GRAPH_EXEC_DESTROY));
 }
+
+RT_EXPORT cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes)
+{
+	struct rt_graph *g = (struct rt_graph *)graph;
+	struct rt_call c;
+	struct mearas_cqe cqe;
+	cudaError_t e = rt_ensure();
+
+	if (e)
+		return rt_set_error(e);
+	if (!g || g->magic != GRAPH_MAGIC || !numNodes)
+		return rt_set_error(cudaErrorInvalidValue);
+	if (nodes) {
+		rt_log_unsupported("cudaGraphGetNodes with a node array (node handles)");
+		return rt_set_error(cudaErrorNotSupported);
+	}
+	rt_call_init(&c, MEARAS_OP_GRAPH_NODE_COUNT, 0);
+	c.sqe.args.a[0] = g->id;
+	e = rt_call(g->vgpu, &c, &cqe);
+	if (e)
+		return rt_set_error(e);
+	*numNodes = cqe.val[0];
+	return cudaSuccess;
+}

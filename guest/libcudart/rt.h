@@ -25,6 +25,7 @@ struct rt_transport {
 	int sock;
 	int kick_fd[MEARAS_MAX_VGPUS];
 	int wake_fd[MEARAS_MAX_THREADS];
+	int out_fd, err_fd;     /* device printf/assert output of the back end */
 };
 
 struct rt_vgpu {
@@ -82,7 +83,8 @@ RT_HIDDEN void rt_log_unsupported(const char *name);
 
 /* transport_unix.c */
 RT_HIDDEN cudaError_t tp_connect(struct rt_transport *tp, int *memfd, uint64_t *region_size,
-				 unsigned *nvgpus, unsigned *nthreads);
+				 uint64_t *region_addr, unsigned *nvgpus, unsigned *nthreads);
+RT_HIDDEN void tp_drain_output(struct rt_transport *tp);
 RT_HIDDEN void tp_kick(struct rt_transport *tp, unsigned vgpu);
 /* sleep until slot's wake fd fires; returns false when the back end is gone */
 RT_HIDDEN bool tp_wait(struct rt_transport *tp, unsigned slot, int timeout_ms);
@@ -133,6 +135,9 @@ RT_HIDDEN const char *rt_func_name(const struct rt_func *f);
 RT_HIDDEN cudaError_t rt_func_pack(const struct rt_func *f, void **args, uint8_t *buf, uint32_t *len);
 RT_HIDDEN cudaError_t rt_symbol(const void *symbol, int vgpu, uint64_t *dptr, uint64_t *size);
 RT_HIDDEN void rt_modules_forget_vgpu(int vgpu);
+
+/* parcopy.c: memcpy split over helper threads for large pageable copies */
+RT_HIDDEN void rt_parcopy(void *dst, const void *src, size_t n);
 
 /* copies (api_copy.c) */
 RT_HIDDEN cudaError_t rt_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,

@@ -116,7 +116,7 @@ static void slot_release(void *arg)
 static void rt_connect(void)
 {
 	const struct mearas_region_hdr *hdr;
-	uint64_t size;
+	uint64_t size, addr = 0;
 	int memfd = -1;
 	cudaError_t e;
 
@@ -128,12 +128,24 @@ static void rt_connect(void)
 	for (unsigned i = 0; i < MEARAS_MAX_THREADS; i++)
 		pthread_mutex_init(&rt.slot_lock[i], NULL);
 	rt.slots_used = 1; /* slot 0: the host-function thread */
-	e = tp_connect(&rt.tp, &memfd, &size, &rt.nvgpus, &rt.nthreads);
+	e = tp_connect(&rt.tp, &memfd, &size, &addr, &rt.nvgpus, &rt.nthreads);
 	if (e) {
 		rt.init_err = e;
 		return;
 	}
-	rt.region = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	/* same address as the back end, if free here: pinned memory is then
+	 * also device-addressable (cudaHostAllocMapped) */
+	rt.region = mmap((void *)(uintptr_t)addr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE,
+			 memfd, 0);
+	if (rt.region != MAP_FAILED && (uint64_t)(uintptr_t)rt.region == addr) {
+		rt.same_address = 1;
+	} else {
+		if (rt.region != MAP_FAILED)
+			munmap(rt.region, size);
+		rt.region = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+		log_warn("cannot map the shared region at the back end's address: mapped pinned memory "
+			 "(cudaHostAllocMapped) is not available");
+	}
 	close(memfd);
 	if (rt.region == MAP_FAILED) {
 		log_err("cannot map the shared region (%llu bytes): %s", (unsigned long long)size, strerror(errno));
@@ -165,6 +177,12 @@ static void rt_connect(void)
 		v->cq_stride = l.cq_stride;
 		pthread_mutex_init(&v->sq_lock, NULL);
 		fill_prop(v);
+		/* keep the vGPU's device address window out of our own address
+		 * space, so a host pointer is never mistaken for a device one */
+		if (mmap((void *)(uintptr_t)v->info->va_base, v->info->va_size, PROT_NONE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0) == MAP_FAILED)
+			log_debug("vGPU %u: window %#llx not reserved in this process", i,
+				  (unsigned long long)v->info->va_base);
 	}
 	rt.next_handle = 1;
 	log_debug("connected: %u vGPU(s), data area %llu MiB", rt.nvgpus,

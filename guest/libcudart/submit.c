@@ -203,7 +203,7 @@ cudaError_t rt_wait(int vgpu, uint64_t user_data, struct mearas_cqe *out)
 
 cudaError_t rt_call(int vgpu, struct rt_call *c, struct mearas_cqe *out)
 {
-	struct mearas_cqe tmp;
+	struct mearas_cqe tmp = { 0 };
 	uint64_t ud;
 	int slot = rt_slot();
 	cudaError_t e;
@@ -213,5 +213,7 @@ cudaError_t rt_call(int vgpu, struct rt_call *c, struct mearas_cqe *out)
 	if (!e)
 		e = rt_wait(vgpu, ud, out ? out : &tmp);
 	pthread_mutex_unlock(&rt.slot_lock[slot]);
+	if ((out ? out : &tmp)->flags & MEARAS_CQE_OUTPUT)
+		tp_drain_output(&rt.tp);
 	return e;
 }

@@ -32,15 +32,15 @@ static uint64_t env_u64(const char *name, uint64_t def)
 	return v;
 }
 
-cudaError_t tp_connect(struct rt_transport *tp, int *memfd, uint64_t *region_size, unsigned *nvgpus,
-		       unsigned *nthreads)
+cudaError_t tp_connect(struct rt_transport *tp, int *memfd, uint64_t *region_size, uint64_t *region_addr,
+		       unsigned *nvgpus, unsigned *nthreads)
 {
 	const char *path = getenv("MEARAS_SOCKET");
 	const char *assembly = getenv("MEARAS_ASSEMBLY");
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	struct mearas_hello h = { .magic = MEARAS_HELLO_MAGIC, .version = MEARAS_PROTO_VERSION };
 	struct mearas_welcome wl;
-	int fds[1 + MEARAS_MAX_VGPUS + MEARAS_MAX_THREADS], nfds = 0, r;
+	int fds[3 + MEARAS_MAX_VGPUS + MEARAS_MAX_THREADS], nfds = 0, r;
 
 	if (!path || !*path)
 		path = DEFAULT_SOCKET;
@@ -79,7 +79,7 @@ cudaError_t tp_connect(struct rt_transport *tp, int *memfd, uint64_t *region_siz
 		return (cudaError_t)wl.status;
 	}
 	if (wl.nvgpus == 0 || wl.nvgpus > MEARAS_MAX_VGPUS || wl.nthreads == 0 ||
-	    wl.nthreads > MEARAS_MAX_THREADS || nfds != 1 + (int)wl.nvgpus + (int)wl.nthreads) {
+	    wl.nthreads > MEARAS_MAX_THREADS || nfds != 3 + (int)wl.nvgpus + (int)wl.nthreads) {
 		log_err("malformed welcome from mearasd (%u vGPUs, %u slots, %d fds)", wl.nvgpus,
 			wl.nthreads, nfds);
 		return cudaErrorNoDevice;
@@ -89,7 +89,10 @@ cudaError_t tp_connect(struct rt_transport *tp, int *memfd, uint64_t *region_siz
 		tp->kick_fd[i] = fds[1 + i];
 	for (unsigned t = 0; t < wl.nthreads; t++)
 		tp->wake_fd[t] = fds[1 + wl.nvgpus + t];
+	tp->out_fd = fds[1 + wl.nvgpus + wl.nthreads];
+	tp->err_fd = fds[2 + wl.nvgpus + wl.nthreads];
 	*region_size = wl.region_size;
+	*region_addr = wl.region_addr;
 	*nvgpus = wl.nvgpus;
 	*nthreads = wl.nthreads;
 	return cudaSuccess;
@@ -124,4 +127,28 @@ bool tp_wait(struct rt_transport *tp, unsigned slot, int timeout_ms)
 			return true;
 	}
 	return true;
+}
+
+/* Device printf/assert output waiting in the worker's pipes goes to our own
+ * stdout/stderr, through stdio so it keeps its place among the program's
+ * own output. */
+void tp_drain_output(struct rt_transport *tp)
+{
+	char buf[65536];
+	int fds[2] = { tp->out_fd, tp->err_fd };
+	FILE *to[2] = { stdout, stderr };
+
+	for (int i = 0; i < 2; i++) {
+		for (;;) {
+			struct pollfd p = { .fd = fds[i], .events = POLLIN };
+			ssize_t n;
+
+			if (poll(&p, 1, 0) <= 0 || !(p.revents & POLLIN))
+				break;
+			n = read(fds[i], buf, sizeof(buf));
+			if (n <= 0)
+				break;
+			fwrite(buf, 1, (size_t)n, to[i]);
+		}
+	}
 }

@@ -5,6 +5,8 @@
 /* Messages go to stderr, prefixed with the component name set by
  * mearas_log_init(). MEARAS_LOG=debug enables debug messages. */
 void mearas_log_init(const char *component);
+/* write messages to fd instead of stderr */
+void mearas_log_set_fd(int fd);
 void mearas_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int mearas_log_debug_enabled(void);
 

@@ -115,6 +115,7 @@ struct mearas_ring_ctl {
 	X(GRAPH_LAUNCH, 0)              \
 	X(GRAPH_DESTROY, 0)             \
 	X(GRAPH_EXEC_DESTROY, 0)        \
+	X(GRAPH_NODE_COUNT, 1)          \
 	X(SYNC_ERROR, 1)
 
 enum mearas_op {
@@ -163,6 +164,8 @@ struct mearas_cqe {
  * function (cudaLaunchHostFunc); val[0] = client token. The client answers
  * with HOST_FUNC_DONE carrying the same token. */
 #define MEARAS_CQE_HOST_FUNC  1u
+/* cqe.flags: device printf/assert output is waiting on the output pipes */
+#define MEARAS_CQE_OUTPUT     2u
 
 /*
  * Argument meanings (a[i]):
@@ -206,6 +209,7 @@ struct mearas_cqe {
  *   GRAPH_INSTANTIATE a0 graph id, a1 exec id
  *   GRAPH_LAUNCH     a0 exec id                       (sqe.stream)
  *   GRAPH_DESTROY    a0 graph id;  GRAPH_EXEC_DESTROY a0 exec id
+ *   GRAPH_NODE_COUNT a0 graph id                      -> val0 nodes
  *   SYNC_ERROR       returns (and clears) the first deferred error
  */
 
@@ -307,7 +311,9 @@ static inline int mearas_op_is_sync(unsigned op)
  * Process transport handshake on mearasd's unix socket. The client sends a
  * hello; the backend answers with a welcome and, in the same message
  * (SCM_RIGHTS), the region's memfd, one "kick" eventfd per vGPU (client ->
- * poller) and one "wake" eventfd per thread slot (backend -> client).
+ * poller), one "wake" eventfd per thread slot (backend -> client), and the
+ * read ends of the worker's stdout and stderr pipes (device printf/assert
+ * output, which the client writes to its own stdout/stderr).
  */
 #define MEARAS_HELLO_MAGIC    0x4f4c4c4548534d00ULL
 #define MEARAS_WELCOME_MAGIC  0x454d4f434c454d00ULL
@@ -329,6 +335,9 @@ struct mearas_welcome {
 	uint64_t region_size;
 	uint32_t nvgpus;
 	uint32_t nthreads;
+	uint64_t region_addr;   /* where the worker mapped the region: mapped at the
+				 * same address, host pointers into it are device
+				 * pointers too (UVA), so mapped pinned memory works */
 	char message[192];      /* human-readable reason when status != 0 */
 };
 
