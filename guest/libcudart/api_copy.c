@@ -222,6 +222,18 @@ cudaError_t rt_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind 
 	e = rt_stream_ref(stream, &st);
 	if (e)
 		return e;
+	/* registered memory: copy through its pinned twin (one DMA) */
+	if (kind == cudaMemcpyHostToDevice) {
+		void *t = rt_registered_twin(src, n);
+
+		if (t)
+			src = t;
+	} else if (kind == cudaMemcpyDeviceToHost) {
+		void *t = rt_registered_twin(dst, n);
+
+		if (t)
+			dst = t;
+	}
 	if (kind == cudaMemcpyHostToHost) {
 		if (async || stream) {
 			/* keep stream order: host copies wait for earlier work */

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* Device memory, pinned host memory, pointer attributes. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "mearas/log.h"
 #include "rt.h"
@@ -162,6 +164,16 @@ RT_EXPORT cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsi
 		return rt_set_error(e);
 	if (!pDevice || flags)
 		return rt_set_error(cudaErrorInvalidValue);
+	{
+		void *twin = rt_registered_twin(pHost, 1);
+
+		if (twin) {
+			if (!rt.same_address)
+				return rt_set_error(cudaErrorNotSupported);
+			*pDevice = twin;
+			return cudaSuccess;
+		}
+	}
 	if (!dh_block(pHost, &base, &size))
 		return rt_set_error(cudaErrorInvalidValue);
 	if (!rt.same_address) {
@@ -183,48 +195,114 @@ RT_EXPORT cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost)
 	return cudaSuccess;
 }
 
-/* cudaHostRegister of arbitrary process memory: the back end cannot reach
- * it (it is not in the shared region), so it stays pageable for mearas:
- * copies work (staged), kernels cannot map it. */
+/*
+ * cudaHostRegister of ordinary process memory: the back end cannot reach
+ * it, so its pages are replaced by data-area pages holding the same bytes,
+ * mapped at the same addresses (the region is a memfd). The program keeps
+ * its pointer; copies from it become DMA, and the pages' twin in the region
+ * is the device pointer (cudaHostGetDevicePointer). Unregistering puts
+ * private pages with the same bytes back. Caveat: the pages are switched
+ * while the call runs, so other threads must not write to the pages that
+ * hold the range (the same rule as for the memory itself) meanwhile.
+ */
 struct registered {
-	void *ptr;
+	uint8_t *user;          /* page-aligned start of the registered pages */
+	uint64_t len;           /* whole pages */
+	uint8_t *twin;          /* page-aligned data-area copy */
+	void *block;            /* data-area block holding twin */
+	uint8_t *ptr;           /* what the program registered */
 	size_t size;
 	struct registered *next;
 };
 static struct registered *registered_list;
 static pthread_mutex_t registered_lock = PTHREAD_MUTEX_INITIALIZER;
 
-RT_EXPORT cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
+static struct registered *find_registered(const void *p, uint64_t len)
+{
+	for (struct registered *r = registered_list; r; r = r->next) {
+		const uint8_t *c = p;
+
+		if (c >= r->ptr && c < r->ptr + r->size && len <= (uint64_t)(r->ptr + r->size - c))
+			return r;
+	}
+	return NULL;
+}
+
+void *rt_registered_twin(const void *p, uint64_t len)
 {
 	struct registered *r;
+	void *t = NULL;
+
+	if (!registered_list)
+		return NULL;
+	pthread_mutex_lock(&registered_lock);
+	r = find_registered(p, len);
+	if (r)
+		t = r->twin + ((const uint8_t *)p - r->user);
+	pthread_mutex_unlock(&registered_lock);
+	return t;
+}
+
+RT_EXPORT cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
+{
+	const uint64_t page = 4096;
+	struct registered *r;
+	uint8_t *start, *end;
+	void *where;
 	cudaError_t e = rt_ensure();
 
 	if (e)
 		return rt_set_error(e);
-	if (!ptr || !size)
+	if (!ptr || !size || (flags & ~(unsigned)(cudaHostRegisterPortable | cudaHostRegisterMapped |
+						  cudaHostRegisterIoMemory | cudaHostRegisterReadOnly)))
 		return rt_set_error(cudaErrorInvalidValue);
-	if (flags & cudaHostRegisterMapped) {
-		rt_log_unsupported("cudaHostRegister with cudaHostRegisterMapped (use cudaHostAlloc)");
+	if (flags & cudaHostRegisterIoMemory) {
+		rt_log_unsupported("cudaHostRegister with cudaHostRegisterIoMemory");
 		return rt_set_error(cudaErrorNotSupported);
 	}
+	if (dh_contains(ptr, 1))
+		return rt_set_error(cudaErrorHostMemoryAlreadyRegistered);
+	start = (uint8_t *)((uintptr_t)ptr & ~(uintptr_t)(page - 1));
+	end = (uint8_t *)(((uintptr_t)ptr + size + page - 1) & ~(uintptr_t)(page - 1));
 	pthread_mutex_lock(&registered_lock);
 	for (r = registered_list; r; r = r->next) {
-		if ((char *)ptr < (char *)r->ptr + r->size && (char *)r->ptr < (char *)ptr + size) {
+		if (start < r->user + r->len && r->user < end) {
 			pthread_mutex_unlock(&registered_lock);
 			return rt_set_error(cudaErrorHostMemoryAlreadyRegistered);
 		}
 	}
-	r = malloc(sizeof(*r));
-	if (!r) {
-		pthread_mutex_unlock(&registered_lock);
-		return rt_set_error(cudaErrorMemoryAllocation);
-	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		goto nomem;
+	r->user = start;
+	r->len = (uint64_t)(end - start);
 	r->ptr = ptr;
 	r->size = size;
+	r->block = dh_alloc(r->len + page);
+	if (!r->block) {
+		log_warn("cudaHostRegister of %zu bytes does not fit the data area (%llu MiB): raise MEARAS_DATA_MB",
+			 size, (unsigned long long)(rt.data_size >> 20));
+		free(r);
+		goto nomem;
+	}
+	r->twin = (uint8_t *)(((uintptr_t)r->block + page - 1) & ~(uintptr_t)(page - 1));
+	memcpy(r->twin, start, r->len);
+	where = mmap(start, r->len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, rt.memfd,
+		     (off_t)(r->twin - rt.region));
+	if (where == MAP_FAILED) {
+		log_warn("cudaHostRegister: cannot remap %p: %s", ptr, strerror(errno));
+		dh_free(r->block);
+		free(r);
+		pthread_mutex_unlock(&registered_lock);
+		return rt_set_error(cudaErrorInvalidValue);
+	}
 	r->next = registered_list;
 	registered_list = r;
 	pthread_mutex_unlock(&registered_lock);
 	return cudaSuccess;
+nomem:
+	pthread_mutex_unlock(&registered_lock);
+	return rt_set_error(cudaErrorMemoryAllocation);
 }
 
 RT_EXPORT cudaError_t cudaHostUnregister(void *ptr)
@@ -236,29 +314,25 @@ RT_EXPORT cudaError_t cudaHostUnregister(void *ptr)
 		return rt_set_error(e);
 	pthread_mutex_lock(&registered_lock);
 	for (pp = &registered_list; *pp; pp = &(*pp)->next) {
-		if ((*pp)->ptr == ptr) {
-			struct registered *r = *pp;
+		struct registered *r = *pp;
 
-			*pp = r->next;
-			free(r);
+		if (r->ptr != ptr)
+			continue;
+		/* private pages again, with the bytes the twin holds now */
+		if (mmap(r->user, r->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
+		    MAP_FAILED) {
 			pthread_mutex_unlock(&registered_lock);
-			return cudaSuccess;
+			return rt_set_error(cudaErrorUnknown);
 		}
+		memcpy(r->user, r->twin, r->len);
+		dh_free(r->block);
+		*pp = r->next;
+		free(r);
+		pthread_mutex_unlock(&registered_lock);
+		return cudaSuccess;
 	}
 	pthread_mutex_unlock(&registered_lock);
 	return rt_set_error(cudaErrorHostMemoryNotRegistered);
-}
-
-static bool is_registered(const void *p)
-{
-	bool found = false;
-
-	pthread_mutex_lock(&registered_lock);
-	for (struct registered *r = registered_list; r; r = r->next)
-		if ((const char *)p >= (char *)r->ptr && (const char *)p < (char *)r->ptr + r->size)
-			found = true;
-	pthread_mutex_unlock(&registered_lock);
-	return found;
 }
 
 RT_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr, const void *ptr)
@@ -287,10 +361,16 @@ RT_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *att
 		attr->devicePointer = rt.same_address ? (void *)ptr : NULL;
 		return cudaSuccess;
 	}
-	attr->type = is_registered(ptr) ? cudaMemoryTypeHost : cudaMemoryTypeUnregistered;
-	attr->device = attr->type == cudaMemoryTypeHost ? rt_tls.device : -2;
-	if (attr->type == cudaMemoryTypeHost)
-		attr->hostPointer = (void *)ptr;
+	{
+		void *twin = rt_registered_twin(ptr, 1);
+
+		attr->type = twin ? cudaMemoryTypeHost : cudaMemoryTypeUnregistered;
+		attr->device = twin ? rt_tls.device : -2;
+		if (twin) {
+			attr->hostPointer = (void *)ptr;
+			attr->devicePointer = rt.same_address ? twin : NULL;
+		}
+	}
 	return cudaSuccess;
 }
 

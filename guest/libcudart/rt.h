@@ -49,6 +49,7 @@ struct rt {
 	struct rt_transport tp;
 	uint8_t *region;
 	uint64_t region_size;
+	int memfd;
 	unsigned nvgpus, nthreads;
 	uint8_t *data;
 	uint64_t data_size;
@@ -110,6 +111,10 @@ RT_HIDDEN int dh_free(void *p);                        /* -1 if p is not a block
 RT_HIDDEN bool dh_contains(const void *p, uint64_t len);
 RT_HIDDEN uint64_t dh_offset(const void *p);
 RT_HIDDEN bool dh_block(const void *p, void **base, uint64_t *size);
+
+/* cudaHostRegister'ed memory is aliased onto data-area pages: the pinned
+ * twin of a registered host pointer (NULL if p is not registered) */
+RT_HIDDEN void *rt_registered_twin(const void *p, uint64_t len);
 
 /* devmem.c: device allocations known to this process */
 RT_HIDDEN void dm_add(int vgpu, uint64_t ptr, uint64_t size, int is_global);

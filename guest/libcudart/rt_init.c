@@ -146,7 +146,7 @@ static void rt_connect(void)
 		log_warn("cannot map the shared region at the back end's address: mapped pinned memory "
 			 "(cudaHostAllocMapped) is not available");
 	}
-	close(memfd);
+	rt.memfd = memfd; /* kept: cudaHostRegister maps data-area pages over registered memory */
 	if (rt.region == MAP_FAILED) {
 		log_err("cannot map the shared region (%llu bytes): %s", (unsigned long long)size, strerror(errno));
 		rt.init_err = cudaErrorMemoryAllocation;
