@@ -223,6 +223,8 @@ static void *conn_main(void *arg)
 	if (s->ops.on_open)
 		s->ops.on_open(s->ops.ctx, c);
 	rc = serve_frames(c);
+	if (rc && __atomic_load_n(&c->stop, __ATOMIC_ACQUIRE))
+		rc = MEARAS_LINK_E_CLOSED; /* closed by mearas_link_server_stop */
 	pthread_mutex_lock(&c->send_lock);
 	__atomic_store_n(&c->broken, rc ? rc : MEARAS_LINK_E_CLOSED, __ATOMIC_RELEASE);
 	c->t->ops->shutdown(c->t);
