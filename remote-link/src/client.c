@@ -45,7 +45,7 @@ struct mearas_link {
 
 	int broken; /* 0 or the status that broke the link; atomic */
 	int stop;   /* atomic */
-	int closing;
+	int closing; /* atomic */
 	uint64_t last_rx_ns, last_hb_ns;
 	pthread_t rx_thread, flush_thread;
 	struct mearas_link_stats stats;
@@ -65,7 +65,7 @@ static void fail_link(struct mearas_link *l, int status)
 	if (!__atomic_compare_exchange_n(&l->broken, &expected, status, false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE))
 		return;
-	if (!l->closing)
+	if (!__atomic_load_n(&l->closing, __ATOMIC_ACQUIRE))
 		link_log(&l->cfg, MEARAS_LINK_LOG_ERR, "link broken: %s", mearas_link_strerror(status));
 	l->t->ops->shutdown(l->t);
 	pthread_mutex_lock(&l->pend_lock);
@@ -589,7 +589,7 @@ void mearas_link_close(struct mearas_link *l)
 {
 	if (!l)
 		return;
-	l->closing = 1;
+	__atomic_store_n(&l->closing, 1, __ATOMIC_RELEASE);
 	if (!link_broken(l)) {
 		mearas_link_flush(l);
 		if (send_simple_frame(l, LINK_FRAME_CLOSE) == MEARAS_LINK_OK) {

@@ -17,7 +17,7 @@ void link_config_effective(const struct mearas_link_config *in, struct mearas_li
 /* Reads exactly len bytes; fails with E_BROKEN when nothing arrives for dead_ms,
  * E_CLOSED when *stop becomes nonzero. *last_rx_ns is updated on progress. */
 int link_read_exact(struct link_transport *t, void *buf, size_t len, uint32_t poll_ms,
-		    uint32_t dead_ms, uint64_t *last_rx_ns, const volatile int *stop);
+		    uint32_t dead_ms, uint64_t *last_rx_ns, const int *stop);
 
 /* ---- handshake (handshake.c) ---- */
 struct link_handshake_result {

@@ -15,7 +15,7 @@
 struct tcp_transport {
 	struct link_transport base;
 	int fd;
-	volatile int down;
+	int down; /* atomic */
 };
 
 int link_tcp_set_options(int fd, uint32_t send_timeout_ms)
@@ -86,7 +86,7 @@ static int tcp_send_iov(struct link_transport *t, const struct iovec *iov_in, in
 	memcpy(local, iov_in, sizeof(*local) * (size_t)iovcnt);
 	struct iovec *iov = local;
 	while (iovcnt > 0) {
-		if (tt->down)
+		if (__atomic_load_n(&tt->down, __ATOMIC_ACQUIRE))
 			return MEARAS_LINK_E_BROKEN;
 		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)iovcnt };
 		ssize_t n = sendmsg(tt->fd, &mh, MSG_NOSIGNAL);
@@ -112,7 +112,7 @@ static int tcp_send_iov(struct link_transport *t, const struct iovec *iov_in, in
 static int tcp_recv(struct link_transport *t, void *buf, size_t len, uint32_t timeout_ms)
 {
 	struct tcp_transport *tt = (struct tcp_transport *)t;
-	if (tt->down)
+	if (__atomic_load_n(&tt->down, __ATOMIC_ACQUIRE))
 		return MEARAS_LINK_E_BROKEN;
 	struct pollfd pfd = { .fd = tt->fd, .events = POLLIN };
 	int pr = poll(&pfd, 1, (int)timeout_ms);
@@ -133,7 +133,7 @@ static int tcp_recv(struct link_transport *t, void *buf, size_t len, uint32_t ti
 static void tcp_shutdown(struct link_transport *t)
 {
 	struct tcp_transport *tt = (struct tcp_transport *)t;
-	tt->down = 1;
+	__atomic_store_n(&tt->down, 1, __ATOMIC_RELEASE);
 	shutdown(tt->fd, SHUT_RDWR);
 }
 

@@ -70,11 +70,11 @@ void link_config_effective(const struct mearas_link_config *in, struct mearas_li
 }
 
 int link_read_exact(struct link_transport *t, void *buf, size_t len, uint32_t poll_ms,
-		    uint32_t dead_ms, uint64_t *last_rx_ns, const volatile int *stop)
+		    uint32_t dead_ms, uint64_t *last_rx_ns, const int *stop)
 {
 	uint8_t *p = buf;
 	while (len) {
-		if (*stop)
+		if (__atomic_load_n(stop, __ATOMIC_ACQUIRE))
 			return MEARAS_LINK_E_CLOSED;
 		int n = t->ops->recv(t, p, len, poll_ms);
 		if (n < 0)
