@@ -32,9 +32,15 @@ static long long realtime_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* LINK_TRANSPORT=verbs and LINK_GID_INDEX=n pick the RDMA transport (guest test). */
 static void cfg_with_key(struct mearas_link_config *c, const char *key)
 {
 	mearas_link_config_init(c);
+	const char *tr = getenv("LINK_TRANSPORT"), *gid = getenv("LINK_GID_INDEX");
+	if (tr && strcmp(tr, "verbs") == 0)
+		c->transport = MEARAS_LINK_TRANSPORT_VERBS;
+	if (gid)
+		c->verbs_gid_index = (uint32_t)atoi(gid);
 	if (strcmp(key, "-") != 0) {
 		c->key = (const uint8_t *)key;
 		c->key_len = strlen(key);
