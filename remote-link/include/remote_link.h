@@ -107,6 +107,9 @@ void mearas_link_close(struct mearas_link *l);
 struct mearas_link_server;
 struct mearas_link_conn; /* one accepted link; valid until on_closed returns */
 
+/* Callbacks run on the link's server thread, which also answers heartbeats:
+ * one that blocks longer than dead_ms makes the peer declare the link broken,
+ * so hand long work to other threads and reply from there. */
 struct mearas_link_server_ops {
 	/* Each message of a batch, in send order; data valid during the call only.
 	 * If wants_reply, answer with mearas_link_reply (now or from any thread). */

@@ -118,7 +118,9 @@ static int do_bulk(char **a)
 		printf("RESULT %d (%s)\n", rc, mearas_link_strerror(rc));
 		return 1;
 	}
-	printf("MEASURE link %.1f MB/s\n", bytes / dt / 1e6);
+	const char *tr = getenv("LINK_TRANSPORT");
+	printf("MEASURE link (%s) %.1f MB/s\n", tr && strcmp(tr, "verbs") == 0 ? "verbs" : "tcp",
+	       bytes / dt / 1e6);
 	return 0;
 }
 

@@ -1,6 +1,7 @@
 /* Loopback tests of remote-link: one process, plus forked peers for the
  * fault tests (a killed or stopped server or client process). */
 #include "bench_raw.h"
+#include "link_internal.h"
 #include "remote_link.h"
 #include "test_server.h"
 #include "testlib.h"
@@ -395,6 +396,57 @@ static void t_garbage_peer(void)
 	mearas_link_server_stop(ls.srv);
 }
 
+/* An authenticated peer that then sends malformed frames: the server closes
+ * that link with E_PROTO (closed callback fires) and keeps serving others. */
+static void malformed_after_auth(const uint8_t *frame, size_t len, struct local_server *ls, int nth)
+{
+	struct mearas_link_config in, cfg;
+	base_cfg(&in, KEY);
+	link_config_effective(&in, &cfg);
+	int fd = -1;
+	CHECK_RC(link_tcp_connect("127.0.0.1", ls->port, 2000, &fd), MEARAS_LINK_OK);
+	if (fd < 0)
+		return;
+	CHECK_RC(link_handshake_client(fd, &cfg), MEARAS_LINK_OK);
+	CHECK(send(fd, frame, len, MSG_NOSIGNAL) == (ssize_t)len);
+	CHECK(ts_wait_closed(&ls->st, nth, 2.0));
+	CHECK_RC(ls->st.last_close_status, MEARAS_LINK_E_PROTO);
+	close(fd);
+}
+
+static void t_malformed_frames_after_auth(void)
+{
+	struct local_server ls;
+	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	uint8_t f[64];
+	struct link_frame_hdr h = { .type = LINK_FRAME_BATCH, .count = 1, .body_len = 8 };
+	memset(f, 0, sizeof(f));
+	wire_encode_frame(f, &h);
+	f[0] ^= 0xff; /* bad magic */
+	malformed_after_auth(f, LINK_FRAME_HDR, &ls, 1);
+	h.type = 99; /* unknown frame type */
+	wire_encode_frame(f, &h);
+	malformed_after_auth(f, LINK_FRAME_HDR, &ls, 2);
+	h = (struct link_frame_hdr){ .type = LINK_FRAME_BATCH, .count = 1, .body_len = 0xffffffffu };
+	wire_encode_frame(f, &h); /* body larger than allowed */
+	malformed_after_auth(f, LINK_FRAME_HDR, &ls, 3);
+	h = (struct link_frame_hdr){ .type = LINK_FRAME_BATCH, .count = 2, .body_len = 24 };
+	wire_encode_frame(f, &h); /* inner message claims more bytes than the body holds */
+	wire_encode_msg(f + LINK_FRAME_HDR, 1, 1000, 0);
+	malformed_after_auth(f, LINK_FRAME_HDR + 24, &ls, 4);
+	h = (struct link_frame_hdr){ .type = LINK_FRAME_CHUNK, .count = 1, .body_len = 8 };
+	wire_encode_frame(f, &h); /* chunk shorter than its header */
+	malformed_after_auth(f, LINK_FRAME_HDR + 8, &ls, 5);
+	CHECK(ls.st.msgs == 0 && ls.st.chunks == 0);
+	struct mearas_link *l = NULL;
+	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
+	if (l) {
+		CHECK_RC(echo_call(l, "still serving"), MEARAS_LINK_OK);
+		mearas_link_close(l);
+	}
+	mearas_link_server_stop(ls.srv);
+}
+
 static void t_server_stop_closes_links(void)
 {
 	struct local_server ls;
@@ -734,6 +786,7 @@ static const struct test_case tests[] = {
 	T(t_reply_sizes_and_call_timeout),
 	T(t_invalid_arguments),
 	T(t_garbage_peer),
+	T(t_malformed_frames_after_auth),
 	T(t_server_stop_closes_links),
 	T(t_server_killed_pending_call_fails),
 	T(t_server_hung_heartbeat_timeout),
