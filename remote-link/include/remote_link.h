@@ -1,0 +1,143 @@
+/* remote-link: authenticated, batched node-to-node message link.
+ *
+ * Moves opaque messages and bulk byte ranges between two mearasd instances.
+ * Client side: mearas_link_connect(), then post (no reply, batched), call
+ * (wants a reply, flushes the batch), bulk (chunked, pipelined).
+ * Server side: mearas_link_server_start() runs an admission thread on one
+ * port and one thread per accepted link that invokes the caller's callbacks.
+ *
+ * Every function returns MEARAS_LINK_OK (0) or a negative mearas_link_status.
+ * A broken link (peer died, link cut, heartbeats lost for dead_ms) fails all
+ * pending and later calls with MEARAS_LINK_E_BROKEN within about dead_ms.
+ */
+#ifndef MEARAS_REMOTE_LINK_H
+#define MEARAS_REMOTE_LINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <sys/uio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MEARAS_LINK_VERSION_MAJOR 1
+#define MEARAS_LINK_VERSION_MINOR 0
+
+/* Largest single message (post/call/reply); larger data goes through bulk. */
+#define MEARAS_LINK_MAX_MSG (16u << 20)
+
+enum mearas_link_status {
+	MEARAS_LINK_OK = 0,
+	MEARAS_LINK_E_INVAL = -1,     /* bad argument */
+	MEARAS_LINK_E_NOMEM = -2,     /* allocation failed */
+	MEARAS_LINK_E_CONNECT = -3,   /* peer unreachable / connect timed out */
+	MEARAS_LINK_E_AUTH = -4,      /* cluster key missing or wrong */
+	MEARAS_LINK_E_VERSION = -5,   /* peers run incompatible protocol versions */
+	MEARAS_LINK_E_PROTO = -6,     /* malformed data from the peer */
+	MEARAS_LINK_E_BROKEN = -7,    /* link failed: peer died, cut, heartbeat lost */
+	MEARAS_LINK_E_TIMEOUT = -8,   /* the call's own deadline passed (link still up) */
+	MEARAS_LINK_E_TOOBIG = -9,    /* reply larger than the caller's buffer */
+	MEARAS_LINK_E_NODEV = -10,    /* transport unavailable (e.g. no RDMA device) */
+	MEARAS_LINK_E_CLOSED = -11,   /* link closed locally */
+	MEARAS_LINK_E_SYS = -12,      /* system call failed (see log) */
+};
+
+const char *mearas_link_strerror(int status);
+
+enum mearas_link_transport {
+	MEARAS_LINK_TRANSPORT_TCP = 0,
+	MEARAS_LINK_TRANSPORT_VERBS = 1, /* RDMA RC queue pair, TCP side channel */
+};
+
+enum mearas_link_log_level { MEARAS_LINK_LOG_ERR, MEARAS_LINK_LOG_WARN, MEARAS_LINK_LOG_INFO };
+
+struct mearas_link_config {
+	const uint8_t *key;             /* cluster key; NULL or key_len 0: none */
+	size_t key_len;
+	enum mearas_link_transport transport;  /* client: chosen per link */
+	size_t batch_max_bytes;         /* flush when the batch reaches this (64 KiB) */
+	uint32_t batch_max_msgs;        /* ... or this many messages (256); 1 = no batching */
+	uint32_t batch_delay_us;        /* ... or this long after its first message (50) */
+	size_t chunk_bytes;             /* bulk chunk size (TCP 1 MiB, verbs 64 KiB) */
+	uint32_t heartbeat_ms;          /* heartbeat when nothing received this long (500) */
+	uint32_t dead_ms;               /* declare the link broken after this silence (3000) */
+	uint32_t connect_timeout_ms;    /* connect + handshake bound (3000) */
+	uint32_t version_major;         /* advertised version; 0 = this build's */
+	uint32_t version_minor;
+	const char *verbs_device;       /* RDMA device name; NULL = first found */
+	uint32_t verbs_gid_index;       /* GID table index (0) */
+	const char *node_name;          /* sent in the handshake, for logs */
+	void (*log)(void *ctx, enum mearas_link_log_level level, const char *msg);
+	void *log_ctx;                  /* log NULL: messages go to stderr */
+};
+
+/* Fills defaults; call before setting fields. */
+void mearas_link_config_init(struct mearas_link_config *cfg);
+
+/* ---- client side ---- */
+struct mearas_link;
+
+int mearas_link_connect(const char *host, uint16_t port, const struct mearas_link_config *cfg,
+			struct mearas_link **out);
+/* Queue a message that needs no reply; payload is copied once into the batch. */
+int mearas_link_post(struct mearas_link *l, const void *data, size_t len);
+int mearas_link_postv(struct mearas_link *l, const struct iovec *iov, int iovcnt);
+/* Send the batch plus this request (one framed write) and wait for its reply.
+ * timeout_ms 0 = wait until the reply or the link breaks. */
+int mearas_link_call(struct mearas_link *l, const void *req, size_t req_len, void *reply,
+		     size_t reply_cap, size_t *reply_len, uint32_t timeout_ms);
+int mearas_link_flush(struct mearas_link *l);
+/* Send len bytes as chunks of chunk_bytes (sent from data without copy on TCP);
+ * the receiver gets on_chunk per chunk. Earlier posts are flushed first. */
+int mearas_link_bulk(struct mearas_link *l, uint64_t tag, const void *data, size_t len);
+/* MEARAS_LINK_OK while usable, else the error that broke the link. */
+int mearas_link_health(struct mearas_link *l);
+
+struct mearas_link_stats {
+	uint64_t msgs_posted, batches_sent, calls, bulk_chunks, heartbeats_sent;
+	uint64_t bytes_sent, bytes_received;
+};
+void mearas_link_get_stats(struct mearas_link *l, struct mearas_link_stats *out);
+/* Flushes queued messages (best effort), closes, frees. */
+void mearas_link_close(struct mearas_link *l);
+
+/* ---- server side ---- */
+struct mearas_link_server;
+struct mearas_link_conn; /* one accepted link; valid until on_closed returns */
+
+/* Callbacks run on the link's server thread, which also answers heartbeats:
+ * one that blocks longer than dead_ms makes the peer declare the link broken,
+ * so hand long work to other threads and reply from there. */
+struct mearas_link_server_ops {
+	/* Each message of a batch, in send order; data valid during the call only.
+	 * If wants_reply, answer with mearas_link_reply (now or from any thread). */
+	void (*on_message)(void *ctx, struct mearas_link_conn *c, uint64_t seq, bool wants_reply,
+			   const void *data, size_t len);
+	/* One bulk chunk; offset/total in bytes of the whole transfer. */
+	void (*on_chunk)(void *ctx, struct mearas_link_conn *c, uint64_t tag, uint64_t bulk_id,
+			 uint64_t offset, uint64_t total, const void *data, size_t len);
+	void (*on_open)(void *ctx, struct mearas_link_conn *c);      /* optional */
+	/* The link ended (status: OK for an orderly close, else why); free what it held. */
+	void (*on_closed)(void *ctx, struct mearas_link_conn *c, int status);
+	void *ctx;
+};
+
+int mearas_link_server_start(const char *bind_addr, uint16_t port,
+			     const struct mearas_link_config *cfg,
+			     const struct mearas_link_server_ops *ops,
+			     struct mearas_link_server **out);
+uint16_t mearas_link_server_port(const struct mearas_link_server *s);
+/* Closes every link (on_closed fires for each), joins all threads, frees. */
+void mearas_link_server_stop(struct mearas_link_server *s);
+
+int mearas_link_reply(struct mearas_link_conn *c, uint64_t seq, const void *data, size_t len);
+const char *mearas_link_conn_peer(const struct mearas_link_conn *c); /* "addr:port" */
+void mearas_link_conn_set_user(struct mearas_link_conn *c, void *user);
+void *mearas_link_conn_user(const struct mearas_link_conn *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

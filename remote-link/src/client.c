@@ -1,0 +1,611 @@
+/* Client side of a link: batching of posted messages, synchronous calls with
+ * replies matched by sequence number, chunked bulk transfers, heartbeats and
+ * failure detection. Lock order: send_lock -> batch_lock -> pend_lock. */
+#include "link_internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct pending {
+	struct pending *next;
+	uint64_t seq;
+	void *buf;
+	size_t cap;
+	size_t len;
+	int status;
+	int done;
+};
+
+struct batch {
+	uint8_t *buf;
+	size_t len, cap;
+	uint32_t count;
+	uint64_t first_ns;
+};
+
+struct mearas_link {
+	struct mearas_link_config cfg;
+	uint8_t *key;
+	struct link_transport *t;
+
+	pthread_mutex_t send_lock;
+	pthread_mutex_t batch_lock;
+	pthread_cond_t batch_cond;
+	struct batch cur, spare; /* spare is touched only under send_lock */
+	uint64_t next_seq;
+	uint64_t next_bulk;
+
+	pthread_mutex_t pend_lock;
+	pthread_cond_t pend_cond;
+	struct pending *pending;
+	int rx_exited;
+
+	int broken; /* 0 or the status that broke the link; atomic */
+	int stop;   /* atomic */
+	int closing; /* atomic */
+	uint64_t last_rx_ns, last_hb_ns;
+	pthread_t rx_thread, flush_thread;
+	struct mearas_link_stats stats;
+};
+
+#define STAT_ADD(l, field, v) __atomic_fetch_add(&(l)->stats.field, (v), __ATOMIC_RELAXED)
+
+static int link_broken(struct mearas_link *l)
+{
+	return __atomic_load_n(&l->broken, __ATOMIC_ACQUIRE);
+}
+
+/* Marks the link failed, wakes everything, completes all pending calls. */
+static void fail_link(struct mearas_link *l, int status)
+{
+	int expected = 0;
+	if (!__atomic_compare_exchange_n(&l->broken, &expected, status, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return;
+	if (!__atomic_load_n(&l->closing, __ATOMIC_ACQUIRE))
+		link_log(&l->cfg, MEARAS_LINK_LOG_ERR, "link broken: %s", mearas_link_strerror(status));
+	l->t->ops->shutdown(l->t);
+	pthread_mutex_lock(&l->pend_lock);
+	for (struct pending *p = l->pending; p; p = p->next) {
+		p->status = status;
+		p->done = 1;
+	}
+	l->pending = NULL;
+	pthread_cond_broadcast(&l->pend_cond);
+	pthread_mutex_unlock(&l->pend_lock);
+	pthread_mutex_lock(&l->batch_lock);
+	pthread_cond_broadcast(&l->batch_cond);
+	pthread_mutex_unlock(&l->batch_lock);
+}
+
+/* Caller holds send_lock. */
+static int send_locked(struct mearas_link *l, const struct iovec *iov, int n)
+{
+	int rc = link_broken(l);
+	if (rc)
+		return rc;
+	size_t bytes = 0;
+	for (int i = 0; i < n; i++)
+		bytes += iov[i].iov_len;
+	rc = l->t->ops->send_iov(l->t, iov, n);
+	if (rc) {
+		fail_link(l, MEARAS_LINK_E_BROKEN);
+		return MEARAS_LINK_E_BROKEN;
+	}
+	STAT_ADD(l, bytes_sent, bytes);
+	return MEARAS_LINK_OK;
+}
+
+static int batch_reserve(struct batch *b, size_t extra)
+{
+	if (b->len + extra <= b->cap)
+		return MEARAS_LINK_OK;
+	size_t cap = b->cap ? b->cap : 4096;
+	while (cap < b->len + extra)
+		cap *= 2;
+	uint8_t *nb = realloc(b->buf, cap);
+	if (!nb)
+		return MEARAS_LINK_E_NOMEM;
+	b->buf = nb;
+	b->cap = cap;
+	return MEARAS_LINK_OK;
+}
+
+/* Sends the queued batch, plus one trailing message given by iov (may be NULL)
+ * sent straight from the caller's memory. A non-NULL p is registered to get
+ * the reply of that trailing message. Caller holds send_lock. */
+static int flush_locked(struct mearas_link *l, const struct iovec *iov, int iovcnt,
+			size_t msg_len, struct pending *p)
+{
+	uint8_t fhdr[LINK_FRAME_HDR], mhdr[LINK_MSG_HDR];
+	pthread_mutex_lock(&l->batch_lock);
+	struct batch tmp = l->cur;
+	l->cur = l->spare;
+	l->spare = tmp;
+	uint64_t seq = 0;
+	if (iov) {
+		seq = l->next_seq++;
+		if (p) {
+			p->seq = seq;
+			pthread_mutex_lock(&l->pend_lock);
+			int broken = link_broken(l);
+			if (broken) { /* fail_link already swept the list */
+				p->status = broken;
+				p->done = 1;
+			} else {
+				p->next = l->pending;
+				l->pending = p;
+			}
+			pthread_mutex_unlock(&l->pend_lock);
+		}
+	}
+	pthread_mutex_unlock(&l->batch_lock);
+
+	struct batch *b = &l->spare;
+	uint32_t count = b->count + (iov ? 1 : 0);
+	if (count == 0)
+		return link_broken(l);
+	struct iovec out[64];
+	int n = 0;
+	struct link_frame_hdr fh = { .type = LINK_FRAME_BATCH, .count = count,
+				     .body_len = (uint32_t)(b->len + (iov ? LINK_MSG_HDR + msg_len : 0)) };
+	wire_encode_frame(fhdr, &fh);
+	out[n++] = (struct iovec){ fhdr, sizeof(fhdr) };
+	if (b->len)
+		out[n++] = (struct iovec){ b->buf, b->len };
+	if (iov) {
+		wire_encode_msg(mhdr, seq, (uint32_t)msg_len, p ? LINK_MSG_WANTS_REPLY : 0);
+		out[n++] = (struct iovec){ mhdr, sizeof(mhdr) };
+		for (int i = 0; i < iovcnt; i++)
+			if (iov[i].iov_len)
+				out[n++] = iov[i];
+	}
+	int rc = send_locked(l, out, n);
+	b->len = 0;
+	b->count = 0;
+	if (rc == MEARAS_LINK_OK)
+		STAT_ADD(l, batches_sent, 1);
+	return rc;
+}
+
+static int sum_iov(const struct iovec *iov, int iovcnt, size_t *total)
+{
+	if (iovcnt < 0 || iovcnt > 32 || (iovcnt > 0 && !iov))
+		return MEARAS_LINK_E_INVAL;
+	size_t s = 0;
+	for (int i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len && !iov[i].iov_base)
+			return MEARAS_LINK_E_INVAL;
+		s += iov[i].iov_len;
+		if (s > MEARAS_LINK_MAX_MSG)
+			return MEARAS_LINK_E_INVAL;
+	}
+	*total = s;
+	return MEARAS_LINK_OK;
+}
+
+int mearas_link_postv(struct mearas_link *l, const struct iovec *iov, int iovcnt)
+{
+	size_t total;
+	if (!l)
+		return MEARAS_LINK_E_INVAL;
+	int rc = sum_iov(iov, iovcnt, &total);
+	if (rc)
+		return rc;
+	if (total + LINK_MSG_HDR > l->cfg.batch_max_bytes) {
+		/* Too big to batch: send after the queue, straight from caller memory. */
+		pthread_mutex_lock(&l->send_lock);
+		rc = flush_locked(l, iov, iovcnt, total, NULL);
+		pthread_mutex_unlock(&l->send_lock);
+		if (!rc)
+			STAT_ADD(l, msgs_posted, 1);
+		return rc;
+	}
+	pthread_mutex_lock(&l->batch_lock);
+	rc = link_broken(l);
+	if (!rc)
+		rc = batch_reserve(&l->cur, LINK_MSG_HDR + total);
+	if (rc) {
+		pthread_mutex_unlock(&l->batch_lock);
+		return rc;
+	}
+	struct batch *b = &l->cur;
+	wire_encode_msg(b->buf + b->len, l->next_seq++, (uint32_t)total, 0);
+	b->len += LINK_MSG_HDR;
+	for (int i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len)
+			memcpy(b->buf + b->len, iov[i].iov_base, iov[i].iov_len);
+		b->len += iov[i].iov_len;
+	}
+	if (b->count++ == 0) {
+		b->first_ns = link_now_ns();
+		pthread_cond_signal(&l->batch_cond);
+	}
+	bool full = b->len >= l->cfg.batch_max_bytes || b->count >= l->cfg.batch_max_msgs;
+	pthread_mutex_unlock(&l->batch_lock);
+	STAT_ADD(l, msgs_posted, 1);
+	if (full) {
+		pthread_mutex_lock(&l->send_lock);
+		rc = flush_locked(l, NULL, 0, 0, NULL);
+		pthread_mutex_unlock(&l->send_lock);
+	}
+	return rc;
+}
+
+int mearas_link_post(struct mearas_link *l, const void *data, size_t len)
+{
+	struct iovec iov = { (void *)data, len };
+	return mearas_link_postv(l, &iov, 1);
+}
+
+int mearas_link_flush(struct mearas_link *l)
+{
+	if (!l)
+		return MEARAS_LINK_E_INVAL;
+	pthread_mutex_lock(&l->send_lock);
+	int rc = flush_locked(l, NULL, 0, 0, NULL);
+	pthread_mutex_unlock(&l->send_lock);
+	return rc;
+}
+
+int mearas_link_call(struct mearas_link *l, const void *req, size_t req_len, void *reply,
+		     size_t reply_cap, size_t *reply_len, uint32_t timeout_ms)
+{
+	if (!l || (req_len && !req) || (reply_cap && !reply) || req_len > MEARAS_LINK_MAX_MSG)
+		return MEARAS_LINK_E_INVAL;
+	struct pending p = { .buf = reply, .cap = reply_cap };
+	struct iovec iov = { (void *)req, req_len };
+	uint64_t deadline = link_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+
+	int rc = link_broken(l);
+	if (rc)
+		return rc;
+	STAT_ADD(l, calls, 1);
+	pthread_mutex_lock(&l->send_lock);
+	rc = flush_locked(l, &iov, 1, req_len, &p);
+	pthread_mutex_unlock(&l->send_lock);
+	(void)rc; /* a failed send completes p through fail_link */
+
+	pthread_mutex_lock(&l->pend_lock);
+	while (!p.done) {
+		if (!timeout_ms) {
+			pthread_cond_wait(&l->pend_cond, &l->pend_lock);
+			continue;
+		}
+		uint64_t now = link_now_ns();
+		struct pending **pp = &l->pending;
+		while (*pp && *pp != &p)
+			pp = &(*pp)->next;
+		if (now >= deadline && *pp) {
+			*pp = p.next; /* the receiver has not claimed it: give up */
+			p.status = MEARAS_LINK_E_TIMEOUT;
+			p.done = 1;
+			break;
+		}
+		/* Claimed by the receiver (reply being read): wait for it; that read is
+		 * itself bounded by dead_ms. */
+		uint64_t until = now >= deadline ? now + 10000000ull : deadline;
+		struct timespec ts = { .tv_sec = (time_t)(until / 1000000000ull),
+				       .tv_nsec = (long)(until % 1000000000ull) };
+		pthread_cond_timedwait(&l->pend_cond, &l->pend_lock, &ts);
+	}
+	pthread_mutex_unlock(&l->pend_lock);
+	if (p.status == MEARAS_LINK_OK && reply_len)
+		*reply_len = p.len;
+	return p.status;
+}
+
+int mearas_link_bulk(struct mearas_link *l, uint64_t tag, const void *data, size_t len)
+{
+	if (!l || !data || !len)
+		return MEARAS_LINK_E_INVAL;
+	uint64_t id = __atomic_fetch_add(&l->next_bulk, 1, __ATOMIC_RELAXED);
+	int rc = mearas_link_flush(l);
+	for (size_t off = 0; !rc && off < len; off += l->cfg.chunk_bytes) {
+		size_t n = len - off < l->cfg.chunk_bytes ? len - off : l->cfg.chunk_bytes;
+		uint8_t fhdr[LINK_FRAME_HDR], chdr[LINK_CHUNK_HDR];
+		struct link_frame_hdr fh = { .type = LINK_FRAME_CHUNK, .count = 1,
+					     .body_len = (uint32_t)(LINK_CHUNK_HDR + n) };
+		wire_encode_frame(fhdr, &fh);
+		wire_put_u64(chdr, tag);
+		wire_put_u64(chdr + 8, id);
+		wire_put_u64(chdr + 16, off);
+		wire_put_u64(chdr + 24, len);
+		struct iovec iov[3] = { { fhdr, sizeof(fhdr) }, { chdr, sizeof(chdr) },
+					{ (uint8_t *)data + off, n } };
+		pthread_mutex_lock(&l->send_lock);
+		rc = send_locked(l, iov, 3);
+		pthread_mutex_unlock(&l->send_lock);
+		if (!rc)
+			STAT_ADD(l, bulk_chunks, 1);
+	}
+	return rc;
+}
+
+int mearas_link_health(struct mearas_link *l)
+{
+	return l ? link_broken(l) : MEARAS_LINK_E_INVAL;
+}
+
+void mearas_link_get_stats(struct mearas_link *l, struct mearas_link_stats *out)
+{
+	out->msgs_posted = __atomic_load_n(&l->stats.msgs_posted, __ATOMIC_RELAXED);
+	out->batches_sent = __atomic_load_n(&l->stats.batches_sent, __ATOMIC_RELAXED);
+	out->calls = __atomic_load_n(&l->stats.calls, __ATOMIC_RELAXED);
+	out->bulk_chunks = __atomic_load_n(&l->stats.bulk_chunks, __ATOMIC_RELAXED);
+	out->heartbeats_sent = __atomic_load_n(&l->stats.heartbeats_sent, __ATOMIC_RELAXED);
+	out->bytes_sent = __atomic_load_n(&l->stats.bytes_sent, __ATOMIC_RELAXED);
+	out->bytes_received = __atomic_load_n(&l->stats.bytes_received, __ATOMIC_RELAXED);
+}
+
+static int send_simple_frame(struct mearas_link *l, uint8_t type)
+{
+	uint8_t fhdr[LINK_FRAME_HDR], stamp[8];
+	uint32_t body = type == LINK_FRAME_HEARTBEAT ? 8 : 0;
+	struct link_frame_hdr fh = { .type = type, .body_len = body };
+	wire_encode_frame(fhdr, &fh);
+	wire_put_u64(stamp, link_now_ns());
+	struct iovec iov[2] = { { fhdr, sizeof(fhdr) }, { stamp, body } };
+	pthread_mutex_lock(&l->send_lock);
+	int rc = send_locked(l, iov, body ? 2 : 1);
+	pthread_mutex_unlock(&l->send_lock);
+	return rc;
+}
+
+static struct timespec ns_to_ts(uint64_t ns)
+{
+	return (struct timespec){ .tv_sec = (time_t)(ns / 1000000000ull),
+				  .tv_nsec = (long)(ns % 1000000000ull) };
+}
+
+/* Flushes batches after batch_delay_us and sends heartbeats on a quiet link. */
+static void *flush_main(void *arg)
+{
+	struct mearas_link *l = arg;
+	uint64_t delay_ns = (uint64_t)l->cfg.batch_delay_us * 1000ull;
+	uint64_t hb_ns = (uint64_t)l->cfg.heartbeat_ms * 1000000ull;
+	pthread_mutex_lock(&l->batch_lock);
+	while (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE) && !link_broken(l)) {
+		uint64_t now = link_now_ns();
+		if (l->cur.count && now >= l->cur.first_ns + delay_ns) {
+			pthread_mutex_unlock(&l->batch_lock);
+			mearas_link_flush(l);
+			pthread_mutex_lock(&l->batch_lock);
+			continue;
+		}
+		uint64_t last_rx = __atomic_load_n(&l->last_rx_ns, __ATOMIC_RELAXED);
+		uint64_t hb_due = (last_rx > l->last_hb_ns ? last_rx : l->last_hb_ns) + hb_ns;
+		if (now >= hb_due) {
+			l->last_hb_ns = now;
+			pthread_mutex_unlock(&l->batch_lock);
+			if (send_simple_frame(l, LINK_FRAME_HEARTBEAT) == MEARAS_LINK_OK)
+				STAT_ADD(l, heartbeats_sent, 1);
+			pthread_mutex_lock(&l->batch_lock);
+			continue;
+		}
+		uint64_t until = hb_due;
+		if (l->cur.count && l->cur.first_ns + delay_ns < until)
+			until = l->cur.first_ns + delay_ns;
+		struct timespec ts = ns_to_ts(until);
+		pthread_cond_timedwait(&l->batch_cond, &l->batch_lock, &ts);
+	}
+	pthread_mutex_unlock(&l->batch_lock);
+	return NULL;
+}
+
+/* Discards n bytes of a frame body we do not keep. */
+static int skip_bytes(struct mearas_link *l, size_t n, uint32_t poll_ms)
+{
+	uint8_t sink[4096];
+	while (n) {
+		size_t k = n < sizeof(sink) ? n : sizeof(sink);
+		int rc = link_read_exact(l->t, sink, k, poll_ms, l->cfg.dead_ms, &l->last_rx_ns, &l->stop);
+		if (rc)
+			return rc;
+		n -= k;
+	}
+	return MEARAS_LINK_OK;
+}
+
+static int handle_reply(struct mearas_link *l, const struct link_frame_hdr *fh, uint32_t poll_ms)
+{
+	uint8_t rh[LINK_MSG_HDR];
+	if (fh->body_len < LINK_MSG_HDR)
+		return MEARAS_LINK_E_PROTO;
+	int rc = link_read_exact(l->t, rh, sizeof(rh), poll_ms, l->cfg.dead_ms, &l->last_rx_ns, &l->stop);
+	if (rc)
+		return rc;
+	uint64_t seq = wire_get_u64(rh);
+	uint32_t len = wire_get_u32(rh + 8);
+	if (len != fh->body_len - LINK_MSG_HDR)
+		return MEARAS_LINK_E_PROTO;
+
+	pthread_mutex_lock(&l->pend_lock);
+	struct pending **pp = &l->pending, *p;
+	while (*pp && (*pp)->seq != seq)
+		pp = &(*pp)->next;
+	p = *pp;
+	if (p)
+		*pp = p->next; /* claimed: the caller now waits for us */
+	pthread_mutex_unlock(&l->pend_lock);
+	if (!p)
+		return skip_bytes(l, len, poll_ms); /* caller timed out earlier */
+
+	int status;
+	if (len <= p->cap) {
+		status = link_read_exact(l->t, p->buf, len, poll_ms, l->cfg.dead_ms, &l->last_rx_ns,
+					 &l->stop);
+		rc = status;
+	} else {
+		rc = skip_bytes(l, len, poll_ms);
+		status = rc ? rc : MEARAS_LINK_E_TOOBIG;
+	}
+	STAT_ADD(l, bytes_received, LINK_FRAME_HDR + fh->body_len);
+	pthread_mutex_lock(&l->pend_lock);
+	p->len = len;
+	p->status = status;
+	p->done = 1;
+	pthread_cond_broadcast(&l->pend_cond);
+	pthread_mutex_unlock(&l->pend_lock);
+	return rc;
+}
+
+static void *rx_main(void *arg)
+{
+	struct mearas_link *l = arg;
+	uint32_t poll_ms = l->cfg.heartbeat_ms < 100 ? l->cfg.heartbeat_ms : 100;
+	int rc;
+	for (;;) {
+		uint8_t hdr[LINK_FRAME_HDR];
+		struct link_frame_hdr fh;
+		rc = link_read_exact(l->t, hdr, sizeof(hdr), poll_ms, l->cfg.dead_ms, &l->last_rx_ns,
+				     &l->stop);
+		if (rc)
+			break;
+		rc = wire_decode_frame(hdr, &fh);
+		if (rc)
+			break;
+		if (fh.type == LINK_FRAME_REPLY) {
+			rc = handle_reply(l, &fh, poll_ms);
+		} else if (fh.type == LINK_FRAME_HEARTBEAT_ACK && fh.body_len <= 64) {
+			rc = skip_bytes(l, fh.body_len, poll_ms);
+		} else if (fh.type == LINK_FRAME_CLOSE) {
+			link_log(&l->cfg, MEARAS_LINK_LOG_WARN, "server closed the link");
+			rc = MEARAS_LINK_E_BROKEN;
+		} else {
+			rc = MEARAS_LINK_E_PROTO;
+		}
+		if (rc)
+			break;
+	}
+	fail_link(l, rc == MEARAS_LINK_E_CLOSED ? MEARAS_LINK_E_CLOSED : rc);
+	pthread_mutex_lock(&l->pend_lock);
+	l->rx_exited = 1;
+	pthread_cond_broadcast(&l->pend_cond);
+	pthread_mutex_unlock(&l->pend_lock);
+	return NULL;
+}
+
+static void free_link(struct mearas_link *l)
+{
+	if (l->t)
+		l->t->ops->destroy(l->t);
+	free(l->cur.buf);
+	free(l->spare.buf);
+	if (l->key) {
+		memset(l->key, 0, l->cfg.key_len);
+		free(l->key);
+	}
+	pthread_mutex_destroy(&l->send_lock);
+	pthread_mutex_destroy(&l->batch_lock);
+	pthread_mutex_destroy(&l->pend_lock);
+	pthread_cond_destroy(&l->batch_cond);
+	pthread_cond_destroy(&l->pend_cond);
+	free(l);
+}
+
+static void init_cond_monotonic(pthread_cond_t *c)
+{
+	pthread_condattr_t a;
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(c, &a);
+	pthread_condattr_destroy(&a);
+}
+
+int mearas_link_connect(const char *host, uint16_t port, const struct mearas_link_config *cfg,
+			struct mearas_link **out)
+{
+	if (!host || !port || !cfg || !out || (cfg->key_len && !cfg->key))
+		return MEARAS_LINK_E_INVAL;
+	*out = NULL;
+	struct mearas_link *l = calloc(1, sizeof(*l));
+	if (!l)
+		return MEARAS_LINK_E_NOMEM;
+	link_config_effective(cfg, &l->cfg);
+	pthread_mutex_init(&l->send_lock, NULL);
+	pthread_mutex_init(&l->batch_lock, NULL);
+	pthread_mutex_init(&l->pend_lock, NULL);
+	init_cond_monotonic(&l->batch_cond);
+	init_cond_monotonic(&l->pend_cond);
+	if (cfg->key_len) {
+		l->key = malloc(cfg->key_len);
+		if (!l->key) {
+			free_link(l);
+			return MEARAS_LINK_E_NOMEM;
+		}
+		memcpy(l->key, cfg->key, cfg->key_len);
+		l->cfg.key = l->key;
+	}
+
+	int rc = MEARAS_LINK_OK;
+	if (l->cfg.transport == MEARAS_LINK_TRANSPORT_VERBS)
+		rc = link_verbs_available(&l->cfg);
+	int fd = -1;
+	if (!rc)
+		rc = link_tcp_connect(host, port, l->cfg.connect_timeout_ms, &fd);
+	if (!rc)
+		rc = link_tcp_set_options(fd, l->cfg.dead_ms);
+	if (!rc)
+		rc = link_handshake_client(fd, &l->cfg);
+	if (!rc) {
+		if (l->cfg.transport == MEARAS_LINK_TRANSPORT_VERBS)
+			rc = link_verbs_transport_create(fd, &l->cfg, 0, &l->t);
+		else
+			rc = link_tcp_transport_create(fd, &l->cfg, &l->t);
+		if (!rc)
+			fd = -1; /* owned by the transport */
+	}
+	if (fd >= 0)
+		close(fd);
+	if (rc) {
+		if (rc != MEARAS_LINK_E_VERSION && rc != MEARAS_LINK_E_AUTH)
+			link_log(&l->cfg, MEARAS_LINK_LOG_ERR, "link to %s:%u failed: %s", host,
+				 (unsigned)port, mearas_link_strerror(rc));
+		free_link(l);
+		return rc;
+	}
+	l->last_rx_ns = link_now_ns();
+	l->last_hb_ns = l->last_rx_ns;
+	l->next_seq = 1;
+	if (pthread_create(&l->rx_thread, NULL, rx_main, l)) {
+		free_link(l);
+		return MEARAS_LINK_E_SYS;
+	}
+	if (pthread_create(&l->flush_thread, NULL, flush_main, l)) {
+		__atomic_store_n(&l->stop, 1, __ATOMIC_RELEASE);
+		pthread_join(l->rx_thread, NULL);
+		free_link(l);
+		return MEARAS_LINK_E_SYS;
+	}
+	*out = l;
+	return MEARAS_LINK_OK;
+}
+
+void mearas_link_close(struct mearas_link *l)
+{
+	if (!l)
+		return;
+	__atomic_store_n(&l->closing, 1, __ATOMIC_RELEASE);
+	if (!link_broken(l)) {
+		mearas_link_flush(l);
+		if (send_simple_frame(l, LINK_FRAME_CLOSE) == MEARAS_LINK_OK) {
+			/* Let the server read everything and close first, so that our close
+			 * cannot reset data still in flight. */
+			uint64_t until = link_now_ns() + 1000000000ull;
+			struct timespec ts = ns_to_ts(until);
+			pthread_mutex_lock(&l->pend_lock);
+			while (!l->rx_exited && link_now_ns() < until)
+				pthread_cond_timedwait(&l->pend_cond, &l->pend_lock, &ts);
+			pthread_mutex_unlock(&l->pend_lock);
+		}
+	}
+	__atomic_store_n(&l->stop, 1, __ATOMIC_RELEASE);
+	fail_link(l, MEARAS_LINK_E_CLOSED);
+	pthread_join(l->rx_thread, NULL);
+	pthread_join(l->flush_thread, NULL);
+	free_link(l);
+}

@@ -1,0 +1,41 @@
+/* The small interface every data-plane transport implements (TCP, verbs).
+ * send_iov writes everything or fails; recv returns >0 bytes, 0 on timeout,
+ * or a negative mearas_link_status (E_BROKEN on EOF/reset). shutdown wakes
+ * blocked callers and makes later calls fail; destroy frees. */
+#ifndef MEARAS_LINK_TRANSPORT_H
+#define MEARAS_LINK_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+struct mearas_link_config;
+struct link_transport;
+
+struct link_transport_ops {
+	const char *name;
+	int (*send_iov)(struct link_transport *t, const struct iovec *iov, int iovcnt);
+	int (*recv)(struct link_transport *t, void *buf, size_t len, uint32_t timeout_ms);
+	void (*shutdown)(struct link_transport *t);
+	void (*destroy)(struct link_transport *t);
+};
+
+struct link_transport {
+	const struct link_transport_ops *ops;
+};
+
+/* Takes ownership of the connected socket fd. */
+int link_tcp_transport_create(int fd, const struct mearas_link_config *cfg,
+			      struct link_transport **out);
+/* Sets up an RC queue pair with the peer over the connected side-channel fd
+ * (ownership taken); is_server picks who sends its endpoint first. */
+int link_verbs_transport_create(int fd, const struct mearas_link_config *cfg, int is_server,
+				struct link_transport **out);
+/* MEARAS_LINK_OK when an RDMA device usable by the verbs transport exists. */
+int link_verbs_available(const struct mearas_link_config *cfg);
+
+/* TCP helpers shared by client and server. */
+int link_tcp_set_options(int fd, uint32_t send_timeout_ms);
+int link_tcp_connect(const char *host, uint16_t port, uint32_t timeout_ms, int *out_fd);
+
+#endif

@@ -1,0 +1,168 @@
+#include "link_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+struct tcp_transport {
+	struct link_transport base;
+	int fd;
+	int down; /* atomic */
+};
+
+int link_tcp_set_options(int fd, uint32_t send_timeout_ms)
+{
+	int one = 1;
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
+		return MEARAS_LINK_E_SYS;
+	/* A writer blocked on a dead peer gives up after the dead bound. */
+	struct timeval tv = { .tv_sec = send_timeout_ms / 1000,
+			      .tv_usec = (suseconds_t)(send_timeout_ms % 1000) * 1000 };
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
+		return MEARAS_LINK_E_SYS;
+	unsigned int user_timeout = send_timeout_ms;
+	if (setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout)) < 0)
+		return MEARAS_LINK_E_SYS;
+	return MEARAS_LINK_OK;
+}
+
+static int connect_one(const struct addrinfo *ai, uint32_t timeout_ms)
+{
+	int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			ai->ai_protocol);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 && errno != EINPROGRESS)
+		goto fail;
+	struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+	if (poll(&pfd, 1, (int)timeout_ms) != 1)
+		goto fail;
+	int err = 0;
+	socklen_t elen = sizeof(err);
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0 || err)
+		goto fail;
+	/* Back to blocking: reads go through poll, writes are bounded by SO_SNDTIMEO. */
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+		goto fail;
+	return fd;
+fail:
+	close(fd);
+	return -1;
+}
+
+int link_tcp_connect(const char *host, uint16_t port, uint32_t timeout_ms, int *out_fd)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res = NULL;
+	char service[8];
+	snprintf(service, sizeof(service), "%u", (unsigned)port);
+	if (getaddrinfo(host, service, &hints, &res) != 0 || !res)
+		return MEARAS_LINK_E_CONNECT;
+	int fd = -1;
+	for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next)
+		fd = connect_one(ai, timeout_ms);
+	freeaddrinfo(res);
+	if (fd < 0)
+		return MEARAS_LINK_E_CONNECT;
+	*out_fd = fd;
+	return MEARAS_LINK_OK;
+}
+
+static int tcp_send_iov(struct link_transport *t, const struct iovec *iov_in, int iovcnt)
+{
+	struct tcp_transport *tt = (struct tcp_transport *)t;
+	struct iovec local[64];
+	if (iovcnt > 64)
+		return MEARAS_LINK_E_INVAL;
+	memcpy(local, iov_in, sizeof(*local) * (size_t)iovcnt);
+	struct iovec *iov = local;
+	while (iovcnt > 0) {
+		if (__atomic_load_n(&tt->down, __ATOMIC_ACQUIRE))
+			return MEARAS_LINK_E_BROKEN;
+		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)iovcnt };
+		ssize_t n = sendmsg(tt->fd, &mh, MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return MEARAS_LINK_E_BROKEN; /* includes EAGAIN from SO_SNDTIMEO */
+		}
+		size_t left = (size_t)n;
+		while (iovcnt > 0 && left >= iov->iov_len) {
+			left -= iov->iov_len;
+			iov++;
+			iovcnt--;
+		}
+		if (iovcnt > 0) {
+			iov->iov_base = (uint8_t *)iov->iov_base + left;
+			iov->iov_len -= left;
+		}
+	}
+	return MEARAS_LINK_OK;
+}
+
+static int tcp_recv(struct link_transport *t, void *buf, size_t len, uint32_t timeout_ms)
+{
+	struct tcp_transport *tt = (struct tcp_transport *)t;
+	if (__atomic_load_n(&tt->down, __ATOMIC_ACQUIRE))
+		return MEARAS_LINK_E_BROKEN;
+	struct pollfd pfd = { .fd = tt->fd, .events = POLLIN };
+	int pr = poll(&pfd, 1, (int)timeout_ms);
+	if (pr < 0)
+		return errno == EINTR ? 0 : MEARAS_LINK_E_BROKEN;
+	if (pr == 0)
+		return 0;
+	if (len > (1u << 30))
+		len = 1u << 30;
+	ssize_t n = recv(tt->fd, buf, len, MSG_DONTWAIT);
+	if (n > 0)
+		return (int)n;
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	return MEARAS_LINK_E_BROKEN; /* EOF or reset */
+}
+
+static void tcp_shutdown(struct link_transport *t)
+{
+	struct tcp_transport *tt = (struct tcp_transport *)t;
+	__atomic_store_n(&tt->down, 1, __ATOMIC_RELEASE);
+	shutdown(tt->fd, SHUT_RDWR);
+}
+
+static void tcp_destroy(struct link_transport *t)
+{
+	struct tcp_transport *tt = (struct tcp_transport *)t;
+	close(tt->fd);
+	free(tt);
+}
+
+static const struct link_transport_ops tcp_ops = {
+	.name = "tcp",
+	.send_iov = tcp_send_iov,
+	.recv = tcp_recv,
+	.shutdown = tcp_shutdown,
+	.destroy = tcp_destroy,
+};
+
+int link_tcp_transport_create(int fd, const struct mearas_link_config *cfg,
+			      struct link_transport **out)
+{
+	int rc = link_tcp_set_options(fd, cfg->dead_ms);
+	if (rc)
+		return rc;
+	struct tcp_transport *tt = calloc(1, sizeof(*tt));
+	if (!tt)
+		return MEARAS_LINK_E_NOMEM;
+	tt->base.ops = &tcp_ops;
+	tt->fd = fd;
+	*out = &tt->base;
+	return MEARAS_LINK_OK;
+}

@@ -1,0 +1,113 @@
+#include "link_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+uint64_t link_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void link_log(const struct mearas_link_config *cfg, enum mearas_link_log_level level,
+	      const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (cfg && cfg->log) {
+		cfg->log(cfg->log_ctx, level, msg);
+		return;
+	}
+	static const char *const names[] = { "error", "warning", "info" };
+	fprintf(stderr, "remote-link %s: %s\n", names[level], msg);
+}
+
+void mearas_link_config_init(struct mearas_link_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->transport = MEARAS_LINK_TRANSPORT_TCP;
+	cfg->batch_max_bytes = 64u << 10;
+	cfg->batch_max_msgs = 256;
+	cfg->batch_delay_us = 50;
+	cfg->heartbeat_ms = 500;
+	cfg->dead_ms = 3000;
+	cfg->connect_timeout_ms = 3000;
+}
+
+void link_config_effective(const struct mearas_link_config *in, struct mearas_link_config *out)
+{
+	*out = *in;
+	if (!out->batch_max_bytes)
+		out->batch_max_bytes = 64u << 10;
+	if (out->batch_max_bytes > MEARAS_LINK_MAX_MSG)
+		out->batch_max_bytes = MEARAS_LINK_MAX_MSG;
+	if (!out->batch_max_msgs)
+		out->batch_max_msgs = 256;
+	if (!out->chunk_bytes)
+		out->chunk_bytes = out->transport == MEARAS_LINK_TRANSPORT_VERBS ? 64u << 10 : 1u << 20;
+	if (out->chunk_bytes > LINK_MAX_BODY_CHUNK)
+		out->chunk_bytes = LINK_MAX_BODY_CHUNK;
+	if (!out->heartbeat_ms)
+		out->heartbeat_ms = 500;
+	if (!out->dead_ms)
+		out->dead_ms = 3000;
+	if (out->dead_ms < 2 * out->heartbeat_ms)
+		out->dead_ms = 2 * out->heartbeat_ms;
+	if (!out->connect_timeout_ms)
+		out->connect_timeout_ms = 3000;
+	if (!out->version_major) {
+		out->version_major = MEARAS_LINK_VERSION_MAJOR;
+		out->version_minor = MEARAS_LINK_VERSION_MINOR;
+	}
+	if (!out->node_name)
+		out->node_name = "";
+}
+
+int link_read_exact(struct link_transport *t, void *buf, size_t len, uint32_t poll_ms,
+		    uint32_t dead_ms, uint64_t *last_rx_ns, const int *stop)
+{
+	uint8_t *p = buf;
+	while (len) {
+		if (__atomic_load_n(stop, __ATOMIC_ACQUIRE))
+			return MEARAS_LINK_E_CLOSED;
+		int n = t->ops->recv(t, p, len, poll_ms);
+		if (n < 0)
+			return n;
+		if (n == 0) {
+			if (link_now_ns() - __atomic_load_n(last_rx_ns, __ATOMIC_RELAXED) >
+			    (uint64_t)dead_ms * 1000000ull)
+				return MEARAS_LINK_E_BROKEN;
+			continue;
+		}
+		__atomic_store_n(last_rx_ns, link_now_ns(), __ATOMIC_RELAXED);
+		p += n;
+		len -= (size_t)n;
+	}
+	return MEARAS_LINK_OK;
+}
+
+const char *mearas_link_strerror(int status)
+{
+	switch (status) {
+	case MEARAS_LINK_OK: return "ok";
+	case MEARAS_LINK_E_INVAL: return "invalid argument";
+	case MEARAS_LINK_E_NOMEM: return "out of memory";
+	case MEARAS_LINK_E_CONNECT: return "cannot connect to peer";
+	case MEARAS_LINK_E_AUTH: return "authentication failed (cluster key missing or wrong)";
+	case MEARAS_LINK_E_VERSION: return "protocol version mismatch between nodes";
+	case MEARAS_LINK_E_PROTO: return "malformed data from peer";
+	case MEARAS_LINK_E_BROKEN: return "link broken (peer died, link cut or heartbeat lost)";
+	case MEARAS_LINK_E_TIMEOUT: return "call timed out";
+	case MEARAS_LINK_E_TOOBIG: return "reply larger than the buffer";
+	case MEARAS_LINK_E_NODEV: return "transport unavailable (no RDMA device)";
+	case MEARAS_LINK_E_CLOSED: return "link closed";
+	case MEARAS_LINK_E_SYS: return "system call failed";
+	default: return "unknown error";
+	}
+}

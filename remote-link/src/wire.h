@@ -1,0 +1,49 @@
+/* Data-plane framing after the handshake. All integers little-endian.
+ *
+ * frame  = header(16) body(body_len)
+ * header = magic u32 | type u8 | flags u8 | reserved u16 | count u32 | body_len u32
+ * BATCH  body: count x { seq u64 | len u32 | mflags u32 | payload[len] }
+ * REPLY  body: { seq u64 | len u32 | status u32 | payload[len] }
+ * CHUNK  body: { tag u64 | bulk_id u64 | offset u64 | total u64 | data[] }
+ * HEARTBEAT / HEARTBEAT_ACK body: { stamp u64 };  CLOSE body: empty
+ */
+#ifndef MEARAS_LINK_WIRE_H
+#define MEARAS_LINK_WIRE_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#define LINK_FRAME_MAGIC 0x4b4e4c4du /* "MLNK" */
+#define LINK_FRAME_HDR 16u
+#define LINK_MSG_HDR 16u
+#define LINK_CHUNK_HDR 32u
+#define LINK_MAX_BODY (64u << 20)
+#define LINK_MAX_BODY_CHUNK (LINK_MAX_BODY - LINK_CHUNK_HDR)
+#define LINK_MSG_WANTS_REPLY 1u
+
+enum link_frame_type {
+	LINK_FRAME_BATCH = 1,
+	LINK_FRAME_REPLY = 2,
+	LINK_FRAME_CHUNK = 3,
+	LINK_FRAME_HEARTBEAT = 4,
+	LINK_FRAME_HEARTBEAT_ACK = 5,
+	LINK_FRAME_CLOSE = 6,
+};
+
+struct link_frame_hdr {
+	uint8_t type;
+	uint8_t flags;
+	uint32_t count;
+	uint32_t body_len;
+};
+
+void wire_put_u32(uint8_t *p, uint32_t v);
+void wire_put_u64(uint8_t *p, uint64_t v);
+uint32_t wire_get_u32(const uint8_t *p);
+uint64_t wire_get_u64(const uint8_t *p);
+void wire_encode_frame(uint8_t out[LINK_FRAME_HDR], const struct link_frame_hdr *h);
+/* 0 on success, MEARAS_LINK_E_PROTO on bad magic/type/size. */
+int wire_decode_frame(const uint8_t in[LINK_FRAME_HDR], struct link_frame_hdr *h);
+void wire_encode_msg(uint8_t out[LINK_MSG_HDR], uint64_t seq, uint32_t len, uint32_t flags);
+
+#endif

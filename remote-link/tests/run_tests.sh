@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs every remote-link test program and prints the combined "N passed, N failed".
+# GUEST=0 leaves out the QEMU guest test of the verbs transport (about 75 s).
+set -u
+BUILD=${1:-build}
+here=$(cd "$(dirname "$0")" && pwd)
+total_pass=0 total_fail=0
+run() { # name command...
+	local name=$1; shift
+	echo "=== $name"
+	local log; log=$(mktemp)
+	timeout 300 "$@" 2>&1 | tee "$log"
+	local rc=${PIPESTATUS[0]}
+	local line; line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -1)
+	rm -f "$log"
+	if [ -z "$line" ]; then
+		echo "$name: no summary (exit $rc): counted as 1 failure"
+		total_fail=$((total_fail + 1))
+		return
+	fi
+	local p f; p=${line%% passed*}; f=${line#*, }; f=${f%% failed}
+	[ "$rc" != 0 ] && [ "$f" = 0 ] && f=1
+	total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
+}
+run unit "$here/../$BUILD/test_unit"
+if [ "$(id -u)" = 0 ]; then
+	run netns "$here/test_netns.sh" "$BUILD"
+else
+	echo "netns tests need root: counted as 1 failure"
+	total_fail=$((total_fail + 1))
+fi
+if [ "${GUEST:-1}" = 1 ]; then
+	run verbs-guest "$here/test_verbs_guest.sh" "$BUILD"
+else
+	echo "=== verbs-guest: not run in this configuration (GUEST=0)"
+fi
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" = 0 ]

@@ -1,0 +1,41 @@
+/* The server behaviour the tests run against (loopback and namespaces).
+ * Message kinds, by first byte:
+ *   'E' echo: reply with the same bytes      'H' hang: never replied
+ *   'O' ordered: [u8 'O'][u8 thread][u32 counter], checked to arrive in order
+ *   'B' big: reply with u32 (bytes 1..4) bytes
+ *   'S' sync: reply with u64 bulk bytes received so far */
+#ifndef REMOTE_LINK_TEST_SERVER_H
+#define REMOTE_LINK_TEST_SERVER_H
+
+#include "remote_link.h"
+#include <pthread.h>
+#include <stdbool.h>
+
+#define TS_MAX_THREADS 64
+
+struct ts_state {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	uint64_t msgs, last_seq;
+	int order_errors;
+	uint32_t next_counter[TS_MAX_THREADS];
+	uint64_t bulk_bytes, chunks, next_offset;
+	int chunk_errors;
+	bool check_pattern;
+	double first_chunk_at, last_chunk_at; /* tl_now_s() of the current bulk */
+	int opened, closed, last_close_status;
+	double closed_at;
+	bool print_events; /* link_node: one line per open/close on stdout */
+};
+
+void ts_init(struct ts_state *s);
+void ts_ops(struct ts_state *s, struct mearas_link_server_ops *ops);
+/* Waits until s->closed >= n or timeout; returns true if reached. */
+bool ts_wait_closed(struct ts_state *s, int n, double timeout_s);
+/* Byte i of a bulk transfer with this tag (the tests' pattern). */
+static inline uint8_t ts_pattern(uint64_t tag, uint64_t i)
+{
+	return (uint8_t)(i * 7u + (i >> 12) + tag);
+}
+
+#endif

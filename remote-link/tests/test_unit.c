@@ -1,0 +1,822 @@
+/* Loopback tests of remote-link: one process, plus forked peers for the
+ * fault tests (a killed or stopped server or client process). */
+#include "bench_raw.h"
+#include "link_internal.h"
+#include "remote_link.h"
+#include "test_server.h"
+#include "testlib.h"
+
+#include <infiniband/verbs.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+int tl_failures_in_test;
+static const uint8_t KEY[] = "test-cluster-key-0123456789";
+static const uint8_t WRONG_KEY[] = "test-cluster-key-9876543210";
+
+/* ---- captured log ---- */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char log_buf[1 << 16];
+static size_t log_len;
+
+static void capture_log(void *ctx, enum mearas_link_log_level level, const char *msg)
+{
+	(void)ctx;
+	(void)level;
+	pthread_mutex_lock(&log_lock);
+	int n = snprintf(log_buf + log_len, sizeof(log_buf) - log_len, "%s\n", msg);
+	if (n > 0 && log_len + (size_t)n < sizeof(log_buf))
+		log_len += (size_t)n;
+	pthread_mutex_unlock(&log_lock);
+}
+
+static bool log_has(const char *a, const char *b)
+{
+	pthread_mutex_lock(&log_lock);
+	bool found = false;
+	for (char *line = log_buf; line && *line;) {
+		char *end = strchr(line, '\n');
+		if (end)
+			*end = 0;
+		if (strstr(line, a) && (!b || strstr(line, b)))
+			found = true;
+		if (end)
+			*end = '\n';
+		line = end ? end + 1 : NULL;
+	}
+	pthread_mutex_unlock(&log_lock);
+	return found;
+}
+
+static void log_clear(void)
+{
+	pthread_mutex_lock(&log_lock);
+	log_len = 0;
+	log_buf[0] = 0;
+	pthread_mutex_unlock(&log_lock);
+}
+
+static void base_cfg(struct mearas_link_config *c, const uint8_t *key)
+{
+	mearas_link_config_init(c);
+	if (key) {
+		c->key = key;
+		c->key_len = strlen((const char *)key);
+	}
+	c->log = capture_log;
+}
+
+struct local_server {
+	struct ts_state st;
+	struct mearas_link_server *srv;
+	uint16_t port;
+};
+
+static int local_start(struct local_server *ls, const uint8_t *key)
+{
+	struct mearas_link_config cfg;
+	struct mearas_link_server_ops ops;
+	base_cfg(&cfg, key);
+	ts_init(&ls->st);
+	ts_ops(&ls->st, &ops);
+	int rc = mearas_link_server_start("127.0.0.1", 0, &cfg, &ops, &ls->srv);
+	ls->port = mearas_link_server_port(ls->srv);
+	return rc;
+}
+
+static int echo_call(struct mearas_link *l, const char *text)
+{
+	char req[128], rep[128];
+	size_t n = (size_t)snprintf(req, sizeof(req), "E%s", text), got = 0;
+	int rc = mearas_link_call(l, req, n, rep, sizeof(rep), &got, 5000);
+	if (rc)
+		return rc;
+	return got == n && memcmp(req, rep, n) == 0 ? MEARAS_LINK_OK : MEARAS_LINK_E_PROTO;
+}
+
+static int connect_local(uint16_t port, const uint8_t *key, struct mearas_link **l)
+{
+	struct mearas_link_config cfg;
+	base_cfg(&cfg, key);
+	return mearas_link_connect("127.0.0.1", port, &cfg, l);
+}
+
+/* ---- tests ---- */
+
+static void t_echo_and_orderly_close(void)
+{
+	struct local_server ls;
+	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	struct mearas_link *l = NULL;
+	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
+	if (l) {
+		CHECK_RC(echo_call(l, "hello"), MEARAS_LINK_OK);
+		CHECK_RC(mearas_link_health(l), MEARAS_LINK_OK);
+		mearas_link_close(l);
+	}
+	CHECK(ts_wait_closed(&ls.st, 1, 2.0));
+	CHECK(ls.st.last_close_status == MEARAS_LINK_OK);
+	CHECK(ls.st.opened == 1);
+	mearas_link_server_stop(ls.srv);
+}
+
+static int post_ordered(struct mearas_link *l, uint8_t thread, uint32_t counter)
+{
+	uint8_t m[24] = { 'O', thread };
+	memcpy(m + 2, &counter, 4);
+	return mearas_link_post(l, m, sizeof(m));
+}
+
+static void t_order_across_batches(void)
+{
+	struct local_server ls;
+	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	struct mearas_link *l = NULL;
+	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
+	if (!l)
+		goto out;
+	const uint32_t n = 200000;
+	int calls = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (post_ordered(l, 0, i))
+			break;
+		if (i % 5000 == 4999) {
+			CHECK_RC(echo_call(l, "mid"), MEARAS_LINK_OK);
+			calls++;
+		}
+	}
+	CHECK_RC(echo_call(l, "end"), MEARAS_LINK_OK);
+	calls++;
+	struct mearas_link_stats st;
+	mearas_link_get_stats(l, &st);
+	printf("  %u messages in %llu batches\n", n, (unsigned long long)st.batches_sent);
+	CHECK(st.msgs_posted == n);
+	CHECK(st.batches_sent > 10 && st.batches_sent < n / 4);
+	CHECK(ls.st.msgs == n + (uint64_t)calls);
+	CHECK(ls.st.order_errors == 0);
+	CHECK(ls.st.next_counter[0] == n);
+	mearas_link_close(l);
+out:
+	mearas_link_server_stop(ls.srv);
+}
+
+struct thread_arg {
+	struct mearas_link *l;
+	uint8_t id;
+	int errors;
+};
+
+static void *client_thread(void *p)
+{
+	struct thread_arg *a = p;
+	for (uint32_t i = 0; i < 20000; i++) {
+		if (post_ordered(a->l, a->id, i)) {
+			a->errors++;
+			break;
+		}
+		if (i % 1000 == 999) {
+			char text[32];
+			snprintf(text, sizeof(text), "t%u-%u", a->id, i);
+			if (echo_call(a->l, text))
+				a->errors++;
+		}
+	}
+	return NULL;
+}
+
+static void t_eight_threads_one_link(void)
+{
+	struct local_server ls;
+	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	struct mearas_link *l = NULL;
+	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
+	if (!l)
+		goto out;
+	pthread_t th[8];
+	struct thread_arg args[8];
+	for (int i = 0; i < 8; i++) {
+		args[i] = (struct thread_arg){ .l = l, .id = (uint8_t)(i + 1) };
+		pthread_create(&th[i], NULL, client_thread, &args[i]);
+	}
+	for (int i = 0; i < 8; i++) {
+		pthread_join(th[i], NULL);
+		CHECK(args[i].errors == 0);
+	}
+	CHECK_RC(echo_call(l, "done"), MEARAS_LINK_OK);
+	CHECK(ls.st.order_errors == 0);
+	for (int i = 1; i <= 8; i++)
+		CHECK(ls.st.next_counter[i] == 20000);
+	CHECK(ls.st.msgs == 8 * (20000 + 20) + 1);
+	mearas_link_close(l);
+out:
+	mearas_link_server_stop(ls.srv);
+}
+
+static void t_wrong_key_and_no_key(void)
+{
+	struct local_server ls;
+	log_clear();
+	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	struct mearas_link *l = NULL;
+	CHECK_RC(connect_local(ls.port, WRONG_KEY, &l), MEARAS_LINK_E_AUTH);
+	CHECK(l == NULL);
+	CHECK(log_has("127.0.0.1", "wrong cluster key"));
+	CHECK_RC(connect_local(ls.port, NULL, &l), MEARAS_LINK_E_AUTH);
+	CHECK(log_has("127.0.0.1", "peer sent no key"));
+	/* The server keeps admitting good links after refusals. */
+	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
+	if (l) {
+		CHECK_RC(echo_call(l, "after refusals"), MEARAS_LINK_OK);
+		mearas_link_close(l);
+	}
+	CHECK(ls.st.opened == 1);
+	mearas_link_server_stop(ls.srv);
+
+	/* A server without a key refuses everyone. */
+	CHECK_RC(local_start(&ls, NULL), MEARAS_LINK_OK);
+	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_E_AUTH);
+	CHECK(log_has("127.0.0.1", "no cluster key"));
+	CHECK(ls.st.opened == 0);
+	mearas_link_server_stop(ls.srv);
+}
+
+static void t_version_mismatch(void)
+{
+	struct local_server ls;
+	log_clear();
+	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	struct mearas_link_config cfg;
+	base_cfg(&cfg, KEY);
+	cfg.version_major = MEARAS_LINK_VERSION_MAJOR + 1;
+	struct mearas_link *l = NULL;
+	CHECK_RC(mearas_link_connect("127.0.0.1", ls.port, &cfg, &l), MEARAS_LINK_E_VERSION);
+	CHECK(log_has("127.0.0.1", "protocol version 2.0, this node runs 1.0"));
+	CHECK(log_has("peer runs protocol 1.0", NULL));
+	CHECK(ls.st.opened == 0);
+	mearas_link_server_stop(ls.srv);
+}
+
+static void t_bulk_pipelined_chunks(void)
+{
+	struct local_server ls;
+	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	ls.st.check_pattern = true;
+	struct mearas_link_config cfg;
+	base_cfg(&cfg, KEY);
+	cfg.chunk_bytes = 1000000; /* deliberately not a power of two */
+	struct mearas_link *l = NULL;
+	CHECK_RC(mearas_link_connect("127.0.0.1", ls.port, &cfg, &l), MEARAS_LINK_OK);
+	if (!l)
+		goto out;
+	size_t len = 64u << 20;
+	uint8_t *data = malloc(len);
+	for (size_t i = 0; i < len; i++)
+		data[i] = ts_pattern(3, i);
+	CHECK_RC(mearas_link_bulk(l, 3, data, len), MEARAS_LINK_OK);
+	double returned = tl_now_s();
+	uint64_t got = 0;
+	size_t rl = 0;
+	CHECK_RC(mearas_link_call(l, "S", 1, &got, sizeof(got), &rl, 10000), MEARAS_LINK_OK);
+	CHECK(rl == 8 && got == len);
+	CHECK(ls.st.chunks == (len + 999999) / 1000000);
+	CHECK(ls.st.chunk_errors == 0);
+	printf("  first chunk used %.1f ms before the sender finished; last chunk %.1f ms after\n",
+	       (returned - ls.st.first_chunk_at) * 1e3, (ls.st.last_chunk_at - returned) * 1e3);
+	CHECK(ls.st.first_chunk_at < returned);
+	free(data);
+	mearas_link_close(l);
+out:
+	mearas_link_server_stop(ls.srv);
+}
+
+static void t_reply_sizes_and_call_timeout(void)
+{
+	struct local_server ls;
+	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	struct mearas_link *l = NULL;
+	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
+	if (!l)
+		goto out;
+	uint8_t req[5] = { 'B' }, rep[1000];
+	uint32_t want = 100000;
+	memcpy(req + 1, &want, 4);
+	size_t rl = 0;
+	CHECK_RC(mearas_link_call(l, req, 5, rep, sizeof(rep), &rl, 2000), MEARAS_LINK_E_TOOBIG);
+	want = 0;
+	memcpy(req + 1, &want, 4);
+	rl = 99;
+	CHECK_RC(mearas_link_call(l, req, 5, NULL, 0, &rl, 2000), MEARAS_LINK_OK);
+	CHECK(rl == 0);
+	double t0 = tl_now_s();
+	CHECK_RC(mearas_link_call(l, "H", 1, rep, sizeof(rep), &rl, 200), MEARAS_LINK_E_TIMEOUT);
+	double dt = tl_now_s() - t0;
+	CHECK(dt >= 0.19 && dt < 0.8);
+	CHECK_RC(mearas_link_health(l), MEARAS_LINK_OK);
+	/* A message larger than a batch goes out alone, straight from caller memory. */
+	size_t big = 300000;
+	uint8_t *bigmsg = calloc(1, big);
+	bigmsg[0] = 'X';
+	CHECK_RC(mearas_link_post(l, bigmsg, big), MEARAS_LINK_OK);
+	free(bigmsg);
+	CHECK_RC(echo_call(l, "still fine"), MEARAS_LINK_OK);
+	CHECK(ls.st.msgs == 5);
+	mearas_link_close(l);
+out:
+	mearas_link_server_stop(ls.srv);
+}
+
+static void t_invalid_arguments(void)
+{
+	struct mearas_link_config cfg;
+	base_cfg(&cfg, KEY);
+	struct mearas_link *l = NULL;
+	CHECK_RC(mearas_link_connect(NULL, 1, &cfg, &l), MEARAS_LINK_E_INVAL);
+	CHECK_RC(mearas_link_connect("127.0.0.1", 0, &cfg, &l), MEARAS_LINK_E_INVAL);
+	CHECK_RC(mearas_link_post(NULL, "x", 1), MEARAS_LINK_E_INVAL);
+	CHECK_RC(mearas_link_bulk(NULL, 0, "x", 1), MEARAS_LINK_E_INVAL);
+	/* Nothing listens on this port: a clear error quickly. */
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(a);
+	bind(fd, (struct sockaddr *)&a, sizeof(a));
+	getsockname(fd, (struct sockaddr *)&a, &sl);
+	close(fd);
+	double t0 = tl_now_s();
+	CHECK_RC(mearas_link_connect("127.0.0.1", ntohs(a.sin_port), &cfg, &l), MEARAS_LINK_E_CONNECT);
+	CHECK(tl_now_s() - t0 < 1.0);
+	CHECK_RC(mearas_link_connect("no-such-host.invalid", 7000, &cfg, &l), MEARAS_LINK_E_CONNECT);
+
+	struct local_server ls;
+	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
+	if (l) {
+		struct iovec huge = { .iov_base = (void *)"x", .iov_len = MEARAS_LINK_MAX_MSG + 1 };
+		CHECK_RC(mearas_link_postv(l, &huge, 1), MEARAS_LINK_E_INVAL);
+		CHECK_RC(mearas_link_call(l, "E", 1, NULL, 10, NULL, 100), MEARAS_LINK_E_INVAL);
+		CHECK_RC(mearas_link_bulk(l, 0, "x", 0), MEARAS_LINK_E_INVAL);
+		CHECK_RC(echo_call(l, "ok"), MEARAS_LINK_OK);
+		mearas_link_close(l);
+	}
+	mearas_link_server_stop(ls.srv);
+}
+
+static void t_garbage_peer(void)
+{
+	struct local_server ls;
+	log_clear();
+	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(ls.port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	CHECK(connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
+	uint8_t junk[200];
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (uint8_t)(i * 37 + 11);
+	junk[0] = 100; /* a length prefix that fits, followed by non-protobuf bytes */
+	junk[1] = junk[2] = junk[3] = 0;
+	CHECK(send(fd, junk, sizeof(junk), MSG_NOSIGNAL) == (ssize_t)sizeof(junk));
+	char c;
+	CHECK(recv(fd, &c, 1, 0) >= 0); /* refusal or close, never a hang */
+	close(fd);
+	struct mearas_link *l = NULL;
+	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
+	if (l) {
+		CHECK_RC(echo_call(l, "after junk"), MEARAS_LINK_OK);
+		mearas_link_close(l);
+	}
+	CHECK(log_has("127.0.0.1", "refused"));
+	CHECK(ls.st.opened == 1);
+	mearas_link_server_stop(ls.srv);
+}
+
+/* An authenticated peer that then sends malformed frames: the server closes
+ * that link with E_PROTO (closed callback fires) and keeps serving others. */
+static void malformed_after_auth(const uint8_t *frame, size_t len, struct local_server *ls, int nth)
+{
+	struct mearas_link_config in, cfg;
+	base_cfg(&in, KEY);
+	link_config_effective(&in, &cfg);
+	int fd = -1;
+	CHECK_RC(link_tcp_connect("127.0.0.1", ls->port, 2000, &fd), MEARAS_LINK_OK);
+	if (fd < 0)
+		return;
+	CHECK_RC(link_handshake_client(fd, &cfg), MEARAS_LINK_OK);
+	CHECK(send(fd, frame, len, MSG_NOSIGNAL) == (ssize_t)len);
+	CHECK(ts_wait_closed(&ls->st, nth, 2.0));
+	CHECK_RC(ls->st.last_close_status, MEARAS_LINK_E_PROTO);
+	close(fd);
+}
+
+static void t_malformed_frames_after_auth(void)
+{
+	struct local_server ls;
+	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	uint8_t f[64];
+	struct link_frame_hdr h = { .type = LINK_FRAME_BATCH, .count = 1, .body_len = 8 };
+	memset(f, 0, sizeof(f));
+	wire_encode_frame(f, &h);
+	f[0] ^= 0xff; /* bad magic */
+	malformed_after_auth(f, LINK_FRAME_HDR, &ls, 1);
+	h.type = 99; /* unknown frame type */
+	wire_encode_frame(f, &h);
+	malformed_after_auth(f, LINK_FRAME_HDR, &ls, 2);
+	h = (struct link_frame_hdr){ .type = LINK_FRAME_BATCH, .count = 1, .body_len = 0xffffffffu };
+	wire_encode_frame(f, &h); /* body larger than allowed */
+	malformed_after_auth(f, LINK_FRAME_HDR, &ls, 3);
+	h = (struct link_frame_hdr){ .type = LINK_FRAME_BATCH, .count = 2, .body_len = 24 };
+	wire_encode_frame(f, &h); /* inner message claims more bytes than the body holds */
+	wire_encode_msg(f + LINK_FRAME_HDR, 1, 1000, 0);
+	malformed_after_auth(f, LINK_FRAME_HDR + 24, &ls, 4);
+	h = (struct link_frame_hdr){ .type = LINK_FRAME_CHUNK, .count = 1, .body_len = 8 };
+	wire_encode_frame(f, &h); /* chunk shorter than its header */
+	malformed_after_auth(f, LINK_FRAME_HDR + 8, &ls, 5);
+	CHECK(ls.st.msgs == 0 && ls.st.chunks == 0);
+	struct mearas_link *l = NULL;
+	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
+	if (l) {
+		CHECK_RC(echo_call(l, "still serving"), MEARAS_LINK_OK);
+		mearas_link_close(l);
+	}
+	mearas_link_server_stop(ls.srv);
+}
+
+static void t_server_stop_closes_links(void)
+{
+	struct local_server ls;
+	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	struct mearas_link *l = NULL;
+	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
+	if (!l) {
+		mearas_link_server_stop(ls.srv);
+		return;
+	}
+	CHECK_RC(echo_call(l, "x"), MEARAS_LINK_OK);
+	mearas_link_server_stop(ls.srv);
+	CHECK(ls.st.closed == 1 && ls.st.last_close_status == MEARAS_LINK_E_CLOSED);
+	double t0 = tl_now_s();
+	CHECK_RC(mearas_link_call(l, "H", 1, NULL, 0, NULL, 0), MEARAS_LINK_E_BROKEN);
+	CHECK(tl_now_s() - t0 < 1.0);
+	mearas_link_close(l);
+}
+
+/* ---- forked peers ---- */
+
+static uint16_t free_port(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(a);
+	bind(fd, (struct sockaddr *)&a, sizeof(a));
+	getsockname(fd, (struct sockaddr *)&a, &sl);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+/* Forks a process running a server on port; returns its pid once it listens. */
+static pid_t fork_server(uint16_t port)
+{
+	int p[2];
+	if (pipe(p))
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		struct local_server ls;
+		struct mearas_link_config cfg;
+		struct mearas_link_server_ops ops;
+		base_cfg(&cfg, KEY);
+		cfg.log = NULL;
+		ts_init(&ls.st);
+		ts_ops(&ls.st, &ops);
+		char ok = mearas_link_server_start("127.0.0.1", port, &cfg, &ops, &ls.srv) == 0;
+		if (write(p[1], &ok, 1) != 1 || !ok)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	char ok = 0;
+	if (read(p[0], &ok, 1) != 1 || !ok) {
+		close(p[0]);
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+		return -1;
+	}
+	close(p[0]);
+	return pid;
+}
+
+struct delayed_signal {
+	pid_t pid;
+	int sig;
+	double delay_s, sent_at;
+};
+
+static void *send_signal_later(void *p)
+{
+	struct delayed_signal *d = p;
+	usleep((useconds_t)(d->delay_s * 1e6));
+	d->sent_at = tl_now_s();
+	kill(d->pid, d->sig);
+	return NULL;
+}
+
+/* A pending call fails soon after the server dies (sig SIGKILL) or hangs (SIGSTOP). */
+static void server_fault(int sig, double max_s, double min_s)
+{
+	uint16_t port = free_port();
+	pid_t pid = fork_server(port);
+	CHECK(pid > 0);
+	if (pid <= 0)
+		return;
+	struct mearas_link *l = NULL;
+	CHECK_RC(connect_local(port, KEY, &l), MEARAS_LINK_OK);
+	if (l) {
+		CHECK_RC(echo_call(l, "before"), MEARAS_LINK_OK);
+		struct delayed_signal d = { .pid = pid, .sig = sig, .delay_s = 0.3 };
+		pthread_t th;
+		pthread_create(&th, NULL, send_signal_later, &d);
+		CHECK_RC(mearas_link_call(l, "H", 1, NULL, 0, NULL, 0), MEARAS_LINK_E_BROKEN);
+		double failed_at = tl_now_s();
+		pthread_join(th, NULL);
+		printf("  pending call failed %.0f ms after the server was %s\n",
+		       (failed_at - d.sent_at) * 1e3, sig == SIGKILL ? "killed" : "stopped");
+		CHECK(failed_at - d.sent_at <= max_s && failed_at - d.sent_at >= min_s);
+		double t0 = tl_now_s();
+		CHECK_RC(mearas_link_post(l, "X", 1), MEARAS_LINK_E_BROKEN);
+		CHECK_RC(mearas_link_call(l, "E", 1, NULL, 0, NULL, 0), MEARAS_LINK_E_BROKEN);
+		CHECK(tl_now_s() - t0 < 0.1);
+		mearas_link_close(l);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+static void t_server_killed_pending_call_fails(void)
+{
+	server_fault(SIGKILL, 1.0, 0.0);
+}
+
+static void t_server_hung_heartbeat_timeout(void)
+{
+	/* Default dead_ms is 3000: the error must come after ~3 s, not before. */
+	server_fault(SIGSTOP, 3.0 + 1.0, 2.0);
+}
+
+static void t_server_restart_accepts_new_link(void)
+{
+	uint16_t port = free_port();
+	pid_t pid = fork_server(port);
+	CHECK(pid > 0);
+	struct mearas_link *l = NULL;
+	CHECK_RC(connect_local(port, KEY, &l), MEARAS_LINK_OK);
+	if (l)
+		CHECK_RC(echo_call(l, "first life"), MEARAS_LINK_OK);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	if (l) {
+		CHECK_RC(mearas_link_call(l, "E", 1, NULL, 0, NULL, 0), MEARAS_LINK_E_BROKEN);
+		mearas_link_close(l);
+	}
+	pid = fork_server(port);
+	CHECK(pid > 0);
+	l = NULL;
+	CHECK_RC(connect_local(port, KEY, &l), MEARAS_LINK_OK);
+	if (l) {
+		CHECK_RC(echo_call(l, "second life"), MEARAS_LINK_OK);
+		mearas_link_close(l);
+	}
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+}
+
+/* A client process that links, posts, then waits to be killed or stopped. */
+static void client_fault(int sig, double max_s)
+{
+	int p[2], q[2];
+	if (pipe(p) || pipe(q))
+		return;
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(p[1]);
+		close(q[0]);
+		uint16_t port = 0;
+		if (read(p[0], &port, 2) != 2)
+			_exit(1);
+		struct mearas_link *l = NULL;
+		char ok = connect_local(port, KEY, &l) == 0 && mearas_link_post(l, "X", 1) == 0 &&
+			  echo_call(l, "child") == 0;
+		if (write(q[1], &ok, 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(p[0]);
+	close(q[1]);
+	struct local_server ls;
+	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	CHECK(write(p[1], &ls.port, 2) == 2);
+	char ok = 0;
+	CHECK(read(q[0], &ok, 1) == 1 && ok);
+	double t0 = tl_now_s();
+	kill(pid, sig);
+	CHECK(ts_wait_closed(&ls.st, 1, max_s + 1.0));
+	double dt = ls.st.closed_at - t0;
+	printf("  server closed callback %.0f ms after the client was %s (status %s)\n", dt * 1e3,
+	       sig == SIGKILL ? "killed" : "stopped", mearas_link_strerror(ls.st.last_close_status));
+	CHECK(ls.st.closed == 1 && dt <= max_s);
+	CHECK(ls.st.last_close_status == MEARAS_LINK_E_BROKEN);
+	CHECK(ls.st.msgs == 2);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	mearas_link_server_stop(ls.srv);
+	close(p[1]);
+	close(q[0]);
+}
+
+static void t_client_killed_server_closed_callback(void)
+{
+	client_fault(SIGKILL, 1.0);
+}
+
+static void t_client_hung_server_closed_callback(void)
+{
+	client_fault(SIGSTOP, 3.0 + 1.0);
+}
+
+static void t_verbs_transport_choice(void)
+{
+	int ndev = 0;
+	struct ibv_device **devs = ibv_get_device_list(&ndev);
+	if (devs)
+		ibv_free_device_list(devs);
+	struct local_server ls;
+	log_clear();
+	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	struct mearas_link_config cfg;
+	base_cfg(&cfg, KEY);
+	cfg.transport = MEARAS_LINK_TRANSPORT_VERBS;
+	struct mearas_link *l = NULL;
+	int rc = mearas_link_connect("127.0.0.1", ls.port, &cfg, &l);
+	if (ndev == 0) {
+		printf("  no RDMA device here: verbs link refused with \"%s\"\n", mearas_link_strerror(rc));
+		CHECK_RC(rc, MEARAS_LINK_E_NODEV);
+		CHECK(l == NULL);
+	} else {
+		CHECK_RC(rc, MEARAS_LINK_OK);
+		if (l) {
+			CHECK_RC(echo_call(l, "over verbs"), MEARAS_LINK_OK);
+			mearas_link_close(l);
+		}
+	}
+	/* TCP still chosen per link on the same server. */
+	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
+	if (l) {
+		CHECK_RC(echo_call(l, "over tcp"), MEARAS_LINK_OK);
+		mearas_link_close(l);
+	}
+	mearas_link_server_stop(ls.srv);
+}
+
+/* ---- measurements ---- */
+
+static double message_rate(uint16_t port, uint32_t batch_max_msgs, uint32_t n)
+{
+	struct mearas_link_config cfg;
+	base_cfg(&cfg, KEY);
+	cfg.batch_max_msgs = batch_max_msgs;
+	struct mearas_link *l = NULL;
+	if (mearas_link_connect("127.0.0.1", port, &cfg, &l))
+		return -1;
+	uint8_t m[64] = { 'X' };
+	double t0 = tl_now_s();
+	for (uint32_t i = 0; i < n; i++)
+		if (mearas_link_post(l, m, sizeof(m)))
+			break;
+	uint64_t bulk;
+	int rc = mearas_link_call(l, "S", 1, &bulk, sizeof(bulk), NULL, 30000);
+	double dt = tl_now_s() - t0;
+	mearas_link_close(l);
+	return rc ? -1 : n / dt;
+}
+
+static void t_batching_effect(void)
+{
+	struct local_server ls;
+	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	double on = message_rate(ls.port, 256, 300000);
+	double off = message_rate(ls.port, 1, 100000);
+	printf("  MEASURE loopback 64-byte posts: batching on %.0f msg/s, off %.0f msg/s (x%.1f)\n", on,
+	       off, on / off);
+	CHECK(on > 0 && off > 0 && on > 2 * off);
+	CHECK(ls.st.msgs == 400000 + 2);
+	mearas_link_server_stop(ls.srv);
+}
+
+struct sink_arg {
+	int fd;
+};
+
+static void *sink_main(void *p)
+{
+	struct sink_arg *a = p;
+	raw_sink_serve(a->fd, 1);
+	return NULL;
+}
+
+static void t_bulk_throughput_vs_raw_tcp(void)
+{
+	const size_t bytes = 512u << 20, chunk = 1u << 20;
+	struct local_server ls;
+	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	struct mearas_link *l = NULL;
+	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
+	uint8_t *data = malloc(bytes);
+	memset(data, 0x5a, bytes);
+	double link_mbs = -1;
+	if (l) {
+		double t0 = tl_now_s();
+		int rc = mearas_link_bulk(l, 1, data, bytes);
+		uint64_t got = 0;
+		if (!rc)
+			rc = mearas_link_call(l, "S", 1, &got, sizeof(got), NULL, 30000);
+		if (!rc && got == bytes)
+			link_mbs = bytes / (tl_now_s() - t0) / 1e6;
+		mearas_link_close(l);
+	}
+	mearas_link_server_stop(ls.srv);
+	free(data);
+	uint16_t rport = 0;
+	struct sink_arg sa = { raw_sink_listen("127.0.0.1", 0, &rport) };
+	pthread_t th;
+	pthread_create(&th, NULL, sink_main, &sa);
+	double raw_mbs = raw_send("127.0.0.1", rport, bytes, chunk);
+	pthread_join(th, NULL);
+	close(sa.fd);
+	printf("  MEASURE loopback bulk 512 MiB, 1 MiB chunks: link %.0f MB/s, raw TCP %.0f MB/s\n",
+	       link_mbs, raw_mbs);
+	CHECK(link_mbs > 0 && raw_mbs > 0);
+	CHECK(link_mbs > 0.25 * raw_mbs);
+}
+
+struct test_case {
+	const char *name;
+	void (*fn)(void);
+};
+
+#define T(fn) { #fn, fn }
+static const struct test_case tests[] = {
+	T(t_echo_and_orderly_close),
+	T(t_order_across_batches),
+	T(t_eight_threads_one_link),
+	T(t_wrong_key_and_no_key),
+	T(t_version_mismatch),
+	T(t_bulk_pipelined_chunks),
+	T(t_reply_sizes_and_call_timeout),
+	T(t_invalid_arguments),
+	T(t_garbage_peer),
+	T(t_malformed_frames_after_auth),
+	T(t_server_stop_closes_links),
+	T(t_server_killed_pending_call_fails),
+	T(t_server_hung_heartbeat_timeout),
+	T(t_server_restart_accepts_new_link),
+	T(t_client_killed_server_closed_callback),
+	T(t_client_hung_server_closed_callback),
+	T(t_verbs_transport_choice),
+	T(t_batching_effect),
+	T(t_bulk_throughput_vs_raw_tcp),
+};
+
+int main(int argc, char **argv)
+{
+	signal(SIGPIPE, SIG_IGN);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	int passed = 0, failed = 0;
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		if (argc > 1 && !strstr(tests[i].name, argv[1]))
+			continue;
+		tl_failures_in_test = 0;
+		double t0 = tl_now_s();
+		printf("RUN  %s\n", tests[i].name);
+		tests[i].fn();
+		bool ok = tl_failures_in_test == 0;
+		printf("%s %s (%.2f s)\n", ok ? "PASS" : "FAIL", tests[i].name, tl_now_s() - t0);
+		if (ok)
+			passed++;
+		else
+			failed++;
+	}
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
