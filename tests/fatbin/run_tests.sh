@@ -71,12 +71,25 @@ check "same layouts: rdc vs rdcnocompress" diff "$tmp/rdc.dump" "$tmp/rdcnocompr
 check "rdc dump holds the whole-program kernels too" \
 	sh -c "grep -vE '^(rdc_k2|_Z6rdc_k1)' '$tmp/rdc.dump' | diff '$tmp/default.dump' -"
 
+# A real-world fat binary: cuBLAS (thousands of kernels, many archs, PTX and
+# compressed cubins) must index consistently.
+cublas=$(readlink -f "${CUDA_HOME:-/usr/local/cuda}/lib64/libcublas.so" 2>/dev/null || true)
+if [ -n "$cublas" ] && [ -f "$cublas" ]; then
+	check "cuBLAS .nv_fatbin indexes with > 1000 kernels" sh -c \
+		"objcopy -O binary --only-section=.nv_fatbin '$cublas' '$tmp/cublas.fatbin' &&
+		 '$dir/fatbin_dump' '$tmp/cublas.fatbin' > '$tmp/cublas.dump' &&
+		 test \$(wc -l < '$tmp/cublas.dump') -gt 1000"
+else
+	echo "FAIL cuBLAS not found under \${CUDA_HOME:-/usr/local/cuda}/lib64"
+	total_fail=$((total_fail + 1))
+fi
+
 fuzz_inputs=""
-for v in nocompress default lz4all zstdsize ptxonly rdc; do
+for v in nocompress default lz4all zstdsize ptxonly debug rdc rdcnocompress; do
 	fuzz_inputs="$fuzz_inputs $fatbins/$v.fatbin"
 done
 # shellcheck disable=SC2086
-run fuzz "$dir/test_fuzz" "${FUZZ_ITERS:-3000}" $fuzz_inputs
+run fuzz "$dir/test_fuzz" "${FUZZ_ITERS:-20000}" $fuzz_inputs
 
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]
