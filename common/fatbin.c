@@ -111,7 +111,8 @@ static int same_layout(const struct fb_record *a, const struct fb_record *b)
 static int merge(struct fb_builder *b, struct mearas_fatbin_index *idx, char *err,
 		 size_t errlen)
 {
-	qsort(b->recs, b->n, sizeof(*b->recs), record_cmp);
+	if (b->n > 1)
+		qsort(b->recs, b->n, sizeof(*b->recs), record_cmp);
 	idx->kernels = calloc(b->n ? b->n : 1, sizeof(*idx->kernels));
 	if (!idx->kernels) {
 		fb_seterr(err, errlen, "out of memory");

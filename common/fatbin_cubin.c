@@ -7,7 +7,9 @@
  * u16 value-or-size; format 4 (EIFMT_SVAL) is followed by that many bytes.
  * Parameter records (payload: u32 index, u16 ordinal, u16 offset, u32 w):
  *   EIATTR_KPARAM_INFO    0x17: size = w >> 18 (14 bits)
- *   EIATTR_KPARAM_INFO_V2 0x45: size = w (used for large parameters)
+ *   EIATTR_KPARAM_INFO_V2 0x45: size = w & 0xffffff (used when a parameter is
+ *                               large; the top byte holds flags, e.g. 5 on
+ *                               sm_100 pointer parameters)
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -139,7 +141,7 @@ static int parse_nv_info(const uint8_t *p, size_t len, const char *kname,
 		struct kparam_tmp t = {
 			.ordinal = fb_rd16(v + 4),
 			.p = { .offset = fb_rd16(v + 6),
-			       .size = attr == EIATTR_KPARAM_INFO ? w >> 18 : w },
+			       .size = attr == EIATTR_KPARAM_INFO ? w >> 18 : w & 0xffffff },
 		};
 		if (t.p.size == 0 || t.p.size > FB_MAX_PARAM_BYTES) {
 			fb_seterr(err, errlen, "%s: parameter %u has size %u", kname,

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Runs every fat binary test program of one build flavour and sums the
+# "N passed, N failed" lines. Usage: run_tests.sh BUILD_DIR "WHOLE_VARIANTS" "RDC_VARIANTS"
+set -uo pipefail
+dir=$1
+whole=$2
+rdc=$3
+fatbins=$(dirname "$dir")/fatbins
+total_pass=0
+total_fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# Runs a test program; adds the counts of its last "N passed, N failed" line.
+run() {
+	local name=$1
+	shift
+	echo "== $name"
+	"$@" >"$tmp/out" 2>&1
+	local rc=$?
+	cat "$tmp/out"
+	local line
+	line=$(grep -Eo '[0-9]+ passed, [0-9]+ failed' "$tmp/out" | tail -1)
+	if [ -z "$line" ]; then
+		echo "!! $name: exit $rc without a result line"
+		total_fail=$((total_fail + 1))
+		return
+	fi
+	local p f
+	p=$(echo "$line" | awk '{print $1}')
+	f=$(echo "$line" | awk '{print $3}')
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "!! $name: exit $rc"
+		f=1
+	fi
+	total_pass=$((total_pass + p))
+	total_fail=$((total_fail + f))
+}
+
+# One pass or one failure for a shell-level check.
+check() {
+	local name=$1
+	shift
+	if "$@" >"$tmp/out" 2>&1; then
+		echo "ok   $name"
+		total_pass=$((total_pass + 1))
+	else
+		echo "FAIL $name"
+		cat "$tmp/out"
+		total_fail=$((total_fail + 1))
+	fi
+}
+
+run unit "$dir/test_unit"
+for v in $whole; do
+	run "registration ($v)" "$dir/reg_$v" 1
+done
+for v in $rdc; do
+	run "registration ($v, device-linked)" "$dir/reg_$v" 2
+done
+
+# Parsing the executables' whole .nv_fatbin sections gives the same kernels
+# and layouts whatever the compression, archs or PTX/cubin mix.
+for v in $whole $rdc; do
+	check "dump $v" sh -c "'$dir/fatbin_dump' '$fatbins/$v.fatbin' > '$tmp/$v.dump'"
+done
+for v in $whole; do
+	check "same layouts: default vs $v" diff "$tmp/default.dump" "$tmp/$v.dump"
+done
+check "same layouts: rdc vs rdcnocompress" diff "$tmp/rdc.dump" "$tmp/rdcnocompress.dump"
+check "rdc dump holds the whole-program kernels too" \
+	sh -c "grep -vE '^(rdc_k2|_Z6rdc_k1)' '$tmp/rdc.dump' | diff '$tmp/default.dump' -"
+
+# A real-world fat binary: cuBLAS (thousands of kernels, many archs, PTX and
+# compressed cubins) must index consistently.
+cublas=$(readlink -f "${CUDA_HOME:-/usr/local/cuda}/lib64/libcublas.so" 2>/dev/null || true)
+if [ -n "$cublas" ] && [ -f "$cublas" ]; then
+	check "cuBLAS .nv_fatbin indexes with > 1000 kernels" sh -c \
+		"objcopy -O binary --only-section=.nv_fatbin '$cublas' '$tmp/cublas.fatbin' &&
+		 '$dir/fatbin_dump' '$tmp/cublas.fatbin' > '$tmp/cublas.dump' &&
+		 test \$(wc -l < '$tmp/cublas.dump') -gt 1000"
+else
+	echo "FAIL cuBLAS not found under \${CUDA_HOME:-/usr/local/cuda}/lib64"
+	total_fail=$((total_fail + 1))
+fi
+
+fuzz_inputs=""
+for v in nocompress default lz4all zstdsize ptxonly debug rdc rdcnocompress; do
+	fuzz_inputs="$fuzz_inputs $fatbins/$v.fatbin"
+done
+# shellcheck disable=SC2086
+run fuzz "$dir/test_fuzz" "${FUZZ_ITERS:-20000}" $fuzz_inputs
+
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]

@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests on hand-built fat binaries: PTX layout rules, compression, merging, errors. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lz4.h>
+#include <zstd.h>
+
+#include "mearas/fatbin.h"
+
+static unsigned passed, failed;
+
+#define CHECK(cond, ...)                                                    \
+	do {                                                                \
+		if (cond) {                                                 \
+			passed++;                                           \
+		} else {                                                    \
+			failed++;                                           \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+			fprintf(stderr, __VA_ARGS__);                       \
+			fputc('\n', stderr);                                \
+		}                                                           \
+	} while (0)
+
+enum comp { RAW, LZ4, ZSTD };
+
+struct ent {
+	uint16_t kind;		/* 1 PTX, 2 ELF, other: skipped by the parser */
+	const char *text;	/* payload (text, without its NUL) */
+	enum comp comp;
+	int64_t usize_delta;	/* corrupts the declared decompressed size */
+};
+
+static void put16(uint8_t *p, uint16_t v) { p[0] = v; p[1] = v >> 8; }
+static void put32(uint8_t *p, uint32_t v) { put16(p, v); put16(p + 2, v >> 16); }
+static void put64(uint8_t *p, uint64_t v) { put32(p, (uint32_t)v); put32(p + 4, v >> 32); }
+
+/* Lays out one fat binary at out; returns its size. */
+static size_t build(uint8_t *out, size_t cap, const struct ent *e, size_t n)
+{
+	size_t off = 16;
+	memset(out, 0, cap);
+	for (size_t i = 0; i < n; i++) {
+		uint8_t *h = out + off;
+		size_t len = strlen(e[i].text), plen = len;
+		uint8_t *payload = h + 0x40;
+		uint64_t flags = 0x11;
+		if (e[i].comp == LZ4) {
+			int r = LZ4_compress_default(e[i].text, (char *)payload, (int)len,
+						     (int)(cap - off - 0x40));
+			if (r <= 0)
+				abort();
+			plen = (size_t)r;
+			flags |= 0x2000;
+		} else if (e[i].comp == ZSTD) {
+			size_t r = ZSTD_compress(payload, cap - off - 0x40, e[i].text, len, 3);
+			if (ZSTD_isError(r))
+				abort();
+			plen = r;
+			flags |= 0x8000;
+		} else {
+			memcpy(payload, e[i].text, len);
+		}
+		size_t padded = (plen + 8) & ~(size_t)7;	/* room for a NUL too */
+		put16(h, e[i].kind);
+		put16(h + 2, 0x0101);
+		put32(h + 4, 0x40);
+		put64(h + 8, padded);
+		put32(h + 0x10, e[i].comp == RAW ? 0 : (uint32_t)plen);
+		put32(h + 0x1c, 90);
+		put64(h + 0x28, flags);
+		put64(h + 0x38, e[i].comp == RAW ? 0 : len + e[i].usize_delta);
+		off += 0x40 + padded;
+	}
+	put32(out, MEARAS_FATBIN_MAGIC);
+	put16(out + 4, 1);
+	put16(out + 6, 16);
+	put64(out + 8, off - 16);
+	return off;
+}
+
+static const char ptx_a[] =
+	".version 9.0\n.target sm_90\n.address_size 64\n"
+	"// .entry commented_out ( .param .u64 x )\n"
+	".visible .entry k_a(\n"
+	"\t.param .u8 k_a_param_0,\n"
+	"\t.param .align 4 .b8 k_a_param_1[12], /* a struct, .entry fake( */\n"
+	"\t.param .u64 .ptr .global .align 16 k_a_param_2,\n"
+	"\t.param .f16 k_a_param_3,\n"
+	"\t.param .align 16 .b8 k_a_param_4[32],\n"
+	"\t.param .u32 k_a_param_5[3]\n"
+	")\n.maxntid 128, 1, 1\n{\n\tret;\n}\n"
+	".visible .entry k_b()\n{\n\tret;\n}\n"
+	".weak .entry k_c(.param .b128 x, .param .s8 y) { ret; }\n"
+	".func f_notakernel(.param .b64 p) { ret; }\n";
+
+static const struct mearas_kparam want_a[] = { { 0, 1 },   { 4, 12 }, { 16, 8 },
+					       { 24, 2 },  { 32, 32 }, { 64, 12 } };
+static const struct mearas_kparam want_c[] = { { 0, 16 }, { 16, 1 } };
+
+static int same(const struct mearas_kernel_info *k, const struct mearas_kparam *want, uint32_t n,
+		uint32_t bytes)
+{
+	return k && k->nparams == n && k->param_bytes == bytes &&
+	       (n == 0 || memcmp(k->params, want, n * sizeof(*want)) == 0);
+}
+
+static void check_abc(const struct mearas_fatbin_index *idx, const char *what)
+{
+	CHECK(idx != NULL, "%s: index", what);
+	if (!idx)
+		return;
+	CHECK(mearas_fatbin_kernel_count(idx) == 3, "%s: %zu kernels", what,
+	      mearas_fatbin_kernel_count(idx));
+	CHECK(same(mearas_fatbin_find_kernel(idx, "k_a"), want_a, 6, 76), "%s: k_a layout", what);
+	CHECK(same(mearas_fatbin_find_kernel(idx, "k_b"), NULL, 0, 0), "%s: k_b layout", what);
+	CHECK(same(mearas_fatbin_find_kernel(idx, "k_c"), want_c, 2, 17), "%s: k_c layout", what);
+	CHECK(mearas_fatbin_find_kernel(idx, "f_notakernel") == NULL, "%s: .func indexed", what);
+	CHECK(mearas_fatbin_find_kernel(idx, "commented_out") == NULL, "%s: comment indexed",
+	      what);
+	const struct mearas_kernel_info *k0 = mearas_fatbin_kernel_at(idx, 0);
+	CHECK(k0 && strcmp(k0->name, "k_a") == 0, "%s: kernel_at(0)", what);
+	CHECK(mearas_fatbin_kernel_at(idx, 3) == NULL, "%s: kernel_at past the end", what);
+}
+
+static uint8_t buf[1 << 16], buf2[1 << 16];
+static char err[256];
+
+static struct mearas_fatbin_index *parse(const struct ent *e, size_t n)
+{
+	size_t len = build(buf, sizeof(buf), e, n);
+	return mearas_fatbin_index_new(buf, len, err, sizeof(err));
+}
+
+/* The index must be refused, with a reason mentioning needle. */
+static void expect_error(const struct ent *e, size_t n, const char *needle, const char *what)
+{
+	struct mearas_fatbin_index *idx = parse(e, n);
+	CHECK(idx == NULL, "%s: accepted", what);
+	CHECK(strstr(err, needle) != NULL, "%s: error '%s' lacks '%s'", what, err, needle);
+	mearas_fatbin_index_free(idx);
+}
+
+static void test_locate(void)
+{
+	struct ent e = { 1, ptx_a, RAW, 0 };
+	size_t len = build(buf, sizeof(buf), &e, 1);
+	struct {
+		int magic, version;
+		const void *data;
+		void *extra;
+	} wrap = { (int)MEARAS_FATBINC_MAGIC, 1, buf, NULL };
+	const void *fb = NULL;
+	size_t size = 0;
+	CHECK(mearas_fatbin_locate(&wrap, &fb, &size) == 0 && fb == buf && size == len,
+	      "locate through a version 1 wrapper");
+	wrap.version = 2;
+	CHECK(mearas_fatbin_locate(&wrap, &fb, &size) == 0 && fb == buf && size == len,
+	      "locate through a version 2 wrapper");
+	wrap.version = 7;
+	CHECK(mearas_fatbin_locate(&wrap, &fb, &size) == -EINVAL, "unknown wrapper version");
+	wrap.version = 1;
+	wrap.data = NULL;
+	CHECK(mearas_fatbin_locate(&wrap, &fb, &size) == -EINVAL, "wrapper without data");
+	CHECK(mearas_fatbin_locate(buf, &fb, &size) == 0 && fb == buf && size == len,
+	      "locate a bare fat binary");
+	CHECK(mearas_fatbin_locate(NULL, &fb, &size) == -EINVAL, "locate(NULL)");
+	uint8_t junk[16] = { 1, 2, 3, 4 };
+	CHECK(mearas_fatbin_locate(junk, &fb, &size) == -EINVAL, "locate junk");
+	memcpy(buf2, buf, 16);
+	put16(buf2 + 6, 8);
+	CHECK(mearas_fatbin_locate(buf2, &fb, &size) == -EINVAL, "header size below 16");
+	put16(buf2 + 6, 16);
+	put64(buf2 + 8, UINT64_MAX - 4);
+	CHECK(mearas_fatbin_locate(buf2, &fb, &size) == -EOVERFLOW, "absurd size");
+}
+
+static void test_layouts(void)
+{
+	struct ent raw = { 1, ptx_a, RAW, 0 }, lz = { 1, ptx_a, LZ4, 0 },
+		   zs = { 1, ptx_a, ZSTD, 0 };
+	struct mearas_fatbin_index *idx;
+
+	idx = parse(&raw, 1);
+	check_abc(idx, "raw PTX");
+	mearas_fatbin_index_free(idx);
+	idx = parse(&lz, 1);
+	check_abc(idx, "LZ4 PTX");
+	mearas_fatbin_index_free(idx);
+	idx = parse(&zs, 1);
+	check_abc(idx, "zstd PTX");
+	mearas_fatbin_index_free(idx);
+
+	struct ent three[] = { raw, lz, zs, { 8, "not code, skipped", RAW, 0 } };
+	idx = parse(three, 4);
+	check_abc(idx, "same kernels in several entries, plus an unknown kind");
+	mearas_fatbin_index_free(idx);
+
+	/* Two fat binaries end to end with padding, as in an executable's section. */
+	static const char ptx_d[] = ".version 9.0\n.entry k_d(.param .u16 a, .param .f64 b) {}\n";
+	struct ent d = { 1, ptx_d, ZSTD, 0 };
+	size_t l1 = build(buf, sizeof(buf), &raw, 1);
+	size_t l2 = build(buf2, sizeof(buf2), &d, 1);
+	memset(buf + l1, 0, 8);
+	memcpy(buf + l1 + 8, buf2, l2);
+	idx = mearas_fatbin_index_new(buf, l1 + 8 + l2, err, sizeof(err));
+	CHECK(idx && mearas_fatbin_kernel_count(idx) == 4, "concatenated fat binaries: %s",
+	      idx ? "wrong count" : err);
+	static const struct mearas_kparam want_d[] = { { 0, 2 }, { 8, 8 } };
+	CHECK(idx && same(mearas_fatbin_find_kernel(idx, "k_d"), want_d, 2, 16),
+	      "second fat binary's kernel");
+	CHECK(mearas_fatbin_find_kernel(idx, "nope") == NULL, "unknown name");
+	mearas_fatbin_index_free(idx);
+	CHECK(mearas_fatbin_find_kernel(NULL, "k_a") == NULL && mearas_fatbin_kernel_count(NULL) == 0 &&
+		      mearas_fatbin_kernel_at(NULL, 0) == NULL,
+	      "NULL index");
+	mearas_fatbin_index_free(NULL);
+}
+
+static void test_errors(void)
+{
+	struct ent conflict[] = {
+		{ 1, ".version 9.0\n.entry k_x(.param .u32 a) {}\n", RAW, 0 },
+		{ 1, ".version 9.0\n.entry k_x(.param .u64 a) {}\n", ZSTD, 0 },
+	};
+	expect_error(conflict, 2, "k_x", "conflicting layouts of one kernel");
+
+	struct ent e;
+	e = (struct ent){ 1, ptx_a, LZ4, 5 };
+	expect_error(&e, 1, "LZ4", "LZ4 decompressed size mismatch");
+	e = (struct ent){ 1, ptx_a, ZSTD, -3 };
+	expect_error(&e, 1, "zstd", "zstd decompressed size mismatch");
+	e = (struct ent){ 1, ".entry k(.param .u32 a) {}\n", RAW, 0 };
+	expect_error(&e, 1, ".version", "PTX without .version");
+	e = (struct ent){ 1, ".version 9.0\n.entry k(.param .u32 a, \n", RAW, 0 };
+	expect_error(&e, 1, "k", "unterminated parameter list");
+	e = (struct ent){ 1, ".version 9.0\n.entry k(.param .align 3 .b8 a[4]) {}\n", RAW, 0 };
+	expect_error(&e, 1, "align", "alignment not a power of two");
+	e = (struct ent){ 1, ".version 9.0\n.entry k(.param a) {}\n", RAW, 0 };
+	expect_error(&e, 1, "without a type", "parameter without a type");
+	e = (struct ent){ 1, ".version 9.0\n.entry k(.param .b8 a[99999999]) {}\n", RAW, 0 };
+	expect_error(&e, 1, "array", "huge array");
+	e = (struct ent){ 2, "this is not an ELF image", RAW, 0 };
+	expect_error(&e, 1, "ELF", "ELF entry without an ELF image");
+
+	/* Zstd flag on a payload that is not zstd. */
+	e = (struct ent){ 1, ptx_a, RAW, 0 };
+	size_t len = build(buf, sizeof(buf), &e, 1);
+	put64(buf + 16 + 0x28, 0x8011);
+	put32(buf + 16 + 0x10, 64);
+	put64(buf + 16 + 0x38, 100);
+	CHECK(mearas_fatbin_index_new(buf, len, err, sizeof(err)) == NULL && strstr(err, "zstd"),
+	      "garbage zstd payload: %s", err);
+	/* Compressed size larger than the payload. */
+	put32(buf + 16 + 0x10, 1u << 30);
+	CHECK(mearas_fatbin_index_new(buf, len, err, sizeof(err)) == NULL &&
+		      strstr(err, "compressed size"),
+	      "compressed size past the payload: %s", err);
+
+	len = build(buf, sizeof(buf), &e, 1);
+	CHECK(mearas_fatbin_index_new(buf, len - 1, err, sizeof(err)) == NULL, "one byte short");
+	CHECK(mearas_fatbin_index_new(buf, 0, err, sizeof(err)) == NULL && strstr(err, "empty"),
+	      "empty input: %s", err);
+	CHECK(mearas_fatbin_index_new(NULL, 10, err, sizeof(err)) == NULL, "NULL input");
+	CHECK(mearas_fatbin_index_new(buf, 7, NULL, 0) == NULL, "no error buffer");
+	buf[0] ^= 0xff;
+	CHECK(mearas_fatbin_index_new(buf, len, err, sizeof(err)) == NULL && strstr(err, "magic"),
+	      "bad magic: %s", err);
+	char tiny[4];
+	CHECK(mearas_fatbin_index_new(buf, len, tiny, sizeof(tiny)) == NULL && tiny[3] == '\0',
+	      "error text truncated to its buffer");
+}
+
+int main(void)
+{
+	test_locate();
+	test_layouts();
+	test_errors();
+	printf("test_unit: %u passed, %u failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
