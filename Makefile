@@ -71,6 +71,20 @@ gpu-build: all $(BUILD)/experiments/microbench
 	$(MAKE) -C tests/cuda
 	$(MAKE) -C experiments/apps
 
+deps:
+	scripts/install-deps.sh
+
+# CPU lane (CI): install what is missing, build, run every suite
+test: deps
+	$(MAKE) all
+	scripts/run-tests.sh
+
+# the main job: mearasd on the local GPUs (or the host-memory model where
+# there is none) and CUDA programs through it; table last
+demo: deps
+	$(MAKE) gpu-build
+	scripts/demo.sh
+
 # GPU lane: build (here or there) and run everything in one call; table last
 gpu-test: gpu-build
 	scripts/gpu-lane.sh
