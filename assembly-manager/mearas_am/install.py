@@ -1,0 +1,38 @@
+"""Installs the libvirt qemu hook: a small shell script that runs this package's hook with
+the python that installed it and a fixed config path (libvirt clears the environment)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from .errors import MearasError
+
+DEFAULT_HOOK = "/etc/libvirt/hooks/qemu"
+MARKER = "# installed by mearas install-hook"
+
+
+def hook_script(config_path: str, python: str = sys.executable) -> str:
+    return ("#!/bin/sh\n"
+            f"{MARKER}\n"
+            "# libvirt runs this before QEMU starts (prepare begin) and after it stops (release end).\n"
+            f"exec {shlex.quote(python)} -m mearas_am.cli --config {shlex.quote(config_path)} "
+            'hook-qemu "$@"\n')
+
+
+def install_hook(hook_path: str, config_path: str, force: bool = False) -> str:
+    p = Path(hook_path)
+    if p.exists() and MARKER not in p.read_text(errors="replace") and not force:
+        raise MearasError(f"{p} exists and was not installed by mearas; "
+                          "refusing to overwrite it (use --force)")
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(p.name + ".mearas-tmp")
+        tmp.write_text(hook_script(os.path.abspath(config_path)))
+        tmp.chmod(0o755)
+        os.replace(tmp, p)
+    except OSError as e:
+        raise MearasError(f"cannot install hook {p}: {e}") from None
+    return str(p)
