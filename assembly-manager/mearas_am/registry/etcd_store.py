@@ -40,7 +40,7 @@ class EtcdRegistry(Registry):
         self._current = 0
         self._prefix = prefix
         self._ttl = node_ttl
-        self._lease_id: int | None = None
+        self._leases: dict[str, int] = {}  # node name -> lease keeping its record alive
         self._mutex = threading.Lock()
 
     def _call(self, fn: Callable[[Any], T]) -> T:
@@ -72,26 +72,25 @@ class EtcdRegistry(Registry):
 
     def publish_node(self, profile: NodeProfile) -> None:
         with self._mutex:
+            lease_id = self._leases.get(profile.name)
             alive = False
-            if self._lease_id is not None:
-                lease_id = self._lease_id
-                ttl = self._call(lambda c: Lease(lease_id, c).refresh())
-                alive = ttl > 0
-            if not alive:
-                self._lease_id = self._call(lambda c: c.lease(self._ttl).id)
-            lease = self._lease_id
+            if lease_id is not None:
+                held = lease_id
+                alive = self._call(lambda c: Lease(held, c).refresh()) > 0
+            if lease_id is None or not alive:
+                lease_id = int(self._call(lambda c: c.lease(self._ttl).id))
+                self._leases[profile.name] = lease_id
             value = json.dumps(profile.to_dict())
             self._call(lambda c: c.post(c.get_url("/kv/put"), json={
                 "key": _b64(self._node_key(profile.name)), "value": _b64(value),
-                "lease": lease}))
+                "lease": lease_id}))
 
     def withdraw_node(self, name: str) -> None:
         self._call(lambda c: c.delete(self._node_key(name)))
         with self._mutex:
-            if self._lease_id is not None:
-                lease_id = self._lease_id
-                self._lease_id = None
-                self._call(lambda c: Lease(lease_id, c).revoke())
+            lease_id = self._leases.pop(name, None)
+        if lease_id is not None:
+            self._call(lambda c: Lease(lease_id, c).revoke())
 
     def snapshot(self) -> Snapshot:
         kvs = self._call(lambda c: c.get_prefix(self._prefix))
