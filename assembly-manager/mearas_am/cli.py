@@ -73,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("install-hook", help="install the libvirt qemu hook")
     p.add_argument("--hook-path", default=DEFAULT_HOOK)
     p.add_argument("--force", action="store_true")
+    p.add_argument("--pythonpath", help="run the hook with this PYTHONPATH (uninstalled tree)")
     p = sub.add_parser("hook-qemu", help=argparse.SUPPRESS)
     p.add_argument("hook_args", nargs=argparse.REMAINDER)
     return ap
@@ -83,7 +84,7 @@ def _dispatch(a: argparse.Namespace) -> int:
         return run_hook(a.hook_args, sys.stdin, a.config)
     if a.cmd == "install-hook":
         cfg = a.config or "/etc/mearas/am.toml"
-        print(f"installed {install_hook(a.hook_path, cfg, a.force)} (config {cfg})")
+        print(f"installed {install_hook(a.hook_path, cfg, a.force, a.pythonpath)} (config {cfg})")
         return 0
     mgr = Manager(load_config(a.config))
     try:

@@ -14,15 +14,18 @@ DEFAULT_HOOK = "/etc/libvirt/hooks/qemu"
 MARKER = "# installed by mearas install-hook"
 
 
-def hook_script(config_path: str, python: str = sys.executable) -> str:
+def hook_script(config_path: str, python: str = sys.executable,
+                pythonpath: str | None = None) -> str:
+    env = f"PYTHONPATH={shlex.quote(pythonpath)} " if pythonpath else ""
     return ("#!/bin/sh\n"
             f"{MARKER}\n"
             "# libvirt runs this before QEMU starts (prepare begin) and after it stops (release end).\n"
-            f"exec {shlex.quote(python)} -m mearas_am.cli --config {shlex.quote(config_path)} "
-            'hook-qemu "$@"\n')
+            f"{env}exec {shlex.quote(python)} -m mearas_am.cli --config "
+            f'{shlex.quote(config_path)} hook-qemu "$@"\n')
 
 
-def install_hook(hook_path: str, config_path: str, force: bool = False) -> str:
+def install_hook(hook_path: str, config_path: str, force: bool = False,
+                 pythonpath: str | None = None) -> str:
     p = Path(hook_path)
     if p.exists() and MARKER not in p.read_text(errors="replace") and not force:
         raise MearasError(f"{p} exists and was not installed by mearas; "
@@ -30,7 +33,7 @@ def install_hook(hook_path: str, config_path: str, force: bool = False) -> str:
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
         tmp = p.with_name(p.name + ".mearas-tmp")
-        tmp.write_text(hook_script(os.path.abspath(config_path)))
+        tmp.write_text(hook_script(os.path.abspath(config_path), pythonpath=pythonpath))
         tmp.chmod(0o755)
         os.replace(tmp, p)
     except OSError as e:
