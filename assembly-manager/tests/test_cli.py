@@ -162,3 +162,39 @@ def test_cli_with_etcd(tmp_path: Path, etcd: EtcdCluster, fake_mearasd: FakeMear
                "node-a:0", check=False)
     assert r.returncode == 1 and "GPU node-a:0 is full (2/2 vGPUs" in r.stderr
     assert asm["id"] in mearas(cfgs[0], "assemblies").stdout
+
+
+def test_agents_keep_nodes_alive_and_dead_agent_degrades(tmp_path: Path, etcd: EtcdCluster,
+                                                         fake_mearasd: FakeMearasd) -> None:
+    cfgs = [write_config(tmp_path / f"{n}.toml", node=n, backend="etcd",
+                         endpoints=etcd.endpoints, prefix=f"/{tmp_path.name}/", ttl=2,
+                         socket_path=fake_mearasd.path) for n in ("node-a", "node-b")]
+    env = dict(os.environ, PYTHONPATH=str(PKG_ROOT))
+    agents = [subprocess.Popen([sys.executable, "-m", "mearas_am.cli", "--config", str(c),
+                                "node-agent", "--interval", "0.5"], env=env) for c in cfgs]
+    try:
+        t0 = time.monotonic()
+        while len(json.loads(mearas(cfgs[0], "nodes", "--json").stdout)) < 2:
+            assert time.monotonic() - t0 < 20, "agents never published"
+            time.sleep(0.2)
+        time.sleep(3)  # past the TTL: only the agents' refreshes keep the nodes listed
+        assert len(json.loads(mearas(cfgs[0], "nodes", "--json").stdout)) == 2
+        asm = json.loads(mearas(cfgs[0], "compose", "--vgpus", "6", "--policy", "spread",
+                                "--json").stdout)
+        assert {v["node"] for v in asm["vgpus"]} == {"node-a", "node-b"}
+        agents[1].kill()  # node-b's agent dies without withdrawing
+        agents[1].wait()
+        t0 = time.monotonic()
+        while "node-b" in mearas(cfgs[0], "nodes").stdout:
+            assert time.monotonic() - t0 < 15, "node-b never expired"
+            time.sleep(0.3)
+        out = mearas(cfgs[0], "assemblies").stdout
+        assert asm["id"] in out and "degraded (lost node-b)" in out
+        agents[0].send_signal(signal.SIGTERM)  # clean stop withdraws node-a at once
+        assert agents[0].wait(10) == 0
+        assert json.loads(mearas(cfgs[0], "nodes", "--json").stdout) == []
+    finally:
+        for a in agents:
+            if a.poll() is None:
+                a.kill()
+                a.wait()
