@@ -19,7 +19,7 @@ def hook_script(config_path: str, python: str = sys.executable,
     env = f"PYTHONPATH={shlex.quote(pythonpath)} " if pythonpath else ""
     return ("#!/bin/sh\n"
             f"{MARKER}\n"
-            "# libvirt runs this before QEMU starts (prepare begin) and after it stops (release end).\n"
+            "# libvirt: prepare begin books the assembly, release end frees it\n"
             f"{env}exec {shlex.quote(python)} -m mearas_am.cli --config "
             f'{shlex.quote(config_path)} hook-qemu "$@"\n')
 

@@ -106,3 +106,9 @@ def test_etcd_unreachable_is_a_clear_error() -> None:
         reg.snapshot()
     with pytest.raises(RegistryError, match="bad etcd endpoint"):
         EtcdRegistry(("nohostport",), "/x/", 10)
+
+
+def test_etcd_rejected_request_is_not_reported_as_unreachable(etcd: EtcdCluster) -> None:
+    reg = EtcdRegistry(etcd.endpoints, "/x/", 10)
+    with pytest.raises(RegistryError, match="refused a request"):
+        reg._txn([{"key": "not base64!", "result": "BOGUS"}], [])

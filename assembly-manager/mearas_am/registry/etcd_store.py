@@ -13,7 +13,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import etcd3gw
-from etcd3gw.exceptions import Etcd3Exception
+from etcd3gw.exceptions import (ConnectionFailedError, ConnectionTimeoutError,
+                                Etcd3Exception)
 from etcd3gw.lease import Lease
 
 from ..errors import RegistryError
@@ -52,8 +53,11 @@ class EtcdRegistry(Registry):
                 result = fn(self._clients[idx])
                 self._current = idx
                 return result
-            except Etcd3Exception as e:
+            except (ConnectionFailedError, ConnectionTimeoutError) as e:
                 errors.append(f"{self._endpoints[idx]}: {type(e).__name__} {e}".strip())
+            except Etcd3Exception as e:  # reachable, but refused the request
+                raise RegistryError(f"etcd {self._endpoints[idx]} refused a request: "
+                                    f"{type(e).__name__} {e}") from None
             except (ValueError, KeyError) as e:
                 errors.append(f"{self._endpoints[idx]}: bad reply: {e}")
         raise RegistryError("etcd unreachable (" + "; ".join(errors) + ")")

@@ -25,7 +25,8 @@ class FileRegistry(Registry):
         try:
             self._path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise RegistryError(f"cannot create registry directory {self._path.parent}: {e}") from None
+            raise RegistryError(
+                f"cannot create registry directory {self._path.parent}: {e}") from None
 
     @contextmanager
     def _locked(self) -> Iterator[dict[str, Any]]:
