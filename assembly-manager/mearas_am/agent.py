@@ -1,0 +1,58 @@
+"""`mearas node-agent`: publishes this node's profile under its lease, keeps it alive, and
+releases bookings of local `mearas run` processes that died without releasing."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sys
+import threading
+from types import FrameType
+
+from . import booking
+from .manager import Manager
+from .errors import MearasError
+from .profiles import collect_profile
+
+_PID_OWNER = re.compile(r"^pid:(\d+)@(.+)$")
+
+
+def reap_dead_processes(mgr: Manager) -> list[str]:
+    """Releases assemblies owned by processes of this node that no longer exist."""
+    reaped = []
+    for a in booking.list_assemblies(mgr.registry):
+        m = _PID_OWNER.match(a.owner)
+        if m and m.group(2) == mgr.node and not os.path.exists(f"/proc/{m.group(1)}"):
+            mgr.stop(a.id)
+            reaped.append(a.id)
+    return reaped
+
+
+def run_agent(mgr: Manager, interval: float | None, once: bool) -> int:
+    period = interval if interval is not None else max(mgr.config.registry.node_ttl / 3, 0.5)
+    stop = threading.Event()
+
+    def on_signal(_s: int, _f: FrameType | None) -> None:
+        stop.set()
+
+    for s in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(s, on_signal)
+    while True:
+        try:
+            profile = collect_profile(mgr.config, mgr.mearasd)
+            mgr.registry.publish_node(profile)
+            for asm in reap_dead_processes(mgr):
+                print(f"mearas node-agent: released {asm} (owner process gone)", flush=True)
+        except MearasError as e:
+            print(f"mearas node-agent: {e}", file=sys.stderr, flush=True)
+            if once:
+                return 1
+        if once or stop.wait(period):
+            break
+    if not once:
+        try:
+            mgr.registry.withdraw_node(mgr.node)
+        except MearasError as e:
+            print(f"mearas node-agent: withdraw: {e}", file=sys.stderr)
+    return 0

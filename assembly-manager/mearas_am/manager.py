@@ -1,0 +1,64 @@
+"""What the CLI and the libvirt hook do: book + instantiate, and release, an assembly."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from . import booking
+from .config import Config
+from .control.client import MearasdClient, SocketMearasdClient
+from .errors import MearasdError, MearasError
+from .model import ASSEMBLY_ACTIVE, Assembly, AssemblyRequest, VgpuPlacement
+from .registry import Registry, open_registry
+
+
+class Manager:
+    def __init__(self, config: Config, registry: Registry | None = None,
+                 mearasd: MearasdClient | None = None) -> None:
+        self.config = config
+        self.registry = registry or open_registry(config)
+        self.mearasd: MearasdClient = mearasd or SocketMearasdClient(
+            config.mearasd.control_socket, config.mearasd.timeout)
+
+    @property
+    def node(self) -> str:
+        return self.config.node.name
+
+    def dry_run(self, request: AssemblyRequest) -> list[list[VgpuPlacement]]:
+        return booking.dry_run(self.registry, request, self.node)
+
+    def start(self, request: AssemblyRequest, owner: str) -> Assembly:
+        """Books an assembly and has the local mearasd instantiate it; undoes the booking if
+        mearasd fails, so a failed start never leaves capacity booked."""
+        a = booking.book(self.registry, request, owner, self.node)
+        try:
+            self.mearasd.instantiate(a)
+        except MearasdError as e:
+            booking.release(self.registry, a.id)
+            raise MearasdError(f"{e} (booking {a.id} released)") from None
+        active = dataclasses.replace(a, state=ASSEMBLY_ACTIVE)
+        self.registry.update_assembly(active)
+        return active
+
+    def stop(self, assembly_id: str) -> tuple[Assembly | None, list[str]]:
+        """Tells mearasd to tear the assembly down, then frees the booking (always, even when
+        mearasd is gone: a dead mearasd holds no GPU). Returns problems met on the way."""
+        problems = []
+        try:
+            self.mearasd.release(assembly_id)
+        except MearasError as e:
+            problems.append(str(e))
+        released = booking.release(self.registry, assembly_id)
+        return released, problems
+
+    def stop_owner(self, owner: str) -> tuple[list[Assembly], list[str]]:
+        done, problems = [], []
+        for a in booking.list_assemblies(self.registry, owner):
+            r, p = self.stop(a.id)
+            problems += p
+            if r is not None:
+                done.append(r)
+        return done, problems
+
+    def close(self) -> None:
+        self.registry.close()

@@ -1,0 +1,62 @@
+"""Tables for people and JSON for programs."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from .model import Assembly, NodeProfile, VgpuPlacement
+from .units import format_size
+
+
+def table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
+              for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+def nodes_table(nodes: list[NodeProfile], booked: dict[tuple[str, int], int]) -> str:
+    rows = []
+    for n in nodes:
+        for g in n.gpus:
+            s = g.static
+            load = g.load
+            rows.append([
+                n.name, str(s.index), s.name, f"{s.cc_major}.{s.cc_minor}",
+                format_size(s.memory_bytes), str(s.sm_count), s.interconnect,
+                f"{booked.get((n.name, s.index), 0)}/{n.max_vgpus_per_gpu}",
+                format_size(load.free_memory_bytes) if load else "-",
+                f"{load.utilization_percent}%" if load else "-",
+                f"{sum(v.calls_per_second for v in load.vgpus):.0f}" if load else "-",
+                n.address or "-", n.source])
+        if not n.gpus:
+            rows.append([n.name] + ["-"] * 10 + [n.address or "-", n.source])
+    return table(["NODE", "GPU", "NAME", "CC", "MEMORY", "SMS", "LINK", "VGPUS", "FREE",
+                  "UTIL", "CALLS/S", "ADDRESS", "SOURCE"], rows)
+
+
+def _vgpus(vs: tuple[VgpuPlacement, ...] | list[VgpuPlacement]) -> str:
+    return " ".join(f"{v.ordinal}={v.node}:{v.gpu_index}{'(r)' if v.remote_address else ''}"
+                    f"/{format_size(v.memory_quota_bytes)}" for v in vs)
+
+
+def assemblies_table(assemblies: list[Assembly]) -> str:
+    rows = [[a.id, a.owner, a.origin, a.policy,
+             a.state + (f" (lost {','.join(a.lost_nodes)})" if a.lost_nodes else ""),
+             _vgpus(a.vgpus)] for a in assemblies]
+    return table(["ID", "OWNER", "ORIGIN", "POLICY", "STATE", "VGPUS"], rows)
+
+
+def candidates_text(cands: list[list[VgpuPlacement]]) -> str:
+    return "\n".join(f"candidate {i}: {_vgpus(c)}" for i, c in enumerate(cands))
+
+
+def to_json(obj: Any) -> str:
+    def conv(o: Any) -> Any:
+        if dataclasses.is_dataclass(o) and not isinstance(o, type):
+            return dataclasses.asdict(o)
+        raise TypeError(f"not serializable: {type(o)}")
+    return json.dumps(obj, default=conv, indent=2, sort_keys=True)

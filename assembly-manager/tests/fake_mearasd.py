@@ -1,0 +1,139 @@
+"""TEST DOUBLE of mearasd's control socket (the real one is C, in host-backend).
+
+Follows proto/control.proto and the framing exactly, keeps instantiated assemblies in memory,
+and can be told to refuse instantiation, so the manager's client, hook and `mearas run` can be
+tested without a GPU. Runnable as a program for tests that need it in another process."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import threading
+from pathlib import Path
+
+from mearas_am.control.client import vgpu_spec
+from mearas_am.control.framing import FramingError, recv_frame, send_frame
+from mearas_am.control.pb import common_pb2, control_pb2
+from mearas_am.model import VgpuPlacement
+
+E = control_pb2
+
+
+class FakeMearasd:
+    def __init__(self, path: str, node: str = "node-a", gpus: int = 2) -> None:
+        self.path = path
+        self.node = node
+        self.gpus = gpus
+        self.assemblies: dict[str, tuple[str, list[VgpuPlacement]]] = {}
+        self.refuse_instantiate: str | None = None  # message of an ERROR_NO_RESOURCES reply
+        self.requests: list[str] = []
+        self._lock = threading.Lock()
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        if os.path.exists(path):
+            os.unlink(path)
+        self._sock.bind(path)
+        os.chmod(path, 0o666)
+        self._sock.listen(16)
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._closed = False
+
+    def start(self) -> FakeMearasd:
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._closed = True
+        self._sock.close()
+        Path(self.path).unlink(missing_ok=True)
+
+    def _serve(self) -> None:
+        while not self._closed:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._conn, args=(conn,), daemon=True).start()
+
+    def _conn(self, conn: socket.socket) -> None:
+        with conn:
+            while True:
+                try:
+                    data = recv_frame(conn)
+                except (FramingError, OSError):
+                    return
+                if data is None:
+                    return
+                send_frame(conn, self.handle(data).SerializeToString())
+
+    def _error(self, code: int, msg: str) -> control_pb2.ControlReply:
+        return E.ControlReply(error=E.Error(code=code, message=msg))  # type: ignore[arg-type]
+
+    def handle(self, data: bytes) -> control_pb2.ControlReply:
+        req = E.ControlRequest()
+        try:
+            req.ParseFromString(data)
+        except Exception as e:
+            return self._error(E.ERROR_BAD_REQUEST, f"undecodable request: {e}")
+        kind = req.WhichOneof("body")
+        with self._lock:
+            self.requests.append(str(kind))
+            if kind == "hello":
+                if req.hello.version.major != 1:
+                    return self._error(E.ERROR_VERSION_MISMATCH, "need major 1")
+                return E.ControlReply(hello=E.HelloReply(
+                    version=common_pb2.Version(major=1, minor=0), node=self.node))
+            if kind == "get_profile":
+                return E.ControlReply(profile=self._profile())
+            if kind == "instantiate":
+                r = req.instantiate
+                if self.refuse_instantiate:
+                    return self._error(E.ERROR_NO_RESOURCES, self.refuse_instantiate)
+                if r.assembly_id in self.assemblies:
+                    return self._error(E.ERROR_ALREADY_EXISTS, r.assembly_id)
+                if not r.vgpus:
+                    return self._error(E.ERROR_BAD_REQUEST, "assembly without vGPUs")
+                self.assemblies[r.assembly_id] = (r.owner, [
+                    VgpuPlacement(v.ordinal, v.node, v.gpu_index, v.memory_quota_bytes,
+                                  v.remote_address) for v in r.vgpus])
+                return E.ControlReply(
+                    instantiated=E.InstantiateAssemblyReply(assembly_id=r.assembly_id))
+            if kind == "release":
+                aid = req.release.assembly_id
+                if self.assemblies.pop(aid, None) is None:
+                    return self._error(E.ERROR_NOT_FOUND, f"no assembly {aid}")
+                return E.ControlReply(released=E.ReleaseAssemblyReply(assembly_id=aid))
+            if kind == "list":
+                return E.ControlReply(assemblies=E.ListAssembliesReply(assemblies=[
+                    E.AssemblyInfo(assembly_id=k, owner=o, vgpus=[vgpu_spec(v) for v in vs])
+                    for k, (o, vs) in self.assemblies.items()]))
+        return self._error(E.ERROR_BAD_REQUEST, f"unknown request {kind}")
+
+    def _profile(self) -> control_pb2.GetProfileReply:
+        gpus = [E.GpuStatic(index=i, name="Fake GPU", cc_major=9, cc_minor=0,
+                            memory_bytes=80 << 30, sm_count=132, interconnect="pcie")
+                for i in range(self.gpus)]
+        load = []
+        for i in range(self.gpus):
+            attached = [E.VgpuLoad(assembly_id=aid, ordinal=v.ordinal, calls_per_second=100.0)
+                        for aid, (_, vs) in self.assemblies.items() for v in vs
+                        if v.node == self.node and v.gpu_index == i]
+            load.append(E.GpuDynamic(index=i, free_memory_bytes=(80 << 30) - (i << 30),
+                                     utilization_percent=10 * i, vgpus=attached))
+        return E.GetProfileReply(node=self.node, gpus=gpus, load=load)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="test double of mearasd's control socket")
+    ap.add_argument("--socket", required=True)
+    ap.add_argument("--node", default="node-a")
+    ap.add_argument("--refuse", help="refuse every instantiation with this message")
+    a = ap.parse_args()
+    srv = FakeMearasd(a.socket, a.node)
+    srv.refuse_instantiate = a.refuse
+    srv.start()
+    threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()
