@@ -1,0 +1,27 @@
+/* Guest side of the mearas VM tests: mearas_guest_test plain|doorbell|idle */
+#include "check.h"
+#include "guest_scenarios.h"
+
+#include <string.h>
+
+int check_failures;
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s plain|doorbell|idle\n", argv[0]);
+		return 2;
+	}
+	if (!strcmp(argv[1], "plain"))
+		scenario_plain();
+	else if (!strcmp(argv[1], "doorbell"))
+		scenario_doorbell();
+	else if (!strcmp(argv[1], "idle"))
+		scenario_idle();
+	else {
+		fprintf(stderr, "unknown scenario %s\n", argv[1]);
+		return 2;
+	}
+	printf("GUEST-DONE %d failures\n", check_failures);
+	return check_failures ? 1 : 0;
+}
