@@ -119,6 +119,7 @@ struct doorbell_env {
 	uint8_t *shm;
 	struct test_ctrl *ctrl;
 	pid_t qemu;
+	int qemu_status;	/* valid once qemu == -1 */
 };
 
 /* Runs the server loop until cond(env) holds or timeout; false on timeout. */
@@ -132,9 +133,11 @@ static bool serve_until(struct doorbell_env *e, bool (*cond)(struct doorbell_env
 
 		if (now_ms() > end)
 			return false;
-		if (waitpid(e->qemu, NULL, WNOHANG) == e->qemu) {
+		/* After QEMU exits, serve a little longer for its disconnect. */
+		if (e->qemu > 0 && waitpid(e->qemu, &e->qemu_status, WNOHANG) == e->qemu) {
 			e->qemu = -1;
-			return cond(e);
+			if (end > now_ms() + 2000)
+				end = now_ms() + 2000;
 		}
 		poll(&p, 1, 10);
 		ivshmem_server_process(e->srv);
@@ -257,9 +260,10 @@ static int run_doorbell(const char *guest, const char *work)
 	HCHECK(serve_until(&e, is_disconnected, BOOT_TIMEOUT_MS) &&
 	       e.ev.last_disconnected == id, "doorbell/disconnect-on-poweroff",
 	       "disconnected=%u", e.ev.disconnected);
-	status = e.qemu > 0 ? qemu_wait(e.qemu, 10000) : 0;
+	status = e.qemu > 0 ? qemu_wait(e.qemu, 10000) : e.qemu_status;
 	e.qemu = -1;
-	HCHECK(status >= 0, "doorbell/qemu-exits", "status %d", status);
+	HCHECK(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	       "doorbell/qemu-exits", "status %d", status);
 	finish(&e);
 	check_serial_log(log, "doorbell");
 	return 0;
