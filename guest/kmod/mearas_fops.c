@@ -95,8 +95,9 @@ static int mearas_mmap(struct file *file, struct vm_area_struct *vma)
 	unsigned long shm_pages = mdev->shm_size >> PAGE_SHIFT;
 	int err = 0;
 
-	if (!(vma->vm_flags & VM_SHARED))
-		return -EINVAL; /* private copies of device memory make no sense */
+	/* Private (copy-on-write) copies of device memory make no sense. */
+	if ((vma->vm_flags & (VM_SHARED | VM_MAYWRITE)) == VM_MAYWRITE)
+		return -EINVAL;
 	if (vma->vm_pgoff >= shm_pages ||
 	    vma_pages(vma) > shm_pages - vma->vm_pgoff)
 		return -EINVAL;

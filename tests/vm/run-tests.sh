@@ -27,6 +27,15 @@ run() {
 }
 
 start=$(date +%s)
+xml_check() {
+	command -v virt-xml-validate >/dev/null || { echo "FAIL xml/virt-xml-validate-missing"; return 1; }
+	if virt-xml-validate "$(dirname "$0")/../../vm-configs/mearas-vm.xml" domain; then
+		echo "PASS xml/mearas-vm.xml-validates"
+	else
+		echo "FAIL xml/mearas-vm.xml-validates"
+	fi
+}
+run xml xml_check
 run proto "$build/ivshmem_proto_test" "$work"
 run plain "$build/ivshmem_host_test" plain "$build/guest" "$work"
 run doorbell "$build/ivshmem_host_test" doorbell "$build/guest" "$work"

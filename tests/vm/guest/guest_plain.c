@@ -104,7 +104,10 @@ static void check_device_removal(void)
 		CHECK(0, "remove-setup", "no pci address or mmap failed");
 		return;
 	}
-	CHECK(touch_in_child(shm) == 0, "mapping-usable-before-remove", "signal");
+	/* Populate our page tables so that removal has something to zap. */
+	shm[0] = 0x11;
+	CHECK(touch_in_child(shm) == 0 && shm[0] == 0x5a,
+	      "mapping-usable-before-remove", "child write not seen");
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/remove", bdf);
 	ret = write_sysfs(path, "1");
 	CHECK(ret == 0 && wait_node(0, 0, 2000) == 0, "pci-remove-while-open",

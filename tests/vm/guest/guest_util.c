@@ -140,6 +140,20 @@ static void check_mmap_bounds(int fd, size_t size)
 	if (p != MAP_FAILED)
 		munmap(p, page);
 
+	/* A read-only fd maps read-only: MAP_SHARED works, PROT_WRITE is refused. */
+	int rofd = open(MEARAS_DEV_PREFIX "0", O_RDONLY | O_CLOEXEC);
+	void *ro = mmap(NULL, page, PROT_READ, MAP_SHARED, rofd, 0);
+	void *rw = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, rofd, 0);
+
+	CHECK(rofd >= 0 && ro != MAP_FAILED && rw == MAP_FAILED && errno == EACCES,
+	      "mmap-readonly-fd", "ro=%p rw=%p errno=%d", ro, rw, errno);
+	if (ro != MAP_FAILED)
+		munmap(ro, page);
+	if (rw != MAP_FAILED)
+		munmap(rw, page);
+	if (rofd >= 0)
+		close(rofd);
+
 	/* The last page alone is fine and aliases the same memory. */
 	uint8_t *whole = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	uint8_t *last = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, fd,

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #define BOOT_TIMEOUT_MS 90000
-#define STEP_TIMEOUT_MS 60000
+#define STEP_TIMEOUT_MS 30000
 
 int host_failures;
 
