@@ -40,6 +40,7 @@ run proto "$build/ivshmem_proto_test" "$work"
 run plain "$build/ivshmem_host_test" plain "$build/guest" "$work"
 run doorbell "$build/ivshmem_host_test" doorbell "$build/guest" "$work"
 run kill "$build/ivshmem_host_test" kill "$build/guest" "$work"
+run serve "$(dirname "$0")/serve-test.sh" "$build" "$work"
 echo "== took $(( $(date +%s) - start )) s"
 if [ "$failed" -eq 0 ]; then rm -rf "$work"; else echo "guest logs kept in $work"; fi
 echo "$passed passed, $failed failed"

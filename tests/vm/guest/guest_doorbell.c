@@ -176,3 +176,28 @@ void scenario_idle(void)
 	test_store(&ctrl->guest_ready, TEST_READY_MAGIC);
 	sleep(120);
 }
+
+/* Against mearas-ivshmem-serve -e: a doorbell to the host comes back. */
+void scenario_ping(void)
+{
+	struct mearas_doorbell db = { .peer_id = MEARAS_HOST_PEER_ID, .vector = 1 };
+	struct mearas_info info;
+	uint64_t c1, count;
+	double t0;
+	int fd = open_dev(0), ret;
+
+	CHECK(fd >= 0, "ping-open", "errno=%d", errno);
+	if (fd < 0)
+		return;
+	ret = xioctl(fd, MEARAS_IOC_INFO, &info);
+	CHECK(ret == 0 && (info.flags & MEARAS_INFO_DOORBELL) && info.peer_id >= 1,
+	      "ping-info", "ret=%d flags=%u peer=%u", ret, info.flags, info.peer_id);
+	c1 = vector_count(fd, 1);
+	t0 = now_s();
+	ret = xioctl(fd, MEARAS_IOC_RING, &db);
+	if (!ret)
+		ret = wait_vector(fd, 1, c1, LONG_WAIT_MS, &count);
+	CHECK(ret == 0, "ping-echoed", "ret=%d", ret);
+	printf("ping: peer %u, round trip %.3f ms\n", info.peer_id, (now_s() - t0) * 1e3);
+	close(fd);
+}

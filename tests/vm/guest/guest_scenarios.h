@@ -4,5 +4,6 @@
 void scenario_plain(void);
 void scenario_doorbell(void);
 void scenario_idle(void);
+void scenario_ping(void);
 
 #endif

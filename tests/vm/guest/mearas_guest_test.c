@@ -1,4 +1,4 @@
-/* Guest side of the mearas VM tests: mearas_guest_test plain|doorbell|idle */
+/* Guest side of the mearas VM tests: mearas_guest_test plain|doorbell|idle|ping */
 #include "check.h"
 #include "guest_scenarios.h"
 
@@ -9,7 +9,7 @@ int check_failures;
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
-		fprintf(stderr, "usage: %s plain|doorbell|idle\n", argv[0]);
+		fprintf(stderr, "usage: %s plain|doorbell|idle|ping\n", argv[0]);
 		return 2;
 	}
 	if (!strcmp(argv[1], "plain"))
@@ -18,6 +18,8 @@ int main(int argc, char **argv)
 		scenario_doorbell();
 	else if (!strcmp(argv[1], "idle"))
 		scenario_idle();
+	else if (!strcmp(argv[1], "ping"))
+		scenario_ping();
 	else {
 		fprintf(stderr, "unknown scenario %s\n", argv[1]);
 		return 2;
