@@ -12,6 +12,39 @@
 #define MEARAS_PCI_VENDOR 0x1af4
 #define MEARAS_PCI_DEVICE 0x1110
 
+static bool relocate_high = true;
+module_param(relocate_high, bool, 0444);
+MODULE_PARM_DESC(relocate_high,
+		 "Move a 64-bit BAR2 that firmware put below 4 GiB above it (default on)");
+
+/*
+ * Firmware such as SeaBIOS puts BAR2 into the 32-bit PCI hole, which its
+ * MTRRs mark uncachable; x86 PAT then turns a write-back mapping request into
+ * UC-. Above 4 GiB the MTRR default (write-back) applies, so ask the PCI core
+ * to reassign the BAR there, where it prefers 64-bit resources. On failure
+ * the BAR goes back to any free place and the driver continues as is.
+ */
+static void mearas_relocate_bar2(struct pci_dev *pdev)
+{
+	struct resource *res = &pdev->resource[2];
+	resource_size_t old = res->start;
+	u16 cmd;
+
+	if (!relocate_high || !(res->flags & IORESOURCE_MEM_64) ||
+	    res->start >= SZ_4G || !res->parent)
+		return;
+
+	pci_read_config_word(pdev, PCI_COMMAND, &cmd);
+	pci_write_config_word(pdev, PCI_COMMAND, cmd & ~PCI_COMMAND_MEMORY);
+	pci_release_resource(pdev, 2);
+	if (pci_assign_resource(pdev, 2))
+		dev_warn(&pdev->dev, "BAR2 could not be reassigned\n");
+	pci_write_config_word(pdev, PCI_COMMAND, cmd);
+	if (res->start != old)
+		dev_info(&pdev->dev, "BAR2 moved from %pa to %pa\n", &old,
+			 &res->start);
+}
+
 static irqreturn_t mearas_irq(int irq, void *data)
 {
 	struct mearas_vector *vec = data;
@@ -84,6 +117,7 @@ static int mearas_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	INIT_LIST_HEAD(&mdev->files);
 	mdev->pdev = pdev;
 
+	mearas_relocate_bar2(pdev);
 	err = pci_enable_device(pdev);
 	if (err)
 		goto err_free;

@@ -9,7 +9,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 static void check_plain_device(unsigned int index, uint64_t want_size)
@@ -145,8 +147,43 @@ static void check_device_removal(void)
 	      "status %d", ret);
 }
 
+/* x86 PAT must have BAR2 of /dev/mearasN reserved write-back (not UC). */
+static void check_bar2_write_back(unsigned int index)
+{
+	unsigned long long start = 0, end = 0, flags = 0;
+	char bdf[64], path[160], line[256], want[40], name[64];
+	int found = 0;
+	FILE *f;
+
+	snprintf(name, sizeof(name), "dev%u-bar2-pat-write-back", index);
+	if (!pci_address(index, bdf, sizeof(bdf))) {
+		CHECK(0, name, "no pci address");
+		return;
+	}
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/resource", bdf);
+	f = fopen(path, "r");
+	for (int i = 0; f && i < 3 && fgets(line, sizeof(line), f); i++)
+		sscanf(line, "%llx %llx %llx", &start, &end, &flags);
+	if (f)
+		fclose(f);
+	mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
+	f = fopen("/sys/kernel/debug/x86/pat_memtype_list", "r");
+	snprintf(want, sizeof(want), "0x%016llx-", start);
+	while (f && fgets(line, sizeof(line), f)) {
+		if (strstr(line, want)) {
+			found = 1;
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	CHECK(found && strstr(line, "write-back"), name, "BAR2 %#llx: %s", start,
+	      found ? line : "no PAT entry");
+}
+
 void scenario_plain(void)
 {
+	check_bar2_write_back(0);
 	check_plain_device(0, TEST_PLAIN_SIZE0);
 	check_plain_device(1, TEST_PLAIN_SIZE1);
 	check_module_lifecycle();
