@@ -12,7 +12,9 @@
 #   -m KO       prebuilt mearas.ko (default: build guest/kmod for KVER)
 #   -c COMMAND  shell command the guest runs (default: sh, interactive);
 #               kernel command-line words like mearas_arg=X reach it as $mearas_arg
-#   -f SRC[:DEST] extra file, DEST an absolute guest path (default /bin/NAME)
+#   -f SRC[:DEST] extra file, DEST an absolute guest path (default /bin/NAME);
+#               shared libraries a dynamic ELF file needs (ldd) and the
+#               dynamic loader are copied along to their host paths
 #   -n          do not insmod mearas.ko at boot (it stays at /lib/mearas/mearas.ko)
 #
 # The guest prints "MEARAS-EXIT <rc>" after the command and then either
@@ -55,6 +57,21 @@ trap 'rm -rf "$root"' EXIT
 mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,etc,lib/mearas}
 cp "$busybox" "$root/bin/busybox"
 cp "$ko" "$root/lib/mearas/mearas.ko"
+# Copies the shared libraries (and loader) of a dynamic ELF file into the root.
+copy_libs() {
+	file -L "$1" | grep -q 'dynamically linked' || return 0
+	local lib
+	for lib in $(ldd "$1" 2>/dev/null | grep -o '/[^ ]*'); do
+		[ -e "$root$lib" ] && continue
+		mkdir -p "$root$(dirname "$lib")"
+		cp -L "$lib" "$root$lib"
+	done
+	# Debian's loader path /lib64 must exist as in the host's layout.
+	[ -e /lib64/ld-linux-x86-64.so.2 ] && [ ! -e "$root/lib64/ld-linux-x86-64.so.2" ] && {
+		mkdir -p "$root/lib64"; cp -L /lib64/ld-linux-x86-64.so.2 "$root/lib64/"; }
+	return 0
+}
+
 for spec in "${files[@]+"${files[@]}"}"; do
 	src=${spec%%:*}
 	dest=/bin/$(basename "$src")
@@ -62,6 +79,7 @@ for spec in "${files[@]+"${files[@]}"}"; do
 	[ -f "$src" ] || { echo "build-guest.sh: $src missing" >&2; exit 1; }
 	mkdir -p "$root$(dirname "$dest")"
 	cp "$src" "$root$dest"
+	copy_libs "$src"
 done
 printf '%s\n' "$cmd" > "$root/etc/mearas-cmd"
 
