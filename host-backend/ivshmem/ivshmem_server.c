@@ -142,7 +142,12 @@ static int send_setup(struct ivshmem_server *srv, struct ivshmem_peer *np)
 	return err;
 }
 
-static int accept_one(struct ivshmem_server *srv, unsigned int *new_id)
+/*
+ * Accepts one client. Existing guests that cannot be told about it are
+ * dropped; their ids go to dropped (*ndropped of them, caller frees).
+ */
+static int accept_one(struct ivshmem_server *srv, unsigned int *new_id,
+		      unsigned int **dropped, size_t *ndropped)
 {
 	struct timeval tv = { .tv_sec = SEND_TIMEOUT_S };
 	struct ivshmem_peer *np;
@@ -196,11 +201,18 @@ static int accept_one(struct ivshmem_server *srv, unsigned int *new_id)
 		return err;
 	}
 	/* Existing guests learn the newcomer's eventfds; drop broken ones. */
+	*dropped = NULL;
+	*ndropped = 0;
 	for (size_t i = 0; i < srv->npeers;) {
-		if (announce_peer(srv->peers[i]->sock, np, srv->nvectors))
-			drop_peer_locked(srv, i);
-		else
+		if (!announce_peer(srv->peers[i]->sock, np, srv->nvectors)) {
 			i++;
+			continue;
+		}
+		if (!*dropped)
+			*dropped = calloc(srv->npeers, sizeof(**dropped));
+		if (*dropped)
+			(*dropped)[(*ndropped)++] = srv->peers[i]->id;
+		drop_peer_locked(srv, i);
 	}
 	srv->peers[srv->npeers++] = np;
 	*new_id = np->id;
@@ -232,10 +244,17 @@ int ivshmem_server_process(struct ivshmem_server *srv)
 
 	for (int i = 0; i < n; i++) {
 		if (evs[i].data.u64 == LISTEN_TAG) {
-			unsigned int id = 0;
+			unsigned int id = 0, *dropped = NULL;
+			size_t ndropped = 0;
 
-			while (accept_one(srv, &id) == 0) {
+			while (accept_one(srv, &id, &dropped, &ndropped) == 0) {
 				handled++;
+				for (size_t d = 0; d < ndropped; d++) {
+					if (srv->cb.peer_disconnected)
+						srv->cb.peer_disconnected(srv->cb.opaque,
+									  dropped[d]);
+				}
+				free(dropped);
 				if (srv->cb.peer_connected)
 					srv->cb.peer_connected(srv->cb.opaque, id);
 			}
