@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: GPL-2.0
+/* mearas: file operations of /dev/mearasN (mmap, ioctl, read, poll). */
+#include <linux/fs.h>
+#include <linux/mm.h>
+#include <linux/poll.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/version.h>
+
+#include "mearas.h"
+
+/* Pages mapped per fault: the aligned 2 MiB chunk around the faulting page. */
+#define MEARAS_FAULT_AROUND_PAGES 512UL
+
+static int mearas_open(struct inode *inode, struct file *file)
+{
+	struct mearas_dev *mdev = mearas_dev_get_by_minor(iminor(inode));
+	struct mearas_file *mf;
+	unsigned int i;
+
+	if (!mdev)
+		return -ENODEV;
+	mf = kzalloc(sizeof(*mf), GFP_KERNEL);
+	if (!mf) {
+		mearas_dev_put(mdev);
+		return -ENOMEM;
+	}
+	mf->mdev = mdev;
+	mf->file = file;
+	mutex_init(&mf->read_lock);
+	for (i = 0; i < MEARAS_MAX_VECTORS; i++)
+		mf->seen[i] = atomic64_read(&mdev->irq_count[i]);
+
+	mutex_lock(&mdev->files_lock);
+	list_add(&mf->node, &mdev->files);
+	mutex_unlock(&mdev->files_lock);
+	file->private_data = mf;
+	return 0;
+}
+
+static int mearas_release(struct inode *inode, struct file *file)
+{
+	struct mearas_file *mf = file->private_data;
+	struct mearas_dev *mdev = mf->mdev;
+
+	mutex_lock(&mdev->files_lock);
+	list_del(&mf->node);
+	mutex_unlock(&mdev->files_lock);
+	kfree(mf);
+	mearas_dev_put(mdev);
+	return 0;
+}
+
+static vm_fault_t mearas_vm_fault(struct vm_fault *vmf)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct mearas_dev *mdev = ((struct mearas_file *)vma->vm_private_data)->mdev;
+	unsigned long chunk = MEARAS_FAULT_AROUND_PAGES << PAGE_SHIFT;
+	unsigned long start = max(vma->vm_start, vmf->address & ~(chunk - 1));
+	unsigned long end = min(vma->vm_end, start + chunk);
+	unsigned long addr, pgoff;
+	vm_fault_t ret = VM_FAULT_SIGBUS;
+
+	down_read(&mdev->lock);
+	if (mdev->dead)
+		goto out;
+	/* mmap() checked that the whole vma lies inside BAR2. */
+	for (addr = start; addr < end; addr += PAGE_SIZE) {
+		vm_fault_t r;
+
+		pgoff = vma->vm_pgoff + ((addr - vma->vm_start) >> PAGE_SHIFT);
+		r = vmf_insert_pfn(vma, addr,
+				   (mdev->shm_phys >> PAGE_SHIFT) + pgoff);
+		if (addr == (vmf->address & PAGE_MASK))
+			ret = r;
+		if (r & VM_FAULT_ERROR)
+			break;
+	}
+	if (ret == 0)
+		ret = VM_FAULT_NOPAGE;
+out:
+	up_read(&mdev->lock);
+	return ret;
+}
+
+static const struct vm_operations_struct mearas_vm_ops = {
+	.fault = mearas_vm_fault,
+};
+
+static int mearas_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct mearas_file *mf = file->private_data;
+	struct mearas_dev *mdev = mf->mdev;
+	unsigned long shm_pages = mdev->shm_size >> PAGE_SHIFT;
+	int err = 0;
+
+	/* Private (copy-on-write) copies of device memory make no sense. */
+	if ((vma->vm_flags & (VM_SHARED | VM_MAYWRITE)) == VM_MAYWRITE)
+		return -EINVAL;
+	if (vma->vm_pgoff >= shm_pages ||
+	    vma_pages(vma) > shm_pages - vma->vm_pgoff)
+		return -EINVAL;
+
+	down_read(&mdev->lock);
+	if (mdev->dead) {
+		err = -ENODEV;
+		goto out;
+	}
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+	vm_flags_set(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
+#else
+	vma->vm_flags |= VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP;
+#endif
+	vma->vm_private_data = mf;
+	vma->vm_ops = &mearas_vm_ops;
+out:
+	up_read(&mdev->lock);
+	return err;
+}
+
+static long mearas_ioctl_info(struct mearas_dev *mdev, void __user *arg)
+{
+	struct mearas_info info = { 0 };
+
+	down_read(&mdev->lock);
+	if (mdev->dead) {
+		up_read(&mdev->lock);
+		return -ENODEV;
+	}
+	info.shm_size = mdev->shm_size;
+	info.peer_id = mearas_read_peer_id(mdev);
+	info.nr_vectors = mdev->nr_vectors;
+	info.flags = mdev->doorbell ? MEARAS_INFO_DOORBELL : 0;
+	up_read(&mdev->lock);
+
+	return copy_to_user(arg, &info, sizeof(info)) ? -EFAULT : 0;
+}
+
+static long mearas_ioctl_ring(struct mearas_dev *mdev, void __user *arg)
+{
+	struct mearas_doorbell db;
+	long ret = 0;
+
+	if (copy_from_user(&db, arg, sizeof(db)))
+		return -EFAULT;
+	if (db.peer_id > MEARAS_MAX_PEER_ID || db.vector >= MEARAS_MAX_VECTORS)
+		return -EINVAL;
+
+	down_read(&mdev->lock);
+	if (mdev->dead)
+		ret = -ENODEV;
+	else if (!mdev->doorbell)
+		ret = -EOPNOTSUPP;
+	else
+		iowrite32((db.peer_id << 16) | db.vector,
+			  mdev->regs + MEARAS_REG_DOORBELL);
+	up_read(&mdev->lock);
+	return ret;
+}
+
+static long mearas_ioctl_wait(struct mearas_dev *mdev, void __user *arg)
+{
+	struct mearas_wait w;
+	atomic64_t *counter;
+	long left;
+	long ret;
+
+	if (copy_from_user(&w, arg, sizeof(w)))
+		return -EFAULT;
+	if (READ_ONCE(mdev->dead))
+		return -ENODEV;
+	if (!mdev->doorbell)
+		return -EOPNOTSUPP;
+	if (w.vector >= mdev->nr_vectors)
+		return -EINVAL;
+
+	counter = &mdev->irq_count[w.vector];
+	left = wait_event_interruptible_timeout(mdev->wq,
+			(u64)atomic64_read(counter) != w.last_seen ||
+			READ_ONCE(mdev->dead),
+			msecs_to_jiffies(w.timeout_ms));
+	w.count = atomic64_read(counter);
+	if (READ_ONCE(mdev->dead))
+		ret = -ENODEV;
+	else if (w.count != w.last_seen)
+		ret = 0;
+	else if (left < 0)
+		ret = -EINTR;
+	else
+		ret = -ETIMEDOUT;
+
+	if (copy_to_user(arg, &w, sizeof(w)))
+		return -EFAULT;
+	return ret;
+}
+
+static long mearas_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct mearas_file *mf = file->private_data;
+	void __user *uarg = (void __user *)arg;
+
+	switch (cmd) {
+	case MEARAS_IOC_INFO:
+		return mearas_ioctl_info(mf->mdev, uarg);
+	case MEARAS_IOC_RING:
+		return mearas_ioctl_ring(mf->mdev, uarg);
+	case MEARAS_IOC_WAIT:
+		return mearas_ioctl_wait(mf->mdev, uarg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+/* Mask of vectors whose counter moved since this fd's last read(). */
+static u64 mearas_pending(struct mearas_file *mf, bool consume)
+{
+	struct mearas_dev *mdev = mf->mdev;
+	u64 mask = 0;
+	unsigned int i;
+
+	for (i = 0; i < mdev->nr_vectors; i++) {
+		u64 now = atomic64_read(&mdev->irq_count[i]);
+
+		if (now != READ_ONCE(mf->seen[i])) {
+			mask |= 1ULL << i;
+			if (consume)
+				WRITE_ONCE(mf->seen[i], now);
+		}
+	}
+	return mask;
+}
+
+static ssize_t mearas_read(struct file *file, char __user *buf, size_t len,
+			   loff_t *ppos)
+{
+	struct mearas_file *mf = file->private_data;
+	struct mearas_dev *mdev = mf->mdev;
+	u64 mask;
+	ssize_t ret;
+
+	if (len < sizeof(mask))
+		return -EINVAL;
+	if (mutex_lock_interruptible(&mf->read_lock))
+		return -ERESTARTSYS;
+	for (;;) {
+		if (READ_ONCE(mdev->dead)) {
+			ret = -ENODEV;
+			break;
+		}
+		mask = mearas_pending(mf, true);
+		if (mask) {
+			ret = copy_to_user(buf, &mask, sizeof(mask)) ?
+				-EFAULT : sizeof(mask);
+			break;
+		}
+		if (file->f_flags & O_NONBLOCK) {
+			ret = -EAGAIN;
+			break;
+		}
+		if (wait_event_interruptible(mdev->wq,
+					     mearas_pending(mf, false) ||
+					     READ_ONCE(mdev->dead))) {
+			ret = -ERESTARTSYS;
+			break;
+		}
+	}
+	mutex_unlock(&mf->read_lock);
+	return ret;
+}
+
+static __poll_t mearas_poll(struct file *file, poll_table *wait)
+{
+	struct mearas_file *mf = file->private_data;
+	struct mearas_dev *mdev = mf->mdev;
+
+	poll_wait(file, &mdev->wq, wait);
+	if (READ_ONCE(mdev->dead))
+		return EPOLLERR | EPOLLHUP;
+	return mearas_pending(mf, false) ? EPOLLIN | EPOLLRDNORM : 0;
+}
+
+const struct file_operations mearas_fops = {
+	.owner = THIS_MODULE,
+	.open = mearas_open,
+	.release = mearas_release,
+	.mmap = mearas_mmap,
+	.unlocked_ioctl = mearas_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.read = mearas_read,
+	.poll = mearas_poll,
+	.llseek = noop_llseek,
+};

@@ -1,0 +1,29 @@
+/* Guest side of the mearas VM tests: mearas_guest_test plain|doorbell|idle|ping */
+#include "check.h"
+#include "guest_scenarios.h"
+
+#include <string.h>
+
+int check_failures;
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s plain|doorbell|idle|ping\n", argv[0]);
+		return 2;
+	}
+	if (!strcmp(argv[1], "plain"))
+		scenario_plain();
+	else if (!strcmp(argv[1], "doorbell"))
+		scenario_doorbell();
+	else if (!strcmp(argv[1], "idle"))
+		scenario_idle();
+	else if (!strcmp(argv[1], "ping"))
+		scenario_ping();
+	else {
+		fprintf(stderr, "unknown scenario %s\n", argv[1]);
+		return 2;
+	}
+	printf("GUEST-DONE %d failures\n", check_failures);
+	return check_failures ? 1 : 0;
+}
