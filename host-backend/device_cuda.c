@@ -432,21 +432,23 @@ static int cuda_launch(struct mdev *d, void *func, void *stream, const struct md
 {
 	struct cuda_func *f = func;
 	size_t size = l->param_bytes;
-	void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, l->params, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
-			  CU_LAUNCH_PARAM_END };
 
 	(void)d;
+	void *kp[f->nparams + 1];
+
+	/* parameter pointers into the packed buffer, as the runtime passes them */
+	for (uint32_t i = 0; i < f->nparams; i++)
+		kp[i] = (uint8_t *)l->params + f->offsets[i];
+	if (f->nparams && f->offsets[f->nparams - 1] >= size)
+		return cudaErrorInvalidValue;
 	if (!l->cooperative)
 		return cu_err(p_cuLaunchKernel(f->f, l->grid[0], l->grid[1], l->grid[2], l->block[0],
-					       l->block[1], l->block[2], l->smem, stream, NULL,
-					       size ? extra : NULL));
+					       l->block[1], l->block[2], l->smem, stream,
+					       f->nparams ? kp : NULL, NULL));
 	{
 		CUlaunchConfig cfg;
 		CUlaunchAttribute attr;
-		void *kp[f->nparams + 1];
 
-		for (uint32_t i = 0; i < f->nparams; i++)
-			kp[i] = (uint8_t *)l->params + f->offsets[i];
 		memset(&cfg, 0, sizeof(cfg));
 		memset(&attr, 0, sizeof(attr));
 		attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;

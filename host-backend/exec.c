@@ -475,7 +475,7 @@ static int op_LAUNCH(struct vgpu *v, const struct mearas_sqe *e, struct mearas_c
 	struct mdev_launch l;
 	const uint8_t *p;
 	uint32_t len, want;
-	uint8_t params[MEARAS_MAX_PARAM_BYTES + 4];
+	_Alignas(16) uint8_t params[MEARAS_MAX_PARAM_BYTES + 4];
 	int r;
 
 	(void)c;

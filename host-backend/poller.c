@@ -44,11 +44,15 @@ static int drain(struct vgpu *v)
 
 		exec_record(v, &e);
 		v->sq_head++;
-		mearas_store_release(&v->sq_ctl->head, v->sq_head);
 		n++;
+		/* publish consumption in steps: every store pulls the line away from
+		 * the producer's core */
+		if ((n & 15) == 0)
+			mearas_store_release(&v->sq_ctl->head, v->sq_head);
 		if (v->w->broken)
 			return -1;
 	}
+	mearas_store_release(&v->sq_ctl->head, v->sq_head);
 	return n;
 }
 

@@ -89,7 +89,8 @@ void rt_parcopy(void *dst, const void *src, size_t n)
 	pthread_mutex_lock(&pool.lock);
 	for (unsigned i = 1; i < parts; i++) {
 		size_t off = each * i < n ? each * i : n;
-		size_t len = off + each <= n ? each : n - off;
+		/* the last part takes whatever is left, rounding included */
+		size_t len = i == parts - 1 ? n - off : (off + each <= n ? each : n - off);
 
 		pool.parts[i] = (struct part){ (uint8_t *)dst + off, (const uint8_t *)src + off, len };
 	}

@@ -37,6 +37,7 @@ struct rt_vgpu {
 	uint64_t cq_stride;
 	pthread_mutex_t sq_lock;
 	uint32_t sq_tail;                       /* private producer index */
+	uint32_t sq_head_cached;                /* last consumer index read */
 	uint32_t arena_head;                    /* free-running allocation point */
 	uint32_t arena_mark[MEARAS_SQ_ENTRIES]; /* arena_head after record i */
 	uint32_t cq_head[MEARAS_MAX_THREADS];

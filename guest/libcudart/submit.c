@@ -68,8 +68,12 @@ static bool wait_for_backend(struct rt_vgpu *v, unsigned vgpu, bool (*cond)(stru
 static bool sq_has_space(struct rt_vgpu *v, uint32_t unused)
 {
 	(void)unused;
-	/* one slot stays free so arena_mark of the last consumed record survives */
-	return v->sq_tail - mearas_load_acquire(&v->sq->head) < MEARAS_SQ_ENTRIES - 1;
+	/* one slot stays free so arena_mark of the last consumed record survives;
+	 * the consumer's head is re-read only when the cached one says full */
+	if (v->sq_tail - v->sq_head_cached < MEARAS_SQ_ENTRIES - 1)
+		return true;
+	v->sq_head_cached = mearas_load_acquire(&v->sq->head);
+	return v->sq_tail - v->sq_head_cached < MEARAS_SQ_ENTRIES - 1;
 }
 
 static uint32_t arena_released(struct rt_vgpu *v)
