@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,8 +40,16 @@ static int drain(struct vgpu *v)
 		return -1;
 	}
 	while (avail--) {
-		/* copy first: the client cannot change a record while it is checked */
-		struct mearas_sqe e = v->sqes[v->sq_head & (MEARAS_SQ_ENTRIES - 1)];
+		/* copy first: the client cannot change a record while it is checked;
+		 * only the lines in use (each line comes from the producer's core) */
+		const struct mearas_sqe *slot = &v->sqes[v->sq_head & (MEARAS_SQ_ENTRIES - 1)];
+		struct mearas_sqe e;
+
+		memcpy(&e, slot, offsetof(struct mearas_sqe, inline_payload));
+		if (!(e.flags & MEARAS_SQE_PAYLOAD_ARENA) && e.payload_len)
+			memcpy(e.inline_payload, slot->inline_payload,
+			       e.payload_len < MEARAS_SQE_INLINE ? e.payload_len : MEARAS_SQE_INLINE);
+		__builtin_prefetch(&v->sqes[(v->sq_head + 1) & (MEARAS_SQ_ENTRIES - 1)]);
 
 		exec_record(v, &e);
 		v->sq_head++;
