@@ -428,6 +428,13 @@ static int cuda_global_get(struct mdev *d, void *module, const char *name, uint6
 	return 0;
 }
 
+/* The legacy default stream: CU_STREAM_LEGACY is the handle the poller keeps
+ * (it must be non-NULL), NULL is how the driver's fast path names it. */
+static CUstream drv_stream(void *s)
+{
+	return s == CU_STREAM_LEGACY ? NULL : (CUstream)s;
+}
+
 static int cuda_launch(struct mdev *d, void *func, void *stream, const struct mdev_launch *l)
 {
 	struct cuda_func *f = func;
@@ -443,7 +450,7 @@ static int cuda_launch(struct mdev *d, void *func, void *stream, const struct md
 		return cudaErrorInvalidValue;
 	if (!l->cooperative)
 		return cu_err(p_cuLaunchKernel(f->f, l->grid[0], l->grid[1], l->grid[2], l->block[0],
-					       l->block[1], l->block[2], l->smem, stream,
+					       l->block[1], l->block[2], l->smem, drv_stream(stream),
 					       f->nparams ? kp : NULL, NULL));
 	{
 		CUlaunchConfig cfg;
