@@ -131,6 +131,12 @@ static int resolve_stream(struct vgpu *v, const struct mearas_sqe *e, void **s)
 	return 0;
 }
 
+/* A client-chosen id for a new object: in range and not in use. */
+static bool id_free(struct handle_table *t, uint64_t id)
+{
+	return id != 0 && id < MEARAS_MAX_HANDLES && !htab_get(t, id);
+}
+
 static int get_obj(struct handle_table *t, uint64_t id, void **obj)
 {
 	struct hslot *h = htab_get(t, id);
@@ -345,7 +351,7 @@ static int op_MODULE_LOAD(struct vgpu *v, const struct mearas_sqe *e, struct mea
 	(void)c, (void)f;
 	if (!img || size < 16 || size > (1ull << 31))
 		return cudaErrorInvalidValue;
-	if (id == 0 || id >= MEARAS_MAX_HANDLES || htab_get(&v->modules, id))
+	if (!id_free(&v->modules, id))
 		return cudaErrorInvalidValue;
 	/* a private copy: the client cannot change the image while it is parsed */
 	copy = malloc(size);
@@ -390,8 +396,7 @@ static int op_FUNC_GET(struct vgpu *v, const struct mearas_sqe *e, struct mearas
 		return cudaErrorInvalidValue;
 	if (get_obj(&v->modules, e->args.a[0], &mod))
 		return cudaErrorInvalidResourceHandle;
-	if (e->args.a[0] >= (1ull << 32) || e->args.a[1] == 0 || e->args.a[1] >= MEARAS_MAX_HANDLES ||
-	    htab_get(&v->funcs, e->args.a[1]))
+	if (e->args.a[0] >= (1ull << 32) || !id_free(&v->funcs, e->args.a[1]))
 		return cudaErrorInvalidValue;
 	r = v->ops->func_get(v->dev, mod, name, &fn, &nparams, &pbytes);
 	if (r)
@@ -513,7 +518,7 @@ static int op_STREAM_CREATE(struct vgpu *v, const struct mearas_sqe *e, struct m
 	int r;
 
 	(void)c, (void)f;
-	if (e->args.a[0] == 0 || e->args.a[0] >= MEARAS_MAX_HANDLES || htab_get(&v->streams, e->args.a[0]))
+	if (!id_free(&v->streams, e->args.a[0]))
 		return cudaErrorInvalidValue;
 	if (e->args.a[1] & ~1ull)
 		return cudaErrorInvalidValue;
@@ -582,7 +587,7 @@ static int op_EVENT_CREATE(struct vgpu *v, const struct mearas_sqe *e, struct me
 	int r;
 
 	(void)c, (void)f;
-	if (e->args.a[0] == 0 || e->args.a[0] >= MEARAS_MAX_HANDLES || htab_get(&v->events, e->args.a[0]))
+	if (!id_free(&v->events, e->args.a[0]))
 		return cudaErrorInvalidValue;
 	if (e->args.a[1] & ~(uint64_t)(cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess))
 		return cudaErrorInvalidValue;
@@ -792,7 +797,7 @@ static int op_CAPTURE_END(struct vgpu *v, const struct mearas_sqe *e, struct mea
 	(void)c, (void)f;
 	if (!v->ops->capture_end)
 		return no_graphs(v);
-	if (e->args.a[0] == 0 || e->args.a[0] >= MEARAS_MAX_HANDLES || htab_get(&v->graphs, e->args.a[0]))
+	if (!id_free(&v->graphs, e->args.a[0]))
 		return cudaErrorInvalidValue;
 	r = resolve_stream(v, e, &s);
 	if (r)
@@ -834,7 +839,7 @@ static int op_GRAPH_INSTANTIATE(struct vgpu *v, const struct mearas_sqe *e, stru
 		return no_graphs(v);
 	if (get_obj(&v->graphs, e->args.a[0], &g))
 		return cudaErrorInvalidResourceHandle;
-	if (e->args.a[1] == 0 || e->args.a[1] >= MEARAS_MAX_HANDLES || htab_get(&v->execs, e->args.a[1]))
+	if (!id_free(&v->execs, e->args.a[1]))
 		return cudaErrorInvalidValue;
 	r = v->ops->graph_instantiate(v->dev, g, &x);
 	if (r)

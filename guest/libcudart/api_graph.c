@@ -14,33 +14,13 @@ struct rt_graph {
 	int vgpu;
 };
 
-static cudaError_t stream_call(cudaStream_t stream, unsigned op, uint64_t a0, bool wait,
-			       struct mearas_cqe *out, int *vgpu)
-{
-	struct rt_stream_ref st;
-	struct rt_call c;
-	cudaError_t e = rt_ensure();
-
-	if (e)
-		return e;
-	e = rt_stream_ref(stream, &st);
-	if (e)
-		return e;
-	rt_call_init(&c, op, st.id);
-	c.sqe.flags |= st.sqe_flags;
-	c.sqe.args.a[0] = a0;
-	if (vgpu)
-		*vgpu = st.vgpu;
-	return wait ? rt_call(st.vgpu, &c, out) : rt_post(st.vgpu, &c);
-}
-
 RT_EXPORT cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
 {
 	if ((unsigned)mode > cudaStreamCaptureModeRelaxed)
 		return rt_set_error(cudaErrorInvalidValue);
 	if (stream == NULL || stream == cudaStreamLegacy)
 		return rt_set_error(cudaErrorStreamCaptureUnsupported);
-	return rt_set_error(stream_call(stream, MEARAS_OP_CAPTURE_BEGIN, (uint64_t)mode, false, NULL, NULL));
+	return rt_set_error(rt_stream_call(stream, MEARAS_OP_CAPTURE_BEGIN, (uint64_t)mode, false, NULL, NULL));
 }
 
 RT_EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
@@ -55,7 +35,7 @@ RT_EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGr
 		return rt_set_error(cudaErrorMemoryAllocation);
 	g->magic = GRAPH_MAGIC;
 	g->id = rt_new_handle();
-	e = stream_call(stream, MEARAS_OP_CAPTURE_END, g->id, true, NULL, &g->vgpu);
+	e = rt_stream_call(stream, MEARAS_OP_CAPTURE_END, g->id, true, NULL, &g->vgpu);
 	if (e) {
 		free(g);
 		return rt_set_error(e);
@@ -71,7 +51,7 @@ RT_EXPORT cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStream
 
 	if (!pCaptureStatus)
 		return rt_set_error(cudaErrorInvalidValue);
-	e = stream_call(stream, MEARAS_OP_CAPTURE_STATUS, 0, true, &cqe, NULL);
+	e = rt_stream_call(stream, MEARAS_OP_CAPTURE_STATUS, 0, true, &cqe, NULL);
 	if (e)
 		return rt_set_error(e);
 	*pCaptureStatus = (enum cudaStreamCaptureStatus)cqe.val[0];
@@ -131,7 +111,7 @@ RT_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t st
 	}
 	if (e)
 		return rt_set_error(e);
-	return rt_set_error(stream_call(stream, MEARAS_OP_GRAPH_LAUNCH, x->id, false, NULL, &vgpu));
+	return rt_set_error(rt_stream_call(stream, MEARAS_OP_GRAPH_LAUNCH, x->id, false, NULL, &vgpu));
 }
 
 static cudaError_t destroy(void *h, uint32_t magic, unsigned op)

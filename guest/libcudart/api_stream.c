@@ -125,7 +125,8 @@ RT_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream)
 	return rt_set_error(e);
 }
 
-static cudaError_t stream_op(cudaStream_t stream, unsigned op, struct mearas_cqe *out)
+cudaError_t rt_stream_call(cudaStream_t stream, unsigned op, uint64_t a0, bool wait, struct mearas_cqe *out,
+			   int *vgpu)
 {
 	struct rt_stream_ref st;
 	struct rt_call c;
@@ -138,17 +139,20 @@ static cudaError_t stream_op(cudaStream_t stream, unsigned op, struct mearas_cqe
 		return e;
 	rt_call_init(&c, op, st.id);
 	c.sqe.flags |= st.sqe_flags;
-	return rt_call(st.vgpu, &c, out);
+	c.sqe.args.a[0] = a0;
+	if (vgpu)
+		*vgpu = st.vgpu;
+	return wait ? rt_call(st.vgpu, &c, out) : rt_post(st.vgpu, &c);
 }
 
 RT_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t stream)
 {
-	return rt_set_error(stream_op(stream, MEARAS_OP_STREAM_SYNC, NULL));
+	return rt_set_error(rt_stream_call(stream, MEARAS_OP_STREAM_SYNC, 0, true, NULL, NULL));
 }
 
 RT_EXPORT cudaError_t cudaStreamQuery(cudaStream_t stream)
 {
-	cudaError_t e = stream_op(stream, MEARAS_OP_STREAM_QUERY, NULL);
+	cudaError_t e = rt_stream_call(stream, MEARAS_OP_STREAM_QUERY, 0, true, NULL, NULL);
 
 	return e == cudaErrorNotReady ? e : rt_set_error(e);
 }

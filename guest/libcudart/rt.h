@@ -131,6 +131,9 @@ struct rt_stream_ref {
 	uint16_t sqe_flags;
 };
 RT_HIDDEN cudaError_t rt_stream_ref(cudaStream_t s, struct rt_stream_ref *out);
+/* one record on a stream's vGPU (a0 = first argument); waits for it if wait */
+RT_HIDDEN cudaError_t rt_stream_call(cudaStream_t stream, unsigned op, uint64_t a0, bool wait,
+				     struct mearas_cqe *out, int *vgpu);
 
 /* registration (api_register.c) */
 struct rt_func;
