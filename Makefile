@@ -67,7 +67,11 @@ $(BUILD)/experiments/microbench: experiments/microbench/microbench.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 -cudart shared $(NVCC_ARCH) -Xcompiler -Wall,-Werror -o $@ $<
 
-gpu-build: all $(BUILD)/experiments/microbench
+$(BUILD)/tests/gpu/isolation: tests/gpu/isolation.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -cudart shared $(NVCC_ARCH) -Xcompiler -Wall,-Werror -o $@ $<
+
+gpu-build: all $(BUILD)/experiments/microbench $(BUILD)/tests/gpu/isolation
 	$(MAKE) -C tests/cuda
 	$(MAKE) -C experiments/apps
 

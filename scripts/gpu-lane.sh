@@ -28,6 +28,22 @@ LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock tests/cuda/run-suite.sh --run
 tests/cuda/run-suite.sh --compare "$out/native" "$out/mearas" >"$out/suite-compare.txt" 2>&1
 suite_rc=$?
 
+echo "== fault isolation: a client faulting on the GPU next to a healthy one"
+LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock build/tests/gpu/isolation good 4 >"$out/isolation-good.txt" 2>&1 &
+good=$!
+sleep 1
+LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock build/tests/gpu/isolation bad >"$out/isolation-bad.txt" 2>&1
+bad_rc=$?
+build/tests/gpu/isolation bad >"$out/isolation-bad-native.txt" 2>&1
+wait $good
+good_rc=$?
+if [ $bad_rc -eq 0 ] && [ $good_rc -eq 0 ] && diff -q "$out/isolation-bad.txt" "$out/isolation-bad-native.txt" >/dev/null; then
+	isolation="ok (faulting client: $(cat "$out/isolation-bad.txt" | sed 's/bad client: //'), as native; healthy client unaffected)"
+else
+	isolation="FAILED (bad rc $bad_rc, good rc $good_rc; see isolation-*.txt)"
+	suite_rc=1
+fi
+
 echo "== microbenchmarks"
 build/experiments/microbench >"$out/micro-native.txt" 2>&1
 LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock build/experiments/microbench >"$out/micro-mearas.txt" 2>&1
@@ -59,6 +75,8 @@ cp experiments/results/microbench.json "$out/" 2>/dev/null
 echo
 echo "== program suite (native vs mearas, outputs compared)"
 cat "$out/suite-compare.txt"
+echo
+echo "== fault isolation: $isolation"
 echo
 echo "== microbenchmarks: ${device:-unknown}"
 cat "$out/micro-table.txt"
