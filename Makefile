@@ -17,6 +17,12 @@ COMMON_SRC  := common/log.c common/fdpass.c common/fatbin.c common/fatbin_cubin.
 BACKEND_SRC := host-backend/mearasd.c host-backend/worker.c host-backend/poller.c \
                host-backend/exec.c host-backend/handles.c host-backend/vaheap.c \
                host-backend/device_sim.c host-backend/device_cuda.c
+# the control socket (assembly manager <-> mearasd): protobuf-c code generated
+# from proto/*.proto at build time
+CONTROL_SRC := host-backend/control.c host-backend/control_proto.c host-backend/control_profile.c \
+               host-backend/assembly.c host-backend/vgpustats.c host-backend/gpuprobe.c
+PB_GEN      := $(BUILD)/gen/pb/common.pb-c.c $(BUILD)/gen/pb/control.pb-c.c
+PB_OBJ      := $(patsubst $(BUILD)/gen/pb/%.c,$(BUILD)/obj-pb/%.o,$(PB_GEN))
 CUDART_SRC  := $(wildcard guest/libcudart/*.c)
 CUDART_OBJ  := $(patsubst %.c,$(BUILD)/obj-rt/%.o,$(CUDART_SRC) $(COMMON_SRC))
 
@@ -29,9 +35,21 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/bin/mearasd: $(call obj,$(BACKEND_SRC) $(COMMON_SRC))
+$(BUILD)/gen/pb/%.pb-c.c $(BUILD)/gen/pb/%.pb-c.h: proto/%.proto
 	@mkdir -p $(dir $@)
-	$(CC) $(LDSAN) -pthread -o $@ $^ -ldl -llz4 -lzstd
+	protoc-c --c_out=$(BUILD)/gen/pb -Iproto $<
+
+# generated code: not held to our warning flags
+$(BUILD)/obj-pb/%.o: $(BUILD)/gen/pb/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -fPIC $(SAN) $(CFLAGS) -I$(BUILD)/gen/pb -c $< -o $@
+
+$(call obj,$(BACKEND_SRC) $(CONTROL_SRC)): CFLAGS += -I$(BUILD)/gen/pb
+$(call obj,$(BACKEND_SRC) $(CONTROL_SRC)): | $(PB_GEN:.c=.h)
+
+$(BUILD)/bin/mearasd: $(call obj,$(BACKEND_SRC) $(CONTROL_SRC) $(COMMON_SRC)) $(PB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDSAN) -pthread -o $@ $^ -ldl -llz4 -lzstd -lprotobuf-c
 
 # ---- guest runtime library: hidden by default, CUDA entry points exported
 # under NVIDIA's symbol version so unmodified binaries bind to it

@@ -1034,7 +1034,8 @@ void exec_record(struct vgpu *v, const struct mearas_sqe *e)
 	bool want = (e->flags & MEARAS_SQE_WANT_CQE) != 0;
 	int r;
 
-	v->records++;
+	/* single writer; the worker's main thread reads it for the call rate */
+	__atomic_store_n(&v->records, v->records + 1, __ATOMIC_RELAXED);
 	if (e->op >= MEARAS_OP_COUNT || (e->flags & ~KNOWN_SQE_FLAGS) || e->cq >= v->w->nthreads) {
 		r = cudaErrorInvalidValue;
 		log_warn("vGPU %u: malformed record (op %u, flags %#x, slot %u) refused",

@@ -16,12 +16,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "control.h"
 #include "mearas/log.h"
 #include "worker.h"
 
 #define DEFAULT_SOCKET "/run/mearas/mearasd.sock"
 
 static volatile sig_atomic_t quit;
+static const char *control_path, *node_name;
 
 static void on_signal(int sig)
 {
@@ -35,6 +37,9 @@ static void usage(FILE *f)
 		"usage: mearasd [options]\n"
 		"  --device=cuda|sim    execute on local GPUs (default) or on the host-memory model\n"
 		"  --socket=PATH        client socket (default $MEARAS_SOCKET or " DEFAULT_SOCKET ")\n"
+		"  --control=PATH       control socket of the assembly manager\n"
+		"                       (default $MEARAS_CONTROL_SOCKET or " CONTROL_DEFAULT_SOCKET ")\n"
+		"  --node-name=NAME     node name told to the assembly manager (default: hostname)\n"
 		"  --vgpus=N            vGPUs of a client that asks for none (default: one per GPU, 2 for sim)\n"
 		"  --gpu-map=A,B,...    physical GPU of vGPU 0, 1, ... (default: round robin)\n"
 		"  --quota-mb=M         memory quota of every vGPU in MiB (default: the GPU's memory)\n"
@@ -63,6 +68,7 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		{ "vgpus", required_argument, NULL, 'n' }, { "gpu-map", required_argument, NULL, 'g' },
 		{ "quota-mb", required_argument, NULL, 'q' }, { "data-mb", required_argument, NULL, 'D' },
 		{ "max-data-mb", required_argument, NULL, 'M' }, { "spin-us", required_argument, NULL, 'S' },
+		{ "control", required_argument, NULL, 'c' }, { "node-name", required_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	uint64_t v;
@@ -80,6 +86,14 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 			break;
 		case 's':
 			*sock = optarg;
+			break;
+		case 'c':
+			control_path = optarg;
+			break;
+		case 'N':
+			if (!*optarg)
+				return fprintf(stderr, "mearasd: empty --node-name\n"), -1;
+			node_name = optarg;
 			break;
 		case 'n':
 			if (parse_u64(optarg, &v) || v == 0 || v > MEARAS_MAX_VGPUS)
@@ -159,6 +173,29 @@ static int listen_on(const char *path)
 	return fd;
 }
 
+/* An explicit control socket must work; the default one is skipped with a
+ * warning where it cannot be had (no /run/mearas, another mearasd on it). */
+static int start_control(const struct backend_config *cfg)
+{
+	static char host[256];
+	const char *path = control_path ? control_path : getenv("MEARAS_CONTROL_SOCKET");
+	bool explicit = path != NULL;
+
+	if (!path)
+		path = CONTROL_DEFAULT_SOCKET;
+	if (!node_name) {
+		if (gethostname(host, sizeof(host) - 1))
+			snprintf(host, sizeof(host), "localhost");
+		node_name = host;
+	}
+	if (!control_start(cfg, path, node_name))
+		return 0;
+	if (explicit)
+		return -1;
+	log_warn("running without a control socket: assemblies cannot be instantiated here");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct backend_config cfg = {
@@ -181,6 +218,10 @@ int main(int argc, char **argv)
 	lfd = listen_on(sock);
 	if (lfd < 0)
 		return 1;
+	if (start_control(&cfg)) {
+		unlink(sock);
+		return 1;
+	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
@@ -212,6 +253,7 @@ int main(int argc, char **argv)
 		close(c);
 	}
 	unlink(sock);
+	control_stop();
 	log_info("stopped");
 	return 0;
 }

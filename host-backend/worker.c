@@ -18,7 +18,9 @@
 #include <unistd.h>
 
 #include "mearas/fdpass.h"
+#include "assembly.h"
 #include "mearas/log.h"
+#include "vgpustats.h"
 #include "worker.h"
 
 /* Each vGPU of a client gets its own 1 TiB device address window, so device
@@ -188,6 +190,7 @@ static void *watch_stop(struct worker *w)
 	while (!w->broken) {
 		int r = poll(&p, 1, 200);
 
+		vstats_publish(w);
 		if (r > 0) {
 			char c;
 
@@ -207,6 +210,7 @@ int worker_serve(const struct backend_config *cfg, int sock)
 	char err[256];
 	int fds[3 + MEARAS_MAX_VGPUS + MEARAS_MAX_THREADS], nfds = 0, got = 0, r, ndev;
 	struct mearas_welcome wl = { .magic = MEARAS_WELCOME_MAGIC, .version = MEARAS_PROTO_VERSION };
+	struct backend_config client_cfg; /* this client's: its assembly's GPUs and quotas */
 
 	r = mearas_recv_fds(sock, &h, sizeof(h), fds, 0, &got, 5000);
 	if (r) {
@@ -227,9 +231,15 @@ int worker_serve(const struct backend_config *cfg, int sock)
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return 1;
-	w->cfg = cfg;
+	client_cfg = *cfg;
+	w->cfg = &client_cfg;
 	w->sock = sock;
 	w->nvgpus = h.nvgpus ? h.nvgpus : cfg->vgpus_default;
+	h.assembly[sizeof(h.assembly) - 1] = 0;
+	if (h.assembly[0] && assembly_apply(h.assembly, h.nvgpus, &client_cfg, &w->nvgpus, err, sizeof(err))) {
+		refuse(sock, cudaErrorNoDevice, "%s", err);
+		return 1;
+	}
 	w->nthreads = MEARAS_MAX_THREADS;
 	w->data_size = h.data_size ? h.data_size : cfg->data_default;
 	w->data_size = mearas_align_up(w->data_size, 2u << 20);
@@ -299,9 +309,11 @@ int worker_serve(const struct backend_config *cfg, int sock)
 	log_info("client pid %d: %u vGPU(s), data area %llu MiB%s%s", h.pid, w->nvgpus,
 		 (unsigned long long)(w->data_size >> 20), h.assembly[0] ? ", assembly " : "",
 		 h.assembly[0] ? h.assembly : "");
+	vstats_claim(h.assembly, w->nvgpus);
 	for (unsigned i = 0; i < w->nvgpus; i++)
 		pthread_create(&w->vgpus[i].thread, NULL, poller_main, &w->vgpus[i]);
 	watch_stop(w);
+	vstats_release();
 	w->stop = 1;
 	for (unsigned i = 0; i < w->nvgpus; i++)
 		pthread_join(w->vgpus[i].thread, NULL);

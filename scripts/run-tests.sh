@@ -16,6 +16,7 @@ suites=(
 	"remote-link|remote-link"
 	"vm|tests/vm"
 	"assembly-manager|assembly-manager"
+	"control|tests/control"
 )
 
 want=("$@")

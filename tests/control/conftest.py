@@ -1,0 +1,85 @@
+"""Starts build/bin/mearasd --device=sim with private sockets; stops it by PID."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+TOP = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(TOP / "assembly-manager"))
+MEARASD = TOP / "build" / "bin" / "mearasd"
+LIBDIR = TOP / "build" / "lib"
+PROBE = TOP / "build" / "tests" / "control" / "assembly_probe"
+NODE = "node-a"
+
+
+@dataclass
+class Daemon:
+    proc: subprocess.Popen[bytes]
+    data_socket: str
+    control_socket: str
+    log: Path
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def run_probe(self, assembly: str | None, *args: str, vgpus: int | None = None,
+                  timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(PROBE), *args], env=self.client_env(assembly, vgpus),
+                              capture_output=True, text=True, timeout=timeout)
+
+    def client_env(self, assembly: str | None, vgpus: int | None = None) -> dict[str, str]:
+        env = dict(os.environ, MEARAS_SOCKET=self.data_socket, LD_LIBRARY_PATH=str(LIBDIR),
+                   MEARAS_DATA_MB="16")
+        env.pop("MEARAS_ASSEMBLY", None)
+        env.pop("MEARAS_VGPUS", None)
+        if assembly is not None:
+            env["MEARAS_ASSEMBLY"] = assembly
+        if vgpus is not None:
+            env["MEARAS_VGPUS"] = str(vgpus)
+        return env
+
+
+def wait_for_socket(path: str, proc: subprocess.Popen[bytes], timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"mearasd exited with {proc.returncode}")
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.connect(path)
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"mearasd did not listen on {path} within {timeout} s")
+
+
+@pytest.fixture
+def mearasd(tmp_path: Path) -> Iterator[Daemon]:
+    data, control, log = tmp_path / "d.sock", tmp_path / "c.sock", tmp_path / "mearasd.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([str(MEARASD), "--device=sim", f"--socket={data}",
+                                 f"--control={control}", f"--node-name={NODE}",
+                                 "--quota-mb=1024"], stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_for_socket(str(control), proc)
+        wait_for_socket(str(data), proc)
+        yield Daemon(proc, str(data), str(control), log)
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait()
+        sys.stderr.write(log.read_text(errors="replace"))
