@@ -15,9 +15,10 @@ device=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1
 driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
 echo "gpu-lane: device '${device:-none}' driver ${driver:-?}"
 
-MEARAS_SOCKET=$sock build/bin/mearasd --device=cuda --max-data-mb 4096 >"$out/mearasd.log" 2>&1 &
+ctl=/tmp/mearas-gpu-lane-ctl.$$.sock
+MEARAS_SOCKET=$sock build/bin/mearasd --device=cuda --max-data-mb 4096 --control=$ctl >"$out/mearasd.log" 2>&1 &
 daemon=$!
-trap 'kill $daemon 2>/dev/null; wait $daemon 2>/dev/null; rm -f $sock' EXIT
+trap 'kill $daemon 2>/dev/null; wait $daemon 2>/dev/null; rm -f $sock $ctl' EXIT
 for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
 
 echo "== program suite: native"
@@ -43,6 +44,10 @@ else
 	isolation="FAILED (bad rc $bad_rc, good rc $good_rc; see isolation-*.txt)"
 	suite_rc=1
 fi
+
+echo "== assembly manager: mearas run --vgpus 2"
+assembly=$(scripts/gpu-assembly.sh "$sock" "$ctl" "$out" 2>&1 | tail -1)
+case "$assembly" in "assembly: ok"*) ;; *) suite_rc=1 ;; esac
 
 echo "== microbenchmarks"
 build/experiments/microbench >"$out/micro-native.txt" 2>&1
@@ -77,6 +82,7 @@ echo "== program suite (native vs mearas, outputs compared)"
 cat "$out/suite-compare.txt"
 echo
 echo "== fault isolation: $isolation"
+echo "== $assembly"
 echo
 echo "== microbenchmarks: ${device:-unknown}"
 cat "$out/micro-table.txt"

@@ -24,8 +24,13 @@ static int report(void)
 		int bus = -1;
 		void *p = NULL;
 
+		struct cudaDeviceProp prop;
+
 		cudaSetDevice(d);
 		cudaDeviceGetAttribute(&bus, cudaDevAttrPciBusId, d);
+		if (cudaGetDeviceProperties(&prop, d) == cudaSuccess)
+			printf("dev%d_name=%s\ndev%d_cc=%d.%d\ndev%d_sms=%d\n", d, prop.name, d, prop.major,
+			       prop.minor, d, prop.multiProcessorCount);
 		e = cudaMemGetInfo(&free_b, &total);
 		printf("dev%d_bus=%d\ndev%d_meminfo_status=%d\ndev%d_total=%zu\n", d, bus, d, (int)e, d, total);
 		e = cudaMalloc(&p, total + (64u << 20));
