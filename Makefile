@@ -47,9 +47,10 @@ $(BUILD)/obj-pb/%.o: $(BUILD)/gen/pb/%.c
 $(call obj,$(BACKEND_SRC) $(CONTROL_SRC)): CFLAGS += -I$(BUILD)/gen/pb
 $(call obj,$(BACKEND_SRC) $(CONTROL_SRC)): | $(PB_GEN:.c=.h)
 
+# protobuf-c is linked statically: GPU nodes need not have it installed
 $(BUILD)/bin/mearasd: $(call obj,$(BACKEND_SRC) $(CONTROL_SRC) $(COMMON_SRC)) $(PB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDSAN) -pthread -o $@ $^ -ldl -llz4 -lzstd -lprotobuf-c
+	$(CC) $(LDSAN) -pthread -o $@ $^ -ldl -llz4 -lzstd -Wl,-Bstatic -lprotobuf-c -Wl,-Bdynamic
 
 # ---- guest runtime library: hidden by default, CUDA entry points exported
 # under NVIDIA's symbol version so unmodified binaries bind to it
