@@ -16,7 +16,9 @@ COMMON_SRC  := common/log.c common/fdpass.c common/fatbin.c common/fatbin_cubin.
                common/fatbin_entries.c common/fatbin_ptx.c
 BACKEND_SRC := host-backend/mearasd.c host-backend/worker.c host-backend/poller.c \
                host-backend/exec.c host-backend/handles.c host-backend/vaheap.c \
-               host-backend/device_sim.c host-backend/device_cuda.c
+               host-backend/device_sim.c host-backend/device_cuda.c \
+               host-backend/remote_common.c host-backend/remote_client.c host-backend/remote_server.c
+REMOTE_LINK := remote-link/build/libremote_link.a
 CUDART_SRC  := $(wildcard guest/libcudart/*.c)
 CUDART_OBJ  := $(patsubst %.c,$(BUILD)/obj-rt/%.o,$(CUDART_SRC) $(COMMON_SRC))
 
@@ -29,9 +31,15 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/bin/mearasd: $(call obj,$(BACKEND_SRC) $(COMMON_SRC))
+$(BUILD)/obj/host-backend/%.o: BASEFLAGS += -Iremote-link/include
+
+.PHONY: $(REMOTE_LINK)
+$(REMOTE_LINK):
+	$(MAKE) -C remote-link build/libremote_link.a
+
+$(BUILD)/bin/mearasd: $(call obj,$(BACKEND_SRC) $(COMMON_SRC)) $(REMOTE_LINK)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDSAN) -pthread -o $@ $^ -ldl -llz4 -lzstd
+	$(CC) $(LDSAN) -pthread -o $@ $^ -ldl -llz4 -lzstd -lprotobuf-c -lcrypto -libverbs
 
 # ---- guest runtime library: hidden by default, CUDA entry points exported
 # under NVIDIA's symbol version so unmodified binaries bind to it
