@@ -328,7 +328,7 @@ static void feed_record(struct session *s, const uint8_t *msg, size_t len)
 static int start_worker(struct session *s, char *msg, size_t msglen)
 {
 	struct backend_config child = *server_cfg;
-	int sv[2], fds[3 + MEARAS_MAX_THREADS], nfds = 0;
+	int sv[2], fds[4 + MEARAS_MAX_THREADS], nfds = 0;
 	struct mearas_hello hello = { .magic = MEARAS_HELLO_MAGIC, .version = MEARAS_PROTO_VERSION, .nvgpus = 1,
 				      .data_size = s->open.data_size, .pid = (int32_t)getpid() };
 	struct mearas_welcome wl;
@@ -658,6 +658,8 @@ static void harvest(struct session *s)
 	while (!__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE)) {
 		int r = poll(p, np, held.n ? 0 : 200);
 
+		if (__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE))
+			break;
 		if (r > 0) {
 			for (unsigned i = 0; i + 1 < np; i++) {
 				uint64_t cnt;

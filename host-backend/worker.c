@@ -104,8 +104,9 @@ static int setup_vgpu(struct worker *w, unsigned i, int ndev, char *err, size_t 
 		snprintf(err, errlen, "eventfd: %s", strerror(errno));
 		return cudaErrorMemoryAllocation;
 	}
-	log_info("vGPU %u -> %s device %d (%s), quota %llu MiB", i, v->ops->name, phys, info->name,
-		 (unsigned long long)(quota >> 20));
+	if (!remote)
+		log_info("vGPU %u -> %s device %d (%s), quota %llu MiB", i, v->ops->name, phys, info->name,
+			 (unsigned long long)(quota >> 20));
 	return 0;
 }
 
