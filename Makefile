@@ -35,7 +35,7 @@ $(BUILD)/obj/host-backend/%.o: BASEFLAGS += -Iremote-link/include
 
 .PHONY: $(REMOTE_LINK)
 $(REMOTE_LINK):
-	$(MAKE) -C remote-link build/libremote_link.a
+	$(MAKE) -C remote-link BUILD=build build/libremote_link.a
 
 $(BUILD)/bin/mearasd: $(call obj,$(BACKEND_SRC) $(COMMON_SRC)) $(REMOTE_LINK)
 	@mkdir -p $(dir $@)
