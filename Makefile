@@ -16,7 +16,9 @@ COMMON_SRC  := common/log.c common/fdpass.c common/fatbin.c common/fatbin_cubin.
                common/fatbin_entries.c common/fatbin_ptx.c
 BACKEND_SRC := host-backend/mearasd.c host-backend/worker.c host-backend/poller.c \
                host-backend/exec.c host-backend/handles.c host-backend/vaheap.c \
-               host-backend/device_sim.c host-backend/device_cuda.c
+               host-backend/device_sim.c host-backend/device_cuda.c \
+               host-backend/remote_common.c host-backend/remote_client.c host-backend/remote_server.c
+REMOTE_LINK := remote-link/build/libremote_link.a
 # the control socket (assembly manager <-> mearasd): protobuf-c code generated
 # from proto/*.proto at build time
 CONTROL_SRC := host-backend/control.c host-backend/control_proto.c host-backend/control_profile.c \
@@ -47,10 +49,16 @@ $(BUILD)/obj-pb/%.o: $(BUILD)/gen/pb/%.c
 $(call obj,$(BACKEND_SRC) $(CONTROL_SRC)): CFLAGS += -I$(BUILD)/gen/pb
 $(call obj,$(BACKEND_SRC) $(CONTROL_SRC)): | $(PB_GEN:.c=.h)
 
+$(BUILD)/obj/host-backend/%.o: BASEFLAGS += -Iremote-link/include
+
+.PHONY: $(REMOTE_LINK)
+$(REMOTE_LINK):
+	$(MAKE) -C remote-link BUILD=build build/libremote_link.a
+
 # protobuf-c is linked statically: GPU nodes need not have it installed
-$(BUILD)/bin/mearasd: $(call obj,$(BACKEND_SRC) $(CONTROL_SRC) $(COMMON_SRC)) $(PB_OBJ)
+$(BUILD)/bin/mearasd: $(call obj,$(BACKEND_SRC) $(CONTROL_SRC) $(COMMON_SRC)) $(PB_OBJ) $(REMOTE_LINK)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDSAN) -pthread -o $@ $^ -ldl -llz4 -lzstd -Wl,-Bstatic -lprotobuf-c -Wl,-Bdynamic
+	$(CC) $(LDSAN) -pthread -o $@ $^ -ldl -llz4 -lzstd -Wl,-Bstatic -lprotobuf-c -Wl,-Bdynamic -lcrypto -libverbs
 
 # ---- guest runtime library: hidden by default, CUDA entry points exported
 # under NVIDIA's symbol version so unmodified binaries bind to it

@@ -45,7 +45,13 @@ static void usage(FILE *f)
 		"  --quota-mb=M         memory quota of every vGPU in MiB (default: the GPU's memory)\n"
 		"  --data-mb=M          default data area (pinned host memory) per client (default 512)\n"
 		"  --max-data-mb=M      largest data area a client may ask for (default 16384)\n"
-		"  --spin-us=U          poller busy-polls this long before sleeping (default 50)\n");
+		"  --spin-us=U          poller busy-polls this long before sleeping (default 50)\n"
+		"  --remote=V=HOST:PORT[/GPU]  vGPU V of every client runs on GPU (default 0) of the\n"
+		"                       mearasd at HOST:PORT (repeatable)\n"
+		"  --link-port=P        serve remote vGPUs to other nodes on TCP port P\n"
+		"  --link-bind=ADDR     address the link server binds (default: all)\n"
+		"  --cluster-key-file=F shared secret authenticating nodes to each other\n"
+		"  --link-dead-ms=MS    a silent link is declared dead after this long (default 3000)\n");
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -69,6 +75,9 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		{ "quota-mb", required_argument, NULL, 'q' }, { "data-mb", required_argument, NULL, 'D' },
 		{ "max-data-mb", required_argument, NULL, 'M' }, { "spin-us", required_argument, NULL, 'S' },
 		{ "control", required_argument, NULL, 'c' }, { "node-name", required_argument, NULL, 'N' },
+		{ "remote", required_argument, NULL, 'R' }, { "link-port", required_argument, NULL, 'L' },
+		{ "link-bind", required_argument, NULL, 'B' }, { "cluster-key-file", required_argument, NULL, 'K' },
+		{ "link-dead-ms", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	uint64_t v;
@@ -134,6 +143,27 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 			if (parse_u64(optarg, &v) || v > 1000000)
 				return fprintf(stderr, "mearasd: bad --spin-us '%s'\n", optarg), -1;
 			cfg->spin_us = (unsigned)v;
+			break;
+		case 'R':
+			if (remote_parse_target(&cfg->remote, optarg))
+				return fprintf(stderr, "mearasd: bad --remote '%s' (VGPU=HOST:PORT[/GPU])\n", optarg), -1;
+			break;
+		case 'L':
+			if (parse_u64(optarg, &v) || v == 0 || v > 65535)
+				return fprintf(stderr, "mearasd: bad --link-port '%s'\n", optarg), -1;
+			cfg->remote.link_port = (uint16_t)v;
+			break;
+		case 'B':
+			cfg->remote.link_bind = optarg;
+			break;
+		case 'K':
+			if (remote_load_key(&cfg->remote, optarg))
+				return -1;
+			break;
+		case 'T':
+			if (parse_u64(optarg, &v) || v < 100 || v > 600000)
+				return fprintf(stderr, "mearasd: bad --link-dead-ms '%s' (100..600000)\n", optarg), -1;
+			cfg->remote.dead_ms = (uint32_t)v;
 			break;
 		case 'h':
 			usage(stdout);
@@ -229,6 +259,8 @@ int main(int argc, char **argv)
 	log_info("device=%s (%s); socket %s; %u vGPU(s) per client by default; data area %llu MiB",
 		 cfg.dev->name, cfg.dev->startup_note, sock, cfg.vgpus_default,
 		 (unsigned long long)(cfg.data_default >> 20));
+	if (cfg.remote.link_port && remote_server_start(&cfg))
+		return 1;
 	while (!quit) {
 		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		pid_t pid;
@@ -254,6 +286,7 @@ int main(int argc, char **argv)
 	}
 	unlink(sock);
 	control_stop();
+	remote_server_stop();
 	log_info("stopped");
 	return 0;
 }

@@ -67,8 +67,9 @@ static int setup_vgpu(struct worker *w, unsigned i, int ndev, char *err, size_t 
 							 MEARAS_ARENA_SIZE, w->nthreads);
 	uint8_t *blk = w->region + hdr->vgpu_off[i];
 	struct mearas_devinfo *info = (struct mearas_devinfo *)(blk + l.devinfo);
-	uint64_t base = VA_WINDOW_BASE + (uint64_t)i * VA_WINDOW_SIZE, gran = 0, quota;
-	int phys = cfg->gpu_map[i] >= 0 ? cfg->gpu_map[i] : (int)(i % (unsigned)ndev);
+	uint64_t base = VA_WINDOW_BASE + (uint64_t)(cfg->va_window_first + i) * VA_WINDOW_SIZE, gran = 0, quota;
+	bool remote = remote_vgpu_is_remote(&cfg->remote, i);
+	int phys = cfg->gpu_map[i] >= 0 ? cfg->gpu_map[i] : remote ? 0 : (int)(i % (unsigned)ndev);
 	int r;
 
 	v->w = w;
@@ -77,7 +78,12 @@ static int setup_vgpu(struct worker *w, unsigned i, int ndev, char *err, size_t 
 	pthread_mutex_init(&v->cq_lock, NULL);
 	pthread_mutex_init(&v->hf_lock, NULL);
 	pthread_cond_init(&v->hf_cond, NULL);
-	r = v->ops->open(&v->dev, phys, base, VA_WINDOW_SIZE, info, &gran);
+	if (remote)
+		r = remote_client_open(v, &cfg->remote.target[i], info, err, errlen);
+	else
+		r = v->ops->open(&v->dev, phys, base, VA_WINDOW_SIZE, info, &gran);
+	if (r && remote)
+		return r;
 	if (r) {
 		snprintf(err, errlen, "vGPU %u: cannot open %s device %d (error %d)", i, v->ops->name, phys, r);
 		return r;
@@ -100,8 +106,9 @@ static int setup_vgpu(struct worker *w, unsigned i, int ndev, char *err, size_t 
 		snprintf(err, errlen, "eventfd: %s", strerror(errno));
 		return cudaErrorMemoryAllocation;
 	}
-	log_info("vGPU %u -> %s device %d (%s), quota %llu MiB", i, v->ops->name, phys, info->name,
-		 (unsigned long long)(quota >> 20));
+	if (!remote)
+		log_info("vGPU %u -> %s device %d (%s), quota %llu MiB", i, v->ops->name, phys, info->name,
+			 (unsigned long long)(quota >> 20));
 	return 0;
 }
 
@@ -209,6 +216,7 @@ int worker_serve(const struct backend_config *cfg, int sock)
 	struct worker *w;
 	char err[256];
 	int fds[3 + MEARAS_MAX_VGPUS + MEARAS_MAX_THREADS], nfds = 0, got = 0, r, ndev;
+	unsigned local;
 	struct mearas_welcome wl = { .magic = MEARAS_WELCOME_MAGIC, .version = MEARAS_PROTO_VERSION };
 	struct backend_config client_cfg; /* this client's: its assembly's GPUs and quotas */
 
@@ -259,11 +267,13 @@ int worker_serve(const struct backend_config *cfg, int sock)
 		refuse(sock, cudaErrorMemoryAllocation, "%s", err);
 		return 1;
 	}
-	if (cfg->dev->init(err, sizeof(err))) {
+	for (local = 0; local < w->nvgpus && remote_vgpu_is_remote(&cfg->remote, local); local++)
+		;
+	if (local < w->nvgpus && cfg->dev->init(err, sizeof(err))) {
 		refuse(sock, cudaErrorNoDevice, "device initialization failed: %s", err);
 		return 1;
 	}
-	ndev = cfg->dev->count();
+	ndev = local < w->nvgpus ? cfg->dev->count() : 1;
 	if (ndev <= 0) {
 		refuse(sock, cudaErrorNoDevice, "%s", "no GPU on this node");
 		return 1;
@@ -277,7 +287,7 @@ int worker_serve(const struct backend_config *cfg, int sock)
 	}
 	/* the data area is registered once (portable to every context) so pinned
 	 * copies are DMA from it with no staging */
-	r = w->vgpus[0].ops->host_register(w->vgpus[0].dev, w->data, w->data_size);
+	r = local < w->nvgpus ? w->vgpus[local].ops->host_register(w->vgpus[local].dev, w->data, w->data_size) : 0;
 	if (r) {
 		refuse(sock, r, "%s", "cannot register the data area with the device");
 		return 1;
@@ -311,7 +321,8 @@ int worker_serve(const struct backend_config *cfg, int sock)
 		 h.assembly[0] ? h.assembly : "");
 	vstats_claim(h.assembly, w->nvgpus);
 	for (unsigned i = 0; i < w->nvgpus; i++)
-		pthread_create(&w->vgpus[i].thread, NULL, poller_main, &w->vgpus[i]);
+		pthread_create(&w->vgpus[i].thread, NULL, w->vgpus[i].remote ? remote_client_main : poller_main,
+			       &w->vgpus[i]);
 	watch_stop(w);
 	vstats_release();
 	w->stop = 1;

@@ -14,6 +14,7 @@
 
 #include "device.h"
 #include "mearas/proto.h"
+#include "remote.h"
 #include "vaheap.h"
 
 struct backend_config {
@@ -23,6 +24,8 @@ struct backend_config {
 	int gpu_map[MEARAS_MAX_VGPUS];  /* vGPU -> physical ordinal, -1 = round robin */
 	uint64_t quota[MEARAS_MAX_VGPUS]; /* 0 = the GPU's memory */
 	unsigned spin_us;               /* poller busy-polls this long before sleeping */
+	unsigned va_window_first;       /* VA window of vGPU 0 (remote sessions: the client's ordinal) */
+	struct remote_config remote;    /* remote vGPUs and the link server */
 };
 
 struct hslot {
@@ -87,6 +90,7 @@ struct vgpu {
 	pthread_mutex_t hf_lock;
 	pthread_cond_t hf_cond;
 	uint64_t hf_done_token;
+	struct remote_vgpu *remote;     /* set when a remote node backs this vGPU */
 };
 
 struct worker {

@@ -14,6 +14,7 @@ suites=(
 	"sim|tests/sim"
 	"cuda-harness|tests/cuda:check"
 	"remote-link|remote-link"
+	"remote-vgpu|tests/remote"
 	"vm|tests/vm"
 	"assembly-manager|assembly-manager"
 	"control|tests/control"

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Remote vGPUs: a vGPU of a client can be backed by a GPU of another node.
+ * The client node's worker runs a forwarding poller for it (remote_client.c)
+ * that sends the vGPU's records over remote-link to the remote node's
+ * mearasd, where a worker process of its own runs them on a private region
+ * fed by a "fake guest" thread (remote_server.c).
+ *
+ * Messages on the link (all little-endian, remote-link carries them opaquely):
+ *   OPEN   call, first message: which GPU, which VA window, data area size
+ *          -> reply: status, message, the remote vGPU's devinfo
+ *   RECORD post: one SQE, its arena payload, and the data-area bytes it reads
+ *          (inline, or sent just before as a bulk transfer tagged with the offset)
+ *   REAP   call (long poll): answered when completions exist, with a list of
+ *          items in order: data-area bytes written by device-to-host copies,
+ *          device output, completions. Data always comes before any
+ *          completion posted after it.
+ */
+#ifndef MEARAS_REMOTE_H
+#define MEARAS_REMOTE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mearas/proto.h"
+
+#define REMOTE_MAGIC    0x4d45524du /* "MREM" */
+#define REMOTE_VERSION  1u
+#define REMOTE_HOST_MAX 256
+
+/* data at most this large travels inside the RECORD message, larger by bulk */
+#define REMOTE_INLINE_DATA_MAX (256u << 10)
+/* a REAP reply carries at most this much */
+#define REMOTE_REPLY_MAX (8u << 20)
+
+enum remote_msg_kind { REMOTE_MSG_OPEN = 1, REMOTE_MSG_RECORD = 2, REMOTE_MSG_REAP = 3 };
+
+struct remote_open_req {
+	uint32_t magic, version, kind;
+	int32_t gpu;            /* physical GPU on the remote node */
+	uint32_t va_window;     /* the client's vGPU ordinal: VA window index */
+	uint32_t nthreads;
+	uint64_t data_size;     /* the client's data area: the remote one matches it */
+	uint64_t quota;         /* 0 = the remote node's own quota */
+	char node[64];
+};
+
+struct remote_open_reply {
+	uint32_t magic;
+	int32_t status;         /* 0 or a cudaError_t */
+	char message[192];
+	struct mearas_devinfo info;
+};
+
+#define REMOTE_REC_DATA_NONE   0u
+#define REMOTE_REC_DATA_INLINE 1u
+#define REMOTE_REC_DATA_BULK   2u
+#define REMOTE_REC_BAD_PAYLOAD 4u  /* the client's payload was out of bounds */
+
+struct remote_record_hdr {
+	uint32_t kind;
+	uint32_t flags;         /* REMOTE_REC_* */
+	uint32_t payload_len;   /* arena payload bytes that follow */
+	uint32_t pad;
+	uint64_t data_off, data_len; /* data-area bytes that follow (or came by bulk) */
+	struct mearas_sqe sqe;
+};
+
+enum remote_item_type { REMOTE_ITEM_CQE = 1, REMOTE_ITEM_DATA = 2, REMOTE_ITEM_OUTPUT = 3,
+			REMOTE_ITEM_FATAL = 4 };
+
+struct remote_item_hdr {
+	uint32_t type, len;     /* len: bytes after this header */
+};
+
+struct remote_item_cqe {
+	uint32_t cq, pad;
+	struct mearas_cqe cqe;
+};
+
+struct remote_item_data {
+	uint64_t off;           /* data-area offset; the bytes follow */
+};
+
+struct remote_item_output {
+	uint32_t fd, pad;       /* 1 stdout, 2 stderr; the bytes follow */
+};
+
+/* A vGPU backed by a remote node (client side configuration). */
+struct remote_target {
+	char host[REMOTE_HOST_MAX];
+	uint16_t port;
+	int gpu;
+};
+
+struct remote_config {
+	struct remote_target target[MEARAS_MAX_VGPUS]; /* host "" = local */
+	char key_file[REMOTE_HOST_MAX];
+	uint8_t key[256];
+	size_t key_len;
+	const char *link_bind;  /* server: address to bind ("" = any) */
+	uint16_t link_port;     /* server: 0 = no link server */
+	uint32_t dead_ms;       /* link dead bound (0 = library default, 3 s) */
+};
+
+/* ---- tokens: records in flight, by a token that replaces user_data ---- */
+struct remote_token {
+	uint64_t user_data;     /* the original */
+	uint16_t cq, op;
+	uint8_t want_cqe, used;
+	uint64_t off, width, pitch, rows; /* device-to-host destination rows */
+};
+
+struct remote_tokens {
+	pthread_mutex_t lock;
+	struct remote_token *e;
+	uint64_t *tok;
+	uint32_t cap, used;
+	uint64_t next;
+	int failed;             /* set once: no more tokens */
+};
+
+int remote_tokens_init(struct remote_tokens *t, uint32_t cap);
+/* 0 when the table is full or failed */
+uint64_t remote_tokens_add(struct remote_tokens *t, const struct remote_token *in);
+bool remote_tokens_take(struct remote_tokens *t, uint64_t token, struct remote_token *out);
+/* Marks the table failed and hands every entry still in flight to fn. */
+void remote_tokens_fail(struct remote_tokens *t, void (*fn)(void *ctx, const struct remote_token *e),
+			void *ctx);
+
+/* ---- configuration (mearasd options) ---- */
+/* --remote=VGPU=HOST:PORT[/GPU] */
+int remote_parse_target(struct remote_config *rc, const char *spec);
+int remote_load_key(struct remote_config *rc, const char *path);
+bool remote_vgpu_is_remote(const struct remote_config *rc, unsigned vgpu);
+struct mearas_link_config;
+void remote_link_config(const struct remote_config *rc, struct mearas_link_config *lc);
+
+struct worker;
+struct vgpu;
+struct backend_config;
+
+/* ---- client side (remote_client.c) ---- */
+/* Connects and opens the remote vGPU; fills its devinfo. */
+int remote_client_open(struct vgpu *v, const struct remote_target *t, struct mearas_devinfo *info,
+		       char *err, size_t errlen);
+/* The forwarding poller: thread main for a remote vGPU. */
+void *remote_client_main(void *arg);
+
+/* ---- server side (remote_server.c) ---- */
+int remote_server_start(const struct backend_config *cfg);
+void remote_server_stop(void);
+
+#endif

@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Client node side of a remote vGPU: the forwarding poller drains the vGPU's
+ * submission ring in order and posts each record on the vGPU's link (with
+ * its arena payload and the data-area bytes it reads); a reaper thread keeps
+ * one REAP call outstanding whose replies carry device-to-host bytes, device
+ * output and completions, which it writes into the client's region. A broken
+ * link fails every record in flight, and every later one, with
+ * cudaErrorDevicesUnavailable.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mearas/log.h"
+#include "mearas/ring.h"
+#include "remote_link.h"
+#include "worker.h"
+
+#define TOKENS_CAP (1u << 16)
+#define OPEN_TIMEOUT_MS 60000u
+
+struct remote_vgpu {
+	struct mearas_link *link;
+	struct remote_tokens tokens;
+	pthread_t reaper;
+	int failed;             /* atomic: first link error */
+	uint8_t *reply;
+	char peer[REMOTE_HOST_MAX + 8];
+};
+
+static const char *link_err(int rc)
+{
+	return mearas_link_strerror(rc);
+}
+
+int remote_client_open(struct vgpu *v, const struct remote_target *t, struct mearas_devinfo *info,
+		       char *err, size_t errlen)
+{
+	const struct backend_config *cfg = v->w->cfg;
+	struct mearas_link_config lc;
+	struct remote_vgpu *rv = calloc(1, sizeof(*rv));
+	struct remote_open_req req = { .magic = REMOTE_MAGIC, .version = REMOTE_VERSION,
+				       .kind = REMOTE_MSG_OPEN, .gpu = t->gpu, .va_window = v->index,
+				       .nthreads = v->w->nthreads, .data_size = v->w->data_size,
+				       .quota = cfg->quota[v->index] };
+	struct remote_open_reply rep;
+	size_t len = 0;
+	int rc;
+
+	if (!rv || remote_tokens_init(&rv->tokens, TOKENS_CAP) || !(rv->reply = malloc(REMOTE_REPLY_MAX + 4096))) {
+		snprintf(err, errlen, "vGPU %u: out of memory", v->index);
+		return cudaErrorMemoryAllocation;
+	}
+	snprintf(rv->peer, sizeof(rv->peer), "%s:%u", t->host, t->port);
+	gethostname(req.node, sizeof(req.node) - 1);
+	remote_link_config(&cfg->remote, &lc);
+	rc = mearas_link_connect(t->host, t->port, &lc, &rv->link);
+	if (rc) {
+		snprintf(err, errlen, "remote vGPU %u: link to %s failed: %s%s", v->index, rv->peer, link_err(rc),
+			 rc == MEARAS_LINK_E_AUTH ? " (cluster key refused: check --cluster-key-file on both nodes)" : "");
+		return cudaErrorDevicesUnavailable;
+	}
+	rc = mearas_link_call(rv->link, &req, sizeof(req), &rep, sizeof(rep), &len, OPEN_TIMEOUT_MS);
+	if (!rc && (len != sizeof(rep) || rep.magic != REMOTE_MAGIC))
+		rc = MEARAS_LINK_E_PROTO;
+	if (rc) {
+		snprintf(err, errlen, "remote vGPU %u: opening it on %s failed: %s", v->index, rv->peer, link_err(rc));
+		mearas_link_close(rv->link);
+		return cudaErrorDevicesUnavailable;
+	}
+	if (rep.status) {
+		rep.message[sizeof(rep.message) - 1] = 0;
+		snprintf(err, errlen, "remote vGPU %u on %s: %s", v->index, rv->peer, rep.message);
+		mearas_link_close(rv->link);
+		return rep.status;
+	}
+	*info = rep.info;
+	info->is_remote = 1;
+	v->remote = rv;
+	log_info("vGPU %u -> remote %s GPU %d (%s)", v->index, rv->peer, t->gpu, info->name);
+	return 0;
+}
+
+static void post_or_break(struct vgpu *v, uint16_t cq, const struct mearas_cqe *c)
+{
+	if (!post_cqe(v, cq, c)) {
+		log_err("vGPU %u: completion slot %u overflows: the client is misbehaving", v->index, cq);
+		v->w->broken = true;
+	}
+}
+
+static void fail_one(void *ctx, const struct remote_token *e)
+{
+	struct mearas_cqe c = { .user_data = e->user_data, .status = cudaErrorDevicesUnavailable };
+
+	post_or_break(ctx, e->cq, &c);
+}
+
+/* The link is gone: everything in flight and everything later fails. */
+static void fail_link(struct vgpu *v, int rc, const char *why)
+{
+	struct remote_vgpu *rv = v->remote;
+	int expected = 0;
+
+	if (__atomic_compare_exchange_n(&rv->failed, &expected, rc ? rc : -1, false, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		log_err("vGPU %u: remote %s lost (%s): its calls fail from now on", v->index, rv->peer, why);
+	remote_tokens_fail(&rv->tokens, fail_one, v);
+}
+
+/* The data-area range a record reads, if any. */
+static bool data_read_range(const struct mearas_sqe *e, uint64_t *off, uint64_t *len)
+{
+	const uint64_t *a = e->args.a;
+
+	switch (e->op) {
+	case MEARAS_OP_MEMCPY:
+		if (a[3] != MEARAS_COPY_HTOD)
+			return false;
+		*off = a[1];
+		*len = a[2];
+		return true;
+	case MEARAS_OP_MEMCPY_2D:
+		if (a[6] != MEARAS_COPY_HTOD || !a[4] || !a[5] || a[4] > a[3] || a[5] > (1ull << 32) ||
+		    a[3] > (1ull << 40))
+			return false;
+		*off = a[2];
+		*len = a[3] * (a[5] - 1) + a[4];
+		return true;
+	case MEARAS_OP_MODULE_LOAD:
+		*off = a[1];
+		*len = a[2];
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void forward(struct vgpu *v, const struct mearas_sqe *e)
+{
+	struct remote_vgpu *rv = v->remote;
+	struct remote_record_hdr h = { .kind = REMOTE_MSG_RECORD, .sqe = *e };
+	struct iovec iov[3] = { { &h, sizeof(h) } };
+	int n = 1, rc = 0;
+	uint64_t off, len;
+
+	if (__atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE)) {
+		if (e->flags & MEARAS_SQE_WANT_CQE) {
+			struct remote_token t = { .user_data = e->user_data, .cq = e->cq };
+
+			fail_one(v, &t);
+		}
+		return;
+	}
+	if (e->flags & MEARAS_SQE_PAYLOAD_ARENA) {
+		if (e->payload_off > MEARAS_ARENA_SIZE || e->payload_len > MEARAS_ARENA_SIZE - e->payload_off) {
+			h.flags |= REMOTE_REC_BAD_PAYLOAD;
+		} else {
+			h.payload_len = e->payload_len;
+			iov[n++] = (struct iovec){ v->arena + e->payload_off, e->payload_len };
+		}
+	}
+	if (data_read_range(e, &off, &len) && len && off <= v->w->data_size && len <= v->w->data_size - off) {
+		h.data_off = off;
+		h.data_len = len;
+		if (len <= REMOTE_INLINE_DATA_MAX) {
+			h.flags |= REMOTE_REC_DATA_INLINE;
+			iov[n++] = (struct iovec){ v->w->data + off, len };
+		} else {
+			h.flags |= REMOTE_REC_DATA_BULK;
+			rc = mearas_link_bulk(rv->link, off, v->w->data + off, len);
+		}
+	}
+	if (e->flags & MEARAS_SQE_WANT_CQE) {
+		struct remote_token t = { .user_data = e->user_data, .cq = e->cq, .op = e->op, .want_cqe = 1 };
+		uint64_t tok;
+
+		while (!(tok = remote_tokens_add(&rv->tokens, &t))) {
+			if (__atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE) || v->w->stop) {
+				fail_one(v, &t);
+				return;
+			}
+			usleep(100); /* 64 Ki completions in flight: wait for the reaper */
+		}
+		h.sqe.user_data = tok;
+	}
+	if (!rc)
+		rc = mearas_link_postv(rv->link, iov, n);
+	if (rc)
+		fail_link(v, rc, link_err(rc));
+}
+
+static int drain(struct vgpu *v)
+{
+	uint32_t tail = mearas_load_acquire(&v->sq_ctl->tail);
+	uint32_t avail = tail - v->sq_head;
+	int n = 0;
+
+	if (avail > MEARAS_SQ_ENTRIES) {
+		log_err("vGPU %u: submission ring indices out of range (head %u, tail %u): client disconnected",
+			v->index, v->sq_head, tail);
+		return -1;
+	}
+	while (avail--) {
+		struct mearas_sqe e = v->sqes[v->sq_head & (MEARAS_SQ_ENTRIES - 1)];
+
+		v->records++;
+		forward(v, &e);
+		v->sq_head++;
+		mearas_store_release(&v->sq_ctl->head, v->sq_head);
+		n++;
+	}
+	return n;
+}
+
+/* Apply one REAP reply, item by item, in order. */
+static void apply_reply(struct vgpu *v, const uint8_t *p, size_t len)
+{
+	struct remote_vgpu *rv = v->remote;
+
+	while (len >= sizeof(struct remote_item_hdr)) {
+		struct remote_item_hdr ih;
+
+		memcpy(&ih, p, sizeof(ih));
+		p += sizeof(ih);
+		len -= sizeof(ih);
+		if (ih.len > len)
+			break;
+		if (ih.type == REMOTE_ITEM_CQE && ih.len == sizeof(struct remote_item_cqe)) {
+			struct remote_item_cqe ic;
+			struct remote_token t;
+
+			memcpy(&ic, p, sizeof(ic));
+			if (ic.cqe.flags & MEARAS_CQE_HOST_FUNC) {
+				ic.cqe.val[1] = v->index; /* the remote knows it as its vGPU 0 */
+				post_or_break(v, 0, &ic.cqe);
+			} else if (remote_tokens_take(&rv->tokens, ic.cqe.user_data, &t)) {
+				ic.cqe.user_data = t.user_data;
+				post_or_break(v, t.cq, &ic.cqe);
+			} else {
+				log_warn("vGPU %u: remote completion for unknown record %llu dropped", v->index,
+					 (unsigned long long)ic.cqe.user_data);
+			}
+		} else if (ih.type == REMOTE_ITEM_DATA && ih.len >= sizeof(struct remote_item_data)) {
+			struct remote_item_data d;
+			uint64_t n = ih.len - sizeof(d);
+
+			memcpy(&d, p, sizeof(d));
+			if (d.off <= v->w->data_size && n <= v->w->data_size - d.off)
+				memcpy(v->w->data + d.off, p + sizeof(d), n);
+			else
+				log_warn("vGPU %u: remote data out of the data area dropped", v->index);
+		} else if (ih.type == REMOTE_ITEM_OUTPUT && ih.len >= sizeof(struct remote_item_output)) {
+			struct remote_item_output o;
+
+			memcpy(&o, p, sizeof(o));
+			/* our stdout/stderr are the client's output pipes */
+			if ((o.fd == 1 || o.fd == 2) && write((int)o.fd, p + sizeof(o), ih.len - sizeof(o)) < 0)
+				log_warn("vGPU %u: device output: %s", v->index, strerror(errno));
+		} else if (ih.type == REMOTE_ITEM_FATAL) {
+			char msg[256];
+			size_t n = ih.len < sizeof(msg) - 1 ? ih.len : sizeof(msg) - 1;
+
+			memcpy(msg, p, n);
+			msg[n] = 0;
+			fail_link(v, MEARAS_LINK_E_BROKEN, msg);
+		} else {
+			log_warn("vGPU %u: malformed item (type %u) from %s", v->index, ih.type, rv->peer);
+			break;
+		}
+		p += ih.len;
+		len -= ih.len;
+	}
+}
+
+static void *reaper_main(void *arg)
+{
+	struct vgpu *v = arg;
+	struct remote_vgpu *rv = v->remote;
+	const uint32_t req[2] = { REMOTE_MSG_REAP, 0 };
+
+	while (!v->w->stop && !__atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE)) {
+		size_t len = 0;
+		int rc = mearas_link_call(rv->link, req, sizeof(req), rv->reply, REMOTE_REPLY_MAX + 4096, &len, 0);
+
+		if (rc) {
+			fail_link(v, rc, link_err(rc));
+			break;
+		}
+		apply_reply(v, rv->reply, len);
+	}
+	return NULL;
+}
+
+static void sleep_on_kick(struct vgpu *v, int timeout_ms)
+{
+	struct pollfd p = { .fd = v->kick_fd, .events = POLLIN };
+	uint64_t cnt;
+
+	if (poll(&p, 1, timeout_ms) > 0 && (p.revents & POLLIN)) {
+		if (read(v->kick_fd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
+			log_warn("vGPU %u: kick read: %s", v->index, strerror(errno));
+	}
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void *remote_client_main(void *arg)
+{
+	struct vgpu *v = arg;
+	struct remote_vgpu *rv = v->remote;
+	const uint64_t spin_ns = (uint64_t)v->w->cfg->spin_us * 1000ull;
+	uint64_t idle_since = 0;
+
+	if (pthread_create(&rv->reaper, NULL, reaper_main, v)) {
+		fail_link(v, MEARAS_LINK_E_SYS, "cannot start the reaper thread");
+	} else {
+		/* it may sit in a call until the process exits */
+		pthread_detach(rv->reaper);
+	}
+	while (!v->w->stop && !v->w->broken) {
+		int n = drain(v);
+
+		if (n < 0) {
+			v->w->broken = true;
+			break;
+		}
+		if (n > 0) {
+			int rc = __atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE) ? 0 : mearas_link_flush(rv->link);
+
+			if (rc)
+				fail_link(v, rc, link_err(rc));
+			idle_since = 0;
+			continue;
+		}
+		if (!idle_since)
+			idle_since = now_ns();
+		if (now_ns() - idle_since < spin_ns) {
+			mearas_cpu_relax();
+			continue;
+		}
+		if (mearas_ring_prepare_sleep(v->sq_ctl))
+			sleep_on_kick(v, 200);
+		mearas_ring_end_sleep(v->sq_ctl);
+		idle_since = 0;
+	}
+	if (!__atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE))
+		mearas_link_flush(rv->link);
+	/* the link closes with the process: the remote node then frees the session */
+	return NULL;
+}

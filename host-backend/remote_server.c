@@ -1,0 +1,865 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Remote node side: every accepted link is one remote vGPU. Its OPEN message
+ * forks a worker process exactly like a local client's (worker_serve, one
+ * vGPU, the GPU and VA window the client node asked for), and this process
+ * then acts as that worker's guest: the link thread writes received records
+ * into the worker's submission ring, and a session thread reaps the
+ * worker's completions and answers the client node's REAP calls. The worker
+ * exits when the link closes (its socket closes, and it is killed with the
+ * session thread), which frees everything the remote vGPU held.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "mearas/fdpass.h"
+#include "mearas/log.h"
+#include "mearas/ring.h"
+#include "remote_link.h"
+#include "worker.h"
+
+#define TOKENS_CAP (1u << 16)
+#define CHILD_HANDSHAKE_MS 60000
+#define SPACE_WAIT_NS (2ull * 1000 * 1000 * 1000)
+
+enum out_type { OUT_CQE = 1, OUT_DATA, OUT_OUTPUT, OUT_FATAL };
+
+struct out_item {
+	enum out_type type;
+	uint32_t cq;
+	struct mearas_cqe cqe;
+	uint64_t off, width, pitch, rows, row, col; /* OUT_DATA, progress kept across replies */
+	uint32_t fd;
+	uint8_t *bytes;         /* OUT_OUTPUT / OUT_FATAL */
+	size_t nbytes;
+};
+
+struct session {
+	struct mearas_link_conn *conn;
+	pthread_t thread;
+	bool thread_started;
+	struct remote_open_req open;
+	uint64_t open_seq;
+	int ready;              /* atomic: 1 region up, -1 worker gone or never started */
+	int closing;            /* atomic */
+	pid_t child;
+	int sock;
+	uint8_t *region;
+	uint64_t region_size;
+	uint8_t *data;
+	uint64_t data_size;
+	unsigned nthreads;
+	struct mearas_ring_ctl *sq_ctl;
+	struct mearas_sqe *sqes;
+	uint8_t *arena;
+	uint8_t *cqs;
+	uint64_t cq_stride;
+	int kick_fd, out_fd, err_fd, notify_fd;
+	int wake_fds[MEARAS_MAX_THREADS];
+	/* producer state (link thread) */
+	uint32_t sq_tail, arena_head;
+	uint32_t arena_mark[MEARAS_SQ_ENTRIES];
+	/* consumer state (session thread) */
+	uint32_t cq_head[MEARAS_MAX_THREADS];
+	int held_error;
+	struct remote_tokens tokens;
+	/* outgoing items and the outstanding REAP call */
+	pthread_mutex_t qlock;
+	struct out_item *q;
+	size_t qhead, qlen, qcap;
+	bool reap_pending;
+	uint64_t reap_seq;
+	uint8_t *reply;
+};
+
+static const struct backend_config *server_cfg;
+static struct mearas_link_server *server;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void notify(struct session *s)
+{
+	uint64_t one = 1;
+
+	if (s->notify_fd >= 0 && write(s->notify_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_warn("remote session: notify: %s", strerror(errno));
+}
+
+/* queue lock held */
+static void queue_push(struct session *s, const struct out_item *it)
+{
+	if (s->qhead + s->qlen == s->qcap) {
+		if (s->qhead) {
+			memmove(s->q, s->q + s->qhead, s->qlen * sizeof(*s->q));
+			s->qhead = 0;
+		} else {
+			size_t ncap = s->qcap ? s->qcap * 2 : 256;
+			struct out_item *n = realloc(s->q, ncap * sizeof(*n));
+
+			if (!n) {
+				log_err("remote session %s: out of memory: completion lost",
+					mearas_link_conn_peer(s->conn));
+				return;
+			}
+			s->q = n;
+			s->qcap = ncap;
+		}
+	}
+	s->q[s->qhead + s->qlen++] = *it;
+}
+
+static void push_locked(struct session *s, const struct out_item *it)
+{
+	pthread_mutex_lock(&s->qlock);
+	queue_push(s, it);
+	pthread_mutex_unlock(&s->qlock);
+}
+
+static void push_cqe(struct session *s, uint32_t cq, const struct mearas_cqe *c)
+{
+	struct out_item it = { .type = OUT_CQE, .cq = cq, .cqe = *c };
+
+	push_locked(s, &it);
+}
+
+static void push_error(struct session *s, const struct mearas_sqe *e, int status)
+{
+	struct mearas_cqe c = { .user_data = e->user_data, .status = status };
+
+	if (e->flags & MEARAS_SQE_WANT_CQE)
+		push_cqe(s, e->cq, &c);
+}
+
+/* ---- the fake guest: records into the worker's submission ring ---- */
+
+static bool wait_until(struct session *s, bool (*cond)(struct session *, uint32_t), uint32_t arg)
+{
+	uint64_t start = now_ns();
+
+	while (!cond(s, arg)) {
+		if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) != 1 || __atomic_load_n(&s->closing, __ATOMIC_ACQUIRE))
+			return false;
+		if (mearas_ring_needs_wakeup(s->sq_ctl)) {
+			uint64_t one = 1;
+
+			if (write(s->kick_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+				return false;
+		}
+		if (now_ns() - start > SPACE_WAIT_NS) {
+			/* the link thread must not stall past the peer's dead bound */
+			log_warn("remote session %s: worker ring stays full", mearas_link_conn_peer(s->conn));
+			return false;
+		}
+		usleep(20);
+	}
+	return true;
+}
+
+static bool sq_space(struct session *s, uint32_t unused)
+{
+	(void)unused;
+	return s->sq_tail - mearas_load_acquire(&s->sq_ctl->head) < MEARAS_SQ_ENTRIES - 1;
+}
+
+static uint32_t arena_released(struct session *s)
+{
+	uint32_t head = mearas_load_acquire(&s->sq_ctl->head);
+
+	return s->arena_mark[(head - 1) & (MEARAS_SQ_ENTRIES - 1)];
+}
+
+static bool arena_space(struct session *s, uint32_t need)
+{
+	if (mearas_load_acquire(&s->sq_ctl->head) == s->sq_tail)
+		return true;
+	return MEARAS_ARENA_SIZE - (s->arena_head - arena_released(s)) >= need;
+}
+
+/* Payload into the worker's arena (same scheme as the guest library). */
+static bool place_payload(struct session *s, struct mearas_sqe *sqe, const uint8_t *p, uint32_t len)
+{
+	uint32_t pos = s->arena_head % MEARAS_ARENA_SIZE, need = len;
+
+	if (pos + len > MEARAS_ARENA_SIZE)
+		need += MEARAS_ARENA_SIZE - pos;
+	if (!wait_until(s, arena_space, need))
+		return false;
+	if (mearas_load_acquire(&s->sq_ctl->head) == s->sq_tail)
+		s->arena_head = arena_released(s);
+	pos = s->arena_head % MEARAS_ARENA_SIZE;
+	if (pos + len > MEARAS_ARENA_SIZE) {
+		s->arena_head += MEARAS_ARENA_SIZE - pos;
+		pos = 0;
+	}
+	memcpy(s->arena + pos, p, len);
+	s->arena_head += len;
+	sqe->flags |= MEARAS_SQE_PAYLOAD_ARENA;
+	sqe->payload_off = pos;
+	sqe->payload_len = len;
+	return true;
+}
+
+static bool d2h_rows(const struct session *s, const struct mearas_sqe *e, struct remote_token *t)
+{
+	const uint64_t *a = e->args.a;
+
+	if (e->op == MEARAS_OP_MEMCPY && a[3] == MEARAS_COPY_DTOH) {
+		t->off = a[0];
+		t->width = t->pitch = a[2];
+		t->rows = 1;
+	} else if (e->op == MEARAS_OP_MEMCPY_2D && a[6] == MEARAS_COPY_DTOH) {
+		t->off = a[0];
+		t->pitch = a[1];
+		t->width = a[4];
+		t->rows = a[5];
+		if (t->width > t->pitch || t->rows > (1ull << 32) || t->pitch > (1ull << 40))
+			return false;
+	} else {
+		return false;
+	}
+	if (!t->width || !t->rows)
+		return false;
+	{
+		uint64_t span = t->pitch * (t->rows - 1) + t->width;
+
+		return t->off <= s->data_size && span <= s->data_size - t->off;
+	}
+}
+
+static void feed_record(struct session *s, const uint8_t *msg, size_t len)
+{
+	struct remote_record_hdr h;
+	struct mearas_sqe sqe;
+	const uint8_t *payload, *data;
+	struct remote_token t = { 0 };
+	bool d2h;
+
+	if (len < sizeof(h))
+		return;
+	memcpy(&h, msg, sizeof(h));
+	payload = msg + sizeof(h);
+	data = payload + h.payload_len;
+	if (h.payload_len > len - sizeof(h) ||
+	    ((h.flags & REMOTE_REC_DATA_INLINE) && h.data_len > len - sizeof(h) - h.payload_len)) {
+		log_warn("remote session %s: malformed record dropped", mearas_link_conn_peer(s->conn));
+		push_error(s, &h.sqe, cudaErrorInvalidValue);
+		return;
+	}
+	sqe = h.sqe;
+	if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) != 1) {
+		push_error(s, &sqe, cudaErrorDevicesUnavailable);
+		return;
+	}
+	if ((h.flags & REMOTE_REC_DATA_INLINE) && h.data_off <= s->data_size &&
+	    h.data_len <= s->data_size - h.data_off)
+		memcpy(s->data + h.data_off, data, h.data_len);
+	d2h = d2h_rows(s, &sqe, &t);
+	if ((sqe.flags & MEARAS_SQE_WANT_CQE) || d2h) {
+		uint64_t tok;
+
+		t.user_data = sqe.user_data;
+		t.cq = sqe.cq;
+		t.op = sqe.op;
+		t.want_cqe = (sqe.flags & MEARAS_SQE_WANT_CQE) != 0;
+		if (!d2h)
+			t.rows = 0;
+		tok = remote_tokens_add(&s->tokens, &t);
+		if (!tok) {
+			push_error(s, &sqe, cudaErrorLaunchOutOfResources);
+			return;
+		}
+		sqe.user_data = tok;
+		sqe.flags |= MEARAS_SQE_WANT_CQE;
+	}
+	if (h.flags & REMOTE_REC_BAD_PAYLOAD) {
+		/* out of bounds on the client: the worker refuses it with its own error */
+		sqe.flags |= MEARAS_SQE_PAYLOAD_ARENA;
+		sqe.payload_off = MEARAS_ARENA_SIZE;
+		sqe.payload_len = 1;
+	} else if (sqe.flags & MEARAS_SQE_PAYLOAD_ARENA) {
+		sqe.flags &= (uint16_t)~MEARAS_SQE_PAYLOAD_ARENA;
+		sqe.payload_len = h.payload_len;
+		if (h.payload_len <= MEARAS_SQE_INLINE) {
+			memcpy(sqe.inline_payload, payload, h.payload_len);
+		} else if (h.payload_len > MEARAS_ARENA_SIZE / 2 || !place_payload(s, &sqe, payload, h.payload_len)) {
+			sqe.flags |= MEARAS_SQE_PAYLOAD_ARENA;
+			sqe.payload_off = MEARAS_ARENA_SIZE;
+		}
+	}
+	if (!wait_until(s, sq_space, 0)) {
+		struct remote_token dropped;
+
+		if (remote_tokens_take(&s->tokens, sqe.user_data, &dropped) && dropped.want_cqe) {
+			struct mearas_cqe c = { .user_data = dropped.user_data, .status = cudaErrorDevicesUnavailable };
+
+			push_cqe(s, dropped.cq, &c);
+		}
+		return;
+	}
+	s->sqes[s->sq_tail & (MEARAS_SQ_ENTRIES - 1)] = sqe;
+	s->arena_mark[s->sq_tail & (MEARAS_SQ_ENTRIES - 1)] = s->arena_head;
+	s->sq_tail++;
+	mearas_store_release(&s->sq_ctl->tail, s->sq_tail);
+	if (mearas_ring_needs_wakeup(s->sq_ctl)) {
+		uint64_t one = 1;
+
+		if (write(s->kick_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+			log_warn("remote session: kick: %s", strerror(errno));
+	}
+}
+
+/* ---- the worker process ---- */
+
+static int start_worker(struct session *s, char *msg, size_t msglen)
+{
+	struct backend_config child = *server_cfg;
+	int sv[2], fds[4 + MEARAS_MAX_THREADS], nfds = 0;
+	struct mearas_hello hello = { .magic = MEARAS_HELLO_MAGIC, .version = MEARAS_PROTO_VERSION, .nvgpus = 1,
+				      .data_size = s->open.data_size, .pid = (int32_t)getpid() };
+	struct mearas_welcome wl;
+	int r;
+
+	if (s->open.gpu < 0 || s->open.va_window >= 4096) {
+		snprintf(msg, msglen, "bad GPU %d or VA window %u", s->open.gpu, s->open.va_window);
+		return cudaErrorInvalidValue;
+	}
+	child.gpu_map[0] = s->open.gpu;
+	child.va_window_first = s->open.va_window;
+	if (s->open.quota && (!child.quota[0] || s->open.quota < child.quota[0]))
+		child.quota[0] = s->open.quota;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
+		snprintf(msg, msglen, "socketpair: %s", strerror(errno));
+		return cudaErrorMemoryAllocation;
+	}
+	s->child = fork();
+	if (s->child == 0) {
+		/* the worker: tied to this session thread, nothing else of ours kept */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		if (dup2(sv[1], 3) < 0)
+			_exit(1);
+		close_range(4, ~0u, 0);
+		_exit(worker_serve(&child, 3));
+	}
+	close(sv[1]);
+	s->sock = sv[0];
+	if (s->child < 0) {
+		snprintf(msg, msglen, "fork: %s", strerror(errno));
+		return cudaErrorMemoryAllocation;
+	}
+	r = mearas_send_fds(s->sock, &hello, sizeof(hello), NULL, 0);
+	if (!r)
+		r = mearas_recv_fds(s->sock, &wl, sizeof(wl), fds, (int)(sizeof(fds) / sizeof(fds[0])), &nfds,
+				    CHILD_HANDSHAKE_MS);
+	if (r) {
+		snprintf(msg, msglen, "remote worker did not answer: %s", strerror(-r));
+		return cudaErrorDevicesUnavailable;
+	}
+	if (wl.status) {
+		wl.message[sizeof(wl.message) - 1] = 0;
+		snprintf(msg, msglen, "%s", wl.message);
+		return wl.status;
+	}
+	if (wl.nvgpus != 1 || wl.nthreads > MEARAS_MAX_THREADS || nfds != 4 + (int)wl.nthreads) {
+		snprintf(msg, msglen, "remote worker handshake malformed");
+		return cudaErrorDevicesUnavailable;
+	}
+	s->region = mmap(NULL, wl.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	close(fds[0]);
+	if (s->region == MAP_FAILED) {
+		s->region = NULL;
+		snprintf(msg, msglen, "mmap: %s", strerror(errno));
+		return cudaErrorMemoryAllocation;
+	}
+	s->region_size = wl.region_size;
+	s->nthreads = wl.nthreads;
+	s->kick_fd = fds[1];
+	for (unsigned t = 0; t < s->nthreads; t++)
+		s->wake_fds[t] = fds[2 + t];
+	s->out_fd = fds[2 + s->nthreads];
+	s->err_fd = fds[3 + s->nthreads];
+	{
+		struct mearas_region_hdr *hdr = (struct mearas_region_hdr *)s->region;
+		struct mearas_vgpu_layout l = mearas_vgpu_layout(hdr->sq_entries, hdr->cq_entries, hdr->arena_size,
+								 hdr->nthreads);
+		uint8_t *blk = s->region + hdr->vgpu_off[0];
+
+		s->sq_ctl = (struct mearas_ring_ctl *)(blk + l.sq_ctl);
+		s->sqes = (struct mearas_sqe *)(blk + l.sqes);
+		s->arena = blk + l.arena;
+		s->cqs = blk + l.cqs;
+		s->cq_stride = l.cq_stride;
+		s->data = s->region + hdr->data_off;
+		s->data_size = hdr->data_size;
+		/* this guest always wants a wakeup: its session thread sleeps in poll */
+		for (unsigned t = 0; t < s->nthreads; t++)
+			((struct mearas_ring_ctl *)(s->cqs + s->cq_stride * t))->flags = MEARAS_RING_NEED_WAKEUP;
+	}
+	return 0;
+}
+
+/* ---- completions back to the client node ---- */
+
+static bool reports_deferred(unsigned op)
+{
+	switch (op) {
+	case MEARAS_OP_MEMCPY: case MEARAS_OP_MEMCPY_2D: case MEARAS_OP_MEMSET: case MEARAS_OP_MEMSET_2D:
+	case MEARAS_OP_STREAM_SYNC: case MEARAS_OP_EVENT_SYNC: case MEARAS_OP_CTX_SYNC:
+	case MEARAS_OP_SYNC_ERROR: case MEARAS_OP_MEM_FREE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void read_output(struct session *s, int fd, uint32_t which)
+{
+	for (;;) {
+		uint8_t buf[65536];
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+		struct out_item it = { .type = OUT_OUTPUT, .fd = which };
+
+		if (poll(&p, 1, 0) <= 0 || !(p.revents & POLLIN))
+			return;
+		n = read(fd, buf, sizeof(buf));
+		if (n <= 0)
+			return;
+		it.bytes = malloc((size_t)n);
+		if (!it.bytes)
+			return;
+		memcpy(it.bytes, buf, (size_t)n);
+		it.nbytes = (size_t)n;
+		push_locked(s, &it);
+	}
+}
+
+struct held {
+	struct out_item *v;
+	size_t n, cap;
+};
+
+static void held_add(struct held *h, const struct out_item *it)
+{
+	if (h->n == h->cap) {
+		size_t ncap = h->cap ? h->cap * 2 : 64;
+		struct out_item *nv = realloc(h->v, ncap * sizeof(*nv));
+
+		if (!nv)
+			return;
+		h->v = nv;
+		h->cap = ncap;
+	}
+	h->v[h->n++] = *it;
+}
+
+/* One pass over every completion slot: device-to-host data goes out at once,
+ * completions are held for one more pass (see harvest). */
+static void scan(struct session *s, struct held *fresh)
+{
+	for (unsigned slot = 0; slot < s->nthreads; slot++) {
+		struct mearas_ring_ctl *ctl = (struct mearas_ring_ctl *)(s->cqs + s->cq_stride * slot);
+		struct mearas_cqe *ring = (struct mearas_cqe *)(ctl + 1);
+
+		while (mearas_load_acquire(&ctl->tail) != s->cq_head[slot]) {
+			struct mearas_cqe c = ring[s->cq_head[slot] & (MEARAS_CQ_ENTRIES - 1)];
+			struct out_item it = { .type = OUT_CQE, .cq = slot };
+			struct remote_token t;
+
+			s->cq_head[slot]++;
+			mearas_store_release(&ctl->head, s->cq_head[slot]);
+			if (c.flags & MEARAS_CQE_HOST_FUNC) {
+				it.cqe = c;
+				held_add(fresh, &it);
+				continue;
+			}
+			if (!remote_tokens_take(&s->tokens, c.user_data, &t)) {
+				log_warn("remote session %s: completion for unknown token %llu",
+					 mearas_link_conn_peer(s->conn), (unsigned long long)c.user_data);
+				continue;
+			}
+			if (t.rows && c.status == 0) {
+				struct out_item d = { .type = OUT_DATA, .off = t.off, .width = t.width,
+						      .pitch = t.pitch, .rows = t.rows };
+
+				push_locked(s, &d);
+			}
+			if (!t.want_cqe) {
+				/* an asynchronous copy: its error is reported by a later sync, as in CUDA */
+				if (c.status && !s->held_error)
+					s->held_error = c.status;
+				continue;
+			}
+			if (c.status == 0 && s->held_error && reports_deferred(t.op)) {
+				c.status = s->held_error;
+				s->held_error = 0;
+			}
+			c.user_data = t.user_data;
+			it.cqe = c;
+			it.cq = t.cq;
+			held_add(fresh, &it);
+		}
+	}
+}
+
+static void fail_token(void *ctx, const struct remote_token *t)
+{
+	struct session *s = ctx;
+	struct mearas_cqe c = { .user_data = t->user_data, .status = cudaErrorDevicesUnavailable };
+
+	if (t->want_cqe) {
+		struct out_item it = { .type = OUT_CQE, .cq = t->cq, .cqe = c };
+
+		queue_push(s, &it);
+	}
+}
+
+static void worker_gone(struct session *s)
+{
+	static const char why[] = "the remote worker process exited";
+	struct out_item it = { .type = OUT_FATAL };
+
+	__atomic_store_n(&s->ready, -1, __ATOMIC_RELEASE);
+	log_err("remote session %s: %s", mearas_link_conn_peer(s->conn), why);
+	pthread_mutex_lock(&s->qlock);
+	remote_tokens_fail(&s->tokens, fail_token, s);
+	it.bytes = malloc(sizeof(why));
+	if (it.bytes) {
+		memcpy(it.bytes, why, sizeof(why));
+		it.nbytes = sizeof(why) - 1;
+	}
+	queue_push(s, &it);
+	pthread_mutex_unlock(&s->qlock);
+}
+
+static bool put_item(uint8_t *buf, size_t *len, uint32_t type, const void *a, size_t alen, const void *b,
+		     size_t blen)
+{
+	struct remote_item_hdr ih = { .type = type, .len = (uint32_t)(alen + blen) };
+
+	if (*len + sizeof(ih) + alen + blen > REMOTE_REPLY_MAX)
+		return false;
+	memcpy(buf + *len, &ih, sizeof(ih));
+	memcpy(buf + *len + sizeof(ih), a, alen);
+	if (blen)
+		memcpy(buf + *len + sizeof(ih) + alen, b, blen);
+	*len += sizeof(ih) + alen + blen;
+	return true;
+}
+
+/* queue lock held: fill a reply from the head of the queue */
+static size_t build_reply(struct session *s)
+{
+	size_t len = 0;
+
+	while (s->qlen) {
+		struct out_item *it = &s->q[s->qhead];
+
+		if (it->type == OUT_CQE) {
+			struct remote_item_cqe ic = { .cq = it->cq, .cqe = it->cqe };
+
+			if (!put_item(s->reply, &len, REMOTE_ITEM_CQE, &ic, sizeof(ic), NULL, 0))
+				break;
+		} else if (it->type == OUT_DATA) {
+			bool full = false;
+
+			while (it->row < it->rows) {
+				size_t room = REMOTE_REPLY_MAX - len, n;
+				struct remote_item_data d = { .off = it->off + it->row * it->pitch + it->col };
+
+				if (room <= sizeof(struct remote_item_hdr) + sizeof(d)) {
+					full = true;
+					break;
+				}
+				n = room - sizeof(struct remote_item_hdr) - sizeof(d);
+				if (n > it->width - it->col)
+					n = it->width - it->col;
+				put_item(s->reply, &len, REMOTE_ITEM_DATA, &d, sizeof(d), s->data + d.off, n);
+				it->col += n;
+				if (it->col == it->width) {
+					it->row++;
+					it->col = 0;
+				}
+			}
+			if (full)
+				break;
+		} else {
+			struct remote_item_output o = { .fd = it->fd };
+			bool ok = it->type == OUT_FATAL
+					  ? put_item(s->reply, &len, REMOTE_ITEM_FATAL, it->bytes, it->nbytes, NULL, 0)
+					  : put_item(s->reply, &len, REMOTE_ITEM_OUTPUT, &o, sizeof(o), it->bytes, it->nbytes);
+
+			if (!ok)
+				break;
+			free(it->bytes);
+		}
+		s->qhead++;
+		s->qlen--;
+	}
+	if (!s->qlen)
+		s->qhead = 0;
+	return len;
+}
+
+static void try_reply(struct session *s)
+{
+	pthread_mutex_lock(&s->qlock);
+	while (s->reap_pending && s->qlen) {
+		uint64_t seq = s->reap_seq;
+		size_t len = build_reply(s);
+		int rc;
+
+		if (!len)
+			break;
+		s->reap_pending = false;
+		pthread_mutex_unlock(&s->qlock);
+		rc = mearas_link_reply(s->conn, seq, s->reply, len);
+		if (rc)
+			log_warn("remote session %s: reply: %s", mearas_link_conn_peer(s->conn),
+				 mearas_link_strerror(rc));
+		pthread_mutex_lock(&s->qlock);
+	}
+	pthread_mutex_unlock(&s->qlock);
+}
+
+/*
+ * The worker posts completions to one ring per thread slot; their order
+ * across slots is lost when read slot by slot. A completion read in one
+ * pass goes out only after the next full pass, whose device-to-host data
+ * goes out first: any data posted before that completion has been seen by
+ * then, so the client never gets a completion before bytes it may read.
+ */
+static void harvest(struct session *s)
+{
+	struct pollfd p[MEARAS_MAX_THREADS + 2];
+	struct held held = { 0 }, fresh = { 0 };
+	unsigned np = 0;
+
+	for (unsigned t = 0; t < s->nthreads; t++)
+		p[np++] = (struct pollfd){ .fd = s->wake_fds[t], .events = POLLIN };
+	p[np++] = (struct pollfd){ .fd = s->notify_fd, .events = POLLIN };
+	p[np++] = (struct pollfd){ .fd = s->sock, .events = POLLIN | POLLRDHUP };
+	while (!__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE)) {
+		int r = poll(p, np, held.n ? 0 : 200);
+
+		if (__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE))
+			break;
+		if (r > 0) {
+			for (unsigned i = 0; i + 1 < np; i++) {
+				uint64_t cnt;
+
+				if ((p[i].revents & POLLIN) && read(p[i].fd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
+					log_warn("remote session: eventfd: %s", strerror(errno));
+			}
+			if (p[np - 1].revents && __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1) {
+				/* the worker never writes after its welcome: any event is its end */
+				scan(s, &fresh);
+				worker_gone(s);
+				p[np - 1].fd = -1;
+			}
+		}
+		if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1) {
+			fresh.n = 0;
+			scan(s, &fresh);
+			for (size_t i = 0; i < held.n; i++) {
+				if (held.v[i].cqe.flags & MEARAS_CQE_OUTPUT) {
+					read_output(s, s->out_fd, 1);
+					read_output(s, s->err_fd, 2);
+				}
+				push_locked(s, &held.v[i]);
+			}
+			{
+				struct held tmp = held;
+
+				held = fresh;
+				fresh = tmp;
+			}
+		}
+		try_reply(s);
+	}
+	free(held.v);
+	free(fresh.v);
+}
+
+static void *session_main(void *arg)
+{
+	struct session *s = arg;
+	struct remote_open_reply rep = { .magic = REMOTE_MAGIC };
+	int r = start_worker(s, rep.message, sizeof(rep.message));
+
+	if (!r) {
+		struct mearas_region_hdr *hdr = (struct mearas_region_hdr *)s->region;
+		struct mearas_vgpu_layout l = mearas_vgpu_layout(hdr->sq_entries, hdr->cq_entries, hdr->arena_size,
+								 hdr->nthreads);
+
+		memcpy(&rep.info, s->region + hdr->vgpu_off[0] + l.devinfo, sizeof(rep.info));
+		__atomic_store_n(&s->ready, 1, __ATOMIC_RELEASE);
+		log_info("remote vGPU for %s (%s): GPU %d, VA window %u, worker pid %d",
+			 mearas_link_conn_peer(s->conn), s->open.node, s->open.gpu, s->open.va_window, (int)s->child);
+	} else {
+		__atomic_store_n(&s->ready, -1, __ATOMIC_RELEASE);
+		log_warn("remote vGPU for %s refused: %s", mearas_link_conn_peer(s->conn), rep.message);
+	}
+	rep.status = r;
+	mearas_link_reply(s->conn, s->open_seq, &rep, sizeof(rep));
+	if (!r)
+		harvest(s);
+	/* closing the socket stops the worker; it is killed when this thread ends */
+	if (s->sock >= 0)
+		close(s->sock);
+	s->sock = -1;
+	for (int i = 0; i < 100 && s->child > 0 && kill(s->child, 0) == 0; i++)
+		usleep(10000);
+	return NULL;
+}
+
+/* ---- link callbacks ---- */
+
+static void on_open(void *ctx, struct mearas_link_conn *c)
+{
+	struct session *s = calloc(1, sizeof(*s));
+
+	(void)ctx;
+	if (!s)
+		return;
+	s->conn = c;
+	s->sock = s->kick_fd = s->out_fd = s->err_fd = -1;
+	s->notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	pthread_mutex_init(&s->qlock, NULL);
+	s->reply = malloc(REMOTE_REPLY_MAX);
+	if (remote_tokens_init(&s->tokens, TOKENS_CAP) || !s->reply || s->notify_fd < 0)
+		__atomic_store_n(&s->ready, -1, __ATOMIC_RELEASE);
+	mearas_link_conn_set_user(c, s);
+}
+
+static void on_message(void *ctx, struct mearas_link_conn *c, uint64_t seq, bool wants_reply, const void *data,
+		       size_t len)
+{
+	struct session *s = mearas_link_conn_user(c);
+	uint32_t kind;
+
+	(void)ctx;
+	if (!s || len < sizeof(kind))
+		return;
+	memcpy(&kind, data, sizeof(kind));
+	if (kind == REMOTE_MSG_RECORD) {
+		feed_record(s, data, len);
+	} else if (kind == REMOTE_MSG_REAP && wants_reply) {
+		pthread_mutex_lock(&s->qlock);
+		s->reap_pending = true;
+		s->reap_seq = seq;
+		pthread_mutex_unlock(&s->qlock);
+		notify(s);
+	} else if (wants_reply && len >= sizeof(struct remote_open_req) &&
+		   ((const struct remote_open_req *)data)->kind == REMOTE_MSG_OPEN) {
+		struct remote_open_reply rep = { .magic = REMOTE_MAGIC, .status = cudaErrorInvalidValue };
+
+		memcpy(&s->open, data, sizeof(s->open));
+		s->open.node[sizeof(s->open.node) - 1] = 0;
+		s->open_seq = seq;
+		if (s->open.magic != REMOTE_MAGIC || s->open.version != REMOTE_VERSION) {
+			snprintf(rep.message, sizeof(rep.message), "remote protocol version %u, this node speaks %u",
+				 s->open.version, REMOTE_VERSION);
+		} else if (s->thread_started || __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE)) {
+			snprintf(rep.message, sizeof(rep.message), "the link already has a vGPU");
+		} else if (pthread_create(&s->thread, NULL, session_main, s)) {
+			snprintf(rep.message, sizeof(rep.message), "cannot start a session thread");
+		} else {
+			/* the session thread forks the worker (device start-up can be slow) and replies */
+			s->thread_started = true;
+			return;
+		}
+		mearas_link_reply(c, seq, &rep, sizeof(rep));
+	} else {
+		log_warn("remote link %s: unknown message (kind %u) ignored", mearas_link_conn_peer(c), kind);
+	}
+}
+
+static void on_chunk(void *ctx, struct mearas_link_conn *c, uint64_t tag, uint64_t bulk_id, uint64_t offset,
+		     uint64_t total, const void *data, size_t len)
+{
+	struct session *s = mearas_link_conn_user(c);
+
+	(void)ctx, (void)bulk_id, (void)total;
+	if (!s || __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) != 1)
+		return;
+	/* host-to-device bytes for the next record: tag = data-area offset */
+	if (tag <= s->data_size && offset <= s->data_size - tag && len <= s->data_size - tag - offset)
+		memcpy(s->data + tag + offset, data, len);
+}
+
+static void on_closed(void *ctx, struct mearas_link_conn *c, int status)
+{
+	struct session *s = mearas_link_conn_user(c);
+
+	(void)ctx;
+	if (!s)
+		return;
+	log_info("remote link %s closed (%s): freeing its vGPU", mearas_link_conn_peer(c),
+		 status ? mearas_link_strerror(status) : "orderly");
+	__atomic_store_n(&s->closing, 1, __ATOMIC_RELEASE);
+	if (s->sock >= 0)
+		shutdown(s->sock, SHUT_RDWR); /* also ends a handshake still in progress */
+	notify(s);
+	if (s->thread_started)
+		pthread_join(s->thread, NULL);
+	if (s->region)
+		munmap(s->region, s->region_size);
+	for (unsigned t = 0; t < s->nthreads; t++)
+		close(s->wake_fds[t]);
+	for (int *fd = (int[]){ s->kick_fd, s->out_fd, s->err_fd, s->notify_fd, -2 }; *fd != -2; fd++)
+		if (*fd >= 0)
+			close(*fd);
+	for (size_t i = 0; i < s->qlen; i++)
+		free(s->q[s->qhead + i].bytes);
+	free(s->q);
+	free(s->tokens.e);
+	free(s->tokens.tok);
+	free(s->reply);
+	free(s);
+	mearas_link_conn_set_user(c, NULL);
+}
+
+int remote_server_start(const struct backend_config *cfg)
+{
+	struct mearas_link_config lc;
+	int rc;
+
+	server_cfg = cfg;
+	remote_link_config(&cfg->remote, &lc);
+	rc = mearas_link_server_start(cfg->remote.link_bind && cfg->remote.link_bind[0] ? cfg->remote.link_bind : NULL,
+				      cfg->remote.link_port, &lc, &(struct mearas_link_server_ops){
+					      .on_message = on_message, .on_chunk = on_chunk, .on_open = on_open,
+					      .on_closed = on_closed },
+				      &server);
+	if (rc) {
+		log_err("link server on port %u: %s", cfg->remote.link_port, mearas_link_strerror(rc));
+		return -1;
+	}
+	log_info("link server on port %u%s", mearas_link_server_port(server),
+		 cfg->remote.key_len ? " (cluster key required)" : " (no cluster key: any node may connect)");
+	return 0;
+}
+
+void remote_server_stop(void)
+{
+	if (server)
+		mearas_link_server_stop(server);
+	server = NULL;
+}

@@ -1,0 +1,383 @@
+// A CUDA program run against mearasd with vGPU 0 local and vGPU 1 remote.
+//   remote_vgpu all        every functional check, "PASS name"/"FAIL name" lines
+//   remote_vgpu copyloop   16 MiB round trips on vGPU 1 until one fails (fault tests)
+//   remote_vgpu bench      timing of round trips on vGPU 1
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+static int failures;
+
+static void report(bool ok, const char *name, const char *detail = "")
+{
+	printf("%s %s%s%s\n", ok ? "PASS" : "FAIL", name, detail[0] ? ": " : "", detail);
+	fflush(stdout);
+	if (!ok)
+		failures++;
+}
+
+#define CK(call)                                                                         \
+	do {                                                                             \
+		cudaError_t e_ = (call);                                                 \
+		if (e_ != cudaSuccess) {                                                 \
+			char d_[256];                                                    \
+			snprintf(d_, sizeof(d_), "%s -> %s", #call, cudaGetErrorString(e_)); \
+			report(false, __func__, d_);                                     \
+			return false;                                                    \
+		}                                                                        \
+	} while (0)
+
+__global__ void scale(float *p, int n, double f)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n)
+		p[i] = (float)(p[i] * f);
+}
+
+static double now_s()
+{
+	return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+static void fill(unsigned char *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (unsigned char)(i * 131u + seed + (i >> 12));
+}
+
+/* one round trip: host -> device -> device (D2D) -> host, checked */
+static bool round_trip(size_t n, bool pinned, bool async, unsigned seed)
+{
+	unsigned char *src, *dst;
+	void *d1, *d2;
+	cudaStream_t s = nullptr;
+
+	if (pinned) {
+		CK(cudaMallocHost((void **)&src, n));
+		CK(cudaMallocHost((void **)&dst, n));
+	} else {
+		src = (unsigned char *)malloc(n);
+		dst = (unsigned char *)malloc(n);
+	}
+	fill(src, n, seed);
+	memset(dst, 0xee, n);
+	CK(cudaMalloc(&d1, n));
+	CK(cudaMalloc(&d2, n));
+	if (async) {
+		CK(cudaStreamCreate(&s));
+		CK(cudaMemcpyAsync(d1, src, n, cudaMemcpyHostToDevice, s));
+		CK(cudaMemcpyAsync(d2, d1, n, cudaMemcpyDeviceToDevice, s));
+		CK(cudaMemcpyAsync(dst, d2, n, cudaMemcpyDeviceToHost, s));
+		CK(cudaStreamSynchronize(s));
+		CK(cudaStreamDestroy(s));
+	} else {
+		CK(cudaMemcpy(d1, src, n, cudaMemcpyHostToDevice));
+		CK(cudaMemcpy(d2, d1, n, cudaMemcpyDeviceToDevice));
+		CK(cudaMemcpy(dst, d2, n, cudaMemcpyDeviceToHost));
+	}
+	bool ok = memcmp(src, dst, n) == 0;
+	CK(cudaFree(d1));
+	CK(cudaFree(d2));
+	if (pinned) {
+		CK(cudaFreeHost(src));
+		CK(cudaFreeHost(dst));
+	} else {
+		free(src);
+		free(dst);
+	}
+	return ok;
+}
+
+static bool test_devices()
+{
+	int n = 0;
+	cudaDeviceProp p0, p1;
+
+	CK(cudaGetDeviceCount(&n));
+	if (n != 2) {
+		report(false, "devices", "expected 2 vGPUs");
+		return false;
+	}
+	CK(cudaGetDeviceProperties(&p0, 0));
+	CK(cudaGetDeviceProperties(&p1, 1));
+	printf("  vGPU 0: %s, vGPU 1: %s, %zu MiB\n", p0.name, p1.name, p1.totalGlobalMem >> 20);
+	report(p1.totalGlobalMem > 0 && p1.multiProcessorCount > 0, "devices");
+	return true;
+}
+
+static bool test_round_trips()
+{
+	const size_t sizes[] = { 1, 7, 4096, 65537, 1u << 20, (3u << 20) + 5, 16u << 20, 64u << 20 };
+	bool all = true;
+
+	CK(cudaSetDevice(1));
+	for (size_t n : sizes)
+		for (int pinned = 0; pinned < 2; pinned++)
+			for (int async = 0; async < 2; async++) {
+				char name[96];
+				bool ok = round_trip(n, pinned, async, (unsigned)(n + pinned * 2 + async));
+
+				snprintf(name, sizeof(name), "roundtrip-%zu-%s-%s", n, pinned ? "pinned" : "pageable",
+					 async ? "async" : "sync");
+				report(ok, name);
+				all &= ok;
+			}
+	return all;
+}
+
+static bool test_memset_2d()
+{
+	const size_t n = 5 << 20;
+	unsigned char *h = (unsigned char *)malloc(n);
+	void *d;
+	bool ok = true;
+
+	CK(cudaSetDevice(1));
+	CK(cudaMalloc(&d, n));
+	CK(cudaMemset(d, 0x5a, n));
+	CK(cudaMemset((char *)d + 100, 0x11, 1000));
+	CK(cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost));
+	for (size_t i = 0; i < n; i++)
+		ok &= h[i] == ((i >= 100 && i < 1100) ? 0x11 : 0x5a);
+	report(ok, "memset");
+	/* 2D: 64 rows of 100 bytes out of a pitched buffer into a pinned one with gaps */
+	{
+		unsigned char *ph;
+		size_t pitch;
+		void *d2;
+		bool ok2 = true;
+
+		CK(cudaMallocPitch(&d2, &pitch, 100, 64));
+		CK(cudaMemset2D(d2, pitch, 0x33, 100, 64));
+		CK(cudaMallocHost((void **)&ph, 256 * 64));
+		memset(ph, 0x77, 256 * 64);
+		CK(cudaMemcpy2D(ph, 256, d2, pitch, 100, 64, cudaMemcpyDeviceToHost));
+		for (size_t r = 0; r < 64; r++)
+			for (size_t c = 0; c < 256; c++)
+				ok2 &= ph[r * 256 + c] == (c < 100 ? 0x33 : 0x77);
+		report(ok2, "memcpy2d-d2h-keeps-gaps");
+		CK(cudaFreeHost(ph));
+		CK(cudaFree(d2));
+	}
+	CK(cudaFree(d));
+	free(h);
+	return ok;
+}
+
+static bool test_launch()
+{
+	const int n = 1 << 16;
+	float *d;
+
+	CK(cudaSetDevice(1));
+	CK(cudaMalloc(&d, n * sizeof(float)));
+	scale<<<n / 256, 256>>>(d, n, 2.0);
+	CK(cudaGetLastError());
+	CK(cudaDeviceSynchronize());
+	report(true, "launch-accepted");
+	CK(cudaFree(d));
+	return true;
+}
+
+static bool test_events_streams()
+{
+	cudaStream_t s1, s2;
+	cudaEvent_t a, b;
+	float ms = -1;
+	void *d;
+	int *h;
+	const size_t n = 1 << 20;
+
+	CK(cudaSetDevice(1));
+	CK(cudaStreamCreate(&s1));
+	CK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+	CK(cudaEventCreate(&a));
+	CK(cudaEventCreate(&b));
+	CK(cudaMalloc(&d, n));
+	CK(cudaMallocHost((void **)&h, n));
+	CK(cudaEventRecord(a, s1));
+	CK(cudaMemsetAsync(d, 0x42, n, s1));
+	CK(cudaEventRecord(b, s1));
+	CK(cudaStreamWaitEvent(s2, b, 0));
+	CK(cudaMemcpyAsync(h, d, n, cudaMemcpyDeviceToHost, s2));
+	CK(cudaStreamSynchronize(s2));
+	CK(cudaEventSynchronize(b));
+	CK(cudaEventQuery(b));
+	CK(cudaStreamQuery(s1));
+	CK(cudaEventElapsedTime(&ms, a, b));
+	bool ok = ms >= 0;
+	for (size_t i = 0; i < n / 4; i++)
+		ok &= h[i] == 0x42424242;
+	report(ok, "events-streams");
+	CK(cudaEventDestroy(a));
+	CK(cudaEventDestroy(b));
+	CK(cudaStreamDestroy(s1));
+	CK(cudaStreamDestroy(s2));
+	CK(cudaFree(d));
+	CK(cudaFreeHost(h));
+	return ok;
+}
+
+/* Thousands of small asynchronous writes to one word, across many batches:
+ * the last one must win. */
+static bool test_ordering()
+{
+	int *d, *h, v = -1;
+	const int N = 20000;
+
+	CK(cudaSetDevice(1));
+	CK(cudaMalloc((void **)&d, 64 * sizeof(int)));
+	CK(cudaMallocHost((void **)&h, N * sizeof(int)));
+	for (int i = 0; i < N; i++) {
+		h[i] = i;
+		CK(cudaMemcpyAsync(d + (i % 64), h + i, sizeof(int), cudaMemcpyHostToDevice, 0));
+		if (i % 3 == 0)
+			CK(cudaMemsetAsync(d + 63, 0, sizeof(int), 0));
+	}
+	CK(cudaMemcpy(&v, d + ((N - 1) % 64), sizeof(int), cudaMemcpyDeviceToHost));
+	report(v == N - 1, "ordering-across-batches");
+	CK(cudaFree(d));
+	CK(cudaFreeHost(h));
+	return v == N - 1;
+}
+
+static bool test_threads()
+{
+	std::vector<std::thread> ts;
+	int bad = 0;
+
+	for (int t = 0; t < 8; t++)
+		ts.emplace_back([t, &bad] {
+			if (cudaSetDevice(1) != cudaSuccess) {
+				__atomic_add_fetch(&bad, 1, __ATOMIC_RELAXED);
+				return;
+			}
+			for (int k = 0; k < 20; k++)
+				if (!round_trip(4096u + (size_t)t * 70000u + (size_t)k * 13u, k & 1, (k >> 1) & 1,
+						(unsigned)(t * 100 + k)))
+					__atomic_add_fetch(&bad, 1, __ATOMIC_RELAXED);
+		});
+	for (auto &t : ts)
+		t.join();
+	report(bad == 0, "8-threads");
+	return bad == 0;
+}
+
+static bool test_local_and_remote()
+{
+	void *d0, *d1;
+	int a = 0x1234, b = 0;
+
+	CK(cudaSetDevice(0));
+	CK(cudaMalloc(&d0, 4096));
+	CK(cudaMemcpy(d0, &a, sizeof(a), cudaMemcpyHostToDevice));
+	CK(cudaSetDevice(1));
+	CK(cudaMalloc(&d1, 4096));
+	CK(cudaSetDevice(0));
+	CK(cudaMemcpy(&b, d0, sizeof(b), cudaMemcpyDeviceToHost));
+	report(b == a && d0 != d1 && (((uintptr_t)d0 ^ (uintptr_t)d1) >> 40) != 0, "local-vgpu0-and-distinct-windows");
+	CK(cudaFree(d0));
+	CK(cudaSetDevice(1));
+	CK(cudaFree(d1));
+	return true;
+}
+
+static int copyloop()
+{
+	const size_t n = 16u << 20;
+	unsigned char *h;
+	void *d;
+	unsigned long k = 0;
+
+	if (cudaSetDevice(1) || cudaMallocHost((void **)&h, n) || cudaMalloc(&d, n)) {
+		printf("setup failed\n");
+		return 2;
+	}
+	for (;; k++) {
+		cudaError_t e = cudaMemcpy(d, h, n, cudaMemcpyHostToDevice);
+
+		if (!e)
+			e = cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost);
+		if (e) {
+			printf("ERROR after %lu round trips: %s\n", k, cudaGetErrorString(e));
+			fflush(stdout);
+			/* and later calls fail at once, never hang */
+			e = cudaMemcpy(h, d, 4096, cudaMemcpyDeviceToHost);
+			printf("LATER %s\n", cudaGetErrorString(e));
+			return 3;
+		}
+		if (k == 2) {
+			printf("RUNNING\n");
+			fflush(stdout);
+		}
+	}
+}
+
+static int bench()
+{
+	const size_t sizes[] = { 4096, 1u << 20, 16u << 20, 64u << 20 };
+	int *d4;
+	int v = 0;
+
+	if (cudaSetDevice(1) || cudaMalloc((void **)&d4, 4096))
+		return 2;
+	{
+		const int N = 200;
+		double t0 = now_s();
+
+		for (int i = 0; i < N; i++)
+			if (cudaMemcpy(&v, d4, sizeof(v), cudaMemcpyDeviceToHost))
+				return 2;
+		printf("BENCH sync-4B-d2h-latency-us %.1f\n", (now_s() - t0) / N * 1e6);
+	}
+	for (size_t n : sizes) {
+		unsigned char *h;
+		void *d;
+		int reps = n >= (16u << 20) ? 3 : 20;
+
+		if (cudaMallocHost((void **)&h, n) || cudaMalloc(&d, n))
+			return 2;
+		memset(h, 1, n);
+		double t0 = now_s();
+		for (int i = 0; i < reps; i++)
+			if (cudaMemcpy(d, h, n, cudaMemcpyHostToDevice))
+				return 2;
+		double t1 = now_s();
+		for (int i = 0; i < reps; i++)
+			if (cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost))
+				return 2;
+		double t2 = now_s();
+		printf("BENCH pinned-%zuKiB h2d-MB/s %.0f d2h-MB/s %.0f\n", n >> 10, n * reps / (t1 - t0) / 1e6,
+		       n * reps / (t2 - t1) / 1e6);
+		cudaFreeHost(h);
+		cudaFree(d);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "all";
+
+	if (!strcmp(mode, "copyloop"))
+		return copyloop();
+	if (!strcmp(mode, "bench"))
+		return bench();
+	if (!test_devices())
+		return 1;
+	test_local_and_remote();
+	test_round_trips();
+	test_memset_2d();
+	test_launch();
+	test_events_streams();
+	test_ordering();
+	test_threads();
+	printf("%d failed checks\n", failures);
+	return failures ? 1 : 0;
+}

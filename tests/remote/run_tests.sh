@@ -1,0 +1,233 @@
+#!/usr/bin/env bash
+# Remote vGPUs end to end with --device=sim on both nodes: a CUDA program sees
+# vGPU 0 (local) and vGPU 1 (on the other node's mearasd). First over
+# loopback, then between two network namespaces joined by a veth pair shaped
+# to 1 Gbit/s (root needed). Every daemon is stopped by PID, namespaces are
+# deleted, even on failure. Last line: "N passed, N failed".
+set -uo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top"
+bin=$top/build/bin/mearasd
+prog=$top/build/tests-remote/remote_vgpu
+work=$(mktemp -d /tmp/mearas-remote.XXXXXX)
+tag=$$
+nsa=mra$tag
+nsb=mrb$tag
+port=$((40000 + tag % 20000))
+pass=0
+fail=0
+pids=()
+results=()
+
+cleanup() {
+	for p in "${pids[@]}"; do
+		kill -TERM "$p" 2>/dev/null
+	done
+	sleep 0.3
+	for p in "${pids[@]}"; do
+		kill -KILL "$p" 2>/dev/null
+	done
+	ip netns del "$nsa" 2>/dev/null
+	ip netns del "$nsb" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+ok() { pass=$((pass + 1)); results+=("PASS $1"); echo "PASS $1"; }
+bad() { fail=$((fail + 1)); results+=("FAIL $1: $2"); echo "FAIL $1: $2"; }
+
+# start_node NAME NETNS(or -) ARGS... ; sets NODE_PID
+start_node() {
+	local name=$1 ns=$2
+	shift 2
+	if [ "$ns" = - ]; then
+		"$bin" --device=sim "$@" >"$work/$name.log" 2>&1 &
+	else
+		ip netns exec "$ns" "$bin" --device=sim "$@" >"$work/$name.log" 2>&1 &
+	fi
+	NODE_PID=$!
+	pids+=("$NODE_PID")
+	for _ in $(seq 50); do
+		grep -q "socket" "$work/$name.log" 2>/dev/null && break
+		sleep 0.1
+	done
+}
+
+stop_node() {
+	kill -TERM "$1" 2>/dev/null
+	for _ in $(seq 30); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	kill -KILL "$1" 2>/dev/null
+}
+
+# children of a daemon: its worker processes
+workers_of() { pgrep -P "$1" 2>/dev/null | tr '\n' ' '; }
+
+# wait_no_workers PID SECONDS: true when the daemon has no worker left
+wait_no_workers() {
+	local t=0
+	while [ -n "$(workers_of "$1")" ]; do
+		[ "$t" -ge $(($2 * 10)) ] && return 1
+		sleep 0.1
+		t=$((t + 1))
+	done
+	return 0
+}
+
+# wait_gone "PIDS" SECONDS: true when none of these processes is left
+wait_gone() {
+	local t=0 p alive
+	while :; do
+		alive=
+		for p in $1; do kill -0 "$p" 2>/dev/null && alive=1; done
+		[ -z "$alive" ] && return 0
+		[ "$t" -ge $(($2 * 10)) ] && return 1
+		sleep 0.1
+		t=$((t + 1))
+	done
+}
+
+run_prog() { # SOCKET MODE LOGNAME
+	LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$1 timeout 300 "$prog" "$2" >"$work/$3.out" 2>&1
+}
+
+functional() { # NAME SOCKET
+	if run_prog "$2" all "$1"; then
+		ok "$1 ($(grep -c '^PASS' "$work/$1.out") checks)"
+	else
+		bad "$1" "$(grep -m3 -E '^FAIL|error' "$work/$1.out" | tr '\n' ' ')"
+	fi
+}
+
+bench() { # NAME SOCKET
+	if run_prog "$2" bench "$1"; then
+		sed -n 's/^BENCH /  measured '"$1"': /p' "$work/$1.out"
+		ok "$1"
+	else
+		bad "$1" "$(tail -2 "$work/$1.out" | tr '\n' ' ')"
+	fi
+}
+
+# cut_test NAME SOCKET CLIENT_PID REMOTE_PID HOW (a command that breaks the link)
+cut_test() {
+	local name=$1 sock=$2 cpid=$3 rpid=$4 how=$5 start end ms rc cw rw
+	LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock timeout 60 "$prog" copyloop >"$work/$name.out" 2>&1 &
+	local p=$!
+	for _ in $(seq 100); do
+		grep -q RUNNING "$work/$name.out" && break
+		sleep 0.1
+	done
+	if ! grep -q RUNNING "$work/$name.out"; then
+		kill -KILL "$p" 2>/dev/null
+		bad "$name" "copy loop did not start: $(tail -2 "$work/$name.out" | tr '\n' ' ')"
+		return
+	fi
+	sleep 0.3
+	cw=$(workers_of "$cpid")
+	rw=$(workers_of "$rpid")
+	start=$(date +%s%N)
+	eval "$how"
+	wait "$p"
+	rc=$?
+	end=$(date +%s%N)
+	ms=$(((end - start) / 1000000))
+	echo "  measured $name: program got its error ${ms} ms after the cut"
+	if [ "$rc" -ne 3 ] || ! grep -q "^ERROR" "$work/$name.out"; then
+		bad "$name" "exit $rc, expected an error: $(tail -3 "$work/$name.out" | tr '\n' ' ')"
+	elif [ "$ms" -gt 5000 ]; then
+		bad "$name" "error came after ${ms} ms (> 5 s)"
+	elif ! grep -q "^LATER .*unavailable" "$work/$name.out"; then
+		bad "$name" "a later call did not fail at once: $(grep LATER "$work/$name.out")"
+	elif [ -z "$cw" ] || [ -z "$rw" ]; then
+		bad "$name" "no worker processes seen during the copy (client: '$cw', remote: '$rw')"
+	elif ! wait_gone "$cw" 3; then
+		bad "$name" "client node workers left: $cw"
+	elif ! wait_gone "$rw" 8; then
+		bad "$name" "remote node workers left: $rw"
+	else
+		ok "$name ($(grep '^ERROR' "$work/$name.out"))"
+	fi
+}
+
+[ -x "$bin" ] || { echo "build mearasd first (make)"; exit 1; }
+echo "cluster-secret-$tag" >"$work/key"
+echo "another-secret" >"$work/wrongkey"
+
+# ---------------- loopback ----------------
+start_node lo-remote - --socket="$work/lo-remote.sock" --link-port=$port --cluster-key-file="$work/key"
+lo_remote=$NODE_PID
+start_node lo-client - --socket="$work/lo-client.sock" --vgpus=2 --remote=1=127.0.0.1:$port \
+	--cluster-key-file="$work/key"
+lo_client=$NODE_PID
+functional loopback-functional "$work/lo-client.sock"
+if wait_no_workers "$lo_remote" 5; then ok loopback-remote-worker-freed; else bad loopback-remote-worker-freed "$(workers_of "$lo_remote")"; fi
+bench loopback-bench "$work/lo-client.sock"
+
+start_node lo-wrong - --socket="$work/lo-wrong.sock" --vgpus=2 --remote=1=127.0.0.1:$port \
+	--cluster-key-file="$work/wrongkey"
+lo_wrong=$NODE_PID
+t0=$(date +%s%N)
+run_prog "$work/lo-wrong.sock" all wrong-key
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+if [ "$rc" -ne 0 ] && grep -q "cluster key refused" "$work/wrong-key.out" && [ "$ms" -lt 5000 ] &&
+	grep -q "refused" "$work/lo-remote.log"; then
+	ok "wrong-cluster-key-refused (${ms} ms: $(grep -o 'link to.*' "$work/wrong-key.out" | head -1))"
+else
+	bad wrong-cluster-key-refused "rc $rc after $ms ms: $(head -2 "$work/wrong-key.out" | tr '\n' ' ')"
+fi
+stop_node "$lo_wrong"
+
+cut_test loopback-sigkill-remote "$work/lo-client.sock" "$lo_client" "$lo_remote" "kill -KILL $lo_remote"
+start_node lo-remote2 - --socket="$work/lo-remote.sock" --link-port=$port --cluster-key-file="$work/key"
+lo_remote=$NODE_PID
+functional loopback-after-remote-restart "$work/lo-client.sock"
+stop_node "$lo_client"
+stop_node "$lo_remote"
+
+# ---------------- two namespaces, veth, 1 Gbit/s ----------------
+if [ "$(id -u)" != 0 ] || ! ip netns add "$nsa" 2>/dev/null; then
+	bad netns-setup "needs root and network namespaces"
+else
+	ip netns add "$nsb"
+	ip link add va$tag type veth peer name vb$tag
+	ip link set va$tag netns "$nsa"
+	ip link set vb$tag netns "$nsb"
+	ip -n "$nsa" addr add 10.250.1.1/24 dev va$tag
+	ip -n "$nsb" addr add 10.250.1.2/24 dev vb$tag
+	for n in "$nsa:va$tag" "$nsb:vb$tag"; do
+		ip -n "${n%%:*}" link set lo up
+		ip -n "${n%%:*}" link set "${n#*:}" up
+		ip netns exec "${n%%:*}" tc qdisc add dev "${n#*:}" root tbf rate 1gbit burst 256kb latency 50ms
+	done
+	start_node ns-remote "$nsb" --socket="$work/ns-remote.sock" --link-port=$port --cluster-key-file="$work/key"
+	ns_remote=$NODE_PID
+	start_node ns-client "$nsa" --socket="$work/ns-client.sock" --vgpus=2 --remote=1=10.250.1.2:$port \
+		--cluster-key-file="$work/key"
+	ns_client=$NODE_PID
+	functional netns-1gbit-functional "$work/ns-client.sock"
+	bench netns-1gbit-bench "$work/ns-client.sock"
+	cut_test netns-veth-deleted-mid-copy "$work/ns-client.sock" "$ns_client" "$ns_remote" \
+		"ip -n $nsa link del va$tag"
+	# the remote node lives on: it must have freed the session's worker
+	if kill -0 "$ns_remote" 2>/dev/null; then ok netns-remote-node-survives-cut; else bad netns-remote-node-survives-cut "it died"; fi
+	ip link add va$tag type veth peer name vb$tag
+	ip link set va$tag netns "$nsa"
+	ip link set vb$tag netns "$nsb"
+	ip -n "$nsa" addr add 10.250.1.1/24 dev va$tag
+	ip -n "$nsb" addr add 10.250.1.2/24 dev vb$tag
+	ip -n "$nsa" link set va$tag up
+	ip -n "$nsb" link set vb$tag up
+	ip netns exec "$nsa" tc qdisc add dev va$tag root tbf rate 1gbit burst 256kb latency 50ms
+	ip netns exec "$nsb" tc qdisc add dev vb$tag root tbf rate 1gbit burst 256kb latency 50ms
+	cut_test netns-remote-sigkill-mid-copy "$work/ns-client.sock" "$ns_client" "$ns_remote" "kill -KILL $ns_remote"
+	start_node ns-remote2 "$nsb" --socket="$work/ns-remote.sock" --link-port=$port --cluster-key-file="$work/key"
+	functional netns-after-remote-restart "$work/ns-client.sock"
+fi
+
+echo
+for r in "${results[@]}"; do echo "$r"; done
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
