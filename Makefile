@@ -98,9 +98,14 @@ $(BUILD)/tests/gpu/isolation: tests/gpu/isolation.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 -cudart shared $(NVCC_ARCH) -Xcompiler -Wall,-Werror -o $@ $<
 
-gpu-build: all $(BUILD)/experiments/microbench $(BUILD)/tests/gpu/isolation
+$(BUILD)/tests/gpu/tcp_bench: tests/gpu/tcp_bench.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -pthread -o $@ $<
+
+gpu-build: all $(BUILD)/experiments/microbench $(BUILD)/tests/gpu/isolation $(BUILD)/tests/gpu/tcp_bench
 	$(MAKE) -C tests/cuda
 	$(MAKE) -C experiments/apps
+	$(MAKE) -C tests/control all
 
 deps:
 	scripts/install-deps.sh

@@ -72,6 +72,10 @@ wait $idle_client
 hz=$(getconf CLK_TCK)
 idle_cpu=$(python3 -c "print(round(100*($t1-$t0)/$hz/($s1-$s0), 3))")
 
+echo "== remote vGPU (second mearasd over loopback TCP)"
+remote=$(scripts/gpu-remote.sh "$out" "$out/native" "$out/micro-native.txt" "${device:-unknown} (driver ${driver:-?})" 2>&1)
+echo "$remote" >"$out/remote-table.txt"
+
 python3 experiments/microbench/compare.py "$out/micro-native.txt" "$out/micro-mearas.txt" \
 	--idle-cpu "$idle_cpu" --device "${device:-unknown} (driver ${driver:-?})" \
 	--out experiments/results/microbench.json >"$out/micro-table.txt" 2>&1
@@ -83,6 +87,9 @@ cat "$out/suite-compare.txt"
 echo
 echo "== fault isolation: $isolation"
 echo "== $assembly"
+echo
+echo "== remote vGPU (loopback TCP; issue 4 targets)"
+cat "$out/remote-table.txt"
 echo
 echo "== microbenchmarks: ${device:-unknown}"
 cat "$out/micro-table.txt"

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Remote vGPU microbenchmarks against native CUDA and raw TCP, measured in
+one run: writes experiments/results/remote.json (fields as microbench.json)
+and prints a table with the issue's targets."""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+from pathlib import Path
+
+from compare import read_metrics
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("native", type=Path)
+    ap.add_argument("remote", type=Path)
+    ap.add_argument("raw_tcp", type=Path)
+    ap.add_argument("--device", required=True)
+    ap.add_argument("--out", type=Path, required=True)
+    a = ap.parse_args()
+    nat, _ = read_metrics(a.native)
+    rem, _ = read_metrics(a.remote)
+    raw, _ = read_metrics(a.raw_tcp)
+    date = datetime.date.today().isoformat()
+    rows: list[dict[str, object]] = []
+    failed = 0
+
+    def rec(metric: str, unit: str, base: float, val: float, ratio: float, target: str, good: bool,
+            baseline: str) -> None:
+        nonlocal failed
+        rows.append({"metric": metric, "unit": unit, "native": base, "mearas": val, "ratio": round(ratio, 4),
+                     "baseline": baseline, "device": a.device, "date": date})
+        failed += 0 if good else 1
+        print(f"{metric:24} {base:12.3f} {val:12.3f} {ratio:8.3f}  {target:22} {'ok' if good else 'MISSED'}")
+
+    print(f"{'metric':24} {'baseline':>12} {'remote':>12} {'ratio':>8}  target")
+    if "launch_rate" in rem:
+        b, v = nat["launch_rate"][1], rem["launch_rate"][1]
+        rec("launch_rate", "launches/s", b, v, v / b, ">= 0.9 x native", v / b >= 0.9, "native")
+    if "sync_roundtrip_us" in rem:
+        b, v = nat["sync_roundtrip_us"][1], rem["sync_roundtrip_us"][1]
+        rec("sync_roundtrip_us", "us", b, v, v / b, "<= native + 30 us", v <= b + 30, "native")
+    tcp = raw["raw_tcp_gbps"][1] if "raw_tcp_gbps" in raw else 0.0
+    for m, name in (("h2d_pinned_gbps", "h2d_gbps"), ("d2h_pinned_gbps", "d2h_gbps")):
+        if m in rem and tcp:
+            v = rem[m][1]
+            rec(name, "GB/s", tcp, v, v / tcp, ">= 0.9 x raw TCP", v / tcp >= 0.9, "raw TCP, same run")
+    if len(rows) < 4:
+        print("remote microbenchmarks incomplete (see the run's output)", file=sys.stderr)
+        failed += 4 - len(rows)
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    a.out.write_text(json.dumps(rows, indent=1) + "\n")
+    print(f"{len(rows) - min(failed, len(rows))} passed, {failed} failed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
