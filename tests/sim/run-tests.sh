@@ -207,7 +207,7 @@ SHARED_SOCK=$SOCK
 SHARED_PID=$DAEMON_PID
 
 for p in reg_plain reg_templates reg_extern_c reg_big_params reg_launch_apis reg_per_thread reg_rdc \
-	reg_symbols mem_memset mem_2d err_codes err_last_error; do
+	reg_symbols mem_memset mem_2d mem_register err_codes err_last_error; do
 	run_test "$p" prog "$p"
 done
 run_test mem_roundtrip prog mem_roundtrip
