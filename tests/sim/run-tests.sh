@@ -19,7 +19,18 @@ passed=0
 failed=0
 failed_names=()
 
-workers_of() { ps -o pid= --ppid "$1" 2>/dev/null | tr -d ' '; }
+# workers_of PID: the child processes of mearasd (from /proc, no procps needed)
+workers_of() {
+	local f line fields
+	for f in /proc/[0-9]*/stat; do
+		read -r line 2>/dev/null <"$f" || continue
+		fields=(${line##*) }) # after the command name, which may hold spaces
+		if [ "${fields[1]}" = "$1" ]; then
+			f=${f#/proc/}
+			echo "${f%/stat}"
+		fi
+	done
+}
 
 stop_daemon() {
 	local pid=$1 w
