@@ -165,6 +165,31 @@ static cudaError_t staged_d2h(int vgpu, const struct rt_stream_ref *st, uint8_t 
 	return e;
 }
 
+/* A default-stream copy between two vGPUs: CUDA serializes it with the work
+ * of both devices, but each vGPU's records run on their own poller. Finish
+ * the destination's earlier work, then wait for the copy, so later work on
+ * either vGPU sees the data. */
+static cudaError_t cross_vgpu_copy(int sv, int dv, const struct rt_stream_ref *st, uint64_t dst, uint64_t src,
+				   uint64_t n)
+{
+	struct mearas_cqe cqe;
+	struct rt_call c;
+	uint64_t ud;
+	int slot = rt_slot();
+	cudaError_t e;
+
+	rt_call_init(&c, MEARAS_OP_CTX_SYNC, 0);
+	e = rt_call(dv, &c, NULL);
+	if (e)
+		return e;
+	pthread_mutex_lock(&rt.slot_lock[slot]);
+	e = post_copy(sv, st, dst, src, n, MEARAS_COPY_DTOD, true, &ud);
+	if (!e)
+		e = rt_wait(sv, ud, &cqe);
+	pthread_mutex_unlock(&rt.slot_lock[slot]);
+	return e;
+}
+
 /* Which vGPU's device memory holds [p, p+n)? -1: host memory; -2: a
  * device window but no live allocation (an invalid device pointer). */
 static int classify(const void *p, uint64_t n)
@@ -300,6 +325,8 @@ cudaError_t rt_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind 
 		}
 		return staged_d2h(vgpu, &st, dst, (uint64_t)(uintptr_t)src, n);
 	default: /* device to device: no host synchronization, as in CUDA */
+		if (dv != sv && vgpu == sv && st.id == MEARAS_STREAM_LEGACY)
+			return cross_vgpu_copy(sv, dv, &st, (uint64_t)(uintptr_t)dst, (uint64_t)(uintptr_t)src, n);
 		return post_copy(vgpu, &st, (uint64_t)(uintptr_t)dst, (uint64_t)(uintptr_t)src, n,
 				 MEARAS_COPY_DTOD, false, NULL);
 	}

@@ -85,7 +85,8 @@ void rt_parcopy(void *dst, const void *src, size_t n)
 		return;
 	}
 	parts = pool.nworkers + 1;
-	each = (n / parts + 4095) & ~(size_t)4095;
+	/* round up before aligning: the parts must cover every byte of n */
+	each = ((n + parts - 1) / parts + 4095) & ~(size_t)4095;
 	pthread_mutex_lock(&pool.lock);
 	for (unsigned i = 1; i < parts; i++) {
 		size_t off = each * i < n ? each * i : n;

@@ -1,0 +1,238 @@
+#!/bin/bash
+# CPU-lane acceptance tests: runs every program of tests/sim against its own
+# mearasd --device=sim on private sockets, then the robustness scenarios.
+# Expects the programs built (make -C tests/sim) and mearasd + libcudart
+# built at the top. Prints one line per test and "N passed, N failed" last;
+# exits non-zero when anything failed. Daemons are stopped by PID on exit.
+# VERBOSE=1 shows the output of passing tests too.
+set -u
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+BIN=$HERE/${OUT:-build}
+MEARASD=$ROOT/build/bin/mearasd
+export LD_LIBRARY_PATH=$ROOT/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+unset MEARAS_VGPUS MEARAS_DATA_MB MEARAS_SOCKET
+TMP=$(mktemp -d /tmp/mearas-simtests.XXXXXX)
+DAEMONS=()
+passed=0
+failed=0
+failed_names=()
+
+# workers_of PID: the child processes of mearasd (from /proc, no procps needed)
+workers_of() {
+	local f line fields
+	for f in /proc/[0-9]*/stat; do
+		read -r line 2>/dev/null <"$f" || continue
+		fields=(${line##*) }) # after the command name, which may hold spaces
+		if [ "${fields[1]}" = "$1" ]; then
+			f=${f#/proc/}
+			echo "${f%/stat}"
+		fi
+	done
+}
+
+stop_daemon() {
+	local pid=$1 w
+	kill -0 "$pid" 2>/dev/null || return 0
+	kill -TERM "$pid" 2>/dev/null
+	for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	for w in $(workers_of "$pid"); do kill -KILL "$w" 2>/dev/null; done
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	return 0
+}
+
+cleanup() {
+	local pid
+	for pid in "${DAEMONS[@]}"; do stop_daemon "$pid"; done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# start_daemon NAME [mearasd args]: sets DAEMON_PID and SOCK
+start_daemon() {
+	local name=$1
+	shift
+	SOCK=$TMP/$name.sock
+	"$MEARASD" --device=sim --socket="$SOCK" "$@" >"$TMP/$name-mearasd.log" 2>&1 &
+	DAEMON_PID=$!
+	DAEMONS+=("$DAEMON_PID")
+	for _ in $(seq 100); do
+		[ -S "$SOCK" ] && return 0
+		sleep 0.05
+	done
+	echo "mearasd did not come up:"
+	cat "$TMP/$name-mearasd.log"
+	return 1
+}
+
+# wait_gone SECONDS PID...: true when all PIDs have exited within SECONDS
+wait_gone() {
+	local limit=$1 p alive
+	shift
+	for _ in $(seq $((limit * 10))); do
+		alive=0
+		for p in "$@"; do kill -0 "$p" 2>/dev/null && alive=1; done
+		[ $alive = 0 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+wait_file() {
+	for _ in $(seq $(($2 * 20))); do
+		[ -e "$1" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+
+# run_test NAME COMMAND...: output goes to a log, shown when it fails
+run_test() {
+	local name=$1 start rc
+	shift
+	start=$(now)
+	"$@" >"$TMP/$name.log" 2>&1
+	rc=$?
+	if [ $rc = 0 ]; then
+		passed=$((passed + 1))
+		printf 'PASS  %-28s %6s s\n' "$name" "$(elapsed "$start")"
+		[ "${VERBOSE:-0}" = 1 ] && sed 's/^/      | /' "$TMP/$name.log"
+	else
+		failed=$((failed + 1))
+		failed_names+=("$name")
+		printf 'FAIL  %-28s %6s s (exit %d)\n' "$name" "$(elapsed "$start")" $rc
+		tail -n 25 "$TMP/$name.log" | sed 's/^/      | /'
+	fi
+}
+
+# prog [VAR=value...] NAME [ARGS...]: a program against the shared daemon,
+# with a time limit
+prog() {
+	local envs=() p
+	while [[ $1 == *=* ]]; do
+		envs+=("$1")
+		shift
+	done
+	p=$1
+	shift
+	env MEARAS_SOCKET="$SHARED_SOCK" "${envs[@]}" timeout 120 "$BIN/$p" "$@"
+}
+
+# the shared daemon is still up and every finished client's worker is gone
+shared_daemon_clean() {
+	kill -0 "$SHARED_PID" || { echo "shared mearasd died"; return 1; }
+	wait_gone 5 $(workers_of "$SHARED_PID") || { echo "workers left: $(workers_of "$SHARED_PID")"; return 1; }
+}
+
+# ---- robustness scenarios (each with its own daemon) ----
+
+# (a) the client dies in the middle of large copies: mearasd keeps serving,
+# the dead client's worker goes away
+client_dies() {
+	local d c w
+	start_daemon client-dies || return 1
+	d=$DAEMON_PID
+	env MEARAS_SOCKET="$SOCK" timeout 30 "$BIN/robust_client" exit-mid-copy || { echo "exit-mid-copy: exit $?"; return 1; }
+	wait_gone 5 $(workers_of $d) || { echo "worker of the exited client still alive after 5 s"; return 1; }
+	env MEARAS_SOCKET="$SOCK" "$BIN/robust_client" copy-forever "$TMP/copying" &
+	c=$!
+	wait_file "$TMP/copying" 30 || { echo "copy-forever never started"; kill -KILL $c; return 1; }
+	sleep 0.5
+	w=$(workers_of $d)
+	[ -n "$w" ] || { echo "no worker process for the copying client"; kill -KILL $c; return 1; }
+	kill -KILL $c
+	wait $c 2>/dev/null
+	wait_gone 5 $w || { echo "worker $w of the SIGKILLed client still alive after 5 s"; return 1; }
+	echo "worker $w gone after its client was SIGKILLed mid-copy"
+	kill -0 $d || { echo "mearasd died"; return 1; }
+	env MEARAS_SOCKET="$SOCK" timeout 60 "$BIN/mem_memset" || { echo "next client failed"; return 1; }
+	env MEARAS_SOCKET="$SOCK" timeout 60 "$BIN/reg_launch_apis" || { echo "next client failed"; return 1; }
+	stop_daemon $d
+}
+
+# kill_hard PID: SIGKILL mearasd and its workers
+kill_hard() {
+	local w
+	w=$(workers_of "$1")
+	kill -KILL "$1" $w
+}
+
+# (b) mearasd is SIGKILLed while the client waits in a synchronizing call,
+# or while it posts asynchronous work: the client gets
+# cudaErrorDevicesUnavailable within 5 s
+daemon_killed() {
+	local mode=$1 d c rc start took
+	start_daemon "killed-$mode" || return 1
+	d=$DAEMON_PID
+	if [ "$mode" = sync ]; then
+		env MEARAS_SOCKET="$SOCK" timeout 20 "$BIN/robust_client" killed-in-sync "$TMP/$mode.ready" &
+	else
+		env MEARAS_SOCKET="$SOCK" timeout 20 "$BIN/robust_client" killed-while-posting "$TMP/$mode.ready" \
+			"$TMP/$mode.killed" &
+	fi
+	c=$!
+	wait_file "$TMP/$mode.ready" 20 || { echo "client never got ready"; kill -KILL $c; return 1; }
+	sleep 0.3
+	kill_hard $d
+	start=$(now)
+	touch "$TMP/$mode.killed"
+	wait $c
+	rc=$?
+	took=$(elapsed "$start")
+	echo "client exited $took s after mearasd was killed, exit $rc"
+	[ $rc = 0 ] || return 1
+	awk -v t="$took" 'BEGIN { exit !(t < 5) }' || { echo "took longer than 5 s"; return 1; }
+}
+
+# (c) no mearasd: no socket at all, or a stale socket file nobody listens on
+no_daemon() {
+	env MEARAS_SOCKET="$TMP/nobody-here.sock" timeout 5 "$BIN/robust_client" no-daemon || return 1
+	python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$TMP/stale.sock" || return 1
+	env MEARAS_SOCKET="$TMP/stale.sock" timeout 5 "$BIN/robust_client" no-daemon
+}
+
+# (d) garbage and malformed hellos: mearasd stays up, no worker is left
+# behind, and a real client is served afterwards
+garbage() {
+	local d
+	start_daemon garbage || return 1
+	d=$DAEMON_PID
+	timeout 60 python3 "$HERE/garbage_client.py" "$SOCK" || return 1
+	kill -0 $d || { echo "mearasd died"; return 1; }
+	wait_gone 3 $(workers_of $d) || { echo "workers left behind: $(workers_of $d)"; return 1; }
+	env MEARAS_SOCKET="$SOCK" timeout 60 "$BIN/reg_plain" || { echo "real client failed"; return 1; }
+	stop_daemon $d
+}
+
+# ---- run ----
+[ -x "$MEARASD" ] || { echo "no $MEARASD: run make at the top first"; exit 2; }
+[ -x "$BIN/reg_plain" ] || { echo "test programs not built: run make -C tests/sim"; exit 2; }
+start_daemon shared || exit 1
+SHARED_SOCK=$SOCK
+SHARED_PID=$DAEMON_PID
+
+for p in reg_plain reg_templates reg_extern_c reg_big_params reg_launch_apis reg_per_thread reg_rdc \
+	reg_symbols mem_memset mem_2d mem_register err_codes err_last_error; do
+	run_test "$p" prog "$p"
+done
+run_test mem_roundtrip prog mem_roundtrip
+run_test mem_roundtrip_256m prog MEARAS_DATA_MB=1024 mem_roundtrip 268435456
+run_test conc_threads prog MEARAS_VGPUS=2 conc_threads 500
+run_test conc_cross_event prog MEARAS_VGPUS=2 conc_cross_event
+run_test dev_props prog MEARAS_VGPUS=3 dev_props
+run_test dev_pointers prog MEARAS_VGPUS=3 dev_pointers
+run_test shared_daemon_clean shared_daemon_clean
+run_test robust_client_dies client_dies
+run_test robust_killed_in_sync daemon_killed sync
+run_test robust_killed_while_posting daemon_killed posting
+run_test robust_no_daemon no_daemon
+run_test robust_garbage garbage
+
+echo "$passed passed, $failed failed"
+[ $failed = 0 ]

@@ -1,0 +1,82 @@
+// Helpers for the CPU-lane (mearasd --device=sim) test programs: each
+// program checks itself; any failure prints one "FAIL: ..." line and exits 1.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cuda_runtime.h>
+
+#define CHECK_CUDA(call)                                                     \
+    do {                                                                     \
+        cudaError_t check_err_ = (call);                                     \
+        if (check_err_ != cudaSuccess) {                                     \
+            std::printf("FAIL: %s returned %s at %s:%d\n", #call,            \
+                        cudaGetErrorName(check_err_), __FILE__, __LINE__);   \
+            std::fflush(stdout);                                             \
+            std::exit(1);                                                    \
+        }                                                                    \
+    } while (0)
+
+// The call must return exactly the expected error code.
+#define EXPECT_ERR(expected, call)                                           \
+    do {                                                                     \
+        cudaError_t got_ = (call);                                           \
+        if (got_ != (expected)) {                                            \
+            std::printf("FAIL: %s returned %s, expected %s at %s:%d\n",      \
+                        #call, cudaGetErrorName(got_),                       \
+                        cudaGetErrorName(expected), __FILE__, __LINE__);     \
+            std::fflush(stdout);                                             \
+            std::exit(1);                                                    \
+        }                                                                    \
+    } while (0)
+
+// A launch is accepted and the device later synchronizes cleanly.
+#define CHECK_LAUNCH()                                                       \
+    do {                                                                     \
+        CHECK_CUDA(cudaGetLastError());                                      \
+        CHECK_CUDA(cudaDeviceSynchronize());                                 \
+    } while (0)
+
+#define REQUIRE(cond, ...)                                                   \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            std::printf("FAIL: ");                                           \
+            std::printf(__VA_ARGS__);                                        \
+            std::printf(" (%s:%d)\n", __FILE__, __LINE__);                   \
+            std::fflush(stdout);                                             \
+            std::exit(1);                                                    \
+        }                                                                    \
+    } while (0)
+
+static inline int pass(void)
+{
+    std::printf("PASS\n");
+    std::fflush(stdout);
+    return 0;
+}
+
+// Fills buf with a pattern that differs for every byte position and seed.
+static inline void fill_pattern(void *buf, size_t n, uint32_t seed)
+{
+    unsigned char *p = (unsigned char *)buf;
+    uint32_t s = seed * 2654435761u + 12345u;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        p[i] = (unsigned char)(s >> 24);
+    }
+}
+
+// Index of the first byte that differs from the pattern, or -1.
+static inline long long check_pattern(const void *buf, size_t n, uint32_t seed)
+{
+    const unsigned char *p = (const unsigned char *)buf;
+    uint32_t s = seed * 2654435761u + 12345u;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        if (p[i] != (unsigned char)(s >> 24))
+            return (long long)i;
+    }
+    return -1;
+}
