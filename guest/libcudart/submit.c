@@ -33,7 +33,7 @@ void rt_call_init(struct rt_call *c, unsigned op, uint32_t stream)
 		c->sqe.flags |= MEARAS_SQE_PER_THREAD;
 }
 
-/* Wait (briefly spinning, then sleeping in short naps) until cond holds,
+/* Wait (spinning a moment, then sleeping in short naps) until cond holds,
  * with the back end told to wake up. False when the back end is gone. */
 static bool wait_for_backend(struct rt_vgpu *v, unsigned vgpu, bool (*cond)(struct rt_vgpu *, uint32_t),
 			     uint32_t arg)
@@ -46,10 +46,12 @@ static bool wait_for_backend(struct rt_vgpu *v, unsigned vgpu, bool (*cond)(stru
 		/* make sure the poller is awake: it will drain and free space */
 		if (mearas_ring_needs_wakeup(v->sq))
 			tp_kick(&rt.tp, vgpu);
-		if (now_us() - start < 50) {
+		/* a full ring holds milliseconds of work: sleep rather than spin, so
+		 * this thread does not slow the poller (it may share a core with it) */
+		if (now_us() - start < 2) {
 			mearas_cpu_relax();
 		} else {
-			struct timespec ts = { 0, 20000 };
+			struct timespec ts = { 0, 50000 };
 
 			nanosleep(&ts, NULL);
 			if (now_us() - start > 1000000) {
