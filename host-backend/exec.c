@@ -1050,7 +1050,8 @@ void exec_record(struct vgpu *v, const struct mearas_sqe *e)
 		v->deferred_error = 0;
 	}
 	c.status = r;
-	if (r == 0 && (f.stream || f.event)) {
+	/* a fence only for records that wait for the device or act after it */
+	if (r == 0 && (f.stream || f.event) && (want || f.action != PENDING_POST)) {
 		struct pending p = { .want_cqe = want, .action = f.action, .arg = f.arg, .cqe = c, .cq = e->cq,
 				     .flush = f.flush, .flush_event = f.event,
 				     .flush_stream = f.stream == v->ops->stream_default(v->dev) && e->op == MEARAS_OP_CTX_SYNC
@@ -1068,13 +1069,8 @@ void exec_record(struct vgpu *v, const struct mearas_sqe *e)
 			}
 		}
 		if (!r) {
-			/* only records that wait for the device, or must act after it, pend */
-			if (want || f.action != PENDING_POST) {
-				add_pending(v, &p);
-				exec_poll_pending(v);
-			} else if (p.own_fence) {
-				v->ops->event_destroy(v->dev, p.fence);
-			}
+			add_pending(v, &p);
+			exec_poll_pending(v);
 			return;
 		}
 		c.status = r;
