@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -84,7 +85,9 @@ def main(argv: list[str] | None = None) -> int:
             points = run_sweep("assembly", assembly_points(opts), opts)
         else:
             points = run_sweep(a.sweep, SWEEPS[a.sweep](opts), opts)
-        files = list(write_sweep(out, a.sweep, points, info))
+        # assembly.json is the metric file; the runs behind it go beside it
+        name = "assembly-runs" if a.sweep == "assembly" else a.sweep
+        files = list(write_sweep(out, name, points, info))
         if a.sweep == "assembly" and all(p.status == "ok" for p in points):
             files.append(write_metric(out, metric_records(points, label)))
         try:  # plots last: a missing matplotlib (GPU image) must not lose the numbers
@@ -93,9 +96,18 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError as e:
             progress(f"no plot: {e} (pip install matplotlib)")
         progress("wrote " + ", ".join(map(str, files)))
-        return finish(points)
+        rc = finish(points)
+        if a.sweep == "assembly" and rc == 0 and any(p.status != "ok" for p in points):
+            why = next(p.error for p in points if p.status != "ok")
+            progress(f"mearas_exp: assembly metric not written: {why}")
+            return 3
+        return rc
     except Unavailable as e:
         progress(f"mearas_exp: not available: {e}")
+        if "out" in locals() and "info" in locals():
+            out.mkdir(parents=True, exist_ok=True)
+            (out / f"{a.sweep}.json").write_text(json.dumps(
+                {**info, "sweep": a.sweep, "status": "unavailable", "reason": str(e)}, indent=1) + "\n")
         return 3
     except HarnessError as e:
         progress(f"mearas_exp: error: {e}")

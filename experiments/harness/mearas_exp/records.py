@@ -61,12 +61,13 @@ def _proc_row(p: ProcRecord) -> dict[str, Any]:
             "throughput": r.throughput if r else None, "unit": r.unit if r else "",
             "kernels_per_s": r.kernels_per_s if r else None, "gflops": r.gflops if r else None,
             "seconds": r.seconds if r else None, "iterations": r.iterations if r else None,
-            "check": r.check if r else "", "error": p.error}
+            "check": r.check if r else "", "app_device": r.device if r else None,
+            "error": p.error}
 
 
 CSV_FIXED = ["sweep", "app", "assembly", "status", "scope", "vgpu", "kind", "gpu", "node", "pid",
              "cpus", "rc", "throughput", "unit", "kernels_per_s", "gflops", "seconds",
-             "iterations", "check", "error"]
+             "iterations", "check", "app_device", "error"]
 
 
 def csv_rows(points: list[PointResult]) -> tuple[list[str], list[dict[str, Any]]]:
