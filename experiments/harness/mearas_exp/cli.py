@@ -74,9 +74,13 @@ def main(argv: list[str] | None = None) -> int:
         progress(f"sweep {a.sweep}: device {label}; {opts.seconds:g} s per point; results in {out}")
         if a.sweep == "latency":
             from .latency import run_latency, write_latency
-            from .plots import FIGURES, latency_plot
             lat = run_latency(opts)
-            files = [*write_latency(out, lat, info), latency_plot(lat, out / FIGURES["latency"], label)]
+            files: list[Path | None] = [*write_latency(out, lat, info)]
+            try:
+                from .plots import FIGURES, latency_plot
+                files.append(latency_plot(lat, out / FIGURES["latency"], label))
+            except ImportError as e:
+                progress(f"no plot: {e} (pip install matplotlib)")
             progress("wrote " + ", ".join(str(f) for f in files if f))
             bad = [p for p in lat if p.status == "failed"]
             return 1 if bad else (3 if all(p.status != "ok" for p in lat) else 0)
@@ -87,15 +91,15 @@ def main(argv: list[str] | None = None) -> int:
             points = run_sweep(a.sweep, SWEEPS[a.sweep](opts), opts)
         # assembly.json is the metric file; the runs behind it go beside it
         name = "assembly-runs" if a.sweep == "assembly" else a.sweep
-        files = list(write_sweep(out, name, points, info))
+        written: list[Path] = list(write_sweep(out, name, points, info))
         if a.sweep == "assembly" and all(p.status == "ok" for p in points):
-            files.append(write_metric(out, metric_records(points, label)))
+            written.append(write_metric(out, metric_records(points, label)))
         try:  # plots last: a missing matplotlib (GPU image) must not lose the numbers
             from .plots import plot_sweep
-            files.append(plot_sweep(a.sweep, points, out, label) or Path("(no plot: no ok points)"))
+            written.append(plot_sweep(a.sweep, points, out, label) or Path("(no plot: no ok points)"))
         except ImportError as e:
             progress(f"no plot: {e} (pip install matplotlib)")
-        progress("wrote " + ", ".join(map(str, files)))
+        progress("wrote " + ", ".join(map(str, written)))
         rc = finish(points)
         if a.sweep == "assembly" and rc == 0 and any(p.status != "ok" for p in points):
             why = next(p.error for p in points if p.status != "ok")

@@ -43,6 +43,12 @@ def run_apps(asm: RunningAssembly, program: Path, app_args: list[str], *, second
     """Start one process of `program` per vGPU of the assembly at once (each with
     --device i, or --device GPU in native mode), wait for all, parse RESULT lines."""
     env = {**os.environ, **asm.client_env()}
+    if asm.spec.mode == "native":  # make sure the real CUDA runtime is used
+        for k in [k for k in env if k.startswith("MEARAS_")]:
+            del env[k]
+        lib = str(asm.paths.libdir)
+        env["LD_LIBRARY_PATH"] = ":".join(d for d in env.get("LD_LIBRARY_PATH", "").split(":")
+                                          if d and os.path.realpath(d) != os.path.realpath(lib))
     plan = cpu_plan(len(asm.placements), pin)
     procs: list[tuple[subprocess.Popen[bytes], Path, Path, str]] = []
     for p, cpus in zip(asm.placements, plan):
