@@ -1,0 +1,1 @@
+"""mearas experiments harness: nodes, assemblies, sweeps, records and plots."""

@@ -1,0 +1,53 @@
+"""The acceptance metrics: aggregate throughput of an assembly of 1 local +
+1 remote vGPU (two GPUs, two nodes) over that of one local vGPU."""
+from __future__ import annotations
+
+import datetime
+import json
+from pathlib import Path
+from typing import Any
+
+from .assembly import AssemblySpec
+from .config import HarnessError
+from .records import PointResult
+from .sweeps import Point, RunOptions
+
+METRIC_APPS = {"binomialoptions": "binomial_2gpu_speedup",
+               "blackscholes": "blackscholes_2gpu_speedup"}
+
+
+def assembly_points(opts: RunOptions) -> list[Point]:
+    if opts.gpus < 2 and opts.device == "cuda":
+        raise HarnessError(f"the assembly metric needs 2 GPUs, this machine has {opts.gpus}")
+    pts = []
+    for app in METRIC_APPS:
+        pts.append(Point({"assembly": "1 local"}, app, AssemblySpec((0,), device=opts.device)))
+        pts.append(Point({"assembly": "1 local + 1 remote"}, app,
+                         AssemblySpec((0,), (1,), device=opts.device)))
+    return pts
+
+
+def metric_records(results: list[PointResult], device: str) -> list[dict[str, Any]]:
+    """One record per app; raises when a point of the pair did not run."""
+    records = []
+    date = datetime.date.today().isoformat()
+    for app, metric in METRIC_APPS.items():
+        pair = [r for r in results if r.app == app]
+        if len(pair) != 2 or any(r.status != "ok" for r in pair):
+            why = "; ".join(f"{r.params['assembly']}: {r.status} {r.error}" for r in pair)
+            raise HarnessError(f"{metric}: cannot compute ({why})")
+        base, both = (r.aggregate()["throughput"] for r in pair)
+        assert isinstance(base, float) and isinstance(both, float)
+        if base <= 0:
+            raise HarnessError(f"{metric}: baseline throughput is {base}")
+        records.append({"metric": metric, "unit": f"{pair[0].aggregate()['unit']} (aggregate)",
+                        "baseline": base, "mearas": both, "ratio": round(both / base, 4),
+                        "device": device, "date": date})
+    return records
+
+
+def write_metric(out: Path, records: list[dict[str, Any]]) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "assembly.json"
+    path.write_text(json.dumps(records, indent=1) + "\n")
+    return path

@@ -1,0 +1,136 @@
+"""Sweep definitions (which assemblies and apps) and the loop that runs them."""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from .assembly import AssemblySpec, start_assembly
+from .config import HarnessError, Paths, Unavailable, batch_option
+from .netns import NETWORKS
+from .records import Param, PointResult, progress
+from .nodes import Node
+from .runner import format_cpus, run_apps
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    device: str           # sim | cuda
+    seconds: float        # per point
+    apps: tuple[str, ...]
+    native: bool          # add native baselines (needs a GPU)
+    gpus: int             # physical GPUs of this machine
+    pin: bool
+    check: bool           # let the apps check their results (not on the sim)
+    paths: Paths
+    logs: Path
+
+
+@dataclass(frozen=True)
+class Point:
+    params: dict[str, Param]
+    app: str
+    spec: AssemblySpec
+
+
+def remote_gpu(opts: RunOptions) -> int:
+    """Remote nodes use the second GPU when there is one (the client node has GPU 0)."""
+    return 1 if opts.gpus > 1 else 0
+
+
+def contention(opts: RunOptions) -> list[Point]:
+    """Fig. 5/6a: 1..4 vGPUs on one physical GPU, one process each."""
+    modes = ("mearas", "native") if opts.native else ("mearas",)
+    return [Point({"vgpus_per_gpu": n, "mode": m}, app,
+                  AssemblySpec((0,) * n, mode=m, device=opts.device))
+            for app in opts.apps for m in modes for n in range(1, 5)]
+
+
+def demo(opts: RunOptions) -> list[Point]:
+    return [Point({"vgpus_per_gpu": n, "mode": "mearas"}, app,
+                  AssemblySpec((0,) * n, device=opts.device))
+            for app in opts.apps for n in (1, 2)]
+
+
+def remote_share(opts: RunOptions) -> list[Point]:
+    """Fig. 6b: a 4-vGPU assembly with 0..4 of its vGPUs remote."""
+    r = remote_gpu(opts)
+    return [Point({"remote": m, "local": 4 - m}, app,
+                  AssemblySpec((0,) * (4 - m), (r,) * m, device=opts.device))
+            for app in opts.apps for m in range(0, 5)]
+
+
+def network_classes(opts: RunOptions) -> list[Point]:
+    """One vGPU: local, then remote over each network class."""
+    r = remote_gpu(opts)
+    pts = [Point({"network": "local"}, app, AssemblySpec((0,), device=opts.device))
+           for app in opts.apps]
+    return pts + [Point({"network": net}, app, AssemblySpec((), (r,), network=net, device=opts.device))
+                  for app in opts.apps for net in NETWORKS]
+
+
+BATCH_SIZES = (1, 4, 16, 64)
+
+
+def batch(opts: RunOptions) -> list[Point]:
+    """One remote vGPU with the link's batch size varied, where mearasd exposes it."""
+    opt = batch_option(opts.paths.mearasd) if opts.paths.mearasd.is_file() else None
+    if opt is None:
+        raise Unavailable("batch size: not available (mearasd --help shows no link batch-size "
+                          "option such as --link-batch)")
+    r = remote_gpu(opts)
+    return [Point({"batch": b}, app, AssemblySpec((), (r,), device=opts.device,
+                                                  client_extra=(f"{opt}={b}",)))
+            for app in opts.apps for b in BATCH_SIZES]
+
+
+SWEEPS: dict[str, Callable[[RunOptions], list[Point]]] = {
+    "demo": demo, "contention": contention, "remote-share": remote_share,
+    "network": network_classes, "batch": batch,
+}
+
+
+def node_info(n: Node) -> dict[str, Any]:
+    try:
+        cpus = format_cpus(os.sched_getaffinity(n.pid))
+    except OSError:
+        cpus = "gone"
+    return {"name": n.name, "pid": n.pid, "cpus": cpus, "netns": n.netns or "", "args": n.args,
+            "env": n.env}
+
+
+def run_point(sweep: str, index: int, pt: Point, opts: RunOptions) -> PointResult:
+    workdir = opts.logs / sweep / f"p{index:03d}"
+    workdir.mkdir(parents=True, exist_ok=True)
+    res = PointResult(sweep, pt.params, pt.app, pt.spec.describe(), "ok")
+    start = time.monotonic()
+    try:
+        program = opts.paths.app(pt.app)
+        with start_assembly(pt.spec, opts.paths, workdir) as asm:
+            res.procs = run_apps(asm, program, [], seconds=opts.seconds, pin=opts.pin,
+                                 workdir=workdir, timeout=opts.seconds * 4 + 120,
+                                 check=opts.check, tag=pt.app)
+            dead = [n.name for n in asm.nodes if not n.alive()]
+            res.nodes = [node_info(n) for n in asm.nodes]
+        bad = [f"vGPU {p.vgpu}: {p.error}" for p in res.procs if p.error]
+        if dead:
+            bad.append(f"node(s) {', '.join(dead)} died during the run (logs in {workdir})")
+        if bad:
+            res.status, res.error = "failed", "; ".join(bad)
+    except Unavailable as e:
+        res.status, res.error = "unavailable", str(e)
+    except HarnessError as e:
+        res.status, res.error = "failed", str(e)
+    res.wall_s = time.monotonic() - start
+    return res
+
+
+def run_sweep(sweep: str, points: list[Point], opts: RunOptions) -> list[PointResult]:
+    results = []
+    for i, pt in enumerate(points, 1):
+        res = run_point(sweep, i, pt, opts)
+        progress(res.progress_line(i, len(points)))
+        results.append(res)
+    return results
