@@ -127,3 +127,4 @@ gpu-test: gpu-build
 
 clean:
 	rm -rf $(BUILD)
+include experiments/experiments.mk

@@ -24,7 +24,7 @@ if [ "$device" = cuda ]; then
 	echo "== data path against native CUDA"
 	build/experiments/microbench >build/demo-native.txt
 	run build/experiments/microbench >build/demo-mearas.txt
-	python3 experiments/microbench/compare.py build/demo-native.txt build/demo-mearas.txt \
+	python3 experiments/microbench/compare.py --native build/demo-native.txt --mearas build/demo-mearas.txt \
 		--idle-cpu 0 --out build/demo-microbench.json | grep -v idle_poller
 else
 	echo "== no GPU here: the host-memory model runs copies for real (kernels are not executed)"

@@ -49,9 +49,11 @@ echo "== assembly manager: mearas run --vgpus 2"
 assembly=$(scripts/gpu-assembly.sh "$sock" "$ctl" "$out" 2>&1 | tail -1)
 case "$assembly" in "assembly: ok"*) ;; *) suite_rc=1 ;; esac
 
-echo "== microbenchmarks"
-build/experiments/microbench >"$out/micro-native.txt" 2>&1
-LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock build/experiments/microbench >"$out/micro-mearas.txt" 2>&1
+echo "== microbenchmarks (native and mearas alternate, 3 runs each)"
+for i in 1 2 3; do
+	build/experiments/microbench >"$out/micro-native-$i.txt" 2>&1
+	LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock build/experiments/microbench >"$out/micro-mearas-$i.txt" 2>&1
+done
 
 # CPU used by mearasd (daemon and workers) while a client sits idle
 LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock build/experiments/microbench --idle 5 >"$out/idle.txt" 2>&1 &
@@ -73,10 +75,10 @@ hz=$(getconf CLK_TCK)
 idle_cpu=$(python3 -c "print(round(100*($t1-$t0)/$hz/($s1-$s0), 3))")
 
 echo "== remote vGPU (second mearasd over loopback TCP)"
-remote=$(scripts/gpu-remote.sh "$out" "$out/native" "$out/micro-native.txt" "${device:-unknown} (driver ${driver:-?})" 2>&1)
+remote=$(scripts/gpu-remote.sh "$out" "$out/native" "$out/micro-native-1.txt" "${device:-unknown} (driver ${driver:-?})" 2>&1)
 echo "$remote" >"$out/remote-table.txt"
 
-python3 experiments/microbench/compare.py "$out/micro-native.txt" "$out/micro-mearas.txt" \
+python3 experiments/microbench/compare.py --native "$out"/micro-native-?.txt --mearas "$out"/micro-mearas-?.txt \
 	--idle-cpu "$idle_cpu" --device "${device:-unknown} (driver ${driver:-?})" \
 	--out experiments/results/microbench.json >"$out/micro-table.txt" 2>&1
 cp experiments/results/microbench.json "$out/" 2>/dev/null

@@ -25,7 +25,11 @@ LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$csock tests/cuda/run-suite.sh --ru
 	>"$out/suite-remote.txt" 2>&1
 tests/cuda/run-suite.sh --compare "$native" "$out/remote" >"$out/suite-remote-compare.txt" 2>&1
 tail -1 "$out/suite-remote-compare.txt" | sed 's/^/remote suite: /'
-LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$csock timeout 300 build/experiments/microbench >"$out/micro-remote.txt" 2>&1
-build/tests/gpu/tcp_bench 4096 >"$out/raw-tcp.txt" 2>&1
-python3 experiments/microbench/remote_compare.py "$micro_native" "$out/micro-remote.txt" "$out/raw-tcp.txt" \
+for i in 1 2; do
+	build/experiments/microbench >"$out/micro-rnative-$i.txt" 2>&1
+	LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$csock timeout 300 build/experiments/microbench >"$out/micro-remote-$i.txt" 2>&1
+	build/tests/gpu/tcp_bench 4096 >"$out/raw-tcp-$i.txt" 2>&1
+done
+python3 experiments/microbench/remote_compare.py --native "$micro_native" "$out"/micro-rnative-?.txt \
+	--remote "$out"/micro-remote-?.txt --raw-tcp "$out"/raw-tcp-?.txt \
 	--device "$device" --out experiments/results/remote.json

@@ -10,20 +10,20 @@ import json
 import sys
 from pathlib import Path
 
-from compare import read_metrics
+from compare import best_of, read_metrics
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("native", type=Path)
-    ap.add_argument("remote", type=Path)
-    ap.add_argument("raw_tcp", type=Path)
+    ap.add_argument("--native", type=Path, nargs="+", required=True)
+    ap.add_argument("--remote", type=Path, nargs="+", required=True)
+    ap.add_argument("--raw-tcp", type=Path, nargs="+", required=True)
     ap.add_argument("--device", required=True)
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args()
-    nat, _ = read_metrics(a.native)
-    rem, _ = read_metrics(a.remote)
-    raw, _ = read_metrics(a.raw_tcp)
+    nat, _ = best_of(a.native)
+    rem, _ = best_of(a.remote)
+    raw, _ = best_of(a.raw_tcp)
     date = datetime.date.today().isoformat()
     rows: list[dict[str, object]] = []
     failed = 0
