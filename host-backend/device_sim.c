@@ -38,11 +38,6 @@ struct sim_module {
 	struct sim_global *globals;
 };
 
-struct sim_func {
-	const struct mearas_kernel_info *info;
-	struct sim_module *module;
-};
-
 struct sim_event {
 	struct timespec when;
 	int recorded;
@@ -397,24 +392,20 @@ static void sim_module_unload(struct mdev *d, void *module)
 	free(m);
 }
 
+/* A function is its kernel's entry in the module's index: it lives as long
+ * as the module, so nothing is allocated per lookup. */
 static int sim_func_get(struct mdev *d, void *module, const char *name, void **func,
 			uint32_t *nparams, uint32_t *param_bytes)
 {
 	struct sim_module *m = module;
 	const struct mearas_kernel_info *k = mearas_fatbin_find_kernel(m->index, name);
-	struct sim_func *f;
 
 	(void)d;
 	if (!k)
 		return cudaErrorInvalidDeviceFunction;
-	f = calloc(1, sizeof(*f));
-	if (!f)
-		return cudaErrorMemoryAllocation;
-	f->info = k;
-	f->module = m;
 	*nparams = k->nparams;
 	*param_bytes = k->param_bytes;
-	*func = f;
+	*func = (void *)(uintptr_t)k;
 	return 0;
 }
 
@@ -498,12 +489,12 @@ static int sim_global_get(struct mdev *d, void *module, const char *name, uint64
 
 static int sim_launch(struct mdev *d, void *func, void *stream, const struct mdev_launch *l)
 {
-	struct sim_func *f = func;
+	const struct mearas_kernel_info *k = func;
 
 	(void)stream;
-	if (l->param_bytes != f->info->param_bytes) {
+	if (l->param_bytes != k->param_bytes) {
 		log_warn("sim: launch of %s with %u parameter bytes, kernel takes %u",
-			 f->info->name, l->param_bytes, f->info->param_bytes);
+			 k->name, l->param_bytes, k->param_bytes);
 		return cudaErrorInvalidValue;
 	}
 	d->launches++;

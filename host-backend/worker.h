@@ -104,8 +104,9 @@ struct worker {
 	unsigned nvgpus, nthreads;
 	int wake_fds[MEARAS_MAX_THREADS];
 	int out_fd, err_fd;     /* read ends of our stdout/stderr pipes */
-	volatile int stop;
-	bool broken;
+	/* set by one thread, polled by others (pollers, the socket watcher) */
+	_Atomic int stop;
+	_Atomic bool broken;
 	struct vgpu vgpus[MEARAS_MAX_VGPUS];
 };
 

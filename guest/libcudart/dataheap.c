@@ -70,6 +70,8 @@ void *dh_alloc(uint64_t size)
 
 	if (size == 0)
 		size = 1;
+	if (size > UINT64_MAX - (DH_ALIGN - 1))
+		return NULL; /* rounding up would wrap to a zero-byte block */
 	size = (size + DH_ALIGN - 1) / DH_ALIGN * DH_ALIGN;
 	pthread_mutex_lock(&dh_lock);
 	if (!dh_ready) {

@@ -1,0 +1,92 @@
+#!/bin/sh
+# Runs every unit test (plain, ASan+UBSan, TSan), the fuzzers for a bounded
+# time, and the sanitizer build of mearasd with real programs. Each test's
+# output goes to build/logs/NAME.log (shown when it fails). Last line:
+# "N passed, N failed"; exit status 1 when anything failed.
+# Environment: FUZZ_SECONDS (per fuzz target, default 25), WAKEUP_RECORDS.
+cd "$(dirname "$0")" || exit 1
+B=build
+LOGS=$B/logs
+FUZZ_SECONDS=${FUZZ_SECONDS:-25}
+WAKEUP_RECORDS=${WAKEUP_RECORDS:-2000000}
+FATBIN=$B/kernels.fatbin
+export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+passed=0
+failed=0
+failed_names=
+mkdir -p $LOGS/plain $LOGS/asan $LOGS/tsan $LOGS/fuzz $LOGS/san-daemon
+
+# run NAME TIMEOUT_S COMMAND...: passes when the command exits 0 in time
+run() {
+	name=$1 limit=$2
+	shift 2
+	start=$(date +%s)
+	timeout -k 5 "$limit" "$@" >"$LOGS/$name.log" 2>&1
+	rc=$?
+	report "$name" "$rc" "$start"
+}
+
+# expect_fail NAME TIMEOUT_S PATTERN COMMAND...: the command must fail and say PATTERN
+expect_fail() {
+	name=$1 limit=$2 pattern=$3
+	shift 3
+	start=$(date +%s)
+	timeout -k 5 "$limit" "$@" >"$LOGS/$name.log" 2>&1
+	rc=$?
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -q "$pattern" "$LOGS/$name.log"; then
+		rc=0
+	else
+		echo "expected a failure saying '$pattern', got exit status $rc" >>"$LOGS/$name.log"
+		rc=1
+	fi
+	report "$name" "$rc" "$start"
+}
+
+report() {
+	secs=$(( $(date +%s) - $3 ))
+	if [ "$2" -eq 0 ]; then
+		passed=$((passed + 1))
+		printf 'PASS  %-34s %4ss\n' "$1" "$secs"
+	else
+		failed=$((failed + 1))
+		failed_names="$failed_names $1"
+		[ "$2" -eq 124 ] && echo "(timed out)" >>"$LOGS/$1.log"
+		printf 'FAIL  %-34s %4ss (exit %s)\n' "$1" "$secs" "$2"
+		sed 's/^/    | /' "$LOGS/$1.log" | tail -40
+	fi
+}
+
+for v in plain asan; do
+	n=$WAKEUP_RECORDS
+	[ $v = asan ] && n=$((WAKEUP_RECORDS / 2))
+	run $v/ring_wrap 60 $B/$v/test_ring_wrap
+	run $v/ring_full 60 $B/$v/test_ring_full
+	run $v/ring_order 120 $B/$v/test_ring_order 1000000
+	run $v/ring_wakeup 300 $B/$v/test_ring_wakeup $n
+	run $v/vaheap 120 $B/$v/test_vaheap 20000
+	run $v/handles 60 $B/$v/test_handles
+	run $v/exec_framing 60 $B/$v/test_exec_framing
+	run $v/exec_memory 60 $B/$v/test_exec_memory
+	run $v/exec_objects 60 $B/$v/test_exec_objects $FATBIN
+	run $v/poller 60 $B/$v/test_poller
+	run $v/fatbin_empty 60 $B/$v/test_fatbin_empty
+	run $v/dataheap 60 $B/$v/test_dataheap
+done
+# the lost-wakeup detector itself: wakeups dropped on purpose must be caught
+expect_fail plain/ring_wakeup_detects_loss 60 "lost wakeup" $B/plain/test_ring_wakeup 200000 --drop-wakeups
+
+run tsan/ring_order 300 $B/tsan/test_ring_order 1000000
+run tsan/ring_wakeup 300 $B/tsan/test_ring_wakeup $((WAKEUP_RECORDS / 2))
+run tsan/poller 120 $B/tsan/test_poller
+run tsan/exec_framing 60 $B/tsan/test_exec_framing
+
+run fuzz/exec $((FUZZ_SECONDS + 60)) ../fuzz/run-fuzz.sh exec "$FUZZ_SECONDS"
+run fuzz/fatbin $((FUZZ_SECONDS + 60)) ../fuzz/run-fuzz.sh fatbin "$FUZZ_SECONDS"
+
+run san-daemon/programs 300 ./san-daemon.sh
+
+[ -n "$failed_names" ] && echo "failed:$failed_names (logs in tests/unit/$LOGS)"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,56 @@
+#!/bin/sh
+# Sanitizer run of the real daemon and runtime library: mearasd and
+# libcudart.so.13 built with ASan+UBSan (top-level Makefile, BUILD under
+# tests/unit/build/san-daemon), mearasd --device=sim on a private socket, and
+# CUDA programs built by nvcc (-cudart shared) run against it. Passes when
+# san_client prints PASS and no sanitizer report appears in any log.
+# device_query and misuse from tests/cuda run too; their own verdicts are
+# logged (the model runs no kernels) but only sanitizer reports fail this.
+cd "$(dirname "$0")" || exit 1
+ROOT=$(cd ../.. && pwd)
+BUILD=$ROOT/tests/unit/build/san-daemon
+OUT=$PWD/build/san-run
+NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
+SAN_OPTS="abort_on_error=1:detect_leaks=1"
+fail=0
+
+rm -rf "$OUT"
+mkdir -p "$OUT"
+[ -x "$BUILD/bin/mearasd" ] && [ -e "$BUILD/lib/libcudart.so.13" ] ||
+	{ echo "sanitizer build missing: make -C tests/unit san-daemon" >&2; exit 1; }
+"$NVCC" -O1 -cudart shared -gencode arch=compute_90,code=sm_90 -o "$OUT/san_client" san_client.cu || exit 1
+for p in device_query misuse; do
+	"$NVCC" -O1 -std=c++17 -cudart shared -gencode arch=compute_90,code=sm_90 \
+		-o "$OUT/$p" "$ROOT/tests/cuda/src/$p.cu" || exit 1
+done
+
+LIBASAN=$(gcc -print-file-name=libasan.so)
+SOCK=$OUT/mearasd.sock
+ASAN_OPTIONS=$SAN_OPTS UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	"$BUILD/bin/mearasd" --device=sim --socket="$SOCK" --data-mb=64 >"$OUT/mearasd.log" 2>&1 &
+PID=$!
+for _ in $(seq 100); do
+	[ -S "$SOCK" ] && break
+	sleep 0.1
+done
+[ -S "$SOCK" ] || { echo "mearasd did not create $SOCK"; cat "$OUT/mearasd.log"; kill "$PID"; exit 1; }
+
+# the programs are not instrumented: libasan is preloaded for the library
+for p in san_client device_query misuse; do
+	MEARAS_SOCKET=$SOCK LD_LIBRARY_PATH=$BUILD/lib LD_PRELOAD=$LIBASAN \
+		ASAN_OPTIONS=$SAN_OPTS UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		timeout 120 "$OUT/$p" >"$OUT/$p.log" 2>&1
+	echo "$p: exit $? ($(tail -n 1 "$OUT/$p.log"))"
+done
+grep -q '^PASS$' "$OUT/san_client.log" || { echo "san_client did not pass"; fail=1; }
+
+kill -TERM "$PID"
+wait "$PID"
+echo "mearasd: exit $? after SIGTERM"
+if grep -l -E 'AddressSanitizer|LeakSanitizer|runtime error:|UndefinedBehaviorSanitizer' "$OUT"/*.log; then
+	echo "sanitizer reports found (files above):"
+	grep -h -A 30 -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$OUT"/*.log | head -80
+	fail=1
+fi
+[ $fail -eq 0 ] && echo "no sanitizer reports"
+exit $fail

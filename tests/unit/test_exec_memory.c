@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: MIT
+/* exec_record(): memory records -- data-area offsets (range, off+len wrap),
+ * device ranges (outside any allocation, crossing an end, freed memory,
+ * another vGPU's memory), memset element sizes, 2D pitches, copy
+ * directions, frees of bad pointers, the quota. */
+#include "check.h"
+#include "vgpu_fixture.h"
+
+#define QUOTA (64ull << 20)
+
+static struct fixture fx;
+static uint64_t A, B;   /* 4096-byte allocations on vGPU 0 */
+
+static int copy(uint64_t dst, uint64_t src, uint64_t size, uint64_t dir)
+{
+	struct mearas_sqe e = sqe_of(MEARAS_OP_MEMCPY);
+
+	e.args.a[0] = dst;
+	e.args.a[1] = src;
+	e.args.a[2] = size;
+	e.args.a[3] = dir;
+	return fixture_run(&fx, 0, &e, NULL);
+}
+
+static int memset1(uint64_t dst, uint64_t value, uint64_t count, uint64_t elem)
+{
+	struct mearas_sqe e = sqe_of(MEARAS_OP_MEMSET);
+
+	e.args.a[0] = dst;
+	e.args.a[1] = value;
+	e.args.a[2] = count;
+	e.args.a[3] = elem;
+	return fixture_run(&fx, 0, &e, NULL);
+}
+
+static int copy2d(uint64_t dst, uint64_t dpitch, uint64_t src, uint64_t spitch, uint64_t w, uint64_t h,
+		  uint64_t dir)
+{
+	struct mearas_sqe e = sqe_of(MEARAS_OP_MEMCPY_2D);
+
+	e.args.a[0] = dst;
+	e.args.a[1] = dpitch;
+	e.args.a[2] = src;
+	e.args.a[3] = spitch;
+	e.args.a[4] = w;
+	e.args.a[5] = h;
+	e.args.a[6] = dir;
+	return fixture_run(&fx, 0, &e, NULL);
+}
+
+static int memset2d(uint64_t dst, uint64_t pitch, uint64_t value, uint64_t w, uint64_t h)
+{
+	struct mearas_sqe e = sqe_of(MEARAS_OP_MEMSET_2D);
+
+	e.args.a[0] = dst;
+	e.args.a[1] = pitch;
+	e.args.a[2] = value;
+	e.args.a[3] = w;
+	e.args.a[4] = h;
+	return fixture_run(&fx, 0, &e, NULL);
+}
+
+static int mem_free(uint64_t va)
+{
+	struct mearas_sqe e = sqe_of(MEARAS_OP_MEM_FREE);
+
+	e.args.a[0] = va;
+	return fixture_run(&fx, 0, &e, NULL);
+}
+
+static void test_data_area(void)
+{
+	const uint64_t ds = FIXTURE_DATA_SIZE;
+
+	CHECK_EQ(copy(A, 0, 4096, MEARAS_COPY_HTOD), 0);
+	CHECK_EQ(copy(A, ds - 4096, 4096, MEARAS_COPY_HTOD), 0);
+	CHECK_EQ(copy(A, ds - 4095, 4096, MEARAS_COPY_HTOD), cudaErrorInvalidValue);
+	CHECK_EQ(copy(A, ds, 1, MEARAS_COPY_HTOD), cudaErrorInvalidValue);
+	CHECK_EQ(copy(A, ds + 1, 0, MEARAS_COPY_HTOD), cudaErrorInvalidValue);
+	CHECK_EQ(copy(A, UINT64_MAX - 10, 100, MEARAS_COPY_HTOD), cudaErrorInvalidValue); /* off+len wraps */
+	CHECK_EQ(copy(A, 16, UINT64_MAX, MEARAS_COPY_HTOD), cudaErrorInvalidValue);
+	CHECK_EQ(copy(ds - 100, A, 101, MEARAS_COPY_DTOH), cudaErrorInvalidValue);
+	CHECK_EQ(copy(UINT64_MAX, A, 2, MEARAS_COPY_DTOH), cudaErrorInvalidValue);
+	/* host-to-host is not a device record */
+	CHECK_EQ(copy(0, 4096, 16, MEARAS_COPY_HTOH), cudaErrorInvalidMemcpyDirection);
+	CHECK_EQ(copy(A, 0, 16, 0), cudaErrorInvalidMemcpyDirection);
+	CHECK_EQ(copy(A, 0, 16, 77), cudaErrorInvalidMemcpyDirection);
+	/* module images come from the data area too */
+	{
+		struct mearas_sqe e = sqe_of(MEARAS_OP_MODULE_LOAD);
+
+		e.args.a[0] = 1;
+		e.args.a[1] = ds - 16;
+		e.args.a[2] = 17;
+		CHECK_EQ(fixture_run(&fx, 0, &e, NULL), cudaErrorInvalidValue);
+		e.args.a[1] = UINT64_MAX - 8;
+		e.args.a[2] = 64;
+		CHECK_EQ(fixture_run(&fx, 0, &e, NULL), cudaErrorInvalidValue);
+	}
+}
+
+static void test_device_ranges(void)
+{
+	uint64_t gone = fixture_alloc(&fx, 0, 4096), other = fixture_alloc(&fx, 1, 4096);
+
+	CHECK(gone && other);
+	CHECK_EQ(mem_free(gone), 0);
+	CHECK_EQ(copy(A + 4095, 0, 1, MEARAS_COPY_HTOD), 0);
+	CHECK_EQ(copy(A + 4095, 0, 2, MEARAS_COPY_HTOD), cudaErrorInvalidValue);  /* crosses A's end */
+	CHECK_EQ(copy(A, 0, 8192, MEARAS_COPY_HTOD), cudaErrorInvalidValue);      /* spans A and B */
+	CHECK_EQ(copy(A - 1, 0, 2, MEARAS_COPY_HTOD), cudaErrorInvalidValue);
+	CHECK_EQ(copy(0, 0, 1, MEARAS_COPY_HTOD), cudaErrorInvalidValue);
+	CHECK_EQ(copy(A + (1ull << 30), 0, 1, MEARAS_COPY_HTOD), cudaErrorInvalidValue);
+	CHECK_EQ(copy(gone, 0, 16, MEARAS_COPY_HTOD), cudaErrorInvalidValue);     /* freed */
+	CHECK_EQ(copy(0, gone, 16, MEARAS_COPY_DTOH), cudaErrorInvalidValue);
+	CHECK_EQ(copy(A, gone, 16, MEARAS_COPY_DTOD), cudaErrorInvalidValue);
+	CHECK_EQ(copy(A + 8, UINT64_MAX - 4, 16, MEARAS_COPY_DTOD), cudaErrorInvalidValue);
+	CHECK_EQ(copy(A + 8, A + 4000, 100, MEARAS_COPY_DTOD), cudaErrorInvalidValue);
+	/* another vGPU of the same client: allowed (peer copy), its bounds too */
+	CHECK_EQ(copy(other, 0, 4096, MEARAS_COPY_HTOD), 0);
+	CHECK_EQ(copy(other, 0, 4097, MEARAS_COPY_HTOD), cudaErrorInvalidValue);
+	CHECK_EQ(copy(A, other, 4096, MEARAS_COPY_DTOD), 0);
+	/* the bytes move: data -> A -> B -> data */
+	for (unsigned i = 0; i < 4096; i++)
+		fx.w->data[i] = (uint8_t)(i ^ 0xa5);
+	CHECK_EQ(copy(A, 0, 4096, MEARAS_COPY_HTOD), 0);
+	CHECK_EQ(copy(B, A, 4096, MEARAS_COPY_DTOD), 0);
+	CHECK_EQ(copy(8192, B, 4096, MEARAS_COPY_DTOH), 0);
+	CHECK(memcmp(fx.w->data, fx.w->data + 8192, 4096) == 0);
+}
+
+static void test_memset(void)
+{
+	static const uint64_t bad_elem[] = { 0, 3, 5, 8, 16, UINT64_MAX };
+
+	for (unsigned i = 0; i < sizeof(bad_elem) / sizeof(bad_elem[0]); i++)
+		CHECK_EQ(memset1(A, 0, 16, bad_elem[i]), cudaErrorInvalidValue);
+	CHECK_EQ(memset1(A, 0x11, 4096, 1), 0);
+	CHECK_EQ(memset1(A, 0x11, 4097, 1), cudaErrorInvalidValue);
+	CHECK_EQ(memset1(A, 0x2233, 2049, 2), cudaErrorInvalidValue);
+	CHECK_EQ(memset1(A, 0x44556677, 1025, 4), cudaErrorInvalidValue);
+	CHECK_EQ(memset1(A, 0, UINT64_MAX / 4 + 2, 4), cudaErrorInvalidValue); /* count*4 wraps */
+	CHECK_EQ(memset1(A, 0, 1ull << 62, 4), cudaErrorInvalidValue);
+	CHECK_EQ(memset1(A + 4090, 0, 0, 4), 0);        /* nothing to do */
+	CHECK_EQ(memset1(A + 2, 0x44556677, 1, 4), 0);
+	CHECK_EQ(memset1(A + 6, 0xbeef, 1, 2), 0);
+	CHECK_EQ(copy(0, A, 16, MEARAS_COPY_DTOH), 0);
+	{
+		static const uint8_t want[16] = { 0x11, 0x11, 0x77, 0x66, 0x55, 0x44, 0xef, 0xbe,
+						  0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11 };
+
+		CHECK(memcmp(fx.w->data, want, 16) == 0);
+	}
+}
+
+static void test_2d(void)
+{
+	/* pitches smaller than the width */
+	CHECK_EQ(copy2d(A, 16, 0, 64, 32, 4, MEARAS_COPY_HTOD), cudaErrorInvalidPitchValue);
+	CHECK_EQ(copy2d(A, 64, 0, 16, 32, 4, MEARAS_COPY_HTOD), cudaErrorInvalidPitchValue);
+	CHECK_EQ(copy2d(A, 0, 0, 0, 1, 1, MEARAS_COPY_HTOD), cudaErrorInvalidPitchValue);
+	CHECK_EQ(memset2d(A, 16, 0, 32, 4), cudaErrorInvalidValue);
+	/* sizes whose span overflows or is absurd */
+	CHECK_EQ(copy2d(A, 1ull << 41, 0, 64, 32, 2, MEARAS_COPY_HTOD), cudaErrorInvalidPitchValue);
+	CHECK_EQ(copy2d(A, 64, 0, 64, 32, (1ull << 32) + 1, MEARAS_COPY_HTOD), cudaErrorInvalidPitchValue);
+	CHECK_EQ(copy2d(A, 1ull << 40, 0, 1ull << 40, 32, 1ull << 32, MEARAS_COPY_HTOD), cudaErrorInvalidValue);
+	CHECK_EQ(memset2d(A, 1ull << 41, 0, 32, 2), cudaErrorInvalidValue);
+	CHECK_EQ(memset2d(A, 1ull << 40, 0, 32, 1ull << 32), cudaErrorInvalidValue);
+	/* spans leaving the allocation or the data area */
+	CHECK_EQ(copy2d(A, 1024, 0, 1024, 1024, 4, MEARAS_COPY_HTOD), 0);
+	CHECK_EQ(copy2d(A, 1024, 0, 1024, 1025, 4, MEARAS_COPY_HTOD), cudaErrorInvalidPitchValue);
+	CHECK_EQ(copy2d(A, 1025, 0, 1025, 1024, 4, MEARAS_COPY_HTOD), cudaErrorInvalidValue);
+	CHECK_EQ(copy2d(A, 1024, FIXTURE_DATA_SIZE - 3000, 1024, 1024, 4, MEARAS_COPY_HTOD),
+		 cudaErrorInvalidValue);
+	CHECK_EQ(copy2d(FIXTURE_DATA_SIZE - 3000, 1024, A, 1024, 1024, 4, MEARAS_COPY_DTOH),
+		 cudaErrorInvalidValue);
+	CHECK_EQ(copy2d(B, 2048, A, 1024, 1024, 3, MEARAS_COPY_DTOD), cudaErrorInvalidValue);
+	CHECK_EQ(copy2d(B, 1024, A, 1024, 1024, 4, 9), cudaErrorInvalidMemcpyDirection);
+	CHECK_EQ(memset2d(A, 1024, 0, 1024, 5), cudaErrorInvalidValue);
+	CHECK_EQ(memset2d(A + 1, 1024, 0, 1024, 4), cudaErrorInvalidValue);
+	CHECK_EQ(copy2d(A, 0, 0, 0, 0, 5, MEARAS_COPY_HTOD), 0);        /* empty: nothing checked */
+	/* a valid 2D round trip: 8 rows of 100 bytes, pitches 128 (device) and 100 (host) */
+	for (unsigned i = 0; i < 800; i++)
+		fx.w->data[i] = (uint8_t)(i * 13);
+	CHECK_EQ(memset2d(A, 128, 0xee, 128, 8), 0);
+	CHECK_EQ(copy2d(A, 128, 0, 100, 100, 8, MEARAS_COPY_HTOD), 0);
+	CHECK_EQ(copy(65536, A, 1024, MEARAS_COPY_DTOH), 0);
+	for (unsigned r = 0; r < 8; r++) {
+		CHECK(memcmp(fx.w->data + 65536 + r * 128, fx.w->data + r * 100, 100) == 0);
+		for (unsigned c = 100; c < 128; c++)
+			CHECK_EQ(fx.w->data[65536 + r * 128 + c], 0xee);
+	}
+}
+
+static void test_free_and_quota(void)
+{
+	uint64_t big, x;
+	uint64_t val[2];
+	struct mearas_sqe e = sqe_of(MEARAS_OP_MEM_GET_INFO);
+
+	CHECK_EQ(mem_free(A + 256), cudaErrorInvalidValue);
+	CHECK_EQ(mem_free(A + 1), cudaErrorInvalidValue);
+	CHECK_EQ(mem_free(0), cudaErrorInvalidValue);
+	CHECK_EQ(mem_free(0x12345678), cudaErrorInvalidValue);
+	e = sqe_of(MEARAS_OP_MEM_FREE_ASYNC);
+	e.args.a[0] = B + 512;
+	CHECK_EQ(fixture_run(&fx, 0, &e, NULL), cudaErrorInvalidValue);
+	e.args.a[0] = B;
+	e.stream = 4242;                /* unknown stream: refused, nothing freed */
+	CHECK_EQ(fixture_run(&fx, 0, &e, NULL), cudaErrorInvalidResourceHandle);
+	CHECK(vaheap_find(&fx.w->vgpus[0].heap, B, 1));
+	/* the vGPU sees its quota as its memory */
+	e = sqe_of(MEARAS_OP_MEM_GET_INFO);
+	CHECK_EQ(fixture_run(&fx, 0, &e, val), 0);
+	CHECK_EQ(val[1], QUOTA);
+	CHECK_EQ(val[0], QUOTA - fx.w->vgpus[0].heap.used);
+	e = sqe_of(MEARAS_OP_MEM_ALLOC);
+	e.args.a[0] = QUOTA;
+	CHECK_EQ(fixture_run(&fx, 0, &e, NULL), cudaErrorMemoryAllocation);
+	e.args.a[0] = 0;
+	CHECK_EQ(fixture_run(&fx, 0, &e, NULL), cudaErrorMemoryAllocation);
+	e.args.a[0] = UINT64_MAX;
+	CHECK_EQ(fixture_run(&fx, 0, &e, NULL), cudaErrorMemoryAllocation);
+	big = fixture_alloc(&fx, 0, QUOTA - fx.w->vgpus[0].heap.used);
+	CHECK(big);
+	CHECK_EQ(fixture_alloc(&fx, 0, 1), 0);
+	CHECK_EQ(mem_free(big), 0);
+	CHECK_EQ(mem_free(big), cudaErrorInvalidValue);
+	x = fixture_alloc(&fx, 0, 1);
+	CHECK(x);
+	CHECK_EQ(mem_free(x), 0);
+	CHECK_EQ(mem_free(A), 0);
+	CHECK_EQ(copy(A, 0, 1, MEARAS_COPY_HTOD), cudaErrorInvalidValue);
+}
+
+int main(void)
+{
+	CHECK(fixture_init(&fx, 2, QUOTA) == 0);
+	A = fixture_alloc(&fx, 0, 4096);
+	B = fixture_alloc(&fx, 0, 4096);
+	CHECK(A && B && B == A + 4096);
+	test_data_area();
+	test_device_ranges();
+	test_memset();
+	test_2d();
+	test_free_and_quota();
+	CHECK(!fx.w->broken);
+	fixture_destroy(&fx);
+	printf("exec memory: ok\n");
+	return 0;
+}

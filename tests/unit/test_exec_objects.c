@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: MIT
+/* exec_record(): handles and device objects -- streams and events (ids out
+ * of range, duplicates, unknown and destroyed handles), modules from a real
+ * fat binary (argv[1], built by nvcc from kernels.cu), function lookup,
+ * launches with the wrong parameter size or configuration, functions dying
+ * with their module, module globals. */
+#include "check.h"
+#include "vgpu_fixture.h"
+
+static struct fixture fx;
+
+static int run1(unsigned op, uint32_t stream, uint64_t a0, uint64_t a1, uint64_t a2)
+{
+	struct mearas_sqe e = sqe_of(op);
+
+	e.stream = stream;
+	e.args.a[0] = a0;
+	e.args.a[1] = a1;
+	e.args.a[2] = a2;
+	return fixture_run(&fx, 0, &e, NULL);
+}
+
+static int run_named(unsigned op, uint64_t a0, uint64_t a1, const char *name, uint64_t val[2])
+{
+	struct mearas_sqe e = sqe_of(op);
+
+	e.args.a[0] = a0;
+	e.args.a[1] = a1;
+	e.payload_len = (uint32_t)strlen(name) + 1;
+	memcpy(e.inline_payload, name, e.payload_len);
+	return fixture_run(&fx, 0, &e, val);
+}
+
+static int launch(uint64_t func, uint32_t grid, uint32_t block, uint32_t param_bytes, uint32_t stream)
+{
+	struct mearas_sqe e = sqe_of(MEARAS_OP_LAUNCH);
+
+	e.stream = stream;
+	e.args.a[0] = func;
+	e.args.a[1] = grid | (1ull << 32);
+	e.args.a[2] = 1 | ((uint64_t)block << 32);
+	e.args.a[3] = 1 | (1ull << 32);
+	if (param_bytes <= MEARAS_SQE_INLINE) {
+		e.payload_len = param_bytes;
+	} else {
+		e.flags = MEARAS_SQE_PAYLOAD_ARENA;
+		e.payload_off = 0;
+		e.payload_len = param_bytes;
+	}
+	return fixture_run(&fx, 0, &e, NULL);
+}
+
+static void test_streams_events(void)
+{
+	const int bad = cudaErrorInvalidValue, gone = cudaErrorInvalidResourceHandle;
+
+	CHECK_EQ(run1(MEARAS_OP_STREAM_CREATE, 0, 0, 0, 0), bad);
+	CHECK_EQ(run1(MEARAS_OP_STREAM_CREATE, 0, MEARAS_MAX_HANDLES, 0, 0), bad);
+	CHECK_EQ(run1(MEARAS_OP_STREAM_CREATE, 0, UINT64_MAX, 0, 0), bad);
+	CHECK_EQ(run1(MEARAS_OP_STREAM_CREATE, 0, 7, 2, 0), bad);      /* unknown flags */
+	CHECK_EQ(run1(MEARAS_OP_STREAM_CREATE, 0, 7, 1, (uint64_t)-1), 0);
+	CHECK_EQ(run1(MEARAS_OP_STREAM_CREATE, 0, 7, 0, 0), bad);      /* duplicate */
+	CHECK_EQ(run1(MEARAS_OP_STREAM_SYNC, 7, 0, 0, 0), 0);
+	CHECK_EQ(run1(MEARAS_OP_STREAM_QUERY, 7, 0, 0, 0), 0);
+	CHECK_EQ(run1(MEARAS_OP_STREAM_SYNC, 8, 0, 0, 0), gone);
+	CHECK_EQ(run1(MEARAS_OP_STREAM_SYNC, MEARAS_MAX_HANDLES + 5, 0, 0, 0), gone);
+	CHECK_EQ(run1(MEARAS_OP_STREAM_SYNC, MEARAS_STREAM_PER_THREAD, 0, 0, 0), 0);
+
+	CHECK_EQ(run1(MEARAS_OP_EVENT_CREATE, 0, 0, 0, 0), bad);
+	CHECK_EQ(run1(MEARAS_OP_EVENT_CREATE, 0, MEARAS_MAX_HANDLES, 0, 0), bad);
+	CHECK_EQ(run1(MEARAS_OP_EVENT_CREATE, 0, 3, 0x100, 0), bad);   /* unknown flags */
+	CHECK_EQ(run1(MEARAS_OP_EVENT_CREATE, 0, 3, 0, 0), 0);
+	CHECK_EQ(run1(MEARAS_OP_EVENT_CREATE, 0, 3, 0, 0), bad);
+	CHECK_EQ(run1(MEARAS_OP_EVENT_CREATE, 0, 4, cudaEventDisableTiming, 0), 0);
+	CHECK_EQ(run1(MEARAS_OP_EVENT_RECORD, 7, 3, 0, 0), 0);
+	CHECK_EQ(run1(MEARAS_OP_EVENT_RECORD, 7, 4, 0, 0), 0);
+	CHECK_EQ(run1(MEARAS_OP_EVENT_RECORD, 7, 99, 0, 0), gone);
+	CHECK_EQ(run1(MEARAS_OP_EVENT_RECORD, 99, 3, 0, 0), gone);
+	CHECK_EQ(run1(MEARAS_OP_EVENT_ELAPSED, 0, 3, 3, 0), 0);
+	CHECK_EQ(run1(MEARAS_OP_EVENT_ELAPSED, 0, 3, 4, 0), gone);     /* timing disabled */
+	CHECK_EQ(run1(MEARAS_OP_EVENT_ELAPSED, 0, 3, 0, 0), gone);
+	CHECK_EQ(run1(MEARAS_OP_STREAM_WAIT_EVENT, 7, 3, 0, 0), 0);
+	CHECK_EQ(run1(MEARAS_OP_STREAM_WAIT_EVENT, 7, 12, 0, 0), gone);
+	CHECK_EQ(run1(MEARAS_OP_EVENT_SYNC, 0, 3, 0, 0), 0);
+	CHECK_EQ(run1(MEARAS_OP_EVENT_QUERY, 0, 3, 0, 0), 0);
+	CHECK_EQ(run1(MEARAS_OP_EVENT_DESTROY, 0, 3, 0, 0), 0);
+	CHECK_EQ(run1(MEARAS_OP_EVENT_DESTROY, 0, 3, 0, 0), gone);     /* destroyed */
+	CHECK_EQ(run1(MEARAS_OP_EVENT_SYNC, 0, 3, 0, 0), gone);
+	CHECK_EQ(run1(MEARAS_OP_EVENT_QUERY, 0, 3, 0, 0), gone);
+	CHECK_EQ(run1(MEARAS_OP_EVENT_DESTROY, 0, 0, 0, 0), gone);
+	CHECK_EQ(run1(MEARAS_OP_EVENT_DESTROY, 0, UINT64_MAX, 0, 0), gone);
+	CHECK_EQ(run1(MEARAS_OP_STREAM_DESTROY, 0, 7, 0, 0), 0);
+	CHECK_EQ(run1(MEARAS_OP_STREAM_DESTROY, 0, 7, 0, 0), gone);
+	CHECK_EQ(run1(MEARAS_OP_STREAM_SYNC, 7, 0, 0, 0), gone);
+	CHECK_EQ(run1(MEARAS_OP_EVENT_RECORD, 7, 4, 0, 0), gone);
+	CHECK_EQ(run1(MEARAS_OP_STREAM_CREATE, 0, 7, 0, 0), 0);        /* id free again */
+	/* graphs: the model has none, handles are checked either way */
+	CHECK_EQ(run1(MEARAS_OP_GRAPH_LAUNCH, 0, 5, 0, 0), cudaErrorNotSupported);
+	CHECK_EQ(run1(MEARAS_OP_GRAPH_DESTROY, 0, 5, 0, 0), gone);
+	CHECK_EQ(run1(MEARAS_OP_GRAPH_EXEC_DESTROY, 0, 5, 0, 0), gone);
+	CHECK_EQ(run1(MEARAS_OP_CAPTURE_STATUS, 99, 0, 0, 0), gone);
+	CHECK_EQ(run1(MEARAS_OP_CAPTURE_STATUS, 7, 0, 0, 0), 0);
+}
+
+static void load_module(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	size_t n;
+
+	if (!f) {
+		perror(path);
+		exit(1);
+	}
+	n = fread(fx.w->data + 4096, 1, FIXTURE_DATA_SIZE - 4096, f);
+	fclose(f);
+	CHECK(n > 16 && n < (4u << 20));
+	CHECK_EQ(run1(MEARAS_OP_MODULE_LOAD, 0, 0, 4096, n), cudaErrorInvalidValue);      /* id 0 */
+	CHECK_EQ(run1(MEARAS_OP_MODULE_LOAD, 0, MEARAS_MAX_HANDLES, 4096, n), cudaErrorInvalidValue);
+	CHECK_EQ(run1(MEARAS_OP_MODULE_LOAD, 0, 1, 4096, 15), cudaErrorInvalidValue);    /* too small */
+	CHECK_EQ(run1(MEARAS_OP_MODULE_LOAD, 0, 1, 4096, FIXTURE_DATA_SIZE), cudaErrorInvalidValue);
+	CHECK_EQ(run1(MEARAS_OP_MODULE_LOAD, 0, 1, 4096 + 8, n - 8), cudaErrorInvalidKernelImage);
+	CHECK_EQ(run1(MEARAS_OP_MODULE_LOAD, 0, 1, 4096, n / 2), cudaErrorInvalidKernelImage); /* cut */
+	CHECK_EQ(run1(MEARAS_OP_MODULE_LOAD, 0, 1, 4096, n), 0);
+	CHECK_EQ(run1(MEARAS_OP_MODULE_LOAD, 0, 1, 4096, n), cudaErrorInvalidValue);     /* duplicate */
+	CHECK_EQ(run1(MEARAS_OP_MODULE_LOAD, 0, 2, 4096, n), 0);
+}
+
+static void test_functions_and_launch(void)
+{
+	uint64_t val[2];
+
+	CHECK_EQ(run_named(MEARAS_OP_FUNC_GET, 1, 10, "k_three", val), 0);
+	CHECK_EQ(val[0], 3);
+	CHECK_EQ(val[1], 24);   /* int*, float (padded), double */
+	CHECK_EQ(run_named(MEARAS_OP_FUNC_GET, 1, 10, "k_three", NULL), cudaErrorInvalidValue); /* dup id */
+	CHECK_EQ(run_named(MEARAS_OP_FUNC_GET, 1, 0, "k_three", NULL), cudaErrorInvalidValue);
+	CHECK_EQ(run_named(MEARAS_OP_FUNC_GET, 1, MEARAS_MAX_HANDLES, "k_three", NULL), cudaErrorInvalidValue);
+	CHECK_EQ(run_named(MEARAS_OP_FUNC_GET, 1, 11, "no_such_kernel", NULL), cudaErrorInvalidDeviceFunction);
+	CHECK_EQ(run_named(MEARAS_OP_FUNC_GET, 9, 11, "k_three", NULL), cudaErrorInvalidResourceHandle);
+	CHECK_EQ(run_named(MEARAS_OP_FUNC_GET, 1, 11, "k_none", val), 0);
+	CHECK_EQ(val[1], 0);
+	CHECK_EQ(run_named(MEARAS_OP_FUNC_GET, 2, 12, "k_three", NULL), 0);
+
+	CHECK_EQ(launch(10, 1, 32, 24, 0), 0);
+	CHECK_EQ(launch(10, 1, 32, 16, 0), cudaErrorInvalidValue);     /* wrong parameter size */
+	CHECK_EQ(launch(10, 1, 32, 25, 0), cudaErrorInvalidValue);
+	CHECK_EQ(launch(10, 1, 32, 0, 0), cudaErrorInvalidValue);
+	CHECK_EQ(launch(10, 1, 32, MEARAS_MAX_PARAM_BYTES + 1, 0), cudaErrorInvalidValue);
+	CHECK_EQ(launch(11, 1, 32, 0, 0), 0);
+	CHECK_EQ(launch(11, 1, 32, 8, 0), cudaErrorInvalidValue);
+	CHECK_EQ(launch(10, 0, 32, 24, 0), cudaErrorInvalidConfiguration);
+	CHECK_EQ(launch(10, 1, 0, 24, 0), cudaErrorInvalidConfiguration);
+	CHECK_EQ(launch(10, 1, 32, 24, 4444), cudaErrorInvalidResourceHandle);
+	CHECK_EQ(launch(10, 1, 32, 24, 7), 0);
+	CHECK_EQ(launch(0, 1, 32, 24, 0), cudaErrorInvalidDeviceFunction);
+	CHECK_EQ(launch(13, 1, 32, 24, 0), cudaErrorInvalidDeviceFunction);
+	CHECK_EQ(launch(UINT64_MAX, 1, 32, 24, 0), cudaErrorInvalidDeviceFunction);
+	{
+		struct mearas_sqe e = sqe_of(MEARAS_OP_LAUNCH);
+
+		e.args.a[0] = 10;
+		e.args.a[1] = 1 | (1ull << 32);
+		e.args.a[2] = 1 | (32ull << 32);
+		e.args.a[3] = 1 | (1ull << 32);
+		e.args.a[4] = (1u << 30) + 1;   /* dynamic shared memory */
+		e.payload_len = 24;
+		CHECK_EQ(fixture_run(&fx, 0, &e, NULL), cudaErrorInvalidConfiguration);
+	}
+	CHECK_EQ(run1(MEARAS_OP_FUNC_ATTRS, 0, 10, 0, 0), 0);
+	CHECK_EQ(run1(MEARAS_OP_FUNC_ATTRS, 0, 13, 0, 0), cudaErrorInvalidDeviceFunction);
+	CHECK_EQ(run1(MEARAS_OP_FUNC_SET_ATTR, 0, 13, 0, 0), cudaErrorInvalidDeviceFunction);
+	CHECK_EQ(run1(MEARAS_OP_OCCUPANCY, 0, 10, 256, 0), 0);
+	CHECK_EQ(run1(MEARAS_OP_OCCUPANCY, 0, 10, 0, 0), cudaErrorInvalidValue);
+	CHECK_EQ(run1(MEARAS_OP_OCCUPANCY, 0, 10, 4097, 0), cudaErrorInvalidValue);
+	CHECK_EQ(run1(MEARAS_OP_OCCUPANCY, 0, 10, 256, (1u << 30) + 1), cudaErrorInvalidValue);
+
+	/* functions die with their module; the other module's stay */
+	CHECK_EQ(run1(MEARAS_OP_MODULE_UNLOAD, 0, 1, 0, 0), 0);
+	CHECK_EQ(run1(MEARAS_OP_MODULE_UNLOAD, 0, 1, 0, 0), cudaErrorInvalidResourceHandle);
+	CHECK_EQ(launch(10, 1, 32, 24, 0), cudaErrorInvalidDeviceFunction);
+	CHECK_EQ(launch(11, 1, 32, 0, 0), cudaErrorInvalidDeviceFunction);
+	CHECK_EQ(launch(12, 1, 32, 24, 0), 0);
+	CHECK_EQ(run_named(MEARAS_OP_FUNC_GET, 1, 10, "k_three", NULL), cudaErrorInvalidResourceHandle);
+}
+
+static void test_globals(void)
+{
+	uint64_t val[2];
+	struct mearas_sqe e;
+
+	CHECK_EQ(run_named(MEARAS_OP_GLOBAL_GET, 2, 64, "g_counter", val), 0);
+	CHECK(val[0] != 0);
+	CHECK_EQ(val[1], 64);
+	/* the global is device memory the client may copy to, within its size */
+	e = sqe_of(MEARAS_OP_MEMCPY);
+	e.args.a[0] = val[0];
+	e.args.a[1] = 0;
+	e.args.a[2] = 64;
+	e.args.a[3] = MEARAS_COPY_HTOD;
+	CHECK_EQ(fixture_run(&fx, 0, &e, NULL), 0);
+	e.args.a[0] = val[0] + 60;
+	e.args.a[2] = 8;
+	CHECK_EQ(fixture_run(&fx, 0, &e, NULL), cudaErrorInvalidValue);
+	CHECK_EQ(run_named(MEARAS_OP_GLOBAL_GET, 9, 64, "g_counter", NULL), cudaErrorInvalidResourceHandle);
+	CHECK_EQ(run_named(MEARAS_OP_GLOBAL_GET, 2, 0, "other", NULL), cudaErrorInvalidSymbol);
+}
+
+static void test_reset(void)
+{
+	CHECK_EQ(run1(MEARAS_OP_CTX_SYNC, 0, 0, 0, 0), 0);
+	CHECK_EQ(run1(MEARAS_OP_DEVICE_RESET, 0, 0, 0, 0), 0);
+	/* everything is gone after a reset */
+	CHECK_EQ(run1(MEARAS_OP_STREAM_SYNC, 7, 0, 0, 0), cudaErrorInvalidResourceHandle);
+	CHECK_EQ(launch(12, 1, 32, 24, 0), cudaErrorInvalidDeviceFunction);
+	CHECK_EQ(run1(MEARAS_OP_EVENT_RECORD, 0, 4, 0, 0), cudaErrorInvalidResourceHandle);
+	CHECK_EQ(run1(MEARAS_OP_MODULE_UNLOAD, 0, 2, 0, 0), cudaErrorInvalidResourceHandle);
+	CHECK_EQ(fx.w->vgpus[0].heap.used, 0);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s KERNELS.fatbin\n", argv[0]);
+		return 2;
+	}
+	CHECK(fixture_init(&fx, 1, 0) == 0);
+	test_streams_events();
+	load_module(argv[1]);
+	test_functions_and_launch();
+	test_globals();
+	test_reset();
+	CHECK(!fx.w->broken);
+	fixture_destroy(&fx);
+	printf("exec objects: ok\n");
+	return 0;
+}

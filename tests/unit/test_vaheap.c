@@ -1,0 +1,358 @@
+// SPDX-License-Identifier: MIT
+/* host-backend/vaheap.c: allocation patterns, alignment, quota, frees of
+ * bad pointers, find() bounds, chunk reuse and release, window exhaustion,
+ * map failures, and a randomized run against a simple reference model. */
+#include <string.h>
+
+#include "check.h"
+#include "vaheap.h"
+
+#define MiB (1ull << 20)
+#define GiB (1ull << 30)
+#define BASE 0x100000000000ull
+
+/* ---- a fake device that records every map/unmap and checks their sanity ---- */
+
+#define MAX_MAPS 4096
+
+struct fake_map {
+	uint64_t va, size;
+	uintptr_t cookie;
+	int live;
+};
+
+struct fake_dev {
+	struct fake_map maps[MAX_MAPS];
+	int nmaps, nlive, map_calls, unmap_calls;
+	int fail_next_map;
+	uint64_t base, size;
+};
+
+static int fake_map(void *ctx, uint64_t va, uint64_t size, void **cookie)
+{
+	struct fake_dev *d = ctx;
+
+	d->map_calls++;
+	if (d->fail_next_map) {
+		d->fail_next_map = 0;
+		return 2;
+	}
+	CHECK(d->nmaps < MAX_MAPS);
+	CHECK(va >= d->base && size <= d->base + d->size - va);
+	CHECK(size % (2 * MiB) == 0 && va % (2 * MiB) == 0);
+	for (int i = 0; i < d->nmaps; i++)
+		if (d->maps[i].live)
+			CHECK(va + size <= d->maps[i].va || d->maps[i].va + d->maps[i].size <= va);
+	d->maps[d->nmaps] = (struct fake_map){ va, size, (uintptr_t)(d->nmaps + 1), 1 };
+	*cookie = (void *)d->maps[d->nmaps].cookie;
+	d->nmaps++;
+	d->nlive++;
+	return 0;
+}
+
+static void fake_unmap(void *ctx, uint64_t va, uint64_t size, void *cookie)
+{
+	struct fake_dev *d = ctx;
+	uintptr_t c = (uintptr_t)cookie;
+
+	d->unmap_calls++;
+	CHECK(c >= 1 && c <= (uintptr_t)d->nmaps);
+	CHECK(d->maps[c - 1].live);
+	CHECK_EQ(d->maps[c - 1].va, va);
+	CHECK_EQ(d->maps[c - 1].size, size);
+	d->maps[c - 1].live = 0;
+	d->nlive--;
+}
+
+static const struct vaheap_ops fake_ops = { .map = fake_map, .unmap = fake_unmap };
+
+static void setup(struct vaheap *h, struct fake_dev *d, uint64_t size, uint64_t quota)
+{
+	memset(d, 0, sizeof(*d));
+	d->base = BASE;
+	d->size = size;
+	vaheap_init(h, BASE, size, 2 * MiB, quota, &fake_ops, d);
+}
+
+/* the mapped chunk holding [va, va+len), or NULL */
+static const struct fake_map *mapped(const struct fake_dev *d, uint64_t va, uint64_t len)
+{
+	for (int i = 0; i < d->nmaps; i++) {
+		const struct fake_map *m = &d->maps[i];
+
+		if (m->live && va >= m->va && len <= m->size - (va - m->va) && va - m->va < m->size)
+			return m;
+	}
+	return NULL;
+}
+
+static void test_basic_and_alignment(void)
+{
+	struct vaheap h;
+	struct fake_dev d;
+	uint64_t va[64];
+	static const uint64_t sizes[] = { 1, 7, 255, 256, 257, 4096, 1000, 3 * MiB, 12345, 64 };
+
+	setup(&h, &d, 1ull << 40, 16 * GiB);
+	for (int i = 0; i < 64; i++) {
+		uint64_t sz = sizes[i % 10];
+
+		CHECK_EQ(vaheap_alloc(&h, sz, &va[i]), 0);
+		CHECK_EQ(va[i] % 256, 0);
+		CHECK(va[i] >= BASE && va[i] + sz <= BASE + (1ull << 40));
+		CHECK(mapped(&d, va[i], sz));
+		CHECK(vaheap_find(&h, va[i], sz) != NULL);
+		CHECK(vaheap_chunk_of(&h, va[i]) != NULL);
+		for (int j = 0; j < i; j++) {
+			const struct vaheap_range *a = vaheap_find(&h, va[j], 1);
+
+			CHECK(a && a->va == va[j]);
+			CHECK(va[i] + sz <= a->va || a->va + a->size <= va[i]);
+		}
+	}
+	/* many small allocations share one chunk */
+	CHECK_EQ(d.map_calls, 1);
+	CHECK_EQ(vaheap_alloc(&h, 0, &va[0]), 2);
+	CHECK_EQ(vaheap_alloc(&h, (1ull << 40) + 1, &va[0]), 2);
+	CHECK_EQ(vaheap_alloc(&h, UINT64_MAX, &va[0]), 2);
+	vaheap_destroy(&h);
+	CHECK_EQ(d.nlive, 0);
+}
+
+static void test_quota(void)
+{
+	struct vaheap h;
+	struct fake_dev d;
+	uint64_t a, b, c;
+
+	setup(&h, &d, 1ull << 40, 1 * MiB);
+	CHECK_EQ(vaheap_alloc(&h, 1 * MiB + 1, &a), 2);
+	CHECK_EQ(vaheap_alloc(&h, 512 * 1024, &a), 0);
+	CHECK_EQ(vaheap_alloc(&h, 512 * 1024 - 255, &b), 0); /* rounds up to exactly the quota */
+	CHECK_EQ(h.used, 1 * MiB);
+	CHECK_EQ(vaheap_alloc(&h, 1, &c), 2);
+	CHECK_EQ(vaheap_free(&h, b), 0);
+	CHECK_EQ(h.used, 512 * 1024);
+	CHECK_EQ(vaheap_alloc(&h, 1, &c), 0);
+	CHECK_EQ(h.used, 512 * 1024 + 256);
+	/* a size whose rounding overflows is refused, not wrapped */
+	CHECK_EQ(vaheap_alloc(&h, UINT64_MAX - 10, &c), 2);
+	vaheap_destroy(&h);
+}
+
+static void test_bad_frees(void)
+{
+	struct vaheap h;
+	struct fake_dev d;
+	uint64_t a, b;
+
+	setup(&h, &d, 1ull << 40, 16 * GiB);
+	CHECK_EQ(vaheap_free(&h, BASE), 1);     /* nothing allocated yet */
+	CHECK_EQ(vaheap_alloc(&h, 4096, &a), 0);
+	CHECK_EQ(vaheap_alloc(&h, 4096, &b), 0);
+	CHECK_EQ(vaheap_free(&h, a + 256), 1);  /* inside, not the start */
+	CHECK_EQ(vaheap_free(&h, a + 1), 1);
+	CHECK_EQ(vaheap_free(&h, 0), 1);
+	CHECK_EQ(vaheap_free(&h, UINT64_MAX), 1);
+	CHECK_EQ(vaheap_free(&h, b + 4096), 1); /* just past the last one */
+	CHECK_EQ(h.used, 8192);
+	CHECK_EQ(vaheap_free(&h, a), 0);
+	CHECK_EQ(vaheap_free(&h, a), 1);        /* double free */
+	CHECK(vaheap_find(&h, a, 1) == NULL);
+	CHECK(vaheap_find(&h, b, 4096) != NULL);
+	vaheap_destroy(&h);
+}
+
+static void test_find_bounds(void)
+{
+	struct vaheap h;
+	struct fake_dev d;
+	uint64_t a, b;
+	const struct vaheap_range *r;
+
+	setup(&h, &d, 1ull << 40, 16 * GiB);
+	CHECK_EQ(vaheap_alloc(&h, 1000, &a), 0);   /* occupies 1024 */
+	CHECK_EQ(vaheap_alloc(&h, 1024, &b), 0);
+	CHECK_EQ(b, a + 1024);                      /* adjacent: a range must not span both */
+	r = vaheap_find(&h, a, 1024);
+	CHECK(r && r->va == a && r->size == 1024);
+	CHECK(vaheap_find(&h, a + 1023, 1) == r);
+	CHECK(vaheap_find(&h, a, 1025) == NULL);    /* crosses into b */
+	CHECK(vaheap_find(&h, a + 1000, 100) == NULL);
+	CHECK(vaheap_find(&h, a - 1, 2) == NULL);   /* starts before */
+	CHECK(vaheap_find(&h, a + 512, UINT64_MAX) == NULL);
+	CHECK(vaheap_find(&h, a + 512, UINT64_MAX - 511) == NULL); /* va + len wraps */
+	CHECK(vaheap_find(&h, b + 1024, 1) == NULL);
+	CHECK(vaheap_find(&h, b + 1023, 1) != NULL);
+	CHECK(vaheap_find(&h, b + 1023, 2) == NULL);
+	CHECK(vaheap_find(&h, 0, 1) == NULL);
+	CHECK(vaheap_find(&h, UINT64_MAX, 1) == NULL);
+	CHECK_EQ(vaheap_free(&h, a), 0);
+	CHECK(vaheap_find(&h, a, 1) == NULL);       /* freed memory is not reachable */
+	vaheap_destroy(&h);
+}
+
+static void test_chunks(void)
+{
+	struct vaheap h;
+	struct fake_dev d;
+	uint64_t a, b, big;
+
+	setup(&h, &d, 1ull << 40, 64 * GiB);
+	/* small chunks are kept and reused */
+	CHECK_EQ(vaheap_alloc(&h, 1 * MiB, &a), 0);
+	CHECK_EQ(d.map_calls, 1);
+	CHECK_EQ(vaheap_free(&h, a), 0);
+	CHECK_EQ(d.unmap_calls, 0);
+	CHECK_EQ(vaheap_alloc(&h, 2 * MiB, &b), 0);
+	CHECK_EQ(d.map_calls, 1);
+	CHECK_EQ(b, a);                             /* lowest free extent first */
+	/* a large allocation gets its own chunk, unmapped once idle */
+	CHECK_EQ(vaheap_alloc(&h, 100 * MiB + 3, &big), 0);
+	CHECK_EQ(d.map_calls, 2);
+	CHECK(mapped(&d, big, 100 * MiB + 3));
+	CHECK(d.maps[1].size >= 100 * MiB + 3 && d.maps[1].size % (2 * MiB) == 0);
+	CHECK_EQ(vaheap_free(&h, big), 0);
+	CHECK_EQ(d.unmap_calls, 1);
+	CHECK(!d.maps[1].live);
+	CHECK(vaheap_chunk_of(&h, big) == NULL);
+	CHECK_EQ(d.nlive, 1);
+	/* the freed window stretch is usable again */
+	CHECK_EQ(vaheap_alloc(&h, 100 * MiB, &big), 0);
+	CHECK(mapped(&d, big, 100 * MiB));
+	CHECK_EQ(vaheap_free(&h, b), 0);
+	vaheap_destroy(&h);
+	CHECK_EQ(d.nlive, 0);
+	CHECK_EQ(d.map_calls, d.unmap_calls);
+}
+
+static void test_map_failure_and_window(void)
+{
+	struct vaheap h;
+	struct fake_dev d;
+	uint64_t a, b;
+
+	setup(&h, &d, 96 * MiB, 64 * GiB);
+	d.fail_next_map = 1;
+	CHECK_EQ(vaheap_alloc(&h, 4096, &a), 2);
+	CHECK_EQ(h.used, 0);
+	CHECK_EQ(h.nchunks, 0);
+	CHECK_EQ(vaheap_alloc(&h, 40 * MiB, &a), 0);
+	CHECK_EQ(vaheap_alloc(&h, 60 * MiB, &b), 2);   /* 56 MiB of window left */
+	CHECK_EQ(h.used, 40 * MiB);
+	CHECK_EQ(vaheap_alloc(&h, 20 * MiB, &b), 0);   /* a 32 MiB chunk still fits */
+	CHECK(b >= a + 40 * MiB && b + 20 * MiB <= BASE + 96 * MiB);
+	vaheap_destroy(&h);
+	CHECK_EQ(d.nlive, 0);
+}
+
+/* ---- randomized run against a reference list of live allocations ---- */
+
+struct ref {
+	uint64_t va, size, rounded;
+};
+
+static uint64_t rng = 88172645463325252ull;
+
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static uint64_t rand_size(void)
+{
+	switch (rnd() % 8) {
+	case 0: return 1 + rnd() % 256;
+	case 1: case 2: case 3: return 1 + rnd() % 65536;
+	case 4: case 5: return 1 + rnd() % (4 * MiB);
+	case 6: return 1 + rnd() % (40 * MiB);
+	default: return 60 * MiB + rnd() % (100 * MiB);
+	}
+}
+
+static void test_random_model(unsigned steps)
+{
+	struct vaheap h;
+	static struct fake_dev d;
+	static struct ref live[4096];
+	size_t n = 0;
+	uint64_t used = 0;
+	const uint64_t quota = 2 * GiB;
+
+	setup(&h, &d, 1ull << 40, quota);
+	for (unsigned s = 0; s < steps; s++) {
+		unsigned what = (unsigned)(rnd() % 10);
+
+		if (what < 5 && n < 4096) {
+			uint64_t sz = rand_size(), rounded = (sz + 255) / 256 * 256, va;
+			int r = vaheap_alloc(&h, sz, &va);
+
+			if (used + rounded > quota) {
+				CHECK_EQ(r, 2);
+				continue;
+			}
+			CHECK_EQ(r, 0);
+			CHECK_EQ(va % 256, 0);
+			CHECK(mapped(&d, va, sz));
+			for (size_t i = 0; i < n; i++)
+				CHECK(va + rounded <= live[i].va || live[i].va + live[i].rounded <= va);
+			live[n++] = (struct ref){ va, sz, rounded };
+			used += rounded;
+		} else if (what < 9 && n > 0) {
+			size_t i = rnd() % n;
+
+			CHECK_EQ(vaheap_free(&h, live[i].va), 0);
+			CHECK_EQ(vaheap_free(&h, live[i].va), 1);
+			used -= live[i].rounded;
+			live[i] = live[--n];
+		} else if (n > 0) {
+			/* a bogus free inside an allocation */
+			struct ref *a = &live[rnd() % n];
+
+			if (a->rounded > 256)
+				CHECK_EQ(vaheap_free(&h, a->va + 256 * (1 + rnd() % (a->rounded / 256 - 1))), 1);
+		}
+		CHECK_EQ(h.used, used);
+		CHECK_EQ(h.nallocs, n);
+		CHECK_EQ((size_t)d.nlive, h.nchunks);
+		/* probes: find() agrees with the reference */
+		for (int k = 0; k < 8 && n > 0; k++) {
+			struct ref *a = &live[rnd() % n];
+			uint64_t off = rnd() % a->rounded, len = rnd() % (a->rounded - off + 1);
+			const struct vaheap_range *r = vaheap_find(&h, a->va + off, len);
+
+			CHECK(r && r->va == a->va);
+			/* one byte past the allocation's end: refused */
+			CHECK(vaheap_find(&h, a->va + off, a->rounded - off + 1) == NULL);
+		}
+	}
+	while (n > 0) {
+		CHECK_EQ(vaheap_free(&h, live[n - 1].va), 0);
+		n--;
+	}
+	CHECK_EQ(h.used, 0);
+	/* every large chunk was released once idle; small ones may stay */
+	for (int i = 0; i < d.nmaps; i++)
+		if (d.maps[i].live)
+			CHECK(d.maps[i].size < 64 * MiB);
+	vaheap_destroy(&h);
+	CHECK_EQ(d.nlive, 0);
+}
+
+int main(int argc, char **argv)
+{
+	unsigned steps = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 0) : 20000;
+
+	test_basic_and_alignment();
+	test_quota();
+	test_bad_frees();
+	test_find_bounds();
+	test_chunks();
+	test_map_failure_and_window();
+	test_random_model(steps);
+	printf("vaheap: ok (%u random steps)\n", steps);
+	return 0;
+}
