@@ -18,6 +18,7 @@ suites=(
 	"vm|tests/vm"
 	"assembly-manager|assembly-manager"
 	"control|tests/control"
+	"experiments|experiments/harness"
 )
 
 want=("$@")
