@@ -51,7 +51,8 @@ static void usage(FILE *f)
 		"  --link-port=P        serve remote vGPUs to other nodes on TCP port P\n"
 		"  --link-bind=ADDR     address the link server binds (default: all)\n"
 		"  --cluster-key-file=F shared secret authenticating nodes to each other\n"
-		"  --link-dead-ms=MS    a silent link is declared dead after this long (default 3000)\n");
+		"  --link-dead-ms=MS    a silent link is declared dead after this long (default 3000)\n"
+		"  --link-batch=N       records sent per link batch at most (1 = no batching; default 256)\n");
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -77,7 +78,7 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		{ "control", required_argument, NULL, 'c' }, { "node-name", required_argument, NULL, 'N' },
 		{ "remote", required_argument, NULL, 'R' }, { "link-port", required_argument, NULL, 'L' },
 		{ "link-bind", required_argument, NULL, 'B' }, { "cluster-key-file", required_argument, NULL, 'K' },
-		{ "link-dead-ms", required_argument, NULL, 'T' },
+		{ "link-dead-ms", required_argument, NULL, 'T' }, { "link-batch", required_argument, NULL, 'b' },
 		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	uint64_t v;
@@ -164,6 +165,11 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 			if (parse_u64(optarg, &v) || v < 100 || v > 600000)
 				return fprintf(stderr, "mearasd: bad --link-dead-ms '%s' (100..600000)\n", optarg), -1;
 			cfg->remote.dead_ms = (uint32_t)v;
+			break;
+		case 'b':
+			if (parse_u64(optarg, &v) || v < 1 || v > 65536)
+				return fprintf(stderr, "mearasd: bad --link-batch '%s' (1..65536)\n", optarg), -1;
+			cfg->remote.batch_msgs = (uint32_t)v;
 			break;
 		case 'h':
 			usage(stdout);

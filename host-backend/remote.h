@@ -102,6 +102,7 @@ struct remote_config {
 	const char *link_bind;  /* server: address to bind ("" = any) */
 	uint16_t link_port;     /* server: 0 = no link server */
 	uint32_t dead_ms;       /* link dead bound (0 = library default, 3 s) */
+	uint32_t batch_msgs;    /* records per link batch (0 = library default, 1 = no batching) */
 };
 
 /* ---- tokens: records in flight, by a token that replaces user_data ---- */

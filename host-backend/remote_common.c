@@ -142,5 +142,7 @@ void remote_link_config(const struct remote_config *rc, struct mearas_link_confi
 	}
 	if (rc->dead_ms)
 		lc->dead_ms = rc->dead_ms;
+	if (rc->batch_msgs)
+		lc->batch_max_msgs = rc->batch_msgs;
 	lc->node_name = "mearasd";
 }

@@ -71,7 +71,7 @@ def network_classes(opts: RunOptions) -> list[Point]:
                   for app in opts.apps for net in NETWORKS]
 
 
-BATCH_SIZES = (1, 4, 16, 64)
+BATCH_SIZES = (1, 4, 16, 64, 256, 1024)
 
 
 def batch(opts: RunOptions) -> list[Point]:
