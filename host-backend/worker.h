@@ -113,6 +113,8 @@ struct worker {
 /* worker.c: serve one accepted client connection; returns the exit status */
 int worker_serve(const struct backend_config *cfg, int sock);
 
+/* output.c: the worker's stdout/stderr (device printf) go to pipes read by the client */
+int worker_capture_output(struct worker *w, char *err, size_t errlen);
 bool worker_output_pending(struct worker *w);
 
 /* exec.c: validate and run one record (already copied out of the ring) */
