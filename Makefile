@@ -30,7 +30,7 @@ CUDART_OBJ  := $(patsubst %.c,$(BUILD)/obj-rt/%.o,$(CUDART_SRC) $(COMMON_SRC))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
-.PHONY: all clean test gpu-test gpu-build demo deps
+.PHONY: all clean test gpu-test gpu-build demo deps install
 all: $(BUILD)/bin/mearasd $(BUILD)/lib/libcudart.so.13
 
 $(BUILD)/obj/%.o: %.c
@@ -124,6 +124,15 @@ demo: deps
 # GPU lane: build (here or there) and run everything in one call; table last
 gpu-test: gpu-build
 	scripts/gpu-lane.sh
+
+# mearasd, the runtime library (where `mearas run` looks for it), the guest
+# module's sources, and the assembly manager with its libvirt hook
+PREFIX ?= /usr/local
+install: all
+	install -D -m 0755 $(BUILD)/bin/mearasd $(DESTDIR)$(PREFIX)/sbin/mearasd
+	install -D -m 0755 $(BUILD)/lib/libcudart.so.13 $(DESTDIR)$(PREFIX)/lib/mearas/libcudart.so.13
+	ln -sf libcudart.so.13 $(DESTDIR)$(PREFIX)/lib/mearas/libcudart.so
+	$(MAKE) -C assembly-manager install
 
 clean:
 	rm -rf $(BUILD)
