@@ -16,7 +16,9 @@ COMMON_SRC  := common/log.c common/fdpass.c common/fatbin.c common/fatbin_cubin.
                common/fatbin_entries.c common/fatbin_ptx.c
 BACKEND_SRC := host-backend/mearasd.c host-backend/worker.c host-backend/poller.c \
                host-backend/exec.c host-backend/handles.c host-backend/vaheap.c \
-               host-backend/device_sim.c host-backend/device_cuda.c
+               host-backend/device_sim.c host-backend/device_cuda.c \
+               host-backend/vm_server.c host-backend/vm_worker.c host-backend/vm_slot.c \
+               host-backend/ivshmem/ivshmem_server.c host-backend/ivshmem/ivshmem_msg.c
 CUDART_SRC  := $(wildcard guest/libcudart/*.c)
 CUDART_OBJ  := $(patsubst %.c,$(BUILD)/obj-rt/%.o,$(CUDART_SRC) $(COMMON_SRC))
 
@@ -28,6 +30,11 @@ all: $(BUILD)/bin/mearasd $(BUILD)/lib/libcudart.so.13
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# the ivshmem server library defines _GNU_SOURCE itself
+$(BUILD)/obj/host-backend/ivshmem/%.o: host-backend/ivshmem/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -D_GNU_SOURCE,$(BASEFLAGS)) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/bin/mearasd: $(call obj,$(BACKEND_SRC) $(COMMON_SRC))
 	@mkdir -p $(dir $@)

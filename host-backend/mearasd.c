@@ -17,11 +17,14 @@
 #include <unistd.h>
 
 #include "mearas/log.h"
+#include "vm.h"
 #include "worker.h"
 
 #define DEFAULT_SOCKET "/run/mearas/mearasd.sock"
 
 static volatile sig_atomic_t quit;
+static struct vm_spec vm_specs[VM_MAX_SPECS];
+static unsigned n_vm_specs;
 
 static void on_signal(int sig)
 {
@@ -40,7 +43,9 @@ static void usage(FILE *f)
 		"  --quota-mb=M         memory quota of every vGPU in MiB (default: the GPU's memory)\n"
 		"  --data-mb=M          default data area (pinned host memory) per client (default 512)\n"
 		"  --max-data-mb=M      largest data area a client may ask for (default 16384)\n"
-		"  --spin-us=U          poller busy-polls this long before sleeping (default 50)\n");
+		"  --spin-us=U          poller busy-polls this long before sleeping (default 50)\n"
+		"  --vm=NAME:SOCKET:SIZE_MB[:VGPUS]  serve a VM as its ivshmem server on SOCKET (repeatable):\n"
+		"                       SIZE_MB of shared memory (a power of two), VGPUS per guest process\n");
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -63,6 +68,7 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		{ "vgpus", required_argument, NULL, 'n' }, { "gpu-map", required_argument, NULL, 'g' },
 		{ "quota-mb", required_argument, NULL, 'q' }, { "data-mb", required_argument, NULL, 'D' },
 		{ "max-data-mb", required_argument, NULL, 'M' }, { "spin-us", required_argument, NULL, 'S' },
+		{ "vm", required_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	uint64_t v;
@@ -121,6 +127,16 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 				return fprintf(stderr, "mearasd: bad --spin-us '%s'\n", optarg), -1;
 			cfg->spin_us = (unsigned)v;
 			break;
+		case 'V': {
+			char err[256];
+
+			if (n_vm_specs >= VM_MAX_SPECS)
+				return fprintf(stderr, "mearasd: at most %u --vm\n", VM_MAX_SPECS), -1;
+			if (vm_parse_spec(optarg, &vm_specs[n_vm_specs], err, sizeof(err)))
+				return fprintf(stderr, "mearasd: %s\n", err), -1;
+			n_vm_specs++;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -185,6 +201,8 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGCHLD, SIG_IGN); /* workers are reaped automatically */
+	if (vm_servers_start(&cfg, vm_specs, n_vm_specs))
+		return 1;
 	log_info("device=%s (%s); socket %s; %u vGPU(s) per client by default; data area %llu MiB",
 		 cfg.dev->name, cfg.dev->startup_note, sock, cfg.vgpus_default,
 		 (unsigned long long)(cfg.data_default >> 20));

@@ -102,6 +102,10 @@ struct worker {
 	int out_fd, err_fd;     /* read ends of our stdout/stderr pipes */
 	volatile int stop;
 	bool broken;
+	unsigned va_index0;     /* device address window of vGPU 0 (VM slots use several) */
+	/* completion notification when set (VM transport), else wake_fds */
+	void (*wake)(struct worker *w, unsigned cq);
+	void *wake_ctx;
 	struct vgpu vgpus[MEARAS_MAX_VGPUS];
 };
 
@@ -109,6 +113,10 @@ struct worker {
 int worker_serve(const struct backend_config *cfg, int sock);
 
 bool worker_output_pending(struct worker *w);
+/* pieces of worker_serve used by the VM server (vm_slot.c) */
+int worker_setup_vgpu(struct worker *w, unsigned i, int ndev, char *err, size_t errlen);
+/* writes the region header at w->region for w->nvgpus vGPUs; sets w->data */
+void worker_init_region(struct worker *w, uint64_t data_off);
 
 /* exec.c: validate and run one record (already copied out of the ring) */
 void exec_record(struct vgpu *v, const struct mearas_sqe *e);
