@@ -204,6 +204,20 @@ int main(int argc, char **argv)
 			e = cudaMemcpy(b.data(), p, b.size(), cudaMemcpyDeviceToHost);
 		CHECK("works-after-idle", e == cudaSuccess && a == b, "error %d", (int)e);
 		cudaFree(p);
+	} else if (!strcmp(what, "dead")) {
+		// the host kills mearasd's VM worker while we sleep: calls must fail, not hang
+		void *p = nullptr;
+		cudaError_t e = cudaMalloc(&p, 1 << 20);
+		CHECK("init-before-backend-death", e == cudaSuccess, "error %d", (int)e);
+		printf("GUEST-READY %d\n", (int)getpid());
+		fflush(stdout);
+		sleep((unsigned)secs);
+		std::vector<unsigned char> a(1 << 16);
+		e = cudaMemcpy(p, a.data(), a.size(), cudaMemcpyHostToDevice);
+		if (!e)
+			e = cudaDeviceSynchronize();
+		CHECK("error-after-backend-death", e != cudaSuccess, "calls still succeed");
+		printf("  error after backend death: %d (%s)\n", (int)e, cudaGetErrorString(e));
 	} else {
 		fprintf(stderr, "vmcuda: unknown test %s\n", what);
 		return 2;

@@ -60,6 +60,9 @@ basic)
 sleep)
 	$t sleep "${2:-6}"
 	;;
+dead)
+	$t dead "${2:-8}"
+	;;
 hostile)
 	/bin/hostile
 	;;
