@@ -73,6 +73,7 @@ collect() {
 
 start=$(date +%s)
 command -v "$qemu" >/dev/null || { echo "FAIL qemu: $qemu not found (scripts/deps/apt-vm.txt)"; echo "0 passed, 1 failed"; exit 1; }
+: > "$log"
 "$mearasd" --device=sim --socket="$work/m.sock" --vm="a:$work/a.sock:256" > "$log" 2>&1 &
 mpid=$!
 check mearasd-serves-vm "wait_for '[ \$(serving) -ge 1 ] && [ -S $work/a.sock ]' 20"
@@ -142,6 +143,17 @@ else
 	qemu_wait 1
 fi
 check dead/supervisor-restarts-worker "wait_for '[ \$(serving) -ge 7 ]' 20"
+
+echo "== libvirt: a domain of type qemu (vm-configs/mearas-vm.xml) on mearasd's VM socket"
+wait_for "[ \$(serving) -ge 7 ]" 20
+while IFS= read -r line; do
+	case $line in
+	PASS\ *) pass "${line#PASS }" ;;
+	FAIL\ *) line=${line#FAIL }; fail "${line%%: *}" "${line#*: }" ;;
+	*) echo "$line" ;;
+	esac
+done < <("$(dirname "$0")/libvirt-test.sh" "$guest" "$work/a.sock" "$work" 2>&1)
+check libvirt/next-worker-serves "wait_for '[ \$(serving) -ge 8 ]' 20"
 
 echo "== stop: mearasd's SIGTERM takes its VM processes along"
 kids=$(pgrep -P "$mpid" | tr '\n' ' ')
