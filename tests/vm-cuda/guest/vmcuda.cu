@@ -147,6 +147,16 @@ static void round_trips(void)
 	if (!e)
 		e = cudaStreamSynchronize(s);
 	CHECK("pinned-async-stream-launch", e == cudaSuccess, "error %d (%s)", (int)e, cudaGetErrorString(e));
+	// on a real GPU (not mearasd's host-memory model, which counts launches
+	// without running them) the kernel's result must be there
+	cudaDeviceProp p;
+	if (!e && cudaGetDeviceProperties(&p, 0) == cudaSuccess && !strstr(p.name, "mearas-sim")) {
+		int bad = -1;
+		for (int i = 0; i < n && bad < 0; i++)
+			if (h[i] != 2.0f * (float)i)
+				bad = i;
+		CHECK("kernel-result-on-gpu", bad < 0, "element %d is %f", bad, bad >= 0 ? h[bad] : 0.0f);
+	}
 	cudaFree(dptr);
 	cudaFreeHost(h);
 }
