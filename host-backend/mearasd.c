@@ -230,6 +230,7 @@ int main(int argc, char **argv)
 		close(c);
 	}
 	unlink(sock);
+	vm_servers_unlink(vm_specs, n_vm_specs);
 	log_info("stopped");
 	return 0;
 }

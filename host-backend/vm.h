@@ -68,6 +68,8 @@ int vm_parse_spec(const char *arg, struct vm_spec *out, char *err, size_t errlen
 int vm_compute_layout(uint64_t size, unsigned nvgpus, struct vm_layout *l, char *err, size_t errlen);
 /* forks one supervisor per VM; 0 or -1 */
 int vm_servers_start(const struct backend_config *cfg, const struct vm_spec *specs, unsigned n);
+/* at mearasd's exit: a socket a killed worker left behind */
+void vm_servers_unlink(const struct vm_spec *specs, unsigned n);
 
 /* vm_worker.c: serves one VM connection on memfd; returns the exit status */
 int vm_worker_run(const struct backend_config *cfg, const struct vm_spec *spec, int memfd);

@@ -187,3 +187,9 @@ int vm_servers_start(const struct backend_config *cfg, const struct vm_spec *spe
 	}
 	return 0;
 }
+
+void vm_servers_unlink(const struct vm_spec *specs, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		unlink(specs[i].socket);
+}

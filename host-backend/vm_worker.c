@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ivshmem/ivshmem_server.h"
@@ -23,7 +24,15 @@
  * addresses. Guest processes map their slot at the same address when they
  * can, so pinned host pointers are device pointers too. */
 #define VM_ADDR_HINT 0x600000000000ull
-#define SCAN_INTERVAL_MS 500
+#define SCAN_INTERVAL_MS MEARAS_VM_BEAT_MS
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000ull + (uint64_t)ts.tv_nsec / 1000000ull;
+}
 
 static void on_connect(void *opaque, unsigned int peer)
 {
@@ -147,6 +156,7 @@ int vm_worker_run(const struct backend_config *cfg, const struct vm_spec *spec, 
 	struct ivshmem_server_callbacks cb = { .peer_connected = on_connect,
 					       .peer_disconnected = on_disconnect, .opaque = vm };
 	char err[256];
+	uint64_t last_beat = 0;
 	int doorbell;
 
 	vm->cfg = cfg;
@@ -199,6 +209,10 @@ int vm_worker_run(const struct backend_config *cfg, const struct vm_spec *spec, 
 			ivshmem_server_host_consume(vm->srv, MEARAS_VM_VEC_HOST, &n);
 		if (!vm->gone)
 			scan_slots(vm);
+		if (now_ms() - last_beat >= MEARAS_VM_BEAT_MS / 2) {
+			__atomic_add_fetch(&vm->hdr->heartbeat, 1, __ATOMIC_RELEASE);
+			last_beat = now_ms();
+		}
 	}
 	vm->hdr->state = MEARAS_BACKEND_DEAD;
 	for (unsigned k = 0; k < vm->lay.nslots; k++)

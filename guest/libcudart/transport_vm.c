@@ -205,10 +205,25 @@ void tpv_kick(struct rt_transport *tp, unsigned vgpu)
 		log_warn("kick vGPU %u: %s", vgpu, strerror(errno));
 }
 
+static uint32_t beat_seen;
+static uint64_t beat_seen_ms;
+
 static bool backend_alive(struct rt_transport *tp)
 {
+	uint32_t beat = __atomic_load_n(&tp->vm_hdr->heartbeat, __ATOMIC_ACQUIRE);
+	uint64_t now = now_ms();
+
 	if (tp->vm_hdr->state != MEARAS_BACKEND_READY || tp->vm_region->state != MEARAS_BACKEND_READY) {
 		log_err("mearasd stopped serving this process: outstanding and later CUDA calls fail");
+		return false;
+	}
+	/* threads race on these two: harmless, any of them sees the beat move */
+	if (beat != __atomic_load_n(&beat_seen, __ATOMIC_RELAXED) || !beat_seen_ms) {
+		__atomic_store_n(&beat_seen, beat, __ATOMIC_RELAXED);
+		__atomic_store_n(&beat_seen_ms, now, __ATOMIC_RELAXED);
+	} else if (now - __atomic_load_n(&beat_seen_ms, __ATOMIC_RELAXED) > MEARAS_VM_DEAD_MS) {
+		log_err("mearasd's VM worker stopped (no heartbeat for %u s): outstanding and later CUDA calls fail",
+			MEARAS_VM_DEAD_MS / 1000);
 		return false;
 	}
 	return true;

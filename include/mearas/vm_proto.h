@@ -28,6 +28,9 @@
  *                  vector MEARAS_VM_VEC_WAKE when a completion was posted to
  *                  a ring whose consumer set NEED_WAKEUP. Guest waiters
  *                  re-check their rings after any wakeup.
+ * Liveness: the host's worker bumps hdr.heartbeat at least every 500 ms; a
+ * guest that sees it stand still for MEARAS_VM_DEAD_MS treats the back end
+ * as gone (its worker was killed without anyone marking the memory dead).
  * The host never trusts what it reads here: tokens are only compared, kick
  * bits are masked, slot numbers are its own.
  */
@@ -47,6 +50,8 @@
 #define MEARAS_VM_VEC_WAKE    1u   /* host -> guest: completions */
 #define MEARAS_VM_SLOT_ALIGN  (2ull << 20)
 #define MEARAS_VM_MIN_DATA    (8ull << 20)
+#define MEARAS_VM_BEAT_MS     500u
+#define MEARAS_VM_DEAD_MS     5000u
 
 struct mearas_vm_slot {
 	uint32_t claim;         /* guest: 0 free, else the owner's token */
@@ -66,7 +71,8 @@ struct mearas_vm_hdr {
 	uint32_t nvgpus;        /* per slot */
 	uint64_t slot_off;
 	uint64_t slot_size;
-	uint32_t pad[8];
+	uint32_t heartbeat;     /* host: counts while the worker runs (every 500 ms) */
+	uint32_t pad[7];
 	struct mearas_vm_slot slots[MEARAS_VM_MAX_SLOTS];
 };
 

@@ -155,6 +155,23 @@ while IFS= read -r line; do
 done < <("$(dirname "$0")/libvirt-test.sh" "$guest" "$work/a.sock" "$work" 2>&1)
 check libvirt/next-worker-serves "wait_for '[ \$(serving) -ge 8 ]' 20"
 
+echo "== orphan: the VM's supervisor and worker SIGKILLed under a sleeping guest program"
+wait_for "[ \$(serving) -ge 8 ]" 20
+wpid=$(worker_pid)
+spid=$(ps -o ppid= -p "$wpid" | tr -d ' ')
+qemu_start orphan dead 4
+if wait_for "grep -qs GUEST-READY '$work/orphan.log'" 90; then
+	kill -9 "$spid"
+	check orphan/worker-dies-with-supervisor "wait_for '! kill -0 $wpid 2>/dev/null' 10"
+	t0=$(date +%s)
+	qemu_wait 120
+	echo "  guest finished $(( $(date +%s) - t0 )) s after the kill (heartbeat timeout 5 s)"
+	collect orphan
+else
+	fail orphan/guest-ready "no GUEST-READY"
+	qemu_wait 1
+fi
+
 echo "== stop: mearasd's SIGTERM takes its VM processes along"
 kids=$(pgrep -P "$mpid" | tr '\n' ' ')
 kill "$mpid"
