@@ -141,6 +141,8 @@ void vm_slot_stop(struct vm *vm, unsigned k)
 		if (write(w->vgpus[i].kick_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 			log_warn("VM %s slot %u: kick: %s", vm->spec->name, k, strerror(errno));
 		pthread_mutex_lock(&w->vgpus[i].hf_lock);
+		/* host functions waiting for the departed process: done */
+		w->vgpus[i].hf_done_token = UINT64_MAX;
 		pthread_cond_broadcast(&w->vgpus[i].hf_cond);
 		pthread_mutex_unlock(&w->vgpus[i].hf_lock);
 	}
