@@ -43,7 +43,8 @@ static int ring_host(struct rt_transport *tp)
 	return ioctl(tp->dev_fd, MEARAS_IOC_RING, &db) ? -errno : 0;
 }
 
-/* Waits for an interrupt on vector (or the timeout); -errno on a dead device. */
+/* Waits for an interrupt on vector (or the timeout): 0, 1 when the wait
+ * timed out, -errno on a dead device. */
 static int wait_vector(struct rt_transport *tp, unsigned vector, uint64_t *seen, int timeout_ms)
 {
 	struct mearas_wait w = { .vector = vector, .timeout_ms = (uint32_t)timeout_ms, .last_seen = *seen };
@@ -51,7 +52,7 @@ static int wait_vector(struct rt_transport *tp, unsigned vector, uint64_t *seen,
 
 	if (r == 0 || r == ETIMEDOUT || r == EINTR) {
 		*seen = w.count;
-		return 0;
+		return r == ETIMEDOUT;
 	}
 	return -r;
 }
@@ -205,28 +206,34 @@ void tpv_kick(struct rt_transport *tp, unsigned vgpu)
 		log_warn("kick vGPU %u: %s", vgpu, strerror(errno));
 }
 
-static uint32_t beat_seen;
-static uint64_t beat_seen_ms;
-
 static bool backend_alive(struct rt_transport *tp)
 {
-	uint32_t beat = __atomic_load_n(&tp->vm_hdr->heartbeat, __ATOMIC_ACQUIRE);
-	uint64_t now = now_ms();
-
 	if (tp->vm_hdr->state != MEARAS_BACKEND_READY || tp->vm_region->state != MEARAS_BACKEND_READY) {
 		log_err("mearasd stopped serving this process: outstanding and later CUDA calls fail");
 		return false;
 	}
-	/* threads race on these two: harmless, any of them sees the beat move */
-	if (beat != __atomic_load_n(&beat_seen, __ATOMIC_RELAXED) || !beat_seen_ms) {
-		__atomic_store_n(&beat_seen, beat, __ATOMIC_RELAXED);
-		__atomic_store_n(&beat_seen_ms, now, __ATOMIC_RELAXED);
-	} else if (now - __atomic_load_n(&beat_seen_ms, __ATOMIC_RELAXED) > MEARAS_VM_DEAD_MS) {
-		log_err("mearasd's VM worker stopped (no heartbeat for %u s): outstanding and later CUDA calls fail",
-			MEARAS_VM_DEAD_MS / 1000);
-		return false;
-	}
 	return true;
+}
+
+/* A guest's clock under emulation can jump: the heartbeat is judged by
+ * waits that timed out (per thread), not by reading the clock. */
+static __thread uint32_t beat_seen;
+static __thread unsigned stale_waits;
+
+static bool heartbeat_ok(struct rt_transport *tp, bool timed_out)
+{
+	uint32_t beat = __atomic_load_n(&tp->vm_hdr->heartbeat, __ATOMIC_ACQUIRE);
+
+	if (beat != beat_seen || !timed_out) {
+		beat_seen = beat;
+		stale_waits = 0;
+		return true;
+	}
+	if (++stale_waits * 1000u < MEARAS_VM_DEAD_MS)
+		return true;
+	log_err("mearasd's VM worker stopped (no heartbeat during %u waits): outstanding and later CUDA calls fail",
+		stale_waits);
+	return false;
 }
 
 /* The caller announced NEED_WAKEUP on its ring before calling: an interrupt
@@ -234,16 +241,19 @@ static bool backend_alive(struct rt_transport *tp)
  * wakeup), so it is never lost; an older one only costs a spurious return. */
 bool tpv_wait(struct rt_transport *tp, unsigned slot, int timeout_ms)
 {
+	int r;
+
 	(void)slot;
 	if (!backend_alive(tp))
 		return false;
 	if (timeout_ms == 0)
 		return true;
-	if (wait_vector(tp, MEARAS_VM_VEC_WAKE, &wake_seen, timeout_ms) < 0) {
+	r = wait_vector(tp, MEARAS_VM_VEC_WAKE, &wake_seen, timeout_ms);
+	if (r < 0) {
 		log_err("the mearas device went away: outstanding and later CUDA calls fail");
 		return false;
 	}
-	return backend_alive(tp);
+	return backend_alive(tp) && heartbeat_ok(tp, r == 1 && timeout_ms >= 1000);
 }
 
 /* Gives the slot back at exit, so the host frees our device state now;

@@ -29,8 +29,9 @@
  *                  a ring whose consumer set NEED_WAKEUP. Guest waiters
  *                  re-check their rings after any wakeup.
  * Liveness: the host's worker bumps hdr.heartbeat at least every 500 ms; a
- * guest that sees it stand still for MEARAS_VM_DEAD_MS treats the back end
- * as gone (its worker was killed without anyone marking the memory dead).
+ * guest thread whose 1 s waits time out with it standing still for
+ * MEARAS_VM_DEAD_MS treats the back end as gone (its worker was killed
+ * without anyone marking the memory dead).
  * The host never trusts what it reads here: tokens are only compared, kick
  * bits are masked, slot numbers are its own.
  */

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <pthread.h>
 #include <unistd.h>
 #include <vector>
 
@@ -66,7 +68,7 @@ static void props(void)
 
 static void round_trips(void)
 {
-	const size_t sizes[] = { 1, 3, 64, 4095, 4096, 65537, 1 << 20, (3 << 20) + 5, 8 << 20 };
+	const size_t sizes[] = { 1, 3, 64, 4095, 4096, 65537, 1 << 20, (3 << 20) + 5, 8 << 20, (20 << 20) + 3 };
 	int ndev = 0;
 	cudaGetDeviceCount(&ndev);
 	for (int d = 0; d < ndev; d++) {
@@ -188,6 +190,75 @@ static void errors(void)
 	cudaFree(p);
 }
 
+// several threads, each with its own completion slot and stream: every
+// wakeup goes to one interrupt vector and each waiter re-checks its own CQ
+static void *thread_body(void *arg)
+{
+	long id = (long)arg;
+	std::vector<unsigned char> a(256 << 10), b(256 << 10);
+	void *d = nullptr;
+	cudaStream_t s;
+	long bad = 0;
+
+	fill(a, (unsigned)id + 100);
+	if (cudaMalloc(&d, a.size()) || cudaStreamCreate(&s))
+		return (void *)1;
+	for (int it = 0; it < 20 && !bad; it++) {
+		a[it] = (unsigned char)(id + it);
+		if (cudaMemcpyAsync(d, a.data(), a.size(), cudaMemcpyHostToDevice, s) ||
+		    cudaMemcpyAsync(b.data(), d, b.size(), cudaMemcpyDeviceToHost, s) || cudaStreamSynchronize(s) ||
+		    a != b)
+			bad = 1;
+	}
+	cudaStreamDestroy(s);
+	cudaFree(d);
+	return (void *)bad;
+}
+
+static void threads(void)
+{
+	pthread_t t[4];
+	long bad = 0;
+
+	for (long i = 0; i < 4; i++)
+		pthread_create(&t[i], nullptr, thread_body, (void *)i);
+	for (int i = 0; i < 4; i++) {
+		void *r;
+		pthread_join(t[i], &r);
+		bad += (long)r;
+	}
+	CHECK("four-threads-round-trips", bad == 0, "%ld thread(s) failed", bad);
+}
+
+// latency of small synchronous calls through the VM transport (informational)
+static void bench(void)
+{
+	void *d = nullptr;
+	int x = 0;
+	struct timespec t0, t1;
+	cudaError_t e = cudaMalloc(&d, 4);
+	const int n = 200;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < n && !e; i++)
+		e = cudaMemcpy(&x, d, 4, cudaMemcpyDeviceToHost);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	CHECK("bench-small-copies", e == cudaSuccess, "error %d", (int)e);
+	printf("  4-byte D2H cudaMemcpy round trip: %.1f us (mean of %d)\n",
+	       ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / 1e3 / n, n);
+	std::vector<unsigned char> big(8 << 20);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	void *db = nullptr;
+	e = cudaMalloc(&db, big.size());
+	for (int i = 0; i < 4 && !e; i++)
+		e = cudaMemcpy(db, big.data(), big.size(), cudaMemcpyHostToDevice);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("  8 MiB pageable H2D: %.0f MB/s\n",
+	       4.0 * big.size() / 1e6 / ((t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9));
+	cudaFree(db);
+	cudaFree(d);
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "props";
@@ -199,6 +270,10 @@ int main(int argc, char **argv)
 		round_trips();
 	} else if (!strcmp(what, "errors")) {
 		errors();
+	} else if (!strcmp(what, "threads")) {
+		threads();
+	} else if (!strcmp(what, "bench")) {
+		bench();
 	} else if (!strcmp(what, "sleep") || !strcmp(what, "hold")) {
 		// CUDA initialized and holding memory, then idle
 		void *p = nullptr;

@@ -20,6 +20,8 @@ basic)
 	$t props
 	$t memcpy
 	$t errors
+	$t threads
+	$t bench
 	# two guest processes at once, each in its own slot
 	$t memcpy > /tmp/a.out 2>&1 & a=$!
 	$t memcpy > /tmp/b.out 2>&1 & b=$!
