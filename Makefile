@@ -17,7 +17,9 @@ COMMON_SRC  := common/log.c common/fdpass.c common/fatbin.c common/fatbin_cubin.
 BACKEND_SRC := host-backend/mearasd.c host-backend/worker.c host-backend/output.c host-backend/poller.c \
                host-backend/exec.c host-backend/handles.c host-backend/vaheap.c \
                host-backend/device_sim.c host-backend/device_cuda.c \
-               host-backend/remote_common.c host-backend/remote_client.c host-backend/remote_server.c
+               host-backend/remote_common.c host-backend/remote_client.c host-backend/remote_server.c \
+               host-backend/vm_server.c host-backend/vm_worker.c host-backend/vm_slot.c \
+               host-backend/ivshmem/ivshmem_server.c host-backend/ivshmem/ivshmem_msg.c
 REMOTE_LINK := remote-link/build/libremote_link.a
 # the control socket (assembly manager <-> mearasd): protobuf-c code generated
 # from proto/*.proto at build time
@@ -36,6 +38,11 @@ all: $(BUILD)/bin/mearasd $(BUILD)/lib/libcudart.so.13
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# the ivshmem server library defines _GNU_SOURCE itself
+$(BUILD)/obj/host-backend/ivshmem/%.o: host-backend/ivshmem/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -D_GNU_SOURCE,$(BASEFLAGS)) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/gen/pb/%.pb-c.c $(BUILD)/gen/pb/%.pb-c.h: proto/%.proto
 	@mkdir -p $(dir $@)

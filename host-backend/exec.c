@@ -947,7 +947,9 @@ bool post_cqe(struct vgpu *v, uint16_t cq, const struct mearas_cqe *c)
 	v->cq_tail[cq] = tail + 1;
 	mearas_store_release(&ctl->tail, tail + 1);
 	pthread_mutex_unlock(&v->cq_lock);
-	if (mearas_ring_needs_wakeup(ctl)) {
+	if (mearas_ring_needs_wakeup(ctl) && v->w->wake) {
+		v->w->wake(v->w, cq);
+	} else if (mearas_ring_needs_wakeup(ctl)) {
 		uint64_t one = 1;
 
 		if (write(v->w->wake_fds[cq], &one, sizeof(one)) < 0 && errno != EAGAIN)

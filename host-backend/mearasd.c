@@ -18,12 +18,15 @@
 
 #include "control.h"
 #include "mearas/log.h"
+#include "vm.h"
 #include "worker.h"
 
 #define DEFAULT_SOCKET "/run/mearas/mearasd.sock"
 
 static volatile sig_atomic_t quit;
 static const char *control_path, *node_name;
+static struct vm_spec vm_specs[VM_MAX_SPECS];
+static unsigned n_vm_specs;
 
 static void on_signal(int sig)
 {
@@ -52,7 +55,9 @@ static void usage(FILE *f)
 		"  --link-bind=ADDR     address the link server binds (default: all)\n"
 		"  --cluster-key-file=F shared secret authenticating nodes to each other\n"
 		"  --link-dead-ms=MS    a silent link is declared dead after this long (default 3000)\n"
-		"  --link-batch=N       records sent per link batch at most (1 = no batching; default 256)\n");
+		"  --link-batch=N       records sent per link batch at most (1 = no batching; default 256)\n"
+		"  --vm=NAME:SOCKET:SIZE_MB[:VGPUS]  serve a VM as its ivshmem server on SOCKET (repeatable):\n"
+		"                       SIZE_MB of shared memory (a power of two), VGPUS per guest process\n");
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -79,6 +84,7 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		{ "remote", required_argument, NULL, 'R' }, { "link-port", required_argument, NULL, 'L' },
 		{ "link-bind", required_argument, NULL, 'B' }, { "cluster-key-file", required_argument, NULL, 'K' },
 		{ "link-dead-ms", required_argument, NULL, 'T' }, { "link-batch", required_argument, NULL, 'b' },
+		{ "vm", required_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	uint64_t v;
@@ -171,6 +177,16 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 				return fprintf(stderr, "mearasd: bad --link-batch '%s' (1..65536)\n", optarg), -1;
 			cfg->remote.batch_msgs = (uint32_t)v;
 			break;
+		case 'V': {
+			char err[256];
+
+			if (n_vm_specs >= VM_MAX_SPECS)
+				return fprintf(stderr, "mearasd: at most %u --vm\n", VM_MAX_SPECS), -1;
+			if (vm_parse_spec(optarg, &vm_specs[n_vm_specs], err, sizeof(err)))
+				return fprintf(stderr, "mearasd: %s\n", err), -1;
+			n_vm_specs++;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -262,6 +278,8 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGCHLD, SIG_IGN); /* workers are reaped automatically */
+	if (vm_servers_start(&cfg, vm_specs, n_vm_specs))
+		return 1;
 	log_info("device=%s (%s); socket %s; %u vGPU(s) per client by default; data area %llu MiB",
 		 cfg.dev->name, cfg.dev->startup_note, sock, cfg.vgpus_default,
 		 (unsigned long long)(cfg.data_default >> 20));
@@ -293,6 +311,7 @@ int main(int argc, char **argv)
 	unlink(sock);
 	control_stop();
 	remote_server_stop();
+	vm_servers_unlink(vm_specs, n_vm_specs);
 	log_info("stopped");
 	return 0;
 }

@@ -58,7 +58,7 @@ static void refuse(int sock, int status, const char *fmt, const char *arg)
 	mearas_send_fds(sock, &wl, sizeof(wl), NULL, 0);
 }
 
-static int setup_vgpu(struct worker *w, unsigned i, int ndev, char *err, size_t errlen)
+int worker_setup_vgpu(struct worker *w, unsigned i, int ndev, char *err, size_t errlen)
 {
 	const struct backend_config *cfg = w->cfg;
 	struct mearas_region_hdr *hdr = (struct mearas_region_hdr *)w->region;
@@ -67,7 +67,9 @@ static int setup_vgpu(struct worker *w, unsigned i, int ndev, char *err, size_t 
 							 MEARAS_ARENA_SIZE, w->nthreads);
 	uint8_t *blk = w->region + hdr->vgpu_off[i];
 	struct mearas_devinfo *info = (struct mearas_devinfo *)(blk + l.devinfo);
-	uint64_t base = VA_WINDOW_BASE + (uint64_t)(cfg->va_window_first + i) * VA_WINDOW_SIZE, gran = 0, quota;
+	/* remote sessions start at the client's ordinal, VM slots at their own window */
+	uint64_t base = VA_WINDOW_BASE + (uint64_t)(cfg->va_window_first + w->va_index0 + i) * VA_WINDOW_SIZE;
+	uint64_t gran = 0, quota;
 	bool remote = remote_vgpu_is_remote(&cfg->remote, i);
 	int phys = cfg->gpu_map[i] >= 0 ? cfg->gpu_map[i] : remote ? 0 : (int)(i % (unsigned)ndev);
 	int r;
@@ -117,7 +119,6 @@ static int build_region(struct worker *w, char *err, size_t errlen)
 	struct mearas_vgpu_layout l = mearas_vgpu_layout(MEARAS_SQ_ENTRIES, MEARAS_CQ_ENTRIES,
 							 MEARAS_ARENA_SIZE, w->nthreads);
 	uint64_t off = 4096, data_off;
-	struct mearas_region_hdr *hdr;
 
 	data_off = mearas_align_up(off + l.size * w->nvgpus, 2u << 20);
 	w->region_size = data_off + w->data_size;
@@ -135,7 +136,17 @@ static int build_region(struct worker *w, char *err, size_t errlen)
 		snprintf(err, errlen, "mmap region: %s", strerror(errno));
 		return -1;
 	}
-	hdr = (struct mearas_region_hdr *)w->region;
+	worker_init_region(w, data_off);
+	return 0;
+}
+
+void worker_init_region(struct worker *w, uint64_t data_off)
+{
+	struct mearas_vgpu_layout l = mearas_vgpu_layout(MEARAS_SQ_ENTRIES, MEARAS_CQ_ENTRIES,
+							 MEARAS_ARENA_SIZE, w->nthreads);
+	struct mearas_region_hdr *hdr = (struct mearas_region_hdr *)w->region;
+	uint64_t off = 4096;
+
 	hdr->magic = MEARAS_REGION_MAGIC;
 	hdr->version = MEARAS_PROTO_VERSION;
 	hdr->hdr_size = sizeof(*hdr);
@@ -151,7 +162,6 @@ static int build_region(struct worker *w, char *err, size_t errlen)
 	for (unsigned i = 0; i < w->nvgpus; i++)
 		hdr->vgpu_off[i] = off + l.size * i;
 	w->data = w->region + data_off;
-	return 0;
 }
 
 static void *watch_stop(struct worker *w)
@@ -243,7 +253,7 @@ int worker_serve(const struct backend_config *cfg, int sock)
 		return 1;
 	}
 	for (unsigned i = 0; i < w->nvgpus; i++) {
-		r = setup_vgpu(w, i, ndev, err, sizeof(err));
+		r = worker_setup_vgpu(w, i, ndev, err, sizeof(err));
 		if (r) {
 			refuse(sock, r, "%s", err);
 			return 1;

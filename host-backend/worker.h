@@ -107,6 +107,10 @@ struct worker {
 	/* set by one thread, polled by others (pollers, the socket watcher) */
 	_Atomic int stop;
 	_Atomic bool broken;
+	unsigned va_index0;     /* device address window of vGPU 0 (VM slots use several) */
+	/* completion notification when set (VM transport), else wake_fds */
+	void (*wake)(struct worker *w, unsigned cq);
+	void *wake_ctx;
 	struct vgpu vgpus[MEARAS_MAX_VGPUS];
 };
 
@@ -116,6 +120,10 @@ int worker_serve(const struct backend_config *cfg, int sock);
 /* output.c: the worker's stdout/stderr (device printf) go to pipes read by the client */
 int worker_capture_output(struct worker *w, char *err, size_t errlen);
 bool worker_output_pending(struct worker *w);
+/* pieces of worker_serve used by the VM server (vm_slot.c) */
+int worker_setup_vgpu(struct worker *w, unsigned i, int ndev, char *err, size_t errlen);
+/* writes the region header at w->region for w->nvgpus vGPUs; sets w->data */
+void worker_init_region(struct worker *w, uint64_t data_off);
 
 /* exec.c: validate and run one record (already copied out of the ring) */
 void exec_record(struct vgpu *v, const struct mearas_sqe *e);

@@ -16,6 +16,7 @@ suites=(
 	"remote-link|remote-link"
 	"remote-vgpu|tests/remote"
 	"vm|tests/vm"
+	"vm-cuda|tests/vm-cuda"
 	"assembly-manager|assembly-manager"
 	"control|tests/control"
 	"experiments|experiments/harness"

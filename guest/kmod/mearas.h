@@ -62,6 +62,9 @@ struct mearas_file {
 	struct list_head node;		/* in mdev->files */
 	struct mutex read_lock;
 	u64 seen[MEARAS_MAX_VECTORS];	/* counters as of this fd's last read() */
+	struct mutex claims_lock;
+	unsigned int nr_claims;
+	struct mearas_claim claims[MEARAS_MAX_CLAIMS];	/* undone at release() */
 };
 
 /* mearas_main.c */

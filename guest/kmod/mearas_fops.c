@@ -29,6 +29,7 @@ static int mearas_open(struct inode *inode, struct file *file)
 	mf->mdev = mdev;
 	mf->file = file;
 	mutex_init(&mf->read_lock);
+	mutex_init(&mf->claims_lock);
 	for (i = 0; i < MEARAS_MAX_VECTORS; i++)
 		mf->seen[i] = atomic64_read(&mdev->irq_count[i]);
 
@@ -39,11 +40,33 @@ static int mearas_open(struct inode *inode, struct file *file)
 	return 0;
 }
 
+/* Gives back what this file claimed: its owner is gone. */
+static void mearas_undo_claims(struct mearas_file *mf)
+{
+	struct mearas_dev *mdev = mf->mdev;
+	unsigned int i;
+
+	down_read(&mdev->lock);
+	for (i = 0; i < mf->nr_claims && !mdev->dead; i++) {
+		struct mearas_claim *c = &mf->claims[i];
+		u32 *word = (u32 *)((u8 *)mdev->shm + c->offset);
+
+		if (cmpxchg(word, c->value, c->release_value) != c->value)
+			continue;
+		if (mdev->doorbell)
+			iowrite32((c->db_peer << 16) | c->db_vector,
+				  mdev->regs + MEARAS_REG_DOORBELL);
+	}
+	mf->nr_claims = 0;
+	up_read(&mdev->lock);
+}
+
 static int mearas_release(struct inode *inode, struct file *file)
 {
 	struct mearas_file *mf = file->private_data;
 	struct mearas_dev *mdev = mf->mdev;
 
+	mearas_undo_claims(mf);
 	mutex_lock(&mdev->files_lock);
 	list_del(&mf->node);
 	mutex_unlock(&mdev->files_lock);
@@ -195,6 +218,48 @@ static long mearas_ioctl_wait(struct mearas_dev *mdev, void __user *arg)
 	return ret;
 }
 
+static long mearas_ioctl_claim(struct mearas_file *mf, void __user *arg)
+{
+	struct mearas_dev *mdev = mf->mdev;
+	struct mearas_claim c;
+	u32 old;
+	long ret = 0;
+
+	if (copy_from_user(&c, arg, sizeof(c)))
+		return -EFAULT;
+	if (c.reserved || (c.offset & 3) || c.db_peer > MEARAS_MAX_PEER_ID ||
+	    c.db_vector >= MEARAS_MAX_VECTORS)
+		return -EINVAL;
+
+	mutex_lock(&mf->claims_lock);
+	down_read(&mdev->lock);
+	if (mdev->dead) {
+		ret = -ENODEV;
+		goto out;
+	}
+	if (c.offset >= mdev->shm_size || mdev->shm_size - c.offset < 4) {
+		ret = -EINVAL;
+		goto out;
+	}
+	if (mf->nr_claims >= MEARAS_MAX_CLAIMS) {
+		ret = -ENOSPC;
+		goto out;
+	}
+	old = cmpxchg((u32 *)((u8 *)mdev->shm + c.offset), c.expect, c.value);
+	if (old != c.expect) {
+		c.expect = old;
+		ret = -EBUSY;
+	} else {
+		mf->claims[mf->nr_claims++] = c;
+	}
+out:
+	up_read(&mdev->lock);
+	mutex_unlock(&mf->claims_lock);
+	if (ret == -EBUSY && copy_to_user(arg, &c, sizeof(c)))
+		return -EFAULT;
+	return ret;
+}
+
 static long mearas_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct mearas_file *mf = file->private_data;
@@ -207,6 +272,8 @@ static long mearas_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return mearas_ioctl_ring(mf->mdev, uarg);
 	case MEARAS_IOC_WAIT:
 		return mearas_ioctl_wait(mf->mdev, uarg);
+	case MEARAS_IOC_CLAIM:
+		return mearas_ioctl_claim(mf, uarg);
 	default:
 		return -ENOTTY;
 	}

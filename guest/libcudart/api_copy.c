@@ -32,6 +32,11 @@ static uint64_t chunk_size(void)
 		uint64_t kb = e ? strtoull(e, NULL, 10) : 0;
 
 		size = (kb >= 64 && kb <= 65536) ? kb << 10 : (4u << 20);
+		/* a small data area (a VM slot) must still hold several threads' staging */
+		if (!e && size > rt.data_size / 64)
+			size = (rt.data_size / 64) & ~((64ull << 10) - 1);
+		if (size < (64u << 10))
+			size = 64u << 10;
 	}
 	return size;
 }
@@ -115,8 +120,9 @@ static cudaError_t staged_h2d(int vgpu, const struct rt_stream_ref *st, uint64_t
 		off += len;
 		k = (k + 1) % STAGE_CHUNKS;
 	}
+	/* completions arrive in posting order: the oldest is at k */
 	for (unsigned i = 0; i < STAGE_CHUNKS; i++)
-		e = stage_wait(s, i, e);
+		e = stage_wait(s, (k + i) % STAGE_CHUNKS, e);
 	pthread_mutex_unlock(&rt.slot_lock[slot]);
 	return e;
 }
@@ -127,7 +133,7 @@ static cudaError_t staged_d2h(int vgpu, const struct rt_stream_ref *st, uint8_t 
 	struct rt_staging *s = staging();
 	int slot = rt_slot();
 	cudaError_t e = cudaSuccess;
-	uint64_t nchunks, posted = 0;
+	uint64_t nchunks, posted = 0, i;
 
 	if (!s)
 		return cudaErrorMemoryAllocation;
@@ -141,7 +147,7 @@ static cudaError_t staged_d2h(int vgpu, const struct rt_stream_ref *st, uint8_t 
 		e = post_copy(vgpu, st, dh_offset(s->buf[k]), src + off, len, MEARAS_COPY_DTOH, true, &s->ud[k]);
 		s->busy[k] = !e;
 	}
-	for (uint64_t i = 0; i < nchunks && !e; i++) {
+	for (i = 0; i < nchunks && !e; i++) {
 		uint64_t off = i * s->chunk, len = n - off < s->chunk ? n - off : s->chunk;
 		unsigned k = (unsigned)(i % STAGE_CHUNKS);
 
@@ -159,8 +165,9 @@ static cudaError_t staged_d2h(int vgpu, const struct rt_stream_ref *st, uint8_t 
 			posted++;
 		}
 	}
-	for (unsigned i = 0; i < STAGE_CHUNKS; i++)
-		e = stage_wait(s, i, e);
+	/* completions arrive in posting order: the oldest unwaited is chunk i */
+	for (unsigned j = 0; j < STAGE_CHUNKS; j++)
+		e = stage_wait(s, (unsigned)((i + j) % STAGE_CHUNKS), e);
 	pthread_mutex_unlock(&rt.slot_lock[slot]);
 	return e;
 }

@@ -288,7 +288,7 @@ RT_EXPORT cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flag
 	r->twin = (uint8_t *)(((uintptr_t)r->block + page - 1) & ~(uintptr_t)(page - 1));
 	memcpy(r->twin, start, r->len);
 	where = mmap(start, r->len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, rt.memfd,
-		     (off_t)(r->twin - rt.region));
+		     (off_t)(rt.memfd_off + (uint64_t)(r->twin - rt.region)));
 	if (where == MAP_FAILED) {
 		log_warn("cudaHostRegister: cannot remap %p: %s", ptr, strerror(errno));
 		dh_free(r->block);

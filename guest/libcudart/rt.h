@@ -20,12 +20,27 @@
 
 /* Transport: how the region and notifications reach the back end. The
  * process transport uses a unix socket, a memfd and eventfds; the VM
- * transport (/dev/mearasN) will sit behind the same calls. */
+ * transport a slot of the ivshmem device's memory (/dev/mearasN) with its
+ * doorbell and interrupts. */
+enum rt_transport_kind { TP_UNIX, TP_VM };
+
+struct mearas_vm_hdr;
+struct mearas_vm_slot;
+
 struct rt_transport {
+	enum rt_transport_kind kind;
+	/* unix */
 	int sock;
 	int kick_fd[MEARAS_MAX_VGPUS];
 	int wake_fd[MEARAS_MAX_THREADS];
 	int out_fd, err_fd;     /* device printf/assert output of the back end */
+	/* vm */
+	int dev_fd;
+	struct mearas_vm_hdr *vm_hdr;   /* the VM header page */
+	struct mearas_vm_slot *vm_slot; /* our slot's control block */
+	const struct mearas_region_hdr *vm_region; /* our slot's region header */
+	uint32_t vm_token;
+	int vm_owner_pid;
 };
 
 struct rt_vgpu {
@@ -51,6 +66,7 @@ struct rt {
 	uint8_t *region;
 	uint64_t region_size;
 	int memfd;
+	uint64_t memfd_off;                     /* the region's offset in memfd */
 	unsigned nvgpus, nthreads;
 	uint8_t *data;
 	uint64_t data_size;
@@ -83,13 +99,28 @@ RT_HIDDEN uint32_t rt_new_handle(void);
 RT_HIDDEN cudaError_t rt_set_error(cudaError_t e);     /* records last error, returns e */
 RT_HIDDEN void rt_log_unsupported(const char *name);
 
-/* transport_unix.c */
-RT_HIDDEN cudaError_t tp_connect(struct rt_transport *tp, int *memfd, uint64_t *region_size,
+/* transport.c: picks the VM transport when /dev/mearas0 exists (or
+ * MEARAS_DEVICE names a device), else mearasd's unix socket */
+RT_HIDDEN cudaError_t tp_connect(struct rt_transport *tp, int *memfd, uint64_t *memfd_off, uint64_t *region_size,
 				 uint64_t *region_addr, unsigned *nvgpus, unsigned *nthreads);
 RT_HIDDEN void tp_drain_output(struct rt_transport *tp);
 RT_HIDDEN void tp_kick(struct rt_transport *tp, unsigned vgpu);
 /* sleep until slot's wake fd fires; returns false when the back end is gone */
 RT_HIDDEN bool tp_wait(struct rt_transport *tp, unsigned slot, int timeout_ms);
+
+/* transport_unix.c */
+RT_HIDDEN cudaError_t tpu_connect(struct rt_transport *tp, int *memfd, uint64_t *region_size,
+				  uint64_t *region_addr, unsigned *nvgpus, unsigned *nthreads);
+RT_HIDDEN void tpu_drain_output(struct rt_transport *tp);
+RT_HIDDEN void tpu_kick(struct rt_transport *tp, unsigned vgpu);
+RT_HIDDEN bool tpu_wait(struct rt_transport *tp, unsigned slot, int timeout_ms);
+
+/* transport_vm.c */
+RT_HIDDEN cudaError_t tpv_connect(struct rt_transport *tp, const char *dev, int *fd, uint64_t *region_off,
+				  uint64_t *region_size, uint64_t *region_addr, unsigned *nvgpus,
+				  unsigned *nthreads);
+RT_HIDDEN void tpv_kick(struct rt_transport *tp, unsigned vgpu);
+RT_HIDDEN bool tpv_wait(struct rt_transport *tp, unsigned slot, int timeout_ms);
 
 /* submit.c */
 struct rt_call {

@@ -128,7 +128,7 @@ static void rt_connect(void)
 	for (unsigned i = 0; i < MEARAS_MAX_THREADS; i++)
 		pthread_mutex_init(&rt.slot_lock[i], NULL);
 	rt.slots_used = 1; /* slot 0: the host-function thread */
-	e = tp_connect(&rt.tp, &memfd, &size, &addr, &rt.nvgpus, &rt.nthreads);
+	e = tp_connect(&rt.tp, &memfd, &rt.memfd_off, &size, &addr, &rt.nvgpus, &rt.nthreads);
 	if (e) {
 		rt.init_err = e;
 		return;
@@ -136,13 +136,13 @@ static void rt_connect(void)
 	/* same address as the back end, if free here: pinned memory is then
 	 * also device-addressable (cudaHostAllocMapped) */
 	rt.region = mmap((void *)(uintptr_t)addr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE,
-			 memfd, 0);
+			 memfd, (off_t)rt.memfd_off);
 	if (rt.region != MAP_FAILED && (uint64_t)(uintptr_t)rt.region == addr) {
 		rt.same_address = 1;
 	} else {
 		if (rt.region != MAP_FAILED)
 			munmap(rt.region, size);
-		rt.region = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+		rt.region = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, (off_t)rt.memfd_off);
 		log_warn("cannot map the shared region at the back end's address: mapped pinned memory "
 			 "(cudaHostAllocMapped) is not available");
 	}

@@ -32,8 +32,8 @@ static uint64_t env_u64(const char *name, uint64_t def)
 	return v;
 }
 
-cudaError_t tp_connect(struct rt_transport *tp, int *memfd, uint64_t *region_size, uint64_t *region_addr,
-		       unsigned *nvgpus, unsigned *nthreads)
+cudaError_t tpu_connect(struct rt_transport *tp, int *memfd, uint64_t *region_size, uint64_t *region_addr,
+			unsigned *nvgpus, unsigned *nthreads)
 {
 	const char *path = getenv("MEARAS_SOCKET");
 	const char *assembly = getenv("MEARAS_ASSEMBLY");
@@ -98,7 +98,7 @@ cudaError_t tp_connect(struct rt_transport *tp, int *memfd, uint64_t *region_siz
 	return cudaSuccess;
 }
 
-void tp_kick(struct rt_transport *tp, unsigned vgpu)
+void tpu_kick(struct rt_transport *tp, unsigned vgpu)
 {
 	uint64_t one = 1;
 
@@ -106,7 +106,7 @@ void tp_kick(struct rt_transport *tp, unsigned vgpu)
 		log_warn("kick vGPU %u: %s", vgpu, strerror(errno));
 }
 
-bool tp_wait(struct rt_transport *tp, unsigned slot, int timeout_ms)
+bool tpu_wait(struct rt_transport *tp, unsigned slot, int timeout_ms)
 {
 	struct pollfd p[2] = {
 		{ .fd = tp->wake_fd[slot], .events = POLLIN },
@@ -132,7 +132,7 @@ bool tp_wait(struct rt_transport *tp, unsigned slot, int timeout_ms)
 /* Device printf/assert output waiting in the worker's pipes goes to our own
  * stdout/stderr, through stdio so it keeps its place among the program's
  * own output. */
-void tp_drain_output(struct rt_transport *tp)
+void tpu_drain_output(struct rt_transport *tp)
 {
 	char buf[65536];
 	int fds[2] = { tp->out_fd, tp->err_fd };

@@ -56,9 +56,31 @@ struct mearas_wait {
 	__u64 count; /* out */
 };
 
+/*
+ * Claim a 32-bit word of BAR2 for this open file: compare-and-swap the word
+ * at @offset from @expect to @value. On success the claim is remembered:
+ * when the file is released (last close, or the process dies) the word is
+ * swapped back from @value to @release_value (only if it still holds
+ * @value) and, if it was, a doorbell is rung to (@db_peer, @db_vector).
+ * Errors: EBUSY (the word held another value: @expect is written back with
+ * it), EINVAL (offset unaligned or outside BAR2, reserved set, bad
+ * doorbell), ENOSPC (MEARAS_MAX_CLAIMS claims on this file), ENODEV.
+ */
+#define MEARAS_MAX_CLAIMS 8
+struct mearas_claim {
+	__u64 offset;
+	__u32 expect;
+	__u32 value;
+	__u32 release_value;
+	__u32 db_peer;
+	__u32 db_vector;
+	__u32 reserved;  /* must be 0 */
+};
+
 #define MEARAS_IOC_MAGIC 0xB7
 #define MEARAS_IOC_INFO _IOR(MEARAS_IOC_MAGIC, 0, struct mearas_info)
 #define MEARAS_IOC_RING _IOW(MEARAS_IOC_MAGIC, 1, struct mearas_doorbell)
 #define MEARAS_IOC_WAIT _IOWR(MEARAS_IOC_MAGIC, 2, struct mearas_wait)
+#define MEARAS_IOC_CLAIM _IOWR(MEARAS_IOC_MAGIC, 3, struct mearas_claim)
 
 #endif /* MEARAS_KMOD_UAPI_H */

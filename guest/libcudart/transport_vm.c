@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: MIT
+/*
+ * VM transport: the guest kernel module's /dev/mearasN maps the ivshmem
+ * BAR2 that mearasd serves (include/mearas/vm_proto.h). We claim a client
+ * slot through the module (so the slot is given back if we die), wait until
+ * the host has set it up, and use its region like the process transport's.
+ * Kick = set our vGPU bit and ring the host's doorbell; wait = the module's
+ * per-vector interrupt counter (MEARAS_IOC_WAIT) with the need-wakeup flags
+ * of the rings, re-checking after every wakeup.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mearas/kmod_uapi.h"
+#include "mearas/log.h"
+#include "mearas/vm_proto.h"
+#include "rt.h"
+
+#define CLAIM_TIMEOUT_MS 10000
+
+static struct rt_transport *vm_tp; /* for the destructor */
+static __thread uint64_t wake_seen;
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000ull + (uint64_t)ts.tv_nsec / 1000000ull;
+}
+
+static int ring_host(struct rt_transport *tp)
+{
+	struct mearas_doorbell db = { .peer_id = MEARAS_HOST_PEER_ID, .vector = MEARAS_VM_VEC_HOST };
+
+	return ioctl(tp->dev_fd, MEARAS_IOC_RING, &db) ? -errno : 0;
+}
+
+/* Waits for an interrupt on vector (or the timeout): 0, 1 when the wait
+ * timed out, -errno on a dead device. */
+static int wait_vector(struct rt_transport *tp, unsigned vector, uint64_t *seen, int timeout_ms)
+{
+	struct mearas_wait w = { .vector = vector, .timeout_ms = (uint32_t)timeout_ms, .last_seen = *seen };
+	int r = ioctl(tp->dev_fd, MEARAS_IOC_WAIT, &w) ? errno : 0;
+
+	if (r == 0 || r == ETIMEDOUT || r == EINTR) {
+		*seen = w.count;
+		return r == ETIMEDOUT;
+	}
+	return -r;
+}
+
+static cudaError_t check_header(const struct mearas_vm_hdr *h, const struct mearas_info *info, const char *dev)
+{
+	if (h->magic != MEARAS_VM_MAGIC || h->version != MEARAS_VM_VERSION) {
+		log_err("%s: no mearas VM header in the shared memory (is mearasd --vm serving this VM?)", dev);
+		return cudaErrorNoDevice;
+	}
+	if (h->state != MEARAS_BACKEND_READY) {
+		log_err("%s: mearasd does not serve this VM (backend state %u)", dev, h->state);
+		return cudaErrorDevicesUnavailable;
+	}
+	if (h->nslots == 0 || h->nslots > MEARAS_VM_MAX_SLOTS || h->nvgpus == 0 || h->nvgpus > MEARAS_MAX_VGPUS ||
+	    h->slot_off < 4096 || (h->slot_off | h->slot_size) % 4096 || h->slot_size == 0 ||
+	    h->slot_off + h->slot_size * h->nslots > info->shm_size) {
+		log_err("%s: malformed VM header (%u slots of %llu bytes)", dev, h->nslots,
+			(unsigned long long)h->slot_size);
+		return cudaErrorNoDevice;
+	}
+	return cudaSuccess;
+}
+
+/* Claims a free slot through the module; -1 when all are taken. */
+static int claim_slot(struct rt_transport *tp, unsigned nslots)
+{
+	for (unsigned k = 0; k < nslots; k++) {
+		struct mearas_claim c = {
+			.offset = offsetof(struct mearas_vm_hdr, slots) + k * sizeof(struct mearas_vm_slot) +
+				  offsetof(struct mearas_vm_slot, claim),
+			.expect = 0, .value = tp->vm_token, .release_value = 0,
+			.db_peer = MEARAS_HOST_PEER_ID, .db_vector = MEARAS_VM_VEC_HOST,
+		};
+
+		if (ioctl(tp->dev_fd, MEARAS_IOC_CLAIM, &c) == 0)
+			return (int)k;
+		if (errno != EBUSY) {
+			log_err("claiming a mearas slot: %s", strerror(errno));
+			return -2;
+		}
+	}
+	return -1;
+}
+
+static bool slot_ready(struct rt_transport *tp)
+{
+	return __atomic_load_n(&tp->vm_slot->ready, __ATOMIC_ACQUIRE) == tp->vm_token;
+}
+
+cudaError_t tpv_connect(struct rt_transport *tp, const char *dev, int *fd, uint64_t *region_off,
+			uint64_t *region_size, uint64_t *region_addr, unsigned *nvgpus, unsigned *nthreads)
+{
+	struct mearas_info info;
+	uint64_t seen = 0, start, last_ring;
+	cudaError_t e;
+	int k;
+
+	tp->sock = -1;
+	tp->out_fd = tp->err_fd = -1;
+	tp->dev_fd = open(dev, O_RDWR | O_CLOEXEC);
+	if (tp->dev_fd < 0) {
+		log_err("cannot open %s: %s", dev, strerror(errno));
+		return cudaErrorNoDevice;
+	}
+	if (ioctl(tp->dev_fd, MEARAS_IOC_INFO, &info)) {
+		log_err("%s: not a mearas device: %s", dev, strerror(errno));
+		return cudaErrorNoDevice;
+	}
+	if (!(info.flags & MEARAS_INFO_DOORBELL) || info.nr_vectors < MEARAS_VM_VECTORS) {
+		log_err("%s: an ivshmem-doorbell device with %u vectors is needed (has %u): "
+			"mearasd serves VMs as their ivshmem server", dev, MEARAS_VM_VECTORS, info.nr_vectors);
+		return cudaErrorNoDevice;
+	}
+	tp->vm_hdr = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, tp->dev_fd, 0);
+	if (tp->vm_hdr == MAP_FAILED) {
+		log_err("%s: mmap: %s", dev, strerror(errno));
+		return cudaErrorNoDevice;
+	}
+	e = check_header(tp->vm_hdr, &info, dev);
+	if (e)
+		return e;
+	tp->vm_owner_pid = getpid();
+	tp->vm_token = ((uint32_t)getpid() << 8) | ((uint32_t)now_ms() & 0xff);
+	if (!tp->vm_token)
+		tp->vm_token = 1;
+	/* the counter before we ask, so the host's answer is never missed */
+	wait_vector(tp, MEARAS_VM_VEC_SLOT, &seen, 0);
+	k = claim_slot(tp, tp->vm_hdr->nslots);
+	if (k == -1) {
+		log_err("%s: all %u mearas slots of this VM are in use", dev, tp->vm_hdr->nslots);
+		return cudaErrorDevicesUnavailable;
+	}
+	if (k < 0)
+		return cudaErrorNoDevice;
+	tp->vm_slot = &tp->vm_hdr->slots[k];
+	tp->vm_slot->owner_pid = getpid();
+	vm_tp = tp;
+	start = last_ring = now_ms();
+	if (ring_host(tp)) {
+		log_err("%s: doorbell: %s", dev, strerror(errno));
+		return cudaErrorNoDevice;
+	}
+	while (!slot_ready(tp)) {
+		if (tp->vm_hdr->state != MEARAS_BACKEND_READY || wait_vector(tp, MEARAS_VM_VEC_SLOT, &seen, 100) < 0) {
+			log_err("%s: mearasd went away", dev);
+			return cudaErrorDevicesUnavailable;
+		}
+		if (now_ms() - start > CLAIM_TIMEOUT_MS) {
+			log_err("%s: mearasd did not set up slot %d within %d s", dev, k, CLAIM_TIMEOUT_MS / 1000);
+			return cudaErrorDevicesUnavailable;
+		}
+		if (now_ms() - last_ring > 1000) {
+			ring_host(tp);
+			last_ring = now_ms();
+		}
+	}
+	*fd = tp->dev_fd;
+	*region_off = tp->vm_hdr->slot_off + tp->vm_hdr->slot_size * (uint64_t)k;
+	*region_size = tp->vm_hdr->slot_size;
+	*region_addr = tp->vm_slot->region_addr;
+	tp->vm_region = (const struct mearas_region_hdr *)MAP_FAILED;
+	{
+		/* our slot's header, to see the back end's state while waiting */
+		void *p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, tp->dev_fd, (off_t)*region_off);
+
+		if (p == MAP_FAILED) {
+			log_err("%s: mmap: %s", dev, strerror(errno));
+			return cudaErrorNoDevice;
+		}
+		tp->vm_region = p;
+	}
+	if (tp->vm_region->state != MEARAS_BACKEND_READY) {
+		log_err("%s: mearasd could not set up a slot for this process (see mearasd's log)", dev);
+		return cudaErrorDevicesUnavailable;
+	}
+	*nvgpus = tp->vm_region->nvgpus;
+	*nthreads = tp->vm_region->nthreads;
+	if (*nvgpus == 0 || *nvgpus > MEARAS_MAX_VGPUS || *nthreads == 0 || *nthreads > MEARAS_MAX_THREADS) {
+		log_err("%s: malformed slot header", dev);
+		return cudaErrorNoDevice;
+	}
+	log_debug("VM transport: slot %d of %u, token %#x", k, tp->vm_hdr->nslots, tp->vm_token);
+	return cudaSuccess;
+}
+
+void tpv_kick(struct rt_transport *tp, unsigned vgpu)
+{
+	__atomic_or_fetch(&tp->vm_slot->kick, 1u << vgpu, __ATOMIC_ACQ_REL);
+	if (ring_host(tp) && errno != ENODEV)
+		log_warn("kick vGPU %u: %s", vgpu, strerror(errno));
+}
+
+static bool backend_alive(struct rt_transport *tp)
+{
+	if (tp->vm_hdr->state != MEARAS_BACKEND_READY || tp->vm_region->state != MEARAS_BACKEND_READY) {
+		log_err("mearasd stopped serving this process: outstanding and later CUDA calls fail");
+		return false;
+	}
+	return true;
+}
+
+/* A guest's clock under emulation can jump: the heartbeat is judged by
+ * waits that timed out (per thread), not by reading the clock. */
+static __thread uint32_t beat_seen;
+static __thread unsigned stale_waits;
+
+static bool heartbeat_ok(struct rt_transport *tp, bool timed_out)
+{
+	uint32_t beat = __atomic_load_n(&tp->vm_hdr->heartbeat, __ATOMIC_ACQUIRE);
+
+	if (beat != beat_seen || !timed_out) {
+		beat_seen = beat;
+		stale_waits = 0;
+		return true;
+	}
+	if (++stale_waits * 1000u < MEARAS_VM_DEAD_MS)
+		return true;
+	log_err("mearasd's VM worker stopped (no heartbeat during %u waits): outstanding and later CUDA calls fail",
+		stale_waits);
+	return false;
+}
+
+/* The caller announced NEED_WAKEUP on its ring before calling: an interrupt
+ * after that moves the counter past wake_seen (read at our previous
+ * wakeup), so it is never lost; an older one only costs a spurious return. */
+bool tpv_wait(struct rt_transport *tp, unsigned slot, int timeout_ms)
+{
+	int r;
+
+	(void)slot;
+	if (!backend_alive(tp))
+		return false;
+	if (timeout_ms == 0)
+		return true;
+	r = wait_vector(tp, MEARAS_VM_VEC_WAKE, &wake_seen, timeout_ms);
+	if (r < 0) {
+		log_err("the mearas device went away: outstanding and later CUDA calls fail");
+		return false;
+	}
+	return backend_alive(tp) && heartbeat_ok(tp, r == 1 && timeout_ms >= 1000);
+}
+
+/* Gives the slot back at exit, so the host frees our device state now;
+ * the module does the same if we die without running this. */
+__attribute__((destructor)) static void tpv_release(void)
+{
+	struct rt_transport *tp = vm_tp;
+	uint32_t token;
+
+	if (!tp || tp->vm_owner_pid != getpid())
+		return; /* not ours: a forked child */
+	token = tp->vm_token;
+	if (__atomic_compare_exchange_n(&tp->vm_slot->claim, &token, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		ring_host(tp);
+	vm_tp = NULL;
+}

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: MIT
+/*
+ * --vm specs, the slot layout, and one supervisor process per VM: it owns
+ * the VM's shared memory (a memfd per VM connection), forks the VM worker,
+ * and when the worker ends (the VM went away, or the worker died) marks
+ * that memory dead and starts a fresh worker for the next VM.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mearas/log.h"
+#include "vm.h"
+
+int vm_parse_spec(const char *arg, struct vm_spec *out, char *err, size_t errlen)
+{
+	char buf[512], *fields[5] = { 0 }, *save = NULL, *end;
+	unsigned n = 0;
+	unsigned long long mb, vg = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (snprintf(buf, sizeof(buf), "%s", arg) >= (int)sizeof(buf))
+		return snprintf(err, errlen, "--vm value too long"), -1;
+	for (char *t = strtok_r(buf, ":", &save); t && n < 5; t = strtok_r(NULL, ":", &save))
+		fields[n++] = t;
+	if (n < 3 || n > 4)
+		return snprintf(err, errlen, "--vm=%s: expected NAME:SOCKET_PATH:SIZE_MB[:VGPUS]", arg), -1;
+	if (strlen(fields[0]) >= sizeof(out->name) || !fields[0][0])
+		return snprintf(err, errlen, "--vm: bad VM name '%s'", fields[0]), -1;
+	if (strlen(fields[1]) >= sizeof(out->socket) || fields[1][0] != '/')
+		return snprintf(err, errlen, "--vm: socket path must be absolute and under %zu bytes",
+				sizeof(out->socket)), -1;
+	errno = 0;
+	mb = strtoull(fields[2], &end, 10);
+	if (errno || *end || mb == 0 || mb > (1ull << 20) || (mb & (mb - 1)))
+		return snprintf(err, errlen, "--vm: SIZE_MB '%s' must be a power of two (a PCI BAR), 1..1048576",
+				fields[2]), -1;
+	if (n == 4) {
+		vg = strtoull(fields[3], &end, 10);
+		if (*end || vg == 0 || vg > MEARAS_MAX_VGPUS)
+			return snprintf(err, errlen, "--vm: VGPUS '%s' must be 1..%u", fields[3],
+					MEARAS_MAX_VGPUS), -1;
+	}
+	snprintf(out->name, sizeof(out->name), "%s", fields[0]);
+	snprintf(out->socket, sizeof(out->socket), "%s", fields[1]);
+	out->size = mb << 20;
+	out->vgpus = (unsigned)vg;
+	return 0;
+}
+
+/* Device address windows (1 TiB each, from 16 TiB) must stay below the
+ * region address hint at 96 TiB. */
+#define MAX_WINDOWS 64u
+
+int vm_compute_layout(uint64_t size, unsigned nvgpus, struct vm_layout *l, char *err, size_t errlen)
+{
+	uint64_t fixed = mearas_vm_region_fixed(nvgpus), need = fixed + MEARAS_VM_MIN_DATA, avail;
+	unsigned k;
+
+	if (size < MEARAS_VM_SLOT_ALIGN + need) {
+		snprintf(err, errlen, "%llu MiB of shared memory cannot hold one slot of %u vGPU(s): at least %llu MiB",
+			 (unsigned long long)(size >> 20), nvgpus,
+			 (unsigned long long)((MEARAS_VM_SLOT_ALIGN + need + (1 << 20) - 1) >> 20));
+		return -1;
+	}
+	avail = size - MEARAS_VM_SLOT_ALIGN;
+	k = (unsigned)(avail / need);
+	if (k > MEARAS_VM_MAX_SLOTS)
+		k = MEARAS_VM_MAX_SLOTS;
+	if (k * nvgpus > MAX_WINDOWS)
+		k = MAX_WINDOWS / nvgpus;
+	l->nslots = k;
+	l->nvgpus = nvgpus;
+	l->slot_off = MEARAS_VM_SLOT_ALIGN;
+	l->slot_size = (avail / k) & ~(MEARAS_VM_SLOT_ALIGN - 1);
+	l->region_fixed = fixed;
+	l->data_size = l->slot_size - fixed;
+	return 0;
+}
+
+static volatile sig_atomic_t sup_quit;
+
+static void sup_on_signal(int sig)
+{
+	(void)sig;
+	sup_quit = 1;
+}
+
+/* The guests still mapping this memory must see that nobody serves it. */
+static void mark_dead(const struct vm_layout *l, int memfd, uint64_t size)
+{
+	uint8_t *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+
+	if (base == MAP_FAILED)
+		return;
+	((struct mearas_vm_hdr *)base)->state = MEARAS_BACKEND_DEAD;
+	for (unsigned k = 0; k < l->nslots; k++)
+		((struct mearas_region_hdr *)(base + l->slot_off + l->slot_size * k))->state = MEARAS_BACKEND_DEAD;
+	munmap(base, size);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000ull + (uint64_t)ts.tv_nsec / 1000000ull;
+}
+
+static void supervise(const struct backend_config *cfg, const struct vm_spec *spec, const struct vm_layout *l)
+{
+	struct sigaction sa = { .sa_handler = sup_on_signal };
+
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGCHLD, SIG_DFL);
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	while (!sup_quit) {
+		int memfd = memfd_create("mearas-vm", MFD_CLOEXEC), st = 0;
+		uint64_t started = now_ms();
+		pid_t pid;
+
+		if (memfd < 0 || ftruncate(memfd, (off_t)spec->size)) {
+			log_err("VM %s: shared memory of %llu MiB: %s", spec->name,
+				(unsigned long long)(spec->size >> 20), strerror(errno));
+			_exit(1);
+		}
+		pid = fork();
+		if (pid == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			signal(SIGTERM, SIG_DFL);
+			signal(SIGINT, SIG_DFL);
+			_exit(vm_worker_run(cfg, spec, memfd));
+		}
+		if (pid < 0) {
+			log_err("VM %s: fork: %s", spec->name, strerror(errno));
+			_exit(1);
+		}
+		log_info("VM %s: worker pid %d", spec->name, (int)pid);
+		while (waitpid(pid, &st, 0) < 0) {
+			if (errno != EINTR)
+				break;
+			if (sup_quit)
+				kill(pid, SIGTERM);
+		}
+		mark_dead(l, memfd, spec->size);
+		close(memfd);
+		if (WIFSIGNALED(st))
+			log_warn("VM %s: worker %d killed by signal %d", spec->name, (int)pid, WTERMSIG(st));
+		if (sup_quit)
+			break;
+		/* a worker that fails at once (bad device, socket in use) is not
+		 * restarted in a tight loop */
+		if (now_ms() - started < 1000)
+			sleep(1);
+	}
+	unlink(spec->socket);
+	_exit(0);
+}
+
+int vm_servers_start(const struct backend_config *cfg, const struct vm_spec *specs, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct vm_layout l;
+		char err[256];
+		pid_t pid;
+
+		if (vm_compute_layout(specs[i].size, specs[i].vgpus ? specs[i].vgpus : cfg->vgpus_default, &l, err,
+				      sizeof(err))) {
+			log_err("VM %s: %s", specs[i].name, err);
+			return -1;
+		}
+		pid = fork();
+		if (pid == 0)
+			supervise(cfg, &specs[i], &l);
+		if (pid < 0) {
+			log_err("fork: %s", strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void vm_servers_unlink(const struct vm_spec *specs, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		unlink(specs[i].socket);
+}

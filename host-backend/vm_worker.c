@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The worker of one VM: maps the VM's shared memory, serves its ivshmem
+ * socket and its guest processes' slots (vm_slot.c). One event loop: the
+ * server socket, and the host doorbell eventfd that guests ring after
+ * claiming or giving back a slot or setting kick bits. It returns when the
+ * guest disconnects; the process then exits and the driver frees whatever
+ * the VM still held.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ivshmem/ivshmem_server.h"
+#include "mearas/log.h"
+#include "vm.h"
+
+/* Same place as a process client's region: before the driver reserves
+ * addresses. Guest processes map their slot at the same address when they
+ * can, so pinned host pointers are device pointers too. */
+#define VM_ADDR_HINT 0x600000000000ull
+#define SCAN_INTERVAL_MS MEARAS_VM_BEAT_MS
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000ull + (uint64_t)ts.tv_nsec / 1000000ull;
+}
+
+static void on_connect(void *opaque, unsigned int peer)
+{
+	struct vm *vm = opaque;
+
+	if (vm->peer) {
+		log_warn("VM %s: a second guest (peer %u) on %s is not served: one VM per socket",
+			 vm->spec->name, peer, vm->spec->socket);
+		return;
+	}
+	__atomic_store_n(&vm->peer, peer, __ATOMIC_RELEASE);
+	log_info("VM %s: guest connected (peer %u)", vm->spec->name, peer);
+}
+
+static void on_disconnect(void *opaque, unsigned int peer)
+{
+	struct vm *vm = opaque;
+
+	if (peer == vm->peer) {
+		log_info("VM %s: guest disconnected (peer %u): freeing its GPU resources", vm->spec->name, peer);
+		vm->gone = 1;
+	}
+}
+
+static void write_header(struct vm *vm)
+{
+	struct mearas_vm_hdr *h = vm->hdr;
+
+	memset(h, 0, sizeof(*h));
+	h->magic = MEARAS_VM_MAGIC;
+	h->version = MEARAS_VM_VERSION;
+	h->shm_size = vm->spec->size;
+	h->nslots = vm->lay.nslots;
+	h->nvgpus = vm->lay.nvgpus;
+	h->slot_off = vm->lay.slot_off;
+	h->slot_size = vm->lay.slot_size;
+	for (unsigned k = 0; k < vm->lay.nslots; k++) {
+		vm->slots[k].vm = vm;
+		vm->slots[k].index = k;
+		h->slots[k].region_addr = (uint64_t)(uintptr_t)(vm->base + vm->lay.slot_off + vm->lay.slot_size * k);
+	}
+}
+
+/* Reacts to what the guest wrote: claims, give-backs, kicks. Everything is
+ * read once and only compared; slot numbers are ours. */
+static void scan_slots(struct vm *vm)
+{
+	bool changed = false, wake = false;
+	char err[256];
+
+	for (unsigned k = 0; k < vm->lay.nslots; k++) {
+		struct mearas_vm_slot *c = &vm->hdr->slots[k];
+		struct vm_slot *s = &vm->slots[k];
+		uint32_t claim = __atomic_load_n(&c->claim, __ATOMIC_ACQUIRE);
+
+		if (s->active && claim != s->token) {
+			log_info("VM %s: slot %u given back (token %#x)", vm->spec->name, k, s->token);
+			vm_slot_stop(vm, k);
+			__atomic_store_n(&c->ready, 0, __ATOMIC_RELEASE);
+			changed = true;
+		}
+		if (!s->active && claim != 0 && __atomic_load_n(&c->ready, __ATOMIC_ACQUIRE) != claim) {
+			int r = vm_slot_start(vm, k, claim, err, sizeof(err));
+
+			if (r) {
+				log_err("VM %s: slot %u cannot start: %s", vm->spec->name, k, err);
+				((struct mearas_region_hdr *)(vm->base + vm->lay.slot_off + vm->lay.slot_size * k))->state =
+					MEARAS_BACKEND_DEAD;
+			} else {
+				log_info("VM %s: slot %u claimed (token %#x, guest pid %d)", vm->spec->name, k, claim,
+					 c->owner_pid);
+			}
+			/* ready = claim also on failure: the guest then reads DEAD */
+			__atomic_store_n(&c->ready, claim, __ATOMIC_RELEASE);
+			changed = true;
+		}
+		if (s->active && s->w.broken && !s->dead_marked) {
+			log_warn("VM %s: slot %u: the guest process broke its rings: slot dead until given back",
+				 vm->spec->name, k);
+			((struct mearas_region_hdr *)s->w.region)->state = MEARAS_BACKEND_DEAD;
+			s->dead_marked = true;
+			wake = changed = true;
+		}
+		if (s->active) {
+			uint32_t kick = __atomic_exchange_n(&c->kick, 0, __ATOMIC_ACQ_REL);
+			uint64_t one = 1;
+
+			kick &= (1u << vm->lay.nvgpus) - 1;
+			for (unsigned i = 0; i < vm->lay.nvgpus; i++)
+				if ((kick & (1u << i)) && write(s->w.vgpus[i].kick_fd, &one, sizeof(one)) < 0 &&
+				    errno != EAGAIN)
+					log_warn("VM %s: kick: %s", vm->spec->name, strerror(errno));
+		}
+	}
+	if (vm->peer && changed)
+		ivshmem_server_notify(vm->srv, vm->peer, MEARAS_VM_VEC_SLOT);
+	if (vm->peer && wake)
+		ivshmem_server_notify(vm->srv, vm->peer, MEARAS_VM_VEC_WAKE);
+}
+
+static int map_memory(struct vm *vm, int memfd)
+{
+	uint64_t size = vm->spec->size;
+
+	vm->base = mmap((void *)VM_ADDR_HINT, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE,
+			memfd, 0);
+	if (vm->base == MAP_FAILED)
+		vm->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (vm->base == MAP_FAILED) {
+		log_err("VM %s: mmap of %llu bytes: %s", vm->spec->name, (unsigned long long)size, strerror(errno));
+		return -1;
+	}
+	vm->hdr = (struct mearas_vm_hdr *)vm->base;
+	return 0;
+}
+
+int vm_worker_run(const struct backend_config *cfg, const struct vm_spec *spec, int memfd)
+{
+	static struct vm vmstate; /* large: one per process */
+	struct vm *vm = &vmstate;
+	struct ivshmem_server_callbacks cb = { .peer_connected = on_connect,
+					       .peer_disconnected = on_disconnect, .opaque = vm };
+	char err[256];
+	uint64_t last_beat = 0;
+	int doorbell;
+
+	vm->cfg = cfg;
+	vm->spec = spec;
+	if (vm_compute_layout(spec->size, spec->vgpus ? spec->vgpus : cfg->vgpus_default, &vm->lay, err,
+			      sizeof(err))) {
+		log_err("VM %s: %s", spec->name, err);
+		return 1;
+	}
+	if (map_memory(vm, memfd))
+		return 1;
+	write_header(vm);
+	if (cfg->dev->init(err, sizeof(err))) {
+		log_err("VM %s: device initialization failed: %s", spec->name, err);
+		return 1;
+	}
+	vm->ndev = cfg->dev->count();
+	if (vm->ndev <= 0) {
+		log_err("VM %s: no GPU on this node", spec->name);
+		return 1;
+	}
+	vm->srv = ivshmem_server_new(spec->socket, memfd, MEARAS_VM_VECTORS, &cb);
+	if (!vm->srv) {
+		log_err("VM %s: cannot serve %s: %s", spec->name, spec->socket, strerror(errno));
+		return 1;
+	}
+	/* QEMU may run as another user (libvirt-qemu) */
+	chmod(spec->socket, 0666);
+	doorbell = ivshmem_server_host_eventfd(vm->srv, MEARAS_VM_VEC_HOST);
+	vm->hdr->state = MEARAS_BACKEND_READY;
+	log_info("VM %s: serving %s: %llu MiB, %u slot(s) of %u vGPU(s), %llu MiB data area each", spec->name,
+		 spec->socket, (unsigned long long)(spec->size >> 20), vm->lay.nslots, vm->lay.nvgpus,
+		 (unsigned long long)(vm->lay.data_size >> 20));
+	while (!vm->gone) {
+		struct pollfd p[2] = { { .fd = ivshmem_server_poll_fd(vm->srv), .events = POLLIN },
+				       { .fd = doorbell, .events = POLLIN } };
+		uint64_t n;
+		int r = poll(p, 2, SCAN_INTERVAL_MS);
+
+		if (r < 0 && errno != EINTR) {
+			log_err("VM %s: poll: %s", spec->name, strerror(errno));
+			break;
+		}
+		if (p[0].revents) {
+			r = ivshmem_server_process(vm->srv);
+			if (r < 0)
+				log_warn("VM %s: ivshmem server: %s", spec->name, strerror(-r));
+		}
+		if (p[1].revents)
+			ivshmem_server_host_consume(vm->srv, MEARAS_VM_VEC_HOST, &n);
+		if (!vm->gone)
+			scan_slots(vm);
+		if (now_ms() - last_beat >= MEARAS_VM_BEAT_MS / 2) {
+			__atomic_add_fetch(&vm->hdr->heartbeat, 1, __ATOMIC_RELEASE);
+			last_beat = now_ms();
+		}
+	}
+	vm->hdr->state = MEARAS_BACKEND_DEAD;
+	for (unsigned k = 0; k < vm->lay.nslots; k++)
+		vm_slot_stop(vm, k);
+	ivshmem_server_free(vm->srv);
+	log_info("VM %s: worker done", spec->name);
+	return 0;
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Packs what the GPU machine lacks for the VM test (it has no QEMU): this
+# machine's QEMU with its non-glibc libraries and firmware, mearasd, and the
+# guest image, into OUT/vmgpu.tar.gz; OUT/gpu-run.sh runs it there.
+#   gpu-bundle.sh OUT_DIR     (after make -C tests/vm-cuda all)
+set -euo pipefail
+out=${1:?usage: gpu-bundle.sh OUT_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage"/{bin,lib,share,guest} "$out"
+copy_libs() {
+	local lib
+	for lib in $(ldd "$1" | grep -o '/[^ ]*'); do
+		case $(basename "$lib") in
+		libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libresolv.so*) continue ;;
+		esac
+		cp -nL "$lib" "$stage/lib/"
+	done
+}
+cp -L "$(command -v qemu-system-x86_64)" "$stage/bin/"
+copy_libs "$stage/bin/qemu-system-x86_64"
+cp -L "$repo/build/bin/mearasd" "$stage/bin/"
+copy_libs "$stage/bin/mearasd"
+cp -rL /usr/share/qemu "$stage/share/qemu"
+cp "$here/build/guest/vmlinuz" "$here/build/guest/initramfs.cpio.gz" "$stage/guest/"
+tar -C "$stage" -czf "$out/vmgpu.tar.gz" .
+cp "$here/gpu-run.sh" "$out/"
+echo "gpu-bundle: $out/vmgpu.tar.gz ($(du -h "$out/vmgpu.tar.gz" | cut -f1))"

@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: MIT
+// CUDA checks run inside a guest VM through mearas' VM transport.
+// Usage: vmcuda props|memcpy|errors|pinned|sleep SECONDS|hold SECONDS
+// Prints "GUEST-PASS name" / "GUEST-FAIL name: why" lines; exit status 1 on any failure.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <pthread.h>
+#include <unistd.h>
+#include <vector>
+
+static int failures;
+
+#define CHECK(name, cond, ...)                                              \
+	do {                                                                \
+		if (cond) {                                                 \
+			printf("GUEST-PASS %s\n", name);                    \
+		} else {                                                    \
+			printf("GUEST-FAIL %s: ", name);                    \
+			printf(__VA_ARGS__);                                \
+			printf("\n");                                       \
+			failures++;                                         \
+		}                                                           \
+		fflush(stdout);                                             \
+	} while (0)
+
+__global__ void scale(float *x, float a, int n)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n)
+		x[i] *= a;
+}
+
+static void fill(std::vector<unsigned char> &b, unsigned seed)
+{
+	unsigned s = seed * 2654435761u + 1;
+	for (auto &c : b) {
+		s = s * 1103515245u + 12345u;
+		c = (unsigned char)(s >> 16);
+	}
+}
+
+static void props(void)
+{
+	int n = -1;
+	cudaError_t e = cudaGetDeviceCount(&n);
+	int want = getenv("WANT_DEVICES") ? atoi(getenv("WANT_DEVICES")) : 2;
+	CHECK("device-count", e == cudaSuccess && n == want, "error %d, count %d, want %d", (int)e, n, want);
+	for (int d = 0; d < n; d++) {
+		cudaDeviceProp p;
+		char name[64];
+		snprintf(name, sizeof(name), "props-dev%d", d);
+		e = cudaGetDeviceProperties(&p, d);
+		CHECK(name, e == cudaSuccess && p.name[0] && p.totalGlobalMem > 0 && p.major > 0 &&
+			    p.maxThreadsPerBlock > 0 && p.warpSize == 32,
+		      "error %d name '%s' mem %zu cc %d.%d", (int)e, p.name, p.totalGlobalMem, p.major, p.minor);
+		printf("  device %d: %s, %zu MiB, cc %d.%d, %d SMs\n", d, p.name, p.totalGlobalMem >> 20,
+		       p.major, p.minor, p.multiProcessorCount);
+	}
+	size_t fr = 0, tot = 0;
+	e = cudaMemGetInfo(&fr, &tot);
+	CHECK("mem-get-info", e == cudaSuccess && tot > 0 && fr <= tot, "error %d free %zu total %zu", (int)e, fr,
+	      tot);
+}
+
+static void round_trips(void)
+{
+	const size_t sizes[] = { 1, 3, 64, 4095, 4096, 65537, 1 << 20, (3 << 20) + 5, 8 << 20, (20 << 20) + 3 };
+	int ndev = 0;
+	cudaGetDeviceCount(&ndev);
+	for (int d = 0; d < ndev; d++) {
+		cudaSetDevice(d);
+		bool ok = true;
+		char why[160] = "";
+		for (size_t sz : sizes) {
+			std::vector<unsigned char> src(sz), back(sz, 0);
+			fill(src, (unsigned)(sz + d));
+			void *a = nullptr, *b = nullptr;
+			cudaError_t e = cudaMalloc(&a, sz);
+			if (!e)
+				e = cudaMalloc(&b, sz);
+			if (!e)
+				e = cudaMemcpy(a, src.data(), sz, cudaMemcpyHostToDevice);
+			if (!e)
+				e = cudaMemcpy(b, a, sz, cudaMemcpyDeviceToDevice);
+			if (!e)
+				e = cudaMemcpy(back.data(), b, sz, cudaMemcpyDeviceToHost);
+			if (e || memcmp(src.data(), back.data(), sz)) {
+				snprintf(why, sizeof(why), "dev %d size %zu: error %d (%s) or data mismatch", d, sz, (int)e,
+					 cudaGetErrorString(e));
+				ok = false;
+			}
+			// memset then read back
+			if (ok) {
+				e = cudaMemset(a, 0x5a, sz);
+				if (!e)
+					e = cudaMemcpy(back.data(), a, sz, cudaMemcpyDeviceToHost);
+				for (size_t i = 0; !e && i < sz; i++)
+					if (back[i] != 0x5a) {
+						snprintf(why, sizeof(why), "dev %d memset size %zu: byte %zu is %#x", d, sz, i,
+							 back[i]);
+						ok = false;
+						break;
+					}
+				if (e) {
+					snprintf(why, sizeof(why), "dev %d memset size %zu: error %d", d, sz, (int)e);
+					ok = false;
+				}
+			}
+			cudaFree(a);
+			cudaFree(b);
+			if (!ok)
+				break;
+		}
+		char name[64];
+		snprintf(name, sizeof(name), "memcpy-roundtrips-dev%d", d);
+		CHECK(name, ok, "%s", why);
+	}
+	cudaSetDevice(0);
+	// async copies on a stream, event sync, and a kernel launch through the ring
+	const int n = 1 << 16;
+	float *h = nullptr, *dptr = nullptr;
+	cudaStream_t s;
+	cudaEvent_t ev;
+	cudaError_t e = cudaMallocHost(&h, n * sizeof(float));
+	if (!e)
+		e = cudaMalloc(&dptr, n * sizeof(float));
+	if (!e)
+		e = cudaStreamCreate(&s);
+	if (!e)
+		e = cudaEventCreate(&ev);
+	for (int i = 0; !e && i < n; i++)
+		h[i] = (float)i;
+	if (!e)
+		e = cudaMemcpyAsync(dptr, h, n * sizeof(float), cudaMemcpyHostToDevice, s);
+	if (!e) {
+		scale<<<(n + 255) / 256, 256, 0, s>>>(dptr, 2.0f, n);
+		e = cudaGetLastError();
+	}
+	if (!e)
+		e = cudaEventRecord(ev, s);
+	if (!e)
+		e = cudaEventSynchronize(ev);
+	if (!e)
+		e = cudaMemcpyAsync(h, dptr, n * sizeof(float), cudaMemcpyDeviceToHost, s);
+	if (!e)
+		e = cudaStreamSynchronize(s);
+	CHECK("pinned-async-stream-launch", e == cudaSuccess, "error %d (%s)", (int)e, cudaGetErrorString(e));
+	// on a real GPU (not mearasd's host-memory model, which counts launches
+	// without running them) the kernel's result must be there
+	cudaDeviceProp p;
+	if (!e && cudaGetDeviceProperties(&p, 0) == cudaSuccess && !strstr(p.name, "mearas-sim")) {
+		int bad = -1;
+		for (int i = 0; i < n && bad < 0; i++)
+			if (h[i] != 2.0f * (float)i)
+				bad = i;
+		CHECK("kernel-result-on-gpu", bad < 0, "element %d is %f", bad, bad >= 0 ? h[bad] : 0.0f);
+	}
+	cudaFree(dptr);
+	cudaFreeHost(h);
+}
+
+static void errors(void)
+{
+	void *p = nullptr;
+	cudaError_t e = cudaMalloc(&p, (size_t)1 << 50);
+	CHECK("malloc-too-large", e == cudaErrorMemoryAllocation, "got %d", (int)e);
+	cudaGetLastError();
+	e = cudaSetDevice(99);
+	CHECK("set-invalid-device", e == cudaErrorInvalidDevice, "got %d", (int)e);
+	cudaGetLastError();
+	e = cudaFree((void *)0x1234);
+	CHECK("free-bad-pointer", e != cudaSuccess, "got success");
+	cudaGetLastError();
+	char buf[64];
+	e = cudaMemcpy(buf, (void *)0x10, sizeof(buf), cudaMemcpyDeviceToHost);
+	CHECK("memcpy-bad-device-pointer", e != cudaSuccess, "got success");
+	cudaGetLastError();
+	e = cudaMalloc(&p, 1024);
+	if (!e)
+		e = cudaMemcpy(p, buf, 4096, cudaMemcpyHostToDevice); // beyond the allocation
+	CHECK("memcpy-past-allocation", e != cudaSuccess, "got success");
+	cudaGetLastError();
+	cudaFree(p);
+	e = cudaMalloc(&p, 1024);
+	CHECK("usable-after-errors", e == cudaSuccess, "got %d", (int)e);
+	cudaFree(p);
+}
+
+// several threads, each with its own completion slot and stream: every
+// wakeup goes to one interrupt vector and each waiter re-checks its own CQ
+static void *thread_body(void *arg)
+{
+	long id = (long)arg;
+	std::vector<unsigned char> a(256 << 10), b(256 << 10);
+	void *d = nullptr;
+	cudaStream_t s;
+	long bad = 0;
+
+	fill(a, (unsigned)id + 100);
+	if (cudaMalloc(&d, a.size()) || cudaStreamCreate(&s))
+		return (void *)1;
+	for (int it = 0; it < 20 && !bad; it++) {
+		a[it] = (unsigned char)(id + it);
+		if (cudaMemcpyAsync(d, a.data(), a.size(), cudaMemcpyHostToDevice, s) ||
+		    cudaMemcpyAsync(b.data(), d, b.size(), cudaMemcpyDeviceToHost, s) || cudaStreamSynchronize(s) ||
+		    a != b)
+			bad = 1;
+	}
+	cudaStreamDestroy(s);
+	cudaFree(d);
+	return (void *)bad;
+}
+
+static void threads(void)
+{
+	pthread_t t[4];
+	long bad = 0;
+
+	for (long i = 0; i < 4; i++)
+		pthread_create(&t[i], nullptr, thread_body, (void *)i);
+	for (int i = 0; i < 4; i++) {
+		void *r;
+		pthread_join(t[i], &r);
+		bad += (long)r;
+	}
+	CHECK("four-threads-round-trips", bad == 0, "%ld thread(s) failed", bad);
+}
+
+// latency of small synchronous calls through the VM transport (informational)
+static void bench(void)
+{
+	void *d = nullptr;
+	int x = 0;
+	struct timespec t0, t1;
+	cudaError_t e = cudaMalloc(&d, 4);
+	const int n = 200;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < n && !e; i++)
+		e = cudaMemcpy(&x, d, 4, cudaMemcpyDeviceToHost);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	CHECK("bench-small-copies", e == cudaSuccess, "error %d", (int)e);
+	printf("  4-byte D2H cudaMemcpy round trip: %.1f us (mean of %d)\n",
+	       ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / 1e3 / n, n);
+	std::vector<unsigned char> big(8 << 20);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	void *db = nullptr;
+	e = cudaMalloc(&db, big.size());
+	for (int i = 0; i < 4 && !e; i++)
+		e = cudaMemcpy(db, big.data(), big.size(), cudaMemcpyHostToDevice);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("  8 MiB pageable H2D: %.0f MB/s\n",
+	       4.0 * big.size() / 1e6 / ((t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9));
+	cudaFree(db);
+	cudaFree(d);
+}
+
+int main(int argc, char **argv)
+{
+	const char *what = argc > 1 ? argv[1] : "props";
+	int secs = argc > 2 ? atoi(argv[2]) : 2;
+
+	if (!strcmp(what, "props")) {
+		props();
+	} else if (!strcmp(what, "memcpy")) {
+		round_trips();
+	} else if (!strcmp(what, "errors")) {
+		errors();
+	} else if (!strcmp(what, "threads")) {
+		threads();
+	} else if (!strcmp(what, "bench")) {
+		bench();
+	} else if (!strcmp(what, "sleep") || !strcmp(what, "hold")) {
+		// CUDA initialized and holding memory, then idle
+		void *p = nullptr;
+		cudaError_t e = cudaMalloc(&p, 1 << 20);
+		CHECK("init-before-idle", e == cudaSuccess, "error %d", (int)e);
+		printf("GUEST-READY %d\n", (int)getpid());
+		fflush(stdout);
+		sleep((unsigned)secs);
+		std::vector<unsigned char> a(1 << 20), b(1 << 20);
+		fill(a, 7);
+		e = cudaMemcpy(p, a.data(), a.size(), cudaMemcpyHostToDevice);
+		if (!e)
+			e = cudaMemcpy(b.data(), p, b.size(), cudaMemcpyDeviceToHost);
+		CHECK("works-after-idle", e == cudaSuccess && a == b, "error %d", (int)e);
+		cudaFree(p);
+	} else if (!strcmp(what, "dead")) {
+		// the host kills mearasd's VM worker while we sleep: calls must fail, not hang
+		void *p = nullptr;
+		cudaError_t e = cudaMalloc(&p, 1 << 20);
+		CHECK("init-before-backend-death", e == cudaSuccess, "error %d", (int)e);
+		printf("GUEST-READY %d\n", (int)getpid());
+		fflush(stdout);
+		sleep((unsigned)secs);
+		std::vector<unsigned char> a(1 << 16);
+		e = cudaMemcpy(p, a.data(), a.size(), cudaMemcpyHostToDevice);
+		if (!e)
+			e = cudaDeviceSynchronize();
+		CHECK("error-after-backend-death", e != cudaSuccess, "calls still succeed");
+		printf("  error after backend death: %d (%s)\n", (int)e, cudaGetErrorString(e));
+	} else {
+		fprintf(stderr, "vmcuda: unknown test %s\n", what);
+		return 2;
+	}
+	return failures ? 1 : 0;
+}

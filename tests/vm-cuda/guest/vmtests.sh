@@ -1,0 +1,75 @@
+#!/bin/sh
+# Runs inside the guest (busybox): the scenario named by $1. Lines starting
+# with GUEST-PASS / GUEST-FAIL are collected by the host.
+export LD_LIBRARY_PATH=/usr/lib/mearas
+t=/bin/vmcuda
+pass() { echo "GUEST-PASS $1"; }
+fail() { echo "GUEST-FAIL $1: $2"; }
+
+# waits until file $1 holds GUEST-READY (up to 60 s)
+wait_ready() {
+	i=0
+	while ! grep -q GUEST-READY "$1" 2>/dev/null; do
+		i=$((i + 1)); [ $i -gt 600 ] && return 1; sleep 0.1
+	done
+}
+
+case "$1" in
+basic)
+	[ -c /dev/mearas0 ] && pass device-node || fail device-node "no /dev/mearas0"
+	$t props
+	$t memcpy
+	$t errors
+	$t threads
+	$t bench
+	# two guest processes at once, each in its own slot
+	$t memcpy > /tmp/a.out 2>&1 & a=$!
+	$t memcpy > /tmp/b.out 2>&1 & b=$!
+	wait $a; ra=$?; wait $b; rb=$?
+	sed 's/GUEST-\(PASS\|FAIL\) /&two-procs-A-/' /tmp/a.out | grep GUEST-
+	sed 's/GUEST-\(PASS\|FAIL\) /&two-procs-B-/' /tmp/b.out | grep GUEST-
+	[ $ra = 0 ] && [ $rb = 0 ] && pass two-processes || fail two-processes "exit $ra $rb"
+	# module unload while a CUDA process holds the device: refused
+	$t hold 4 > /tmp/h.out 2>&1 & h=$!
+	if wait_ready /tmp/h.out; then
+		if rmmod mearas 2>/tmp/rmmod.err; then
+			fail rmmod-busy-refused "rmmod succeeded while in use"
+		else
+			pass rmmod-busy-refused
+			sed 's/^/  rmmod: /' /tmp/rmmod.err
+		fi
+	else
+		fail rmmod-busy-refused "holder never got ready"
+	fi
+	wait $h; rh=$?
+	grep GUEST- /tmp/h.out | sed 's/GUEST-\(PASS\|FAIL\) /&holder-/'
+	[ $rh = 0 ] && pass holder-survived || fail holder-survived "exit $rh"
+	# processes killed while holding a slot: the module gives their slots
+	# back (more kills than the VM has slots, then a fresh process works)
+	n=0
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		$t hold 60 > /tmp/k.out 2>&1 & k=$!
+		wait_ready /tmp/k.out && n=$((n + 1))
+		kill -9 $k; wait $k 2>/dev/null
+	done
+	[ $n = 10 ] && pass killed-holders-ready || fail killed-holders-ready "$n of 10 got ready"
+	$t props | sed 's/GUEST-\(PASS\|FAIL\) /&after-kills-/'
+	rmmod mearas && pass rmmod-idle || fail rmmod-idle "rmmod failed when idle"
+	insmod /lib/mearas/mearas.ko && pass insmod-again || fail insmod-again "insmod failed"
+	sleep 0.3
+	$t props | sed 's/GUEST-\(PASS\|FAIL\) /&after-reload-/'
+	;;
+sleep)
+	$t sleep "${2:-6}"
+	;;
+dead)
+	$t dead "${2:-8}"
+	;;
+hostile)
+	/bin/hostile
+	;;
+*)
+	$t "$@"
+	;;
+esac
+exit 0
