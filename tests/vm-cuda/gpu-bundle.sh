@@ -24,6 +24,10 @@ copy_libs "$stage/bin/qemu-system-x86_64"
 cp -L "$repo/build/bin/mearasd" "$stage/bin/"
 copy_libs "$stage/bin/mearasd"
 cp -rL /usr/share/qemu "$stage/share/qemu"
+# Debian's QEMU loads its accelerators (TCG too) as modules
+mkdir -p "$stage/lib/qemu"
+cp -L /usr/lib/x86_64-linux-gnu/qemu/*.so "$stage/lib/qemu/" 2>/dev/null || true
+for m in "$stage"/lib/qemu/*.so; do [ -e "$m" ] && copy_libs "$m"; done
 cp "$here/build/guest/vmlinuz" "$here/build/guest/initramfs.cpio.gz" "$stage/guest/"
 tar -C "$stage" -czf "$out/vmgpu.tar.gz" .
 cp "$here/gpu-run.sh" "$out/"

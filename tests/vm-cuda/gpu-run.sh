@@ -7,7 +7,7 @@ bundle=${1:?} logs=${2:?}
 dir=$(mktemp -d /tmp/vg.XXXXXX)
 mkdir -p "$logs"
 tar -C "$dir" -xzf "$bundle"
-export LD_LIBRARY_PATH=$dir/lib
+export LD_LIBRARY_PATH=$dir/lib QEMU_MODULE_DIR=$dir/lib/qemu
 "$dir/bin/mearasd" --device=cuda --socket="$dir/m.sock" --vm="g:$dir/a.sock:256:2" > "$logs/mearasd.log" 2>&1 &
 mpid=$!
 for _ in $(seq 100); do grep -q 'VM g: serving' "$logs/mearasd.log" && break; sleep 0.1; done
