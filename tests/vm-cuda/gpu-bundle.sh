@@ -24,6 +24,7 @@ copy_libs "$stage/bin/qemu-system-x86_64"
 cp -L "$repo/build/bin/mearasd" "$stage/bin/"
 copy_libs "$stage/bin/mearasd"
 cp -rL /usr/share/qemu "$stage/share/qemu"
+cp -rL /usr/share/seabios "$stage/share/seabios" # Debian keeps the PC BIOS there
 # Debian's QEMU loads its accelerators (TCG too) as modules
 mkdir -p "$stage/lib/qemu"
 cp -L /usr/lib/x86_64-linux-gnu/qemu/*.so "$stage/lib/qemu/" 2>/dev/null || true

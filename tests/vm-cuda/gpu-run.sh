@@ -12,7 +12,7 @@ export LD_LIBRARY_PATH=$dir/lib QEMU_MODULE_DIR=$dir/lib/qemu
 mpid=$!
 for _ in $(seq 100); do grep -q 'VM g: serving' "$logs/mearasd.log" && break; sleep 0.1; done
 for t in props memcpy errors; do
-	timeout 300 "$dir/bin/qemu-system-x86_64" -L "$dir/share/qemu" -accel tcg -m 256 -smp 1 \
+	timeout 300 "$dir/bin/qemu-system-x86_64" -L "$dir/share/qemu" -L "$dir/share/seabios" -accel tcg -m 256 -smp 1 \
 		-nodefaults -display none -no-reboot -net none -serial "file:$logs/$t.log" \
 		-kernel "$dir/guest/vmlinuz" -initrd "$dir/guest/initramfs.cpio.gz" \
 		-append "console=ttyS0 quiet panic=-1 mearas_arg=$t mearas_secs=0" \
