@@ -127,10 +127,19 @@ def test_latency_local_on_sim(tmp_path: Path) -> None:
     assert list_ours() == []
 
 
-def test_batch_not_available(tmp_path: Path) -> None:
-    r = run(tmp_path, "batch")
-    assert r.returncode == 3 and "not available" in r.stderr
-    assert json.loads((tmp_path / "out" / "batch.json").read_text())["status"] == "unavailable"
+@pytest.mark.skipif(not remote_supported(Paths.default().mearasd), reason="needs mearasd remote vGPUs")
+def test_batch_sweep_on_sim(tmp_path: Path) -> None:
+    r = run(tmp_path, "batch", "--apps", "blackscholes", "--seconds", "0.2")
+    assert r.returncode == 0, r.stderr
+    doc, _ = load(tmp_path, "batch")
+    sizes = [p["params"]["batch"] for p in doc["points"]]
+    assert sizes == [1, 4, 16, 64, 256, 1024]
+    for p in doc["points"]:
+        assert p["status"] == "ok"
+        client = [n for n in p["nodes"] if n["name"] == "client"][0]
+        assert f"--link-batch={p['params']['batch']}" in client["args"]
+    assert (tmp_path / "out" / "batch-size.png").is_file()
+    assert_cleaned_up(doc)
 
 
 @pytest.mark.parametrize("args,msg", [(["demo", "--apps", "nosuch"], "unknown app"),
