@@ -137,6 +137,17 @@ static bool id_free(struct handle_table *t, uint64_t id)
 	return id != 0 && id < MEARAS_MAX_HANDLES && !htab_get(t, id);
 }
 
+/* Keep a new device object under its client id, or destroy it. */
+static int keep_or_destroy(struct vgpu *v, struct handle_table *t, uint64_t id, void *obj, uint64_t aux,
+			   int (*destroy)(struct mdev *, void *))
+{
+	int r = htab_put(t, id, obj, aux);
+
+	if (r)
+		destroy(v->dev, obj);
+	return r;
+}
+
 static int get_obj(struct handle_table *t, uint64_t id, void **obj)
 {
 	struct hslot *h = htab_get(t, id);
@@ -525,10 +536,7 @@ static int op_STREAM_CREATE(struct vgpu *v, const struct mearas_sqe *e, struct m
 	r = v->ops->stream_create(v->dev, (unsigned)e->args.a[1], (int)(int64_t)e->args.a[2], &s);
 	if (r)
 		return r;
-	r = htab_put(&v->streams, e->args.a[0], s, 0);
-	if (r)
-		v->ops->stream_destroy(v->dev, s);
-	return r;
+	return keep_or_destroy(v, &v->streams, e->args.a[0], s, 0, v->ops->stream_destroy);
 }
 
 static int op_STREAM_DESTROY(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
@@ -594,10 +602,7 @@ static int op_EVENT_CREATE(struct vgpu *v, const struct mearas_sqe *e, struct me
 	r = v->ops->event_create(v->dev, (unsigned)e->args.a[1], &ev);
 	if (r)
 		return r;
-	r = htab_put(&v->events, e->args.a[0], ev, e->args.a[1]);
-	if (r)
-		v->ops->event_destroy(v->dev, ev);
-	return r;
+	return keep_or_destroy(v, &v->events, e->args.a[0], ev, e->args.a[1], v->ops->event_destroy);
 }
 
 static int op_EVENT_DESTROY(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)

@@ -27,30 +27,43 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Returns records consumed, or -1 when the ring is corrupt. */
-static int drain(struct vgpu *v)
+int sq_available(struct vgpu *v)
 {
 	uint32_t tail = mearas_load_acquire(&v->sq_ctl->tail);
 	uint32_t avail = tail - v->sq_head;
-	int n = 0;
 
 	if (avail > MEARAS_SQ_ENTRIES) {
 		log_err("vGPU %u: submission ring indices out of range (head %u, tail %u): client disconnected",
 			v->index, v->sq_head, tail);
 		return -1;
 	}
+	return (int)avail;
+}
+
+void sq_fetch(struct vgpu *v, struct mearas_sqe *e)
+{
+	/* copy first: the client cannot change a record while it is checked;
+	 * only the lines in use (each line comes from the producer's core) */
+	const struct mearas_sqe *slot = &v->sqes[v->sq_head & (MEARAS_SQ_ENTRIES - 1)];
+
+	memcpy(e, slot, offsetof(struct mearas_sqe, inline_payload));
+	if (!(e->flags & MEARAS_SQE_PAYLOAD_ARENA) && e->payload_len)
+		memcpy(e->inline_payload, slot->inline_payload,
+		       e->payload_len < MEARAS_SQE_INLINE ? e->payload_len : MEARAS_SQE_INLINE);
+	__builtin_prefetch(&v->sqes[(v->sq_head + 1) & (MEARAS_SQ_ENTRIES - 1)]);
+}
+
+/* Returns records consumed, or -1 when the ring is corrupt. */
+static int drain(struct vgpu *v)
+{
+	int avail = sq_available(v), n = 0;
+
+	if (avail < 0)
+		return -1;
 	while (avail--) {
-		/* copy first: the client cannot change a record while it is checked;
-		 * only the lines in use (each line comes from the producer's core) */
-		const struct mearas_sqe *slot = &v->sqes[v->sq_head & (MEARAS_SQ_ENTRIES - 1)];
 		struct mearas_sqe e;
 
-		memcpy(&e, slot, offsetof(struct mearas_sqe, inline_payload));
-		if (!(e.flags & MEARAS_SQE_PAYLOAD_ARENA) && e.payload_len)
-			memcpy(e.inline_payload, slot->inline_payload,
-			       e.payload_len < MEARAS_SQE_INLINE ? e.payload_len : MEARAS_SQE_INLINE);
-		__builtin_prefetch(&v->sqes[(v->sq_head + 1) & (MEARAS_SQ_ENTRIES - 1)]);
-
+		sq_fetch(v, &e);
 		exec_record(v, &e);
 		v->sq_head++;
 		n++;

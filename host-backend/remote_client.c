@@ -197,17 +197,14 @@ static void forward(struct vgpu *v, const struct mearas_sqe *e)
 
 static int drain(struct vgpu *v)
 {
-	uint32_t tail = mearas_load_acquire(&v->sq_ctl->tail);
-	uint32_t avail = tail - v->sq_head;
-	int n = 0;
+	int avail = sq_available(v), n = 0;
 
-	if (avail > MEARAS_SQ_ENTRIES) {
-		log_err("vGPU %u: submission ring indices out of range (head %u, tail %u): client disconnected",
-			v->index, v->sq_head, tail);
+	if (avail < 0)
 		return -1;
-	}
 	while (avail--) {
-		struct mearas_sqe e = v->sqes[v->sq_head & (MEARAS_SQ_ENTRIES - 1)];
+		struct mearas_sqe e;
+
+		sq_fetch(v, &e);
 
 		v->records++;
 		forward(v, &e);

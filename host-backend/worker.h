@@ -135,6 +135,10 @@ void vgpu_teardown(struct vgpu *v);
 
 /* poller.c */
 void *poller_main(void *arg);
+/* records waiting in the vGPU's submission ring, or -1 (client marked corrupt) */
+int sq_available(struct vgpu *v);
+/* private copy of the record at the ring's head (head is not moved) */
+void sq_fetch(struct vgpu *v, struct mearas_sqe *e);
 
 /* handles.c */
 int htab_put(struct handle_table *t, uint64_t id, void *obj, uint64_t aux);

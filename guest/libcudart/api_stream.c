@@ -157,35 +157,41 @@ RT_EXPORT cudaError_t cudaStreamQuery(cudaStream_t stream)
 	return e == cudaErrorNotReady ? e : rt_set_error(e);
 }
 
+/* A stream the program created (*s), or a default stream (*s = NULL). */
+static cudaError_t user_stream(cudaStream_t h, const void *out, const struct rt_stream **s)
+{
+	const struct rt_stream *st = (const struct rt_stream *)h;
+
+	*s = NULL;
+	if (!out)
+		return cudaErrorInvalidValue;
+	if (!st || h == cudaStreamLegacy || h == cudaStreamPerThread)
+		return cudaSuccess;
+	if (st->magic != STREAM_MAGIC)
+		return cudaErrorInvalidResourceHandle;
+	*s = st;
+	return cudaSuccess;
+}
+
 RT_EXPORT cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int *flags)
 {
-	struct rt_stream *s = (struct rt_stream *)hStream;
+	const struct rt_stream *s;
+	cudaError_t e = user_stream(hStream, flags, &s);
 
-	if (!flags)
-		return rt_set_error(cudaErrorInvalidValue);
-	if (!s || hStream == cudaStreamLegacy || hStream == cudaStreamPerThread) {
-		*flags = 0;
-		return cudaSuccess;
-	}
-	if (s->magic != STREAM_MAGIC)
-		return rt_set_error(cudaErrorInvalidResourceHandle);
-	*flags = s->flags;
+	if (e)
+		return rt_set_error(e);
+	*flags = s ? s->flags : 0;
 	return cudaSuccess;
 }
 
 RT_EXPORT cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int *priority)
 {
-	struct rt_stream *s = (struct rt_stream *)hStream;
+	const struct rt_stream *s;
+	cudaError_t e = user_stream(hStream, priority, &s);
 
-	if (!priority)
-		return rt_set_error(cudaErrorInvalidValue);
-	if (!s || hStream == cudaStreamLegacy || hStream == cudaStreamPerThread) {
-		*priority = 0;
-		return cudaSuccess;
-	}
-	if (s->magic != STREAM_MAGIC)
-		return rt_set_error(cudaErrorInvalidResourceHandle);
-	*priority = s->priority;
+	if (e)
+		return rt_set_error(e);
+	*priority = s ? s->priority : 0;
 	return cudaSuccess;
 }
 
