@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "assembly.h"
+#include "remote.h"
 #include "worker.h"
 
 #define ASSEMBLY_MAX 1024
@@ -135,6 +136,16 @@ int assembly_apply(const char *id, unsigned asked_nvgpus, struct backend_config 
 	for (unsigned i = 0; i < a.nvgpus; i++) {
 		cfg->gpu_map[i] = (int)a.vgpus[i].gpu_index;
 		cfg->quota[i] = a.vgpus[i].quota;
+		memset(&cfg->remote.target[i], 0, sizeof(cfg->remote.target[i]));
+		if (a.vgpus[i].remote[0]) {
+			char spec[160];
+
+			snprintf(spec, sizeof(spec), "%u=%s/%u", i, a.vgpus[i].remote, a.vgpus[i].gpu_index);
+			if (remote_parse_target(&cfg->remote, spec)) {
+				snprintf(err, errlen, "assembly '%s': bad remote address '%s'", id, a.vgpus[i].remote);
+				return -1;
+			}
+		}
 	}
 	*nvgpus = a.nvgpus;
 	return 0;

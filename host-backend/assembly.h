@@ -20,6 +20,7 @@ struct assembly_vgpu {
 	uint32_t gpu_index;
 	uint64_t quota;         /* bytes; 0 = the GPU's memory */
 	char node[64];
+	char remote[128];       /* "host:port" of the node's remote-link, "" = local GPU */
 };
 
 struct assembly {

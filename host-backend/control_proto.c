@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "assembly.h"
+#include "remote.h"
 #include "control_internal.h"
 #include "mearas/log.h"
 
@@ -143,11 +144,25 @@ static uint8_t *do_instantiate(const Mearas__InstantiateAssemblyRequest *q, size
 					   "assembly %s: vGPU ordinals must be 0..%zu, each once (got %u)",
 					   q->assembly_id, q->n_vgpus - 1, o);
 		seen[o] = true;
-		if (v->remote_address[0])
-			return error_reply(MEARAS__ERROR_CODE__ERROR_NO_RESOURCES, len,
-					   "assembly %s: vGPU %u is remote (%s on node %s): remote vGPUs "
-					   "are not wired to mearasd yet, only local GPUs can be used",
-					   q->assembly_id, o, v->remote_address, v->node);
+		if (v->remote_address[0]) {
+			/* a GPU of another node: forwarded over remote-link (quota not
+			 * enforced there yet: the remote node's session gets the GPU) */
+			struct remote_config probe;
+			char spec[160];
+
+			memset(&probe, 0, sizeof(probe));
+			snprintf(spec, sizeof(spec), "%u=%s/%u", o, v->remote_address, v->gpu_index);
+			if (strlen(v->remote_address) >= sizeof(a.vgpus[o].remote) ||
+			    remote_parse_target(&probe, spec))
+				return error_reply(MEARAS__ERROR_CODE__ERROR_BAD_REQUEST, len,
+						   "assembly %s: vGPU %u: remote address '%s' is not HOST:PORT",
+						   q->assembly_id, o, v->remote_address);
+			a.vgpus[o].gpu_index = v->gpu_index;
+			a.vgpus[o].quota = v->memory_quota_bytes;
+			snprintf(a.vgpus[o].node, sizeof(a.vgpus[o].node), "%s", v->node);
+			snprintf(a.vgpus[o].remote, sizeof(a.vgpus[o].remote), "%s", v->remote_address);
+			continue;
+		}
 		if (v->node[0] && strcmp(v->node, node_name))
 			return error_reply(MEARAS__ERROR_CODE__ERROR_BAD_REQUEST, len,
 					   "assembly %s: vGPU %u is on node '%s' without a remote address, "
@@ -247,7 +262,7 @@ static void add_info(const struct assembly *a, void *ctx)
 			specs[k].node = (char *)a->vgpus[k].node;
 			specs[k].gpu_index = a->vgpus[k].gpu_index;
 			specs[k].memory_quota_bytes = a->vgpus[k].quota;
-			specs[k].remote_address = (char *)"";
+			specs[k].remote_address = (char *)a->vgpus[k].remote;
 			info->vgpus[k] = &specs[k];
 		}
 	}

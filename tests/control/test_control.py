@@ -19,7 +19,7 @@ from mearas_am.control.pb import common_pb2, control_pb2
 from mearas_am.errors import MearasdError
 from mearas_am.model import Assembly, VgpuPlacement
 
-from .conftest import LIBDIR, NODE, PROBE, TOP, Daemon
+from .conftest import LIBDIR, MEARASD, NODE, PROBE, TOP, Daemon, wait_for_socket
 
 MiB = 1 << 20
 SIM_MEMORY = 16 << 30
@@ -82,7 +82,7 @@ def test_instantiate_list_profile_release(mearasd: Daemon) -> None:
     (assembly("dup", (0, MiB)), "ERROR_ALREADY_EXISTS", "already"),
     (assembly("far", (2, MiB)), "ERROR_NO_RESOURCES", "has 2 GPU"),
     (assembly("big", (0, 17 << 30)), "ERROR_NO_RESOURCES", "quota"),
-    (assembly("rem", (0, MiB), remote="10.0.0.2:7100"), "ERROR_NO_RESOURCES", "not wired"),
+    (assembly("rem", (0, MiB), remote="no-port-here"), "ERROR_BAD_REQUEST", "HOST:PORT"),
     (assembly("none"), "ERROR_BAD_REQUEST", "no vGPUs"),
     (assembly("has space", (0, MiB)), "ERROR_BAD_REQUEST", "printable"),
     (assembly("x" * 64, (0, MiB)), "ERROR_BAD_REQUEST", "printable"),
@@ -339,3 +339,54 @@ def test_stop_leaves_no_socket(mearasd: Daemon) -> None:
     assert mearasd.proc.wait(10) == 0
     assert not Path(mearasd.control_socket).exists()
     assert not Path(mearasd.data_socket).exists()
+
+
+# ---- remote vGPUs in an assembly: a second mearasd serves its GPU over remote-link
+
+def test_assembly_with_remote_vgpu(tmp_path: Path) -> None:
+    key = tmp_path / "cluster.key"
+    key.write_text("test cluster key 0123456789abcdef\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs: list[subprocess.Popen[bytes]] = []
+    logs = [tmp_path / "remote.log", tmp_path / "client.log"]
+    try:
+        with open(logs[0], "wb") as out:
+            procs.append(subprocess.Popen(
+                [str(MEARASD), "--device=sim", f"--socket={tmp_path / 'r.sock'}",
+                 f"--control={tmp_path / 'rc.sock'}", f"--link-port={port}",
+                 f"--cluster-key-file={key}"], stdout=out, stderr=subprocess.STDOUT))
+        with open(logs[1], "wb") as out:
+            procs.append(subprocess.Popen(
+                [str(MEARASD), "--device=sim", f"--socket={tmp_path / 'd.sock'}",
+                 f"--control={tmp_path / 'c.sock'}", f"--node-name={NODE}",
+                 f"--cluster-key-file={key}"], stdout=out, stderr=subprocess.STDOUT))
+        wait_for_socket(str(tmp_path / "r.sock"), procs[0])
+        wait_for_socket(str(tmp_path / "c.sock"), procs[1])
+        wait_for_socket(str(tmp_path / "d.sock"), procs[1])
+        d = Daemon(procs[1], str(tmp_path / "d.sock"), str(tmp_path / "c.sock"), logs[1])
+        c = client(d)
+        mixed = Assembly("mix", "pid:1@node-a", "test", "exact",
+                         (VgpuPlacement(0, NODE, 0, 256 * MiB, ""),
+                          VgpuPlacement(1, "node-b", 0, 256 * MiB, f"127.0.0.1:{port}")), time.time())
+        c.instantiate(mixed)
+        listed = {a: v for a, _, v in c.list_assemblies()}
+        assert [v.remote_address for v in listed["mix"]] == ["", f"127.0.0.1:{port}"]
+        r = d.run_probe("mix")
+        assert r.returncode == 0, r.stdout + r.stderr
+        seen = kv(r.stdout)
+        assert seen["count"] == "2"
+        assert seen["dev0_total"] == str(256 * MiB)         # local: the quota
+        assert seen["dev1_within_quota_status"] == "0"      # remote vGPU: allocations work
+        assert seen["dev1_memset_status"] == "0"
+        assert "remote" in logs[1].read_text() or "link" in logs[1].read_text()
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(5)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
