@@ -2,7 +2,7 @@
 # top-level Makefile. `make experiment-NAME` runs one sweep; results (CSV,
 # JSON, PNG) go to experiments/results/ (experiments/results/sim/ on the sim).
 # EXP_ARGS passes more options, e.g. EXP_ARGS='--seconds 10 --apps cp'.
-EXPERIMENTS := demo contention remote-share network batch latency assembly
+EXPERIMENTS := demo contention remote-share network batch latency assembly scaling
 BUILD ?= build
 EXP_ARGS ?=
 EXP_PYTHON ?= python3

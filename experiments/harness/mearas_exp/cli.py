@@ -11,7 +11,8 @@ from .records import PointResult, progress, run_info, write_sweep
 from .sweeps import SWEEPS, RunOptions, run_sweep
 
 ALL = (*SWEEPS, "latency", "assembly")
-DEFAULT_APPS = {"demo": ("blackscholes",), "assembly": ("binomialoptions", "blackscholes")}
+DEFAULT_APPS = {"demo": ("blackscholes",), "assembly": ("binomialoptions", "blackscholes"),
+                "scaling": ("binomialoptions", "blackscholes")}
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -89,11 +90,14 @@ def main(argv: list[str] | None = None) -> int:
             points = run_sweep("assembly", assembly_points(opts), opts)
         else:
             points = run_sweep(a.sweep, SWEEPS[a.sweep](opts), opts)
-        # assembly.json is the metric file; the runs behind it go beside it
-        name = "assembly-runs" if a.sweep == "assembly" else a.sweep
+        # assembly.json / scaling.json are metric files; the runs behind them go beside
+        name = f"{a.sweep}-runs" if a.sweep in ("assembly", "scaling") else a.sweep
         written: list[Path] = list(write_sweep(out, name, points, info))
         if a.sweep == "assembly" and all(p.status == "ok" for p in points):
             written.append(write_metric(out, metric_records(points, label)))
+        if a.sweep == "scaling" and any(p.status == "ok" for p in points):
+            from .metric import scaling_records, write_scaling
+            written.append(write_scaling(out, scaling_records(points, label)))
         try:  # plots last: a missing matplotlib (GPU image) must not lose the numbers
             from .plots import plot_sweep
             written.append(plot_sweep(a.sweep, points, out, label) or Path("(no plot: no ok points)"))

@@ -51,3 +51,43 @@ def write_metric(out: Path, records: list[dict[str, Any]]) -> Path:
     path = out / "assembly.json"
     path.write_text(json.dumps(records, indent=1) + "\n")
     return path
+
+
+SCALING_APPS = {"binomialoptions": "binomial", "blackscholes": "blackscholes"}
+
+
+def scaling_records(results: list[PointResult], device: str) -> list[dict[str, Any]]:
+    """Efficiency at the largest vGPU count: (aggregate / one local vGPU's) / n,
+    for the mixed and the all-local layout; records as in assembly.json."""
+    records = []
+    date = datetime.date.today().isoformat()
+    for app, short in SCALING_APPS.items():
+        ok = [r for r in results if r.app == app and r.status == "ok"]
+        base = [r for r in ok if r.params["vgpus"] == 1]
+        if not base:
+            continue
+        b = base[0].aggregate()["throughput"]
+        assert isinstance(b, float)
+        if b <= 0:
+            continue
+        top = max(int(r.params["vgpus"]) for r in ok)
+        for r in ok:
+            if r.params["vgpus"] != top or top == 1:
+                continue
+            agg = r.aggregate()["throughput"]
+            assert isinstance(agg, float)
+            layout = str(r.params["layout"])
+            metric = f"{short}_{top}vgpu_efficiency" + ("" if layout == "mixed" else "_local")
+            records.append({"metric": metric, "unit": f"{r.aggregate()['unit']} (aggregate)",
+                            "baseline": b * top, "mearas": agg, "ratio": round(agg / b / top, 4),
+                            "device": device, "date": date})
+    if not records:
+        raise HarnessError("scaling: no ok points to compute efficiencies from")
+    return records
+
+
+def write_scaling(out: Path, records: list[dict[str, Any]]) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "scaling.json"
+    path.write_text(json.dumps(records, indent=1) + "\n")
+    return path

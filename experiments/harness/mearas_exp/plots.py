@@ -107,7 +107,7 @@ def latency_plot(points: list[LatencyPoint], path: Path, device: str) -> Path | 
 FIGURES = {"demo": "fig5-demo.png", "contention": "fig5-6a-contention.png",
            "remote-share": "fig6b-remote-share.png", "network": "network-classes.png",
            "batch": "batch-size.png", "assembly": "assembly-2gpu.png",
-           "latency": "fig10-latency.png"}
+           "latency": "fig10-latency.png", "scaling": "scaling.png"}
 
 
 def plot_sweep(sweep: str, points: list[PointResult], out: Path, device: str) -> Path | None:
@@ -123,6 +123,9 @@ def plot_sweep(sweep: str, points: list[PointResult], out: Path, device: str) ->
         return network_plot(points, path, device)
     if sweep == "batch":
         return relative_plot(points, "batch", (), path, "link batch size", "batch size", device)
+    if sweep == "scaling":
+        return relative_plot(points, "vgpus", ("layout",), path,
+                             "aggregate throughput against vGPUs: all local vs mixed", "vGPUs", device)
     if sweep == "assembly":
         for p in points:
             p.params["vgpus"] = 1 if p.params["assembly"] == "1 local" else 2

@@ -86,9 +86,28 @@ def batch(opts: RunOptions) -> list[Point]:
             for app in opts.apps for b in BATCH_SIZES]
 
 
+SCALING_VGPUS = (1, 2, 4, 8)
+
+
+def scaling(opts: RunOptions) -> list[Point]:
+    """Issue 7: aggregate throughput against vGPU count, all vGPUs local on the
+    client node (GPU i % gpus) versus mixed (1 local + n-1 remote nodes, one a
+    vGPU, on GPU i % gpus)."""
+    g = max(opts.gpus, 1)
+    pts = []
+    for app in opts.apps:
+        for n in SCALING_VGPUS:
+            pts.append(Point({"vgpus": n, "layout": "local"}, app,
+                             AssemblySpec(tuple(i % g for i in range(n)), device=opts.device)))
+            if n > 1:
+                pts.append(Point({"vgpus": n, "layout": "mixed"}, app,
+                                 AssemblySpec((0,), tuple(i % g for i in range(1, n)), device=opts.device)))
+    return pts
+
+
 SWEEPS: dict[str, Callable[[RunOptions], list[Point]]] = {
     "demo": demo, "contention": contention, "remote-share": remote_share,
-    "network": network_classes, "batch": batch,
+    "network": network_classes, "batch": batch, "scaling": scaling,
 }
 
 

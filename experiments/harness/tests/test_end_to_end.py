@@ -116,6 +116,24 @@ def test_assembly_metric_on_sim(tmp_path: Path) -> None:
     assert_cleaned_up(doc)
 
 
+@pytest.mark.skipif(not remote_supported(Paths.default().mearasd), reason="needs mearasd remote vGPUs")
+def test_scaling_on_sim(tmp_path: Path) -> None:
+    r = run(tmp_path, "scaling", "--apps", "binomialoptions", "--seconds", "0.2")
+    assert r.returncode == 0, r.stderr
+    doc, _ = load(tmp_path, "scaling-runs")
+    layout = [(p["params"]["vgpus"], p["params"]["layout"]) for p in doc["points"]]
+    assert layout == [(1, "local"), (2, "local"), (2, "mixed"), (4, "local"), (4, "mixed"),
+                      (8, "local"), (8, "mixed")]
+    mixed8 = doc["points"][-1]
+    assert [v["kind"] for v in mixed8["vgpus"]] == ["local"] + ["remote"] * 7
+    assert len(mixed8["nodes"]) == 8  # the client node and one node per remote vGPU
+    recs = json.loads((tmp_path / "out" / "scaling.json").read_text())
+    assert {x["metric"] for x in recs} == {"binomial_8vgpu_efficiency", "binomial_8vgpu_efficiency_local"}
+    assert all(x["ratio"] > 0 for x in recs)
+    assert (tmp_path / "out" / "scaling.png").is_file()
+    assert_cleaned_up(doc)
+
+
 def test_latency_local_on_sim(tmp_path: Path) -> None:
     r = run(tmp_path, "latency")
     assert r.returncode == 0, r.stderr
