@@ -26,12 +26,13 @@ SLOT_LINE = re.compile(r"VM (\S+) slot (\d+) vGPU 0: (\d+) records served, (\d+)
                        r"([0-9.]+) us of host time each")
 
 
-def first_slot_report(log: Path) -> tuple[int, float] | None:
-    """(calls, host us per call) of the first guest process the VM worker
-    served: guest/suite.sh runs the sync-only microbench first."""
+def sync_run_report(log: Path, min_calls: int) -> tuple[int, float] | None:
+    """(calls, host us per call) of the first guest process that made at least
+    min_calls synchronizing calls: tests/vm-cuda/guest/suite.sh runs the
+    sync-only microbench right after a short warm-up, before anything else."""
     for line in log.read_text(errors="replace").splitlines():
         m = SLOT_LINE.search(line)
-        if m:
+        if m and int(m.group(4)) >= min_calls:
             return int(m.group(4)), float(m.group(5))
     return None
 
@@ -42,7 +43,7 @@ def main() -> int:
     ap.add_argument("--guest", type=Path, nargs="+", required=True, help="runs inside the guest")
     ap.add_argument("--mearasd-log", type=Path, required=True, help="log of mearasd --vm")
     ap.add_argument("--min-sync-calls", type=int, default=3000,
-                    help="the first slot must have served at least this many synchronizing calls")
+                    help="synchronizing calls of the sync-only run at least (it makes 3000)")
     ap.add_argument("--device", default="unknown")
     ap.add_argument("--note", default="", help="added to every record's note")
     ap.add_argument("--out", type=Path, required=True)
@@ -65,14 +66,11 @@ def main() -> int:
                                                       or name.endswith("_us") else "")})
         missing += nv is None or gv is None
         print(f"{name:24} {fmt(nv[1] if nv else None):>12} {fmt(gv[1] if gv else None):>12} {fmt(ratio):>12}")
-    report = first_slot_report(args.mearasd_log)
+    report = sync_run_report(args.mearasd_log, args.min_sync_calls)
     host_us = None
     if report is None:
-        print("host_us_per_sync_call: no slot report in the mearasd log", file=sys.stderr)
-        missing += 1
-    elif report[0] < args.min_sync_calls:
-        print(f"host_us_per_sync_call: the first slot served {report[0]} synchronizing calls, "
-              f"expected >= {args.min_sync_calls} (not the sync-only run?)", file=sys.stderr)
+        print(f"host_us_per_sync_call: no slot report with >= {args.min_sync_calls} synchronizing "
+              "calls in the mearasd log", file=sys.stderr)
         missing += 1
     else:
         host_us = report[1]

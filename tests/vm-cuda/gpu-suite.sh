@@ -75,7 +75,7 @@ LD_LIBRARY_PATH=$work/lib "$work/bin/mearasd" --device="$device" --socket="$work
 mpid=$!
 for _ in $(seq 300); do grep -q 'VM g: serving' "$out/mearasd.log" && [ -S "$work/a.sock" ] && break; sleep 0.1; done
 grep 'VM g: serving' "$out/mearasd.log" || { echo "gpu-suite: mearasd does not serve the VM"; tail "$out/mearasd.log"; exit 1; }
-LD_LIBRARY_PATH=$work/lib QEMU_MODULE_DIR=$work/lib/qemu timeout -k 5 400 "$work/bin/qemu-system-x86_64" \
+LD_LIBRARY_PATH=$work/lib QEMU_MODULE_DIR=$work/lib/qemu timeout -k 5 360 "$work/bin/qemu-system-x86_64" \
 	-L "$work/share/qemu" -L "$work/share/seabios" -accel tcg -m 1024 -smp "$smp" \
 	-nodefaults -display none -no-reboot -net none -serial "file:$out/guest-serial.log" \
 	-kernel "$work/guest/vmlinuz" -initrd "$work/guest/initramfs.cpio.gz" \
@@ -96,7 +96,7 @@ mpid=""
 tr -d '\r' < "$out/guest-serial.log" | grep -E '^MEARAS-(EXIT|KERNEL|INSMOD)' | sed 's/^/  /'
 grep -q '^MEARAS-EXIT 0' <(tr -d '\r' < "$out/guest-serial.log") || rc=1
 expect=()
-for p in $programs microbench-sync microbench-1 microbench-2; do expect+=(--expect "$p"); done
+for p in $programs warmup microbench-sync microbench-1 microbench-2; do expect+=(--expect "$p"); done
 python3 "$repo/tests/vm-cuda/guest_console.py" "$out/guest-serial.log" "$work/guest" "${expect[@]}" \
 	> "$work/console.txt" 2>&1 || { rc=1; cat "$work/console.txt"; }
 
