@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mearas/log.h"
@@ -931,6 +932,21 @@ static bool reports_deferred(unsigned op)
 
 /* ---- completions ---- */
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Host-side cost of one synchronizing call, for the VM worker's report. */
+static void account_sync(struct vgpu *v, uint64_t fetched_ns)
+{
+	v->sync_calls++;
+	v->sync_ns += mono_ns() - fetched_ns;
+}
+
 bool post_cqe(struct vgpu *v, uint16_t cq, const struct mearas_cqe *c)
 {
 	struct mearas_ring_ctl *ctl;
@@ -985,7 +1001,9 @@ static void complete(struct vgpu *v, struct pending *p)
 	if (!post_cqe(v, p->cq, &p->cqe)) {
 		log_err("vGPU %u: completion slot %u overflows: the client is misbehaving", v->index, p->cq);
 		v->w->broken = true;
+		return;
 	}
+	account_sync(v, p->fetched_ns);
 }
 
 int exec_poll_pending(struct vgpu *v)
@@ -1039,6 +1057,7 @@ void exec_record(struct vgpu *v, const struct mearas_sqe *e)
 	struct mearas_cqe c = { .user_data = e->user_data };
 	struct fence_req f = { 0 };
 	bool want = (e->flags & MEARAS_SQE_WANT_CQE) != 0;
+	uint64_t fetched_ns = want ? mono_ns() : 0;
 	int r;
 
 	/* single writer; the worker's main thread reads it for the call rate */
@@ -1060,7 +1079,7 @@ void exec_record(struct vgpu *v, const struct mearas_sqe *e)
 	/* a fence only for records that wait for the device or act after it */
 	if (r == 0 && (f.stream || f.event) && (want || f.action != PENDING_POST)) {
 		struct pending p = { .want_cqe = want, .action = f.action, .arg = f.arg, .cqe = c, .cq = e->cq,
-				     .flush = f.flush, .flush_event = f.event,
+				     .fetched_ns = fetched_ns, .flush = f.flush, .flush_event = f.event,
 				     .flush_stream = f.stream == v->ops->stream_default(v->dev) && e->op == MEARAS_OP_CTX_SYNC
 						     ? NULL : f.stream };
 
@@ -1090,7 +1109,9 @@ void exec_record(struct vgpu *v, const struct mearas_sqe *e)
 	if (!post_cqe(v, e->cq, &c)) {
 		log_err("vGPU %u: completion slot %u overflows: the client is misbehaving", v->index, e->cq);
 		v->w->broken = true;
+		return;
 	}
+	account_sync(v, fetched_ns);
 }
 
 /* Frees every object and all memory of the vGPU (cudaDeviceReset, or the

@@ -92,6 +92,8 @@ static void slot_reset_region(struct vm *vm, struct vm_slot *s)
 		memset(v->cq_tail, 0, sizeof(v->cq_tail));
 		v->hf_done_token = 0;
 		v->records = 0;
+		v->sync_calls = 0;
+		v->sync_ns = 0;
 	}
 	w->stop = 0;
 	w->broken = false;
@@ -157,8 +159,11 @@ void vm_slot_stop(struct vm *vm, unsigned k)
 				v->ops->event_destroy(v->dev, v->pend[p].fence);
 		v->npend = 0;
 		vgpu_teardown(v);
-		log_info("VM %s slot %u vGPU %u: %llu records served%s; freed", vm->spec->name, k, i,
-			 (unsigned long long)v->records, w->broken ? " (client misbehaved)" : "");
+		/* parsed by tests/vm-cuda/gpu-suite.sh (host_us_per_sync_call) */
+		log_info("VM %s slot %u vGPU %u: %llu records served, %llu synchronizing in %.3f us of host time each%s; freed",
+			 vm->spec->name, k, i, (unsigned long long)v->records, (unsigned long long)v->sync_calls,
+			 v->sync_calls ? (double)v->sync_ns / 1e3 / (double)v->sync_calls : 0.0,
+			 w->broken ? " (client misbehaved)" : "");
 	}
 	s->active = false;
 	s->token = 0;

@@ -55,6 +55,7 @@ struct pending {
 	uint64_t arg;
 	struct mearas_cqe cqe;
 	uint16_t cq;
+	uint64_t fetched_ns;    /* when the record was taken from the ring */
 };
 
 struct global_range {
@@ -86,6 +87,9 @@ struct vgpu {
 	pthread_mutex_t cq_lock;
 	pthread_t thread;
 	uint64_t records;
+	/* synchronizing records (WANT_CQE) completed, and the host time from
+	 * taking each from the ring to posting its completion (device time included) */
+	uint64_t sync_calls, sync_ns;
 	/* host functions waiting for the client (cudaLaunchHostFunc) */
 	pthread_mutex_t hf_lock;
 	pthread_cond_t hf_cond;

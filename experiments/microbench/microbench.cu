@@ -1,6 +1,9 @@
 // Microbenchmarks of the CUDA runtime paths mearas virtualizes. Prints one
 // line per metric: "METRIC name unit value". Run natively and through mearas
 // in the same session; experiments/microbench/compare.py makes the ratios.
+//   microbench [--idle SECONDS] [--only sync_roundtrip|launch_rate|copies] [--copy-mb N]
+// --copy-mb: bytes per bandwidth copy (default 256 MiB; a VM slot's data area
+// may be smaller, then native and guest runs use the same smaller size).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -50,6 +53,11 @@ static void sync_roundtrip()
     }
     std::sort(t.begin(), t.end());
     metric("sync_roundtrip_us", "us", t[t.size() / 2]);
+    // the mean too: comparable with mearasd's host time per call (a mean)
+    double sum = 0;
+    for (double x : t)
+        sum += x;
+    metric("sync_roundtrip_mean_us", "us", sum / t.size());
     CHECK(cudaFree(d));
 }
 
@@ -83,9 +91,8 @@ static double bandwidth(void *dst, const void *src, size_t n, cudaMemcpyKind k)
     return best;
 }
 
-static void copies()
+static void copies(size_t n)
 {
-    const size_t n = 256ull << 20;
     void *d, *pinned;
     CHECK(cudaMalloc(&d, n));
     CHECK(cudaMallocHost(&pinned, n));
@@ -103,14 +110,26 @@ static void copies()
 
 int main(int argc, char **argv)
 {
-    int idle = 0;
+    int idle = 0, copy_mb = 256;
+    const char *only = nullptr;
     for (int i = 1; i < argc; i++) {
-        if (!std::strcmp(argv[i], "--idle") && i + 1 < argc)
+        if (!std::strcmp(argv[i], "--idle") && i + 1 < argc) {
             idle = std::atoi(argv[++i]);
-        else {
-            std::fprintf(stderr, "usage: microbench [--idle SECONDS]\n");
+        } else if (!std::strcmp(argv[i], "--copy-mb") && i + 1 < argc) {
+            copy_mb = std::atoi(argv[++i]);
+        } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc &&
+                   (!std::strcmp(argv[i + 1], "sync_roundtrip") || !std::strcmp(argv[i + 1], "launch_rate") ||
+                    !std::strcmp(argv[i + 1], "copies"))) {
+            only = argv[++i];
+        } else {
+            std::fprintf(stderr, "usage: microbench [--idle SECONDS] "
+                                 "[--only sync_roundtrip|launch_rate|copies] [--copy-mb 1..4096]\n");
             return 2;
         }
+    }
+    if (copy_mb < 1 || copy_mb > 4096) {
+        std::fprintf(stderr, "microbench: --copy-mb must be 1..4096\n");
+        return 2;
     }
     CHECK(cudaFree(nullptr));
     cudaDeviceProp p;
@@ -124,8 +143,12 @@ int main(int argc, char **argv)
         std::this_thread::sleep_for(std::chrono::seconds(idle));
         return 0;
     }
-    sync_roundtrip();
-    launch_rate();
-    copies();
+    auto want = [only](const char *name) { return !only || !std::strcmp(only, name); };
+    if (want("sync_roundtrip"))
+        sync_roundtrip();
+    if (want("launch_rate"))
+        launch_rate();
+    if (want("copies"))
+        copies(static_cast<size_t>(copy_mb) << 20);
     return 0;
 }

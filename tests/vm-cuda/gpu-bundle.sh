@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Packs what the GPU machine lacks for the VM test (it has no QEMU): this
 # machine's QEMU with its non-glibc libraries and firmware, mearasd, and the
-# guest image, into OUT/vmgpu.tar.gz; OUT/gpu-run.sh runs it there.
+# guest image, plus the tests/cuda programs and microbench for the native runs
+# (suite/), into OUT/vmgpu.tar.gz; gpu-suite.sh (or OUT/gpu-run.sh) runs it there.
 #   gpu-bundle.sh OUT_DIR     (after make -C tests/vm-cuda all)
 set -euo pipefail
 out=${1:?usage: gpu-bundle.sh OUT_DIR}
@@ -9,7 +10,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-mkdir -p "$stage"/{bin,lib,share,guest} "$out"
+mkdir -p "$stage"/{bin,lib,share,guest,suite} "$out"
 copy_libs() {
 	local lib
 	for lib in $(ldd "$1" | grep -o '/[^ ]*'); do
@@ -30,6 +31,9 @@ mkdir -p "$stage/lib/qemu"
 cp -L /usr/lib/x86_64-linux-gnu/qemu/*.so "$stage/lib/qemu/" 2>/dev/null || true
 for m in "$stage"/lib/qemu/*.so; do [ -e "$m" ] && copy_libs "$m"; done
 cp "$here/build/guest/vmlinuz" "$here/build/guest/initramfs.cpio.gz" "$stage/guest/"
+# the same binaries the guest image holds, for the native runs
+find "$repo/tests/cuda/build" -maxdepth 1 -type f -perm -u+x -exec cp {} "$stage/suite/" \;
+cp "$repo/build/experiments/microbench" "$stage/suite/"
 tar -C "$stage" -czf "$out/vmgpu.tar.gz" .
 cp "$here/gpu-run.sh" "$out/"
 echo "gpu-bundle: $out/vmgpu.tar.gz ($(du -h "$out/vmgpu.tar.gz" | cut -f1))"

@@ -181,6 +181,16 @@ check stop/vm-processes-exit "wait_for '(for p in $kids; do kill -0 \$p 2>/dev/n
 check stop/socket-removed "wait_for '[ ! -e $work/a.sock ]' 5"
 mpid=""
 
+echo "== GPU-machine suite script (gpu-bundle.sh + gpu-suite.sh) against mearasd --device=sim"
+while IFS= read -r line; do
+	case $line in
+	PASS\ *) pass "suite/${line#PASS }" ;;
+	FAIL\ *) line=${line#FAIL }; fail "suite/${line%%: *}" "${line#*: }" ;;
+	*\ passed,\ *\ failed) ;;
+	*) echo "$line" ;;
+	esac
+done < <("$(dirname "$0")/suite-test.sh" 2>&1)
+
 echo "== took $(( $(date +%s) - start )) s"
 if [ "$failed" -eq 0 ]; then rm -rf "$work"; else echo "logs kept in $work"; fi
 echo "$passed passed, $failed failed"

@@ -68,6 +68,10 @@ dead)
 hostile)
 	/bin/hostile
 	;;
+suite)
+	# $2: microbench copy size in MiB (kernel command line mearas_secs=)
+	sh /bin/suite.sh "${2:-256}"
+	;;
 *)
 	$t "$@"
 	;;

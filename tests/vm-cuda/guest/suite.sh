@@ -1,0 +1,38 @@
+#!/bin/sh
+# Runs inside the guest (busybox), started by vmtests.sh "suite": a warm-up,
+# the microbenchmark's synchronizing round trips alone (the first slot report
+# of the VM worker with >= 3000 such calls: the host time per call), then every
+# program of /opt/suite (the tests/cuda suite), then the whole microbenchmark
+# twice. Files do not come back from the guest, so each run's stdout and
+# stderr go to the console base64-encoded between markers, decoded on the
+# host by tests/vm-cuda/guest_console.py:
+#   MEARAS-BEGIN NAME / MEARAS-O <base64> / MEARAS-E <base64> / MEARAS-END NAME RC
+# usage: suite.sh COPY_MB TIMEOUT_S
+copy_mb=${1:-256}
+limit=${2:-200}
+export LD_LIBRARY_PATH=/usr/lib/mearas
+
+# run NAME PROGRAM ARGS...: killed after $limit s (exit 137, a timeout for run-suite.sh)
+run() {
+	name=$1
+	shift
+	echo "MEARAS-BEGIN $name"
+	timeout -s KILL "$limit" "$@" > /tmp/run.out 2> /tmp/run.err < /dev/null
+	rc=$?
+	base64 -w 0 /tmp/run.out | fold -w 76 | sed 's/^/MEARAS-O /'
+	echo
+	base64 -w 0 /tmp/run.err | fold -w 76 | sed 's/^/MEARAS-E /'
+	echo
+	echo "MEARAS-END $name $rc"
+}
+
+# the first claim opens the slot's devices and registers the whole BAR with
+# the GPU (the library waits 10 s at most): done by a short program first
+run warmup /opt/suite/device_query
+run microbench-sync /bin/microbench --only sync_roundtrip
+for p in /opt/suite/*; do
+	[ -x "$p" ] && run "$(basename "$p")" "$p"
+done
+run microbench-1 /bin/microbench --copy-mb "$copy_mb"
+run microbench-2 /bin/microbench --copy-mb "$copy_mb"
+exit 0
