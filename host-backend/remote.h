@@ -11,7 +11,8 @@
  *          -> reply: status, message, the remote vGPU's devinfo
  *   RECORD post: one SQE, its arena payload, and the data-area bytes it reads
  *          (inline, or sent just before as a bulk transfer tagged with the offset)
- *   REAP   call (long poll): answered when completions exist, with a list of
+ *   REAP   call (long poll; up to REMOTE_REAPS_MAX outstanding, answered
+ *          oldest first): answered when completions exist, with a list of
  *          items in order: data-area bytes written by device-to-host copies,
  *          device output, completions. Data always comes before any
  *          completion posted after it.
@@ -33,6 +34,8 @@
 #define REMOTE_INLINE_DATA_MAX (256u << 10)
 /* a REAP reply carries at most this much */
 #define REMOTE_REPLY_MAX (8u << 20)
+/* REAP calls a client keeps outstanding (the remote node queues this many) */
+#define REMOTE_REAPS_MAX 4u
 
 enum remote_msg_kind { REMOTE_MSG_OPEN = 1, REMOTE_MSG_RECORD = 2, REMOTE_MSG_REAP = 3 };
 

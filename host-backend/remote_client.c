@@ -3,8 +3,10 @@
  * Client node side of a remote vGPU: the forwarding poller drains the vGPU's
  * submission ring in order and posts each record on the vGPU's link (with
  * its arena payload and the data-area bytes it reads); a reaper thread keeps
- * one REAP call outstanding whose replies carry device-to-host bytes, device
- * output and completions, which it writes into the client's region. A broken
+ * REAP_OUTSTANDING asynchronous REAP calls outstanding, whose replies carry
+ * device-to-host bytes, device output and completions; the link's receive
+ * thread writes each into the client's region as it lands (no extra thread
+ * hop on a synchronous call), and the next reply is already on its way. A broken
  * link fails every record in flight, and every later one, with
  * cudaErrorDevicesUnavailable.
  */
@@ -23,13 +25,24 @@
 
 #define TOKENS_CAP (1u << 16)
 #define OPEN_TIMEOUT_MS 60000u
+#define REAP_OUTSTANDING 2u
+#define REAP_BUF (REMOTE_REPLY_MAX + 4096)
+
+struct reap_slot {
+	struct vgpu *v;
+	uint8_t *buf;
+	struct reap_slot *next_free;
+};
 
 struct remote_vgpu {
 	struct mearas_link *link;
 	struct remote_tokens tokens;
 	pthread_t reaper;
 	int failed;             /* atomic: first link error */
-	uint8_t *reply;
+	struct reap_slot slot[REAP_OUTSTANDING];
+	pthread_mutex_t reap_lock;
+	pthread_cond_t reap_cond;
+	struct reap_slot *free_slots; /* replies applied: to be sent again */
 	char peer[REMOTE_HOST_MAX + 8];
 };
 
@@ -52,9 +65,19 @@ int remote_client_open(struct vgpu *v, const struct remote_target *t, struct mea
 	size_t len = 0;
 	int rc;
 
-	if (!rv || remote_tokens_init(&rv->tokens, TOKENS_CAP) || !(rv->reply = malloc(REMOTE_REPLY_MAX + 4096))) {
+	if (!rv || remote_tokens_init(&rv->tokens, TOKENS_CAP)) {
 		snprintf(err, errlen, "vGPU %u: out of memory", v->index);
 		return cudaErrorMemoryAllocation;
+	}
+	pthread_mutex_init(&rv->reap_lock, NULL);
+	pthread_cond_init(&rv->reap_cond, NULL);
+	for (unsigned i = 0; i < REAP_OUTSTANDING; i++) {
+		rv->slot[i] = (struct reap_slot){ .v = v, .buf = malloc(REAP_BUF), .next_free = rv->free_slots };
+		rv->free_slots = &rv->slot[i];
+		if (!rv->slot[i].buf) {
+			snprintf(err, errlen, "vGPU %u: out of memory", v->index);
+			return cudaErrorMemoryAllocation;
+		}
 	}
 	snprintf(rv->peer, sizeof(rv->peer), "%s:%u", t->host, t->port);
 	gethostname(req.node, sizeof(req.node) - 1);
@@ -275,22 +298,58 @@ static void apply_reply(struct vgpu *v, const uint8_t *p, size_t len)
 	}
 }
 
+/* On the link's receive thread: one REAP reply landed (or the link broke). */
+static void reap_done(void *ctx, int status, size_t len)
+{
+	struct reap_slot *slot = ctx;
+	struct vgpu *v = slot->v;
+	struct remote_vgpu *rv = v->remote;
+
+	if (status)
+		fail_link(v, status, link_err(status));
+	else
+		apply_reply(v, slot->buf, len);
+	pthread_mutex_lock(&rv->reap_lock);
+	slot->next_free = rv->free_slots;
+	rv->free_slots = slot;
+	pthread_cond_signal(&rv->reap_cond);
+	pthread_mutex_unlock(&rv->reap_lock);
+}
+
+/* Keeps REAP_OUTSTANDING calls outstanding: sends one again once its reply is applied. */
 static void *reaper_main(void *arg)
 {
 	struct vgpu *v = arg;
 	struct remote_vgpu *rv = v->remote;
 	const uint32_t req[2] = { REMOTE_MSG_REAP, 0 };
 
+	pthread_mutex_lock(&rv->reap_lock);
 	while (!v->w->stop && !__atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE)) {
-		size_t len = 0;
-		int rc = mearas_link_call(rv->link, req, sizeof(req), rv->reply, REMOTE_REPLY_MAX + 4096, &len, 0);
+		struct reap_slot *slot = rv->free_slots;
+		int rc;
 
+		if (!slot) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 200 * 1000 * 1000;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&rv->reap_cond, &rv->reap_lock, &ts);
+			continue;
+		}
+		rv->free_slots = slot->next_free;
+		pthread_mutex_unlock(&rv->reap_lock);
+		rc = mearas_link_call_async(rv->link, req, sizeof(req), slot->buf, REAP_BUF, reap_done, slot);
+		pthread_mutex_lock(&rv->reap_lock);
 		if (rc) {
 			fail_link(v, rc, link_err(rc));
 			break;
 		}
-		apply_reply(v, rv->reply, len);
 	}
+	pthread_mutex_unlock(&rv->reap_lock);
 	return NULL;
 }
 

@@ -76,8 +76,8 @@ struct session {
 	pthread_mutex_t qlock;
 	struct out_item *q;
 	size_t qhead, qlen, qcap;
-	bool reap_pending;
-	uint64_t reap_seq;
+	uint64_t reap_seq[REMOTE_REAPS_MAX]; /* outstanding REAP calls, oldest first */
+	unsigned nreap;
 	uint8_t *reply;
 };
 
@@ -620,14 +620,14 @@ static size_t build_reply(struct session *s)
 static void try_reply(struct session *s)
 {
 	pthread_mutex_lock(&s->qlock);
-	while (s->reap_pending && s->qlen) {
-		uint64_t seq = s->reap_seq;
+	while (s->nreap && s->qlen) {
+		uint64_t seq = s->reap_seq[0];
 		size_t len = build_reply(s);
 		int rc;
 
 		if (!len)
 			break;
-		s->reap_pending = false;
+		memmove(s->reap_seq, s->reap_seq + 1, --s->nreap * sizeof(s->reap_seq[0]));
 		pthread_mutex_unlock(&s->qlock);
 		rc = mearas_link_reply(s->conn, seq, s->reply, len);
 		if (rc)
@@ -761,11 +761,18 @@ static void on_message(void *ctx, struct mearas_link_conn *c, uint64_t seq, bool
 	if (kind == REMOTE_MSG_RECORD) {
 		feed_record(s, data, len);
 	} else if (kind == REMOTE_MSG_REAP && wants_reply) {
+		bool ok;
+
 		pthread_mutex_lock(&s->qlock);
-		s->reap_pending = true;
-		s->reap_seq = seq;
+		ok = s->nreap < REMOTE_REAPS_MAX;
+		if (ok)
+			s->reap_seq[s->nreap++] = seq;
 		pthread_mutex_unlock(&s->qlock);
-		notify(s);
+		if (ok)
+			notify(s);
+		else
+			log_warn("remote link %s: more than %u REAP calls outstanding: one dropped",
+				 mearas_link_conn_peer(c), REMOTE_REAPS_MAX);
 	} else if (wants_reply && len >= sizeof(struct remote_open_req) &&
 		   ((const struct remote_open_req *)data)->kind == REMOTE_MSG_OPEN) {
 		struct remote_open_reply rep = { .magic = REMOTE_MAGIC, .status = cudaErrorInvalidValue };

@@ -88,6 +88,14 @@ int mearas_link_postv(struct mearas_link *l, const struct iovec *iov, int iovcnt
  * timeout_ms 0 = wait until the reply or the link breaks. */
 int mearas_link_call(struct mearas_link *l, const void *req, size_t req_len, void *reply,
 		     size_t reply_cap, size_t *reply_len, uint32_t timeout_ms);
+/* The same without waiting: fn(ctx, status, reply_len) runs exactly once, on
+ * the link's receive thread when the reply has been read into reply (which
+ * must stay valid until then), or with the error that broke the link (on the
+ * thread that saw it, possibly the caller's). fn must be quick and must not
+ * call link functions that send. */
+typedef void (*mearas_link_reply_fn)(void *ctx, int status, size_t reply_len);
+int mearas_link_call_async(struct mearas_link *l, const void *req, size_t req_len, void *reply,
+			   size_t reply_cap, mearas_link_reply_fn fn, void *ctx);
 int mearas_link_flush(struct mearas_link *l);
 /* Send len bytes as chunks of chunk_bytes (sent from data without copy on TCP);
  * the receiver gets on_chunk per chunk. Earlier posts are flushed first. */

@@ -17,7 +17,17 @@ struct pending {
 	size_t len;
 	int status;
 	int done;
+	/* asynchronous call: heap-owned, completed through this callback */
+	mearas_link_reply_fn fn;
+	void *ctx;
 };
+
+/* Completes an asynchronous call (no lock held) and frees it. */
+static void finish_async(struct pending *p)
+{
+	p->fn(p->ctx, p->status, p->status ? 0 : p->len);
+	free(p);
+}
 
 struct batch {
 	uint8_t *buf;
@@ -68,14 +78,24 @@ static void fail_link(struct mearas_link *l, int status)
 	if (!__atomic_load_n(&l->closing, __ATOMIC_ACQUIRE))
 		link_log(&l->cfg, MEARAS_LINK_LOG_ERR, "link broken: %s", mearas_link_strerror(status));
 	l->t->ops->shutdown(l->t);
+	struct pending *async = NULL, *next;
 	pthread_mutex_lock(&l->pend_lock);
-	for (struct pending *p = l->pending; p; p = p->next) {
+	for (struct pending *p = l->pending; p; p = next) {
+		next = p->next;
 		p->status = status;
 		p->done = 1;
+		if (p->fn) {
+			p->next = async;
+			async = p;
+		}
 	}
 	l->pending = NULL;
 	pthread_cond_broadcast(&l->pend_cond);
 	pthread_mutex_unlock(&l->pend_lock);
+	for (struct pending *p = async; p; p = next) {
+		next = p->next;
+		finish_async(p);
+	}
 	pthread_mutex_lock(&l->batch_lock);
 	pthread_cond_broadcast(&l->batch_cond);
 	pthread_mutex_unlock(&l->batch_lock);
@@ -126,6 +146,7 @@ static int flush_locked(struct mearas_link *l, const struct iovec *iov, int iovc
 	l->cur = l->spare;
 	l->spare = tmp;
 	uint64_t seq = 0;
+	bool failed_async = false;
 	if (iov) {
 		seq = l->next_seq++;
 		if (p) {
@@ -135,6 +156,7 @@ static int flush_locked(struct mearas_link *l, const struct iovec *iov, int iovc
 			if (broken) { /* fail_link already swept the list */
 				p->status = broken;
 				p->done = 1;
+				failed_async = p->fn != NULL;
 			} else {
 				p->next = l->pending;
 				l->pending = p;
@@ -143,6 +165,10 @@ static int flush_locked(struct mearas_link *l, const struct iovec *iov, int iovc
 		}
 	}
 	pthread_mutex_unlock(&l->batch_lock);
+	if (failed_async) {
+		finish_async(p);
+		p = NULL;
+	}
 
 	struct batch *b = &l->spare;
 	uint32_t count = b->count + (iov ? 1 : 0);
@@ -298,6 +324,26 @@ int mearas_link_call(struct mearas_link *l, const void *req, size_t req_len, voi
 	return p.status;
 }
 
+int mearas_link_call_async(struct mearas_link *l, const void *req, size_t req_len, void *reply,
+			   size_t reply_cap, mearas_link_reply_fn fn, void *ctx)
+{
+	if (!l || !fn || (req_len && !req) || (reply_cap && !reply) || req_len > MEARAS_LINK_MAX_MSG)
+		return MEARAS_LINK_E_INVAL;
+	int rc = link_broken(l);
+	if (rc)
+		return rc;
+	struct pending *p = calloc(1, sizeof(*p));
+	if (!p)
+		return MEARAS_LINK_E_NOMEM;
+	*p = (struct pending){ .buf = reply, .cap = reply_cap, .fn = fn, .ctx = ctx };
+	struct iovec iov = { (void *)req, req_len };
+	STAT_ADD(l, calls, 1);
+	pthread_mutex_lock(&l->send_lock);
+	flush_locked(l, &iov, 1, req_len, p); /* a failed send completes p through fail_link */
+	pthread_mutex_unlock(&l->send_lock);
+	return MEARAS_LINK_OK;
+}
+
 int mearas_link_bulk(struct mearas_link *l, uint64_t tag, const void *data, size_t len)
 {
 	if (!l || !data || !len)
@@ -444,6 +490,13 @@ static int handle_reply(struct mearas_link *l, const struct link_frame_hdr *fh, 
 		status = rc ? rc : MEARAS_LINK_E_TOOBIG;
 	}
 	STAT_ADD(l, bytes_received, LINK_FRAME_HDR + fh->body_len);
+	if (p->fn) {
+		p->len = len;
+		p->status = status;
+		p->done = 1;
+		finish_async(p);
+		return rc;
+	}
 	pthread_mutex_lock(&l->pend_lock);
 	p->len = len;
 	p->status = status;

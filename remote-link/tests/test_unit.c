@@ -466,6 +466,75 @@ static void t_server_stop_closes_links(void)
 	mearas_link_close(l);
 }
 
+struct async_log {
+	pthread_mutex_t lock;
+	int n, status[8];
+	size_t len[8];
+	int order[8];
+};
+
+struct async_call {
+	struct async_log *log;
+	int index;
+	char rep[16];
+};
+
+static void async_done(void *ctx, int status, size_t len)
+{
+	struct async_call *c = ctx;
+	pthread_mutex_lock(&c->log->lock);
+	c->log->order[c->log->n++] = c->index;
+	c->log->status[c->index] = status;
+	c->log->len[c->index] = len;
+	pthread_mutex_unlock(&c->log->lock);
+}
+
+static int async_count(struct async_log *g)
+{
+	pthread_mutex_lock(&g->lock);
+	int n = g->n;
+	pthread_mutex_unlock(&g->lock);
+	return n;
+}
+
+/* Asynchronous calls: replies land in order; one never answered fails when the link breaks. */
+static void t_call_async(void)
+{
+	struct local_server ls;
+	struct async_log g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct async_call c[4];
+	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	struct mearas_link *l = NULL;
+	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
+	if (!l) {
+		mearas_link_server_stop(ls.srv);
+		return;
+	}
+	for (int i = 0; i < 3; i++) {
+		char req[8];
+		int n = snprintf(req, sizeof(req), "Ea%d", i);
+		c[i] = (struct async_call){ .log = &g, .index = i };
+		CHECK_RC(mearas_link_call_async(l, req, (size_t)n, c[i].rep, sizeof(c[i].rep), async_done, &c[i]),
+			 MEARAS_LINK_OK);
+	}
+	c[3] = (struct async_call){ .log = &g, .index = 3 };
+	CHECK_RC(mearas_link_call_async(l, "H", 1, c[3].rep, sizeof(c[3].rep), async_done, &c[3]), MEARAS_LINK_OK);
+	CHECK_RC(mearas_link_call_async(l, "E", 1, NULL, 0, NULL, NULL), MEARAS_LINK_E_INVAL);
+	for (double t0 = tl_now_s(); async_count(&g) < 3 && tl_now_s() - t0 < 5.0;)
+		usleep(1000);
+	CHECK(async_count(&g) == 3);
+	for (int i = 0; i < 3; i++) {
+		CHECK(g.order[i] == i && g.status[i] == MEARAS_LINK_OK && g.len[i] == 3);
+		CHECK(c[i].rep[0] == 'E' && c[i].rep[1] == 'a' && c[i].rep[2] == '0' + i);
+	}
+	mearas_link_server_stop(ls.srv);
+	for (double t0 = tl_now_s(); async_count(&g) < 4 && tl_now_s() - t0 < 5.0;)
+		usleep(1000);
+	CHECK(async_count(&g) == 4 && g.order[3] == 3 && g.status[3] == MEARAS_LINK_E_BROKEN);
+	mearas_link_close(l);
+	CHECK(async_count(&g) == 4);
+}
+
 /* ---- forked peers ---- */
 
 static uint16_t free_port(void)
@@ -788,6 +857,7 @@ static const struct test_case tests[] = {
 	T(t_garbage_peer),
 	T(t_malformed_frames_after_auth),
 	T(t_server_stop_closes_links),
+	T(t_call_async),
 	T(t_server_killed_pending_call_fails),
 	T(t_server_hung_heartbeat_timeout),
 	T(t_server_restart_accepts_new_link),
