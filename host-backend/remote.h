@@ -34,6 +34,14 @@
 #define REMOTE_INLINE_DATA_MAX (256u << 10)
 /* a REAP reply carries at most this much */
 #define REMOTE_REPLY_MAX (8u << 20)
+/* Pollers of a remote vGPU (both nodes) stay awake at least this long after
+ * their last record when spinning is on (--spin-us > 0) and the node has
+ * REMOTE_SPIN_MIN_CPUS cores or more: a synchronous call's next record comes
+ * one network round trip later, and a wakeup per hop costs more than the
+ * spin. With fewer cores the spinning threads would take turns on them, and
+ * every hop would wait for a time slice instead. */
+#define REMOTE_SPIN_US 250u
+#define REMOTE_SPIN_MIN_CPUS 4
 /* REAP calls a client keeps outstanding (the remote node queues this many) */
 #define REMOTE_REAPS_MAX 4u
 
@@ -132,6 +140,9 @@ bool remote_tokens_take(struct remote_tokens *t, uint64_t token, struct remote_t
 /* Marks the table failed and hands every entry still in flight to fn. */
 void remote_tokens_fail(struct remote_tokens *t, void (*fn)(void *ctx, const struct remote_token *e),
 			void *ctx);
+
+/* How long a remote vGPU's threads spin (us) given --spin-us; 0: never. */
+unsigned remote_spin_us(unsigned cfg_spin_us);
 
 /* ---- configuration (mearasd options) ---- */
 /* --remote=VGPU=HOST:PORT[/GPU] */

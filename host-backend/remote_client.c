@@ -376,7 +376,8 @@ void *remote_client_main(void *arg)
 {
 	struct vgpu *v = arg;
 	struct remote_vgpu *rv = v->remote;
-	const uint64_t spin_ns = (uint64_t)v->w->cfg->spin_us * 1000ull;
+	const unsigned spin_us = remote_spin_us(v->w->cfg->spin_us);
+	const uint64_t spin_ns = (uint64_t)(spin_us ? spin_us : v->w->cfg->spin_us) * 1000ull;
 	uint64_t idle_since = 0;
 
 	if (pthread_create(&rv->reaper, NULL, reaper_main, v)) {

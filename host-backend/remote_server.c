@@ -339,6 +339,8 @@ static int start_worker(struct session *s, char *msg, size_t msglen)
 		return cudaErrorInvalidValue;
 	}
 	child.gpu_map[0] = s->open.gpu;
+	if (remote_spin_us(child.spin_us))
+		child.spin_us = remote_spin_us(child.spin_us);
 	child.va_window_first = s->open.va_window;
 	if (s->open.quota && (!child.quota[0] || s->open.quota < child.quota[0]))
 		child.quota[0] = s->open.quota;
@@ -638,6 +640,31 @@ static void try_reply(struct session *s)
 	pthread_mutex_unlock(&s->qlock);
 }
 
+/* A completion waits in a worker ring, or a reply can go out (unlocked reads: a hint). */
+static bool harvest_ready(struct session *s)
+{
+	for (unsigned slot = 0; slot < s->nthreads; slot++) {
+		struct mearas_ring_ctl *ctl = (struct mearas_ring_ctl *)(s->cqs + s->cq_stride * slot);
+
+		if (mearas_load_acquire(&ctl->tail) != s->cq_head[slot])
+			return true;
+	}
+	return __atomic_load_n(&s->nreap, __ATOMIC_RELAXED) && __atomic_load_n(&s->qlen, __ATOMIC_RELAXED);
+}
+
+/* While records are in flight, watch the rings for a while instead of
+ * sleeping until the worker's eventfd write wakes this thread. */
+static void harvest_spin(struct session *s)
+{
+	uint64_t start, spin_ns = (uint64_t)remote_spin_us(server_cfg->spin_us) * 1000ull;
+
+	if (!spin_ns || !__atomic_load_n(&s->tokens.used, __ATOMIC_RELAXED))
+		return;
+	start = now_ns();
+	while (!harvest_ready(s) && !__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE) && now_ns() - start < spin_ns)
+		mearas_cpu_relax();
+}
+
 /*
  * The worker posts completions to one ring per thread slot; their order
  * across slots is lost when read slot by slot. A completion read in one
@@ -656,7 +683,11 @@ static void harvest(struct session *s)
 	p[np++] = (struct pollfd){ .fd = s->notify_fd, .events = POLLIN };
 	p[np++] = (struct pollfd){ .fd = s->sock, .events = POLLIN | POLLRDHUP };
 	while (!__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE)) {
-		int r = poll(p, np, held.n ? 0 : 200);
+		int r;
+
+		if (!held.n && __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1)
+			harvest_spin(s);
+		r = poll(p, np, held.n || harvest_ready(s) ? 0 : 200);
 
 		if (__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE))
 			break;
