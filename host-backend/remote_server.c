@@ -550,39 +550,71 @@ static void worker_gone(struct session *s)
 	pthread_mutex_unlock(&s->qlock);
 }
 
-static bool put_item(uint8_t *buf, size_t *len, uint32_t type, const void *a, size_t alen, const void *b,
-		     size_t blen)
+/* A REAP reply being built: item headers and small bytes in the session's
+ * reply buffer, device-to-host bytes of REMOTE_REF_MIN or more sent from the
+ * data area itself. */
+#define REMOTE_REF_MIN (64u << 10)
+
+struct reply_build {
+	uint8_t *buf;
+	size_t used, len;       /* bytes of buf used; bytes of the whole reply */
+	struct iovec iov[MEARAS_LINK_REPLY_IOV_MAX];
+	int n;
+	bool last_in_buf;       /* iov[n - 1] ends at buf + used: extend it */
+};
+
+static void rb_copy(struct reply_build *r, const void *p, size_t n)
+{
+	if (!n)
+		return;
+	memcpy(r->buf + r->used, p, n);
+	if (r->last_in_buf)
+		r->iov[r->n - 1].iov_len += n;
+	else
+		r->iov[r->n++] = (struct iovec){ r->buf + r->used, n };
+	r->last_in_buf = true;
+	r->used += n;
+	r->len += n;
+}
+
+/* Room for one item with blen bytes of b (by reference if ref: b must stay valid until sent)? */
+static bool put_item(struct reply_build *r, uint32_t type, const void *a, size_t alen, const void *b, size_t blen,
+		     bool ref)
 {
 	struct remote_item_hdr ih = { .type = type, .len = (uint32_t)(alen + blen) };
 
-	if (*len + sizeof(ih) + alen + blen > REMOTE_REPLY_MAX)
+	/* a reference needs up to 3 iov slots: header segment, bytes, next segment */
+	if (r->len + sizeof(ih) + alen + blen > REMOTE_REPLY_MAX || r->n + 3 > MEARAS_LINK_REPLY_IOV_MAX)
 		return false;
-	memcpy(buf + *len, &ih, sizeof(ih));
-	memcpy(buf + *len + sizeof(ih), a, alen);
-	if (blen)
-		memcpy(buf + *len + sizeof(ih) + alen, b, blen);
-	*len += sizeof(ih) + alen + blen;
+	rb_copy(r, &ih, sizeof(ih));
+	rb_copy(r, a, alen);
+	if (ref) {
+		r->iov[r->n++] = (struct iovec){ (void *)b, blen };
+		r->len += blen;
+		r->last_in_buf = false;
+	} else {
+		rb_copy(r, b, blen);
+	}
 	return true;
 }
 
 /* queue lock held: fill a reply from the head of the queue */
-static size_t build_reply(struct session *s)
+static void build_reply(struct session *s, struct reply_build *r)
 {
-	size_t len = 0;
-
+	*r = (struct reply_build){ .buf = s->reply };
 	while (s->qlen) {
 		struct out_item *it = &s->q[s->qhead];
 
 		if (it->type == OUT_CQE) {
 			struct remote_item_cqe ic = { .cq = it->cq, .cqe = it->cqe };
 
-			if (!put_item(s->reply, &len, REMOTE_ITEM_CQE, &ic, sizeof(ic), NULL, 0))
+			if (!put_item(r, REMOTE_ITEM_CQE, &ic, sizeof(ic), NULL, 0, false))
 				break;
 		} else if (it->type == OUT_DATA) {
 			bool full = false;
 
 			while (it->row < it->rows) {
-				size_t room = REMOTE_REPLY_MAX - len, n;
+				size_t room = REMOTE_REPLY_MAX - r->len, n;
 				struct remote_item_data d = { .off = it->off + it->row * it->pitch + it->col };
 
 				if (room <= sizeof(struct remote_item_hdr) + sizeof(d)) {
@@ -592,7 +624,10 @@ static size_t build_reply(struct session *s)
 				n = room - sizeof(struct remote_item_hdr) - sizeof(d);
 				if (n > it->width - it->col)
 					n = it->width - it->col;
-				put_item(s->reply, &len, REMOTE_ITEM_DATA, &d, sizeof(d), s->data + d.off, n);
+				if (!put_item(r, REMOTE_ITEM_DATA, &d, sizeof(d), s->data + d.off, n, n >= REMOTE_REF_MIN)) {
+					full = true;
+					break;
+				}
 				it->col += n;
 				if (it->col == it->width) {
 					it->row++;
@@ -604,19 +639,18 @@ static size_t build_reply(struct session *s)
 		} else {
 			struct remote_item_output o = { .fd = it->fd };
 			bool ok = it->type == OUT_FATAL
-					  ? put_item(s->reply, &len, REMOTE_ITEM_FATAL, it->bytes, it->nbytes, NULL, 0)
-					  : put_item(s->reply, &len, REMOTE_ITEM_OUTPUT, &o, sizeof(o), it->bytes, it->nbytes);
+					  ? put_item(r, REMOTE_ITEM_FATAL, it->bytes, it->nbytes, NULL, 0, false)
+					  : put_item(r, REMOTE_ITEM_OUTPUT, &o, sizeof(o), it->bytes, it->nbytes, false);
 
 			if (!ok)
 				break;
-			free(it->bytes);
+			free(it->bytes); /* copied into the reply buffer */
 		}
 		s->qhead++;
 		s->qlen--;
 	}
 	if (!s->qlen)
 		s->qhead = 0;
-	return len;
 }
 
 static void try_reply(struct session *s)
@@ -624,14 +658,15 @@ static void try_reply(struct session *s)
 	pthread_mutex_lock(&s->qlock);
 	while (s->nreap && s->qlen) {
 		uint64_t seq = s->reap_seq[0];
-		size_t len = build_reply(s);
+		struct reply_build r;
 		int rc;
 
-		if (!len)
+		build_reply(s, &r);
+		if (!r.len)
 			break;
 		memmove(s->reap_seq, s->reap_seq + 1, --s->nreap * sizeof(s->reap_seq[0]));
 		pthread_mutex_unlock(&s->qlock);
-		rc = mearas_link_reply(s->conn, seq, s->reply, len);
+		rc = mearas_link_replyv(s->conn, seq, r.iov, r.n);
 		if (rc)
 			log_warn("remote session %s: reply: %s", mearas_link_conn_peer(s->conn),
 				 mearas_link_strerror(rc));

@@ -141,6 +141,9 @@ uint16_t mearas_link_server_port(const struct mearas_link_server *s);
 void mearas_link_server_stop(struct mearas_link_server *s);
 
 int mearas_link_reply(struct mearas_link_conn *c, uint64_t seq, const void *data, size_t len);
+/* The same gathered from up to MEARAS_LINK_REPLY_IOV_MAX pieces, sent without copying them. */
+#define MEARAS_LINK_REPLY_IOV_MAX 60
+int mearas_link_replyv(struct mearas_link_conn *c, uint64_t seq, const struct iovec *data, int n);
 const char *mearas_link_conn_peer(const struct mearas_link_conn *c); /* "addr:port" */
 void mearas_link_conn_set_user(struct mearas_link_conn *c, void *user);
 void *mearas_link_conn_user(const struct mearas_link_conn *c);

@@ -46,20 +46,32 @@ struct mearas_link_server {
 	struct mearas_link_conn *conns;
 };
 
-int mearas_link_reply(struct mearas_link_conn *c, uint64_t seq, const void *data, size_t len)
+int mearas_link_replyv(struct mearas_link_conn *c, uint64_t seq, const struct iovec *data, int n)
 {
-	if (!c || (len && !data) || len > MEARAS_LINK_MAX_MSG)
+	size_t len = 0;
+	if (!c || n < 0 || n > MEARAS_LINK_REPLY_IOV_MAX || (n && !data))
 		return MEARAS_LINK_E_INVAL;
+	for (int i = 0; i < n; i++) {
+		if (data[i].iov_len && !data[i].iov_base)
+			return MEARAS_LINK_E_INVAL;
+		len += data[i].iov_len;
+		if (len > MEARAS_LINK_MAX_MSG)
+			return MEARAS_LINK_E_INVAL;
+	}
 	uint8_t fhdr[LINK_FRAME_HDR], rhdr[LINK_MSG_HDR];
 	struct link_frame_hdr fh = { .type = LINK_FRAME_REPLY, .count = 1,
 				     .body_len = (uint32_t)(LINK_MSG_HDR + len) };
 	wire_encode_frame(fhdr, &fh);
 	wire_encode_msg(rhdr, seq, (uint32_t)len, 0);
-	struct iovec iov[3] = { { fhdr, sizeof(fhdr) }, { rhdr, sizeof(rhdr) }, { (void *)data, len } };
+	struct iovec iov[2 + MEARAS_LINK_REPLY_IOV_MAX] = { { fhdr, sizeof(fhdr) }, { rhdr, sizeof(rhdr) } };
+	int k = 2;
+	for (int i = 0; i < n; i++)
+		if (data[i].iov_len)
+			iov[k++] = data[i];
 	pthread_mutex_lock(&c->send_lock);
 	int rc = __atomic_load_n(&c->broken, __ATOMIC_ACQUIRE);
 	if (!rc && c->t) {
-		rc = c->t->ops->send_iov(c->t, iov, len ? 3 : 2);
+		rc = c->t->ops->send_iov(c->t, iov, k);
 		if (rc) {
 			rc = MEARAS_LINK_E_BROKEN;
 			__atomic_store_n(&c->broken, rc, __ATOMIC_RELEASE);
@@ -70,6 +82,14 @@ int mearas_link_reply(struct mearas_link_conn *c, uint64_t seq, const void *data
 	}
 	pthread_mutex_unlock(&c->send_lock);
 	return rc;
+}
+
+int mearas_link_reply(struct mearas_link_conn *c, uint64_t seq, const void *data, size_t len)
+{
+	struct iovec iov = { (void *)data, len };
+	if (!c || (len && !data) || len > MEARAS_LINK_MAX_MSG)
+		return MEARAS_LINK_E_INVAL;
+	return mearas_link_replyv(c, seq, &iov, len ? 1 : 0);
 }
 
 const char *mearas_link_conn_peer(const struct mearas_link_conn *c)
