@@ -32,6 +32,9 @@
 
 /* data at most this large travels inside the RECORD message, larger by bulk */
 #define REMOTE_INLINE_DATA_MAX (256u << 10)
+/* host-to-device and device-to-host copies of twice this or more travel as
+ * pieces of this size (pipelined: network and device copy overlap) */
+#define REMOTE_SPLIT_BYTES (4u << 20)
 /* a REAP reply carries at most this much */
 #define REMOTE_REPLY_MAX (8u << 20)
 /* Pollers of a remote vGPU (both nodes) stay awake at least this long after

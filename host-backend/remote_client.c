@@ -164,7 +164,7 @@ static bool data_read_range(const struct mearas_sqe *e, uint64_t *off, uint64_t 
 	}
 }
 
-static void forward(struct vgpu *v, const struct mearas_sqe *e)
+static void forward_one(struct vgpu *v, const struct mearas_sqe *e)
 {
 	struct remote_vgpu *rv = v->remote;
 	struct remote_record_hdr h = { .kind = REMOTE_MSG_RECORD, .sqe = *e };
@@ -216,6 +216,44 @@ static void forward(struct vgpu *v, const struct mearas_sqe *e)
 		rc = mearas_link_postv(rv->link, iov, n);
 	if (rc)
 		fail_link(v, rc, link_err(rc));
+}
+
+/*
+ * A large host-to-device or device-to-host copy goes as pieces on the same
+ * stream, only the last one completing: the remote node starts copying the
+ * first piece while later ones are still on the wire (host to device), and
+ * sends a piece's bytes back as soon as it has landed (device to host). An
+ * error in an earlier piece is reported by the last one (deferred errors).
+ */
+static bool forward_split(struct vgpu *v, const struct mearas_sqe *e)
+{
+	const uint64_t *a = e->args.a;
+	uint64_t host, size = a[2];
+
+	if (e->op != MEARAS_OP_MEMCPY || (a[3] != MEARAS_COPY_HTOD && a[3] != MEARAS_COPY_DTOH) ||
+	    size < 2 * REMOTE_SPLIT_BYTES)
+		return false;
+	host = a[3] == MEARAS_COPY_HTOD ? a[1] : a[0];
+	if (host > v->w->data_size || size > v->w->data_size - host)
+		return false; /* out of bounds: the remote node reports it, as one record */
+	for (uint64_t done = 0; done < size; done += REMOTE_SPLIT_BYTES) {
+		struct mearas_sqe piece = *e;
+		uint64_t n = size - done < REMOTE_SPLIT_BYTES ? size - done : REMOTE_SPLIT_BYTES;
+
+		piece.args.a[0] += done;
+		piece.args.a[1] += done;
+		piece.args.a[2] = n;
+		if (done + n < size)
+			piece.flags &= (uint16_t)~MEARAS_SQE_WANT_CQE;
+		forward_one(v, &piece);
+	}
+	return true;
+}
+
+static void forward(struct vgpu *v, const struct mearas_sqe *e)
+{
+	if (!forward_split(v, e))
+		forward_one(v, e);
 }
 
 static int drain(struct vgpu *v)
