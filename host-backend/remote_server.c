@@ -873,8 +873,23 @@ static void on_chunk(void *ctx, struct mearas_link_conn *c, uint64_t tag, uint64
 	if (!s || __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) != 1)
 		return;
 	/* host-to-device bytes for the next record: tag = data-area offset */
-	if (tag <= s->data_size && offset <= s->data_size - tag && len <= s->data_size - tag - offset)
+	if (data != s->data + tag + offset && tag <= s->data_size && offset <= s->data_size - tag &&
+	    len <= s->data_size - tag - offset)
 		memcpy(s->data + tag + offset, data, len);
+}
+
+/* Bulk bytes are read straight into the worker's data area when in bounds. */
+static void *chunk_dest(void *ctx, struct mearas_link_conn *c, uint64_t tag, uint64_t offset, uint64_t total,
+			size_t len)
+{
+	struct session *s = mearas_link_conn_user(c);
+
+	(void)ctx, (void)total;
+	if (!s || __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) != 1)
+		return NULL;
+	if (tag <= s->data_size && offset <= s->data_size - tag && len <= s->data_size - tag - offset)
+		return s->data + tag + offset;
+	return NULL;
 }
 
 static void on_closed(void *ctx, struct mearas_link_conn *c, int status)
@@ -918,7 +933,8 @@ int remote_server_start(const struct backend_config *cfg)
 	remote_link_config(&cfg->remote, &lc);
 	rc = mearas_link_server_start(cfg->remote.link_bind && cfg->remote.link_bind[0] ? cfg->remote.link_bind : NULL,
 				      cfg->remote.link_port, &lc, &(struct mearas_link_server_ops){
-					      .on_message = on_message, .on_chunk = on_chunk, .on_open = on_open,
+					      .on_message = on_message, .on_chunk = on_chunk, .chunk_dest = chunk_dest,
+					      .on_open = on_open,
 					      .on_closed = on_closed },
 				      &server);
 	if (rc) {

@@ -126,6 +126,11 @@ struct mearas_link_server_ops {
 	/* One bulk chunk; offset/total in bytes of the whole transfer. */
 	void (*on_chunk)(void *ctx, struct mearas_link_conn *c, uint64_t tag, uint64_t bulk_id,
 			 uint64_t offset, uint64_t total, const void *data, size_t len);
+	/* Optional: where a chunk's len bytes should be read (then on_chunk gets
+	 * that pointer as data), or NULL for the link's own buffer. Saves a copy
+	 * when the bytes have a final home. */
+	void *(*chunk_dest)(void *ctx, struct mearas_link_conn *c, uint64_t tag, uint64_t offset,
+			    uint64_t total, size_t len);
 	void (*on_open)(void *ctx, struct mearas_link_conn *c);      /* optional */
 	/* The link ended (status: OK for an orderly close, else why); free what it held. */
 	void (*on_closed)(void *ctx, struct mearas_link_conn *c, int status);

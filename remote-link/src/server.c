@@ -151,6 +151,33 @@ static int dispatch_batch(struct mearas_link_conn *c, const struct link_frame_hd
 	return off == fh->body_len ? MEARAS_LINK_OK : MEARAS_LINK_E_PROTO;
 }
 
+/* A chunk whose bytes the caller places (ops->chunk_dest). */
+static int read_chunk_in_place(struct mearas_link_conn *c, const struct link_frame_hdr *fh)
+{
+	const struct mearas_link_server_ops *ops = &c->srv->ops;
+	size_t n = fh->body_len - LINK_CHUNK_HDR;
+	int rc = conn_read_body(c, LINK_CHUNK_HDR);
+	if (rc)
+		return rc;
+	uint64_t tag = wire_get_u64(c->buf), id = wire_get_u64(c->buf + 8);
+	uint64_t off = wire_get_u64(c->buf + 16), total = wire_get_u64(c->buf + 24);
+	uint8_t *dst = ops->chunk_dest(ops->ctx, c, tag, off, total, n);
+	if (!dst) {
+		if (LINK_CHUNK_HDR + n > c->cap) {
+			uint8_t *nb = realloc(c->buf, LINK_CHUNK_HDR + n);
+			if (!nb)
+				return MEARAS_LINK_E_NOMEM;
+			c->buf = nb;
+			c->cap = LINK_CHUNK_HDR + n;
+		}
+		dst = c->buf + LINK_CHUNK_HDR;
+	}
+	rc = conn_read(c, dst, n);
+	if (!rc && ops->on_chunk)
+		ops->on_chunk(ops->ctx, c, tag, id, off, total, dst, n);
+	return rc;
+}
+
 static int serve_frames(struct mearas_link_conn *c)
 {
 	const struct mearas_link_server_ops *ops = &c->srv->ops;
@@ -160,6 +187,12 @@ static int serve_frames(struct mearas_link_conn *c)
 		int rc = conn_read(c, hdr, sizeof(hdr));
 		if (!rc)
 			rc = wire_decode_frame(hdr, &fh);
+		if (!rc && fh.type == LINK_FRAME_CHUNK && ops->chunk_dest && fh.body_len >= LINK_CHUNK_HDR) {
+			rc = read_chunk_in_place(c, &fh);
+			if (rc)
+				return rc;
+			continue;
+		}
 		if (!rc && fh.type != LINK_FRAME_CLOSE)
 			rc = conn_read_body(c, fh.body_len);
 		if (rc)
