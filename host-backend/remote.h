@@ -119,12 +119,21 @@ struct remote_config {
 	uint32_t batch_msgs;    /* records per link batch (0 = library default, 1 = no batching) */
 };
 
+/* device-to-host destination rows in the data area */
+struct remote_range {
+	uint64_t off, width, pitch, rows;
+};
+
 /* ---- tokens: records in flight, by a token that replaces user_data ---- */
 struct remote_token {
 	uint64_t user_data;     /* the original */
 	uint16_t cq, op;
 	uint8_t want_cqe, used;
 	uint64_t off, width, pitch, rows; /* device-to-host destination rows */
+	struct remote_range *ranges; /* a graph launch: more of them (malloc'd) */
+	uint32_t nranges;
+	uint8_t capture_begin;  /* a CAPTURE_BEGIN on the stream of key stream_key */
+	uint64_t stream_key;
 };
 
 struct remote_tokens {
@@ -146,6 +155,25 @@ void remote_tokens_fail(struct remote_tokens *t, void (*fn)(void *ctx, const str
 
 /* How long a remote vGPU's threads spin (us) given --spin-us; 0: never. */
 unsigned remote_spin_us(unsigned cfg_spin_us);
+
+/* ---- stream capture on the remote node (remote_capture.c) ---- */
+struct remote_captures;
+struct remote_captures *remote_captures_new(void);
+void remote_captures_free(struct remote_captures *c);
+uint64_t remote_stream_key(const struct mearas_sqe *e);
+/* Follows captures, graphs and executable graphs; false when out of memory.
+ * c NULL (the device has no graphs): every call does nothing. */
+bool remote_captures_note(struct remote_captures *c, const struct mearas_sqe *e);
+/* The device refused the CAPTURE_BEGIN on this stream: it is not capturing. */
+void remote_captures_begin_failed(struct remote_captures *c, uint64_t stream_key);
+/* A device-to-host copy on a capturing stream: keeps its range with the
+ * capture and returns true (ok false when out of memory). */
+bool remote_captures_take_copy(struct remote_captures *c, const struct mearas_sqe *e, const struct remote_range *r,
+			       bool *ok);
+/* A GRAPH_LAUNCH: the ranges its graph writes (malloc'd copy, *n 0 if none);
+ * false when out of memory. */
+bool remote_captures_launch_ranges(struct remote_captures *c, const struct mearas_sqe *e, struct remote_range **out,
+				   uint32_t *n);
 
 /* ---- configuration (mearasd options) ---- */
 /* --remote=VGPU=HOST:PORT[/GPU] */

@@ -72,6 +72,7 @@ struct session {
 	uint32_t cq_head[MEARAS_MAX_THREADS];
 	int held_error;
 	struct remote_tokens tokens;
+	struct remote_captures *caps; /* link thread only */
 	/* outgoing items and the outstanding REAP call */
 	pthread_mutex_t qlock;
 	struct out_item *q;
@@ -268,8 +269,34 @@ static void feed_record(struct session *s, const uint8_t *msg, size_t len)
 	if ((h.flags & REMOTE_REC_DATA_INLINE) && h.data_off <= s->data_size &&
 	    h.data_len <= s->data_size - h.data_off)
 		memcpy(s->data + h.data_off, data, h.data_len);
+	if (!remote_captures_note(s->caps, &sqe)) {
+		push_error(s, &sqe, cudaErrorMemoryAllocation);
+		return;
+	}
 	d2h = d2h_rows(s, &sqe, &t);
-	if ((sqe.flags & MEARAS_SQE_WANT_CQE) || d2h) {
+	if (d2h) {
+		struct remote_range r = { t.off, t.width, t.pitch, t.rows };
+		bool ok;
+
+		/* no fence on a capturing stream: the bytes come with the graph's launches */
+		if (remote_captures_take_copy(s->caps, &sqe, &r, &ok)) {
+			d2h = false;
+			if (!ok) {
+				push_error(s, &sqe, cudaErrorMemoryAllocation);
+				return;
+			}
+		}
+	}
+	if (!remote_captures_launch_ranges(s->caps, &sqe, &t.ranges, &t.nranges)) {
+		push_error(s, &sqe, cudaErrorMemoryAllocation);
+		return;
+	}
+	if (s->caps && sqe.op == MEARAS_OP_CAPTURE_BEGIN) {
+		/* its completion tells whether the stream really captures (errors stay deferred) */
+		t.capture_begin = 1;
+		t.stream_key = remote_stream_key(&sqe);
+	}
+	if ((sqe.flags & MEARAS_SQE_WANT_CQE) || d2h || t.nranges || t.capture_begin) {
 		uint64_t tok;
 
 		t.user_data = sqe.user_data;
@@ -280,6 +307,7 @@ static void feed_record(struct session *s, const uint8_t *msg, size_t len)
 			t.rows = 0;
 		tok = remote_tokens_add(&s->tokens, &t);
 		if (!tok) {
+			free(t.ranges);
 			push_error(s, &sqe, cudaErrorLaunchOutOfResources);
 			return;
 		}
@@ -302,13 +330,14 @@ static void feed_record(struct session *s, const uint8_t *msg, size_t len)
 		}
 	}
 	if (!wait_until(s, sq_space, 0)) {
-		struct remote_token dropped;
+		struct remote_token dropped = { 0 };
 
 		if (remote_tokens_take(&s->tokens, sqe.user_data, &dropped) && dropped.want_cqe) {
 			struct mearas_cqe c = { .user_data = dropped.user_data, .status = cudaErrorDevicesUnavailable };
 
 			push_cqe(s, dropped.cq, &c);
 		}
+		free(dropped.ranges);
 		return;
 	}
 	s->sqes[s->sq_tail & (MEARAS_SQ_ENTRIES - 1)] = sqe;
@@ -502,6 +531,16 @@ static void scan(struct session *s, struct held *fresh)
 
 				push_locked(s, &d);
 			}
+			if (t.capture_begin && c.status)
+				remote_captures_begin_failed(s->caps, t.stream_key);
+			for (uint32_t i = 0; c.status == 0 && i < t.nranges; i++) {
+				const struct remote_range *r = &t.ranges[i];
+				struct out_item d = { .type = OUT_DATA, .off = r->off, .width = r->width,
+						      .pitch = r->pitch, .rows = r->rows };
+
+				push_locked(s, &d);
+			}
+			free(t.ranges);
 			if (!t.want_cqe) {
 				/* an asynchronous copy: its error is reported by a later sync, as in CUDA */
 				if (c.status && !s->held_error)
@@ -525,6 +564,7 @@ static void fail_token(void *ctx, const struct remote_token *t)
 	struct session *s = ctx;
 	struct mearas_cqe c = { .user_data = t->user_data, .status = cudaErrorDevicesUnavailable };
 
+	free(t->ranges);
 	if (t->want_cqe) {
 		struct out_item it = { .type = OUT_CQE, .cq = t->cq, .cqe = c };
 
@@ -809,7 +849,10 @@ static void on_open(void *ctx, struct mearas_link_conn *c)
 	s->notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	pthread_mutex_init(&s->qlock, NULL);
 	s->reply = malloc(REMOTE_REPLY_MAX);
-	if (remote_tokens_init(&s->tokens, TOKENS_CAP) || !s->reply || s->notify_fd < 0)
+	/* only a device with graphs captures: elsewhere nothing is followed */
+	s->caps = server_cfg->dev->capture_begin ? remote_captures_new() : NULL;
+	if (remote_tokens_init(&s->tokens, TOKENS_CAP) || !s->reply || (server_cfg->dev->capture_begin && !s->caps) ||
+	    s->notify_fd < 0)
 		__atomic_store_n(&s->ready, -1, __ATOMIC_RELEASE);
 	mearas_link_conn_set_user(c, s);
 }
@@ -917,6 +960,10 @@ static void on_closed(void *ctx, struct mearas_link_conn *c, int status)
 	for (size_t i = 0; i < s->qlen; i++)
 		free(s->q[s->qhead + i].bytes);
 	free(s->q);
+	for (uint32_t i = 0; s->tokens.e && i < s->tokens.cap; i++)
+		if (s->tokens.e[i].used)
+			free(s->tokens.e[i].ranges);
+	remote_captures_free(s->caps);
 	free(s->tokens.e);
 	free(s->tokens.tok);
 	free(s->reply);
