@@ -82,6 +82,7 @@ int remote_client_open(struct vgpu *v, const struct remote_target *t, struct mea
 	snprintf(rv->peer, sizeof(rv->peer), "%s:%u", t->host, t->port);
 	gethostname(req.node, sizeof(req.node) - 1);
 	remote_link_config(&cfg->remote, &lc);
+	lc.rx_spin_us = remote_spin_us(cfg->spin_us);
 	rc = mearas_link_connect(t->host, t->port, &lc, &rv->link);
 	if (rc) {
 		snprintf(err, errlen, "remote vGPU %u: link to %s failed: %s%s", v->index, rv->peer, link_err(rc),

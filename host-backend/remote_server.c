@@ -978,6 +978,7 @@ int remote_server_start(const struct backend_config *cfg)
 
 	server_cfg = cfg;
 	remote_link_config(&cfg->remote, &lc);
+	lc.rx_spin_us = remote_spin_us(cfg->spin_us);
 	rc = mearas_link_server_start(cfg->remote.link_bind && cfg->remote.link_bind[0] ? cfg->remote.link_bind : NULL,
 				      cfg->remote.link_port, &lc, &(struct mearas_link_server_ops){
 					      .on_message = on_message, .on_chunk = on_chunk, .chunk_dest = chunk_dest,

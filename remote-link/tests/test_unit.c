@@ -535,6 +535,27 @@ static void t_call_async(void)
 	CHECK(async_count(&g) == 4);
 }
 
+/* Receive threads that spin after data (rx_spin_us) still answer and still notice a dead peer. */
+static void t_rx_spin(void)
+{
+	struct local_server ls;
+	struct mearas_link_config cfg;
+	struct mearas_link *l = NULL;
+	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	base_cfg(&cfg, KEY);
+	cfg.rx_spin_us = 200;
+	CHECK_RC(mearas_link_connect("127.0.0.1", ls.port, &cfg, &l), MEARAS_LINK_OK);
+	if (l) {
+		for (int i = 0; i < 200; i++)
+			CHECK_RC(echo_call(l, "spin"), MEARAS_LINK_OK);
+		mearas_link_server_stop(ls.srv);
+		CHECK_RC(mearas_link_call(l, "H", 1, NULL, 0, NULL, 0), MEARAS_LINK_E_BROKEN);
+		mearas_link_close(l);
+	} else {
+		mearas_link_server_stop(ls.srv);
+	}
+}
+
 /* ---- forked peers ---- */
 
 static uint16_t free_port(void)
@@ -858,6 +879,7 @@ static const struct test_case tests[] = {
 	T(t_malformed_frames_after_auth),
 	T(t_server_stop_closes_links),
 	T(t_call_async),
+	T(t_rx_spin),
 	T(t_server_killed_pending_call_fails),
 	T(t_server_hung_heartbeat_timeout),
 	T(t_server_restart_accepts_new_link),
