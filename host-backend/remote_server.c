@@ -71,6 +71,7 @@ struct session {
 	/* consumer state (session thread) */
 	uint32_t cq_head[MEARAS_MAX_THREADS];
 	int held_error;
+	uint64_t last_active_ns; /* atomic: last record fed or completion seen */
 	struct remote_tokens tokens;
 	struct remote_captures *caps; /* link thread only */
 	/* outgoing items and the outstanding REAP call */
@@ -344,6 +345,7 @@ static void feed_record(struct session *s, const uint8_t *msg, size_t len)
 	s->arena_mark[s->sq_tail & (MEARAS_SQ_ENTRIES - 1)] = s->arena_head;
 	s->sq_tail++;
 	mearas_store_release(&s->sq_ctl->tail, s->sq_tail);
+	__atomic_store_n(&s->last_active_ns, now_ns(), __ATOMIC_RELAXED);
 	if (mearas_ring_needs_wakeup(s->sq_ctl)) {
 		uint64_t one = 1;
 
@@ -727,16 +729,17 @@ static bool harvest_ready(struct session *s)
 	return __atomic_load_n(&s->nreap, __ATOMIC_RELAXED) && __atomic_load_n(&s->qlen, __ATOMIC_RELAXED);
 }
 
-/* While records are in flight, watch the rings for a while instead of
- * sleeping until the worker's eventfd write wakes this thread. */
+/* Until a while after the last record or completion, watch the rings
+ * instead of sleeping until the worker's eventfd write wakes this thread:
+ * a synchronous call's next record comes one round trip after its reply. */
 static void harvest_spin(struct session *s)
 {
-	uint64_t start, spin_ns = (uint64_t)remote_spin_us(server_cfg->spin_us) * 1000ull;
+	uint64_t spin_ns = (uint64_t)remote_spin_us(server_cfg->spin_us) * 1000ull;
 
-	if (!spin_ns || !__atomic_load_n(&s->tokens.used, __ATOMIC_RELAXED))
+	if (!spin_ns)
 		return;
-	start = now_ns();
-	while (!harvest_ready(s) && !__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE) && now_ns() - start < spin_ns)
+	while (!harvest_ready(s) && !__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE) &&
+	       now_ns() - __atomic_load_n(&s->last_active_ns, __ATOMIC_RELAXED) < spin_ns)
 		mearas_cpu_relax();
 }
 
@@ -762,7 +765,12 @@ static void harvest(struct session *s)
 
 		if (!held.n && __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1)
 			harvest_spin(s);
-		r = poll(p, np, held.n || harvest_ready(s) ? 0 : 200);
+		if (held.n || harvest_ready(s)) {
+			__atomic_store_n(&s->last_active_ns, now_ns(), __ATOMIC_RELAXED);
+			r = poll(p, np, 0);
+		} else {
+			r = poll(p, np, 200);
+		}
 
 		if (__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE))
 			break;
