@@ -5,8 +5,9 @@
  * its arena payload and the data-area bytes it reads); a reaper thread keeps
  * REAP_OUTSTANDING asynchronous REAP calls outstanding, whose replies carry
  * device-to-host bytes, device output and completions; the link's receive
- * thread writes each into the client's region as it lands (no extra thread
- * hop on a synchronous call), and the next reply is already on its way. A broken
+ * thread reads each straight into the client's region (no extra thread hop
+ * on a synchronous call, no staging copy), and the next reply is already on
+ * its way. A broken
  * link fails every record in flight, and every later one, with
  * cudaErrorDevicesUnavailable.
  */
@@ -26,11 +27,9 @@
 #define TOKENS_CAP (1u << 16)
 #define OPEN_TIMEOUT_MS 60000u
 #define REAP_OUTSTANDING 2u
-#define REAP_BUF (REMOTE_REPLY_MAX + 4096)
 
 struct reap_slot {
 	struct vgpu *v;
-	uint8_t *buf;
 	struct reap_slot *next_free;
 };
 
@@ -72,12 +71,8 @@ int remote_client_open(struct vgpu *v, const struct remote_target *t, struct mea
 	pthread_mutex_init(&rv->reap_lock, NULL);
 	pthread_cond_init(&rv->reap_cond, NULL);
 	for (unsigned i = 0; i < REAP_OUTSTANDING; i++) {
-		rv->slot[i] = (struct reap_slot){ .v = v, .buf = malloc(REAP_BUF), .next_free = rv->free_slots };
+		rv->slot[i] = (struct reap_slot){ .v = v, .next_free = rv->free_slots };
 		rv->free_slots = &rv->slot[i];
-		if (!rv->slot[i].buf) {
-			snprintf(err, errlen, "vGPU %u: out of memory", v->index);
-			return cudaErrorMemoryAllocation;
-		}
 	}
 	snprintf(rv->peer, sizeof(rv->peer), "%s:%u", t->host, t->port);
 	gethostname(req.node, sizeof(req.node) - 1);
@@ -277,77 +272,120 @@ static int drain(struct vgpu *v)
 	return n;
 }
 
-/* Apply one REAP reply, item by item, in order. */
-static void apply_reply(struct vgpu *v, const uint8_t *p, size_t len)
+/* Reads and drops n bytes of the reply. */
+static int skip_reply(struct mearas_link_reader *r, uint64_t n)
+{
+	uint8_t sink[4096];
+
+	while (n) {
+		size_t k = n < sizeof(sink) ? (size_t)n : sizeof(sink);
+		int rc = mearas_link_read(r, sink, k);
+
+		if (rc)
+			return rc;
+		n -= k;
+	}
+	return 0;
+}
+
+static void apply_cqe(struct vgpu *v, struct remote_item_cqe *ic)
 {
 	struct remote_vgpu *rv = v->remote;
+	struct remote_token t;
 
-	while (len >= sizeof(struct remote_item_hdr)) {
+	if (ic->cqe.flags & MEARAS_CQE_HOST_FUNC) {
+		ic->cqe.val[1] = v->index; /* the remote knows it as its vGPU 0 */
+		post_or_break(v, 0, &ic->cqe);
+	} else if (remote_tokens_take(&rv->tokens, ic->cqe.user_data, &t)) {
+		ic->cqe.user_data = t.user_data;
+		post_or_break(v, t.cq, &ic->cqe);
+	} else {
+		log_warn("vGPU %u: remote completion for unknown record %llu dropped", v->index,
+			 (unsigned long long)ic->cqe.user_data);
+	}
+}
+
+/*
+ * Apply one REAP reply as it is read, item by item, in order: device-to-host
+ * bytes go straight from the socket into the data area. 0, or the link error
+ * (the link then fails every call: nothing more to apply).
+ */
+static int apply_reply(struct vgpu *v, struct mearas_link_reader *r)
+{
+	struct remote_vgpu *rv = v->remote;
+	static __thread uint8_t small[65536 + 64];
+	int rc = 0;
+
+	while (!rc && mearas_link_read_left(r) >= sizeof(struct remote_item_hdr)) {
 		struct remote_item_hdr ih;
 
-		memcpy(&ih, p, sizeof(ih));
-		p += sizeof(ih);
-		len -= sizeof(ih);
-		if (ih.len > len)
+		rc = mearas_link_read(r, &ih, sizeof(ih));
+		if (rc)
 			break;
+		if (ih.len > mearas_link_read_left(r)) {
+			log_warn("vGPU %u: malformed item (length %u) from %s", v->index, ih.len, rv->peer);
+			break;
+		}
 		if (ih.type == REMOTE_ITEM_CQE && ih.len == sizeof(struct remote_item_cqe)) {
 			struct remote_item_cqe ic;
-			struct remote_token t;
 
-			memcpy(&ic, p, sizeof(ic));
-			if (ic.cqe.flags & MEARAS_CQE_HOST_FUNC) {
-				ic.cqe.val[1] = v->index; /* the remote knows it as its vGPU 0 */
-				post_or_break(v, 0, &ic.cqe);
-			} else if (remote_tokens_take(&rv->tokens, ic.cqe.user_data, &t)) {
-				ic.cqe.user_data = t.user_data;
-				post_or_break(v, t.cq, &ic.cqe);
-			} else {
-				log_warn("vGPU %u: remote completion for unknown record %llu dropped", v->index,
-					 (unsigned long long)ic.cqe.user_data);
-			}
+			rc = mearas_link_read(r, &ic, sizeof(ic));
+			if (!rc)
+				apply_cqe(v, &ic);
 		} else if (ih.type == REMOTE_ITEM_DATA && ih.len >= sizeof(struct remote_item_data)) {
 			struct remote_item_data d;
 			uint64_t n = ih.len - sizeof(d);
 
-			memcpy(&d, p, sizeof(d));
-			if (d.off <= v->w->data_size && n <= v->w->data_size - d.off)
-				memcpy(v->w->data + d.off, p + sizeof(d), n);
-			else
+			rc = mearas_link_read(r, &d, sizeof(d));
+			if (rc)
+				break;
+			if (d.off <= v->w->data_size && n <= v->w->data_size - d.off) {
+				rc = mearas_link_read(r, v->w->data + d.off, n);
+			} else {
 				log_warn("vGPU %u: remote data out of the data area dropped", v->index);
-		} else if (ih.type == REMOTE_ITEM_OUTPUT && ih.len >= sizeof(struct remote_item_output)) {
-			struct remote_item_output o;
+				rc = skip_reply(r, n);
+			}
+		} else if ((ih.type == REMOTE_ITEM_OUTPUT || ih.type == REMOTE_ITEM_FATAL) && ih.len <= sizeof(small) &&
+			   (ih.type == REMOTE_ITEM_FATAL || ih.len >= sizeof(struct remote_item_output))) {
+			rc = mearas_link_read(r, small, ih.len);
+			if (rc)
+				break;
+			if (ih.type == REMOTE_ITEM_OUTPUT) {
+				struct remote_item_output o;
 
-			memcpy(&o, p, sizeof(o));
-			/* our stdout/stderr are the client's output pipes */
-			if ((o.fd == 1 || o.fd == 2) && write((int)o.fd, p + sizeof(o), ih.len - sizeof(o)) < 0)
-				log_warn("vGPU %u: device output: %s", v->index, strerror(errno));
-		} else if (ih.type == REMOTE_ITEM_FATAL) {
-			char msg[256];
-			size_t n = ih.len < sizeof(msg) - 1 ? ih.len : sizeof(msg) - 1;
+				memcpy(&o, small, sizeof(o));
+				/* our stdout/stderr are the client's output pipes */
+				if ((o.fd == 1 || o.fd == 2) &&
+				    write((int)o.fd, small + sizeof(o), ih.len - sizeof(o)) < 0)
+					log_warn("vGPU %u: device output: %s", v->index, strerror(errno));
+			} else {
+				char msg[256];
+				size_t n = ih.len < sizeof(msg) - 1 ? ih.len : sizeof(msg) - 1;
 
-			memcpy(msg, p, n);
-			msg[n] = 0;
-			fail_link(v, MEARAS_LINK_E_BROKEN, msg);
+				memcpy(msg, small, n);
+				msg[n] = 0;
+				fail_link(v, MEARAS_LINK_E_BROKEN, msg);
+			}
 		} else {
 			log_warn("vGPU %u: malformed item (type %u) from %s", v->index, ih.type, rv->peer);
-			break;
+			break; /* the rest of the reply is skipped */
 		}
-		p += ih.len;
-		len -= ih.len;
 	}
+	return rc;
 }
 
-/* On the link's receive thread: one REAP reply landed (or the link broke). */
-static void reap_done(void *ctx, int status, size_t len)
+/* On the link's receive thread: one REAP reply starts (or the link broke). */
+static void reap_done(void *ctx, int status, size_t len, struct mearas_link_reader *r)
 {
 	struct reap_slot *slot = ctx;
 	struct vgpu *v = slot->v;
 	struct remote_vgpu *rv = v->remote;
 
+	(void)len;
 	if (status)
 		fail_link(v, status, link_err(status));
 	else
-		apply_reply(v, slot->buf, len);
+		apply_reply(v, r); /* a read error breaks the link: its calls fail with it */
 	pthread_mutex_lock(&rv->reap_lock);
 	slot->next_free = rv->free_slots;
 	rv->free_slots = slot;
@@ -381,7 +419,7 @@ static void *reaper_main(void *arg)
 		}
 		rv->free_slots = slot->next_free;
 		pthread_mutex_unlock(&rv->reap_lock);
-		rc = mearas_link_call_async(rv->link, req, sizeof(req), slot->buf, REAP_BUF, reap_done, slot);
+		rc = mearas_link_call_stream(rv->link, req, sizeof(req), reap_done, slot);
 		pthread_mutex_lock(&rv->reap_lock);
 		if (rc) {
 			fail_link(v, rc, link_err(rc));

@@ -98,6 +98,18 @@ int mearas_link_call(struct mearas_link *l, const void *req, size_t req_len, voi
 typedef void (*mearas_link_reply_fn)(void *ctx, int status, size_t reply_len);
 int mearas_link_call_async(struct mearas_link *l, const void *req, size_t req_len, void *reply,
 			   size_t reply_cap, mearas_link_reply_fn fn, void *ctx);
+/* The same, but the reply is not buffered: fn(ctx, OK, len, reader) runs on
+ * the receive thread when it starts, and reads its bytes in order with
+ * mearas_link_read (straight where they belong); bytes it leaves unread are
+ * skipped. On a broken link fn(ctx, error, 0, NULL). A reader is valid during
+ * fn only; fn must not call link functions that send. */
+struct mearas_link_reader;
+typedef void (*mearas_link_stream_fn)(void *ctx, int status, size_t len, struct mearas_link_reader *r);
+int mearas_link_call_stream(struct mearas_link *l, const void *req, size_t req_len, mearas_link_stream_fn fn,
+			    void *ctx);
+/* Next n bytes of the reply into dst: 0, E_INVAL past its end, or the link's error. */
+int mearas_link_read(struct mearas_link_reader *r, void *dst, size_t n);
+size_t mearas_link_read_left(const struct mearas_link_reader *r);
 int mearas_link_flush(struct mearas_link *l);
 /* Send len bytes as chunks of chunk_bytes (sent from data without copy on TCP);
  * the receiver gets on_chunk per chunk. Earlier posts are flushed first. */

@@ -535,6 +535,64 @@ static void t_call_async(void)
 	CHECK(async_count(&g) == 4);
 }
 
+struct stream_seen {
+	pthread_mutex_t lock;
+	int calls, status;
+	size_t len, left_after;
+	char head[4];
+};
+
+/* reads 2 bytes of the reply, leaves the rest to be skipped */
+static void stream_done(void *ctx, int status, size_t len, struct mearas_link_reader *r)
+{
+	struct stream_seen *s = ctx;
+	char head[4] = { 0 };
+	int rc = r ? mearas_link_read(r, head, 2) : status;
+	if (r)
+		CHECK_RC(mearas_link_read(r, head, len + 1), MEARAS_LINK_E_INVAL); /* past the end */
+	pthread_mutex_lock(&s->lock);
+	s->calls++;
+	s->status = rc;
+	s->len = len;
+	s->left_after = r ? mearas_link_read_left(r) : 0;
+	memcpy(s->head, head, sizeof(head));
+	pthread_mutex_unlock(&s->lock);
+}
+
+static int stream_calls(struct stream_seen *s)
+{
+	pthread_mutex_lock(&s->lock);
+	int n = s->calls;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+/* Streamed replies: read in place, the unread rest skipped without breaking the framing. */
+static void t_call_stream(void)
+{
+	struct local_server ls;
+	struct stream_seen s = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	struct mearas_link *l = NULL;
+	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
+	if (!l) {
+		mearas_link_server_stop(ls.srv);
+		return;
+	}
+	CHECK_RC(mearas_link_call_stream(l, "Exyz-long-tail", 14, stream_done, &s), MEARAS_LINK_OK);
+	for (double t0 = tl_now_s(); stream_calls(&s) < 1 && tl_now_s() - t0 < 5.0;)
+		usleep(1000);
+	CHECK(stream_calls(&s) == 1 && s.status == MEARAS_LINK_OK && s.len == 14 && s.left_after == 12);
+	CHECK(s.head[0] == 'E' && s.head[1] == 'x');
+	CHECK_RC(echo_call(l, "after"), MEARAS_LINK_OK);
+	CHECK_RC(mearas_link_call_stream(l, "H", 1, stream_done, &s), MEARAS_LINK_OK);
+	mearas_link_server_stop(ls.srv);
+	for (double t0 = tl_now_s(); stream_calls(&s) < 2 && tl_now_s() - t0 < 5.0;)
+		usleep(1000);
+	CHECK(stream_calls(&s) == 2 && s.status == MEARAS_LINK_E_BROKEN);
+	mearas_link_close(l);
+}
+
 /* Receive threads that spin after data (rx_spin_us) still answer and still notice a dead peer. */
 static void t_rx_spin(void)
 {
@@ -880,6 +938,7 @@ static const struct test_case tests[] = {
 	T(t_server_stop_closes_links),
 	T(t_call_async),
 	T(t_rx_spin),
+	T(t_call_stream),
 	T(t_server_killed_pending_call_fails),
 	T(t_server_hung_heartbeat_timeout),
 	T(t_server_restart_accepts_new_link),
