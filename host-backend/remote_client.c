@@ -100,6 +100,8 @@ int remote_client_open(struct vgpu *v, const struct remote_target *t, struct mea
 	}
 	*info = rep.info;
 	info->is_remote = 1;
+	/* a kernel on the other node cannot reach this node's pinned memory */
+	info->attrs[cudaDevAttrCanMapHostMemory] = 0;
 	v->remote = rv;
 	log_info("vGPU %u -> remote %s GPU %d (%s)", v->index, rv->peer, t->gpu, info->name);
 	return 0;

@@ -108,6 +108,8 @@ static bool test_devices()
 	CK(cudaGetDeviceProperties(&p1, 1));
 	printf("  vGPU 0: %s, vGPU 1: %s, %zu MiB\n", p0.name, p1.name, p1.totalGlobalMem >> 20);
 	report(p1.totalGlobalMem > 0 && p1.multiProcessorCount > 0, "devices");
+	/* a kernel on the remote node cannot reach this node's pinned memory */
+	report(p1.canMapHostMemory == 0, "remote-vgpu-cannot-map-host-memory");
 	return true;
 }
 
