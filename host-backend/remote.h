@@ -11,7 +11,8 @@
  *          -> reply: status, message, the remote vGPU's devinfo
  *   RECORD post: one SQE, its arena payload, and the data-area bytes it reads
  *          (inline, or sent just before as a bulk transfer tagged with the offset)
- *   REAP   call (long poll): answered when completions exist, with a list of
+ *   REAP   call (long poll; up to REMOTE_REAPS_MAX outstanding, answered
+ *          oldest first): answered when completions exist, with a list of
  *          items in order: data-area bytes written by device-to-host copies,
  *          device output, completions. Data always comes before any
  *          completion posted after it.
@@ -31,8 +32,21 @@
 
 /* data at most this large travels inside the RECORD message, larger by bulk */
 #define REMOTE_INLINE_DATA_MAX (256u << 10)
+/* host-to-device and device-to-host copies of twice this or more travel as
+ * pieces of this size (pipelined: network and device copy overlap) */
+#define REMOTE_SPLIT_BYTES (4u << 20)
 /* a REAP reply carries at most this much */
 #define REMOTE_REPLY_MAX (8u << 20)
+/* Pollers of a remote vGPU (both nodes) stay awake at least this long after
+ * their last record when spinning is on (--spin-us > 0) and the node has
+ * REMOTE_SPIN_MIN_CPUS cores or more: a synchronous call's next record comes
+ * one network round trip later, and a wakeup per hop costs more than the
+ * spin. With fewer cores the spinning threads would take turns on them, and
+ * every hop would wait for a time slice instead. */
+#define REMOTE_SPIN_US 250u
+#define REMOTE_SPIN_MIN_CPUS 4
+/* REAP calls a client keeps outstanding (the remote node queues this many) */
+#define REMOTE_REAPS_MAX 4u
 
 enum remote_msg_kind { REMOTE_MSG_OPEN = 1, REMOTE_MSG_RECORD = 2, REMOTE_MSG_REAP = 3 };
 
@@ -105,12 +119,21 @@ struct remote_config {
 	uint32_t batch_msgs;    /* records per link batch (0 = library default, 1 = no batching) */
 };
 
+/* device-to-host destination rows in the data area */
+struct remote_range {
+	uint64_t off, width, pitch, rows;
+};
+
 /* ---- tokens: records in flight, by a token that replaces user_data ---- */
 struct remote_token {
 	uint64_t user_data;     /* the original */
 	uint16_t cq, op;
 	uint8_t want_cqe, used;
 	uint64_t off, width, pitch, rows; /* device-to-host destination rows */
+	struct remote_range *ranges; /* a graph launch: more of them (malloc'd) */
+	uint32_t nranges;
+	uint8_t capture_begin;  /* a CAPTURE_BEGIN on the stream of key stream_key */
+	uint64_t stream_key;
 };
 
 struct remote_tokens {
@@ -129,6 +152,28 @@ bool remote_tokens_take(struct remote_tokens *t, uint64_t token, struct remote_t
 /* Marks the table failed and hands every entry still in flight to fn. */
 void remote_tokens_fail(struct remote_tokens *t, void (*fn)(void *ctx, const struct remote_token *e),
 			void *ctx);
+
+/* How long a remote vGPU's threads spin (us) given --spin-us; 0: never. */
+unsigned remote_spin_us(unsigned cfg_spin_us);
+
+/* ---- stream capture on the remote node (remote_capture.c) ---- */
+struct remote_captures;
+struct remote_captures *remote_captures_new(void);
+void remote_captures_free(struct remote_captures *c);
+uint64_t remote_stream_key(const struct mearas_sqe *e);
+/* Follows captures, graphs and executable graphs; false when out of memory.
+ * c NULL (the device has no graphs): every call does nothing. */
+bool remote_captures_note(struct remote_captures *c, const struct mearas_sqe *e);
+/* The device refused the CAPTURE_BEGIN on this stream: it is not capturing. */
+void remote_captures_begin_failed(struct remote_captures *c, uint64_t stream_key);
+/* A device-to-host copy on a capturing stream: keeps its range with the
+ * capture and returns true (ok false when out of memory). */
+bool remote_captures_take_copy(struct remote_captures *c, const struct mearas_sqe *e, const struct remote_range *r,
+			       bool *ok);
+/* A GRAPH_LAUNCH: the ranges its graph writes (malloc'd copy, *n 0 if none);
+ * false when out of memory. */
+bool remote_captures_launch_ranges(struct remote_captures *c, const struct mearas_sqe *e, struct remote_range **out,
+				   uint32_t *n);
 
 /* ---- configuration (mearasd options) ---- */
 /* --remote=VGPU=HOST:PORT[/GPU] */

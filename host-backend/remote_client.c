@@ -3,8 +3,11 @@
  * Client node side of a remote vGPU: the forwarding poller drains the vGPU's
  * submission ring in order and posts each record on the vGPU's link (with
  * its arena payload and the data-area bytes it reads); a reaper thread keeps
- * one REAP call outstanding whose replies carry device-to-host bytes, device
- * output and completions, which it writes into the client's region. A broken
+ * REAP_OUTSTANDING asynchronous REAP calls outstanding, whose replies carry
+ * device-to-host bytes, device output and completions; the link's receive
+ * thread reads each straight into the client's region (no extra thread hop
+ * on a synchronous call, no staging copy), and the next reply is already on
+ * its way. A broken
  * link fails every record in flight, and every later one, with
  * cudaErrorDevicesUnavailable.
  */
@@ -23,13 +26,22 @@
 
 #define TOKENS_CAP (1u << 16)
 #define OPEN_TIMEOUT_MS 60000u
+#define REAP_OUTSTANDING 2u
+
+struct reap_slot {
+	struct vgpu *v;
+	struct reap_slot *next_free;
+};
 
 struct remote_vgpu {
 	struct mearas_link *link;
 	struct remote_tokens tokens;
 	pthread_t reaper;
 	int failed;             /* atomic: first link error */
-	uint8_t *reply;
+	struct reap_slot slot[REAP_OUTSTANDING];
+	pthread_mutex_t reap_lock;
+	pthread_cond_t reap_cond;
+	struct reap_slot *free_slots; /* replies applied: to be sent again */
 	char peer[REMOTE_HOST_MAX + 8];
 };
 
@@ -52,13 +64,20 @@ int remote_client_open(struct vgpu *v, const struct remote_target *t, struct mea
 	size_t len = 0;
 	int rc;
 
-	if (!rv || remote_tokens_init(&rv->tokens, TOKENS_CAP) || !(rv->reply = malloc(REMOTE_REPLY_MAX + 4096))) {
+	if (!rv || remote_tokens_init(&rv->tokens, TOKENS_CAP)) {
 		snprintf(err, errlen, "vGPU %u: out of memory", v->index);
 		return cudaErrorMemoryAllocation;
+	}
+	pthread_mutex_init(&rv->reap_lock, NULL);
+	pthread_cond_init(&rv->reap_cond, NULL);
+	for (unsigned i = 0; i < REAP_OUTSTANDING; i++) {
+		rv->slot[i] = (struct reap_slot){ .v = v, .next_free = rv->free_slots };
+		rv->free_slots = &rv->slot[i];
 	}
 	snprintf(rv->peer, sizeof(rv->peer), "%s:%u", t->host, t->port);
 	gethostname(req.node, sizeof(req.node) - 1);
 	remote_link_config(&cfg->remote, &lc);
+	lc.rx_spin_us = remote_spin_us(cfg->spin_us);
 	rc = mearas_link_connect(t->host, t->port, &lc, &rv->link);
 	if (rc) {
 		snprintf(err, errlen, "remote vGPU %u: link to %s failed: %s%s", v->index, rv->peer, link_err(rc),
@@ -81,6 +100,8 @@ int remote_client_open(struct vgpu *v, const struct remote_target *t, struct mea
 	}
 	*info = rep.info;
 	info->is_remote = 1;
+	/* a kernel on the other node cannot reach this node's pinned memory */
+	info->attrs[cudaDevAttrCanMapHostMemory] = 0;
 	v->remote = rv;
 	log_info("vGPU %u -> remote %s GPU %d (%s)", v->index, rv->peer, t->gpu, info->name);
 	return 0;
@@ -141,7 +162,7 @@ static bool data_read_range(const struct mearas_sqe *e, uint64_t *off, uint64_t 
 	}
 }
 
-static void forward(struct vgpu *v, const struct mearas_sqe *e)
+static void forward_one(struct vgpu *v, const struct mearas_sqe *e)
 {
 	struct remote_vgpu *rv = v->remote;
 	struct remote_record_hdr h = { .kind = REMOTE_MSG_RECORD, .sqe = *e };
@@ -195,6 +216,44 @@ static void forward(struct vgpu *v, const struct mearas_sqe *e)
 		fail_link(v, rc, link_err(rc));
 }
 
+/*
+ * A large host-to-device or device-to-host copy goes as pieces on the same
+ * stream, only the last one completing: the remote node starts copying the
+ * first piece while later ones are still on the wire (host to device), and
+ * sends a piece's bytes back as soon as it has landed (device to host). An
+ * error in an earlier piece is reported by the last one (deferred errors).
+ */
+static bool forward_split(struct vgpu *v, const struct mearas_sqe *e)
+{
+	const uint64_t *a = e->args.a;
+	uint64_t host, size = a[2];
+
+	if (e->op != MEARAS_OP_MEMCPY || (a[3] != MEARAS_COPY_HTOD && a[3] != MEARAS_COPY_DTOH) ||
+	    size < 2 * REMOTE_SPLIT_BYTES)
+		return false;
+	host = a[3] == MEARAS_COPY_HTOD ? a[1] : a[0];
+	if (host > v->w->data_size || size > v->w->data_size - host)
+		return false; /* out of bounds: the remote node reports it, as one record */
+	for (uint64_t done = 0; done < size; done += REMOTE_SPLIT_BYTES) {
+		struct mearas_sqe piece = *e;
+		uint64_t n = size - done < REMOTE_SPLIT_BYTES ? size - done : REMOTE_SPLIT_BYTES;
+
+		piece.args.a[0] += done;
+		piece.args.a[1] += done;
+		piece.args.a[2] = n;
+		if (done + n < size)
+			piece.flags &= (uint16_t)~MEARAS_SQE_WANT_CQE;
+		forward_one(v, &piece);
+	}
+	return true;
+}
+
+static void forward(struct vgpu *v, const struct mearas_sqe *e)
+{
+	if (!forward_split(v, e))
+		forward_one(v, e);
+}
+
 static int drain(struct vgpu *v)
 {
 	int avail = sq_available(v), n = 0;
@@ -215,82 +274,161 @@ static int drain(struct vgpu *v)
 	return n;
 }
 
-/* Apply one REAP reply, item by item, in order. */
-static void apply_reply(struct vgpu *v, const uint8_t *p, size_t len)
+/* Reads and drops n bytes of the reply. */
+static int skip_reply(struct mearas_link_reader *r, uint64_t n)
+{
+	uint8_t sink[4096];
+
+	while (n) {
+		size_t k = n < sizeof(sink) ? (size_t)n : sizeof(sink);
+		int rc = mearas_link_read(r, sink, k);
+
+		if (rc)
+			return rc;
+		n -= k;
+	}
+	return 0;
+}
+
+static void apply_cqe(struct vgpu *v, struct remote_item_cqe *ic)
 {
 	struct remote_vgpu *rv = v->remote;
+	struct remote_token t;
 
-	while (len >= sizeof(struct remote_item_hdr)) {
+	if (ic->cqe.flags & MEARAS_CQE_HOST_FUNC) {
+		ic->cqe.val[1] = v->index; /* the remote knows it as its vGPU 0 */
+		post_or_break(v, 0, &ic->cqe);
+	} else if (remote_tokens_take(&rv->tokens, ic->cqe.user_data, &t)) {
+		ic->cqe.user_data = t.user_data;
+		post_or_break(v, t.cq, &ic->cqe);
+	} else {
+		log_warn("vGPU %u: remote completion for unknown record %llu dropped", v->index,
+			 (unsigned long long)ic->cqe.user_data);
+	}
+}
+
+/*
+ * Apply one REAP reply as it is read, item by item, in order: device-to-host
+ * bytes go straight from the socket into the data area. 0, or the link error
+ * (the link then fails every call: nothing more to apply).
+ */
+static int apply_reply(struct vgpu *v, struct mearas_link_reader *r)
+{
+	struct remote_vgpu *rv = v->remote;
+	static __thread uint8_t small[65536 + 64];
+	int rc = 0;
+
+	while (!rc && mearas_link_read_left(r) >= sizeof(struct remote_item_hdr)) {
 		struct remote_item_hdr ih;
 
-		memcpy(&ih, p, sizeof(ih));
-		p += sizeof(ih);
-		len -= sizeof(ih);
-		if (ih.len > len)
+		rc = mearas_link_read(r, &ih, sizeof(ih));
+		if (rc)
 			break;
+		if (ih.len > mearas_link_read_left(r)) {
+			log_warn("vGPU %u: malformed item (length %u) from %s", v->index, ih.len, rv->peer);
+			break;
+		}
 		if (ih.type == REMOTE_ITEM_CQE && ih.len == sizeof(struct remote_item_cqe)) {
 			struct remote_item_cqe ic;
-			struct remote_token t;
 
-			memcpy(&ic, p, sizeof(ic));
-			if (ic.cqe.flags & MEARAS_CQE_HOST_FUNC) {
-				ic.cqe.val[1] = v->index; /* the remote knows it as its vGPU 0 */
-				post_or_break(v, 0, &ic.cqe);
-			} else if (remote_tokens_take(&rv->tokens, ic.cqe.user_data, &t)) {
-				ic.cqe.user_data = t.user_data;
-				post_or_break(v, t.cq, &ic.cqe);
-			} else {
-				log_warn("vGPU %u: remote completion for unknown record %llu dropped", v->index,
-					 (unsigned long long)ic.cqe.user_data);
-			}
+			rc = mearas_link_read(r, &ic, sizeof(ic));
+			if (!rc)
+				apply_cqe(v, &ic);
 		} else if (ih.type == REMOTE_ITEM_DATA && ih.len >= sizeof(struct remote_item_data)) {
 			struct remote_item_data d;
 			uint64_t n = ih.len - sizeof(d);
 
-			memcpy(&d, p, sizeof(d));
-			if (d.off <= v->w->data_size && n <= v->w->data_size - d.off)
-				memcpy(v->w->data + d.off, p + sizeof(d), n);
-			else
+			rc = mearas_link_read(r, &d, sizeof(d));
+			if (rc)
+				break;
+			if (d.off <= v->w->data_size && n <= v->w->data_size - d.off) {
+				rc = mearas_link_read(r, v->w->data + d.off, n);
+			} else {
 				log_warn("vGPU %u: remote data out of the data area dropped", v->index);
-		} else if (ih.type == REMOTE_ITEM_OUTPUT && ih.len >= sizeof(struct remote_item_output)) {
-			struct remote_item_output o;
+				rc = skip_reply(r, n);
+			}
+		} else if ((ih.type == REMOTE_ITEM_OUTPUT || ih.type == REMOTE_ITEM_FATAL) && ih.len <= sizeof(small) &&
+			   (ih.type == REMOTE_ITEM_FATAL || ih.len >= sizeof(struct remote_item_output))) {
+			rc = mearas_link_read(r, small, ih.len);
+			if (rc)
+				break;
+			if (ih.type == REMOTE_ITEM_OUTPUT) {
+				struct remote_item_output o;
 
-			memcpy(&o, p, sizeof(o));
-			/* our stdout/stderr are the client's output pipes */
-			if ((o.fd == 1 || o.fd == 2) && write((int)o.fd, p + sizeof(o), ih.len - sizeof(o)) < 0)
-				log_warn("vGPU %u: device output: %s", v->index, strerror(errno));
-		} else if (ih.type == REMOTE_ITEM_FATAL) {
-			char msg[256];
-			size_t n = ih.len < sizeof(msg) - 1 ? ih.len : sizeof(msg) - 1;
+				memcpy(&o, small, sizeof(o));
+				/* our stdout/stderr are the client's output pipes */
+				if ((o.fd == 1 || o.fd == 2) &&
+				    write((int)o.fd, small + sizeof(o), ih.len - sizeof(o)) < 0)
+					log_warn("vGPU %u: device output: %s", v->index, strerror(errno));
+			} else {
+				char msg[256];
+				size_t n = ih.len < sizeof(msg) - 1 ? ih.len : sizeof(msg) - 1;
 
-			memcpy(msg, p, n);
-			msg[n] = 0;
-			fail_link(v, MEARAS_LINK_E_BROKEN, msg);
+				memcpy(msg, small, n);
+				msg[n] = 0;
+				fail_link(v, MEARAS_LINK_E_BROKEN, msg);
+			}
 		} else {
 			log_warn("vGPU %u: malformed item (type %u) from %s", v->index, ih.type, rv->peer);
-			break;
+			break; /* the rest of the reply is skipped */
 		}
-		p += ih.len;
-		len -= ih.len;
 	}
+	return rc;
 }
 
+/* On the link's receive thread: one REAP reply starts (or the link broke). */
+static void reap_done(void *ctx, int status, size_t len, struct mearas_link_reader *r)
+{
+	struct reap_slot *slot = ctx;
+	struct vgpu *v = slot->v;
+	struct remote_vgpu *rv = v->remote;
+
+	(void)len;
+	if (status)
+		fail_link(v, status, link_err(status));
+	else
+		apply_reply(v, r); /* a read error breaks the link: its calls fail with it */
+	pthread_mutex_lock(&rv->reap_lock);
+	slot->next_free = rv->free_slots;
+	rv->free_slots = slot;
+	pthread_cond_signal(&rv->reap_cond);
+	pthread_mutex_unlock(&rv->reap_lock);
+}
+
+/* Keeps REAP_OUTSTANDING calls outstanding: sends one again once its reply is applied. */
 static void *reaper_main(void *arg)
 {
 	struct vgpu *v = arg;
 	struct remote_vgpu *rv = v->remote;
 	const uint32_t req[2] = { REMOTE_MSG_REAP, 0 };
 
+	pthread_mutex_lock(&rv->reap_lock);
 	while (!v->w->stop && !__atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE)) {
-		size_t len = 0;
-		int rc = mearas_link_call(rv->link, req, sizeof(req), rv->reply, REMOTE_REPLY_MAX + 4096, &len, 0);
+		struct reap_slot *slot = rv->free_slots;
+		int rc;
 
+		if (!slot) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 200 * 1000 * 1000;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&rv->reap_cond, &rv->reap_lock, &ts);
+			continue;
+		}
+		rv->free_slots = slot->next_free;
+		pthread_mutex_unlock(&rv->reap_lock);
+		rc = mearas_link_call_stream(rv->link, req, sizeof(req), reap_done, slot);
+		pthread_mutex_lock(&rv->reap_lock);
 		if (rc) {
 			fail_link(v, rc, link_err(rc));
 			break;
 		}
-		apply_reply(v, rv->reply, len);
 	}
+	pthread_mutex_unlock(&rv->reap_lock);
 	return NULL;
 }
 
@@ -317,7 +455,8 @@ void *remote_client_main(void *arg)
 {
 	struct vgpu *v = arg;
 	struct remote_vgpu *rv = v->remote;
-	const uint64_t spin_ns = (uint64_t)v->w->cfg->spin_us * 1000ull;
+	const unsigned spin_us = remote_spin_us(v->w->cfg->spin_us);
+	const uint64_t spin_ns = (uint64_t)(spin_us ? spin_us : v->w->cfg->spin_us) * 1000ull;
 	uint64_t idle_since = 0;
 
 	if (pthread_create(&rv->reaper, NULL, reaper_main, v)) {

@@ -146,3 +146,12 @@ void remote_link_config(const struct remote_config *rc, struct mearas_link_confi
 		lc->batch_max_msgs = rc->batch_msgs;
 	lc->node_name = "mearasd";
 }
+
+unsigned remote_spin_us(unsigned cfg_spin_us)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (!cfg_spin_us || ncpu < REMOTE_SPIN_MIN_CPUS)
+		return ncpu < REMOTE_SPIN_MIN_CPUS ? 0 : cfg_spin_us;
+	return cfg_spin_us < REMOTE_SPIN_US ? REMOTE_SPIN_US : cfg_spin_us;
+}

@@ -71,13 +71,15 @@ struct session {
 	/* consumer state (session thread) */
 	uint32_t cq_head[MEARAS_MAX_THREADS];
 	int held_error;
+	uint64_t last_active_ns; /* atomic: last record fed or completion seen */
 	struct remote_tokens tokens;
+	struct remote_captures *caps; /* link thread only */
 	/* outgoing items and the outstanding REAP call */
 	pthread_mutex_t qlock;
 	struct out_item *q;
 	size_t qhead, qlen, qcap;
-	bool reap_pending;
-	uint64_t reap_seq;
+	uint64_t reap_seq[REMOTE_REAPS_MAX]; /* outstanding REAP calls, oldest first */
+	unsigned nreap;
 	uint8_t *reply;
 };
 
@@ -268,8 +270,34 @@ static void feed_record(struct session *s, const uint8_t *msg, size_t len)
 	if ((h.flags & REMOTE_REC_DATA_INLINE) && h.data_off <= s->data_size &&
 	    h.data_len <= s->data_size - h.data_off)
 		memcpy(s->data + h.data_off, data, h.data_len);
+	if (!remote_captures_note(s->caps, &sqe)) {
+		push_error(s, &sqe, cudaErrorMemoryAllocation);
+		return;
+	}
 	d2h = d2h_rows(s, &sqe, &t);
-	if ((sqe.flags & MEARAS_SQE_WANT_CQE) || d2h) {
+	if (d2h) {
+		struct remote_range r = { t.off, t.width, t.pitch, t.rows };
+		bool ok;
+
+		/* no fence on a capturing stream: the bytes come with the graph's launches */
+		if (remote_captures_take_copy(s->caps, &sqe, &r, &ok)) {
+			d2h = false;
+			if (!ok) {
+				push_error(s, &sqe, cudaErrorMemoryAllocation);
+				return;
+			}
+		}
+	}
+	if (!remote_captures_launch_ranges(s->caps, &sqe, &t.ranges, &t.nranges)) {
+		push_error(s, &sqe, cudaErrorMemoryAllocation);
+		return;
+	}
+	if (s->caps && sqe.op == MEARAS_OP_CAPTURE_BEGIN) {
+		/* its completion tells whether the stream really captures (errors stay deferred) */
+		t.capture_begin = 1;
+		t.stream_key = remote_stream_key(&sqe);
+	}
+	if ((sqe.flags & MEARAS_SQE_WANT_CQE) || d2h || t.nranges || t.capture_begin) {
 		uint64_t tok;
 
 		t.user_data = sqe.user_data;
@@ -280,6 +308,7 @@ static void feed_record(struct session *s, const uint8_t *msg, size_t len)
 			t.rows = 0;
 		tok = remote_tokens_add(&s->tokens, &t);
 		if (!tok) {
+			free(t.ranges);
 			push_error(s, &sqe, cudaErrorLaunchOutOfResources);
 			return;
 		}
@@ -302,19 +331,21 @@ static void feed_record(struct session *s, const uint8_t *msg, size_t len)
 		}
 	}
 	if (!wait_until(s, sq_space, 0)) {
-		struct remote_token dropped;
+		struct remote_token dropped = { 0 };
 
 		if (remote_tokens_take(&s->tokens, sqe.user_data, &dropped) && dropped.want_cqe) {
 			struct mearas_cqe c = { .user_data = dropped.user_data, .status = cudaErrorDevicesUnavailable };
 
 			push_cqe(s, dropped.cq, &c);
 		}
+		free(dropped.ranges);
 		return;
 	}
 	s->sqes[s->sq_tail & (MEARAS_SQ_ENTRIES - 1)] = sqe;
 	s->arena_mark[s->sq_tail & (MEARAS_SQ_ENTRIES - 1)] = s->arena_head;
 	s->sq_tail++;
 	mearas_store_release(&s->sq_ctl->tail, s->sq_tail);
+	__atomic_store_n(&s->last_active_ns, now_ns(), __ATOMIC_RELAXED);
 	if (mearas_ring_needs_wakeup(s->sq_ctl)) {
 		uint64_t one = 1;
 
@@ -339,6 +370,8 @@ static int start_worker(struct session *s, char *msg, size_t msglen)
 		return cudaErrorInvalidValue;
 	}
 	child.gpu_map[0] = s->open.gpu;
+	if (remote_spin_us(child.spin_us))
+		child.spin_us = remote_spin_us(child.spin_us);
 	child.va_window_first = s->open.va_window;
 	if (s->open.quota && (!child.quota[0] || s->open.quota < child.quota[0]))
 		child.quota[0] = s->open.quota;
@@ -500,6 +533,16 @@ static void scan(struct session *s, struct held *fresh)
 
 				push_locked(s, &d);
 			}
+			if (t.capture_begin && c.status)
+				remote_captures_begin_failed(s->caps, t.stream_key);
+			for (uint32_t i = 0; c.status == 0 && i < t.nranges; i++) {
+				const struct remote_range *r = &t.ranges[i];
+				struct out_item d = { .type = OUT_DATA, .off = r->off, .width = r->width,
+						      .pitch = r->pitch, .rows = r->rows };
+
+				push_locked(s, &d);
+			}
+			free(t.ranges);
 			if (!t.want_cqe) {
 				/* an asynchronous copy: its error is reported by a later sync, as in CUDA */
 				if (c.status && !s->held_error)
@@ -523,6 +566,7 @@ static void fail_token(void *ctx, const struct remote_token *t)
 	struct session *s = ctx;
 	struct mearas_cqe c = { .user_data = t->user_data, .status = cudaErrorDevicesUnavailable };
 
+	free(t->ranges);
 	if (t->want_cqe) {
 		struct out_item it = { .type = OUT_CQE, .cq = t->cq, .cqe = c };
 
@@ -548,39 +592,71 @@ static void worker_gone(struct session *s)
 	pthread_mutex_unlock(&s->qlock);
 }
 
-static bool put_item(uint8_t *buf, size_t *len, uint32_t type, const void *a, size_t alen, const void *b,
-		     size_t blen)
+/* A REAP reply being built: item headers and small bytes in the session's
+ * reply buffer, device-to-host bytes of REMOTE_REF_MIN or more sent from the
+ * data area itself. */
+#define REMOTE_REF_MIN (64u << 10)
+
+struct reply_build {
+	uint8_t *buf;
+	size_t used, len;       /* bytes of buf used; bytes of the whole reply */
+	struct iovec iov[MEARAS_LINK_REPLY_IOV_MAX];
+	int n;
+	bool last_in_buf;       /* iov[n - 1] ends at buf + used: extend it */
+};
+
+static void rb_copy(struct reply_build *r, const void *p, size_t n)
+{
+	if (!n)
+		return;
+	memcpy(r->buf + r->used, p, n);
+	if (r->last_in_buf)
+		r->iov[r->n - 1].iov_len += n;
+	else
+		r->iov[r->n++] = (struct iovec){ r->buf + r->used, n };
+	r->last_in_buf = true;
+	r->used += n;
+	r->len += n;
+}
+
+/* Room for one item with blen bytes of b (by reference if ref: b must stay valid until sent)? */
+static bool put_item(struct reply_build *r, uint32_t type, const void *a, size_t alen, const void *b, size_t blen,
+		     bool ref)
 {
 	struct remote_item_hdr ih = { .type = type, .len = (uint32_t)(alen + blen) };
 
-	if (*len + sizeof(ih) + alen + blen > REMOTE_REPLY_MAX)
+	/* a reference needs up to 3 iov slots: header segment, bytes, next segment */
+	if (r->len + sizeof(ih) + alen + blen > REMOTE_REPLY_MAX || r->n + 3 > MEARAS_LINK_REPLY_IOV_MAX)
 		return false;
-	memcpy(buf + *len, &ih, sizeof(ih));
-	memcpy(buf + *len + sizeof(ih), a, alen);
-	if (blen)
-		memcpy(buf + *len + sizeof(ih) + alen, b, blen);
-	*len += sizeof(ih) + alen + blen;
+	rb_copy(r, &ih, sizeof(ih));
+	rb_copy(r, a, alen);
+	if (ref) {
+		r->iov[r->n++] = (struct iovec){ (void *)b, blen };
+		r->len += blen;
+		r->last_in_buf = false;
+	} else {
+		rb_copy(r, b, blen);
+	}
 	return true;
 }
 
 /* queue lock held: fill a reply from the head of the queue */
-static size_t build_reply(struct session *s)
+static void build_reply(struct session *s, struct reply_build *r)
 {
-	size_t len = 0;
-
+	*r = (struct reply_build){ .buf = s->reply };
 	while (s->qlen) {
 		struct out_item *it = &s->q[s->qhead];
 
 		if (it->type == OUT_CQE) {
 			struct remote_item_cqe ic = { .cq = it->cq, .cqe = it->cqe };
 
-			if (!put_item(s->reply, &len, REMOTE_ITEM_CQE, &ic, sizeof(ic), NULL, 0))
+			if (!put_item(r, REMOTE_ITEM_CQE, &ic, sizeof(ic), NULL, 0, false))
 				break;
 		} else if (it->type == OUT_DATA) {
 			bool full = false;
 
 			while (it->row < it->rows) {
-				size_t room = REMOTE_REPLY_MAX - len, n;
+				size_t room = REMOTE_REPLY_MAX - r->len, n;
 				struct remote_item_data d = { .off = it->off + it->row * it->pitch + it->col };
 
 				if (room <= sizeof(struct remote_item_hdr) + sizeof(d)) {
@@ -590,7 +666,10 @@ static size_t build_reply(struct session *s)
 				n = room - sizeof(struct remote_item_hdr) - sizeof(d);
 				if (n > it->width - it->col)
 					n = it->width - it->col;
-				put_item(s->reply, &len, REMOTE_ITEM_DATA, &d, sizeof(d), s->data + d.off, n);
+				if (!put_item(r, REMOTE_ITEM_DATA, &d, sizeof(d), s->data + d.off, n, n >= REMOTE_REF_MIN)) {
+					full = true;
+					break;
+				}
 				it->col += n;
 				if (it->col == it->width) {
 					it->row++;
@@ -602,40 +681,66 @@ static size_t build_reply(struct session *s)
 		} else {
 			struct remote_item_output o = { .fd = it->fd };
 			bool ok = it->type == OUT_FATAL
-					  ? put_item(s->reply, &len, REMOTE_ITEM_FATAL, it->bytes, it->nbytes, NULL, 0)
-					  : put_item(s->reply, &len, REMOTE_ITEM_OUTPUT, &o, sizeof(o), it->bytes, it->nbytes);
+					  ? put_item(r, REMOTE_ITEM_FATAL, it->bytes, it->nbytes, NULL, 0, false)
+					  : put_item(r, REMOTE_ITEM_OUTPUT, &o, sizeof(o), it->bytes, it->nbytes, false);
 
 			if (!ok)
 				break;
-			free(it->bytes);
+			free(it->bytes); /* copied into the reply buffer */
 		}
 		s->qhead++;
 		s->qlen--;
 	}
 	if (!s->qlen)
 		s->qhead = 0;
-	return len;
 }
 
 static void try_reply(struct session *s)
 {
 	pthread_mutex_lock(&s->qlock);
-	while (s->reap_pending && s->qlen) {
-		uint64_t seq = s->reap_seq;
-		size_t len = build_reply(s);
+	while (s->nreap && s->qlen) {
+		uint64_t seq = s->reap_seq[0];
+		struct reply_build r;
 		int rc;
 
-		if (!len)
+		build_reply(s, &r);
+		if (!r.len)
 			break;
-		s->reap_pending = false;
+		memmove(s->reap_seq, s->reap_seq + 1, --s->nreap * sizeof(s->reap_seq[0]));
 		pthread_mutex_unlock(&s->qlock);
-		rc = mearas_link_reply(s->conn, seq, s->reply, len);
+		rc = mearas_link_replyv(s->conn, seq, r.iov, r.n);
 		if (rc)
 			log_warn("remote session %s: reply: %s", mearas_link_conn_peer(s->conn),
 				 mearas_link_strerror(rc));
 		pthread_mutex_lock(&s->qlock);
 	}
 	pthread_mutex_unlock(&s->qlock);
+}
+
+/* A completion waits in a worker ring, or a reply can go out (unlocked reads: a hint). */
+static bool harvest_ready(struct session *s)
+{
+	for (unsigned slot = 0; slot < s->nthreads; slot++) {
+		struct mearas_ring_ctl *ctl = (struct mearas_ring_ctl *)(s->cqs + s->cq_stride * slot);
+
+		if (mearas_load_acquire(&ctl->tail) != s->cq_head[slot])
+			return true;
+	}
+	return __atomic_load_n(&s->nreap, __ATOMIC_RELAXED) && __atomic_load_n(&s->qlen, __ATOMIC_RELAXED);
+}
+
+/* Until a while after the last record or completion, watch the rings
+ * instead of sleeping until the worker's eventfd write wakes this thread:
+ * a synchronous call's next record comes one round trip after its reply. */
+static void harvest_spin(struct session *s)
+{
+	uint64_t spin_ns = (uint64_t)remote_spin_us(server_cfg->spin_us) * 1000ull;
+
+	if (!spin_ns)
+		return;
+	while (!harvest_ready(s) && !__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE) &&
+	       now_ns() - __atomic_load_n(&s->last_active_ns, __ATOMIC_RELAXED) < spin_ns)
+		mearas_cpu_relax();
 }
 
 /*
@@ -656,7 +761,16 @@ static void harvest(struct session *s)
 	p[np++] = (struct pollfd){ .fd = s->notify_fd, .events = POLLIN };
 	p[np++] = (struct pollfd){ .fd = s->sock, .events = POLLIN | POLLRDHUP };
 	while (!__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE)) {
-		int r = poll(p, np, held.n ? 0 : 200);
+		int r;
+
+		if (!held.n && __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1)
+			harvest_spin(s);
+		if (held.n || harvest_ready(s)) {
+			__atomic_store_n(&s->last_active_ns, now_ns(), __ATOMIC_RELAXED);
+			r = poll(p, np, 0);
+		} else {
+			r = poll(p, np, 200);
+		}
 
 		if (__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE))
 			break;
@@ -743,7 +857,10 @@ static void on_open(void *ctx, struct mearas_link_conn *c)
 	s->notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	pthread_mutex_init(&s->qlock, NULL);
 	s->reply = malloc(REMOTE_REPLY_MAX);
-	if (remote_tokens_init(&s->tokens, TOKENS_CAP) || !s->reply || s->notify_fd < 0)
+	/* only a device with graphs captures: elsewhere nothing is followed */
+	s->caps = server_cfg->dev->capture_begin ? remote_captures_new() : NULL;
+	if (remote_tokens_init(&s->tokens, TOKENS_CAP) || !s->reply || (server_cfg->dev->capture_begin && !s->caps) ||
+	    s->notify_fd < 0)
 		__atomic_store_n(&s->ready, -1, __ATOMIC_RELEASE);
 	mearas_link_conn_set_user(c, s);
 }
@@ -761,11 +878,18 @@ static void on_message(void *ctx, struct mearas_link_conn *c, uint64_t seq, bool
 	if (kind == REMOTE_MSG_RECORD) {
 		feed_record(s, data, len);
 	} else if (kind == REMOTE_MSG_REAP && wants_reply) {
+		bool ok;
+
 		pthread_mutex_lock(&s->qlock);
-		s->reap_pending = true;
-		s->reap_seq = seq;
+		ok = s->nreap < REMOTE_REAPS_MAX;
+		if (ok)
+			s->reap_seq[s->nreap++] = seq;
 		pthread_mutex_unlock(&s->qlock);
-		notify(s);
+		if (ok)
+			notify(s);
+		else
+			log_warn("remote link %s: more than %u REAP calls outstanding: one dropped",
+				 mearas_link_conn_peer(c), REMOTE_REAPS_MAX);
 	} else if (wants_reply && len >= sizeof(struct remote_open_req) &&
 		   ((const struct remote_open_req *)data)->kind == REMOTE_MSG_OPEN) {
 		struct remote_open_reply rep = { .magic = REMOTE_MAGIC, .status = cudaErrorInvalidValue };
@@ -800,8 +924,23 @@ static void on_chunk(void *ctx, struct mearas_link_conn *c, uint64_t tag, uint64
 	if (!s || __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) != 1)
 		return;
 	/* host-to-device bytes for the next record: tag = data-area offset */
-	if (tag <= s->data_size && offset <= s->data_size - tag && len <= s->data_size - tag - offset)
+	if (data != s->data + tag + offset && tag <= s->data_size && offset <= s->data_size - tag &&
+	    len <= s->data_size - tag - offset)
 		memcpy(s->data + tag + offset, data, len);
+}
+
+/* Bulk bytes are read straight into the worker's data area when in bounds. */
+static void *chunk_dest(void *ctx, struct mearas_link_conn *c, uint64_t tag, uint64_t offset, uint64_t total,
+			size_t len)
+{
+	struct session *s = mearas_link_conn_user(c);
+
+	(void)ctx, (void)total;
+	if (!s || __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) != 1)
+		return NULL;
+	if (tag <= s->data_size && offset <= s->data_size - tag && len <= s->data_size - tag - offset)
+		return s->data + tag + offset;
+	return NULL;
 }
 
 static void on_closed(void *ctx, struct mearas_link_conn *c, int status)
@@ -829,6 +968,10 @@ static void on_closed(void *ctx, struct mearas_link_conn *c, int status)
 	for (size_t i = 0; i < s->qlen; i++)
 		free(s->q[s->qhead + i].bytes);
 	free(s->q);
+	for (uint32_t i = 0; s->tokens.e && i < s->tokens.cap; i++)
+		if (s->tokens.e[i].used)
+			free(s->tokens.e[i].ranges);
+	remote_captures_free(s->caps);
 	free(s->tokens.e);
 	free(s->tokens.tok);
 	free(s->reply);
@@ -843,9 +986,11 @@ int remote_server_start(const struct backend_config *cfg)
 
 	server_cfg = cfg;
 	remote_link_config(&cfg->remote, &lc);
+	lc.rx_spin_us = remote_spin_us(cfg->spin_us);
 	rc = mearas_link_server_start(cfg->remote.link_bind && cfg->remote.link_bind[0] ? cfg->remote.link_bind : NULL,
 				      cfg->remote.link_port, &lc, &(struct mearas_link_server_ops){
-					      .on_message = on_message, .on_chunk = on_chunk, .on_open = on_open,
+					      .on_message = on_message, .on_chunk = on_chunk, .chunk_dest = chunk_dest,
+					      .on_open = on_open,
 					      .on_closed = on_closed },
 				      &server);
 	if (rc) {

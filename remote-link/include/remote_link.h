@@ -64,6 +64,8 @@ struct mearas_link_config {
 	uint32_t heartbeat_ms;          /* heartbeat when nothing received this long (500) */
 	uint32_t dead_ms;               /* declare the link broken after this silence (3000) */
 	uint32_t connect_timeout_ms;    /* connect + handshake bound (3000) */
+	uint32_t rx_spin_us;            /* receive threads poll without sleeping this long after data (0):
+					 * saves a wakeup per message on request/reply traffic, costs a core */
 	uint32_t version_major;         /* advertised version; 0 = this build's */
 	uint32_t version_minor;
 	const char *verbs_device;       /* RDMA device name; NULL = first found */
@@ -88,6 +90,26 @@ int mearas_link_postv(struct mearas_link *l, const struct iovec *iov, int iovcnt
  * timeout_ms 0 = wait until the reply or the link breaks. */
 int mearas_link_call(struct mearas_link *l, const void *req, size_t req_len, void *reply,
 		     size_t reply_cap, size_t *reply_len, uint32_t timeout_ms);
+/* The same without waiting: fn(ctx, status, reply_len) runs exactly once, on
+ * the link's receive thread when the reply has been read into reply (which
+ * must stay valid until then), or with the error that broke the link (on the
+ * thread that saw it, possibly the caller's). fn must be quick and must not
+ * call link functions that send. */
+typedef void (*mearas_link_reply_fn)(void *ctx, int status, size_t reply_len);
+int mearas_link_call_async(struct mearas_link *l, const void *req, size_t req_len, void *reply,
+			   size_t reply_cap, mearas_link_reply_fn fn, void *ctx);
+/* The same, but the reply is not buffered: fn(ctx, OK, len, reader) runs on
+ * the receive thread when it starts, and reads its bytes in order with
+ * mearas_link_read (straight where they belong); bytes it leaves unread are
+ * skipped. On a broken link fn(ctx, error, 0, NULL). A reader is valid during
+ * fn only; fn must not call link functions that send. */
+struct mearas_link_reader;
+typedef void (*mearas_link_stream_fn)(void *ctx, int status, size_t len, struct mearas_link_reader *r);
+int mearas_link_call_stream(struct mearas_link *l, const void *req, size_t req_len, mearas_link_stream_fn fn,
+			    void *ctx);
+/* Next n bytes of the reply into dst: 0, E_INVAL past its end, or the link's error. */
+int mearas_link_read(struct mearas_link_reader *r, void *dst, size_t n);
+size_t mearas_link_read_left(const struct mearas_link_reader *r);
 int mearas_link_flush(struct mearas_link *l);
 /* Send len bytes as chunks of chunk_bytes (sent from data without copy on TCP);
  * the receiver gets on_chunk per chunk. Earlier posts are flushed first. */
@@ -118,6 +140,11 @@ struct mearas_link_server_ops {
 	/* One bulk chunk; offset/total in bytes of the whole transfer. */
 	void (*on_chunk)(void *ctx, struct mearas_link_conn *c, uint64_t tag, uint64_t bulk_id,
 			 uint64_t offset, uint64_t total, const void *data, size_t len);
+	/* Optional: where a chunk's len bytes should be read (then on_chunk gets
+	 * that pointer as data), or NULL for the link's own buffer. Saves a copy
+	 * when the bytes have a final home. */
+	void *(*chunk_dest)(void *ctx, struct mearas_link_conn *c, uint64_t tag, uint64_t offset,
+			    uint64_t total, size_t len);
 	void (*on_open)(void *ctx, struct mearas_link_conn *c);      /* optional */
 	/* The link ended (status: OK for an orderly close, else why); free what it held. */
 	void (*on_closed)(void *ctx, struct mearas_link_conn *c, int status);
@@ -133,6 +160,9 @@ uint16_t mearas_link_server_port(const struct mearas_link_server *s);
 void mearas_link_server_stop(struct mearas_link_server *s);
 
 int mearas_link_reply(struct mearas_link_conn *c, uint64_t seq, const void *data, size_t len);
+/* The same gathered from up to MEARAS_LINK_REPLY_IOV_MAX pieces, sent without copying them. */
+#define MEARAS_LINK_REPLY_IOV_MAX 60
+int mearas_link_replyv(struct mearas_link_conn *c, uint64_t seq, const struct iovec *data, int n);
 const char *mearas_link_conn_peer(const struct mearas_link_conn *c); /* "addr:port" */
 void mearas_link_conn_set_user(struct mearas_link_conn *c, void *user);
 void *mearas_link_conn_user(const struct mearas_link_conn *c);

@@ -17,7 +17,33 @@ struct pending {
 	size_t len;
 	int status;
 	int done;
+	/* asynchronous call: heap-owned, completed through one of these callbacks */
+	mearas_link_reply_fn fn;
+	mearas_link_stream_fn sfn;
+	void *ctx;
 };
+
+struct mearas_link_reader {
+	struct mearas_link *l;
+	size_t left;
+	uint32_t poll_ms;
+	int status;
+};
+
+/* Completes an asynchronous call that got no reply (no lock held) and frees it. */
+static void finish_async(struct pending *p)
+{
+	if (p->sfn)
+		p->sfn(p->ctx, p->status, 0, NULL);
+	else
+		p->fn(p->ctx, p->status, p->status ? 0 : p->len);
+	free(p);
+}
+
+static bool is_async(const struct pending *p)
+{
+	return p->fn || p->sfn;
+}
 
 struct batch {
 	uint8_t *buf;
@@ -68,14 +94,24 @@ static void fail_link(struct mearas_link *l, int status)
 	if (!__atomic_load_n(&l->closing, __ATOMIC_ACQUIRE))
 		link_log(&l->cfg, MEARAS_LINK_LOG_ERR, "link broken: %s", mearas_link_strerror(status));
 	l->t->ops->shutdown(l->t);
+	struct pending *async = NULL, *next;
 	pthread_mutex_lock(&l->pend_lock);
-	for (struct pending *p = l->pending; p; p = p->next) {
+	for (struct pending *p = l->pending; p; p = next) {
+		next = p->next;
 		p->status = status;
 		p->done = 1;
+		if (is_async(p)) {
+			p->next = async;
+			async = p;
+		}
 	}
 	l->pending = NULL;
 	pthread_cond_broadcast(&l->pend_cond);
 	pthread_mutex_unlock(&l->pend_lock);
+	for (struct pending *p = async; p; p = next) {
+		next = p->next;
+		finish_async(p);
+	}
 	pthread_mutex_lock(&l->batch_lock);
 	pthread_cond_broadcast(&l->batch_cond);
 	pthread_mutex_unlock(&l->batch_lock);
@@ -126,6 +162,7 @@ static int flush_locked(struct mearas_link *l, const struct iovec *iov, int iovc
 	l->cur = l->spare;
 	l->spare = tmp;
 	uint64_t seq = 0;
+	bool failed_async = false;
 	if (iov) {
 		seq = l->next_seq++;
 		if (p) {
@@ -135,6 +172,7 @@ static int flush_locked(struct mearas_link *l, const struct iovec *iov, int iovc
 			if (broken) { /* fail_link already swept the list */
 				p->status = broken;
 				p->done = 1;
+				failed_async = is_async(p);
 			} else {
 				p->next = l->pending;
 				l->pending = p;
@@ -143,6 +181,10 @@ static int flush_locked(struct mearas_link *l, const struct iovec *iov, int iovc
 		}
 	}
 	pthread_mutex_unlock(&l->batch_lock);
+	if (failed_async) {
+		finish_async(p);
+		p = NULL;
+	}
 
 	struct batch *b = &l->spare;
 	uint32_t count = b->count + (iov ? 1 : 0);
@@ -298,6 +340,67 @@ int mearas_link_call(struct mearas_link *l, const void *req, size_t req_len, voi
 	return p.status;
 }
 
+int mearas_link_call_async(struct mearas_link *l, const void *req, size_t req_len, void *reply,
+			   size_t reply_cap, mearas_link_reply_fn fn, void *ctx)
+{
+	if (!l || !fn || (req_len && !req) || (reply_cap && !reply) || req_len > MEARAS_LINK_MAX_MSG)
+		return MEARAS_LINK_E_INVAL;
+	int rc = link_broken(l);
+	if (rc)
+		return rc;
+	struct pending *p = calloc(1, sizeof(*p));
+	if (!p)
+		return MEARAS_LINK_E_NOMEM;
+	*p = (struct pending){ .buf = reply, .cap = reply_cap, .fn = fn, .ctx = ctx };
+	struct iovec iov = { (void *)req, req_len };
+	STAT_ADD(l, calls, 1);
+	pthread_mutex_lock(&l->send_lock);
+	flush_locked(l, &iov, 1, req_len, p); /* a failed send completes p through fail_link */
+	pthread_mutex_unlock(&l->send_lock);
+	return MEARAS_LINK_OK;
+}
+
+int mearas_link_call_stream(struct mearas_link *l, const void *req, size_t req_len, mearas_link_stream_fn fn,
+			    void *ctx)
+{
+	if (!l || !fn || (req_len && !req) || req_len > MEARAS_LINK_MAX_MSG)
+		return MEARAS_LINK_E_INVAL;
+	int rc = link_broken(l);
+	if (rc)
+		return rc;
+	struct pending *p = calloc(1, sizeof(*p));
+	if (!p)
+		return MEARAS_LINK_E_NOMEM;
+	*p = (struct pending){ .sfn = fn, .ctx = ctx };
+	struct iovec iov = { (void *)req, req_len };
+	STAT_ADD(l, calls, 1);
+	pthread_mutex_lock(&l->send_lock);
+	flush_locked(l, &iov, 1, req_len, p); /* a failed send completes p through fail_link */
+	pthread_mutex_unlock(&l->send_lock);
+	return MEARAS_LINK_OK;
+}
+
+int mearas_link_read(struct mearas_link_reader *r, void *dst, size_t n)
+{
+	if (!r || (n && !dst))
+		return MEARAS_LINK_E_INVAL;
+	if (r->status)
+		return r->status;
+	if (n > r->left)
+		return MEARAS_LINK_E_INVAL;
+	int rc = link_read_exact(r->l->t, dst, n, r->poll_ms, r->l->cfg.dead_ms, &r->l->last_rx_ns, &r->l->stop);
+	if (rc)
+		r->status = rc;
+	else
+		r->left -= n;
+	return rc;
+}
+
+size_t mearas_link_read_left(const struct mearas_link_reader *r)
+{
+	return r ? r->left : 0;
+}
+
 int mearas_link_bulk(struct mearas_link *l, uint64_t tag, const void *data, size_t len)
 {
 	if (!l || !data || !len)
@@ -434,6 +537,16 @@ static int handle_reply(struct mearas_link *l, const struct link_frame_hdr *fh, 
 	if (!p)
 		return skip_bytes(l, len, poll_ms); /* caller timed out earlier */
 
+	if (p->sfn) {
+		struct mearas_link_reader r = { .l = l, .left = len, .poll_ms = poll_ms };
+		p->sfn(p->ctx, MEARAS_LINK_OK, len, &r);
+		free(p);
+		rc = r.status;
+		if (!rc && r.left)
+			rc = skip_bytes(l, r.left, poll_ms); /* what the callback left unread */
+		STAT_ADD(l, bytes_received, LINK_FRAME_HDR + fh->body_len);
+		return rc;
+	}
 	int status;
 	if (len <= p->cap) {
 		status = link_read_exact(l->t, p->buf, len, poll_ms, l->cfg.dead_ms, &l->last_rx_ns,
@@ -444,6 +557,13 @@ static int handle_reply(struct mearas_link *l, const struct link_frame_hdr *fh, 
 		status = rc ? rc : MEARAS_LINK_E_TOOBIG;
 	}
 	STAT_ADD(l, bytes_received, LINK_FRAME_HDR + fh->body_len);
+	if (p->fn) {
+		p->len = len;
+		p->status = status;
+		p->done = 1;
+		finish_async(p);
+		return rc;
+	}
 	pthread_mutex_lock(&l->pend_lock);
 	p->len = len;
 	p->status = status;

@@ -46,20 +46,32 @@ struct mearas_link_server {
 	struct mearas_link_conn *conns;
 };
 
-int mearas_link_reply(struct mearas_link_conn *c, uint64_t seq, const void *data, size_t len)
+int mearas_link_replyv(struct mearas_link_conn *c, uint64_t seq, const struct iovec *data, int n)
 {
-	if (!c || (len && !data) || len > MEARAS_LINK_MAX_MSG)
+	size_t len = 0;
+	if (!c || n < 0 || n > MEARAS_LINK_REPLY_IOV_MAX || (n && !data))
 		return MEARAS_LINK_E_INVAL;
+	for (int i = 0; i < n; i++) {
+		if (data[i].iov_len && !data[i].iov_base)
+			return MEARAS_LINK_E_INVAL;
+		len += data[i].iov_len;
+		if (len > MEARAS_LINK_MAX_MSG)
+			return MEARAS_LINK_E_INVAL;
+	}
 	uint8_t fhdr[LINK_FRAME_HDR], rhdr[LINK_MSG_HDR];
 	struct link_frame_hdr fh = { .type = LINK_FRAME_REPLY, .count = 1,
 				     .body_len = (uint32_t)(LINK_MSG_HDR + len) };
 	wire_encode_frame(fhdr, &fh);
 	wire_encode_msg(rhdr, seq, (uint32_t)len, 0);
-	struct iovec iov[3] = { { fhdr, sizeof(fhdr) }, { rhdr, sizeof(rhdr) }, { (void *)data, len } };
+	struct iovec iov[2 + MEARAS_LINK_REPLY_IOV_MAX] = { { fhdr, sizeof(fhdr) }, { rhdr, sizeof(rhdr) } };
+	int k = 2;
+	for (int i = 0; i < n; i++)
+		if (data[i].iov_len)
+			iov[k++] = data[i];
 	pthread_mutex_lock(&c->send_lock);
 	int rc = __atomic_load_n(&c->broken, __ATOMIC_ACQUIRE);
 	if (!rc && c->t) {
-		rc = c->t->ops->send_iov(c->t, iov, len ? 3 : 2);
+		rc = c->t->ops->send_iov(c->t, iov, k);
 		if (rc) {
 			rc = MEARAS_LINK_E_BROKEN;
 			__atomic_store_n(&c->broken, rc, __ATOMIC_RELEASE);
@@ -70,6 +82,14 @@ int mearas_link_reply(struct mearas_link_conn *c, uint64_t seq, const void *data
 	}
 	pthread_mutex_unlock(&c->send_lock);
 	return rc;
+}
+
+int mearas_link_reply(struct mearas_link_conn *c, uint64_t seq, const void *data, size_t len)
+{
+	struct iovec iov = { (void *)data, len };
+	if (!c || (len && !data) || len > MEARAS_LINK_MAX_MSG)
+		return MEARAS_LINK_E_INVAL;
+	return mearas_link_replyv(c, seq, &iov, len ? 1 : 0);
 }
 
 const char *mearas_link_conn_peer(const struct mearas_link_conn *c)
@@ -131,6 +151,33 @@ static int dispatch_batch(struct mearas_link_conn *c, const struct link_frame_hd
 	return off == fh->body_len ? MEARAS_LINK_OK : MEARAS_LINK_E_PROTO;
 }
 
+/* A chunk whose bytes the caller places (ops->chunk_dest). */
+static int read_chunk_in_place(struct mearas_link_conn *c, const struct link_frame_hdr *fh)
+{
+	const struct mearas_link_server_ops *ops = &c->srv->ops;
+	size_t n = fh->body_len - LINK_CHUNK_HDR;
+	int rc = conn_read_body(c, LINK_CHUNK_HDR);
+	if (rc)
+		return rc;
+	uint64_t tag = wire_get_u64(c->buf), id = wire_get_u64(c->buf + 8);
+	uint64_t off = wire_get_u64(c->buf + 16), total = wire_get_u64(c->buf + 24);
+	uint8_t *dst = ops->chunk_dest(ops->ctx, c, tag, off, total, n);
+	if (!dst) {
+		if (LINK_CHUNK_HDR + n > c->cap) {
+			uint8_t *nb = realloc(c->buf, LINK_CHUNK_HDR + n);
+			if (!nb)
+				return MEARAS_LINK_E_NOMEM;
+			c->buf = nb;
+			c->cap = LINK_CHUNK_HDR + n;
+		}
+		dst = c->buf + LINK_CHUNK_HDR;
+	}
+	rc = conn_read(c, dst, n);
+	if (!rc && ops->on_chunk)
+		ops->on_chunk(ops->ctx, c, tag, id, off, total, dst, n);
+	return rc;
+}
+
 static int serve_frames(struct mearas_link_conn *c)
 {
 	const struct mearas_link_server_ops *ops = &c->srv->ops;
@@ -140,6 +187,12 @@ static int serve_frames(struct mearas_link_conn *c)
 		int rc = conn_read(c, hdr, sizeof(hdr));
 		if (!rc)
 			rc = wire_decode_frame(hdr, &fh);
+		if (!rc && fh.type == LINK_FRAME_CHUNK && ops->chunk_dest && fh.body_len >= LINK_CHUNK_HDR) {
+			rc = read_chunk_in_place(c, &fh);
+			if (rc)
+				return rc;
+			continue;
+		}
 		if (!rc && fh.type != LINK_FRAME_CLOSE)
 			rc = conn_read_body(c, fh.body_len);
 		if (rc)

@@ -22,6 +22,7 @@ struct link_transport_ops {
 
 struct link_transport {
 	const struct link_transport_ops *ops;
+	uint64_t rx_spin_ns;    /* readers poll without sleeping this long after data (cfg rx_spin_us) */
 };
 
 /* Takes ownership of the connected socket fd. */

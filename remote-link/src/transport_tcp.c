@@ -114,15 +114,21 @@ static int tcp_recv(struct link_transport *t, void *buf, size_t len, uint32_t ti
 	struct tcp_transport *tt = (struct tcp_transport *)t;
 	if (__atomic_load_n(&tt->down, __ATOMIC_ACQUIRE))
 		return MEARAS_LINK_E_BROKEN;
+	if (len > (1u << 30))
+		len = 1u << 30;
+	/* data usually waits already (a frame body after its header): poll only when not */
+	ssize_t n = recv(tt->fd, buf, len, MSG_DONTWAIT);
+	if (n > 0)
+		return (int)n;
+	if (n == 0 || (errno != EAGAIN && errno != EINTR))
+		return MEARAS_LINK_E_BROKEN;
 	struct pollfd pfd = { .fd = tt->fd, .events = POLLIN };
 	int pr = poll(&pfd, 1, (int)timeout_ms);
 	if (pr < 0)
 		return errno == EINTR ? 0 : MEARAS_LINK_E_BROKEN;
 	if (pr == 0)
 		return 0;
-	if (len > (1u << 30))
-		len = 1u << 30;
-	ssize_t n = recv(tt->fd, buf, len, MSG_DONTWAIT);
+	n = recv(tt->fd, buf, len, MSG_DONTWAIT);
 	if (n > 0)
 		return (int)n;
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -162,6 +168,7 @@ int link_tcp_transport_create(int fd, const struct mearas_link_config *cfg,
 	if (!tt)
 		return MEARAS_LINK_E_NOMEM;
 	tt->base.ops = &tcp_ops;
+	tt->base.rx_spin_ns = (uint64_t)cfg->rx_spin_us * 1000ull;
 	tt->fd = fd;
 	*out = &tt->base;
 	return MEARAS_LINK_OK;

@@ -366,6 +366,7 @@ int link_verbs_transport_create(int fd, const struct mearas_link_config *cfg, in
 	if (!v)
 		return MEARAS_LINK_E_NOMEM;
 	v->base.ops = &verbs_ops;
+	v->base.rx_spin_ns = (uint64_t)cfg->rx_spin_us * 1000ull;
 	v->fd = -1;
 	v->cur_slot = -1;
 	v->dead_ms = cfg->dead_ms;

@@ -76,7 +76,10 @@ int link_read_exact(struct link_transport *t, void *buf, size_t len, uint32_t po
 	while (len) {
 		if (__atomic_load_n(stop, __ATOMIC_ACQUIRE))
 			return MEARAS_LINK_E_CLOSED;
-		int n = t->ops->recv(t, p, len, poll_ms);
+		/* just after data more usually follows: look again without sleeping */
+		bool spin = t->rx_spin_ns &&
+			    link_now_ns() - __atomic_load_n(last_rx_ns, __ATOMIC_RELAXED) < t->rx_spin_ns;
+		int n = t->ops->recv(t, p, len, spin ? 0 : poll_ms);
 		if (n < 0)
 			return n;
 		if (n == 0) {

@@ -466,6 +466,154 @@ static void t_server_stop_closes_links(void)
 	mearas_link_close(l);
 }
 
+struct async_log {
+	pthread_mutex_t lock;
+	int n, status[8];
+	size_t len[8];
+	int order[8];
+};
+
+struct async_call {
+	struct async_log *log;
+	int index;
+	char rep[16];
+};
+
+static void async_done(void *ctx, int status, size_t len)
+{
+	struct async_call *c = ctx;
+	pthread_mutex_lock(&c->log->lock);
+	c->log->order[c->log->n++] = c->index;
+	c->log->status[c->index] = status;
+	c->log->len[c->index] = len;
+	pthread_mutex_unlock(&c->log->lock);
+}
+
+static int async_count(struct async_log *g)
+{
+	pthread_mutex_lock(&g->lock);
+	int n = g->n;
+	pthread_mutex_unlock(&g->lock);
+	return n;
+}
+
+/* Asynchronous calls: replies land in order; one never answered fails when the link breaks. */
+static void t_call_async(void)
+{
+	struct local_server ls;
+	struct async_log g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct async_call c[4];
+	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	struct mearas_link *l = NULL;
+	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
+	if (!l) {
+		mearas_link_server_stop(ls.srv);
+		return;
+	}
+	for (int i = 0; i < 3; i++) {
+		char req[8];
+		int n = snprintf(req, sizeof(req), "Ea%d", i);
+		c[i] = (struct async_call){ .log = &g, .index = i };
+		CHECK_RC(mearas_link_call_async(l, req, (size_t)n, c[i].rep, sizeof(c[i].rep), async_done, &c[i]),
+			 MEARAS_LINK_OK);
+	}
+	c[3] = (struct async_call){ .log = &g, .index = 3 };
+	CHECK_RC(mearas_link_call_async(l, "H", 1, c[3].rep, sizeof(c[3].rep), async_done, &c[3]), MEARAS_LINK_OK);
+	CHECK_RC(mearas_link_call_async(l, "E", 1, NULL, 0, NULL, NULL), MEARAS_LINK_E_INVAL);
+	for (double t0 = tl_now_s(); async_count(&g) < 3 && tl_now_s() - t0 < 5.0;)
+		usleep(1000);
+	CHECK(async_count(&g) == 3);
+	for (int i = 0; i < 3; i++) {
+		CHECK(g.order[i] == i && g.status[i] == MEARAS_LINK_OK && g.len[i] == 3);
+		CHECK(c[i].rep[0] == 'E' && c[i].rep[1] == 'a' && c[i].rep[2] == '0' + i);
+	}
+	mearas_link_server_stop(ls.srv);
+	for (double t0 = tl_now_s(); async_count(&g) < 4 && tl_now_s() - t0 < 5.0;)
+		usleep(1000);
+	CHECK(async_count(&g) == 4 && g.order[3] == 3 && g.status[3] == MEARAS_LINK_E_BROKEN);
+	mearas_link_close(l);
+	CHECK(async_count(&g) == 4);
+}
+
+struct stream_seen {
+	pthread_mutex_t lock;
+	int calls, status;
+	size_t len, left_after;
+	char head[4];
+};
+
+/* reads 2 bytes of the reply, leaves the rest to be skipped */
+static void stream_done(void *ctx, int status, size_t len, struct mearas_link_reader *r)
+{
+	struct stream_seen *s = ctx;
+	char head[4] = { 0 };
+	int rc = r ? mearas_link_read(r, head, 2) : status;
+	if (r)
+		CHECK_RC(mearas_link_read(r, head, len + 1), MEARAS_LINK_E_INVAL); /* past the end */
+	pthread_mutex_lock(&s->lock);
+	s->calls++;
+	s->status = rc;
+	s->len = len;
+	s->left_after = r ? mearas_link_read_left(r) : 0;
+	memcpy(s->head, head, sizeof(head));
+	pthread_mutex_unlock(&s->lock);
+}
+
+static int stream_calls(struct stream_seen *s)
+{
+	pthread_mutex_lock(&s->lock);
+	int n = s->calls;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+/* Streamed replies: read in place, the unread rest skipped without breaking the framing. */
+static void t_call_stream(void)
+{
+	struct local_server ls;
+	struct stream_seen s = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	struct mearas_link *l = NULL;
+	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
+	if (!l) {
+		mearas_link_server_stop(ls.srv);
+		return;
+	}
+	CHECK_RC(mearas_link_call_stream(l, "Exyz-long-tail", 14, stream_done, &s), MEARAS_LINK_OK);
+	for (double t0 = tl_now_s(); stream_calls(&s) < 1 && tl_now_s() - t0 < 5.0;)
+		usleep(1000);
+	CHECK(stream_calls(&s) == 1 && s.status == MEARAS_LINK_OK && s.len == 14 && s.left_after == 12);
+	CHECK(s.head[0] == 'E' && s.head[1] == 'x');
+	CHECK_RC(echo_call(l, "after"), MEARAS_LINK_OK);
+	CHECK_RC(mearas_link_call_stream(l, "H", 1, stream_done, &s), MEARAS_LINK_OK);
+	mearas_link_server_stop(ls.srv);
+	for (double t0 = tl_now_s(); stream_calls(&s) < 2 && tl_now_s() - t0 < 5.0;)
+		usleep(1000);
+	CHECK(stream_calls(&s) == 2 && s.status == MEARAS_LINK_E_BROKEN);
+	mearas_link_close(l);
+}
+
+/* Receive threads that spin after data (rx_spin_us) still answer and still notice a dead peer. */
+static void t_rx_spin(void)
+{
+	struct local_server ls;
+	struct mearas_link_config cfg;
+	struct mearas_link *l = NULL;
+	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	base_cfg(&cfg, KEY);
+	cfg.rx_spin_us = 200;
+	CHECK_RC(mearas_link_connect("127.0.0.1", ls.port, &cfg, &l), MEARAS_LINK_OK);
+	if (l) {
+		for (int i = 0; i < 200; i++)
+			CHECK_RC(echo_call(l, "spin"), MEARAS_LINK_OK);
+		mearas_link_server_stop(ls.srv);
+		CHECK_RC(mearas_link_call(l, "H", 1, NULL, 0, NULL, 0), MEARAS_LINK_E_BROKEN);
+		mearas_link_close(l);
+	} else {
+		mearas_link_server_stop(ls.srv);
+	}
+}
+
 /* ---- forked peers ---- */
 
 static uint16_t free_port(void)
@@ -788,6 +936,9 @@ static const struct test_case tests[] = {
 	T(t_garbage_peer),
 	T(t_malformed_frames_after_auth),
 	T(t_server_stop_closes_links),
+	T(t_call_async),
+	T(t_rx_spin),
+	T(t_call_stream),
 	T(t_server_killed_pending_call_fails),
 	T(t_server_hung_heartbeat_timeout),
 	T(t_server_restart_accepts_new_link),

@@ -155,6 +155,12 @@ cut_test() {
 echo "cluster-secret-$tag" >"$work/key"
 echo "another-secret" >"$work/wrongkey"
 
+if "$top/build/tests-remote/capture_tracker_test" >"$work/tracker.out" 2>&1; then
+	ok capture-tracker
+else
+	bad capture-tracker "$(grep -m3 FAIL "$work/tracker.out" | tr '\n' ' ')"
+fi
+
 # ---------------- loopback ----------------
 start_node lo-remote - --socket="$work/lo-remote.sock" --link-port=$port --cluster-key-file="$work/key"
 lo_remote=$NODE_PID
