@@ -13,7 +13,7 @@
  * stdout/stderr: make those pipes whose read ends go to the client, which
  * writes the bytes to its own stdout/stderr at the synchronizing call. Our
  * own log keeps the daemon's stderr. */
-int worker_capture_output(struct worker *w, char *err, size_t errlen)
+int output_capture_pipes(int *out_fd, int *err_fd, char *err, size_t errlen)
 {
 	int out[2], errp[2];
 
@@ -33,9 +33,14 @@ int worker_capture_output(struct worker *w, char *err, size_t errlen)
 	setvbuf(stdout, NULL, _IONBF, 0);
 	close(out[1]);
 	close(errp[1]);
-	w->out_fd = out[0];
-	w->err_fd = errp[0];
+	*out_fd = out[0];
+	*err_fd = errp[0];
 	return 0;
+}
+
+int worker_capture_output(struct worker *w, char *err, size_t errlen)
+{
+	return output_capture_pipes(&w->out_fd, &w->err_fd, err, errlen);
 }
 
 bool worker_output_pending(struct worker *w)

@@ -14,6 +14,7 @@
 #ifndef MEARAS_VM_H
 #define MEARAS_VM_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -45,6 +46,7 @@ struct vm_slot {
 	bool active;            /* pollers running for token */
 	bool dead_marked;
 	uint32_t token;
+	uint32_t out_head[2];   /* our own heads of the slot's output rings */
 	struct worker w;
 	struct mearas_devinfo info[MEARAS_MAX_VGPUS]; /* pristine copies */
 };
@@ -60,6 +62,9 @@ struct vm {
 	int ndev;
 	bool registered;        /* the whole BAR registered with the device */
 	volatile int gone;      /* the guest disconnected */
+	int out_fd, err_fd;     /* read ends of our stdout/stderr pipes, -1 none */
+	bool test_printf;       /* MEARAS_TEST_PRINTF=1: write markers to them */
+	pthread_mutex_t out_lock; /* pollers of all slots share the pipes */
 	struct vm_slot slots[MEARAS_VM_MAX_SLOTS];
 };
 
@@ -77,5 +82,10 @@ int vm_worker_run(const struct backend_config *cfg, const struct vm_spec *spec, 
 /* vm_slot.c */
 int vm_slot_start(struct vm *vm, unsigned k, uint32_t token, char *err, size_t errlen);
 void vm_slot_stop(struct vm *vm, unsigned k);
+
+/* vm_output.c: device printf/assert output into the slots' output rings */
+int vm_output_capture(struct vm *vm, char *err, size_t errlen);
+void vm_output_attach(struct vm *vm, struct vm_slot *s);
+void vm_output_reset(struct vm *vm, struct vm_slot *s);
 
 #endif

@@ -44,8 +44,6 @@ static int slot_open(struct vm *vm, struct vm_slot *s, char *err, size_t errlen)
 	w->cfg = vm->cfg;
 	w->sock = -1;
 	w->memfd = -1;
-	w->out_fd = -1; /* device printf output is not carried to guests yet */
-	w->err_fd = -1;
 	w->region = vm->base + vm->lay.slot_off + vm->lay.slot_size * s->index;
 	w->region_size = vm->lay.region_fixed + vm->lay.data_size;
 	w->data_size = vm->lay.data_size;
@@ -54,6 +52,7 @@ static int slot_open(struct vm *vm, struct vm_slot *s, char *err, size_t errlen)
 	w->va_index0 = s->index * vm->lay.nvgpus;
 	w->wake = vm_wake;
 	w->wake_ctx = vm;
+	vm_output_attach(vm, s);
 	memset(w->region, 0, vm->lay.region_fixed);
 	worker_init_region(w, vm->lay.region_fixed);
 	for (unsigned i = 0; i < w->nvgpus; i++) {
@@ -97,6 +96,7 @@ static void slot_reset_region(struct vm *vm, struct vm_slot *s)
 	}
 	w->stop = 0;
 	w->broken = false;
+	vm_output_reset(vm, s);
 }
 
 int vm_slot_start(struct vm *vm, unsigned k, uint32_t token, char *err, size_t errlen)

@@ -169,6 +169,8 @@ int vm_worker_run(const struct backend_config *cfg, const struct vm_spec *spec, 
 	if (map_memory(vm, memfd))
 		return 1;
 	write_header(vm);
+	if (vm_output_capture(vm, err, sizeof(err)))
+		log_warn("VM %s: device printf output is not carried to the guest: %s", spec->name, err);
 	if (cfg->dev->init(err, sizeof(err))) {
 		log_err("VM %s: device initialization failed: %s", spec->name, err);
 		return 1;

@@ -115,6 +115,9 @@ struct worker {
 	/* completion notification when set (VM transport), else wake_fds */
 	void (*wake)(struct worker *w, unsigned cq);
 	void *wake_ctx;
+	/* VM transport: after a synchronizing record's flush, moves pending
+	 * device output to the client; true when the client has output to read */
+	bool (*take_output)(struct worker *w);
 	struct vgpu vgpus[MEARAS_MAX_VGPUS];
 };
 
@@ -123,6 +126,7 @@ int worker_serve(const struct backend_config *cfg, int sock);
 
 /* output.c: the worker's stdout/stderr (device printf) go to pipes read by the client */
 int worker_capture_output(struct worker *w, char *err, size_t errlen);
+int output_capture_pipes(int *out_fd, int *err_fd, char *err, size_t errlen);
 bool worker_output_pending(struct worker *w);
 /* pieces of worker_serve used by the VM server (vm_slot.c) */
 int worker_setup_vgpu(struct worker *w, unsigned i, int ndev, char *err, size_t errlen);

@@ -39,6 +39,7 @@ struct rt_transport {
 	struct mearas_vm_hdr *vm_hdr;   /* the VM header page */
 	struct mearas_vm_slot *vm_slot; /* our slot's control block */
 	const struct mearas_region_hdr *vm_region; /* our slot's region header */
+	struct mearas_vm_output *vm_out; /* our slot's device output rings */
 	uint32_t vm_token;
 	int vm_owner_pid;
 };
@@ -112,6 +113,7 @@ RT_HIDDEN bool tp_wait(struct rt_transport *tp, unsigned slot, int timeout_ms);
 RT_HIDDEN cudaError_t tpu_connect(struct rt_transport *tp, int *memfd, uint64_t *region_size,
 				  uint64_t *region_addr, unsigned *nvgpus, unsigned *nthreads);
 RT_HIDDEN void tpu_drain_output(struct rt_transport *tp);
+void tpv_drain_output(struct rt_transport *tp);
 RT_HIDDEN void tpu_kick(struct rt_transport *tp, unsigned vgpu);
 RT_HIDDEN bool tpu_wait(struct rt_transport *tp, unsigned slot, int timeout_ms);
 

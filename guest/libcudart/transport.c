@@ -36,10 +36,10 @@ bool tp_wait(struct rt_transport *tp, unsigned slot, int timeout_ms)
 	return tp->kind == TP_VM ? tpv_wait(tp, slot, timeout_ms) : tpu_wait(tp, slot, timeout_ms);
 }
 
-/* Device printf/assert output reaches guests of a VM not yet: mearasd
- * writes it to its own stdout (see docs). */
 void tp_drain_output(struct rt_transport *tp)
 {
-	if (tp->kind == TP_UNIX)
+	if (tp->kind == TP_VM)
+		tpv_drain_output(tp);
+	else
 		tpu_drain_output(tp);
 }

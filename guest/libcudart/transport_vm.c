@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 
 #include "mearas/kmod_uapi.h"
 #include "mearas/log.h"
+#include "mearas/vm_output.h"
 #include "mearas/vm_proto.h"
 #include "rt.h"
 
@@ -68,7 +70,7 @@ static cudaError_t check_header(const struct mearas_vm_hdr *h, const struct mear
 		return cudaErrorDevicesUnavailable;
 	}
 	if (h->nslots == 0 || h->nslots > MEARAS_VM_MAX_SLOTS || h->nvgpus == 0 || h->nvgpus > MEARAS_MAX_VGPUS ||
-	    h->slot_off < 4096 || (h->slot_off | h->slot_size) % 4096 || h->slot_size == 0 ||
+	    h->slot_off < MEARAS_VM_OUT_OFF + MEARAS_VM_MAX_SLOTS * sizeof(struct mearas_vm_output) || (h->slot_off | h->slot_size) % 4096 || h->slot_size == 0 ||
 	    h->slot_off + h->slot_size * h->nslots > info->shm_size) {
 		log_err("%s: malformed VM header (%u slots of %llu bytes)", dev, h->nslots,
 			(unsigned long long)h->slot_size);
@@ -185,6 +187,13 @@ cudaError_t tpv_connect(struct rt_transport *tp, const char *dev, int *fd, uint6
 		}
 		tp->vm_region = p;
 	}
+	tp->vm_out = mmap(NULL, sizeof(*tp->vm_out), PROT_READ | PROT_WRITE, MAP_SHARED, tp->dev_fd,
+			  (off_t)(MEARAS_VM_OUT_OFF + (uint64_t)k * sizeof(*tp->vm_out)));
+	if (tp->vm_out == MAP_FAILED) {
+		log_err("%s: mmap of the output rings: %s", dev, strerror(errno));
+		tp->vm_out = NULL;
+		return cudaErrorNoDevice;
+	}
 	if (tp->vm_region->state != MEARAS_BACKEND_READY) {
 		log_err("%s: mearasd could not set up a slot for this process (see mearasd's log)", dev);
 		return cudaErrorDevicesUnavailable;
@@ -254,6 +263,37 @@ bool tpv_wait(struct rt_transport *tp, unsigned slot, int timeout_ms)
 		return false;
 	}
 	return backend_alive(tp) && heartbeat_ok(tp, r == 1 && timeout_ms >= 1000);
+}
+
+/* Device printf/assert output the host moved into our slot's rings at a
+ * synchronizing call: to our stdout/stderr, like the process transport. */
+void tpv_drain_output(struct rt_transport *tp)
+{
+	static const uint32_t sizes[2] = { MEARAS_VM_OUT_STDOUT, MEARAS_VM_OUT_STDERR };
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static uint32_t dropped_seen[2];
+	FILE *to[2] = { stdout, stderr };
+	char buf[16384];
+
+	if (!tp->vm_out)
+		return;
+	pthread_mutex_lock(&lock);
+	for (int i = 0; i < 2; i++) {
+		struct mearas_vm_out_ring *r = &tp->vm_out->ring[i];
+		const uint8_t *data = i ? tp->vm_out->err : tp->vm_out->out;
+		uint32_t dropped = __atomic_load_n(&r->dropped, __ATOMIC_RELAXED);
+		size_t n;
+
+		while ((n = mearas_vm_out_get(r, data, sizes[i], buf, sizeof(buf))) > 0)
+			fwrite(buf, 1, n, to[i]);
+		if (dropped != dropped_seen[i]) {
+			fprintf(stderr, "mearas: %u bytes of device output lost (the VM's output ring was full)\n",
+				dropped - dropped_seen[i]);
+			dropped_seen[i] = dropped;
+		}
+	}
+	fflush(stdout);
+	pthread_mutex_unlock(&lock);
 }
 
 /* Gives the slot back at exit, so the host frees our device state now;

@@ -5,6 +5,8 @@
  *
  *   +-----------------------------+ 0
  *   | struct mearas_vm_hdr        |  VM header and one control block per slot
+ *   +-----------------------------+ MEARAS_VM_OUT_OFF
+ *   | struct mearas_vm_output x 8 |  per slot: device printf/assert output
  *   +-----------------------------+ hdr.slot_off (2 MiB aligned)
  *   | slot 0: a client region     |  in the process format of proto.h: region
  *   |                             |  header, vGPU blocks, data area
@@ -76,6 +78,34 @@ struct mearas_vm_hdr {
 	uint32_t pad[7];
 	struct mearas_vm_slot slots[MEARAS_VM_MAX_SLOTS];
 };
+
+/* Device printf/assert output of one slot, host -> guest. Each ring is a
+ * byte stream: the host writes at head (its own copy is authoritative; what
+ * it stores here is for the guest), the guest reads from tail and advances
+ * it. Indices count bytes modulo 2^32; the size is a power of two. Bytes
+ * that do not fit are dropped and counted (the worker must never block on
+ * a guest that does not read). */
+#define MEARAS_VM_OUT_OFF     (64ull << 10)
+#define MEARAS_VM_OUT_STDOUT  (128u << 10)
+#define MEARAS_VM_OUT_STDERR  (32u << 10)
+
+struct mearas_vm_out_ring {
+	uint32_t head;          /* host: bytes written */
+	uint32_t tail;          /* guest: bytes consumed */
+	uint32_t dropped;       /* host: bytes lost because the ring was full */
+	uint32_t pad[13];
+};
+
+struct mearas_vm_output {
+	struct mearas_vm_out_ring ring[2];  /* 0 stdout, 1 stderr */
+	uint8_t pad[4096 - 2 * sizeof(struct mearas_vm_out_ring)];
+	uint8_t out[MEARAS_VM_OUT_STDOUT];
+	uint8_t err[MEARAS_VM_OUT_STDERR];
+};
+
+_Static_assert(sizeof(struct mearas_vm_output) % 4096 == 0, "slot output is page-aligned for mmap");
+_Static_assert(MEARAS_VM_OUT_OFF + MEARAS_VM_MAX_SLOTS * sizeof(struct mearas_vm_output) <= MEARAS_VM_SLOT_ALIGN,
+	       "slot output areas fit before slot 0");
 
 _Static_assert(sizeof(struct mearas_vm_slot) == 64, "slot control is one cache line");
 _Static_assert(sizeof(struct mearas_vm_hdr) <= 4096, "VM header fits a page");

@@ -73,6 +73,7 @@ for v in plain asan; do
 	run $v/poller 60 $B/$v/test_poller
 	run $v/fatbin_empty 60 $B/$v/test_fatbin_empty
 	run $v/dataheap 60 $B/$v/test_dataheap
+	run $v/vm_output 60 $B/$v/test_vm_output
 done
 # the lost-wakeup detector itself: wakeups dropped on purpose must be caught
 expect_fail plain/ring_wakeup_detects_loss 60 "lost wakeup" $B/plain/test_ring_wakeup 200000 --drop-wakeups

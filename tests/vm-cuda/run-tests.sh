@@ -75,7 +75,10 @@ collect() {
 start=$(date +%s)
 command -v "$qemu" >/dev/null || { echo "FAIL qemu: $qemu not found (scripts/deps/apt-vm.txt)"; echo "0 passed, 1 failed"; exit 1; }
 : > "$log"
-"$mearasd" --device=sim --socket="$work/m.sock" --vm="a:$work/a.sock:256" > "$log" 2>&1 &
+# MEARAS_TEST_PRINTF=1: the VM worker writes a marker to its stdout and
+# stderr at every synchronizing completion (the sim device prints nothing),
+# which must reach the guest program's stdout/stderr through its slot
+MEARAS_TEST_PRINTF=1 "$mearasd" --device=sim --socket="$work/m.sock" --vm="a:$work/a.sock:256" > "$log" 2>&1 &
 mpid=$!
 check mearasd-serves-vm "wait_for '[ \$(serving) -ge 1 ] && [ -S $work/a.sock ]' 20"
 check bad-vm-size-refused "! '$mearasd' --device=sim --socket=$work/x.sock --vm=b:$work/b.sock:100 2>/dev/null"
@@ -84,6 +87,9 @@ echo "== basic: properties, round trips, errors, two processes, killed processes
 qemu_start basic basic
 qemu_wait 240
 collect basic
+check basic/device-stdout-carried "grep -q '^mearas test printf: slot [0-7] stdout' '$work/basic.log'"
+check basic/device-stderr-carried "grep -q '^mearas test printf: slot [0-7] stderr' '$work/basic.log'"
+check basic/device-output-not-in-mearasd-log "! grep -q 'mearas test printf' '$log'"
 check basic/slots-given-back "[ \$(grep -c 'given back' '$log') -ge 14 ]" "$(grep -c 'given back' "$log") give-backs"
 
 echo "== idle: a guest program sleeping with CUDA initialized"
