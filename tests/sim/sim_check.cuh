@@ -8,16 +8,8 @@
 #include <cstring>
 #include <cuda_runtime.h>
 
-#define CHECK_CUDA(call)                                                     \
-    do {                                                                     \
-        cudaError_t check_err_ = (call);                                     \
-        if (check_err_ != cudaSuccess) {                                     \
-            std::printf("FAIL: %s returned %s at %s:%d\n", #call,            \
-                        cudaGetErrorName(check_err_), __FILE__, __LINE__);   \
-            std::fflush(stdout);                                             \
-            std::exit(1);                                                    \
-        }                                                                    \
-    } while (0)
+// CHECK_CUDA, CHECK_LAUNCH, REQUIRE and pass(): the GPU-lane suite's own helpers
+#include "../cuda/src/check.cuh"
 
 // The call must return exactly the expected error code.
 #define EXPECT_ERR(expected, call)                                           \
@@ -31,31 +23,6 @@
             std::exit(1);                                                    \
         }                                                                    \
     } while (0)
-
-// A launch is accepted and the device later synchronizes cleanly.
-#define CHECK_LAUNCH()                                                       \
-    do {                                                                     \
-        CHECK_CUDA(cudaGetLastError());                                      \
-        CHECK_CUDA(cudaDeviceSynchronize());                                 \
-    } while (0)
-
-#define REQUIRE(cond, ...)                                                   \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            std::printf("FAIL: ");                                           \
-            std::printf(__VA_ARGS__);                                        \
-            std::printf(" (%s:%d)\n", __FILE__, __LINE__);                   \
-            std::fflush(stdout);                                             \
-            std::exit(1);                                                    \
-        }                                                                    \
-    } while (0)
-
-static inline int pass(void)
-{
-    std::printf("PASS\n");
-    std::fflush(stdout);
-    return 0;
-}
 
 // Fills buf with a pattern that differs for every byte position and seed.
 static inline void fill_pattern(void *buf, size_t n, uint32_t seed)
