@@ -858,16 +858,18 @@ static int op_GRAPH_INSTANTIATE(struct vgpu *v, const struct mearas_sqe *e, stru
 
 static int op_GRAPH_LAUNCH(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
 {
-	void *x, *s;
+	void *x;
 	int r;
 
-	(void)c, (void)f;
+	(void)c;
 	if (!v->ops->graph_launch)
 		return no_graphs(v);
 	if (get_obj(&v->execs, e->args.a[0], &x))
 		return cudaErrorInvalidResourceHandle;
-	r = resolve_stream(v, e, &s);
-	return r ? r : v->ops->graph_launch(v->dev, x, s);
+	/* the stream is the fence: a launch that wants a completion (a remote
+	 * node's, whose graph copies to the host) gets it when the graph is done */
+	r = resolve_stream(v, e, &f->stream);
+	return r ? r : v->ops->graph_launch(v->dev, x, f->stream);
 }
 
 static int op_GRAPH_DESTROY(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
@@ -1010,30 +1012,40 @@ static void complete(struct vgpu *v, struct pending *p)
 	account_sync(v, p->fetched_ns);
 }
 
+/*
+ * Completions leave in submission order wherever the work is ordered on the
+ * device: a remote vGPU ships a device-to-host copy's bytes when its
+ * completion is posted, so a stream synchronization must not be posted
+ * before the copy it follows. Fences are queried newest first: if a later
+ * fence has passed, every fence it is ordered after (same stream, or an
+ * event it waited for) has passed too and is seen passed when queried
+ * after it; then the passed ones are completed oldest first. Unrelated work
+ * on other streams is never held back.
+ */
 int exec_poll_pending(struct vgpu *v)
 {
+	size_t keep = 0, n = v->npend;
 	int done = 0;
 
-	for (size_t i = 0; i < v->npend;) {
-		struct pending *p = &v->pend[i];
-		int r = v->ops->event_query(v->dev, p->fence);
+	for (size_t i = n; i-- > 0;)
+		v->pend[i].poll_status = v->ops->event_query(v->dev, v->pend[i].fence);
+	for (size_t i = 0; i < n; i++) {
+		struct pending p = v->pend[i];
 
-		if (r == cudaErrorNotReady) {
-			i++;
+		if (p.poll_status == cudaErrorNotReady) {
+			v->pend[keep++] = p;
 			continue;
 		}
-		if (r && !p->cqe.status)
-			p->cqe.status = r;
-		if (p->own_fence)
-			v->ops->event_destroy(v->dev, p->fence);
-		{
-			struct pending done_p = *p;
-
-			v->pend[i] = v->pend[--v->npend];
-			complete(v, &done_p);
-		}
+		if (p.poll_status && !p.cqe.status)
+			p.cqe.status = p.poll_status;
+		if (p.own_fence)
+			v->ops->event_destroy(v->dev, p.fence);
+		complete(v, &p);
 		done++;
 	}
+	/* entries complete() may have added meanwhile move down behind the kept ones */
+	memmove(v->pend + keep, v->pend + n, (v->npend - n) * sizeof(*v->pend));
+	v->npend = keep + (v->npend - n);
 	return done;
 }
 

@@ -26,7 +26,7 @@
 
 #define TOKENS_CAP (1u << 16)
 #define OPEN_TIMEOUT_MS 60000u
-#define REAP_OUTSTANDING 2u
+#define REAP_OUTSTANDING 3u
 
 struct reap_slot {
 	struct vgpu *v;
@@ -206,12 +206,14 @@ static void forward_one(struct vgpu *v, const struct mearas_sqe *e)
 				fail_one(v, &t);
 				return;
 			}
-			usleep(100); /* 64 Ki completions in flight: wait for the reaper */
+			/* 64 Ki completions in flight: send what is queued, wait for the reaper */
+			(void)mearas_link_flush(rv->link); /* a broken link shows in rv->failed */
+			usleep(100);
 		}
 		h.sqe.user_data = tok;
 	}
 	if (!rc)
-		rc = mearas_link_postv(rv->link, iov, n);
+		rc = mearas_link_postv_burst(rv->link, iov, n); /* drain() flushes */
 	if (rc)
 		fail_link(v, rc, link_err(rc));
 }

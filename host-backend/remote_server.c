@@ -50,6 +50,7 @@ struct session {
 	struct remote_open_req open;
 	uint64_t open_seq;
 	int ready;              /* atomic: 1 region up, -1 worker gone or never started */
+	int sleeping;           /* atomic: the session thread is (about to be) in poll */
 	int closing;            /* atomic */
 	pid_t child;
 	int sock;
@@ -102,6 +103,15 @@ static void notify(struct session *s)
 		log_warn("remote session: notify: %s", strerror(errno));
 }
 
+/* After queueing work for the session thread: wake it only if it sleeps
+ * (pairs with the fence in harvest before it rechecks and sleeps). */
+static void notify_if_sleeping(struct session *s)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&s->sleeping, __ATOMIC_RELAXED))
+		notify(s);
+}
+
 /* queue lock held */
 static void queue_push(struct session *s, const struct out_item *it)
 {
@@ -143,8 +153,10 @@ static void push_error(struct session *s, const struct mearas_sqe *e, int status
 {
 	struct mearas_cqe c = { .user_data = e->user_data, .status = status };
 
-	if (e->flags & MEARAS_SQE_WANT_CQE)
+	if (e->flags & MEARAS_SQE_WANT_CQE) {
 		push_cqe(s, e->cq, &c);
+		notify_if_sleeping(s);
+	}
 }
 
 /* ---- the fake guest: records into the worker's submission ring ---- */
@@ -337,6 +349,7 @@ static void feed_record(struct session *s, const uint8_t *msg, size_t len)
 			struct mearas_cqe c = { .user_data = dropped.user_data, .status = cudaErrorDevicesUnavailable };
 
 			push_cqe(s, dropped.cq, &c);
+			notify_if_sleeping(s);
 		}
 		free(dropped.ranges);
 		return;
@@ -440,9 +453,7 @@ static int start_worker(struct session *s, char *msg, size_t msglen)
 		s->cq_stride = l.cq_stride;
 		s->data = s->region + hdr->data_off;
 		s->data_size = hdr->data_size;
-		/* this guest always wants a wakeup: its session thread sleeps in poll */
-		for (unsigned t = 0; t < s->nthreads; t++)
-			((struct mearas_ring_ctl *)(s->cqs + s->cq_stride * t))->flags = MEARAS_RING_NEED_WAKEUP;
+		/* wakeups are asked for when the session thread sleeps (cq_prepare_sleep) */
 	}
 	return 0;
 }
@@ -743,52 +754,91 @@ static void harvest_spin(struct session *s)
 		mearas_cpu_relax();
 }
 
+/* Before sleeping: ask the worker to write the slots' eventfds on its next
+ * completion (false, no sleep, when one came meanwhile). While this thread
+ * is awake the worker writes none: no system call per completion. */
+static bool cq_prepare_sleep(struct session *s)
+{
+	bool ok = true;
+
+	for (unsigned slot = 0; slot < s->nthreads; slot++)
+		ok = mearas_ring_prepare_sleep((struct mearas_ring_ctl *)(s->cqs + s->cq_stride * slot)) && ok;
+	return ok;
+}
+
+static void cq_end_sleep(struct session *s)
+{
+	for (unsigned slot = 0; slot < s->nthreads; slot++)
+		mearas_ring_end_sleep((struct mearas_ring_ctl *)(s->cqs + s->cq_stride * slot));
+}
+
+/* Drains the eventfds poll found readable; true when the worker is gone. */
+static bool after_poll(struct session *s, struct pollfd *p, unsigned np)
+{
+	for (unsigned i = 0; i + 1 < np; i++) {
+		uint64_t cnt;
+
+		if ((p[i].revents & POLLIN) && read(p[i].fd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
+			log_warn("remote session: eventfd: %s", strerror(errno));
+	}
+	/* the worker never writes after its welcome: any event is its end */
+	return p[np - 1].fd >= 0 && p[np - 1].revents;
+}
+
 /*
  * The worker posts completions to one ring per thread slot; their order
  * across slots is lost when read slot by slot. A completion read in one
  * pass goes out only after the next full pass, whose device-to-host data
  * goes out first: any data posted before that completion has been seen by
  * then, so the client never gets a completion before bytes it may read.
+ * While busy the thread only watches the rings (a poll for the worker's
+ * end every ACTIVE_POLL_EVERY passes); idle, it sleeps in poll.
  */
+#define ACTIVE_POLL_EVERY 256u
+
 static void harvest(struct session *s)
 {
 	struct pollfd p[MEARAS_MAX_THREADS + 2];
 	struct held held = { 0 }, fresh = { 0 };
-	unsigned np = 0;
+	unsigned np = 0, passes = 0;
 
 	for (unsigned t = 0; t < s->nthreads; t++)
 		p[np++] = (struct pollfd){ .fd = s->wake_fds[t], .events = POLLIN };
 	p[np++] = (struct pollfd){ .fd = s->notify_fd, .events = POLLIN };
 	p[np++] = (struct pollfd){ .fd = s->sock, .events = POLLIN | POLLRDHUP };
 	while (!__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE)) {
-		int r;
+		bool ready = __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1, busy, gone = false;
+		int r = 0;
 
-		if (!held.n && __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1)
+		if (!held.n && ready)
 			harvest_spin(s);
-		if (held.n || harvest_ready(s)) {
+		busy = held.n || harvest_ready(s);
+		if (busy) {
 			__atomic_store_n(&s->last_active_ns, now_ns(), __ATOMIC_RELAXED);
-			r = poll(p, np, 0);
+			if (++passes % ACTIVE_POLL_EVERY == 0) {
+				r = poll(p, np, 0);
+				gone = r > 0 && after_poll(s, p, np);
+			}
 		} else {
-			r = poll(p, np, 200);
+			__atomic_store_n(&s->sleeping, 1, __ATOMIC_RELAXED);
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+			if (!harvest_ready(s) && (!ready || cq_prepare_sleep(s))) {
+				r = poll(p, np, 200);
+				gone = r > 0 && after_poll(s, p, np);
+			}
+			__atomic_store_n(&s->sleeping, 0, __ATOMIC_RELAXED);
+			cq_end_sleep(s);
 		}
-
 		if (__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE))
 			break;
-		if (r > 0) {
-			for (unsigned i = 0; i + 1 < np; i++) {
-				uint64_t cnt;
-
-				if ((p[i].revents & POLLIN) && read(p[i].fd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
-					log_warn("remote session: eventfd: %s", strerror(errno));
-			}
-			if (p[np - 1].revents && __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1) {
-				/* the worker never writes after its welcome: any event is its end */
-				scan(s, &fresh);
-				worker_gone(s);
-				p[np - 1].fd = -1;
-			}
+		if (gone && __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1) {
+			scan(s, &fresh);
+			worker_gone(s);
+			p[np - 1].fd = -1;
 		}
-		if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1) {
+		/* completions read by a pass get their second pass at once, so
+		 * that they leave in the same reply as their data */
+		for (int pass = 0; pass < 2 && __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1; pass++) {
 			fresh.n = 0;
 			scan(s, &fresh);
 			for (size_t i = 0; i < held.n; i++) {
@@ -804,6 +854,8 @@ static void harvest(struct session *s)
 				held = fresh;
 				fresh = tmp;
 			}
+			if (!held.n)
+				break;
 		}
 		try_reply(s);
 	}
@@ -886,7 +938,7 @@ static void on_message(void *ctx, struct mearas_link_conn *c, uint64_t seq, bool
 			s->reap_seq[s->nreap++] = seq;
 		pthread_mutex_unlock(&s->qlock);
 		if (ok)
-			notify(s);
+			notify_if_sleeping(s);
 		else
 			log_warn("remote link %s: more than %u REAP calls outstanding: one dropped",
 				 mearas_link_conn_peer(c), REMOTE_REAPS_MAX);

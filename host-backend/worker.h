@@ -56,6 +56,7 @@ struct pending {
 	struct mearas_cqe cqe;
 	uint16_t cq;
 	uint64_t fetched_ns;    /* when the record was taken from the ring */
+	int poll_status;        /* exec_poll_pending: the fence's state this pass */
 };
 
 struct global_range {

@@ -59,6 +59,7 @@ struct rt_vgpu {
 	uint32_t cq_head[MEARAS_MAX_THREADS];
 	struct cudaDeviceProp prop;
 	unsigned flags;                         /* cudaSetDeviceFlags */
+	unsigned spin_us;                       /* a wait spins this long before sleeping */
 };
 
 struct rt {
@@ -76,7 +77,6 @@ struct rt {
 	int same_address;                       /* region mapped where the back end has it */
 	uint32_t next_handle;
 	uint64_t next_user_data;
-	unsigned spin_us;
 	pthread_mutex_t slot_lock[MEARAS_MAX_THREADS];
 	uint64_t slots_used;                    /* bitmap; slot 0 is the callback thread's */
 };

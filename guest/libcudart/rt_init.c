@@ -113,6 +113,25 @@ static void slot_release(void *arg)
 		__atomic_and_fetch(&rt.slots_used, ~(1ull << slot), __ATOMIC_ACQ_REL);
 }
 
+/*
+ * How long a wait for a completion spins before it sleeps. A local vGPU
+ * answers a synchronizing call within a few microseconds of the GPU; a
+ * remote one a network round trip later (tens of microseconds), and a
+ * thread that went to sleep by then costs another wakeup on top. Like the
+ * CUDA driver's automatic scheduling, spin only where cores are plentiful.
+ * MEARAS_SPIN_US overrides both.
+ */
+static unsigned wait_spin_us(const struct mearas_devinfo *info)
+{
+	const char *env = getenv("MEARAS_SPIN_US");
+
+	if (env && *env)
+		return (unsigned)strtoul(env, NULL, 10);
+	if (info->is_remote && sysconf(_SC_NPROCESSORS_ONLN) >= 4)
+		return 300;
+	return 20;
+}
+
 static void rt_connect(void)
 {
 	const struct mearas_region_hdr *hdr;
@@ -122,9 +141,6 @@ static void rt_connect(void)
 
 	mearas_log_init("mearas");
 	pthread_key_create(&slot_key, slot_release);
-	rt.spin_us = 20;
-	if (getenv("MEARAS_SPIN_US"))
-		rt.spin_us = (unsigned)strtoul(getenv("MEARAS_SPIN_US"), NULL, 10);
 	for (unsigned i = 0; i < MEARAS_MAX_THREADS; i++)
 		pthread_mutex_init(&rt.slot_lock[i], NULL);
 	rt.slots_used = 1; /* slot 0: the host-function thread */
@@ -177,6 +193,7 @@ static void rt_connect(void)
 		v->cq_stride = l.cq_stride;
 		pthread_mutex_init(&v->sq_lock, NULL);
 		fill_prop(v);
+		v->spin_us = wait_spin_us(v->info);
 		/* keep the vGPU's device address window out of our own address
 		 * space, so a host pointer is never mistaken for a device one */
 		if (mmap((void *)(uintptr_t)v->info->va_base, v->info->va_size, PROT_NONE,

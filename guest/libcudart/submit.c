@@ -189,7 +189,7 @@ cudaError_t rt_wait(int vgpu, uint64_t user_data, struct mearas_cqe *out)
 		}
 		if (rt.dead)
 			return cudaErrorDevicesUnavailable;
-		if (now_us() - start < rt.spin_us) {
+		if (now_us() - start < v->spin_us && (v->flags & cudaDeviceScheduleMask) != cudaDeviceScheduleBlockingSync) {
 			mearas_cpu_relax();
 			continue;
 		}

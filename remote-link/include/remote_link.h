@@ -86,6 +86,10 @@ int mearas_link_connect(const char *host, uint16_t port, const struct mearas_lin
 /* Queue a message that needs no reply; payload is copied once into the batch. */
 int mearas_link_post(struct mearas_link *l, const void *data, size_t len);
 int mearas_link_postv(struct mearas_link *l, const struct iovec *iov, int iovcnt);
+/* The same for a caller that posts a burst and then calls mearas_link_flush
+ * itself: the batch timer (batch_delay_us) is not woken for it, which saves
+ * a thread wakeup per burst on the caller's path. */
+int mearas_link_postv_burst(struct mearas_link *l, const struct iovec *iov, int iovcnt);
 /* Send the batch plus this request (one framed write) and wait for its reply.
  * timeout_ms 0 = wait until the reply or the link breaks. */
 int mearas_link_call(struct mearas_link *l, const void *req, size_t req_len, void *reply,

@@ -229,7 +229,7 @@ static int sum_iov(const struct iovec *iov, int iovcnt, size_t *total)
 	return MEARAS_LINK_OK;
 }
 
-int mearas_link_postv(struct mearas_link *l, const struct iovec *iov, int iovcnt)
+static int postv(struct mearas_link *l, const struct iovec *iov, int iovcnt, bool wake_timer)
 {
 	size_t total;
 	if (!l)
@@ -264,7 +264,8 @@ int mearas_link_postv(struct mearas_link *l, const struct iovec *iov, int iovcnt
 	}
 	if (b->count++ == 0) {
 		b->first_ns = link_now_ns();
-		pthread_cond_signal(&l->batch_cond);
+		if (wake_timer)
+			pthread_cond_signal(&l->batch_cond);
 	}
 	bool full = b->len >= l->cfg.batch_max_bytes || b->count >= l->cfg.batch_max_msgs;
 	pthread_mutex_unlock(&l->batch_lock);
@@ -275,6 +276,16 @@ int mearas_link_postv(struct mearas_link *l, const struct iovec *iov, int iovcnt
 		pthread_mutex_unlock(&l->send_lock);
 	}
 	return rc;
+}
+
+int mearas_link_postv(struct mearas_link *l, const struct iovec *iov, int iovcnt)
+{
+	return postv(l, iov, iovcnt, true);
+}
+
+int mearas_link_postv_burst(struct mearas_link *l, const struct iovec *iov, int iovcnt)
+{
+	return postv(l, iov, iovcnt, false);
 }
 
 int mearas_link_post(struct mearas_link *l, const void *data, size_t len)

@@ -20,9 +20,17 @@ struct link_transport_ops {
 	void (*destroy)(struct link_transport *t);
 };
 
+/* Receive buffer of a transport: small reads (frame and item headers, small
+ * messages) are served from it, so a reply of several small pieces costs one
+ * receive call, not one per piece; large reads bypass it. One reader per
+ * transport (the link's receive thread), so it needs no lock. */
+#define LINK_RX_BUF (64u << 10)
+
 struct link_transport {
 	const struct link_transport_ops *ops;
 	uint64_t rx_spin_ns;    /* readers poll without sleeping this long after data (cfg rx_spin_us) */
+	uint32_t rx_pos, rx_have; /* rx_buf[rx_pos, rx_have) is received, not yet read */
+	uint8_t rx_buf[LINK_RX_BUF];
 };
 
 /* Takes ownership of the connected socket fd. */

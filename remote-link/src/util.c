@@ -74,12 +74,23 @@ int link_read_exact(struct link_transport *t, void *buf, size_t len, uint32_t po
 {
 	uint8_t *p = buf;
 	while (len) {
+		if (t->rx_pos < t->rx_have) {
+			size_t k = t->rx_have - t->rx_pos < len ? t->rx_have - t->rx_pos : len;
+			memcpy(p, t->rx_buf + t->rx_pos, k);
+			t->rx_pos += (uint32_t)k;
+			p += k;
+			len -= k;
+			continue;
+		}
 		if (__atomic_load_n(stop, __ATOMIC_ACQUIRE))
 			return MEARAS_LINK_E_CLOSED;
 		/* just after data more usually follows: look again without sleeping */
 		bool spin = t->rx_spin_ns &&
 			    link_now_ns() - __atomic_load_n(last_rx_ns, __ATOMIC_RELAXED) < t->rx_spin_ns;
-		int n = t->ops->recv(t, p, len, spin ? 0 : poll_ms);
+		/* a large read lands in place; a small one fills the buffer (read-ahead) */
+		bool direct = len >= LINK_RX_BUF / 2;
+		int n = t->ops->recv(t, direct ? p : t->rx_buf, direct ? len : LINK_RX_BUF,
+				     spin ? 0 : poll_ms);
 		if (n < 0)
 			return n;
 		if (n == 0) {
@@ -89,8 +100,13 @@ int link_read_exact(struct link_transport *t, void *buf, size_t len, uint32_t po
 			continue;
 		}
 		__atomic_store_n(last_rx_ns, link_now_ns(), __ATOMIC_RELAXED);
-		p += n;
-		len -= (size_t)n;
+		if (direct) {
+			p += n;
+			len -= (size_t)n;
+		} else {
+			t->rx_pos = 0;
+			t->rx_have = (uint32_t)n;
+		}
 	}
 	return MEARAS_LINK_OK;
 }
