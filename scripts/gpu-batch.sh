@@ -14,6 +14,8 @@ out=$(mkdir -p "$1" && cd "$1" && pwd) || exit 1
 kind=${2:-cuda}
 results=$top/experiments/results
 [ "$kind" = cuda ] || results=$out
+rm -f "$out"/batch.json "$out"/batch.csv "$out"/batch-size.png
+touch "$out/.batch-start" # only files newer than this are this run's
 cd "$top/experiments/harness" || exit 1
 # SIGINT: the harness stops its nodes on the way out
 timeout -s INT "${BATCH_TIMEOUT:-240}" python3 -m mearas_exp batch --device "$kind" --apps blackscholes \
@@ -22,7 +24,7 @@ rc=$?
 [ $rc = 124 ] && echo "batch sweep: stopped after ${BATCH_TIMEOUT:-240} s (see batch.txt)"
 if [ "$results" != "$out" ]; then
 	for f in batch.json batch.csv batch-size.png; do
-		[ -f "$results/$f" ] && cp "$results/$f" "$out/"
+		[ "$results/$f" -nt "$out/.batch-start" ] && cp "$results/$f" "$out/"
 	done
 fi
 python3 - "$out/batch.json" 2>/dev/null <<'EOF' || tail -3 "$out/batch.txt"
