@@ -111,7 +111,24 @@ $(BUILD)/tests/gpu/tcp_bench: tests/gpu/tcp_bench.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -pthread -o $@ $<
 
-gpu-build: all $(BUILD)/experiments/microbench $(BUILD)/tests/gpu/isolation $(BUILD)/tests/gpu/tcp_bench
+# a static busybox travels with build/ to the GPU machine, whose image has no
+# iproute2: scripts/netns-pair.sh makes the remote step's namespaces with it
+# (Debian busybox-static, scripts/deps/apt-core.txt). Without it that step
+# runs over loopback and says so.
+BUSYBOX ?= /bin/busybox
+.PHONY: busybox
+busybox:
+	@if [ ! -x $(BUSYBOX) ]; then \
+		echo "busybox: $(BUSYBOX) missing (apt-get install busybox-static): no $(BUILD)/tools/busybox;" \
+			"on a GPU machine without iproute2 the remote step will run over loopback" >&2; \
+	elif ldd $(BUSYBOX) >/dev/null 2>&1; then \
+		echo "busybox: $(BUSYBOX) is not static (busybox-static is): not carried to $(BUILD)/tools" >&2; \
+	elif ! cmp -s $(BUSYBOX) $(BUILD)/tools/busybox; then \
+		mkdir -p $(BUILD)/tools && cp $(BUSYBOX) $(BUILD)/tools/busybox && \
+		echo "busybox: $(BUSYBOX) -> $(BUILD)/tools/busybox"; \
+	fi
+
+gpu-build: all busybox $(BUILD)/experiments/microbench $(BUILD)/tests/gpu/isolation $(BUILD)/tests/gpu/tcp_bench
 	$(MAKE) -C tests/cuda
 	$(MAKE) -C experiments/apps
 	$(MAKE) -C tests/control all

@@ -1,14 +1,25 @@
 #!/usr/bin/env bash
 # The GPU lane, in one call (make gpu-test): on a machine with an NVIDIA GPU,
 # runs the CUDA program suite natively and through mearas (local vGPUs) and
-# compares outputs, then the microbenchmarks against native, and prints a
-# short table last. Results: $OUT (default build/gpu-lane), and
-# experiments/results/microbench.json.
+# compares outputs, then the microbenchmarks against native, a remote vGPU
+# (two mearasd in two network namespaces joined by veth, scripts/gpu-remote.sh)
+# and the batch-size sweep (scripts/gpu-batch.sh), and prints a short table
+# last. Logs: build/gpu-lane (GPU_LANE_WORK); results: experiments/results
+# (microbench.json, remote.json, batch.json, batch-size.png). Where OUT is set
+# (the device tool's folder, which brings back at most 8 files), only these go
+# there: table.txt, gpu-lane.tar.gz (all logs and results), and the four
+# results; without OUT they go to the logs folder too.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-cd "$top"
-out=${OUT:-$top/build/gpu-lane}
-mkdir -p "$out"
+cd "$top" || exit 1
+out=${GPU_LANE_WORK:-$top/build/gpu-lane}
+pack=${OUT:-$out}
+mkdir -p "$out" "$pack"
+# results of an earlier run (or the committed ones) must not pass for this
+# run's: only files newer than this stamp are taken
+rm -f "$out"/{microbench,remote,batch}.json "$out"/batch.csv "$out"/batch-size.png "$out"/table.txt
+touch "$out/.start"
+fresh() { [ -f "$1" ] && [ "$1" -nt "$out/.start" ] && cp "$1" "$out/"; }
 sock=/tmp/mearas-gpu-lane.$$.sock
 export MEARAS_DATA_MB=${MEARAS_DATA_MB:-1024}
 device=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
@@ -74,25 +85,48 @@ wait $idle_client
 hz=$(getconf CLK_TCK)
 idle_cpu=$(python3 -c "print(round(100*($t1-$t0)/$hz/($s1-$s0), 3))")
 
-echo "== remote vGPU (second mearasd over loopback TCP)"
+echo "== remote vGPU (second mearasd, in its own network namespace)"
 remote=$(scripts/gpu-remote.sh "$out" "$out/native" "$out/micro-native-1.txt" "${device:-unknown} (driver ${driver:-?})" 2>&1)
 echo "$remote" >"$out/remote-table.txt"
+fresh experiments/results/remote.json
+
+echo "== batch-size sweep (one remote vGPU, mearasd --link-batch 1..1024)"
+scripts/gpu-batch.sh "$out" cuda >"$out/batch-table.txt" 2>&1
 
 python3 experiments/microbench/compare.py --native "$out"/micro-native-?.txt --mearas "$out"/micro-mearas-?.txt \
 	--idle-cpu "$idle_cpu" --device "${device:-unknown} (driver ${driver:-?})" \
 	--out experiments/results/microbench.json >"$out/micro-table.txt" 2>&1
-cp experiments/results/microbench.json "$out/" 2>/dev/null
+fresh experiments/results/microbench.json
 
-echo
-echo "== program suite (native vs mearas, outputs compared)"
-cat "$out/suite-compare.txt"
-echo
-echo "== fault isolation: $isolation"
-echo "== $assembly"
-echo
-echo "== remote vGPU (loopback TCP; issue 4 targets)"
-cat "$out/remote-table.txt"
-echo
-echo "== microbenchmarks: ${device:-unknown}"
-cat "$out/micro-table.txt"
+table() {
+	echo
+	echo "== program suite (native vs mearas, outputs compared)"
+	cat "$out/suite-compare.txt"
+	echo
+	echo "== fault isolation: $isolation"
+	echo "== $assembly"
+	echo
+	echo "== remote vGPU (issue 4 targets)"
+	cat "$out/remote-table.txt"
+	echo
+	echo "== batch-size sweep (launch-heavy BlackScholes, one remote vGPU; batch-size.png)"
+	cat "$out/batch-table.txt"
+	echo
+	echo "== microbenchmarks: ${device:-unknown}"
+	cat "$out/micro-table.txt"
+}
+table | tee "$out/table.txt"
+
+# one tarball of the logs folder (results included), the results beside it
+tmp=$(mktemp /tmp/gpu-lane.XXXXXX)
+if tar czf "$tmp" -C "$(dirname "$out")" --exclude=gpu-lane.tar.gz "$(basename "$out")" && chmod 644 "$tmp"; then
+	mv "$tmp" "$pack/gpu-lane.tar.gz"
+else
+	rm -f "$tmp"
+fi
+if [ "$(realpath "$pack")" != "$(realpath "$out")" ]; then
+	for f in microbench.json remote.json batch.json batch-size.png table.txt; do
+		[ -f "$out/$f" ] && cp "$out/$f" "$pack/"
+	done
+fi
 exit $suite_rc

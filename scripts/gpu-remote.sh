@@ -1,35 +1,80 @@
 #!/usr/bin/env bash
-# GPU lane, remote part: a second mearasd serves its GPU over remote-link
-# (loopback TCP) and the client node's vGPU 0 is remote. Runs the program
-# suite through the remote vGPU (compared with the native outputs in
-# NATIVE_DIR) and the microbenchmarks, and writes
-# experiments/results/remote.json.
+# GPU lane, remote part: a second mearasd (the remote node) serves its GPU over
+# remote-link and the client node's vGPU 0 is remote. The two nodes run in two
+# network namespaces joined by a veth pair (scripts/netns-pair.sh: iproute2, or
+# the busybox carried in build/tools where the GPU machine has no `ip`); the
+# programs, the microbenchmarks and the raw TCP yardstick (tcp_bench, between
+# the same two namespaces, in the same run) run in the client node's namespace
+# and reach the client mearasd by its unix socket. Where namespaces cannot be
+# made (not root, no veth, no tool), it says so loudly and uses loopback TCP in
+# the host's namespace. Runs the program suite through the remote vGPU
+# (compared with the native outputs in NATIVE_DIR) and the microbenchmarks, and
+# writes experiments/results/remote.json (its "network" field says which).
 #   scripts/gpu-remote.sh OUTDIR NATIVE_DIR MICRO_NATIVE DEVICE_NAME
+# MEARAS_REMOTE_DEVICE=sim runs the nodes on the host-memory model (a dry run
+# of the orchestration on a machine without a GPU; the numbers mean nothing,
+# and remote.json goes to OUTDIR instead).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-cd "$top"
+cd "$top" || exit 1
 out=$1 native=$2 micro_native=$3 device=$4
+kind=${MEARAS_REMOTE_DEVICE:-cuda}
+results=experiments/results/remote.json
+[ "$kind" = cuda ] || results=$out/remote.json
 rsock=/tmp/mearas-remote-node.$$.sock csock=/tmp/mearas-client-node.$$.sock
 key=$out/cluster.key
-port=$((20000 + $$ % 20000))
+port=$((20000 + $$ % 20000)) tport=$((40000 + $$ % 20000))
+rns=mxgr$$ cns=mxgc$$
 head -c 32 /dev/urandom | base64 >"$key"
-build/bin/mearasd --device=cuda --socket=$rsock --control=/tmp/mearas-rctl.$$.sock --link-port=$port \
+
+if scripts/netns-pair.sh up $rns $cns 10.251.0.1 10.251.0.2 2>"$out/netns.txt"; then
+	tool=$(scripts/netns-pair.sh tool)
+	network="veth between namespaces (${tool%% *})"
+	host=10.251.0.1
+	rx=(scripts/netns-pair.sh exec "$rns") cx=(scripts/netns-pair.sh exec "$cns")
+else
+	network=loopback host=127.0.0.1 rx=() cx=() rns='' cns=
+	for _ in 1 2 3; do
+		echo "!!! gpu-remote: NO NETWORK NAMESPACES ($(tail -1 "$out/netns.txt")): remote nodes talk over loopback TCP" >&2
+	done
+fi
+
+rnode='' cnode='' sink=''
+cleanup() {
+	# shellcheck disable=SC2086 # empty ones drop out
+	kill $rnode $cnode $sink 2>/dev/null
+	wait 2>/dev/null
+	rm -f $rsock $csock
+	[ -z "$rns" ] || scripts/netns-pair.sh down "$rns" "$cns"
+}
+trap cleanup EXIT
+"${rx[@]}" build/bin/mearasd --device="$kind" --socket=$rsock --control=/tmp/mearas-rctl.$$.sock --link-port=$port \
 	--cluster-key-file="$key" --max-data-mb 4096 >"$out/remote-node.log" 2>&1 &
 rnode=$!
-build/bin/mearasd --device=cuda --socket=$csock --control=/tmp/mearas-cctl.$$.sock --vgpus=1 \
-	--remote=0=127.0.0.1:$port --cluster-key-file="$key" --max-data-mb 4096 >"$out/client-node.log" 2>&1 &
+for _ in $(seq 100); do
+	"${cx[@]}" python3 -c "import socket; socket.create_connection(('$host', $port), 1).close()" 2>/dev/null && break
+	sleep 0.1
+done
+"${cx[@]}" build/bin/mearasd --device="$kind" --socket=$csock --control=/tmp/mearas-cctl.$$.sock --vgpus=1 \
+	--remote=0=$host:$port --cluster-key-file="$key" --max-data-mb 4096 >"$out/client-node.log" 2>&1 &
 cnode=$!
-trap 'kill $rnode $cnode 2>/dev/null; wait 2>/dev/null; rm -f $rsock $csock' EXIT
 for _ in $(seq 50); do [ -S "$csock" ] && [ -S "$rsock" ] && break; sleep 0.1; done
-LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$csock tests/cuda/run-suite.sh --run "$out/remote" --timeout 120 \
+
+lib=$top/build/lib
+LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$csock "${cx[@]}" tests/cuda/run-suite.sh --run "$out/remote" --timeout 120 \
 	>"$out/suite-remote.txt" 2>&1
 tests/cuda/run-suite.sh --compare "$native" "$out/remote" >"$out/suite-remote-compare.txt" 2>&1
 tail -1 "$out/suite-remote-compare.txt" | sed 's/^/remote suite: /'
 for i in 1 2; do
 	build/experiments/microbench >"$out/micro-rnative-$i.txt" 2>&1
-	LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$csock timeout 300 build/experiments/microbench >"$out/micro-remote-$i.txt" 2>&1
-	build/tests/gpu/tcp_bench 4096 >"$out/raw-tcp-$i.txt" 2>&1
+	LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$csock "${cx[@]}" timeout 300 build/experiments/microbench >"$out/micro-remote-$i.txt" 2>&1
+	"${rx[@]}" build/tests/gpu/tcp_bench --listen $host:$tport >"$out/raw-tcp-sink-$i.txt" 2>&1 &
+	sink=$!
+	"${cx[@]}" timeout 60 build/tests/gpu/tcp_bench --connect $host:$tport 4096 >"$out/raw-tcp-$i.txt" 2>&1
+	kill $sink 2>/dev/null
+	wait $sink 2>/dev/null
+	sink=''
 done
 python3 experiments/microbench/remote_compare.py --native "$micro_native" "$out"/micro-rnative-?.txt \
 	--remote "$out"/micro-remote-?.txt --raw-tcp "$out"/raw-tcp-?.txt \
-	--device "$device" --out experiments/results/remote.json
+	--device "$device" --network "$network" --out "$results"

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Remote vGPU microbenchmarks against native CUDA and raw TCP, measured in
-one run: writes experiments/results/remote.json (fields as microbench.json)
-and prints a table with the issue's targets."""
+one run: writes experiments/results/remote.json (fields as microbench.json,
+plus "network": how the two mearasd nodes were joined, e.g. "veth between
+namespaces (busybox)" or "loopback") and prints a table with the issue's
+targets."""
 from __future__ import annotations
 
 import argparse
@@ -19,6 +21,8 @@ def main() -> int:
     ap.add_argument("--remote", type=Path, nargs="+", required=True)
     ap.add_argument("--raw-tcp", type=Path, nargs="+", required=True)
     ap.add_argument("--device", required=True)
+    ap.add_argument("--network", default="loopback",
+                    help="how the nodes were joined (scripts/gpu-remote.sh says)")
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args()
     nat, _ = best_of(a.native)
@@ -32,15 +36,17 @@ def main() -> int:
             baseline: str) -> None:
         nonlocal failed
         rows.append({"metric": metric, "unit": unit, "native": base, "mearas": val, "ratio": round(ratio, 4),
-                     "baseline": baseline, "device": a.device, "date": date})
+                     "baseline": baseline, "network": a.network, "device": a.device,
+                     "date": date})
         failed += 0 if good else 1
         print(f"{metric:24} {base:12.3f} {val:12.3f} {ratio:8.3f}  {target:22} {'ok' if good else 'MISSED'}")
 
+    print(f"network: {a.network}")
     print(f"{'metric':24} {'baseline':>12} {'remote':>12} {'ratio':>8}  target")
-    if "launch_rate" in rem:
+    if "launch_rate" in rem and "launch_rate" in nat:
         b, v = nat["launch_rate"][1], rem["launch_rate"][1]
         rec("launch_rate", "launches/s", b, v, v / b, ">= 0.9 x native", v / b >= 0.9, "native")
-    if "sync_roundtrip_us" in rem:
+    if "sync_roundtrip_us" in rem and "sync_roundtrip_us" in nat:
         b, v = nat["sync_roundtrip_us"][1], rem["sync_roundtrip_us"][1]
         rec("sync_roundtrip_us", "us", b, v, v / b, "<= native + 30 us", v <= b + 30, "native")
     tcp = raw["raw_tcp_gbps"][1] if "raw_tcp_gbps" in raw else 0.0

@@ -12,7 +12,7 @@ from .sweeps import SWEEPS, RunOptions, run_sweep
 
 ALL = (*SWEEPS, "latency", "assembly")
 DEFAULT_APPS = {"demo": ("blackscholes",), "assembly": ("binomialoptions", "blackscholes"),
-                "scaling": ("binomialoptions", "blackscholes")}
+                "scaling": ("binomialoptions", "blackscholes"), "batch": ("blackscholes",)}
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

@@ -4,6 +4,9 @@ Topology: one client namespace with a bridge at 10.250.2.1/24; one namespace
 per remote node at 10.250.2.(10+j)/24, each joined to the bridge by a veth
 pair. Shaping puts a tbf qdisc on both ends of every pair, so each direction
 is limited. Addresses exist only inside the namespaces created here.
+Namespaces and veth pairs come from scripts/netns-pair.sh (iproute2, or
+busybox where `ip` is missing, as on the GPU machine); shaping needs
+iproute2's tc.
 """
 from __future__ import annotations
 
@@ -12,11 +15,13 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 
-from .config import HarnessError, Unavailable
+from .config import REPO, HarnessError, Unavailable
 
 SUBNET = "10.250.2"
 CLIENT_ADDR = f"{SUBNET}.1"
 NS_PREFIX = "mxp"
+NETNS_DIR = "/run/netns"
+NETNS_SCRIPT = REPO / "scripts/netns-pair.sh"
 
 
 @dataclass(frozen=True)
@@ -48,30 +53,41 @@ def remote_addr(j: int) -> str:
     return f"{SUBNET}.{10 + j}"
 
 
-def _ip(*args: str) -> None:
-    r = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30)
+def _script(*args: str) -> str:
+    """scripts/netns-pair.sh ARGS (iproute2, or busybox where `ip` is missing)."""
+    r = subprocess.run([str(NETNS_SCRIPT), *args], capture_output=True, text=True, timeout=30)
     if r.returncode != 0:
-        raise HarnessError(f"ip {' '.join(args)}: {r.stderr.strip()}")
+        raise HarnessError(r.stderr.strip() or f"netns-pair.sh {' '.join(args)} failed")
+    return r.stdout.strip()
+
+
+def tool() -> str:
+    """'iproute2' or 'busybox PATH': what scripts/netns-pair.sh uses here."""
+    return _script("tool")
+
+
+def _ip(ns: str, *args: str) -> None:
+    _script("ip", ns, *args)
 
 
 def _tc(ns: str, *args: str) -> None:
-    r = subprocess.run(["ip", "netns", "exec", ns, "tc", *args], capture_output=True, text=True,
-                       timeout=30)
+    r = subprocess.run([*ns_exec(ns), "tc", *args], capture_output=True, text=True, timeout=30)
     if r.returncode != 0:
         raise HarnessError(f"tc {' '.join(args)} in {ns}: {r.stderr.strip()}")
 
 
 def ns_exec(ns: str | None) -> list[str]:
-    """Command prefix that runs a program inside namespace ns (nothing for the host's)."""
-    return ["ip", "netns", "exec", ns] if ns else []
+    """Command prefix that runs a program inside namespace ns (nothing for the host's);
+    the script execs the program, so its PID is the program's own."""
+    return [str(NETNS_SCRIPT), "exec", ns] if ns else []
 
 
 def list_ours() -> list[str]:
     """Namespaces named by this harness (any run), for cleanup checks."""
-    if shutil.which("ip") is None:
+    try:
+        return sorted(n for n in os.listdir(NETNS_DIR) if n.startswith(NS_PREFIX))
+    except FileNotFoundError:
         return []
-    r = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=30)
-    return [ln.split()[0] for ln in r.stdout.splitlines() if ln.startswith(NS_PREFIX)]
 
 
 @dataclass
@@ -81,6 +97,7 @@ class Topology:
     rate: str | None
     tag: str = field(default_factory=lambda: f"{os.getpid() % 100000}")
     created: list[str] = field(default_factory=list)
+    tool: str = ""  # what made the namespaces: iproute2 or busybox PATH
 
     @property
     def client_ns(self) -> str:
@@ -90,10 +107,15 @@ class Topology:
         return f"{NS_PREFIX}{self.tag}r{j}"
 
     def create(self) -> None:
-        if os.geteuid() != 0 or shutil.which("ip") is None:
-            raise Unavailable("namespaces need root and iproute2 (`ip`); use --network loopback")
-        if self.rate and shutil.which("tc") is None:
-            raise Unavailable("shaping needs `tc` (iproute2)")
+        if os.geteuid() != 0:
+            raise Unavailable("namespaces need root; use --network loopback")
+        try:
+            self.tool = tool()
+        except HarnessError as e:
+            raise Unavailable(f"no namespaces here: {e}; use --network loopback") from None
+        if self.rate and (self.tool != "iproute2" or shutil.which("tc") is None):
+            raise Unavailable(f"shaping to {self.rate} needs iproute2's `tc` (tbf); namespaces here "
+                              f"come from {self.tool}, whose tc cannot add tbf: use --network veth")
         if self.rate and self.rate not in _BURST:
             raise HarnessError(f"no tbf burst known for rate {self.rate}")
         try:
@@ -102,24 +124,22 @@ class Topology:
             self.destroy()
             raise
 
+    def _add(self, ns: str) -> None:
+        _script("add", ns)  # leaves nothing behind when it fails
+        self.created.append(ns)
+
     def _create(self) -> None:
         c = self.client_ns
-        _ip("netns", "add", c)
-        self.created.append(c)
-        _ip("-n", c, "link", "set", "lo", "up")
-        _ip("-n", c, "link", "add", "br0", "type", "bridge")
-        _ip("-n", c, "addr", "add", f"{CLIENT_ADDR}/24", "dev", "br0")
-        _ip("-n", c, "link", "set", "br0", "up")
+        self._add(c)
+        _ip(c, "link", "add", "br0", "type", "bridge")
+        _ip(c, "addr", "add", f"{CLIENT_ADDR}/24", "dev", "br0")
+        _ip(c, "link", "set", "br0", "up")
         for j in range(self.remotes):
             r = self.remote_ns(j)
-            _ip("netns", "add", r)
-            self.created.append(r)
-            _ip("-n", r, "link", "set", "lo", "up")
-            _ip("-n", c, "link", "add", f"v{j}c", "type", "veth", "peer", "name", f"v{j}r",
-                "netns", r)
-            _ip("-n", c, "link", "set", f"v{j}c", "master", "br0", "up")
-            _ip("-n", r, "addr", "add", f"{remote_addr(j)}/24", "dev", f"v{j}r")
-            _ip("-n", r, "link", "set", f"v{j}r", "up")
+            self._add(r)
+            _script("veth", c, f"v{j}c", r, f"v{j}r")
+            _ip(c, "link", "set", f"v{j}c", "master", "br0")
+            _ip(r, "addr", "add", f"{remote_addr(j)}/24", "dev", f"v{j}r")
             if self.rate:
                 burst = _BURST[self.rate]
                 for ns, dev in ((c, f"v{j}c"), (r, f"v{j}r")):
@@ -128,12 +148,9 @@ class Topology:
 
     def destroy(self) -> None:
         """Deleting a namespace removes its veth ends and qdiscs too."""
-        errors = []
-        for ns in reversed(self.created):
-            r = subprocess.run(["ip", "netns", "del", ns], capture_output=True, text=True,
-                               timeout=30)
+        if self.created:
+            r = subprocess.run([str(NETNS_SCRIPT), "del", *reversed(self.created)],
+                               capture_output=True, text=True, timeout=60)
+            self.created.clear()
             if r.returncode != 0:
-                errors.append(f"{ns}: {r.stderr.strip()}")
-        self.created.clear()
-        if errors:
-            raise HarnessError("cannot delete namespaces: " + "; ".join(errors))
+                raise HarnessError(f"cannot delete namespaces: {r.stderr.strip()}")

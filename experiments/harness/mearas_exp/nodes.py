@@ -36,7 +36,7 @@ class Node:
         env = {**os.environ, **self.env}
         env.pop("MEARAS_SOCKET", None)
         with open(self.log, "wb") as log:
-            # `ip netns exec` execs the program, so the PID is mearasd's own
+            # netns-pair.sh exec execs the program, so the PID is mearasd's own
             self.proc = subprocess.Popen(self.command(mearasd), stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, env=env)
 

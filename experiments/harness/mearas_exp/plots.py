@@ -34,7 +34,7 @@ def _series(points: list[PointResult], x_key: str, group: tuple[str, ...]
 
 
 def relative_plot(points: list[PointResult], x_key: str, group: tuple[str, ...], path: Path,
-                  title: str, xlabel: str, device: str) -> Path | None:
+                  title: str, xlabel: str, device: str, log2x: bool = False) -> Path | None:
     """Aggregate throughput relative to the series' first point, one line per series."""
     series = _series(points, x_key, group)
     if not series:
@@ -47,7 +47,10 @@ def relative_plot(points: list[PointResult], x_key: str, group: tuple[str, ...],
                 label=" ".join(key))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(f"aggregate throughput / at {x_key}={int(min(x for s in series.values() for x, _ in s))}")
-    ax.set_xticks(sorted({x for s in series.values() for x, _ in s}))
+    if log2x:
+        ax.set_xscale("log", base=2)
+    xs = sorted({x for s in series.values() for x, _ in s})
+    ax.set_xticks(xs, [f"{x:g}" for x in xs])
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     _title(ax, title, device)
@@ -122,7 +125,8 @@ def plot_sweep(sweep: str, points: list[PointResult], out: Path, device: str) ->
     if sweep == "network":
         return network_plot(points, path, device)
     if sweep == "batch":
-        return relative_plot(points, "batch", (), path, "link batch size", "batch size", device)
+        return relative_plot(points, "batch", (), path, "one remote vGPU: link batch size",
+                             "mearasd --link-batch (records per link batch, at most)", device, log2x=True)
     if sweep == "scaling":
         return relative_plot(points, "vgpus", ("layout",), path,
                              "aggregate throughput against vGPUs: all local vs mixed", "vGPUs", device)

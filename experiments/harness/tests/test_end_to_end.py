@@ -14,6 +14,7 @@ import pytest
 
 from mearas_exp.config import Paths, remote_supported
 from mearas_exp.netns import list_ours
+from mearas_exp.resultline import find_result
 
 HARNESS = Path(__file__).resolve().parents[1]
 
@@ -151,11 +152,16 @@ def test_batch_sweep_on_sim(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     doc, _ = load(tmp_path, "batch")
     sizes = [p["params"]["batch"] for p in doc["points"]]
-    assert sizes == [1, 4, 16, 64, 256, 1024]
+    assert sizes == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
     for p in doc["points"]:
-        assert p["status"] == "ok"
+        assert p["status"] == "ok" and p["params"]["app_args"] == "--size 65536"
+        assert [v["kind"] for v in p["vgpus"]] == ["remote"]
         client = [n for n in p["nodes"] if n["name"] == "client"][0]
         assert f"--link-batch={p['params']['batch']}" in client["args"]
+    # the launch-heavy setting reached the app: 64 Ki options per launch
+    out = (tmp_path / "logs/batch/p001/blackscholes-v0.out").read_text()
+    res = find_result(out)
+    assert res.items == 65536 * res.iterations
     assert (tmp_path / "out" / "batch-size.png").is_file()
     assert_cleaned_up(doc)
 

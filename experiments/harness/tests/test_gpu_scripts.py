@@ -1,0 +1,83 @@
+"""The GPU lane's remote and batch steps (scripts/gpu-remote.sh,
+scripts/gpu-batch.sh) as dry runs on mearasd --device=sim: orchestration only
+(namespaces, which process runs where, files written, nothing left behind)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mearas_exp.config import REPO
+from mearas_exp.netns import NETNS_DIR
+
+SCRIPTS = REPO / "scripts"
+
+
+def busybox() -> str | None:
+    local = REPO / "build/tools/busybox"
+    return str(local) if local.is_file() else shutil.which("busybox")
+
+
+def ours() -> list[str]:
+    return [n for n in os.listdir(NETNS_DIR) if n.startswith("mxg")] if os.path.isdir(NETNS_DIR) else []
+
+
+def mearasd_pids() -> set[int]:
+    exe = str((REPO / "build/bin/mearasd").resolve())
+    pids = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.readlink(f"/proc/{pid}/exe") == exe:
+                pids.add(int(pid))
+        except OSError:
+            pass
+    return pids
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="namespaces need root")
+@pytest.mark.parametrize("tool", ["iproute2", "busybox", "none"])
+def test_gpu_remote_dry_run(tool: str, tmp_path: Path) -> None:
+    if tool == "iproute2" and shutil.which("ip") is None:
+        pytest.skip("no iproute2")
+    if tool == "busybox" and busybox() is None:
+        pytest.skip("no busybox")
+    (tmp_path / "native").mkdir()
+    before = mearasd_pids()
+    # "none": an unknown tool makes namespaces fail, as on a machine without them
+    env = {**os.environ, "MEARAS_REMOTE_DEVICE": "sim",
+           "MEARAS_NETNS_TOOL": tool if tool != "none" else "no-such-tool"}
+    r = subprocess.run([str(SCRIPTS / "gpu-remote.sh"), str(tmp_path), str(tmp_path / "native"),
+                        "/dev/null", "sim dry run"], env=env, capture_output=True, text=True,
+                       timeout=300)
+    out = r.stdout + r.stderr
+    network = "loopback" if tool == "none" else f"veth between namespaces ({tool})"
+    assert f"network: {network}" in out
+    assert ("NO NETWORK NAMESPACES" in out) == (tool == "none")
+    rows = json.loads((tmp_path / "remote.json").read_text())  # sim: not experiments/results
+    assert rows and all(x["network"] == network for x in rows)
+    # the raw TCP yardstick and the remote microbenchmarks ran, across the veth pair
+    for i in (1, 2):
+        assert "METRIC raw_tcp_gbps" in (tmp_path / f"raw-tcp-{i}.txt").read_text()
+        assert "METRIC sync_roundtrip_us" in (tmp_path / f"micro-remote-{i}.txt").read_text()
+    # the client node reached the remote node from its own namespace's address
+    peer = "127.0.0.1" if tool == "none" else "10.251.0.2"
+    assert f"link from {peer}:" in (tmp_path / "remote-node.log").read_text()
+    assert ours() == [] and mearasd_pids() <= before
+
+
+def test_gpu_batch_dry_run(tmp_path: Path) -> None:
+    r = subprocess.run([str(SCRIPTS / "gpu-batch.sh"), str(tmp_path), "sim"],
+                       env={**os.environ, "BATCH_SECONDS": "0.2"}, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert [ln.split()[0] for ln in lines[1:12]] == [str(2 ** i) for i in range(11)]
+    assert lines[-1] == "batch points: 11 ok, 0 not ok"
+    doc = json.loads((tmp_path / "batch.json").read_text())
+    assert doc["device"].startswith("sim") and len(doc["points"]) == 11
+    assert (tmp_path / "batch-size.png").read_bytes()[:4] == b"\x89PNG"
+    assert (tmp_path / "batch-logs/batch/p011/node-client.log").is_file()
