@@ -51,6 +51,8 @@ struct mdev {
 	uint64_t launches;
 	int stream_token;       /* streams need a unique non-NULL handle */
 	uint64_t globals_next, globals_end;
+	uint8_t *host_base;     /* the registered (mapped) host range: the data area */
+	size_t host_size;
 };
 
 /* Every model of this worker, so copies can reach a peer vGPU's memory. */
@@ -159,9 +161,8 @@ static void sim_bind_thread(struct mdev *d)
 
 static int sim_host_register(struct mdev *d, void *base, size_t size)
 {
-	(void)d;
-	(void)base;
-	(void)size;
+	d->host_base = base;
+	d->host_size = size;
 	return 0;
 }
 
@@ -487,6 +488,39 @@ static int sim_global_get(struct mdev *d, void *module, const char *name, uint64
 	return 0;
 }
 
+/*
+ * The model runs no device code, except one kernel by name, so that tests
+ * can watch a kernel write mapped host memory (on a remote vGPU: the remote
+ * node's copy of it). Its CUDA source, for programs built with nvcc:
+ *   extern "C" __global__ void mearas_sim_add_u32(unsigned *p, unsigned n, unsigned v)
+ *   { for (unsigned i = 0; i < n; i++) p[i] += v; }
+ * Only pointers into the mapped host range are modelled.
+ */
+#define SIM_KERNEL_ADD_U32 "mearas_sim_add_u32"
+
+static int sim_add_u32(struct mdev *d, const void *params, uint32_t len)
+{
+	uint64_t p;
+	uint32_t n, v;
+
+	if (len != 16)
+		return cudaErrorInvalidValue;
+	memcpy(&p, params, 8);
+	memcpy(&n, (const uint8_t *)params + 8, 4);
+	memcpy(&v, (const uint8_t *)params + 12, 4);
+	if (!d->host_base || p < (uint64_t)(uintptr_t)d->host_base || (p & 3) ||
+	    (uint64_t)n * 4 > d->host_size - (p - (uint64_t)(uintptr_t)d->host_base))
+		return cudaErrorIllegalAddress;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t x;
+
+		memcpy(&x, (uint8_t *)(uintptr_t)p + 4ull * i, 4);
+		x += v;
+		memcpy((uint8_t *)(uintptr_t)p + 4ull * i, &x, 4);
+	}
+	return 0;
+}
+
 static int sim_launch(struct mdev *d, void *func, void *stream, const struct mdev_launch *l)
 {
 	const struct mearas_kernel_info *k = func;
@@ -498,6 +532,8 @@ static int sim_launch(struct mdev *d, void *func, void *stream, const struct mde
 		return cudaErrorInvalidValue;
 	}
 	d->launches++;
+	if (!strcmp(k->name, SIM_KERNEL_ADD_U32))
+		return sim_add_u32(d, l->params, l->param_bytes);
 	return 0;
 }
 

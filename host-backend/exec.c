@@ -912,6 +912,17 @@ static int op_SYNC_ERROR(struct vgpu *v, const struct mearas_sqe *e, struct mear
 	return 0;
 }
 
+static int op_HOST_MAPPED(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
+{
+	uint64_t off = e->args.a[0], size = e->args.a[1];
+
+	(void)c, (void)f;
+	/* the data area is mapped for the device as a whole: only checked here */
+	if (!size || off > v->w->data_size || size > v->w->data_size - off || e->args.a[2] > 1)
+		return cudaErrorInvalidValue;
+	return 0;
+}
+
 static const op_fn handlers[MEARAS_OP_COUNT] = {
 #define HANDLER(name, sync) [MEARAS_OP_##name] = op_##name,
 	MEARAS_OPS(HANDLER)

@@ -175,6 +175,26 @@ bool remote_captures_take_copy(struct remote_captures *c, const struct mearas_sq
 bool remote_captures_launch_ranges(struct remote_captures *c, const struct mearas_sqe *e, struct remote_range **out,
 				   uint32_t *n);
 
+/* ---- mapped host memory kept coherent across nodes (remote_mapped.c) ---- */
+struct remote_mapped;
+struct remote_mapped *remote_mapped_new(void);
+void remote_mapped_free(struct remote_mapped *m);
+/* Any range mapped? (no lock: the fast path's check) */
+bool remote_mapped_any(const struct remote_mapped *m);
+/* [off, off + size) of the data area base is mapped (on) or no longer; the
+ * shadow starts as base's bytes. false when out of memory. */
+bool remote_mapped_set(struct remote_mapped *m, const uint8_t *base, uint64_t off, uint64_t size, bool on);
+/* [off, off + len) of base is known to both nodes now (a copy carried it):
+ * the shadow takes it, so it does not count as a change. */
+void remote_mapped_absorb(struct remote_mapped *m, const uint8_t *base, uint64_t off, uint64_t len);
+/* Bytes the other node changed: into base and the shadow at once. */
+void remote_mapped_write(struct remote_mapped *m, uint8_t *base, uint64_t off, const void *bytes, uint64_t len);
+/* emit(ctx, off, bytes, len) for every run of bytes where base differs from
+ * the shadow (this node's changes), which the shadow then takes; emit runs
+ * under the table's lock and returns nonzero to stop. Returns bytes sent. */
+typedef int (*remote_mapped_emit_fn)(void *ctx, uint64_t off, const uint8_t *bytes, uint64_t len);
+uint64_t remote_mapped_diff(struct remote_mapped *m, const uint8_t *base, remote_mapped_emit_fn emit, void *ctx);
+
 /* ---- configuration (mearasd options) ---- */
 /* --remote=VGPU=HOST:PORT[/GPU] */
 int remote_parse_target(struct remote_config *rc, const char *spec);

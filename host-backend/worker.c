@@ -120,7 +120,11 @@ static int build_region(struct worker *w, char *err, size_t errlen)
 							 MEARAS_ARENA_SIZE, w->nthreads);
 	uint64_t off = 4096, data_off;
 
-	data_off = mearas_align_up(off + l.size * w->nvgpus, 2u << 20);
+	/* room for the most vGPUs, whatever this client has (unused pages cost
+	 * nothing): the data area then sits at the same address in every
+	 * worker, so a remote node's copy of it is where the client's pointers
+	 * to mapped host memory point */
+	data_off = mearas_align_up(off + l.size * MEARAS_MAX_VGPUS, 2u << 20);
 	w->region_size = data_off + w->data_size;
 	w->memfd = memfd_create("mearas-region", MFD_CLOEXEC);
 	if (w->memfd < 0 || ftruncate(w->memfd, (off_t)w->region_size)) {

@@ -133,6 +133,8 @@ RT_EXPORT cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flag
 			 "raise MEARAS_DATA_MB", size, (unsigned long long)(rt.data_size >> 20));
 		return rt_set_error(cudaErrorMemoryAllocation);
 	}
+	if (flags & cudaHostAllocMapped)
+		rt_host_mapped(*pHost, size);
 	return cudaSuccess;
 }
 
@@ -149,6 +151,7 @@ RT_EXPORT cudaError_t cudaFreeHost(void *ptr)
 		return rt_set_error(e);
 	if (!ptr)
 		return cudaSuccess;
+	rt_host_unmapped(ptr);
 	if (dh_free(ptr))
 		return rt_set_error(cudaErrorInvalidValue);
 	return cudaSuccess;
@@ -170,6 +173,8 @@ RT_EXPORT cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsi
 		if (twin) {
 			if (!rt.same_address)
 				return rt_set_error(cudaErrorNotSupported);
+			if (dh_block(twin, &base, &size))
+				rt_host_mapped(base, size);
 			*pDevice = twin;
 			return cudaSuccess;
 		}
@@ -180,6 +185,7 @@ RT_EXPORT cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsi
 		rt_log_unsupported("cudaHostGetDevicePointer (the data area could not be mapped at the back end's address)");
 		return rt_set_error(cudaErrorNotSupported);
 	}
+	rt_host_mapped(base, size);
 	*pDevice = pHost; /* mapped at the same address on both sides: UVA */
 	return cudaSuccess;
 }
@@ -299,6 +305,8 @@ RT_EXPORT cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flag
 	r->next = registered_list;
 	registered_list = r;
 	pthread_mutex_unlock(&registered_lock);
+	if (flags & cudaHostRegisterMapped)
+		rt_host_mapped(r->block, r->len + page);
 	return cudaSuccess;
 nomem:
 	pthread_mutex_unlock(&registered_lock);
@@ -325,6 +333,7 @@ RT_EXPORT cudaError_t cudaHostUnregister(void *ptr)
 			return rt_set_error(cudaErrorUnknown);
 		}
 		memcpy(r->user, r->twin, r->len);
+		rt_host_unmapped(r->block);
 		dh_free(r->block);
 		*pp = r->next;
 		free(r);

@@ -139,6 +139,10 @@ RT_HIDDEN cudaError_t rt_call(int vgpu, struct rt_call *c, struct mearas_cqe *ou
 RT_HIDDEN cudaError_t rt_post_tracked(int vgpu, struct rt_call *c, uint64_t *user_data);
 RT_HIDDEN cudaError_t rt_wait(int vgpu, uint64_t user_data, struct mearas_cqe *out);
 
+/* hostmapped.c: pinned ranges kernels may use (told to remote vGPUs) */
+RT_HIDDEN void rt_host_mapped(const void *p, uint64_t size);
+RT_HIDDEN void rt_host_unmapped(const void *p);
+
 /* dataheap.c: the data area (pinned, DMA-able) */
 RT_HIDDEN void *dh_alloc(uint64_t size);
 RT_HIDDEN int dh_free(void *p);                        /* -1 if p is not a block start */

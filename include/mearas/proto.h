@@ -34,7 +34,7 @@
 #include <stdint.h>
 
 #define MEARAS_REGION_MAGIC   0x3153415241454d00ULL /* "\0MEARAS1" */
-#define MEARAS_PROTO_VERSION  1u
+#define MEARAS_PROTO_VERSION  2u
 
 #define MEARAS_MAX_VGPUS      16u
 #define MEARAS_MAX_THREADS    64u   /* completion slots per vGPU */
@@ -116,7 +116,8 @@ struct mearas_ring_ctl {
 	X(GRAPH_DESTROY, 0)             \
 	X(GRAPH_EXEC_DESTROY, 0)        \
 	X(GRAPH_NODE_COUNT, 1)          \
-	X(SYNC_ERROR, 1)
+	X(SYNC_ERROR, 1)                \
+	X(HOST_MAPPED, 0)
 
 enum mearas_op {
 #define MEARAS_OP_ENUM(name, sync) MEARAS_OP_##name,
@@ -211,6 +212,10 @@ struct mearas_cqe {
  *   GRAPH_DESTROY    a0 graph id;  GRAPH_EXEC_DESTROY a0 exec id
  *   GRAPH_NODE_COUNT a0 graph id                      -> val0 nodes
  *   SYNC_ERROR       returns (and clears) the first deferred error
+ *   HOST_MAPPED      a0 data offset, a1 size, a2 1 mapped / 0 no longer: the
+ *                    program may hand this pinned range to kernels (a remote
+ *                    vGPU keeps it coherent across nodes; a local one has
+ *                    nothing to do)
  */
 
 /* FUNC_ATTRS packing: val0 = numRegs | maxThreadsPerBlock << 16 | ptxVersion << 32 | binaryVersion << 48,

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+/* remote_mapped.c: what each node sends of a mapped range. Two data areas
+ * (client and remote) are kept coherent by hand the way the nodes do it:
+ * only changed bytes travel, in exact runs; bytes a copy carried (absorb)
+ * and bytes the other node sent (write) are not sent back; host and device
+ * changing different bytes of one range both survive; unmapping stops it. */
+#include <string.h>
+
+#include "check.h"
+#include "remote.h"
+
+#define AREA 4096
+
+static uint8_t client[AREA], remote[AREA];
+
+struct sent {
+	uint64_t off[64], len[64];
+	uint8_t bytes[64][AREA];
+	unsigned n;
+};
+
+static int record(void *ctx, uint64_t off, const uint8_t *bytes, uint64_t len)
+{
+	struct sent *s = ctx;
+
+	CHECK(s->n < 64);
+	s->off[s->n] = off;
+	s->len[s->n] = len;
+	memcpy(s->bytes[s->n], bytes, len);
+	s->n++;
+	return 0;
+}
+
+/* what one node sent, applied on the other */
+static void deliver(const struct sent *s, struct remote_mapped *to, uint8_t *base)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		remote_mapped_write(to, base, s->off[i], s->bytes[i], s->len[i]);
+}
+
+int main(void)
+{
+	struct remote_mapped *c = remote_mapped_new(), *r = remote_mapped_new();
+	struct sent s;
+
+	CHECK(c && r);
+	CHECK(!remote_mapped_any(c));
+	memset(client, 7, sizeof(client));
+	memcpy(remote, client, sizeof(remote)); /* the client pushed the range when mapping it */
+	CHECK(remote_mapped_set(c, client, 1024, 256, true));
+	CHECK(remote_mapped_set(r, remote, 1024, 256, true));
+	CHECK(remote_mapped_any(c));
+
+	/* nothing changed: nothing goes */
+	memset(&s, 0, sizeof(s));
+	CHECK_EQ(remote_mapped_diff(c, client, record, &s), 0);
+	CHECK_EQ(s.n, 0);
+
+	/* the host changes two runs (and a byte outside the range): exactly those go */
+	client[1024 + 3] = 1;
+	client[1024 + 4] = 2;
+	client[1024 + 100] = 3;
+	client[2000] = 9;
+	memset(&s, 0, sizeof(s));
+	CHECK_EQ(remote_mapped_diff(c, client, record, &s), 3);
+	CHECK_EQ(s.n, 2);
+	CHECK_EQ(s.off[0], 1024 + 3);
+	CHECK_EQ(s.len[0], 2);
+	CHECK_EQ(s.off[1], 1024 + 100);
+	CHECK_EQ(s.len[1], 1);
+	deliver(&s, r, remote);
+	CHECK(remote[1024 + 3] == 1 && remote[1024 + 4] == 2 && remote[1024 + 100] == 3);
+	CHECK(remote[2000] == 7);
+	/* what the remote got from the client is not a remote change */
+	memset(&s, 0, sizeof(s));
+	CHECK_EQ(remote_mapped_diff(r, remote, record, &s), 0);
+
+	/* the device changes byte 10 while the host changes byte 11: both survive */
+	remote[1024 + 10] = 0xd;
+	client[1024 + 11] = 0xc;
+	memset(&s, 0, sizeof(s));
+	remote_mapped_diff(c, client, record, &s);
+	deliver(&s, r, remote);
+	memset(&s, 0, sizeof(s));
+	remote_mapped_diff(r, remote, record, &s);
+	CHECK_EQ(s.n, 1);
+	CHECK_EQ(s.off[0], 1024 + 10);
+	deliver(&s, c, client);
+	CHECK(client[1024 + 10] == 0xd && client[1024 + 11] == 0xc);
+	CHECK(remote[1024 + 10] == 0xd && remote[1024 + 11] == 0xc);
+	memset(&s, 0, sizeof(s));
+	CHECK_EQ(remote_mapped_diff(c, client, record, &s), 0); /* nothing echoes back */
+
+	/* a device-to-host copy carried bytes into the range: absorbed, not sent again */
+	memset(remote + 1024 + 32, 5, 16);
+	memset(client + 1024 + 32, 5, 16);
+	remote_mapped_absorb(r, remote, 1024 + 32, 16);
+	remote_mapped_absorb(c, client, 0, 1024 + 48); /* overlap only counts */
+	memset(&s, 0, sizeof(s));
+	CHECK_EQ(remote_mapped_diff(r, remote, record, &s), 0);
+	CHECK_EQ(remote_mapped_diff(c, client, record, &s), 0);
+
+	/* a range runs to its last byte */
+	client[1024 + 255] = 0x55;
+	memset(&s, 0, sizeof(s));
+	CHECK_EQ(remote_mapped_diff(c, client, record, &s), 1);
+	CHECK_EQ(s.off[0], 1024 + 255);
+
+	/* unmapped: nothing tracked */
+	CHECK(remote_mapped_set(c, client, 1024, 256, false));
+	CHECK(!remote_mapped_any(c));
+	client[1024] = 0x77;
+	memset(&s, 0, sizeof(s));
+	CHECK_EQ(remote_mapped_diff(c, client, record, &s), 0);
+
+	remote_mapped_free(c);
+	remote_mapped_free(r);
+	printf("remote mapped: ok\n");
+	return 0;
+}
