@@ -26,6 +26,12 @@ key=$out/cluster.key
 port=$((20000 + $$ % 20000)) tport=$((40000 + $$ % 20000))
 rns=mxgr$$ cns=mxgc$$
 head -c 32 /dev/urandom | base64 >"$key"
+# two GPUs: the remote node serves the second, so each node has its own GPU
+# (native runs use the first)
+rgpu=0
+if [ "$kind" = cuda ] && [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ]; then
+	rgpu=1
+fi
 
 if scripts/netns-pair.sh up $rns $cns 10.251.0.1 10.251.0.2 2>"$out/netns.txt"; then
 	tool=$(scripts/netns-pair.sh tool)
@@ -40,6 +46,22 @@ else
 fi
 
 rnode='' cnode='' sink=''
+# raw_tcp NAME FROM_NS TO_NS TO_ADDR BUFFER_MB FILE: tcp_bench's sink in TO_NS,
+# its sender in FROM_NS (the host's namespace and loopback without them)
+raw_tcp() {
+	local from=() to=() addr=$4
+	if [ -n "$rns" ]; then
+		from=(scripts/netns-pair.sh exec "$2") to=(scripts/netns-pair.sh exec "$3")
+	else
+		addr=127.0.0.1
+	fi
+	"${to[@]}" build/tests/gpu/tcp_bench --buffer-mb "$5" --listen "$addr:$tport" >"$6.sink" 2>&1 &
+	sink=$!
+	"${from[@]}" timeout 60 build/tests/gpu/tcp_bench --buffer-mb "$5" --connect "$addr:$tport" 4096 >"$6" 2>&1
+	kill $sink 2>/dev/null
+	wait $sink 2>/dev/null
+	sink=''
+}
 cleanup() {
 	# shellcheck disable=SC2086 # empty ones drop out
 	kill $rnode $cnode $sink 2>/dev/null
@@ -56,7 +78,7 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 "${cx[@]}" build/bin/mearasd --device="$kind" --socket=$csock --control=/tmp/mearas-cctl.$$.sock --vgpus=1 \
-	--remote=0=$host:$port --cluster-key-file="$key" --max-data-mb 4096 >"$out/client-node.log" 2>&1 &
+	--remote=0=$host:$port/$rgpu --cluster-key-file="$key" --max-data-mb 4096 >"$out/client-node.log" 2>&1 &
 cnode=$!
 for _ in $(seq 50); do [ -S "$csock" ] && [ -S "$rsock" ] && break; sleep 0.1; done
 
@@ -68,13 +90,15 @@ tail -1 "$out/suite-remote-compare.txt" | sed 's/^/remote suite: /'
 for i in 1 2; do
 	build/experiments/microbench >"$out/micro-rnative-$i.txt" 2>&1
 	LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$csock "${cx[@]}" timeout 300 build/experiments/microbench >"$out/micro-remote-$i.txt" 2>&1
-	"${rx[@]}" build/tests/gpu/tcp_bench --listen $host:$tport >"$out/raw-tcp-sink-$i.txt" 2>&1 &
-	sink=$!
-	"${cx[@]}" timeout 60 build/tests/gpu/tcp_bench --connect $host:$tport 4096 >"$out/raw-tcp-$i.txt" 2>&1
-	kill $sink 2>/dev/null
-	wait $sink 2>/dev/null
-	sink=''
+	# raw TCP between the same namespaces: each direction between two 256 MiB
+	# buffers, as the copies move them (up: client to remote node, as
+	# host-to-device; down: as device-to-host), and from a 4 MiB buffer that
+	# stays in the caches, for reference
+	raw_tcp up "$cns" "$rns" 10.251.0.1 256 "$out/raw-tcp-up-$i.txt"
+	raw_tcp down "$rns" "$cns" 10.251.0.2 256 "$out/raw-tcp-down-$i.txt"
+	raw_tcp up "$cns" "$rns" 10.251.0.1 4 "$out/raw-tcp-hot-$i.txt"
 done
 python3 experiments/microbench/remote_compare.py --native "$micro_native" "$out"/micro-rnative-?.txt \
-	--remote "$out"/micro-remote-?.txt --raw-tcp "$out"/raw-tcp-?.txt \
+	--remote "$out"/micro-remote-?.txt --raw-tcp-up "$out"/raw-tcp-up-?.txt \
+	--raw-tcp-down "$out"/raw-tcp-down-?.txt --raw-tcp-hot "$out"/raw-tcp-hot-?.txt \
 	--device "$device" --network "$network" --out "$results"

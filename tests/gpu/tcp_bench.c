@@ -2,9 +2,14 @@
 // 4 MiB writes, TCP_NODELAY, like remote-link. The sender times from its first
 // write until the sink has read everything (the sink closes on EOF). Prints
 // "METRIC raw_tcp_gbps GB/s X".
-//   tcp_bench [MiB]                          sender and sink over loopback
-//   tcp_bench --listen ADDR:PORT             sink: one connection, then exit
-//   tcp_bench --connect ADDR:PORT [MiB]      sender (retries connecting for 10 s)
+//   tcp_bench [--buffer-mb N] [MiB]                     sender and sink over loopback
+//   tcp_bench [--buffer-mb N] --listen ADDR:PORT        sink: one connection, then exit
+//   tcp_bench [--buffer-mb N] --connect ADDR:PORT [MiB] sender (retries connecting for 10 s)
+// --buffer-mb: the sender writes from, and the sink reads into, a buffer of
+// that size, in 4 MiB pieces, going round it (default 4: one piece, which
+// stays in the CPU caches). A remote copy of 256 MiB moves bytes between two
+// buffers of 256 MiB that do not fit the caches: the fair yardstick for it
+// is --buffer-mb 256.
 // With --listen and --connect the two ends can live in different network
 // namespaces (scripts/gpu-remote.sh).
 #include <arpa/inet.h>
@@ -20,18 +25,40 @@
 
 #define BUF (4u << 20)
 
+static size_t buf_bytes = BUF; /* --buffer-mb */
+
+/* a buffer of buf_bytes, touched (its pages exist before timing) */
+static char *buffer(int fill)
+{
+	char *b = malloc(buf_bytes);
+
+	if (b)
+		memset(b, fill, buf_bytes);
+	return b;
+}
+
+/* the next piece of the buffer at *off, going round it */
+static size_t piece(size_t *off)
+{
+	if (*off >= buf_bytes)
+		*off = 0;
+	return buf_bytes - *off < BUF ? buf_bytes - *off : BUF;
+}
+
 static int sink(int listen_fd)
 {
-	char *buf = malloc(BUF);
+	char *buf = buffer(0);
 	int c = accept(listen_fd, NULL, NULL);
+	size_t off = 0;
+	ssize_t n;
 
 	if (!buf || c < 0) {
 		perror("tcp_bench: accept");
 		free(buf);
 		return 1;
 	}
-	while (read(c, buf, BUF) > 0)
-		;
+	while ((n = read(c, buf + off, piece(&off))) > 0)
+		off += (size_t)n;
 	free(buf);
 	close(c);
 	return 0;
@@ -81,8 +108,8 @@ static double now(void)
 // sends total bytes to a, waits for the sink's EOF; GB/s or < 0
 static double send_to(const struct sockaddr_in *a, size_t total, double retry_s)
 {
-	char *buf = calloc(1, BUF);
-	size_t sent = 0;
+	char *buf = buffer(1);
+	size_t sent = 0, off = 0;
 	double t0, deadline = now() + retry_s;
 	int one = 1, s = -1;
 
@@ -105,7 +132,7 @@ static double send_to(const struct sockaddr_in *a, size_t total, double retry_s)
 	setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	t0 = now();
 	while (sent < total) {
-		ssize_t n = write(s, buf, BUF);
+		ssize_t n = write(s, buf + off, piece(&off));
 
 		if (n <= 0) {
 			perror("tcp_bench: write");
@@ -113,6 +140,7 @@ static double send_to(const struct sockaddr_in *a, size_t total, double retry_s)
 			return -1;
 		}
 		sent += (size_t)n;
+		off += (size_t)n;
 	}
 	shutdown(s, SHUT_WR);
 	while (read(s, buf, BUF) > 0) // the sink closes once it has read everything
@@ -126,9 +154,20 @@ static double send_to(const struct sockaddr_in *a, size_t total, double retry_s)
 int main(int argc, char **argv)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	const char *mib = argc > 1 ? argv[1] : NULL;
+	const char *mib;
 	double gbps;
 	int fd;
+
+	if (argc > 2 && !strcmp(argv[1], "--buffer-mb")) {
+		if (atoi(argv[2]) <= 0 || atoi(argv[2]) > 65536) {
+			fprintf(stderr, "tcp_bench: --buffer-mb 1..65536\n");
+			return 2;
+		}
+		buf_bytes = (size_t)atoi(argv[2]) << 20;
+		argv += 2;
+		argc -= 2;
+	}
+	mib = argc > 1 ? argv[1] : NULL;
 
 	if (argc > 1 && !strcmp(argv[1], "--listen")) {
 		if (argc != 3 || parse_addr(argv[2], &a)) {

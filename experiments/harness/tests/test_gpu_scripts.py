@@ -61,7 +61,8 @@ def test_gpu_remote_dry_run(tool: str, tmp_path: Path) -> None:
     assert rows and all(x["network"] == network for x in rows)
     # the raw TCP yardstick and the remote microbenchmarks ran, across the veth pair
     for i in (1, 2):
-        assert "METRIC raw_tcp_gbps" in (tmp_path / f"raw-tcp-{i}.txt").read_text()
+        for way in ("up", "down", "hot"):
+            assert "METRIC raw_tcp_gbps" in (tmp_path / f"raw-tcp-{way}-{i}.txt").read_text()
         assert "METRIC sync_roundtrip_us" in (tmp_path / f"micro-remote-{i}.txt").read_text()
     # the client node reached the remote node from its own namespace's address
     peer = "127.0.0.1" if tool == "none" else "10.251.0.2"
