@@ -10,12 +10,25 @@
  *   OPEN   call, first message: which GPU, which VA window, data area size
  *          -> reply: status, message, the remote vGPU's devinfo
  *   RECORD post: one SQE, its arena payload, and the data-area bytes it reads
- *          (inline, or sent just before as a bulk transfer tagged with the offset)
+ *          (inline, or sent just before as bulk transfers tagged with the
+ *          offset), less the bytes that device-to-host copies still in
+ *          flight write (see below)
  *   REAP   call (long poll; up to REMOTE_REAPS_MAX outstanding, answered
  *          oldest first): answered when completions exist, with a list of
  *          items in order: data-area bytes written by device-to-host copies,
- *          device output, completions. Data always comes before any
- *          completion posted after it.
+ *          DONE marks, device output, completions. Data always comes before
+ *          any completion posted after it.
+ *
+ * Device-to-host copies in flight: the client sends every device-to-host
+ * copy with REMOTE_REC_WANT_DONE and an id, and the remote node answers each
+ * with exactly one DONE item carrying that id, after all of its DATA items
+ * (at once when it writes nothing now: refused, failed, captured). Until
+ * then the copy's bytes may not be in the client's data area yet, but they
+ * are (or will be, in stream order) in the remote node's copy of it: a later
+ * record that reads an overlapping range (a host-to-device copy from the
+ * same pinned buffer on the same stream) must not overwrite them with the
+ * client's stale bytes, so the client sends only the bytes of the range that
+ * no copy in flight writes.
  */
 #ifndef MEARAS_REMOTE_H
 #define MEARAS_REMOTE_H
@@ -27,7 +40,7 @@
 #include "mearas/proto.h"
 
 #define REMOTE_MAGIC    0x4d45524du /* "MREM" */
-#define REMOTE_VERSION  1u
+#define REMOTE_VERSION  2u
 #define REMOTE_HOST_MAX 256
 
 /* data at most this large travels inside the RECORD message, larger by bulk */
@@ -71,18 +84,19 @@ struct remote_open_reply {
 #define REMOTE_REC_DATA_INLINE 1u
 #define REMOTE_REC_DATA_BULK   2u
 #define REMOTE_REC_BAD_PAYLOAD 4u  /* the client's payload was out of bounds */
+#define REMOTE_REC_WANT_DONE   8u  /* a device-to-host copy: answer with a DONE item (done_id) */
 
 struct remote_record_hdr {
 	uint32_t kind;
 	uint32_t flags;         /* REMOTE_REC_* */
 	uint32_t payload_len;   /* arena payload bytes that follow */
-	uint32_t pad;
+	uint32_t done_id;       /* REMOTE_REC_WANT_DONE: the client's id, echoed in the DONE item */
 	uint64_t data_off, data_len; /* data-area bytes that follow (or came by bulk) */
 	struct mearas_sqe sqe;
 };
 
 enum remote_item_type { REMOTE_ITEM_CQE = 1, REMOTE_ITEM_DATA = 2, REMOTE_ITEM_OUTPUT = 3,
-			REMOTE_ITEM_FATAL = 4 };
+			REMOTE_ITEM_FATAL = 4, REMOTE_ITEM_DONE = 5 };
 
 struct remote_item_hdr {
 	uint32_t type, len;     /* len: bytes after this header */
@@ -95,6 +109,11 @@ struct remote_item_cqe {
 
 struct remote_item_data {
 	uint64_t off;           /* data-area offset; the bytes follow */
+};
+
+/* a record sent with REMOTE_REC_WANT_DONE wrote all it will write into the data area */
+struct remote_item_done {
+	uint32_t id, pad;
 };
 
 struct remote_item_output {
@@ -124,6 +143,10 @@ struct remote_range {
 	uint64_t off, width, pitch, rows;
 };
 
+/* The rows a device-to-host copy (MEMCPY or MEMCPY_2D) writes into a data
+ * area of data_size bytes; false for other records and for rows out of it. */
+bool remote_d2h_range(const struct mearas_sqe *e, uint64_t data_size, struct remote_range *r);
+
 /* ---- tokens: records in flight, by a token that replaces user_data ---- */
 struct remote_token {
 	uint64_t user_data;     /* the original */
@@ -133,6 +156,8 @@ struct remote_token {
 	struct remote_range *ranges; /* a graph launch: more of them (malloc'd) */
 	uint32_t nranges;
 	uint8_t capture_begin;  /* a CAPTURE_BEGIN on the stream of key stream_key */
+	uint8_t want_done;      /* send a DONE item with done_id after its data */
+	uint32_t done_id;
 	uint64_t stream_key;
 };
 

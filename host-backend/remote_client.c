@@ -10,9 +10,19 @@
  * its way. A broken
  * link fails every record in flight, and every later one, with
  * cudaErrorDevicesUnavailable.
+ *
+ * Device-to-host copies in flight: their bytes reach this node's data area
+ * only when a reply brings them, but a record forwarded before then may read
+ * them (a host-to-device copy from the same pinned buffer, later on the same
+ * stream). The forwarder keeps the rows of every device-to-host copy it sent
+ * until the remote node's DONE item for it has been applied, and sends such
+ * a record without the bytes those rows cover: the remote node's copy of the
+ * data area has them by the time the record runs (stream order), and the
+ * client's copy may still hold the old ones. The forwarder never waits.
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +43,18 @@ struct reap_slot {
 	struct reap_slot *next_free;
 };
 
+/* A device-to-host copy forwarded and not done yet (REMOTE_ITEM_DONE). */
+struct d2h_flight {
+	uint32_t id;
+	struct remote_range r;
+	uint64_t end;           /* r.off + the span of its rows */
+};
+
+/* A byte range of the data area, [a, b). */
+struct span {
+	uint64_t a, b;
+};
+
 struct remote_vgpu {
 	struct mearas_link *link;
 	struct remote_tokens tokens;
@@ -43,6 +65,14 @@ struct remote_vgpu {
 	pthread_cond_t reap_cond;
 	struct reap_slot *free_slots; /* replies applied: to be sent again */
 	char peer[REMOTE_HOST_MAX + 8];
+	/* device-to-host copies in flight: added by the forwarder, taken off by
+	 * the receive thread; nd2h is also read without the lock (the forwarder
+	 * alone adds, so a 0 it reads means none of its copies is in flight) */
+	pthread_mutex_t d2h_lock;
+	struct d2h_flight *d2h;
+	uint32_t nd2h, cap_d2h;
+	uint64_t d2h_lo, d2h_hi; /* every range in flight lies within [lo, hi) */
+	uint32_t next_done_id;   /* forwarder only */
 };
 
 static const char *link_err(int rc)
@@ -70,6 +100,8 @@ int remote_client_open(struct vgpu *v, const struct remote_target *t, struct mea
 	}
 	pthread_mutex_init(&rv->reap_lock, NULL);
 	pthread_cond_init(&rv->reap_cond, NULL);
+	pthread_mutex_init(&rv->d2h_lock, NULL);
+	rv->d2h_lo = UINT64_MAX;
 	for (unsigned i = 0; i < REAP_OUTSTANDING; i++) {
 		rv->slot[i] = (struct reap_slot){ .v = v, .next_free = rv->free_slots };
 		rv->free_slots = &rv->slot[i];
@@ -162,6 +194,143 @@ static bool data_read_range(const struct mearas_sqe *e, uint64_t *off, uint64_t 
 	}
 }
 
+/* A device-to-host copy goes out: its rows are in flight until its DONE. */
+static bool d2h_track(struct remote_vgpu *rv, const struct remote_range *r, uint32_t *id)
+{
+	struct d2h_flight f = { .r = *r, .end = r->off + r->pitch * (r->rows - 1) + r->width };
+
+	/* ids repeat after 2^32 copies: a copy in flight that long is not expected */
+	f.id = ++rv->next_done_id;
+	pthread_mutex_lock(&rv->d2h_lock);
+	if (rv->nd2h == rv->cap_d2h) {
+		uint32_t ncap = rv->cap_d2h ? rv->cap_d2h * 2 : 16;
+		struct d2h_flight *n = realloc(rv->d2h, ncap * sizeof(*n));
+
+		if (!n) {
+			pthread_mutex_unlock(&rv->d2h_lock);
+			return false;
+		}
+		rv->d2h = n;
+		rv->cap_d2h = ncap;
+	}
+	rv->d2h[rv->nd2h] = f;
+	__atomic_store_n(&rv->nd2h, rv->nd2h + 1, __ATOMIC_RELEASE);
+	if (f.r.off < rv->d2h_lo)
+		rv->d2h_lo = f.r.off;
+	if (f.end > rv->d2h_hi)
+		rv->d2h_hi = f.end;
+	pthread_mutex_unlock(&rv->d2h_lock);
+	*id = f.id;
+	return true;
+}
+
+/* On the receive thread: the copy's bytes have landed (or will never come). */
+static void d2h_done(struct remote_vgpu *rv, uint32_t id)
+{
+	pthread_mutex_lock(&rv->d2h_lock);
+	for (uint32_t i = 0; i < rv->nd2h; i++) {
+		if (rv->d2h[i].id != id)
+			continue;
+		rv->d2h[i] = rv->d2h[rv->nd2h - 1];
+		__atomic_store_n(&rv->nd2h, rv->nd2h - 1, __ATOMIC_RELEASE);
+		break;
+	}
+	if (!rv->nd2h) {
+		rv->d2h_lo = UINT64_MAX;
+		rv->d2h_hi = 0;
+	}
+	pthread_mutex_unlock(&rv->d2h_lock);
+}
+
+static bool spans_add(struct span **v, size_t *n, size_t *cap, uint64_t a, uint64_t b)
+{
+	if (*n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 16;
+		struct span *nv = realloc(*v, ncap * sizeof(*nv));
+
+		if (!nv)
+			return false;
+		*v = nv;
+		*cap = ncap;
+	}
+	(*v)[(*n)++] = (struct span){ a, b };
+	return true;
+}
+
+static int span_cmp(const void *x, const void *y)
+{
+	const struct span *a = x, *b = y;
+
+	return a->a < b->a ? -1 : a->a > b->a;
+}
+
+/* Under the lock: the parts of [a, b) that the rows of f write, into the list. */
+static bool d2h_cover(const struct d2h_flight *f, uint64_t a, uint64_t b, struct span **v, size_t *n, size_t *cap)
+{
+	const struct remote_range *r = &f->r;
+	uint64_t k, k_end;
+
+	if (f->end <= a || r->off >= b)
+		return true;
+	if (r->rows == 1 || r->width == r->pitch)
+		return spans_add(v, n, cap, r->off > a ? r->off : a, f->end < b ? f->end : b);
+	/* rows k with off + k * pitch < b and off + k * pitch + width > a */
+	k = a < r->off + r->width ? 0 : (a - r->off - r->width) / r->pitch + 1;
+	k_end = (b - r->off + r->pitch - 1) / r->pitch;
+	if (k_end > r->rows)
+		k_end = r->rows;
+	for (; k < k_end; k++) {
+		uint64_t x = r->off + k * r->pitch, y = x + r->width;
+
+		if (!spans_add(v, n, cap, x > a ? x : a, y < b ? y : b))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The parts of [off, off + len) of the data area that no device-to-host copy
+ * in flight writes: *out (malloc'd, *n of them). false when the whole range
+ * is free of them (the common case, *out untouched), or when out of memory
+ * (then the whole range goes, as before this check existed).
+ */
+static bool d2h_uncovered(struct remote_vgpu *rv, uint64_t off, uint64_t len, struct span **out, size_t *n)
+{
+	struct span *c = NULL, *u = NULL;
+	size_t nc = 0, cap = 0, nu = 0, ucap = 0;
+	uint64_t end = off + len, at = off;
+	bool ok = true;
+
+	if (!__atomic_load_n(&rv->nd2h, __ATOMIC_ACQUIRE))
+		return false;
+	pthread_mutex_lock(&rv->d2h_lock);
+	if (end > rv->d2h_lo && off < rv->d2h_hi)
+		for (uint32_t i = 0; ok && i < rv->nd2h; i++)
+			ok = d2h_cover(&rv->d2h[i], off, end, &c, &nc, &cap);
+	pthread_mutex_unlock(&rv->d2h_lock);
+	if (!ok || !nc) {
+		free(c);
+		return false;
+	}
+	qsort(c, nc, sizeof(*c), span_cmp);
+	for (size_t i = 0; ok && i < nc; i++) {
+		if (c[i].a > at)
+			ok = spans_add(&u, &nu, &ucap, at, c[i].a);
+		if (c[i].b > at)
+			at = c[i].b;
+	}
+	if (ok && at < end)
+		ok = spans_add(&u, &nu, &ucap, at, end);
+	free(c);
+	if (!ok) {
+		free(u);
+		return false;
+	}
+	*out = u;
+	*n = nu;
+	return true;
+}
+
 static void forward_one(struct vgpu *v, const struct mearas_sqe *e)
 {
 	struct remote_vgpu *rv = v->remote;
@@ -169,6 +338,7 @@ static void forward_one(struct vgpu *v, const struct mearas_sqe *e)
 	struct iovec iov[3] = { { &h, sizeof(h) } };
 	int n = 1, rc = 0;
 	uint64_t off, len;
+	struct remote_range r;
 
 	if (__atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE)) {
 		if (e->flags & MEARAS_SQE_WANT_CQE) {
@@ -187,12 +357,23 @@ static void forward_one(struct vgpu *v, const struct mearas_sqe *e)
 		}
 	}
 	if (data_read_range(e, &off, &len) && len && off <= v->w->data_size && len <= v->w->data_size - off) {
-		h.data_off = off;
-		h.data_len = len;
-		if (len <= REMOTE_INLINE_DATA_MAX) {
+		struct span *part;
+		size_t nparts;
+
+		if (d2h_uncovered(rv, off, len, &part, &nparts)) {
+			/* device-to-host copies in flight write some of it: the rest
+			 * goes ahead as bulk transfers, the record carries none */
+			for (size_t i = 0; !rc && i < nparts; i++)
+				rc = mearas_link_bulk(rv->link, part[i].a, v->w->data + part[i].a, part[i].b - part[i].a);
+			free(part);
+		} else if (len <= REMOTE_INLINE_DATA_MAX) {
+			h.data_off = off;
+			h.data_len = len;
 			h.flags |= REMOTE_REC_DATA_INLINE;
 			iov[n++] = (struct iovec){ v->w->data + off, len };
 		} else {
+			h.data_off = off;
+			h.data_len = len;
 			h.flags |= REMOTE_REC_DATA_BULK;
 			rc = mearas_link_bulk(rv->link, off, v->w->data + off, len);
 		}
@@ -211,6 +392,19 @@ static void forward_one(struct vgpu *v, const struct mearas_sqe *e)
 			usleep(100);
 		}
 		h.sqe.user_data = tok;
+	}
+	if (!rc && remote_d2h_range(e, v->w->data_size, &r)) {
+		/* in flight from now until its DONE item has been applied */
+		if (d2h_track(rv, &r, &h.done_id)) {
+			h.flags |= REMOTE_REC_WANT_DONE;
+		} else {
+			static bool said;
+
+			if (!said) {
+				said = true;
+				log_warn("vGPU %u: out of memory: a device-to-host copy is not followed", v->index);
+			}
+		}
 	}
 	if (!rc)
 		rc = mearas_link_postv_burst(rv->link, iov, n); /* drain() flushes */
@@ -336,6 +530,12 @@ static int apply_reply(struct vgpu *v, struct mearas_link_reader *r)
 			rc = mearas_link_read(r, &ic, sizeof(ic));
 			if (!rc)
 				apply_cqe(v, &ic);
+		} else if (ih.type == REMOTE_ITEM_DONE && ih.len == sizeof(struct remote_item_done)) {
+			struct remote_item_done d;
+
+			rc = mearas_link_read(r, &d, sizeof(d));
+			if (!rc)
+				d2h_done(rv, d.id);
 		} else if (ih.type == REMOTE_ITEM_DATA && ih.len >= sizeof(struct remote_item_data)) {
 			struct remote_item_data d;
 			uint64_t n = ih.len - sizeof(d);

@@ -70,6 +70,24 @@ void remote_tokens_fail(struct remote_tokens *t, void (*fn)(void *ctx, const str
 	pthread_mutex_unlock(&t->lock);
 }
 
+bool remote_d2h_range(const struct mearas_sqe *e, uint64_t data_size, struct remote_range *r)
+{
+	const uint64_t *a = e->args.a;
+	uint64_t span;
+
+	if (e->op == MEARAS_OP_MEMCPY && a[3] == MEARAS_COPY_DTOH)
+		*r = (struct remote_range){ .off = a[0], .width = a[2], .pitch = a[2], .rows = 1 };
+	else if (e->op == MEARAS_OP_MEMCPY_2D && a[6] == MEARAS_COPY_DTOH)
+		*r = (struct remote_range){ .off = a[0], .width = a[4], .pitch = a[1], .rows = a[5] };
+	else
+		return false;
+	if (!r->width || !r->rows || r->width > r->pitch || r->rows > (1ull << 32) || r->pitch > (1ull << 40))
+		return false;
+	if (__builtin_mul_overflow(r->pitch, r->rows - 1, &span) || __builtin_add_overflow(span, r->width, &span))
+		return false;
+	return r->off <= data_size && span <= data_size - r->off;
+}
+
 int remote_parse_target(struct remote_config *rc, const char *spec)
 {
 	char buf[REMOTE_HOST_MAX + 32], *eq, *colon, *slash, *end;

@@ -31,7 +31,7 @@
 #define CHILD_HANDSHAKE_MS 60000
 #define SPACE_WAIT_NS (2ull * 1000 * 1000 * 1000)
 
-enum out_type { OUT_CQE = 1, OUT_DATA, OUT_OUTPUT, OUT_FATAL };
+enum out_type { OUT_CQE = 1, OUT_DATA, OUT_OUTPUT, OUT_FATAL, OUT_DONE };
 
 struct out_item {
 	enum out_type type;
@@ -39,6 +39,7 @@ struct out_item {
 	struct mearas_cqe cqe;
 	uint64_t off, width, pitch, rows, row, col; /* OUT_DATA, progress kept across replies */
 	uint32_t fd;
+	uint32_t done_id;       /* OUT_DONE */
 	uint8_t *bytes;         /* OUT_OUTPUT / OUT_FATAL */
 	size_t nbytes;
 };
@@ -159,6 +160,22 @@ static void push_error(struct session *s, const struct mearas_sqe *e, int status
 	}
 }
 
+/* A record sent with REMOTE_REC_WANT_DONE has written all it will write. */
+static void push_done(struct session *s, uint32_t id)
+{
+	struct out_item it = { .type = OUT_DONE, .done_id = id };
+
+	push_locked(s, &it);
+}
+
+/* A record not run: its error, and its DONE if one is owed. */
+static void drop_record(struct session *s, const struct mearas_sqe *e, int status, bool done_owed, uint32_t id)
+{
+	push_error(s, e, status);
+	if (done_owed)
+		push_done(s, id);
+}
+
 /* ---- the fake guest: records into the worker's submission ring ---- */
 
 static bool wait_until(struct session *s, bool (*cond)(struct session *, uint32_t), uint32_t arg)
@@ -230,29 +247,15 @@ static bool place_payload(struct session *s, struct mearas_sqe *sqe, const uint8
 
 static bool d2h_rows(const struct session *s, const struct mearas_sqe *e, struct remote_token *t)
 {
-	const uint64_t *a = e->args.a;
+	struct remote_range r;
 
-	if (e->op == MEARAS_OP_MEMCPY && a[3] == MEARAS_COPY_DTOH) {
-		t->off = a[0];
-		t->width = t->pitch = a[2];
-		t->rows = 1;
-	} else if (e->op == MEARAS_OP_MEMCPY_2D && a[6] == MEARAS_COPY_DTOH) {
-		t->off = a[0];
-		t->pitch = a[1];
-		t->width = a[4];
-		t->rows = a[5];
-		if (t->width > t->pitch || t->rows > (1ull << 32) || t->pitch > (1ull << 40))
-			return false;
-	} else {
+	if (!remote_d2h_range(e, s->data_size, &r))
 		return false;
-	}
-	if (!t->width || !t->rows)
-		return false;
-	{
-		uint64_t span = t->pitch * (t->rows - 1) + t->width;
-
-		return t->off <= s->data_size && span <= s->data_size - t->off;
-	}
+	t->off = r.off;
+	t->width = r.width;
+	t->pitch = r.pitch;
+	t->rows = r.rows;
+	return true;
 }
 
 static void feed_record(struct session *s, const uint8_t *msg, size_t len)
@@ -261,29 +264,31 @@ static void feed_record(struct session *s, const uint8_t *msg, size_t len)
 	struct mearas_sqe sqe;
 	const uint8_t *payload, *data;
 	struct remote_token t = { 0 };
-	bool d2h;
+	bool d2h, done_owed;
 
 	if (len < sizeof(h))
 		return;
 	memcpy(&h, msg, sizeof(h));
 	payload = msg + sizeof(h);
 	data = payload + h.payload_len;
+	/* a device-to-host copy the client follows: one DONE, whatever becomes of it */
+	done_owed = (h.flags & REMOTE_REC_WANT_DONE) != 0;
 	if (h.payload_len > len - sizeof(h) ||
 	    ((h.flags & REMOTE_REC_DATA_INLINE) && h.data_len > len - sizeof(h) - h.payload_len)) {
 		log_warn("remote session %s: malformed record dropped", mearas_link_conn_peer(s->conn));
-		push_error(s, &h.sqe, cudaErrorInvalidValue);
+		drop_record(s, &h.sqe, cudaErrorInvalidValue, done_owed, h.done_id);
 		return;
 	}
 	sqe = h.sqe;
 	if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) != 1) {
-		push_error(s, &sqe, cudaErrorDevicesUnavailable);
+		drop_record(s, &sqe, cudaErrorDevicesUnavailable, done_owed, h.done_id);
 		return;
 	}
 	if ((h.flags & REMOTE_REC_DATA_INLINE) && h.data_off <= s->data_size &&
 	    h.data_len <= s->data_size - h.data_off)
 		memcpy(s->data + h.data_off, data, h.data_len);
 	if (!remote_captures_note(s->caps, &sqe)) {
-		push_error(s, &sqe, cudaErrorMemoryAllocation);
+		drop_record(s, &sqe, cudaErrorMemoryAllocation, done_owed, h.done_id);
 		return;
 	}
 	d2h = d2h_rows(s, &sqe, &t);
@@ -295,10 +300,16 @@ static void feed_record(struct session *s, const uint8_t *msg, size_t len)
 		if (remote_captures_take_copy(s->caps, &sqe, &r, &ok)) {
 			d2h = false;
 			if (!ok) {
-				push_error(s, &sqe, cudaErrorMemoryAllocation);
+				drop_record(s, &sqe, cudaErrorMemoryAllocation, done_owed, h.done_id);
 				return;
 			}
 		}
+	}
+	if (done_owed && !d2h) {
+		/* nothing to send back now: captured (the bytes come with the graph's
+		 * launches), or rows outside the data area (the worker refuses it) */
+		push_done(s, h.done_id);
+		done_owed = false;
 	}
 	if (!remote_captures_launch_ranges(s->caps, &sqe, &t.ranges, &t.nranges)) {
 		push_error(s, &sqe, cudaErrorMemoryAllocation);
@@ -316,12 +327,14 @@ static void feed_record(struct session *s, const uint8_t *msg, size_t len)
 		t.cq = sqe.cq;
 		t.op = sqe.op;
 		t.want_cqe = (sqe.flags & MEARAS_SQE_WANT_CQE) != 0;
+		t.want_done = done_owed;
+		t.done_id = h.done_id;
 		if (!d2h)
 			t.rows = 0;
 		tok = remote_tokens_add(&s->tokens, &t);
 		if (!tok) {
 			free(t.ranges);
-			push_error(s, &sqe, cudaErrorLaunchOutOfResources);
+			drop_record(s, &sqe, cudaErrorLaunchOutOfResources, done_owed, h.done_id);
 			return;
 		}
 		sqe.user_data = tok;
@@ -351,6 +364,8 @@ static void feed_record(struct session *s, const uint8_t *msg, size_t len)
 			push_cqe(s, dropped.cq, &c);
 			notify_if_sleeping(s);
 		}
+		if (dropped.want_done)
+			push_done(s, dropped.done_id);
 		free(dropped.ranges);
 		return;
 	}
@@ -554,6 +569,8 @@ static void scan(struct session *s, struct held *fresh)
 				push_locked(s, &d);
 			}
 			free(t.ranges);
+			if (t.want_done)
+				push_done(s, t.done_id); /* after its data */
 			if (!t.want_cqe) {
 				/* an asynchronous copy: its error is reported by a later sync, as in CUDA */
 				if (c.status && !s->held_error)
@@ -580,6 +597,11 @@ static void fail_token(void *ctx, const struct remote_token *t)
 	free(t->ranges);
 	if (t->want_cqe) {
 		struct out_item it = { .type = OUT_CQE, .cq = t->cq, .cqe = c };
+
+		queue_push(s, &it);
+	}
+	if (t->want_done) {
+		struct out_item it = { .type = OUT_DONE, .done_id = t->done_id };
 
 		queue_push(s, &it);
 	}
@@ -688,6 +710,11 @@ static void build_reply(struct session *s, struct reply_build *r)
 				}
 			}
 			if (full)
+				break;
+		} else if (it->type == OUT_DONE) {
+			struct remote_item_done d = { .id = it->done_id };
+
+			if (!put_item(r, REMOTE_ITEM_DONE, &d, sizeof(d), NULL, 0, false))
 				break;
 		} else {
 			struct remote_item_output o = { .fd = it->fd };

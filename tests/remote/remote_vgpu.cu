@@ -2,6 +2,7 @@
 //   remote_vgpu all        every functional check, "PASS name"/"FAIL name" lines
 //   remote_vgpu copyloop   16 MiB round trips on vGPU 1 until one fails (fault tests)
 //   remote_vgpu bench      timing of round trips on vGPU 1
+//   remote_vgpu d2h-h2d    only the device-to-host then host-to-device checks
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -334,6 +335,126 @@ static bool test_local_and_remote()
 	return true;
 }
 
+/* Waits (bounded: 20 s) until the pinned byte at p reads want: a
+ * device-to-host copy has started to land on this node. Host-side
+ * observation only, not a CUDA synchronization. */
+static bool wait_landed(const unsigned char *p, unsigned char want)
+{
+	double t0 = now_s();
+
+	while (__atomic_load_n(p, __ATOMIC_ACQUIRE) != want) {
+		if (now_s() - t0 > 20)
+			return false;
+		std::this_thread::yield();
+	}
+	return true;
+}
+
+/*
+ * Device-to-host into pinned memory, then host-to-device from that memory on
+ * the same stream with no host synchronization between: in stream order the
+ * second copy reads what the first wrote. The device-to-host copy writes
+ * `rows` rows of `width` bytes, `pitch` apart, at `off` into a pinned buffer
+ * of `span` bytes whose other bytes the host wrote; the host-to-device copy
+ * reads the whole buffer. It is issued once the remote node has run the
+ * first copy but before its bytes are back on this node: with `lead`, a
+ * device-to-host copy of that many bytes (one piece: under twice
+ * REMOTE_SPLIT_BYTES) goes first on the stream and the host waits until its
+ * first byte arrives (the bytes under test come behind the rest of it);
+ * without, the host waits until the first byte of the copy under test
+ * arrives (a copy of several pieces: the rest is still on its way). A
+ * forwarder that sends the pinned bytes as they are then sends stale ones.
+ * Checks the second device buffer, and the pinned buffer itself, against
+ * what CUDA gives.
+ */
+static bool d2h_then_h2d(const char *name, size_t span, size_t off, size_t width, size_t pitch, size_t rows,
+			 size_t lead)
+{
+	const size_t n = width * rows;
+	unsigned char *p, *l = nullptr, *want = (unsigned char *)malloc(span), *src = (unsigned char *)malloc(n);
+	unsigned char *got = (unsigned char *)malloc(span);
+	void *da, *db, *dl = nullptr;
+	cudaStream_t s;
+	bool landed, ok;
+
+	CK(cudaSetDevice(1));
+	CK(cudaStreamCreate(&s));
+	CK(cudaMallocHost((void **)&p, span));
+	CK(cudaMalloc(&da, n));
+	CK(cudaMalloc(&db, span));
+	fill(want, span, 11);
+	memcpy(p, want, span); /* the host's bytes; the copy replaces some of them */
+	for (size_t r = 0; r < rows; r++)
+		for (size_t c = 0; c < width; c++) {
+			size_t at = off + r * pitch + c;
+
+			src[r * width + c] = (unsigned char)(p[at] ^ 0xa5); /* differs from the stale byte */
+			want[at] = src[r * width + c];
+		}
+	CK(cudaMemcpy(da, src, n, cudaMemcpyHostToDevice));
+	CK(cudaMemset(db, 0, span));
+	if (lead) {
+		CK(cudaMalloc(&dl, lead));
+		CK(cudaMallocHost((void **)&l, lead));
+		CK(cudaMemset(dl, 0x3c, lead));
+		memset(l, 0xc3, lead);
+		CK(cudaMemcpyAsync(l, dl, lead, cudaMemcpyDeviceToHost, s));
+	}
+	if (rows == 1)
+		CK(cudaMemcpyAsync(p + off, da, width, cudaMemcpyDeviceToHost, s));
+	else
+		CK(cudaMemcpy2DAsync(p + off, pitch, da, width, width, rows, cudaMemcpyDeviceToHost, s));
+	landed = lead ? wait_landed(l, 0x3c) : wait_landed(p + off, want[off]);
+	CK(cudaMemcpyAsync(db, p, span, cudaMemcpyHostToDevice, s));
+	CK(cudaStreamSynchronize(s));
+	CK(cudaMemcpy(got, db, span, cudaMemcpyDeviceToHost));
+	ok = landed && memcmp(got, want, span) == 0 && memcmp(p, want, span) == 0;
+	{
+		char d[160] = "";
+		size_t bad = 0, first = span;
+
+		for (size_t i = 0; i < span; i++)
+			if (got[i] != want[i] && !bad++)
+				first = i;
+		if (!ok)
+			snprintf(d, sizeof(d), "%s; device copy: %zu of %zu bytes differ (first at %zu); pinned buffer %s",
+				 landed ? "copy landed" : "copy never landed", bad, span, first,
+				 memcmp(p, want, span) ? "differs" : "right");
+		report(ok, name, d);
+	}
+	CK(cudaStreamDestroy(s));
+	CK(cudaFreeHost(p));
+	CK(cudaFree(da));
+	CK(cudaFree(db));
+	if (lead) {
+		CK(cudaFreeHost(l));
+		CK(cudaFree(dl));
+	}
+	free(want);
+	free(src);
+	free(got);
+	return ok;
+}
+
+static bool test_d2h_then_h2d()
+{
+	const size_t lead = (8u << 20) - 4096; /* one piece */
+	bool ok = true;
+
+	/* a forwarder that gets this wrong only loses the race sometimes: try a few times */
+	for (int i = 0; i < 4; i++) {
+		ok &= d2h_then_h2d("d2h-then-h2d-same-stream-4KiB", 4096, 0, 4096, 4096, 1, lead);
+		/* the copy writes part of what the second one reads: the rest is the host's */
+		ok &= d2h_then_h2d("d2h-then-h2d-partial-overlap", 3 * 4096 + 17, 4096 + 3, 4096, 4096, 1, lead);
+		/* 2D: rows with gaps the host wrote */
+		ok &= d2h_then_h2d("d2h2d-then-h2d-gaps", 512 + 64 * 256 + 300, 512, 100, 256, 64, lead);
+	}
+	/* several pieces each way (REMOTE_SPLIT_BYTES is 4 MiB) */
+	ok &= d2h_then_h2d("d2h-then-h2d-same-stream-12MiB-pieces", (12u << 20) + 5, 0, (12u << 20) + 5,
+			   (12u << 20) + 5, 1, 0);
+	return ok;
+}
+
 static int copyloop()
 {
 	const size_t n = 16u << 20;
@@ -421,6 +542,8 @@ int main(int argc, char **argv)
 		return copyloop();
 	if (!strcmp(mode, "bench"))
 		return bench();
+	if (!strcmp(mode, "d2h-h2d"))
+		return test_d2h_then_h2d() ? 0 : 1;
 	if (!test_devices())
 		return 1;
 	test_local_and_remote();
@@ -432,6 +555,7 @@ int main(int argc, char **argv)
 	test_host_funcs(1);
 	test_ordering();
 	test_threads();
+	test_d2h_then_h2d();
 	printf("%d failed checks\n", failures);
 	return failures ? 1 : 0;
 }
