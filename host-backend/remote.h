@@ -40,7 +40,7 @@
 #include "mearas/proto.h"
 
 #define REMOTE_MAGIC    0x4d45524du /* "MREM" */
-#define REMOTE_VERSION  2u
+#define REMOTE_VERSION  3u
 #define REMOTE_HOST_MAX 256
 
 /* data at most this large travels inside the RECORD message, larger by bulk */
@@ -61,7 +61,14 @@
 /* REAP calls a client keeps outstanding (the remote node queues this many) */
 #define REMOTE_REAPS_MAX 4u
 
-enum remote_msg_kind { REMOTE_MSG_OPEN = 1, REMOTE_MSG_RECORD = 2, REMOTE_MSG_REAP = 3 };
+enum remote_msg_kind { REMOTE_MSG_OPEN = 1, REMOTE_MSG_RECORD = 2, REMOTE_MSG_REAP = 3, REMOTE_MSG_MAPPED = 4 };
+
+/* MAPPED post: bytes of a mapped host range the client's host changed (or
+ * the whole range when it becomes mapped); the bytes follow */
+struct remote_mapped_msg {
+	uint32_t kind, pad;
+	uint64_t off, len;
+};
 
 struct remote_open_req {
 	uint32_t magic, version, kind;
@@ -78,6 +85,7 @@ struct remote_open_reply {
 	int32_t status;         /* 0 or a cudaError_t */
 	char message[192];
 	struct mearas_devinfo info;
+	uint64_t data_va;       /* where the remote node's data area is (mapped memory needs the client's) */
 };
 
 #define REMOTE_REC_DATA_NONE   0u
@@ -96,7 +104,10 @@ struct remote_record_hdr {
 };
 
 enum remote_item_type { REMOTE_ITEM_CQE = 1, REMOTE_ITEM_DATA = 2, REMOTE_ITEM_OUTPUT = 3,
-			REMOTE_ITEM_FATAL = 4, REMOTE_ITEM_DONE = 5 };
+			REMOTE_ITEM_FATAL = 4, REMOTE_ITEM_DONE = 5,
+			REMOTE_ITEM_MAPPED = 6 /* remote_item_data: bytes of a mapped range the device changed */ };
+/* MAPPED items and messages carry at most this much each */
+#define REMOTE_MAPPED_PIECE (64u << 10)
 
 struct remote_item_hdr {
 	uint32_t type, len;     /* len: bytes after this header */

@@ -73,6 +73,10 @@ struct remote_vgpu {
 	uint32_t nd2h, cap_d2h;
 	uint64_t d2h_lo, d2h_hi; /* every range in flight lies within [lo, hi) */
 	uint32_t next_done_id;   /* forwarder only */
+	/* mapped host memory (remote_mapped.c); can_map: the remote node's data
+	 * area sits at this node's address, so pointers into it agree */
+	struct remote_mapped *mapped;
+	bool can_map;
 };
 
 static const char *link_err(int rc)
@@ -94,7 +98,7 @@ int remote_client_open(struct vgpu *v, const struct remote_target *t, struct mea
 	size_t len = 0;
 	int rc;
 
-	if (!rv || remote_tokens_init(&rv->tokens, TOKENS_CAP)) {
+	if (!rv || remote_tokens_init(&rv->tokens, TOKENS_CAP) || !(rv->mapped = remote_mapped_new())) {
 		snprintf(err, errlen, "vGPU %u: out of memory", v->index);
 		return cudaErrorMemoryAllocation;
 	}
@@ -132,8 +136,15 @@ int remote_client_open(struct vgpu *v, const struct remote_target *t, struct mea
 	}
 	*info = rep.info;
 	info->is_remote = 1;
-	/* a kernel on the other node cannot reach this node's pinned memory */
-	info->attrs[cudaDevAttrCanMapHostMemory] = 0;
+	/* kernels on the other node reach its copy of the data area: mapped
+	 * memory works when that copy is where this node's is (kept coherent
+	 * by HOST_MAPPED ranges), else not at all */
+	rv->can_map = rep.data_va == (uint64_t)(uintptr_t)v->w->data;
+	if (!rv->can_map) {
+		info->attrs[cudaDevAttrCanMapHostMemory] = 0;
+		log_warn("vGPU %u: the remote node's data area is at %#llx, not %p: no mapped host memory", v->index,
+			 (unsigned long long)rep.data_va, (void *)v->w->data);
+	}
 	v->remote = rv;
 	log_info("vGPU %u -> remote %s GPU %d (%s)", v->index, rv->peer, t->gpu, info->name);
 	return 0;
@@ -444,8 +455,53 @@ static bool forward_split(struct vgpu *v, const struct mearas_sqe *e)
 	return true;
 }
 
+/* remote_mapped emit: bytes of a mapped range go to the remote node, in
+ * pieces, ahead of the records that follow */
+static int push_mapped(void *ctx, uint64_t off, const uint8_t *bytes, uint64_t len)
+{
+	struct vgpu *v = ctx;
+	struct remote_vgpu *rv = v->remote;
+	int rc = 0;
+
+	for (uint64_t done = 0; !rc && done < len; done += REMOTE_MAPPED_PIECE) {
+		uint64_t n = len - done < REMOTE_MAPPED_PIECE ? len - done : REMOTE_MAPPED_PIECE;
+		struct remote_mapped_msg m = { .kind = REMOTE_MSG_MAPPED, .off = off + done, .len = n };
+		struct iovec iov[2] = { { &m, sizeof(m) }, { (void *)(bytes + done), n } };
+
+		rc = mearas_link_postv_burst(rv->link, iov, 2);
+	}
+	if (rc)
+		fail_link(v, rc, link_err(rc));
+	return rc;
+}
+
+/*
+ * Mapped host memory: a range becomes mapped with its bytes sent whole; each
+ * kernel launch first sends what the host changed in the mapped ranges since
+ * (the remote node sends the device's changes with its completions).
+ */
+static void mapped_before(struct vgpu *v, const struct mearas_sqe *e)
+{
+	struct remote_vgpu *rv = v->remote;
+	const uint64_t *a = e->args.a;
+
+	if (!rv->can_map || __atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE))
+		return;
+	if (e->op == MEARAS_OP_HOST_MAPPED) {
+		if (!a[1] || a[0] > v->w->data_size || a[1] > v->w->data_size - a[0] || a[2] > 1)
+			return; /* the remote node refuses it */
+		if (a[2] && push_mapped(v, a[0], v->w->data + a[0], a[1]))
+			return;
+		if (!remote_mapped_set(rv->mapped, v->w->data, a[0], a[1], a[2] != 0))
+			log_warn("vGPU %u: out of memory: a mapped range is not kept coherent", v->index);
+	} else if ((e->op == MEARAS_OP_LAUNCH || e->op == MEARAS_OP_GRAPH_LAUNCH) && remote_mapped_any(rv->mapped)) {
+		remote_mapped_diff(rv->mapped, v->w->data, push_mapped, v);
+	}
+}
+
 static void forward(struct vgpu *v, const struct mearas_sqe *e)
 {
+	mapped_before(v, e);
 	if (!forward_split(v, e))
 		forward_one(v, e);
 }
@@ -545,10 +601,25 @@ static int apply_reply(struct vgpu *v, struct mearas_link_reader *r)
 				break;
 			if (d.off <= v->w->data_size && n <= v->w->data_size - d.off) {
 				rc = mearas_link_read(r, v->w->data + d.off, n);
+				/* a copy's bytes: the same on both nodes now */
+				if (!rc)
+					remote_mapped_absorb(rv->mapped, v->w->data, d.off, n);
 			} else {
 				log_warn("vGPU %u: remote data out of the data area dropped", v->index);
 				rc = skip_reply(r, n);
 			}
+		} else if (ih.type == REMOTE_ITEM_MAPPED && ih.len >= sizeof(struct remote_item_data) &&
+			   ih.len <= sizeof(small)) {
+			struct remote_item_data d;
+			uint64_t n = ih.len - sizeof(d);
+
+			rc = mearas_link_read(r, &d, sizeof(d));
+			if (!rc)
+				rc = mearas_link_read(r, small, n);
+			if (!rc && d.off <= v->w->data_size && n <= v->w->data_size - d.off)
+				remote_mapped_write(rv->mapped, v->w->data, d.off, small, n);
+			else if (!rc)
+				log_warn("vGPU %u: remote mapped bytes out of the data area dropped", v->index);
 		} else if ((ih.type == REMOTE_ITEM_OUTPUT || ih.type == REMOTE_ITEM_FATAL) && ih.len <= sizeof(small) &&
 			   (ih.type == REMOTE_ITEM_FATAL || ih.len >= sizeof(struct remote_item_output))) {
 			rc = mearas_link_read(r, small, ih.len);

@@ -31,7 +31,7 @@
 #define CHILD_HANDSHAKE_MS 60000
 #define SPACE_WAIT_NS (2ull * 1000 * 1000 * 1000)
 
-enum out_type { OUT_CQE = 1, OUT_DATA, OUT_OUTPUT, OUT_FATAL, OUT_DONE };
+enum out_type { OUT_CQE = 1, OUT_DATA, OUT_OUTPUT, OUT_FATAL, OUT_DONE, OUT_MAPPED };
 
 struct out_item {
 	enum out_type type;
@@ -76,6 +76,8 @@ struct session {
 	uint64_t last_active_ns; /* atomic: last record fed or completion seen */
 	struct remote_tokens tokens;
 	struct remote_captures *caps; /* link thread only */
+	struct remote_mapped *mapped; /* mapped host ranges (remote_mapped.c) */
+	uint64_t worker_data_va;      /* the worker's data area address */
 	/* outgoing items and the outstanding REAP call */
 	pthread_mutex_t qlock;
 	struct out_item *q;
@@ -286,7 +288,17 @@ static void feed_record(struct session *s, const uint8_t *msg, size_t len)
 	}
 	if ((h.flags & REMOTE_REC_DATA_INLINE) && h.data_off <= s->data_size &&
 	    h.data_len <= s->data_size - h.data_off)
+	{
 		memcpy(s->data + h.data_off, data, h.data_len);
+		/* host bytes a copy carried: not a device change of a mapped range */
+		remote_mapped_absorb(s->mapped, s->data, h.data_off, h.data_len);
+	}
+	if (sqe.op == MEARAS_OP_HOST_MAPPED && sqe.args.a[1] && sqe.args.a[0] <= s->data_size &&
+	    sqe.args.a[1] <= s->data_size - sqe.args.a[0] && sqe.args.a[2] <= 1 &&
+	    !remote_mapped_set(s->mapped, s->data, sqe.args.a[0], sqe.args.a[1], sqe.args.a[2] != 0)) {
+		push_error(s, &sqe, cudaErrorMemoryAllocation);
+		return;
+	}
 	if (!remote_captures_note(s->caps, &sqe)) {
 		drop_record(s, &sqe, cudaErrorMemoryAllocation, done_owed, h.done_id);
 		return;
@@ -467,6 +479,7 @@ static int start_worker(struct session *s, char *msg, size_t msglen)
 		s->cqs = blk + l.cqs;
 		s->cq_stride = l.cq_stride;
 		s->data = s->region + hdr->data_off;
+		s->worker_data_va = wl.region_addr + hdr->data_off;
 		s->data_size = hdr->data_size;
 		/* wakeups are asked for when the session thread sleeps (cq_prepare_sleep) */
 	}
@@ -528,6 +541,37 @@ static void held_add(struct held *h, const struct out_item *it)
 	h->v[h->n++] = *it;
 }
 
+/* A device-to-host copy's rows go to the client as they are now: where they
+ * fall in a mapped range, they are not a change to send again. */
+static void absorb_rows(struct session *s, uint64_t off, uint64_t width, uint64_t pitch, uint64_t rows)
+{
+	if (!remote_mapped_any(s->mapped))
+		return;
+	for (uint64_t i = 0; i < rows; i++)
+		remote_mapped_absorb(s->mapped, s->data, off + i * pitch, width);
+}
+
+/* remote_mapped emit: the device's changes to a mapped range, queued (a
+ * copy: the range may change again before the reply goes) */
+static int queue_mapped(void *ctx, uint64_t off, const uint8_t *bytes, uint64_t len)
+{
+	struct session *s = ctx;
+
+	for (uint64_t done = 0; done < len; done += REMOTE_MAPPED_PIECE) {
+		uint64_t n = len - done < REMOTE_MAPPED_PIECE ? len - done : REMOTE_MAPPED_PIECE;
+		struct out_item it = { .type = OUT_MAPPED, .off = off + done, .bytes = malloc(n), .nbytes = n };
+
+		if (!it.bytes) {
+			log_err("remote session %s: out of memory: mapped memory goes stale",
+				mearas_link_conn_peer(s->conn));
+			return -1;
+		}
+		memcpy(it.bytes, bytes + done, n);
+		push_locked(s, &it);
+	}
+	return 0;
+}
+
 /* One pass over every completion slot: device-to-host data goes out at once,
  * completions are held for one more pass (see harvest). */
 static void scan(struct session *s, struct held *fresh)
@@ -557,6 +601,7 @@ static void scan(struct session *s, struct held *fresh)
 				struct out_item d = { .type = OUT_DATA, .off = t.off, .width = t.width,
 						      .pitch = t.pitch, .rows = t.rows };
 
+				absorb_rows(s, t.off, t.width, t.pitch, t.rows);
 				push_locked(s, &d);
 			}
 			if (t.capture_begin && c.status)
@@ -566,6 +611,7 @@ static void scan(struct session *s, struct held *fresh)
 				struct out_item d = { .type = OUT_DATA, .off = r->off, .width = r->width,
 						      .pitch = r->pitch, .rows = r->rows };
 
+				absorb_rows(s, r->off, r->width, r->pitch, r->rows);
 				push_locked(s, &d);
 			}
 			free(t.ranges);
@@ -711,6 +757,12 @@ static void build_reply(struct session *s, struct reply_build *r)
 			}
 			if (full)
 				break;
+		} else if (it->type == OUT_MAPPED) {
+			struct remote_item_data d = { .off = it->off };
+
+			if (!put_item(r, REMOTE_ITEM_MAPPED, &d, sizeof(d), it->bytes, it->nbytes, false))
+				break;
+			free(it->bytes); /* copied into the reply buffer */
 		} else if (it->type == OUT_DONE) {
 			struct remote_item_done d = { .id = it->done_id };
 
@@ -868,6 +920,10 @@ static void harvest(struct session *s)
 		for (int pass = 0; pass < 2 && __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1; pass++) {
 			fresh.n = 0;
 			scan(s, &fresh);
+			/* the device's changes to mapped memory go before the completions
+			 * that let the client look at it */
+			if (held.n)
+				remote_mapped_diff(s->mapped, s->data, queue_mapped, s);
 			for (size_t i = 0; i < held.n; i++) {
 				if (held.v[i].cqe.flags & MEARAS_CQE_OUTPUT) {
 					read_output(s, s->out_fd, 1);
@@ -902,6 +958,7 @@ static void *session_main(void *arg)
 								 hdr->nthreads);
 
 		memcpy(&rep.info, s->region + hdr->vgpu_off[0] + l.devinfo, sizeof(rep.info));
+		rep.data_va = s->worker_data_va;
 		__atomic_store_n(&s->ready, 1, __ATOMIC_RELEASE);
 		log_info("remote vGPU for %s (%s): GPU %d, VA window %u, worker pid %d",
 			 mearas_link_conn_peer(s->conn), s->open.node, s->open.gpu, s->open.va_window, (int)s->child);
@@ -938,7 +995,8 @@ static void on_open(void *ctx, struct mearas_link_conn *c)
 	s->reply = malloc(REMOTE_REPLY_MAX);
 	/* only a device with graphs captures: elsewhere nothing is followed */
 	s->caps = server_cfg->dev->capture_begin ? remote_captures_new() : NULL;
-	if (remote_tokens_init(&s->tokens, TOKENS_CAP) || !s->reply || (server_cfg->dev->capture_begin && !s->caps) ||
+	s->mapped = remote_mapped_new();
+	if (remote_tokens_init(&s->tokens, TOKENS_CAP) || !s->reply || !s->mapped || (server_cfg->dev->capture_begin && !s->caps) ||
 	    s->notify_fd < 0)
 		__atomic_store_n(&s->ready, -1, __ATOMIC_RELEASE);
 	mearas_link_conn_set_user(c, s);
@@ -956,6 +1014,15 @@ static void on_message(void *ctx, struct mearas_link_conn *c, uint64_t seq, bool
 	memcpy(&kind, data, sizeof(kind));
 	if (kind == REMOTE_MSG_RECORD) {
 		feed_record(s, data, len);
+	} else if (kind == REMOTE_MSG_MAPPED && len >= sizeof(struct remote_mapped_msg)) {
+		struct remote_mapped_msg m;
+
+		memcpy(&m, data, sizeof(m));
+		if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1 && m.len == len - sizeof(m) &&
+		    m.off <= s->data_size && m.len <= s->data_size - m.off)
+			remote_mapped_write(s->mapped, s->data, m.off, (const uint8_t *)data + sizeof(m), m.len);
+		else
+			log_warn("remote link %s: mapped bytes out of bounds dropped", mearas_link_conn_peer(c));
 	} else if (kind == REMOTE_MSG_REAP && wants_reply) {
 		bool ok;
 
@@ -1003,9 +1070,11 @@ static void on_chunk(void *ctx, struct mearas_link_conn *c, uint64_t tag, uint64
 	if (!s || __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) != 1)
 		return;
 	/* host-to-device bytes for the next record: tag = data-area offset */
-	if (data != s->data + tag + offset && tag <= s->data_size && offset <= s->data_size - tag &&
-	    len <= s->data_size - tag - offset)
+	if (tag > s->data_size || offset > s->data_size - tag || len > s->data_size - tag - offset)
+		return;
+	if (data != s->data + tag + offset)
 		memcpy(s->data + tag + offset, data, len);
+	remote_mapped_absorb(s->mapped, s->data, tag + offset, len);
 }
 
 /* Bulk bytes are read straight into the worker's data area when in bounds. */
@@ -1051,6 +1120,7 @@ static void on_closed(void *ctx, struct mearas_link_conn *c, int status)
 		if (s->tokens.e[i].used)
 			free(s->tokens.e[i].ranges);
 	remote_captures_free(s->caps);
+	remote_mapped_free(s->mapped);
 	free(s->tokens.e);
 	free(s->tokens.tok);
 	free(s->reply);
