@@ -6,6 +6,7 @@ status is the expected cudaError_t) or with mearasd closing it. Exit 0 when
 all cases behave, 1 otherwise. Usage: garbage_client.py SOCKET
 """
 import os
+import re
 import socket
 import struct
 import sys
@@ -14,7 +15,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 HELLO_MAGIC = 0x4F4C4C4548534D00
 WELCOME_MAGIC = 0x454D4F434C454D00
-VERSION = 1
+# the protocol version, from its one definition
+_PROTO_H = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "include", "mearas", "proto.h")
+with open(_PROTO_H, encoding="utf-8") as _f:
+    _m = re.search(r"#define MEARAS_PROTO_VERSION\s+(\d+)u", _f.read())
+assert _m, "MEARAS_PROTO_VERSION not found in include/mearas/proto.h"
+VERSION = int(_m.group(1))
 HELLO_FMT = "<QIIQiI64s"  # struct mearas_hello: 96 bytes
 WELCOME_HEAD = "<QIi"     # magic, version, status
 CUDA_ERROR_INVALID_VALUE = 1
