@@ -34,14 +34,22 @@ def _series(points: list[PointResult], x_key: str, group: tuple[str, ...]
 
 
 def relative_plot(points: list[PointResult], x_key: str, group: tuple[str, ...], path: Path,
-                  title: str, xlabel: str, device: str, log2x: bool = False) -> Path | None:
-    """Aggregate throughput relative to the series' first point, one line per series."""
+                  title: str, xlabel: str, device: str, log2x: bool = False,
+                  base_per_app: bool = False) -> Path | None:
+    """Aggregate throughput relative to the series' first point, one line per series;
+    base_per_app: relative to the app's smallest-x point over all its series (a
+    series that does not start there, e.g. mixed assemblies from 2 vGPUs, is
+    still measured against the one-vGPU run)."""
     series = _series(points, x_key, group)
     if not series:
         return None
+    app_base: dict[str, tuple[float, float]] = {}
+    for key, pts in series.items():
+        if key[0] not in app_base or pts[0][0] < app_base[key[0]][0]:
+            app_base[key[0]] = pts[0]
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for key, pts in sorted(series.items()):
-        base = pts[0][1]
+        base = app_base[key[0]][1] if base_per_app else pts[0][1]
         style = "--" if "native" in key else "-"
         ax.plot([x for x, _ in pts], [y / base if base else 0 for _, y in pts], style, marker="o",
                 label=" ".join(key))
@@ -129,7 +137,8 @@ def plot_sweep(sweep: str, points: list[PointResult], out: Path, device: str) ->
                              "mearasd --link-batch (records per link batch, at most)", device, log2x=True)
     if sweep == "scaling":
         return relative_plot(points, "vgpus", ("layout",), path,
-                             "aggregate throughput against vGPUs: all local vs mixed", "vGPUs", device)
+                             "aggregate throughput against vGPUs: all local vs mixed", "vGPUs", device,
+                             base_per_app=True)
     if sweep == "assembly":
         for p in points:
             p.params["vgpus"] = 1 if p.params["assembly"] == "1 local" else 2
