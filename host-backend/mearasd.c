@@ -56,6 +56,8 @@ static void usage(FILE *f)
 		"  --cluster-key-file=F shared secret authenticating nodes to each other\n"
 		"  --link-dead-ms=MS    a silent link is declared dead after this long (default 3000)\n"
 		"  --link-batch=N       records sent per link batch at most (1 = no batching; default 256)\n"
+		"  --link-batch-us=N    hold records with no host-visible result up to N us to fill a batch\n"
+		"                       (0, the default: a batch goes when the vGPU's ring is drained)\n"
 		"  --vm=NAME:SOCKET:SIZE_MB[:VGPUS]  serve a VM as its ivshmem server on SOCKET (repeatable):\n"
 		"                       SIZE_MB of shared memory (a power of two), VGPUS per guest process\n");
 }
@@ -84,6 +86,7 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		{ "remote", required_argument, NULL, 'R' }, { "link-port", required_argument, NULL, 'L' },
 		{ "link-bind", required_argument, NULL, 'B' }, { "cluster-key-file", required_argument, NULL, 'K' },
 		{ "link-dead-ms", required_argument, NULL, 'T' }, { "link-batch", required_argument, NULL, 'b' },
+		{ "link-batch-us", required_argument, NULL, 'u' },
 		{ "vm", required_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
@@ -176,6 +179,11 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 			if (parse_u64(optarg, &v) || v < 1 || v > 65536)
 				return fprintf(stderr, "mearasd: bad --link-batch '%s' (1..65536)\n", optarg), -1;
 			cfg->remote.batch_msgs = (uint32_t)v;
+			break;
+		case 'u':
+			if (parse_u64(optarg, &v) || v > 100000)
+				return fprintf(stderr, "mearasd: bad --link-batch-us '%s' (0..100000)\n", optarg), -1;
+			cfg->remote.batch_us = (uint32_t)v;
 			break;
 		case 'V': {
 			char err[256];

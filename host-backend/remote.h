@@ -147,6 +147,7 @@ struct remote_config {
 	uint16_t link_port;     /* server: 0 = no link server */
 	uint32_t dead_ms;       /* link dead bound (0 = library default, 3 s) */
 	uint32_t batch_msgs;    /* records per link batch (0 = library default, 1 = no batching) */
+	uint32_t batch_us;      /* time bound of a batch (0 = none: sent when the ring is drained) */
 };
 
 /* device-to-host destination rows in the data area */

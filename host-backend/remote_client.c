@@ -417,8 +417,10 @@ static void forward_one(struct vgpu *v, const struct mearas_sqe *e)
 			}
 		}
 	}
-	if (!rc)
-		rc = mearas_link_postv_burst(rv->link, iov, n); /* drain() flushes */
+	if (!rc && v->w->cfg->remote.batch_us)
+		rc = mearas_link_postv(rv->link, iov, n); /* the link's timer bounds the batch */
+	else if (!rc)
+		rc = mearas_link_postv_burst(rv->link, iov, n); /* the batch goes when drain() is done */
 	if (rc)
 		fail_link(v, rc, link_err(rc));
 }
@@ -506,7 +508,10 @@ static void forward(struct vgpu *v, const struct mearas_sqe *e)
 		forward_one(v, e);
 }
 
-static int drain(struct vgpu *v)
+/* Forwards what the ring holds; *urgent: one of the records is waited for
+ * (the client waits for its completion, or the remote stream for a host
+ * function's end), so the batch must go now. */
+static int drain(struct vgpu *v, bool *urgent)
 {
 	int avail = sq_available(v), n = 0;
 
@@ -518,6 +523,8 @@ static int drain(struct vgpu *v)
 		sq_fetch(v, &e);
 
 		v->records++;
+		if ((e.flags & MEARAS_SQE_WANT_CQE) || e.op == MEARAS_OP_HOST_FUNC_DONE)
+			*urgent = true;
 		forward(v, &e);
 		v->sq_head++;
 		mearas_store_release(&v->sq_ctl->head, v->sq_head);
@@ -739,14 +746,18 @@ void *remote_client_main(void *arg)
 		pthread_detach(rv->reaper);
 	}
 	while (!v->w->stop && !v->w->broken) {
-		int n = drain(v);
+		bool urgent = false;
+		int n = drain(v, &urgent);
 
 		if (n < 0) {
 			v->w->broken = true;
 			break;
 		}
 		if (n > 0) {
-			int rc = __atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE) ? 0 : mearas_link_flush(rv->link);
+			/* with a time bound (--link-batch-us) only what is waited for goes at
+			 * once; the link's timer sends the rest */
+			bool now = urgent || !v->w->cfg->remote.batch_us;
+			int rc = !now || __atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE) ? 0 : mearas_link_flush(rv->link);
 
 			if (rc)
 				fail_link(v, rc, link_err(rc));

@@ -162,6 +162,8 @@ void remote_link_config(const struct remote_config *rc, struct mearas_link_confi
 		lc->dead_ms = rc->dead_ms;
 	if (rc->batch_msgs)
 		lc->batch_max_msgs = rc->batch_msgs;
+	if (rc->batch_us)
+		lc->batch_delay_us = rc->batch_us;
 	lc->node_name = "mearasd";
 }
 

@@ -190,6 +190,12 @@ cut_test loopback-sigkill-remote "$work/lo-client.sock" "$lo_client" "$lo_remote
 start_node lo-remote2 - --socket="$work/lo-remote.sock" --link-port=$port --cluster-key-file="$work/key"
 lo_remote=$NODE_PID
 functional loopback-after-remote-restart "$work/lo-client.sock"
+# batches held up to a time bound (--link-batch-us): only waited-for records go at once
+start_node lo-timed - --socket="$work/lo-timed.sock" --vgpus=2 --remote=1=127.0.0.1:$port \
+	--cluster-key-file="$work/key" --link-batch=64 --link-batch-us=300
+lo_timed=$NODE_PID
+functional loopback-time-bounded-batches "$work/lo-timed.sock"
+stop_node "$lo_timed"
 stop_node "$lo_client"
 stop_node "$lo_remote"
 
