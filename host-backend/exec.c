@@ -931,7 +931,7 @@ static const op_fn handlers[MEARAS_OP_COUNT] = {
 
 /* Ops whose completion also reports earlier asynchronous errors, as the
  * synchronizing CUDA calls do. */
-static bool reports_deferred(unsigned op)
+bool reports_deferred(unsigned op)
 {
 	switch (op) {
 	case MEARAS_OP_MEMCPY: case MEARAS_OP_MEMCPY_2D: case MEARAS_OP_MEMSET: case MEARAS_OP_MEMSET_2D:

@@ -141,6 +141,9 @@ int exec_poll_pending(struct vgpu *v);
 /* post a completion to thread slot cq; false if the client's CQ is corrupt/full */
 bool post_cqe(struct vgpu *v, uint16_t cq, const struct mearas_cqe *c);
 void vgpu_teardown(struct vgpu *v);
+/* ops whose completion also reports an earlier asynchronous error (here and
+ * on a remote node's session, which holds errors of its own) */
+bool reports_deferred(unsigned op);
 
 /* poller.c */
 void *poller_main(void *arg);
