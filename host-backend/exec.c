@@ -596,18 +596,24 @@ static int op_STREAM_QUERY(struct vgpu *v, const struct mearas_sqe *e, struct me
 	return r;
 }
 
+/* The record's stream and the event of args[0] (STREAM_WAIT_EVENT, EVENT_RECORD). */
+static int stream_and_event(struct vgpu *v, const struct mearas_sqe *e, void **s, void **ev)
+{
+	int r = resolve_stream(v, e, s);
+
+	if (r)
+		return r;
+	return get_obj(&v->events, e->args.a[0], ev);
+}
+
 static int op_STREAM_WAIT_EVENT(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
 {
 	void *s, *ev;
 	int r;
 
 	(void)c, (void)f;
-	r = resolve_stream(v, e, &s);
-	if (r)
-		return r;
-	if (get_obj(&v->events, e->args.a[0], &ev))
-		return cudaErrorInvalidResourceHandle;
-	return v->ops->stream_wait_event(v->dev, s, ev, (unsigned)e->args.a[1]);
+	r = stream_and_event(v, e, &s, &ev);
+	return r ? r : v->ops->stream_wait_event(v->dev, s, ev, (unsigned)e->args.a[1]);
 }
 
 static int op_EVENT_CREATE(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
@@ -638,12 +644,8 @@ static int op_EVENT_RECORD(struct vgpu *v, const struct mearas_sqe *e, struct me
 	int r;
 
 	(void)c, (void)f;
-	r = resolve_stream(v, e, &s);
-	if (r)
-		return r;
-	if (get_obj(&v->events, e->args.a[0], &ev))
-		return cudaErrorInvalidResourceHandle;
-	return v->ops->event_record(v->dev, ev, s);
+	r = stream_and_event(v, e, &s, &ev);
+	return r ? r : v->ops->event_record(v->dev, ev, s);
 }
 
 static int op_EVENT_SYNC(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
