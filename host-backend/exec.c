@@ -138,15 +138,42 @@ static bool id_free(struct handle_table *t, uint64_t id)
 	return id != 0 && id < MEARAS_MAX_HANDLES && !htab_get(t, id);
 }
 
+/* Destroy a device object of the kind that table t holds; the device's
+ * status, 0 for the kinds whose destruction cannot fail (modules, graphs).
+ * Functions die with their module: nothing to do for them. */
+static int destroy_obj(struct vgpu *v, struct handle_table *t, void *obj)
+{
+	if (t == &v->streams)
+		return v->ops->stream_destroy(v->dev, obj);
+	if (t == &v->events)
+		return v->ops->event_destroy(v->dev, obj);
+	if (t == &v->modules)
+		v->ops->module_unload(v->dev, obj);
+	else if (t == &v->graphs)
+		v->ops->graph_destroy(v->dev, obj);
+	else if (t == &v->execs)
+		v->ops->graph_exec_destroy(v->dev, obj);
+	return 0;
+}
+
 /* Keep a new device object under its client id, or destroy it. */
-static int keep_or_destroy(struct vgpu *v, struct handle_table *t, uint64_t id, void *obj, uint64_t aux,
-			   int (*destroy)(struct mdev *, void *))
+static int keep_or_destroy(struct vgpu *v, struct handle_table *t, uint64_t id, void *obj, uint64_t aux)
 {
 	int r = htab_put(t, id, obj, aux);
 
 	if (r)
-		destroy(v->dev, obj);
+		destroy_obj(v, t, obj);
 	return r;
+}
+
+/* The *_DESTROY records: take the client's object out of its table, destroy it. */
+static int take_and_destroy(struct vgpu *v, struct handle_table *t, uint64_t id)
+{
+	void *obj = htab_take(t, id);
+
+	if (!obj)
+		return cudaErrorInvalidResourceHandle;
+	return destroy_obj(v, t, obj);
 }
 
 static int get_obj(struct handle_table *t, uint64_t id, void **obj)
@@ -374,10 +401,7 @@ static int op_MODULE_LOAD(struct vgpu *v, const struct mearas_sqe *e, struct mea
 	free(copy);
 	if (r)
 		return r;
-	r = htab_put(&v->modules, id, mod, 0);
-	if (r)
-		v->ops->module_unload(v->dev, mod);
-	return r;
+	return keep_or_destroy(v, &v->modules, id, mod, 0);
 }
 
 static int op_MODULE_UNLOAD(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
@@ -537,17 +561,13 @@ static int op_STREAM_CREATE(struct vgpu *v, const struct mearas_sqe *e, struct m
 	r = v->ops->stream_create(v->dev, (unsigned)e->args.a[1], (int)(int64_t)e->args.a[2], &s);
 	if (r)
 		return r;
-	return keep_or_destroy(v, &v->streams, e->args.a[0], s, 0, v->ops->stream_destroy);
+	return keep_or_destroy(v, &v->streams, e->args.a[0], s, 0);
 }
 
 static int op_STREAM_DESTROY(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
 {
-	void *s = htab_take(&v->streams, e->args.a[0]);
-
 	(void)c, (void)f;
-	if (!s)
-		return cudaErrorInvalidResourceHandle;
-	return v->ops->stream_destroy(v->dev, s);
+	return take_and_destroy(v, &v->streams, e->args.a[0]);
 }
 
 static int op_STREAM_SYNC(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
@@ -576,18 +596,24 @@ static int op_STREAM_QUERY(struct vgpu *v, const struct mearas_sqe *e, struct me
 	return r;
 }
 
+/* The record's stream and the event of args[0] (STREAM_WAIT_EVENT, EVENT_RECORD). */
+static int stream_and_event(struct vgpu *v, const struct mearas_sqe *e, void **s, void **ev)
+{
+	int r = resolve_stream(v, e, s);
+
+	if (r)
+		return r;
+	return get_obj(&v->events, e->args.a[0], ev);
+}
+
 static int op_STREAM_WAIT_EVENT(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
 {
 	void *s, *ev;
 	int r;
 
 	(void)c, (void)f;
-	r = resolve_stream(v, e, &s);
-	if (r)
-		return r;
-	if (get_obj(&v->events, e->args.a[0], &ev))
-		return cudaErrorInvalidResourceHandle;
-	return v->ops->stream_wait_event(v->dev, s, ev, (unsigned)e->args.a[1]);
+	r = stream_and_event(v, e, &s, &ev);
+	return r ? r : v->ops->stream_wait_event(v->dev, s, ev, (unsigned)e->args.a[1]);
 }
 
 static int op_EVENT_CREATE(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
@@ -603,17 +629,13 @@ static int op_EVENT_CREATE(struct vgpu *v, const struct mearas_sqe *e, struct me
 	r = v->ops->event_create(v->dev, (unsigned)e->args.a[1], &ev);
 	if (r)
 		return r;
-	return keep_or_destroy(v, &v->events, e->args.a[0], ev, e->args.a[1], v->ops->event_destroy);
+	return keep_or_destroy(v, &v->events, e->args.a[0], ev, e->args.a[1]);
 }
 
 static int op_EVENT_DESTROY(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
 {
-	void *ev = htab_take(&v->events, e->args.a[0]);
-
 	(void)c, (void)f;
-	if (!ev)
-		return cudaErrorInvalidResourceHandle;
-	return v->ops->event_destroy(v->dev, ev);
+	return take_and_destroy(v, &v->events, e->args.a[0]);
 }
 
 static int op_EVENT_RECORD(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
@@ -622,12 +644,8 @@ static int op_EVENT_RECORD(struct vgpu *v, const struct mearas_sqe *e, struct me
 	int r;
 
 	(void)c, (void)f;
-	r = resolve_stream(v, e, &s);
-	if (r)
-		return r;
-	if (get_obj(&v->events, e->args.a[0], &ev))
-		return cudaErrorInvalidResourceHandle;
-	return v->ops->event_record(v->dev, ev, s);
+	r = stream_and_event(v, e, &s, &ev);
+	return r ? r : v->ops->event_record(v->dev, ev, s);
 }
 
 static int op_EVENT_SYNC(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
@@ -811,10 +829,7 @@ static int op_CAPTURE_END(struct vgpu *v, const struct mearas_sqe *e, struct mea
 	r = v->ops->capture_end(v->dev, s, &g);
 	if (r)
 		return r;
-	r = htab_put(&v->graphs, e->args.a[0], g, 0);
-	if (r)
-		v->ops->graph_destroy(v->dev, g);
-	return r;
+	return keep_or_destroy(v, &v->graphs, e->args.a[0], g, 0);
 }
 
 static int op_CAPTURE_STATUS(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
@@ -850,10 +865,7 @@ static int op_GRAPH_INSTANTIATE(struct vgpu *v, const struct mearas_sqe *e, stru
 	r = v->ops->graph_instantiate(v->dev, g, &x);
 	if (r)
 		return r;
-	r = htab_put(&v->execs, e->args.a[1], x, 0);
-	if (r)
-		v->ops->graph_exec_destroy(v->dev, x);
-	return r;
+	return keep_or_destroy(v, &v->execs, e->args.a[1], x, 0);
 }
 
 static int op_GRAPH_LAUNCH(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
@@ -874,24 +886,14 @@ static int op_GRAPH_LAUNCH(struct vgpu *v, const struct mearas_sqe *e, struct me
 
 static int op_GRAPH_DESTROY(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
 {
-	void *g = htab_take(&v->graphs, e->args.a[0]);
-
 	(void)c, (void)f;
-	if (!g)
-		return cudaErrorInvalidResourceHandle;
-	v->ops->graph_destroy(v->dev, g);
-	return 0;
+	return take_and_destroy(v, &v->graphs, e->args.a[0]);
 }
 
 static int op_GRAPH_EXEC_DESTROY(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
 {
-	void *x = htab_take(&v->execs, e->args.a[0]);
-
 	(void)c, (void)f;
-	if (!x)
-		return cudaErrorInvalidResourceHandle;
-	v->ops->graph_exec_destroy(v->dev, x);
-	return 0;
+	return take_and_destroy(v, &v->execs, e->args.a[0]);
 }
 
 static int op_GRAPH_NODE_COUNT(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
@@ -931,7 +933,7 @@ static const op_fn handlers[MEARAS_OP_COUNT] = {
 
 /* Ops whose completion also reports earlier asynchronous errors, as the
  * synchronizing CUDA calls do. */
-static bool reports_deferred(unsigned op)
+bool reports_deferred(unsigned op)
 {
 	switch (op) {
 	case MEARAS_OP_MEMCPY: case MEARAS_OP_MEMCPY_2D: case MEARAS_OP_MEMSET: case MEARAS_OP_MEMSET_2D:
@@ -1155,16 +1157,7 @@ void vgpu_teardown(struct vgpu *v)
 
 			if (!o)
 				continue;
-			if (t == &v->execs)
-				v->ops->graph_exec_destroy(v->dev, o);
-			else if (t == &v->graphs)
-				v->ops->graph_destroy(v->dev, o);
-			else if (t == &v->events)
-				v->ops->event_destroy(v->dev, o);
-			else if (t == &v->streams)
-				v->ops->stream_destroy(v->dev, o);
-			else if (t == &v->modules)
-				v->ops->module_unload(v->dev, o);
+			destroy_obj(v, t, o);
 			t->slots[i].obj = NULL;
 		}
 	}

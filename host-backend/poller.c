@@ -78,7 +78,7 @@ static int drain(struct vgpu *v)
 	return n;
 }
 
-static void sleep_on_kick(struct vgpu *v, int timeout_ms)
+void sleep_on_kick(struct vgpu *v, int timeout_ms)
 {
 	struct pollfd p = { .fd = v->kick_fd, .events = POLLIN };
 	uint64_t cnt;

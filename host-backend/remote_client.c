@@ -712,17 +712,6 @@ static void *reaper_main(void *arg)
 	return NULL;
 }
 
-static void sleep_on_kick(struct vgpu *v, int timeout_ms)
-{
-	struct pollfd p = { .fd = v->kick_fd, .events = POLLIN };
-	uint64_t cnt;
-
-	if (poll(&p, 1, timeout_ms) > 0 && (p.revents & POLLIN)) {
-		if (read(v->kick_fd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
-			log_warn("vGPU %u: kick read: %s", v->index, strerror(errno));
-	}
-}
-
 static uint64_t now_ns(void)
 {
 	struct timespec ts;

@@ -488,18 +488,6 @@ static int start_worker(struct session *s, char *msg, size_t msglen)
 
 /* ---- completions back to the client node ---- */
 
-static bool reports_deferred(unsigned op)
-{
-	switch (op) {
-	case MEARAS_OP_MEMCPY: case MEARAS_OP_MEMCPY_2D: case MEARAS_OP_MEMSET: case MEARAS_OP_MEMSET_2D:
-	case MEARAS_OP_STREAM_SYNC: case MEARAS_OP_EVENT_SYNC: case MEARAS_OP_CTX_SYNC:
-	case MEARAS_OP_SYNC_ERROR: case MEARAS_OP_MEM_FREE:
-		return true;
-	default:
-		return false;
-	}
-}
-
 static void read_output(struct session *s, int fd, uint32_t which)
 {
 	for (;;) {

@@ -141,6 +141,9 @@ int exec_poll_pending(struct vgpu *v);
 /* post a completion to thread slot cq; false if the client's CQ is corrupt/full */
 bool post_cqe(struct vgpu *v, uint16_t cq, const struct mearas_cqe *c);
 void vgpu_teardown(struct vgpu *v);
+/* ops whose completion also reports an earlier asynchronous error (here and
+ * on a remote node's session, which holds errors of its own) */
+bool reports_deferred(unsigned op);
 
 /* poller.c */
 void *poller_main(void *arg);
@@ -148,6 +151,9 @@ void *poller_main(void *arg);
 int sq_available(struct vgpu *v);
 /* private copy of the record at the ring's head (head is not moved) */
 void sq_fetch(struct vgpu *v, struct mearas_sqe *e);
+/* wait up to timeout_ms for a kick on v->kick_fd and consume it (pollers
+ * of local and remote vGPUs, once mearas_ring_prepare_sleep said so) */
+void sleep_on_kick(struct vgpu *v, int timeout_ms);
 
 /* handles.c */
 int htab_put(struct handle_table *t, uint64_t id, void *obj, uint64_t aux);

@@ -277,12 +277,32 @@ static cudaError_t module_ready(struct rt_module *m, int vgpu)
 	return e;
 }
 
-cudaError_t rt_func_ready(struct rt_func *f, int vgpu)
+/* Longest kernel and variable names sent, NUL included. */
+#define FUNC_NAME_MAX   (MEARAS_SQE_INLINE * 8)
+#define SYMBOL_NAME_MAX 4096
+
+/* FUNC_GET and GLOBAL_GET: ask vgpu for something of module m by its name,
+ * sent as the payload (NUL included). A name of more than max bytes is
+ * refused with too_long. */
+static cudaError_t call_by_name(int vgpu, unsigned op, const struct rt_module *m, uint64_t arg1,
+				const char *name, size_t max, cudaError_t too_long, struct mearas_cqe *cqe)
 {
 	struct rt_call c;
+	size_t n = strlen(name) + 1;
+
+	if (n > max)
+		return too_long;
+	rt_call_init(&c, op, 0);
+	c.sqe.args.a[0] = m->id;
+	c.sqe.args.a[1] = arg1;
+	c.payload = name;
+	c.payload_len = (uint32_t)n;
+	return rt_call(vgpu, &c, cqe);
+}
+
+cudaError_t rt_func_ready(struct rt_func *f, int vgpu)
+{
 	struct mearas_cqe cqe;
-	char payload[MEARAS_SQE_INLINE * 8];
-	size_t n;
 	cudaError_t e;
 
 	if (__atomic_load_n(&f->ready, __ATOMIC_ACQUIRE) & (1u << vgpu))
@@ -302,18 +322,8 @@ cudaError_t rt_func_ready(struct rt_func *f, int vgpu)
 	}
 	if (f->ready & (1u << vgpu))
 		goto out;
-	n = strlen(f->name) + 1;
-	if (n > sizeof(payload)) {
-		e = cudaErrorInvalidDeviceFunction;
-		goto out;
-	}
-	memcpy(payload, f->name, n);
-	rt_call_init(&c, MEARAS_OP_FUNC_GET, 0);
-	c.sqe.args.a[0] = f->m->id;
-	c.sqe.args.a[1] = f->id;
-	c.payload = payload;
-	c.payload_len = (uint32_t)n;
-	e = rt_call(vgpu, &c, &cqe);
+	e = call_by_name(vgpu, MEARAS_OP_FUNC_GET, f->m, f->id, f->name, FUNC_NAME_MAX,
+			 cudaErrorInvalidDeviceFunction, &cqe);
 	if (e)
 		goto out;
 	/* the driver's view against the one read from the fat binary */
@@ -348,10 +358,7 @@ cudaError_t rt_func_pack(const struct rt_func *f, void **args, uint8_t *buf, uin
 cudaError_t rt_symbol(const void *symbol, int vgpu, uint64_t *dptr, uint64_t *size)
 {
 	struct rt_var *v;
-	struct rt_call c;
 	struct mearas_cqe cqe;
-	char payload[4096];
-	size_t n;
 	cudaError_t e;
 
 	pthread_rwlock_rdlock(&reg_lock);
@@ -368,18 +375,8 @@ cudaError_t rt_symbol(const void *symbol, int vgpu, uint64_t *dptr, uint64_t *si
 	e = module_ready(v->m, vgpu);
 	if (e)
 		goto out;
-	n = strlen(v->name) + 1;
-	if (n > sizeof(payload)) {
-		e = cudaErrorInvalidSymbol;
-		goto out;
-	}
-	memcpy(payload, v->name, n);
-	rt_call_init(&c, MEARAS_OP_GLOBAL_GET, 0);
-	c.sqe.args.a[0] = v->m->id;
-	c.sqe.args.a[1] = v->size;
-	c.payload = payload;
-	c.payload_len = (uint32_t)n;
-	e = rt_call(vgpu, &c, &cqe);
+	e = call_by_name(vgpu, MEARAS_OP_GLOBAL_GET, v->m, v->size, v->name, SYMBOL_NAME_MAX,
+			 cudaErrorInvalidSymbol, &cqe);
 	if (e)
 		goto out;
 	v->dptr[vgpu] = cqe.val[0];

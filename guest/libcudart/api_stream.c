@@ -60,6 +60,28 @@ static struct rt_event *event_of(cudaEvent_t e)
 	return ev && ev->magic == EVENT_MAGIC ? ev : NULL;
 }
 
+/* The runtime is up and event is one it created (*ev). */
+static cudaError_t check_event(cudaEvent_t event, struct rt_event **ev)
+{
+	cudaError_t e;
+
+	*ev = event_of(event);
+	e = rt_ensure();
+	if (e)
+		return e;
+	return *ev ? cudaSuccess : cudaErrorInvalidResourceHandle;
+}
+
+/* check_event, and the stream is valid too (*st): what cudaEventRecord and
+ * cudaStreamWaitEvent check before anything else. */
+static cudaError_t check_event_on_stream(cudaEvent_t event, cudaStream_t stream, struct rt_event **ev,
+					 struct rt_stream_ref *st)
+{
+	cudaError_t e = check_event(event, ev);
+
+	return e ? e : rt_stream_ref(stream, st);
+}
+
 RT_EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags, int priority)
 {
 	struct rt_stream *s;
@@ -210,16 +232,11 @@ RT_EXPORT cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int *device)
 
 RT_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
 {
-	struct rt_event *ev = event_of(event);
+	struct rt_event *ev;
 	struct rt_stream_ref st;
 	struct rt_call c;
-	cudaError_t e = rt_ensure();
+	cudaError_t e = check_event_on_stream(event, stream, &ev, &st);
 
-	if (e)
-		return rt_set_error(e);
-	if (!ev)
-		return rt_set_error(cudaErrorInvalidResourceHandle);
-	e = rt_stream_ref(stream, &st);
 	if (e)
 		return rt_set_error(e);
 	if (!ev->recorded)
@@ -276,14 +293,12 @@ RT_EXPORT cudaError_t cudaEventCreate(cudaEvent_t *event)
 
 RT_EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event)
 {
-	struct rt_event *ev = event_of(event);
+	struct rt_event *ev;
 	struct rt_call c;
-	cudaError_t e = rt_ensure();
+	cudaError_t e = check_event(event, &ev);
 
 	if (e)
 		return rt_set_error(e);
-	if (!ev)
-		return rt_set_error(cudaErrorInvalidResourceHandle);
 	rt_call_init(&c, MEARAS_OP_EVENT_DESTROY, 0);
 	c.sqe.args.a[0] = ev->id;
 	e = rt_post(ev->vgpu, &c);
@@ -294,16 +309,11 @@ RT_EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event)
 
 RT_EXPORT cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 {
-	struct rt_event *ev = event_of(event);
+	struct rt_event *ev;
 	struct rt_stream_ref st;
 	struct rt_call c;
-	cudaError_t e = rt_ensure();
+	cudaError_t e = check_event_on_stream(event, stream, &ev, &st);
 
-	if (e)
-		return rt_set_error(e);
-	if (!ev)
-		return rt_set_error(cudaErrorInvalidResourceHandle);
-	e = rt_stream_ref(stream, &st);
 	if (e)
 		return rt_set_error(e);
 	if (st.vgpu != ev->vgpu)
@@ -326,14 +336,12 @@ RT_EXPORT cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t s
 
 static cudaError_t event_call(cudaEvent_t event, unsigned op)
 {
-	struct rt_event *ev = event_of(event);
+	struct rt_event *ev;
 	struct rt_call c;
-	cudaError_t e = rt_ensure();
+	cudaError_t e = check_event(event, &ev);
 
 	if (e)
 		return e;
-	if (!ev)
-		return cudaErrorInvalidResourceHandle;
 	if (!ev->recorded)
 		return cudaSuccess; /* an unrecorded event counts as complete */
 	rt_call_init(&c, op, 0);

@@ -351,18 +351,17 @@ int mearas_link_call(struct mearas_link *l, const void *req, size_t req_len, voi
 	return p.status;
 }
 
-int mearas_link_call_async(struct mearas_link *l, const void *req, size_t req_len, void *reply,
-			   size_t reply_cap, mearas_link_reply_fn fn, void *ctx)
+/* Send a call that completes through a callback (*tmpl says which): the
+ * pending entry is heap-owned and freed when the reply or a failure comes. */
+static int send_async_call(struct mearas_link *l, const void *req, size_t req_len, const struct pending *tmpl)
 {
-	if (!l || !fn || (req_len && !req) || (reply_cap && !reply) || req_len > MEARAS_LINK_MAX_MSG)
-		return MEARAS_LINK_E_INVAL;
 	int rc = link_broken(l);
 	if (rc)
 		return rc;
 	struct pending *p = calloc(1, sizeof(*p));
 	if (!p)
 		return MEARAS_LINK_E_NOMEM;
-	*p = (struct pending){ .buf = reply, .cap = reply_cap, .fn = fn, .ctx = ctx };
+	*p = *tmpl;
 	struct iovec iov = { (void *)req, req_len };
 	STAT_ADD(l, calls, 1);
 	pthread_mutex_lock(&l->send_lock);
@@ -371,24 +370,21 @@ int mearas_link_call_async(struct mearas_link *l, const void *req, size_t req_le
 	return MEARAS_LINK_OK;
 }
 
+int mearas_link_call_async(struct mearas_link *l, const void *req, size_t req_len, void *reply,
+			   size_t reply_cap, mearas_link_reply_fn fn, void *ctx)
+{
+	if (!l || !fn || (req_len && !req) || (reply_cap && !reply) || req_len > MEARAS_LINK_MAX_MSG)
+		return MEARAS_LINK_E_INVAL;
+	return send_async_call(l, req, req_len,
+			       &(struct pending){ .buf = reply, .cap = reply_cap, .fn = fn, .ctx = ctx });
+}
+
 int mearas_link_call_stream(struct mearas_link *l, const void *req, size_t req_len, mearas_link_stream_fn fn,
 			    void *ctx)
 {
 	if (!l || !fn || (req_len && !req) || req_len > MEARAS_LINK_MAX_MSG)
 		return MEARAS_LINK_E_INVAL;
-	int rc = link_broken(l);
-	if (rc)
-		return rc;
-	struct pending *p = calloc(1, sizeof(*p));
-	if (!p)
-		return MEARAS_LINK_E_NOMEM;
-	*p = (struct pending){ .sfn = fn, .ctx = ctx };
-	struct iovec iov = { (void *)req, req_len };
-	STAT_ADD(l, calls, 1);
-	pthread_mutex_lock(&l->send_lock);
-	flush_locked(l, &iov, 1, req_len, p); /* a failed send completes p through fail_link */
-	pthread_mutex_unlock(&l->send_lock);
-	return MEARAS_LINK_OK;
+	return send_async_call(l, req, req_len, &(struct pending){ .sfn = fn, .ctx = ctx });
 }
 
 int mearas_link_read(struct mearas_link_reader *r, void *dst, size_t n)
