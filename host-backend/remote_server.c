@@ -663,6 +663,8 @@ static void worker_gone(struct session *s)
  * reply buffer, device-to-host bytes of REMOTE_REF_MIN or more sent from the
  * data area itself. */
 #define REMOTE_REF_MIN (64u << 10)
+/* a reply the link refuses would lose the items built into it */
+_Static_assert(REMOTE_REPLY_MAX <= MEARAS_LINK_MAX_MSG, "REAP replies must fit a link message");
 
 struct reply_build {
 	uint8_t *buf;
