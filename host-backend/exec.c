@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mearas/clock.h"
 #include "mearas/log.h"
 #include "mearas/ring.h"
 #include "worker.h"
@@ -916,13 +917,9 @@ static int op_SYNC_ERROR(struct vgpu *v, const struct mearas_sqe *e, struct mear
 
 static int op_HOST_MAPPED(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
 {
-	uint64_t off = e->args.a[0], size = e->args.a[1];
-
 	(void)c, (void)f;
 	/* the data area is mapped for the device as a whole: only checked here */
-	if (!size || off > v->w->data_size || size > v->w->data_size - off || e->args.a[2] > 1)
-		return cudaErrorInvalidValue;
-	return 0;
+	return host_mapped_valid(e, v->w->data_size) ? 0 : cudaErrorInvalidValue;
 }
 
 static const op_fn handlers[MEARAS_OP_COUNT] = {
@@ -947,19 +944,11 @@ bool reports_deferred(unsigned op)
 
 /* ---- completions ---- */
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Host-side cost of one synchronizing call, for the VM worker's report. */
 static void account_sync(struct vgpu *v, uint64_t fetched_ns)
 {
 	v->sync_calls++;
-	v->sync_ns += mono_ns() - fetched_ns;
+	v->sync_ns += mearas_mono_ns() - fetched_ns;
 }
 
 bool post_cqe(struct vgpu *v, uint16_t cq, const struct mearas_cqe *c)
@@ -1086,7 +1075,7 @@ void exec_record(struct vgpu *v, const struct mearas_sqe *e)
 	struct mearas_cqe c = { .user_data = e->user_data };
 	struct fence_req f = { 0 };
 	bool want = (e->flags & MEARAS_SQE_WANT_CQE) != 0;
-	uint64_t fetched_ns = want ? mono_ns() : 0;
+	uint64_t fetched_ns = want ? mearas_mono_ns() : 0;
 	int r;
 
 	/* single writer; the worker's main thread reads it for the call rate */

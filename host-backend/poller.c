@@ -12,20 +12,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mearas/clock.h"
 #include "mearas/log.h"
 #include "mearas/ring.h"
 #include "worker.h"
 
 /* A client waits on pending work: answer fast for this long, then nap. */
 #define PENDING_SPIN_NS (5ull * 1000 * 1000)
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 int sq_available(struct vgpu *v)
 {
@@ -110,8 +103,8 @@ void *poller_main(void *arg)
 			continue;
 		}
 		if (!idle_since)
-			idle_since = now_ns();
-		if (now_ns() - idle_since < (v->npend ? PENDING_SPIN_NS : spin_ns)) {
+			idle_since = mearas_mono_ns();
+		if (mearas_mono_ns() - idle_since < (v->npend ? PENDING_SPIN_NS : spin_ns)) {
 			mearas_cpu_relax();
 			continue;
 		}

@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mearas/clock.h"
 #include "mearas/log.h"
 #include "mearas/ring.h"
 #include "remote_link.h"
@@ -486,17 +487,20 @@ static void mapped_before(struct vgpu *v, const struct mearas_sqe *e)
 {
 	struct remote_vgpu *rv = v->remote;
 	const uint64_t *a = e->args.a;
+	bool launch = e->op == MEARAS_OP_LAUNCH || e->op == MEARAS_OP_GRAPH_LAUNCH;
 
-	if (!rv->can_map || __atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE))
+	/* most records are neither: nothing else is looked at for them */
+	if ((!launch && e->op != MEARAS_OP_HOST_MAPPED) || !rv->can_map ||
+	    __atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE))
 		return;
 	if (e->op == MEARAS_OP_HOST_MAPPED) {
-		if (!a[1] || a[0] > v->w->data_size || a[1] > v->w->data_size - a[0] || a[2] > 1)
+		if (!host_mapped_valid(e, v->w->data_size))
 			return; /* the remote node refuses it */
 		if (a[2] && push_mapped(v, a[0], v->w->data + a[0], a[1]))
 			return;
 		if (!remote_mapped_set(rv->mapped, v->w->data, a[0], a[1], a[2] != 0))
 			log_warn("vGPU %u: out of memory: a mapped range is not kept coherent", v->index);
-	} else if ((e->op == MEARAS_OP_LAUNCH || e->op == MEARAS_OP_GRAPH_LAUNCH) && remote_mapped_any(rv->mapped)) {
+	} else if (remote_mapped_any(rv->mapped)) {
 		remote_mapped_diff(rv->mapped, v->w->data, push_mapped, v);
 	}
 }
@@ -712,14 +716,6 @@ static void *reaper_main(void *arg)
 	return NULL;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void *remote_client_main(void *arg)
 {
 	struct vgpu *v = arg;
@@ -754,8 +750,8 @@ void *remote_client_main(void *arg)
 			continue;
 		}
 		if (!idle_since)
-			idle_since = now_ns();
-		if (now_ns() - idle_since < spin_ns) {
+			idle_since = mearas_mono_ns();
+		if (mearas_mono_ns() - idle_since < spin_ns) {
 			mearas_cpu_relax();
 			continue;
 		}

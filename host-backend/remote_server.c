@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "mearas/fdpass.h"
+#include "mearas/clock.h"
 #include "mearas/log.h"
 #include "mearas/ring.h"
 #include "remote_link.h"
@@ -89,14 +90,6 @@ struct session {
 
 static const struct backend_config *server_cfg;
 static struct mearas_link_server *server;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void notify(struct session *s)
 {
@@ -182,7 +175,7 @@ static void drop_record(struct session *s, const struct mearas_sqe *e, int statu
 
 static bool wait_until(struct session *s, bool (*cond)(struct session *, uint32_t), uint32_t arg)
 {
-	uint64_t start = now_ns();
+	uint64_t start = mearas_mono_ns();
 
 	while (!cond(s, arg)) {
 		if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) != 1 || __atomic_load_n(&s->closing, __ATOMIC_ACQUIRE))
@@ -193,7 +186,7 @@ static bool wait_until(struct session *s, bool (*cond)(struct session *, uint32_
 			if (write(s->kick_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 				return false;
 		}
-		if (now_ns() - start > SPACE_WAIT_NS) {
+		if (mearas_mono_ns() - start > SPACE_WAIT_NS) {
 			/* the link thread must not stall past the peer's dead bound */
 			log_warn("remote session %s: worker ring stays full", mearas_link_conn_peer(s->conn));
 			return false;
@@ -293,8 +286,7 @@ static void feed_record(struct session *s, const uint8_t *msg, size_t len)
 		/* host bytes a copy carried: not a device change of a mapped range */
 		remote_mapped_absorb(s->mapped, s->data, h.data_off, h.data_len);
 	}
-	if (sqe.op == MEARAS_OP_HOST_MAPPED && sqe.args.a[1] && sqe.args.a[0] <= s->data_size &&
-	    sqe.args.a[1] <= s->data_size - sqe.args.a[0] && sqe.args.a[2] <= 1 &&
+	if (sqe.op == MEARAS_OP_HOST_MAPPED && host_mapped_valid(&sqe, s->data_size) &&
 	    !remote_mapped_set(s->mapped, s->data, sqe.args.a[0], sqe.args.a[1], sqe.args.a[2] != 0)) {
 		push_error(s, &sqe, cudaErrorMemoryAllocation);
 		return;
@@ -385,7 +377,7 @@ static void feed_record(struct session *s, const uint8_t *msg, size_t len)
 	s->arena_mark[s->sq_tail & (MEARAS_SQ_ENTRIES - 1)] = s->arena_head;
 	s->sq_tail++;
 	mearas_store_release(&s->sq_ctl->tail, s->sq_tail);
-	__atomic_store_n(&s->last_active_ns, now_ns(), __ATOMIC_RELAXED);
+	__atomic_store_n(&s->last_active_ns, mearas_mono_ns(), __ATOMIC_RELAXED);
 	if (mearas_ring_needs_wakeup(s->sq_ctl)) {
 		uint64_t one = 1;
 
@@ -819,7 +811,7 @@ static void harvest_spin(struct session *s)
 	if (!spin_ns)
 		return;
 	while (!harvest_ready(s) && !__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE) &&
-	       now_ns() - __atomic_load_n(&s->last_active_ns, __ATOMIC_RELAXED) < spin_ns)
+	       mearas_mono_ns() - __atomic_load_n(&s->last_active_ns, __ATOMIC_RELAXED) < spin_ns)
 		mearas_cpu_relax();
 }
 
@@ -883,7 +875,7 @@ static void harvest(struct session *s)
 			harvest_spin(s);
 		busy = held.n || harvest_ready(s);
 		if (busy) {
-			__atomic_store_n(&s->last_active_ns, now_ns(), __ATOMIC_RELAXED);
+			__atomic_store_n(&s->last_active_ns, mearas_mono_ns(), __ATOMIC_RELAXED);
 			if (++passes % ACTIVE_POLL_EVERY == 0) {
 				r = poll(p, np, 0);
 				gone = r > 0 && after_poll(s, p, np);

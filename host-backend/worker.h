@@ -144,6 +144,15 @@ void vgpu_teardown(struct vgpu *v);
 /* ops whose completion also reports an earlier asynchronous error (here and
  * on a remote node's session, which holds errors of its own) */
 bool reports_deferred(unsigned op);
+/* A HOST_MAPPED record names a range inside a data area of data_size bytes
+ * (checked where it runs, and by both nodes of a remote vGPU before they
+ * follow the range). */
+static inline bool host_mapped_valid(const struct mearas_sqe *e, uint64_t data_size)
+{
+	const uint64_t *a = e->args.a;
+
+	return a[1] && a[0] <= data_size && a[1] <= data_size - a[0] && a[2] <= 1;
+}
 
 /* poller.c */
 void *poller_main(void *arg);

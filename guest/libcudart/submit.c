@@ -8,16 +8,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "mearas/clock.h"
 #include "mearas/log.h"
 #include "mearas/ring.h"
 #include "rt.h"
 
 static uint64_t now_us(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000ull + (uint64_t)ts.tv_nsec / 1000;
+	return mearas_mono_ns() / 1000;
 }
 
 void rt_call_init(struct rt_call *c, unsigned op, uint32_t stream)

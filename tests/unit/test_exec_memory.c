@@ -233,6 +233,30 @@ static void test_free_and_quota(void)
 	CHECK_EQ(copy(A, 0, 1, MEARAS_COPY_HTOD), cudaErrorInvalidValue);
 }
 
+/* HOST_MAPPED: a range inside the data area, mapped (1) or not (0); else refused */
+static int host_mapped(uint64_t off, uint64_t size, uint64_t on)
+{
+	struct mearas_sqe e = sqe_of(MEARAS_OP_HOST_MAPPED);
+
+	e.args.a[0] = off;
+	e.args.a[1] = size;
+	e.args.a[2] = on;
+	return fixture_run(&fx, 0, &e, NULL);
+}
+
+static void test_host_mapped(void)
+{
+	const int bad = cudaErrorInvalidValue;
+
+	CHECK_EQ(host_mapped(0, 4096, 1), 0);
+	CHECK_EQ(host_mapped(FIXTURE_DATA_SIZE - 1, 1, 0), 0);
+	CHECK_EQ(host_mapped(0, 0, 1), bad);                        /* empty */
+	CHECK_EQ(host_mapped(FIXTURE_DATA_SIZE - 1, 2, 1), bad);    /* past the end */
+	CHECK_EQ(host_mapped(FIXTURE_DATA_SIZE + 1, 1, 1), bad);
+	CHECK_EQ(host_mapped(8, UINT64_MAX, 1), bad);               /* wraps */
+	CHECK_EQ(host_mapped(0, 4096, 2), bad);                     /* neither on nor off */
+}
+
 int main(void)
 {
 	CHECK(fixture_init(&fx, 2, QUOTA) == 0);
@@ -244,6 +268,7 @@ int main(void)
 	test_memset();
 	test_2d();
 	test_free_and_quota();
+	test_host_mapped();
 	CHECK(!fx.w->broken);
 	fixture_destroy(&fx);
 	printf("exec memory: ok\n");
