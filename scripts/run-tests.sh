@@ -15,6 +15,7 @@ suites=(
 	"cuda-harness|tests/cuda:check"
 	"remote-link|remote-link"
 	"remote-vgpu|tests/remote"
+	"security|tests/security"
 	"vm|tests/vm"
 	"vm-cuda|tests/vm-cuda"
 	"assembly-manager|assembly-manager"
