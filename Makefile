@@ -15,7 +15,7 @@ LDSAN     := $(SAN)
 COMMON_SRC  := common/log.c common/fdpass.c common/fatbin.c common/fatbin_cubin.c \
                common/fatbin_entries.c common/fatbin_ptx.c
 BACKEND_SRC := host-backend/mearasd.c host-backend/worker.c host-backend/output.c host-backend/poller.c \
-               host-backend/exec.c host-backend/handles.c host-backend/vaheap.c \
+               host-backend/exec.c host-backend/handles.c host-backend/vaheap.c host-backend/watchdog.c \
                host-backend/device_sim.c host-backend/device_cuda.c \
                host-backend/remote_common.c host-backend/remote_client.c host-backend/remote_server.c \
                host-backend/remote_capture.c host-backend/remote_mapped.c \

@@ -89,7 +89,7 @@ void *poller_main(void *arg)
 	uint64_t idle_since = 0;
 
 	v->ops->bind_thread(v->dev);
-	while (!v->w->stop && !v->w->broken) {
+	while (!v->w->stop && !v->w->broken && !v->w->timed_out) {
 		int n = drain(v);
 
 		if (n < 0) {
@@ -98,6 +98,8 @@ void *poller_main(void *arg)
 		}
 		if (v->npend)
 			n += exec_poll_pending(v);
+		if (v->watch)
+			n += watchdog_poll(v);
 		if (n > 0) {
 			idle_since = 0;
 			continue;
@@ -116,9 +118,12 @@ void *poller_main(void *arg)
 			continue;
 		}
 		if (mearas_ring_prepare_sleep(v->sq_ctl))
-			sleep_on_kick(v, 200);
+			sleep_on_kick(v, v->watch ? watchdog_nap_ms(v) : 200);
 		mearas_ring_end_sleep(v->sq_ctl);
 		idle_since = 0;
 	}
+	if (v->w->timed_out)
+		exec_fail_pending(v, cudaErrorLaunchTimeout);
+	v->poller_done = true;
 	return NULL;
 }

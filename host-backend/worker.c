@@ -172,7 +172,7 @@ static void *watch_stop(struct worker *w)
 {
 	struct pollfd p = { .fd = w->sock, .events = POLLIN | POLLRDHUP };
 
-	while (!w->broken) {
+	while (!w->broken && !w->timed_out) {
 		int r = poll(&p, 1, 200);
 
 		vstats_publish(w);
@@ -297,12 +297,23 @@ int worker_serve(const struct backend_config *cfg, int sock)
 	log_info("client pid %d: %u vGPU(s), data area %llu MiB%s%s", h.pid, w->nvgpus,
 		 (unsigned long long)(w->data_size >> 20), h.assembly[0] ? ", assembly " : "",
 		 h.assembly[0] ? h.assembly : "");
+	snprintf(w->tenant, sizeof(w->tenant), "client pid %d%s%.32s", h.pid, h.assembly[0] ? " of assembly " : "",
+		 h.assembly);
 	vstats_claim(h.assembly, w->nvgpus);
+	if (watchdog_arm(w)) {
+		log_err("%s: no memory for the GPU time limit: client not served", w->tenant);
+		return 1;
+	}
 	for (unsigned i = 0; i < w->nvgpus; i++)
 		pthread_create(&w->vgpus[i].thread, NULL, w->vgpus[i].remote ? remote_client_main : poller_main,
 			       &w->vgpus[i]);
 	watch_stop(w);
 	vstats_release();
+	if (w->timed_out) {
+		/* a poller may be stuck in the driver behind the kernel: no join */
+		watchdog_teardown(w);
+		return 3;
+	}
 	w->stop = 1;
 	for (unsigned i = 0; i < w->nvgpus; i++)
 		pthread_join(w->vgpus[i].thread, NULL);

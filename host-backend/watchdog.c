@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The GPU time limit (mearasd --kernel-timeout-ms). A spinning kernel cannot
+ * be preempted through the driver API, and destroying its context may block
+ * while it runs; the exit of the process that owns the context always frees
+ * the GPU. So when one kernel of a process client has run past the limit,
+ * the worker marks the client timed out in its region header (the library
+ * then fails every call with cudaErrorLaunchTimeout), fails every pending
+ * wait with it, logs who and what, and exits: the driver tears the context
+ * down and the other tenants of the GPU keep running.
+ *
+ * Running time: each stream keeps a short queue of marks (driver events)
+ * recorded after its kernels, graph launches, event waits and host
+ * functions. A mark's work counts from the moment it became the stream's
+ * oldest unfinished work (the previous mark passed, or it was recorded on an
+ * idle stream), not from submission, so a long queue of short kernels is
+ * not taken for one long kernel. Waits for events and host functions are not
+ * counted (the stream waits for something else, which has its own marks).
+ * A full queue moves its newest mark behind the new work, so work is never
+ * left unwatched; its segment then covers several kernels.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mearas/clock.h"
+#include "mearas/log.h"
+#include "worker.h"
+
+#define WATCH_MARKS   32        /* marks in flight per stream */
+#define WATCH_STREAMS 4096      /* streams with marks in flight per vGPU */
+#define WATCH_POOL    256       /* idle events kept for reuse */
+#define WATCH_POLL_NS 1000000ull
+#define TEARDOWN_WAIT_MS 1000   /* pollers get this long to fail their waits */
+
+struct watch_mark {
+	void *event;
+	void *func;             /* the last kernel before the mark, when known */
+	bool kernel;            /* counted against the limit */
+	bool graph;
+};
+
+struct watch_stream {
+	void *stream;           /* key only (a destroyed stream's pointer may come back) */
+	struct watch_mark m[WATCH_MARKS];
+	unsigned head, n;
+	uint64_t head_since;    /* when the head mark's work became the oldest */
+};
+
+struct watchdog {
+	uint64_t limit_ns;
+	uint64_t last_poll_ns;
+	struct watch_stream *s;
+	size_t ns, cap;
+	void *pool[WATCH_POOL];
+	unsigned npool;
+	bool full_said;
+};
+
+int watchdog_arm(struct worker *w)
+{
+	if (!w->cfg->kernel_timeout_ms)
+		return 0;
+	for (unsigned i = 0; i < w->nvgpus; i++) {
+		struct vgpu *v = &w->vgpus[i];
+
+		if (v->remote)
+			continue; /* its kernels run on another node, under that node's limit */
+		v->watch = calloc(1, sizeof(*v->watch));
+		if (!v->watch)
+			return -1;
+		v->watch->limit_ns = (uint64_t)w->cfg->kernel_timeout_ms * 1000000ull;
+	}
+	return 0;
+}
+
+static struct watch_stream *stream_of(struct watchdog *wd, void *stream)
+{
+	for (size_t i = 0; i < wd->ns; i++)
+		if (wd->s[i].stream == stream)
+			return &wd->s[i];
+	if (wd->ns == wd->cap) {
+		size_t ncap = wd->cap ? wd->cap * 2 : 8;
+		struct watch_stream *n;
+
+		if (ncap > WATCH_STREAMS)
+			return NULL;
+		n = realloc(wd->s, ncap * sizeof(*n));
+		if (!n)
+			return NULL;
+		wd->s = n;
+		wd->cap = ncap;
+	}
+	memset(&wd->s[wd->ns], 0, sizeof(wd->s[0]));
+	wd->s[wd->ns].stream = stream;
+	return &wd->s[wd->ns++];
+}
+
+static void put_event(struct vgpu *v, void *ev)
+{
+	struct watchdog *wd = v->watch;
+
+	if (wd->npool < WATCH_POOL)
+		wd->pool[wd->npool++] = ev;
+	else
+		v->ops->event_destroy(v->dev, ev);
+}
+
+void watchdog_mark(struct vgpu *v, void *stream, bool kernel, void *func)
+{
+	struct watchdog *wd = v->watch;
+	struct watch_stream *ws = stream_of(wd, stream);
+	struct watch_mark *m;
+	void *ev;
+
+	if (!ws) {
+		if (!wd->full_said) {
+			log_warn("%s vGPU %u: more than %u streams busy at once: the GPU time limit does not watch the others",
+				 v->w->tenant, v->index, WATCH_STREAMS);
+			wd->full_said = true;
+		}
+		return;
+	}
+	if (ws->n == WATCH_MARKS) {
+		/* move the newest mark behind this work */
+		m = &ws->m[(ws->head + ws->n - 1) % WATCH_MARKS];
+		if (v->ops->event_record(v->dev, m->event, stream) == 0) {
+			m->kernel |= kernel;
+			if (kernel)
+				m->func = func, m->graph = !func;
+		}
+		return;
+	}
+	if (wd->npool)
+		ev = wd->pool[--wd->npool];
+	else if (v->ops->event_create(v->dev, cudaEventDisableTiming, &ev))
+		return;
+	if (v->ops->event_record(v->dev, ev, stream)) {
+		put_event(v, ev);
+		return;
+	}
+	if (!ws->n)
+		ws->head_since = mearas_mono_ns();
+	ws->m[(ws->head + ws->n) % WATCH_MARKS] = (struct watch_mark){ .event = ev, .func = func, .kernel = kernel,
+								     .graph = kernel && !func };
+	ws->n++;
+}
+
+static void fire(struct vgpu *v, const struct watch_mark *m, uint64_t ran_ns)
+{
+	struct worker *w = v->w;
+	const char *name = NULL;
+	bool was = false;
+
+	if (!__atomic_compare_exchange_n(&w->timed_out, &was, true, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return;
+	/* the client reads this before every call and while it waits */
+	__atomic_store_n(&((struct mearas_region_hdr *)w->region)->state, MEARAS_BACKEND_TIMED_OUT,
+			 __ATOMIC_RELEASE);
+	if (m->func && v->ops->func_name)
+		name = v->ops->func_name(v->dev, m->func);
+	log_err("GPU time limit: %s, vGPU %u: kernel %s has run %llu ms, past the limit of %u ms "
+		"(--kernel-timeout-ms): tearing down this client's GPU context; its calls fail with "
+		"cudaErrorLaunchTimeout", w->tenant, v->index,
+		name ? name : m->graph ? "(in a graph)" : "(unknown)", (unsigned long long)(ran_ns / 1000000),
+		w->cfg->kernel_timeout_ms);
+}
+
+int watchdog_poll(struct vgpu *v)
+{
+	struct watchdog *wd = v->watch;
+	uint64_t now = mearas_mono_ns();
+	int passed = 0;
+
+	if (now - wd->last_poll_ns < WATCH_POLL_NS)
+		return 0;
+	wd->last_poll_ns = now;
+	for (size_t i = 0; i < wd->ns;) {
+		struct watch_stream *ws = &wd->s[i];
+
+		while (ws->n) {
+			struct watch_mark *m = &ws->m[ws->head];
+			/* an error (a faulted context) ends the work too */
+			if (v->ops->event_query(v->dev, m->event) == cudaErrorNotReady) {
+				if (m->kernel && now - ws->head_since > wd->limit_ns) {
+					fire(v, m, now - ws->head_since);
+					return passed;
+				}
+				break;
+			}
+			put_event(v, m->event);
+			ws->head = (ws->head + 1) % WATCH_MARKS;
+			ws->n--;
+			ws->head_since = now;
+			passed++;
+		}
+		if (!ws->n) {
+			wd->s[i] = wd->s[--wd->ns];
+			continue;
+		}
+		i++;
+	}
+	return passed;
+}
+
+int watchdog_nap_ms(struct vgpu *v)
+{
+	uint64_t ms = v->watch->limit_ns / 1000000 / 8;
+
+	if (!v->watch->ns)
+		return 200;
+	return ms < 1 ? 1 : ms > 20 ? 20 : (int)ms;
+}
+
+void watchdog_teardown(struct worker *w)
+{
+	uint64_t one = 1;
+
+	for (int t = 0; t < TEARDOWN_WAIT_MS; t++) {
+		bool all = true;
+
+		for (unsigned i = 0; i < w->nvgpus; i++)
+			all &= w->vgpus[i].remote || w->vgpus[i].poller_done;
+		if (all)
+			break;
+		usleep(1000);
+	}
+	/* threads asleep in a wait look at the header when woken */
+	for (unsigned t = 0; t < w->nthreads; t++) {
+		/* EAGAIN (a full counter) wakes the thread as well */
+		ssize_t r = write(w->wake_fds[t], &one, sizeof(one));
+
+		(void)r;
+	}
+	log_info("%s: worker exits to free its GPU context (GPU time limit)", w->tenant);
+}
