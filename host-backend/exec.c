@@ -1104,6 +1104,9 @@ void exec_fail_pending(struct vgpu *v, int status)
 		p.cqe.status = status;
 		p.flush = 0;
 		p.action = PENDING_POST;
+		/* returns at once; the driver frees an unfinished event later */
+		if (p.own_fence)
+			v->ops->event_destroy(v->dev, p.fence);
 		complete(v, &p);
 	}
 	v->npend = 0;

@@ -234,3 +234,19 @@ void watchdog_teardown(struct worker *w)
 	}
 	log_info("%s: worker exits to free its GPU context (GPU time limit)", w->tenant);
 }
+
+void watchdog_disarm(struct vgpu *v)
+{
+	struct watchdog *wd = v->watch;
+
+	if (!wd)
+		return;
+	for (size_t i = 0; i < wd->ns; i++)
+		for (unsigned k = 0; k < wd->s[i].n; k++)
+			v->ops->event_destroy(v->dev, wd->s[i].m[(wd->s[i].head + k) % WATCH_MARKS].event);
+	while (wd->npool)
+		v->ops->event_destroy(v->dev, wd->pool[--wd->npool]);
+	free(wd->s);
+	free(wd);
+	v->watch = NULL;
+}

@@ -188,6 +188,8 @@ int watchdog_nap_ms(struct vgpu *v);
 /* the limit fired: wake the client's threads, let the pollers fail their
  * waits, then return so the process exits (the driver frees the context) */
 void watchdog_teardown(struct worker *w);
+/* free v's watchdog and its events (tests; a worker just exits) */
+void watchdog_disarm(struct vgpu *v);
 
 /* handles.c */
 int htab_put(struct handle_table *t, uint64_t id, void *obj, uint64_t aux);
