@@ -17,8 +17,13 @@
  * not taken for one long kernel. Waits for events and host functions are not
  * counted (the stream waits for something else, which has its own marks).
  * A full queue moves its newest mark behind the new work, so work is never
- * left unwatched; its segment then covers several kernels.
+ * left unwatched; its segment then covers several kernels. Work that cannot
+ * be watched at all (more streams busy at once than the table holds, no
+ * event to record) ends the context too: the limit has no way around it.
+ * Streams being captured get no marks (a mark would become a graph node);
+ * the graph's launch gets one.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,7 +33,7 @@
 #include "worker.h"
 
 #define WATCH_MARKS   32        /* marks in flight per stream */
-#define WATCH_STREAMS 4096      /* streams with marks in flight per vGPU */
+#define WATCH_STREAMS 4096      /* streams with work in flight per vGPU */
 #define WATCH_POOL    256       /* idle events kept for reuse */
 #define WATCH_POLL_NS 1000000ull
 #define TEARDOWN_WAIT_MS 1000   /* pollers get this long to fail their waits */
@@ -54,7 +59,6 @@ struct watchdog {
 	size_t ns, cap;
 	void *pool[WATCH_POOL];
 	unsigned npool;
-	bool full_said;
 };
 
 int watchdog_arm(struct worker *w)
@@ -106,37 +110,58 @@ static void put_event(struct vgpu *v, void *ev)
 		v->ops->event_destroy(v->dev, ev);
 }
 
+/* Move the stream's newest mark behind the work just issued. */
+static bool move_tail(struct vgpu *v, struct watch_stream *ws, void *stream, bool kernel, void *func)
+{
+	struct watch_mark *m;
+
+	if (!ws->n)
+		return false;
+	m = &ws->m[(ws->head + ws->n - 1) % WATCH_MARKS];
+	if (v->ops->event_record(v->dev, m->event, stream))
+		return false;
+	m->kernel |= kernel;
+	if (kernel) {
+		m->func = func;
+		m->graph = !func;
+	}
+	return true;
+}
+
+static void fire(struct vgpu *v, const char *why);
+
 void watchdog_mark(struct vgpu *v, void *stream, bool kernel, void *func)
 {
 	struct watchdog *wd = v->watch;
-	struct watch_stream *ws = stream_of(wd, stream);
-	struct watch_mark *m;
-	void *ev;
+	struct watch_stream *ws;
+	void *ev = NULL;
+	int capturing = 0;
 
+	if (v->ops->capture_status && v->ops->capture_status(v->dev, stream, &capturing) == 0 && capturing)
+		return;
+	ws = stream_of(wd, stream);
 	if (!ws) {
-		if (!wd->full_said) {
-			log_warn("%s vGPU %u: more than %u streams busy at once: the GPU time limit does not watch the others",
-				 v->w->tenant, v->index, WATCH_STREAMS);
-			wd->full_said = true;
-		}
+		fire(v, "more streams have work in flight at once than the GPU time limit watches (4096)");
 		return;
 	}
 	if (ws->n == WATCH_MARKS) {
-		/* move the newest mark behind this work */
-		m = &ws->m[(ws->head + ws->n - 1) % WATCH_MARKS];
-		if (v->ops->event_record(v->dev, m->event, stream) == 0) {
-			m->kernel |= kernel;
-			if (kernel)
-				m->func = func, m->graph = !func;
-		}
+		if (!move_tail(v, ws, stream, kernel, func))
+			fire(v, "the GPU time limit cannot record its mark on a stream");
 		return;
 	}
 	if (wd->npool)
 		ev = wd->pool[--wd->npool];
 	else if (v->ops->event_create(v->dev, cudaEventDisableTiming, &ev))
-		return;
-	if (v->ops->event_record(v->dev, ev, stream)) {
-		put_event(v, ev);
+		ev = NULL;
+	if (!ev || v->ops->event_record(v->dev, ev, stream)) {
+		if (ev)
+			put_event(v, ev);
+		/* out of events: the newest mark covers this work too */
+		if (!move_tail(v, ws, stream, kernel, func)) {
+			if (!ws->n)
+				wd->s[ws - wd->s] = wd->s[--wd->ns];
+			fire(v, "the GPU time limit cannot record its mark on a stream (out of device events?)");
+		}
 		return;
 	}
 	if (!ws->n)
@@ -146,10 +171,10 @@ void watchdog_mark(struct vgpu *v, void *stream, bool kernel, void *func)
 	ws->n++;
 }
 
-static void fire(struct vgpu *v, const struct watch_mark *m, uint64_t ran_ns)
+/* Past the limit (or beyond watching): the client is timed out. */
+static void fire(struct vgpu *v, const char *why)
 {
 	struct worker *w = v->w;
-	const char *name = NULL;
 	bool was = false;
 
 	if (!__atomic_compare_exchange_n(&w->timed_out, &was, true, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
@@ -157,13 +182,22 @@ static void fire(struct vgpu *v, const struct watch_mark *m, uint64_t ran_ns)
 	/* the client reads this before every call and while it waits */
 	__atomic_store_n(&((struct mearas_region_hdr *)w->region)->state, MEARAS_BACKEND_TIMED_OUT,
 			 __ATOMIC_RELEASE);
+	log_err("GPU time limit: %s, vGPU %u: %s (--kernel-timeout-ms=%u): tearing down this client's GPU "
+		"context; its calls fail with cudaErrorLaunchTimeout", w->tenant, v->index, why,
+		w->cfg->kernel_timeout_ms);
+}
+
+static void fire_kernel(struct vgpu *v, const struct watch_mark *m, uint64_t ran_ns)
+{
+	const char *name = NULL;
+	char why[256];
+
 	if (m->func && v->ops->func_name)
 		name = v->ops->func_name(v->dev, m->func);
-	log_err("GPU time limit: %s, vGPU %u: kernel %s has run %llu ms, past the limit of %u ms "
-		"(--kernel-timeout-ms): tearing down this client's GPU context; its calls fail with "
-		"cudaErrorLaunchTimeout", w->tenant, v->index,
-		name ? name : m->graph ? "(in a graph)" : "(unknown)", (unsigned long long)(ran_ns / 1000000),
-		w->cfg->kernel_timeout_ms);
+	snprintf(why, sizeof(why), "kernel %s has run %llu ms, past the limit of %u ms",
+		 name ? name : m->graph ? "(in a graph)" : "(unknown)", (unsigned long long)(ran_ns / 1000000),
+		 v->w->cfg->kernel_timeout_ms);
+	fire(v, why);
 }
 
 int watchdog_poll(struct vgpu *v)
@@ -183,7 +217,7 @@ int watchdog_poll(struct vgpu *v)
 			/* an error (a faulted context) ends the work too */
 			if (v->ops->event_query(v->dev, m->event) == cudaErrorNotReady) {
 				if (m->kernel && now - ws->head_since > wd->limit_ns) {
-					fire(v, m, now - ws->head_since);
+					fire_kernel(v, m, now - ws->head_since);
 					return passed;
 				}
 				break;

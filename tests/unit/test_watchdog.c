@@ -18,15 +18,16 @@
 /* The model: each stream counts the work items (kernels, waits) issued on
  * it and how many of them are done; an event passes once the work before it
  * is done. */
-#define MAX_EVENTS 4096
+#define MAX_EVENTS 8192
+#define MAX_STREAMS 4200
 static struct { void *ev, *stream; unsigned seq; } evs[MAX_EVENTS];
 static unsigned nevs;
-static struct { void *stream; unsigned issued, released; } streams[8];
+static struct { void *stream; unsigned issued, released; } streams[MAX_STREAMS];
 static struct mdev_ops ops;
 
 static unsigned *stream_counts(void *s, bool released)
 {
-	for (unsigned i = 0; i < 8; i++) {
+	for (unsigned i = 0; i < MAX_STREAMS; i++) {
 		if (!streams[i].stream)
 			streams[i].stream = s;
 		if (streams[i].stream == s)
@@ -121,7 +122,7 @@ static void done(struct fixture *fx)
 	struct vgpu *v = &fx->w->vgpus[0];
 
 	/* let the model finish everything, then free */
-	for (unsigned i = 0; i < 8; i++)
+	for (unsigned i = 0; i < MAX_STREAMS; i++)
 		streams[i].released = ~0u;
 	watchdog_disarm(v);
 	fixture_destroy(fx);
@@ -206,6 +207,16 @@ int main(void)
 		issue(v, s, true);
 	release(s, 39);
 	CHECK(poll_for(v, LIMIT_MS * 3));
+	done(&fx);
+
+	/* more streams busy at once than the watchdog can watch: that is no way
+	 * around the limit, the client is timed out at once */
+	fresh(&fx, &v);
+	for (uintptr_t k = 1; k <= 4096; k++)
+		issue(v, (void *)(k << 12), true);
+	CHECK(!fx.w->timed_out);
+	issue(v, (void *)(4097ul << 12), true);
+	CHECK(fx.w->timed_out);
 	done(&fx);
 
 	printf("watchdog: ok\n");
