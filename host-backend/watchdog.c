@@ -23,6 +23,7 @@
  * Streams being captured get no marks (a mark would become a graph node);
  * the graph's launch gets one.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,10 +176,9 @@ void watchdog_mark(struct vgpu *v, void *stream, bool kernel, void *func)
 static void fire(struct vgpu *v, const char *why)
 {
 	struct worker *w = v->w;
-	bool was = false;
 
-	if (!__atomic_compare_exchange_n(&w->timed_out, &was, true, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		return;
+	if (atomic_exchange(&w->timed_out, true))
+		return; /* another vGPU's poller fired first */
 	/* the client reads this before every call and while it waits */
 	__atomic_store_n(&((struct mearas_region_hdr *)w->region)->state, MEARAS_BACKEND_TIMED_OUT,
 			 __ATOMIC_RELEASE);
