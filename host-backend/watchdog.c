@@ -70,7 +70,7 @@ int watchdog_arm(struct worker *w)
 		struct vgpu *v = &w->vgpus[i];
 
 		if (v->remote)
-			continue; /* its kernels run on another node, under that node's limit */
+			continue; /* runs on another node: not covered (yet) */
 		v->watch = calloc(1, sizeof(*v->watch));
 		if (!v->watch)
 			return -1;

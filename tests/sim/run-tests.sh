@@ -233,6 +233,18 @@ time_limit() {
 	stop_daemon $d
 }
 
+# a limit that is not a number of milliseconds is refused at startup
+time_limit_bad_value() {
+	local v
+	for v in soon -5 99999999999; do
+		if "$MEARASD" --device=sim --socket="$TMP/bad-limit.sock" --kernel-timeout-ms="$v" 2>"$TMP/bad-limit.err"; then
+			echo "--kernel-timeout-ms=$v accepted"
+			return 1
+		fi
+		grep -q "bad --kernel-timeout-ms" "$TMP/bad-limit.err" || { cat "$TMP/bad-limit.err"; return 1; }
+	done
+}
+
 # ---- run ----
 [ -x "$MEARASD" ] || { echo "no $MEARASD: run make at the top first"; exit 2; }
 [ -x "$BIN/reg_plain" ] || { echo "test programs not built: run make -C tests/sim"; exit 2; }
@@ -258,6 +270,7 @@ run_test robust_no_daemon no_daemon
 run_test robust_garbage garbage
 run_test gpu_time_limit_fires time_limit
 run_test gpu_time_limit_off_by_default prog gpu_time_limit off 1.5
+run_test gpu_time_limit_bad_value time_limit_bad_value
 
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]
