@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
 #include <time.h>
@@ -90,7 +91,11 @@ void *poller_main(void *arg)
 
 	v->ops->bind_thread(v->dev);
 	while (!v->w->stop && !v->w->broken && !v->w->timed_out) {
-		int n = drain(v);
+		int n;
+
+		if (v->watch)
+			atomic_store_explicit(&v->alive_ns, mearas_mono_ns(), memory_order_relaxed);
+		n = drain(v);
 
 		if (n < 0) {
 			v->w->broken = true;

@@ -21,7 +21,11 @@
  * be watched at all (more streams busy at once than the table holds, no
  * event to record) ends the context too: the limit has no way around it.
  * Streams being captured get no marks (a mark would become a graph node);
- * the graph's launch gets one.
+ * the graph's launch gets one. A poller stuck in one driver call (one that
+ * waits behind the kernel) cannot look at its marks: the worker's main
+ * thread ends the context when a poller has not gone round its loop for
+ * STUCK_FACTOR times the limit plus STUCK_EXTRA_MS (room for long driver
+ * calls that are legitimate, such as compiling PTX).
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -38,6 +42,8 @@
 #define WATCH_POOL    256       /* idle events kept for reuse */
 #define WATCH_POLL_NS 1000000ull
 #define TEARDOWN_WAIT_MS 1000   /* pollers get this long to fail their waits */
+#define STUCK_FACTOR  2
+#define STUCK_EXTRA_MS 10000ull
 
 struct watch_mark {
 	void *event;
@@ -244,6 +250,26 @@ int watchdog_nap_ms(struct vgpu *v)
 	if (!v->watch->ns)
 		return 200;
 	return ms < 1 ? 1 : ms > 20 ? 20 : (int)ms;
+}
+
+bool watchdog_pollers_stuck(struct worker *w)
+{
+	uint64_t now = mearas_mono_ns();
+	uint64_t bound = (STUCK_FACTOR * (uint64_t)w->cfg->kernel_timeout_ms + STUCK_EXTRA_MS) * 1000000ull;
+
+	for (unsigned i = 0; i < w->nvgpus; i++) {
+		struct vgpu *v = &w->vgpus[i];
+		uint64_t alive = atomic_load_explicit(&v->alive_ns, memory_order_relaxed);
+		char why[160];
+
+		if (!v->watch || !alive || v->poller_done || now - alive <= bound)
+			continue;
+		snprintf(why, sizeof(why), "its poller has been inside one driver call for %llu ms "
+			 "(waiting behind a kernel past the limit?)", (unsigned long long)((now - alive) / 1000000));
+		fire(v, why);
+		return true;
+	}
+	return false;
 }
 
 void watchdog_teardown(struct worker *w)

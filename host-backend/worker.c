@@ -176,6 +176,8 @@ static void *watch_stop(struct worker *w)
 		int r = poll(&p, 1, 200);
 
 		vstats_publish(w);
+		if (w->cfg->kernel_timeout_ms && watchdog_pollers_stuck(w))
+			break;
 		if (r > 0) {
 			char c;
 

@@ -99,6 +99,7 @@ struct vgpu {
 	struct remote_vgpu *remote;     /* set when a remote node backs this vGPU */
 	struct watchdog *watch;         /* GPU time limit (watchdog.c), NULL when off */
 	_Atomic bool poller_done;       /* its poller has left its loop */
+	_Atomic uint64_t alive_ns;      /* watched vGPUs: when its poller last went round */
 };
 
 struct worker {
@@ -185,6 +186,10 @@ void watchdog_mark(struct vgpu *v, void *stream, bool kernel, void *func);
 int watchdog_poll(struct vgpu *v);
 /* how long an idle poller with work in flight may sleep */
 int watchdog_nap_ms(struct vgpu *v);
+/* worker's main thread: a watched poller stuck in one driver call (one
+ * that waits behind a kernel past the limit) cannot check the limit
+ * itself; true (and the client timed out) when one is */
+bool watchdog_pollers_stuck(struct worker *w);
 /* the limit fired: wake the client's threads, let the pollers fail their
  * waits, then return so the process exits (the driver frees the context) */
 void watchdog_teardown(struct worker *w);

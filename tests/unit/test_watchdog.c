@@ -6,7 +6,8 @@
  * count; a kernel that never ends fires the limit within it plus a margin,
  * marks the region TIMED_OUT, and its pending waits fail with
  * cudaErrorLaunchTimeout; more kernels than the mark queue holds are still
- * watched to the last. */
+ * watched to the last; more busy streams than it watches, or a poller stuck
+ * in a driver call, end the context too. */
 #include <time.h>
 
 #include "check.h"
@@ -217,6 +218,19 @@ int main(void)
 	CHECK(!fx.w->timed_out);
 	issue(v, (void *)(4097ul << 12), true);
 	CHECK(fx.w->timed_out);
+	done(&fx);
+
+	/* a poller stuck in one driver call (behind the kernel) for 2 x the
+	 * limit + 10 s: the main thread's check ends the context; a poller that
+	 * went round recently, or one that has not started, is left alone */
+	fresh(&fx, &v);
+	CHECK(!watchdog_pollers_stuck(fx.w));
+	v->alive_ns = mearas_mono_ns() - (2 * LIMIT_MS + 9000) * 1000000ull;
+	CHECK(!watchdog_pollers_stuck(fx.w));
+	v->alive_ns = mearas_mono_ns() - (2 * LIMIT_MS + 10100) * 1000000ull;
+	CHECK(watchdog_pollers_stuck(fx.w));
+	CHECK(fx.w->timed_out);
+	CHECK_EQ(((struct mearas_region_hdr *)fx.w->region)->state, MEARAS_BACKEND_TIMED_OUT);
 	done(&fx);
 
 	printf("watchdog: ok\n");
