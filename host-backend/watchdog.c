@@ -254,15 +254,16 @@ int watchdog_nap_ms(struct vgpu *v)
 
 bool watchdog_pollers_stuck(struct worker *w)
 {
-	uint64_t now = mearas_mono_ns();
 	uint64_t bound = (STUCK_FACTOR * (uint64_t)w->cfg->kernel_timeout_ms + STUCK_EXTRA_MS) * 1000000ull;
 
 	for (unsigned i = 0; i < w->nvgpus; i++) {
 		struct vgpu *v = &w->vgpus[i];
 		uint64_t alive = atomic_load_explicit(&v->alive_ns, memory_order_relaxed);
+		/* read after alive: the poller may have gone round since */
+		uint64_t now = mearas_mono_ns();
 		char why[160];
 
-		if (!v->watch || !alive || v->poller_done || now - alive <= bound)
+		if (!v->watch || !alive || v->poller_done || now < alive || now - alive <= bound)
 			continue;
 		snprintf(why, sizeof(why), "its poller has been inside one driver call for %llu ms "
 			 "(waiting behind a kernel past the limit?)", (unsigned long long)((now - alive) / 1000000));
