@@ -5,7 +5,8 @@
 # alone, while tenant A's kernel spins on every SM, and after mearasd's
 # limit ended A's context. Passes when A got cudaErrorLaunchTimeout within
 # the limit plus 2 s, mearasd logged it, A's worker exited, and B's
-# throughput after is at least 0.8 of its alone figure (kernels and copies).
+# throughput after is at least WATCHDOG_MIN_RATIO (default 0.8) of its alone
+# figure (kernels and copies).
 # Writes experiments/results/watchdog.json; last line "watchdog: ok ..." or
 # "watchdog: FAILED ...".
 #   scripts/gpu-watchdog.sh OUTDIR "DEVICE DESCRIPTION" [cuda|sim]
@@ -14,6 +15,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 out=$1 desc=$2 dev=${3:-cuda}
 limit=${WATCHDOG_LIMIT_MS:-3000}
+min_ratio=${WATCHDOG_MIN_RATIO:-0.8}
 work=$(mktemp -d /tmp/mearas-watchdog.XXXXXX)
 sock=$work/mearasd.sock
 log=$out/watchdog-mearasd.log
@@ -58,9 +60,9 @@ victim=
 logged=$(grep -c "GPU time limit: .* has run [0-9]* ms, past the limit of $limit ms" "$log")
 
 python3 - "$out/watchdog-victim.txt" "$out/watchdog-spin.txt" "$limit" "$spin_rc" "$victim_rc" "$gone" \
-	"$logged" "$desc" "$dev" <<'EOT'
+	"$logged" "$desc" "$dev" "$min_ratio" <<'EOT'
 import json, sys, time
-victim, spin, limit, spin_rc, victim_rc, gone, logged, desc, dev = sys.argv[1:]
+victim, spin, limit, spin_rc, victim_rc, gone, logged, desc, dev, min_ratio = sys.argv[1:]
 def kv(path):
     return dict(l.split("=", 1) for l in open(path).read().splitlines() if "=" in l and " " not in l.split("=", 1)[0])
 b, a = kv(victim), kv(spin)
@@ -71,11 +73,11 @@ ratio = {k: (after[k] / alone[k] if alone[k] and after[k] is not None else None)
 took = num(a, "timeout_after_ms")
 ok = (spin_rc == "0" and a.get("spin_status") == "cudaErrorLaunchTimeout" and took is not None
       and took <= int(limit) + 2000 and victim_rc == "0" and gone == "true" and int(logged) >= 1
-      and all(r is not None and r >= 0.8 for r in ratio.values()))
+      and all(r is not None and r >= float(min_ratio) for r in ratio.values()))
 res = {"device": desc, "mearasd_device": dev, "limit_ms": int(limit), "timeout_after_ms": took,
        "spin_status": a.get("spin_status"), "spinning_worker_exited": gone == "true",
        "log_line": int(logged) >= 1, "victim": {"alone": alone, "during_spin": during, "after": after},
-       "after_over_alone": ratio, "ok": ok, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+       "after_over_alone": ratio, "min_ratio": float(min_ratio), "ok": ok, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 json.dump(res, open("experiments/results/watchdog.json", "w"), indent=2)
 open("experiments/results/watchdog.json", "a").write("\n")
 f = lambda x, p=0: "?" if x is None else f"{x:.{p}f}"
