@@ -280,6 +280,8 @@ static int destroy_obj(struct vgpu *v, struct handle_table *t, void *obj, uint64
 		struct ev_hold *h = hold_find(v, obj);
 
 		if (h) {
+			refuse_log(v, "event destroyed while %u synchronizations wait on it: destroyed when they end",
+				   h->refs);
 			h->orphan = true;
 			return 0;
 		}
@@ -466,8 +468,12 @@ static int op_MEMCPY_2D(struct vgpu *v, const struct mearas_sqe *e, struct meara
 	if (width == 0 || height == 0)
 		return 0;
 	if (width > dpitch || width > spitch || height > (1ull << 32) ||
-	    dpitch > (1ull << 40) || spitch > (1ull << 40))
+	    dpitch > (1ull << 40) || spitch > (1ull << 40)) {
+		refuse_log(v, "2D copy refused: %llu rows of %llu bytes, pitches %llu/%llu: bad pitch or height",
+			   (unsigned long long)height, (unsigned long long)width, (unsigned long long)dpitch,
+			   (unsigned long long)spitch);
 		return cudaErrorInvalidPitchValue;
+	}
 	if (!range_2d_span(width, dpitch, height, &dspan) || !range_2d_span(width, spitch, height, &sspan)) {
 		refuse_log(v, "2D copy refused: %llu rows of %llu bytes, pitches %llu/%llu span past 2^64",
 			   (unsigned long long)height, (unsigned long long)width, (unsigned long long)dpitch,
