@@ -4,8 +4,10 @@
  * event after EVENT_DESTROY (or a device reset) freed it. Here one "thread"
  * waits on an event behind a busy stream while another destroys the event,
  * 20 times; then a reset destroys an event a wait recorded after it still
- * needs. Every wait must end with cudaSuccess once the work is done, the
- * destroyed id must be unknown at once, and the worker must keep serving.
+ * needs. Every wait must end with cudaSuccess once its event's work is done
+ * (also when the client makes new events meanwhile, which may take the
+ * destroyed event's memory), the destroyed id must be unknown at once, and
+ * the worker must keep serving.
  *   event_sync_after_destroy SOCKET
  * Exit 0 when all of that held.
  */
@@ -72,20 +74,33 @@ int main(int argc, char **argv)
 	h.slot = 1;
 	EXPECT(load_spin(&h) == 0, "spin kernel");
 	EXPECT(sim_call1(&h, 0, MEARAS_OP_STREAM_CREATE, 0, 5, 0) == 0, "stream");
+	EXPECT(sim_call1(&h, 0, MEARAS_OP_STREAM_CREATE, 0, 6, 0) == 0, "stream 6");
+	sim_launch_u32(&h, 0, SPIN_FUNC, 6, 600000);    /* busy for 10 minutes */
+	EXPECT(sim_call1(&h, 0, MEARAS_OP_EVENT_CREATE, 0, 8, 0) == 0, "event 8");
 	for (int i = 0; i < 20; i++) {
 		uint64_t ud = 1000 + i;
 
 		EXPECT(sim_call1(&h, 0, MEARAS_OP_EVENT_CREATE, 0, 3, 0) == 0, "event %d", i);
 		sim_launch_u32(&h, 0, SPIN_FUNC, 5, 100);
 		EXPECT(sim_call1(&h, 0, MEARAS_OP_EVENT_RECORD, 5, 3, 0) == 0, "record %d", i);
+		/* its twin, to see afterwards that the wait did not end early */
+		EXPECT(sim_call1(&h, 0, MEARAS_OP_EVENT_RECORD, 5, 8, 0) == 0, "record 8, %d", i);
 		event_sync(&h, 3, 2, ud);
 		r = sim_call1(&h, 0, MEARAS_OP_EVENT_DESTROY, 0, 3, 0);
 		EXPECT(r == 0, "destroy %d: %d", i, r);
 		r = sim_call1(&h, 0, MEARAS_OP_EVENT_QUERY, 0, 3, 0);
 		EXPECT(r == SEC_cudaErrorInvalidResourceHandle, "query after destroy %d: %d", i, r);
+		/* a new event, recorded behind work that never ends: where the
+		 * destroyed event's memory went to it, the wait would hang */
+		EXPECT(sim_call1(&h, 0, MEARAS_OP_EVENT_CREATE, 0, 9, 0) == 0, "event 9, %d", i);
+		EXPECT(sim_call1(&h, 0, MEARAS_OP_EVENT_RECORD, 6, 9, 0) == 0, "record 9, %d", i);
 		r = completion(&h, 2, ud);
-		EXPECT(r == 0, "wait %d on the destroyed event: %d (-1000: none, the worker died?)", i, r);
+		EXPECT(r == 0, "wait %d on the destroyed event: %d (-1000: none within 5 s)", i, r);
+		r = sim_call1(&h, 0, MEARAS_OP_EVENT_QUERY, 0, 8, 0);
+		EXPECT(r == 0, "wait %d ended before the work it waited for (twin event: %d)", i, r);
+		EXPECT(sim_call1(&h, 0, MEARAS_OP_EVENT_DESTROY, 0, 9, 0) == 0, "destroy 9, %d", i);
 	}
+	EXPECT(sim_call1(&h, 0, MEARAS_OP_STREAM_DESTROY, 0, 6, 0) == 0, "stream 6");
 	printf("20 waits survived the destruction of their event\n");
 
 	/* a reset destroys every event, one a later wait still needs included */

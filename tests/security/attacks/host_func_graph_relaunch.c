@@ -65,7 +65,7 @@ int main(int argc, char **argv)
 {
 	struct hostile h;
 	struct mearas_cqe c;
-	uint64_t last = 0;
+	uint64_t last = 0, runs[200];
 	int r;
 
 	if (argc < 2 || (r = hostile_connect(&h, argv[1], 1, 16ull << 20, NULL))) {
@@ -86,10 +86,13 @@ int main(int argc, char **argv)
 		EXPECT(host_request(&h, &c) == 0, "launch %d: no host-function request", i);
 		EXPECT((c.flags & MEARAS_CQE_HOST_FUNC) && c.val[0] == TOKEN, "launch %d: request %#x token %llu", i,
 		       c.flags, (unsigned long long)c.val[0]);
-		EXPECT(c.user_data > last, "launch %d: run number %llu after %llu", i,
-		       (unsigned long long)c.user_data, (unsigned long long)last);
-		last = c.user_data;
+		runs[i] = c.user_data;
 		host_done(&h, TOKEN, c.user_data);
+	}
+	for (int i = 0; i < 200; i++) {
+		EXPECT(runs[i] > last, "launch %d: run number %llu after %llu", i, (unsigned long long)runs[i],
+		       (unsigned long long)last);
+		last = runs[i];
 	}
 	printf("200 launches of a destroyed graph's instantiation: one request each\n");
 	EXPECT(sim_call1(&h, 0, MEARAS_OP_GRAPH_EXEC_DESTROY, 0, 8, 0) == 0, "exec destroy");
