@@ -107,6 +107,10 @@ $(BUILD)/tests/gpu/isolation: tests/gpu/isolation.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 -cudart shared $(NVCC_ARCH) -Xcompiler -Wall,-Werror -o $@ $<
 
+$(BUILD)/tests/gpu/event_destroy_wait: tests/gpu/event_destroy_wait.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -std=c++17 -cudart shared $(NVCC_ARCH) -Xcompiler -Wall,-Werror -o $@ $<
+
 $(BUILD)/tests/gpu/tcp_bench: tests/gpu/tcp_bench.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -pthread -o $@ $<
@@ -128,7 +132,8 @@ busybox:
 		echo "busybox: $(BUSYBOX) -> $(BUILD)/tools/busybox"; \
 	fi
 
-gpu-build: all busybox $(BUILD)/experiments/microbench $(BUILD)/tests/gpu/isolation $(BUILD)/tests/gpu/tcp_bench
+gpu-build: all busybox $(BUILD)/experiments/microbench $(BUILD)/tests/gpu/isolation $(BUILD)/tests/gpu/tcp_bench \
+	   $(BUILD)/tests/gpu/event_destroy_wait
 	$(MAKE) -C tests/cuda
 	$(MAKE) -C experiments/apps
 	$(MAKE) -C tests/control all

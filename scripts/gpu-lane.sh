@@ -56,6 +56,15 @@ else
 	suite_rc=1
 fi
 
+echo "== record lifetimes: waits on events destroyed, or reset, meanwhile"
+if LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock timeout 120 build/tests/gpu/event_destroy_wait \
+	>"$out/event-destroy-wait.txt" 2>&1 && grep -q '^PASS' "$out/event-destroy-wait.txt"; then
+	lifetimes="ok ($(grep -v PASS "$out/event-destroy-wait.txt" | tr '\n' ';'))"
+else
+	lifetimes="FAILED (see event-destroy-wait.txt)"
+	suite_rc=1
+fi
+
 echo "== assembly manager: mearas run --vgpus 2"
 assembly=$(scripts/gpu-assembly.sh "$sock" "$ctl" "$out" 2>&1 | tail -1)
 case "$assembly" in "assembly: ok"*) ;; *) suite_rc=1 ;; esac
@@ -104,6 +113,7 @@ table() {
 	cat "$out/suite-compare.txt"
 	echo
 	echo "== fault isolation: $isolation"
+	echo "== record lifetimes: $lifetimes"
 	echo "== $assembly"
 	echo
 	echo "== remote vGPU (issue 4 targets)"
