@@ -1365,11 +1365,11 @@ int exec_poll_pending(struct vgpu *v)
 
 void exec_drop_pending(struct vgpu *v)
 {
-	for (size_t i = 0; i < v->npend; i++) {
-		if (v->pend[i].action == PENDING_RELEASE)
-			share_put(v, (struct hf_share *)(uintptr_t)v->pend[i].arg);
+	/* a graph launch not done may still run its host functions on a driver
+	 * thread: its share of them is left to the process (bounded by
+	 * MEARAS_MAX_CAPTURED_HOST_FUNCS), never freed under it */
+	for (size_t i = 0; i < v->npend; i++)
 		release_fence(v, &v->pend[i]);
-	}
 	v->npend = 0;
 }
 
