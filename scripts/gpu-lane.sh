@@ -56,12 +56,17 @@ else
 	suite_rc=1
 fi
 
-echo "== record lifetimes: waits on events destroyed, or reset, meanwhile"
+echo "== record lifetimes: graph host functions relaunched; waits on events destroyed, or reset, meanwhile"
+timeout 120 tests/cuda/build/graph_host_func >"$out/graph-host-func-native.txt" 2>&1
+LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock timeout 120 tests/cuda/build/graph_host_func \
+	>"$out/graph-host-func.txt" 2>&1
+graph_rc=$?
 if LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock timeout 120 build/tests/gpu/event_destroy_wait \
-	>"$out/event-destroy-wait.txt" 2>&1 && grep -q '^PASS' "$out/event-destroy-wait.txt"; then
-	lifetimes="ok ($(grep -v PASS "$out/event-destroy-wait.txt" | tr '\n' ';'))"
+	>"$out/event-destroy-wait.txt" 2>&1 && grep -q '^PASS' "$out/event-destroy-wait.txt" &&
+	[ $graph_rc -eq 0 ] && diff -q "$out/graph-host-func.txt" "$out/graph-host-func-native.txt" >/dev/null; then
+	lifetimes="ok (graph_host_func as native; $(grep -v PASS "$out/event-destroy-wait.txt" | tr '\n' ';'))"
 else
-	lifetimes="FAILED (see event-destroy-wait.txt)"
+	lifetimes="FAILED (see graph-host-func*.txt, event-destroy-wait.txt)"
 	suite_rc=1
 fi
 
