@@ -110,6 +110,9 @@ $(BUILD)/tests/gpu/isolation: tests/gpu/isolation.cu
 $(BUILD)/tests/gpu/watchdog: tests/gpu/watchdog.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 -cudart shared $(NVCC_ARCH) -Xcompiler -Wall,-Werror -o $@ $<
+$(BUILD)/tests/gpu/event_destroy_wait: tests/gpu/event_destroy_wait.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -std=c++17 -cudart shared $(NVCC_ARCH) -Xcompiler -Wall,-Werror -o $@ $<
 
 $(BUILD)/tests/gpu/tcp_bench: tests/gpu/tcp_bench.c
 	@mkdir -p $(dir $@)
@@ -133,7 +136,7 @@ busybox:
 	fi
 
 gpu-build: all busybox $(BUILD)/experiments/microbench $(BUILD)/tests/gpu/isolation $(BUILD)/tests/gpu/tcp_bench \
-	   $(BUILD)/tests/gpu/watchdog
+	   $(BUILD)/tests/gpu/watchdog $(BUILD)/tests/gpu/event_destroy_wait
 	$(MAKE) -C tests/cuda
 	$(MAKE) -C experiments/apps
 	$(MAKE) -C tests/control all

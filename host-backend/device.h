@@ -65,6 +65,8 @@ struct mdev_ops {
 			uint32_t *nparams, uint32_t *param_bytes);
 	/* the kernel's name, for log lines (NULL when unknown) */
 	const char *(*func_name)(struct mdev *d, void *func);
+	/* a function from func_get is no longer used (before its module unloads) */
+	void (*func_put)(struct mdev *d, void *func);
 	int (*func_attrs)(struct mdev *d, void *func, uint64_t out[2]);
 	int (*func_set_attr)(struct mdev *d, void *func, int attr, int value);
 	int (*occupancy)(struct mdev *d, void *func, int block, size_t smem, int *blocks);
@@ -97,6 +99,10 @@ struct mdev_ops {
 	int (*graph_node_count)(struct mdev *d, void *graph, uint64_t *count);
 	/* run fn(arg) in stream order on s; the stream waits until fn returns */
 	int (*host_func)(struct mdev *d, void *s, void (*fn)(void *), void *arg);
+	/* the args of a captured graph's host-function nodes that call fn: up
+	 * to max of them in args, their number in *n */
+	int (*graph_host_funcs)(struct mdev *d, void *graph, void (*fn)(void *), void **args, size_t max,
+				size_t *n);
 };
 
 extern const struct mdev_ops mdev_sim_ops;

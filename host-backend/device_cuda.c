@@ -40,7 +40,7 @@
 	X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy)                \
 	X(cuLaunchHostFunc) X(cuGetErrorName) X(cuDeviceCanAccessPeer)        \
 	X(cuCtxSynchronize) X(cuStreamSynchronize) X(cuEventSynchronize)        \
-	X(cuGraphGetNodes)
+	X(cuGraphGetNodes) X(cuGraphNodeGetType) X(cuGraphHostNodeGetParams)
 
 #define SYM_STR2(x) #x
 #define SYM_STR(x) SYM_STR2(x)
@@ -385,6 +385,12 @@ static int cuda_func_get(struct mdev *d, void *module, const char *name, void **
 	return 0;
 }
 
+static void cuda_func_put(struct mdev *d, void *func)
+{
+	(void)d;
+	free(func);
+}
+
 static int cuda_func_attrs(struct mdev *d, void *func, uint64_t out[2])
 {
 	struct cuda_func *f = func;
@@ -619,6 +625,40 @@ static int cuda_host_func(struct mdev *d, void *s, void (*fn)(void *), void *arg
 	return cu_err(p_cuLaunchHostFunc((CUstream)s, fn, arg));
 }
 
+static int cuda_graph_host_funcs(struct mdev *d, void *graph, void (*fn)(void *), void **args, size_t max,
+				 size_t *n)
+{
+	CUgraphNode *nodes;
+	size_t count = 0;
+	int r;
+
+	(void)d;
+	*n = 0;
+	r = cu_err(p_cuGraphGetNodes((CUgraph)graph, NULL, &count));
+	if (r || !count)
+		return r;
+	nodes = calloc(count, sizeof(*nodes));
+	if (!nodes)
+		return cudaErrorMemoryAllocation;
+	r = cu_err(p_cuGraphGetNodes((CUgraph)graph, nodes, &count));
+	for (size_t i = 0; !r && i < count; i++) {
+		CUgraphNodeType t;
+		CUDA_HOST_NODE_PARAMS hp;
+
+		r = cu_err(p_cuGraphNodeGetType(nodes[i], &t));
+		if (r || t != CU_GRAPH_NODE_TYPE_HOST)
+			continue;
+		r = cu_err(p_cuGraphHostNodeGetParams(nodes[i], &hp));
+		if (!r && hp.fn == fn) {
+			if (*n < max)
+				args[*n] = hp.userData;
+			(*n)++;
+		}
+	}
+	free(nodes);
+	return r;
+}
+
 const struct mdev_ops mdev_cuda_ops = {
 	.name = "cuda",
 	.startup_note = "local GPUs through the CUDA driver API",
@@ -662,6 +702,8 @@ const struct mdev_ops mdev_cuda_ops = {
 	.graph_destroy = cuda_graph_destroy,
 	.graph_exec_destroy = cuda_graph_exec_destroy,
 	.host_func = cuda_host_func,
+	.graph_host_funcs = cuda_graph_host_funcs,
+	.func_put = cuda_func_put,
 	.flush_output = cuda_flush_output,
 	.graph_node_count = cuda_graph_node_count,
 };

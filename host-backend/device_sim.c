@@ -6,8 +6,16 @@
  * completes before the next starts), fat binaries are parsed to resolve
  * kernels by name and check their parameter sizes, and kernel launches are
  * counted, not run. It lets the CPU lane test everything but kernel execution.
- * One model kernel never finishes (mearas_sim_spin, below), for the GPU time
- * limit.
+ *
+ * Two models let tests see work that is not done yet and graphs:
+ *  - time: a launch of mearas_sim_spin(unsigned ms) keeps its stream busy
+ *    for ms milliseconds; events recorded behind it pass only then, and
+ *    streams that wait for them inherit the delay (copies still move their
+ *    bytes at once);
+ *  - capture: work put on a capturing stream is recorded as graph nodes
+ *    (copies, memsets, launches, host functions) and replayed at each
+ *    launch of the instantiated graph. Captures are single-stream here.
+ * And one kernel never finishes (mearas_sim_hang), for the GPU time limit.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -44,25 +52,56 @@ struct sim_module {
 struct sim_event {
 	struct timespec when;
 	int recorded;
-	int never;              /* recorded behind a kernel that never finishes */
+	int in_capture;         /* last recorded on a capturing stream */
 	unsigned flags;
+	uint64_t ready_ns;      /* passes at this monotonic time */
 };
 
-#define SIM_MAX_STUCK 64
+/* A function: what func_get hands out, one per lookup as on a GPU. */
+struct sim_func {
+	const struct mearas_kernel_info *k;
+};
+
+enum sim_node_kind { SN_COPY, SN_COPY_2D, SN_MEMSET, SN_MEMSET_2D, SN_LAUNCH, SN_HOST };
+
+struct sim_node {
+	enum sim_node_kind kind;
+	int dir;
+	uint64_t dst, dpitch, src, spitch, width, height;
+	uint32_t value;
+	unsigned elem;
+	char *name;             /* SN_LAUNCH: kernel name and a copy of the parameters */
+	void *params;
+	uint32_t param_bytes;
+	void (*fn)(void *);     /* SN_HOST */
+	void *arg;
+};
+
+/* A captured graph; instantiations share it (refs). */
+struct sim_graph {
+	struct sim_node *nodes;
+	size_t n, cap;
+	unsigned refs;
+};
+
+struct sim_exec {
+	struct sim_graph *g;
+};
+
+struct sim_stream {
+	uint64_t busy_until;    /* monotonic ns its work finishes (mearas_sim_spin) */
+	struct sim_graph *capture;      /* capturing into this graph */
+};
 
 struct mdev {
 	pthread_mutex_t lock;   /* chunks are changed by one poller, read by others (peer copies) */
 	struct sim_chunk *chunks;
 	size_t nchunks, cap;
 	uint64_t launches;
-	int stream_token;       /* streams need a unique non-NULL handle */
+	struct sim_stream legacy;       /* the default stream */
 	uint64_t globals_next, globals_end;
 	uint8_t *host_base;     /* the registered (mapped) host range: the data area */
 	size_t host_size;
-	/* streams held by mearas_sim_spin, directly or through an event wait;
-	 * only the vGPU's poller touches them */
-	void *stuck[SIM_MAX_STUCK];
-	unsigned nstuck;
 };
 
 /* Every model of this worker, so copies can reach a peer vGPU's memory. */
@@ -288,11 +327,54 @@ static uint8_t *sim_any_host(struct mdev *d, uint64_t va, uint64_t len)
 	return p;
 }
 
+static uint64_t sim_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The graph a stream captures into, or NULL. */
+static struct sim_graph *capturing(void *stream)
+{
+	return stream ? ((struct sim_stream *)stream)->capture : NULL;
+}
+
+static int graph_add(struct sim_graph *g, const struct sim_node *n)
+{
+	if (g->n == g->cap) {
+		size_t ncap = g->cap ? g->cap * 2 : 16;
+		struct sim_node *nn = realloc(g->nodes, ncap * sizeof(*nn));
+
+		if (!nn)
+			return cudaErrorMemoryAllocation;
+		g->nodes = nn;
+		g->cap = ncap;
+	}
+	g->nodes[g->n++] = *n;
+	return 0;
+}
+
+static void graph_put(struct sim_graph *g)
+{
+	if (--g->refs)
+		return;
+	for (size_t i = 0; i < g->n; i++) {
+		free(g->nodes[i].name);
+		free(g->nodes[i].params);
+	}
+	free(g->nodes);
+	free(g);
+}
+
 static int sim_copy(struct mdev *d, void *stream, int dir, uint64_t dst, uint64_t src, uint64_t size)
 {
 	uint8_t *s, *t;
 
-	(void)stream;
+	if (capturing(stream))
+		return graph_add(capturing(stream), &(struct sim_node){ .kind = SN_COPY, .dir = dir, .dst = dst,
+									.src = src, .width = size });
 	switch (dir) {
 	case MEARAS_COPY_HTOD:
 		t = sim_any_host(d, dst, size);
@@ -322,8 +404,12 @@ static int sim_copy(struct mdev *d, void *stream, int dir, uint64_t dst, uint64_
 static int sim_copy_2d(struct mdev *d, void *stream, int dir, uint64_t dst, uint64_t dpitch,
 		       uint64_t src, uint64_t spitch, uint64_t width, uint64_t height)
 {
+	if (capturing(stream))
+		return graph_add(capturing(stream), &(struct sim_node){ .kind = SN_COPY_2D, .dir = dir, .dst = dst,
+									.dpitch = dpitch, .src = src, .spitch = spitch,
+									.width = width, .height = height });
 	for (uint64_t r = 0; r < height; r++) {
-		int e = sim_copy(d, stream, dir, dst + r * dpitch, src + r * spitch, width);
+		int e = sim_copy(d, NULL, dir, dst + r * dpitch, src + r * spitch, width);
 
 		if (e)
 			return e;
@@ -336,7 +422,9 @@ static int sim_memset(struct mdev *d, void *stream, uint64_t dst, uint32_t value
 {
 	uint8_t *p;
 
-	(void)stream;
+	if (capturing(stream))
+		return graph_add(capturing(stream), &(struct sim_node){ .kind = SN_MEMSET, .dst = dst, .value = value,
+									.width = count, .elem = elem });
 	if (count > UINT64_MAX / elem)
 		return cudaErrorInvalidValue;
 	p = sim_any_host(d, dst, count * elem);
@@ -359,8 +447,12 @@ static int sim_memset(struct mdev *d, void *stream, uint64_t dst, uint32_t value
 static int sim_memset_2d(struct mdev *d, void *stream, uint64_t dst, uint64_t pitch, uint8_t value,
 			 uint64_t width, uint64_t height)
 {
+	if (capturing(stream))
+		return graph_add(capturing(stream), &(struct sim_node){ .kind = SN_MEMSET_2D, .dst = dst,
+									.dpitch = pitch, .value = value,
+									.width = width, .height = height });
 	for (uint64_t r = 0; r < height; r++) {
-		int e = sim_memset(d, stream, dst + r * pitch, value, width, 1);
+		int e = sim_memset(d, NULL, dst + r * pitch, value, width, 1);
 
 		if (e)
 			return e;
@@ -403,21 +495,38 @@ static void sim_module_unload(struct mdev *d, void *module)
 	free(m);
 }
 
-/* A function is its kernel's entry in the module's index: it lives as long
- * as the module, so nothing is allocated per lookup. */
+/* A function refers to its kernel's entry in the module's index; like the
+ * GPU device, each lookup allocates a record, freed by func_put. */
 static int sim_func_get(struct mdev *d, void *module, const char *name, void **func,
 			uint32_t *nparams, uint32_t *param_bytes)
 {
 	struct sim_module *m = module;
 	const struct mearas_kernel_info *k = mearas_fatbin_find_kernel(m->index, name);
+	struct sim_func *f;
 
 	(void)d;
 	if (!k)
 		return cudaErrorInvalidDeviceFunction;
+	f = malloc(sizeof(*f));
+	if (!f)
+		return cudaErrorMemoryAllocation;
+	f->k = k;
 	*nparams = k->nparams;
 	*param_bytes = k->param_bytes;
-	*func = (void *)(uintptr_t)k;
+	*func = f;
 	return 0;
+}
+
+static void sim_func_put(struct mdev *d, void *func)
+{
+	(void)d;
+	free(func);
+}
+
+static const char *sim_func_name(struct mdev *d, void *func)
+{
+	(void)d;
+	return ((struct sim_func *)func)->k->name;
 }
 
 static int sim_func_attrs(struct mdev *d, void *func, uint64_t out[2])
@@ -508,34 +617,6 @@ static int sim_global_get(struct mdev *d, void *module, const char *name, uint64
  */
 #define SIM_KERNEL_ADD_U32 "mearas_sim_add_u32"
 
-/*
- * A kernel that never finishes: work behind it on its stream (events,
- * fences, host functions, streams that wait for it) never completes until
- * the context is torn down, i.e. the worker process exits. On a GPU:
- *   extern "C" __global__ void mearas_sim_spin(volatile unsigned *flag)
- *   { while (!*flag) ; }
- * with a flag that stays 0.
- */
-#define SIM_KERNEL_SPIN "mearas_sim_spin"
-
-static bool sim_stuck(struct mdev *d, void *s)
-{
-	for (unsigned i = 0; i < d->nstuck; i++)
-		if (d->stuck[i] == s)
-			return true;
-	return false;
-}
-
-static int sim_make_stuck(struct mdev *d, void *s)
-{
-	if (sim_stuck(d, s))
-		return 0;
-	if (d->nstuck == SIM_MAX_STUCK)
-		return cudaErrorLaunchOutOfResources;
-	d->stuck[d->nstuck++] = s;
-	return 0;
-}
-
 static int sim_add_u32(struct mdev *d, const void *params, uint32_t len)
 {
 	uint64_t p;
@@ -559,26 +640,83 @@ static int sim_add_u32(struct mdev *d, const void *params, uint32_t len)
 	return 0;
 }
 
+/* mearas_sim_spin(unsigned ms): the stream is busy for ms milliseconds. */
+#define SIM_KERNEL_SPIN "mearas_sim_spin"
+
+static void sim_spin(struct sim_stream *s, const void *params, uint32_t len)
+{
+	uint32_t ms = 0;
+	uint64_t now = sim_now_ns();
+
+	if (len >= 4)
+		memcpy(&ms, params, 4);
+	if (s->busy_until < now)
+		s->busy_until = now;
+	s->busy_until += (uint64_t)ms * 1000000ull;
+}
+
+/*
+ * A kernel that never finishes: work behind it on its stream (events,
+ * fences, host functions, streams that wait for it) never completes until
+ * the context is torn down, i.e. the worker process exits. On a GPU:
+ *   extern "C" __global__ void mearas_sim_hang(volatile unsigned *flag)
+ *   { while (!*flag) ; }
+ * with a flag that stays 0.
+ */
+#define SIM_KERNEL_HANG "mearas_sim_hang"
+#define SIM_NEVER UINT64_MAX
+
+static bool sim_hung(const struct sim_stream *s)
+{
+	return s->busy_until == SIM_NEVER;
+}
+
+/* Runs a kernel by name on stream s (a launch, or a graph's kernel node). */
+static int run_kernel(struct mdev *d, const char *name, void *stream, const void *params, uint32_t len)
+{
+	d->launches++;
+	if (!strcmp(name, SIM_KERNEL_ADD_U32))
+		return sim_add_u32(d, params, len);
+	if (!strcmp(name, SIM_KERNEL_SPIN) && !sim_hung(stream))
+		sim_spin(stream, params, len);
+	if (!strcmp(name, SIM_KERNEL_HANG))
+		((struct sim_stream *)stream)->busy_until = SIM_NEVER;
+	return 0;
+}
+
 static int sim_launch(struct mdev *d, void *func, void *stream, const struct mdev_launch *l)
 {
-	const struct mearas_kernel_info *k = func;
+	const struct mearas_kernel_info *k = ((struct sim_func *)func)->k;
+	struct sim_node n = { .kind = SN_LAUNCH, .param_bytes = l->param_bytes };
+	int r;
 
 	if (l->param_bytes != k->param_bytes) {
 		log_warn("sim: launch of %s with %u parameter bytes, kernel takes %u",
 			 k->name, l->param_bytes, k->param_bytes);
 		return cudaErrorInvalidValue;
 	}
-	d->launches++;
-	if (!strcmp(k->name, SIM_KERNEL_ADD_U32))
-		return sim_add_u32(d, l->params, l->param_bytes);
-	if (!strcmp(k->name, SIM_KERNEL_SPIN))
-		return sim_make_stuck(d, stream);
-	return 0;
+	if (!capturing(stream))
+		return run_kernel(d, k->name, stream, l->params, l->param_bytes);
+	/* a graph node outlives the function and the caller's buffer: copies */
+	n.name = strdup(k->name);
+	n.params = malloc(l->param_bytes ? l->param_bytes : 1);
+	if (!n.name || !n.params) {
+		free(n.name);
+		free(n.params);
+		return cudaErrorMemoryAllocation;
+	}
+	memcpy(n.params, l->params, l->param_bytes);
+	r = graph_add(capturing(stream), &n);
+	if (r) {
+		free(n.name);
+		free(n.params);
+	}
+	return r;
 }
 
 static void *sim_stream_default(struct mdev *d)
 {
-	return &d->stream_token;
+	return &d->legacy;
 }
 
 static int sim_stream_create(struct mdev *d, unsigned flags, int priority, void **s)
@@ -586,23 +724,31 @@ static int sim_stream_create(struct mdev *d, unsigned flags, int priority, void 
 	(void)d;
 	(void)flags;
 	(void)priority;
-	*s = malloc(1);
+	*s = calloc(1, sizeof(struct sim_stream));
 	return *s ? 0 : cudaErrorMemoryAllocation;
 }
 
 static int sim_stream_destroy(struct mdev *d, void *s)
 {
-	for (unsigned i = 0; i < d->nstuck; i++)
-		if (d->stuck[i] == s)
-			d->stuck[i] = d->stuck[--d->nstuck];
-	free(s);
+	struct sim_stream *st = s;
+
+	(void)d;
+	if (st->capture)
+		graph_put(st->capture);
+	free(st);
 	return 0;
 }
 
 static int sim_stream_wait_event(struct mdev *d, void *s, void *ev, unsigned flags)
 {
+	struct sim_stream *st = s;
+	struct sim_event *e = ev;
+
+	(void)d;
 	(void)flags;
-	return ((struct sim_event *)ev)->never ? sim_make_stuck(d, s) : 0;
+	if (!st->capture && e->ready_ns > st->busy_until)
+		st->busy_until = e->ready_ns;
+	return 0;
 }
 
 static int sim_event_create(struct mdev *d, unsigned flags, void **e)
@@ -627,17 +773,34 @@ static int sim_event_destroy(struct mdev *d, void *e)
 static int sim_event_record(struct mdev *d, void *e, void *s)
 {
 	struct sim_event *ev = e;
+	struct sim_stream *st = s;
+	uint64_t now = sim_now_ns();
 
+	(void)d;
+	if (st->capture) {
+		/* a dependency inside the graph, not a point the host can wait for */
+		ev->in_capture = 1;
+		return 0;
+	}
+	ev->in_capture = 0;
+	ev->ready_ns = st->busy_until > now ? st->busy_until : 0;
 	clock_gettime(CLOCK_MONOTONIC, &ev->when);
+	if (ev->ready_ns) {
+		ev->when.tv_sec = (time_t)(ev->ready_ns / 1000000000ull);
+		ev->when.tv_nsec = (long)(ev->ready_ns % 1000000000ull);
+	}
 	ev->recorded = 1;
-	ev->never = sim_stuck(d, s);
 	return 0;
 }
 
 static int sim_event_query(struct mdev *d, void *e)
 {
+	struct sim_event *ev = e;
+
 	(void)d;
-	return ((struct sim_event *)e)->never ? cudaErrorNotReady : 0;
+	if (ev->in_capture)
+		return cudaErrorStreamCaptureUnsupported;
+	return ev->ready_ns && sim_now_ns() < ev->ready_ns ? cudaErrorNotReady : 0;
 }
 
 static int sim_event_elapsed(struct mdev *d, void *start, void *end, float *ms)
@@ -649,6 +812,8 @@ static int sim_event_elapsed(struct mdev *d, void *start, void *end, float *ms)
 		return cudaErrorInvalidResourceHandle;
 	if ((a->flags | b->flags) & cudaEventDisableTiming)
 		return cudaErrorInvalidResourceHandle;
+	if (sim_event_query(d, a) || sim_event_query(d, b))
+		return cudaErrorNotReady;
 	*ms = (float)((double)(b->when.tv_sec - a->when.tv_sec) * 1e3 +
 		      (double)(b->when.tv_nsec - a->when.tv_nsec) / 1e6);
 	return 0;
@@ -656,22 +821,142 @@ static int sim_event_elapsed(struct mdev *d, void *start, void *end, float *ms)
 
 static int sim_host_func(struct mdev *d, void *s, void (*fn)(void *), void *arg)
 {
-	if (sim_stuck(d, s))
+	(void)d;
+	if (capturing(s))
+		return graph_add(capturing(s), &(struct sim_node){ .kind = SN_HOST, .fn = fn, .arg = arg });
+	if (sim_hung(s))
 		return 0; /* never runs: arg goes with the process */
 	fn(arg);
 	return 0;
 }
 
-static const char *sim_func_name(struct mdev *d, void *func)
+static int sim_capture_begin(struct mdev *d, void *s, int mode)
+{
+	struct sim_stream *st = s;
+
+	(void)mode;
+	if (st == &d->legacy)
+		return cudaErrorStreamCaptureUnsupported;
+	if (st->capture)
+		return cudaErrorIllegalState;
+	st->capture = calloc(1, sizeof(*st->capture));
+	if (!st->capture)
+		return cudaErrorMemoryAllocation;
+	st->capture->refs = 1;
+	return 0;
+}
+
+static int sim_capture_end(struct mdev *d, void *s, void **graph)
+{
+	struct sim_stream *st = s;
+
+	(void)d;
+	if (!st->capture)
+		return cudaErrorIllegalState;
+	*graph = st->capture;
+	st->capture = NULL;
+	return 0;
+}
+
+static int sim_capture_status(struct mdev *d, void *s, int *status)
 {
 	(void)d;
-	return ((const struct mearas_kernel_info *)func)->name;
+	*status = capturing(s) ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+	return 0;
+}
+
+static int sim_graph_instantiate(struct mdev *d, void *graph, void **exec)
+{
+	struct sim_exec *x = malloc(sizeof(*x));
+
+	(void)d;
+	if (!x)
+		return cudaErrorMemoryAllocation;
+	x->g = graph;
+	x->g->refs++;
+	*exec = x;
+	return 0;
+}
+
+static int run_node(struct mdev *d, const struct sim_node *n, void *s)
+{
+	switch (n->kind) {
+	case SN_COPY:
+		return sim_copy(d, NULL, n->dir, n->dst, n->src, n->width);
+	case SN_COPY_2D:
+		return sim_copy_2d(d, NULL, n->dir, n->dst, n->dpitch, n->src, n->spitch, n->width, n->height);
+	case SN_MEMSET:
+		return sim_memset(d, NULL, n->dst, n->value, n->width, n->elem);
+	case SN_MEMSET_2D:
+		return sim_memset_2d(d, NULL, n->dst, n->dpitch, (uint8_t)n->value, n->width, n->height);
+	case SN_LAUNCH:
+		return run_kernel(d, n->name, s, n->params, n->param_bytes);
+	case SN_HOST:
+		n->fn(n->arg);
+		return 0;
+	}
+	return cudaErrorInvalidValue;
+}
+
+static int sim_graph_launch(struct mdev *d, void *exec, void *s)
+{
+	struct sim_graph *g = ((struct sim_exec *)exec)->g;
+
+	if (capturing(s))
+		return cudaErrorStreamCaptureUnsupported;
+	for (size_t i = 0; i < g->n; i++) {
+		int r = run_node(d, &g->nodes[i], s);
+
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static void sim_graph_destroy(struct mdev *d, void *graph)
+{
+	(void)d;
+	graph_put(graph);
+}
+
+static void sim_graph_exec_destroy(struct mdev *d, void *exec)
+{
+	struct sim_exec *x = exec;
+
+	(void)d;
+	graph_put(x->g);
+	free(x);
+}
+
+static int sim_graph_node_count(struct mdev *d, void *graph, uint64_t *count)
+{
+	(void)d;
+	*count = ((struct sim_graph *)graph)->n;
+	return 0;
+}
+
+static int sim_graph_host_funcs(struct mdev *d, void *graph, void (*fn)(void *), void **args, size_t max,
+				size_t *n)
+{
+	struct sim_graph *g = graph;
+
+	(void)d;
+	*n = 0;
+	for (size_t i = 0; i < g->n; i++) {
+		if (g->nodes[i].kind != SN_HOST || g->nodes[i].fn != fn)
+			continue;
+		if (*n < max)
+			args[*n] = g->nodes[i].arg;
+		(*n)++;
+	}
+	return 0;
 }
 
 const struct mdev_ops mdev_sim_ops = {
 	.name = "sim",
-	.startup_note = "host-memory device model: memory, copies, memsets, streams, events and "
-			"registration are real; kernel launches are checked and counted, not run",
+	.startup_note = "host-memory device model: memory, copies, memsets, streams, events, "
+			"registration and graphs by capture are real; kernel launches are checked and "
+			"counted, not run",
 	.init = sim_init,
 	.count = sim_count,
 	.open = sim_open,
@@ -689,6 +974,7 @@ const struct mdev_ops mdev_sim_ops = {
 	.module_load = sim_module_load,
 	.module_unload = sim_module_unload,
 	.func_get = sim_func_get,
+	.func_put = sim_func_put,
 	.func_name = sim_func_name,
 	.func_attrs = sim_func_attrs,
 	.func_set_attr = sim_func_set_attr,
@@ -705,4 +991,13 @@ const struct mdev_ops mdev_sim_ops = {
 	.event_query = sim_event_query,
 	.event_elapsed = sim_event_elapsed,
 	.host_func = sim_host_func,
+	.capture_begin = sim_capture_begin,
+	.capture_end = sim_capture_end,
+	.capture_status = sim_capture_status,
+	.graph_instantiate = sim_graph_instantiate,
+	.graph_launch = sim_graph_launch,
+	.graph_destroy = sim_graph_destroy,
+	.graph_exec_destroy = sim_graph_exec_destroy,
+	.graph_node_count = sim_graph_node_count,
+	.graph_host_funcs = sim_graph_host_funcs,
 };

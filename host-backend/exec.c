@@ -8,6 +8,8 @@
  * crash.
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -32,6 +34,34 @@ typedef int (*op_fn)(struct vgpu *v, const struct mearas_sqe *e, struct mearas_c
 #define KNOWN_SQE_FLAGS (MEARAS_SQE_WANT_CQE | MEARAS_SQE_PAYLOAD_ARENA | MEARAS_SQE_PER_THREAD)
 
 /* ---- validation helpers ---- */
+
+/* Refused records are logged, at most REFUSE_LOG_BURST lines a second per
+ * vGPU: a hostile client must not flood the log. */
+#define REFUSE_LOG_BURST 10
+
+static void __attribute__((format(printf, 2, 3))) refuse_log(struct vgpu *v, const char *fmt, ...)
+{
+	uint64_t now = mearas_mono_ns();
+	char msg[256];
+	va_list ap;
+
+	if (now - v->refuse_window_ns >= 1000000000ull) {
+		if (v->refuse_dropped)
+			log_warn("vGPU %u: %u more refused records not logged", v->index, v->refuse_dropped);
+		v->refuse_window_ns = now;
+		v->refuse_lines = 0;
+		v->refuse_dropped = 0;
+	}
+	if (v->refuse_lines >= REFUSE_LOG_BURST) {
+		v->refuse_dropped++;
+		return;
+	}
+	v->refuse_lines++;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_warn("vGPU %u: %s", v->index, msg);
+}
 
 static int payload(struct vgpu *v, const struct mearas_sqe *e, const uint8_t **p, uint32_t *len)
 {
@@ -139,21 +169,134 @@ static bool id_free(struct handle_table *t, uint64_t id)
 	return id != 0 && id < MEARAS_MAX_HANDLES && !htab_get(t, id);
 }
 
+/* ---- client events that pending completions wait on ---- */
+
+static struct ev_hold *hold_find(struct vgpu *v, void *ev)
+{
+	for (struct ev_hold *h = v->holds; h; h = h->next)
+		if (h->ev == ev)
+			return h;
+	return NULL;
+}
+
+static int hold_get(struct vgpu *v, void *ev)
+{
+	struct ev_hold *h = hold_find(v, ev);
+
+	if (!h) {
+		h = calloc(1, sizeof(*h));
+		if (!h)
+			return cudaErrorMemoryAllocation;
+		h->ev = ev;
+		h->next = v->holds;
+		v->holds = h;
+	}
+	h->refs++;
+	return 0;
+}
+
+/* The last pending completion on a client event is gone: destroy the event
+ * now if the client did so meanwhile. */
+static void hold_put(struct vgpu *v, void *ev)
+{
+	struct ev_hold **pp = &v->holds, *h;
+
+	while ((h = *pp) && h->ev != ev)
+		pp = &h->next;
+	if (!h || --h->refs)
+		return;
+	*pp = h->next;
+	if (h->orphan)
+		v->ops->event_destroy(v->dev, h->ev);
+	free(h);
+}
+
+/* ---- host functions captured into graphs ---- */
+
+static void hf_free_list(struct vgpu *v, struct host_func_req *r)
+{
+	while (r) {
+		struct host_func_req *n = r->next;
+
+		free(r);
+		v->hf_ncaptured--;
+		r = n;
+	}
+}
+
+static void share_put(struct vgpu *v, struct hf_share *sh)
+{
+	if (!sh || --sh->refs)
+		return;
+	hf_free_list(v, sh->reqs);
+	free(sh);
+}
+
+/* A stream is going away: completions that would flush its output wait
+ * on their own fence instead (recorded on it, so it says the same). */
+static void forget_stream(struct vgpu *v, void *s)
+{
+	for (size_t i = 0; i < v->npend; i++) {
+		if (v->pend[i].flush_stream == s && v->pend[i].own_fence) {
+			v->pend[i].flush_stream = NULL;
+			v->pend[i].flush_event = v->pend[i].fence;
+		}
+	}
+}
+
+/* Bytes a kernel record costs the device (cuda: parameter offsets). */
+static uint64_t func_cost(uint32_t nparams)
+{
+	return 64 + 4ull * nparams;
+}
+
+/* funcs aux: module id << 48 | parameter count << 32 | parameter bytes */
+static uint64_t func_aux(uint64_t module, uint32_t nparams, uint32_t pbytes)
+{
+	if (nparams > 0xffff)
+		nparams = 0xffff;
+	return module << 48 | (uint64_t)nparams << 32 | pbytes;
+}
+
+static void func_release(struct vgpu *v, void *fn, uint64_t aux)
+{
+	uint64_t cost = func_cost((uint32_t)(aux >> 32) & 0xffff);
+
+	v->func_bytes -= cost < v->func_bytes ? cost : v->func_bytes;
+	if (v->ops->func_put)
+		v->ops->func_put(v->dev, fn);
+}
+
 /* Destroy a device object of the kind that table t holds; the device's
  * status, 0 for the kinds whose destruction cannot fail (modules, graphs).
- * Functions die with their module: nothing to do for them. */
-static int destroy_obj(struct vgpu *v, struct handle_table *t, void *obj)
+ * An event that pending completions wait on is destroyed after the last. */
+static int destroy_obj(struct vgpu *v, struct handle_table *t, void *obj, uint64_t aux)
 {
-	if (t == &v->streams)
+	if (t == &v->streams) {
+		forget_stream(v, obj);
 		return v->ops->stream_destroy(v->dev, obj);
-	if (t == &v->events)
+	}
+	if (t == &v->events) {
+		struct ev_hold *h = hold_find(v, obj);
+
+		if (h) {
+			refuse_log(v, "event destroyed while %u synchronizations wait on it: destroyed when they end",
+				   h->refs);
+			h->orphan = true;
+			return 0;
+		}
 		return v->ops->event_destroy(v->dev, obj);
-	if (t == &v->modules)
+	}
+	if (t == &v->funcs)
+		func_release(v, obj, aux);
+	else if (t == &v->modules)
 		v->ops->module_unload(v->dev, obj);
 	else if (t == &v->graphs)
 		v->ops->graph_destroy(v->dev, obj);
 	else if (t == &v->execs)
 		v->ops->graph_exec_destroy(v->dev, obj);
+	if (t == &v->graphs || t == &v->execs)
+		share_put(v, (struct hf_share *)(uintptr_t)aux);
 	return 0;
 }
 
@@ -163,18 +306,20 @@ static int keep_or_destroy(struct vgpu *v, struct handle_table *t, uint64_t id, 
 	int r = htab_put(t, id, obj, aux);
 
 	if (r)
-		destroy_obj(v, t, obj);
+		destroy_obj(v, t, obj, aux);
 	return r;
 }
 
 /* The *_DESTROY records: take the client's object out of its table, destroy it. */
 static int take_and_destroy(struct vgpu *v, struct handle_table *t, uint64_t id)
 {
-	void *obj = htab_take(t, id);
+	struct hslot *h = htab_get(t, id);
+	uint64_t aux;
 
-	if (!obj)
+	if (!h)
 		return cudaErrorInvalidResourceHandle;
-	return destroy_obj(v, t, obj);
+	aux = h->aux;
+	return destroy_obj(v, t, htab_take(t, id), aux);
 }
 
 static int get_obj(struct handle_table *t, uint64_t id, void **obj)
@@ -323,10 +468,18 @@ static int op_MEMCPY_2D(struct vgpu *v, const struct mearas_sqe *e, struct meara
 	if (width == 0 || height == 0)
 		return 0;
 	if (width > dpitch || width > spitch || height > (1ull << 32) ||
-	    dpitch > (1ull << 40) || spitch > (1ull << 40))
+	    dpitch > (1ull << 40) || spitch > (1ull << 40)) {
+		refuse_log(v, "2D copy refused: %llu rows of %llu bytes, pitches %llu/%llu: bad pitch or height",
+			   (unsigned long long)height, (unsigned long long)width, (unsigned long long)dpitch,
+			   (unsigned long long)spitch);
 		return cudaErrorInvalidPitchValue;
-	dspan = dpitch * (height - 1) + width;
-	sspan = spitch * (height - 1) + width;
+	}
+	if (!range_2d_span(width, dpitch, height, &dspan) || !range_2d_span(width, spitch, height, &sspan)) {
+		refuse_log(v, "2D copy refused: %llu rows of %llu bytes, pitches %llu/%llu span past 2^64",
+			   (unsigned long long)height, (unsigned long long)width, (unsigned long long)dpitch,
+			   (unsigned long long)spitch);
+		return cudaErrorInvalidValue;
+	}
 	if (dir == MEARAS_COPY_HTOD) {
 		r = copy_args(v, dir, &dst, &src, 0);
 		if (!r && (!dev_owner(v, dst, dspan) || !data_ptr(v, e->args.a[2], sspan)))
@@ -342,6 +495,11 @@ static int op_MEMCPY_2D(struct vgpu *v, const struct mearas_sqe *e, struct meara
 	} else {
 		r = cudaErrorInvalidMemcpyDirection;
 	}
+	if (r == cudaErrorInvalidValue)
+		refuse_log(v, "2D copy refused: %llu rows of %llu bytes (dst pitch %llu, span %llu; src pitch %llu, "
+			   "span %llu) leave this client's memory", (unsigned long long)height, (unsigned long long)width,
+			   (unsigned long long)dpitch, (unsigned long long)dspan, (unsigned long long)spitch,
+			   (unsigned long long)sspan);
 	if (r)
 		return r;
 	return v->ops->copy_2d(v->dev, f->stream, dir, dst, dpitch, src, spitch, width, height);
@@ -367,6 +525,7 @@ static int op_MEMSET(struct vgpu *v, const struct mearas_sqe *e, struct mearas_c
 static int op_MEMSET_2D(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
 {
 	uint64_t dst = e->args.a[0], pitch = e->args.a[1], width = e->args.a[3], height = e->args.a[4];
+	uint64_t span;
 	int r = resolve_stream(v, e, &f->stream);
 
 	(void)c;
@@ -376,8 +535,12 @@ static int op_MEMSET_2D(struct vgpu *v, const struct mearas_sqe *e, struct meara
 		return 0;
 	if (width > pitch || pitch > (1ull << 40) || height > (1ull << 32))
 		return cudaErrorInvalidValue;
-	if (!dev_owner(v, dst, pitch * (height - 1) + width))
+	if (!range_2d_span(width, pitch, height, &span) || !dev_owner(v, dst, span)) {
+		refuse_log(v, "2D memset refused: %llu rows of %llu bytes, pitch %llu, at %#llx leave this "
+			   "client's memory", (unsigned long long)height, (unsigned long long)width,
+			   (unsigned long long)pitch, (unsigned long long)dst);
 		return cudaErrorInvalidValue;
+	}
 	return v->ops->memset_2d(v->dev, f->stream, dst, pitch, (uint8_t)e->args.a[2], width, height);
 }
 
@@ -413,9 +576,12 @@ static int op_MODULE_UNLOAD(struct vgpu *v, const struct mearas_sqe *e, struct m
 	if (!mod)
 		return cudaErrorInvalidResourceHandle;
 	/* functions of the module die with it */
-	for (uint32_t i = 0; i < v->funcs.cap; i++)
-		if (v->funcs.slots[i].obj && (v->funcs.slots[i].aux >> 32) == e->args.a[0])
-			htab_take(&v->funcs, i);
+	for (uint32_t i = 0; i < v->funcs.cap; i++) {
+		uint64_t aux = v->funcs.slots[i].aux;
+
+		if (v->funcs.slots[i].obj && (aux >> 48) == e->args.a[0])
+			func_release(v, htab_take(&v->funcs, i), aux);
+	}
 	v->ops->module_unload(v->dev, mod);
 	return 0;
 }
@@ -426,6 +592,7 @@ static int op_FUNC_GET(struct vgpu *v, const struct mearas_sqe *e, struct mearas
 	size_t used;
 	void *mod, *fn;
 	uint32_t nparams, pbytes;
+	uint64_t aux;
 	int r;
 
 	(void)f;
@@ -433,15 +600,22 @@ static int op_FUNC_GET(struct vgpu *v, const struct mearas_sqe *e, struct mearas
 		return cudaErrorInvalidValue;
 	if (get_obj(&v->modules, e->args.a[0], &mod))
 		return cudaErrorInvalidResourceHandle;
-	if (e->args.a[0] >= (1ull << 32) || !id_free(&v->funcs, e->args.a[1]))
+	if (e->args.a[0] >= MEARAS_MAX_HANDLES || !id_free(&v->funcs, e->args.a[1]))
 		return cudaErrorInvalidValue;
 	r = v->ops->func_get(v->dev, mod, name, &fn, &nparams, &pbytes);
 	if (r)
 		return r;
+	aux = func_aux(e->args.a[0], nparams, pbytes);
+	v->func_bytes += func_cost(nparams);
+	if (v->func_bytes > MEARAS_MAX_FUNC_BYTES) {
+		refuse_log(v, "FUNC_GET refused: kernel records would hold more than %llu MiB (a client looking "
+			   "kernels up without end?)", MEARAS_MAX_FUNC_BYTES >> 20);
+		func_release(v, fn, aux);
+		return cudaErrorMemoryAllocation;
+	}
 	c->val[0] = nparams;
 	c->val[1] = pbytes;
-	/* aux: module id << 32 | parameter bytes the device expects */
-	return htab_put(&v->funcs, e->args.a[1], fn, (e->args.a[0] << 32) | pbytes);
+	return keep_or_destroy(v, &v->funcs, e->args.a[1], fn, aux);
 }
 
 static int op_FUNC_ATTRS(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
@@ -721,21 +895,20 @@ static int op_DEVICE_RESET(struct vgpu *v, const struct mearas_sqe *e, struct me
 	return join_all_streams(v, &f->stream);
 }
 
-struct host_func_req {
-	struct vgpu *v;
-	uint64_t token;
-};
+static bool post_cqe_seq(struct vgpu *v, uint16_t cq, struct mearas_cqe *c, uint64_t *seq);
 
-/* Runs in stream order (a driver thread on a GPU): ask the client to run its
- * function, and hold the stream until it says it is done. */
+/* Runs in stream order (a driver thread on a GPU), once per run: at every
+ * launch of a graph it was captured into. Asks the client to run its
+ * function and holds the stream until the client says this run is done. */
 static void host_func_trampoline(void *arg)
 {
 	struct host_func_req *req = arg;
 	struct vgpu *v = req->v;
 	struct mearas_cqe c = { .user_data = 0, .status = 0, .flags = MEARAS_CQE_HOST_FUNC,
 				.val = { req->token, v->index } };
+	uint64_t seq;
 
-	while (!post_cqe(v, 0, &c)) {
+	while (!post_cqe_seq(v, 0, &c, &seq)) {
 		if (v->w->stop || v->w->broken)
 			goto out;
 		usleep(100);
@@ -743,7 +916,7 @@ static void host_func_trampoline(void *arg)
 	if (v->ops == &mdev_sim_ops)
 		goto out; /* the model runs this on the poller itself: it cannot wait */
 	pthread_mutex_lock(&v->hf_lock);
-	while (v->hf_done_token < req->token && !v->w->stop && !v->w->broken) {
+	while (v->hf_done_token < seq && !v->w->stop && !v->w->broken) {
 		struct timespec ts;
 
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -756,12 +929,23 @@ static void host_func_trampoline(void *arg)
 	}
 	pthread_mutex_unlock(&v->hf_lock);
 out:
-	free(req);
+	/* a captured request runs again at the next launch: its graph frees it */
+	if (!req->captured)
+		free(req);
+}
+
+static bool stream_capturing(struct vgpu *v, void *s)
+{
+	int st = 0;
+
+	return v->ops->capture_status && v->ops->capture_status(v->dev, s, &st) == 0 &&
+	       st != cudaStreamCaptureStatusNone;
 }
 
 static int op_HOST_FUNC(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
 {
 	struct host_func_req *req;
+	bool captured;
 	void *s;
 	int r;
 
@@ -769,23 +953,39 @@ static int op_HOST_FUNC(struct vgpu *v, const struct mearas_sqe *e, struct meara
 	r = resolve_stream(v, e, &s);
 	if (r)
 		return r;
-	req = malloc(sizeof(*req));
+	captured = stream_capturing(v, s);
+	if (captured && v->hf_ncaptured >= MEARAS_MAX_CAPTURED_HOST_FUNCS) {
+		refuse_log(v, "host function refused: %u host functions are captured in graphs already (limit)",
+			   v->hf_ncaptured);
+		return cudaErrorMemoryAllocation;
+	}
+	req = calloc(1, sizeof(*req));
 	if (!req)
 		return cudaErrorMemoryAllocation;
 	req->v = v;
 	req->token = e->args.a[0];
+	req->captured = captured;
 	r = v->ops->host_func(v->dev, s, host_func_trampoline, req);
-	if (r)
+	if (r) {
 		free(req);
-	return r;
+		return r;
+	}
+	if (captured) {
+		/* the graph that CAPTURE_END makes takes it over */
+		req->next = v->hf_loose;
+		v->hf_loose = req;
+		v->hf_ncaptured++;
+	}
+	return 0;
 }
 
 static int op_HOST_FUNC_DONE(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
 {
 	(void)c, (void)f;
 	pthread_mutex_lock(&v->hf_lock);
-	if (e->args.a[0] > v->hf_done_token)
-		v->hf_done_token = e->args.a[0];
+	/* a1: the run's sequence number, from its request's user_data */
+	if (e->args.a[1] > v->hf_done_token)
+		v->hf_done_token = e->args.a[1];
 	pthread_cond_broadcast(&v->hf_cond);
 	pthread_mutex_unlock(&v->hf_lock);
 	return 0;
@@ -814,8 +1014,73 @@ static int op_CAPTURE_BEGIN(struct vgpu *v, const struct mearas_sqe *e, struct m
 	return r ? r : v->ops->capture_begin(v->dev, s, (int)e->args.a[0]);
 }
 
+/* The host functions captured into graph g leave the loose list for a share
+ * the graph owns (*out, NULL when it has none). Fails, destroying g, when
+ * the device cannot say which they are. */
+static int adopt_host_funcs(struct vgpu *v, void *g, struct hf_share **out)
+{
+	size_t n = 0, got = 0;
+	void **args;
+	struct hf_share *sh;
+	int r;
+
+	*out = NULL;
+	if (!v->hf_loose)
+		return 0;
+	r = v->ops->graph_host_funcs ? v->ops->graph_host_funcs(v->dev, g, host_func_trampoline, NULL, 0, &n)
+				     : cudaErrorNotSupported;
+	if (r == 0 && n == 0)
+		return 0;
+	args = r ? NULL : calloc(n, sizeof(*args));
+	sh = r ? NULL : calloc(1, sizeof(*sh));
+	if (!r && (!args || !sh))
+		r = cudaErrorMemoryAllocation;
+	if (!r)
+		r = v->ops->graph_host_funcs(v->dev, g, host_func_trampoline, args, n, &got);
+	for (struct host_func_req **pp = &v->hf_loose; !r && *pp;) {
+		struct host_func_req *q = *pp;
+		bool mine = false;
+
+		for (size_t i = 0; i < n && i < got && !mine; i++)
+			mine = args[i] == q;
+		if (!mine) {
+			pp = &q->next;
+			continue;
+		}
+		*pp = q->next;
+		q->next = sh->reqs;
+		sh->reqs = q;
+	}
+	free(args);
+	if (r) {
+		free(sh);
+		v->ops->graph_destroy(v->dev, g);
+		return r;
+	}
+	sh->refs = 1;
+	*out = sh;
+	return 0;
+}
+
+/* Captured host functions no graph took (a failed capture) are freed once
+ * no stream of this vGPU captures any more: nothing can run them. */
+static void drop_loose_host_funcs(struct vgpu *v)
+{
+	if (!v->hf_loose)
+		return;
+	for (uint32_t i = 0; i < v->streams.cap; i++)
+		if (v->streams.slots[i].obj && stream_capturing(v, v->streams.slots[i].obj))
+			return;
+	for (unsigned i = 0; i < MEARAS_MAX_THREADS; i++)
+		if (v->ptds[i] && stream_capturing(v, v->ptds[i]))
+			return;
+	hf_free_list(v, v->hf_loose);
+	v->hf_loose = NULL;
+}
+
 static int op_CAPTURE_END(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
 {
+	struct hf_share *sh = NULL;
 	void *s, *g;
 	int r;
 
@@ -828,9 +1093,12 @@ static int op_CAPTURE_END(struct vgpu *v, const struct mearas_sqe *e, struct mea
 	if (r)
 		return r;
 	r = v->ops->capture_end(v->dev, s, &g);
-	if (r)
-		return r;
-	return keep_or_destroy(v, &v->graphs, e->args.a[0], g, 0);
+	if (r == 0)
+		r = adopt_host_funcs(v, g, &sh);
+	if (r == 0)
+		r = keep_or_destroy(v, &v->graphs, e->args.a[0], g, (uintptr_t)sh);
+	drop_loose_host_funcs(v);
+	return r;
 }
 
 static int op_CAPTURE_STATUS(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
@@ -853,36 +1121,55 @@ static int op_CAPTURE_STATUS(struct vgpu *v, const struct mearas_sqe *e, struct 
 
 static int op_GRAPH_INSTANTIATE(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
 {
-	void *g, *x;
+	struct hslot *h = htab_get(&v->graphs, e->args.a[0]);
+	struct hf_share *sh;
+	void *x;
 	int r;
 
 	(void)c, (void)f;
 	if (!v->ops->graph_instantiate)
 		return no_graphs(v);
-	if (get_obj(&v->graphs, e->args.a[0], &g))
+	if (!h)
 		return cudaErrorInvalidResourceHandle;
 	if (!id_free(&v->execs, e->args.a[1]))
 		return cudaErrorInvalidValue;
-	r = v->ops->graph_instantiate(v->dev, g, &x);
+	r = v->ops->graph_instantiate(v->dev, h->obj, &x);
 	if (r)
 		return r;
-	return keep_or_destroy(v, &v->execs, e->args.a[1], x, 0);
+	/* the instantiation runs the graph's host functions too */
+	sh = (struct hf_share *)(uintptr_t)h->aux;
+	if (sh)
+		sh->refs++;
+	return keep_or_destroy(v, &v->execs, e->args.a[1], x, (uintptr_t)sh);
 }
 
 static int op_GRAPH_LAUNCH(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
 {
-	void *x;
+	struct hslot *h = htab_get(&v->execs, e->args.a[0]);
+	struct hf_share *sh;
 	int r;
 
 	(void)c;
 	if (!v->ops->graph_launch)
 		return no_graphs(v);
-	if (get_obj(&v->execs, e->args.a[0], &x))
+	if (!h)
 		return cudaErrorInvalidResourceHandle;
 	/* the stream is the fence: a launch that wants a completion (a remote
 	 * node's, whose graph copies to the host) gets it when the graph is done */
 	r = resolve_stream(v, e, &f->stream);
-	return r ? r : v->ops->graph_launch(v->dev, x, f->stream);
+	if (r)
+		return r;
+	sh = (struct hf_share *)(uintptr_t)h->aux;
+	if (sh && stream_capturing(v, f->stream))
+		return cudaErrorStreamCaptureUnsupported; /* its host functions would outlive their owner */
+	r = v->ops->graph_launch(v->dev, h->obj, f->stream);
+	if (r || !sh)
+		return r;
+	/* its host functions stay until this launch is done, whatever the client destroys meanwhile */
+	sh->refs++;
+	f->action = PENDING_RELEASE;
+	f->arg = (uintptr_t)sh;
+	return 0;
 }
 
 static int op_GRAPH_DESTROY(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
@@ -951,7 +1238,10 @@ static void account_sync(struct vgpu *v, uint64_t fetched_ns)
 	v->sync_ns += mearas_mono_ns() - fetched_ns;
 }
 
-bool post_cqe(struct vgpu *v, uint16_t cq, const struct mearas_cqe *c)
+/* Posts c to thread slot cq; with seq, c's user_data becomes the vGPU's next
+ * host-function run number (*seq), taken under the same lock so that runs
+ * reach the client in the order of their numbers. */
+static bool post_cqe_seq(struct vgpu *v, uint16_t cq, struct mearas_cqe *c, uint64_t *seq)
 {
 	struct mearas_ring_ctl *ctl;
 	struct mearas_cqe *ring;
@@ -968,6 +1258,8 @@ bool post_cqe(struct vgpu *v, uint16_t cq, const struct mearas_cqe *c)
 		pthread_mutex_unlock(&v->cq_lock);
 		return false;
 	}
+	if (seq)
+		c->user_data = *seq = ++v->hf_seq;
 	ring[tail & (MEARAS_CQ_ENTRIES - 1)] = *c;
 	v->cq_tail[cq] = tail + 1;
 	mearas_store_release(&ctl->tail, tail + 1);
@@ -981,6 +1273,13 @@ bool post_cqe(struct vgpu *v, uint16_t cq, const struct mearas_cqe *c)
 			log_warn("wake slot %u: %s", cq, strerror(errno));
 	}
 	return true;
+}
+
+bool post_cqe(struct vgpu *v, uint16_t cq, const struct mearas_cqe *c)
+{
+	struct mearas_cqe copy = *c;
+
+	return post_cqe_seq(v, cq, &copy, NULL);
 }
 
 static void complete(struct vgpu *v, struct pending *p)
@@ -1000,6 +1299,8 @@ static void complete(struct vgpu *v, struct pending *p)
 			p->cqe.status = cudaErrorInvalidValue;
 	} else if (p->action == PENDING_RESET) {
 		vgpu_teardown(v);
+	} else if (p->action == PENDING_RELEASE) {
+		share_put(v, (struct hf_share *)(uintptr_t)p->arg);
 	}
 	if (!p->want_cqe) {
 		if (p->cqe.status && !v->deferred_error)
@@ -1012,6 +1313,16 @@ static void complete(struct vgpu *v, struct pending *p)
 		return;
 	}
 	account_sync(v, p->fetched_ns);
+}
+
+/* A pending completion's fence is no longer polled: ours is destroyed, a
+ * client event's hold dropped (destroying it if the client did). */
+static void release_fence(struct vgpu *v, const struct pending *p)
+{
+	if (p->own_fence)
+		v->ops->event_destroy(v->dev, p->fence);
+	else if (p->held)
+		hold_put(v, p->fence);
 }
 
 /*
@@ -1040,15 +1351,26 @@ int exec_poll_pending(struct vgpu *v)
 		}
 		if (p.poll_status && !p.cqe.status)
 			p.cqe.status = p.poll_status;
-		if (p.own_fence)
-			v->ops->event_destroy(v->dev, p.fence);
+		/* the fence outlives complete(): it may flush output through it, and
+		 * a reset there (teardown) must see the client event still held */
 		complete(v, &p);
+		release_fence(v, &p);
 		done++;
 	}
 	/* entries complete() may have added meanwhile move down behind the kept ones */
 	memmove(v->pend + keep, v->pend + n, (v->npend - n) * sizeof(*v->pend));
 	v->npend = keep + (v->npend - n);
 	return done;
+}
+
+void exec_drop_pending(struct vgpu *v)
+{
+	/* a graph launch not done may still run its host functions on a driver
+	 * thread: its share of them is left to the process (bounded by
+	 * MEARAS_MAX_CAPTURED_HOST_FUNCS), never freed under it */
+	for (size_t i = 0; i < v->npend; i++)
+		release_fence(v, &v->pend[i]);
+	v->npend = 0;
 }
 
 static void add_pending(struct vgpu *v, struct pending *p)
@@ -1059,9 +1381,8 @@ static void add_pending(struct vgpu *v, struct pending *p)
 
 		if (!n) {
 			p->cqe.status = cudaErrorMemoryAllocation;
-			if (p->own_fence)
-				v->ops->event_destroy(v->dev, p->fence);
 			complete(v, p);
+			release_fence(v, p);
 			return;
 		}
 		v->pend = n;
@@ -1112,6 +1433,24 @@ void exec_fail_pending(struct vgpu *v, int status)
 	v->npend = 0;
 }
 
+/* Records that leave a completion waiting on the device when they succeed:
+ * those acting once the device is done, and those with work on the device
+ * whose caller wants a completion. */
+static bool may_pend(const struct mearas_sqe *e)
+{
+	switch (e->op) {
+	case MEARAS_OP_MEM_FREE: case MEARAS_OP_MEM_FREE_ASYNC: case MEARAS_OP_DEVICE_RESET:
+	case MEARAS_OP_GRAPH_LAUNCH:
+		return true;
+	case MEARAS_OP_MEMCPY: case MEARAS_OP_MEMCPY_INLINE: case MEARAS_OP_MEMCPY_2D: case MEARAS_OP_MEMSET:
+	case MEARAS_OP_MEMSET_2D: case MEARAS_OP_LAUNCH: case MEARAS_OP_STREAM_SYNC: case MEARAS_OP_EVENT_SYNC:
+	case MEARAS_OP_CTX_SYNC:
+		return (e->flags & MEARAS_SQE_WANT_CQE) != 0;
+	default:
+		return false;
+	}
+}
+
 void exec_record(struct vgpu *v, const struct mearas_sqe *e)
 {
 	struct mearas_cqe c = { .user_data = e->user_data };
@@ -1127,6 +1466,11 @@ void exec_record(struct vgpu *v, const struct mearas_sqe *e)
 		log_warn("vGPU %u: malformed record (op %u, flags %#x, slot %u) refused",
 			 v->index, e->op, e->flags, e->cq);
 		f = (struct fence_req){ 0 };
+	} else if (v->npend >= MEARAS_MAX_PENDING && may_pend(e)) {
+		/* behind a stream that never finishes, completions would pile up */
+		r = cudaErrorMemoryAllocation;
+		refuse_log(v, "%s refused: %u completions already wait on the device (limit)",
+			   mearas_op_name(e->op), MEARAS_MAX_PENDING);
 	} else {
 		r = handlers[e->op](v, e, &c, &f);
 		log_debug("vGPU %u: %s -> %d", v->index, mearas_op_name(e->op), r);
@@ -1146,7 +1490,10 @@ void exec_record(struct vgpu *v, const struct mearas_sqe *e)
 						     ? NULL : f.stream };
 
 		if (f.event) {
+			/* the client's event: kept alive until this completes */
 			p.fence = f.event;
+			r = hold_get(v, f.event);
+			p.held = r == 0;
 		} else {
 			r = v->ops->event_create(v->dev, cudaEventDisableTiming, &p.fence);
 			if (!r) {
@@ -1190,15 +1537,21 @@ void vgpu_teardown(struct vgpu *v)
 
 			if (!o)
 				continue;
-			destroy_obj(v, t, o);
+			destroy_obj(v, t, o, t->slots[i].aux);
 			t->slots[i].obj = NULL;
+			t->slots[i].aux = 0;
 		}
 	}
 	for (unsigned i = 0; i < MEARAS_MAX_THREADS; i++) {
-		if (v->ptds[i])
+		if (v->ptds[i]) {
+			forget_stream(v, v->ptds[i]);
 			v->ops->stream_destroy(v->dev, v->ptds[i]);
+		}
 		v->ptds[i] = NULL;
 	}
+	/* captured host functions no graph took: nothing captures any more */
+	hf_free_list(v, v->hf_loose);
+	v->hf_loose = NULL;
 	{
 		uint64_t base = v->heap.base, size = v->heap.size, gran = v->heap.granularity, quota = v->heap.quota;
 		const struct vaheap_ops *hops = v->heap.ops;

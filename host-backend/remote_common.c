@@ -9,6 +9,7 @@
 
 #include "remote_link.h"
 #include "remote.h"
+#include "worker.h"
 
 int remote_tokens_init(struct remote_tokens *t, uint32_t cap)
 {
@@ -81,9 +82,7 @@ bool remote_d2h_range(const struct mearas_sqe *e, uint64_t data_size, struct rem
 		*r = (struct remote_range){ .off = a[0], .width = a[4], .pitch = a[1], .rows = a[5] };
 	else
 		return false;
-	if (!r->width || !r->rows || r->width > r->pitch || r->rows > (1ull << 32) || r->pitch > (1ull << 40))
-		return false;
-	if (__builtin_mul_overflow(r->pitch, r->rows - 1, &span) || __builtin_add_overflow(span, r->width, &span))
+	if (r->rows > (1ull << 32) || r->pitch > (1ull << 40) || !range_2d_span(r->width, r->pitch, r->rows, &span))
 		return false;
 	return r->off <= data_size && span <= data_size - r->off;
 }

@@ -154,10 +154,7 @@ void vm_slot_stop(struct vm *vm, unsigned k)
 		struct vgpu *v = &w->vgpus[i];
 
 		v->ops->bind_thread(v->dev);
-		for (size_t p = 0; p < v->npend; p++)
-			if (v->pend[p].own_fence)
-				v->ops->event_destroy(v->dev, v->pend[p].fence);
-		v->npend = 0;
+		exec_drop_pending(v);
 		vgpu_teardown(v);
 		/* parsed by tests/vm-cuda/gpu-suite.sh (host_us_per_sync_call) */
 		log_info("VM %s slot %u vGPU %u: %llu records served, %llu synchronizing in %.3f us of host time each%s; freed",

@@ -43,6 +43,41 @@ enum pending_action {
 	PENDING_POST,           /* post the completion */
 	PENDING_FREE,           /* free arg, then post if wanted (cudaFree is synchronous) */
 	PENDING_RESET,          /* reset the vGPU, then post */
+	PENDING_RELEASE,        /* a graph launch is done: drop its hold on arg (a struct hf_share) */
+};
+
+/* Most completions (and their fences) one vGPU keeps waiting on the device:
+ * past it, records that would add one fail with cudaErrorMemoryAllocation. */
+#define MEARAS_MAX_PENDING 4096u
+/* Most host functions captured into graphs per vGPU, and the most bytes of
+ * kernel records (FUNC_GET: parameter offsets) one vGPU may hold. */
+#define MEARAS_MAX_CAPTURED_HOST_FUNCS 16384u
+#define MEARAS_MAX_FUNC_BYTES (64ull << 20)
+
+/* cudaLaunchHostFunc: what the host function's trampoline needs. Run once
+ * on a stream, it frees itself; captured into a graph it runs at every
+ * launch, so the graph (struct hf_share) owns it. */
+struct host_func_req {
+	struct vgpu *v;
+	uint64_t token;
+	bool captured;
+	struct host_func_req *next;     /* captured: the list it is on */
+};
+
+/* The host functions of one captured graph, shared by the graph, its
+ * instantiations and their launches in flight; freed with the last. */
+struct hf_share {
+	uint32_t refs;
+	struct host_func_req *reqs;
+};
+
+/* A client event that pending completions use as their fence: it is
+ * destroyed (EVENT_DESTROY, reset) only once none does. */
+struct ev_hold {
+	void *ev;
+	uint32_t refs;
+	bool orphan;            /* the client destroyed it meanwhile */
+	struct ev_hold *next;
 };
 
 struct pending {
@@ -54,6 +89,7 @@ struct pending {
 	int flush;
 	enum pending_action action;
 	uint64_t arg;
+	int held;               /* fence is a client event under an ev_hold */
 	struct mearas_cqe cqe;
 	uint16_t cq;
 	uint64_t fetched_ns;    /* when the record was taken from the ring */
@@ -92,10 +128,20 @@ struct vgpu {
 	/* synchronizing records (WANT_CQE) completed, and the host time from
 	 * taking each from the ring to posting its completion (device time included) */
 	uint64_t sync_calls, sync_ns;
-	/* host functions waiting for the client (cudaLaunchHostFunc) */
+	/* host functions waiting for the client (cudaLaunchHostFunc): each run
+	 * gets a sequence number (cqe.user_data of its request, a[1] of the
+	 * client's HOST_FUNC_DONE); hf_done_token is the highest one done */
 	pthread_mutex_t hf_lock;
 	pthread_cond_t hf_cond;
 	uint64_t hf_done_token;
+	uint64_t hf_seq;                /* last run posted (under cq_lock) */
+	struct host_func_req *hf_loose; /* captured, not (yet) in a graph */
+	uint32_t hf_ncaptured;          /* captured requests alive */
+	struct ev_hold *holds;
+	uint64_t func_bytes;            /* kernel records held (MEARAS_MAX_FUNC_BYTES) */
+	/* refused records: log lines in this second, lines dropped */
+	uint64_t refuse_window_ns;
+	uint32_t refuse_lines, refuse_dropped;
 	struct remote_vgpu *remote;     /* set when a remote node backs this vGPU */
 	struct watchdog *watch;         /* GPU time limit (watchdog.c), NULL when off */
 	_Atomic bool poller_done;       /* its poller has left its loop */
@@ -146,6 +192,8 @@ void worker_init_region(struct worker *w, uint64_t data_off);
 void exec_record(struct vgpu *v, const struct mearas_sqe *e);
 /* poll pending completions; returns how many completed */
 int exec_poll_pending(struct vgpu *v);
+/* forget every pending completion (the client is gone): fences and holds released */
+void exec_drop_pending(struct vgpu *v);
 /* post a completion to thread slot cq; false if the client's CQ is corrupt/full */
 bool post_cqe(struct vgpu *v, uint16_t cq, const struct mearas_cqe *c);
 void vgpu_teardown(struct vgpu *v);
@@ -158,6 +206,17 @@ bool reports_deferred(unsigned op);
 /* A HOST_MAPPED record names a range inside a data area of data_size bytes
  * (checked where it runs, and by both nodes of a remote vGPU before they
  * follow the range). */
+/* The bytes a 2D range spans: `height` rows of `width` bytes, `pitch`
+ * apart, pitch*(height-1)+width, computed without wrapping (2D copies and
+ * memsets, here and on both nodes of a remote vGPU). False for an empty
+ * range, rows wider than the pitch, or a span past 2^64. */
+static inline bool range_2d_span(uint64_t width, uint64_t pitch, uint64_t height, uint64_t *span)
+{
+	if (!width || !height || width > pitch)
+		return false;
+	return !__builtin_mul_overflow(pitch, height - 1, span) && !__builtin_add_overflow(*span, width, span);
+}
+
 static inline bool host_mapped_valid(const struct mearas_sqe *e, uint64_t data_size)
 {
 	const uint64_t *a = e->args.a;

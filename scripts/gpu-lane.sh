@@ -61,6 +61,19 @@ echo "== GPU time limit: a tenant's spinning kernel next to a healthy tenant (sc
 watchdog=$(scripts/gpu-watchdog.sh "$out" "${device:-unknown} (driver ${driver:-?})" 2>&1 | tail -1)
 case "$watchdog" in "watchdog: ok"*) ;; *) suite_rc=1 ;; esac
 fresh experiments/results/watchdog.json
+echo "== record lifetimes: graph host functions relaunched; waits on events destroyed, or reset, meanwhile"
+timeout 120 tests/cuda/build/graph_host_func >"$out/graph-host-func-native.txt" 2>&1
+LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock timeout 120 tests/cuda/build/graph_host_func \
+	>"$out/graph-host-func.txt" 2>&1
+graph_rc=$?
+if LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock timeout 120 build/tests/gpu/event_destroy_wait \
+	>"$out/event-destroy-wait.txt" 2>&1 && grep -q '^PASS' "$out/event-destroy-wait.txt" &&
+	[ $graph_rc -eq 0 ] && diff -q "$out/graph-host-func.txt" "$out/graph-host-func-native.txt" >/dev/null; then
+	lifetimes="ok (graph_host_func as native; $(grep -v PASS "$out/event-destroy-wait.txt" | tr '\n' ';'))"
+else
+	lifetimes="FAILED (see graph-host-func*.txt, event-destroy-wait.txt)"
+	suite_rc=1
+fi
 
 echo "== assembly manager: mearas run --vgpus 2"
 assembly=$(scripts/gpu-assembly.sh "$sock" "$ctl" "$out" 2>&1 | tail -1)
@@ -111,6 +124,7 @@ table() {
 	echo
 	echo "== fault isolation: $isolation"
 	echo "== GPU time limit: $watchdog"
+	echo "== record lifetimes: $lifetimes"
 	echo "== $assembly"
 	echo
 	echo "== remote vGPU (issue 4 targets)"

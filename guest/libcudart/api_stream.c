@@ -403,7 +403,9 @@ static struct host_fn host_fns[HOST_FN_MAX];
 static uint64_t host_fn_next = 1;
 static pthread_mutex_t host_fn_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void run_host_fn(unsigned vgpu, uint64_t token)
+/* token: which function; run: the back end's number for this run of it
+ * (a graph runs its host functions at every launch), echoed when done */
+static void run_host_fn(unsigned vgpu, uint64_t token, uint64_t run)
 {
 	struct host_fn h;
 	struct rt_call c;
@@ -417,6 +419,7 @@ static void run_host_fn(unsigned vgpu, uint64_t token)
 		h.cb(h.stream, cudaSuccess, h.user);
 	rt_call_init(&c, MEARAS_OP_HOST_FUNC_DONE, 0);
 	c.sqe.args.a[0] = token;
+	c.sqe.args.a[1] = run;
 	rt_post((int)vgpu, &c);
 }
 
@@ -439,7 +442,7 @@ static void *callback_thread(void *arg)
 				mearas_store_release(&ctl->head, g->cq_head[0]);
 				any = true;
 				if (cqe.flags & MEARAS_CQE_HOST_FUNC)
-					run_host_fn(v, cqe.val[0]);
+					run_host_fn(v, cqe.val[0], cqe.user_data);
 			}
 		}
 		if (any)

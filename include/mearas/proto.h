@@ -162,8 +162,9 @@ struct mearas_cqe {
 };
 
 /* cqe.flags: an unsolicited completion asking the client to run a host
- * function (cudaLaunchHostFunc); val[0] = client token. The client answers
- * with HOST_FUNC_DONE carrying the same token. */
+ * function (cudaLaunchHostFunc); val[0] = client token, user_data = the
+ * run's sequence number (a host function captured in a graph runs at every
+ * launch). The client answers with HOST_FUNC_DONE carrying both. */
 #define MEARAS_CQE_HOST_FUNC  1u
 /* cqe.flags: device printf/assert output is waiting on the output pipes */
 #define MEARAS_CQE_OUTPUT     2u
@@ -203,7 +204,7 @@ struct mearas_cqe {
  *   EVENT_ELAPSED    a0 start id, a1 end id           -> val0 = float ms bits
  *   CTX_SYNC / DEVICE_RESET
  *   HOST_FUNC        a0 client token                  (on sqe.stream)
- *   HOST_FUNC_DONE   a0 client token
+ *   HOST_FUNC_DONE   a0 client token, a1 run number (the request's user_data)
  *   CAPTURE_BEGIN    a0 mode                          (sqe.stream)
  *   CAPTURE_END      a0 graph id                      (sqe.stream)
  *   CAPTURE_STATUS                                    -> val0 cudaStreamCaptureStatus

@@ -13,7 +13,7 @@
 //                              the limit plus 2 s (prints timeout_after_ms=),
 //                              and later calls must fail the same way at once
 // Exit 0 when the mode's checks held. The spinning kernel is named as the
-// device model's (mearas_sim_spin), so the script also runs on --device=sim.
+// device model's (mearas_sim_hang), so the script also runs on --device=sim.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -44,7 +44,7 @@ __global__ void busy(float *x, int iters)
 }
 
 // never ends: *flag stays 0
-extern "C" __global__ void mearas_sim_spin(volatile unsigned *flag)
+extern "C" __global__ void mearas_sim_hang(volatile unsigned *flag)
 {
     while (!*flag)
         ;
@@ -142,7 +142,7 @@ static int spin_forever(double limit_ms, const char *marker)
     TRY(cudaMalloc(&flag, sizeof(unsigned)));
     TRY(cudaMemset(flag, 0, sizeof(unsigned)));
     TRY(cudaDeviceSynchronize());
-    mearas_sim_spin<<<sms * 4, 1024>>>(flag);
+    mearas_sim_hang<<<sms * 4, 1024>>>(flag);
     TRY(cudaGetLastError());
     t0 = now_s();
     if (FILE *f = std::fopen(marker, "w"))

@@ -1,5 +1,5 @@
 // The GPU time limit (mearasd --kernel-timeout-ms), against the device
-// model's kernel that never finishes (mearas_sim_spin).
+// model's kernel that never finishes (mearas_sim_hang).
 //   gpu_time_limit fire LIMIT_MS FIRED CHECKED
 //       a kernel spins on one stream while another thread copies on its own:
 //       the synchronization fails with cudaErrorLaunchTimeout within the
@@ -16,7 +16,7 @@
 #include "sim_check.cuh"
 
 // spins while *flag is 0 (on a GPU); the device model never ends it
-extern "C" __global__ void mearas_sim_spin(volatile unsigned *flag)
+extern "C" __global__ void mearas_sim_hang(volatile unsigned *flag)
 {
     while (!*flag)
         ;
@@ -76,7 +76,7 @@ static void spin(cudaStream_t s, unsigned **flag)
 {
     CHECK_CUDA(cudaMalloc(flag, sizeof(unsigned)));
     CHECK_CUDA(cudaMemset(*flag, 0, sizeof(unsigned)));
-    mearas_sim_spin<<<1, 1, 0, s>>>(*flag);
+    mearas_sim_hang<<<1, 1, 0, s>>>(*flag);
     CHECK_CUDA(cudaGetLastError());
 }
 

@@ -211,7 +211,7 @@ garbage() {
 }
 
 # (e) the GPU time limit: a kernel that never ends (the model's
-# mearas_sim_spin) ends its client's context after --kernel-timeout-ms, with
+# mearas_sim_hang) ends its client's context after --kernel-timeout-ms, with
 # cudaErrorLaunchTimeout for every call and a log line; the worker exits
 # while the client lives on, and mearasd serves the next client
 time_limit() {
@@ -226,7 +226,7 @@ time_limit() {
 	wait_gone 5 $w || { echo "worker $w still alive 5 s after the limit fired"; kill -KILL $c; return 1; }
 	touch "$TMP/tl.checked"
 	wait $c || { echo "client failed"; return 1; }
-	grep -E "GPU time limit: client pid [0-9]+, vGPU 0: kernel mearas_sim_spin has run [0-9]+ ms, past the limit of 300 ms" "$log" ||
+	grep -E "GPU time limit: client pid [0-9]+, vGPU 0: kernel mearas_sim_hang has run [0-9]+ ms, past the limit of 300 ms" "$log" ||
 		{ echo "no log line for the limit:"; cat "$log"; return 1; }
 	kill -0 $d || { echo "mearasd died"; return 1; }
 	env MEARAS_SOCKET="$SOCK" timeout 60 "$BIN/mem_memset" || { echo "next client failed"; return 1; }
@@ -256,6 +256,7 @@ for p in reg_plain reg_templates reg_extern_c reg_big_params reg_launch_apis reg
 	reg_symbols mem_memset mem_2d mem_register err_codes err_last_error; do
 	run_test "$p" prog "$p"
 done
+run_test graph_host_func prog graph_host_func
 run_test mem_roundtrip prog mem_roundtrip
 run_test mem_roundtrip_256m prog MEARAS_DATA_MB=1024 mem_roundtrip 268435456
 run_test conc_threads prog MEARAS_VGPUS=2 conc_threads 500

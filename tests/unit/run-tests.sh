@@ -71,6 +71,7 @@ for v in plain asan; do
 	run $v/exec_memory 60 $B/$v/test_exec_memory
 	run $v/exec_objects 60 $B/$v/test_exec_objects $FATBIN
 	run $v/exec_order 60 $B/$v/test_exec_order
+	run $v/exec_lifetimes 120 $B/$v/test_exec_lifetimes
 	run $v/remote_mapped 60 $B/$v/test_remote_mapped
 	run $v/poller 60 $B/$v/test_poller
 	run $v/watchdog 60 $B/$v/test_watchdog

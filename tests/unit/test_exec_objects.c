@@ -94,8 +94,8 @@ static void test_streams_events(void)
 	CHECK_EQ(run1(MEARAS_OP_STREAM_SYNC, 7, 0, 0, 0), gone);
 	CHECK_EQ(run1(MEARAS_OP_EVENT_RECORD, 7, 4, 0, 0), gone);
 	CHECK_EQ(run1(MEARAS_OP_STREAM_CREATE, 0, 7, 0, 0), 0);        /* id free again */
-	/* graphs: the model has none, handles are checked either way */
-	CHECK_EQ(run1(MEARAS_OP_GRAPH_LAUNCH, 0, 5, 0, 0), cudaErrorNotSupported);
+	/* graphs: unknown handles */
+	CHECK_EQ(run1(MEARAS_OP_GRAPH_LAUNCH, 0, 5, 0, 0), cudaErrorInvalidResourceHandle);
 	CHECK_EQ(run1(MEARAS_OP_GRAPH_DESTROY, 0, 5, 0, 0), gone);
 	CHECK_EQ(run1(MEARAS_OP_GRAPH_EXEC_DESTROY, 0, 5, 0, 0), gone);
 	CHECK_EQ(run1(MEARAS_OP_CAPTURE_STATUS, 99, 0, 0, 0), gone);

@@ -137,6 +137,7 @@ void fixture_destroy(struct fixture *fx)
 		/* what is still pending is done on the model: complete it first */
 		while (v->npend && exec_poll_pending(v) > 0)
 			;
+		exec_drop_pending(v);
 		vgpu_teardown(v);
 		vaheap_destroy(&v->heap);
 		for (size_t k = 0; k < sizeof(t) / sizeof(t[0]); k++)

@@ -3,8 +3,9 @@
  * 2D copies and memsets whose span, pitch*(height-1)+width, wraps in 64
  * bits: were it checked as computed, only `width` bytes would be validated
  * while rows land 2^40 bytes apart, in another vGPU's window or outside the
- * data area. Every such record must fail with cudaErrorInvalidValue and
- * leave the other window's bytes unread.
+ * data area. Every such record must fail with cudaErrorInvalidValue (a
+ * pitch past any device's maximum: cudaErrorInvalidPitchValue) and leave
+ * the other window's bytes unread.
  *   copy_2d_overflow SOCKET
  * Exit 0 when every record was refused and no secret byte came back.
  */
@@ -12,7 +13,9 @@
 
 static const char secret[] = "SECRET-IN-OTHER-WINDOW";
 
-static int expect_refused(struct hostile *h, const char *what, struct mearas_sqe *e)
+/* want: cudaErrorInvalidValue (1), or cudaErrorInvalidPitchValue (12) for
+ * a pitch past any device's maximum */
+static int expect_refused(struct hostile *h, const char *what, struct mearas_sqe *e, int want)
 {
 	int r = hostile_call(h, 0, e, NULL);
 
@@ -21,8 +24,8 @@ static int expect_refused(struct hostile *h, const char *what, struct mearas_sqe
 		printf("FAIL: %s: no completion (the worker died?)\n", what);
 		return 1;
 	}
-	if (r != 1 /* cudaErrorInvalidValue */) {
-		printf("FAIL: %s: status %d, want cudaErrorInvalidValue (1)\n", what, r);
+	if (r != want) {
+		printf("FAIL: %s: status %d, want %d\n", what, r, want);
 		return 1;
 	}
 	return 0;
@@ -64,7 +67,7 @@ int main(int argc, char **argv)
 	e.args.a[4] = 32;               /* width */
 	e.args.a[5] = (1ull << 24) + 1; /* height */
 	e.args.a[6] = MEARAS_COPY_DTOH;
-	bad |= expect_refused(&h, "DTOH 2D, wrapping source span", &e);
+	bad |= expect_refused(&h, "DTOH 2D, wrapping source span", &e, 1);
 	if (memmem(h.data, 4096, "SECRET", 6)) {
 		printf("FAIL: the other window's bytes reached the data area\n");
 		bad = 1;
@@ -79,7 +82,7 @@ int main(int argc, char **argv)
 	e.args.a[4] = 32;
 	e.args.a[5] = (1ull << 24) + 1;
 	e.args.a[6] = MEARAS_COPY_HTOD;
-	bad |= expect_refused(&h, "HTOD 2D, wrapping host and device spans", &e);
+	bad |= expect_refused(&h, "HTOD 2D, wrapping host and device spans", &e, 1);
 
 	/* pitch*(height-1) itself wraps past 2^64 */
 	e = hostile_sqe(MEARAS_OP_MEMCPY_2D);
@@ -90,7 +93,7 @@ int main(int argc, char **argv)
 	e.args.a[4] = 32;
 	e.args.a[5] = 3;
 	e.args.a[6] = MEARAS_COPY_DTOH;
-	bad |= expect_refused(&h, "DTOH 2D, pitch*(height-1) past 2^64", &e);
+	bad |= expect_refused(&h, "DTOH 2D, pitch*(height-1) past 2^64", &e, 12);
 
 	/* a 2D memset whose span wraps */
 	e = hostile_sqe(MEARAS_OP_MEMSET_2D);
@@ -99,7 +102,7 @@ int main(int argc, char **argv)
 	e.args.a[2] = 0x41;             /* value */
 	e.args.a[3] = 32;               /* width */
 	e.args.a[4] = (1ull << 24) + 1; /* height */
-	bad |= expect_refused(&h, "MEMSET 2D, wrapping span", &e);
+	bad |= expect_refused(&h, "MEMSET 2D, wrapping span", &e, 1);
 
 	/* the other window still holds its bytes, and vGPU 0 still works */
 	memset(h.data, 0, 64);

@@ -1,5 +1,5 @@
 // A tenant that tries to keep the GPU for itself: kernels that never end
-// (the device model's mearas_sim_spin; on a GPU it spins on a flag that
+// (the device model's mearas_sim_hang; on a GPU it spins on a flag that
 // stays 0) on several streams of both its vGPUs, then it waits. mearasd's
 // GPU time limit must end its context: its wait, and every call after it,
 // fail with cudaErrorLaunchTimeout within the limit plus a margin, and
@@ -8,7 +8,7 @@
 #include <chrono>
 #include "../../sim/sim_check.cuh"
 
-extern "C" __global__ void mearas_sim_spin(volatile unsigned *flag)
+extern "C" __global__ void mearas_sim_hang(volatile unsigned *flag)
 {
     while (!*flag)
         ;
@@ -37,7 +37,7 @@ int main(int argc, char **argv)
             cudaStream_t s;
 
             CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-            mearas_sim_spin<<<1, 1, 0, s>>>(flag);
+            mearas_sim_hang<<<1, 1, 0, s>>>(flag);
             CHECK_CUDA(cudaGetLastError());
         }
     }
@@ -50,7 +50,7 @@ int main(int argc, char **argv)
     /* the tenant tries again: refused at once */
     t0 = now_s();
     EXPECT_ERR(cudaErrorLaunchTimeout, cudaMalloc(&p, 4096));
-    mearas_sim_spin<<<1, 1>>>(nullptr);
+    mearas_sim_hang<<<1, 1>>>(nullptr);
     EXPECT_ERR(cudaErrorLaunchTimeout, cudaGetLastError());
     EXPECT_ERR(cudaErrorLaunchTimeout, cudaDeviceSynchronize());
     REQUIRE(now_s() - t0 < 1.0, "calls after the limit took %.2f s", now_s() - t0);

@@ -25,7 +25,7 @@ if MEARAS_SOCKET=$SOCK timeout 30 "$SEC_BIN/kernel_timeout" $LIMIT_MS; then
 	after=$(healthy_rate)
 	sec_log "healthy client after the limit fired: ${after:-?} rounds/s"
 	if [ -n "$alone" ] && [ -n "$after" ] && [ $((after * 2)) -ge "$alone" ]; then
-		sec_expect_log "GPU time limit: client pid [0-9]+, vGPU [01]: kernel mearas_sim_spin has run [0-9]+ ms, past the limit of $LIMIT_MS ms" &&
+		sec_expect_log "GPU time limit: client pid [0-9]+, vGPU [01]: kernel mearas_sim_hang has run [0-9]+ ms, past the limit of $LIMIT_MS ms" &&
 			sec_expect_log "worker exits to free its GPU context" && sec_refused
 	else
 		sec_log "the healthy client's throughput did not recover (${alone:-?} -> ${after:-?} rounds/s)"

@@ -1,0 +1,411 @@
+// SPDX-License-Identifier: MIT
+/* exec_record(): records a hostile client controls that used to outlive,
+ * overrun or pile up what they refer to (run under ASan: a use after free
+ * or a leak fails the test):
+ *   2d_wrapping          2D copies/memsets whose span wraps 2^64: refused
+ *   refusals_rate_limited a flood of refused records: a few log lines a second
+ *   host_func_graph      a host function captured in a graph: one request per
+ *                        launch, freed with the graph and its instantiations
+ *   event_sync_destroy   EVENT_SYNC outlives EVENT_DESTROY of its event
+ *   event_sync_reset     EVENT_SYNC outlives a reset that destroys its event
+ *   func_get             FUNC_GET records freed with their module, bounded
+ *   pending_bounded      completions behind a stream that never finishes */
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "../security/ptx_fatbin.h"
+#include "check.h"
+#include "mearas/log.h"
+#include "vgpu_fixture.h"
+
+static struct fixture fx;
+
+/* The record wants a completion on `slot`; returns it (exactly one). */
+static int call(struct mearas_sqe *e, unsigned slot, uint64_t val[2])
+{
+	static uint64_t ud = 5000;
+	struct mearas_cqe c;
+
+	e->flags |= MEARAS_SQE_WANT_CQE;
+	e->cq = (uint16_t)slot;
+	e->user_data = ++ud;
+	exec_record(&fx.w->vgpus[0], e);
+	CHECK_EQ(fixture_cq_ready(&fx, 0, slot), 1);
+	CHECK(fixture_cq_pop(&fx, 0, slot, &c));
+	CHECK_EQ(c.user_data, ud);
+	if (val) {
+		val[0] = c.val[0];
+		val[1] = c.val[1];
+	}
+	return c.status;
+}
+
+static int op(unsigned opc, uint32_t stream, uint64_t a0, uint64_t a1, uint64_t a2)
+{
+	struct mearas_sqe e = sqe_of(opc);
+
+	e.stream = stream;
+	e.args.a[0] = a0;
+	e.args.a[1] = a1;
+	e.args.a[2] = a2;
+	return call(&e, 1, NULL);
+}
+
+/* Loads a PTX fat binary with kernel `name` (nparams u32s) as module mod. */
+static void load_ptx(uint64_t mod, const char *name, unsigned nparams)
+{
+	size_t n = ptx_fatbin(fx.w->data + (1 << 20), 4u << 20, name, nparams);
+
+	CHECK(n > 0);
+	CHECK_EQ(op(MEARAS_OP_MODULE_LOAD, 0, mod, 1 << 20, n), 0);
+}
+
+static int func_get(uint64_t mod, uint64_t id, const char *name)
+{
+	struct mearas_sqe e = sqe_of(MEARAS_OP_FUNC_GET);
+
+	e.args.a[0] = mod;
+	e.args.a[1] = id;
+	e.payload_len = (uint32_t)strlen(name) + 1;
+	memcpy(e.inline_payload, name, e.payload_len);
+	return call(&e, 1, NULL);
+}
+
+/* mearas_sim_spin(ms) on stream, posted (no completion) */
+static void spin(uint64_t func, uint32_t stream, uint32_t ms)
+{
+	struct mearas_sqe e = sqe_of(MEARAS_OP_LAUNCH);
+
+	e.stream = stream;
+	e.args.a[0] = func;
+	e.args.a[1] = 1 | (1ull << 32);
+	e.args.a[2] = 1 | (1ull << 32);
+	e.args.a[3] = 1 | (1ull << 32);
+	e.payload_len = 4;
+	memcpy(e.inline_payload, &ms, 4);
+	exec_record(&fx.w->vgpus[0], &e);
+	CHECK_EQ(fx.w->vgpus[0].deferred_error, 0);
+}
+
+/* Submits a record wanting a completion on slot without waiting for it. */
+static void post_want(struct mearas_sqe *e, unsigned slot, uint64_t ud)
+{
+	e->flags |= MEARAS_SQE_WANT_CQE;
+	e->cq = (uint16_t)slot;
+	e->user_data = ud;
+	exec_record(&fx.w->vgpus[0], e);
+}
+
+/* Polls pending completions until slot has one (at most 5 s). */
+static struct mearas_cqe wait_slot(unsigned slot)
+{
+	struct mearas_cqe c;
+
+	for (int i = 0; i < 5000 && !fixture_cq_ready(&fx, 0, slot); i++) {
+		exec_poll_pending(&fx.w->vgpus[0]);
+		usleep(1000);
+	}
+	CHECK(fixture_cq_pop(&fx, 0, slot, &c));
+	return c;
+}
+
+static void test_2d_wrapping(uint64_t dev)
+{
+	struct mearas_sqe e = sqe_of(MEARAS_OP_MEMCPY_2D);
+	uint64_t span, big = fixture_alloc(&fx, 0, 1ull << 30);
+
+	/* the helper itself */
+	CHECK(range_2d_span(32, 64, 3, &span) && span == 160);
+	CHECK(!range_2d_span(32, 1ull << 40, (1ull << 24) + 1, &span));
+	CHECK(!range_2d_span(32, 0x8000000000000000ull, 3, &span));
+	CHECK(!range_2d_span(32, UINT64_MAX, 2, &span));
+	CHECK(!range_2d_span(65, 64, 1, &span));
+	CHECK(!range_2d_span(0, 64, 1, &span));
+	/* device rows 2^40 apart read to the data area: 2^40 * 2^24 wraps to 0 */
+	e.args.a[0] = 0;
+	e.args.a[1] = 32;
+	e.args.a[2] = dev;
+	e.args.a[3] = 1ull << 40;
+	e.args.a[4] = 32;
+	e.args.a[5] = (1ull << 24) + 1;
+	e.args.a[6] = MEARAS_COPY_DTOH;
+	CHECK_EQ(call(&e, 1, NULL), cudaErrorInvalidValue);
+	/* host rows 2^40 apart written from a device range that is all the
+	 * client's: only the host span wraps (a crash of the worker before) */
+	e.args.a[0] = 0;
+	e.args.a[1] = 1ull << 40;
+	e.args.a[2] = big;
+	e.args.a[3] = 32;
+	CHECK_EQ(call(&e, 1, NULL), cudaErrorInvalidValue);
+	/* host rows 2^40 apart, outside the data area */
+	e.args.a[0] = dev;
+	e.args.a[3] = 1ull << 40;
+	e.args.a[1] = 1ull << 40;
+	e.args.a[2] = 0;
+	e.args.a[6] = MEARAS_COPY_HTOD;
+	CHECK_EQ(call(&e, 1, NULL), cudaErrorInvalidValue);
+	e = sqe_of(MEARAS_OP_MEMSET_2D);
+	e.args.a[0] = dev;
+	e.args.a[1] = 1ull << 40;
+	e.args.a[2] = 0x41;
+	e.args.a[3] = 32;
+	e.args.a[4] = (1ull << 24) + 1;
+	CHECK_EQ(call(&e, 1, NULL), cudaErrorInvalidValue);
+	/* a 2D copy that fits still works */
+	e = sqe_of(MEARAS_OP_MEMCPY_2D);
+	e.args.a[0] = 0;
+	e.args.a[1] = 64;
+	e.args.a[2] = dev;
+	e.args.a[3] = 64;
+	e.args.a[4] = 32;
+	e.args.a[5] = 4;
+	e.args.a[6] = MEARAS_COPY_DTOH;
+	CHECK_EQ(call(&e, 1, NULL), 0);
+	CHECK(big != 0);
+	e = sqe_of(MEARAS_OP_MEM_FREE);
+	e.args.a[0] = big;
+	CHECK_EQ(call(&e, 1, NULL), 0);
+}
+
+static void test_refusals_rate_limited(uint64_t dev)
+{
+	char path[] = "/tmp/mearas-unit-log.XXXXXX", buf[65536];
+	int fd = mkstemp(path), lines = 0;
+	ssize_t n;
+
+	CHECK(fd >= 0);
+	unlink(path);
+	mearas_log_set_fd(fd);
+	for (int i = 0; i < 2000; i++) {
+		struct mearas_sqe e = sqe_of(MEARAS_OP_MEMSET_2D);
+
+		e.args.a[0] = dev;
+		e.args.a[1] = 1ull << 40;
+		e.args.a[3] = 32;
+		e.args.a[4] = (1ull << 24) + 1;
+		CHECK_EQ(call(&e, 1, NULL), cudaErrorInvalidValue);
+	}
+	mearas_log_set_fd(STDERR_FILENO);
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	CHECK(n > 0);
+	buf[n] = 0;
+	for (char *p = buf; (p = strstr(p, "2D memset refused")); p++)
+		lines++;
+	close(fd);
+	fprintf(stderr, "2000 refused records, %d log lines\n", lines);
+	CHECK(lines >= 1 && lines <= 40);
+}
+
+static void test_host_func_graph(void)
+{
+	struct vgpu *v = &fx.w->vgpus[0];
+	struct mearas_sqe e;
+	uint64_t last = 0, runs[6];
+	struct mearas_cqe c;
+
+	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 20, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_BEGIN, 20, 0, 0, 0), 0);
+	e = sqe_of(MEARAS_OP_HOST_FUNC);
+	e.stream = 20;
+	e.args.a[0] = 77;
+	exec_record(v, &e);
+	CHECK_EQ(v->deferred_error, 0);
+	CHECK_EQ(fixture_cq_ready(&fx, 0, 0), 0);       /* captured: not run */
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_END, 20, 30, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_INSTANTIATE, 0, 30, 31, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_INSTANTIATE, 0, 30, 32, 0), 0);
+	/* the graph goes first: its instantiations keep the host function */
+	CHECK_EQ(op(MEARAS_OP_GRAPH_DESTROY, 0, 30, 0, 0), 0);
+	for (int i = 0; i < 6; i++) {
+		CHECK_EQ(op(MEARAS_OP_GRAPH_LAUNCH, 20, i < 3 ? 31 : 32, 0, 0), 0);
+		/* each launch asks the client once, with a fresh run number */
+		CHECK_EQ(fixture_cq_ready(&fx, 0, 0), 1);
+		CHECK(fixture_cq_pop(&fx, 0, 0, &c));
+		CHECK(c.flags & MEARAS_CQE_HOST_FUNC);
+		CHECK_EQ(c.val[0], 77);
+		runs[i] = c.user_data;
+	}
+	for (int i = 0; i < 6; i++) {
+		CHECK(runs[i] > last);
+		last = runs[i];
+	}
+	CHECK_EQ(v->hf_ncaptured, 1);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_EXEC_DESTROY, 0, 31, 0, 0), 0);
+	CHECK_EQ(v->hf_ncaptured, 1);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_LAUNCH, 20, 32, 0, 0), 0);
+	CHECK(fixture_cq_pop(&fx, 0, 0, &c) && c.val[0] == 77);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_EXEC_DESTROY, 0, 32, 0, 0), 0);
+	CHECK_EQ(v->hf_ncaptured, 0);                   /* freed with the last holder */
+	/* a graph never instantiated frees them when destroyed */
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_BEGIN, 20, 0, 0, 0), 0);
+	exec_record(v, &e);
+	CHECK_EQ(v->hf_ncaptured, 1);
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_END, 20, 0, 0, 0), cudaErrorInvalidValue); /* bad graph id */
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_END, 20, 33, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_DESTROY, 0, 33, 0, 0), 0);
+	CHECK_EQ(v->hf_ncaptured, 0);
+	/* a capture that fails frees what it captured, once nothing captures */
+	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 24, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_BEGIN, 24, 0, 0, 0), 0);
+	e.stream = 24;
+	exec_record(v, &e);
+	e.stream = 20;
+	CHECK_EQ(v->hf_ncaptured, 1);
+	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 24, 0, 0), 0);     /* its capture is gone */
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_BEGIN, 20, 0, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_END, 20, 34, 0, 0), 0);
+	CHECK_EQ(v->hf_ncaptured, 0);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_DESTROY, 0, 34, 0, 0), 0);
+	/* not captured: runs once at once */
+	exec_record(v, &e);
+	CHECK(fixture_cq_pop(&fx, 0, 0, &c) && c.val[0] == 77);
+	CHECK_EQ(v->hf_ncaptured, 0);
+	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 20, 0, 0), 0);
+}
+
+static void test_event_sync_destroy(uint64_t spin_fn)
+{
+	struct mearas_sqe e;
+	struct mearas_cqe c;
+
+	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 21, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_EVENT_CREATE, 0, 40, 0, 0), 0);
+	spin(spin_fn, 21, 200);
+	CHECK_EQ(op(MEARAS_OP_EVENT_RECORD, 21, 40, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_EVENT_QUERY, 0, 40, 0, 0), cudaErrorNotReady);
+	e = sqe_of(MEARAS_OP_EVENT_SYNC);
+	e.args.a[0] = 40;
+	post_want(&e, 2, 4242);
+	CHECK_EQ(fixture_cq_ready(&fx, 0, 2), 0);       /* waits on the device */
+	/* another thread of the client destroys the event meanwhile */
+	CHECK_EQ(op(MEARAS_OP_EVENT_DESTROY, 0, 40, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_EVENT_QUERY, 0, 40, 0, 0), cudaErrorInvalidResourceHandle);
+	c = wait_slot(2);
+	CHECK_EQ(c.user_data, 4242);
+	CHECK_EQ(c.status, 0);
+	CHECK(fx.w->vgpus[0].holds == NULL);            /* the event is gone now */
+	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 21, 0, 0), 0);
+}
+
+static void test_event_sync_reset(uint64_t spin_fn)
+{
+	struct mearas_sqe e;
+	struct mearas_cqe c;
+
+	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 22, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_EVENT_CREATE, 0, 41, 0, 0), 0);
+	spin(spin_fn, 22, 50);
+	e = sqe_of(MEARAS_OP_DEVICE_RESET);
+	post_want(&e, 3, 1);
+	/* after the reset record, before it is done: work it will not wait for */
+	spin(spin_fn, 22, 300);
+	CHECK_EQ(op(MEARAS_OP_EVENT_RECORD, 22, 41, 0, 0), 0);
+	e = sqe_of(MEARAS_OP_EVENT_SYNC);
+	e.args.a[0] = 41;
+	post_want(&e, 2, 4343);
+	c = wait_slot(3);                               /* the reset destroys event 41 */
+	CHECK_EQ(c.status, 0);
+	CHECK_EQ(op(MEARAS_OP_EVENT_QUERY, 0, 41, 0, 0), cudaErrorInvalidResourceHandle);
+	c = wait_slot(2);                               /* and the wait on it still ends well */
+	CHECK_EQ(c.user_data, 4343);
+	CHECK_EQ(c.status, 0);
+	CHECK(fx.w->vgpus[0].holds == NULL);
+}
+
+static void test_func_get(void)
+{
+	struct vgpu *v = &fx.w->vgpus[0];
+	uint64_t id, base = v->func_bytes;     /* the spin kernel's record */
+	int r = 0;
+
+	/* lookups and unloads, again and again: every record is freed (ASan
+	 * counts leaks), the module's functions die with it */
+	for (int round = 0; round < 3; round++) {
+		load_ptx(50, "k_small", 3);
+		for (id = 1; id <= 200; id++)
+			CHECK_EQ(func_get(50, id, "k_small"), 0);
+		CHECK_EQ(op(MEARAS_OP_MODULE_UNLOAD, 0, 50, 0, 0), 0);
+		CHECK_EQ(v->func_bytes, base);
+		CHECK_EQ(op(MEARAS_OP_FUNC_ATTRS, 0, 1, 0, 0), cudaErrorInvalidDeviceFunction);
+	}
+	/* kernels with many parameters cost more: the records are bounded */
+	load_ptx(51, "k_wide", 4000);
+	for (id = 1000; id < MEARAS_MAX_HANDLES && !r; id++)
+		r = func_get(51, id, "k_wide");
+	CHECK_EQ(r, cudaErrorMemoryAllocation);
+	CHECK(v->func_bytes <= MEARAS_MAX_FUNC_BYTES);
+	CHECK(id > 2000);
+	CHECK_EQ(op(MEARAS_OP_FUNC_ATTRS, 0, id - 1, 0, 0), cudaErrorInvalidDeviceFunction); /* refused: no entry */
+	CHECK_EQ(op(MEARAS_OP_FUNC_ATTRS, 0, id - 2, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_MODULE_UNLOAD, 0, 51, 0, 0), 0);
+	CHECK_EQ(v->func_bytes, base);
+	load_ptx(52, "k_wide", 4000);
+	CHECK_EQ(func_get(52, 1, "k_wide"), 0);         /* room again */
+	/* the last ones die with the vGPU (teardown), counted by ASan */
+}
+
+static void test_pending_bounded(uint64_t spin_fn, uint64_t dev)
+{
+	struct vgpu *v = &fx.w->vgpus[0];
+	struct mearas_sqe e;
+
+	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 23, 0, 0), 0);
+	spin(spin_fn, 23, 600000);                      /* a stream that does not finish */
+	for (unsigned i = 0; i < MEARAS_MAX_PENDING + 100; i++) {
+		e = sqe_of(MEARAS_OP_MEM_FREE_ASYNC);
+		e.stream = 23;
+		e.args.a[0] = dev;
+		exec_record(v, &e);
+	}
+	CHECK_EQ(v->npend, MEARAS_MAX_PENDING);
+	CHECK_EQ(v->deferred_error, cudaErrorMemoryAllocation);
+	v->deferred_error = 0;
+	/* a synchronizing call on it fails at once instead of queueing */
+	CHECK_EQ(op(MEARAS_OP_STREAM_SYNC, 23, 0, 0, 0), cudaErrorMemoryAllocation);
+	CHECK_EQ(v->npend, MEARAS_MAX_PENDING);
+	/* records that add none still run */
+	CHECK_EQ(op(MEARAS_OP_EVENT_CREATE, 0, 42, 0, 0), 0);
+	/* the client goes away: everything pending is dropped, fences freed */
+	exec_drop_pending(v);
+	CHECK_EQ(v->npend, 0);
+	CHECK_EQ(op(MEARAS_OP_STREAM_SYNC, 0, 0, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 23, 0, 0), 0);
+}
+
+static const char *only;
+
+/* true when the named test is to run (all, or the one named on the command line) */
+static bool pick(const char *name)
+{
+	return !only || !strcmp(only, name);
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t dev;
+
+	only = argc > 1 ? argv[1] : NULL;
+	CHECK(fixture_init(&fx, 1, 0) == 0);
+	dev = fixture_alloc(&fx, 0, 1 << 20);
+	CHECK(dev != 0);
+	if (pick("2d_wrapping"))
+		test_2d_wrapping(dev);
+	if (pick("refusals_rate_limited"))
+		test_refusals_rate_limited(dev);
+	if (pick("host_func_graph"))
+		test_host_func_graph();
+	load_ptx(60, "mearas_sim_spin", 1);
+	CHECK_EQ(func_get(60, 600, "mearas_sim_spin"), 0);
+	if (pick("event_sync_destroy"))
+		test_event_sync_destroy(600);
+	if (pick("pending_bounded"))
+		test_pending_bounded(600, dev);
+	if (pick("func_get"))
+		test_func_get();
+	if (pick("event_sync_reset"))
+		test_event_sync_reset(600);
+	CHECK(!fx.w->broken);
+	fixture_destroy(&fx);
+	printf("exec lifetimes: ok\n");
+	return 0;
+}
