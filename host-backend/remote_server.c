@@ -25,6 +25,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -1210,14 +1211,30 @@ static void on_closed(void *ctx, struct mearas_link_conn *c, int status)
 	mearas_link_conn_set_user(c, NULL);
 }
 
+/* fds this process holds for one remote vGPU: the link's socket, the
+ * session's eventfd, the worker's socket, kick and output pipes, and one
+ * wakeup eventfd per completion slot */
+#define LINK_SESSION_FDS (6u + MEARAS_MAX_THREADS)
+
 int remote_server_start(const struct backend_config *cfg)
 {
 	struct mearas_link_config lc;
+	struct rlimit rl;
 	int rc;
 
 	server_cfg = cfg;
 	remote_link_config(&cfg->remote, &lc);
 	lc.rx_spin_us = remote_spin_us(cfg->spin_us);
+	/* a connection is admitted only with room for its session besides the reserve */
+	lc.fd_reserve += LINK_SESSION_FDS;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < (rlim_t)lc.fd_reserve + (rlim_t)lc.max_links * LINK_SESSION_FDS)
+		log_warn("link server: the fd limit (%llu) leaves room for about %llu of --link-max=%u remote vGPUs "
+			 "(each holds %u fds, %u more kept in reserve): raise the limit (LimitNOFILE) for more",
+			 (unsigned long long)rl.rlim_cur,
+			 (unsigned long long)(rl.rlim_cur > lc.fd_reserve ? (rl.rlim_cur - lc.fd_reserve) / LINK_SESSION_FDS
+									    : 0),
+			 lc.max_links, LINK_SESSION_FDS, lc.fd_reserve - LINK_SESSION_FDS);
 	rc = mearas_link_server_start(cfg->remote.link_bind && cfg->remote.link_bind[0] ? cfg->remote.link_bind : NULL,
 				      cfg->remote.link_port, &lc, &(struct mearas_link_server_ops){
 					      .on_message = on_message, .on_chunk = on_chunk, .chunk_dest = chunk_dest,
@@ -1228,8 +1245,9 @@ int remote_server_start(const struct backend_config *cfg)
 		log_err("link server on port %u: %s", cfg->remote.link_port, mearas_link_strerror(rc));
 		return -1;
 	}
-	log_info("link server on port %u%s", mearas_link_server_port(server),
-		 cfg->remote.key_len ? " (cluster key required)" : " (no cluster key configured: every link is refused)");
+	log_info("link server on port %u%s; at most %u links, %u connections in a handshake of %u ms at most", mearas_link_server_port(server),
+		 cfg->remote.key_len ? " (cluster key required)" : " (no cluster key configured: every link is refused)",
+		 lc.max_links, lc.max_pending, lc.handshake_ms);
 	return 0;
 }
 

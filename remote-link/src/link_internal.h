@@ -33,7 +33,8 @@ struct link_handshake_result {
 	char peer_name[64];
 };
 int link_handshake_client(int fd, const struct mearas_link_config *cfg);
-/* Server side; logs refusals with peer (an "addr:port" string). */
+/* Server side; logs refusals with peer (an "addr:port" string); the whole
+ * handshake takes cfg->handshake_ms at most. */
 int link_handshake_server(int fd, const struct mearas_link_config *cfg, const char *peer,
 			  bool verbs_available, struct link_handshake_result *res);
 /* Length-prefixed blob on the side channel (handshake and verbs setup). */

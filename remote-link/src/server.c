@@ -3,7 +3,9 @@
  * messages and bulk chunks to the caller's callbacks.
  *
  * Admission is bounded before a peer has proven the key: at most max_pending
- * connections are in the handshake at once, each for handshake_ms at most
+ * connections are in the handshake at once (a quarter of them from one
+ * address, so that one host cannot keep the others out), each for
+ * handshake_ms at most
  * (the admission thread shuts down the ones past it), a connection whose fd
  * leaves fewer than fd_reserve free is refused, at most max_links links are
  * open, and running out of fds or threads refuses new connections without
@@ -45,6 +47,8 @@ struct mearas_link_conn {
 	bool admitted;     /* send_lock: the handshake is over, no deadline any more */
 	bool deadline_hit; /* send_lock: shut down by the admission thread */
 	bool counted_link; /* counts in srv->nlinks */
+	bool pending;      /* srv->lock: counts in srv->npending */
+	struct sockaddr_storage addr;
 };
 
 /* One line a second at most for a refusal a flood repeats. */
@@ -67,7 +71,7 @@ struct mearas_link_server {
 	unsigned npending, nlinks; /* lock */
 	int spare_fd;              /* given up to shed a connection when fds run out */
 	pthread_mutex_t rl_lock;
-	struct ratelimit rl_pending, rl_links, rl_fds, rl_accept, rl_thread, rl_deadline;
+	struct ratelimit rl_pending, rl_host, rl_links, rl_fds, rl_accept, rl_thread, rl_deadline;
 };
 
 static void log_limited(struct mearas_link_server *s, struct ratelimit *rl, const char *fmt, ...)
@@ -299,6 +303,7 @@ static int end_pending(struct mearas_link_server *s, struct mearas_link_conn *c,
 	pthread_mutex_unlock(&c->send_lock);
 	pthread_mutex_lock(&s->lock);
 	s->npending--;
+	c->pending = false;
 	bool full = !rc && s->nlinks >= s->cfg.max_links;
 	if (!rc && !full) {
 		s->nlinks++;
@@ -489,12 +494,36 @@ static bool fds_short(const struct mearas_link_server *s, int fd, unsigned long 
 	return (rlim_t)fd + s->cfg.fd_reserve >= rl.rlim_cur;
 }
 
-/* A new connection: a pending slot, a conn and a thread, or refused. */
+static bool same_host(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr == ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->ss_family == AF_INET6)
+		return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr, &((const struct sockaddr_in6 *)b)->sin6_addr,
+			       sizeof(struct in6_addr));
+	return true;
+}
+
+/* lock held: connections from the host of ss in the handshake */
+static unsigned pending_from(const struct mearas_link_server *s, const struct sockaddr_storage *ss)
+{
+	unsigned n = 0;
+
+	for (const struct mearas_link_conn *c = s->conns; c; c = c->next)
+		n += c->pending && same_host(&c->addr, ss);
+	return n;
+}
+
+/* A new connection: a pending slot, a conn and a thread, or refused. Runs
+ * on the admission thread only, so the list it counts is complete. */
 static void admit_one(struct mearas_link_server *s, int fd, const struct sockaddr_storage *ss)
 {
 	char peer[80];
 	unsigned long limit = 0;
-	bool full;
+	unsigned per_host = s->cfg.max_pending > 4 ? s->cfg.max_pending / 4 : 1;
+	bool full, host_full = false;
 	int err;
 
 	format_peer(ss, peer, sizeof(peer));
@@ -508,12 +537,21 @@ static void admit_one(struct mearas_link_server *s, int fd, const struct sockadd
 	pthread_mutex_lock(&s->lock);
 	full = s->npending >= s->cfg.max_pending;
 	if (!full)
+		host_full = pending_from(s, ss) >= per_host;
+	if (!full && !host_full)
 		s->npending++;
 	pthread_mutex_unlock(&s->lock);
 	if (full) {
 		log_limited(s, &s->rl_pending,
 			    "link from %s refused: %u connections already in the handshake, the most this node takes",
 			    peer, s->cfg.max_pending);
+		close(fd);
+		return;
+	}
+	if (host_full) {
+		log_limited(s, &s->rl_host,
+			    "link from %s refused: %u connections from that host already in the handshake, the most "
+			    "one host may have", peer, per_host);
 		close(fd);
 		return;
 	}
@@ -525,6 +563,8 @@ static void admit_one(struct mearas_link_server *s, int fd, const struct sockadd
 		c->accept_ns = link_now_ns();
 		pthread_mutex_init(&c->send_lock, NULL);
 		memcpy(c->peer, peer, sizeof(peer));
+		c->addr = *ss;
+		c->pending = true; /* before its thread: end_pending clears it */
 		err = link_tcp_set_options(fd, s->cfg.dead_ms) ? errno : 0;
 		if (!err)
 			err = pthread_create(&c->thread, NULL, conn_main, c);
@@ -580,8 +620,10 @@ static int open_listener(const char *bind_addr, uint16_t port, int *out_fd, uint
 	int fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC, res->ai_protocol);
 	int one = 1;
 	int rc = MEARAS_LINK_E_SYS;
+	/* a long backlog: a burst waits there to be refused at once, rather than
+	 * having its SYNs dropped, which delays a good peer by seconds */
 	if (fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
-	    bind(fd, res->ai_addr, res->ai_addrlen) == 0 && listen(fd, 64) == 0) {
+	    bind(fd, res->ai_addr, res->ai_addrlen) == 0 && listen(fd, 512) == 0) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
 		getsockname(fd, (struct sockaddr *)&ss, &sl);

@@ -1003,37 +1003,70 @@ static void t_handshake_deadline(void)
 	mearas_link_server_stop(ls.srv);
 }
 
-/* At most max_pending connections wait in the handshake: the rest are
- * closed at once, and an open link keeps working through the flood. */
+/* A connection from 127.0.0.src (all of 127/8 is loopback) */
+static int raw_connect_from(uint16_t port, unsigned src)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000000u | src) };
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	if (fd >= 0 && (bind(fd, (struct sockaddr *)&me, sizeof(me)) ||
+			connect(fd, (struct sockaddr *)&a, sizeof(a)))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* n connections from 127.0.0.src into fds; how many the server closed at once */
+static int flood_from(uint16_t port, unsigned src, int *fds, int n)
+{
+	int quick = 0;
+	for (int i = 0; i < n; i++)
+		fds[i] = raw_connect_from(port, src);
+	usleep(300000);
+	for (int i = 0; i < n; i++)
+		if (fds[i] < 0 || closed_by_server(fds[i], 0))
+			quick++;
+	return quick;
+}
+
+/* At most max_pending connections wait in the handshake, a quarter of them
+ * from one host: the rest are closed at once, and an open link keeps
+ * working through the flood. */
 static void t_pending_cap(void)
 {
-	enum { N = 40, CAP = 4 };
+	enum { CAP = 8, PER_HOST = CAP / 4, N = 10 };
 	struct local_server ls;
 	struct mearas_link_config cfg;
 	log_clear();
 	base_cfg(&cfg, KEY);
 	cfg.max_pending = CAP;
-	cfg.handshake_ms = 1500;
+	cfg.handshake_ms = 2000;
 	CHECK_RC(local_start_cfg(&ls, &cfg), MEARAS_LINK_OK);
 	struct mearas_link *l = NULL;
 	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
-	int fds[N], quick = 0;
-	for (int i = 0; i < N; i++)
-		fds[i] = raw_connect(ls.port);
-	usleep(300000);
-	for (int i = 0; i < N; i++)
-		if (fds[i] < 0 || closed_by_server(fds[i], 0))
-			quick++;
-	printf("  %d of %d idle connections closed at once (cap %d)\n", quick, N, CAP);
-	CHECK(quick == N - CAP);
-	CHECK(log_has("127.0.0.1", "connections already in the handshake"));
+	int fds[5][N], quick[5];
+	/* hosts .2 to .5: PER_HOST each stay in the handshake, which fills CAP */
+	for (unsigned h = 0; h < 4; h++)
+		quick[h] = flood_from(ls.port, 2 + h, fds[h], N);
+	/* host .6: nothing left for it */
+	quick[4] = flood_from(ls.port, 6, fds[4], N);
+	printf("  idle connections closed at once, per host: %d %d %d %d, then %d (of %d each)\n", quick[0], quick[1],
+	       quick[2], quick[3], quick[4], N);
+	for (unsigned h = 0; h < 4; h++)
+		CHECK(quick[h] == N - PER_HOST);
+	CHECK(quick[4] == N);
+	CHECK(log_has("127.0.0.2", "connections from that host already in the handshake"));
+	CHECK(log_has("127.0.0", "8 connections already in the handshake"));
 	if (l) {
 		CHECK_RC(echo_call(l, "during the flood"), MEARAS_LINK_OK);
 		mearas_link_close(l);
 	}
-	for (int i = 0; i < N; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
+	for (unsigned h = 0; h < 5; h++)
+		for (int i = 0; i < N; i++)
+			if (fds[h][i] >= 0)
+				close(fds[h][i]);
 	/* their slots come free: a new link is admitted */
 	usleep(300000);
 	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
