@@ -165,7 +165,8 @@ struct remote_range {
  * area of data_size bytes; false for other records and for rows out of it. */
 bool remote_d2h_range(const struct mearas_sqe *e, uint64_t data_size, struct remote_range *r);
 
-/* ---- what one link may make the remote node allocate (remote_common.c) ---- */
+/* ---- what one link may make the remote node allocate (remote_budget.h) ---- */
+#include "remote_budget.h"
 /* A link's budget when --link-mem-mb is not given: its data area plus this. */
 #define REMOTE_LINK_MEM_EXTRA (64ull << 20)
 /* The session thread stops reading completions while its queued replies
@@ -173,18 +174,6 @@ bool remote_d2h_range(const struct mearas_sqe *e, uint64_t data_size, struct rem
 #define REMOTE_QUEUE_SOFT (4ull * REMOTE_REPLY_MAX)
 /* ... and never holds more than this (items past it are lost, with an error) */
 #define REMOTE_QUEUE_MAX (2 * REMOTE_QUEUE_SOFT)
-
-struct remote_budget {
-	uint64_t limit;         /* bytes; 0 = no limit */
-	uint64_t used;          /* atomic */
-	const char *who;        /* the link's peer, for the log */
-	uint64_t last_log_ns;   /* atomic: refusals are logged once a second */
-};
-
-/* Takes n bytes of b for what (a few words for the log); false, with a log
- * line, when that would pass its limit. b NULL: always true. */
-bool remote_budget_take(struct remote_budget *b, uint64_t n, const char *what);
-void remote_budget_give(struct remote_budget *b, uint64_t n);
 
 /* ---- tokens: records in flight, by a token that replaces user_data ---- */
 struct remote_token {
@@ -224,6 +213,8 @@ unsigned remote_spin_us(unsigned cfg_spin_us);
 struct remote_captures;
 struct remote_captures *remote_captures_new(void);
 void remote_captures_free(struct remote_captures *c);
+/* Its tables and ranges are taken from b from now on (NULL: no limit). */
+void remote_captures_set_budget(struct remote_captures *c, struct remote_budget *b);
 uint64_t remote_stream_key(const struct mearas_sqe *e);
 /* Follows captures, graphs and executable graphs; false when out of memory.
  * c NULL (the device has no graphs): every call does nothing. */

@@ -7,39 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mearas/clock.h"
-#include "mearas/log.h"
 #include "remote_link.h"
 #include "remote.h"
-
-bool remote_budget_take(struct remote_budget *b, uint64_t n, const char *what)
-{
-	uint64_t used, now;
-
-	if (!b)
-		return true;
-	used = __atomic_load_n(&b->used, __ATOMIC_RELAXED);
-	do {
-		if (b->limit && (n > b->limit || used > b->limit - n))
-			goto refuse;
-	} while (!__atomic_compare_exchange_n(&b->used, &used, used + n, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
-	return true;
-refuse:
-	now = mearas_mono_ns();
-	if (now - __atomic_load_n(&b->last_log_ns, __ATOMIC_RELAXED) > 1000000000ull) {
-		__atomic_store_n(&b->last_log_ns, now, __ATOMIC_RELAXED);
-		log_warn("remote link %s: over its memory budget: %s of %llu bytes refused (%llu of %llu MiB in use, "
-			 "--link-mem-mb): its calls fail with cudaErrorMemoryAllocation", b->who ? b->who : "?", what,
-			 (unsigned long long)n, (unsigned long long)(used >> 20), (unsigned long long)(b->limit >> 20));
-	}
-	return false;
-}
-
-void remote_budget_give(struct remote_budget *b, uint64_t n)
-{
-	if (b)
-		__atomic_fetch_sub(&b->used, n, __ATOMIC_RELAXED);
-}
 
 int remote_tokens_init(struct remote_tokens *t, uint32_t cap)
 {

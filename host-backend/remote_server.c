@@ -1079,6 +1079,7 @@ static void on_open(void *ctx, struct mearas_link_conn *c)
 	s->budget.who = mearas_link_conn_peer(c);
 	if (s->mapped)
 		remote_mapped_set_budget(s->mapped, &s->budget);
+	remote_captures_set_budget(s->caps, &s->budget);
 	if (remote_tokens_init(&s->tokens, TOKENS_CAP) || !s->reply || !s->mapped || (server_cfg->dev->capture_begin && !s->caps) ||
 	    s->notify_fd < 0)
 		__atomic_store_n(&s->ready, -1, __ATOMIC_RELEASE);
