@@ -1130,15 +1130,22 @@ static void on_message(void *ctx, struct mearas_link_conn *c, uint64_t seq, bool
 		if (s->open.magic != REMOTE_MAGIC || s->open.version != REMOTE_VERSION) {
 			snprintf(rep.message, sizeof(rep.message), "remote protocol version %u, this node speaks %u",
 				 s->open.version, REMOTE_VERSION);
-		} else if (s->thread_started || __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE)) {
+		} else if (s->thread_started || __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1) {
 			snprintf(rep.message, sizeof(rep.message), "the link already has a vGPU");
-		} else if (pthread_create(&s->thread, NULL, session_main, s)) {
-			snprintf(rep.message, sizeof(rep.message), "cannot start a session thread");
+		} else if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE)) {
+			/* on_open could not set the session up */
+			rep.status = cudaErrorMemoryAllocation;
+			snprintf(rep.message, sizeof(rep.message), "the remote node is out of memory or fds for a vGPU");
+		} else if ((errno = pthread_create(&s->thread, NULL, session_main, s))) {
+			rep.status = cudaErrorMemoryAllocation;
+			snprintf(rep.message, sizeof(rep.message), "the remote node cannot start a thread: %s",
+				 strerror(errno));
 		} else {
 			/* the session thread forks the worker (device start-up can be slow) and replies */
 			s->thread_started = true;
 			return;
 		}
+		log_warn("remote vGPU for %s refused: %s", mearas_link_conn_peer(c), rep.message);
 		mearas_link_reply(c, seq, &rep, sizeof(rep));
 	} else {
 		log_warn("remote link %s: unknown message (kind %u) ignored", mearas_link_conn_peer(c), kind);

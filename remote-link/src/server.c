@@ -5,11 +5,10 @@
  * Admission is bounded before a peer has proven the key: at most max_pending
  * connections are in the handshake at once (a quarter of them from one
  * address, so that one host cannot keep the others out), each for
- * handshake_ms at most
- * (the admission thread shuts down the ones past it), a connection whose fd
- * leaves fewer than fd_reserve free is refused, at most max_links links are
- * open, and running out of fds or threads refuses new connections without
- * touching the open links. Refusals a flood repeats are logged once a second. */
+ * handshake_ms at most (the admission thread shuts down the ones stuck past
+ * it), a connection whose fd leaves fewer than fd_reserve free is refused,
+ * at most max_links links are open, and running out of fds or threads
+ * refuses new connections without touching the open links. Refusals a flood repeats are logged once a second. */
 #include "link_internal.h"
 
 #include <arpa/inet.h>
@@ -396,13 +395,17 @@ static void free_conn(struct mearas_link_conn *c)
 	free(c);
 }
 
-/* A connection still in the handshake past handshake_ms: its socket is shut
- * down, which ends whatever read or write its thread is in. */
+/* The handshake keeps its own deadline; a connection still in it half a
+ * second past handshake_ms (its thread stuck in a write, say) has its socket
+ * shut down, which ends whatever read or write its thread is in. */
+#define DEADLINE_BACKSTOP_MS 500u
+
 static void check_deadline(struct mearas_link_server *s, struct mearas_link_conn *c, uint64_t now)
 {
 	bool hit = false;
 
-	if (c->deadline_hit || now - c->accept_ns < (uint64_t)s->cfg.handshake_ms * 1000000ull)
+	if (c->deadline_hit ||
+	    now - c->accept_ns < (uint64_t)(s->cfg.handshake_ms + DEADLINE_BACKSTOP_MS) * 1000000ull)
 		return;
 	pthread_mutex_lock(&c->send_lock);
 	if (!c->admitted && !c->deadline_hit && c->fd >= 0 && !c->t) {
