@@ -93,6 +93,8 @@ struct remote_open_reply {
 #define REMOTE_REC_DATA_BULK   2u
 #define REMOTE_REC_BAD_PAYLOAD 4u  /* the client's payload was out of bounds */
 #define REMOTE_REC_WANT_DONE   8u  /* a device-to-host copy: answer with a DONE item (done_id) */
+#define REMOTE_REC_REFUSED    16u  /* the client node refused it (memory budget): fail it with
+				    * cudaErrorMemoryAllocation, do not run it */
 
 struct remote_record_hdr {
 	uint32_t kind;

@@ -339,6 +339,16 @@ static void feed_record(struct session *s, const uint8_t *msg, size_t len)
 		return;
 	}
 	sqe = h.sqe;
+	if (h.flags & REMOTE_REC_REFUSED) {
+		/* over the client node's budget (it logged it): the same error here,
+		 * and the range at that offset is no longer followed, as there */
+		if (sqe.op == MEARAS_OP_HOST_MAPPED && host_mapped_valid(&sqe, s->data_size))
+			remote_mapped_set(s->mapped, s->data, sqe.args.a[0], sqe.args.a[1], false);
+		if (!(sqe.flags & MEARAS_SQE_WANT_CQE))
+			defer_error(s, cudaErrorMemoryAllocation);
+		drop_record(s, &sqe, cudaErrorMemoryAllocation, done_owed, h.done_id);
+		return;
+	}
 	if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) != 1) {
 		drop_record(s, &sqe, cudaErrorDevicesUnavailable, done_owed, h.done_id);
 		return;
