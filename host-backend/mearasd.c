@@ -64,10 +64,11 @@ static void usage(FILE *f)
 		"  --link-max=N         remote vGPUs (links) served at once (default 64)\n"
 		"  --link-fd-reserve=N  refuse link connections that would leave fewer than N fds besides\n"
 		"                       their own session's (default 64)\n"
-		"  --link-mem-mb=M      memory one link may make this node allocate besides its data area\n"
-		"                       (mapped-range shadows, queued replies, graph launch ranges); past it\n"
-		"                       that link's calls fail with cudaErrorMemoryAllocation (default: the\n"
-		"                       link's data area size plus 64)\n"
+		"  --link-mem-mb=M      memory one remote vGPU may make a node allocate besides its data\n"
+		"                       area (mapped-range shadows on both nodes; queued replies, graph\n"
+		"                       launch ranges and capture tables on the remote one); past it its\n"
+		"                       calls fail with cudaErrorMemoryAllocation (default: the data area\n"
+		"                       size plus 64)\n"
 		"  --vm=NAME:SOCKET:SIZE_MB[:VGPUS]  serve a VM as its ivshmem server on SOCKET (repeatable):\n"
 		"                       SIZE_MB of shared memory (a power of two), VGPUS per guest process\n");
 }

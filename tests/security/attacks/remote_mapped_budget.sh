@@ -4,9 +4,9 @@
 # close. Now the link's budget (--link-mem-mb; default its data area + 64
 # MiB = 128 MiB here, 96 MiB on the remote node) bounds it on both nodes:
 # the calls over it fail with cudaErrorMemoryAllocation and a log line, the
-# memory of both nodes stays
-# bounded (the client node's worker keeps shadows too), the budget comes back
-# when ranges are unmapped, and the healthy client's remote vGPU keeps working.
+# memory of both nodes stays bounded (the client node's worker keeps shadows
+# too), the budget comes back when ranges are unmapped, and the healthy
+# client's remote vGPU keeps working.
 . "$SEC_DIR/lib.sh"
 . "$SEC_DIR/lib_remote.sh"
 # the remote node's budget below the client node's (its default, 64 + 64 MiB):
