@@ -1238,6 +1238,7 @@ int remote_server_start(const struct backend_config *cfg)
 {
 	struct mearas_link_config lc;
 	struct rlimit rl;
+	uint32_t reserve;
 	int rc;
 
 	server_cfg = cfg;
@@ -1245,14 +1246,29 @@ int remote_server_start(const struct backend_config *cfg)
 	lc.rx_spin_us = remote_spin_us(cfg->spin_us);
 	/* a connection is admitted only with room for its session besides the reserve */
 	lc.fd_reserve += LINK_SESSION_FDS;
+	/* the soft fd limit (often 1024) is raised as far as the links need and the hard one allows */
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY) {
+		rlim_t want = (rlim_t)lc.fd_reserve + (rlim_t)lc.max_links * LINK_SESSION_FDS + 256;
+		rlim_t was = rl.rlim_cur;
+
+		if (was < want && rl.rlim_max > was) {
+			rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+			if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+				log_info("link server: fd limit raised from %llu to %llu", (unsigned long long)was,
+					 (unsigned long long)rl.rlim_cur);
+			else
+				rl.rlim_cur = was;
+		}
+	}
+	/* the reserve the operator asked for, without the session room added above */
+	reserve = lc.fd_reserve - LINK_SESSION_FDS;
 	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
-	    rl.rlim_cur < (rlim_t)lc.fd_reserve + (rlim_t)lc.max_links * LINK_SESSION_FDS)
+	    rl.rlim_cur < (rlim_t)reserve + (rlim_t)lc.max_links * LINK_SESSION_FDS)
 		log_warn("link server: the fd limit (%llu) leaves room for about %llu of --link-max=%u remote vGPUs "
 			 "(each holds %u fds, %u more kept in reserve): raise the limit (LimitNOFILE) for more",
 			 (unsigned long long)rl.rlim_cur,
-			 (unsigned long long)(rl.rlim_cur > lc.fd_reserve ? (rl.rlim_cur - lc.fd_reserve) / LINK_SESSION_FDS
-									    : 0),
-			 lc.max_links, LINK_SESSION_FDS, lc.fd_reserve - LINK_SESSION_FDS);
+			 (unsigned long long)(rl.rlim_cur > reserve ? (rl.rlim_cur - reserve) / LINK_SESSION_FDS : 0),
+			 lc.max_links, LINK_SESSION_FDS, reserve);
 	rc = mearas_link_server_start(cfg->remote.link_bind && cfg->remote.link_bind[0] ? cfg->remote.link_bind : NULL,
 				      cfg->remote.link_port, &lc, &(struct mearas_link_server_ops){
 					      .on_message = on_message, .on_chunk = on_chunk, .chunk_dest = chunk_dest,
