@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "mearas/clock.h"
 #include "mearas/log.h"
 #include "vm.h"
 #include "worker.h"
@@ -63,6 +64,16 @@ static void usage(FILE *f)
 		"  --link-batch=N       records sent per link batch at most (1 = no batching; default 256)\n"
 		"  --link-batch-us=N    hold records with no host-visible result up to N us to fill a batch\n"
 		"                       (0, the default: a batch goes when the vGPU's ring is drained)\n"
+		"  --link-handshake-ms=MS  a link connection must be authenticated within MS (default 3000)\n"
+		"  --link-max-pending=N connections in the handshake at once; more are refused (default 16)\n"
+		"  --link-max=N         remote vGPUs (links) served at once (default 64)\n"
+		"  --link-fd-reserve=N  refuse link connections that would leave fewer than N fds besides\n"
+		"                       their own session's (default 64)\n"
+		"  --link-mem-mb=M      memory one remote vGPU may make a node allocate besides its data\n"
+		"                       area (mapped-range shadows on both nodes; queued replies, graph\n"
+		"                       launch ranges and capture tables on the remote one); past it its\n"
+		"                       calls fail with cudaErrorMemoryAllocation (default: the data area\n"
+		"                       size plus 64)\n"
 		"  --vm=NAME:SOCKET:SIZE_MB[:VGPUS]  serve a VM as its ivshmem server on SOCKET (repeatable):\n"
 		"                       SIZE_MB of shared memory (a power of two), VGPUS per guest process\n");
 }
@@ -80,6 +91,21 @@ static int parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* long options without a short letter */
+enum { OPT_LINK_HANDSHAKE_MS = 1000, OPT_LINK_MAX_PENDING, OPT_LINK_MAX, OPT_LINK_FD_RESERVE, OPT_LINK_MEM_MB };
+
+/* --NAME=N in [lo, hi] into *out */
+static int parse_range(const char *name, const char *arg, uint64_t lo, uint64_t hi, uint32_t *out)
+{
+	uint64_t v;
+
+	if (parse_u64(arg, &v) || v < lo || v > hi)
+		return fprintf(stderr, "mearasd: bad --%s '%s' (%llu..%llu)\n", name, arg, (unsigned long long)lo,
+			       (unsigned long long)hi), -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct backend_config *cfg, const char **sock)
 {
 	static const struct option opts[] = {
@@ -93,6 +119,11 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		{ "link-dead-ms", required_argument, NULL, 'T' }, { "link-batch", required_argument, NULL, 'b' },
 		{ "link-batch-us", required_argument, NULL, 'u' },
 		{ "kernel-timeout-ms", required_argument, NULL, 'k' },
+		{ "link-handshake-ms", required_argument, NULL, OPT_LINK_HANDSHAKE_MS },
+		{ "link-max-pending", required_argument, NULL, OPT_LINK_MAX_PENDING },
+		{ "link-max", required_argument, NULL, OPT_LINK_MAX },
+		{ "link-fd-reserve", required_argument, NULL, OPT_LINK_FD_RESERVE },
+		{ "link-mem-mb", required_argument, NULL, OPT_LINK_MEM_MB },
 		{ "vm", required_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
@@ -197,6 +228,30 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 				return fprintf(stderr, "mearasd: bad --link-batch-us '%s' (0..100000)\n", optarg), -1;
 			cfg->remote.batch_us = (uint32_t)v;
 			break;
+		case OPT_LINK_HANDSHAKE_MS:
+			if (parse_range("link-handshake-ms", optarg, 100, 60000, &cfg->remote.handshake_ms))
+				return -1;
+			break;
+		case OPT_LINK_MAX_PENDING:
+			if (parse_range("link-max-pending", optarg, 1, 4096, &cfg->remote.max_pending))
+				return -1;
+			break;
+		case OPT_LINK_MAX:
+			if (parse_range("link-max", optarg, 1, 4096, &cfg->remote.max_links))
+				return -1;
+			break;
+		case OPT_LINK_FD_RESERVE:
+			if (parse_range("link-fd-reserve", optarg, 1, 1 << 20, &cfg->remote.fd_reserve))
+				return -1;
+			break;
+		case OPT_LINK_MEM_MB: {
+			uint32_t mb;
+
+			if (parse_range("link-mem-mb", optarg, 1, 1 << 20, &mb))
+				return -1;
+			cfg->remote.link_mem = (uint64_t)mb << 20;
+			break;
+		}
 		case 'V': {
 			char err[256];
 
@@ -315,6 +370,18 @@ int main(int argc, char **argv)
 		if (c < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+				/* out of fds or memory: clients wait in the backlog until
+				 * some come free; never a reason to stop serving the others */
+				static uint64_t last_ns;
+
+				if (mearas_mono_ns() - last_ns > 1000000000ull) {
+					log_err("accept: %s: new clients wait until resources come free", strerror(errno));
+					last_ns = mearas_mono_ns();
+				}
+				usleep(100000);
+				continue;
+			}
 			log_err("accept: %s", strerror(errno));
 			break;
 		}

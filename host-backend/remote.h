@@ -93,6 +93,8 @@ struct remote_open_reply {
 #define REMOTE_REC_DATA_BULK   2u
 #define REMOTE_REC_BAD_PAYLOAD 4u  /* the client's payload was out of bounds */
 #define REMOTE_REC_WANT_DONE   8u  /* a device-to-host copy: answer with a DONE item (done_id) */
+#define REMOTE_REC_REFUSED    16u  /* the client node refused it (memory budget): fail it with
+				    * cudaErrorMemoryAllocation, do not run it */
 
 struct remote_record_hdr {
 	uint32_t kind;
@@ -148,6 +150,12 @@ struct remote_config {
 	uint32_t dead_ms;       /* link dead bound (0 = library default, 3 s) */
 	uint32_t batch_msgs;    /* records per link batch (0 = library default, 1 = no batching) */
 	uint32_t batch_us;      /* time bound of a batch (0 = none: sent when the ring is drained) */
+	/* server admission (0 = library default, remote_link.h) */
+	uint32_t handshake_ms;  /* accept to authenticated link */
+	uint32_t max_pending;   /* connections in the handshake at once */
+	uint32_t max_links;     /* remote vGPUs (links) served at once */
+	uint32_t fd_reserve;    /* fds kept free for the rest of mearasd */
+	uint64_t link_mem;      /* bytes one link may make this node allocate (0 = REMOTE_LINK_MEM_AUTO) */
 };
 
 /* device-to-host destination rows in the data area */
@@ -158,6 +166,16 @@ struct remote_range {
 /* The rows a device-to-host copy (MEMCPY or MEMCPY_2D) writes into a data
  * area of data_size bytes; false for other records and for rows out of it. */
 bool remote_d2h_range(const struct mearas_sqe *e, uint64_t data_size, struct remote_range *r);
+
+/* ---- what one link may make the remote node allocate (remote_budget.h) ---- */
+#include "remote_budget.h"
+/* A link's budget when --link-mem-mb is not given: its data area plus this. */
+#define REMOTE_LINK_MEM_EXTRA (64ull << 20)
+/* The session thread stops reading completions while its queued replies
+ * hold this much (the client's REAP calls drain them): flow control. */
+#define REMOTE_QUEUE_SOFT (4ull * REMOTE_REPLY_MAX)
+/* ... and never holds more than this (items past it are lost, with an error) */
+#define REMOTE_QUEUE_MAX (2 * REMOTE_QUEUE_SOFT)
 
 /* ---- tokens: records in flight, by a token that replaces user_data ---- */
 struct remote_token {
@@ -197,6 +215,8 @@ unsigned remote_spin_us(unsigned cfg_spin_us);
 struct remote_captures;
 struct remote_captures *remote_captures_new(void);
 void remote_captures_free(struct remote_captures *c);
+/* Its tables and ranges are taken from b from now on (NULL: no limit). */
+void remote_captures_set_budget(struct remote_captures *c, struct remote_budget *b);
 uint64_t remote_stream_key(const struct mearas_sqe *e);
 /* Follows captures, graphs and executable graphs; false when out of memory.
  * c NULL (the device has no graphs): every call does nothing. */
@@ -218,8 +238,10 @@ struct remote_mapped *remote_mapped_new(void);
 void remote_mapped_free(struct remote_mapped *m);
 /* Any range mapped? (no lock: the fast path's check) */
 bool remote_mapped_any(const struct remote_mapped *m);
+/* Shadows are taken from b from now on (NULL: no limit; set before any range). */
+void remote_mapped_set_budget(struct remote_mapped *m, struct remote_budget *b);
 /* [off, off + size) of the data area base is mapped (on) or no longer; the
- * shadow starts as base's bytes. false when out of memory. */
+ * shadow starts as base's bytes. false when out of memory or budget. */
 bool remote_mapped_set(struct remote_mapped *m, const uint8_t *base, uint64_t off, uint64_t size, bool on);
 /* [off, off + len) of base is known to both nodes now (a copy carried it):
  * the shadow takes it, so it does not count as a change. */

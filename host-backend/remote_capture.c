@@ -39,6 +39,7 @@ struct remote_captures {
 	pthread_mutex_t lock;
 	struct cap_table captures, streams, events, graphs, execs;
 	uint32_t next_capture;
+	struct remote_budget *budget; /* tables and ranges are taken from it (NULL: none) */
 };
 
 struct remote_captures *remote_captures_new(void)
@@ -50,22 +51,36 @@ struct remote_captures *remote_captures_new(void)
 	return c;
 }
 
-static void table_free(struct cap_table *t)
+void remote_captures_set_budget(struct remote_captures *c, struct remote_budget *b)
+{
+	if (c)
+		c->budget = b;
+}
+
+static void ranges_free(struct remote_budget *b, struct cap_ranges *r)
+{
+	free(r->r);
+	remote_budget_give(b, (uint64_t)r->cap * sizeof(*r->r));
+	*r = (struct cap_ranges){ 0 };
+}
+
+static void table_free(struct remote_budget *b, struct cap_table *t)
 {
 	for (uint32_t i = 0; i < t->n; i++)
-		free(t->e[i].ranges.r);
+		ranges_free(b, &t->e[i].ranges);
 	free(t->e);
+	remote_budget_give(b, (uint64_t)t->cap * sizeof(*t->e));
 }
 
 void remote_captures_free(struct remote_captures *c)
 {
 	if (!c)
 		return;
-	table_free(&c->captures);
-	table_free(&c->streams);
-	table_free(&c->events);
-	table_free(&c->graphs);
-	table_free(&c->execs);
+	table_free(c->budget, &c->captures);
+	table_free(c->budget, &c->streams);
+	table_free(c->budget, &c->events);
+	table_free(c->budget, &c->graphs);
+	table_free(c->budget, &c->execs);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
@@ -78,8 +93,8 @@ static struct cap_entry *find(struct cap_table *t, uint64_t key)
 	return NULL;
 }
 
-/* The entry for key, new (zeroed) if absent; NULL when out of memory. */
-static struct cap_entry *get(struct cap_table *t, uint64_t key)
+/* The entry for key, new (zeroed) if absent; NULL when out of memory or budget. */
+static struct cap_entry *get(struct remote_budget *b, struct cap_table *t, uint64_t key)
 {
 	struct cap_entry *e = find(t, key);
 
@@ -87,10 +102,16 @@ static struct cap_entry *get(struct cap_table *t, uint64_t key)
 		return e;
 	if (t->n == t->cap) {
 		uint32_t ncap = t->cap ? t->cap * 2 : 8;
-		struct cap_entry *ne = realloc(t->e, ncap * sizeof(*ne));
+		uint64_t grow = (uint64_t)(ncap - t->cap) * sizeof(*t->e);
+		struct cap_entry *ne;
 
-		if (!ne)
+		if (!remote_budget_take(b, grow, "a capture table"))
 			return NULL;
+		ne = realloc(t->e, ncap * sizeof(*ne));
+		if (!ne) {
+			remote_budget_give(b, grow);
+			return NULL;
+		}
 		t->e = ne;
 		t->cap = ncap;
 	}
@@ -99,20 +120,26 @@ static struct cap_entry *get(struct cap_table *t, uint64_t key)
 	return e;
 }
 
-static void drop(struct cap_table *t, struct cap_entry *e)
+static void drop(struct remote_budget *b, struct cap_table *t, struct cap_entry *e)
 {
-	free(e->ranges.r);
+	ranges_free(b, &e->ranges);
 	*e = t->e[--t->n];
 }
 
-static bool ranges_add(struct cap_ranges *r, const struct remote_range *x)
+static bool ranges_add(struct remote_budget *b, struct cap_ranges *r, const struct remote_range *x)
 {
 	if (r->n == r->cap) {
 		uint32_t ncap = r->cap ? r->cap * 2 : 4;
-		struct remote_range *nr = realloc(r->r, ncap * sizeof(*nr));
+		uint64_t grow = (uint64_t)(ncap - r->cap) * sizeof(*r->r);
+		struct remote_range *nr;
 
-		if (!nr)
+		if (!remote_budget_take(b, grow, "a capture's copies"))
 			return false;
+		nr = realloc(r->r, ncap * sizeof(*nr));
+		if (!nr) {
+			remote_budget_give(b, grow);
+			return false;
+		}
 		r->r = nr;
 		r->cap = ncap;
 	}
@@ -120,15 +147,18 @@ static bool ranges_add(struct cap_ranges *r, const struct remote_range *x)
 	return true;
 }
 
-static bool ranges_copy(struct cap_ranges *dst, const struct cap_ranges *src)
+static bool ranges_copy(struct remote_budget *b, struct cap_ranges *dst, const struct cap_ranges *src)
 {
-	free(dst->r);
-	*dst = (struct cap_ranges){ 0 };
+	ranges_free(b, dst);
 	if (!src->n)
 		return true;
-	dst->r = malloc(src->n * sizeof(*dst->r));
-	if (!dst->r)
+	if (!remote_budget_take(b, (uint64_t)src->n * sizeof(*dst->r), "a graph's copies"))
 		return false;
+	dst->r = malloc(src->n * sizeof(*dst->r));
+	if (!dst->r) {
+		remote_budget_give(b, (uint64_t)src->n * sizeof(*dst->r));
+		return false;
+	}
 	memcpy(dst->r, src->r, src->n * sizeof(*dst->r));
 	dst->n = dst->cap = src->n;
 	return true;
@@ -153,15 +183,15 @@ static void end_capture(struct remote_captures *c, uint32_t capture)
 {
 	for (uint32_t i = 0; i < c->streams.n;)
 		if (c->streams.e[i].capture == capture)
-			drop(&c->streams, &c->streams.e[i]);
+			drop(c->budget, &c->streams, &c->streams.e[i]);
 		else
 			i++;
 	for (uint32_t i = 0; i < c->events.n;)
 		if (c->events.e[i].capture == capture)
-			drop(&c->events, &c->events.e[i]);
+			drop(c->budget, &c->events, &c->events.e[i]);
 		else
 			i++;
-	drop(&c->captures, find(&c->captures, capture));
+	drop(c->budget, &c->captures, find(&c->captures, capture));
 }
 
 static bool note_locked(struct remote_captures *c, const struct mearas_sqe *e)
@@ -173,11 +203,11 @@ static bool note_locked(struct remote_captures *c, const struct mearas_sqe *e)
 	case MEARAS_OP_CAPTURE_BEGIN:
 		if (cap)
 			return true; /* the device refuses a second begin */
-		x = get(&c->captures, ++c->next_capture);
-		y = x ? get(&c->streams, key) : NULL;
+		x = get(c->budget, &c->captures, ++c->next_capture);
+		y = x ? get(c->budget, &c->streams, key) : NULL;
 		if (!y) {
 			if (x)
-				drop(&c->captures, x);
+				drop(c->budget, &c->captures, x);
 			return false;
 		}
 		y->capture = c->next_capture;
@@ -190,20 +220,20 @@ static bool note_locked(struct remote_captures *c, const struct mearas_sqe *e)
 			bool ok = true;
 
 			if (cap->ranges.n) {
-				x = get(&c->graphs, e->args.a[0]); /* another table: cap stays valid */
-				ok = x && ranges_copy(&x->ranges, &cap->ranges);
+				x = get(c->budget, &c->graphs, e->args.a[0]); /* another table: cap stays valid */
+				ok = x && ranges_copy(c->budget, &x->ranges, &cap->ranges);
 			}
 			end_capture(c, id);
 			return ok;
 		}
 	case MEARAS_OP_EVENT_RECORD:
 		if (cap) {
-			x = get(&c->events, e->args.a[0]);
+			x = get(c->budget, &c->events, e->args.a[0]);
 			if (!x)
 				return false;
 			x->capture = (uint32_t)cap->key;
 		} else if ((x = find(&c->events, e->args.a[0]))) {
-			drop(&c->events, x); /* recorded again outside the capture */
+			drop(c->budget, &c->events, x); /* recorded again outside the capture */
 		}
 		return true;
 	case MEARAS_OP_STREAM_WAIT_EVENT:
@@ -211,7 +241,7 @@ static bool note_locked(struct remote_captures *c, const struct mearas_sqe *e)
 		if (x && !cap) {
 			uint32_t id = x->capture;
 
-			y = get(&c->streams, key);
+			y = get(c->budget, &c->streams, key);
 			if (!y)
 				return false;
 			y->capture = id;
@@ -220,19 +250,19 @@ static bool note_locked(struct remote_captures *c, const struct mearas_sqe *e)
 	case MEARAS_OP_GRAPH_INSTANTIATE:
 		x = find(&c->graphs, e->args.a[0]);
 		if (x) {
-			y = get(&c->execs, e->args.a[1]); /* another table: x stays valid */
-			return y && ranges_copy(&y->ranges, &x->ranges);
+			y = get(c->budget, &c->execs, e->args.a[1]); /* another table: x stays valid */
+			return y && ranges_copy(c->budget, &y->ranges, &x->ranges);
 		}
 		if ((y = find(&c->execs, e->args.a[1])))
-			drop(&c->execs, y);
+			drop(c->budget, &c->execs, y);
 		return true;
 	case MEARAS_OP_GRAPH_DESTROY:
 		if ((x = find(&c->graphs, e->args.a[0])))
-			drop(&c->graphs, x);
+			drop(c->budget, &c->graphs, x);
 		return true;
 	case MEARAS_OP_GRAPH_EXEC_DESTROY:
 		if ((x = find(&c->execs, e->args.a[0])))
-			drop(&c->execs, x);
+			drop(c->budget, &c->execs, x);
 		return true;
 	default:
 		return true;
@@ -275,7 +305,7 @@ bool remote_captures_take_copy(struct remote_captures *c, const struct mearas_sq
 	pthread_mutex_lock(&c->lock);
 	cap = capture_of(c, remote_stream_key(e));
 	if (cap)
-		*ok = ranges_add(&cap->ranges, r);
+		*ok = ranges_add(c->budget, &cap->ranges, r);
 	pthread_mutex_unlock(&c->lock);
 	return cap != NULL;
 }

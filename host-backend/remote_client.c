@@ -78,6 +78,9 @@ struct remote_vgpu {
 	 * area sits at this node's address, so pointers into it agree */
 	struct remote_mapped *mapped;
 	bool can_map;
+	/* what the shadows may take in this process (the tenant's worker): the
+	 * same bound as the remote node's default (--link-mem-mb) */
+	struct remote_budget mapped_budget;
 };
 
 static const char *link_err(int rc)
@@ -112,6 +115,10 @@ int remote_client_open(struct vgpu *v, const struct remote_target *t, struct mea
 		rv->free_slots = &rv->slot[i];
 	}
 	snprintf(rv->peer, sizeof(rv->peer), "%s:%u", t->host, t->port);
+	rv->mapped_budget = (struct remote_budget){
+		.limit = cfg->remote.link_mem ? cfg->remote.link_mem : v->w->data_size + REMOTE_LINK_MEM_EXTRA,
+		.who = rv->peer };
+	remote_mapped_set_budget(rv->mapped, &rv->mapped_budget);
 	gethostname(req.node, sizeof(req.node) - 1);
 	remote_link_config(&cfg->remote, &lc);
 	lc.rx_spin_us = remote_spin_us(cfg->spin_us);
@@ -343,10 +350,11 @@ static bool d2h_uncovered(struct remote_vgpu *rv, uint64_t off, uint64_t len, st
 	return true;
 }
 
-static void forward_one(struct vgpu *v, const struct mearas_sqe *e)
+/* extra: REMOTE_REC_* flags the caller adds (REMOTE_REC_REFUSED) */
+static void forward_one(struct vgpu *v, const struct mearas_sqe *e, uint32_t extra)
 {
 	struct remote_vgpu *rv = v->remote;
-	struct remote_record_hdr h = { .kind = REMOTE_MSG_RECORD, .sqe = *e };
+	struct remote_record_hdr h = { .kind = REMOTE_MSG_RECORD, .flags = extra, .sqe = *e };
 	struct iovec iov[3] = { { &h, sizeof(h) } };
 	int n = 1, rc = 0;
 	uint64_t off, len;
@@ -453,7 +461,7 @@ static bool forward_split(struct vgpu *v, const struct mearas_sqe *e)
 		piece.args.a[2] = n;
 		if (done + n < size)
 			piece.flags &= (uint16_t)~MEARAS_SQE_WANT_CQE;
-		forward_one(v, &piece);
+		forward_one(v, &piece, 0);
 	}
 	return true;
 }
@@ -483,7 +491,10 @@ static int push_mapped(void *ctx, uint64_t off, const uint8_t *bytes, uint64_t l
  * kernel launch first sends what the host changed in the mapped ranges since
  * (the remote node sends the device's changes with its completions).
  */
-static void mapped_before(struct vgpu *v, const struct mearas_sqe *e)
+/* Returns REMOTE_REC_REFUSED for a HOST_MAPPED this node cannot shadow
+ * (its budget, or memory): the remote node then fails it the same way, so
+ * that neither node follows the range and the program gets the error. */
+static uint32_t mapped_before(struct vgpu *v, const struct mearas_sqe *e)
 {
 	struct remote_vgpu *rv = v->remote;
 	const uint64_t *a = e->args.a;
@@ -492,24 +503,30 @@ static void mapped_before(struct vgpu *v, const struct mearas_sqe *e)
 	/* most records are neither: nothing else is looked at for them */
 	if ((!launch && e->op != MEARAS_OP_HOST_MAPPED) || !rv->can_map ||
 	    __atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE))
-		return;
+		return 0;
 	if (e->op == MEARAS_OP_HOST_MAPPED) {
 		if (!host_mapped_valid(e, v->w->data_size))
-			return; /* the remote node refuses it */
-		if (a[2] && push_mapped(v, a[0], v->w->data + a[0], a[1]))
-			return;
-		if (!remote_mapped_set(rv->mapped, v->w->data, a[0], a[1], a[2] != 0))
-			log_warn("vGPU %u: out of memory: a mapped range is not kept coherent", v->index);
+			return 0; /* the remote node refuses it */
+		/* the shadow first: bytes the host writes meanwhile are sent again at the next launch */
+		if (!remote_mapped_set(rv->mapped, v->w->data, a[0], a[1], a[2] != 0)) {
+			log_warn("vGPU %u: a mapped range of %llu bytes is refused (memory or --link-mem-mb)", v->index,
+				 (unsigned long long)a[1]);
+			return REMOTE_REC_REFUSED;
+		}
+		if (a[2])
+			push_mapped(v, a[0], v->w->data + a[0], a[1]);
 	} else if (remote_mapped_any(rv->mapped)) {
 		remote_mapped_diff(rv->mapped, v->w->data, push_mapped, v);
 	}
+	return 0;
 }
 
 static void forward(struct vgpu *v, const struct mearas_sqe *e)
 {
-	mapped_before(v, e);
-	if (!forward_split(v, e))
-		forward_one(v, e);
+	uint32_t extra = mapped_before(v, e);
+
+	if (extra || !forward_split(v, e))
+		forward_one(v, e, extra);
 }
 
 /* Forwards what the ring holds; *urgent: one of the records is waited for

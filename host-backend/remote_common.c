@@ -163,6 +163,14 @@ void remote_link_config(const struct remote_config *rc, struct mearas_link_confi
 		lc->batch_max_msgs = rc->batch_msgs;
 	if (rc->batch_us)
 		lc->batch_delay_us = rc->batch_us;
+	if (rc->handshake_ms)
+		lc->handshake_ms = rc->handshake_ms;
+	if (rc->max_pending)
+		lc->max_pending = rc->max_pending;
+	if (rc->max_links)
+		lc->max_links = rc->max_links;
+	if (rc->fd_reserve)
+		lc->fd_reserve = rc->fd_reserve;
 	lc->node_name = "mearasd";
 }
 

@@ -27,6 +27,7 @@ struct remote_mapped {
 	struct mapped_entry *e;
 	uint32_t n, cap;
 	uint32_t count;         /* atomic copy of n for the lock-free check */
+	struct remote_budget *budget; /* shadows and the table are taken from it (NULL: none) */
 };
 
 struct remote_mapped *remote_mapped_new(void)
@@ -38,13 +39,21 @@ struct remote_mapped *remote_mapped_new(void)
 	return m;
 }
 
+void remote_mapped_set_budget(struct remote_mapped *m, struct remote_budget *b)
+{
+	m->budget = b;
+}
+
 void remote_mapped_free(struct remote_mapped *m)
 {
 	if (!m)
 		return;
-	for (uint32_t i = 0; i < m->n; i++)
+	for (uint32_t i = 0; i < m->n; i++) {
 		free(m->e[i].shadow);
+		remote_budget_give(m->budget, m->e[i].size);
+	}
 	free(m->e);
+	remote_budget_give(m->budget, (uint64_t)m->cap * sizeof(*m->e));
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 }
@@ -57,6 +66,7 @@ bool remote_mapped_any(const struct remote_mapped *m)
 static void drop_at(struct remote_mapped *m, uint32_t i)
 {
 	free(m->e[i].shadow);
+	remote_budget_give(m->budget, m->e[i].size);
 	m->e[i] = m->e[--m->n];
 }
 
@@ -72,16 +82,29 @@ bool remote_mapped_set(struct remote_mapped *m, const uint8_t *base, uint64_t of
 		}
 	}
 	if (on) {
-		uint8_t *shadow = malloc(size);
+		/* a full copy of the range: the budget says whether this link may have it */
+		uint8_t *shadow = NULL;
 
+		if (remote_budget_take(m->budget, size, "a mapped-range shadow")) {
+			shadow = malloc(size);
+			if (!shadow)
+				remote_budget_give(m->budget, size);
+		}
 		if (!shadow) {
 			ok = false;
 		} else if (m->n == m->cap) {
 			uint32_t ncap = m->cap ? m->cap * 2 : 8;
-			struct mapped_entry *ne = realloc(m->e, ncap * sizeof(*ne));
+			uint64_t grow = (uint64_t)(ncap - m->cap) * sizeof(*m->e);
+			struct mapped_entry *ne = NULL;
 
+			if (remote_budget_take(m->budget, grow, "the mapped-range table")) {
+				ne = realloc(m->e, ncap * sizeof(*ne));
+				if (!ne)
+					remote_budget_give(m->budget, grow);
+			}
 			if (!ne) {
 				free(shadow);
+				remote_budget_give(m->budget, size);
 				ok = false;
 			} else {
 				m->e = ne;

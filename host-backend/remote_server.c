@@ -8,6 +8,13 @@
  * worker's completions and answers the client node's REAP calls. The worker
  * exits when the link closes (its socket closes, and it is killed with the
  * session thread), which frees everything the remote vGPU held.
+ *
+ * What a link makes this process allocate (mapped-range shadows, queued
+ * reply bytes, the ranges of graph launches in flight) comes out of the
+ * link's budget (--link-mem-mb); past it, that link's calls fail with
+ * cudaErrorMemoryAllocation and other links go on. The reply queue is also
+ * flow-controlled: completions stay in the worker's rings while it holds
+ * REMOTE_QUEUE_SOFT bytes.
  */
 #include <errno.h>
 #include <poll.h>
@@ -18,6 +25,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -85,7 +93,10 @@ struct session {
 	size_t qhead, qlen, qcap;
 	uint64_t reap_seq[REMOTE_REAPS_MAX]; /* outstanding REAP calls, oldest first */
 	unsigned nreap;
+	uint64_t qbytes;        /* atomic (written under qlock): what the queue holds */
 	uint8_t *reply;
+	struct remote_budget budget;
+	int budget_error;       /* atomic: a refusal no completion carried, for the next sync */
 };
 
 static const struct backend_config *server_cfg;
@@ -108,10 +119,40 @@ static void notify_if_sleeping(struct session *s)
 		notify(s);
 }
 
+/* A refusal that no completion of its own reports: the next synchronizing
+ * call of the link does (as CUDA reports asynchronous errors). */
+static void defer_error(struct session *s, int status)
+{
+	int none = 0;
+
+	__atomic_compare_exchange_n(&s->budget_error, &none, status, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+/* Bytes an item holds in the queue (its own, and what it owns). */
+static uint64_t item_cost(const struct out_item *it)
+{
+	return sizeof(*it) + (it->bytes ? it->nbytes : 0);
+}
+
+/* An item's bytes (taken from the budget by whoever made them) are gone. */
+static void item_free(struct session *s, struct out_item *it)
+{
+	if (it->bytes) {
+		free(it->bytes);
+		remote_budget_give(&s->budget, it->nbytes);
+		it->bytes = NULL;
+	}
+}
+
 /* queue lock held */
 static void queue_push(struct session *s, const struct out_item *it)
 {
-	if (s->qhead + s->qlen == s->qcap) {
+	/* The queue is bounded by itself, not by the budget: a link whose budget
+	 * went to shadows must still get the completions that report it. Scans
+	 * stop at REMOTE_QUEUE_SOFT; only records' own errors come on top. */
+	bool lost = s->qbytes + item_cost(it) > REMOTE_QUEUE_MAX;
+
+	if (!lost && s->qhead + s->qlen == s->qcap) {
 		if (s->qhead) {
 			memmove(s->q, s->q + s->qhead, s->qlen * sizeof(*s->q));
 			s->qhead = 0;
@@ -119,16 +160,39 @@ static void queue_push(struct session *s, const struct out_item *it)
 			size_t ncap = s->qcap ? s->qcap * 2 : 256;
 			struct out_item *n = realloc(s->q, ncap * sizeof(*n));
 
-			if (!n) {
-				log_err("remote session %s: out of memory: completion lost",
-					mearas_link_conn_peer(s->conn));
-				return;
+			lost = !n;
+			if (n) {
+				s->q = n;
+				s->qcap = ncap;
 			}
-			s->q = n;
-			s->qcap = ncap;
 		}
 	}
+	if (lost) {
+		struct out_item gone = *it;
+
+		log_err("remote session %s: reply queue full or out of memory: a reply item is lost",
+			mearas_link_conn_peer(s->conn));
+		item_free(s, &gone);
+		defer_error(s, cudaErrorMemoryAllocation);
+		return;
+	}
 	s->q[s->qhead + s->qlen++] = *it;
+	__atomic_store_n(&s->qbytes, s->qbytes + item_cost(it), __ATOMIC_RELAXED);
+}
+
+/* The queue holds enough: completions wait in the worker's rings for now. */
+static bool queue_over(struct session *s)
+{
+	return __atomic_load_n(&s->qbytes, __ATOMIC_RELAXED) >= REMOTE_QUEUE_SOFT;
+}
+
+/* The ranges of a graph launch in flight, taken from the budget. */
+static void ranges_free(struct session *s, struct remote_range *r, uint32_t n)
+{
+	if (r) {
+		free(r);
+		remote_budget_give(&s->budget, (uint64_t)n * sizeof(*r));
+	}
 }
 
 static void push_locked(struct session *s, const struct out_item *it)
@@ -275,6 +339,16 @@ static void feed_record(struct session *s, const uint8_t *msg, size_t len)
 		return;
 	}
 	sqe = h.sqe;
+	if (h.flags & REMOTE_REC_REFUSED) {
+		/* over the client node's budget (it logged it): the same error here,
+		 * and the range at that offset is no longer followed, as there */
+		if (sqe.op == MEARAS_OP_HOST_MAPPED && host_mapped_valid(&sqe, s->data_size))
+			remote_mapped_set(s->mapped, s->data, sqe.args.a[0], sqe.args.a[1], false);
+		if (!(sqe.flags & MEARAS_SQE_WANT_CQE))
+			defer_error(s, cudaErrorMemoryAllocation);
+		drop_record(s, &sqe, cudaErrorMemoryAllocation, done_owed, h.done_id);
+		return;
+	}
 	if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) != 1) {
 		drop_record(s, &sqe, cudaErrorDevicesUnavailable, done_owed, h.done_id);
 		return;
@@ -288,7 +362,12 @@ static void feed_record(struct session *s, const uint8_t *msg, size_t len)
 	}
 	if (sqe.op == MEARAS_OP_HOST_MAPPED && host_mapped_valid(&sqe, s->data_size) &&
 	    !remote_mapped_set(s->mapped, s->data, sqe.args.a[0], sqe.args.a[1], sqe.args.a[2] != 0)) {
-		push_error(s, &sqe, cudaErrorMemoryAllocation);
+		/* over budget (logged) or out of memory: posted without a completion,
+		 * so the next synchronizing call reports it */
+		if (sqe.flags & MEARAS_SQE_WANT_CQE)
+			push_error(s, &sqe, cudaErrorMemoryAllocation);
+		else
+			defer_error(s, cudaErrorMemoryAllocation);
 		return;
 	}
 	if (!remote_captures_note(s->caps, &sqe)) {
@@ -319,6 +398,11 @@ static void feed_record(struct session *s, const uint8_t *msg, size_t len)
 		push_error(s, &sqe, cudaErrorMemoryAllocation);
 		return;
 	}
+	if (t.ranges && !remote_budget_take(&s->budget, (uint64_t)t.nranges * sizeof(*t.ranges), "a graph launch's ranges")) {
+		free(t.ranges);
+		drop_record(s, &sqe, cudaErrorMemoryAllocation, done_owed, h.done_id);
+		return;
+	}
 	if (s->caps && sqe.op == MEARAS_OP_CAPTURE_BEGIN) {
 		/* its completion tells whether the stream really captures (errors stay deferred) */
 		t.capture_begin = 1;
@@ -337,7 +421,7 @@ static void feed_record(struct session *s, const uint8_t *msg, size_t len)
 			t.rows = 0;
 		tok = remote_tokens_add(&s->tokens, &t);
 		if (!tok) {
-			free(t.ranges);
+			ranges_free(s, t.ranges, t.nranges);
 			drop_record(s, &sqe, cudaErrorLaunchOutOfResources, done_owed, h.done_id);
 			return;
 		}
@@ -370,7 +454,7 @@ static void feed_record(struct session *s, const uint8_t *msg, size_t len)
 		}
 		if (dropped.want_done)
 			push_done(s, dropped.done_id);
-		free(dropped.ranges);
+		ranges_free(s, dropped.ranges, dropped.nranges);
 		return;
 	}
 	s->sqes[s->sq_tail & (MEARAS_SQ_ENTRIES - 1)] = sqe;
@@ -493,9 +577,15 @@ static void read_output(struct session *s, int fd, uint32_t which)
 		n = read(fd, buf, sizeof(buf));
 		if (n <= 0)
 			return;
+		if (!remote_budget_take(&s->budget, (uint64_t)n, "device output")) {
+			defer_error(s, cudaErrorMemoryAllocation);
+			continue; /* read and dropped: the worker must not block on its pipe */
+		}
 		it.bytes = malloc((size_t)n);
-		if (!it.bytes)
+		if (!it.bytes) {
+			remote_budget_give(&s->budget, (uint64_t)n);
 			return;
+		}
 		memcpy(it.bytes, buf, (size_t)n);
 		it.nbytes = (size_t)n;
 		push_locked(s, &it);
@@ -539,11 +629,17 @@ static int queue_mapped(void *ctx, uint64_t off, const uint8_t *bytes, uint64_t 
 
 	for (uint64_t done = 0; done < len; done += REMOTE_MAPPED_PIECE) {
 		uint64_t n = len - done < REMOTE_MAPPED_PIECE ? len - done : REMOTE_MAPPED_PIECE;
-		struct out_item it = { .type = OUT_MAPPED, .off = off + done, .bytes = malloc(n), .nbytes = n };
+		struct out_item it = { .type = OUT_MAPPED, .off = off + done, .nbytes = n };
 
+		if (remote_budget_take(&s->budget, n, "changed mapped bytes")) {
+			it.bytes = malloc(n);
+			if (!it.bytes)
+				remote_budget_give(&s->budget, n);
+		}
 		if (!it.bytes) {
-			log_err("remote session %s: out of memory: mapped memory goes stale",
+			log_err("remote session %s: no memory or budget left: mapped memory goes stale",
 				mearas_link_conn_peer(s->conn));
+			defer_error(s, cudaErrorMemoryAllocation);
 			return -1;
 		}
 		memcpy(it.bytes, bytes + done, n);
@@ -594,7 +690,7 @@ static void scan(struct session *s, struct held *fresh)
 				absorb_rows(s, r->off, r->width, r->pitch, r->rows);
 				push_locked(s, &d);
 			}
-			free(t.ranges);
+			ranges_free(s, t.ranges, t.nranges);
 			if (t.want_done)
 				push_done(s, t.done_id); /* after its data */
 			if (!t.want_cqe) {
@@ -607,6 +703,8 @@ static void scan(struct session *s, struct held *fresh)
 				c.status = s->held_error;
 				s->held_error = 0;
 			}
+			if (c.status == 0 && reports_deferred(t.op) && __atomic_load_n(&s->budget_error, __ATOMIC_RELAXED))
+				c.status = __atomic_exchange_n(&s->budget_error, 0, __ATOMIC_RELAXED);
 			c.user_data = t.user_data;
 			it.cqe = c;
 			it.cq = t.cq;
@@ -620,7 +718,7 @@ static void fail_token(void *ctx, const struct remote_token *t)
 	struct session *s = ctx;
 	struct mearas_cqe c = { .user_data = t->user_data, .status = cudaErrorDevicesUnavailable };
 
-	free(t->ranges);
+	ranges_free(s, t->ranges, t->nranges);
 	if (t->want_cqe) {
 		struct out_item it = { .type = OUT_CQE, .cq = t->cq, .cqe = c };
 
@@ -642,7 +740,7 @@ static void worker_gone(struct session *s)
 	log_err("remote session %s: %s", mearas_link_conn_peer(s->conn), why);
 	pthread_mutex_lock(&s->qlock);
 	remote_tokens_fail(&s->tokens, fail_token, s);
-	it.bytes = malloc(sizeof(why));
+	it.bytes = remote_budget_take(&s->budget, sizeof(why) - 1, "the worker's last words") ? malloc(sizeof(why)) : NULL;
 	if (it.bytes) {
 		memcpy(it.bytes, why, sizeof(why));
 		it.nbytes = sizeof(why) - 1;
@@ -707,6 +805,7 @@ static void build_reply(struct session *s, struct reply_build *r)
 	*r = (struct reply_build){ .buf = s->reply };
 	while (s->qlen) {
 		struct out_item *it = &s->q[s->qhead];
+		uint64_t cost = item_cost(it);
 
 		if (it->type == OUT_CQE) {
 			struct remote_item_cqe ic = { .cq = it->cq, .cqe = it->cqe };
@@ -744,7 +843,7 @@ static void build_reply(struct session *s, struct reply_build *r)
 
 			if (!put_item(r, REMOTE_ITEM_MAPPED, &d, sizeof(d), it->bytes, it->nbytes, false))
 				break;
-			free(it->bytes); /* copied into the reply buffer */
+			item_free(s, it); /* copied into the reply buffer */
 		} else if (it->type == OUT_DONE) {
 			struct remote_item_done d = { .id = it->done_id };
 
@@ -758,10 +857,11 @@ static void build_reply(struct session *s, struct reply_build *r)
 
 			if (!ok)
 				break;
-			free(it->bytes); /* copied into the reply buffer */
+			item_free(s, it); /* copied into the reply buffer */
 		}
 		s->qhead++;
 		s->qlen--;
+		__atomic_store_n(&s->qbytes, s->qbytes - cost, __ATOMIC_RELAXED);
 	}
 	if (!s->qlen)
 		s->qhead = 0;
@@ -789,10 +889,11 @@ static void try_reply(struct session *s)
 	pthread_mutex_unlock(&s->qlock);
 }
 
-/* A completion waits in a worker ring, or a reply can go out (unlocked reads: a hint). */
+/* A completion waits in a worker ring (and the queue has room for it), or a
+ * reply can go out (unlocked reads: a hint). */
 static bool harvest_ready(struct session *s)
 {
-	for (unsigned slot = 0; slot < s->nthreads; slot++) {
+	for (unsigned slot = 0; slot < s->nthreads && !queue_over(s); slot++) {
 		struct mearas_ring_ctl *ctl = (struct mearas_ring_ctl *)(s->cqs + s->cq_stride * slot);
 
 		if (mearas_load_acquire(&ctl->tail) != s->cq_head[slot])
@@ -869,11 +970,13 @@ static void harvest(struct session *s)
 	p[np++] = (struct pollfd){ .fd = s->sock, .events = POLLIN | POLLRDHUP };
 	while (!__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE)) {
 		bool ready = __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1, busy, gone = false;
+		/* the queue is full: nothing is read from the rings until REAP calls drain it */
+		bool paused = queue_over(s);
 		int r = 0;
 
-		if (!held.n && ready)
+		if (!held.n && ready && !paused)
 			harvest_spin(s);
-		busy = held.n || harvest_ready(s);
+		busy = (held.n && !paused) || harvest_ready(s);
 		if (busy) {
 			__atomic_store_n(&s->last_active_ns, mearas_mono_ns(), __ATOMIC_RELAXED);
 			if (++passes % ACTIVE_POLL_EVERY == 0) {
@@ -883,7 +986,8 @@ static void harvest(struct session *s)
 		} else {
 			__atomic_store_n(&s->sleeping, 1, __ATOMIC_RELAXED);
 			__atomic_thread_fence(__ATOMIC_SEQ_CST);
-			if (!harvest_ready(s) && (!ready || cq_prepare_sleep(s))) {
+			/* paused, the rings' wakeups are not asked for: a REAP call wakes it */
+			if (!harvest_ready(s) && (!ready || paused || cq_prepare_sleep(s))) {
 				r = poll(p, np, 200);
 				gone = r > 0 && after_poll(s, p, np);
 			}
@@ -899,7 +1003,7 @@ static void harvest(struct session *s)
 		}
 		/* completions read by a pass get their second pass at once, so
 		 * that they leave in the same reply as their data */
-		for (int pass = 0; pass < 2 && __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1; pass++) {
+		for (int pass = 0; pass < 2 && !paused && __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1; pass++) {
 			fresh.n = 0;
 			scan(s, &fresh);
 			/* the device's changes to mapped memory go before the completions
@@ -941,9 +1045,13 @@ static void *session_main(void *arg)
 
 		memcpy(&rep.info, s->region + hdr->vgpu_off[0] + l.devinfo, sizeof(rep.info));
 		rep.data_va = s->worker_data_va;
+		/* published with ready: nothing is taken from the budget before */
+		s->budget.limit = server_cfg->remote.link_mem ? server_cfg->remote.link_mem
+							      : s->data_size + REMOTE_LINK_MEM_EXTRA;
 		__atomic_store_n(&s->ready, 1, __ATOMIC_RELEASE);
-		log_info("remote vGPU for %s (%s): GPU %d, VA window %u, worker pid %d",
-			 mearas_link_conn_peer(s->conn), s->open.node, s->open.gpu, s->open.va_window, (int)s->child);
+		log_info("remote vGPU for %s (%s): GPU %d, VA window %u, worker pid %d, memory budget %llu MiB",
+			 mearas_link_conn_peer(s->conn), s->open.node, s->open.gpu, s->open.va_window, (int)s->child,
+			 (unsigned long long)(s->budget.limit >> 20));
 	} else {
 		__atomic_store_n(&s->ready, -1, __ATOMIC_RELEASE);
 		log_warn("remote vGPU for %s refused: %s", mearas_link_conn_peer(s->conn), rep.message);
@@ -978,6 +1086,10 @@ static void on_open(void *ctx, struct mearas_link_conn *c)
 	/* only a device with graphs captures: elsewhere nothing is followed */
 	s->caps = server_cfg->dev->capture_begin ? remote_captures_new() : NULL;
 	s->mapped = remote_mapped_new();
+	s->budget.who = mearas_link_conn_peer(c);
+	if (s->mapped)
+		remote_mapped_set_budget(s->mapped, &s->budget);
+	remote_captures_set_budget(s->caps, &s->budget);
 	if (remote_tokens_init(&s->tokens, TOKENS_CAP) || !s->reply || !s->mapped || (server_cfg->dev->capture_begin && !s->caps) ||
 	    s->notify_fd < 0)
 		__atomic_store_n(&s->ready, -1, __ATOMIC_RELEASE);
@@ -1028,15 +1140,22 @@ static void on_message(void *ctx, struct mearas_link_conn *c, uint64_t seq, bool
 		if (s->open.magic != REMOTE_MAGIC || s->open.version != REMOTE_VERSION) {
 			snprintf(rep.message, sizeof(rep.message), "remote protocol version %u, this node speaks %u",
 				 s->open.version, REMOTE_VERSION);
-		} else if (s->thread_started || __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE)) {
+		} else if (s->thread_started || __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1) {
 			snprintf(rep.message, sizeof(rep.message), "the link already has a vGPU");
-		} else if (pthread_create(&s->thread, NULL, session_main, s)) {
-			snprintf(rep.message, sizeof(rep.message), "cannot start a session thread");
+		} else if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE)) {
+			/* on_open could not set the session up */
+			rep.status = cudaErrorMemoryAllocation;
+			snprintf(rep.message, sizeof(rep.message), "the remote node is out of memory or fds for a vGPU");
+		} else if ((errno = pthread_create(&s->thread, NULL, session_main, s))) {
+			rep.status = cudaErrorMemoryAllocation;
+			snprintf(rep.message, sizeof(rep.message), "the remote node cannot start a thread: %s",
+				 strerror(errno));
 		} else {
 			/* the session thread forks the worker (device start-up can be slow) and replies */
 			s->thread_started = true;
 			return;
 		}
+		log_warn("remote vGPU for %s refused: %s", mearas_link_conn_peer(c), rep.message);
 		mearas_link_reply(c, seq, &rep, sizeof(rep));
 	} else {
 		log_warn("remote link %s: unknown message (kind %u) ignored", mearas_link_conn_peer(c), kind);
@@ -1096,11 +1215,11 @@ static void on_closed(void *ctx, struct mearas_link_conn *c, int status)
 		if (*fd >= 0)
 			close(*fd);
 	for (size_t i = 0; i < s->qlen; i++)
-		free(s->q[s->qhead + i].bytes);
+		item_free(s, &s->q[s->qhead + i]);
 	free(s->q);
 	for (uint32_t i = 0; s->tokens.e && i < s->tokens.cap; i++)
 		if (s->tokens.e[i].used)
-			free(s->tokens.e[i].ranges);
+			ranges_free(s, s->tokens.e[i].ranges, s->tokens.e[i].nranges);
 	remote_captures_free(s->caps);
 	remote_mapped_free(s->mapped);
 	free(s->tokens.e);
@@ -1110,14 +1229,46 @@ static void on_closed(void *ctx, struct mearas_link_conn *c, int status)
 	mearas_link_conn_set_user(c, NULL);
 }
 
+/* fds this process holds for one remote vGPU: the link's socket, the
+ * session's eventfd, the worker's socket, kick and output pipes, and one
+ * wakeup eventfd per completion slot */
+#define LINK_SESSION_FDS (6u + MEARAS_MAX_THREADS)
+
 int remote_server_start(const struct backend_config *cfg)
 {
 	struct mearas_link_config lc;
+	struct rlimit rl;
+	uint32_t reserve;
 	int rc;
 
 	server_cfg = cfg;
 	remote_link_config(&cfg->remote, &lc);
 	lc.rx_spin_us = remote_spin_us(cfg->spin_us);
+	/* a connection is admitted only with room for its session besides the reserve */
+	lc.fd_reserve += LINK_SESSION_FDS;
+	/* the soft fd limit (often 1024) is raised as far as the links need and the hard one allows */
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY) {
+		rlim_t want = (rlim_t)lc.fd_reserve + (rlim_t)lc.max_links * LINK_SESSION_FDS + 256;
+		rlim_t was = rl.rlim_cur;
+
+		if (was < want && rl.rlim_max > was) {
+			rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+			if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+				log_info("link server: fd limit raised from %llu to %llu", (unsigned long long)was,
+					 (unsigned long long)rl.rlim_cur);
+			else
+				rl.rlim_cur = was;
+		}
+	}
+	/* the reserve the operator asked for, without the session room added above */
+	reserve = lc.fd_reserve - LINK_SESSION_FDS;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < (rlim_t)reserve + (rlim_t)lc.max_links * LINK_SESSION_FDS)
+		log_warn("link server: the fd limit (%llu) leaves room for about %llu of --link-max=%u remote vGPUs "
+			 "(each holds %u fds, %u more kept in reserve): raise the limit (LimitNOFILE) for more",
+			 (unsigned long long)rl.rlim_cur,
+			 (unsigned long long)(rl.rlim_cur > reserve ? (rl.rlim_cur - reserve) / LINK_SESSION_FDS : 0),
+			 lc.max_links, LINK_SESSION_FDS, reserve);
 	rc = mearas_link_server_start(cfg->remote.link_bind && cfg->remote.link_bind[0] ? cfg->remote.link_bind : NULL,
 				      cfg->remote.link_port, &lc, &(struct mearas_link_server_ops){
 					      .on_message = on_message, .on_chunk = on_chunk, .chunk_dest = chunk_dest,
@@ -1128,8 +1279,9 @@ int remote_server_start(const struct backend_config *cfg)
 		log_err("link server on port %u: %s", cfg->remote.link_port, mearas_link_strerror(rc));
 		return -1;
 	}
-	log_info("link server on port %u%s", mearas_link_server_port(server),
-		 cfg->remote.key_len ? " (cluster key required)" : " (no cluster key: any node may connect)");
+	log_info("link server on port %u%s; at most %u links, %u connections in a handshake of %u ms at most", mearas_link_server_port(server),
+		 cfg->remote.key_len ? " (cluster key required)" : " (no cluster key configured: every link is refused)",
+		 lc.max_links, lc.max_pending, lc.handshake_ms);
 	return 0;
 }
 

@@ -64,6 +64,12 @@ struct mearas_link_config {
 	uint32_t heartbeat_ms;          /* heartbeat when nothing received this long (500) */
 	uint32_t dead_ms;               /* declare the link broken after this silence (3000) */
 	uint32_t connect_timeout_ms;    /* connect + handshake bound (3000) */
+	/* Server admission (0 = the default): nothing a peer does before it has
+	 * proven the key may cost more than a bounded share of fds and threads. */
+	uint32_t handshake_ms;          /* accept to authenticated link, at most (3000) */
+	uint32_t max_pending;           /* connections still in the handshake (16) */
+	uint32_t max_links;             /* authenticated links at once (64) */
+	uint32_t fd_reserve;            /* refuse a connection that leaves fewer free fds (64) */
 	uint32_t rx_spin_us;            /* receive threads poll without sleeping this long after data (0):
 					 * saves a wakeup per message on request/reply traffic, costs a core */
 	uint32_t version_major;         /* advertised version; 0 = this build's */

@@ -56,9 +56,8 @@ static int recv_full(int fd, uint8_t *p, size_t len, uint64_t deadline_ns)
 	return MEARAS_LINK_OK;
 }
 
-int link_recv_blob(int fd, void *buf, size_t cap, size_t *len, uint32_t timeout_ms)
+static int recv_blob_until(int fd, void *buf, size_t cap, size_t *len, uint64_t deadline)
 {
-	uint64_t deadline = link_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	uint8_t hdr[4];
 	int rc = recv_full(fd, hdr, 4, deadline);
 	if (rc)
@@ -71,6 +70,27 @@ int link_recv_blob(int fd, void *buf, size_t cap, size_t *len, uint32_t timeout_
 		return rc;
 	*len = n;
 	return MEARAS_LINK_OK;
+}
+
+int link_recv_blob(int fd, void *buf, size_t cap, size_t *len, uint32_t timeout_ms)
+{
+	return recv_blob_until(fd, buf, cap, len, link_now_ns() + (uint64_t)timeout_ms * 1000000ull);
+}
+
+/* The server's handshake has one deadline, not one per message: a peer that
+ * trickles its messages is dropped at handshake_ms all the same. */
+static int server_recv(int fd, const struct mearas_link_config *cfg, const char *peer, uint8_t *buf, size_t cap,
+		       size_t *len, uint64_t deadline, const char *what)
+{
+	int rc = recv_blob_until(fd, buf, cap, len, deadline);
+
+	if (rc == MEARAS_LINK_E_CONNECT)
+		link_log(cfg, MEARAS_LINK_LOG_WARN, "link from %s dropped: handshake not done within %u ms", peer,
+			 cfg->handshake_ms);
+	else if (rc)
+		link_log(cfg, MEARAS_LINK_LOG_WARN, "link from %s: no valid %s (%s)", peer, what,
+			 mearas_link_strerror(rc));
+	return rc;
 }
 
 /* Packs a protobuf-c message into a blob and sends it. */
@@ -225,12 +245,10 @@ int link_handshake_server(int fd, const struct mearas_link_config *cfg, const ch
 {
 	uint8_t buf[BLOB_MAX], cnonce[NONCE_BYTES], snonce[NONCE_BYTES];
 	size_t n;
-	int rc = link_recv_blob(fd, buf, sizeof(buf), &n, cfg->connect_timeout_ms);
-	if (rc) {
-		link_log(cfg, MEARAS_LINK_LOG_WARN, "link from %s: no valid hello (%s)", peer,
-			 mearas_link_strerror(rc));
+	uint64_t deadline = link_now_ns() + (uint64_t)cfg->handshake_ms * 1000000ull;
+	int rc = server_recv(fd, cfg, peer, buf, sizeof(buf), &n, deadline, "hello");
+	if (rc)
 		return rc;
-	}
 	Mearas__LinkHello *hello = mearas__link_hello__unpack(NULL, n, buf);
 	if (!hello || !hello->version || hello->client_nonce.len != NONCE_BYTES) {
 		link_log(cfg, MEARAS_LINK_LOG_WARN, "link from %s refused: malformed hello", peer);
@@ -270,12 +288,9 @@ int link_handshake_server(int fd, const struct mearas_link_config *cfg, const ch
 	if (rc)
 		return rc;
 
-	rc = link_recv_blob(fd, buf, sizeof(buf), &n, cfg->connect_timeout_ms);
-	if (rc) {
-		link_log(cfg, MEARAS_LINK_LOG_WARN, "link from %s: no auth reply (%s)", peer,
-			 mearas_link_strerror(rc));
+	rc = server_recv(fd, cfg, peer, buf, sizeof(buf), &n, deadline, "auth reply");
+	if (rc)
 		return rc;
-	}
 	Mearas__LinkAuth *auth = mearas__link_auth__unpack(NULL, n, buf);
 	if (!auth) {
 		link_log(cfg, MEARAS_LINK_LOG_WARN, "link from %s refused: malformed auth", peer);

@@ -14,6 +14,13 @@ void link_log(const struct mearas_link_config *cfg, enum mearas_link_log_level l
 /* Copy of cfg with zero fields replaced by defaults; key is not copied. */
 void link_config_effective(const struct mearas_link_config *in, struct mearas_link_config *out);
 
+/* Longest dead bound a link takes (the --link-dead-ms range of mearasd). */
+#define LINK_DEAD_MS_MAX 600000u
+/* Dead bound of a server link whose peer heartbeats every peer_heartbeat_ms
+ * (a value the peer sends): a few of its periods, at least dead_ms, at most
+ * LINK_DEAD_MS_MAX. */
+uint32_t link_peer_dead_ms(uint32_t dead_ms, uint32_t peer_heartbeat_ms);
+
 /* Reads exactly len bytes; fails with E_BROKEN when nothing arrives for dead_ms,
  * E_CLOSED when *stop becomes nonzero. *last_rx_ns is updated on progress. */
 int link_read_exact(struct link_transport *t, void *buf, size_t len, uint32_t poll_ms,
@@ -26,7 +33,8 @@ struct link_handshake_result {
 	char peer_name[64];
 };
 int link_handshake_client(int fd, const struct mearas_link_config *cfg);
-/* Server side; logs refusals with peer (an "addr:port" string). */
+/* Server side; logs refusals with peer (an "addr:port" string); the whole
+ * handshake takes cfg->handshake_ms at most. */
 int link_handshake_server(int fd, const struct mearas_link_config *cfg, const char *peer,
 			  bool verbs_available, struct link_handshake_result *res);
 /* Length-prefixed blob on the side channel (handshake and verbs setup). */

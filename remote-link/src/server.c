@@ -1,17 +1,28 @@
 /* Server side: an admission thread accepts TCP connections on one port; each
  * gets its own thread that authenticates it, then reads frames and hands
- * messages and bulk chunks to the caller's callbacks. */
+ * messages and bulk chunks to the caller's callbacks.
+ *
+ * Admission is bounded before a peer has proven the key: at most max_pending
+ * connections are in the handshake at once (a quarter of them from one
+ * address, so that one host cannot keep the others out), each for
+ * handshake_ms at most (the admission thread shuts down the ones stuck past
+ * it), a connection whose fd leaves fewer than fd_reserve free is refused,
+ * at most max_links links are open, and running out of fds or threads
+ * refuses new connections without touching the open links. Refusals a flood repeats are logged once a second. */
 #include "link_internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -31,6 +42,18 @@ struct mearas_link_conn {
 	uint32_t dead_ms;
 	uint8_t *buf;
 	size_t cap;
+	uint64_t accept_ns;
+	bool admitted;     /* send_lock: the handshake is over, no deadline any more */
+	bool deadline_hit; /* send_lock: shut down by the admission thread */
+	bool counted_link; /* counts in srv->nlinks */
+	bool pending;      /* srv->lock: counts in srv->npending */
+	struct sockaddr_storage addr;
+};
+
+/* One line a second at most for a refusal a flood repeats. */
+struct ratelimit {
+	uint64_t last_ns;
+	unsigned suppressed;
 };
 
 struct mearas_link_server {
@@ -44,7 +67,41 @@ struct mearas_link_server {
 	pthread_t admit_thread;
 	pthread_mutex_t lock;
 	struct mearas_link_conn *conns;
+	unsigned npending, nlinks; /* lock */
+	int spare_fd;              /* given up to shed a connection when fds run out */
+	pthread_mutex_t rl_lock;
+	struct ratelimit rl_pending, rl_host, rl_links, rl_fds, rl_accept, rl_thread, rl_deadline;
 };
+
+static void log_limited(struct mearas_link_server *s, struct ratelimit *rl, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void log_limited(struct mearas_link_server *s, struct ratelimit *rl, const char *fmt, ...)
+{
+	uint64_t now = link_now_ns();
+	unsigned more;
+	char msg[400];
+	va_list ap;
+
+	pthread_mutex_lock(&s->rl_lock);
+	if (rl->last_ns && now - rl->last_ns < 1000000000ull) {
+		rl->suppressed++;
+		pthread_mutex_unlock(&s->rl_lock);
+		return;
+	}
+	more = rl->suppressed;
+	rl->suppressed = 0;
+	rl->last_ns = now;
+	pthread_mutex_unlock(&s->rl_lock);
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (more)
+		link_log(&s->cfg, MEARAS_LINK_LOG_WARN, "%s (and %u more like it since the last such line)", msg,
+			 more);
+	else
+		link_log(&s->cfg, MEARAS_LINK_LOG_WARN, "%s", msg);
+}
 
 int mearas_link_replyv(struct mearas_link_conn *c, uint64_t seq, const struct iovec *data, int n)
 {
@@ -234,6 +291,43 @@ static int serve_frames(struct mearas_link_conn *c)
 	}
 }
 
+/* The handshake ended with rc: the connection leaves the pending count and,
+ * authenticated and in time, becomes a link if there is room for one. */
+static int end_pending(struct mearas_link_server *s, struct mearas_link_conn *c, int rc)
+{
+	pthread_mutex_lock(&c->send_lock);
+	c->admitted = true;
+	if (!rc && c->deadline_hit)
+		rc = MEARAS_LINK_E_CONNECT; /* its socket is shut down already */
+	pthread_mutex_unlock(&c->send_lock);
+	pthread_mutex_lock(&s->lock);
+	s->npending--;
+	c->pending = false;
+	bool full = !rc && s->nlinks >= s->cfg.max_links;
+	if (!rc && !full) {
+		s->nlinks++;
+		c->counted_link = true;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (full) {
+		log_limited(s, &s->rl_links, "link from %s refused: %u links open, the most this node takes",
+			    c->peer, s->cfg.max_links);
+		rc = MEARAS_LINK_E_CLOSED;
+	}
+	return rc;
+}
+
+/* The connection's thread is done: its link slot is free, it can be joined. */
+static void link_done(struct mearas_link_server *s, struct mearas_link_conn *c)
+{
+	if (c->counted_link) {
+		pthread_mutex_lock(&s->lock);
+		s->nlinks--;
+		pthread_mutex_unlock(&s->lock);
+	}
+	__atomic_store_n(&c->finished, 1, __ATOMIC_RELEASE);
+}
+
 static void *conn_main(void *arg)
 {
 	struct mearas_link_conn *c = arg;
@@ -241,6 +335,7 @@ static void *conn_main(void *arg)
 	struct link_handshake_result hs;
 	memset(&hs, 0, sizeof(hs));
 	int rc = link_handshake_server(c->fd, &s->cfg, c->peer, s->verbs_available, &hs);
+	rc = end_pending(s, c, rc);
 	if (!rc) {
 		struct link_transport *t = NULL;
 		if (hs.transport == MEARAS_LINK_TRANSPORT_VERBS)
@@ -263,13 +358,11 @@ static void *conn_main(void *arg)
 			close(c->fd);
 		c->fd = -1;
 		pthread_mutex_unlock(&c->send_lock);
-		__atomic_store_n(&c->finished, 1, __ATOMIC_RELEASE);
+		link_done(s, c);
 		return NULL;
 	}
 	/* The peer heartbeats every peer_heartbeat_ms; give it a few periods. */
-	c->dead_ms = s->cfg.dead_ms;
-	if (hs.peer_heartbeat_ms && hs.peer_heartbeat_ms * 3 > c->dead_ms)
-		c->dead_ms = hs.peer_heartbeat_ms * 3;
+	c->dead_ms = link_peer_dead_ms(s->cfg.dead_ms, hs.peer_heartbeat_ms);
 	c->last_rx_ns = link_now_ns();
 	link_log(&s->cfg, MEARAS_LINK_LOG_INFO, "link from %s (%s) open over %s", c->peer,
 		 hs.peer_name, c->t->ops->name);
@@ -287,7 +380,7 @@ static void *conn_main(void *arg)
 			 mearas_link_strerror(rc));
 	if (s->ops.on_closed)
 		s->ops.on_closed(s->ops.ctx, c, rc);
-	__atomic_store_n(&c->finished, 1, __ATOMIC_RELEASE);
+	link_done(s, c);
 	return NULL;
 }
 
@@ -302,9 +395,34 @@ static void free_conn(struct mearas_link_conn *c)
 	free(c);
 }
 
-/* Joins and frees finished links; with all set, stops and reaps every link. */
+/* The handshake keeps its own deadline; a connection still in it half a
+ * second past handshake_ms (its thread stuck in a write, say) has its socket
+ * shut down, which ends whatever read or write its thread is in. */
+#define DEADLINE_BACKSTOP_MS 500u
+
+static void check_deadline(struct mearas_link_server *s, struct mearas_link_conn *c, uint64_t now)
+{
+	bool hit = false;
+
+	if (c->deadline_hit ||
+	    now - c->accept_ns < (uint64_t)(s->cfg.handshake_ms + DEADLINE_BACKSTOP_MS) * 1000000ull)
+		return;
+	pthread_mutex_lock(&c->send_lock);
+	if (!c->admitted && !c->deadline_hit && c->fd >= 0 && !c->t) {
+		shutdown(c->fd, SHUT_RDWR);
+		c->deadline_hit = hit = true;
+	}
+	pthread_mutex_unlock(&c->send_lock);
+	if (hit)
+		log_limited(s, &s->rl_deadline, "link from %s dropped: handshake not done within %u ms", c->peer,
+			    s->cfg.handshake_ms);
+}
+
+/* Joins and frees finished links, and drops connections past the handshake
+ * deadline; with all set, stops and reaps every link. */
 static void reap_conns(struct mearas_link_server *s, bool all)
 {
+	uint64_t now = link_now_ns();
 	pthread_mutex_lock(&s->lock);
 	struct mearas_link_conn **pp = &s->conns;
 	while (*pp) {
@@ -318,6 +436,7 @@ static void reap_conns(struct mearas_link_server *s, bool all)
 				shutdown(c->fd, SHUT_RDWR);
 			pthread_mutex_unlock(&c->send_lock);
 		} else if (!__atomic_load_n(&c->finished, __ATOMIC_ACQUIRE)) {
+			check_deadline(s, c, now);
 			pp = &c->next;
 			continue;
 		}
@@ -346,6 +465,131 @@ static void format_peer(const struct sockaddr_storage *ss, char *out, size_t cap
 	snprintf(out, cap, "%s:%u", host, port);
 }
 
+/* accept failed for want of fds or memory: the connection waiting in the
+ * backlog is taken with the spare fd and closed at once, so that poll does
+ * not spin on it and its peer learns now; the open links are not touched. */
+static void shed_one(struct mearas_link_server *s, int err)
+{
+	log_limited(s, &s->rl_accept, "cannot accept a link connection: %s: new links are refused, open links go on",
+		    strerror(err));
+	if (s->spare_fd >= 0) {
+		close(s->spare_fd);
+		s->spare_fd = -1;
+	}
+	int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd >= 0)
+		close(fd);
+	s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		usleep(10000); /* nothing shed: do not spin on the listener */
+}
+
+/* accept hands out the lowest free fd: fds 0..fd-1 are all in use, so an fd
+ * within fd_reserve of the limit means fewer than fd_reserve are left for the
+ * rest of the process (its clients, its open links' sessions). */
+static bool fds_short(const struct mearas_link_server *s, int fd, unsigned long *limit)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return false;
+	*limit = (unsigned long)rl.rlim_cur;
+	return (rlim_t)fd + s->cfg.fd_reserve >= rl.rlim_cur;
+}
+
+static bool same_host(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr == ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->ss_family == AF_INET6)
+		return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr, &((const struct sockaddr_in6 *)b)->sin6_addr,
+			       sizeof(struct in6_addr));
+	return true;
+}
+
+/* lock held: connections from the host of ss in the handshake */
+static unsigned pending_from(const struct mearas_link_server *s, const struct sockaddr_storage *ss)
+{
+	unsigned n = 0;
+
+	for (const struct mearas_link_conn *c = s->conns; c; c = c->next)
+		n += c->pending && same_host(&c->addr, ss);
+	return n;
+}
+
+/* A new connection: a pending slot, a conn and a thread, or refused. Runs
+ * on the admission thread only, so the list it counts is complete. */
+static void admit_one(struct mearas_link_server *s, int fd, const struct sockaddr_storage *ss)
+{
+	char peer[80];
+	unsigned long limit = 0;
+	unsigned per_host = s->cfg.max_pending > 4 ? s->cfg.max_pending / 4 : 1;
+	bool full, host_full = false;
+	int err;
+
+	format_peer(ss, peer, sizeof(peer));
+	if (fds_short(s, fd, &limit)) {
+		log_limited(s, &s->rl_fds,
+			    "link from %s refused: file descriptors run short (fd %d of %lu, %u kept in reserve)",
+			    peer, fd, limit, s->cfg.fd_reserve);
+		close(fd);
+		return;
+	}
+	pthread_mutex_lock(&s->lock);
+	full = s->npending >= s->cfg.max_pending;
+	if (!full)
+		host_full = pending_from(s, ss) >= per_host;
+	if (!full && !host_full)
+		s->npending++;
+	pthread_mutex_unlock(&s->lock);
+	if (full) {
+		log_limited(s, &s->rl_pending,
+			    "link from %s refused: %u connections already in the handshake, the most this node takes",
+			    peer, s->cfg.max_pending);
+		close(fd);
+		return;
+	}
+	if (host_full) {
+		log_limited(s, &s->rl_host,
+			    "link from %s refused: %u connections from that host already in the handshake, the most "
+			    "one host may have", peer, per_host);
+		close(fd);
+		return;
+	}
+	struct mearas_link_conn *c = calloc(1, sizeof(*c));
+	err = ENOMEM;
+	if (c) {
+		c->srv = s;
+		c->fd = fd;
+		c->accept_ns = link_now_ns();
+		pthread_mutex_init(&c->send_lock, NULL);
+		memcpy(c->peer, peer, sizeof(peer));
+		c->addr = *ss;
+		c->pending = true; /* before its thread: end_pending clears it */
+		err = link_tcp_set_options(fd, s->cfg.dead_ms) ? errno : 0;
+		if (!err)
+			err = pthread_create(&c->thread, NULL, conn_main, c);
+	}
+	if (err) {
+		log_limited(s, &s->rl_thread, "link from %s refused: cannot start its thread: %s", peer,
+			    strerror(err));
+		pthread_mutex_lock(&s->lock);
+		s->npending--;
+		pthread_mutex_unlock(&s->lock);
+		if (c)
+			free_conn(c);
+		else
+			close(fd);
+		return;
+	}
+	pthread_mutex_lock(&s->lock);
+	c->next = s->conns;
+	s->conns = c;
+	pthread_mutex_unlock(&s->lock);
+}
+
 static void *admit_main(void *arg)
 {
 	struct mearas_link_server *s = arg;
@@ -357,27 +601,12 @@ static void *admit_main(void *arg)
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
 		int fd = accept4(s->listen_fd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
-		if (fd < 0)
-			continue;
-		struct mearas_link_conn *c = calloc(1, sizeof(*c));
-		if (!c) {
-			close(fd);
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+				shed_one(s, errno);
 			continue;
 		}
-		c->srv = s;
-		c->fd = fd;
-		pthread_mutex_init(&c->send_lock, NULL);
-		format_peer(&ss, c->peer, sizeof(c->peer));
-		if (link_tcp_set_options(fd, s->cfg.dead_ms) ||
-		    pthread_create(&c->thread, NULL, conn_main, c)) {
-			link_log(&s->cfg, MEARAS_LINK_LOG_ERR, "link from %s dropped: setup failed", c->peer);
-			free_conn(c);
-			continue;
-		}
-		pthread_mutex_lock(&s->lock);
-		c->next = s->conns;
-		s->conns = c;
-		pthread_mutex_unlock(&s->lock);
+		admit_one(s, fd, &ss);
 	}
 	return NULL;
 }
@@ -394,8 +623,10 @@ static int open_listener(const char *bind_addr, uint16_t port, int *out_fd, uint
 	int fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC, res->ai_protocol);
 	int one = 1;
 	int rc = MEARAS_LINK_E_SYS;
+	/* a long backlog: a burst waits there to be refused at once, rather than
+	 * having its SYNs dropped, which delays a good peer by seconds */
 	if (fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
-	    bind(fd, res->ai_addr, res->ai_addrlen) == 0 && listen(fd, 64) == 0) {
+	    bind(fd, res->ai_addr, res->ai_addrlen) == 0 && listen(fd, 512) == 0) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
 		getsockname(fd, (struct sockaddr *)&ss, &sl);
@@ -408,6 +639,19 @@ static int open_listener(const char *bind_addr, uint16_t port, int *out_fd, uint
 	}
 	freeaddrinfo(res);
 	return rc;
+}
+
+static void free_server(struct mearas_link_server *s)
+{
+	if (s->key) {
+		memset(s->key, 0, s->cfg.key_len);
+		free(s->key);
+	}
+	if (s->spare_fd >= 0)
+		close(s->spare_fd);
+	pthread_mutex_destroy(&s->rl_lock);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
 }
 
 int mearas_link_server_start(const char *bind_addr, uint16_t port,
@@ -424,11 +668,16 @@ int mearas_link_server_start(const char *bind_addr, uint16_t port,
 	link_config_effective(cfg, &s->cfg);
 	s->ops = *ops;
 	s->listen_fd = -1;
+	s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->rl_lock, NULL);
+	s->cfg.key = NULL;
 	if (cfg->key_len) {
 		s->key = malloc(cfg->key_len);
-		if (!s->key)
-			goto nomem;
+		if (!s->key) {
+			free_server(s);
+			return MEARAS_LINK_E_NOMEM;
+		}
 		memcpy(s->key, cfg->key, cfg->key_len);
 		s->cfg.key = s->key;
 	} else {
@@ -439,24 +688,16 @@ int mearas_link_server_start(const char *bind_addr, uint16_t port,
 	if (rc) {
 		link_log(&s->cfg, MEARAS_LINK_LOG_ERR, "cannot listen on %s:%u", bind_addr ? bind_addr : "*",
 			 (unsigned)port);
-		free(s->key);
-		pthread_mutex_destroy(&s->lock);
-		free(s);
+		free_server(s);
 		return rc;
 	}
 	if (pthread_create(&s->admit_thread, NULL, admit_main, s)) {
 		close(s->listen_fd);
-		free(s->key);
-		pthread_mutex_destroy(&s->lock);
-		free(s);
+		free_server(s);
 		return MEARAS_LINK_E_SYS;
 	}
 	*out = s;
 	return MEARAS_LINK_OK;
-nomem:
-	pthread_mutex_destroy(&s->lock);
-	free(s);
-	return MEARAS_LINK_E_NOMEM;
 }
 
 void mearas_link_server_stop(struct mearas_link_server *s)
@@ -467,10 +708,5 @@ void mearas_link_server_stop(struct mearas_link_server *s)
 	pthread_join(s->admit_thread, NULL);
 	close(s->listen_fd);
 	reap_conns(s, true);
-	if (s->key) {
-		memset(s->key, 0, s->cfg.key_len);
-		free(s->key);
-	}
-	pthread_mutex_destroy(&s->lock);
-	free(s);
+	free_server(s);
 }

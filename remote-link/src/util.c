@@ -38,6 +38,10 @@ void mearas_link_config_init(struct mearas_link_config *cfg)
 	cfg->heartbeat_ms = 500;
 	cfg->dead_ms = 3000;
 	cfg->connect_timeout_ms = 3000;
+	cfg->handshake_ms = 3000;
+	cfg->max_pending = 16;
+	cfg->max_links = 64;
+	cfg->fd_reserve = 64;
 }
 
 void link_config_effective(const struct mearas_link_config *in, struct mearas_link_config *out)
@@ -55,18 +59,40 @@ void link_config_effective(const struct mearas_link_config *in, struct mearas_li
 		out->chunk_bytes = LINK_MAX_BODY_CHUNK;
 	if (!out->heartbeat_ms)
 		out->heartbeat_ms = 500;
+	if (out->heartbeat_ms > LINK_DEAD_MS_MAX / 2)
+		out->heartbeat_ms = LINK_DEAD_MS_MAX / 2;
 	if (!out->dead_ms)
 		out->dead_ms = 3000;
+	if (out->dead_ms > LINK_DEAD_MS_MAX)
+		out->dead_ms = LINK_DEAD_MS_MAX;
 	if (out->dead_ms < 2 * out->heartbeat_ms)
 		out->dead_ms = 2 * out->heartbeat_ms;
 	if (!out->connect_timeout_ms)
 		out->connect_timeout_ms = 3000;
+	if (!out->handshake_ms)
+		out->handshake_ms = 3000;
+	if (!out->max_pending)
+		out->max_pending = 16;
+	if (!out->max_links)
+		out->max_links = 64;
+	if (!out->fd_reserve)
+		out->fd_reserve = 64;
 	if (!out->version_major) {
 		out->version_major = MEARAS_LINK_VERSION_MAJOR;
 		out->version_minor = MEARAS_LINK_VERSION_MINOR;
 	}
 	if (!out->node_name)
 		out->node_name = "";
+}
+
+uint32_t link_peer_dead_ms(uint32_t dead_ms, uint32_t peer_heartbeat_ms)
+{
+	/* 64-bit: three periods of a 32-bit interval do not fit 32 bits */
+	uint64_t want = (uint64_t)peer_heartbeat_ms * 3;
+
+	if (want > LINK_DEAD_MS_MAX)
+		want = LINK_DEAD_MS_MAX;
+	return want > dead_ms ? (uint32_t)want : dead_ms;
 }
 
 int link_read_exact(struct link_transport *t, void *buf, size_t len, uint32_t poll_ms,

@@ -37,10 +37,13 @@ static void cfg_with_key(struct mearas_link_config *c, const char *key)
 {
 	mearas_link_config_init(c);
 	const char *tr = getenv("LINK_TRANSPORT"), *gid = getenv("LINK_GID_INDEX");
+	const char *hs = getenv("LINK_HANDSHAKE_MS");
 	if (tr && strcmp(tr, "verbs") == 0)
 		c->transport = MEARAS_LINK_TRANSPORT_VERBS;
 	if (gid)
 		c->verbs_gid_index = (uint32_t)atoi(gid);
+	if (hs)
+		c->handshake_ms = (uint32_t)atoi(hs);
 	if (strcmp(key, "-") != 0) {
 		c->key = (const uint8_t *)key;
 		c->key_len = strlen(key);

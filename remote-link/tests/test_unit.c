@@ -12,6 +12,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -918,6 +920,305 @@ static void t_bulk_throughput_vs_raw_tcp(void)
 	CHECK(link_mbs > 0.25 * raw_mbs);
 }
 
+/* ---- admission: what a peer gets before it has proven the key ---- */
+
+static int local_start_cfg(struct local_server *ls, const struct mearas_link_config *cfg)
+{
+	struct mearas_link_server_ops ops;
+	ts_init(&ls->st);
+	ts_ops(&ls->st, &ops);
+	int rc = mearas_link_server_start("127.0.0.1", 0, cfg, &ops, &ls->srv);
+	ls->port = rc ? 0 : mearas_link_server_port(ls->srv);
+	return rc;
+}
+
+static int raw_connect(uint16_t port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* Has the server closed fd (end of stream or reset)? Waits up to wait_ms. */
+static bool closed_by_server(int fd, int wait_ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char c;
+	if (poll(&p, 1, wait_ms) <= 0)
+		return false;
+	return recv(fd, &c, 1, MSG_DONTWAIT) <= 0;
+}
+
+/* Seconds until the server closes fd, while fd announces a 200-byte hello
+ * and sends one byte of it every trickle_ms (0: nothing at all); max_s if
+ * it stays open that long. */
+static double seconds_to_close(int fd, unsigned trickle_ms, double max_s)
+{
+	double t0 = tl_now_s();
+	static const uint8_t hdr[4] = { 200, 0, 0, 0 };
+	if (trickle_ms && send(fd, hdr, sizeof(hdr), MSG_NOSIGNAL) != (ssize_t)sizeof(hdr))
+		return 0;
+	while (tl_now_s() - t0 < max_s) {
+		if (closed_by_server(fd, trickle_ms ? (int)trickle_ms : 20))
+			return tl_now_s() - t0;
+		if (trickle_ms && send(fd, "\x0a", 1, MSG_NOSIGNAL) != 1)
+			return tl_now_s() - t0;
+	}
+	return max_s;
+}
+
+/* A silent connection and one that trickles its hello are both dropped at
+ * handshake_ms (the handshake's own per-message bound, connect_timeout_ms,
+ * is 3 s); an authenticated link has no such deadline. */
+static void t_handshake_deadline(void)
+{
+	struct local_server ls;
+	struct mearas_link_config cfg;
+	log_clear();
+	base_cfg(&cfg, KEY);
+	cfg.handshake_ms = 600;
+	CHECK_RC(local_start_cfg(&ls, &cfg), MEARAS_LINK_OK);
+	int silent = raw_connect(ls.port), slow = raw_connect(ls.port);
+	CHECK(silent >= 0 && slow >= 0);
+	double t_slow = seconds_to_close(slow, 100, 5.0);
+	double t_silent = seconds_to_close(silent, 0, 5.0);
+	printf("  trickling connection closed after %.2f s, silent one after %.2f s\n", t_slow, t_silent);
+	CHECK(t_slow > 0.4 && t_slow < 1.2);
+	CHECK(t_silent < 1.2);
+	CHECK(log_has("127.0.0.1", "handshake not done within 600 ms"));
+	close(silent);
+	close(slow);
+	struct mearas_link *l = NULL;
+	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
+	if (l) {
+		usleep(900000); /* past the deadline: a link is not cut by it */
+		CHECK_RC(echo_call(l, "after the deadline"), MEARAS_LINK_OK);
+		mearas_link_close(l);
+	}
+	mearas_link_server_stop(ls.srv);
+}
+
+/* A connection from 127.0.0.src (all of 127/8 is loopback) */
+static int raw_connect_from(uint16_t port, unsigned src)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000000u | src) };
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	if (fd >= 0 && (bind(fd, (struct sockaddr *)&me, sizeof(me)) ||
+			connect(fd, (struct sockaddr *)&a, sizeof(a)))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* n connections from 127.0.0.src into fds; how many the server closed at once */
+static int flood_from(uint16_t port, unsigned src, int *fds, int n)
+{
+	int quick = 0;
+	for (int i = 0; i < n; i++)
+		fds[i] = raw_connect_from(port, src);
+	usleep(300000);
+	for (int i = 0; i < n; i++)
+		if (fds[i] < 0 || closed_by_server(fds[i], 0))
+			quick++;
+	return quick;
+}
+
+/* At most max_pending connections wait in the handshake, a quarter of them
+ * from one host: the rest are closed at once, and an open link keeps
+ * working through the flood. */
+static void t_pending_cap(void)
+{
+	enum { CAP = 8, PER_HOST = CAP / 4, N = 10 };
+	struct local_server ls;
+	struct mearas_link_config cfg;
+	log_clear();
+	base_cfg(&cfg, KEY);
+	cfg.max_pending = CAP;
+	cfg.handshake_ms = 2000;
+	CHECK_RC(local_start_cfg(&ls, &cfg), MEARAS_LINK_OK);
+	struct mearas_link *l = NULL;
+	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
+	int fds[5][N], quick[5];
+	/* hosts .2 to .5: PER_HOST each stay in the handshake, which fills CAP */
+	for (unsigned h = 0; h < 4; h++)
+		quick[h] = flood_from(ls.port, 2 + h, fds[h], N);
+	/* host .6: nothing left for it */
+	quick[4] = flood_from(ls.port, 6, fds[4], N);
+	printf("  idle connections closed at once, per host: %d %d %d %d, then %d (of %d each)\n", quick[0], quick[1],
+	       quick[2], quick[3], quick[4], N);
+	for (unsigned h = 0; h < 4; h++)
+		CHECK(quick[h] == N - PER_HOST);
+	CHECK(quick[4] == N);
+	CHECK(log_has("127.0.0.2", "connections from that host already in the handshake"));
+	CHECK(log_has("127.0.0", "8 connections already in the handshake"));
+	if (l) {
+		CHECK_RC(echo_call(l, "during the flood"), MEARAS_LINK_OK);
+		mearas_link_close(l);
+	}
+	for (unsigned h = 0; h < 5; h++)
+		for (int i = 0; i < N; i++)
+			if (fds[h][i] >= 0)
+				close(fds[h][i]);
+	/* their slots come free: a new link is admitted */
+	usleep(300000);
+	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
+	if (l) {
+		CHECK_RC(echo_call(l, "after the flood"), MEARAS_LINK_OK);
+		mearas_link_close(l);
+	}
+	mearas_link_server_stop(ls.srv);
+}
+
+/* At most max_links authenticated links; a closed one frees its slot. */
+static void t_link_cap(void)
+{
+	struct local_server ls;
+	struct mearas_link_config cfg;
+	log_clear();
+	base_cfg(&cfg, KEY);
+	cfg.max_links = 2;
+	CHECK_RC(local_start_cfg(&ls, &cfg), MEARAS_LINK_OK);
+	struct mearas_link *a = NULL, *b = NULL, *c = NULL;
+	CHECK_RC(connect_local(ls.port, KEY, &a), MEARAS_LINK_OK);
+	CHECK_RC(connect_local(ls.port, KEY, &b), MEARAS_LINK_OK);
+	if (connect_local(ls.port, KEY, &c) == MEARAS_LINK_OK) {
+		CHECK(echo_call(c, "third") != MEARAS_LINK_OK);
+		mearas_link_close(c);
+		c = NULL;
+	}
+	CHECK(log_has("127.0.0.1", "2 links open, the most this node takes"));
+	if (a)
+		CHECK_RC(echo_call(a, "first"), MEARAS_LINK_OK);
+	if (b) {
+		mearas_link_close(b);
+		CHECK(ts_wait_closed(&ls.st, 1, 2.0));
+		usleep(200000);
+	}
+	CHECK_RC(connect_local(ls.port, KEY, &c), MEARAS_LINK_OK);
+	if (c) {
+		CHECK_RC(echo_call(c, "in the freed slot"), MEARAS_LINK_OK);
+		mearas_link_close(c);
+	}
+	if (a)
+		mearas_link_close(a);
+	mearas_link_server_stop(ls.srv);
+}
+
+/* A server process with 64 fds and no pending cap to speak of: a flood of
+ * 150 idle connections is refused as fds run short (the fd reserve), the
+ * process lives on, its open link keeps working, and a new link is admitted
+ * once the flood is gone. */
+static void t_fd_budget(void)
+{
+	enum { N = 150 };
+	int p[2];
+	if (pipe(p)) {
+		CHECK(0);
+		return;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		struct rlimit rl = { 64, 64 };
+		struct local_server ls;
+		struct mearas_link_config cfg;
+		base_cfg(&cfg, KEY);
+		cfg.log = NULL;
+		cfg.max_pending = 1000;
+		cfg.fd_reserve = 16;
+		uint16_t port = 0;
+		if (setrlimit(RLIMIT_NOFILE, &rl) == 0 && local_start_cfg(&ls, &cfg) == 0)
+			port = ls.port;
+		if (write(p[1], &port, sizeof(port)) != sizeof(port) || !port)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	uint16_t port = 0;
+	CHECK(read(p[0], &port, sizeof(port)) == sizeof(port) && port);
+	close(p[0]);
+	struct mearas_link *l = NULL;
+	if (port)
+		CHECK_RC(connect_local(port, KEY, &l), MEARAS_LINK_OK);
+	int fds[N], quick = 0;
+	for (int i = 0; i < N && port; i++)
+		fds[i] = raw_connect(port);
+	usleep(500000);
+	for (int i = 0; i < N && port; i++)
+		if (fds[i] < 0 || closed_by_server(fds[i], 0))
+			quick++;
+	printf("  %d of %d idle connections refused at once by a 64-fd server\n", quick, N);
+	CHECK(quick >= N - 64);
+	CHECK(waitpid(pid, NULL, WNOHANG) == 0); /* alive */
+	if (l) {
+		CHECK_RC(echo_call(l, "open link during the flood"), MEARAS_LINK_OK);
+		mearas_link_close(l);
+	}
+	for (int i = 0; i < N && port; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	usleep(300000);
+	l = NULL;
+	if (port)
+		CHECK_RC(connect_local(port, KEY, &l), MEARAS_LINK_OK);
+	if (l) {
+		CHECK_RC(echo_call(l, "after the flood"), MEARAS_LINK_OK);
+		mearas_link_close(l);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* The heartbeat interval is the peer's to say: three of its periods must
+ * not wrap (0x55555556 * 3 is 2 in 32 bits, which cut a quiet link at the
+ * server's own bound) nor run past LINK_DEAD_MS_MAX. */
+static void t_peer_heartbeat_huge(void)
+{
+	CHECK(link_peer_dead_ms(3000, 0) == 3000);
+	CHECK(link_peer_dead_ms(3000, 2000) == 6000);
+	CHECK(link_peer_dead_ms(3000, 0x55555556u) == LINK_DEAD_MS_MAX);
+	CHECK(link_peer_dead_ms(3000, UINT32_MAX) == LINK_DEAD_MS_MAX);
+	CHECK(link_peer_dead_ms(LINK_DEAD_MS_MAX, UINT32_MAX) == LINK_DEAD_MS_MAX);
+
+	/* end to end: a server with a 600 ms dead bound, a peer announcing
+	 * 0x55555556 ms and then quiet for 1.2 s: the link is still up */
+	struct local_server ls;
+	struct mearas_link_config scfg, in, cfg;
+	base_cfg(&scfg, KEY);
+	scfg.heartbeat_ms = 200;
+	scfg.dead_ms = 600;
+	CHECK_RC(local_start_cfg(&ls, &scfg), MEARAS_LINK_OK);
+	base_cfg(&in, KEY);
+	link_config_effective(&in, &cfg);
+	cfg.heartbeat_ms = 0x55555556u; /* straight into the hello, past any clamp */
+	int fd = -1;
+	CHECK_RC(link_tcp_connect("127.0.0.1", ls.port, 2000, &fd), MEARAS_LINK_OK);
+	if (fd >= 0) {
+		CHECK_RC(link_handshake_client(fd, &cfg), MEARAS_LINK_OK);
+		usleep(1200000);
+		uint8_t hb[LINK_FRAME_HDR + 8] = { 0 }, ack[LINK_FRAME_HDR + 8];
+		struct link_frame_hdr h = { .type = LINK_FRAME_HEARTBEAT, .body_len = 8 };
+		wire_encode_frame(hb, &h);
+		CHECK(send(fd, hb, sizeof(hb), MSG_NOSIGNAL) == (ssize_t)sizeof(hb));
+		struct timeval tv = { 2, 0 };
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		CHECK(recv(fd, ack, sizeof(ack), MSG_WAITALL) == (ssize_t)sizeof(ack));
+		struct link_frame_hdr ah;
+		CHECK(wire_decode_frame(ack, &ah) == 0 && ah.type == LINK_FRAME_HEARTBEAT_ACK);
+		close(fd);
+	}
+	mearas_link_server_stop(ls.srv);
+}
+
 struct test_case {
 	const char *name;
 	void (*fn)(void);
@@ -934,6 +1235,11 @@ static const struct test_case tests[] = {
 	T(t_reply_sizes_and_call_timeout),
 	T(t_invalid_arguments),
 	T(t_garbage_peer),
+	T(t_handshake_deadline),
+	T(t_pending_cap),
+	T(t_link_cap),
+	T(t_fd_budget),
+	T(t_peer_heartbeat_huge),
 	T(t_malformed_frames_after_auth),
 	T(t_server_stop_closes_links),
 	T(t_call_async),

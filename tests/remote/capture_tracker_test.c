@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* The remote node's stream-capture tracker (host-backend/remote_capture.c):
  * copies on capturing streams (and streams joined by an event) are kept with
- * the capture, reach the graph's executable graphs, and come back at launch. */
+ * the capture, reach the graph's executable graphs, and come back at launch.
+ * Also the link's memory budget as the capture tracker and the mapped-range
+ * shadows (remote_mapped.c) take from it: refused past it, given back. */
+#include <stdint.h>
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -121,6 +125,45 @@ int main(void)
 		EXPECT(!remote_captures_take_copy(NULL, &b, &r, &ok));
 		b.op = MEARAS_OP_GRAPH_LAUNCH;
 		EXPECT(remote_captures_launch_ranges(NULL, &b, &out, &n) && n == 0 && !out);
+	}
+	/* a budget of 4 KiB: a capture's copies stop fitting, nothing is lost track of */
+	{
+		struct remote_budget b = { .limit = 4096, .who = "test" };
+		struct remote_captures *t = remote_captures_new();
+		unsigned kept = 0, refused = 0;
+
+		remote_captures_set_budget(t, &b);
+		note(t, MEARAS_OP_CAPTURE_BEGIN, 5, 0, 0);
+		for (unsigned i = 0; i < 1000; i++) {
+			struct mearas_sqe e = rec(MEARAS_OP_MEMCPY, 5, i * 16, 0);
+			struct remote_range r = { .off = i * 16, .width = 16, .pitch = 16, .rows = 1 };
+			bool ok = true;
+
+			EXPECT(remote_captures_take_copy(t, &e, &r, &ok));
+			kept += ok;
+			refused += !ok;
+		}
+		EXPECT(kept > 0 && refused > 0 && b.used <= b.limit);
+		remote_captures_free(t);
+		EXPECT(b.used == 0);
+	}
+	/* mapped-range shadows: 1 MiB (and a table) fits, a third range of 512 KiB does not */
+	{
+		struct remote_budget b = { .limit = (1u << 20) + 4096, .who = "test" };
+		struct remote_mapped *m = remote_mapped_new();
+		uint8_t *base = calloc(1, 2u << 20);
+
+		remote_mapped_set_budget(m, &b);
+		EXPECT(base && remote_mapped_set(m, base, 0, 512u << 10, true));
+		EXPECT(remote_mapped_set(m, base, 4096, 512u << 10, true));
+		EXPECT(!remote_mapped_set(m, base, 8192, 512u << 10, true));
+		EXPECT(b.used <= b.limit);
+		/* unmapped, its shadow is freed and given back */
+		EXPECT(remote_mapped_set(m, base, 0, 512u << 10, false));
+		EXPECT(remote_mapped_set(m, base, 8192, 512u << 10, true));
+		remote_mapped_free(m);
+		EXPECT(b.used == 0);
+		free(base);
 	}
 	printf("capture tracker: %s\n", failed ? "FAILED" : "all checks passed");
 	return failed ? 1 : 0;
