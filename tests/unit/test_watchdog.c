@@ -72,6 +72,15 @@ static int ev_destroy(struct mdev *d, void *e)
 	return mdev_sim_ops.event_destroy(d, e);
 }
 
+/* the streams here are tokens, not the model's: none is capturing */
+static int cap_status(struct mdev *d, void *s, int *status)
+{
+	(void)d;
+	(void)s;
+	*status = cudaStreamCaptureStatusNone;
+	return 0;
+}
+
 /* one work item on stream s, as exec.c issues it */
 static void issue(struct vgpu *v, void *s, bool kernel)
 {
@@ -141,6 +150,7 @@ int main(void)
 	ops.event_record = ev_record;
 	ops.event_query = ev_query;
 	ops.event_destroy = ev_destroy;
+	ops.capture_status = cap_status;
 
 	/* off by default: no watchdog at all */
 	CHECK(fixture_init(&fx, 1, 0) == 0);
