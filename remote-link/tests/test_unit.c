@@ -79,16 +79,22 @@ struct local_server {
 	uint16_t port;
 };
 
-static int local_start(struct local_server *ls, const uint8_t *key)
+static int local_start_enc(struct local_server *ls, const uint8_t *key, enum mearas_link_encryption enc)
 {
 	struct mearas_link_config cfg;
 	struct mearas_link_server_ops ops;
 	base_cfg(&cfg, key);
+	cfg.encryption = enc;
 	ts_init(&ls->st);
 	ts_ops(&ls->st, &ops);
 	int rc = mearas_link_server_start("127.0.0.1", 0, &cfg, &ops, &ls->srv);
 	ls->port = mearas_link_server_port(ls->srv);
 	return rc;
+}
+
+static int local_start(struct local_server *ls, const uint8_t *key)
+{
+	return local_start_enc(ls, key, MEARAS_LINK_ENCRYPTION_TLS);
 }
 
 static int echo_call(struct mearas_link *l, const char *text)
@@ -227,9 +233,12 @@ static void t_wrong_key_and_no_key(void)
 	struct mearas_link *l = NULL;
 	CHECK_RC(connect_local(ls.port, WRONG_KEY, &l), MEARAS_LINK_E_AUTH);
 	CHECK(l == NULL);
-	CHECK(log_has("127.0.0.1", "wrong cluster key"));
+	/* encrypted (the default): the TLS handshake refuses it, both ends say why */
+	CHECK(log_has("127.0.0.1", "refused: wrong cluster key (its TLS PSK binder does not verify)"));
+	CHECK(log_has("127.0.0.1", "refused: the peer holds another cluster key"));
+	/* a node without a key does not even try */
 	CHECK_RC(connect_local(ls.port, NULL, &l), MEARAS_LINK_E_AUTH);
-	CHECK(log_has("127.0.0.1", "peer sent no key"));
+	CHECK(log_has("127.0.0.1", "not tried: this node has no cluster key"));
 	/* The server keeps admitting good links after refusals. */
 	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
 	if (l) {
@@ -257,8 +266,8 @@ static void t_version_mismatch(void)
 	cfg.version_major = MEARAS_LINK_VERSION_MAJOR + 1;
 	struct mearas_link *l = NULL;
 	CHECK_RC(mearas_link_connect("127.0.0.1", ls.port, &cfg, &l), MEARAS_LINK_E_VERSION);
-	CHECK(log_has("127.0.0.1", "protocol version 2.0, this node runs 1.0"));
-	CHECK(log_has("peer runs protocol 1.0", NULL));
+	CHECK(log_has("127.0.0.1", "protocol version 2.0, this node runs 1.1"));
+	CHECK(log_has("peer runs protocol 1.1", NULL));
 	CHECK(ls.st.opened == 0);
 	mearas_link_server_stop(ls.srv);
 }
@@ -404,14 +413,23 @@ static void malformed_after_auth(const uint8_t *frame, size_t len, struct local_
 	base_cfg(&in, KEY);
 	link_config_effective(&in, &cfg);
 	int fd = -1;
+	SSL *ssl = NULL;
+	struct link_transport *t = NULL;
 	CHECK_RC(link_tcp_connect("127.0.0.1", ls->port, 2000, &fd), MEARAS_LINK_OK);
 	if (fd < 0)
 		return;
-	CHECK_RC(link_handshake_client(fd, &cfg), MEARAS_LINK_OK);
-	CHECK(send(fd, frame, len, MSG_NOSIGNAL) == (ssize_t)len);
+	CHECK_RC(link_handshake_client(fd, &cfg, "test", &ssl), MEARAS_LINK_OK);
+	CHECK(ssl != NULL); /* encrypted by default: the frames go inside TLS */
+	if (ssl)
+		CHECK_RC(link_tls_transport_create(fd, ssl, &cfg, "test", &t), MEARAS_LINK_OK);
+	if (t)
+		CHECK_RC(t->ops->send_iov(t, &(struct iovec){ (void *)frame, len }, 1), MEARAS_LINK_OK);
 	CHECK(ts_wait_closed(&ls->st, nth, 2.0));
 	CHECK_RC(ls->st.last_close_status, MEARAS_LINK_E_PROTO);
-	close(fd);
+	if (t)
+		t->ops->destroy(t);
+	else
+		close(fd);
 }
 
 static void t_malformed_frames_after_auth(void)
@@ -816,6 +834,12 @@ static void t_verbs_transport_choice(void)
 	base_cfg(&cfg, KEY);
 	cfg.transport = MEARAS_LINK_TRANSPORT_VERBS;
 	struct mearas_link *l = NULL;
+	/* TLS covers TCP links only: an encrypted verbs link is refused before connecting */
+	CHECK_RC(mearas_link_connect("127.0.0.1", ls.port, &cfg, &l), MEARAS_LINK_E_ENCRYPTION);
+	CHECK(log_has("127.0.0.1", "link encryption covers TCP links only"));
+	mearas_link_server_stop(ls.srv);
+	CHECK_RC(local_start_enc(&ls, KEY, MEARAS_LINK_ENCRYPTION_OFF), MEARAS_LINK_OK);
+	cfg.encryption = MEARAS_LINK_ENCRYPTION_OFF;
 	int rc = mearas_link_connect("127.0.0.1", ls.port, &cfg, &l);
 	if (ndev == 0) {
 		printf("  no RDMA device here: verbs link refused with \"%s\"\n", mearas_link_strerror(rc));
@@ -829,7 +853,8 @@ static void t_verbs_transport_choice(void)
 		}
 	}
 	/* TCP still chosen per link on the same server. */
-	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
+	cfg.transport = MEARAS_LINK_TRANSPORT_TCP;
+	CHECK_RC(mearas_link_connect("127.0.0.1", ls.port, &cfg, &l), MEARAS_LINK_OK);
 	if (l) {
 		CHECK_RC(echo_call(l, "over tcp"), MEARAS_LINK_OK);
 		mearas_link_close(l);
