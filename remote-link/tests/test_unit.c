@@ -3,6 +3,7 @@
 #include "bench_raw.h"
 #include "link_internal.h"
 #include "remote_link.h"
+#include "tamper_proxy.h"
 #include "test_server.h"
 #include "testlib.h"
 
@@ -632,6 +633,205 @@ static void t_rx_spin(void)
 	}
 }
 
+/* ---- link encryption ---- */
+
+static uint64_t server_msgs(struct local_server *ls)
+{
+	pthread_mutex_lock(&ls->st.lock);
+	uint64_t n = ls->st.msgs;
+	pthread_mutex_unlock(&ls->st.lock);
+	return n;
+}
+
+/* A bulk transfer of the tests' pattern, then the server's count of it. */
+static int bulk_and_sync(struct mearas_link *l, uint64_t tag, size_t len)
+{
+	uint8_t *data = malloc(len);
+	if (!data)
+		return MEARAS_LINK_E_NOMEM;
+	for (size_t i = 0; i < len; i++)
+		data[i] = ts_pattern(tag, i);
+	int rc = mearas_link_bulk(l, tag, data, len);
+	uint64_t got = 0;
+	if (!rc)
+		rc = mearas_link_call(l, "S", 1, &got, sizeof(got), NULL, 10000);
+	free(data);
+	return rc ? rc : got >= len ? MEARAS_LINK_OK : MEARAS_LINK_E_PROTO;
+}
+
+/* Encrypted by default: calls and bulk data arrive intact; both ends log TLS and kTLS. */
+static void t_encrypted_calls_and_bulk(void)
+{
+	struct local_server ls;
+	log_clear();
+	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	ls.st.check_pattern = true;
+	struct mearas_link *l = NULL;
+	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
+	if (l) {
+		CHECK(log_has("link from 127.0.0.1", "encrypted: TLSv1.3 TLS_AES_128_GCM_SHA256, kTLS"));
+		CHECK(log_has("link to 127.0.0.1", "encrypted: TLSv1.3 TLS_AES_128_GCM_SHA256, kTLS"));
+		for (int i = 0; i < 100; i++)
+			CHECK_RC(echo_call(l, "through TLS"), MEARAS_LINK_OK);
+		CHECK_RC(bulk_and_sync(l, 7, (24u << 20) + 12345), MEARAS_LINK_OK);
+		CHECK(ls.st.chunk_errors == 0);
+		/* a reply larger than a TLS record, in pieces */
+		uint8_t req[5] = { 'B' }, rep[300000];
+		uint32_t want = sizeof(rep);
+		size_t rl = 0;
+		memcpy(req + 1, &want, 4);
+		CHECK_RC(mearas_link_call(l, req, 5, rep, sizeof(rep), &rl, 5000), MEARAS_LINK_OK);
+		CHECK(rl == sizeof(rep));
+		mearas_link_close(l);
+	}
+	CHECK(ts_wait_closed(&ls.st, 1, 2.0) && ls.st.last_close_status == MEARAS_LINK_OK);
+	mearas_link_server_stop(ls.srv);
+}
+
+/* Both ends off: the link works in clear text, and both ends say so loudly. */
+static void t_encryption_off_both_ends(void)
+{
+	struct local_server ls;
+	log_clear();
+	CHECK_RC(local_start_enc(&ls, KEY, MEARAS_LINK_ENCRYPTION_OFF), MEARAS_LINK_OK);
+	CHECK(log_has("LINK ENCRYPTION IS OFF", "clear text"));
+	ls.st.check_pattern = true;
+	struct mearas_link_config cfg;
+	base_cfg(&cfg, KEY);
+	cfg.encryption = MEARAS_LINK_ENCRYPTION_OFF;
+	struct mearas_link *l = NULL;
+	CHECK_RC(mearas_link_connect("127.0.0.1", ls.port, &cfg, &l), MEARAS_LINK_OK);
+	if (l) {
+		CHECK(log_has("link from 127.0.0.1", "UNENCRYPTED (link encryption off"));
+		CHECK(log_has("link to 127.0.0.1", "UNENCRYPTED (link encryption off"));
+		CHECK_RC(echo_call(l, "in clear text"), MEARAS_LINK_OK);
+		CHECK_RC(bulk_and_sync(l, 9, 5u << 20), MEARAS_LINK_OK);
+		CHECK(ls.st.chunk_errors == 0);
+		mearas_link_close(l);
+	}
+	/* the key still admits nodes */
+	log_clear();
+	base_cfg(&cfg, WRONG_KEY);
+	cfg.encryption = MEARAS_LINK_ENCRYPTION_OFF;
+	CHECK_RC(mearas_link_connect("127.0.0.1", ls.port, &cfg, &l), MEARAS_LINK_E_AUTH);
+	CHECK(log_has("127.0.0.1", "refused: wrong cluster key"));
+	CHECK(ls.st.opened == 1);
+	mearas_link_server_stop(ls.srv);
+}
+
+/* One end encrypts, the other does not: refused on both ends with the reason. */
+static void t_encryption_mismatch(void)
+{
+	struct local_server ls;
+	struct mearas_link_config cfg;
+	struct mearas_link *l = NULL;
+	log_clear();
+	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	base_cfg(&cfg, KEY);
+	cfg.encryption = MEARAS_LINK_ENCRYPTION_OFF;
+	CHECK_RC(mearas_link_connect("127.0.0.1", ls.port, &cfg, &l), MEARAS_LINK_E_ENCRYPTION);
+	CHECK(log_has("link from 127.0.0.1", "refused: link encryption is off on the peer, on (TLS 1.3) on this node"));
+	CHECK(log_has("link to 127.0.0.1", "refused: link encryption is off on this node, on (TLS 1.3) on the peer"));
+	CHECK(ls.st.opened == 0);
+	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK); /* a matching node still links */
+	if (l) {
+		CHECK_RC(echo_call(l, "matching"), MEARAS_LINK_OK);
+		mearas_link_close(l);
+	}
+	mearas_link_server_stop(ls.srv);
+
+	log_clear();
+	CHECK_RC(local_start_enc(&ls, KEY, MEARAS_LINK_ENCRYPTION_OFF), MEARAS_LINK_OK);
+	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_E_ENCRYPTION);
+	CHECK(log_has("link from 127.0.0.1", "refused: link encryption is on (TLS 1.3) on the peer, off on this node"));
+	CHECK(log_has("link to 127.0.0.1", "refused: link encryption is on (TLS 1.3) on this node, off on the peer"));
+	CHECK(ls.st.opened == 0);
+	mearas_link_server_stop(ls.srv);
+}
+
+/* An on-path proxy alters an authenticated link's stream once: the receiver
+ * drops the link with a log line and hands no altered byte to its caller;
+ * the server goes on admitting links. */
+static void tamper_case(enum tamper_mode mode, const uint8_t *inject, size_t inject_len)
+{
+	struct local_server ls;
+	struct tamper_proxy p;
+	struct mearas_link *l = NULL;
+	log_clear();
+	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	CHECK(tamper_start(&p, ls.port, mode) == 0);
+	memcpy(p.inject, inject, inject_len);
+	p.inject_len = inject_len;
+	CHECK_RC(connect_local(p.port, KEY, &l), MEARAS_LINK_OK);
+	if (!l)
+		goto out;
+	CHECK_RC(echo_call(l, "before"), MEARAS_LINK_OK);
+	uint64_t before = server_msgs(&ls);
+	tamper_arm(&p);
+	if (mode == TAMPER_INJECT) {
+		CHECK(tamper_wait_done(&p, 2.0));
+		CHECK(ts_wait_closed(&ls.st, 1, 2.0));
+		CHECK_RC(ls.st.last_close_status, MEARAS_LINK_E_PROTO);
+		CHECK(server_msgs(&ls) == before); /* the forged message was not delivered */
+		CHECK(log_has("link with 127.0.0.1", "TLS refused data from the peer"));
+	} else {
+		char req[] = "Eechoed back unchanged", rep[64];
+		size_t got = 0;
+		int rc = mearas_link_call(l, req, sizeof(req), rep, sizeof(rep), &got, 3000);
+		CHECK(tamper_wait_done(&p, 1.0));
+		CHECK(rc != MEARAS_LINK_OK); /* never the altered bytes */
+		if (mode == TAMPER_FLIP_TO_SERVER) {
+			CHECK(ts_wait_closed(&ls.st, 1, 2.0));
+			CHECK_RC(ls.st.last_close_status, MEARAS_LINK_E_PROTO);
+			CHECK(server_msgs(&ls) == before);
+		} else {
+			CHECK_RC(rc, MEARAS_LINK_E_PROTO);
+		}
+		CHECK(log_has("link with 127.0.0.1", "TLS refused data from the peer"));
+	}
+	CHECK(mearas_link_health(l) != MEARAS_LINK_OK || mearas_link_call(l, "E", 1, NULL, 0, NULL, 3000) != 0);
+	mearas_link_close(l);
+	l = NULL;
+	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
+	if (l) {
+		CHECK_RC(echo_call(l, "clean link after tampering"), MEARAS_LINK_OK);
+		mearas_link_close(l);
+	}
+out:
+	tamper_stop(&p);
+	mearas_link_server_stop(ls.srv);
+}
+
+static void t_tamper_flip_byte_to_server(void)
+{
+	tamper_case(TAMPER_FLIP_TO_SERVER, NULL, 0);
+}
+
+static void t_tamper_flip_byte_to_client(void)
+{
+	tamper_case(TAMPER_FLIP_TO_CLIENT, NULL, 0);
+}
+
+/* A forged link message as a clear-text link would carry it (accepted there). */
+static void t_tamper_inject_forged_message(void)
+{
+	uint8_t f[LINK_FRAME_HDR + LINK_MSG_HDR + 7];
+	struct link_frame_hdr h = { .type = LINK_FRAME_BATCH, .count = 1, .body_len = LINK_MSG_HDR + 7 };
+	wire_encode_frame(f, &h);
+	wire_encode_msg(f + LINK_FRAME_HDR, 1000, 7, 0);
+	memcpy(f + LINK_FRAME_HDR + LINK_MSG_HDR, "Eforged", 7);
+	tamper_case(TAMPER_INJECT, f, sizeof(f));
+}
+
+/* A forged TLS application-data record: right shape, no key behind it. */
+static void t_tamper_inject_forged_record(void)
+{
+	uint8_t r[5 + 80] = { 0x17, 0x03, 0x03, 0x00, 80 };
+	for (size_t i = 5; i < sizeof(r); i++)
+		r[i] = (uint8_t)(i * 131 + 7);
+	tamper_case(TAMPER_INJECT, r, sizeof(r));
+}
+
 /* ---- forked peers ---- */
 
 static uint16_t free_port(void)
@@ -964,6 +1164,13 @@ static const struct test_case tests[] = {
 	T(t_call_async),
 	T(t_rx_spin),
 	T(t_call_stream),
+	T(t_encrypted_calls_and_bulk),
+	T(t_encryption_off_both_ends),
+	T(t_encryption_mismatch),
+	T(t_tamper_flip_byte_to_server),
+	T(t_tamper_flip_byte_to_client),
+	T(t_tamper_inject_forged_message),
+	T(t_tamper_inject_forged_record),
 	T(t_server_killed_pending_call_fails),
 	T(t_server_hung_heartbeat_timeout),
 	T(t_server_restart_accepts_new_link),
