@@ -148,6 +148,7 @@ struct remote_config {
 	uint32_t dead_ms;       /* link dead bound (0 = library default, 3 s) */
 	uint32_t batch_msgs;    /* records per link batch (0 = library default, 1 = no batching) */
 	uint32_t batch_us;      /* time bound of a batch (0 = none: sent when the ring is drained) */
+	bool encryption_off;    /* --link-encryption=off: links in clear text (both ends must agree) */
 };
 
 /* device-to-host destination rows in the data area */
