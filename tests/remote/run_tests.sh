@@ -200,7 +200,7 @@ run_prog "$work/lo-mismatch.sock" all encryption-mismatch
 rc=$?
 if [ "$rc" -ne 0 ] && grep -q "link encryption differs" "$work/encryption-mismatch.out" &&
 	grep -q "refused: link encryption is off on the peer" "$work/lo-remote.log"; then
-	ok "link-encryption-mismatch-refused ($(grep -m1 -o 'refused: link encryption is off on the peer[^(]*' "$work/lo-remote.log"))"
+	ok "link-encryption-mismatch-refused ($(grep -m1 -o 'refused: link encryption is off on the peer, [^)]*)' "$work/lo-remote.log"))"
 else
 	bad link-encryption-mismatch-refused "rc $rc: $(head -2 "$work/encryption-mismatch.out" | tr '\n' ' ')"
 fi
