@@ -29,7 +29,7 @@ static const char PSK_INFO[] = "mearas-link tls13 external psk v1";
 static const unsigned char PSK_CIPHER[2] = { 0x13, 0x01 };
 static const char SUITES[] = "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256";
 /* OpenSSL reads this much from the socket at once (read-ahead): several records per read call */
-#define TLS_READ_BUF (64u << 10)
+#define TLS_READ_BUF (256u << 10)
 
 struct link_psk {
 	uint8_t psk[PSK_BYTES];
