@@ -128,10 +128,14 @@ static SSL *new_ssl(const struct mearas_link_config *cfg, bool server)
 		SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 		SSL_CTX_set_read_ahead(ctx, 1);
 		SSL_CTX_set_default_read_buffer_len(ctx, TLS_READ_BUF);
-		if (server)
+		if (server) {
 			SSL_CTX_set_psk_find_session_callback(ctx, server_psk_cb);
-		else
+		} else {
 			SSL_CTX_set_psk_use_session_callback(ctx, client_psk_cb);
+			/* no trust store: a server that answers with a certificate instead
+			 * of the PSK fails verification */
+			SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+		}
 		ssl = SSL_new(ctx);
 	}
 	SSL_CTX_free(ctx); /* the SSL holds its own reference */
@@ -244,6 +248,13 @@ int link_tls_handshake(int fd, const struct mearas_link_config *cfg, bool server
 		ERR_clear_error();
 		errno = 0;
 		int r = server ? SSL_accept(ssl) : SSL_connect(ssl);
+		if (r == 1 && !SSL_session_reused(ssl)) {
+			/* keyed by something other than the cluster-key PSK: never a link */
+			link_log(cfg, MEARAS_LINK_LOG_ERR, "link %s %s refused: TLS handshake did not use the cluster-key PSK",
+				 server ? "from" : "to", peer);
+			rc = MEARAS_LINK_E_AUTH;
+			break;
+		}
 		if (r == 1) {
 			rc = MEARAS_LINK_OK;
 			break;

@@ -2,12 +2,16 @@
  * fault tests (a killed or stopped server or client process). */
 #include "bench_raw.h"
 #include "link_internal.h"
+#include "link.pb-c.h"
 #include "remote_link.h"
 #include "tamper_proxy.h"
 #include "test_server.h"
 #include "testlib.h"
 
 #include <infiniband/verbs.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -54,6 +58,15 @@ static bool log_has(const char *a, const char *b)
 	}
 	pthread_mutex_unlock(&log_lock);
 	return found;
+}
+
+/* log_has within timeout_s: a line the other end logs while this one returns */
+static bool log_wait(const char *a, const char *b, double timeout_s)
+{
+	for (double t0 = tl_now_s(); tl_now_s() - t0 < timeout_s; usleep(1000))
+		if (log_has(a, b))
+			return true;
+	return false;
 }
 
 static void log_clear(void)
@@ -235,7 +248,7 @@ static void t_wrong_key_and_no_key(void)
 	CHECK_RC(connect_local(ls.port, WRONG_KEY, &l), MEARAS_LINK_E_AUTH);
 	CHECK(l == NULL);
 	/* encrypted (the default): the TLS handshake refuses it, both ends say why */
-	CHECK(log_has("127.0.0.1", "refused: wrong cluster key (its TLS PSK binder does not verify)"));
+	CHECK(log_wait("127.0.0.1", "refused: wrong cluster key (its TLS PSK binder does not verify)", 2.0));
 	CHECK(log_has("127.0.0.1", "refused: the peer holds another cluster key"));
 	/* a node without a key does not even try */
 	CHECK_RC(connect_local(ls.port, NULL, &l), MEARAS_LINK_E_AUTH);
@@ -714,7 +727,7 @@ static void t_encryption_off_both_ends(void)
 	base_cfg(&cfg, WRONG_KEY);
 	cfg.encryption = MEARAS_LINK_ENCRYPTION_OFF;
 	CHECK_RC(mearas_link_connect("127.0.0.1", ls.port, &cfg, &l), MEARAS_LINK_E_AUTH);
-	CHECK(log_has("127.0.0.1", "refused: wrong cluster key"));
+	CHECK(log_wait("127.0.0.1", "refused: wrong cluster key", 2.0));
 	CHECK(ls.st.opened == 1);
 	mearas_link_server_stop(ls.srv);
 }
@@ -747,6 +760,88 @@ static void t_encryption_mismatch(void)
 	CHECK(log_has("link to 127.0.0.1", "refused: link encryption is on (TLS 1.3) on this node, off on the peer"));
 	CHECK(ls.st.opened == 0);
 	mearas_link_server_stop(ls.srv);
+}
+
+/* A server that does not hold the key answers the hello properly, then runs
+ * TLS with a certificate of its own (ignoring the PSK the client offers): the
+ * client refuses it in the TLS handshake and says why. */
+struct cert_server {
+	int lfd;
+	uint16_t port;
+	int accept_rc;
+};
+
+static SSL_CTX *self_signed_ctx(void)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+	EVP_PKEY *pk = EVP_EC_gen("P-256");
+	X509 *x = X509_new();
+	if (!ctx || !pk || !x)
+		return NULL;
+	ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+	X509_gmtime_adj(X509_getm_notBefore(x), 0);
+	X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+	X509_set_pubkey(x, pk);
+	X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC, (const unsigned char *)"mitm", -1,
+				   -1, 0);
+	X509_set_issuer_name(x, X509_get_subject_name(x));
+	X509_sign(x, pk, EVP_sha256());
+	SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
+	SSL_CTX_use_certificate(ctx, x);
+	SSL_CTX_use_PrivateKey(ctx, pk);
+	X509_free(x);
+	EVP_PKEY_free(pk);
+	return ctx;
+}
+
+static void *cert_server_main(void *arg)
+{
+	struct cert_server *cs = arg;
+	int c = accept(cs->lfd, NULL, NULL);
+	uint8_t buf[4096], nonce[32] = { 1 };
+	size_t n = 0;
+	cs->accept_rc = -1;
+	if (c < 0 || link_recv_blob(c, buf, sizeof(buf), &n, 3000)) {
+		if (c >= 0)
+			close(c);
+		return NULL;
+	}
+	Mearas__Version ver = MEARAS__VERSION__INIT;
+	ver.major = MEARAS_LINK_VERSION_MAJOR;
+	ver.minor = MEARAS_LINK_VERSION_MINOR;
+	Mearas__LinkChallenge ch = MEARAS__LINK_CHALLENGE__INIT;
+	ch.version = &ver;
+	ch.server_nonce.data = nonce;
+	ch.server_nonce.len = sizeof(nonce);
+	ch.encryption = MEARAS__LINK_ENCRYPTION__LINK_ENCRYPTION_TLS13;
+	n = mearas__link_challenge__pack(&ch, buf);
+	SSL_CTX *ctx = self_signed_ctx();
+	SSL *ssl = ctx ? SSL_new(ctx) : NULL;
+	if (ssl && link_send_blob(c, buf, n) == MEARAS_LINK_OK && SSL_set_fd(ssl, c))
+		cs->accept_rc = SSL_accept(ssl);
+	SSL_free(ssl);
+	SSL_CTX_free(ctx);
+	close(c);
+	return NULL;
+}
+
+static void t_tls_server_without_key_refused(void)
+{
+	struct cert_server cs = { .lfd = socket(AF_INET, SOCK_STREAM, 0) };
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(a);
+	CHECK(bind(cs.lfd, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(cs.lfd, 1) == 0 &&
+	      getsockname(cs.lfd, (struct sockaddr *)&a, &sl) == 0);
+	pthread_t th;
+	pthread_create(&th, NULL, cert_server_main, &cs);
+	log_clear();
+	struct mearas_link *l = NULL;
+	CHECK_RC(connect_local(ntohs(a.sin_port), KEY, &l), MEARAS_LINK_E_AUTH);
+	CHECK(l == NULL);
+	CHECK(log_has("link to 127.0.0.1", "refused: TLS handshake failed (certificate verify failed)"));
+	pthread_join(th, NULL);
+	CHECK(cs.accept_rc != 1);
+	close(cs.lfd);
 }
 
 /* An on-path proxy alters an authenticated link's stream once: the receiver
@@ -1094,7 +1189,7 @@ static void t_batching_effect(void)
 	printf("  MEASURE loopback 64-byte posts: batching on %.0f msg/s, off %.0f msg/s (x%.1f)\n", on,
 	       off, on / off);
 	CHECK(on > 0 && off > 0 && on > 2 * off);
-	CHECK(ls.st.msgs == 400000 + 2);
+	CHECK(server_msgs(&ls) == 400000 + 2);
 	mearas_link_server_stop(ls.srv);
 }
 
@@ -1181,6 +1276,7 @@ static const struct test_case tests[] = {
 	T(t_encrypted_calls_and_bulk),
 	T(t_encryption_off_both_ends),
 	T(t_encryption_mismatch),
+	T(t_tls_server_without_key_refused),
 	T(t_tamper_flip_byte_to_server),
 	T(t_tamper_flip_byte_to_client),
 	T(t_tamper_inject_forged_message),
