@@ -844,6 +844,53 @@ static void t_tls_server_without_key_refused(void)
 	close(cs.lfd);
 }
 
+/* A peer that sends a proper hello, then hostile bytes where the TLS
+ * ClientHello belongs: refused with a log line, nothing allocated beyond
+ * TLS's bounded buffers, the server keeps admitting links. */
+static void t_tls_handshake_garbage(void)
+{
+	struct local_server ls;
+	log_clear();
+	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	static const uint8_t junk_a[] = { 0x16, 0x03, 0x01, 0xff, 0xff, 0x01, 0x00, 0xff, 0xfb }; /* oversized record */
+	uint8_t junk_b[300];
+	for (size_t i = 0; i < sizeof(junk_b); i++)
+		junk_b[i] = (uint8_t)(i * 91 + 5);
+	const struct { const uint8_t *p; size_t n; } junk[] = { { junk_a, sizeof(junk_a) }, { junk_b, sizeof(junk_b) } };
+	for (size_t k = 0; k < 2; k++) {
+		int fd = -1;
+		CHECK_RC(link_tcp_connect("127.0.0.1", ls.port, 2000, &fd), MEARAS_LINK_OK);
+		if (fd < 0)
+			break;
+		uint8_t nonce[32] = { 9 }, buf[4096];
+		Mearas__Version ver = MEARAS__VERSION__INIT;
+		ver.major = MEARAS_LINK_VERSION_MAJOR;
+		Mearas__LinkHello h = MEARAS__LINK_HELLO__INIT;
+		h.version = &ver;
+		h.client_nonce.data = nonce;
+		h.client_nonce.len = sizeof(nonce);
+		h.encryption = MEARAS__LINK_ENCRYPTION__LINK_ENCRYPTION_TLS13;
+		size_t n = mearas__link_hello__pack(&h, buf);
+		CHECK_RC(link_send_blob(fd, buf, n), MEARAS_LINK_OK);
+		CHECK_RC(link_recv_blob(fd, buf, sizeof(buf), &n, 2000), MEARAS_LINK_OK);
+		CHECK(send(fd, junk[k].p, junk[k].n, MSG_NOSIGNAL) == (ssize_t)junk[k].n);
+		struct timeval tv = { .tv_sec = 3 };
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		while (recv(fd, buf, sizeof(buf), 0) > 0) /* an alert, then the close: never a hang */
+			;
+		close(fd);
+	}
+	CHECK(log_wait("link from 127.0.0.1", "refused: TLS handshake failed", 2.0));
+	CHECK(ls.st.opened == 0);
+	struct mearas_link *l = NULL;
+	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
+	if (l) {
+		CHECK_RC(echo_call(l, "after TLS garbage"), MEARAS_LINK_OK);
+		mearas_link_close(l);
+	}
+	mearas_link_server_stop(ls.srv);
+}
+
 /* An on-path proxy alters an authenticated link's stream once: the receiver
  * drops the link with a log line and hands no altered byte to its caller;
  * the server goes on admitting links. */
@@ -1277,6 +1324,7 @@ static const struct test_case tests[] = {
 	T(t_encryption_off_both_ends),
 	T(t_encryption_mismatch),
 	T(t_tls_server_without_key_refused),
+	T(t_tls_handshake_garbage),
 	T(t_tamper_flip_byte_to_server),
 	T(t_tamper_flip_byte_to_client),
 	T(t_tamper_inject_forged_message),
