@@ -7,6 +7,7 @@
 #include "wire.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 
 typedef struct ssl_st SSL;
@@ -58,6 +59,11 @@ int link_tls_step(SSL *ssl, pthread_mutex_t *lock, bool write, void *buf, size_t
 		  short *wait_events);
 /* All len bytes through TLS on fd, waiting until deadline_ns (handshake messages). */
 int link_tls_io_all(SSL *ssl, int fd, bool write, void *buf, size_t len, uint64_t deadline_ns);
+/* Around TLS writes: blocks SIGPIPE on this thread unless the process ignores
+ * it (OpenSSL writes with write()), and takes off one they raised. */
+bool link_sigpipe_block(sigset_t *old);
+bool link_sigpipe_ignored(void);
+void link_sigpipe_restore(bool blocked, const sigset_t *old);
 /* OpenSSL's reason for the last failure of this thread, for a log line. */
 void link_tls_error_text(char *out, size_t cap);
 /* "encrypted: TLSv1.3 TLS_AES_128_GCM_SHA256, kTLS ..." for the link's log line. */

@@ -20,6 +20,7 @@
 #include <openssl/kdf.h>
 #include <openssl/ssl.h>
 #include <poll.h>
+#include <signal.h>
 #include <string.h>
 
 #define PSK_BYTES 32
@@ -142,6 +143,40 @@ static SSL *new_ssl(const struct mearas_link_config *cfg, bool server)
 	return ssl;
 }
 
+/* OpenSSL writes to the socket with write(), which raises SIGPIPE on a
+ * connection the peer closed: a peer could kill a process that does not
+ * ignore SIGPIPE (mearasd does). Unless it is ignored, SIGPIPE is blocked on
+ * this thread while TLS writes, and one they raised is taken off. */
+bool link_sigpipe_ignored(void)
+{
+	struct sigaction sa;
+	return sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN;
+}
+
+bool link_sigpipe_block(sigset_t *old)
+{
+	if (link_sigpipe_ignored())
+		return false;
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGPIPE);
+	return pthread_sigmask(SIG_BLOCK, &set, old) == 0;
+}
+
+void link_sigpipe_restore(bool blocked, const sigset_t *old)
+{
+	if (!blocked)
+		return;
+	sigset_t pending, set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGPIPE);
+	if (!sigismember(old, SIGPIPE) && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+		struct timespec zero = { 0, 0 };
+		sigtimedwait(&set, NULL, &zero);
+	}
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
 void link_tls_error_text(char *out, size_t cap)
 {
 	unsigned long e = ERR_peek_last_error();
@@ -203,25 +238,31 @@ static int wait_fd(int fd, short events, uint64_t deadline_ns)
 	}
 }
 
+/* One step of link_tls_io_all: moves bytes, or waits for the socket. */
+static int io_step(SSL *ssl, int fd, bool write, uint8_t **p, size_t *len, uint64_t deadline_ns)
+{
+	size_t n = 0;
+	short ev = 0;
+	int rc = link_tls_step(ssl, NULL, write, *p, *len, &n, &ev);
+	if (rc < 0)
+		return rc;
+	if (rc == 0)
+		return wait_fd(fd, ev, deadline_ns);
+	*p += n;
+	*len -= n;
+	return MEARAS_LINK_OK;
+}
+
 int link_tls_io_all(SSL *ssl, int fd, bool write, void *buf, size_t len, uint64_t deadline_ns)
 {
+	sigset_t oldmask;
+	bool blocked = link_sigpipe_block(&oldmask);
+	int rc = MEARAS_LINK_OK;
 	uint8_t *p = buf;
-	while (len) {
-		size_t n = 0;
-		short ev = 0;
-		int rc = link_tls_step(ssl, NULL, write, p, len, &n, &ev);
-		if (rc < 0)
-			return rc;
-		if (rc == 0) {
-			rc = wait_fd(fd, ev, deadline_ns);
-			if (rc)
-				return rc;
-			continue;
-		}
-		p += n;
-		len -= n;
-	}
-	return MEARAS_LINK_OK;
+	while (len && !rc)
+		rc = io_step(ssl, fd, write, &p, &len, deadline_ns);
+	link_sigpipe_restore(blocked, &oldmask);
+	return rc;
 }
 
 int link_tls_handshake(int fd, const struct mearas_link_config *cfg, bool server, const char *peer,
@@ -244,6 +285,8 @@ int link_tls_handshake(int fd, const struct mearas_link_config *cfg, bool server
 		return MEARAS_LINK_E_SYS;
 	}
 	SSL_set_app_data(ssl, &psk);
+	sigset_t oldmask;
+	bool blocked = link_sigpipe_block(&oldmask);
 	for (;;) {
 		ERR_clear_error();
 		errno = 0;
@@ -292,6 +335,7 @@ int link_tls_handshake(int fd, const struct mearas_link_config *cfg, bool server
 		rc = MEARAS_LINK_E_AUTH;
 		break;
 	}
+	link_sigpipe_restore(blocked, &oldmask);
 	SSL_set_app_data(ssl, NULL);
 	OPENSSL_cleanse(&psk, sizeof(psk));
 	if (rc) {

@@ -36,6 +36,7 @@ struct tls_transport {
 	pthread_mutex_t lock; /* every SSL call */
 	int down;             /* atomic */
 	int logged;           /* atomic: the refusal of peer data was logged */
+	bool guard_sigpipe;   /* SIGPIPE was not ignored when the link opened (link_sigpipe_block) */
 	uint32_t send_timeout_ms;
 	const struct mearas_link_config *cfg;
 	char peer[80];
@@ -86,9 +87,20 @@ static int write_all(struct tls_transport *tt, const uint8_t *p, size_t len)
 	return MEARAS_LINK_OK;
 }
 
+static int send_iov_unguarded(struct tls_transport *tt, const struct iovec *iov, int iovcnt);
+
 static int tls_send_iov(struct link_transport *t, const struct iovec *iov, int iovcnt)
 {
 	struct tls_transport *tt = (struct tls_transport *)t;
+	sigset_t oldmask;
+	bool blocked = tt->guard_sigpipe && link_sigpipe_block(&oldmask);
+	int rc = send_iov_unguarded(tt, iov, iovcnt);
+	link_sigpipe_restore(blocked, &oldmask);
+	return rc;
+}
+
+static int send_iov_unguarded(struct tls_transport *tt, const struct iovec *iov, int iovcnt)
+{
 	uint8_t stage[TLS_REC];
 	size_t staged = 0;
 	for (int i = 0; i < iovcnt; i++) {
@@ -131,7 +143,11 @@ static int tls_recv(struct link_transport *t, void *buf, size_t len, uint32_t ti
 	for (int attempt = 0; attempt < 2; attempt++) {
 		size_t n = 0;
 		short ev = 0;
+		sigset_t oldmask;
+		/* a read writes too: an alert when it refuses what the peer sent */
+		bool blocked = tt->guard_sigpipe && link_sigpipe_block(&oldmask);
 		int rc = link_tls_step(tt->ssl, &tt->lock, false, buf, len, &n, &ev);
+		link_sigpipe_restore(blocked, &oldmask);
 		if (rc > 0)
 			return (int)n;
 		if (rc < 0)
@@ -188,6 +204,7 @@ int link_tls_transport_create(int fd, SSL *ssl, const struct mearas_link_config 
 	tt->ssl = ssl;
 	pthread_mutex_init(&tt->lock, NULL);
 	tt->send_timeout_ms = cfg->dead_ms;
+	tt->guard_sigpipe = !link_sigpipe_ignored();
 	tt->cfg = cfg;
 	snprintf(tt->peer, sizeof(tt->peer), "%s", peer);
 	*out = &tt->base;

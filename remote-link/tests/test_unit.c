@@ -682,7 +682,7 @@ static void t_encrypted_calls_and_bulk(void)
 	struct mearas_link *l = NULL;
 	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
 	if (l) {
-		CHECK(log_has("link from 127.0.0.1", "encrypted: TLSv1.3 TLS_AES_128_GCM_SHA256, kTLS"));
+		CHECK(log_wait("link from 127.0.0.1", "encrypted: TLSv1.3 TLS_AES_128_GCM_SHA256, kTLS", 2.0));
 		CHECK(log_has("link to 127.0.0.1", "encrypted: TLSv1.3 TLS_AES_128_GCM_SHA256, kTLS"));
 		for (int i = 0; i < 100; i++)
 			CHECK_RC(echo_call(l, "through TLS"), MEARAS_LINK_OK);
@@ -715,7 +715,7 @@ static void t_encryption_off_both_ends(void)
 	struct mearas_link *l = NULL;
 	CHECK_RC(mearas_link_connect("127.0.0.1", ls.port, &cfg, &l), MEARAS_LINK_OK);
 	if (l) {
-		CHECK(log_has("link from 127.0.0.1", "UNENCRYPTED (link encryption off"));
+		CHECK(log_wait("link from 127.0.0.1", "UNENCRYPTED (link encryption off", 2.0));
 		CHECK(log_has("link to 127.0.0.1", "UNENCRYPTED (link encryption off"));
 		CHECK_RC(echo_call(l, "in clear text"), MEARAS_LINK_OK);
 		CHECK_RC(bulk_and_sync(l, 9, 5u << 20), MEARAS_LINK_OK);
@@ -743,7 +743,7 @@ static void t_encryption_mismatch(void)
 	base_cfg(&cfg, KEY);
 	cfg.encryption = MEARAS_LINK_ENCRYPTION_OFF;
 	CHECK_RC(mearas_link_connect("127.0.0.1", ls.port, &cfg, &l), MEARAS_LINK_E_ENCRYPTION);
-	CHECK(log_has("link from 127.0.0.1", "refused: link encryption is off on the peer, on (TLS 1.3) on this node"));
+	CHECK(log_wait("link from 127.0.0.1", "refused: link encryption is off on the peer, on (TLS 1.3) on this node", 2.0));
 	CHECK(log_has("link to 127.0.0.1", "refused: link encryption is off on this node, on (TLS 1.3) on the peer"));
 	CHECK(ls.st.opened == 0);
 	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK); /* a matching node still links */
@@ -756,7 +756,7 @@ static void t_encryption_mismatch(void)
 	log_clear();
 	CHECK_RC(local_start_enc(&ls, KEY, MEARAS_LINK_ENCRYPTION_OFF), MEARAS_LINK_OK);
 	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_E_ENCRYPTION);
-	CHECK(log_has("link from 127.0.0.1", "refused: link encryption is on (TLS 1.3) on the peer, off on this node"));
+	CHECK(log_wait("link from 127.0.0.1", "refused: link encryption is on (TLS 1.3) on the peer, off on this node", 2.0));
 	CHECK(log_has("link to 127.0.0.1", "refused: link encryption is on (TLS 1.3) on this node, off on the peer"));
 	CHECK(ls.st.opened == 0);
 	mearas_link_server_stop(ls.srv);
@@ -888,6 +888,38 @@ static void t_tls_handshake_garbage(void)
 		CHECK_RC(echo_call(l, "after TLS garbage"), MEARAS_LINK_OK);
 		mearas_link_close(l);
 	}
+	mearas_link_server_stop(ls.srv);
+}
+
+/* A process that does not ignore SIGPIPE survives a write on an encrypted
+ * link whose socket can no longer send (OpenSSL writes with write(), which
+ * raises SIGPIPE there: a peer that resets the connection could kill it). */
+static void t_tls_write_no_sigpipe(void)
+{
+	struct local_server ls;
+	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	pid_t pid = fork();
+	if (pid == 0) {
+		signal(SIGPIPE, SIG_DFL);
+		struct mearas_link_config in, cfg;
+		base_cfg(&in, KEY);
+		link_config_effective(&in, &cfg);
+		int fd = -1;
+		SSL *ssl = NULL;
+		struct link_transport *t = NULL;
+		if (link_tcp_connect("127.0.0.1", ls.port, 2000, &fd) || link_handshake_client(fd, &cfg, "test", &ssl) ||
+		    link_tls_transport_create(fd, ssl, &cfg, "test", &t))
+			_exit(3);
+		shutdown(fd, SHUT_WR); /* as after a reset: the next write() fails with EPIPE */
+		uint8_t msg[100] = { 0 };
+		int rc = t->ops->send_iov(t, &(struct iovec){ msg, sizeof(msg) }, 1);
+		_exit(rc == MEARAS_LINK_E_BROKEN ? 0 : 4);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	if (WIFSIGNALED(st))
+		printf("  the process died of signal %d\n", WTERMSIG(st));
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	mearas_link_server_stop(ls.srv);
 }
 
@@ -1327,6 +1359,7 @@ static const struct test_case tests[] = {
 	T(t_encryption_mismatch),
 	T(t_tls_server_without_key_refused),
 	T(t_tls_handshake_garbage),
+	T(t_tls_write_no_sigpipe),
 	T(t_tamper_flip_byte_to_server),
 	T(t_tamper_flip_byte_to_client),
 	T(t_tamper_inject_forged_message),
