@@ -67,7 +67,7 @@ $(REMOTE_LINK):
 # protobuf-c is linked statically: GPU nodes need not have it installed
 $(BUILD)/bin/mearasd: $(call obj,$(BACKEND_SRC) $(CONTROL_SRC) $(COMMON_SRC)) $(PB_OBJ) $(REMOTE_LINK)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDSAN) -pthread -o $@ $^ -ldl -llz4 -lzstd -Wl,-Bstatic -lprotobuf-c -Wl,-Bdynamic -lcrypto -libverbs
+	$(CC) $(LDSAN) -pthread -o $@ $^ -ldl -llz4 -lzstd -Wl,-Bstatic -lprotobuf-c -Wl,-Bdynamic -lssl -lcrypto -libverbs
 
 # ---- guest runtime library: hidden by default, CUDA entry points exported
 # under NVIDIA's symbol version so unmodified binaries bind to it

@@ -59,7 +59,11 @@ static void usage(FILE *f)
 		"                       mearasd at HOST:PORT (repeatable)\n"
 		"  --link-port=P        serve remote vGPUs to other nodes on TCP port P\n"
 		"  --link-bind=ADDR     address the link server binds (default: all)\n"
-		"  --cluster-key-file=F shared secret authenticating nodes to each other\n"
+		"  --cluster-key-file=F shared secret authenticating nodes to each other (use a random one:\n"
+		"                       the link's TLS key is derived from it, e.g. head -c 32 /dev/urandom | base64)\n"
+		"  --link-encryption=on|off  TLS 1.3 on every TCP link after the handshake (default on; kTLS where\n"
+		"                       the kernel has it); off: clear text with no integrity, for a trusted\n"
+		"                       fabric only; both nodes of a link need the same setting\n"
 		"  --link-dead-ms=MS    a silent link is declared dead after this long (default 3000)\n"
 		"  --link-batch=N       records sent per link batch at most (1 = no batching; default 256)\n"
 		"  --link-batch-us=N    hold records with no host-visible result up to N us to fill a batch\n"
@@ -117,7 +121,7 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		{ "remote", required_argument, NULL, 'R' }, { "link-port", required_argument, NULL, 'L' },
 		{ "link-bind", required_argument, NULL, 'B' }, { "cluster-key-file", required_argument, NULL, 'K' },
 		{ "link-dead-ms", required_argument, NULL, 'T' }, { "link-batch", required_argument, NULL, 'b' },
-		{ "link-batch-us", required_argument, NULL, 'u' },
+		{ "link-batch-us", required_argument, NULL, 'u' }, { "link-encryption", required_argument, NULL, 'e' },
 		{ "kernel-timeout-ms", required_argument, NULL, 'k' },
 		{ "link-handshake-ms", required_argument, NULL, OPT_LINK_HANDSHAKE_MS },
 		{ "link-max-pending", required_argument, NULL, OPT_LINK_MAX_PENDING },
@@ -252,6 +256,17 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 			cfg->remote.link_mem = (uint64_t)mb << 20;
 			break;
 		}
+		case 'e':
+			if (!strcmp(optarg, "on")) {
+				cfg->remote.encryption_off = false;
+			} else if (!strcmp(optarg, "off")) {
+				cfg->remote.encryption_off = true;
+				log_warn("--link-encryption=off: node-to-node links carry records and data in clear text "
+					 "with no integrity check (a trusted fabric only)");
+			} else {
+				return fprintf(stderr, "mearasd: bad --link-encryption '%s' (on or off)\n", optarg), -1;
+			}
+			break;
 		case 'V': {
 			char err[256];
 

@@ -156,6 +156,7 @@ struct remote_config {
 	uint32_t max_links;     /* remote vGPUs (links) served at once */
 	uint32_t fd_reserve;    /* fds kept free for the rest of mearasd */
 	uint64_t link_mem;      /* bytes one link may make this node allocate (0 = REMOTE_LINK_MEM_AUTO) */
+	bool encryption_off;    /* --link-encryption=off: links in clear text (both ends must agree) */
 };
 
 /* device-to-host destination rows in the data area */

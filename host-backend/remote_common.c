@@ -157,6 +157,7 @@ void remote_link_config(const struct remote_config *rc, struct mearas_link_confi
 		lc->key = rc->key;
 		lc->key_len = rc->key_len;
 	}
+	lc->encryption = rc->encryption_off ? MEARAS_LINK_ENCRYPTION_OFF : MEARAS_LINK_ENCRYPTION_TLS;
 	if (rc->dead_ms)
 		lc->dead_ms = rc->dead_ms;
 	if (rc->batch_msgs)

@@ -108,6 +108,7 @@ echo "== remote vGPU (second mearasd, in its own network namespace)"
 remote=$(scripts/gpu-remote.sh "$out" "$out/native" "$out/micro-native-1.txt" "${device:-unknown} (driver ${driver:-?})" 2>&1)
 echo "$remote" >"$out/remote-table.txt"
 fresh experiments/results/remote.json
+fresh experiments/results/remote-encryption-off.json
 
 echo "== batch-size sweep (one remote vGPU, mearasd --link-batch 1..1024)"
 scripts/gpu-batch.sh "$out" cuda >"$out/batch-table.txt" 2>&1

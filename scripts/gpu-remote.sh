@@ -70,17 +70,31 @@ cleanup() {
 	[ -z "$rns" ] || scripts/netns-pair.sh down "$rns" "$cns"
 }
 trap cleanup EXIT
-"${rx[@]}" build/bin/mearasd --device="$kind" --socket=$rsock --control=/tmp/mearas-rctl.$$.sock --link-port=$port \
-	--cluster-key-file="$key" --max-data-mb 4096 >"$out/remote-node.log" 2>&1 &
-rnode=$!
-for _ in $(seq 100); do
-	"${cx[@]}" python3 -c "import socket; socket.create_connection(('$host', $port), 1).close()" 2>/dev/null && break
-	sleep 0.1
-done
-"${cx[@]}" build/bin/mearasd --device="$kind" --socket=$csock --control=/tmp/mearas-cctl.$$.sock --vgpus=1 \
-	--remote=0=$host:$port/$rgpu --cluster-key-file="$key" --max-data-mb 4096 >"$out/client-node.log" 2>&1 &
-cnode=$!
-for _ in $(seq 50); do [ -S "$csock" ] && [ -S "$rsock" ] && break; sleep 0.1; done
+# start_nodes LOGSUFFIX [mearasd link args...]: the remote node and the client node
+start_nodes() {
+	local sfx=$1
+	shift
+	rm -f $rsock $csock
+	"${rx[@]}" build/bin/mearasd --device="$kind" --socket=$rsock --control=/tmp/mearas-rctl.$$.sock --link-port=$port \
+		--cluster-key-file="$key" --max-data-mb 4096 "$@" >"$out/remote-node$sfx.log" 2>&1 &
+	rnode=$!
+	for _ in $(seq 100); do
+		"${cx[@]}" python3 -c "import socket; socket.create_connection(('$host', $port), 1).close()" 2>/dev/null && break
+		sleep 0.1
+	done
+	"${cx[@]}" build/bin/mearasd --device="$kind" --socket=$csock --control=/tmp/mearas-cctl.$$.sock --vgpus=1 \
+		--remote=0=$host:$port/$rgpu --cluster-key-file="$key" --max-data-mb 4096 "$@" >"$out/client-node$sfx.log" 2>&1 &
+	cnode=$!
+	for _ in $(seq 50); do [ -S "$csock" ] && [ -S "$rsock" ] && break; sleep 0.1; done
+}
+stop_nodes() {
+	kill $rnode $cnode 2>/dev/null
+	wait $rnode $cnode 2>/dev/null
+	rnode='' cnode=''
+}
+# how the link was protected: the remote node's log line of the link
+link_security() { grep -m1 -o 'open over tcp, .*' "$1" | sed 's/^open over tcp, //'; }
+start_nodes ''
 
 lib=$top/build/lib
 LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$csock "${cx[@]}" tests/cuda/run-suite.sh --run "$out/remote" --timeout 120 \
@@ -101,4 +115,21 @@ done
 python3 experiments/microbench/remote_compare.py --native "$micro_native" "$out"/micro-rnative-?.txt \
 	--remote "$out"/micro-remote-?.txt --raw-tcp-up "$out"/raw-tcp-up-?.txt \
 	--raw-tcp-down "$out"/raw-tcp-down-?.txt --raw-tcp-hot "$out"/raw-tcp-hot-?.txt \
-	--device "$device" --network "$network" --out "$results"
+	--device "$device" --network "$network; link $(link_security "$out/remote-node.log")" --out "$results"
+
+# The same remote microbenchmarks with link encryption off on both nodes
+# (mearasd --link-encryption=off; the run above has it on, the default),
+# against the same native and raw TCP numbers: remote-encryption-off.json
+# beside remote.json, in the same record format.
+stop_nodes
+start_nodes -encryption-off --link-encryption=off
+for i in 1 2; do
+	LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$csock "${cx[@]}" timeout 300 build/experiments/microbench \
+		>"$out/micro-remote-encryption-off-$i.txt" 2>&1
+done
+echo "== link encryption off (--link-encryption=off on both nodes)"
+python3 experiments/microbench/remote_compare.py --native "$micro_native" "$out"/micro-rnative-?.txt \
+	--remote "$out"/micro-remote-encryption-off-?.txt --raw-tcp-up "$out"/raw-tcp-up-?.txt \
+	--raw-tcp-down "$out"/raw-tcp-down-?.txt --raw-tcp-hot "$out"/raw-tcp-hot-?.txt \
+	--device "$device" --network "$network; link $(link_security "$out/remote-node-encryption-off.log")" \
+	--out "${results%.json}-encryption-off.json"

@@ -1,4 +1,10 @@
-/* remote-link: authenticated, batched node-to-node message link.
+/* remote-link: authenticated, encrypted, batched node-to-node message link.
+ *
+ * After a plaintext hello and challenge, a TCP link runs TLS 1.3 (OpenSSL)
+ * keyed by a PSK derived from the cluster key: every later byte is encrypted
+ * and authenticated, and a peer without the key fails the TLS handshake.
+ * encryption = MEARAS_LINK_ENCRYPTION_OFF leaves the link in clear text (a
+ * trusted fabric only); both ends must have the same setting.
  *
  * Moves opaque messages and bulk byte ranges between two mearasd instances.
  * Client side: mearas_link_connect(), then post (no reply, batched), call
@@ -23,7 +29,7 @@ extern "C" {
 #endif
 
 #define MEARAS_LINK_VERSION_MAJOR 1
-#define MEARAS_LINK_VERSION_MINOR 0
+#define MEARAS_LINK_VERSION_MINOR 1 /* 1: link encryption (TLS 1.3) */
 
 /* Largest single message (post/call/reply); larger data goes through bulk. */
 #define MEARAS_LINK_MAX_MSG (16u << 20)
@@ -42,6 +48,7 @@ enum mearas_link_status {
 	MEARAS_LINK_E_NODEV = -10,    /* transport unavailable (e.g. no RDMA device) */
 	MEARAS_LINK_E_CLOSED = -11,   /* link closed locally */
 	MEARAS_LINK_E_SYS = -12,      /* system call failed (see log) */
+	MEARAS_LINK_E_ENCRYPTION = -13, /* the ends disagree on link encryption */
 };
 
 const char *mearas_link_strerror(int status);
@@ -51,12 +58,19 @@ enum mearas_link_transport {
 	MEARAS_LINK_TRANSPORT_VERBS = 1, /* RDMA RC queue pair, TCP side channel */
 };
 
+enum mearas_link_encryption {
+	MEARAS_LINK_ENCRYPTION_TLS = 0, /* default: TLS 1.3 with a PSK from the cluster key (TCP only) */
+	MEARAS_LINK_ENCRYPTION_OFF = 1, /* clear text after the handshake: a trusted fabric only */
+};
+
 enum mearas_link_log_level { MEARAS_LINK_LOG_ERR, MEARAS_LINK_LOG_WARN, MEARAS_LINK_LOG_INFO };
 
 struct mearas_link_config {
 	const uint8_t *key;             /* cluster key; NULL or key_len 0: none */
 	size_t key_len;
 	enum mearas_link_transport transport;  /* client: chosen per link */
+	enum mearas_link_encryption encryption; /* TLS (default) or OFF; both ends must agree */
+	bool no_ktls;                   /* keep TLS in user space even where the kernel offers kTLS */
 	size_t batch_max_bytes;         /* flush when the batch reaches this (64 KiB) */
 	uint32_t batch_max_msgs;        /* ... or this many messages (256); 1 = no batching */
 	uint32_t batch_delay_us;        /* ... or this long after its first message (50) */

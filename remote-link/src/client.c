@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -668,18 +669,23 @@ int mearas_link_connect(const char *host, uint16_t port, const struct mearas_lin
 		l->cfg.key = l->key;
 	}
 
-	int rc = MEARAS_LINK_OK;
-	if (l->cfg.transport == MEARAS_LINK_TRANSPORT_VERBS)
+	char peer[300];
+	snprintf(peer, sizeof(peer), "%s:%u", host, (unsigned)port);
+	int rc = link_client_precheck(&l->cfg, peer);
+	if (!rc && l->cfg.transport == MEARAS_LINK_TRANSPORT_VERBS)
 		rc = link_verbs_available(&l->cfg);
 	int fd = -1;
+	SSL *ssl = NULL;
 	if (!rc)
 		rc = link_tcp_connect(host, port, l->cfg.connect_timeout_ms, &fd);
 	if (!rc)
 		rc = link_tcp_set_options(fd, l->cfg.dead_ms);
 	if (!rc)
-		rc = link_handshake_client(fd, &l->cfg);
+		rc = link_handshake_client(fd, &l->cfg, peer, &ssl);
 	if (!rc) {
-		if (l->cfg.transport == MEARAS_LINK_TRANSPORT_VERBS)
+		if (ssl)
+			rc = link_tls_transport_create(fd, ssl, &l->cfg, peer, &l->t);
+		else if (l->cfg.transport == MEARAS_LINK_TRANSPORT_VERBS)
 			rc = link_verbs_transport_create(fd, &l->cfg, 0, &l->t);
 		else
 			rc = link_tcp_transport_create(fd, &l->cfg, &l->t);
@@ -689,12 +695,15 @@ int mearas_link_connect(const char *host, uint16_t port, const struct mearas_lin
 	if (fd >= 0)
 		close(fd);
 	if (rc) {
-		if (rc != MEARAS_LINK_E_VERSION && rc != MEARAS_LINK_E_AUTH)
-			link_log(&l->cfg, MEARAS_LINK_LOG_ERR, "link to %s:%u failed: %s", host,
-				 (unsigned)port, mearas_link_strerror(rc));
+		/* refusals of the handshake were logged with their reason already */
+		if (rc != MEARAS_LINK_E_VERSION && rc != MEARAS_LINK_E_AUTH && rc != MEARAS_LINK_E_ENCRYPTION)
+			link_log(&l->cfg, MEARAS_LINK_LOG_ERR, "link to %s failed: %s", peer,
+				 mearas_link_strerror(rc));
 		free_link(l);
 		return rc;
 	}
+	link_log(&l->cfg, ssl ? MEARAS_LINK_LOG_INFO : MEARAS_LINK_LOG_WARN, "link to %s open over %s, %s", peer,
+		 l->t->ops->name, l->t->security);
 	l->last_rx_ns = link_now_ns();
 	l->last_hb_ns = l->last_rx_ns;
 	l->next_seq = 1;

@@ -6,7 +6,11 @@
 #include "transport.h"
 #include "wire.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
+
+typedef struct ssl_st SSL;
 
 uint64_t link_now_ns(void);
 void link_log(const struct mearas_link_config *cfg, enum mearas_link_log_level level,
@@ -31,14 +35,46 @@ struct link_handshake_result {
 	enum mearas_link_transport transport;
 	uint32_t peer_heartbeat_ms;
 	char peer_name[64];
+	SSL *ssl; /* the link's TLS session when it is encrypted, else NULL */
 };
-int link_handshake_client(int fd, const struct mearas_link_config *cfg);
+/* Client side; peer ("host:port") names the server in log lines. On success
+ * *ssl is the TLS session of an encrypted link (NULL when encryption is off);
+ * ssl NULL: an encrypted link's session is freed (tests of the handshake). */
+int link_handshake_client(int fd, const struct mearas_link_config *cfg, const char *peer, SSL **ssl);
+/* What the client can tell before connecting: it has a key, and encryption is
+ * off for verbs. Logs the reason and returns E_AUTH / E_ENCRYPTION. */
+int link_client_precheck(const struct mearas_link_config *cfg, const char *peer);
 /* Server side; logs refusals with peer (an "addr:port" string); the whole
- * handshake takes cfg->handshake_ms at most. */
+ * handshake takes cfg->handshake_ms at most; res->ssl as above. */
 int link_handshake_server(int fd, const struct mearas_link_config *cfg, const char *peer,
 			  bool verbs_available, struct link_handshake_result *res);
 /* Length-prefixed blob on the side channel (handshake and verbs setup). */
 int link_send_blob(int fd, const void *buf, size_t len);
 int link_recv_blob(int fd, void *buf, size_t cap, size_t *len, uint32_t timeout_ms);
+
+/* ---- TLS 1.3 of encrypted links (tls.c) ---- */
+/* Runs the TLS handshake on fd (made non-blocking for good) with the PSK of
+ * this connection (from the cluster key and the plaintext hello and challenge
+ * bytes), within connect_timeout_ms. Logs a refusal with its reason; E_AUTH
+ * when the peer does not prove the key. */
+int link_tls_handshake(int fd, const struct mearas_link_config *cfg, bool server, const char *peer,
+		       const void *hello, size_t hello_len, const void *challenge, size_t challenge_len,
+		       SSL **out);
+/* One SSL_write_ex/SSL_read_ex (under lock if not NULL): 1 with *done bytes,
+ * 0 when it must wait for *wait_events on the socket, E_PROTO when TLS
+ * refused what the peer sent (altered, forged, not TLS), E_BROKEN on EOF. */
+int link_tls_step(SSL *ssl, pthread_mutex_t *lock, bool write, void *buf, size_t len, size_t *done,
+		  short *wait_events);
+/* All len bytes through TLS on fd, waiting until deadline_ns (handshake messages). */
+int link_tls_io_all(SSL *ssl, int fd, bool write, void *buf, size_t len, uint64_t deadline_ns);
+/* Around TLS writes: blocks SIGPIPE on this thread unless the process ignores
+ * it (OpenSSL writes with write()), and takes off one they raised. */
+bool link_sigpipe_block(sigset_t *old);
+bool link_sigpipe_ignored(void);
+void link_sigpipe_restore(bool blocked, const sigset_t *old);
+/* OpenSSL's reason for the last failure of this thread, for a log line. */
+void link_tls_error_text(char *out, size_t cap);
+/* "encrypted: TLSv1.3 TLS_AES_128_GCM_SHA256, kTLS ..." for the link's log line. */
+void link_tls_describe(SSL *ssl, char *out, size_t cap);
 
 #endif

@@ -338,7 +338,9 @@ static void *conn_main(void *arg)
 	rc = end_pending(s, c, rc);
 	if (!rc) {
 		struct link_transport *t = NULL;
-		if (hs.transport == MEARAS_LINK_TRANSPORT_VERBS)
+		if (hs.ssl)
+			rc = link_tls_transport_create(c->fd, hs.ssl, &s->cfg, c->peer, &t);
+		else if (hs.transport == MEARAS_LINK_TRANSPORT_VERBS)
 			rc = link_verbs_transport_create(c->fd, &s->cfg, 1, &t);
 		else
 			rc = link_tcp_transport_create(c->fd, &s->cfg, &t);
@@ -364,8 +366,8 @@ static void *conn_main(void *arg)
 	/* The peer heartbeats every peer_heartbeat_ms; give it a few periods. */
 	c->dead_ms = link_peer_dead_ms(s->cfg.dead_ms, hs.peer_heartbeat_ms);
 	c->last_rx_ns = link_now_ns();
-	link_log(&s->cfg, MEARAS_LINK_LOG_INFO, "link from %s (%s) open over %s", c->peer,
-		 hs.peer_name, c->t->ops->name);
+	link_log(&s->cfg, hs.ssl ? MEARAS_LINK_LOG_INFO : MEARAS_LINK_LOG_WARN, "link from %s (%s) open over %s, %s",
+		 c->peer, hs.peer_name, c->t->ops->name, c->t->security);
 	if (s->ops.on_open)
 		s->ops.on_open(s->ops.ctx, c);
 	rc = serve_frames(c);
@@ -683,6 +685,11 @@ int mearas_link_server_start(const char *bind_addr, uint16_t port,
 	} else {
 		link_log(&s->cfg, MEARAS_LINK_LOG_WARN, "no cluster key configured: every link is refused");
 	}
+	if (s->cfg.encryption == MEARAS_LINK_ENCRYPTION_OFF)
+		link_log(&s->cfg, MEARAS_LINK_LOG_WARN,
+			 "LINK ENCRYPTION IS OFF: after the handshake, link messages travel in clear text with no "
+			 "integrity check: anyone on the network path can read them, alter them or take over a "
+			 "link (use on a trusted fabric only; both nodes need the same --link-encryption)");
 	s->verbs_available = link_verbs_available(&s->cfg) == MEARAS_LINK_OK;
 	int rc = open_listener(bind_addr, port, &s->listen_fd, &s->port);
 	if (rc) {

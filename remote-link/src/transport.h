@@ -11,6 +11,7 @@
 
 struct mearas_link_config;
 struct link_transport;
+typedef struct ssl_st SSL;
 
 struct link_transport_ops {
 	const char *name;
@@ -28,6 +29,7 @@ struct link_transport_ops {
 
 struct link_transport {
 	const struct link_transport_ops *ops;
+	char security[112];     /* for the link's log line: how (or whether) it is encrypted */
 	uint64_t rx_spin_ns;    /* readers poll without sleeping this long after data (cfg rx_spin_us) */
 	uint32_t rx_pos, rx_have; /* rx_buf[rx_pos, rx_have) is received, not yet read */
 	uint8_t rx_buf[LINK_RX_BUF];
@@ -35,6 +37,10 @@ struct link_transport {
 
 /* Takes ownership of the connected socket fd. */
 int link_tcp_transport_create(int fd, const struct mearas_link_config *cfg,
+			      struct link_transport **out);
+/* The same for an encrypted link: every byte goes through ssl (taken over,
+ * freed on failure too); peer names the other end in log lines. */
+int link_tls_transport_create(int fd, SSL *ssl, const struct mearas_link_config *cfg, const char *peer,
 			      struct link_transport **out);
 /* Sets up an RC queue pair with the peer over the connected side-channel fd
  * (ownership taken); is_server picks who sends its endpoint first. */

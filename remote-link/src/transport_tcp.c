@@ -169,6 +169,8 @@ int link_tcp_transport_create(int fd, const struct mearas_link_config *cfg,
 		return MEARAS_LINK_E_NOMEM;
 	tt->base.ops = &tcp_ops;
 	tt->base.rx_spin_ns = (uint64_t)cfg->rx_spin_us * 1000ull;
+	snprintf(tt->base.security, sizeof(tt->base.security),
+		 "UNENCRYPTED (link encryption off: clear text, no integrity)");
 	tt->fd = fd;
 	*out = &tt->base;
 	return MEARAS_LINK_OK;

@@ -10,6 +10,7 @@
 #include <infiniband/verbs.h>
 #include <poll.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -367,6 +368,7 @@ int link_verbs_transport_create(int fd, const struct mearas_link_config *cfg, in
 		return MEARAS_LINK_E_NOMEM;
 	v->base.ops = &verbs_ops;
 	v->base.rx_spin_ns = (uint64_t)cfg->rx_spin_us * 1000ull;
+	snprintf(v->base.security, sizeof(v->base.security), "UNENCRYPTED (verbs links are not encrypted)");
 	v->fd = -1;
 	v->cur_slot = -1;
 	v->dead_ms = cfg->dead_ms;

@@ -32,6 +32,7 @@ void mearas_link_config_init(struct mearas_link_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->transport = MEARAS_LINK_TRANSPORT_TCP;
+	cfg->encryption = MEARAS_LINK_ENCRYPTION_TLS;
 	cfg->batch_max_bytes = 64u << 10;
 	cfg->batch_max_msgs = 256;
 	cfg->batch_delay_us = 50;
@@ -153,6 +154,7 @@ const char *mearas_link_strerror(int status)
 	case MEARAS_LINK_E_NODEV: return "transport unavailable (no RDMA device)";
 	case MEARAS_LINK_E_CLOSED: return "link closed";
 	case MEARAS_LINK_E_SYS: return "system call failed";
+	case MEARAS_LINK_E_ENCRYPTION: return "link encryption differs between the nodes (--link-encryption)";
 	default: return "unknown error";
 	}
 }

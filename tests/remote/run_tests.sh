@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Remote vGPUs end to end with --device=sim on both nodes: a CUDA program sees
 # vGPU 0 (local) and vGPU 1 (on the other node's mearasd). First over
-# loopback, then between two network namespaces joined by a veth pair shaped
+# loopback (with link encryption on, as by default; off on both ends; and a
+# mismatch refused), then between two network namespaces joined by a veth pair shaped
 # to 1 Gbit/s (root needed). Every daemon is stopped by PID, namespaces are
 # deleted, even on failure. Last line: "N passed, N failed".
 set -uo pipefail
@@ -185,6 +186,42 @@ else
 	bad wrong-cluster-key-refused "rc $rc after $ms ms: $(head -2 "$work/wrong-key.out" | tr '\n' ' ')"
 fi
 stop_node "$lo_wrong"
+
+# link encryption: on by default; a node with it off is refused with the reason
+# on both ends; off on both ends works and both ends say so
+if grep -q "open over tcp, encrypted: TLSv1.3" "$work/lo-remote.log"; then
+	ok "link-encrypted-by-default ($(grep -m1 -o 'encrypted: .*' "$work/lo-remote.log"))"
+else
+	bad link-encrypted-by-default "$(grep -m1 'open over' "$work/lo-remote.log")"
+fi
+start_node lo-mismatch - --socket="$work/lo-mismatch.sock" --vgpus=2 --remote=1=127.0.0.1:$port \
+	--cluster-key-file="$work/key" --link-encryption=off
+run_prog "$work/lo-mismatch.sock" all encryption-mismatch
+rc=$?
+if [ "$rc" -ne 0 ] && grep -q "link encryption differs" "$work/encryption-mismatch.out" &&
+	grep -q "refused: link encryption is off on the peer" "$work/lo-remote.log"; then
+	ok "link-encryption-mismatch-refused ($(grep -m1 -o 'refused: link encryption is off on the peer, [^)]*)' "$work/lo-remote.log"))"
+else
+	bad link-encryption-mismatch-refused "rc $rc: $(head -2 "$work/encryption-mismatch.out" | tr '\n' ' ')"
+fi
+stop_node "$NODE_PID"
+pport=$((port + 1))
+start_node lo-plain-remote - --socket="$work/lo-plain-remote.sock" --link-port=$pport \
+	--cluster-key-file="$work/key" --link-encryption=off
+lo_plain_remote=$NODE_PID
+start_node lo-plain-client - --socket="$work/lo-plain-client.sock" --vgpus=2 --remote=1=127.0.0.1:$pport \
+	--cluster-key-file="$work/key" --link-encryption=off
+lo_plain_client=$NODE_PID
+functional loopback-encryption-off-functional "$work/lo-plain-client.sock"
+if grep -q "LINK ENCRYPTION IS OFF" "$work/lo-plain-remote.log" && grep -q "UNENCRYPTED" "$work/lo-plain-remote.log" &&
+	grep -q -- "--link-encryption=off" "$work/lo-plain-client.log"; then
+	ok loopback-encryption-off-logged
+else
+	bad loopback-encryption-off-logged "$(grep -m2 -i 'encrypt' "$work"/lo-plain-*.log | tr '\n' ' ')"
+fi
+bench loopback-bench-encryption-off "$work/lo-plain-client.sock"
+stop_node "$lo_plain_client"
+stop_node "$lo_plain_remote"
 
 cut_test loopback-sigkill-remote "$work/lo-client.sock" "$lo_client" "$lo_remote" "kill -KILL $lo_remote"
 start_node lo-remote2 - --socket="$work/lo-remote.sock" --link-port=$port --cluster-key-file="$work/key"

@@ -1,0 +1,212 @@
+/* The TCP transport of an encrypted link: every byte goes through TLS 1.3
+ * (OpenSSL; the kernel's kTLS where OpenSSL could hand the keys to it).
+ *
+ * One SSL object may not be used by two threads at once, and a link reads on
+ * its receive thread while its senders write. The socket is non-blocking and
+ * every SSL call runs under the transport's lock, which is never held while
+ * waiting: a reader or writer that must wait releases it and polls the socket.
+ * So reading and writing interleave record by record, and neither direction
+ * can block the other (a blocked writer holding the lock would stop the reads
+ * that drain the peer's writes: two bulk streams in opposite directions could
+ * then deadlock).
+ *
+ * Small pieces of a send (frame and item headers) are gathered into whole
+ * records of TLS_REC bytes with the head of the piece that follows; large
+ * pieces go to SSL_write straight from the caller's memory, a record at a
+ * time. Anything TLS refuses on receive (a record altered or forged on the
+ * way, bytes that are not TLS) ends the link with a log line: no byte of it
+ * reaches the caller. */
+#include "link_internal.h"
+
+#include <errno.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define TLS_REC 16384u /* the largest TLS record's plaintext */
+
+struct tls_transport {
+	struct link_transport base;
+	int fd;
+	SSL *ssl;
+	pthread_mutex_t lock; /* every SSL call */
+	int down;             /* atomic */
+	int logged;           /* atomic: the refusal of peer data was logged */
+	bool guard_sigpipe;   /* SIGPIPE was not ignored when the link opened (link_sigpipe_block) */
+	uint32_t send_timeout_ms;
+	const struct mearas_link_config *cfg;
+	char peer[80];
+};
+
+/* A TLS step failed: log what TLS refused (once, and not when we closed it). */
+static int step_failed(struct tls_transport *tt, int rc)
+{
+	if (rc == MEARAS_LINK_E_PROTO && !__atomic_load_n(&tt->down, __ATOMIC_ACQUIRE) &&
+	    !__atomic_exchange_n(&tt->logged, 1, __ATOMIC_ACQ_REL)) {
+		char why[160];
+		link_tls_error_text(why, sizeof(why));
+		link_log(tt->cfg, MEARAS_LINK_LOG_ERR,
+			 "link with %s: TLS refused data from the peer (%s): altered or forged on the way; "
+			 "dropping the link",
+			 tt->peer, why);
+	}
+	__atomic_store_n(&tt->down, 1, __ATOMIC_RELEASE);
+	return rc;
+}
+
+/* Writes all len bytes; gives up when the socket takes nothing for the send timeout. */
+static int write_all(struct tls_transport *tt, const uint8_t *p, size_t len)
+{
+	uint64_t limit = (uint64_t)tt->send_timeout_ms * 1000000ull, since = link_now_ns();
+	while (len) {
+		if (__atomic_load_n(&tt->down, __ATOMIC_ACQUIRE))
+			return MEARAS_LINK_E_BROKEN;
+		size_t n = 0;
+		short ev = 0;
+		int rc = link_tls_step(tt->ssl, &tt->lock, true, (void *)p, len, &n, &ev);
+		if (rc < 0)
+			return step_failed(tt, rc);
+		if (rc > 0) {
+			p += n;
+			len -= n;
+			since = link_now_ns();
+			continue;
+		}
+		uint64_t now = link_now_ns();
+		if (now - since >= limit)
+			return MEARAS_LINK_E_BROKEN; /* as SO_SNDTIMEO on a plain link */
+		struct pollfd pfd = { .fd = tt->fd, .events = ev };
+		int left_ms = (int)((limit - (now - since)) / 1000000u) + 1;
+		if (poll(&pfd, 1, left_ms) < 0 && errno != EINTR)
+			return MEARAS_LINK_E_BROKEN;
+	}
+	return MEARAS_LINK_OK;
+}
+
+static int send_iov_unguarded(struct tls_transport *tt, const struct iovec *iov, int iovcnt);
+
+static int tls_send_iov(struct link_transport *t, const struct iovec *iov, int iovcnt)
+{
+	struct tls_transport *tt = (struct tls_transport *)t;
+	sigset_t oldmask;
+	bool blocked = tt->guard_sigpipe && link_sigpipe_block(&oldmask);
+	int rc = send_iov_unguarded(tt, iov, iovcnt);
+	link_sigpipe_restore(blocked, &oldmask);
+	return rc;
+}
+
+static int send_iov_unguarded(struct tls_transport *tt, const struct iovec *iov, int iovcnt)
+{
+	uint8_t stage[TLS_REC];
+	size_t staged = 0;
+	for (int i = 0; i < iovcnt; i++) {
+		const uint8_t *p = iov[i].iov_base;
+		size_t len = iov[i].iov_len;
+		while (len) {
+			int rc;
+			if (staged == 0 && len >= TLS_REC) {
+				/* whole records straight from the caller's memory */
+				size_t whole = len - len % TLS_REC;
+				rc = write_all(tt, p, whole);
+				p += whole;
+				len -= whole;
+			} else {
+				size_t k = TLS_REC - staged < len ? TLS_REC - staged : len;
+				memcpy(stage + staged, p, k);
+				staged += k;
+				p += k;
+				len -= k;
+				if (staged < TLS_REC)
+					continue;
+				rc = write_all(tt, stage, staged);
+				staged = 0;
+			}
+			if (rc)
+				return rc;
+		}
+	}
+	return staged ? write_all(tt, stage, staged) : MEARAS_LINK_OK;
+}
+
+static int tls_recv(struct link_transport *t, void *buf, size_t len, uint32_t timeout_ms)
+{
+	struct tls_transport *tt = (struct tls_transport *)t;
+	if (__atomic_load_n(&tt->down, __ATOMIC_ACQUIRE))
+		return MEARAS_LINK_E_BROKEN;
+	if (len > (1u << 30))
+		len = 1u << 30;
+	/* TLS may hold decrypted or read-ahead bytes: ask it before waiting on the socket */
+	for (int attempt = 0; attempt < 2; attempt++) {
+		size_t n = 0;
+		short ev = 0;
+		sigset_t oldmask;
+		/* a read writes too: an alert when it refuses what the peer sent */
+		bool blocked = tt->guard_sigpipe && link_sigpipe_block(&oldmask);
+		int rc = link_tls_step(tt->ssl, &tt->lock, false, buf, len, &n, &ev);
+		link_sigpipe_restore(blocked, &oldmask);
+		if (rc > 0)
+			return (int)n;
+		if (rc < 0)
+			return step_failed(tt, rc);
+		if (attempt)
+			return 0; /* a partial record so far */
+		struct pollfd pfd = { .fd = tt->fd, .events = ev };
+		int pr = poll(&pfd, 1, (int)timeout_ms);
+		if (pr < 0)
+			return errno == EINTR ? 0 : MEARAS_LINK_E_BROKEN;
+		if (pr == 0)
+			return 0;
+	}
+	return 0;
+}
+
+static void tls_shutdown(struct link_transport *t)
+{
+	struct tls_transport *tt = (struct tls_transport *)t;
+	__atomic_store_n(&tt->down, 1, __ATOMIC_RELEASE);
+	shutdown(tt->fd, SHUT_RDWR);
+}
+
+static void tls_destroy(struct link_transport *t)
+{
+	struct tls_transport *tt = (struct tls_transport *)t;
+	SSL_free(tt->ssl);
+	close(tt->fd);
+	pthread_mutex_destroy(&tt->lock);
+	free(tt);
+}
+
+static const struct link_transport_ops tls_ops = {
+	.name = "tcp",
+	.send_iov = tls_send_iov,
+	.recv = tls_recv,
+	.shutdown = tls_shutdown,
+	.destroy = tls_destroy,
+};
+
+int link_tls_transport_create(int fd, SSL *ssl, const struct mearas_link_config *cfg, const char *peer,
+			      struct link_transport **out)
+{
+	int rc = link_tcp_set_options(fd, cfg->dead_ms);
+	struct tls_transport *tt = rc ? NULL : calloc(1, sizeof(*tt));
+	if (!tt) {
+		SSL_free(ssl);
+		return rc ? rc : MEARAS_LINK_E_NOMEM;
+	}
+	tt->base.ops = &tls_ops;
+	tt->base.rx_spin_ns = (uint64_t)cfg->rx_spin_us * 1000ull;
+	link_tls_describe(ssl, tt->base.security, sizeof(tt->base.security));
+	tt->fd = fd;
+	tt->ssl = ssl;
+	pthread_mutex_init(&tt->lock, NULL);
+	tt->send_timeout_ms = cfg->dead_ms;
+	tt->guard_sigpipe = !link_sigpipe_ignored();
+	tt->cfg = cfg;
+	snprintf(tt->peer, sizeof(tt->peer), "%s", peer);
+	*out = &tt->base;
+	return MEARAS_LINK_OK;
+}
