@@ -20,6 +20,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "control.h"
@@ -392,8 +393,52 @@ static bool admit_peer(int c, const struct tenant_peer *p)
 	return in;
 }
 
-/* Refused before a worker exists: the welcome says why (the client's hello
- * is still unread; it goes with the socket). Never blocks the accept loop. */
+/*
+ * Connections refused by the main process are kept open until their hello
+ * has come (or a second has passed): closed at once, a client that sends
+ * its hello after the refusal would get EPIPE instead of the reason. At most
+ * REFUSED_MAX are kept; under a flood the oldest is closed first.
+ */
+#define REFUSED_MAX 64
+#define REFUSED_KEEP_MS 1000
+
+struct refused_conn {
+	int fd;
+	int64_t until_ms;
+};
+
+static struct refused_conn refused[REFUSED_MAX];
+static unsigned nrefused;
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void refused_drop(unsigned i)
+{
+	close(refused[i].fd);
+	refused[i] = refused[--nrefused];
+}
+
+static void refused_keep(int c)
+{
+	if (nrefused == REFUSED_MAX) {
+		unsigned oldest = 0;
+
+		for (unsigned i = 1; i < nrefused; i++)
+			if (refused[i].until_ms < refused[oldest].until_ms)
+				oldest = i;
+		refused_drop(oldest);
+	}
+	refused[nrefused++] = (struct refused_conn){ .fd = c, .until_ms = now_ms() + REFUSED_KEEP_MS };
+}
+
+/* Refused before a worker exists: the welcome says why. Never blocks the
+ * accept loop; the connection is closed once the hello is in (above). */
 static void refuse_conn(int c, const struct tenant_peer *p, int status, const char *msg)
 {
 	struct mearas_welcome wl = { .magic = MEARAS_WELCOME_MAGIC, .version = MEARAS_PROTO_VERSION,
@@ -450,13 +495,13 @@ static void accept_client(const struct backend_config *cfg, int lfd)
 		snprintf(err, sizeof(err), "uid %u is not root and not in the group of the client socket; "
 			 "ask the operator (mearasd --socket-group)", peer.id.uid);
 		refuse_conn(c, &peer, cudaErrorNotPermitted, err);
-		close(c);
+		refused_keep(c);
 		return;
 	}
 	slot = tenant_worker_add(&peer.id, err, sizeof(err));
 	if (!slot) {
 		refuse_conn(c, &peer, cudaErrorDevicesUnavailable, err);
-		close(c);
+		refused_keep(c);
 		return;
 	}
 	pid = fork();
@@ -465,6 +510,8 @@ static void accept_client(const struct backend_config *cfg, int lfd)
 		close(lfd);
 		for (unsigned i = 0; i < nlive; i++)
 			close(live[i].pidfd);
+		for (unsigned i = 0; i < nrefused; i++)
+			close(refused[i].fd);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
@@ -491,7 +538,7 @@ static void accept_client(const struct backend_config *cfg, int lfd)
 
 static void serve_clients(const struct backend_config *cfg, int lfd)
 {
-	struct pollfd *pfd = calloc(1 + limits.max_workers, sizeof(*pfd));
+	struct pollfd *pfd = calloc(1 + limits.max_workers + REFUSED_MAX, sizeof(*pfd));
 
 	live = calloc(limits.max_workers, sizeof(*live));
 	if (!pfd || !live) {
@@ -499,23 +546,38 @@ static void serve_clients(const struct backend_config *cfg, int lfd)
 		return;
 	}
 	while (!quit) {
-		int r;
+		int r, timeout = -1;
+		unsigned nl = nlive, nr = nrefused;
+		int64_t now = now_ms();
 
 		pfd[0] = (struct pollfd){ .fd = lfd, .events = POLLIN };
-		for (unsigned i = 0; i < nlive; i++)
+		for (unsigned i = 0; i < nl; i++)
 			pfd[1 + i] = (struct pollfd){ .fd = live[i].pidfd, .events = POLLIN };
+		for (unsigned i = 0; i < nr; i++) {
+			int64_t left = refused[i].until_ms - now;
+
+			pfd[1 + nl + i] = (struct pollfd){ .fd = refused[i].fd, .events = POLLIN };
+			if (left < 0)
+				left = 0;
+			if (timeout < 0 || left < timeout)
+				timeout = (int)left;
+		}
 		/* the table has a slot for every live worker: no accept when it is
 		 * full, so a pidfd is always there for the next one */
-		if (nlive >= limits.max_workers)
+		if (nl >= limits.max_workers)
 			pfd[0].events = 0;
-		r = poll(pfd, 1 + nlive, -1);
+		r = poll(pfd, 1 + nl + nr, timeout);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
 			log_err("poll: %s", strerror(errno));
 			break;
 		}
-		for (unsigned i = nlive; i-- > 0;) {
+		now = now_ms();
+		for (unsigned i = nr; i-- > 0;)
+			if (pfd[1 + nl + i].revents || refused[i].until_ms <= now)
+				refused_drop(i);
+		for (unsigned i = nl; i-- > 0;) {
 			if (!pfd[1 + i].revents)
 				continue;
 			tenant_worker_gone(live[i].slot);
