@@ -563,10 +563,8 @@ static void serve_clients(const struct backend_config *cfg, int lfd)
 			if (timeout < 0 || left < timeout)
 				timeout = (int)left;
 		}
-		/* the table has a slot for every live worker: no accept when it is
-		 * full, so a pidfd is always there for the next one */
-		if (nl >= limits.max_workers)
-			pfd[0].events = 0;
+		/* live[] has room: a worker holds a tenant slot until its pidfd is
+		 * dropped here, and there are max_workers slots */
 		r = poll(pfd, 1 + nl + nr, timeout);
 		if (r < 0) {
 			if (errno == EINTR)

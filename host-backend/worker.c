@@ -228,7 +228,7 @@ int worker_serve_client(const struct backend_config *cfg, int sock, const struct
 	bool privileged = !peer || tenant_privileged(who);
 	struct mearas_hello h;
 	struct worker *w;
-	char err[256];
+	char err[256], label[48];
 	int fds[3 + MEARAS_MAX_VGPUS + MEARAS_MAX_THREADS], nfds = 0, got = 0, r, ndev;
 	unsigned local;
 	struct mearas_welcome wl = { .magic = MEARAS_WELCOME_MAGIC, .version = MEARAS_PROTO_VERSION };
@@ -337,10 +337,13 @@ int worker_serve_client(const struct backend_config *cfg, int sock, const struct
 		log_warn("client vanished during handshake: %s", strerror(-r));
 		return 1;
 	}
-	if (peer) /* the hello's pid is the client's word; the kernel's is logged */
-		h.pid = peer->pid;
-	log_info("client %s pid %d: %u vGPU(s), data area %llu MiB%s%s", tenant_id_str(who, err, sizeof(err)),
-		 h.pid, w->nvgpus, (unsigned long long)(w->data_size >> 20), h.assembly[0] ? ", assembly " : "",
+	/* the hello's pid is the client's word; the kernel's is logged */
+	if (peer)
+		snprintf(label, sizeof(label), "uid %u pid %d", peer->id.uid, peer->pid);
+	else
+		snprintf(label, sizeof(label), "pid %d", h.pid);
+	log_info("client %s: %u vGPU(s), data area %llu MiB%s%s", label, w->nvgpus,
+		 (unsigned long long)(w->data_size >> 20), h.assembly[0] ? ", assembly " : "",
 		 h.assembly[0] ? h.assembly : "");
 	vstats_claim(h.assembly, w->nvgpus);
 	for (unsigned i = 0; i < w->nvgpus; i++)
@@ -354,7 +357,7 @@ int worker_serve_client(const struct backend_config *cfg, int sock, const struct
 	for (unsigned i = 0; i < w->nvgpus; i++) {
 		struct vgpu *v = &w->vgpus[i];
 
-		log_info("client pid %d vGPU %u: %llu records served%s", h.pid, i,
+		log_info("client %s vGPU %u: %llu records served%s", label, i,
 			 (unsigned long long)v->records, w->broken ? " (client misbehaved)" : "");
 	}
 	/* The process exits right after: the driver frees the client's contexts,

@@ -89,6 +89,28 @@ int main(void)
 	tenant_worker_gone(sa[1]);
 	tenant_worker_gone(sa[2]);
 
+	/* all identities together: --max-clients (8 here) */
+	{
+		unsigned held[8], n = 0, got;
+
+		while (n < 8 && (got = tenant_worker_add(&b, err, sizeof(err))) != 0)
+			held[n++] = got;
+		CHECK_EQ(n, 2); /* uid 1001 holds one already: its cap of 3 */
+		for (uint32_t u = 2000; n < 7; u++) {
+			struct tenant_id other = uid(u);
+
+			CHECK((held[n] = tenant_worker_add(&other, err, sizeof(err))) != 0);
+			n++;
+		}
+		CHECK_EQ(tenant_worker_add(&vm, err, sizeof(err)), 0);
+		CHECK(strstr(err, "mearasd serves 8 clients already"));
+		tenant_worker_gone(held[6]);
+		CHECK((held[6] = tenant_worker_add(&vm, err, sizeof(err))) != 0);
+		for (unsigned i = 0; i < n; i++)
+			tenant_worker_gone(held[i]);
+		tenant_worker_gone(sb);
+	}
+
 	/* workers killed at any point, also while holding the lock: the table's
 	 * totals stay those of the live slots, and it never stays locked */
 	for (int round = 0; round < 200; round++) {
