@@ -125,8 +125,9 @@ int tenant_table_init(const struct tenant_limits *lim)
 /* The totals from the slots (a worker died holding the lock). */
 static void recompute(void)
 {
-	memset(T->ids, 0, sizeof(T->ids[0]) * T->lim.max_workers);
 	for (unsigned i = 0; i < T->lim.max_workers; i++) {
+		T->ids[i].workers = 0;
+		T->ids[i].data = 0;
 		T->pools[i].refs = 0;
 		memset(T->pools[i].dev, 0, sizeof(T->pools[i].dev));
 	}

@@ -112,7 +112,11 @@ int main(void)
 	}
 
 	/* workers killed at any point, also while holding the lock: the table's
-	 * totals stay those of the live slots, and it never stays locked */
+	 * totals stay those of the live slots (one of uid 1000 stays live
+	 * throughout), and it never stays locked */
+	CHECK((sa[0] = tenant_worker_add(&a, err, sizeof(err))) != 0);
+	CHECK_EQ(tenant_worker_hello(sa[0], "", 10 * MiB, err, sizeof(err)), 0);
+	CHECK_EQ(tenant_charge_dev(sa[0], 0, 10 * MiB, 100 * MiB), 0);
 	for (int round = 0; round < 200; round++) {
 		pid_t p;
 		int st;
@@ -131,10 +135,15 @@ int main(void)
 		CHECK(waitpid(p, &st, 0) == p);
 		tenant_worker_gone(s);
 	}
-	/* nothing of them is left: the whole quota and data budget are free */
+	/* nothing of them is left, and the live worker still counts: 2 more
+	 * workers, 90 MiB of data and 90 MiB of device memory */
+	CHECK((sa[1] = tenant_worker_add(&a, err, sizeof(err))) != 0);
 	CHECK((s = tenant_worker_add(&a, err, sizeof(err))) != 0);
-	CHECK_EQ(tenant_worker_hello(s, "", 100 * MiB, err, sizeof(err)), 0);
-	CHECK_EQ(tenant_charge_dev(s, 0, 100 * MiB, 100 * MiB), 0);
+	CHECK_EQ(tenant_worker_add(&a, err, sizeof(err)), 0);
+	CHECK_EQ(tenant_worker_hello(s, "", 91 * MiB, err, sizeof(err)), -1);
+	CHECK_EQ(tenant_worker_hello(s, "", 90 * MiB, err, sizeof(err)), 0);
+	CHECK_EQ(tenant_charge_dev(s, 0, 91 * MiB, 100 * MiB), -1);
+	CHECK_EQ(tenant_charge_dev(s, 0, 90 * MiB, 100 * MiB), 0);
 	printf("test_tenant: ok\n");
 	return 0;
 }
