@@ -3,7 +3,9 @@
 # uid 65532, it is served to 65532 and refused to 65533 that names it; one
 # booked for a VM is refused to a local user; root may use any.
 . "$SEC_DIR/lib.sh"
-sec_start_daemon main --socket-group=nogroup --node-name=sec-node || exit 1
+# the control socket comes up after the client socket: wait for both
+SEC_WAIT_SOCKETS=$SEC_TMP/main-control.sock sec_start_daemon main --socket-group=nogroup --node-name=sec-node ||
+	exit 1
 sec_start_healthy "$SOCK"
 P=$SEC_BIN/assembly_by_name_other_user
 CTL=$SEC_TMP/main-control.sock
