@@ -60,6 +60,8 @@ def test_nodes_compose_assemblies_release(tmp_path: Path, fake_mearasd: FakeMear
     assert fake_mearasd.identities[asm["id"]] == f"uid:{os.getuid()}" == asm["identity"]
     table = mearas(cfgs[1], "assemblies").stdout
     assert asm["id"] in table and "vm:demo" in table and "active" in table
+    assert table.splitlines()[0].split()[:3] == ["ID", "OWNER", "FOR"]
+    assert f"uid:{os.getuid()}" in table
     assert "1/2" in mearas(cfgs[0], "nodes").stdout  # bookings show in the profile table
 
     mearas(cfgs[0], "release", asm["id"])
