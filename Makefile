@@ -15,7 +15,7 @@ LDSAN     := $(SAN)
 COMMON_SRC  := common/log.c common/fdpass.c common/fatbin.c common/fatbin_cubin.c \
                common/fatbin_entries.c common/fatbin_ptx.c
 BACKEND_SRC := host-backend/mearasd.c host-backend/worker.c host-backend/output.c host-backend/poller.c \
-               host-backend/exec.c host-backend/handles.c host-backend/vaheap.c \
+               host-backend/exec.c host-backend/handles.c host-backend/vaheap.c host-backend/watchdog.c \
                host-backend/device_sim.c host-backend/device_cuda.c \
                host-backend/remote_common.c host-backend/remote_client.c host-backend/remote_server.c \
                host-backend/remote_capture.c host-backend/remote_mapped.c \
@@ -108,6 +108,10 @@ $(BUILD)/tests/gpu/isolation: tests/gpu/isolation.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 -cudart shared $(NVCC_ARCH) -Xcompiler -Wall,-Werror -o $@ $<
 
+$(BUILD)/tests/gpu/watchdog: tests/gpu/watchdog.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -cudart shared $(NVCC_ARCH) -Xcompiler -Wall,-Werror -o $@ $<
+
 $(BUILD)/tests/gpu/tcp_bench: tests/gpu/tcp_bench.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -pthread -o $@ $<
@@ -129,7 +133,8 @@ busybox:
 		echo "busybox: $(BUSYBOX) -> $(BUILD)/tools/busybox"; \
 	fi
 
-gpu-build: all busybox $(BUILD)/experiments/microbench $(BUILD)/tests/gpu/isolation $(BUILD)/tests/gpu/tcp_bench
+gpu-build: all busybox $(BUILD)/experiments/microbench $(BUILD)/tests/gpu/isolation $(BUILD)/tests/gpu/tcp_bench \
+	   $(BUILD)/tests/gpu/watchdog
 	$(MAKE) -C tests/cuda
 	$(MAKE) -C experiments/apps
 	$(MAKE) -C tests/control all

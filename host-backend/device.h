@@ -63,6 +63,8 @@ struct mdev_ops {
 	 * (0xffffffff when it cannot tell) */
 	int (*func_get)(struct mdev *d, void *module, const char *name, void **func,
 			uint32_t *nparams, uint32_t *param_bytes);
+	/* the kernel's name, for log lines (NULL when unknown) */
+	const char *(*func_name)(struct mdev *d, void *func);
 	int (*func_attrs)(struct mdev *d, void *func, uint64_t out[2]);
 	int (*func_set_attr)(struct mdev *d, void *func, int attr, int value);
 	int (*occupancy)(struct mdev *d, void *func, int block, size_t smem, int *blocks);

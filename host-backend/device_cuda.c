@@ -73,6 +73,8 @@ struct cuda_module {
 };
 
 static void *libcuda;
+/* optional (CUDA 12.3 and later): kernel names in log lines */
+static CUresult (*p_cuFuncGetName)(const char **name, CUfunction f);
 
 static int cuda_init(char *err, size_t errlen)
 {
@@ -93,6 +95,7 @@ static int cuda_init(char *err, size_t errlen)
 	}
 	CUDA_SYMS(SYM_LOAD)
 #undef SYM_LOAD
+	p_cuFuncGetName = (CUresult (*)(const char **, CUfunction))dlsym(libcuda, "cuFuncGetName");
 	r = p_cuInit(0);
 	if (r) {
 		snprintf(err, errlen, "cuInit failed with error %d", (int)r);
@@ -336,6 +339,16 @@ static void cuda_module_unload(struct mdev *d, void *module)
 	p_cuModuleUnload(m->m);
 	free(m->image);
 	free(m);
+}
+
+static const char *cuda_func_name(struct mdev *d, void *func)
+{
+	const char *name = NULL;
+
+	(void)d;
+	if (!p_cuFuncGetName || p_cuFuncGetName(&name, ((struct cuda_func *)func)->f))
+		return NULL;
+	return name;
 }
 
 static int cuda_func_get(struct mdev *d, void *module, const char *name, void **func,
@@ -631,6 +644,7 @@ const struct mdev_ops mdev_cuda_ops = {
 	.occupancy = cuda_occupancy,
 	.global_get = cuda_global_get,
 	.launch = cuda_launch,
+	.func_name = cuda_func_name,
 	.stream_default = cuda_stream_default,
 	.stream_create = cuda_stream_create,
 	.stream_destroy = cuda_stream_destroy,

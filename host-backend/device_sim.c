@@ -6,9 +6,12 @@
  * completes before the next starts), fat binaries are parsed to resolve
  * kernels by name and check their parameter sizes, and kernel launches are
  * counted, not run. It lets the CPU lane test everything but kernel execution.
+ * One model kernel never finishes (mearas_sim_spin, below), for the GPU time
+ * limit.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,8 +44,11 @@ struct sim_module {
 struct sim_event {
 	struct timespec when;
 	int recorded;
+	int never;              /* recorded behind a kernel that never finishes */
 	unsigned flags;
 };
+
+#define SIM_MAX_STUCK 64
 
 struct mdev {
 	pthread_mutex_t lock;   /* chunks are changed by one poller, read by others (peer copies) */
@@ -53,6 +59,10 @@ struct mdev {
 	uint64_t globals_next, globals_end;
 	uint8_t *host_base;     /* the registered (mapped) host range: the data area */
 	size_t host_size;
+	/* streams held by mearas_sim_spin, directly or through an event wait;
+	 * only the vGPU's poller touches them */
+	void *stuck[SIM_MAX_STUCK];
+	unsigned nstuck;
 };
 
 /* Every model of this worker, so copies can reach a peer vGPU's memory. */
@@ -498,6 +508,34 @@ static int sim_global_get(struct mdev *d, void *module, const char *name, uint64
  */
 #define SIM_KERNEL_ADD_U32 "mearas_sim_add_u32"
 
+/*
+ * A kernel that never finishes: work behind it on its stream (events,
+ * fences, host functions, streams that wait for it) never completes until
+ * the context is torn down, i.e. the worker process exits. On a GPU:
+ *   extern "C" __global__ void mearas_sim_spin(volatile unsigned *flag)
+ *   { while (!*flag) ; }
+ * with a flag that stays 0.
+ */
+#define SIM_KERNEL_SPIN "mearas_sim_spin"
+
+static bool sim_stuck(struct mdev *d, void *s)
+{
+	for (unsigned i = 0; i < d->nstuck; i++)
+		if (d->stuck[i] == s)
+			return true;
+	return false;
+}
+
+static int sim_make_stuck(struct mdev *d, void *s)
+{
+	if (sim_stuck(d, s))
+		return 0;
+	if (d->nstuck == SIM_MAX_STUCK)
+		return cudaErrorLaunchOutOfResources;
+	d->stuck[d->nstuck++] = s;
+	return 0;
+}
+
 static int sim_add_u32(struct mdev *d, const void *params, uint32_t len)
 {
 	uint64_t p;
@@ -525,7 +563,6 @@ static int sim_launch(struct mdev *d, void *func, void *stream, const struct mde
 {
 	const struct mearas_kernel_info *k = func;
 
-	(void)stream;
 	if (l->param_bytes != k->param_bytes) {
 		log_warn("sim: launch of %s with %u parameter bytes, kernel takes %u",
 			 k->name, l->param_bytes, k->param_bytes);
@@ -534,6 +571,8 @@ static int sim_launch(struct mdev *d, void *func, void *stream, const struct mde
 	d->launches++;
 	if (!strcmp(k->name, SIM_KERNEL_ADD_U32))
 		return sim_add_u32(d, l->params, l->param_bytes);
+	if (!strcmp(k->name, SIM_KERNEL_SPIN))
+		return sim_make_stuck(d, stream);
 	return 0;
 }
 
@@ -553,18 +592,17 @@ static int sim_stream_create(struct mdev *d, unsigned flags, int priority, void 
 
 static int sim_stream_destroy(struct mdev *d, void *s)
 {
-	(void)d;
+	for (unsigned i = 0; i < d->nstuck; i++)
+		if (d->stuck[i] == s)
+			d->stuck[i] = d->stuck[--d->nstuck];
 	free(s);
 	return 0;
 }
 
 static int sim_stream_wait_event(struct mdev *d, void *s, void *ev, unsigned flags)
 {
-	(void)d;
-	(void)s;
-	(void)ev;
 	(void)flags;
-	return 0;
+	return ((struct sim_event *)ev)->never ? sim_make_stuck(d, s) : 0;
 }
 
 static int sim_event_create(struct mdev *d, unsigned flags, void **e)
@@ -590,18 +628,16 @@ static int sim_event_record(struct mdev *d, void *e, void *s)
 {
 	struct sim_event *ev = e;
 
-	(void)d;
-	(void)s;
 	clock_gettime(CLOCK_MONOTONIC, &ev->when);
 	ev->recorded = 1;
+	ev->never = sim_stuck(d, s);
 	return 0;
 }
 
 static int sim_event_query(struct mdev *d, void *e)
 {
 	(void)d;
-	(void)e;
-	return 0;
+	return ((struct sim_event *)e)->never ? cudaErrorNotReady : 0;
 }
 
 static int sim_event_elapsed(struct mdev *d, void *start, void *end, float *ms)
@@ -620,10 +656,16 @@ static int sim_event_elapsed(struct mdev *d, void *start, void *end, float *ms)
 
 static int sim_host_func(struct mdev *d, void *s, void (*fn)(void *), void *arg)
 {
-	(void)d;
-	(void)s;
+	if (sim_stuck(d, s))
+		return 0; /* never runs: arg goes with the process */
 	fn(arg);
 	return 0;
+}
+
+static const char *sim_func_name(struct mdev *d, void *func)
+{
+	(void)d;
+	return ((const struct mearas_kernel_info *)func)->name;
 }
 
 const struct mdev_ops mdev_sim_ops = {
@@ -647,6 +689,7 @@ const struct mdev_ops mdev_sim_ops = {
 	.module_load = sim_module_load,
 	.module_unload = sim_module_unload,
 	.func_get = sim_func_get,
+	.func_name = sim_func_name,
 	.func_attrs = sim_func_attrs,
 	.func_set_attr = sim_func_set_attr,
 	.occupancy = sim_occupancy,

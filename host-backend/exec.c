@@ -1070,6 +1070,48 @@ static void add_pending(struct vgpu *v, struct pending *p)
 	v->pend[v->npend++] = *p;
 }
 
+/* The GPU time limit watches kernel work on each stream, and the waits
+ * that hold a stream for something other than its own kernels. */
+static void watch_record(struct vgpu *v, const struct mearas_sqe *e, const struct fence_req *f)
+{
+	void *s;
+
+	switch (e->op) {
+	case MEARAS_OP_LAUNCH:
+		watchdog_mark(v, f->stream, true, htab_get(&v->funcs, e->args.a[0])->obj);
+		break;
+	case MEARAS_OP_GRAPH_LAUNCH:
+		watchdog_mark(v, f->stream, true, NULL);
+		break;
+	case MEARAS_OP_HOST_FUNC:
+	case MEARAS_OP_STREAM_WAIT_EVENT:
+		if (!resolve_stream(v, e, &s))
+			watchdog_mark(v, s, false, NULL);
+		break;
+	default:
+		break;
+	}
+}
+
+/* The GPU time limit fired: this client's waits end now with status. No
+ * device call that could wait for the running kernel (output flush, reset,
+ * freeing memory): the process exits next and the driver frees it all. */
+void exec_fail_pending(struct vgpu *v, int status)
+{
+	for (size_t i = 0; i < v->npend; i++) {
+		struct pending p = v->pend[i];
+
+		p.cqe.status = status;
+		p.flush = 0;
+		p.action = PENDING_POST;
+		/* returns at once; the driver frees an unfinished event later */
+		if (p.own_fence)
+			v->ops->event_destroy(v->dev, p.fence);
+		complete(v, &p);
+	}
+	v->npend = 0;
+}
+
 void exec_record(struct vgpu *v, const struct mearas_sqe *e)
 {
 	struct mearas_cqe c = { .user_data = e->user_data };
@@ -1089,6 +1131,8 @@ void exec_record(struct vgpu *v, const struct mearas_sqe *e)
 		r = handlers[e->op](v, e, &c, &f);
 		log_debug("vGPU %u: %s -> %d", v->index, mearas_op_name(e->op), r);
 	}
+	if (r == 0 && v->watch)
+		watch_record(v, e, &f);
 	if (r == 0 && want && reports_deferred(e->op) && v->deferred_error) {
 		r = v->deferred_error;
 		v->deferred_error = 0;

@@ -74,6 +74,11 @@ static void usage(FILE *f)
 		"  --data-mb=M          default data area (pinned host memory) per client (default 512)\n"
 		"  --max-data-mb=M      largest data area a client may ask for (default 16384)\n"
 		"  --spin-us=U          poller busy-polls this long before sleeping (default 50)\n"
+		"  --kernel-timeout-ms=N  GPU time limit: a client whose kernel runs longer than N ms\n"
+		"                       has its context torn down and its calls fail with\n"
+		"                       cudaErrorLaunchTimeout; other clients keep running (0, the\n"
+		"                       default: no limit; local vGPUs of process clients only, not\n"
+		"                       VM slots or remote vGPUs)\n"
 		"  --remote=V=HOST:PORT[/GPU]  vGPU V of every client runs on GPU (default 0) of the\n"
 		"                       mearasd at HOST:PORT (repeatable)\n"
 		"  --link-port=P        serve remote vGPUs to other nodes on TCP port P\n"
@@ -112,6 +117,7 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		{ "link-bind", required_argument, NULL, 'B' }, { "cluster-key-file", required_argument, NULL, 'K' },
 		{ "link-dead-ms", required_argument, NULL, 'T' }, { "link-batch", required_argument, NULL, 'b' },
 		{ "link-batch-us", required_argument, NULL, 'u' },
+		{ "kernel-timeout-ms", required_argument, NULL, 'k' },
 		{ "vm", required_argument, NULL, 'V' },
 		{ "socket-group", required_argument, NULL, 'G' }, { "max-clients", required_argument, NULL, 'C' },
 		{ "max-clients-per-user", required_argument, NULL, 'P' },
@@ -181,6 +187,12 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 			if (parse_u64(optarg, &v) || v > 1000000)
 				return fprintf(stderr, "mearasd: bad --spin-us '%s'\n", optarg), -1;
 			cfg->spin_us = (unsigned)v;
+			break;
+		case 'k':
+			if (parse_u64(optarg, &v) || v > 86400000)
+				return fprintf(stderr, "mearasd: bad --kernel-timeout-ms '%s' (0..86400000)\n",
+					       optarg), -1;
+			cfg->kernel_timeout_ms = (unsigned)v;
 			break;
 		case 'R':
 			if (remote_parse_target(&cfg->remote, optarg))
@@ -651,6 +663,9 @@ int main(int argc, char **argv)
 		 (unsigned long long)(cfg.data_default >> 20));
 	log_info("per user: %u clients, %llu MiB of data areas; %u clients in all", limits.max_workers_per_id,
 		 (unsigned long long)(limits.data_per_id >> 20), limits.max_workers);
+	if (cfg.kernel_timeout_ms)
+		log_info("GPU time limit: a client's kernel may run %u ms, then its context is torn down "
+			 "(process clients; not VM slots or remote links)", cfg.kernel_timeout_ms);
 	if (cfg.remote.link_port && remote_server_start(&cfg))
 		return 1;
 	serve_clients(&cfg, lfd);

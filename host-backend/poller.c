@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
 #include <time.h>
@@ -89,8 +90,12 @@ void *poller_main(void *arg)
 	uint64_t idle_since = 0;
 
 	v->ops->bind_thread(v->dev);
-	while (!v->w->stop && !v->w->broken) {
-		int n = drain(v);
+	while (!v->w->stop && !v->w->broken && !v->w->timed_out) {
+		int n;
+
+		if (v->watch)
+			atomic_store_explicit(&v->alive_ns, mearas_mono_ns(), memory_order_relaxed);
+		n = drain(v);
 
 		if (n < 0) {
 			v->w->broken = true;
@@ -98,6 +103,8 @@ void *poller_main(void *arg)
 		}
 		if (v->npend)
 			n += exec_poll_pending(v);
+		if (v->watch)
+			n += watchdog_poll(v);
 		if (n > 0) {
 			idle_since = 0;
 			continue;
@@ -116,9 +123,12 @@ void *poller_main(void *arg)
 			continue;
 		}
 		if (mearas_ring_prepare_sleep(v->sq_ctl))
-			sleep_on_kick(v, 200);
+			sleep_on_kick(v, v->watch ? watchdog_nap_ms(v) : 200);
 		mearas_ring_end_sleep(v->sq_ctl);
 		idle_since = 0;
 	}
+	if (v->w->timed_out)
+		exec_fail_pending(v, cudaErrorLaunchTimeout);
+	v->poller_done = true;
 	return NULL;
 }

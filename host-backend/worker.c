@@ -54,7 +54,7 @@ static int heap_charge(void *ctx, uint64_t bytes)
 	struct vgpu *v = ctx;
 	static bool told;
 
-	if (!tenant_charge_dev(v->w->tenant, v->index, bytes, v->heap.quota))
+	if (!tenant_charge_dev(v->w->tenant_slot, v->index, bytes, v->heap.quota))
 		return 0;
 	if (!told)
 		log_warn("vGPU %u: allocation of %llu bytes refused: this user's clients hold its quota of "
@@ -68,7 +68,7 @@ static void heap_uncharge(void *ctx, uint64_t bytes)
 {
 	struct vgpu *v = ctx;
 
-	tenant_uncharge_dev(v->w->tenant, v->index, bytes);
+	tenant_uncharge_dev(v->w->tenant_slot, v->index, bytes);
 }
 
 static const struct vaheap_ops heap_ops = {
@@ -199,10 +199,12 @@ static void *watch_stop(struct worker *w)
 {
 	struct pollfd p = { .fd = w->sock, .events = POLLIN | POLLRDHUP };
 
-	while (!w->broken) {
+	while (!w->broken && !w->timed_out) {
 		int r = poll(&p, 1, 200);
 
 		vstats_publish(w);
+		if (w->cfg->kernel_timeout_ms && watchdog_pollers_stuck(w))
+			break;
 		if (r > 0) {
 			char c;
 
@@ -279,7 +281,7 @@ int worker_serve_client(const struct backend_config *cfg, int sock, const struct
 		refuse(sock, cudaErrorMemoryAllocation, "%s", err);
 		return 1;
 	}
-	w->tenant = slot;
+	w->tenant_slot = slot;
 	if (build_region(w, err, sizeof(err))) {
 		refuse(sock, cudaErrorMemoryAllocation, "%s", err);
 		return 1;
@@ -345,12 +347,23 @@ int worker_serve_client(const struct backend_config *cfg, int sock, const struct
 	log_info("client %s: %u vGPU(s), data area %llu MiB%s%s", label, w->nvgpus,
 		 (unsigned long long)(w->data_size >> 20), h.assembly[0] ? ", assembly " : "",
 		 h.assembly[0] ? h.assembly : "");
+	snprintf(w->tenant, sizeof(w->tenant), "client pid %d%s%.32s", peer ? peer->pid : h.pid,
+		 h.assembly[0] ? " of assembly " : "", h.assembly);
 	vstats_claim(h.assembly, w->nvgpus);
+	if (watchdog_arm(w)) {
+		log_err("%s: no memory for the GPU time limit: client not served", w->tenant);
+		return 1;
+	}
 	for (unsigned i = 0; i < w->nvgpus; i++)
 		pthread_create(&w->vgpus[i].thread, NULL, w->vgpus[i].remote ? remote_client_main : poller_main,
 			       &w->vgpus[i]);
 	watch_stop(w);
 	vstats_release();
+	if (w->timed_out) {
+		/* a poller may be stuck in the driver behind the kernel: no join */
+		watchdog_teardown(w);
+		return 3;
+	}
 	w->stop = 1;
 	for (unsigned i = 0; i < w->nvgpus; i++)
 		pthread_join(w->vgpus[i].thread, NULL);

@@ -25,6 +25,7 @@ struct backend_config {
 	uint64_t quota[MEARAS_MAX_VGPUS]; /* 0 = the GPU's memory */
 	unsigned spin_us;               /* poller busy-polls this long before sleeping */
 	unsigned va_window_first;       /* VA window of vGPU 0 (remote sessions: the client's ordinal) */
+	unsigned kernel_timeout_ms;     /* GPU time limit of one kernel (watchdog.c); 0 = none */
 	struct remote_config remote;    /* remote vGPUs and the link server */
 };
 
@@ -96,6 +97,9 @@ struct vgpu {
 	pthread_cond_t hf_cond;
 	uint64_t hf_done_token;
 	struct remote_vgpu *remote;     /* set when a remote node backs this vGPU */
+	struct watchdog *watch;         /* GPU time limit (watchdog.c), NULL when off */
+	_Atomic bool poller_done;       /* its poller has left its loop */
+	_Atomic uint64_t alive_ns;      /* watched vGPUs: when its poller last went round */
 };
 
 struct worker {
@@ -112,8 +116,12 @@ struct worker {
 	/* set by one thread, polled by others (pollers, the socket watcher) */
 	_Atomic int stop;
 	_Atomic bool broken;
+	/* the GPU time limit fired: calls fail with cudaErrorLaunchTimeout and
+	 * the process exits, taking the context with it (watchdog.c) */
+	_Atomic bool timed_out;
+	char tenant[96];        /* who this worker serves, for log lines */
 	unsigned va_index0;     /* device address window of vGPU 0 (VM slots use several) */
-	unsigned tenant;        /* slot in the tenant table charged for its memory; 0 = none */
+	unsigned tenant_slot;   /* slot in the tenant table charged for its memory; 0 = none */
 	/* completion notification when set (VM transport), else wake_fds */
 	void (*wake)(struct worker *w, unsigned cq);
 	void *wake_ctx;
@@ -149,6 +157,9 @@ int exec_poll_pending(struct vgpu *v);
 /* post a completion to thread slot cq; false if the client's CQ is corrupt/full */
 bool post_cqe(struct vgpu *v, uint16_t cq, const struct mearas_cqe *c);
 void vgpu_teardown(struct vgpu *v);
+/* complete every pending record with status, waiting for nothing on the
+ * device (the GPU time limit fired) */
+void exec_fail_pending(struct vgpu *v, int status);
 /* ops whose completion also reports an earlier asynchronous error (here and
  * on a remote node's session, which holds errors of its own) */
 bool reports_deferred(unsigned op);
@@ -171,6 +182,27 @@ void sq_fetch(struct vgpu *v, struct mearas_sqe *e);
 /* wait up to timeout_ms for a kick on v->kick_fd and consume it (pollers
  * of local and remote vGPUs, once mearas_ring_prepare_sleep said so) */
 void sleep_on_kick(struct vgpu *v, int timeout_ms);
+
+/* watchdog.c: the GPU time limit of a process client's kernels */
+/* give each local vGPU of w a watchdog when cfg->kernel_timeout_ms is set */
+int watchdog_arm(struct worker *w);
+/* work was issued on stream: kernel work (counted against the limit), or a
+ * wait (for an event or a host function: not counted); func names the kernel */
+void watchdog_mark(struct vgpu *v, void *stream, bool kernel, void *func);
+/* check the stream heads (at most once a millisecond); returns marks passed;
+ * sets w->timed_out when a kernel ran past the limit */
+int watchdog_poll(struct vgpu *v);
+/* how long an idle poller with work in flight may sleep */
+int watchdog_nap_ms(struct vgpu *v);
+/* worker's main thread: a watched poller stuck in one driver call (one
+ * that waits behind a kernel past the limit) cannot check the limit
+ * itself; true (and the client timed out) when one is */
+bool watchdog_pollers_stuck(struct worker *w);
+/* the limit fired: wake the client's threads, let the pollers fail their
+ * waits, then return so the process exits (the driver frees the context) */
+void watchdog_teardown(struct worker *w);
+/* free v's watchdog and its events (tests; a worker just exits) */
+void watchdog_disarm(struct vgpu *v);
 
 /* handles.c */
 int htab_put(struct handle_table *t, uint64_t id, void *obj, uint64_t aux);

@@ -5,7 +5,8 @@
 # (two mearasd in two network namespaces joined by veth, scripts/gpu-remote.sh)
 # and the batch-size sweep (scripts/gpu-batch.sh), and prints a short table
 # last. Logs: build/gpu-lane (GPU_LANE_WORK); results: experiments/results
-# (microbench.json, remote.json, batch.json, batch-size.png). Where OUT is set
+# (microbench.json, remote.json, batch.json, batch-size.png, watchdog.json: the
+# GPU time limit, scripts/gpu-watchdog.sh). Where OUT is set
 # (the device tool's folder, which brings back at most 8 files), only these go
 # there: table.txt, gpu-lane.tar.gz (all logs and results), and the four
 # results; without OUT they go to the logs folder too.
@@ -17,7 +18,7 @@ pack=${OUT:-$out}
 mkdir -p "$out" "$pack"
 # results of an earlier run (or the committed ones) must not pass for this
 # run's: only files newer than this stamp are taken
-rm -f "$out"/{microbench,remote,batch}.json "$out"/batch.csv "$out"/batch-size.png "$out"/table.txt
+rm -f "$out"/{microbench,remote,batch,watchdog}.json "$out"/batch.csv "$out"/batch-size.png "$out"/table.txt
 touch "$out/.start"
 fresh() { [ -f "$1" ] && [ "$1" -nt "$out/.start" ] && cp "$1" "$out/"; }
 sock=/tmp/mearas-gpu-lane.$$.sock
@@ -55,6 +56,11 @@ else
 	isolation="FAILED (bad rc $bad_rc, good rc $good_rc; see isolation-*.txt)"
 	suite_rc=1
 fi
+
+echo "== GPU time limit: a tenant's spinning kernel next to a healthy tenant (scripts/gpu-watchdog.sh)"
+watchdog=$(scripts/gpu-watchdog.sh "$out" "${device:-unknown} (driver ${driver:-?})" 2>&1 | tail -1)
+case "$watchdog" in "watchdog: ok"*) ;; *) suite_rc=1 ;; esac
+fresh experiments/results/watchdog.json
 
 echo "== assembly manager: mearas run --vgpus 2"
 assembly=$(scripts/gpu-assembly.sh "$sock" "$ctl" "$out" 2>&1 | tail -1)
@@ -104,6 +110,7 @@ table() {
 	cat "$out/suite-compare.txt"
 	echo
 	echo "== fault isolation: $isolation"
+	echo "== GPU time limit: $watchdog"
 	echo "== $assembly"
 	echo
 	echo "== remote vGPU (issue 4 targets)"
@@ -125,7 +132,7 @@ else
 	rm -f "$tmp"
 fi
 if [ "$(realpath "$pack")" != "$(realpath "$out")" ]; then
-	for f in microbench.json remote.json batch.json batch-size.png table.txt; do
+	for f in microbench.json remote.json batch.json watchdog.json batch-size.png table.txt; do
 		[ -f "$out/$f" ] && cp "$out/$f" "$pack/"
 	done
 fi

@@ -94,6 +94,12 @@ extern __thread struct rt_thread rt_tls RT_HIDDEN;
 
 /* rt_init.c */
 RT_HIDDEN cudaError_t rt_ensure(void);                 /* connect on first use */
+/* true when mearasd stopped serving us (then rt.dead is set) */
+RT_HIDDEN bool rt_stopped(void);
+/* the error of every call once the back end is gone: cudaErrorLaunchTimeout
+ * when mearasd's GPU time limit ended our context, else
+ * cudaErrorDevicesUnavailable */
+RT_HIDDEN cudaError_t rt_gone(void);
 RT_HIDDEN cudaError_t rt_ensure_device(int *dev);      /* connect + current device */
 RT_HIDDEN int rt_slot(void);
 RT_HIDDEN uint32_t rt_new_handle(void);

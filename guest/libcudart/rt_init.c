@@ -207,13 +207,36 @@ static void rt_connect(void)
 	rt_callback_thread_start();
 }
 
+bool rt_stopped(void)
+{
+	const struct mearas_region_hdr *hdr = (const struct mearas_region_hdr *)rt.region;
+
+	if (rt.dead)
+		return true;
+	/* one load of a line the back end writes once: cheap on every call */
+	if (hdr && __atomic_load_n(&hdr->state, __ATOMIC_ACQUIRE) != MEARAS_BACKEND_READY) {
+		rt.dead = 1;
+		return true;
+	}
+	return false;
+}
+
+cudaError_t rt_gone(void)
+{
+	const struct mearas_region_hdr *hdr = (const struct mearas_region_hdr *)rt.region;
+
+	if (hdr && __atomic_load_n(&hdr->state, __ATOMIC_ACQUIRE) == MEARAS_BACKEND_TIMED_OUT)
+		return cudaErrorLaunchTimeout;
+	return cudaErrorDevicesUnavailable;
+}
+
 cudaError_t rt_ensure(void)
 {
 	pthread_once(&rt_once, rt_connect);
 	if (rt.init_err)
 		return rt.init_err;
-	if (rt.dead)
-		return cudaErrorDevicesUnavailable;
+	if (rt_stopped())
+		return rt_gone();
 	return cudaSuccess;
 }
 

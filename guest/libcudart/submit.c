@@ -39,7 +39,7 @@ static bool wait_for_backend(struct rt_vgpu *v, unsigned vgpu, bool (*cond)(stru
 	uint64_t start = now_us();
 
 	while (!cond(v, arg)) {
-		if (rt.dead)
+		if (rt_stopped())
 			return false;
 		/* make sure the poller is awake: it will drain and free space */
 		if (mearas_ring_needs_wakeup(v->sq))
@@ -97,8 +97,8 @@ static cudaError_t submit(int vgpu, struct rt_call *c)
 	struct mearas_sqe *slot;
 	uint32_t len = c->payload_len;
 
-	if (rt.dead)
-		return cudaErrorDevicesUnavailable;
+	if (rt_stopped())
+		return rt_gone();
 	if (len > MEARAS_SQE_INLINE && len > MEARAS_ARENA_SIZE / 2)
 		return cudaErrorInvalidValue;
 	pthread_mutex_lock(&v->sq_lock);
@@ -137,7 +137,7 @@ static cudaError_t submit(int vgpu, struct rt_call *c)
 	return cudaSuccess;
 dead:
 	pthread_mutex_unlock(&v->sq_lock);
-	return cudaErrorDevicesUnavailable;
+	return rt_gone();
 }
 
 cudaError_t rt_post(int vgpu, struct rt_call *c)
@@ -185,8 +185,8 @@ cudaError_t rt_wait(int vgpu, uint64_t user_data, struct mearas_cqe *out)
 				(unsigned long long)out->user_data, (unsigned long long)user_data);
 			continue;
 		}
-		if (rt.dead)
-			return cudaErrorDevicesUnavailable;
+		if (rt_stopped())
+			return rt_gone();
 		if (now_us() - start < v->spin_us && (v->flags & cudaDeviceScheduleMask) != cudaDeviceScheduleBlockingSync) {
 			mearas_cpu_relax();
 			continue;
@@ -197,7 +197,7 @@ cudaError_t rt_wait(int vgpu, uint64_t user_data, struct mearas_cqe *out)
 			mearas_ring_end_sleep(ctl);
 			if (!alive) {
 				rt.dead = 1;
-				return cudaErrorDevicesUnavailable;
+				return rt_gone();
 			}
 		} else {
 			mearas_ring_end_sleep(ctl);

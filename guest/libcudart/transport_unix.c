@@ -123,7 +123,11 @@ bool tpu_wait(struct rt_transport *tp, unsigned slot, int timeout_ms)
 		return errno == EINTR;
 	if (p[1].revents) {
 		/* mearasd never writes after the welcome: any event is its end */
-		log_err("lost the connection to mearasd: outstanding and later CUDA calls fail");
+		if (rt_gone() == cudaErrorLaunchTimeout)
+			log_err("a kernel ran past mearasd's GPU time limit: this process's GPU context is "
+				"gone, its CUDA calls fail with cudaErrorLaunchTimeout");
+		else
+			log_err("lost the connection to mearasd: outstanding and later CUDA calls fail");
 		return false;
 	}
 	if (p[0].revents & POLLIN) {

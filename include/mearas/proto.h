@@ -238,6 +238,9 @@ struct mearas_devinfo {
 /* region_hdr.state (backend-owned) */
 #define MEARAS_BACKEND_READY   1u
 #define MEARAS_BACKEND_DEAD    2u
+/* mearasd's GPU time limit (--kernel-timeout-ms) ended this client's context:
+ * every call fails with cudaErrorLaunchTimeout */
+#define MEARAS_BACKEND_TIMED_OUT 3u
 
 struct mearas_region_hdr {
 	uint64_t magic;

@@ -210,6 +210,41 @@ garbage() {
 	stop_daemon $d
 }
 
+# (e) the GPU time limit: a kernel that never ends (the model's
+# mearas_sim_spin) ends its client's context after --kernel-timeout-ms, with
+# cudaErrorLaunchTimeout for every call and a log line; the worker exits
+# while the client lives on, and mearasd serves the next client
+time_limit() {
+	local d w c log
+	start_daemon time-limit --kernel-timeout-ms=300 || return 1
+	d=$DAEMON_PID
+	log=$TMP/time-limit-mearasd.log
+	env MEARAS_SOCKET="$SOCK" timeout 30 "$BIN/gpu_time_limit" fire 300 "$TMP/tl.fired" "$TMP/tl.checked" &
+	c=$!
+	wait_file "$TMP/tl.fired" 20 || { echo "the client never saw the limit fire"; wait $c; return 1; }
+	w=$(workers_of $d)
+	wait_gone 5 $w || { echo "worker $w still alive 5 s after the limit fired"; kill -KILL $c; return 1; }
+	touch "$TMP/tl.checked"
+	wait $c || { echo "client failed"; return 1; }
+	grep -E "GPU time limit: client pid [0-9]+, vGPU 0: kernel mearas_sim_spin has run [0-9]+ ms, past the limit of 300 ms" "$log" ||
+		{ echo "no log line for the limit:"; cat "$log"; return 1; }
+	kill -0 $d || { echo "mearasd died"; return 1; }
+	env MEARAS_SOCKET="$SOCK" timeout 60 "$BIN/mem_memset" || { echo "next client failed"; return 1; }
+	stop_daemon $d
+}
+
+# a limit that is not a number of milliseconds is refused at startup
+time_limit_bad_value() {
+	local v
+	for v in soon -5 99999999999; do
+		if "$MEARASD" --device=sim --socket="$TMP/bad-limit.sock" --kernel-timeout-ms="$v" 2>"$TMP/bad-limit.err"; then
+			echo "--kernel-timeout-ms=$v accepted"
+			return 1
+		fi
+		grep -q "bad --kernel-timeout-ms" "$TMP/bad-limit.err" || { cat "$TMP/bad-limit.err"; return 1; }
+	done
+}
+
 # ---- run ----
 [ -x "$MEARASD" ] || { echo "no $MEARASD: run make at the top first"; exit 2; }
 [ -x "$BIN/reg_plain" ] || { echo "test programs not built: run make -C tests/sim"; exit 2; }
@@ -233,6 +268,9 @@ run_test robust_killed_in_sync daemon_killed sync
 run_test robust_killed_while_posting daemon_killed posting
 run_test robust_no_daemon no_daemon
 run_test robust_garbage garbage
+run_test gpu_time_limit_fires time_limit
+run_test gpu_time_limit_off_by_default prog gpu_time_limit off 1.5
+run_test gpu_time_limit_bad_value time_limit_bad_value
 
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]

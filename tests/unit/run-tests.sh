@@ -74,6 +74,7 @@ for v in plain asan; do
 	run $v/exec_order 60 $B/$v/test_exec_order
 	run $v/remote_mapped 60 $B/$v/test_remote_mapped
 	run $v/poller 60 $B/$v/test_poller
+	run $v/watchdog 60 $B/$v/test_watchdog
 	run $v/fatbin_empty 60 $B/$v/test_fatbin_empty
 	run $v/dataheap 60 $B/$v/test_dataheap
 	run $v/vm_output 60 $B/$v/test_vm_output

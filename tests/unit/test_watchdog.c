@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: MIT
+/* watchdog.c, the GPU time limit, against a device whose stream progress
+ * the test controls: a queue of short kernels longer than the limit in all
+ * is not taken for one long kernel (time counts from when a kernel became
+ * its stream's oldest work); waits for events and host functions do not
+ * count; a kernel that never ends fires the limit within it plus a margin,
+ * marks the region TIMED_OUT, and its pending waits fail with
+ * cudaErrorLaunchTimeout; more kernels than the mark queue holds are still
+ * watched to the last; more busy streams than it watches, or a poller stuck
+ * in a driver call, end the context too. */
+#include <time.h>
+
+#include "check.h"
+#include "mearas/clock.h"
+#include "vgpu_fixture.h"
+
+#define LIMIT_MS 200
+
+/* The model: each stream counts the work items (kernels, waits) issued on
+ * it and how many of them are done; an event passes once the work before it
+ * is done. */
+#define MAX_EVENTS 8192
+#define MAX_STREAMS 4200
+static struct { void *ev, *stream; unsigned seq; } evs[MAX_EVENTS];
+static unsigned nevs;
+static struct { void *stream; unsigned issued, released; } streams[MAX_STREAMS];
+static struct mdev_ops ops;
+
+static unsigned *stream_counts(void *s, bool released)
+{
+	for (unsigned i = 0; i < MAX_STREAMS; i++) {
+		if (!streams[i].stream)
+			streams[i].stream = s;
+		if (streams[i].stream == s)
+			return released ? &streams[i].released : &streams[i].issued;
+	}
+	CHECK(!"too many streams");
+	return NULL;
+}
+
+static int ev_record(struct mdev *d, void *e, void *s)
+{
+	unsigned i;
+
+	(void)d;
+	for (i = 0; i < nevs && evs[i].ev != e; i++)
+		;
+	if (i == nevs) {
+		CHECK(nevs < MAX_EVENTS);
+		nevs++;
+	}
+	evs[i].ev = e;
+	evs[i].stream = s;
+	evs[i].seq = *stream_counts(s, false);
+	return 0;
+}
+
+static int ev_query(struct mdev *d, void *e)
+{
+	(void)d;
+	for (unsigned i = 0; i < nevs; i++)
+		if (evs[i].ev == e)
+			return evs[i].seq <= *stream_counts(evs[i].stream, true) ? 0 : cudaErrorNotReady;
+	return 0;
+}
+
+static int ev_destroy(struct mdev *d, void *e)
+{
+	for (unsigned i = 0; i < nevs; i++)
+		if (evs[i].ev == e)
+			evs[i--] = evs[--nevs];
+	return mdev_sim_ops.event_destroy(d, e);
+}
+
+/* one work item on stream s, as exec.c issues it */
+static void issue(struct vgpu *v, void *s, bool kernel)
+{
+	(*stream_counts(s, false))++;
+	watchdog_mark(v, s, kernel, NULL);
+}
+
+/* the first n work items of stream s are done */
+static void release(void *s, unsigned n)
+{
+	*stream_counts(s, true) = n;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* poll the watchdog for ms milliseconds; true if it fired */
+static bool poll_for(struct vgpu *v, unsigned ms)
+{
+	uint64_t end = mearas_mono_ns() + ms * 1000000ull;
+
+	while (mearas_mono_ns() < end) {
+		watchdog_poll(v);
+		if (v->w->timed_out)
+			return true;
+		sleep_ms(2);
+	}
+	return false;
+}
+
+static void fresh(struct fixture *fx, struct vgpu **v)
+{
+	CHECK(fixture_init(fx, 1, 0) == 0);
+	fx->cfg.kernel_timeout_ms = LIMIT_MS;
+	*v = &fx->w->vgpus[0];
+	(*v)->ops = &ops;
+	CHECK(watchdog_arm(fx->w) == 0);
+	CHECK((*v)->watch != NULL);
+	nevs = 0;
+	memset(streams, 0, sizeof(streams));
+}
+
+static void done(struct fixture *fx)
+{
+	struct vgpu *v = &fx->w->vgpus[0];
+
+	/* let the model finish everything, then free */
+	for (unsigned i = 0; i < MAX_STREAMS; i++)
+		streams[i].released = ~0u;
+	watchdog_disarm(v);
+	fixture_destroy(fx);
+}
+
+int main(void)
+{
+	struct fixture fx;
+	struct vgpu *v;
+	void *s = (void *)0x1000, *s2 = (void *)0x2000;
+	uint64_t t0, took;
+	struct mearas_cqe c;
+
+	ops = mdev_sim_ops;
+	ops.event_record = ev_record;
+	ops.event_query = ev_query;
+	ops.event_destroy = ev_destroy;
+
+	/* off by default: no watchdog at all */
+	CHECK(fixture_init(&fx, 1, 0) == 0);
+	CHECK(watchdog_arm(fx.w) == 0);
+	CHECK(fx.w->vgpus[0].watch == NULL);
+	fixture_destroy(&fx);
+
+	/* five kernels of 0.6 x the limit each, queued at once: 3 x the limit in all */
+	fresh(&fx, &v);
+	for (int k = 0; k < 5; k++)
+		issue(v, s, true);
+	for (unsigned k = 1; k <= 5; k++) {
+		CHECK(!poll_for(v, LIMIT_MS * 6 / 10));
+		release(s, k);
+	}
+	CHECK(!poll_for(v, 20));
+	CHECK(v->watch && watchdog_nap_ms(v) == 200); /* nothing in flight */
+	done(&fx);
+
+	/* a wait (event or host function) of 2 x the limit does not count; the
+	 * kernel after it counts from when the wait ended */
+	fresh(&fx, &v);
+	issue(v, s, false);
+	issue(v, s, true);
+	CHECK(!poll_for(v, LIMIT_MS * 2));
+	release(s, 1);
+	CHECK(!poll_for(v, LIMIT_MS / 2));
+	release(s, 2);
+	CHECK(!poll_for(v, 20));
+	done(&fx);
+
+	/* a kernel that never ends, beside a healthy stream: fires within the
+	 * limit plus a margin, not before; the region says TIMED_OUT and a
+	 * pending synchronization fails with cudaErrorLaunchTimeout */
+	fresh(&fx, &v);
+	issue(v, s2, true);
+	release(s2, 1);
+	t0 = mearas_mono_ns();
+	{
+		struct mearas_sqe e = sqe_of(MEARAS_OP_STREAM_SYNC);
+
+		/* the legacy stream: its kernel, then a synchronization waiting on it */
+		s = v->ops->stream_default(v->dev);
+		issue(v, s, true);
+		e.flags = MEARAS_SQE_WANT_CQE;
+		exec_record(v, &e);
+		CHECK_EQ(v->npend, 1);
+	}
+	CHECK(poll_for(v, LIMIT_MS * 3));
+	took = (mearas_mono_ns() - t0) / 1000000;
+	fprintf(stderr, "fired after %llu ms (limit %d)\n", (unsigned long long)took, LIMIT_MS);
+	CHECK(took >= LIMIT_MS && took < LIMIT_MS + 100);
+	CHECK_EQ(((struct mearas_region_hdr *)fx.w->region)->state, MEARAS_BACKEND_TIMED_OUT);
+	CHECK(!fixture_cq_pop(&fx, 0, 0, &c));
+	exec_fail_pending(v, cudaErrorLaunchTimeout);
+	CHECK_EQ(v->npend, 0);
+	CHECK(fixture_cq_pop(&fx, 0, 0, &c));
+	CHECK_EQ(c.status, cudaErrorLaunchTimeout);
+	done(&fx);
+
+	/* 40 kernels, more than a stream's mark queue: all but the last end at
+	 * once; the last never does and is still caught */
+	fresh(&fx, &v);
+	for (int k = 0; k < 40; k++)
+		issue(v, s, true);
+	release(s, 39);
+	CHECK(poll_for(v, LIMIT_MS * 3));
+	done(&fx);
+
+	/* more streams busy at once than the watchdog can watch: that is no way
+	 * around the limit, the client is timed out at once */
+	fresh(&fx, &v);
+	for (uintptr_t k = 1; k <= 4096; k++)
+		issue(v, (void *)(k << 12), true);
+	CHECK(!fx.w->timed_out);
+	issue(v, (void *)(4097ul << 12), true);
+	CHECK(fx.w->timed_out);
+	done(&fx);
+
+	/* a poller stuck in one driver call (behind the kernel) for 2 x the
+	 * limit + 10 s: the main thread's check ends the context; a poller that
+	 * went round recently, or one that has not started, is left alone */
+	fresh(&fx, &v);
+	CHECK(!watchdog_pollers_stuck(fx.w));
+	/* the poller went round between the check's two clock readings */
+	v->alive_ns = mearas_mono_ns() + 1000000000ull;
+	CHECK(!watchdog_pollers_stuck(fx.w));
+	v->alive_ns = mearas_mono_ns() - (2 * LIMIT_MS + 9000) * 1000000ull;
+	CHECK(!watchdog_pollers_stuck(fx.w));
+	v->alive_ns = mearas_mono_ns() - (2 * LIMIT_MS + 10100) * 1000000ull;
+	CHECK(watchdog_pollers_stuck(fx.w));
+	CHECK(fx.w->timed_out);
+	CHECK_EQ(((struct mearas_region_hdr *)fx.w->region)->state, MEARAS_BACKEND_TIMED_OUT);
+	done(&fx);
+
+	printf("watchdog: ok\n");
+	return 0;
+}
