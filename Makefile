@@ -26,7 +26,8 @@ REMOTE_LINK := remote-link/build/libremote_link.a
 # the control socket (assembly manager <-> mearasd): protobuf-c code generated
 # from proto/*.proto at build time
 CONTROL_SRC := host-backend/control.c host-backend/control_proto.c host-backend/control_profile.c \
-               host-backend/assembly.c host-backend/vgpustats.c host-backend/gpuprobe.c
+               host-backend/assembly.c host-backend/vgpustats.c host-backend/gpuprobe.c \
+               host-backend/tenant.c
 PB_GEN      := $(BUILD)/gen/pb/common.pb-c.c $(BUILD)/gen/pb/control.pb-c.c
 PB_OBJ      := $(patsubst $(BUILD)/gen/pb/%.c,$(BUILD)/obj-pb/%.o,$(PB_GEN))
 CUDART_SRC  := $(wildcard guest/libcudart/*.c)

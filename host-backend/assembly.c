@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "assembly.h"
+#include "mearas/log.h"
 #include "remote.h"
 #include "worker.h"
 
@@ -118,15 +119,28 @@ int assembly_find(const char *id, struct assembly *out)
 	return i >= 0 ? 0 : -1;
 }
 
-int assembly_apply(const char *id, unsigned asked_nvgpus, struct backend_config *cfg,
-		   unsigned *nvgpus, char *err, size_t errlen)
+int assembly_apply(const char *id, const struct tenant_id *who, bool privileged, unsigned asked_nvgpus,
+		   struct backend_config *cfg, unsigned *nvgpus, char *err, size_t errlen)
 {
 	struct assembly a;
+	char caller[96], owner[96];
 
 	if (assembly_find(id, &a)) {
 		snprintf(err, errlen, "assembly '%s' is not instantiated on this node "
 			 "(never booked here, or released)", id);
 		return -1;
+	}
+	tenant_id_str(who, caller, sizeof(caller));
+	tenant_id_str(&a.who, owner, sizeof(owner));
+	if (!tenant_id_equal(&a.who, who)) {
+		if (!privileged) {
+			/* the name alone is no credential: say so, and not whose it is */
+			snprintf(err, errlen, "assembly '%s' was not booked for %s: only the identity it was "
+				 "booked for may use it (mearas run books one for you)", id, caller);
+			log_warn("%s named assembly %s, booked for %s: refused", caller, id, owner);
+			return -1;
+		}
+		log_info("%s (privileged) uses assembly %s, booked for %s", caller, id, owner);
 	}
 	if (asked_nvgpus && asked_nvgpus != a.nvgpus) {
 		snprintf(err, errlen, "MEARAS_VGPUS=%u but assembly '%s' has %u vGPU(s)",

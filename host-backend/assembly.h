@@ -9,10 +9,12 @@
 #ifndef MEARAS_ASSEMBLY_H
 #define MEARAS_ASSEMBLY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "mearas/proto.h"
+#include "tenant.h"
 
 #define ASSEMBLY_ID_MAX 63      /* fits mearas_hello.assembly with its NUL */
 
@@ -25,7 +27,8 @@ struct assembly_vgpu {
 
 struct assembly {
 	char id[ASSEMBLY_ID_MAX + 1];
-	char *owner;
+	char *owner;            /* the manager's label of the booking, for people */
+	struct tenant_id who;   /* the identity it was booked for: only it may use it */
 	unsigned nvgpus;
 	struct assembly_vgpu vgpus[MEARAS_MAX_VGPUS]; /* indexed by ordinal */
 };
@@ -51,10 +54,12 @@ struct backend_config;
 /*
  * Worker side: applies the assembly named in a client's hello to the
  * client's own copy of the configuration (vGPU count, vGPU -> GPU, quotas).
- * asked_nvgpus is the hello's count (0 = any). Returns 0, or -1 with a
- * message for the client in err.
+ * who is the client's identity as the kernel told it: an assembly booked
+ * for another identity is refused, unless privileged (root, mearasd's own
+ * user), which may use any. asked_nvgpus is the hello's count (0 = any).
+ * Returns 0, or -1 with a message for the client in err (and a log line).
  */
-int assembly_apply(const char *id, unsigned asked_nvgpus, struct backend_config *cfg,
-		   unsigned *nvgpus, char *err, size_t errlen);
+int assembly_apply(const char *id, const struct tenant_id *who, bool privileged, unsigned asked_nvgpus,
+		   struct backend_config *cfg, unsigned *nvgpus, char *err, size_t errlen);
 
 #endif

@@ -108,12 +108,35 @@ static bool valid_id(const char *id)
 	return true;
 }
 
+/* The Identity message -> tenant_id; -1 when absent or unusable. */
+static int identity_of(const Mearas__Identity *m, struct tenant_id *id)
+{
+	memset(id, 0, sizeof(*id));
+	if (!m)
+		return -1;
+	switch (m->who_case) {
+	case MEARAS__IDENTITY__WHO_UID:
+		id->kind = TENANT_UID;
+		id->uid = m->uid;
+		return 0;
+	case MEARAS__IDENTITY__WHO_VM:
+		if (!m->vm[0] || strlen(m->vm) >= sizeof(id->vm))
+			return -1;
+		id->kind = TENANT_VM;
+		snprintf(id->vm, sizeof(id->vm), "%s", m->vm);
+		return 0;
+	default:
+		return -1;
+	}
+}
+
 static uint8_t *do_instantiate(const Mearas__InstantiateAssemblyRequest *q, size_t *len)
 {
 	Mearas__ControlReply r = MEARAS__CONTROL_REPLY__INIT;
 	Mearas__InstantiateAssemblyReply ir = MEARAS__INSTANTIATE_ASSEMBLY_REPLY__INIT;
 	static struct assembly a;
 	const struct probe_result *gpus;
+	char who[96];
 	bool seen[MEARAS_MAX_VGPUS] = { 0 };
 
 	if (!valid_id(q->assembly_id))
@@ -132,6 +155,11 @@ static uint8_t *do_instantiate(const Mearas__InstantiateAssemblyRequest *q, size
 		return error_reply(MEARAS__ERROR_CODE__ERROR_NO_RESOURCES, len,
 				   "cannot read this node's GPUs: %s", gpus->error);
 	memset(&a, 0, sizeof(a));
+	if (identity_of(q->identity, &a.who))
+		return error_reply(MEARAS__ERROR_CODE__ERROR_BAD_REQUEST, len,
+				   "assembly %s: the booking names no identity to bind it to (a uid, or a VM "
+				   "name of 1..%d characters): update the assembly manager",
+				   q->assembly_id, TENANT_VM_NAME_MAX - 1);
 	snprintf(a.id, sizeof(a.id), "%s", q->assembly_id);
 	a.owner = q->owner;
 	a.nvgpus = (unsigned)q->n_vgpus;
@@ -192,7 +220,8 @@ static uint8_t *do_instantiate(const Mearas__InstantiateAssemblyRequest *q, size
 		return error_reply(MEARAS__ERROR_CODE__ERROR_NO_RESOURCES, len,
 				   "cannot store assembly %s (table full or out of memory)", a.id);
 	}
-	log_info("control: assembly %s instantiated for %s: %u vGPU(s)", a.id, a.owner, a.nvgpus);
+	log_info("control: assembly %s instantiated for %s (%s): %u vGPU(s)", a.id,
+		 tenant_id_str(&a.who, who, sizeof(who)), a.owner, a.nvgpus);
 	ir.assembly_id = a.id;
 	r.body_case = MEARAS__CONTROL_REPLY__BODY_INSTANTIATED;
 	r.instantiated = &ir;
@@ -240,22 +269,36 @@ static void add_info(const struct assembly *a, void *ctx)
 		b->cap = cap;
 	}
 	/* one block: the info, its spec pointers, its specs, and copies of the strings */
-	info = calloc(1, sizeof(*info) + a->nvgpus * (sizeof(Mearas__VgpuSpec *) + sizeof(Mearas__VgpuSpec)) +
-			      sizeof(a->id) + strlen(a->owner) + 1);
+	info = calloc(1, sizeof(*info) + sizeof(Mearas__Identity) +
+			      a->nvgpus * (sizeof(Mearas__VgpuSpec *) + sizeof(Mearas__VgpuSpec)) +
+			      sizeof(a->id) + sizeof(a->who.vm) + strlen(a->owner) + 1);
 	if (!info) {
 		b->failed = true;
 		return;
 	}
 	mearas__assembly_info__init(info);
-	info->vgpus = (Mearas__VgpuSpec **)(info + 1);
+	info->identity = (Mearas__Identity *)(info + 1);
+	mearas__identity__init(info->identity);
+	info->vgpus = (Mearas__VgpuSpec **)(info->identity + 1);
 	{
 		Mearas__VgpuSpec *specs = (Mearas__VgpuSpec *)(info->vgpus + a->nvgpus);
 		char *strs = (char *)(specs + a->nvgpus);
 
 		memcpy(strs, a->id, sizeof(a->id));
 		info->assembly_id = strs;
-		strcpy(strs + sizeof(a->id), a->owner);
-		info->owner = strs + sizeof(a->id);
+		strs += sizeof(a->id);
+		if (a->who.kind == TENANT_UID) {
+			info->identity->who_case = MEARAS__IDENTITY__WHO_UID;
+			info->identity->uid = a->who.uid;
+		} else if (a->who.kind == TENANT_VM) {
+			memcpy(strs, a->who.vm, sizeof(a->who.vm));
+			strs[sizeof(a->who.vm) - 1] = 0;
+			info->identity->who_case = MEARAS__IDENTITY__WHO_VM;
+			info->identity->vm = strs;
+		}
+		strs += sizeof(a->who.vm);
+		strcpy(strs, a->owner);
+		info->owner = strs;
 		for (unsigned k = 0; k < a->nvgpus; k++) {
 			mearas__vgpu_spec__init(&specs[k]);
 			specs[k].ordinal = k;

@@ -2,9 +2,14 @@
 /*
  * mearasd: the host back end. Listens on a unix socket; each client
  * connection is served by a worker process of its own (worker.c).
+ * Who may connect, and how many workers and how much pinned memory each
+ * identity may hold, is decided here and in tenant.c, from what the kernel
+ * says of the caller (SO_PEERCRED), never from what the client sends.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,20 +17,30 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "control.h"
 #include "mearas/clock.h"
 #include "mearas/log.h"
+#include "tenant.h"
 #include "vm.h"
 #include "worker.h"
 
 #define DEFAULT_SOCKET "/run/mearas/mearasd.sock"
+#define DEFAULT_SOCKET_GROUP "mearas"
 
 static volatile sig_atomic_t quit;
-static const char *control_path, *node_name;
+static const char *control_path, *node_name, *socket_group;
+static bool socket_group_given;
+static gid_t sock_gid;
+static bool sock_has_group;     /* members of sock_gid may connect (else root only) */
+static struct tenant_limits limits = {
+	.max_workers = 256, .max_workers_per_id = 32, .data_per_id = 16384ull << 20,
+};
 static struct vm_spec vm_specs[VM_MAX_SPECS];
 static unsigned n_vm_specs;
 
@@ -41,12 +56,22 @@ static void usage(FILE *f)
 		"usage: mearasd [options]\n"
 		"  --device=cuda|sim    execute on local GPUs (default) or on the host-memory model\n"
 		"  --socket=PATH        client socket (default $MEARAS_SOCKET or " DEFAULT_SOCKET ")\n"
+		"  --socket-group=GROUP who may use the client socket besides root: its members (mode\n"
+		"                       0660). Default: group '" DEFAULT_SOCKET_GROUP "' when it exists, else\n"
+		"                       nobody (mode 0600, root only; also --socket-group=). Checked again\n"
+		"                       on every connection from the caller's credentials (SO_PEERCRED),\n"
+		"                       whatever the socket's mode\n"
+		"  --max-clients=N      client workers at most, all users together (default 256, max 4096)\n"
+		"  --max-clients-per-user=N  client workers (connections) of one uid at most (default 32)\n"
+		"  --user-data-mb=M     pinned data areas of all of one uid's clients together, MiB\n"
+		"                       (default 16384)\n"
 		"  --control=PATH       control socket of the assembly manager\n"
 		"                       (default $MEARAS_CONTROL_SOCKET or " CONTROL_DEFAULT_SOCKET ")\n"
 		"  --node-name=NAME     node name told to the assembly manager (default: hostname)\n"
 		"  --vgpus=N            vGPUs of a client that asks for none (default: one per GPU, 2 for sim)\n"
 		"  --gpu-map=A,B,...    physical GPU of vGPU 0, 1, ... (default: round robin)\n"
-		"  --quota-mb=M         memory quota of every vGPU in MiB (default: the GPU's memory)\n"
+		"  --quota-mb=M         memory quota of every vGPU in MiB (default: the GPU's memory), shared\n"
+		"                       by all clients of one uid (of one assembly, for assemblies)\n"
 		"  --data-mb=M          default data area (pinned host memory) per client (default 512)\n"
 		"  --max-data-mb=M      largest data area a client may ask for (default 16384)\n"
 		"  --spin-us=U          poller busy-polls this long before sleeping (default 50)\n"
@@ -129,6 +154,9 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		{ "link-fd-reserve", required_argument, NULL, OPT_LINK_FD_RESERVE },
 		{ "link-mem-mb", required_argument, NULL, OPT_LINK_MEM_MB },
 		{ "vm", required_argument, NULL, 'V' },
+		{ "socket-group", required_argument, NULL, 'G' }, { "max-clients", required_argument, NULL, 'C' },
+		{ "max-clients-per-user", required_argument, NULL, 'P' },
+		{ "user-data-mb", required_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	uint64_t v;
@@ -277,6 +305,27 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 			n_vm_specs++;
 			break;
 		}
+		case 'G':
+			socket_group = optarg;
+			socket_group_given = true;
+			break;
+		case 'C':
+			if (parse_u64(optarg, &v) || v == 0 || v > TENANT_SLOTS_MAX)
+				return fprintf(stderr, "mearasd: bad --max-clients '%s' (1..%u)\n", optarg,
+					       TENANT_SLOTS_MAX), -1;
+			limits.max_workers = (unsigned)v;
+			break;
+		case 'P':
+			if (parse_u64(optarg, &v) || v == 0 || v > TENANT_SLOTS_MAX)
+				return fprintf(stderr, "mearasd: bad --max-clients-per-user '%s' (1..%u)\n", optarg,
+					       TENANT_SLOTS_MAX), -1;
+			limits.max_workers_per_id = (unsigned)v;
+			break;
+		case 'U':
+			if (parse_u64(optarg, &v) || v < 8 || v > (1ull << 30))
+				return fprintf(stderr, "mearasd: bad --user-data-mb '%s' (8..1073741824)\n", optarg), -1;
+			limits.data_per_id = v << 20;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -289,30 +338,339 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		return fprintf(stderr, "mearasd: unexpected argument '%s'\n", argv[optind]), -1;
 	if (cfg->data_default > cfg->data_max)
 		return fprintf(stderr, "mearasd: --data-mb exceeds --max-data-mb\n"), -1;
+	if (cfg->data_default > limits.data_per_id)
+		return fprintf(stderr, "mearasd: --data-mb exceeds --user-data-mb\n"), -1;
+	return 0;
+}
+
+/* The group of --socket-group (a name or a number); 0, or -1 when unknown. */
+static int lookup_group(const char *name, gid_t *gid)
+{
+	struct group *g = getgrnam(name);
+	uint64_t v;
+
+	if (g) {
+		*gid = g->gr_gid;
+		return 0;
+	}
+	if (!parse_u64(name, &v) && v < UINT32_MAX) {
+		*gid = (gid_t)v;
+		return 0;
+	}
+	return -1;
+}
+
+/*
+ * Owner root (mearasd's user), mode 0660 and the socket group, or 0600 when
+ * there is none. The socket is made 0600 (umask) so that no one connects
+ * before its mode is set; every connection's credentials are checked again
+ * anyway (admit_peer), so a mode changed later opens nothing.
+ */
+static int secure_socket(const char *path)
+{
+	const char *name = socket_group ? socket_group : DEFAULT_SOCKET_GROUP;
+
+	if (socket_group_given && !*name)
+		name = NULL; /* --socket-group= : root only */
+	if (name && lookup_group(name, &sock_gid)) {
+		if (socket_group_given) {
+			fprintf(stderr, "mearasd: --socket-group: no group '%s'\n", name);
+			return -1;
+		}
+		name = NULL;
+	}
+	if (name && chown(path, geteuid(), sock_gid)) {
+		if (socket_group_given) {
+			fprintf(stderr, "mearasd: cannot give %s to group %s: %s\n", path, name, strerror(errno));
+			return -1;
+		}
+		log_warn("cannot give %s to group %s (%s): root only", path, name, strerror(errno));
+		name = NULL;
+	}
+	sock_has_group = name != NULL;
+	if (chmod(path, sock_has_group ? 0660 : 0600)) {
+		fprintf(stderr, "mearasd: chmod %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	if (sock_has_group)
+		log_info("client socket %s: mode 0660, group %s (gid %u): root and the group's members may connect",
+			 path, name, (unsigned)sock_gid);
+	else
+		log_info("client socket %s: mode 0600, root only (no group '%s'; --socket-group=GROUP lets a "
+			 "group's members connect)", path, DEFAULT_SOCKET_GROUP);
 	return 0;
 }
 
 static int listen_on(const char *path)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	int fd;
+	mode_t old_mask;
+	int fd, r;
 
 	if (strlen(path) >= sizeof(a.sun_path)) {
 		fprintf(stderr, "mearasd: socket path too long: %s\n", path);
 		return -1;
 	}
 	strcpy(a.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -1;
 	unlink(path);
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 64)) {
+	old_mask = umask(0177);
+	r = bind(fd, (struct sockaddr *)&a, sizeof(a));
+	umask(old_mask);
+	if (r || listen(fd, 64)) {
 		fprintf(stderr, "mearasd: cannot listen on %s: %s\n", path, strerror(errno));
 		close(fd);
 		return -1;
 	}
-	chmod(path, 0666);
+	if (secure_socket(path)) {
+		close(fd);
+		unlink(path);
+		return -1;
+	}
 	return fd;
+}
+
+/* The caller's credentials as the kernel recorded them at connect(). */
+static int peer_of(int c, struct tenant_peer *p)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len) || len != sizeof(cr))
+		return -1;
+	memset(p, 0, sizeof(*p));
+	p->id.kind = TENANT_UID;
+	p->id.uid = cr.uid;
+	p->gid = cr.gid;
+	p->pid = cr.pid;
+	return 0;
+}
+
+/* Root, mearasd's own user, and members of the socket group (primary or
+ * supplementary group of the caller, SO_PEERGROUPS). */
+static bool admit_peer(int c, const struct tenant_peer *p)
+{
+	gid_t groups[256], *g = groups;
+	socklen_t len = sizeof(groups);
+	bool in = false;
+
+	if (tenant_privileged(&p->id))
+		return true;
+	if (!sock_has_group)
+		return false;
+	if (p->gid == sock_gid)
+		return true;
+	if (getsockopt(c, SOL_SOCKET, SO_PEERGROUPS, g, &len)) {
+		if (errno != ERANGE || !(g = malloc(len)) || getsockopt(c, SOL_SOCKET, SO_PEERGROUPS, g, &len)) {
+			if (g != groups)
+				free(g);
+			return false;
+		}
+	}
+	for (size_t i = 0; i < len / sizeof(gid_t); i++)
+		in |= g[i] == sock_gid;
+	if (g != groups)
+		free(g);
+	return in;
+}
+
+/*
+ * Connections refused by the main process are kept open until their hello
+ * has come (or a second has passed): closed at once, a client that sends
+ * its hello after the refusal would get EPIPE instead of the reason. At most
+ * REFUSED_MAX are kept; under a flood the oldest is closed first.
+ */
+#define REFUSED_MAX 64
+#define REFUSED_KEEP_MS 1000
+
+struct refused_conn {
+	int fd;
+	int64_t until_ms;
+};
+
+static struct refused_conn refused[REFUSED_MAX];
+static unsigned nrefused;
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void refused_drop(unsigned i)
+{
+	close(refused[i].fd);
+	refused[i] = refused[--nrefused];
+}
+
+static void refused_keep(int c)
+{
+	if (nrefused == REFUSED_MAX) {
+		unsigned oldest = 0;
+
+		for (unsigned i = 1; i < nrefused; i++)
+			if (refused[i].until_ms < refused[oldest].until_ms)
+				oldest = i;
+		refused_drop(oldest);
+	}
+	refused[nrefused++] = (struct refused_conn){ .fd = c, .until_ms = now_ms() + REFUSED_KEEP_MS };
+}
+
+/* Refused before a worker exists: the welcome says why. Never blocks the
+ * accept loop; the connection is closed once the hello is in (above). */
+static void refuse_conn(int c, const struct tenant_peer *p, int status, const char *msg)
+{
+	struct mearas_welcome wl = { .magic = MEARAS_WELCOME_MAGIC, .version = MEARAS_PROTO_VERSION,
+				     .status = status };
+	char who[96];
+
+	snprintf(wl.message, sizeof(wl.message), "%s", msg);
+	log_warn("client %s gid %u pid %d refused: %s", tenant_id_str(&p->id, who, sizeof(who)), p->gid, p->pid,
+		 msg);
+	if (send(c, &wl, sizeof(wl), MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		log_debug("refusal not delivered: %s", strerror(errno));
+}
+
+/* The live workers of client connections: the main process learns of a
+ * worker's end, however it ended, from its pidfd, and frees what it held
+ * in the tenant table. */
+struct live_worker {
+	int pidfd;
+	unsigned slot;
+};
+
+static struct live_worker *live;
+static unsigned nlive;
+
+static void accept_client(const struct backend_config *cfg, int lfd)
+{
+	static bool warned_fds;
+	struct tenant_peer peer;
+	char err[192];
+	unsigned slot;
+	int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC), pidfd;
+	pid_t pid;
+
+	if (c < 0) {
+		bool short_of = errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM;
+
+		if (short_of && !warned_fds) {
+			/* the connection waits in the backlog until fds or memory come
+			 * free; never a reason to stop serving the others */
+			log_warn("accept: %s: new clients wait until resources come free", strerror(errno));
+			warned_fds = true;
+		} else if (!short_of && errno != EINTR && errno != EAGAIN && errno != ECONNABORTED) {
+			log_err("accept: %s", strerror(errno));
+		}
+		if (short_of)
+			usleep(100000);
+		return;
+	}
+	warned_fds = false;
+	if (peer_of(c, &peer)) {
+		log_warn("client refused: no credentials for the connection: %s", strerror(errno));
+		close(c);
+		return;
+	}
+	if (!admit_peer(c, &peer)) {
+		snprintf(err, sizeof(err), "uid %u is not root and not in the group of the client socket; "
+			 "ask the operator (mearasd --socket-group)", peer.id.uid);
+		refuse_conn(c, &peer, cudaErrorNotPermitted, err);
+		refused_keep(c);
+		return;
+	}
+	slot = tenant_worker_add(&peer.id, err, sizeof(err));
+	if (!slot) {
+		refuse_conn(c, &peer, cudaErrorDevicesUnavailable, err);
+		refused_keep(c);
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		/* the worker: CUDA is first touched here, never in the parent */
+		close(lfd);
+		for (unsigned i = 0; i < nlive; i++)
+			close(live[i].pidfd);
+		for (unsigned i = 0; i < nrefused; i++)
+			close(refused[i].fd);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		_exit(worker_serve_client(cfg, c, &peer, slot));
+	}
+	close(c);
+	if (pid < 0) {
+		log_err("fork: %s", strerror(errno));
+		tenant_worker_gone(slot);
+		return;
+	}
+	/* ESRCH: the worker is gone already (children are reaped by the kernel) */
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0) {
+		if (errno != ESRCH) {
+			log_err("pidfd_open of worker %d: %s: stopping it", (int)pid, strerror(errno));
+			kill(pid, SIGKILL);
+		}
+		tenant_worker_gone(slot);
+		return;
+	}
+	live[nlive++] = (struct live_worker){ .pidfd = pidfd, .slot = slot };
+}
+
+static void serve_clients(const struct backend_config *cfg, int lfd)
+{
+	struct pollfd *pfd = calloc(1 + limits.max_workers + REFUSED_MAX, sizeof(*pfd));
+
+	live = calloc(limits.max_workers, sizeof(*live));
+	if (!pfd || !live) {
+		log_err("out of memory for %u client workers", limits.max_workers);
+		return;
+	}
+	while (!quit) {
+		int r, timeout = -1;
+		unsigned nl = nlive, nr = nrefused;
+		int64_t now = now_ms();
+
+		pfd[0] = (struct pollfd){ .fd = lfd, .events = POLLIN };
+		for (unsigned i = 0; i < nl; i++)
+			pfd[1 + i] = (struct pollfd){ .fd = live[i].pidfd, .events = POLLIN };
+		for (unsigned i = 0; i < nr; i++) {
+			int64_t left = refused[i].until_ms - now;
+
+			pfd[1 + nl + i] = (struct pollfd){ .fd = refused[i].fd, .events = POLLIN };
+			if (left < 0)
+				left = 0;
+			if (timeout < 0 || left < timeout)
+				timeout = (int)left;
+		}
+		/* live[] has room: a worker holds a tenant slot until its pidfd is
+		 * dropped here, and there are max_workers slots */
+		r = poll(pfd, 1 + nl + nr, timeout);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			log_err("poll: %s", strerror(errno));
+			break;
+		}
+		now = now_ms();
+		for (unsigned i = nr; i-- > 0;)
+			if (pfd[1 + nl + i].revents || refused[i].until_ms <= now)
+				refused_drop(i);
+		for (unsigned i = nl; i-- > 0;) {
+			if (!pfd[1 + i].revents)
+				continue;
+			tenant_worker_gone(live[i].slot);
+			close(live[i].pidfd);
+			live[i] = live[--nlive];
+		}
+		if (pfd[0].revents & POLLIN)
+			accept_client(cfg, lfd);
+	}
+	free(pfd);
 }
 
 /* An explicit control socket must work; the default one is skipped with a
@@ -357,6 +715,8 @@ int main(int argc, char **argv)
 		return 2;
 	if (!cfg.vgpus_default)
 		cfg.vgpus_default = cfg.dev == &mdev_sim_ops ? 2 : 1;
+	if (tenant_table_init(&limits))
+		return 1;
 	lfd = listen_on(sock);
 	if (lfd < 0)
 		return 1;
@@ -373,46 +733,14 @@ int main(int argc, char **argv)
 	log_info("device=%s (%s); socket %s; %u vGPU(s) per client by default; data area %llu MiB",
 		 cfg.dev->name, cfg.dev->startup_note, sock, cfg.vgpus_default,
 		 (unsigned long long)(cfg.data_default >> 20));
+	log_info("per user: %u clients, %llu MiB of data areas; %u clients in all", limits.max_workers_per_id,
+		 (unsigned long long)(limits.data_per_id >> 20), limits.max_workers);
 	if (cfg.kernel_timeout_ms)
 		log_info("GPU time limit: a client's kernel may run %u ms, then its context is torn down "
 			 "(process clients; not VM slots or remote links)", cfg.kernel_timeout_ms);
 	if (cfg.remote.link_port && remote_server_start(&cfg))
 		return 1;
-	while (!quit) {
-		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		pid_t pid;
-
-		if (c < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-				/* out of fds or memory: clients wait in the backlog until
-				 * some come free; never a reason to stop serving the others */
-				static uint64_t last_ns;
-
-				if (mearas_mono_ns() - last_ns > 1000000000ull) {
-					log_err("accept: %s: new clients wait until resources come free", strerror(errno));
-					last_ns = mearas_mono_ns();
-				}
-				usleep(100000);
-				continue;
-			}
-			log_err("accept: %s", strerror(errno));
-			break;
-		}
-		pid = fork();
-		if (pid == 0) {
-			/* the worker: CUDA is first touched here, never in the parent */
-			close(lfd);
-			prctl(PR_SET_PDEATHSIG, SIGKILL);
-			signal(SIGINT, SIG_DFL);
-			signal(SIGTERM, SIG_DFL);
-			_exit(worker_serve(&cfg, c));
-		}
-		if (pid < 0)
-			log_err("fork: %s", strerror(errno));
-		close(c);
-	}
+	serve_clients(&cfg, lfd);
 	unlink(sock);
 	control_stop();
 	remote_server_stop();

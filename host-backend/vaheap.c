@@ -140,6 +140,8 @@ int vaheap_alloc(struct vaheap *h, uint64_t size, uint64_t *va)
 	need = align_up(size, ALLOC_ALIGN);
 	if (h->used + need > h->quota || h->used + need < h->used)
 		return 2;
+	if (h->ops->charge && h->ops->charge(h->ctx, need))
+		return 2;
 	for (int attempt = 0; attempt < 2; attempt++) {
 		for (size_t i = 0; i < h->nfrees; i++) {
 			struct vaheap_range *f = &h->frees[i];
@@ -149,7 +151,7 @@ int vaheap_alloc(struct vaheap *h, uint64_t size, uint64_t *va)
 				continue;
 			a = (struct vaheap_range){ .va = f->va, .size = need, .chunk = f->chunk };
 			if (grow((void **)&h->allocs, &h->cap_allocs, h->nallocs + 1, sizeof(*h->allocs)))
-				return 2;
+				goto fail;
 			f->va += need;
 			f->size -= need;
 			if (f->size == 0)
@@ -161,8 +163,11 @@ int vaheap_alloc(struct vaheap *h, uint64_t size, uint64_t *va)
 			return 0;
 		}
 		if (attempt == 0 && add_chunk(h, need))
-			return 2;
+			goto fail;
 	}
+fail:
+	if (h->ops->uncharge)
+		h->ops->uncharge(h->ctx, need);
 	return 2;
 }
 
@@ -201,6 +206,8 @@ int vaheap_free(struct vaheap *h, uint64_t va)
 	range_remove(h->allocs, &h->nallocs, at - 1);
 	h->used -= a.size;
 	h->chunks[a.chunk].used -= a.size;
+	if (h->ops->uncharge)
+		h->ops->uncharge(h->ctx, a.size);
 	/* insert as a free extent, merging with neighbours of the same chunk */
 	fi = upper_bound(h->frees, h->nfrees, a.va);
 	if (fi > 0) {
@@ -259,6 +266,8 @@ const struct vaheap_chunk *vaheap_chunk_of(const struct vaheap *h, uint64_t va)
 
 void vaheap_destroy(struct vaheap *h)
 {
+	if (h->used && h->ops && h->ops->uncharge)
+		h->ops->uncharge(h->ctx, h->used);
 	for (size_t i = 0; i < h->nchunks; i++)
 		h->ops->unmap(h->ctx, h->chunks[i].va, h->chunks[i].size, h->chunks[i].cookie);
 	free(h->chunks);

@@ -25,6 +25,10 @@ struct vaheap_chunk {
 struct vaheap_ops {
 	int (*map)(void *ctx, uint64_t va, uint64_t size, void **cookie);
 	void (*unmap)(void *ctx, uint64_t va, uint64_t size, void *cookie);
+	/* optional: memory shared with other heaps (an identity's quota held
+	 * by several workers); charge returns 0, or -1 to refuse bytes more */
+	int (*charge)(void *ctx, uint64_t bytes);
+	void (*uncharge)(void *ctx, uint64_t bytes);
 };
 
 struct vaheap {

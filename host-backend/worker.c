@@ -20,6 +20,7 @@
 #include "mearas/fdpass.h"
 #include "assembly.h"
 #include "mearas/log.h"
+#include "tenant.h"
 #include "vgpustats.h"
 #include "worker.h"
 
@@ -46,7 +47,33 @@ static void heap_unmap(void *ctx, uint64_t va, uint64_t size, void *cookie)
 	v->ops->chunk_unmap(v->dev, va, size, cookie);
 }
 
-static const struct vaheap_ops heap_ops = { .map = heap_map, .unmap = heap_unmap };
+/* Device memory counts against the quota of the client's identity (all its
+ * workers on this vGPU ordinal, of the same assembly), not of this worker. */
+static int heap_charge(void *ctx, uint64_t bytes)
+{
+	struct vgpu *v = ctx;
+	static bool told;
+
+	if (!tenant_charge_dev(v->w->tenant_slot, v->index, bytes, v->heap.quota))
+		return 0;
+	if (!told)
+		log_warn("vGPU %u: allocation of %llu bytes refused: this user's clients hold its quota of "
+			 "%llu MiB together", v->index, (unsigned long long)bytes,
+			 (unsigned long long)(v->heap.quota >> 20));
+	told = true;
+	return -1;
+}
+
+static void heap_uncharge(void *ctx, uint64_t bytes)
+{
+	struct vgpu *v = ctx;
+
+	tenant_uncharge_dev(v->w->tenant_slot, v->index, bytes);
+}
+
+static const struct vaheap_ops heap_ops = {
+	.map = heap_map, .unmap = heap_unmap, .charge = heap_charge, .uncharge = heap_uncharge,
+};
 
 static void refuse(int sock, int status, const char *fmt, const char *arg)
 {
@@ -192,9 +219,18 @@ static void *watch_stop(struct worker *w)
 
 int worker_serve(const struct backend_config *cfg, int sock)
 {
+	return worker_serve_client(cfg, sock, NULL, 0);
+}
+
+int worker_serve_client(const struct backend_config *cfg, int sock, const struct tenant_peer *peer,
+			unsigned slot)
+{
+	static const struct tenant_id internal = { .kind = TENANT_NONE };
+	const struct tenant_id *who = peer ? &peer->id : &internal;
+	bool privileged = !peer || tenant_privileged(who);
 	struct mearas_hello h;
 	struct worker *w;
-	char err[256];
+	char err[256], label[48];
 	int fds[3 + MEARAS_MAX_VGPUS + MEARAS_MAX_THREADS], nfds = 0, got = 0, r, ndev;
 	unsigned local;
 	struct mearas_welcome wl = { .magic = MEARAS_WELCOME_MAGIC, .version = MEARAS_PROTO_VERSION };
@@ -224,7 +260,8 @@ int worker_serve(const struct backend_config *cfg, int sock)
 	w->sock = sock;
 	w->nvgpus = h.nvgpus ? h.nvgpus : cfg->vgpus_default;
 	h.assembly[sizeof(h.assembly) - 1] = 0;
-	if (h.assembly[0] && assembly_apply(h.assembly, h.nvgpus, &client_cfg, &w->nvgpus, err, sizeof(err))) {
+	if (h.assembly[0] && assembly_apply(h.assembly, who, privileged, h.nvgpus, &client_cfg, &w->nvgpus, err,
+					    sizeof(err))) {
 		refuse(sock, cudaErrorNoDevice, "%s", err);
 		return 1;
 	}
@@ -239,6 +276,12 @@ int worker_serve(const struct backend_config *cfg, int sock)
 		refuse(sock, cudaErrorInvalidValue, "%s", "data area size out of range (MEARAS_DATA_MB)");
 		return 1;
 	}
+	/* the identity's data areas and device memory, all its workers together */
+	if (tenant_worker_hello(slot, h.assembly, w->data_size, err, sizeof(err))) {
+		refuse(sock, cudaErrorMemoryAllocation, "%s", err);
+		return 1;
+	}
+	w->tenant_slot = slot;
 	if (build_region(w, err, sizeof(err))) {
 		refuse(sock, cudaErrorMemoryAllocation, "%s", err);
 		return 1;
@@ -296,11 +339,16 @@ int worker_serve(const struct backend_config *cfg, int sock)
 		log_warn("client vanished during handshake: %s", strerror(-r));
 		return 1;
 	}
-	log_info("client pid %d: %u vGPU(s), data area %llu MiB%s%s", h.pid, w->nvgpus,
+	/* the hello's pid is the client's word; the kernel's is logged */
+	if (peer)
+		snprintf(label, sizeof(label), "uid %u pid %d", peer->id.uid, peer->pid);
+	else
+		snprintf(label, sizeof(label), "pid %d", h.pid);
+	log_info("client %s: %u vGPU(s), data area %llu MiB%s%s", label, w->nvgpus,
 		 (unsigned long long)(w->data_size >> 20), h.assembly[0] ? ", assembly " : "",
 		 h.assembly[0] ? h.assembly : "");
-	snprintf(w->tenant, sizeof(w->tenant), "client pid %d%s%.32s", h.pid, h.assembly[0] ? " of assembly " : "",
-		 h.assembly);
+	snprintf(w->tenant, sizeof(w->tenant), "client pid %d%s%.32s", peer ? peer->pid : h.pid,
+		 h.assembly[0] ? " of assembly " : "", h.assembly);
 	vstats_claim(h.assembly, w->nvgpus);
 	if (watchdog_arm(w)) {
 		log_err("%s: no memory for the GPU time limit: client not served", w->tenant);
@@ -322,7 +370,7 @@ int worker_serve(const struct backend_config *cfg, int sock)
 	for (unsigned i = 0; i < w->nvgpus; i++) {
 		struct vgpu *v = &w->vgpus[i];
 
-		log_info("client pid %d vGPU %u: %llu records served%s", h.pid, i,
+		log_info("client %s vGPU %u: %llu records served%s", label, i,
 			 (unsigned long long)v->records, w->broken ? " (client misbehaved)" : "");
 	}
 	/* The process exits right after: the driver frees the client's contexts,

@@ -167,6 +167,7 @@ struct worker {
 	_Atomic bool timed_out;
 	char tenant[96];        /* who this worker serves, for log lines */
 	unsigned va_index0;     /* device address window of vGPU 0 (VM slots use several) */
+	unsigned tenant_slot;   /* slot in the tenant table charged for its memory; 0 = none */
 	/* completion notification when set (VM transport), else wake_fds */
 	void (*wake)(struct worker *w, unsigned cq);
 	void *wake_ctx;
@@ -176,7 +177,14 @@ struct worker {
 	struct vgpu vgpus[MEARAS_MAX_VGPUS];
 };
 
-/* worker.c: serve one accepted client connection; returns the exit status */
+struct tenant_peer;
+/* worker.c: serve one accepted client connection; returns the exit status.
+ * peer: the caller as the kernel told mearasd (SO_PEERCRED); slot: its
+ * worker slot in the tenant table (tenant.h). */
+int worker_serve_client(const struct backend_config *cfg, int sock, const struct tenant_peer *peer,
+			unsigned slot);
+/* the same for a caller inside mearasd (a remote node's session): no
+ * identity checks, no per-identity accounting */
 int worker_serve(const struct backend_config *cfg, int sock);
 
 /* output.c: the worker's stdout/stderr (device printf) go to pipes read by the client */

@@ -21,9 +21,11 @@ def dry_run(registry: Registry, request: AssemblyRequest, origin: str
 
 
 def book(registry: Registry, request: AssemblyRequest, owner: str, origin: str,
-         rng: random.Random | None = None, max_attempts: int = MAX_ATTEMPTS) -> Assembly:
-    """Books one assembly for OWNER atomically. Raises NoCapacityError when the request cannot
-    fit, BookingConflictError when concurrent bookers won MAX_ATTEMPTS times in a row."""
+         rng: random.Random | None = None, max_attempts: int = MAX_ATTEMPTS,
+         identity: str = "") -> Assembly:
+    """Books one assembly for OWNER atomically, usable by IDENTITY ("uid:<N>" or "vm:<name>").
+    Raises NoCapacityError when the request cannot fit, BookingConflictError when concurrent
+    bookers won MAX_ATTEMPTS times in a row."""
     rng = rng or random.Random()
     asm_id = uuid.uuid4().hex[:16]
     for attempt in range(max_attempts):
@@ -33,7 +35,7 @@ def book(registry: Registry, request: AssemblyRequest, owner: str, origin: str,
             return snap.assemblies[asm_id]
         for cand in compose(snap, request, origin, rng=rng):
             assembly = Assembly(id=asm_id, owner=owner, origin=origin, policy=request.policy,
-                                vgpus=tuple(cand), created_at=time.time())
+                                vgpus=tuple(cand), created_at=time.time(), identity=identity)
             if registry.commit_booking(snap, assembly):
                 return assembly
         time.sleep(rng.uniform(0, 0.005 * min(attempt + 1, 20)))

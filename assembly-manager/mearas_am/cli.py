@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import os
+import pwd
 import sys
 from collections import Counter
 
@@ -17,7 +19,7 @@ from .manager import Manager
 from .model import AssemblyRequest, GpuRef
 from .policies import POLICIES
 from .render import assemblies_table, candidates_text, nodes_table, to_json
-from .runner import run_app
+from .runner import run_app, user_identity
 from .units import parse_cc, parse_size
 
 
@@ -47,6 +49,22 @@ def _request(a: argparse.Namespace) -> AssemblyRequest:
         raise RequestError(str(e)) from None
 
 
+def _identity(a: argparse.Namespace) -> str:
+    """Who mearasd lets use a composed assembly: --vm, --user, else the caller's uid."""
+    if a.vm and a.user:
+        raise RequestError("--user and --vm exclude each other")
+    if a.vm:
+        return f"vm:{a.vm}"
+    if a.user is None:
+        return user_identity(os.getuid())
+    if a.user.isdigit():
+        return user_identity(int(a.user))
+    try:
+        return user_identity(pwd.getpwnam(a.user).pw_uid)
+    except KeyError:
+        raise RequestError(f"--user {a.user}: no such user") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="mearas", description="mearas GPU assembly manager")
     ap.add_argument("--config", help="config file (default $MEARAS_CONFIG or /etc/mearas/am.toml)")
@@ -60,6 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     _request_args(p)
     p.add_argument("--dry-run", action="store_true", help="only show candidate placements")
     p.add_argument("--owner", help="owner recorded with the booking (default manual:<user>)")
+    p.add_argument("--user", help="user (name or uid) whose processes may use it (default: you)")
+    p.add_argument("--vm", help="the VM (libvirt domain name) that may use it, instead of a user")
     p = sub.add_parser("release", parents=[out], help="release assemblies")
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("assembly_id", nargs="?")
@@ -102,7 +122,7 @@ def _dispatch(a: argparse.Namespace) -> int:
                 cands = mgr.dry_run(req)
                 print(to_json(cands) if a.json else candidates_text(cands))
             else:
-                asm = mgr.start(req, a.owner or f"manual:{getpass.getuser()}")
+                asm = mgr.start(req, a.owner or f"manual:{getpass.getuser()}", _identity(a))
                 print(to_json(asm) if a.json else assemblies_table([asm]))
         elif a.cmd == "release":
             if a.owner:

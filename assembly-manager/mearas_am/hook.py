@@ -34,7 +34,7 @@ def run_hook(argv: list[str], stdin: TextIO, config_path: str | None) -> int:
             try:
                 owner = vm_owner(name or domain)
                 mgr.stop_owner(owner)  # leftovers of a VM that died without release
-                a = mgr.start(request, owner)
+                a = mgr.start(request, owner, owner)  # bound to the VM: "vm:<domain>"
                 print(f"mearas: assembly {a.id} for {owner}: "
                       + ", ".join(f"vgpu{v.ordinal}={v.node}:{v.gpu_index}" for v in a.vgpus))
             finally:

@@ -27,10 +27,11 @@ class Manager:
     def dry_run(self, request: AssemblyRequest) -> list[list[VgpuPlacement]]:
         return booking.dry_run(self.registry, request, self.node)
 
-    def start(self, request: AssemblyRequest, owner: str) -> Assembly:
-        """Books an assembly and has the local mearasd instantiate it; undoes the booking if
-        mearasd fails, so a failed start never leaves capacity booked."""
-        a = booking.book(self.registry, request, owner, self.node)
+    def start(self, request: AssemblyRequest, owner: str, identity: str) -> Assembly:
+        """Books an assembly and has the local mearasd instantiate it for IDENTITY ("uid:<N>":
+        that user's processes, "vm:<domain>"); undoes the booking if mearasd fails, so a failed
+        start never leaves capacity booked."""
+        a = booking.book(self.registry, request, owner, self.node, identity=identity)
         try:
             self.mearasd.instantiate(a)
         except MearasdError as e:

@@ -135,13 +135,15 @@ class VgpuPlacement:
 @dataclass(frozen=True)
 class Assembly:
     id: str
-    owner: str  # "vm:<name>" or "pid:<pid>"
+    owner: str  # label of the booking: "vm:<name>", "pid:<pid>@<node>", "manual:<user>"
     origin: str  # node where the VM/process runs
     policy: str
     vgpus: tuple[VgpuPlacement, ...]
     created_at: float
     state: str = ASSEMBLY_BOOKED
     lost_nodes: tuple[str, ...] = field(default=())  # filled on read when nodes died
+    # who mearasd lets use it: "uid:<N>" (a local user's processes) or "vm:<domain>"
+    identity: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -158,6 +160,7 @@ class Assembly:
             created_at=float(d["created_at"]),
             state=str(d.get("state", ASSEMBLY_BOOKED)),
             lost_nodes=tuple(d.get("lost_nodes", ())),
+            identity=str(d.get("identity", "")),
         )
 
     def nodes(self) -> set[str]:

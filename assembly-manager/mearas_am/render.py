@@ -44,10 +44,10 @@ def _vgpus(vs: tuple[VgpuPlacement, ...] | list[VgpuPlacement]) -> str:
 
 
 def assemblies_table(assemblies: list[Assembly]) -> str:
-    rows = [[a.id, a.owner, a.origin, a.policy,
+    rows = [[a.id, a.owner, a.identity or "-", a.origin, a.policy,
              a.state + (f" (lost {','.join(a.lost_nodes)})" if a.lost_nodes else ""),
              _vgpus(a.vgpus)] for a in assemblies]
-    return table(["ID", "OWNER", "ORIGIN", "POLICY", "STATE", "VGPUS"], rows)
+    return table(["ID", "OWNER", "FOR", "ORIGIN", "POLICY", "STATE", "VGPUS"], rows)
 
 
 def candidates_text(cands: list[list[VgpuPlacement]]) -> str:

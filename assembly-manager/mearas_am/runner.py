@@ -20,6 +20,12 @@ def process_owner(node: str, pid: int) -> str:
     return f"pid:{pid}@{node}"
 
 
+def user_identity(uid: int) -> str:
+    """The identity mearasd binds a process assembly to: the uid the program runs as (mearasd
+    learns a client's uid from the kernel, SO_PEERCRED)."""
+    return f"uid:{uid}"
+
+
 def app_env(assembly: Assembly, libdir: str, base: dict[str, str]) -> dict[str, str]:
     env = dict(base)
     env["MEARAS_ASSEMBLY"] = assembly.id
@@ -32,7 +38,7 @@ def app_env(assembly: Assembly, libdir: str, base: dict[str, str]) -> dict[str, 
 def run_app(mgr: Manager, request: AssemblyRequest, argv: list[str]) -> int:
     if not argv:
         raise MearasError("mearas run: no command given (usage: mearas run --vgpus N -- APP ...)")
-    a = mgr.start(request, process_owner(mgr.node, os.getpid()))
+    a = mgr.start(request, process_owner(mgr.node, os.getpid()), user_identity(os.getuid()))
     child: subprocess.Popen[bytes] | None = None
     pending: list[int] = []
 

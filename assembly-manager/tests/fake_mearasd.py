@@ -12,7 +12,7 @@ import socket
 import threading
 from pathlib import Path
 
-from mearas_am.control.client import vgpu_spec
+from mearas_am.control.client import identity_of, vgpu_spec
 from mearas_am.control.framing import FramingError, recv_frame, send_frame
 from mearas_am.control.pb import common_pb2, control_pb2
 from mearas_am.model import VgpuPlacement
@@ -26,6 +26,8 @@ class FakeMearasd:
         self.node = node
         self.gpus = gpus
         self.assemblies: dict[str, tuple[str, list[VgpuPlacement]]] = {}
+        self.identities: dict[str, str] = {}  # assembly id -> "uid:<N>" / "vm:<domain>"
+        self.identity_log: dict[str, str] = {}  # the same, kept after release
         self.refuse_instantiate: str | None = None  # message of an ERROR_NO_RESOURCES reply
         self.requests: list[str] = []
         self._lock = threading.Lock()
@@ -93,6 +95,10 @@ class FakeMearasd:
                     return self._error(E.ERROR_ALREADY_EXISTS, r.assembly_id)
                 if not r.vgpus:
                     return self._error(E.ERROR_BAD_REQUEST, "assembly without vGPUs")
+                if not identity_of(r.identity):
+                    return self._error(E.ERROR_BAD_REQUEST, "the booking names no identity")
+                self.identities[r.assembly_id] = identity_of(r.identity)
+                self.identity_log[r.assembly_id] = identity_of(r.identity)
                 self.assemblies[r.assembly_id] = (r.owner, [
                     VgpuPlacement(v.ordinal, v.node, v.gpu_index, v.memory_quota_bytes,
                                   v.remote_address) for v in r.vgpus])
@@ -100,6 +106,7 @@ class FakeMearasd:
                     instantiated=E.InstantiateAssemblyReply(assembly_id=r.assembly_id))
             if kind == "release":
                 aid = req.release.assembly_id
+                self.identities.pop(aid, None)
                 if self.assemblies.pop(aid, None) is None:
                     return self._error(E.ERROR_NOT_FOUND, f"no assembly {aid}")
                 return E.ControlReply(released=E.ReleaseAssemblyReply(assembly_id=aid))

@@ -56,8 +56,12 @@ def test_nodes_compose_assemblies_release(tmp_path: Path, fake_mearasd: FakeMear
     assert asm["state"] == "active" and asm["owner"] == "vm:demo"
     assert [v["node"] for v in asm["vgpus"]].count("node-a") == 3
     assert asm["id"] in fake_mearasd.assemblies  # instantiated through the control socket
+    # bound to the caller's uid by default (only that user's processes may use it)
+    assert fake_mearasd.identities[asm["id"]] == f"uid:{os.getuid()}" == asm["identity"]
     table = mearas(cfgs[1], "assemblies").stdout
     assert asm["id"] in table and "vm:demo" in table and "active" in table
+    assert table.splitlines()[0].split()[:3] == ["ID", "OWNER", "FOR"]
+    assert f"uid:{os.getuid()}" in table
     assert "1/2" in mearas(cfgs[0], "nodes").stdout  # bookings show in the profile table
 
     mearas(cfgs[0], "release", asm["id"])
@@ -65,6 +69,19 @@ def test_nodes_compose_assemblies_release(tmp_path: Path, fake_mearasd: FakeMear
     assert json.loads(mearas(cfgs[0], "assemblies", "--json").stdout) == []
     r = mearas(cfgs[0], "release", asm["id"], check=False)
     assert r.returncode == 1 and f"no assembly {asm['id']}" in r.stderr
+
+
+def test_compose_binds_the_named_user_or_vm(tmp_path: Path, fake_mearasd: FakeMearasd) -> None:
+    cfgs = cluster_configs(tmp_path, fake_mearasd.path)
+    mearas(cfgs[0], "node-agent", "--once")
+    a = json.loads(mearas(cfgs[0], "compose", "--vgpus", "1", "--user", "4242", "--json").stdout)
+    b = json.loads(mearas(cfgs[0], "compose", "--vgpus", "1", "--user", "nobody", "--json").stdout)
+    c = json.loads(mearas(cfgs[0], "compose", "--vgpus", "1", "--vm", "guest7", "--json").stdout)
+    assert fake_mearasd.identities[a["id"]] == "uid:4242"
+    assert fake_mearasd.identities[b["id"]] == "uid:65534"
+    assert fake_mearasd.identities[c["id"]] == "vm:guest7"
+    r = mearas(cfgs[0], "compose", "--vgpus", "1", "--user", "no-such-user-x", check=False)
+    assert r.returncode == 1 and "--user no-such-user-x: no such user" in r.stderr
 
 
 def test_compose_errors_are_clear(tmp_path: Path, fake_mearasd: FakeMearasd) -> None:
@@ -104,6 +121,8 @@ def test_run_sets_env_and_releases(tmp_path: Path, fake_mearasd: FakeMearasd) ->
         del os.environ["LD_LIBRARY_PATH"]
     assert r.returncode == 3, r.stderr
     asm_id, n, ld = env_out.read_text().split()
+    # mearasd gets the uid `mearas run` runs as: the program's uid
+    assert fake_mearasd.identity_log[asm_id] == f"uid:{os.getuid()}"
     assert n == "2" and ld == "/usr/local/lib/mearas:/opt/prev" and len(asm_id) == 16
     assert "instantiate" in fake_mearasd.requests and "release" in fake_mearasd.requests
     assert fake_mearasd.assemblies == {}

@@ -1,5 +1,6 @@
 """The control-socket client against the schema-following test double of mearasd."""
 
+import dataclasses
 import socket
 import struct
 import threading
@@ -20,7 +21,8 @@ from .fake_mearasd import FakeMearasd
 def asm(aid: str = "asm1") -> Assembly:
     return Assembly(aid, "vm:test", "node-a", "spread",
                     (VgpuPlacement(0, "node-a", 0, 8 << 30, ""),
-                     VgpuPlacement(1, "node-b", 1, 8 << 30, "node-b.example:7100")), time.time())
+                     VgpuPlacement(1, "node-b", 1, 8 << 30, "node-b.example:7100")), time.time(),
+                    identity="vm:test")
 
 
 def test_roundtrips(fake_mearasd: FakeMearasd) -> None:
@@ -49,6 +51,16 @@ def test_error_replies_become_clear_errors(fake_mearasd: FakeMearasd) -> None:
     fake_mearasd.refuse_instantiate = "GPU 1 is gone"
     with pytest.raises(MearasdError, match="ERROR_NO_RESOURCES: GPU 1 is gone"):
         c.instantiate(asm("asm2"))
+
+
+def test_booking_without_identity_is_not_sent(fake_mearasd: FakeMearasd) -> None:
+    c = SocketMearasdClient(fake_mearasd.path, 2)
+    for bad in ("", "pid:12@node-a", "uid:", "uid:-1", "vm:"):
+        with pytest.raises(MearasdError, match="no usable identity"):
+            c.instantiate(dataclasses.replace(asm(), identity=bad))
+    assert "instantiate" not in fake_mearasd.requests
+    c.instantiate(dataclasses.replace(asm(), identity="uid:1000"))
+    assert fake_mearasd.identities["asm1"] == "uid:1000"
 
 
 def test_no_daemon(tmp_path: Path) -> None:

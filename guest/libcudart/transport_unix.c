@@ -56,8 +56,12 @@ cudaError_t tpu_connect(struct rt_transport *tp, int *memfd, uint64_t *region_si
 		snprintf(h.assembly, sizeof(h.assembly), "%s", assembly);
 	tp->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (tp->sock < 0 || connect(tp->sock, (struct sockaddr *)&a, sizeof(a))) {
-		log_err("cannot reach mearasd at %s: %s (is mearasd running? set MEARAS_SOCKET)",
-			path, strerror(errno));
+		if (errno == EACCES)
+			log_err("not allowed to use mearasd's socket %s: only root and the socket's group "
+				"may (ask the operator: mearasd --socket-group)", path);
+		else
+			log_err("cannot reach mearasd at %s: %s (is mearasd running? set MEARAS_SOCKET)",
+				path, strerror(errno));
 		return cudaErrorNoDevice;
 	}
 	r = mearas_send_fds(tp->sock, &h, sizeof(h), NULL, 0);

@@ -27,11 +27,14 @@ CUDA_ERROR_MEMORY_ALLOCATION = 2
 CUDA_ERROR_NO_DEVICE = 100
 
 
-def assembly(aid: str, *vgpus: tuple[int, int], remote: str = "") -> Assembly:
+ME = f"uid:{os.getuid()}"  # the tests' programs run as this user
+
+
+def assembly(aid: str, *vgpus: tuple[int, int], remote: str = "", identity: str = ME) -> Assembly:
     """vgpus: (gpu_index, quota bytes) for ordinals 0, 1, ..."""
     return Assembly(aid, "pid:1@node-a", "test", "exact",
                     tuple(VgpuPlacement(i, NODE, g, q, remote) for i, (g, q) in enumerate(vgpus)),
-                    time.time())
+                    time.time(), identity=identity)
 
 
 def kv(out: str) -> dict[str, str]:
@@ -97,11 +100,13 @@ def test_instantiate_errors(mearasd: Daemon, bad: Assembly, code: str, words: st
 
 def test_wrong_node_and_ordinals_refused(mearasd: Daemon) -> None:
     c = client(mearasd)
-    other = Assembly("other", "o", "t", "exact", (VgpuPlacement(0, "node-z", 0, MiB, ""),), 0.0)
+    other = Assembly("other", "o", "t", "exact", (VgpuPlacement(0, "node-z", 0, MiB, ""),), 0.0,
+                     identity=ME)
     with pytest.raises(MearasdError, match="BAD_REQUEST.*node-z"):
         c.instantiate(other)
     twice = Assembly("twice", "o", "t", "exact", (VgpuPlacement(0, NODE, 0, MiB, ""),
-                                                 VgpuPlacement(0, NODE, 1, MiB, "")), 0.0)
+                                                 VgpuPlacement(0, NODE, 1, MiB, "")), 0.0,
+                     identity=ME)
     with pytest.raises(MearasdError, match="BAD_REQUEST.*ordinals"):
         c.instantiate(twice)
 
@@ -113,6 +118,36 @@ def test_release_unknown_and_version_mismatch(mearasd: Daemon) -> None:
     reply = raw_request(mearasd, control_pb2.ControlRequest(hello=control_pb2.HelloRequest(
         version=common_pb2.Version(major=2, minor=0), client="future")).SerializeToString())
     assert reply.error.code == control_pb2.ERROR_VERSION_MISMATCH
+
+
+def instantiate_raw(d: Daemon, identity: control_pb2.Identity | None) -> control_pb2.ControlReply:
+    q = control_pb2.InstantiateAssemblyRequest(
+        assembly_id="raw", owner="o", vgpus=[control_pb2.VgpuSpec(ordinal=0, node=NODE, gpu_index=0,
+                                                                  memory_quota_bytes=MiB)])
+    if identity is not None:
+        q.identity.CopyFrom(identity)
+    return raw_request(d, control_pb2.ControlRequest(instantiate=q).SerializeToString())
+
+
+def test_booking_without_identity_refused(mearasd: Daemon) -> None:
+    for bad in (None, control_pb2.Identity(), control_pb2.Identity(vm=""),
+                control_pb2.Identity(vm="v" * 64)):
+        r = instantiate_raw(mearasd, bad)
+        assert r.WhichOneof("body") == "error", bad
+        assert r.error.code == control_pb2.ERROR_BAD_REQUEST and "no identity" in r.error.message
+    assert client(mearasd).list_assemblies() == []
+    assert "names no identity" in mearasd.log.read_text()
+
+
+def test_list_reports_identity(mearasd: Daemon) -> None:
+    assert instantiate_raw(mearasd, control_pb2.Identity(vm="guest1")).WhichOneof("body") == \
+        "instantiated"
+    client(mearasd).instantiate(assembly("u", (0, MiB), identity="uid:4242"))
+    r = raw_request(mearasd, control_pb2.ControlRequest(
+        list=control_pb2.ListAssembliesRequest()).SerializeToString())
+    got = {a.assembly_id: a.identity for a in r.assemblies.assemblies}
+    assert got["raw"].WhichOneof("who") == "vm" and got["raw"].vm == "guest1"
+    assert got["u"].WhichOneof("who") == "uid" and got["u"].uid == 4242
 
 
 # ---- (b) malformed input: the daemon answers or hangs up, and keeps serving
@@ -236,6 +271,16 @@ def test_unknown_assembly_is_refused_quickly(mearasd: Daemon) -> None:
     assert "assembly 'never-booked' is not instantiated" in r.stderr
 
 
+@pytest.mark.skipif(os.getuid() != 0, reason="root's privilege is what is tested")
+def test_root_may_use_an_assembly_of_another_user(mearasd: Daemon) -> None:
+    # the refusal for other users: tests/security attacks/assembly_by_name_other_user
+    client(mearasd).instantiate(assembly("theirs", (0, 64 * MiB), identity="uid:4242"))
+    r = mearasd.run_probe("theirs")
+    assert r.returncode == 0, r.stderr
+    assert kv(r.stdout)["dev0_total"] == str(64 * MiB)
+    assert "uid 0 (privileged) uses assembly theirs, booked for uid 4242" in mearasd.log.read_text()
+
+
 def test_client_without_assembly_keeps_defaults(mearasd: Daemon) -> None:
     r = mearasd.run_probe(None, vgpus=1)
     assert r.returncode == 0, r.stderr
@@ -330,7 +375,8 @@ def test_mearas_run_end_to_end(mearasd: Daemon, tmp_path: Path) -> None:
     assert out["dev0_over_quota_status"] == str(CUDA_ERROR_MEMORY_ALLOCATION)
     assert out["dev0_within_quota_status"] == "0"
     assert client(mearasd).list_assemblies() == []  # released when the program ended
-    assert "instantiated for pid:" in mearasd.log.read_text()
+    # bound to the user `mearas run` ran as
+    assert f"instantiated for uid {os.getuid()} (pid:" in mearasd.log.read_text()
 
 
 def test_stop_leaves_no_socket(mearasd: Daemon) -> None:
@@ -369,7 +415,8 @@ def test_assembly_with_remote_vgpu(tmp_path: Path) -> None:
         c = client(d)
         mixed = Assembly("mix", "pid:1@node-a", "test", "exact",
                          (VgpuPlacement(0, NODE, 0, 256 * MiB, ""),
-                          VgpuPlacement(1, "node-b", 0, 256 * MiB, f"127.0.0.1:{port}")), time.time())
+                          VgpuPlacement(1, "node-b", 0, 256 * MiB, f"127.0.0.1:{port}")), time.time(),
+                         identity=ME)
         c.instantiate(mixed)
         listed = {a: v for a, _, v in c.list_assemblies()}
         assert [v.remote_address for v in listed["mix"]] == ["", f"127.0.0.1:{port}"]

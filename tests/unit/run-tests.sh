@@ -67,6 +67,7 @@ for v in plain asan; do
 	run $v/ring_wakeup 300 $B/$v/test_ring_wakeup $n
 	run $v/vaheap 120 $B/$v/test_vaheap 20000
 	run $v/handles 60 $B/$v/test_handles
+	run $v/tenant 120 $B/$v/test_tenant
 	run $v/exec_framing 60 $B/$v/test_exec_framing
 	run $v/exec_memory 60 $B/$v/test_exec_memory
 	run $v/exec_objects 60 $B/$v/test_exec_objects $FATBIN

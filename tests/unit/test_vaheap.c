@@ -246,6 +246,59 @@ static void test_map_failure_and_window(void)
 	CHECK_EQ(d.nlive, 0);
 }
 
+/* memory shared with other heaps (an identity's quota across workers):
+ * every byte charged is uncharged, by a free, a failed allocation or destroy */
+static uint64_t shared_left;
+static uint64_t charged;
+
+static int shared_charge(void *ctx, uint64_t bytes)
+{
+	if (bytes > shared_left)
+		return -1;
+	shared_left -= bytes;
+	charged += bytes;
+	return 0;
+}
+
+static void shared_uncharge(void *ctx, uint64_t bytes)
+{
+	CHECK(bytes <= charged);
+	charged -= bytes;
+	shared_left += bytes;
+}
+
+static const struct vaheap_ops shared_ops = {
+	.map = fake_map, .unmap = fake_unmap, .charge = shared_charge, .uncharge = shared_uncharge,
+};
+
+static void test_shared_charge(void)
+{
+	struct vaheap h;
+	struct fake_dev d;
+	uint64_t a, b, c;
+
+	memset(&d, 0, sizeof(d));
+	d.base = BASE;
+	d.size = 1ull << 40;
+	vaheap_init(&h, BASE, d.size, 2 * MiB, 64 * GiB, &shared_ops, &d);
+	shared_left = 100 * MiB;
+	charged = 0;
+	d.fail_next_map = 1;                           /* a failed allocation gives its charge back */
+	CHECK_EQ(vaheap_alloc(&h, 60 * MiB, &a), 2);
+	CHECK_EQ(charged, 0);
+	CHECK_EQ(vaheap_alloc(&h, 60 * MiB, &a), 0);
+	CHECK_EQ(vaheap_alloc(&h, 50 * MiB, &b), 2);   /* the heap's own quota allows it; the shared one not */
+	CHECK_EQ(h.used, 60 * MiB);
+	CHECK_EQ(charged, 60 * MiB);
+	CHECK_EQ(vaheap_alloc(&h, 40 * MiB, &b), 0);
+	CHECK_EQ(vaheap_free(&h, a), 0);
+	CHECK_EQ(charged, 40 * MiB);
+	CHECK_EQ(vaheap_alloc(&h, 60 * MiB, &c), 0);
+	vaheap_destroy(&h);
+	CHECK_EQ(charged, 0);
+	CHECK_EQ(shared_left, 100 * MiB);
+}
+
 /* ---- randomized run against a reference list of live allocations ---- */
 
 struct ref {
@@ -352,6 +405,7 @@ int main(int argc, char **argv)
 	test_find_bounds();
 	test_chunks();
 	test_map_failure_and_window();
+	test_shared_charge();
 	test_random_model(steps);
 	printf("vaheap: ok (%u random steps)\n", steps);
 	return 0;

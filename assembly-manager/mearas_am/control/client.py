@@ -31,6 +31,22 @@ def vgpu_spec(v: VgpuPlacement) -> control_pb2.VgpuSpec:
                                 remote_address=v.remote_address)
 
 
+def identity_message(identity: str) -> control_pb2.Identity:
+    """"uid:<N>" / "vm:<domain>" -> the Identity mearasd binds the assembly to."""
+    kind, _, value = identity.partition(":")
+    if kind == "uid" and value.isdigit():
+        return control_pb2.Identity(uid=int(value))
+    if kind == "vm" and value:
+        return control_pb2.Identity(vm=value)
+    raise MearasdError(f"assembly has no usable identity ({identity!r}): expected uid:<N> or "
+                       "vm:<domain> (booked by an older manager? release and book it again)")
+
+
+def identity_of(m: control_pb2.Identity) -> str:
+    who = m.WhichOneof("who")
+    return f"uid:{m.uid}" if who == "uid" else f"vm:{m.vm}" if who == "vm" else ""
+
+
 def placement_of(s: control_pb2.VgpuSpec) -> VgpuPlacement:
     return VgpuPlacement(s.ordinal, s.node, s.gpu_index, s.memory_quota_bytes, s.remote_address)
 
@@ -104,7 +120,8 @@ class SocketMearasdClient:
     def instantiate(self, assembly: Assembly) -> None:
         req = control_pb2.ControlRequest(instantiate=control_pb2.InstantiateAssemblyRequest(
             assembly_id=assembly.id, owner=assembly.owner,
-            vgpus=[vgpu_spec(v) for v in assembly.vgpus]))
+            vgpus=[vgpu_spec(v) for v in assembly.vgpus],
+            identity=identity_message(assembly.identity)))
         r = self._roundtrip(req, "instantiated")
         if r.instantiated.assembly_id != assembly.id:
             raise MearasdError(f"mearasd instantiated {r.instantiated.assembly_id!r}, "
