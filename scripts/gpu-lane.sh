@@ -20,6 +20,7 @@ mkdir -p "$out" "$pack"
 # run's: only files newer than this stamp are taken
 rm -f "$out"/{microbench,remote,batch,watchdog}.json "$out"/batch.csv "$out"/batch-size.png "$out"/table.txt
 touch "$out/.start"
+failed_steps=()
 fresh() { [ -f "$1" ] && [ "$1" -nt "$out/.start" ] && cp "$1" "$out/"; }
 sock=/tmp/mearas-gpu-lane.$$.sock
 export MEARAS_DATA_MB=${MEARAS_DATA_MB:-1024}
@@ -107,18 +108,24 @@ idle_cpu=$(python3 -c "print(round(100*($t1-$t0)/$hz/($s1-$s0), 3))")
 echo "== remote vGPU (second mearasd, in its own network namespace)"
 remote=$(scripts/gpu-remote.sh "$out" "$out/native" "$out/micro-native-1.txt" "${device:-unknown} (driver ${driver:-?})" 2>&1)
 echo "$remote" >"$out/remote-table.txt"
+# the suite through the remote vGPU, and the remote targets of the encrypted
+# (default) run: its table's first "N passed, N failed" line
+grep -Eq '^remote suite: [0-9]+ passed, 0 failed' "$out/remote-table.txt" || failed_steps+=("remote suite")
+grep -E '^[0-9]+ passed, [0-9]+ failed' "$out/remote-table.txt" | head -1 | grep -q ' 0 failed' ||
+	failed_steps+=("remote targets")
 fresh experiments/results/remote.json
 fresh experiments/results/remote-encryption-off.json
 
 echo "== batch-size sweep (one remote vGPU, mearasd --link-batch 1..1024)"
-scripts/gpu-batch.sh "$out" cuda >"$out/batch-table.txt" 2>&1
+scripts/gpu-batch.sh "$out" cuda >"$out/batch-table.txt" 2>&1 || failed_steps+=("batch sweep")
 
 python3 experiments/microbench/compare.py --native "$out"/micro-native-?.txt --mearas "$out"/micro-mearas-?.txt \
 	--idle-cpu "$idle_cpu" --device "${device:-unknown} (driver ${driver:-?})" \
-	--out experiments/results/microbench.json >"$out/micro-table.txt" 2>&1
+	--out experiments/results/microbench.json >"$out/micro-table.txt" 2>&1 || failed_steps+=("microbenchmarks")
+tail -1 "$out/micro-table.txt" | grep -Eq '^[0-9]+ passed, 0 failed' || failed_steps+=("microbenchmark targets")
 fresh experiments/results/microbench.json
 
-table() {
+table_body() {
 	echo
 	echo "== program suite (native vs mearas, outputs compared)"
 	cat "$out/suite-compare.txt"
@@ -137,6 +144,16 @@ table() {
 	echo "== microbenchmarks: ${device:-unknown}"
 	cat "$out/micro-table.txt"
 }
+[ $suite_rc -eq 0 ] || failed_steps+=("program suite, isolation, watchdog, lifetimes or assembly (see above)")
+table() {
+	table_body
+	echo
+	if [ ${#failed_steps[@]} -eq 0 ]; then
+		echo "gpu-lane: every step passed"
+	else
+		echo "gpu-lane: FAILED steps: $(printf '%s; ' "${failed_steps[@]}")"
+	fi
+}
 table | tee "$out/table.txt"
 
 # one tarball of the logs folder (results included), the results beside it
@@ -151,4 +168,4 @@ if [ "$(realpath "$pack")" != "$(realpath "$out")" ]; then
 		[ -f "$out/$f" ] && cp "$out/$f" "$pack/"
 	done
 fi
-exit $suite_rc
+[ ${#failed_steps[@]} -eq 0 ]
