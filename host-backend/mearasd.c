@@ -27,6 +27,7 @@ static volatile sig_atomic_t quit;
 static const char *control_path, *node_name;
 static struct vm_spec vm_specs[VM_MAX_SPECS];
 static unsigned n_vm_specs;
+static const char *vm_user;
 
 static void on_signal(int sig)
 {
@@ -59,7 +60,10 @@ static void usage(FILE *f)
 		"  --link-batch-us=N    hold records with no host-visible result up to N us to fill a batch\n"
 		"                       (0, the default: a batch goes when the vGPU's ring is drained)\n"
 		"  --vm=NAME:SOCKET:SIZE_MB[:VGPUS]  serve a VM as its ivshmem server on SOCKET (repeatable):\n"
-		"                       SIZE_MB of shared memory (a power of two), VGPUS per guest process\n");
+		"                       SIZE_MB of shared memory (a power of two), VGPUS per guest process\n"
+		"  --vm-user=USER       the user QEMU runs as: owns every --vm socket (mode 0600) and, with\n"
+		"                       root, is the only one mearasd admits on it (default: " VM_DEFAULT_QEMU_USER "\n"
+		"                       where that user exists, else root only)\n");
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -88,6 +92,7 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		{ "link-dead-ms", required_argument, NULL, 'T' }, { "link-batch", required_argument, NULL, 'b' },
 		{ "link-batch-us", required_argument, NULL, 'u' },
 		{ "vm", required_argument, NULL, 'V' },
+		{ "vm-user", required_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	uint64_t v;
@@ -195,6 +200,9 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 			n_vm_specs++;
 			break;
 		}
+		case 'U':
+			vm_user = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -207,6 +215,12 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		return fprintf(stderr, "mearasd: unexpected argument '%s'\n", argv[optind]), -1;
 	if (cfg->data_default > cfg->data_max)
 		return fprintf(stderr, "mearasd: --data-mb exceeds --max-data-mb\n"), -1;
+	{
+		char err[256];
+
+		if (vm_resolve_user(vm_user, vm_specs, n_vm_specs, err, sizeof(err)))
+			return fprintf(stderr, "mearasd: %s\n", err), -1;
+	}
 	return 0;
 }
 

@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "mearas/vm_proto.h"
 #include "worker.h"
@@ -28,7 +29,14 @@ struct vm_spec {
 	char socket[108];
 	uint64_t size;          /* bytes; a power of two (a PCI BAR) */
 	unsigned vgpus;         /* per guest process; 0 = mearasd's default */
+	/* the user QEMU runs as (--vm-user): owns the socket and, with root,
+	 * is the only one admitted on it; 0 = root only */
+	uid_t qemu_uid;
+	gid_t qemu_gid;
 };
+
+/* --vm-user's default when that user exists (Debian/Ubuntu libvirt) */
+#define VM_DEFAULT_QEMU_USER "libvirt-qemu"
 
 /* The slot layout of a VM's shared memory. */
 struct vm_layout {
@@ -70,6 +78,9 @@ struct vm {
 
 /* vm_server.c */
 int vm_parse_spec(const char *arg, struct vm_spec *out, char *err, size_t errlen);
+/* user: a name, a numeric uid, or NULL for the default; sets every spec's
+ * qemu_uid/qemu_gid; 0 or -1 with err */
+int vm_resolve_user(const char *user, struct vm_spec *specs, unsigned n, char *err, size_t errlen);
 int vm_compute_layout(uint64_t size, unsigned nvgpus, struct vm_layout *l, char *err, size_t errlen);
 /* forks one supervisor per VM; 0 or -1 */
 int vm_servers_start(const struct backend_config *cfg, const struct vm_spec *specs, unsigned n);

@@ -34,13 +34,37 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000ull + (uint64_t)ts.tv_nsec / 1000000ull;
 }
 
+/* Who may have the VM's memory: its QEMU (the --vm-user, or root), one at
+ * a time. The socket's owner and mode say the same; this holds even if
+ * someone loosens them. A refused peer gets nothing: no memory fd, no
+ * eventfds. Once the guest went away this worker ends, and the next QEMU
+ * is served by a fresh worker with fresh memory. */
+static int admit(void *opaque, pid_t pid, uid_t uid, gid_t gid, size_t npeers)
+{
+	struct vm *vm = opaque;
+
+	(void)gid;
+	if (uid != 0 && uid != vm->spec->qemu_uid) {
+		log_warn("VM %s: refused a connection on %s from pid %d uid %u: only the VM's QEMU (uid %u, --vm-user) or root may connect",
+			 vm->spec->name, vm->spec->socket, (int)pid, (unsigned)uid, (unsigned)vm->spec->qemu_uid);
+		return -1;
+	}
+	if (npeers || vm->peer) {
+		log_warn("VM %s: refused a second connection on %s from pid %d uid %u: %s",
+			 vm->spec->name, vm->spec->socket, (int)pid, (unsigned)uid,
+			 vm->gone ? "the previous guest is still being torn down (retry)"
+				  : "a guest is attached (one QEMU per socket)");
+		return -1;
+	}
+	return 0;
+}
+
 static void on_connect(void *opaque, unsigned int peer)
 {
 	struct vm *vm = opaque;
 
-	if (vm->peer) {
-		log_warn("VM %s: a second guest (peer %u) on %s is not served: one VM per socket",
-			 vm->spec->name, peer, vm->spec->socket);
+	if (vm->peer) { /* admit() lets one in at most: never here */
+		log_err("VM %s: a second guest (peer %u) on %s", vm->spec->name, peer, vm->spec->socket);
 		return;
 	}
 	__atomic_store_n(&vm->peer, peer, __ATOMIC_RELEASE);
@@ -149,12 +173,34 @@ static int map_memory(struct vm *vm, int memfd)
 	return 0;
 }
 
+/* The socket is born 0600 (umask), then given to the QEMU user: nobody
+ * else may connect at any moment (admit() checks again). */
+static int open_socket(struct vm *vm, int memfd, const struct ivshmem_server_callbacks *cb)
+{
+	const struct vm_spec *spec = vm->spec;
+	mode_t old = umask(0177);
+
+	vm->srv = ivshmem_server_new(spec->socket, memfd, MEARAS_VM_VECTORS, cb);
+	umask(old);
+	if (!vm->srv) {
+		log_err("VM %s: cannot serve %s: %s", spec->name, spec->socket, strerror(errno));
+		return -1;
+	}
+	if (chown(spec->socket, spec->qemu_uid, spec->qemu_gid) || chmod(spec->socket, 0600)) {
+		log_err("VM %s: cannot give %s to uid %u: %s", spec->name, spec->socket, (unsigned)spec->qemu_uid,
+			strerror(errno));
+		ivshmem_server_free(vm->srv);
+		return -1;
+	}
+	return 0;
+}
+
 int vm_worker_run(const struct backend_config *cfg, const struct vm_spec *spec, int memfd)
 {
 	static struct vm vmstate; /* large: one per process */
 	struct vm *vm = &vmstate;
-	struct ivshmem_server_callbacks cb = { .peer_connected = on_connect,
-					       .peer_disconnected = on_disconnect, .opaque = vm };
+	struct ivshmem_server_callbacks cb = { .peer_connected = on_connect, .peer_disconnected = on_disconnect,
+					       .admit = admit, .opaque = vm };
 	char err[256];
 	uint64_t last_beat = 0;
 	int doorbell;
@@ -180,17 +226,12 @@ int vm_worker_run(const struct backend_config *cfg, const struct vm_spec *spec, 
 		log_err("VM %s: no GPU on this node", spec->name);
 		return 1;
 	}
-	vm->srv = ivshmem_server_new(spec->socket, memfd, MEARAS_VM_VECTORS, &cb);
-	if (!vm->srv) {
-		log_err("VM %s: cannot serve %s: %s", spec->name, spec->socket, strerror(errno));
+	if (open_socket(vm, memfd, &cb))
 		return 1;
-	}
-	/* QEMU may run as another user (libvirt-qemu) */
-	chmod(spec->socket, 0666);
 	doorbell = ivshmem_server_host_eventfd(vm->srv, MEARAS_VM_VEC_HOST);
 	vm->hdr->state = MEARAS_BACKEND_READY;
-	log_info("VM %s: serving %s: %llu MiB, %u slot(s) of %u vGPU(s), %llu MiB data area each", spec->name,
-		 spec->socket, (unsigned long long)(spec->size >> 20), vm->lay.nslots, vm->lay.nvgpus,
+	log_info("VM %s: serving %s (QEMU uid %u or root, one at a time): %llu MiB, %u slot(s) of %u vGPU(s), %llu MiB data area each",
+		 spec->name, spec->socket, (unsigned)spec->qemu_uid, (unsigned long long)(spec->size >> 20), vm->lay.nslots, vm->lay.nvgpus,
 		 (unsigned long long)(vm->lay.data_size >> 20));
 	while (!vm->gone) {
 		struct pollfd p[2] = { { .fd = ivshmem_server_poll_fd(vm->srv), .events = POLLIN },
