@@ -96,6 +96,7 @@ struct vgpu {
 	pthread_cond_t hf_cond;
 	uint64_t hf_done_token;
 	struct remote_vgpu *remote;     /* set when a remote node backs this vGPU */
+	struct mearas_devinfo info;     /* ours; the client's copy is in its region */
 };
 
 struct worker {
