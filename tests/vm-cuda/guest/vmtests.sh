@@ -29,6 +29,8 @@ basic)
 	sed 's/GUEST-\(PASS\|FAIL\) /&two-procs-A-/' /tmp/a.out | grep GUEST-
 	sed 's/GUEST-\(PASS\|FAIL\) /&two-procs-B-/' /tmp/b.out | grep GUEST-
 	[ $ra = 0 ] && [ $rb = 0 ] && pass two-processes || fail two-processes "exit $ra $rb"
+	# one of two processes reaching for the other's device memory
+	sh /bin/vmtests.sh xslot
 	# module unload while a CUDA process holds the device: refused
 	$t hold 4 > /tmp/h.out 2>&1 & h=$!
 	if wait_ready /tmp/h.out; then
@@ -66,6 +68,19 @@ basic)
 	;;
 sleep)
 	$t sleep "${2:-6}"
+	;;
+xslot)
+	# two processes, each in its own slot: the reader tries to reach the
+	# owner's device memory (on a GPU: a kernel read faults in the reader's
+	# context only); the owner's bytes stay intact and it keeps working
+	rm -f /tmp/o.out
+	$t xowner 8 > /tmp/o.out 2>&1 & o=$!
+	wait_ready /tmp/o.out || fail xslot-owner-ready "no GUEST-READY"
+	ptr=$(sed -n 's/^GUEST-READY .* ptr //p' /tmp/o.out)
+	$t xread "$ptr"
+	wait $o; ro=$?
+	grep -E 'GUEST-(PASS|FAIL)' /tmp/o.out
+	[ $ro = 0 ] && pass xslot-owner-unharmed || fail xslot-owner-unharmed "exit $ro"
 	;;
 dead)
 	$t dead "${2:-8}"
