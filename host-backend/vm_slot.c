@@ -405,6 +405,8 @@ void vm_slot_ctl(struct vm *vm, unsigned k)
 	if (!s->starting || n != (ssize_t)sizeof(st))
 		return;
 	s->starting = false;
+	if (s->stopping)
+		return; /* given back before it was ready: nobody waits for it */
 	st.msg[sizeof(st.msg) - 1] = 0;
 	if (st.status) {
 		log_err("VM %s: slot %u cannot start: %s", vm->spec->name, k, st.msg);

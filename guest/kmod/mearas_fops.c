@@ -145,7 +145,9 @@ static vm_fault_t mearas_vm_fault(struct vm_fault *vmf)
 			/* the slot's region header is the host's: read-only */
 			r = vmf_insert_pfn_prot(vma, addr, pfn, vm_get_page_prot(vma->vm_flags & ~VM_WRITE));
 		else
-			r = vmf_insert_pfn(vma, addr, pfn);
+			/* writable now if the vma is: pfn_mkwrite (which makes the
+			 * core map pages read-only first) need not run per page */
+			r = vmf_insert_pfn_prot(vma, addr, pfn, vm_get_page_prot(vma->vm_flags));
 		if (addr == (vmf->address & PAGE_MASK))
 			ret = r;
 		if (r & VM_FAULT_ERROR)
