@@ -628,8 +628,13 @@ static int sim_add_u32(struct mdev *d, const void *params, uint32_t len)
 	memcpy(&n, (const uint8_t *)params + 8, 4);
 	memcpy(&v, (const uint8_t *)params + 12, 4);
 	if (!d->host_base || p < (uint64_t)(uintptr_t)d->host_base || (p & 3) ||
-	    (uint64_t)n * 4 > d->host_size - (p - (uint64_t)(uintptr_t)d->host_base))
+	    p - (uint64_t)(uintptr_t)d->host_base > d->host_size ||
+	    (uint64_t)n * 4 > d->host_size - (p - (uint64_t)(uintptr_t)d->host_base)) {
+		/* what a GPU would do: a fault in this context only */
+		log_warn("sim: mearas_sim_add_u32 of %#llx, %u words: outside the registered host memory: illegal address",
+			 (unsigned long long)p, n);
 		return cudaErrorIllegalAddress;
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t x;
 

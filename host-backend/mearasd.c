@@ -43,6 +43,7 @@ static struct tenant_limits limits = {
 };
 static struct vm_spec vm_specs[VM_MAX_SPECS];
 static unsigned n_vm_specs;
+static const char *vm_user;
 
 static void on_signal(int sig)
 {
@@ -104,7 +105,10 @@ static void usage(FILE *f)
 		"                       calls fail with cudaErrorMemoryAllocation (default: the data area\n"
 		"                       size plus 64)\n"
 		"  --vm=NAME:SOCKET:SIZE_MB[:VGPUS]  serve a VM as its ivshmem server on SOCKET (repeatable):\n"
-		"                       SIZE_MB of shared memory (a power of two), VGPUS per guest process\n");
+		"                       SIZE_MB of shared memory (a power of two), VGPUS per guest process\n"
+		"  --vm-user=USER       the user QEMU runs as: owns every --vm socket (mode 0600) and, with\n"
+		"                       root, is the only one mearasd admits on it (default: " VM_DEFAULT_QEMU_USER "\n"
+		"                       where that user exists, else root only)\n");
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -121,7 +125,8 @@ static int parse_u64(const char *s, uint64_t *out)
 }
 
 /* long options without a short letter */
-enum { OPT_LINK_HANDSHAKE_MS = 1000, OPT_LINK_MAX_PENDING, OPT_LINK_MAX, OPT_LINK_FD_RESERVE, OPT_LINK_MEM_MB };
+enum { OPT_LINK_HANDSHAKE_MS = 1000, OPT_LINK_MAX_PENDING, OPT_LINK_MAX, OPT_LINK_FD_RESERVE, OPT_LINK_MEM_MB,
+       OPT_VM_USER };
 
 /* --NAME=N in [lo, hi] into *out */
 static int parse_range(const char *name, const char *arg, uint64_t lo, uint64_t hi, uint32_t *out)
@@ -157,6 +162,7 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		{ "socket-group", required_argument, NULL, 'G' }, { "max-clients", required_argument, NULL, 'C' },
 		{ "max-clients-per-user", required_argument, NULL, 'P' },
 		{ "user-data-mb", required_argument, NULL, 'U' },
+		{ "vm-user", required_argument, NULL, OPT_VM_USER },
 		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	uint64_t v;
@@ -326,6 +332,9 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 				return fprintf(stderr, "mearasd: bad --user-data-mb '%s' (8..1073741824)\n", optarg), -1;
 			limits.data_per_id = v << 20;
 			break;
+		case OPT_VM_USER:
+			vm_user = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -340,6 +349,12 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		return fprintf(stderr, "mearasd: --data-mb exceeds --max-data-mb\n"), -1;
 	if (cfg->data_default > limits.data_per_id)
 		return fprintf(stderr, "mearasd: --data-mb exceeds --user-data-mb\n"), -1;
+	{
+		char err[256];
+
+		if (vm_resolve_user(vm_user, vm_specs, n_vm_specs, err, sizeof(err)))
+			return fprintf(stderr, "mearasd: %s\n", err), -1;
+	}
 	return 0;
 }
 

@@ -4,8 +4,11 @@
  *
  * Per VM, mearasd forks a supervisor (vm_server.c) that creates the VM's
  * shared memory and forks a VM worker (vm_worker.c); the worker serves the
- * ivshmem socket and every guest process of the VM through the client
- * slots of include/mearas/vm_proto.h (vm_slot.c). When the VM goes away
+ * ivshmem socket and the VM header (claims, kicks) of
+ * include/mearas/vm_proto.h, and forks one slot worker per claimed client
+ * slot (vm_slot.c): a process with its own device contexts that maps and
+ * registers only its slot, so one guest process's GPU work (a fault, a
+ * hung host function) touches no other's. When the VM goes away
  * (QEMU exits or is killed) the worker exits, taking all of the VM's device
  * state with it; the supervisor marks the old memory dead (guests still
  * mapping it get errors, not hangs) and starts a fresh worker with fresh
@@ -17,6 +20,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "mearas/vm_proto.h"
 #include "worker.h"
@@ -28,7 +32,14 @@ struct vm_spec {
 	char socket[108];
 	uint64_t size;          /* bytes; a power of two (a PCI BAR) */
 	unsigned vgpus;         /* per guest process; 0 = mearasd's default */
+	/* the user QEMU runs as (--vm-user): owns the socket and, with root,
+	 * is the only one admitted on it; 0 = root only */
+	uid_t qemu_uid;
+	gid_t qemu_gid;
 };
+
+/* --vm-user's default when that user exists (Debian/Ubuntu libvirt) */
+#define VM_DEFAULT_QEMU_USER "libvirt-qemu"
 
 /* The slot layout of a VM's shared memory. */
 struct vm_layout {
@@ -39,37 +50,53 @@ struct vm_layout {
 struct ivshmem_server;
 struct vm;
 
+/*
+ * One client slot. The VM worker keeps the first part (it forks a slot
+ * worker per claim and stops it at give-back); the slot worker, a process
+ * of its own with its own device contexts, maps only its slot's region and
+ * output area and uses the rest.
+ */
 struct vm_slot {
 	struct vm *vm;
 	unsigned index;
-	bool opened;            /* devices opened (kept for the worker's life) */
-	bool active;            /* pollers running for token */
-	bool dead_marked;
+	/* VM worker */
+	bool active;            /* claimed for token: a slot worker runs or died */
+	bool starting;          /* forked, no status yet */
+	bool stopping;          /* give-back seen, waiting for the exit */
+	pid_t pid;              /* the slot worker, 0 none */
+	int ctl;                /* socketpair end: status in, stop out, EOF = exit */
+	uint64_t stop_deadline; /* ms: past it the slot worker is killed */
 	uint32_t token;
+	int kick_fds[MEARAS_MAX_VGPUS]; /* the slot worker's pollers' kicks */
+	/* slot worker */
+	bool dead_marked;
+	int wake_fd[MEARAS_VM_VECTORS]; /* the guest's notification eventfds */
+	struct mearas_vm_output *out;   /* its output area */
 	uint32_t out_head[2];   /* our own heads of the slot's output rings */
 	struct worker w;
-	struct mearas_devinfo info[MEARAS_MAX_VGPUS]; /* pristine copies */
 };
 
 struct vm {
 	const struct backend_config *cfg;
 	const struct vm_spec *spec;
 	struct vm_layout lay;
-	uint8_t *base;
+	int memfd;
+	uint8_t *base;          /* VM worker: all of it; slot worker: unmapped */
 	struct mearas_vm_hdr *hdr;
 	struct ivshmem_server *srv;
 	unsigned peer;          /* the guest's peer id, 0 before it connects */
-	int ndev;
-	bool registered;        /* the whole BAR registered with the device */
 	volatile int gone;      /* the guest disconnected */
-	int out_fd, err_fd;     /* read ends of our stdout/stderr pipes, -1 none */
+	int out_fd, err_fd;     /* slot worker: read ends of its stdout/stderr pipes, -1 none */
 	bool test_printf;       /* MEARAS_TEST_PRINTF=1: write markers to them */
-	pthread_mutex_t out_lock; /* pollers of all slots share the pipes */
+	pthread_mutex_t out_lock;
 	struct vm_slot slots[MEARAS_VM_MAX_SLOTS];
 };
 
 /* vm_server.c */
 int vm_parse_spec(const char *arg, struct vm_spec *out, char *err, size_t errlen);
+/* user: a name, a numeric uid, or NULL for the default; sets every spec's
+ * qemu_uid/qemu_gid; 0 or -1 with err */
+int vm_resolve_user(const char *user, struct vm_spec *specs, unsigned n, char *err, size_t errlen);
 int vm_compute_layout(uint64_t size, unsigned nvgpus, struct vm_layout *l, char *err, size_t errlen);
 /* forks one supervisor per VM; 0 or -1 */
 int vm_servers_start(const struct backend_config *cfg, const struct vm_spec *specs, unsigned n);
@@ -79,13 +106,19 @@ void vm_servers_unlink(const struct vm_spec *specs, unsigned n);
 /* vm_worker.c: serves one VM connection on memfd; returns the exit status */
 int vm_worker_run(const struct backend_config *cfg, const struct vm_spec *spec, int memfd);
 
-/* vm_slot.c */
+/* vm_slot.c (VM worker side): fork a slot worker for token; ask it to
+ * stop; react to its status/exit on its ctl fd (readable) */
 int vm_slot_start(struct vm *vm, unsigned k, uint32_t token, char *err, size_t errlen);
 void vm_slot_stop(struct vm *vm, unsigned k);
+void vm_slot_ctl(struct vm *vm, unsigned k);
+/* kills slot workers past their stop deadline; all of them with all=true
+ * (the VM worker is ending) and waits for them */
+void vm_slot_reap(struct vm *vm, bool all);
+struct mearas_region_hdr *vm_slot_region(struct vm *vm, unsigned k);
 
-/* vm_output.c: device printf/assert output into the slots' output rings */
+/* vm_output.c: device printf/assert output into the slot's output rings
+ * (slot worker) */
 int vm_output_capture(struct vm *vm, char *err, size_t errlen);
 void vm_output_attach(struct vm *vm, struct vm_slot *s);
-void vm_output_reset(struct vm *vm, struct vm_slot *s);
 
 #endif

@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * Device printf/assert output of a VM's guest processes. The VM worker's
- * stdout/stderr are pipes (worker_capture_output); when a synchronizing
- * record of slot k completes, exec.c's complete() calls vm_take_output,
- * which moves what the pipes hold into slot k's output rings before the
- * completion is posted. The driver flushes the printf buffer of a whole
- * context and the pipes are the worker's, so with several slots printing at
- * once the bytes go to the slot that synchronizes first.
+ * Device printf/assert output of a VM's guest processes. A slot worker's
+ * stdout/stderr are pipes (output_capture_pipes); when a synchronizing
+ * record of its slot completes, exec.c's complete() calls vm_take_output,
+ * which moves what the pipes hold into the slot's output rings before the
+ * completion is posted. Each slot has its own process, contexts and pipes,
+ * so one guest process never gets another's output.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -20,13 +19,6 @@
 #include "mearas/vm_output.h"
 #include "vm.h"
 
-static struct mearas_vm_output *slot_output(struct vm *vm, unsigned k)
-{
-	return (struct mearas_vm_output *)(vm->base + MEARAS_VM_OUT_OFF) + k;
-}
-
-/* Reads everything the pipe holds now (non-blocking by poll) into the ring;
- * what does not fit is dropped, so the driver never blocks on a full pipe. */
 static bool move_pipe(struct vm *vm, int fd, struct mearas_vm_out_ring *r, uint8_t *buf, uint32_t size,
 		      uint32_t *head)
 {
@@ -56,7 +48,7 @@ static bool vm_take_output(struct worker *w)
 {
 	struct vm_slot *s = (struct vm_slot *)((char *)w - offsetof(struct vm_slot, w));
 	struct vm *vm = s->vm;
-	struct mearas_vm_output *o = slot_output(vm, s->index);
+	struct mearas_vm_output *o = s->out;
 	bool moved;
 
 	pthread_mutex_lock(&vm->out_lock);
@@ -91,10 +83,3 @@ void vm_output_attach(struct vm *vm, struct vm_slot *s)
 }
 
 /* A fresh owner starts with empty rings. */
-void vm_output_reset(struct vm *vm, struct vm_slot *s)
-{
-	pthread_mutex_lock(&vm->out_lock);
-	memset(slot_output(vm, s->index)->ring, 0, sizeof(slot_output(vm, s->index)->ring));
-	s->out_head[0] = s->out_head[1] = 0;
-	pthread_mutex_unlock(&vm->out_lock);
-}

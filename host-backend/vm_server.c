@@ -6,6 +6,7 @@
  * that memory dead and starts a fresh worker for the next VM.
  */
 #include <errno.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +53,35 @@ int vm_parse_spec(const char *arg, struct vm_spec *out, char *err, size_t errlen
 	snprintf(out->socket, sizeof(out->socket), "%s", fields[1]);
 	out->size = mb << 20;
 	out->vgpus = (unsigned)vg;
+	return 0;
+}
+
+int vm_resolve_user(const char *user, struct vm_spec *specs, unsigned n, char *err, size_t errlen)
+{
+	const char *name = user ? user : VM_DEFAULT_QEMU_USER;
+	struct passwd *pw = getpwnam(name);
+	uid_t uid = 0;
+	gid_t gid = 0;
+
+	if (!pw && user) {
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(user, &end, 10);
+		if (errno || !*user || *end || v > 0xfffffffeul)
+			return snprintf(err, errlen, "--vm-user: no user '%s' on this host", user), -1;
+		pw = getpwuid((uid_t)v);
+		uid = (uid_t)v;
+		gid = pw ? pw->pw_gid : (gid_t)v;
+	} else if (pw) {
+		uid = pw->pw_uid;
+		gid = pw->pw_gid;
+	} /* else: no libvirt-qemu here: root only */
+	for (unsigned i = 0; i < n; i++) {
+		specs[i].qemu_uid = uid;
+		specs[i].qemu_gid = gid;
+	}
 	return 0;
 }
 

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
  * The worker of one VM: maps the VM's shared memory, serves its ivshmem
- * socket and its guest processes' slots (vm_slot.c). One event loop: the
- * server socket, and the host doorbell eventfd that guests ring after
- * claiming or giving back a slot or setting kick bits. It returns when the
- * guest disconnects; the process then exits and the driver frees whatever
- * the VM still held.
+ * socket (to the VM's QEMU alone) and the VM header, and forks a slot
+ * worker per claimed slot (vm_slot.c). It never touches a device itself:
+ * CUDA lives in the slot workers. One event loop: the server socket, the
+ * host doorbell eventfd that guests ring after claiming or giving back a
+ * slot or setting kick bits, and the slot workers' channels. It returns
+ * when the guest disconnects, after stopping every slot worker; the
+ * process then exits.
  */
 #include <errno.h>
 #include <poll.h>
@@ -34,13 +36,37 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000ull + (uint64_t)ts.tv_nsec / 1000000ull;
 }
 
+/* Who may have the VM's memory: its QEMU (the --vm-user, or root), one at
+ * a time. The socket's owner and mode say the same; this holds even if
+ * someone loosens them. A refused peer gets nothing: no memory fd, no
+ * eventfds. Once the guest went away this worker ends, and the next QEMU
+ * is served by a fresh worker with fresh memory. */
+static int admit(void *opaque, pid_t pid, uid_t uid, gid_t gid, size_t npeers)
+{
+	struct vm *vm = opaque;
+
+	(void)gid;
+	if (uid != 0 && uid != vm->spec->qemu_uid) {
+		log_warn("VM %s: refused a connection on %s from pid %d uid %u: only the VM's QEMU (uid %u, --vm-user) or root may connect",
+			 vm->spec->name, vm->spec->socket, (int)pid, (unsigned)uid, (unsigned)vm->spec->qemu_uid);
+		return -1;
+	}
+	if (npeers || vm->peer) {
+		log_warn("VM %s: refused a second connection on %s from pid %d uid %u: %s",
+			 vm->spec->name, vm->spec->socket, (int)pid, (unsigned)uid,
+			 vm->gone ? "the previous guest is still being torn down (retry)"
+				  : "a guest is attached (one QEMU per socket)");
+		return -1;
+	}
+	return 0;
+}
+
 static void on_connect(void *opaque, unsigned int peer)
 {
 	struct vm *vm = opaque;
 
-	if (vm->peer) {
-		log_warn("VM %s: a second guest (peer %u) on %s is not served: one VM per socket",
-			 vm->spec->name, peer, vm->spec->socket);
+	if (vm->peer) { /* admit() lets one in at most: never here */
+		log_err("VM %s: a second guest (peer %u) on %s", vm->spec->name, peer, vm->spec->socket);
 		return;
 	}
 	__atomic_store_n(&vm->peer, peer, __ATOMIC_RELEASE);
@@ -72,6 +98,7 @@ static void write_header(struct vm *vm)
 	for (unsigned k = 0; k < vm->lay.nslots; k++) {
 		vm->slots[k].vm = vm;
 		vm->slots[k].index = k;
+		vm->slots[k].ctl = -1;
 		h->slots[k].region_addr = (uint64_t)(uintptr_t)(vm->base + vm->lay.slot_off + vm->lay.slot_size * k);
 	}
 }
@@ -80,7 +107,6 @@ static void write_header(struct vm *vm)
  * read once and only compared; slot numbers are ours. */
 static void scan_slots(struct vm *vm)
 {
-	bool changed = false, wake = false;
 	char err[256];
 
 	for (unsigned k = 0; k < vm->lay.nslots; k++) {
@@ -88,49 +114,36 @@ static void scan_slots(struct vm *vm)
 		struct vm_slot *s = &vm->slots[k];
 		uint32_t claim = __atomic_load_n(&c->claim, __ATOMIC_ACQUIRE);
 
-		if (s->active && claim != s->token) {
+		if (s->active && claim != s->token && !s->stopping) {
 			log_info("VM %s: slot %u given back (token %#x)", vm->spec->name, k, s->token);
-			vm_slot_stop(vm, k);
-			__atomic_store_n(&c->ready, 0, __ATOMIC_RELEASE);
-			changed = true;
-		}
-		if (!s->active && claim != 0 && __atomic_load_n(&c->ready, __ATOMIC_ACQUIRE) != claim) {
-			int r = vm_slot_start(vm, k, claim, err, sizeof(err));
-
-			if (r) {
-				log_err("VM %s: slot %u cannot start: %s", vm->spec->name, k, err);
-				((struct mearas_region_hdr *)(vm->base + vm->lay.slot_off + vm->lay.slot_size * k))->state =
-					MEARAS_BACKEND_DEAD;
+			if (s->pid) {
+				vm_slot_stop(vm, k); /* ready = 0 once it exited */
 			} else {
-				log_info("VM %s: slot %u claimed (token %#x, guest pid %d)", vm->spec->name, k, claim,
-					 c->owner_pid);
+				/* its worker had died */
+				s->active = false;
+				vm_slot_region(vm, k)->state = 0;
+				__atomic_store_n(&c->ready, 0, __ATOMIC_RELEASE);
+				ivshmem_server_notify(vm->srv, vm->peer, MEARAS_VM_VEC_SLOT);
 			}
-			/* ready = claim also on failure: the guest then reads DEAD */
-			__atomic_store_n(&c->ready, claim, __ATOMIC_RELEASE);
-			changed = true;
 		}
-		if (s->active && s->w.broken && !s->dead_marked) {
-			log_warn("VM %s: slot %u: the guest process broke its rings: slot dead until given back",
-				 vm->spec->name, k);
-			((struct mearas_region_hdr *)s->w.region)->state = MEARAS_BACKEND_DEAD;
-			s->dead_marked = true;
-			wake = changed = true;
+		if (!s->active && !s->pid && claim != 0 && __atomic_load_n(&c->ready, __ATOMIC_ACQUIRE) != claim) {
+			if (vm_slot_start(vm, k, claim, err, sizeof(err))) {
+				log_err("VM %s: slot %u cannot start: %s", vm->spec->name, k, err);
+				vm_slot_region(vm, k)->state = MEARAS_BACKEND_DEAD;
+				__atomic_store_n(&c->ready, claim, __ATOMIC_RELEASE);
+				ivshmem_server_notify(vm->srv, vm->peer, MEARAS_VM_VEC_SLOT);
+			}
 		}
-		if (s->active) {
+		if (s->pid && !s->stopping) {
 			uint32_t kick = __atomic_exchange_n(&c->kick, 0, __ATOMIC_ACQ_REL);
 			uint64_t one = 1;
 
 			kick &= (1u << vm->lay.nvgpus) - 1;
 			for (unsigned i = 0; i < vm->lay.nvgpus; i++)
-				if ((kick & (1u << i)) && write(s->w.vgpus[i].kick_fd, &one, sizeof(one)) < 0 &&
-				    errno != EAGAIN)
+				if ((kick & (1u << i)) && write(s->kick_fds[i], &one, sizeof(one)) < 0 && errno != EAGAIN)
 					log_warn("VM %s: kick: %s", vm->spec->name, strerror(errno));
 		}
 	}
-	if (vm->peer && changed)
-		ivshmem_server_notify(vm->srv, vm->peer, MEARAS_VM_VEC_SLOT);
-	if (vm->peer && wake)
-		ivshmem_server_notify(vm->srv, vm->peer, MEARAS_VM_VEC_WAKE);
 }
 
 static int map_memory(struct vm *vm, int memfd)
@@ -149,12 +162,34 @@ static int map_memory(struct vm *vm, int memfd)
 	return 0;
 }
 
+/* The socket is born 0600 (umask), then given to the QEMU user: nobody
+ * else may connect at any moment (admit() checks again). */
+static int open_socket(struct vm *vm, int memfd, const struct ivshmem_server_callbacks *cb)
+{
+	const struct vm_spec *spec = vm->spec;
+	mode_t old = umask(0177);
+
+	vm->srv = ivshmem_server_new(spec->socket, memfd, MEARAS_VM_VECTORS, cb);
+	umask(old);
+	if (!vm->srv) {
+		log_err("VM %s: cannot serve %s: %s", spec->name, spec->socket, strerror(errno));
+		return -1;
+	}
+	if (chown(spec->socket, spec->qemu_uid, spec->qemu_gid) || chmod(spec->socket, 0600)) {
+		log_err("VM %s: cannot give %s to uid %u: %s", spec->name, spec->socket, (unsigned)spec->qemu_uid,
+			strerror(errno));
+		ivshmem_server_free(vm->srv);
+		return -1;
+	}
+	return 0;
+}
+
 int vm_worker_run(const struct backend_config *cfg, const struct vm_spec *spec, int memfd)
 {
 	static struct vm vmstate; /* large: one per process */
 	struct vm *vm = &vmstate;
-	struct ivshmem_server_callbacks cb = { .peer_connected = on_connect,
-					       .peer_disconnected = on_disconnect, .opaque = vm };
+	struct ivshmem_server_callbacks cb = { .peer_connected = on_connect, .peer_disconnected = on_disconnect,
+					       .admit = admit, .opaque = vm };
 	char err[256];
 	uint64_t last_beat = 0;
 	int doorbell;
@@ -168,36 +203,25 @@ int vm_worker_run(const struct backend_config *cfg, const struct vm_spec *spec, 
 	}
 	if (map_memory(vm, memfd))
 		return 1;
+	vm->memfd = memfd;
 	write_header(vm);
-	if (vm_output_capture(vm, err, sizeof(err)))
-		log_warn("VM %s: device printf output is not carried to the guest: %s", spec->name, err);
-	if (cfg->dev->init(err, sizeof(err))) {
-		log_err("VM %s: device initialization failed: %s", spec->name, err);
+	if (open_socket(vm, memfd, &cb))
 		return 1;
-	}
-	vm->ndev = cfg->dev->count();
-	if (vm->ndev <= 0) {
-		log_err("VM %s: no GPU on this node", spec->name);
-		return 1;
-	}
-	vm->srv = ivshmem_server_new(spec->socket, memfd, MEARAS_VM_VECTORS, &cb);
-	if (!vm->srv) {
-		log_err("VM %s: cannot serve %s: %s", spec->name, spec->socket, strerror(errno));
-		return 1;
-	}
-	/* QEMU may run as another user (libvirt-qemu) */
-	chmod(spec->socket, 0666);
 	doorbell = ivshmem_server_host_eventfd(vm->srv, MEARAS_VM_VEC_HOST);
 	vm->hdr->state = MEARAS_BACKEND_READY;
-	log_info("VM %s: serving %s: %llu MiB, %u slot(s) of %u vGPU(s), %llu MiB data area each", spec->name,
-		 spec->socket, (unsigned long long)(spec->size >> 20), vm->lay.nslots, vm->lay.nvgpus,
+	log_info("VM %s: serving %s (QEMU uid %u or root, one at a time): %llu MiB, %u slot(s) of %u vGPU(s), %llu MiB data area each",
+		 spec->name, spec->socket, (unsigned)spec->qemu_uid, (unsigned long long)(spec->size >> 20), vm->lay.nslots, vm->lay.nvgpus,
 		 (unsigned long long)(vm->lay.data_size >> 20));
 	while (!vm->gone) {
-		struct pollfd p[2] = { { .fd = ivshmem_server_poll_fd(vm->srv), .events = POLLIN },
-				       { .fd = doorbell, .events = POLLIN } };
+		struct pollfd p[2 + MEARAS_VM_MAX_SLOTS] = {
+			{ .fd = ivshmem_server_poll_fd(vm->srv), .events = POLLIN },
+			{ .fd = doorbell, .events = POLLIN } };
 		uint64_t n;
-		int r = poll(p, 2, SCAN_INTERVAL_MS);
+		int r;
 
+		for (unsigned k = 0; k < vm->lay.nslots; k++)
+			p[2 + k] = (struct pollfd){ .fd = vm->slots[k].pid ? vm->slots[k].ctl : -1, .events = POLLIN };
+		r = poll(p, 2 + vm->lay.nslots, SCAN_INTERVAL_MS);
 		if (r < 0 && errno != EINTR) {
 			log_err("VM %s: poll: %s", spec->name, strerror(errno));
 			break;
@@ -209,16 +233,19 @@ int vm_worker_run(const struct backend_config *cfg, const struct vm_spec *spec, 
 		}
 		if (p[1].revents)
 			ivshmem_server_host_consume(vm->srv, MEARAS_VM_VEC_HOST, &n);
+		for (unsigned k = 0; k < vm->lay.nslots; k++)
+			if (r > 0 && p[2 + k].revents)
+				vm_slot_ctl(vm, k);
 		if (!vm->gone)
 			scan_slots(vm);
+		vm_slot_reap(vm, false);
 		if (now_ms() - last_beat >= MEARAS_VM_BEAT_MS / 2) {
 			__atomic_add_fetch(&vm->hdr->heartbeat, 1, __ATOMIC_RELEASE);
 			last_beat = now_ms();
 		}
 	}
 	vm->hdr->state = MEARAS_BACKEND_DEAD;
-	for (unsigned k = 0; k < vm->lay.nslots; k++)
-		vm_slot_stop(vm, k);
+	vm_slot_reap(vm, true);
 	ivshmem_server_free(vm->srv);
 	log_info("VM %s: worker done", spec->name);
 	return 0;

@@ -288,9 +288,14 @@ void watchdog_teardown(struct worker *w)
 	}
 	/* threads asleep in a wait look at the header when woken */
 	for (unsigned t = 0; t < w->nthreads; t++) {
-		/* EAGAIN (a full counter) wakes the thread as well */
-		ssize_t r = write(w->wake_fds[t], &one, sizeof(one));
+		ssize_t r;
 
+		if (w->wake) {
+			w->wake(w, t); /* a VM slot: the guest's interrupt */
+			continue;
+		}
+		/* EAGAIN (a full counter) wakes the thread as well */
+		r = write(w->wake_fds[t], &one, sizeof(one));
 		(void)r;
 	}
 	log_info("%s: worker exits to free its GPU context (GPU time limit)", w->tenant);

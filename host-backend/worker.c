@@ -88,12 +88,14 @@ static void refuse(int sock, int status, const char *fmt, const char *arg)
 int worker_setup_vgpu(struct worker *w, unsigned i, int ndev, char *err, size_t errlen)
 {
 	const struct backend_config *cfg = w->cfg;
-	struct mearas_region_hdr *hdr = (struct mearas_region_hdr *)w->region;
 	struct vgpu *v = &w->vgpus[i];
 	struct mearas_vgpu_layout l = mearas_vgpu_layout(MEARAS_SQ_ENTRIES, MEARAS_CQ_ENTRIES,
 							 MEARAS_ARENA_SIZE, w->nthreads);
-	uint8_t *blk = w->region + hdr->vgpu_off[i];
-	struct mearas_devinfo *info = (struct mearas_devinfo *)(blk + l.devinfo);
+	/* where worker_init_region put the block: our own arithmetic, never
+	 * the region header, which a client (a guest process) can rewrite */
+	uint8_t *blk = w->region + 4096 + l.size * i;
+	/* filled here, then copied out: nothing is read back from the region */
+	struct mearas_devinfo *info = &v->info;
 	/* remote sessions start at the client's ordinal, VM slots at their own window */
 	uint64_t base = VA_WINDOW_BASE + (uint64_t)(cfg->va_window_first + w->va_index0 + i) * VA_WINDOW_SIZE;
 	uint64_t gran = 0, quota;
@@ -104,6 +106,7 @@ int worker_setup_vgpu(struct worker *w, unsigned i, int ndev, char *err, size_t 
 	v->w = w;
 	v->index = i;
 	v->ops = cfg->dev;
+	memset(info, 0, sizeof(*info));
 	pthread_mutex_init(&v->cq_lock, NULL);
 	pthread_mutex_init(&v->hf_lock, NULL);
 	pthread_cond_init(&v->hf_cond, NULL);
@@ -124,6 +127,7 @@ int worker_setup_vgpu(struct worker *w, unsigned i, int ndev, char *err, size_t 
 	info->total_mem = quota;
 	info->va_base = base;
 	info->va_size = VA_WINDOW_SIZE;
+	memcpy(blk + l.devinfo, info, sizeof(*info));
 	vaheap_init(&v->heap, base, VA_WINDOW_SIZE - MEARAS_GLOBALS_RESERVE, gran, quota, &heap_ops, v);
 	v->sq_ctl = (struct mearas_ring_ctl *)(blk + l.sq_ctl);
 	v->sqes = (struct mearas_sqe *)(blk + l.sqes);

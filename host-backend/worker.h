@@ -146,6 +146,7 @@ struct vgpu {
 	struct watchdog *watch;         /* GPU time limit (watchdog.c), NULL when off */
 	_Atomic bool poller_done;       /* its poller has left its loop */
 	_Atomic uint64_t alive_ns;      /* watched vGPUs: when its poller last went round */
+	struct mearas_devinfo info;     /* ours; the client's copy is in its region */
 };
 
 struct worker {

@@ -65,6 +65,13 @@ struct mearas_file {
 	struct mutex claims_lock;
 	unsigned int nr_claims;
 	struct mearas_claim claims[MEARAS_MAX_CLAIMS];	/* undone at release() */
+	/*
+	 * mearas VM protocol: the slot this file claimed (-1 none; published
+	 * with release semantics after the offsets below) and what it may map.
+	 */
+	int vm_slot;
+	u32 vm_nvgpus;
+	u64 vm_region_off, vm_region_size, vm_out_off;
 };
 
 /* mearas_main.c */

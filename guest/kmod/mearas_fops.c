@@ -3,6 +3,7 @@
 #include <linux/fs.h>
 #include <linux/mm.h>
 #include <linux/poll.h>
+#include <linux/random.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -12,6 +13,44 @@
 
 /* Pages mapped per fault: the aligned 2 MiB chunk around the faulting page. */
 #define MEARAS_FAULT_AROUND_PAGES 512UL
+
+/* Does BAR2 hold a mearas VM header? Caller holds mdev->lock, !dead. Only
+ * the host writes the header page: no guest process can map it then. */
+static bool mearas_vm_mode(struct mearas_dev *mdev)
+{
+	return mdev->shm_size >= PAGE_SIZE && READ_ONCE(*(u64 *)mdev->shm) == MEARAS_VMH_MAGIC;
+}
+
+static void *vmh(struct mearas_dev *mdev, u64 off)
+{
+	return (u8 *)mdev->shm + off;
+}
+
+static u32 *vmh_slot(struct mearas_dev *mdev, unsigned int k, unsigned int field)
+{
+	return vmh(mdev, MEARAS_VMH_OFF_SLOTS + (u64)k * MEARAS_VMH_SLOT_BYTES + field);
+}
+
+static void mearas_ring_host(struct mearas_dev *mdev)
+{
+	if (mdev->doorbell)
+		iowrite32((MEARAS_HOST_PEER_ID << 16) | MEARAS_VMH_VEC_HOST, mdev->regs + MEARAS_REG_DOORBELL);
+}
+
+static bool within(u64 off, u64 len, u64 start, u64 size)
+{
+	return off >= start && len <= size && off - start <= size - len;
+}
+
+/* May this file map [off, off + len) of a mearas VM's BAR2? Its slot's
+ * region and output area only. */
+static bool mearas_vm_allowed(struct mearas_file *mf, u64 off, u64 len)
+{
+	if (smp_load_acquire(&mf->vm_slot) < 0)
+		return false;
+	return within(off, len, mf->vm_region_off, mf->vm_region_size) ||
+	       within(off, len, mf->vm_out_off, MEARAS_VMH_OUT_BYTES);
+}
 
 static int mearas_open(struct inode *inode, struct file *file)
 {
@@ -30,6 +69,7 @@ static int mearas_open(struct inode *inode, struct file *file)
 	mf->file = file;
 	mutex_init(&mf->read_lock);
 	mutex_init(&mf->claims_lock);
+	mf->vm_slot = -1;
 	for (i = 0; i < MEARAS_MAX_VECTORS; i++)
 		mf->seen[i] = atomic64_read(&mdev->irq_count[i]);
 
@@ -78,8 +118,10 @@ static int mearas_release(struct inode *inode, struct file *file)
 static vm_fault_t mearas_vm_fault(struct vm_fault *vmf)
 {
 	struct vm_area_struct *vma = vmf->vma;
-	struct mearas_dev *mdev = ((struct mearas_file *)vma->vm_private_data)->mdev;
+	struct mearas_file *mf = vma->vm_private_data;
+	struct mearas_dev *mdev = mf->mdev;
 	unsigned long chunk = MEARAS_FAULT_AROUND_PAGES << PAGE_SHIFT;
+	bool vm;
 	unsigned long start = max(vma->vm_start, vmf->address & ~(chunk - 1));
 	unsigned long end = min(vma->vm_end, start + chunk);
 	unsigned long addr, pgoff;
@@ -88,13 +130,24 @@ static vm_fault_t mearas_vm_fault(struct vm_fault *vmf)
 	down_read(&mdev->lock);
 	if (mdev->dead)
 		goto out;
-	/* mmap() checked that the whole vma lies inside BAR2. */
+	vm = mearas_vm_mode(mdev);
+	/* mmap() checked that the whole vma lies inside BAR2 (and, for a mearas
+	 * VM, inside this file's slot: checked again, the slot may be gone). */
 	for (addr = start; addr < end; addr += PAGE_SIZE) {
+		unsigned long pfn;
 		vm_fault_t r;
 
 		pgoff = vma->vm_pgoff + ((addr - vma->vm_start) >> PAGE_SHIFT);
-		r = vmf_insert_pfn(vma, addr,
-				   (mdev->shm_phys >> PAGE_SHIFT) + pgoff);
+		pfn = (mdev->shm_phys >> PAGE_SHIFT) + pgoff;
+		if (vm && !mearas_vm_allowed(mf, (u64)pgoff << PAGE_SHIFT, PAGE_SIZE))
+			r = VM_FAULT_SIGBUS;
+		else if (vm && ((u64)pgoff << PAGE_SHIFT) == mf->vm_region_off)
+			/* the slot's region header is the host's: read-only */
+			r = vmf_insert_pfn_prot(vma, addr, pfn, vm_get_page_prot(vma->vm_flags & ~VM_WRITE));
+		else
+			/* writable now if the vma is: pfn_mkwrite (which makes the
+			 * core map pages read-only first) need not run per page */
+			r = vmf_insert_pfn_prot(vma, addr, pfn, vm_get_page_prot(vma->vm_flags));
 		if (addr == (vmf->address & PAGE_MASK))
 			ret = r;
 		if (r & VM_FAULT_ERROR)
@@ -107,8 +160,29 @@ out:
 	return ret;
 }
 
+/* A write to a page inserted read-only in a writable mapping: refused for a
+ * slot's region header, allowed otherwise (a mapping made writable by
+ * mprotect() after its pages were inserted). */
+static vm_fault_t mearas_vm_pfn_mkwrite(struct vm_fault *vmf)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct mearas_file *mf = vma->vm_private_data;
+	struct mearas_dev *mdev = mf->mdev;
+	u64 off = (u64)(vma->vm_pgoff + ((vmf->address - vma->vm_start) >> PAGE_SHIFT)) << PAGE_SHIFT;
+	vm_fault_t ret = 0;
+
+	down_read(&mdev->lock);
+	if (mdev->dead)
+		ret = VM_FAULT_SIGBUS;
+	else if (mearas_vm_mode(mdev) && (!mearas_vm_allowed(mf, off, PAGE_SIZE) || off == mf->vm_region_off))
+		ret = VM_FAULT_SIGBUS;
+	up_read(&mdev->lock);
+	return ret;
+}
+
 static const struct vm_operations_struct mearas_vm_ops = {
 	.fault = mearas_vm_fault,
+	.pfn_mkwrite = mearas_vm_pfn_mkwrite,
 };
 
 static int mearas_mmap(struct file *file, struct vm_area_struct *vma)
@@ -128,6 +202,12 @@ static int mearas_mmap(struct file *file, struct vm_area_struct *vma)
 	down_read(&mdev->lock);
 	if (mdev->dead) {
 		err = -ENODEV;
+		goto out;
+	}
+	/* a mearas VM: this file's slot and output area, nothing else */
+	if (mearas_vm_mode(mdev) &&
+	    !mearas_vm_allowed(mf, (u64)vma->vm_pgoff << PAGE_SHIFT, vma->vm_end - vma->vm_start)) {
+		err = -EACCES;
 		goto out;
 	}
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
@@ -241,6 +321,11 @@ static long mearas_ioctl_claim(struct mearas_file *mf, void __user *arg)
 		ret = -EINVAL;
 		goto out;
 	}
+	if (mearas_vm_mode(mdev)) {
+		/* the VM header's words are claimed through MEARAS_IOC_VM_CLAIM */
+		ret = -EPERM;
+		goto out;
+	}
 	if (mf->nr_claims >= MEARAS_MAX_CLAIMS) {
 		ret = -ENOSPC;
 		goto out;
@@ -260,6 +345,153 @@ out:
 	return ret;
 }
 
+static long mearas_ioctl_vm_claim(struct mearas_file *mf, void __user *arg)
+{
+	struct mearas_dev *mdev = mf->mdev;
+	struct mearas_vm_claim out = { 0 };
+	struct mearas_claim *c;
+	u64 slot_off, slot_size;
+	u32 nslots, nvgpus, token;
+	unsigned int k;
+	long ret = 0;
+
+	mutex_lock(&mf->claims_lock);
+	down_read(&mdev->lock);
+	if (mdev->dead) {
+		ret = -ENODEV;
+		goto out;
+	}
+	if (!mearas_vm_mode(mdev)) {
+		ret = -EOPNOTSUPP;
+		goto out;
+	}
+	if (mf->vm_slot >= 0) {
+		ret = -EALREADY;
+		goto out;
+	}
+	if (mf->nr_claims >= MEARAS_MAX_CLAIMS) {
+		ret = -ENOSPC;
+		goto out;
+	}
+	nslots = READ_ONCE(*(u32 *)vmh(mdev, MEARAS_VMH_OFF_NSLOTS));
+	nvgpus = READ_ONCE(*(u32 *)vmh(mdev, MEARAS_VMH_OFF_NVGPUS));
+	slot_off = READ_ONCE(*(u64 *)vmh(mdev, MEARAS_VMH_OFF_SLOT_OFF));
+	slot_size = READ_ONCE(*(u64 *)vmh(mdev, MEARAS_VMH_OFF_SLOT_SIZE));
+	if (!nslots || nslots > MEARAS_VMH_MAX_SLOTS || !nvgpus || nvgpus > 32 || !slot_size ||
+	    slot_off < MEARAS_VMH_OUT_OFF + MEARAS_VMH_MAX_SLOTS * MEARAS_VMH_OUT_BYTES ||
+	    ((slot_off | slot_size) & ~PAGE_MASK) || slot_off > mdev->shm_size ||
+	    slot_size > div_u64(mdev->shm_size - slot_off, nslots)) {
+		ret = -EPROTO;
+		goto out;
+	}
+	do {
+		token = get_random_u32();
+	} while (!token);
+	for (k = 0; k < nslots; k++)
+		if (cmpxchg(vmh_slot(mdev, k, MEARAS_VMH_SLOT_CLAIM), 0, token) == 0)
+			break;
+	if (k == nslots) {
+		ret = -EBUSY;
+		goto out;
+	}
+	WRITE_ONCE(*vmh_slot(mdev, k, MEARAS_VMH_SLOT_OWNER_PID), (u32)task_tgid_nr(current));
+	/* given back (and the host told) when the file is released */
+	c = &mf->claims[mf->nr_claims++];
+	memset(c, 0, sizeof(*c));
+	c->offset = (u8 *)vmh_slot(mdev, k, MEARAS_VMH_SLOT_CLAIM) - (u8 *)mdev->shm;
+	c->value = token;
+	c->db_peer = MEARAS_HOST_PEER_ID;
+	c->db_vector = MEARAS_VMH_VEC_HOST;
+	mf->vm_nvgpus = nvgpus;
+	mf->vm_region_off = slot_off + slot_size * k;
+	mf->vm_region_size = slot_size;
+	mf->vm_out_off = MEARAS_VMH_OUT_OFF + (u64)k * MEARAS_VMH_OUT_BYTES;
+	smp_store_release(&mf->vm_slot, (int)k);
+	mearas_ring_host(mdev);
+	out.slot = k;
+	out.token = token;
+	out.nslots = nslots;
+	out.nvgpus = nvgpus;
+	out.region_off = mf->vm_region_off;
+	out.region_size = slot_size;
+	out.region_addr = READ_ONCE(*(u64 *)vmh_slot(mdev, k, MEARAS_VMH_SLOT_REGION_ADDR));
+	out.out_off = mf->vm_out_off;
+	out.out_size = MEARAS_VMH_OUT_BYTES;
+out:
+	up_read(&mdev->lock);
+	mutex_unlock(&mf->claims_lock);
+	if (!ret && copy_to_user(arg, &out, sizeof(out)))
+		return -EFAULT;
+	return ret;
+}
+
+static long mearas_ioctl_vm_kick(struct mearas_file *mf, u32 __user *arg)
+{
+	struct mearas_dev *mdev = mf->mdev;
+	long ret = 0;
+	int k;
+	u32 mask;
+
+	if (get_user(mask, arg))
+		return -EFAULT;
+	down_read(&mdev->lock);
+	k = smp_load_acquire(&mf->vm_slot);
+	if (mdev->dead) {
+		ret = -ENODEV;
+	} else if (k < 0 || !mearas_vm_mode(mdev)) {
+		ret = -EINVAL;
+	} else {
+		if (mf->vm_nvgpus < 32)
+			mask &= (1u << mf->vm_nvgpus) - 1;
+		atomic_or(mask, (atomic_t *)vmh_slot(mdev, k, MEARAS_VMH_SLOT_KICK));
+		mearas_ring_host(mdev);
+	}
+	up_read(&mdev->lock);
+	return ret;
+}
+
+static long mearas_ioctl_vm_state(struct mearas_file *mf, void __user *arg)
+{
+	struct mearas_dev *mdev = mf->mdev;
+	struct mearas_vm_state st = { 0 };
+	long ret = 0;
+	int k;
+
+	down_read(&mdev->lock);
+	k = smp_load_acquire(&mf->vm_slot);
+	if (mdev->dead) {
+		ret = -ENODEV;
+	} else if (!mearas_vm_mode(mdev)) {
+		ret = -EOPNOTSUPP;
+	} else {
+		st.vm_state = READ_ONCE(*(u32 *)vmh(mdev, MEARAS_VMH_OFF_STATE));
+		st.heartbeat = READ_ONCE(*(u32 *)vmh(mdev, MEARAS_VMH_OFF_HEARTBEAT));
+		st.ready = k < 0 ? 0 : smp_load_acquire(vmh_slot(mdev, k, MEARAS_VMH_SLOT_READY));
+	}
+	up_read(&mdev->lock);
+	if (!ret && copy_to_user(arg, &st, sizeof(st)))
+		return -EFAULT;
+	return ret;
+}
+
+static void mearas_undo_claims(struct mearas_file *mf);
+
+static long mearas_ioctl_vm_release(struct mearas_file *mf)
+{
+	mutex_lock(&mf->claims_lock);
+	if (mf->vm_slot < 0) {
+		mutex_unlock(&mf->claims_lock);
+		return -EINVAL;
+	}
+	smp_store_release(&mf->vm_slot, -1);
+	mearas_undo_claims(mf);
+	mutex_unlock(&mf->claims_lock);
+	/* no page of the slot stays mapped for whoever claims it next (other
+	 * files' mappings fault back in what they may map) */
+	unmap_mapping_range(mf->file->f_mapping, 0, 0, 1);
+	return 0;
+}
+
 static long mearas_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct mearas_file *mf = file->private_data;
@@ -274,6 +506,14 @@ static long mearas_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return mearas_ioctl_wait(mf->mdev, uarg);
 	case MEARAS_IOC_CLAIM:
 		return mearas_ioctl_claim(mf, uarg);
+	case MEARAS_IOC_VM_CLAIM:
+		return mearas_ioctl_vm_claim(mf, uarg);
+	case MEARAS_IOC_VM_KICK:
+		return mearas_ioctl_vm_kick(mf, uarg);
+	case MEARAS_IOC_VM_STATE:
+		return mearas_ioctl_vm_state(mf, uarg);
+	case MEARAS_IOC_VM_RELEASE:
+		return mearas_ioctl_vm_release(mf);
 	default:
 		return -ENOTTY;
 	}

@@ -24,8 +24,6 @@
  * doorbell and interrupts. */
 enum rt_transport_kind { TP_UNIX, TP_VM };
 
-struct mearas_vm_hdr;
-struct mearas_vm_slot;
 
 struct rt_transport {
 	enum rt_transport_kind kind;
@@ -36,12 +34,11 @@ struct rt_transport {
 	int out_fd, err_fd;     /* device printf/assert output of the back end */
 	/* vm */
 	int dev_fd;
-	struct mearas_vm_hdr *vm_hdr;   /* the VM header page */
-	struct mearas_vm_slot *vm_slot; /* our slot's control block */
-	const struct mearas_region_hdr *vm_region; /* our slot's region header */
+	/* the VM header is the module's to read (MEARAS_IOC_VM_STATE): a
+	 * guest process maps its own slot only */
+	const struct mearas_region_hdr *vm_region; /* our slot's region header (read-only) */
 	struct mearas_vm_output *vm_out; /* our slot's device output rings */
 	uint32_t vm_token;
-	int vm_owner_pid;
 };
 
 struct rt_vgpu {

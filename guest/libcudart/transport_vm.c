@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
- * VM transport: the guest kernel module's /dev/mearasN maps the ivshmem
- * BAR2 that mearasd serves (include/mearas/vm_proto.h). We claim a client
- * slot through the module (so the slot is given back if we die), wait until
- * the host has set it up, and use its region like the process transport's.
- * Kick = set our vGPU bit and ring the host's doorbell; wait = the module's
- * per-vector interrupt counter (MEARAS_IOC_WAIT) with the need-wakeup flags
- * of the rings, re-checking after every wakeup.
+ * VM transport: the guest kernel module's /dev/mearasN gives access to the
+ * ivshmem BAR2 that mearasd serves (include/mearas/vm_proto.h). The module
+ * claims a client slot for us (given back if we die) and lets us map that
+ * slot alone (its header read-only) and its output area: the VM header and
+ * the other processes' slots are not ours to see. We wait until the host
+ * has set the slot up and use its region like the process transport's.
+ * Kick = MEARAS_IOC_VM_KICK (our vGPU bit, then the host's doorbell); wait =
+ * the module's per-vector interrupt counter (MEARAS_IOC_WAIT) with the
+ * need-wakeup flags of the rings, re-checking after every wakeup.
+ * The slot is given back by the module when our file is released: at exit,
+ * after our mappings are gone (or when a child forked without exec, which
+ * shares the file, exits too). Not in a destructor: threads still running
+ * during exit would fault on a slot no longer ours.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,7 +33,6 @@
 
 #define CLAIM_TIMEOUT_MS 10000
 
-static struct rt_transport *vm_tp; /* for the destructor */
 static __thread uint64_t wake_seen;
 
 static uint64_t now_ms(void)
@@ -59,59 +64,19 @@ static int wait_vector(struct rt_transport *tp, unsigned vector, uint64_t *seen,
 	return -r;
 }
 
-static cudaError_t check_header(const struct mearas_vm_hdr *h, const struct mearas_info *info, const char *dev)
+/* The host's view through the module: 0, or -errno (ENODEV: device gone). */
+static int vm_state(struct rt_transport *tp, struct mearas_vm_state *st)
 {
-	if (h->magic != MEARAS_VM_MAGIC || h->version != MEARAS_VM_VERSION) {
-		log_err("%s: no mearas VM header in the shared memory (is mearasd --vm serving this VM?)", dev);
-		return cudaErrorNoDevice;
-	}
-	if (h->state != MEARAS_BACKEND_READY) {
-		log_err("%s: mearasd does not serve this VM (backend state %u)", dev, h->state);
-		return cudaErrorDevicesUnavailable;
-	}
-	if (h->nslots == 0 || h->nslots > MEARAS_VM_MAX_SLOTS || h->nvgpus == 0 || h->nvgpus > MEARAS_MAX_VGPUS ||
-	    h->slot_off < MEARAS_VM_OUT_OFF + MEARAS_VM_MAX_SLOTS * sizeof(struct mearas_vm_output) || (h->slot_off | h->slot_size) % 4096 || h->slot_size == 0 ||
-	    h->slot_off + h->slot_size * h->nslots > info->shm_size) {
-		log_err("%s: malformed VM header (%u slots of %llu bytes)", dev, h->nslots,
-			(unsigned long long)h->slot_size);
-		return cudaErrorNoDevice;
-	}
-	return cudaSuccess;
-}
-
-/* Claims a free slot through the module; -1 when all are taken. */
-static int claim_slot(struct rt_transport *tp, unsigned nslots)
-{
-	for (unsigned k = 0; k < nslots; k++) {
-		struct mearas_claim c = {
-			.offset = offsetof(struct mearas_vm_hdr, slots) + k * sizeof(struct mearas_vm_slot) +
-				  offsetof(struct mearas_vm_slot, claim),
-			.expect = 0, .value = tp->vm_token, .release_value = 0,
-			.db_peer = MEARAS_HOST_PEER_ID, .db_vector = MEARAS_VM_VEC_HOST,
-		};
-
-		if (ioctl(tp->dev_fd, MEARAS_IOC_CLAIM, &c) == 0)
-			return (int)k;
-		if (errno != EBUSY) {
-			log_err("claiming a mearas slot: %s", strerror(errno));
-			return -2;
-		}
-	}
-	return -1;
-}
-
-static bool slot_ready(struct rt_transport *tp)
-{
-	return __atomic_load_n(&tp->vm_slot->ready, __ATOMIC_ACQUIRE) == tp->vm_token;
+	return ioctl(tp->dev_fd, MEARAS_IOC_VM_STATE, st) ? -errno : 0;
 }
 
 cudaError_t tpv_connect(struct rt_transport *tp, const char *dev, int *fd, uint64_t *region_off,
 			uint64_t *region_size, uint64_t *region_addr, unsigned *nvgpus, unsigned *nthreads)
 {
 	struct mearas_info info;
+	struct mearas_vm_claim c;
+	struct mearas_vm_state st;
 	uint64_t seen = 0, start, last_ring;
-	cudaError_t e;
-	int k;
 
 	tp->sock = -1;
 	tp->out_fd = tp->err_fd = -1;
@@ -129,57 +94,55 @@ cudaError_t tpv_connect(struct rt_transport *tp, const char *dev, int *fd, uint6
 			"mearasd serves VMs as their ivshmem server", dev, MEARAS_VM_VECTORS, info.nr_vectors);
 		return cudaErrorNoDevice;
 	}
-	tp->vm_hdr = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, tp->dev_fd, 0);
-	if (tp->vm_hdr == MAP_FAILED) {
-		log_err("%s: mmap: %s", dev, strerror(errno));
+	if (vm_state(tp, &st)) {
+		log_err("%s: no mearas VM header in the shared memory (is mearasd --vm serving this VM, "
+			"and the module current?): %s", dev, strerror(errno));
 		return cudaErrorNoDevice;
 	}
-	e = check_header(tp->vm_hdr, &info, dev);
-	if (e)
-		return e;
-	tp->vm_owner_pid = getpid();
-	tp->vm_token = ((uint32_t)getpid() << 8) | ((uint32_t)now_ms() & 0xff);
-	if (!tp->vm_token)
-		tp->vm_token = 1;
-	/* the counter before we ask, so the host's answer is never missed */
-	wait_vector(tp, MEARAS_VM_VEC_SLOT, &seen, 0);
-	k = claim_slot(tp, tp->vm_hdr->nslots);
-	if (k == -1) {
-		log_err("%s: all %u mearas slots of this VM are in use", dev, tp->vm_hdr->nslots);
+	if (st.vm_state != MEARAS_BACKEND_READY) {
+		log_err("%s: mearasd does not serve this VM (backend state %u)", dev, st.vm_state);
 		return cudaErrorDevicesUnavailable;
 	}
-	if (k < 0)
-		return cudaErrorNoDevice;
-	tp->vm_slot = &tp->vm_hdr->slots[k];
-	tp->vm_slot->owner_pid = getpid();
-	vm_tp = tp;
-	start = last_ring = now_ms();
-	if (ring_host(tp)) {
-		log_err("%s: doorbell: %s", dev, strerror(errno));
+	/* the counter before we ask, so the host's answer is never missed */
+	wait_vector(tp, MEARAS_VM_VEC_SLOT, &seen, 0);
+	/* the module takes a free slot (and gives it back if we die), rings
+	 * the host, and lets us map that slot alone */
+	if (ioctl(tp->dev_fd, MEARAS_IOC_VM_CLAIM, &c)) {
+		if (errno == EBUSY) {
+			log_err("%s: all mearas slots of this VM are in use", dev);
+			return cudaErrorDevicesUnavailable;
+		}
+		log_err("claiming a mearas slot: %s", strerror(errno));
 		return cudaErrorNoDevice;
 	}
-	while (!slot_ready(tp)) {
-		if (tp->vm_hdr->state != MEARAS_BACKEND_READY || wait_vector(tp, MEARAS_VM_VEC_SLOT, &seen, 100) < 0) {
+	tp->vm_token = c.token;
+	start = last_ring = now_ms();
+	for (;;) {
+		if (vm_state(tp, &st) || st.vm_state != MEARAS_BACKEND_READY ||
+		    wait_vector(tp, MEARAS_VM_VEC_SLOT, &seen, 0) < 0) {
 			log_err("%s: mearasd went away", dev);
 			return cudaErrorDevicesUnavailable;
 		}
+		if (st.ready == c.token)
+			break;
 		if (now_ms() - start > CLAIM_TIMEOUT_MS) {
-			log_err("%s: mearasd did not set up slot %d within %d s", dev, k, CLAIM_TIMEOUT_MS / 1000);
+			log_err("%s: mearasd did not set up slot %u within %d s", dev, c.slot, CLAIM_TIMEOUT_MS / 1000);
 			return cudaErrorDevicesUnavailable;
 		}
 		if (now_ms() - last_ring > 1000) {
 			ring_host(tp);
 			last_ring = now_ms();
 		}
+		wait_vector(tp, MEARAS_VM_VEC_SLOT, &seen, 100);
 	}
 	*fd = tp->dev_fd;
-	*region_off = tp->vm_hdr->slot_off + tp->vm_hdr->slot_size * (uint64_t)k;
-	*region_size = tp->vm_hdr->slot_size;
-	*region_addr = tp->vm_slot->region_addr;
+	*region_off = c.region_off;
+	*region_size = c.region_size;
+	*region_addr = c.region_addr;
 	tp->vm_region = (const struct mearas_region_hdr *)MAP_FAILED;
 	{
 		/* our slot's header, to see the back end's state while waiting */
-		void *p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, tp->dev_fd, (off_t)*region_off);
+		void *p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, tp->dev_fd, (off_t)c.region_off);
 
 		if (p == MAP_FAILED) {
 			log_err("%s: mmap: %s", dev, strerror(errno));
@@ -188,7 +151,7 @@ cudaError_t tpv_connect(struct rt_transport *tp, const char *dev, int *fd, uint6
 		tp->vm_region = p;
 	}
 	tp->vm_out = mmap(NULL, sizeof(*tp->vm_out), PROT_READ | PROT_WRITE, MAP_SHARED, tp->dev_fd,
-			  (off_t)(MEARAS_VM_OUT_OFF + (uint64_t)k * sizeof(*tp->vm_out)));
+			  (off_t)c.out_off);
 	if (tp->vm_out == MAP_FAILED) {
 		log_err("%s: mmap of the output rings: %s", dev, strerror(errno));
 		tp->vm_out = NULL;
@@ -204,20 +167,22 @@ cudaError_t tpv_connect(struct rt_transport *tp, const char *dev, int *fd, uint6
 		log_err("%s: malformed slot header", dev);
 		return cudaErrorNoDevice;
 	}
-	log_debug("VM transport: slot %d of %u, token %#x", k, tp->vm_hdr->nslots, tp->vm_token);
+	log_debug("VM transport: slot %u of %u, token %#x", c.slot, c.nslots, c.token);
 	return cudaSuccess;
 }
 
 void tpv_kick(struct rt_transport *tp, unsigned vgpu)
 {
-	__atomic_or_fetch(&tp->vm_slot->kick, 1u << vgpu, __ATOMIC_ACQ_REL);
-	if (ring_host(tp) && errno != ENODEV)
+	uint32_t mask = 1u << vgpu;
+
+	if (ioctl(tp->dev_fd, MEARAS_IOC_VM_KICK, &mask) && errno != ENODEV)
 		log_warn("kick vGPU %u: %s", vgpu, strerror(errno));
 }
 
-static bool backend_alive(struct rt_transport *tp)
+static bool backend_alive(struct rt_transport *tp, struct mearas_vm_state *st)
 {
-	if (tp->vm_hdr->state != MEARAS_BACKEND_READY || tp->vm_region->state != MEARAS_BACKEND_READY) {
+	if (vm_state(tp, st) || st->vm_state != MEARAS_BACKEND_READY ||
+	    tp->vm_region->state != MEARAS_BACKEND_READY) {
 		log_err("mearasd stopped serving this process: outstanding and later CUDA calls fail");
 		return false;
 	}
@@ -229,9 +194,8 @@ static bool backend_alive(struct rt_transport *tp)
 static __thread uint32_t beat_seen;
 static __thread unsigned stale_waits;
 
-static bool heartbeat_ok(struct rt_transport *tp, bool timed_out)
+static bool heartbeat_ok(uint32_t beat, bool timed_out)
 {
-	uint32_t beat = __atomic_load_n(&tp->vm_hdr->heartbeat, __ATOMIC_ACQUIRE);
 
 	if (beat != beat_seen || !timed_out) {
 		beat_seen = beat;
@@ -250,10 +214,11 @@ static bool heartbeat_ok(struct rt_transport *tp, bool timed_out)
  * wakeup), so it is never lost; an older one only costs a spurious return. */
 bool tpv_wait(struct rt_transport *tp, unsigned slot, int timeout_ms)
 {
+	struct mearas_vm_state st;
 	int r;
 
 	(void)slot;
-	if (!backend_alive(tp))
+	if (!backend_alive(tp, &st))
 		return false;
 	if (timeout_ms == 0)
 		return true;
@@ -262,7 +227,7 @@ bool tpv_wait(struct rt_transport *tp, unsigned slot, int timeout_ms)
 		log_err("the mearas device went away: outstanding and later CUDA calls fail");
 		return false;
 	}
-	return backend_alive(tp) && heartbeat_ok(tp, r == 1 && timeout_ms >= 1000);
+	return backend_alive(tp, &st) && heartbeat_ok(st.heartbeat, r == 1 && timeout_ms >= 1000);
 }
 
 /* Device printf/assert output the host moved into our slot's rings at a
@@ -294,19 +259,4 @@ void tpv_drain_output(struct rt_transport *tp)
 	}
 	fflush(stdout);
 	pthread_mutex_unlock(&lock);
-}
-
-/* Gives the slot back at exit, so the host frees our device state now;
- * the module does the same if we die without running this. */
-__attribute__((destructor)) static void tpv_release(void)
-{
-	struct rt_transport *tp = vm_tp;
-	uint32_t token;
-
-	if (!tp || tp->vm_owner_pid != getpid())
-		return; /* not ours: a forked child */
-	token = tp->vm_token;
-	if (__atomic_compare_exchange_n(&tp->vm_slot->claim, &token, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		ring_host(tp);
-	vm_tp = NULL;
 }

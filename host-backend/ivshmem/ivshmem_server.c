@@ -143,7 +143,8 @@ static int send_setup(struct ivshmem_server *srv, struct ivshmem_peer *np)
 }
 
 /*
- * Accepts one client. Existing guests that cannot be told about it are
+ * Accepts one client: 0, 1 when the admit callback refused it (closed), or
+ * a negative errno. Existing guests that cannot be told about it are
  * dropped; their ids go to dropped (*ndropped of them, caller frees).
  */
 static int accept_one(struct ivshmem_server *srv, unsigned int *new_id,
@@ -156,6 +157,21 @@ static int accept_one(struct ivshmem_server *srv, unsigned int *new_id,
 	sock = accept4(srv->listen_fd, NULL, NULL, SOCK_CLOEXEC);
 	if (sock < 0)
 		return -errno;
+	if (srv->cb.admit) {
+		struct ucred cred;
+		socklen_t len = sizeof(cred);
+		size_t npeers;
+
+		pthread_mutex_lock(&srv->lock);
+		npeers = srv->npeers;
+		pthread_mutex_unlock(&srv->lock);
+		/* without credentials nobody is admitted */
+		if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred) ||
+		    srv->cb.admit(srv->cb.opaque, cred.pid, cred.uid, cred.gid, npeers)) {
+			close(sock);
+			return 1;
+		}
+	}
 	/* A client that stops reading must not stall the host's loop. */
 	setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 
@@ -246,9 +262,12 @@ int ivshmem_server_process(struct ivshmem_server *srv)
 		if (evs[i].data.u64 == LISTEN_TAG) {
 			unsigned int id = 0, *dropped = NULL;
 			size_t ndropped = 0;
+			int r;
 
-			while (accept_one(srv, &id, &dropped, &ndropped) == 0) {
+			while ((r = accept_one(srv, &id, &dropped, &ndropped)) >= 0) {
 				handled++;
+				if (r == 1)
+					continue;
 				for (size_t d = 0; d < ndropped; d++) {
 					if (srv->cb.peer_disconnected)
 						srv->cb.peer_disconnected(srv->cb.opaque,
@@ -438,6 +457,24 @@ int ivshmem_server_notify(struct ivshmem_server *srv, unsigned int peer_id,
 		err = errno == EAGAIN ? 0 : -errno; /* counter full: already pending */
 	pthread_mutex_unlock(&srv->lock);
 	return err;
+}
+
+int ivshmem_server_peer_eventfd(struct ivshmem_server *srv, unsigned int peer_id,
+				unsigned int vector)
+{
+	struct ivshmem_peer *p;
+	int fd;
+
+	if (vector >= srv->nvectors || peer_id == IVSHMEM_HOST_PEER_ID ||
+	    peer_id > IVSHMEM_MAX_PEER_ID)
+		return -EINVAL;
+	pthread_mutex_lock(&srv->lock);
+	p = find_peer(srv, peer_id, NULL);
+	fd = !p ? -ENOENT : fcntl(p->eventfds[vector], F_DUPFD_CLOEXEC, 3);
+	if (fd == -1)
+		fd = -errno;
+	pthread_mutex_unlock(&srv->lock);
+	return fd;
 }
 
 size_t ivshmem_server_peer_ids(struct ivshmem_server *srv, unsigned int *ids,

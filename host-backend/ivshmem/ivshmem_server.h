@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define IVSHMEM_HOST_PEER_ID 0u
 #define IVSHMEM_MAX_PEER_ID 0xffffu
@@ -30,6 +31,13 @@ struct ivshmem_server_callbacks {
 	/* Called from ivshmem_server_process(), without internal locks held. */
 	void (*peer_connected)(void *opaque, unsigned int peer_id);
 	void (*peer_disconnected)(void *opaque, unsigned int peer_id);
+	/*
+	 * Optional: asked for every new connection before anything is sent to
+	 * it (no shared memory fd, no eventfds), with the connecting process's
+	 * credentials (SO_PEERCRED) and how many guests are attached. Non-zero
+	 * refuses: the connection is closed. NULL admits everyone.
+	 */
+	int (*admit)(void *opaque, pid_t pid, uid_t uid, gid_t gid, size_t npeers);
 	void *opaque;
 };
 
@@ -76,6 +84,15 @@ int ivshmem_server_host_consume(struct ivshmem_server *srv, unsigned int vector,
  */
 int ivshmem_server_notify(struct ivshmem_server *srv, unsigned int peer_id,
 			  unsigned int vector);
+
+/*
+ * A duplicate (close-on-exec) of the eventfd that raises vector in guest
+ * peer_id, for a process of the caller's that notifies that guest on its
+ * own (ivshmem_server_notify without the server). The caller closes it.
+ * -ENOENT: no such guest; -EINVAL: bad vector or peer.
+ */
+int ivshmem_server_peer_eventfd(struct ivshmem_server *srv, unsigned int peer_id,
+				unsigned int vector);
 
 /* Writes up to max connected guest ids; returns how many are connected. */
 size_t ivshmem_server_peer_ids(struct ivshmem_server *srv, unsigned int *ids,

@@ -40,8 +40,10 @@
 #ifndef MEARAS_VM_PROTO_H
 #define MEARAS_VM_PROTO_H
 
+#include <stddef.h>
 #include <stdint.h>
 
+#include "mearas/kmod_uapi.h"
 #include "mearas/proto.h"
 
 #define MEARAS_VM_MAGIC       0x314d565341524145ULL /* "EARASVM1" */
@@ -108,6 +110,24 @@ _Static_assert(MEARAS_VM_OUT_OFF + MEARAS_VM_MAX_SLOTS * sizeof(struct mearas_vm
 	       "slot output areas fit before slot 0");
 
 _Static_assert(sizeof(struct mearas_vm_slot) == 64, "slot control is one cache line");
+/* what the guest module reads and writes (kmod_uapi.h) */
+_Static_assert(MEARAS_VMH_MAGIC == MEARAS_VM_MAGIC && MEARAS_VMH_MAX_SLOTS == MEARAS_VM_MAX_SLOTS &&
+	       MEARAS_VMH_VEC_HOST == MEARAS_VM_VEC_HOST &&
+	       offsetof(struct mearas_vm_hdr, state) == MEARAS_VMH_OFF_STATE &&
+	       offsetof(struct mearas_vm_hdr, nslots) == MEARAS_VMH_OFF_NSLOTS &&
+	       offsetof(struct mearas_vm_hdr, nvgpus) == MEARAS_VMH_OFF_NVGPUS &&
+	       offsetof(struct mearas_vm_hdr, slot_off) == MEARAS_VMH_OFF_SLOT_OFF &&
+	       offsetof(struct mearas_vm_hdr, slot_size) == MEARAS_VMH_OFF_SLOT_SIZE &&
+	       offsetof(struct mearas_vm_hdr, heartbeat) == MEARAS_VMH_OFF_HEARTBEAT &&
+	       offsetof(struct mearas_vm_hdr, slots) == MEARAS_VMH_OFF_SLOTS &&
+	       sizeof(struct mearas_vm_slot) == MEARAS_VMH_SLOT_BYTES &&
+	       offsetof(struct mearas_vm_slot, claim) == MEARAS_VMH_SLOT_CLAIM &&
+	       offsetof(struct mearas_vm_slot, ready) == MEARAS_VMH_SLOT_READY &&
+	       offsetof(struct mearas_vm_slot, kick) == MEARAS_VMH_SLOT_KICK &&
+	       offsetof(struct mearas_vm_slot, owner_pid) == MEARAS_VMH_SLOT_OWNER_PID &&
+	       offsetof(struct mearas_vm_slot, region_addr) == MEARAS_VMH_SLOT_REGION_ADDR &&
+	       MEARAS_VMH_OUT_OFF == MEARAS_VM_OUT_OFF && MEARAS_VMH_OUT_BYTES == sizeof(struct mearas_vm_output),
+	       "kmod_uapi.h's view of the VM header matches");
 _Static_assert(sizeof(struct mearas_vm_hdr) <= 4096, "VM header fits a page");
 
 /* Size of one slot's client region holding nvgpus vGPUs and data bytes of

@@ -132,9 +132,23 @@ check hostile/mearasd-alive "kill -0 $mpid"
 check hostile/misbehaviour-logged "grep -q 'broke its rings' '$log'"
 check hostile/next-worker-serves "wait_for '[ \$(serving) -ge 5 ]' 20"
 
-echo "== next VM after the hostile one"
-qemu_start next memcpy
-qemu_wait 120
+echo "== next VM after the hostile one; a slot worker killed under one of two guest processes"
+qemu_start next slotdead
+if wait_for "grep -qs GUEST-VICTIM '$work/next.log'" 150; then
+	vpid=$(tr -d '\r' < "$work/next.log" | sed -n 's/^GUEST-VICTIM //p' | head -n1)
+	spid=$(grep "guest pid $vpid): slot worker" "$log" | tail -n1 | awk '{print $NF}')
+	wpid=$(worker_pid)
+	if [ -n "$spid" ] && kill -9 "$spid"; then
+		pass next/slot-worker-killed
+	else
+		fail next/slot-worker-killed "no slot worker for guest pid $vpid"
+	fi
+	check next/slot-death-logged "wait_for \"grep -q 'slot [0-7] worker $spid killed by signal 9' '$log'\" 10"
+	check next/vm-worker-survives "kill -0 $wpid"
+else
+	fail next/guest-victim "no GUEST-VICTIM"
+fi
+qemu_wait 150
 collect next
 
 echo "== dead: the VM worker is killed under a sleeping guest program"

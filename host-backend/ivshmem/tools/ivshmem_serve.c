@@ -108,7 +108,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: %s: %s\n", argv[0], file, strerror(errno));
 		return 1;
 	}
-	struct ivshmem_server_callbacks cb = { on_connect, on_disconnect, NULL };
+	struct ivshmem_server_callbacks cb = { .peer_connected = on_connect, .peer_disconnected = on_disconnect };
 	struct ivshmem_server *srv = ivshmem_server_new(sock, fd, nvec, &cb);
 
 	close(fd);

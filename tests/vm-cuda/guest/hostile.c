@@ -1,18 +1,25 @@
 // SPDX-License-Identifier: MIT
 /*
- * A hostile guest process: claims a slot as the library does, then writes
- * crafted records, out-of-range ring indices and random bytes into its slot
- * and into the VM header, ringing the host's doorbell all along. mearasd
- * must survive it (checked from the host). Prints GUEST-PASS/FAIL lines.
+ * A hostile guest process: claims a slot through the module as the library
+ * does, then writes crafted records, out-of-range ring indices and random
+ * bytes into its slot, kicks every vGPU bit and rings the host's doorbell
+ * all along. mearasd must survive it (checked from the host). Before that,
+ * what the module must refuse it: the VM header (every slot's claim and
+ * kick words), another process's slot, the whole BAR, raw claims, writes to
+ * its own slot's header, and its slot after giving it back. Prints
+ * GUEST-PASS/FAIL lines.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,54 +50,124 @@ static void scribble(void *p, size_t len, unsigned *seed)
 		b[i] = (unsigned char)rand_r(seed);
 }
 
+static void check(const char *name, int ok, const char *why)
+{
+	printf("GUEST-%s %s%s%s\n", ok ? "PASS" : "FAIL", name, ok ? "" : ": ", ok ? "" : why);
+}
+
+/* mmap of [off, off + len) of fd with prot must fail with EACCES */
+static void refused(const char *name, int f, uint64_t off, size_t len, int prot)
+{
+	void *p = mmap(NULL, len, prot, MAP_SHARED, f, (off_t)off);
+	char why[96];
+
+	snprintf(why, sizeof(why), "%s", p != MAP_FAILED ? "mapped" : strerror(errno));
+	check(name, p == MAP_FAILED && errno == EACCES, why);
+	if (p != MAP_FAILED)
+		munmap(p, len);
+}
+
+static sigjmp_buf fault_jmp;
+
+static void on_fault(int sig)
+{
+	siglongjmp(fault_jmp, sig);
+}
+
+/* does reading (write = 0) or writing one byte at p raise SIGBUS/SIGSEGV? */
+static int faults(volatile uint8_t *p, int write)
+{
+	struct sigaction sa = { .sa_handler = on_fault }, old_bus, old_segv;
+	int sig;
+
+	sigaction(SIGBUS, &sa, &old_bus);
+	sigaction(SIGSEGV, &sa, &old_segv);
+	sig = sigsetjmp(fault_jmp, 1);
+	if (!sig) {
+		if (write)
+			*p = 0x5a;
+		else
+			(void)*p;
+	}
+	sigaction(SIGBUS, &old_bus, NULL);
+	sigaction(SIGSEGV, &old_segv, NULL);
+	return sig != 0;
+}
+
+/* Another process of the VM, with a slot of its own: it cannot map ours
+ * (nor, without a claim, anything). Exit 0 when everything was refused. */
+static int other_process(const struct mearas_vm_claim *ours)
+{
+	struct mearas_vm_claim c;
+	int f = open("/dev/mearas0", O_RDWR), bad = 0;
+	void *p;
+
+	if (f < 0)
+		return 2;
+	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, f, (off_t)ours->region_off);
+	bad |= p != MAP_FAILED;
+	if (ioctl(f, MEARAS_IOC_VM_CLAIM, &c))
+		return 3;
+	p = mmap(NULL, ours->region_size, PROT_READ, MAP_SHARED, f, (off_t)ours->region_off);
+	bad |= p != MAP_FAILED;
+	p = mmap(NULL, ours->out_size, PROT_READ, MAP_SHARED, f, (off_t)ours->out_off);
+	bad |= p != MAP_FAILED;
+	return bad;
+}
+
 int main(void)
 {
 	struct mearas_info info;
-	struct mearas_vm_hdr *h;
-	unsigned seed = 12345, nslots, k = 0;
-	uint64_t slot_off, slot_size;
-	uint32_t token = ((uint32_t)getpid() << 8) | 0x5a;
-	uint8_t *base, *region;
-	int ready = 0, dead = 0;
+	struct mearas_vm_claim c;
+	struct mearas_vm_state st;
+	unsigned seed = 12345;
+	uint8_t *region;
+	int ready = 0, dead = 0, status;
+	pid_t pid;
 
 	fd = open("/dev/mearas0", O_RDWR);
 	if (fd < 0 || ioctl(fd, MEARAS_IOC_INFO, &info)) {
 		printf("GUEST-FAIL hostile-open: %s\n", strerror(errno));
 		return 1;
 	}
-	base = mmap(NULL, info.shm_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (base == MAP_FAILED) {
-		printf("GUEST-FAIL hostile-mmap: %s\n", strerror(errno));
+	/* nothing is mappable before a claim, and never the VM header */
+	refused("hostile-no-map-before-claim", fd, MEARAS_VM_OUT_OFF, 4096, PROT_READ);
+	if (ioctl(fd, MEARAS_IOC_VM_CLAIM, &c)) {
+		printf("GUEST-FAIL hostile-claim: %s\n", strerror(errno));
 		return 1;
 	}
-	h = (struct mearas_vm_hdr *)base;
-	nslots = h->nslots;
-	slot_off = h->slot_off;
-	slot_size = h->slot_size;
-	if (h->magic != MEARAS_VM_MAGIC || nslots == 0 || nslots > MEARAS_VM_MAX_SLOTS ||
-	    slot_off + slot_size * nslots > info.shm_size) {
-		printf("GUEST-FAIL hostile-header: no valid VM header\n");
-		return 1;
-	}
-	for (k = 0; k < nslots; k++) {
-		struct mearas_claim c = { .offset = offsetof(struct mearas_vm_hdr, slots) +
-						    k * sizeof(struct mearas_vm_slot),
-					  .expect = 0, .value = token, .db_peer = 0, .db_vector = MEARAS_VM_VEC_HOST };
-
-		if (ioctl(fd, MEARAS_IOC_CLAIM, &c) == 0)
-			break;
-	}
-	if (k == nslots) {
-		printf("GUEST-FAIL hostile-claim: no free slot\n");
-		return 1;
-	}
-	ring();
 	for (int i = 0; i < 100 && !ready; i++) {
 		nap_ms(50);
-		ready = __atomic_load_n(&h->slots[k].ready, __ATOMIC_ACQUIRE) == token;
+		ready = !ioctl(fd, MEARAS_IOC_VM_STATE, &st) && st.ready == c.token;
 	}
-	printf("GUEST-%s hostile-slot-ready\n", ready ? "PASS" : "FAIL");
-	region = base + slot_off + slot_size * k;
+	check("hostile-slot-ready", ready, "not set up");
+	refused("hostile-vm-header-refused", fd, 0, 4096, PROT_READ);
+	refused("hostile-whole-bar-refused", fd, 0, info.shm_size, PROT_READ | PROT_WRITE);
+	refused("hostile-other-slot-refused", fd,
+		c.region_off + (c.slot + 1 < c.nslots ? c.region_size : -c.region_size), 4096, PROT_READ);
+	refused("hostile-other-output-refused", fd,
+		c.out_off + (c.slot + 1 < c.nslots ? c.out_size : -c.out_size), 4096, PROT_READ);
+	refused("hostile-past-slot-refused", fd, c.region_off, c.region_size + 4096, PROT_READ);
+	{
+		struct mearas_claim raw = { .offset = offsetof(struct mearas_vm_hdr, slots), .value = 1 };
+
+		check("hostile-raw-claim-refused", ioctl(fd, MEARAS_IOC_CLAIM, &raw) < 0 && errno == EPERM,
+		      "raw claim of the VM header accepted");
+	}
+	region = mmap(NULL, c.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)c.region_off);
+	if (region == MAP_FAILED) {
+		printf("GUEST-FAIL hostile-mmap-own-slot: %s\n", strerror(errno));
+		return 1;
+	}
+	check("hostile-own-header-readable", !faults(region, 0), "read faulted");
+	check("hostile-own-header-read-only", faults(region + 8, 1), "write to the slot's header went through");
+	check("hostile-own-rings-writable", !faults(region + 4096 + 64, 1), "write faulted");
+	pid = fork();
+	if (pid == 0)
+		_exit(other_process(&c));
+	waitpid(pid, &status, 0);
+	check("hostile-other-process-cannot-map-our-slot", WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "another process mapped our slot");
 	{
 		const struct mearas_region_hdr *rh = (const struct mearas_region_hdr *)region;
 		struct mearas_vgpu_layout l = mearas_vgpu_layout(MEARAS_SQ_ENTRIES, MEARAS_CQ_ENTRIES,
@@ -98,7 +175,7 @@ int main(void)
 		uint8_t *blk = region + 4096;
 		struct mearas_ring_ctl *sq = (struct mearas_ring_ctl *)(blk + l.sq_ctl);
 		struct mearas_sqe *sqes = (struct mearas_sqe *)(blk + l.sqes);
-		uint32_t tail = sq->tail;
+		uint32_t tail = sq->tail, all = ~0u, one = 1;
 
 		/* crafted records: unknown op, bad completion slot, arena payload
 		 * out of range, copies outside the data area, huge sizes */
@@ -117,26 +194,24 @@ int main(void)
 			e->args.a[3] = (uint64_t)(i % 5);
 		}
 		__atomic_store_n(&sq->tail, tail + 64, __ATOMIC_RELEASE);
-		__atomic_or_fetch(&h->slots[k].kick, 1u, __ATOMIC_ACQ_REL);
-		ring();
+		ioctl(fd, MEARAS_IOC_VM_KICK, &one);
 		nap_ms(300);
 		/* indices out of range */
 		__atomic_store_n(&sq->tail, sq->head + 100000, __ATOMIC_RELEASE);
-		__atomic_or_fetch(&h->slots[k].kick, ~0u, __ATOMIC_ACQ_REL);
-		ring();
+		ioctl(fd, MEARAS_IOC_VM_KICK, &all);
 		for (int i = 0; i < 60 && !dead; i++) {
 			nap_ms(50);
 			dead = __atomic_load_n(&rh->state, __ATOMIC_ACQUIRE) == MEARAS_BACKEND_DEAD;
 		}
-		printf("GUEST-%s hostile-slot-marked-dead\n", dead ? "PASS" : "FAIL");
+		check("hostile-slot-marked-dead", dead, "slot not marked dead");
 	}
-	/* random bytes over our slot and the whole VM header, claims of every
-	 * slot with garbage, and a storm of doorbells */
+	/* random bytes over our slot (past its header), kicks of every bit and
+	 * a storm of doorbells */
 	for (int round = 0; round < 20; round++) {
-		scribble(region, 3u << 20, &seed);
-		scribble(h, 4096, &seed);
-		for (unsigned s = 0; s < MEARAS_VM_MAX_SLOTS; s++)
-			h->slots[s].claim = (uint32_t)rand_r(&seed);
+		uint32_t bits = (uint32_t)rand_r(&seed);
+
+		scribble(region + 4096, (3u << 20) - 4096, &seed);
+		ioctl(fd, MEARAS_IOC_VM_KICK, &bits);
 		for (int i = 0; i < 50; i++)
 			ring();
 		nap_ms(50);
@@ -144,12 +219,18 @@ int main(void)
 	/* odd doorbells and vectors, and bad ioctls */
 	{
 		struct mearas_doorbell db = { .peer_id = 0, .vector = 63 };
-		struct mearas_claim c = { .offset = info.shm_size - 2 };
+		struct mearas_claim bad = { .offset = info.shm_size - 2 };
 
 		ioctl(fd, MEARAS_IOC_RING, &db);
-		printf("GUEST-%s hostile-bad-claim-refused\n",
-		       ioctl(fd, MEARAS_IOC_CLAIM, &c) < 0 && errno == EINVAL ? "PASS" : "FAIL");
+		check("hostile-bad-claim-refused", ioctl(fd, MEARAS_IOC_CLAIM, &bad) < 0 && errno == EINVAL,
+		      "accepted");
+		check("hostile-second-claim-refused", ioctl(fd, MEARAS_IOC_VM_CLAIM, &c) < 0 && errno == EALREADY,
+		      "a second slot for one file");
 	}
+	/* given back: the slot is gone from this process (the next owner's) */
+	check("hostile-release", ioctl(fd, MEARAS_IOC_VM_RELEASE) == 0, strerror(errno));
+	check("hostile-slot-unmapped-after-release", faults(region + 4096, 0), "still readable");
+	refused("hostile-no-map-after-release", fd, c.region_off, 4096, PROT_READ);
 	printf("GUEST-PASS hostile-done\n");
 	return 0;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // CUDA checks run inside a guest VM through mearas' VM transport.
-// Usage: vmcuda props|memcpy|errors|pinned|sleep SECONDS|hold SECONDS
+// Usage: vmcuda props|memcpy|errors|pinned|sleep SECONDS|hold SECONDS|dead SECONDS|
+//        xowner SECONDS|xread DEVICE_POINTER
 // Prints "GUEST-PASS name" / "GUEST-FAIL name: why" lines; exit status 1 on any failure.
 #include <cuda_runtime.h>
 
@@ -32,6 +33,84 @@ __global__ void scale(float *x, float a, int n)
 	int i = blockIdx.x * blockDim.x + threadIdx.x;
 	if (i < n)
 		x[i] *= a;
+}
+
+// reads another process's device memory (xread): on a GPU its window is
+// not mapped in our context, so this faults, in our context only
+__global__ void read_words(const unsigned *p, unsigned *out, int n)
+{
+	unsigned sum = 0;
+	for (int i = 0; i < n; i++)
+		sum += p[i];
+	*out = sum;
+}
+
+__global__ void add_one(unsigned *p, int n)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n)
+		p[i] += 1;
+}
+
+static bool on_sim(void)
+{
+	cudaDeviceProp p;
+	return cudaGetDeviceProperties(&p, 0) == cudaSuccess && strstr(p.name, "mearas-sim");
+}
+
+#define XWORDS 4096
+
+// Two guest processes, each in its own slot, so its own host process and
+// contexts. The owner holds a pattern in device memory and prints where;
+// the reader (another process) tries to reach it; the owner then checks that
+// its bytes are intact and that it still runs kernels.
+static void xowner(int secs)
+{
+	std::vector<unsigned> a(XWORDS), b(XWORDS);
+	unsigned *d = nullptr;
+	cudaError_t e = cudaMalloc(&d, XWORDS * 4);
+
+	for (int i = 0; i < XWORDS; i++)
+		a[i] = 0xc0de0000u + (unsigned)i;
+	if (!e)
+		e = cudaMemcpy(d, a.data(), XWORDS * 4, cudaMemcpyHostToDevice);
+	CHECK("xowner-init", e == cudaSuccess, "error %d", (int)e);
+	printf("GUEST-READY %d ptr %p\n", (int)getpid(), (void *)d);
+	fflush(stdout);
+	sleep((unsigned)secs);
+	e = cudaMemcpy(b.data(), d, XWORDS * 4, cudaMemcpyDeviceToHost);
+	CHECK("xowner-bytes-intact", e == cudaSuccess && a == b, "error %d", (int)e);
+	add_one<<<(XWORDS + 255) / 256, 256>>>(d, XWORDS);
+	e = cudaDeviceSynchronize();
+	if (!e)
+		e = cudaMemcpy(b.data(), d, XWORDS * 4, cudaMemcpyDeviceToHost);
+	// on the sim, kernels are not run: only the calls must succeed
+	bool ran = on_sim() || b[7] == a[7] + 1;
+	CHECK("xowner-still-runs-kernels", e == cudaSuccess && ran, "error %d", (int)e);
+	cudaFree(d);
+}
+
+static void xread(const char *ptr)
+{
+	unsigned *p = (unsigned *)strtoull(ptr, nullptr, 16);
+	std::vector<unsigned> b(XWORDS);
+	unsigned *out = nullptr;
+	cudaError_t e;
+
+	e = cudaMemcpy(b.data(), p, XWORDS * 4, cudaMemcpyDeviceToHost);
+	CHECK("xread-copy-refused", e != cudaSuccess, "copied another process's device memory");
+	cudaGetLastError();
+	if (on_sim()) {
+		printf("  xread: the sim runs no kernels; the kernel read is checked on a GPU\n");
+		return;
+	}
+	e = cudaMalloc(&out, 4);
+	CHECK("xread-own-alloc", e == cudaSuccess, "error %d", (int)e);
+	read_words<<<1, 1>>>(p, out, XWORDS);
+	e = cudaDeviceSynchronize();
+	printf("  xread: kernel on another process's memory: %d (%s)\n", (int)e, cudaGetErrorString(e));
+	CHECK("xread-kernel-faults", e == cudaErrorIllegalAddress || e == cudaErrorLaunchFailure,
+	      "error %d", (int)e);
 }
 
 static void fill(std::vector<unsigned char> &b, unsigned seed)
@@ -289,6 +368,10 @@ int main(int argc, char **argv)
 			e = cudaMemcpy(b.data(), p, b.size(), cudaMemcpyDeviceToHost);
 		CHECK("works-after-idle", e == cudaSuccess && a == b, "error %d", (int)e);
 		cudaFree(p);
+	} else if (!strcmp(what, "xowner")) {
+		xowner(secs);
+	} else if (!strcmp(what, "xread") && argc > 2) {
+		xread(argv[2]);
 	} else if (!strcmp(what, "dead")) {
 		// the host kills mearasd's VM worker while we sleep: calls must fail, not hang
 		void *p = nullptr;

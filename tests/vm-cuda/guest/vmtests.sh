@@ -29,6 +29,8 @@ basic)
 	sed 's/GUEST-\(PASS\|FAIL\) /&two-procs-A-/' /tmp/a.out | grep GUEST-
 	sed 's/GUEST-\(PASS\|FAIL\) /&two-procs-B-/' /tmp/b.out | grep GUEST-
 	[ $ra = 0 ] && [ $rb = 0 ] && pass two-processes || fail two-processes "exit $ra $rb"
+	# one of two processes reaching for the other's device memory
+	sh /bin/vmtests.sh xslot
 	# module unload while a CUDA process holds the device: refused
 	$t hold 4 > /tmp/h.out 2>&1 & h=$!
 	if wait_ready /tmp/h.out; then
@@ -48,9 +50,14 @@ basic)
 	# back (more kills than the VM has slots, then a fresh process works)
 	n=0
 	for i in 1 2 3 4 5 6 7 8 9 10; do
+		# (removed first: the background shell may truncate it only after
+		# wait_ready looked, which then sees the previous holder's line)
+		rm -f /tmp/k.out
 		$t hold 60 > /tmp/k.out 2>&1 & k=$!
 		wait_ready /tmp/k.out && n=$((n + 1))
 		kill -9 $k; wait $k 2>/dev/null
+		# a holder that printed GUEST-READY after a failed init is a failure
+		grep -E 'GUEST-FAIL|mearas' /tmp/k.out | sed 's/GUEST-FAIL /&killed-holder-'$i'-/; s/^mearas/  holder '$i': mearas/'
 	done
 	[ $n = 10 ] && pass killed-holders-ready || fail killed-holders-ready "$n of 10 got ready"
 	$t props | sed 's/GUEST-\(PASS\|FAIL\) /&after-kills-/'
@@ -62,8 +69,36 @@ basic)
 sleep)
 	$t sleep "${2:-6}"
 	;;
+xslot)
+	# two processes, each in its own slot: the reader tries to reach the
+	# owner's device memory (on a GPU: a kernel read faults in the reader's
+	# context only); the owner's bytes stay intact and it keeps working
+	rm -f /tmp/o.out
+	$t xowner 8 > /tmp/o.out 2>&1 & o=$!
+	wait_ready /tmp/o.out || fail xslot-owner-ready "no GUEST-READY"
+	ptr=$(sed -n 's/^GUEST-READY .* ptr //p' /tmp/o.out)
+	$t xread "$ptr"
+	wait $o; ro=$?
+	grep -E 'GUEST-(PASS|FAIL)' /tmp/o.out
+	[ $ro = 0 ] && pass xslot-owner-unharmed || fail xslot-owner-unharmed "exit $ro"
+	;;
 dead)
 	$t dead "${2:-8}"
+	;;
+slotdead)
+	# a VM after a hostile one works; then two processes, each in its own
+	# slot: the host kills the slot worker of the first (GUEST-VICTIM), the
+	# second must go on being served
+	$t memcpy
+	$t dead 20 > /tmp/a.out 2>&1 & a=$!
+	wait_ready /tmp/a.out || fail slotdead-victim-ready "no GUEST-READY"
+	$t sleep 12 > /tmp/b.out 2>&1 & b=$!
+	wait_ready /tmp/b.out || fail slotdead-other-ready "no GUEST-READY"
+	echo "GUEST-VICTIM $(sed -n 's/^GUEST-READY //p' /tmp/a.out)"
+	wait $a; wait $b; rb=$?
+	sed 's/GUEST-\(PASS\|FAIL\) /&victim-/' /tmp/a.out | grep GUEST-
+	sed 's/GUEST-\(PASS\|FAIL\) /&other-slot-/' /tmp/b.out | grep GUEST-
+	[ $rb = 0 ] && pass other-slot-serves || fail other-slot-serves "exit $rb"
 	;;
 hostile)
 	/bin/hostile

@@ -175,7 +175,8 @@ static int start_doorbell_guest(struct doorbell_env *e, const char *guest,
 				size_t loglen)
 {
 	static char chardev[256], sock[160];
-	struct ivshmem_server_callbacks cb = { on_connect, on_disconnect, &e->ev };
+	struct ivshmem_server_callbacks cb = { .peer_connected = on_connect, .peer_disconnected = on_disconnect,
+						.opaque = &e->ev };
 	int fd = memfd_create("mearas-test", MFD_CLOEXEC);
 
 	if (fd < 0 || ftruncate(fd, TEST_DOORBELL_SIZE) < 0 ||

@@ -180,7 +180,7 @@ static void check_bad_args(const char *work, int shm)
 
 int main(int argc, char **argv)
 {
-	struct ivshmem_server_callbacks cb = { on_conn, on_disc, NULL };
+	struct ivshmem_server_callbacks cb = { .peer_connected = on_conn, .peer_disconnected = on_disc };
 	struct ivshmem_server *srv;
 	struct client a, b;
 	char path[100];
