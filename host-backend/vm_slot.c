@@ -263,8 +263,10 @@ static void __attribute__((noreturn)) slot_main(struct vm *vm, struct vm_slot *s
 	if (!r)
 		r = slot_open(vm, s, err, sizeof(err));
 	snprintf(s->w.tenant, sizeof(s->w.tenant), "VM %s slot %u", vm->spec->name, s->index);
-	if (!r && watchdog_arm(&s->w))
-		r = snprintf(err, sizeof(err), "no memory for the GPU time limit"), cudaErrorMemoryAllocation;
+	if (!r && watchdog_arm(&s->w)) {
+		snprintf(err, sizeof(err), "no memory for the GPU time limit");
+		r = cudaErrorMemoryAllocation;
+	}
 	if (!r)
 		r = start_pollers(&s->w, err, sizeof(err));
 	if (r) {
