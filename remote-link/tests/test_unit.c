@@ -1616,19 +1616,28 @@ static void t_peer_heartbeat_huge(void)
 	link_config_effective(&in, &cfg);
 	cfg.heartbeat_ms = 0x55555556u; /* straight into the hello, past any clamp */
 	int fd = -1;
+	SSL *ssl = NULL;
+	struct link_transport *t = NULL;
 	CHECK_RC(link_tcp_connect("127.0.0.1", ls.port, 2000, &fd), MEARAS_LINK_OK);
 	if (fd >= 0) {
-		CHECK_RC(link_handshake_client(fd, &cfg), MEARAS_LINK_OK);
+		CHECK_RC(link_handshake_client(fd, &cfg, "test", &ssl), MEARAS_LINK_OK);
+		CHECK(ssl != NULL); /* encrypted by default: the heartbeat goes inside TLS */
+		if (ssl)
+			CHECK_RC(link_tls_transport_create(fd, ssl, &cfg, "test", &t), MEARAS_LINK_OK);
+	}
+	if (t) {
 		usleep(1200000);
 		uint8_t hb[LINK_FRAME_HDR + 8] = { 0 }, ack[LINK_FRAME_HDR + 8];
 		struct link_frame_hdr h = { .type = LINK_FRAME_HEARTBEAT, .body_len = 8 };
 		wire_encode_frame(hb, &h);
-		CHECK(send(fd, hb, sizeof(hb), MSG_NOSIGNAL) == (ssize_t)sizeof(hb));
-		struct timeval tv = { 2, 0 };
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-		CHECK(recv(fd, ack, sizeof(ack), MSG_WAITALL) == (ssize_t)sizeof(ack));
+		CHECK_RC(t->ops->send_iov(t, &(struct iovec){ hb, sizeof(hb) }, 1), MEARAS_LINK_OK);
+		uint64_t last_rx = 0;
+		int stop = 0;
+		CHECK_RC(link_read_exact(t, ack, sizeof(ack), 100, 2000, &last_rx, &stop), MEARAS_LINK_OK);
 		struct link_frame_hdr ah;
 		CHECK(wire_decode_frame(ack, &ah) == 0 && ah.type == LINK_FRAME_HEARTBEAT_ACK);
+		t->ops->destroy(t);
+	} else if (fd >= 0) {
 		close(fd);
 	}
 	mearas_link_server_stop(ls.srv);

@@ -57,8 +57,11 @@ def test_gpu_remote_dry_run(tool: str, tmp_path: Path) -> None:
     network = "loopback" if tool == "none" else f"veth between namespaces ({tool})"
     assert f"network: {network}" in out
     assert ("NO NETWORK NAMESPACES" in out) == (tool == "none")
+    # the network, then how the remote node says the link is protected
     rows = json.loads((tmp_path / "remote.json").read_text())  # sim: not experiments/results
-    assert rows and all(x["network"] == network for x in rows)
+    assert rows and all(x["network"].startswith(f"{network}; link encrypted: TLSv1.3") for x in rows)
+    rows_off = json.loads((tmp_path / "remote-encryption-off.json").read_text())
+    assert rows_off and all(x["network"].startswith(f"{network}; link UNENCRYPTED (link encryption off") for x in rows_off)
     # the raw TCP yardstick and the remote microbenchmarks ran, across the veth pair
     for i in (1, 2):
         for way in ("up", "down", "hot"):

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Link connections that keep their handshake going as slowly as the server
- * lets them: a valid LinkHello (protobuf, encoded here by hand) sent a few
- * bytes at a time over 2 s, then, once the challenge came, a LinkAuth whose
+ * lets them: a valid LinkHello (protobuf, encoded here by hand, asking for
+ * TLS 1.3 as the server does) sent a few bytes at a time over 2 s, then, once
+ * the challenge came, the header of a TLS record holding a ClientHello whose
  * bytes come one every 200 ms and never end. Measures how long the server
  * keeps each connection; exits 0 when it closed all of them within LIMIT_S.
  *   link_slow_handshake PORT N LIMIT_S
@@ -33,7 +34,7 @@ static double now_s(void)
 }
 
 /* A 4-byte little-endian length and a LinkHello: version {major}, a 32-byte
- * nonce, node name "slow", heartbeat 500 ms. */
+ * nonce, node name "slow", heartbeat 500 ms, encryption TLS 1.3. */
 static size_t hello_blob(uint8_t *out)
 {
 	uint8_t *p = out + 4;
@@ -54,6 +55,8 @@ static size_t hello_blob(uint8_t *out)
 	*p++ = 0x28; /* 5: heartbeat_ms = 500 */
 	*p++ = 0xf4;
 	*p++ = 0x03;
+	*p++ = 0x30; /* 6: encryption = LINK_ENCRYPTION_TLS13 */
+	*p++ = 1;
 	len = (uint32_t)(p - out - 4);
 	memcpy(out, &len, 4); /* little-endian host */
 	return (size_t)(p - out);
@@ -82,7 +85,9 @@ static void *slow_peer(void *arg)
 	struct conn *c = arg;
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	uint8_t hello[128], auth_hdr[4] = { 34, 0, 0, 0 }, byte = 0x0a;
+	/* a TLS 1.3 handshake record of 200 bytes (type 22, legacy version 3.1):
+	 * the server's TLS library waits for the whole record */
+	uint8_t hello[128], record_hdr[5] = { 0x16, 0x03, 0x01, 0x00, 0xc8 }, byte = 0x01;
 	size_t n = hello_blob(hello), sent = 0;
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	double t0 = now_s();
@@ -110,10 +115,10 @@ static void *slow_peer(void *arg)
 			goto out;
 		c->got_challenge = 1;
 	}
-	/* an auth of 34 bytes announced, its bytes one every 200 ms, never all */
-	if (send(fd, auth_hdr, sizeof(auth_hdr), MSG_NOSIGNAL) != sizeof(auth_hdr))
+	/* the record's bytes one every 200 ms, never all of them */
+	if (send(fd, record_hdr, sizeof(record_hdr), MSG_NOSIGNAL) != sizeof(record_hdr))
 		goto out;
-	for (int i = 0; i < 33 && still_open(fd, 200); i++)
+	for (int i = 0; i < 199 && still_open(fd, 200); i++)
 		if (send(fd, &byte, 1, MSG_NOSIGNAL) != 1)
 			goto out;
 	while (still_open(fd, 200) && now_s() - t0 < 30)

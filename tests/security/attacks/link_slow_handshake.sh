@@ -1,5 +1,5 @@
 # Link connections that trickle their handshake (a valid hello sent a few
-# bytes at a time, then an auth message one byte at a time, forever): each
+# bytes at a time, then a TLS ClientHello record one byte at a time): each
 # message of the handshake used to have its own 3 s bound, so a connection
 # held its thread and fd for as long as it kept the messages coming. Now the
 # whole handshake has one deadline (--link-handshake-ms, 3000): every such
