@@ -381,7 +381,7 @@ static int lookup_group(const char *name, gid_t *gid)
  * before its mode is set; every connection's credentials are checked again
  * anyway (admit_peer), so a mode changed later opens nothing.
  */
-static int secure_socket(const char *path)
+static int secure_socket(const char *path, const char *shown)
 {
 	const char *name = socket_group ? socket_group : DEFAULT_SOCKET_GROUP;
 
@@ -396,52 +396,67 @@ static int secure_socket(const char *path)
 	}
 	if (name && chown(path, geteuid(), sock_gid)) {
 		if (socket_group_given) {
-			fprintf(stderr, "mearasd: cannot give %s to group %s: %s\n", path, name, strerror(errno));
+			fprintf(stderr, "mearasd: cannot give %s to group %s: %s\n", shown, name, strerror(errno));
 			return -1;
 		}
-		log_warn("cannot give %s to group %s (%s): root only", path, name, strerror(errno));
+		log_warn("cannot give %s to group %s (%s): root only", shown, name, strerror(errno));
 		name = NULL;
 	}
 	sock_has_group = name != NULL;
 	if (chmod(path, sock_has_group ? 0660 : 0600)) {
-		fprintf(stderr, "mearasd: chmod %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "mearasd: chmod %s: %s\n", shown, strerror(errno));
 		return -1;
 	}
 	if (sock_has_group)
 		log_info("client socket %s: mode 0660, group %s (gid %u): root and the group's members may connect",
-			 path, name, (unsigned)sock_gid);
+			 shown, name, (unsigned)sock_gid);
 	else
 		log_info("client socket %s: mode 0600, root only (no group '%s'; --socket-group=GROUP lets a "
-			 "group's members connect)", path, DEFAULT_SOCKET_GROUP);
+			 "group's members connect)", shown, DEFAULT_SOCKET_GROUP);
 	return 0;
 }
 
+/*
+ * The socket is bound under a temporary name, listening and secured before
+ * it is renamed to path: whoever sees path can connect (a socket file that
+ * exists before listen() refuses connections, which start-up scripts that
+ * wait for the file took for a dead daemon).
+ */
 static int listen_on(const char *path)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	char tmp[sizeof(a.sun_path)];
 	mode_t old_mask;
 	int fd, r;
 
-	if (strlen(path) >= sizeof(a.sun_path)) {
-		fprintf(stderr, "mearasd: socket path too long: %s\n", path);
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.%d~", path, (int)getpid()) >= sizeof(tmp)) {
+		fprintf(stderr, "mearasd: socket path too long (at most %zu bytes): %s\n",
+			sizeof(a.sun_path) - 14, path);
 		return -1;
 	}
-	strcpy(a.sun_path, path);
+	strcpy(a.sun_path, tmp);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -1;
-	unlink(path);
+	unlink(tmp);
 	old_mask = umask(0177);
 	r = bind(fd, (struct sockaddr *)&a, sizeof(a));
 	umask(old_mask);
 	if (r || listen(fd, 64)) {
 		fprintf(stderr, "mearasd: cannot listen on %s: %s\n", path, strerror(errno));
 		close(fd);
+		unlink(tmp);
 		return -1;
 	}
-	if (secure_socket(path)) {
+	if (secure_socket(tmp, path)) {
 		close(fd);
-		unlink(path);
+		unlink(tmp);
+		return -1;
+	}
+	if (rename(tmp, path)) {
+		fprintf(stderr, "mearasd: cannot put the socket at %s: %s\n", path, strerror(errno));
+		close(fd);
+		unlink(tmp);
 		return -1;
 	}
 	return fd;
