@@ -26,7 +26,7 @@ EOT
 am() { PYTHONPATH=$top/assembly-manager MEARAS_SOCKET=$sock python3 -m mearas_am.cli --config "$cfg" "$@"; }
 am node-agent --once >"$out/am-agent.txt" 2>&1 || { echo "assembly: node-agent failed: $(tail -3 "$out/am-agent.txt")"; exit 1; }
 am nodes >"$out/am-nodes.txt" 2>&1
-am run --vgpus 2 -- "$top/build/tests/control/assembly_probe" >"$out/am-run.txt" 2>&1
+CUDA_VISIBLE_DEVICES= am run --vgpus 2 -- "$top/build/tests/control/assembly_probe" >"$out/am-run.txt" 2>&1
 rc=$?
 gpu_mem=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
 python3 - "$out/am-run.txt" "$rc" <<'EOT'

@@ -37,16 +37,16 @@ for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
 echo "== program suite: native"
 tests/cuda/run-suite.sh --run "$out/native" --timeout 120 >"$out/suite-native.txt" 2>&1
 echo "== program suite: mearas"
-LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock tests/cuda/run-suite.sh --run "$out/mearas" --timeout 120 \
+LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock CUDA_VISIBLE_DEVICES= tests/cuda/run-suite.sh --run "$out/mearas" --timeout 120 \
 	>"$out/suite-mearas.txt" 2>&1
 tests/cuda/run-suite.sh --compare "$out/native" "$out/mearas" >"$out/suite-compare.txt" 2>&1
 suite_rc=$?
 
 echo "== fault isolation: a client faulting on the GPU next to a healthy one"
-LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock build/tests/gpu/isolation good 4 >"$out/isolation-good.txt" 2>&1 &
+LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock CUDA_VISIBLE_DEVICES= build/tests/gpu/isolation good 4 >"$out/isolation-good.txt" 2>&1 &
 good=$!
 sleep 1
-LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock build/tests/gpu/isolation bad >"$out/isolation-bad.txt" 2>&1
+LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock CUDA_VISIBLE_DEVICES= build/tests/gpu/isolation bad >"$out/isolation-bad.txt" 2>&1
 bad_rc=$?
 build/tests/gpu/isolation bad >"$out/isolation-bad-native.txt" 2>&1
 wait $good
@@ -64,10 +64,10 @@ case "$watchdog" in "watchdog: ok"*) ;; *) suite_rc=1 ;; esac
 fresh experiments/results/watchdog.json
 echo "== record lifetimes: graph host functions relaunched; waits on events destroyed, or reset, meanwhile"
 timeout 120 tests/cuda/build/graph_host_func >"$out/graph-host-func-native.txt" 2>&1
-LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock timeout 120 tests/cuda/build/graph_host_func \
+LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock CUDA_VISIBLE_DEVICES= timeout 120 tests/cuda/build/graph_host_func \
 	>"$out/graph-host-func.txt" 2>&1
 graph_rc=$?
-if LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock timeout 120 build/tests/gpu/event_destroy_wait \
+if LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock CUDA_VISIBLE_DEVICES= timeout 120 build/tests/gpu/event_destroy_wait \
 	>"$out/event-destroy-wait.txt" 2>&1 && grep -q '^PASS' "$out/event-destroy-wait.txt" &&
 	[ $graph_rc -eq 0 ] && diff -q "$out/graph-host-func.txt" "$out/graph-host-func-native.txt" >/dev/null; then
 	lifetimes="ok (graph_host_func as native; $(grep -v PASS "$out/event-destroy-wait.txt" | tr '\n' ';'))"
@@ -83,11 +83,11 @@ case "$assembly" in "assembly: ok"*) ;; *) suite_rc=1 ;; esac
 echo "== microbenchmarks (native and mearas alternate, 3 runs each)"
 for i in 1 2 3; do
 	build/experiments/microbench >"$out/micro-native-$i.txt" 2>&1
-	LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock build/experiments/microbench >"$out/micro-mearas-$i.txt" 2>&1
+	LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock CUDA_VISIBLE_DEVICES= build/experiments/microbench >"$out/micro-mearas-$i.txt" 2>&1
 done
 
 # CPU used by mearasd (daemon and workers) while a client sits idle
-LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock build/experiments/microbench --idle 5 >"$out/idle.txt" 2>&1 &
+LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock CUDA_VISIBLE_DEVICES= build/experiments/microbench --idle 5 >"$out/idle.txt" 2>&1 &
 idle_client=$!
 for _ in $(seq 100); do grep -q "IDLE start" "$out/idle.txt" 2>/dev/null && break; sleep 0.1; done
 sleep 1

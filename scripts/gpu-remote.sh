@@ -97,13 +97,13 @@ link_security() { grep -m1 -o 'open over tcp, .*' "$1" | sed 's/^open over tcp, 
 start_nodes ''
 
 lib=$top/build/lib
-LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$csock "${cx[@]}" tests/cuda/run-suite.sh --run "$out/remote" --timeout 120 \
+LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$csock CUDA_VISIBLE_DEVICES= "${cx[@]}" tests/cuda/run-suite.sh --run "$out/remote" --timeout 120 \
 	>"$out/suite-remote.txt" 2>&1
 tests/cuda/run-suite.sh --compare "$native" "$out/remote" >"$out/suite-remote-compare.txt" 2>&1
 tail -1 "$out/suite-remote-compare.txt" | sed 's/^/remote suite: /'
 for i in 1 2; do
 	build/experiments/microbench >"$out/micro-rnative-$i.txt" 2>&1
-	LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$csock "${cx[@]}" timeout 300 build/experiments/microbench >"$out/micro-remote-$i.txt" 2>&1
+	LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$csock CUDA_VISIBLE_DEVICES= "${cx[@]}" timeout 300 build/experiments/microbench >"$out/micro-remote-$i.txt" 2>&1
 	# raw TCP between the same namespaces: each direction between two 256 MiB
 	# buffers, as the copies move them (up: client to remote node, as
 	# host-to-device; down: as device-to-host), and from a 4 MiB buffer that
@@ -124,7 +124,7 @@ python3 experiments/microbench/remote_compare.py --native "$micro_native" "$out"
 stop_nodes
 start_nodes -encryption-off --link-encryption=off
 for i in 1 2; do
-	LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$csock "${cx[@]}" timeout 300 build/experiments/microbench \
+	LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$csock CUDA_VISIBLE_DEVICES= "${cx[@]}" timeout 300 build/experiments/microbench \
 		>"$out/micro-remote-encryption-off-$i.txt" 2>&1
 done
 echo "== link encryption off (--link-encryption=off on both nodes)"

@@ -32,7 +32,7 @@ cleanup() {
 }
 trap cleanup EXIT
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
-client() { LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock timeout 120 build/tests/gpu/watchdog "$@"; }
+client() { LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock CUDA_VISIBLE_DEVICES= timeout 120 build/tests/gpu/watchdog "$@"; }
 wait_for() { for _ in $(seq $(($2 * 20))); do [ -e "$1" ] && return 0; sleep 0.05; done; return 1; }
 workers() { pgrep -P "$daemon" | wc -l; }
 fail() { echo "watchdog: FAILED: $*"; exit 1; }

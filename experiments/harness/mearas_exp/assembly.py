@@ -78,8 +78,11 @@ class RunningAssembly:
             return {}
         lib = str(self.paths.libdir)
         prev = os.environ.get("LD_LIBRARY_PATH")
+        # the GPU itself is out of the program's reach: a call that went
+        # around mearas would fail instead of running natively
         return {"LD_LIBRARY_PATH": f"{lib}:{prev}" if prev else lib,
-                "MEARAS_SOCKET": str(self.client_socket), "MEARAS_VGPUS": str(self.spec.vgpus)}
+                "MEARAS_SOCKET": str(self.client_socket), "MEARAS_VGPUS": str(self.spec.vgpus),
+                "CUDA_VISIBLE_DEVICES": ""}
 
 
 def _visible(gpus: tuple[int, ...]) -> tuple[dict[str, str], list[int]]:
