@@ -5,6 +5,9 @@
 # rules that compile.
 OPS_GEN_DIR := $(ROOT)/build/gen
 OPS_GEN_INC := -I$(OPS_GEN_DIR)
+# not the includer's default goal: that stays the first target it defines
+opgen_mk_goal := $(.DEFAULT_GOAL)
 .PHONY: ops-gen
 ops-gen:
 	@$(MAKE) -s -C $(ROOT) gen
+.DEFAULT_GOAL := $(opgen_mk_goal)
