@@ -9,19 +9,24 @@ CC        ?= gcc
 SAN       ?=
 CFLAGS    ?= -O2 -g
 WARN      := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
-BASEFLAGS := -std=gnu11 -fPIC -pthread -D_GNU_SOURCE -Iinclude -I$(CUDA_HOME)/include $(WARN) $(SAN)
+BASEFLAGS := -std=gnu11 -fPIC -pthread -D_GNU_SOURCE -Iinclude -I$(BUILD)/gen -I$(CUDA_HOME)/include $(WARN) $(SAN)
 LDSAN     := $(SAN)
 
 COMMON_SRC  := common/log.c common/fdpass.c common/fatbin.c common/fatbin_cubin.c \
                common/fatbin_entries.c common/fatbin_ptx.c
+include host-backend/sources.mk
 BACKEND_SRC := host-backend/mearasd.c host-backend/worker.c host-backend/output.c host-backend/poller.c \
-               host-backend/exec.c host-backend/handles.c host-backend/vaheap.c host-backend/watchdog.c \
+               $(EXEC_SRC) host-backend/handles.c host-backend/vaheap.c host-backend/watchdog.c \
                host-backend/device_sim.c host-backend/device_cuda.c \
                host-backend/remote_common.c host-backend/remote_client.c host-backend/remote_server.c \
                host-backend/remote_capture.c host-backend/remote_mapped.c \
                host-backend/vm_server.c host-backend/vm_worker.c host-backend/vm_slot.c \
                host-backend/vm_output.c \
                host-backend/ivshmem/ivshmem_server.c host-backend/ivshmem/ivshmem_msg.c
+# the ops' code generated from include/mearas/ops.spec (scripts/opgen.py)
+OPS_STAMP   := $(BUILD)/gen/.ops-stamp
+OPS_GEN     := $(addprefix $(BUILD)/gen/,mearas/ops.gen.h mearas/ops_inline.gen.h mearas/ops_seeds.gen.h \
+               rt_ops.gen.h rt_ops.gen.c exec_ops.gen.h exec_ops.gen.c mdev_ops.gen.h)
 REMOTE_LINK := remote-link/build/libremote_link.a
 # the control socket (assembly manager <-> mearasd): protobuf-c code generated
 # from proto/*.proto at build time
@@ -35,15 +40,24 @@ CUDART_OBJ  := $(patsubst %.c,$(BUILD)/obj-rt/%.o,$(CUDART_SRC) $(COMMON_SRC))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
-.PHONY: all clean test gpu-test gpu-build demo deps install
+.PHONY: all clean test gpu-test gpu-build demo deps install gen
 all: $(BUILD)/bin/mearasd $(BUILD)/lib/libcudart.so.13
 
-$(BUILD)/obj/%.o: %.c
+# every side's per-op code comes from the spec; the generator rewrites only
+# files whose text changes, so a spec edit rebuilds what it changes
+gen: $(OPS_STAMP)
+$(OPS_STAMP): include/mearas/ops.spec scripts/opgen.py
+	@mkdir -p $(dir $@)
+	python3 scripts/opgen.py include/mearas/ops.spec $(BUILD)/gen
+	@touch $@
+$(OPS_GEN): $(OPS_STAMP) ;
+
+$(BUILD)/obj/%.o: %.c | $(OPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
 # the ivshmem server library defines _GNU_SOURCE itself
-$(BUILD)/obj/host-backend/ivshmem/%.o: host-backend/ivshmem/%.c
+$(BUILD)/obj/host-backend/ivshmem/%.o: host-backend/ivshmem/%.c | $(OPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -D_GNU_SOURCE,$(BASEFLAGS)) $(CFLAGS) -MMD -MP -c $< -o $@
 
@@ -66,7 +80,13 @@ $(REMOTE_LINK):
 	$(MAKE) -C remote-link BUILD=build build/libremote_link.a
 
 # protobuf-c is linked statically: GPU nodes need not have it installed
-$(BUILD)/bin/mearasd: $(call obj,$(BACKEND_SRC) $(CONTROL_SRC) $(COMMON_SRC)) $(PB_OBJ) $(REMOTE_LINK)
+# generated back-end code (exec_ops.gen.c)
+EXEC_GEN_OBJ := $(patsubst %.c,$(BUILD)/obj/gen/%.o,$(EXEC_GEN))
+$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) -Ihost-backend -Iremote-link/include $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/bin/mearasd: $(call obj,$(BACKEND_SRC) $(CONTROL_SRC) $(COMMON_SRC)) $(EXEC_GEN_OBJ) $(PB_OBJ) $(REMOTE_LINK)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDSAN) -pthread -o $@ $^ -ldl -llz4 -lzstd -Wl,-Bstatic -lprotobuf-c -Wl,-Bdynamic -lssl -lcrypto -libverbs
 
@@ -76,7 +96,7 @@ $(BUILD)/gen/cuda_errors.gen.h: guest/libcudart/gen_errors.py $(CUDA_HOME)/inclu
 	@mkdir -p $(dir $@)
 	python3 $^ $@
 
-$(BUILD)/obj-rt/%.o: %.c $(BUILD)/gen/cuda_errors.gen.h
+$(BUILD)/obj-rt/%.o: %.c $(BUILD)/gen/cuda_errors.gen.h | $(OPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) -I$(BUILD)/gen -Iguest/libcudart -fvisibility=hidden $(CFLAGS) -MMD -MP -c $< -o $@
 
@@ -90,10 +110,14 @@ $(BUILD)/gen/libcudart.map: guest/libcudart/cudart13.symbols
 $(BUILD)/obj-rt/unsupported.gen.o: $(BUILD)/gen/unsupported.gen.c
 	$(CC) $(BASEFLAGS) -Iguest/libcudart -fvisibility=hidden $(CFLAGS) -c $< -o $@
 
-$(BUILD)/lib/libcudart.so.13: $(CUDART_OBJ) $(BUILD)/obj-rt/unsupported.gen.o $(BUILD)/gen/libcudart.map
+$(BUILD)/obj-rt/rt_ops.gen.o: $(BUILD)/gen/rt_ops.gen.c $(BUILD)/gen/cuda_errors.gen.h
+	$(CC) $(BASEFLAGS) -Iguest/libcudart -fvisibility=hidden $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/lib/libcudart.so.13: $(CUDART_OBJ) $(BUILD)/obj-rt/rt_ops.gen.o $(BUILD)/obj-rt/unsupported.gen.o \
+		$(BUILD)/gen/libcudart.map
 	@mkdir -p $(dir $@)
 	$(CC) $(LDSAN) -shared -pthread -Wl,-soname,libcudart.so.13 -Wl,--version-script=$(BUILD)/gen/libcudart.map \
-		-Wl,--no-undefined -o $@ $(CUDART_OBJ) $(BUILD)/obj-rt/unsupported.gen.o -llz4 -lzstd
+		-Wl,--no-undefined -o $@ $(CUDART_OBJ) $(BUILD)/obj-rt/rt_ops.gen.o $(BUILD)/obj-rt/unsupported.gen.o -llz4 -lzstd
 	ln -sf libcudart.so.13 $(BUILD)/lib/libcudart.so
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

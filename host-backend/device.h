@@ -15,6 +15,7 @@
 
 #include <driver_types.h> /* cudaError_t values (plain C header of the toolkit) */
 
+#include "mdev_ops.gen.h"
 #include "mearas/proto.h"
 
 struct mdev;
@@ -34,6 +35,8 @@ struct mdev_launch {
 struct mdev_ops {
 	const char *name;
 	const char *startup_note;
+	/* the device functions of the ops with a generated handler */
+	const struct mdev_op_table *op;
 	/* once per worker process */
 	int (*init)(char *err, size_t errlen);
 	int (*count)(void);

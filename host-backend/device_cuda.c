@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <cuda.h>
+#include <cudaProfiler.h>
 
 #include "device.h"
 #include "mearas/log.h"
@@ -40,7 +41,8 @@
 	X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy)                \
 	X(cuLaunchHostFunc) X(cuGetErrorName) X(cuDeviceCanAccessPeer)        \
 	X(cuCtxSynchronize) X(cuStreamSynchronize) X(cuEventSynchronize)        \
-	X(cuGraphGetNodes) X(cuGraphNodeGetType) X(cuGraphHostNodeGetParams)
+	X(cuGraphGetNodes) X(cuGraphNodeGetType) X(cuGraphHostNodeGetParams)      \
+	X(cuCtxSetLimit) X(cuCtxGetLimit) X(cuProfilerStart) X(cuProfilerStop)
 
 #define SYM_STR2(x) #x
 #define SYM_STR(x) SYM_STR2(x)
@@ -659,8 +661,43 @@ static int cuda_graph_host_funcs(struct mdev *d, void *graph, void (*fn)(void *)
 	return r;
 }
 
+/* ---- ops with a generated handler (include/mearas/ops.spec `dev` lines);
+ * the poller's thread has the vGPU's context current (cuda_bind_thread) ---- */
+
+int cuda_set_limit(struct mdev *d, uint32_t limit, uint64_t value)
+{
+	(void)d;
+	return cu_err(p_cuCtxSetLimit((CUlimit)limit, (size_t)value));
+}
+
+int cuda_get_limit(struct mdev *d, uint32_t limit, uint64_t *value)
+{
+	size_t v = 0;
+	int r;
+
+	(void)d;
+	r = cu_err(p_cuCtxGetLimit(&v, (CUlimit)limit));
+	*value = v;
+	return r;
+}
+
+int cuda_profiler_start(struct mdev *d)
+{
+	(void)d;
+	return cu_err(p_cuProfilerStart());
+}
+
+int cuda_profiler_stop(struct mdev *d)
+{
+	(void)d;
+	return cu_err(p_cuProfilerStop());
+}
+
+MEARAS_MDEV_OP_TABLE(cuda);
+
 const struct mdev_ops mdev_cuda_ops = {
 	.name = "cuda",
+	.op = &mdev_cuda_op_table,
 	.startup_note = "local GPUs through the CUDA driver API",
 	.init = cuda_init,
 	.count = cuda_count,

@@ -93,6 +93,11 @@ struct sim_stream {
 	struct sim_graph *capture;      /* capturing into this graph */
 };
 
+/* cudaLimit 0..6 (stack, printf FIFO, malloc heap, device runtime sync
+ * depth and pending launches, L2 fetch granularity, persisting L2 size) */
+#define SIM_LIMITS 7
+static const uint64_t sim_limit_defaults[SIM_LIMITS] = { 1024, 1u << 20, 8u << 20, 2, 2048, 64, 0 };
+
 struct mdev {
 	pthread_mutex_t lock;   /* chunks are changed by one poller, read by others (peer copies) */
 	struct sim_chunk *chunks;
@@ -102,6 +107,8 @@ struct mdev {
 	uint64_t globals_next, globals_end;
 	uint8_t *host_base;     /* the registered (mapped) host range: the data area */
 	size_t host_size;
+	uint64_t limits[SIM_LIMITS];    /* cudaLimit values, as an H100's context starts */
+	bool profiling;
 };
 
 /* Every model of this worker, so copies can reach a peer vGPU's memory. */
@@ -165,6 +172,7 @@ static int sim_open(struct mdev **out, int phys, uint64_t va_base, uint64_t va_s
 	if (!d)
 		return cudaErrorMemoryAllocation;
 	pthread_mutex_init(&d->lock, NULL);
+	memcpy(d->limits, sim_limit_defaults, sizeof(d->limits));
 	d->globals_next = va_base + va_size - MEARAS_GLOBALS_RESERVE;
 	d->globals_end = va_base + va_size;
 	snprintf(info->name, sizeof(info->name), "mearas-sim (host-memory model %d)", phys);
@@ -957,8 +965,45 @@ static int sim_graph_host_funcs(struct mdev *d, void *graph, void (*fn)(void *),
 	return 0;
 }
 
+/* ---- ops with a generated handler (include/mearas/ops.spec `dev` lines) ---- */
+
+int sim_set_limit(struct mdev *d, uint32_t limit, uint64_t value)
+{
+	if (limit >= SIM_LIMITS)
+		return cudaErrorUnsupportedLimit;
+	if (limit == cudaLimitMaxL2FetchGranularity && value > 128)
+		return cudaErrorInvalidValue;
+	d->limits[limit] = value;
+	return 0;
+}
+
+int sim_get_limit(struct mdev *d, uint32_t limit, uint64_t *value)
+{
+	if (limit >= SIM_LIMITS)
+		return cudaErrorUnsupportedLimit;
+	*value = d->limits[limit];
+	return 0;
+}
+
+/* nothing to profile in the model: the calls succeed as on a GPU with no
+ * profiler attached */
+int sim_profiler_start(struct mdev *d)
+{
+	d->profiling = true;
+	return 0;
+}
+
+int sim_profiler_stop(struct mdev *d)
+{
+	d->profiling = false;
+	return 0;
+}
+
+MEARAS_MDEV_OP_TABLE(sim);
+
 const struct mdev_ops mdev_sim_ops = {
 	.name = "sim",
+	.op = &mdev_sim_op_table,
 	.startup_note = "host-memory device model: memory, copies, memsets, streams, events, "
 			"registration and graphs by capture are real; kernel launches are checked and "
 			"counted, not run",

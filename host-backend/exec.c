@@ -1,1232 +1,31 @@
 // SPDX-License-Identifier: MIT
 /*
- * Validation and execution of records. The guest is untrusted: every field
- * of a record is checked before use (op, flags, completion slot, payload
- * bounds, data-area ranges, device ranges against this client's live
- * allocations, handles against this client's tables). A bad record gets an
- * error completion (or a deferred error for records without one), never a
- * crash.
+ * Execution of records: each record (already copied out of the ring) is
+ * decoded and validated from its op's spec (build/gen/exec_ops.gen.c) and
+ * run by its handler (exec_memory.c, exec_module.c, exec_stream.c,
+ * exec_graph.c); a bad record gets an error completion (or a deferred error
+ * for records without one), never a crash. This file dispatches, keeps the
+ * completions that wait on the device, posts completions, and tears a vGPU
+ * down.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "exec_internal.h"
 #include "mearas/clock.h"
 #include "mearas/log.h"
 #include "mearas/ring.h"
-#include "worker.h"
-
-struct fence_req {
-	void *stream;           /* record a fence on this stream, complete when it passes */
-	void *event;            /* or wait for this user event */
-	enum pending_action action;
-	uint64_t arg;
-	int flush;              /* a synchronizing call: flush device output when done */
-};
-
-typedef int (*op_fn)(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c,
-		     struct fence_req *f);
 
 #define KNOWN_SQE_FLAGS (MEARAS_SQE_WANT_CQE | MEARAS_SQE_PAYLOAD_ARENA | MEARAS_SQE_PER_THREAD)
-
-/* ---- validation helpers ---- */
-
-/* Refused records are logged, at most REFUSE_LOG_BURST lines a second per
- * vGPU: a hostile client must not flood the log. */
-#define REFUSE_LOG_BURST 10
-
-static void __attribute__((format(printf, 2, 3))) refuse_log(struct vgpu *v, const char *fmt, ...)
-{
-	uint64_t now = mearas_mono_ns();
-	char msg[256];
-	va_list ap;
-
-	if (now - v->refuse_window_ns >= 1000000000ull) {
-		if (v->refuse_dropped)
-			log_warn("vGPU %u: %u more refused records not logged", v->index, v->refuse_dropped);
-		v->refuse_window_ns = now;
-		v->refuse_lines = 0;
-		v->refuse_dropped = 0;
-	}
-	if (v->refuse_lines >= REFUSE_LOG_BURST) {
-		v->refuse_dropped++;
-		return;
-	}
-	v->refuse_lines++;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	log_warn("vGPU %u: %s", v->index, msg);
-}
-
-static int payload(struct vgpu *v, const struct mearas_sqe *e, const uint8_t **p, uint32_t *len)
-{
-	*len = e->payload_len;
-	if (e->flags & MEARAS_SQE_PAYLOAD_ARENA) {
-		if (e->payload_off > MEARAS_ARENA_SIZE || e->payload_len > MEARAS_ARENA_SIZE - e->payload_off)
-			return cudaErrorInvalidValue;
-		*p = v->arena + e->payload_off;
-	} else {
-		if (e->payload_len > MEARAS_SQE_INLINE)
-			return cudaErrorInvalidValue;
-		*p = e->inline_payload;
-	}
-	return 0;
-}
-
-/* A NUL-terminated string at the start of the payload, copied out (the
- * client could change the shared bytes while we use them). */
-static int payload_string(struct vgpu *v, const struct mearas_sqe *e, char *out, size_t outlen,
-			  size_t *used)
-{
-	const uint8_t *p;
-	uint32_t len;
-	size_t n;
-
-	if (payload(v, e, &p, &len))
-		return cudaErrorInvalidValue;
-	if (len > outlen)
-		len = (uint32_t)outlen;
-	memcpy(out, p, len);
-	n = strnlen(out, len);
-	if (n == len || n == 0)
-		return cudaErrorInvalidValue;
-	*used = n + 1;
-	return 0;
-}
-
-static bool dev_range_ok(struct vgpu *v, uint64_t va, uint64_t len)
-{
-	if (len == 0)
-		return true;
-	if (vaheap_find(&v->heap, va, len))
-		return true;
-	for (size_t i = 0; i < v->nglobals; i++) {
-		const struct global_range *g = &v->globals[i];
-
-		if (va >= g->va && va - g->va < g->size && len <= g->size - (va - g->va))
-			return true;
-	}
-	return false;
-}
-
-/* Device memory of any vGPU of this client (for copies between vGPUs). */
-static struct vgpu *dev_owner(struct vgpu *v, uint64_t va, uint64_t len)
-{
-	if (dev_range_ok(v, va, len))
-		return v;
-	for (unsigned i = 0; i < v->w->nvgpus; i++) {
-		struct vgpu *o = &v->w->vgpus[i];
-
-		if (o != v && va >= o->heap.base && va - o->heap.base < o->heap.size + MEARAS_GLOBALS_RESERVE &&
-		    dev_range_ok(o, va, len))
-			return o;
-	}
-	return NULL;
-}
-
-static void *data_ptr(struct vgpu *v, uint64_t off, uint64_t len)
-{
-	if (off > v->w->data_size || len > v->w->data_size - off)
-		return NULL;
-	return v->w->data + off;
-}
-
-static int resolve_stream(struct vgpu *v, const struct mearas_sqe *e, void **s)
-{
-	struct hslot *h;
-
-	if (e->stream == MEARAS_STREAM_LEGACY && !(e->flags & MEARAS_SQE_PER_THREAD)) {
-		*s = v->ops->stream_default(v->dev);
-		return 0;
-	}
-	if (e->stream == MEARAS_STREAM_LEGACY || e->stream == MEARAS_STREAM_PER_THREAD) {
-		void **pt = &v->ptds[e->cq];
-
-		if (!*pt) {
-			int r = v->ops->stream_create(v->dev, 0, 0, pt);
-
-			if (r)
-				return r;
-		}
-		*s = *pt;
-		return 0;
-	}
-	h = htab_get(&v->streams, e->stream);
-	if (!h)
-		return cudaErrorInvalidResourceHandle;
-	*s = h->obj;
-	return 0;
-}
-
-/* A client-chosen id for a new object: in range and not in use. */
-static bool id_free(struct handle_table *t, uint64_t id)
-{
-	return id != 0 && id < MEARAS_MAX_HANDLES && !htab_get(t, id);
-}
-
-/* ---- client events that pending completions wait on ---- */
-
-static struct ev_hold *hold_find(struct vgpu *v, void *ev)
-{
-	for (struct ev_hold *h = v->holds; h; h = h->next)
-		if (h->ev == ev)
-			return h;
-	return NULL;
-}
-
-static int hold_get(struct vgpu *v, void *ev)
-{
-	struct ev_hold *h = hold_find(v, ev);
-
-	if (!h) {
-		h = calloc(1, sizeof(*h));
-		if (!h)
-			return cudaErrorMemoryAllocation;
-		h->ev = ev;
-		h->next = v->holds;
-		v->holds = h;
-	}
-	h->refs++;
-	return 0;
-}
-
-/* The last pending completion on a client event is gone: destroy the event
- * now if the client did so meanwhile. */
-static void hold_put(struct vgpu *v, void *ev)
-{
-	struct ev_hold **pp = &v->holds, *h;
-
-	while ((h = *pp) && h->ev != ev)
-		pp = &h->next;
-	if (!h || --h->refs)
-		return;
-	*pp = h->next;
-	if (h->orphan)
-		v->ops->event_destroy(v->dev, h->ev);
-	free(h);
-}
-
-/* ---- host functions captured into graphs ---- */
-
-static void hf_free_list(struct vgpu *v, struct host_func_req *r)
-{
-	while (r) {
-		struct host_func_req *n = r->next;
-
-		free(r);
-		v->hf_ncaptured--;
-		r = n;
-	}
-}
-
-static void share_put(struct vgpu *v, struct hf_share *sh)
-{
-	if (!sh || --sh->refs)
-		return;
-	hf_free_list(v, sh->reqs);
-	free(sh);
-}
-
-/* A stream is going away: completions that would flush its output wait
- * on their own fence instead (recorded on it, so it says the same). */
-static void forget_stream(struct vgpu *v, void *s)
-{
-	for (size_t i = 0; i < v->npend; i++) {
-		if (v->pend[i].flush_stream == s && v->pend[i].own_fence) {
-			v->pend[i].flush_stream = NULL;
-			v->pend[i].flush_event = v->pend[i].fence;
-		}
-	}
-}
-
-/* Bytes a kernel record costs the device (cuda: parameter offsets). */
-static uint64_t func_cost(uint32_t nparams)
-{
-	return 64 + 4ull * nparams;
-}
-
-/* funcs aux: module id << 48 | parameter count << 32 | parameter bytes */
-static uint64_t func_aux(uint64_t module, uint32_t nparams, uint32_t pbytes)
-{
-	if (nparams > 0xffff)
-		nparams = 0xffff;
-	return module << 48 | (uint64_t)nparams << 32 | pbytes;
-}
-
-static void func_release(struct vgpu *v, void *fn, uint64_t aux)
-{
-	uint64_t cost = func_cost((uint32_t)(aux >> 32) & 0xffff);
-
-	v->func_bytes -= cost < v->func_bytes ? cost : v->func_bytes;
-	if (v->ops->func_put)
-		v->ops->func_put(v->dev, fn);
-}
-
-/* Destroy a device object of the kind that table t holds; the device's
- * status, 0 for the kinds whose destruction cannot fail (modules, graphs).
- * An event that pending completions wait on is destroyed after the last. */
-static int destroy_obj(struct vgpu *v, struct handle_table *t, void *obj, uint64_t aux)
-{
-	if (t == &v->streams) {
-		forget_stream(v, obj);
-		return v->ops->stream_destroy(v->dev, obj);
-	}
-	if (t == &v->events) {
-		struct ev_hold *h = hold_find(v, obj);
-
-		if (h) {
-			refuse_log(v, "event destroyed while %u synchronizations wait on it: destroyed when they end",
-				   h->refs);
-			h->orphan = true;
-			return 0;
-		}
-		return v->ops->event_destroy(v->dev, obj);
-	}
-	if (t == &v->funcs)
-		func_release(v, obj, aux);
-	else if (t == &v->modules)
-		v->ops->module_unload(v->dev, obj);
-	else if (t == &v->graphs)
-		v->ops->graph_destroy(v->dev, obj);
-	else if (t == &v->execs)
-		v->ops->graph_exec_destroy(v->dev, obj);
-	if (t == &v->graphs || t == &v->execs)
-		share_put(v, (struct hf_share *)(uintptr_t)aux);
-	return 0;
-}
-
-/* Keep a new device object under its client id, or destroy it. */
-static int keep_or_destroy(struct vgpu *v, struct handle_table *t, uint64_t id, void *obj, uint64_t aux)
-{
-	int r = htab_put(t, id, obj, aux);
-
-	if (r)
-		destroy_obj(v, t, obj, aux);
-	return r;
-}
-
-/* The *_DESTROY records: take the client's object out of its table, destroy it. */
-static int take_and_destroy(struct vgpu *v, struct handle_table *t, uint64_t id)
-{
-	struct hslot *h = htab_get(t, id);
-	uint64_t aux;
-
-	if (!h)
-		return cudaErrorInvalidResourceHandle;
-	aux = h->aux;
-	return destroy_obj(v, t, htab_take(t, id), aux);
-}
-
-static int get_obj(struct handle_table *t, uint64_t id, void **obj)
-{
-	struct hslot *h = htab_get(t, id);
-
-	if (!h)
-		return cudaErrorInvalidResourceHandle;
-	*obj = h->obj;
-	return 0;
-}
-
-/* ---- operations ---- */
-
-static int op_NOP(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	(void)v, (void)e, (void)c, (void)f;
-	return 0;
-}
-
-static int op_MEM_ALLOC(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	(void)f;
-	return vaheap_alloc(&v->heap, e->args.a[0], &c->val[0]);
-}
-
-static int check_free(struct vgpu *v, uint64_t va)
-{
-	const struct vaheap_range *r = vaheap_find(&v->heap, va, 1);
-
-	return (r && r->va == va) ? 0 : cudaErrorInvalidValue;
-}
-
-static int op_MEM_FREE(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	int r = check_free(v, e->args.a[0]);
-
-	(void)c;
-	if (r)
-		return r;
-	/* cudaFree waits for the device: free once everything before it is done */
-	f->stream = v->ops->stream_default(v->dev);
-	f->action = PENDING_FREE;
-	f->arg = e->args.a[0];
-	return 0;
-}
-
-static int op_MEM_FREE_ASYNC(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	int r = check_free(v, e->args.a[0]);
-
-	(void)c;
-	if (r)
-		return r;
-	r = resolve_stream(v, e, &f->stream);
-	f->action = PENDING_FREE;
-	f->arg = e->args.a[0];
-	return r;
-}
-
-static int op_MEM_GET_INFO(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	uint64_t dfree, dtotal;
-	int r = v->ops->mem_info(v->dev, &dfree, &dtotal);
-
-	(void)e, (void)f;
-	if (r)
-		return r;
-	/* the vGPU sees its quota as its memory */
-	c->val[1] = v->heap.quota < dtotal ? v->heap.quota : dtotal;
-	c->val[0] = c->val[1] - v->heap.used;
-	if (c->val[0] > dfree)
-		c->val[0] = dfree;
-	return 0;
-}
-
-static int copy_args(struct vgpu *v, int dir, uint64_t *dst, uint64_t *src, uint64_t size)
-{
-	void *h;
-
-	switch (dir) {
-	case MEARAS_COPY_HTOD:
-		if (!dev_owner(v, *dst, size) || !(h = data_ptr(v, *src, size)))
-			return cudaErrorInvalidValue;
-		*src = (uint64_t)(uintptr_t)h;
-		return 0;
-	case MEARAS_COPY_DTOH:
-		if (!dev_owner(v, *src, size) || !(h = data_ptr(v, *dst, size)))
-			return cudaErrorInvalidValue;
-		*dst = (uint64_t)(uintptr_t)h;
-		return 0;
-	case MEARAS_COPY_DTOD:
-		if (!dev_owner(v, *src, size) || !dev_owner(v, *dst, size))
-			return cudaErrorInvalidValue;
-		return 0;
-	default:
-		return cudaErrorInvalidMemcpyDirection;
-	}
-}
-
-static int op_MEMCPY(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	uint64_t dst = e->args.a[0], src = e->args.a[1], size = e->args.a[2];
-	int dir = (int)e->args.a[3];
-	int r = resolve_stream(v, e, &f->stream);
-
-	(void)c;
-	if (r)
-		return r;
-	r = copy_args(v, dir, &dst, &src, size);
-	if (r || size == 0)
-		return r;
-	return v->ops->copy(v->dev, f->stream, dir, dst, src, size);
-}
-
-static int op_MEMCPY_INLINE(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	const uint8_t *p;
-	uint32_t len;
-	int r = resolve_stream(v, e, &f->stream);
-
-	(void)c;
-	if (r)
-		return r;
-	if (payload(v, e, &p, &len) || !dev_owner(v, e->args.a[0], len))
-		return cudaErrorInvalidValue;
-	if (len == 0)
-		return 0;
-	/* The device reads the bytes before the call returns (the driver stages
-	 * pageable memory synchronously); the record's slot is not reused before
-	 * that, since head moves only after this record is done. */
-	return v->ops->copy(v->dev, f->stream, MEARAS_COPY_HTOD, e->args.a[0], (uint64_t)(uintptr_t)p, len);
-}
-
-static int op_MEMCPY_2D(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	uint64_t dst = e->args.a[0], dpitch = e->args.a[1], src = e->args.a[2], spitch = e->args.a[3];
-	uint64_t width = e->args.a[4], height = e->args.a[5];
-	int dir = (int)e->args.a[6];
-	uint64_t dspan, sspan;
-	int r = resolve_stream(v, e, &f->stream);
-
-	(void)c;
-	if (r)
-		return r;
-	if (width == 0 || height == 0)
-		return 0;
-	if (width > dpitch || width > spitch || height > (1ull << 32) ||
-	    dpitch > (1ull << 40) || spitch > (1ull << 40)) {
-		refuse_log(v, "2D copy refused: %llu rows of %llu bytes, pitches %llu/%llu: bad pitch or height",
-			   (unsigned long long)height, (unsigned long long)width, (unsigned long long)dpitch,
-			   (unsigned long long)spitch);
-		return cudaErrorInvalidPitchValue;
-	}
-	if (!range_2d_span(width, dpitch, height, &dspan) || !range_2d_span(width, spitch, height, &sspan)) {
-		refuse_log(v, "2D copy refused: %llu rows of %llu bytes, pitches %llu/%llu span past 2^64",
-			   (unsigned long long)height, (unsigned long long)width, (unsigned long long)dpitch,
-			   (unsigned long long)spitch);
-		return cudaErrorInvalidValue;
-	}
-	if (dir == MEARAS_COPY_HTOD) {
-		r = copy_args(v, dir, &dst, &src, 0);
-		if (!r && (!dev_owner(v, dst, dspan) || !data_ptr(v, e->args.a[2], sspan)))
-			r = cudaErrorInvalidValue;
-		src = (uint64_t)(uintptr_t)data_ptr(v, e->args.a[2], sspan);
-	} else if (dir == MEARAS_COPY_DTOH) {
-		if (!dev_owner(v, src, sspan) || !data_ptr(v, dst, dspan))
-			r = cudaErrorInvalidValue;
-		dst = (uint64_t)(uintptr_t)data_ptr(v, e->args.a[0], dspan);
-	} else if (dir == MEARAS_COPY_DTOD) {
-		if (!dev_owner(v, src, sspan) || !dev_owner(v, dst, dspan))
-			r = cudaErrorInvalidValue;
-	} else {
-		r = cudaErrorInvalidMemcpyDirection;
-	}
-	if (r == cudaErrorInvalidValue)
-		refuse_log(v, "2D copy refused: %llu rows of %llu bytes (dst pitch %llu, span %llu; src pitch %llu, "
-			   "span %llu) leave this client's memory", (unsigned long long)height, (unsigned long long)width,
-			   (unsigned long long)dpitch, (unsigned long long)dspan, (unsigned long long)spitch,
-			   (unsigned long long)sspan);
-	if (r)
-		return r;
-	return v->ops->copy_2d(v->dev, f->stream, dir, dst, dpitch, src, spitch, width, height);
-}
-
-static int op_MEMSET(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	uint64_t dst = e->args.a[0], count = e->args.a[2], elem = e->args.a[3];
-	int r = resolve_stream(v, e, &f->stream);
-
-	(void)c;
-	if (r)
-		return r;
-	if ((elem != 1 && elem != 2 && elem != 4) || count > (1ull << 40))
-		return cudaErrorInvalidValue;
-	if (count == 0)
-		return 0;
-	if (!dev_owner(v, dst, count * elem))
-		return cudaErrorInvalidValue;
-	return v->ops->memset(v->dev, f->stream, dst, (uint32_t)e->args.a[1], count, (unsigned)elem);
-}
-
-static int op_MEMSET_2D(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	uint64_t dst = e->args.a[0], pitch = e->args.a[1], width = e->args.a[3], height = e->args.a[4];
-	uint64_t span;
-	int r = resolve_stream(v, e, &f->stream);
-
-	(void)c;
-	if (r)
-		return r;
-	if (width == 0 || height == 0)
-		return 0;
-	if (width > pitch || pitch > (1ull << 40) || height > (1ull << 32))
-		return cudaErrorInvalidValue;
-	if (!range_2d_span(width, pitch, height, &span) || !dev_owner(v, dst, span)) {
-		refuse_log(v, "2D memset refused: %llu rows of %llu bytes, pitch %llu, at %#llx leave this "
-			   "client's memory", (unsigned long long)height, (unsigned long long)width,
-			   (unsigned long long)pitch, (unsigned long long)dst);
-		return cudaErrorInvalidValue;
-	}
-	return v->ops->memset_2d(v->dev, f->stream, dst, pitch, (uint8_t)e->args.a[2], width, height);
-}
-
-static int op_MODULE_LOAD(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	uint64_t id = e->args.a[0], size = e->args.a[2];
-	const void *img = data_ptr(v, e->args.a[1], size);
-	void *copy, *mod;
-	int r;
-
-	(void)c, (void)f;
-	if (!img || size < 16 || size > (1ull << 31))
-		return cudaErrorInvalidValue;
-	if (!id_free(&v->modules, id))
-		return cudaErrorInvalidValue;
-	/* a private copy: the client cannot change the image while it is parsed */
-	copy = malloc(size);
-	if (!copy)
-		return cudaErrorMemoryAllocation;
-	memcpy(copy, img, size);
-	r = v->ops->module_load(v->dev, copy, size, &mod);
-	free(copy);
-	if (r)
-		return r;
-	return keep_or_destroy(v, &v->modules, id, mod, 0);
-}
-
-static int op_MODULE_UNLOAD(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	void *mod = htab_take(&v->modules, e->args.a[0]);
-
-	(void)c, (void)f;
-	if (!mod)
-		return cudaErrorInvalidResourceHandle;
-	/* functions of the module die with it */
-	for (uint32_t i = 0; i < v->funcs.cap; i++) {
-		uint64_t aux = v->funcs.slots[i].aux;
-
-		if (v->funcs.slots[i].obj && (aux >> 48) == e->args.a[0])
-			func_release(v, htab_take(&v->funcs, i), aux);
-	}
-	v->ops->module_unload(v->dev, mod);
-	return 0;
-}
-
-static int op_FUNC_GET(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	char name[4096];
-	size_t used;
-	void *mod, *fn;
-	uint32_t nparams, pbytes;
-	uint64_t aux;
-	int r;
-
-	(void)f;
-	if (payload_string(v, e, name, sizeof(name), &used))
-		return cudaErrorInvalidValue;
-	if (get_obj(&v->modules, e->args.a[0], &mod))
-		return cudaErrorInvalidResourceHandle;
-	if (e->args.a[0] >= MEARAS_MAX_HANDLES || !id_free(&v->funcs, e->args.a[1]))
-		return cudaErrorInvalidValue;
-	r = v->ops->func_get(v->dev, mod, name, &fn, &nparams, &pbytes);
-	if (r)
-		return r;
-	aux = func_aux(e->args.a[0], nparams, pbytes);
-	v->func_bytes += func_cost(nparams);
-	if (v->func_bytes > MEARAS_MAX_FUNC_BYTES) {
-		refuse_log(v, "FUNC_GET refused: kernel records would hold more than %llu MiB (a client looking "
-			   "kernels up without end?)", MEARAS_MAX_FUNC_BYTES >> 20);
-		func_release(v, fn, aux);
-		return cudaErrorMemoryAllocation;
-	}
-	c->val[0] = nparams;
-	c->val[1] = pbytes;
-	return keep_or_destroy(v, &v->funcs, e->args.a[1], fn, aux);
-}
-
-static int op_FUNC_ATTRS(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	void *fn;
-
-	(void)f;
-	if (get_obj(&v->funcs, e->args.a[0], &fn))
-		return cudaErrorInvalidDeviceFunction;
-	return v->ops->func_attrs(v->dev, fn, c->val);
-}
-
-static int op_FUNC_SET_ATTR(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	void *fn;
-
-	(void)c, (void)f;
-	if (get_obj(&v->funcs, e->args.a[0], &fn))
-		return cudaErrorInvalidDeviceFunction;
-	return v->ops->func_set_attr(v->dev, fn, (int)e->args.a[1], (int)e->args.a[2]);
-}
-
-static int op_OCCUPANCY(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	void *fn;
-	int blocks = 0, r;
-
-	(void)f;
-	if (get_obj(&v->funcs, e->args.a[0], &fn))
-		return cudaErrorInvalidDeviceFunction;
-	if (e->args.a[1] == 0 || e->args.a[1] > 4096 || e->args.a[2] > (1u << 30))
-		return cudaErrorInvalidValue;
-	r = v->ops->occupancy(v->dev, fn, (int)e->args.a[1], e->args.a[2], &blocks);
-	c->val[0] = (uint64_t)blocks;
-	return r;
-}
-
-static int op_GLOBAL_GET(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	char name[4096];
-	size_t used;
-	void *mod;
-	int r;
-
-	(void)f;
-	if (payload_string(v, e, name, sizeof(name), &used))
-		return cudaErrorInvalidValue;
-	if (get_obj(&v->modules, e->args.a[0], &mod))
-		return cudaErrorInvalidResourceHandle;
-	r = v->ops->global_get(v->dev, mod, name, e->args.a[1], &c->val[0], &c->val[1]);
-	if (r)
-		return r;
-	if (!dev_range_ok(v, c->val[0], c->val[1])) {
-		struct global_range *g;
-
-		if (v->nglobals == v->cap_globals) {
-			size_t ncap = v->cap_globals ? v->cap_globals * 2 : 16;
-
-			g = realloc(v->globals, ncap * sizeof(*g));
-			if (!g)
-				return cudaErrorMemoryAllocation;
-			v->globals = g;
-			v->cap_globals = ncap;
-		}
-		v->globals[v->nglobals++] = (struct global_range){ .va = c->val[0], .size = c->val[1] };
-	}
-	return 0;
-}
-
-static int op_LAUNCH(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	struct hslot *fn = htab_get(&v->funcs, e->args.a[0]);
-	struct mdev_launch l;
-	const uint8_t *p;
-	uint32_t len, want;
-	_Alignas(16) uint8_t params[MEARAS_MAX_PARAM_BYTES + 4];
-	int r;
-
-	(void)c;
-	if (!fn)
-		return cudaErrorInvalidDeviceFunction;
-	r = resolve_stream(v, e, &f->stream);
-	if (r)
-		return r;
-	if (payload(v, e, &p, &len) || len > MEARAS_MAX_PARAM_BYTES)
-		return cudaErrorInvalidValue;
-	want = (uint32_t)fn->aux;
-	if (want != 0xffffffffu && len != want)
-		return cudaErrorInvalidValue;
-	l.grid[0] = (uint32_t)e->args.a[1];
-	l.grid[1] = (uint32_t)(e->args.a[1] >> 32);
-	l.grid[2] = (uint32_t)e->args.a[2];
-	l.block[0] = (uint32_t)(e->args.a[2] >> 32);
-	l.block[1] = (uint32_t)e->args.a[3];
-	l.block[2] = (uint32_t)(e->args.a[3] >> 32);
-	if (!l.grid[0] || !l.grid[1] || !l.grid[2] || !l.block[0] || !l.block[1] || !l.block[2] ||
-	    e->args.a[4] > (1u << 30))
-		return cudaErrorInvalidConfiguration;
-	l.smem = (uint32_t)e->args.a[4];
-	l.cooperative = (e->args.a[5] & 1) != 0;
-	/* parameters are copied out of shared memory before the driver sees them */
-	memcpy(params, p, len);
-	l.params = params;
-	l.param_bytes = len;
-	return v->ops->launch(v->dev, fn->obj, f->stream, &l);
-}
-
-static int op_STREAM_CREATE(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	void *s;
-	int r;
-
-	(void)c, (void)f;
-	if (!id_free(&v->streams, e->args.a[0]))
-		return cudaErrorInvalidValue;
-	if (e->args.a[1] & ~1ull)
-		return cudaErrorInvalidValue;
-	r = v->ops->stream_create(v->dev, (unsigned)e->args.a[1], (int)(int64_t)e->args.a[2], &s);
-	if (r)
-		return r;
-	return keep_or_destroy(v, &v->streams, e->args.a[0], s, 0);
-}
-
-static int op_STREAM_DESTROY(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	(void)c, (void)f;
-	return take_and_destroy(v, &v->streams, e->args.a[0]);
-}
-
-static int op_STREAM_SYNC(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	(void)c;
-	f->flush = 1;
-	return resolve_stream(v, e, &f->stream);
-}
-
-static int op_STREAM_QUERY(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	void *s, *ev;
-	int r;
-
-	(void)c, (void)f;
-	r = resolve_stream(v, e, &s);
-	if (r)
-		return r;
-	r = v->ops->event_create(v->dev, cudaEventDisableTiming, &ev);
-	if (r)
-		return r;
-	r = v->ops->event_record(v->dev, ev, s);
-	if (!r)
-		r = v->ops->event_query(v->dev, ev);
-	v->ops->event_destroy(v->dev, ev);
-	return r;
-}
-
-/* The record's stream and the event of args[0] (STREAM_WAIT_EVENT, EVENT_RECORD). */
-static int stream_and_event(struct vgpu *v, const struct mearas_sqe *e, void **s, void **ev)
-{
-	int r = resolve_stream(v, e, s);
-
-	if (r)
-		return r;
-	return get_obj(&v->events, e->args.a[0], ev);
-}
-
-static int op_STREAM_WAIT_EVENT(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	void *s, *ev;
-	int r;
-
-	(void)c, (void)f;
-	r = stream_and_event(v, e, &s, &ev);
-	return r ? r : v->ops->stream_wait_event(v->dev, s, ev, (unsigned)e->args.a[1]);
-}
-
-static int op_EVENT_CREATE(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	void *ev;
-	int r;
-
-	(void)c, (void)f;
-	if (!id_free(&v->events, e->args.a[0]))
-		return cudaErrorInvalidValue;
-	if (e->args.a[1] & ~(uint64_t)(cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess))
-		return cudaErrorInvalidValue;
-	r = v->ops->event_create(v->dev, (unsigned)e->args.a[1], &ev);
-	if (r)
-		return r;
-	return keep_or_destroy(v, &v->events, e->args.a[0], ev, e->args.a[1]);
-}
-
-static int op_EVENT_DESTROY(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	(void)c, (void)f;
-	return take_and_destroy(v, &v->events, e->args.a[0]);
-}
-
-static int op_EVENT_RECORD(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	void *s, *ev;
-	int r;
-
-	(void)c, (void)f;
-	r = stream_and_event(v, e, &s, &ev);
-	return r ? r : v->ops->event_record(v->dev, ev, s);
-}
-
-static int op_EVENT_SYNC(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	(void)c;
-	if (get_obj(&v->events, e->args.a[0], &f->event))
-		return cudaErrorInvalidResourceHandle;
-	f->flush = 1;
-	return 0;
-}
-
-static int op_EVENT_QUERY(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	void *ev;
-
-	(void)c, (void)f;
-	if (get_obj(&v->events, e->args.a[0], &ev))
-		return cudaErrorInvalidResourceHandle;
-	return v->ops->event_query(v->dev, ev);
-}
-
-static int op_EVENT_ELAPSED(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	void *a, *b;
-	float ms = 0;
-	int r;
-
-	(void)f;
-	if (get_obj(&v->events, e->args.a[0], &a) || get_obj(&v->events, e->args.a[1], &b))
-		return cudaErrorInvalidResourceHandle;
-	r = v->ops->event_elapsed(v->dev, a, b, &ms);
-	memcpy(&c->val[0], &ms, sizeof(ms));
-	return r;
-}
-
-/* Make the legacy stream wait for every stream of this vGPU, so a fence on
- * it passes when all work submitted so far is done, without blocking. */
-static int join_all_streams(struct vgpu *v, void **legacy)
-{
-	*legacy = v->ops->stream_default(v->dev);
-	for (uint32_t i = 0; i < v->streams.cap + MEARAS_MAX_THREADS; i++) {
-		void *s = i < v->streams.cap ? v->streams.slots[i].obj : v->ptds[i - v->streams.cap];
-		void *ev;
-		int r;
-
-		if (!s)
-			continue;
-		r = v->ops->event_create(v->dev, cudaEventDisableTiming, &ev);
-		if (r)
-			return r;
-		r = v->ops->event_record(v->dev, ev, s);
-		if (!r)
-			r = v->ops->stream_wait_event(v->dev, *legacy, ev, 0);
-		v->ops->event_destroy(v->dev, ev);
-		if (r)
-			return r;
-	}
-	return 0;
-}
-
-static int op_CTX_SYNC(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	(void)e, (void)c;
-	f->flush = 1;
-	return join_all_streams(v, &f->stream);
-}
-
-static int op_DEVICE_RESET(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	(void)e, (void)c;
-	f->action = PENDING_RESET;
-	return join_all_streams(v, &f->stream);
-}
-
-static bool post_cqe_seq(struct vgpu *v, uint16_t cq, struct mearas_cqe *c, uint64_t *seq);
-
-/* Runs in stream order (a driver thread on a GPU), once per run: at every
- * launch of a graph it was captured into. Asks the client to run its
- * function and holds the stream until the client says this run is done. */
-static void host_func_trampoline(void *arg)
-{
-	struct host_func_req *req = arg;
-	struct vgpu *v = req->v;
-	struct mearas_cqe c = { .user_data = 0, .status = 0, .flags = MEARAS_CQE_HOST_FUNC,
-				.val = { req->token, v->index } };
-	uint64_t seq;
-
-	while (!post_cqe_seq(v, 0, &c, &seq)) {
-		if (v->w->stop || v->w->broken)
-			goto out;
-		usleep(100);
-	}
-	if (v->ops == &mdev_sim_ops)
-		goto out; /* the model runs this on the poller itself: it cannot wait */
-	pthread_mutex_lock(&v->hf_lock);
-	while (v->hf_done_token < seq && !v->w->stop && !v->w->broken) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 50 * 1000 * 1000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&v->hf_cond, &v->hf_lock, &ts);
-	}
-	pthread_mutex_unlock(&v->hf_lock);
-out:
-	/* a captured request runs again at the next launch: its graph frees it */
-	if (!req->captured)
-		free(req);
-}
-
-static bool stream_capturing(struct vgpu *v, void *s)
-{
-	int st = 0;
-
-	return v->ops->capture_status && v->ops->capture_status(v->dev, s, &st) == 0 &&
-	       st != cudaStreamCaptureStatusNone;
-}
-
-static int op_HOST_FUNC(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	struct host_func_req *req;
-	bool captured;
-	void *s;
-	int r;
-
-	(void)c, (void)f;
-	r = resolve_stream(v, e, &s);
-	if (r)
-		return r;
-	captured = stream_capturing(v, s);
-	if (captured && v->hf_ncaptured >= MEARAS_MAX_CAPTURED_HOST_FUNCS) {
-		refuse_log(v, "host function refused: %u host functions are captured in graphs already (limit)",
-			   v->hf_ncaptured);
-		return cudaErrorMemoryAllocation;
-	}
-	req = calloc(1, sizeof(*req));
-	if (!req)
-		return cudaErrorMemoryAllocation;
-	req->v = v;
-	req->token = e->args.a[0];
-	req->captured = captured;
-	r = v->ops->host_func(v->dev, s, host_func_trampoline, req);
-	if (r) {
-		free(req);
-		return r;
-	}
-	if (captured) {
-		/* the graph that CAPTURE_END makes takes it over */
-		req->next = v->hf_loose;
-		v->hf_loose = req;
-		v->hf_ncaptured++;
-	}
-	return 0;
-}
-
-static int op_HOST_FUNC_DONE(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	(void)c, (void)f;
-	pthread_mutex_lock(&v->hf_lock);
-	/* a1: the run's sequence number, from its request's user_data */
-	if (e->args.a[1] > v->hf_done_token)
-		v->hf_done_token = e->args.a[1];
-	pthread_cond_broadcast(&v->hf_cond);
-	pthread_mutex_unlock(&v->hf_lock);
-	return 0;
-}
-
-static int no_graphs(struct vgpu *v)
-{
-	static int said;
-
-	if (!said++)
-		log_warn("graphs by stream capture are not supported by device '%s'", v->ops->name);
-	return cudaErrorNotSupported;
-}
-
-static int op_CAPTURE_BEGIN(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	void *s;
-	int r;
-
-	(void)c, (void)f;
-	if (!v->ops->capture_begin)
-		return no_graphs(v);
-	if (e->stream == MEARAS_STREAM_LEGACY && !(e->flags & MEARAS_SQE_PER_THREAD))
-		return cudaErrorStreamCaptureUnsupported;
-	r = resolve_stream(v, e, &s);
-	return r ? r : v->ops->capture_begin(v->dev, s, (int)e->args.a[0]);
-}
-
-/* The host functions captured into graph g leave the loose list for a share
- * the graph owns (*out, NULL when it has none). Fails, destroying g, when
- * the device cannot say which they are. */
-static int adopt_host_funcs(struct vgpu *v, void *g, struct hf_share **out)
-{
-	size_t n = 0, got = 0;
-	void **args;
-	struct hf_share *sh;
-	int r;
-
-	*out = NULL;
-	if (!v->hf_loose)
-		return 0;
-	r = v->ops->graph_host_funcs ? v->ops->graph_host_funcs(v->dev, g, host_func_trampoline, NULL, 0, &n)
-				     : cudaErrorNotSupported;
-	if (r == 0 && n == 0)
-		return 0;
-	args = r ? NULL : calloc(n, sizeof(*args));
-	sh = r ? NULL : calloc(1, sizeof(*sh));
-	if (!r && (!args || !sh))
-		r = cudaErrorMemoryAllocation;
-	if (!r)
-		r = v->ops->graph_host_funcs(v->dev, g, host_func_trampoline, args, n, &got);
-	for (struct host_func_req **pp = &v->hf_loose; !r && *pp;) {
-		struct host_func_req *q = *pp;
-		bool mine = false;
-
-		for (size_t i = 0; i < n && i < got && !mine; i++)
-			mine = args[i] == q;
-		if (!mine) {
-			pp = &q->next;
-			continue;
-		}
-		*pp = q->next;
-		q->next = sh->reqs;
-		sh->reqs = q;
-	}
-	free(args);
-	if (r) {
-		free(sh);
-		v->ops->graph_destroy(v->dev, g);
-		return r;
-	}
-	sh->refs = 1;
-	*out = sh;
-	return 0;
-}
-
-/* Captured host functions no graph took (a failed capture) are freed once
- * no stream of this vGPU captures any more: nothing can run them. */
-static void drop_loose_host_funcs(struct vgpu *v)
-{
-	if (!v->hf_loose)
-		return;
-	for (uint32_t i = 0; i < v->streams.cap; i++)
-		if (v->streams.slots[i].obj && stream_capturing(v, v->streams.slots[i].obj))
-			return;
-	for (unsigned i = 0; i < MEARAS_MAX_THREADS; i++)
-		if (v->ptds[i] && stream_capturing(v, v->ptds[i]))
-			return;
-	hf_free_list(v, v->hf_loose);
-	v->hf_loose = NULL;
-}
-
-static int op_CAPTURE_END(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	struct hf_share *sh = NULL;
-	void *s, *g;
-	int r;
-
-	(void)c, (void)f;
-	if (!v->ops->capture_end)
-		return no_graphs(v);
-	if (!id_free(&v->graphs, e->args.a[0]))
-		return cudaErrorInvalidValue;
-	r = resolve_stream(v, e, &s);
-	if (r)
-		return r;
-	r = v->ops->capture_end(v->dev, s, &g);
-	if (r == 0)
-		r = adopt_host_funcs(v, g, &sh);
-	if (r == 0)
-		r = keep_or_destroy(v, &v->graphs, e->args.a[0], g, (uintptr_t)sh);
-	drop_loose_host_funcs(v);
-	return r;
-}
-
-static int op_CAPTURE_STATUS(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	void *s;
-	int st = 0, r;
-
-	(void)f;
-	r = resolve_stream(v, e, &s);
-	if (r)
-		return r;
-	if (v->ops->capture_status) {
-		r = v->ops->capture_status(v->dev, s, &st);
-		if (r)
-			return r;
-	}
-	c->val[0] = (uint64_t)st;
-	return 0;
-}
-
-static int op_GRAPH_INSTANTIATE(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	struct hslot *h = htab_get(&v->graphs, e->args.a[0]);
-	struct hf_share *sh;
-	void *x;
-	int r;
-
-	(void)c, (void)f;
-	if (!v->ops->graph_instantiate)
-		return no_graphs(v);
-	if (!h)
-		return cudaErrorInvalidResourceHandle;
-	if (!id_free(&v->execs, e->args.a[1]))
-		return cudaErrorInvalidValue;
-	r = v->ops->graph_instantiate(v->dev, h->obj, &x);
-	if (r)
-		return r;
-	/* the instantiation runs the graph's host functions too */
-	sh = (struct hf_share *)(uintptr_t)h->aux;
-	if (sh)
-		sh->refs++;
-	return keep_or_destroy(v, &v->execs, e->args.a[1], x, (uintptr_t)sh);
-}
-
-static int op_GRAPH_LAUNCH(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	struct hslot *h = htab_get(&v->execs, e->args.a[0]);
-	struct hf_share *sh;
-	int r;
-
-	(void)c;
-	if (!v->ops->graph_launch)
-		return no_graphs(v);
-	if (!h)
-		return cudaErrorInvalidResourceHandle;
-	/* the stream is the fence: a launch that wants a completion (a remote
-	 * node's, whose graph copies to the host) gets it when the graph is done */
-	r = resolve_stream(v, e, &f->stream);
-	if (r)
-		return r;
-	sh = (struct hf_share *)(uintptr_t)h->aux;
-	if (sh && stream_capturing(v, f->stream))
-		return cudaErrorStreamCaptureUnsupported; /* its host functions would outlive their owner */
-	r = v->ops->graph_launch(v->dev, h->obj, f->stream);
-	if (r || !sh)
-		return r;
-	/* its host functions stay until this launch is done, whatever the client destroys meanwhile */
-	sh->refs++;
-	f->action = PENDING_RELEASE;
-	f->arg = (uintptr_t)sh;
-	return 0;
-}
-
-static int op_GRAPH_DESTROY(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	(void)c, (void)f;
-	return take_and_destroy(v, &v->graphs, e->args.a[0]);
-}
-
-static int op_GRAPH_EXEC_DESTROY(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	(void)c, (void)f;
-	return take_and_destroy(v, &v->execs, e->args.a[0]);
-}
-
-static int op_GRAPH_NODE_COUNT(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	void *g;
-
-	(void)f;
-	if (!v->ops->graph_node_count)
-		return no_graphs(v);
-	if (get_obj(&v->graphs, e->args.a[0], &g))
-		return cudaErrorInvalidResourceHandle;
-	return v->ops->graph_node_count(v->dev, g, &c->val[0]);
-}
-
-static int op_SYNC_ERROR(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	(void)v, (void)e, (void)c, (void)f;
-	return 0;
-}
-
-static int op_HOST_MAPPED(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, struct fence_req *f)
-{
-	(void)c, (void)f;
-	/* the data area is mapped for the device as a whole: only checked here */
-	return host_mapped_valid(e, v->w->data_size) ? 0 : cudaErrorInvalidValue;
-}
-
-static const op_fn handlers[MEARAS_OP_COUNT] = {
-#define HANDLER(name, sync) [MEARAS_OP_##name] = op_##name,
-	MEARAS_OPS(HANDLER)
-#undef HANDLER
-};
 
 /* Ops whose completion also reports earlier asynchronous errors, as the
  * synchronizing CUDA calls do. */
 bool reports_deferred(unsigned op)
 {
-	switch (op) {
-	case MEARAS_OP_MEMCPY: case MEARAS_OP_MEMCPY_2D: case MEARAS_OP_MEMSET: case MEARAS_OP_MEMSET_2D:
-	case MEARAS_OP_STREAM_SYNC: case MEARAS_OP_EVENT_SYNC: case MEARAS_OP_CTX_SYNC:
-	case MEARAS_OP_SYNC_ERROR: case MEARAS_OP_MEM_FREE:
-		return true;
-	default:
-		return false;
-	}
+	return mearas_op_props(op)->deferred;
 }
 
 /* ---- completions ---- */
@@ -1241,7 +40,7 @@ static void account_sync(struct vgpu *v, uint64_t fetched_ns)
 /* Posts c to thread slot cq; with seq, c's user_data becomes the vGPU's next
  * host-function run number (*seq), taken under the same lock so that runs
  * reach the client in the order of their numbers. */
-static bool post_cqe_seq(struct vgpu *v, uint16_t cq, struct mearas_cqe *c, uint64_t *seq)
+bool exec_post_cqe_seq(struct vgpu *v, uint16_t cq, struct mearas_cqe *c, uint64_t *seq)
 {
 	struct mearas_ring_ctl *ctl;
 	struct mearas_cqe *ring;
@@ -1279,7 +78,7 @@ bool post_cqe(struct vgpu *v, uint16_t cq, const struct mearas_cqe *c)
 {
 	struct mearas_cqe copy = *c;
 
-	return post_cqe_seq(v, cq, &copy, NULL);
+	return exec_post_cqe_seq(v, cq, &copy, NULL);
 }
 
 static void complete(struct vgpu *v, struct pending *p)
@@ -1295,12 +94,12 @@ static void complete(struct vgpu *v, struct pending *p)
 		p->cqe.flags |= MEARAS_CQE_OUTPUT;
 	}
 	if (p->action == PENDING_FREE) {
-		if (vaheap_free(&v->heap, p->arg) && p->cqe.status == 0)
+		if (exec_mem_free(v, p->arg) && p->cqe.status == 0)
 			p->cqe.status = cudaErrorInvalidValue;
 	} else if (p->action == PENDING_RESET) {
 		vgpu_teardown(v);
 	} else if (p->action == PENDING_RELEASE) {
-		share_put(v, (struct hf_share *)(uintptr_t)p->arg);
+		exec_share_put(v, (struct hf_share *)(uintptr_t)p->arg);
 	}
 	if (!p->want_cqe) {
 		if (p->cqe.status && !v->deferred_error)
@@ -1322,7 +121,7 @@ static void release_fence(struct vgpu *v, const struct pending *p)
 	if (p->own_fence)
 		v->ops->event_destroy(v->dev, p->fence);
 	else if (p->held)
-		hold_put(v, p->fence);
+		exec_hold_put(v, p->fence);
 }
 
 /*
@@ -1395,23 +194,13 @@ static void add_pending(struct vgpu *v, struct pending *p)
  * that hold a stream for something other than its own kernels. */
 static void watch_record(struct vgpu *v, const struct mearas_sqe *e, const struct fence_req *f)
 {
+	const struct mearas_op_props *p = mearas_op_props(e->op);
 	void *s;
 
-	switch (e->op) {
-	case MEARAS_OP_LAUNCH:
-		watchdog_mark(v, f->stream, true, htab_get(&v->funcs, e->args.a[0])->obj);
-		break;
-	case MEARAS_OP_GRAPH_LAUNCH:
-		watchdog_mark(v, f->stream, true, NULL);
-		break;
-	case MEARAS_OP_HOST_FUNC:
-	case MEARAS_OP_STREAM_WAIT_EVENT:
-		if (!resolve_stream(v, e, &s))
-			watchdog_mark(v, s, false, NULL);
-		break;
-	default:
-		break;
-	}
+	if (p->kernel)
+		watchdog_mark(v, f->stream, true, f->kernel);
+	else if (p->wait && !exec_resolve_stream(v, e, &s))
+		watchdog_mark(v, s, false, NULL);
 }
 
 /* The GPU time limit fired: this client's waits end now with status. No
@@ -1438,17 +227,9 @@ void exec_fail_pending(struct vgpu *v, int status)
  * whose caller wants a completion. */
 static bool may_pend(const struct mearas_sqe *e)
 {
-	switch (e->op) {
-	case MEARAS_OP_MEM_FREE: case MEARAS_OP_MEM_FREE_ASYNC: case MEARAS_OP_DEVICE_RESET:
-	case MEARAS_OP_GRAPH_LAUNCH:
-		return true;
-	case MEARAS_OP_MEMCPY: case MEARAS_OP_MEMCPY_INLINE: case MEARAS_OP_MEMCPY_2D: case MEARAS_OP_MEMSET:
-	case MEARAS_OP_MEMSET_2D: case MEARAS_OP_LAUNCH: case MEARAS_OP_STREAM_SYNC: case MEARAS_OP_EVENT_SYNC:
-	case MEARAS_OP_CTX_SYNC:
-		return (e->flags & MEARAS_SQE_WANT_CQE) != 0;
-	default:
-		return false;
-	}
+	const struct mearas_op_props *p = mearas_op_props(e->op);
+
+	return p->pends || (p->pends_sync && (e->flags & MEARAS_SQE_WANT_CQE));
 }
 
 void exec_record(struct vgpu *v, const struct mearas_sqe *e)
@@ -1469,10 +250,10 @@ void exec_record(struct vgpu *v, const struct mearas_sqe *e)
 	} else if (v->npend >= MEARAS_MAX_PENDING && may_pend(e)) {
 		/* behind a stream that never finishes, completions would pile up */
 		r = cudaErrorMemoryAllocation;
-		refuse_log(v, "%s refused: %u completions already wait on the device (limit)",
+		exec_refuse_log(v, "%s refused: %u completions already wait on the device (limit)",
 			   mearas_op_name(e->op), MEARAS_MAX_PENDING);
 	} else {
-		r = handlers[e->op](v, e, &c, &f);
+		r = exec_handlers[e->op](v, e, &c, &f);
 		log_debug("vGPU %u: %s -> %d", v->index, mearas_op_name(e->op), r);
 	}
 	if (r == 0 && v->watch)
@@ -1492,7 +273,7 @@ void exec_record(struct vgpu *v, const struct mearas_sqe *e)
 		if (f.event) {
 			/* the client's event: kept alive until this completes */
 			p.fence = f.event;
-			r = hold_get(v, f.event);
+			r = exec_hold_get(v, f.event);
 			p.held = r == 0;
 		} else {
 			r = v->ops->event_create(v->dev, cudaEventDisableTiming, &p.fence);
@@ -1527,31 +308,38 @@ void exec_record(struct vgpu *v, const struct mearas_sqe *e)
  * client going away). */
 void vgpu_teardown(struct vgpu *v)
 {
-	struct handle_table *objs[] = { &v->execs, &v->graphs, &v->events, &v->streams, &v->funcs, &v->modules };
+	/* graphs before what they use; modules after their kernels */
+	static const enum mearas_handle_kind order[] = { MEARAS_KIND_EXEC, MEARAS_KIND_GRAPH, MEARAS_KIND_EVENT,
+							 MEARAS_KIND_STREAM, MEARAS_KIND_FUNC, MEARAS_KIND_MODULE,
+							 MEARAS_KIND_POOL };
 
-	for (size_t k = 0; k < sizeof(objs) / sizeof(objs[0]); k++) {
-		struct handle_table *t = objs[k];
+	_Static_assert(sizeof(order) / sizeof(order[0]) == MEARAS_KIND_COUNT, "teardown names every kind");
+	for (size_t k = 0; k < MEARAS_KIND_COUNT; k++) {
+		struct handle_table *t = exec_table(v, order[k]);
 
 		for (uint32_t i = 0; i < t->cap; i++) {
 			void *o = t->slots[i].obj;
 
 			if (!o)
 				continue;
-			destroy_obj(v, t, o, t->slots[i].aux);
+			exec_destroy_obj(v, order[k], o, t->slots[i].aux);
 			t->slots[i].obj = NULL;
 			t->slots[i].aux = 0;
 		}
 	}
 	for (unsigned i = 0; i < MEARAS_MAX_THREADS; i++) {
 		if (v->ptds[i]) {
-			forget_stream(v, v->ptds[i]);
+			exec_forget_stream(v, v->ptds[i]);
 			v->ops->stream_destroy(v->dev, v->ptds[i]);
 		}
 		v->ptds[i] = NULL;
 	}
 	/* captured host functions no graph took: nothing captures any more */
-	hf_free_list(v, v->hf_loose);
+	exec_hf_free_list(v, v->hf_loose);
 	v->hf_loose = NULL;
+	/* allocations made through pools give the pools back */
+	for (size_t i = 0; i < v->heap.nallocs; i++)
+		exec_pool_put(v, v->heap.allocs[i].tag, false);
 	{
 		uint64_t base = v->heap.base, size = v->heap.size, gran = v->heap.granularity, quota = v->heap.quota;
 		const struct vaheap_ops *hops = v->heap.ops;

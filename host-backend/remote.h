@@ -159,14 +159,9 @@ struct remote_config {
 	bool encryption_off;    /* --link-encryption=off: links in clear text (both ends must agree) */
 };
 
-/* device-to-host destination rows in the data area */
-struct remote_range {
-	uint64_t off, width, pitch, rows;
-};
-
 /* The rows a device-to-host copy (MEMCPY or MEMCPY_2D) writes into a data
  * area of data_size bytes; false for other records and for rows out of it. */
-bool remote_d2h_range(const struct mearas_sqe *e, uint64_t data_size, struct remote_range *r);
+bool remote_d2h_range(const struct mearas_sqe *e, uint64_t data_size, struct mearas_span *r);
 
 /* ---- what one link may make the remote node allocate (remote_budget.h) ---- */
 #include "remote_budget.h"
@@ -184,7 +179,7 @@ struct remote_token {
 	uint16_t cq, op;
 	uint8_t want_cqe, used;
 	uint64_t off, width, pitch, rows; /* device-to-host destination rows */
-	struct remote_range *ranges; /* a graph launch: more of them (malloc'd) */
+	struct mearas_span *ranges; /* a graph launch: more of them (malloc'd) */
 	uint32_t nranges;
 	uint8_t capture_begin;  /* a CAPTURE_BEGIN on the stream of key stream_key */
 	uint8_t want_done;      /* send a DONE item with done_id after its data */
@@ -226,11 +221,11 @@ bool remote_captures_note(struct remote_captures *c, const struct mearas_sqe *e)
 void remote_captures_begin_failed(struct remote_captures *c, uint64_t stream_key);
 /* A device-to-host copy on a capturing stream: keeps its range with the
  * capture and returns true (ok false when out of memory). */
-bool remote_captures_take_copy(struct remote_captures *c, const struct mearas_sqe *e, const struct remote_range *r,
+bool remote_captures_take_copy(struct remote_captures *c, const struct mearas_sqe *e, const struct mearas_span *r,
 			       bool *ok);
 /* A GRAPH_LAUNCH: the ranges its graph writes (malloc'd copy, *n 0 if none);
  * false when out of memory. */
-bool remote_captures_launch_ranges(struct remote_captures *c, const struct mearas_sqe *e, struct remote_range **out,
+bool remote_captures_launch_ranges(struct remote_captures *c, const struct mearas_sqe *e, struct mearas_span **out,
 				   uint32_t *n);
 
 /* ---- mapped host memory kept coherent across nodes (remote_mapped.c) ---- */

@@ -20,7 +20,7 @@
 #include "remote.h"
 
 struct cap_ranges {
-	struct remote_range *r;
+	struct mearas_span *r;
 	uint32_t n, cap;
 };
 
@@ -126,12 +126,12 @@ static void drop(struct remote_budget *b, struct cap_table *t, struct cap_entry 
 	*e = t->e[--t->n];
 }
 
-static bool ranges_add(struct remote_budget *b, struct cap_ranges *r, const struct remote_range *x)
+static bool ranges_add(struct remote_budget *b, struct cap_ranges *r, const struct mearas_span *x)
 {
 	if (r->n == r->cap) {
 		uint32_t ncap = r->cap ? r->cap * 2 : 4;
 		uint64_t grow = (uint64_t)(ncap - r->cap) * sizeof(*r->r);
-		struct remote_range *nr;
+		struct mearas_span *nr;
 
 		if (!remote_budget_take(b, grow, "a capture's copies"))
 			return false;
@@ -220,7 +220,7 @@ static bool note_locked(struct remote_captures *c, const struct mearas_sqe *e)
 			bool ok = true;
 
 			if (cap->ranges.n) {
-				x = get(c->budget, &c->graphs, e->args.a[0]); /* another table: cap stays valid */
+				x = get(c->budget, &c->graphs, e->args.CAPTURE_END.graph); /* another table: cap stays valid */
 				ok = x && ranges_copy(c->budget, &x->ranges, &cap->ranges);
 			}
 			end_capture(c, id);
@@ -228,16 +228,16 @@ static bool note_locked(struct remote_captures *c, const struct mearas_sqe *e)
 		}
 	case MEARAS_OP_EVENT_RECORD:
 		if (cap) {
-			x = get(c->budget, &c->events, e->args.a[0]);
+			x = get(c->budget, &c->events, e->args.EVENT_RECORD.event);
 			if (!x)
 				return false;
 			x->capture = (uint32_t)cap->key;
-		} else if ((x = find(&c->events, e->args.a[0]))) {
+		} else if ((x = find(&c->events, e->args.EVENT_RECORD.event))) {
 			drop(c->budget, &c->events, x); /* recorded again outside the capture */
 		}
 		return true;
 	case MEARAS_OP_STREAM_WAIT_EVENT:
-		x = find(&c->events, e->args.a[0]);
+		x = find(&c->events, e->args.STREAM_WAIT_EVENT.event);
 		if (x && !cap) {
 			uint32_t id = x->capture;
 
@@ -248,20 +248,20 @@ static bool note_locked(struct remote_captures *c, const struct mearas_sqe *e)
 		}
 		return true;
 	case MEARAS_OP_GRAPH_INSTANTIATE:
-		x = find(&c->graphs, e->args.a[0]);
+		x = find(&c->graphs, e->args.GRAPH_INSTANTIATE.graph);
 		if (x) {
-			y = get(c->budget, &c->execs, e->args.a[1]); /* another table: x stays valid */
+			y = get(c->budget, &c->execs, e->args.GRAPH_INSTANTIATE.exec); /* another table: x stays valid */
 			return y && ranges_copy(c->budget, &y->ranges, &x->ranges);
 		}
-		if ((y = find(&c->execs, e->args.a[1])))
+		if ((y = find(&c->execs, e->args.GRAPH_INSTANTIATE.exec)))
 			drop(c->budget, &c->execs, y);
 		return true;
 	case MEARAS_OP_GRAPH_DESTROY:
-		if ((x = find(&c->graphs, e->args.a[0])))
+		if ((x = find(&c->graphs, e->args.GRAPH_DESTROY.graph)))
 			drop(c->budget, &c->graphs, x);
 		return true;
 	case MEARAS_OP_GRAPH_EXEC_DESTROY:
-		if ((x = find(&c->execs, e->args.a[0])))
+		if ((x = find(&c->execs, e->args.GRAPH_EXEC_DESTROY.exec)))
 			drop(c->budget, &c->execs, x);
 		return true;
 	default:
@@ -294,7 +294,7 @@ void remote_captures_begin_failed(struct remote_captures *c, uint64_t stream_key
 	pthread_mutex_unlock(&c->lock);
 }
 
-bool remote_captures_take_copy(struct remote_captures *c, const struct mearas_sqe *e, const struct remote_range *r,
+bool remote_captures_take_copy(struct remote_captures *c, const struct mearas_sqe *e, const struct mearas_span *r,
 			       bool *ok)
 {
 	struct cap_entry *cap;
@@ -310,7 +310,7 @@ bool remote_captures_take_copy(struct remote_captures *c, const struct mearas_sq
 	return cap != NULL;
 }
 
-bool remote_captures_launch_ranges(struct remote_captures *c, const struct mearas_sqe *e, struct remote_range **out,
+bool remote_captures_launch_ranges(struct remote_captures *c, const struct mearas_sqe *e, struct mearas_span **out,
 				   uint32_t *n)
 {
 	struct cap_entry *x;
@@ -321,7 +321,7 @@ bool remote_captures_launch_ranges(struct remote_captures *c, const struct meara
 	if (!c || e->op != MEARAS_OP_GRAPH_LAUNCH)
 		return true;
 	pthread_mutex_lock(&c->lock);
-	x = find(&c->execs, e->args.a[0]);
+	x = find(&c->execs, e->args.GRAPH_LAUNCH.exec);
 	if (x && x->ranges.n) {
 		*out = malloc(x->ranges.n * sizeof(**out));
 		ok = *out != NULL;

@@ -47,7 +47,7 @@ struct reap_slot {
 /* A device-to-host copy forwarded and not done yet (REMOTE_ITEM_DONE). */
 struct d2h_flight {
 	uint32_t id;
-	struct remote_range r;
+	struct mearas_span r;
 	uint64_t end;           /* r.off + the span of its rows */
 };
 
@@ -185,36 +185,22 @@ static void fail_link(struct vgpu *v, int rc, const char *why)
 	remote_tokens_fail(&rv->tokens, fail_one, v);
 }
 
-/* The data-area range a record reads, if any. */
+/* The data-area bytes a record reads, if any, as one range: rows that
+ * could not be a valid 2D copy read nothing here (the remote node refuses
+ * the record). */
 static bool data_read_range(const struct mearas_sqe *e, uint64_t *off, uint64_t *len)
 {
-	const uint64_t *a = e->args.a;
+	struct mearas_span s;
 
-	switch (e->op) {
-	case MEARAS_OP_MEMCPY:
-		if (a[3] != MEARAS_COPY_HTOD)
-			return false;
-		*off = a[1];
-		*len = a[2];
-		return true;
-	case MEARAS_OP_MEMCPY_2D:
-		if (a[6] != MEARAS_COPY_HTOD || !a[4] || !a[5] || a[4] > a[3] || a[5] > (1ull << 32) ||
-		    a[3] > (1ull << 40))
-			return false;
-		*off = a[2];
-		*len = a[3] * (a[5] - 1) + a[4];
-		return true;
-	case MEARAS_OP_MODULE_LOAD:
-		*off = a[1];
-		*len = a[2];
-		return true;
-	default:
+	if (!mearas_op_reads(e, &s) || s.rows > (1ull << 32) || s.pitch > (1ull << 40) ||
+	    !range_2d_span(s.width, s.pitch, s.rows, len))
 		return false;
-	}
+	*off = s.off;
+	return true;
 }
 
 /* A device-to-host copy goes out: its rows are in flight until its DONE. */
-static bool d2h_track(struct remote_vgpu *rv, const struct remote_range *r, uint32_t *id)
+static bool d2h_track(struct remote_vgpu *rv, const struct mearas_span *r, uint32_t *id)
 {
 	struct d2h_flight f = { .r = *r, .end = r->off + r->pitch * (r->rows - 1) + r->width };
 
@@ -286,7 +272,7 @@ static int span_cmp(const void *x, const void *y)
 /* Under the lock: the parts of [a, b) that the rows of f write, into the list. */
 static bool d2h_cover(const struct d2h_flight *f, uint64_t a, uint64_t b, struct span **v, size_t *n, size_t *cap)
 {
-	const struct remote_range *r = &f->r;
+	const struct mearas_span *r = &f->r;
 	uint64_t k, k_end;
 
 	if (f->end <= a || r->off >= b)
@@ -358,7 +344,7 @@ static void forward_one(struct vgpu *v, const struct mearas_sqe *e, uint32_t ext
 	struct iovec iov[3] = { { &h, sizeof(h) } };
 	int n = 1, rc = 0;
 	uint64_t off, len;
-	struct remote_range r;
+	struct mearas_span r;
 
 	if (__atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE)) {
 		if (e->flags & MEARAS_SQE_WANT_CQE) {
@@ -443,22 +429,22 @@ static void forward_one(struct vgpu *v, const struct mearas_sqe *e, uint32_t ext
  */
 static bool forward_split(struct vgpu *v, const struct mearas_sqe *e)
 {
-	const uint64_t *a = e->args.a;
-	uint64_t host, size = a[2];
+	const struct mearas_args_MEMCPY *a = &e->args.MEMCPY;
+	uint64_t host, size = a->size;
 
-	if (e->op != MEARAS_OP_MEMCPY || (a[3] != MEARAS_COPY_HTOD && a[3] != MEARAS_COPY_DTOH) ||
+	if (e->op != MEARAS_OP_MEMCPY || (a->dir != MEARAS_COPY_HTOD && a->dir != MEARAS_COPY_DTOH) ||
 	    size < 2 * REMOTE_SPLIT_BYTES)
 		return false;
-	host = a[3] == MEARAS_COPY_HTOD ? a[1] : a[0];
+	host = a->dir == MEARAS_COPY_HTOD ? a->src : a->dst;
 	if (host > v->w->data_size || size > v->w->data_size - host)
 		return false; /* out of bounds: the remote node reports it, as one record */
 	for (uint64_t done = 0; done < size; done += REMOTE_SPLIT_BYTES) {
 		struct mearas_sqe piece = *e;
 		uint64_t n = size - done < REMOTE_SPLIT_BYTES ? size - done : REMOTE_SPLIT_BYTES;
 
-		piece.args.a[0] += done;
-		piece.args.a[1] += done;
-		piece.args.a[2] = n;
+		piece.args.MEMCPY.dst += done;
+		piece.args.MEMCPY.src += done;
+		piece.args.MEMCPY.size = n;
 		if (done + n < size)
 			piece.flags &= (uint16_t)~MEARAS_SQE_WANT_CQE;
 		forward_one(v, &piece, 0);
@@ -497,8 +483,8 @@ static int push_mapped(void *ctx, uint64_t off, const uint8_t *bytes, uint64_t l
 static uint32_t mapped_before(struct vgpu *v, const struct mearas_sqe *e)
 {
 	struct remote_vgpu *rv = v->remote;
-	const uint64_t *a = e->args.a;
-	bool launch = e->op == MEARAS_OP_LAUNCH || e->op == MEARAS_OP_GRAPH_LAUNCH;
+	const struct mearas_args_HOST_MAPPED *a = &e->args.HOST_MAPPED;
+	bool launch = mearas_op_props(e->op)->kernel;
 
 	/* most records are neither: nothing else is looked at for them */
 	if ((!launch && e->op != MEARAS_OP_HOST_MAPPED) || !rv->can_map ||
@@ -508,13 +494,13 @@ static uint32_t mapped_before(struct vgpu *v, const struct mearas_sqe *e)
 		if (!host_mapped_valid(e, v->w->data_size))
 			return 0; /* the remote node refuses it */
 		/* the shadow first: bytes the host writes meanwhile are sent again at the next launch */
-		if (!remote_mapped_set(rv->mapped, v->w->data, a[0], a[1], a[2] != 0)) {
+		if (!remote_mapped_set(rv->mapped, v->w->data, a->off, a->size, a->mapped != 0)) {
 			log_warn("vGPU %u: a mapped range of %llu bytes is refused (memory or --link-mem-mb)", v->index,
-				 (unsigned long long)a[1]);
+				 (unsigned long long)a->size);
 			return REMOTE_REC_REFUSED;
 		}
-		if (a[2])
-			push_mapped(v, a[0], v->w->data + a[0], a[1]);
+		if (a->mapped)
+			push_mapped(v, a->off, v->w->data + a->off, a->size);
 	} else if (remote_mapped_any(rv->mapped)) {
 		remote_mapped_diff(rv->mapped, v->w->data, push_mapped, v);
 	}

@@ -71,16 +71,11 @@ void remote_tokens_fail(struct remote_tokens *t, void (*fn)(void *ctx, const str
 	pthread_mutex_unlock(&t->lock);
 }
 
-bool remote_d2h_range(const struct mearas_sqe *e, uint64_t data_size, struct remote_range *r)
+bool remote_d2h_range(const struct mearas_sqe *e, uint64_t data_size, struct mearas_span *r)
 {
-	const uint64_t *a = e->args.a;
 	uint64_t span;
 
-	if (e->op == MEARAS_OP_MEMCPY && a[3] == MEARAS_COPY_DTOH)
-		*r = (struct remote_range){ .off = a[0], .width = a[2], .pitch = a[2], .rows = 1 };
-	else if (e->op == MEARAS_OP_MEMCPY_2D && a[6] == MEARAS_COPY_DTOH)
-		*r = (struct remote_range){ .off = a[0], .width = a[4], .pitch = a[1], .rows = a[5] };
-	else
+	if (!mearas_op_writes(e, r))
 		return false;
 	if (r->rows > (1ull << 32) || r->pitch > (1ull << 40) || !range_2d_span(r->width, r->pitch, r->rows, &span))
 		return false;

@@ -187,7 +187,7 @@ static bool queue_over(struct session *s)
 }
 
 /* The ranges of a graph launch in flight, taken from the budget. */
-static void ranges_free(struct session *s, struct remote_range *r, uint32_t n)
+static void ranges_free(struct session *s, struct mearas_span *r, uint32_t n)
 {
 	if (r) {
 		free(r);
@@ -306,7 +306,7 @@ static bool place_payload(struct session *s, struct mearas_sqe *sqe, const uint8
 
 static bool d2h_rows(const struct session *s, const struct mearas_sqe *e, struct remote_token *t)
 {
-	struct remote_range r;
+	struct mearas_span r;
 
 	if (!remote_d2h_range(e, s->data_size, &r))
 		return false;
@@ -343,7 +343,7 @@ static void feed_record(struct session *s, const uint8_t *msg, size_t len)
 		/* over the client node's budget (it logged it): the same error here,
 		 * and the range at that offset is no longer followed, as there */
 		if (sqe.op == MEARAS_OP_HOST_MAPPED && host_mapped_valid(&sqe, s->data_size))
-			remote_mapped_set(s->mapped, s->data, sqe.args.a[0], sqe.args.a[1], false);
+			remote_mapped_set(s->mapped, s->data, sqe.args.HOST_MAPPED.off, sqe.args.HOST_MAPPED.size, false);
 		if (!(sqe.flags & MEARAS_SQE_WANT_CQE))
 			defer_error(s, cudaErrorMemoryAllocation);
 		drop_record(s, &sqe, cudaErrorMemoryAllocation, done_owed, h.done_id);
@@ -361,7 +361,8 @@ static void feed_record(struct session *s, const uint8_t *msg, size_t len)
 		remote_mapped_absorb(s->mapped, s->data, h.data_off, h.data_len);
 	}
 	if (sqe.op == MEARAS_OP_HOST_MAPPED && host_mapped_valid(&sqe, s->data_size) &&
-	    !remote_mapped_set(s->mapped, s->data, sqe.args.a[0], sqe.args.a[1], sqe.args.a[2] != 0)) {
+	    !remote_mapped_set(s->mapped, s->data, sqe.args.HOST_MAPPED.off, sqe.args.HOST_MAPPED.size,
+			       sqe.args.HOST_MAPPED.mapped != 0)) {
 		/* over budget (logged) or out of memory: posted without a completion,
 		 * so the next synchronizing call reports it */
 		if (sqe.flags & MEARAS_SQE_WANT_CQE)
@@ -376,7 +377,7 @@ static void feed_record(struct session *s, const uint8_t *msg, size_t len)
 	}
 	d2h = d2h_rows(s, &sqe, &t);
 	if (d2h) {
-		struct remote_range r = { t.off, t.width, t.pitch, t.rows };
+		struct mearas_span r = { t.off, t.width, t.pitch, t.rows };
 		bool ok;
 
 		/* no fence on a capturing stream: the bytes come with the graph's launches */
@@ -683,7 +684,7 @@ static void scan(struct session *s, struct held *fresh)
 			if (t.capture_begin && c.status)
 				remote_captures_begin_failed(s->caps, t.stream_key);
 			for (uint32_t i = 0; c.status == 0 && i < t.nranges; i++) {
-				const struct remote_range *r = &t.ranges[i];
+				const struct mearas_span *r = &t.ranges[i];
 				struct out_item d = { .type = OUT_DATA, .off = r->off, .width = r->width,
 						      .pitch = r->pitch, .rows = r->rows };
 

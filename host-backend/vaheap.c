@@ -234,6 +234,16 @@ int vaheap_free(struct vaheap *h, uint64_t va)
 	return 0;
 }
 
+int vaheap_set_tag(struct vaheap *h, uint64_t va, void *tag)
+{
+	size_t at = upper_bound(h->allocs, h->nallocs, va);
+
+	if (at == 0 || h->allocs[at - 1].va != va)
+		return 1; /* cudaErrorInvalidValue */
+	h->allocs[at - 1].tag = tag;
+	return 0;
+}
+
 const struct vaheap_range *vaheap_find(const struct vaheap *h, uint64_t va, uint64_t len)
 {
 	size_t at = upper_bound(h->allocs, h->nallocs, va);

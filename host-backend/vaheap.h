@@ -15,6 +15,7 @@
 struct vaheap_range {
 	uint64_t va, size;
 	size_t chunk;           /* index into chunks (allocations, free extents) */
+	void *tag;              /* allocations: the owner's (memory pool), NULL by default */
 };
 
 struct vaheap_chunk {
@@ -53,6 +54,8 @@ void vaheap_init(struct vaheap *h, uint64_t base, uint64_t size, uint64_t granul
 int vaheap_alloc(struct vaheap *h, uint64_t size, uint64_t *va);
 /* Returns 0, or cudaErrorInvalidValue (1) when va is not a live allocation's start. */
 int vaheap_free(struct vaheap *h, uint64_t va);
+/* Tags the live allocation starting at va (0), or returns cudaErrorInvalidValue. */
+int vaheap_set_tag(struct vaheap *h, uint64_t va, void *tag);
 /* The live allocation holding all of [va, va+len), or NULL. */
 const struct vaheap_range *vaheap_find(const struct vaheap *h, uint64_t va, uint64_t len);
 const struct vaheap_chunk *vaheap_chunk_of(const struct vaheap *h, uint64_t va);

@@ -115,7 +115,7 @@ struct vgpu {
 	int kick_fd;
 	uint32_t sq_head;                       /* private copies of our own indices */
 	uint32_t cq_tail[MEARAS_MAX_THREADS];
-	struct handle_table streams, events, modules, funcs, graphs, execs;
+	struct handle_table htab[MEARAS_KIND_COUNT]; /* client objects by kind (ops.spec) */
 	void *ptds[MEARAS_MAX_THREADS];         /* per-thread default streams */
 	struct pending *pend;
 	size_t npend, cap_pend;
@@ -129,7 +129,7 @@ struct vgpu {
 	 * taking each from the ring to posting its completion (device time included) */
 	uint64_t sync_calls, sync_ns;
 	/* host functions waiting for the client (cudaLaunchHostFunc): each run
-	 * gets a sequence number (cqe.user_data of its request, a[1] of the
+	 * gets a sequence number (cqe.user_data of its request, `run` of the
 	 * client's HOST_FUNC_DONE); hf_done_token is the highest one done */
 	pthread_mutex_t hf_lock;
 	pthread_cond_t hf_cond;
@@ -228,9 +228,9 @@ static inline bool range_2d_span(uint64_t width, uint64_t pitch, uint64_t height
 
 static inline bool host_mapped_valid(const struct mearas_sqe *e, uint64_t data_size)
 {
-	const uint64_t *a = e->args.a;
+	const struct mearas_args_HOST_MAPPED *a = &e->args.HOST_MAPPED;
 
-	return a[1] && a[0] <= data_size && a[1] <= data_size - a[0] && a[2] <= 1;
+	return a->size && a->off <= data_size && a->size <= data_size - a->off && a->mapped <= 1;
 }
 
 /* poller.c */

@@ -84,10 +84,7 @@ static cudaError_t post_copy(int vgpu, const struct rt_stream_ref *st, uint64_t 
 
 	rt_call_init(&c, MEARAS_OP_MEMCPY, st->id);
 	c.sqe.flags |= st->sqe_flags;
-	c.sqe.args.a[0] = dst;
-	c.sqe.args.a[1] = src;
-	c.sqe.args.a[2] = n;
-	c.sqe.args.a[3] = (uint64_t)dir;
+	mearas_prep_MEMCPY(&c.sqe, dst, src, n, (uint64_t)dir);
 	if (!want)
 		return rt_post(vgpu, &c);
 	return rt_post_tracked(vgpu, &c, ud);
@@ -180,13 +177,11 @@ static cudaError_t cross_vgpu_copy(int sv, int dv, const struct rt_stream_ref *s
 				   uint64_t n)
 {
 	struct mearas_cqe cqe;
-	struct rt_call c;
 	uint64_t ud;
 	int slot = rt_slot();
 	cudaError_t e;
 
-	rt_call_init(&c, MEARAS_OP_CTX_SYNC, 0);
-	e = rt_call(dv, &c, NULL);
+	e = rt_do_CTX_SYNC(dv);
 	if (e)
 		return e;
 	pthread_mutex_lock(&rt.slot_lock[slot]);
@@ -302,14 +297,7 @@ cudaError_t rt_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind 
 			return e;
 		}
 		if (n <= INLINE_COPY_MAX) {
-			struct rt_call c;
-
-			rt_call_init(&c, MEARAS_OP_MEMCPY_INLINE, st.id);
-			c.sqe.flags |= st.sqe_flags;
-			c.sqe.args.a[0] = (uint64_t)(uintptr_t)dst;
-			c.payload = src;
-			c.payload_len = (uint32_t)n;
-			return rt_post(vgpu, &c);
+			return rt_do_MEMCPY_INLINE(vgpu, &st, (uint64_t)(uintptr_t)dst, src, (uint32_t)n, false);
 		}
 		return staged_h2d(vgpu, &st, (uint64_t)(uintptr_t)dst, src, n);
 	case cudaMemcpyDeviceToHost:
@@ -412,13 +400,9 @@ static cudaError_t memcpy_2d(void *dst, size_t dpitch, const void *src, size_t s
 	}
 	rt_call_init(&c, MEARAS_OP_MEMCPY_2D, st.id);
 	c.sqe.flags |= st.sqe_flags;
-	c.sqe.args.a[0] = dir == MEARAS_COPY_DTOH ? dh_offset(dst) : (uint64_t)(uintptr_t)dst;
-	c.sqe.args.a[1] = dpitch;
-	c.sqe.args.a[2] = dir == MEARAS_COPY_HTOD ? dh_offset(src) : (uint64_t)(uintptr_t)src;
-	c.sqe.args.a[3] = spitch;
-	c.sqe.args.a[4] = width;
-	c.sqe.args.a[5] = height;
-	c.sqe.args.a[6] = (uint64_t)dir;
+	mearas_prep_MEMCPY_2D(&c.sqe, dir == MEARAS_COPY_DTOH ? dh_offset(dst) : (uint64_t)(uintptr_t)dst, dpitch,
+			      dir == MEARAS_COPY_HTOD ? dh_offset(src) : (uint64_t)(uintptr_t)src, spitch, width, height,
+			      (uint64_t)dir);
 	if (async || dir == MEARAS_COPY_DTOD)
 		return rt_post(vgpu, &c);
 	return rt_call(vgpu, &c, NULL);
@@ -443,7 +427,6 @@ static cudaError_t memset_common(void *p, size_t pitch, int value, size_t width,
 				 cudaStream_t stream)
 {
 	struct rt_stream_ref st;
-	struct rt_call c;
 	uint64_t span;
 	int vgpu;
 	cudaError_t e = rt_ensure();
@@ -461,23 +444,12 @@ static cudaError_t memset_common(void *p, size_t pitch, int value, size_t width,
 	e = rt_stream_ref(stream, &st);
 	if (e)
 		return e;
-	if (height == 1) {
-		rt_call_init(&c, MEARAS_OP_MEMSET, st.id);
-		c.sqe.args.a[0] = (uint64_t)(uintptr_t)p;
-		c.sqe.args.a[1] = (uint8_t)value;
-		c.sqe.args.a[2] = width;
-		c.sqe.args.a[3] = 1;
-	} else {
-		rt_call_init(&c, MEARAS_OP_MEMSET_2D, st.id);
-		c.sqe.args.a[0] = (uint64_t)(uintptr_t)p;
-		c.sqe.args.a[1] = pitch;
-		c.sqe.args.a[2] = (uint8_t)value;
-		c.sqe.args.a[3] = width;
-		c.sqe.args.a[4] = height;
-	}
-	c.sqe.flags |= st.sqe_flags;
 	/* memsets of device memory are asynchronous to the host, as in CUDA */
-	return rt_post(stream ? st.vgpu : vgpu, &c);
+	if (stream)
+		vgpu = st.vgpu;
+	if (height == 1)
+		return rt_do_MEMSET(vgpu, &st, (uint64_t)(uintptr_t)p, (uint8_t)value, width, 1, false);
+	return rt_do_MEMSET_2D(vgpu, &st, (uint64_t)(uintptr_t)p, pitch, (uint8_t)value, width, height, false);
 }
 
 RT_EXPORT cudaError_t cudaMemset(void *devPtr, int value, size_t count)

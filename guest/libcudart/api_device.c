@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <cuda_profiler_api.h>
+
 #include "mearas/log.h"
 #include "rt.h"
 
@@ -191,49 +193,41 @@ RT_EXPORT cudaError_t cudaGetDeviceFlags(unsigned int *flags)
 
 RT_EXPORT cudaError_t cudaDeviceSynchronize(void)
 {
-	struct rt_call c;
 	int dev;
 	cudaError_t e = rt_ensure_device(&dev);
 
-	if (e)
-		return rt_set_error(e);
-	rt_call_init(&c, MEARAS_OP_CTX_SYNC, 0);
-	return rt_set_error(rt_call(dev, &c, NULL));
+	return rt_set_error(e ? e : rt_do_CTX_SYNC(dev));
 }
 
 RT_EXPORT cudaError_t cudaDeviceReset(void)
 {
-	struct rt_call c;
 	int dev;
 	cudaError_t e = rt_ensure_device(&dev);
 
 	if (e)
 		return rt_set_error(e);
-	rt_call_init(&c, MEARAS_OP_DEVICE_RESET, 0);
-	e = rt_call(dev, &c, NULL);
+	e = rt_do_DEVICE_RESET(dev);
 	dm_forget_vgpu(dev);
 	rt_modules_forget_vgpu(dev);
+	rt_pools_forget_vgpu(dev);
 	rt.v[dev].flags = 0;
 	return rt_set_error(e);
 }
 
 RT_EXPORT cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
 {
-	struct rt_call c;
-	struct mearas_cqe cqe;
+	uint64_t f, t;
 	int dev;
 	cudaError_t e = rt_ensure_device(&dev);
 
+	if (!e && (!free_bytes || !total))
+		e = cudaErrorInvalidValue;
+	if (!e)
+		e = rt_do_MEM_GET_INFO(dev, &f, &t);
 	if (e)
 		return rt_set_error(e);
-	if (!free_bytes || !total)
-		return rt_set_error(cudaErrorInvalidValue);
-	rt_call_init(&c, MEARAS_OP_MEM_GET_INFO, 0);
-	e = rt_call(dev, &c, &cqe);
-	if (e)
-		return rt_set_error(e);
-	*free_bytes = cqe.val[0];
-	*total = cqe.val[1];
+	*free_bytes = f;
+	*total = t;
 	return cudaSuccess;
 }
 
@@ -291,36 +285,45 @@ RT_EXPORT cudaError_t cudaDeviceDisablePeerAccess(int peerDevice)
 	return rt_set_error(e ? e : cudaErrorPeerAccessNotEnabled);
 }
 
+/* Limits are the context's of the vGPU (each client has its own): what the
+ * device says and takes, errors included. */
 RT_EXPORT cudaError_t cudaDeviceGetLimit(size_t *pValue, enum cudaLimit limit)
 {
-	cudaError_t e = rt_ensure();
+	uint64_t v;
+	int dev;
+	cudaError_t e = rt_ensure_device(&dev);
 
-	if (e)
-		return rt_set_error(e);
-	if (!pValue)
-		return rt_set_error(cudaErrorInvalidValue);
-	/* the driver's defaults; mearas does not change limits yet */
-	switch (limit) {
-	case cudaLimitStackSize:
-		*pValue = 1024;
-		return cudaSuccess;
-	case cudaLimitPrintfFifoSize:
-		*pValue = 1 << 20;
-		return cudaSuccess;
-	case cudaLimitMallocHeapSize:
-		*pValue = 8 << 20;
-		return cudaSuccess;
-	default:
-		return rt_set_error(cudaErrorUnsupportedLimit);
-	}
+	if (!e && !pValue)
+		e = cudaErrorInvalidValue;
+	if (!e)
+		e = rt_do_DEVICE_GET_LIMIT(dev, (uint32_t)limit, &v);
+	if (!e)
+		*pValue = (size_t)v;
+	return rt_set_error(e);
 }
 
 RT_EXPORT cudaError_t cudaDeviceSetLimit(enum cudaLimit limit, size_t value)
 {
-	(void)limit;
-	(void)value;
-	rt_log_unsupported("cudaDeviceSetLimit");
-	return rt_set_error(cudaErrorNotSupported);
+	int dev;
+	cudaError_t e = rt_ensure_device(&dev);
+
+	return rt_set_error(e ? e : rt_do_DEVICE_SET_LIMIT(dev, (uint32_t)limit, value));
+}
+
+RT_EXPORT cudaError_t cudaProfilerStart(void)
+{
+	int dev;
+	cudaError_t e = rt_ensure_device(&dev);
+
+	return rt_set_error(e ? e : rt_do_PROFILER_START(dev));
+}
+
+RT_EXPORT cudaError_t cudaProfilerStop(void)
+{
+	int dev;
+	cudaError_t e = rt_ensure_device(&dev);
+
+	return rt_set_error(e ? e : rt_do_PROFILER_STOP(dev));
 }
 
 RT_EXPORT cudaError_t cudaDeviceSetCacheConfig(enum cudaFuncCache cacheConfig)

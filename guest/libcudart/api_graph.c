@@ -20,22 +20,32 @@ RT_EXPORT cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStrea
 		return rt_set_error(cudaErrorInvalidValue);
 	if (stream == NULL || stream == cudaStreamLegacy)
 		return rt_set_error(cudaErrorStreamCaptureUnsupported);
-	return rt_set_error(rt_stream_call(stream, MEARAS_OP_CAPTURE_BEGIN, (uint64_t)mode, false, NULL, NULL));
+	{
+		struct rt_stream_ref st;
+		cudaError_t e = rt_stream_of(stream, &st);
+
+		return rt_set_error(e ? e : rt_do_CAPTURE_BEGIN(st.vgpu, &st, (uint64_t)mode));
+	}
 }
 
 RT_EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
 {
+	struct rt_stream_ref st;
 	struct rt_graph *g;
 	cudaError_t e;
 
 	if (!pGraph)
 		return rt_set_error(cudaErrorInvalidValue);
+	e = rt_stream_of(stream, &st);
+	if (e)
+		return rt_set_error(e);
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		return rt_set_error(cudaErrorMemoryAllocation);
 	g->magic = GRAPH_MAGIC;
 	g->id = rt_new_handle();
-	e = rt_stream_call(stream, MEARAS_OP_CAPTURE_END, g->id, true, NULL, &g->vgpu);
+	g->vgpu = st.vgpu;
+	e = rt_do_CAPTURE_END(st.vgpu, &st, g->id);
 	if (e) {
 		free(g);
 		return rt_set_error(e);
@@ -46,15 +56,18 @@ RT_EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGr
 
 RT_EXPORT cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus)
 {
-	struct mearas_cqe cqe;
+	struct rt_stream_ref st;
+	int32_t status;
 	cudaError_t e;
 
 	if (!pCaptureStatus)
 		return rt_set_error(cudaErrorInvalidValue);
-	e = rt_stream_call(stream, MEARAS_OP_CAPTURE_STATUS, 0, true, &cqe, NULL);
+	e = rt_stream_of(stream, &st);
+	if (!e)
+		e = rt_do_CAPTURE_STATUS(st.vgpu, &st, &status);
 	if (e)
 		return rt_set_error(e);
-	*pCaptureStatus = (enum cudaStreamCaptureStatus)cqe.val[0];
+	*pCaptureStatus = (enum cudaStreamCaptureStatus)status;
 	return cudaSuccess;
 }
 
@@ -62,7 +75,6 @@ RT_EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGrap
 					   unsigned long long flags)
 {
 	struct rt_graph *g = (struct rt_graph *)graph, *x;
-	struct rt_call c;
 	cudaError_t e = rt_ensure();
 
 	if (e)
@@ -75,10 +87,7 @@ RT_EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGrap
 	x->magic = EXEC_MAGIC;
 	x->id = rt_new_handle();
 	x->vgpu = g->vgpu;
-	rt_call_init(&c, MEARAS_OP_GRAPH_INSTANTIATE, 0);
-	c.sqe.args.a[0] = g->id;
-	c.sqe.args.a[1] = x->id;
-	e = rt_call(g->vgpu, &c, NULL);
+	e = rt_do_GRAPH_INSTANTIATE(g->vgpu, g->id, x->id);
 	if (e) {
 		free(x);
 		return rt_set_error(e);
@@ -96,37 +105,27 @@ RT_EXPORT cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec,
 RT_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
 {
 	struct rt_graph *x = (struct rt_graph *)graphExec;
-	int vgpu;
+	struct rt_stream_ref st;
 	cudaError_t e;
 
 	if (!x || x->magic != EXEC_MAGIC)
 		return rt_set_error(cudaErrorInvalidValue);
-	e = rt_ensure();
-	if (!e) {
-		struct rt_stream_ref st;
-
-		e = rt_stream_ref(stream, &st);
-		if (!e && st.vgpu != x->vgpu)
-			e = cudaErrorInvalidValue;
-	}
-	if (e)
-		return rt_set_error(e);
-	return rt_set_error(rt_stream_call(stream, MEARAS_OP_GRAPH_LAUNCH, x->id, false, NULL, &vgpu));
+	e = rt_stream_of(stream, &st);
+	if (!e && st.vgpu != x->vgpu)
+		e = cudaErrorInvalidValue;
+	return rt_set_error(e ? e : rt_do_GRAPH_LAUNCH(st.vgpu, &st, x->id));
 }
 
-static cudaError_t destroy(void *h, uint32_t magic, unsigned op)
+static cudaError_t destroy(void *h, uint32_t magic)
 {
 	struct rt_graph *g = h;
-	struct rt_call c;
 	cudaError_t e = rt_ensure();
 
 	if (e)
 		return e;
 	if (!g || g->magic != magic)
 		return cudaErrorInvalidValue;
-	rt_call_init(&c, op, 0);
-	c.sqe.args.a[0] = g->id;
-	e = rt_post(g->vgpu, &c);
+	e = magic == GRAPH_MAGIC ? rt_do_GRAPH_DESTROY(g->vgpu, g->id) : rt_do_GRAPH_EXEC_DESTROY(g->vgpu, g->id);
 	g->magic = 0;
 	free(g);
 	return e;
@@ -134,19 +133,18 @@ static cudaError_t destroy(void *h, uint32_t magic, unsigned op)
 
 RT_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t graph)
 {
-	return rt_set_error(destroy(graph, GRAPH_MAGIC, MEARAS_OP_GRAPH_DESTROY));
+	return rt_set_error(destroy(graph, GRAPH_MAGIC));
 }
 
 RT_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec)
 {
-	return rt_set_error(destroy(graphExec, EXEC_MAGIC, MEARAS_OP_GRAPH_EXEC_DESTROY));
+	return rt_set_error(destroy(graphExec, EXEC_MAGIC));
 }
 
 RT_EXPORT cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes)
 {
 	struct rt_graph *g = (struct rt_graph *)graph;
-	struct rt_call c;
-	struct mearas_cqe cqe;
+	uint64_t n;
 	cudaError_t e = rt_ensure();
 
 	if (e)
@@ -157,11 +155,9 @@ RT_EXPORT cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *node
 		rt_log_unsupported("cudaGraphGetNodes with a node array (node handles)");
 		return rt_set_error(cudaErrorNotSupported);
 	}
-	rt_call_init(&c, MEARAS_OP_GRAPH_NODE_COUNT, 0);
-	c.sqe.args.a[0] = g->id;
-	e = rt_call(g->vgpu, &c, &cqe);
+	e = rt_do_GRAPH_NODE_COUNT(g->vgpu, g->id, &n);
 	if (e)
 		return rt_set_error(e);
-	*numNodes = cqe.val[0];
+	*numNodes = n;
 	return cudaSuccess;
 }

@@ -63,7 +63,6 @@ static cudaError_t launch(struct rt_func *f, dim3 grid, dim3 block, void **args,
 			  cudaStream_t stream, int cooperative)
 {
 	struct rt_stream_ref st;
-	struct rt_call c;
 	uint8_t params[MEARAS_MAX_PARAM_BYTES];
 	uint32_t len;
 	cudaError_t e = rt_ensure();
@@ -84,17 +83,9 @@ static cudaError_t launch(struct rt_func *f, dim3 grid, dim3 block, void **args,
 	e = rt_func_pack(f, args, params, &len);
 	if (e)
 		return e;
-	rt_call_init(&c, MEARAS_OP_LAUNCH, st.id);
-	c.sqe.flags |= st.sqe_flags;
-	c.sqe.args.a[0] = rt_func_id(f);
-	c.sqe.args.a[1] = grid.x | (uint64_t)grid.y << 32;
-	c.sqe.args.a[2] = grid.z | (uint64_t)block.x << 32;
-	c.sqe.args.a[3] = block.y | (uint64_t)block.z << 32;
-	c.sqe.args.a[4] = smem;
-	c.sqe.args.a[5] = cooperative ? 1 : 0;
-	c.payload = params;
-	c.payload_len = len;
-	return rt_post(st.vgpu, &c);
+	return rt_do_LAUNCH(st.vgpu, &st, rt_func_id(f), (const uint32_t[3]){ grid.x, grid.y, grid.z },
+			    (const uint32_t[3]){ block.x, block.y, block.z }, smem, cooperative ? 1 : 0, params, len,
+			    false);
 }
 
 RT_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
@@ -161,8 +152,7 @@ static cudaError_t func_on_device(const void *func, struct rt_func **f, int *dev
 RT_EXPORT cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func)
 {
 	struct rt_func *f;
-	struct rt_call c;
-	struct mearas_cqe cqe;
+	uint64_t p0, p1;
 	int dev;
 	cudaError_t e;
 
@@ -171,19 +161,17 @@ RT_EXPORT cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, con
 	e = func_on_device(func, &f, &dev);
 	if (e)
 		return rt_set_error(e);
-	rt_call_init(&c, MEARAS_OP_FUNC_ATTRS, 0);
-	c.sqe.args.a[0] = rt_func_id(f);
-	e = rt_call(dev, &c, &cqe);
+	e = rt_do_FUNC_ATTRS(dev, rt_func_id(f), &p0, &p1);
 	if (e)
 		return rt_set_error(e);
 	memset(attr, 0, sizeof(*attr));
-	attr->numRegs = (int)(cqe.val[0] & 0xffff);
-	attr->maxThreadsPerBlock = (int)((cqe.val[0] >> 16) & 0xffff);
-	attr->ptxVersion = (int)((cqe.val[0] >> 32) & 0xffff);
-	attr->binaryVersion = (int)((cqe.val[0] >> 48) & 0xffff);
-	attr->sharedSizeBytes = cqe.val[1] & 0xffffff;
-	attr->localSizeBytes = (cqe.val[1] >> 24) & 0xffffff;
-	attr->constSizeBytes = (cqe.val[1] >> 48) & 0xffff;
+	attr->numRegs = (int)(p0 & 0xffff);
+	attr->maxThreadsPerBlock = (int)((p0 >> 16) & 0xffff);
+	attr->ptxVersion = (int)((p0 >> 32) & 0xffff);
+	attr->binaryVersion = (int)((p0 >> 48) & 0xffff);
+	attr->sharedSizeBytes = p1 & 0xffffff;
+	attr->localSizeBytes = (p1 >> 24) & 0xffffff;
+	attr->constSizeBytes = (p1 >> 48) & 0xffff;
 	attr->maxDynamicSharedSizeBytes = (int)(rt.v[dev].prop.sharedMemPerBlock - attr->sharedSizeBytes);
 	attr->preferredShmemCarveout = -1;
 	return cudaSuccess;
@@ -192,7 +180,6 @@ RT_EXPORT cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, con
 static cudaError_t set_attr(const void *func, int attr, int value)
 {
 	struct rt_func *f;
-	struct rt_call c;
 	int dev;
 	cudaError_t e = func_on_device(func, &f, &dev);
 
@@ -201,11 +188,7 @@ static cudaError_t set_attr(const void *func, int attr, int value)
 	if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize &&
 	    (value < 0 || (size_t)value > rt.v[dev].prop.sharedMemPerBlockOptin))
 		return cudaErrorInvalidValue;
-	rt_call_init(&c, MEARAS_OP_FUNC_SET_ATTR, 0);
-	c.sqe.args.a[0] = rt_func_id(f);
-	c.sqe.args.a[1] = (uint64_t)(int64_t)attr;
-	c.sqe.args.a[2] = (uint64_t)(int64_t)value;
-	return rt_post(dev, &c);
+	return rt_do_FUNC_SET_ATTR(dev, rt_func_id(f), attr, value);
 }
 
 RT_EXPORT cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, int value)
@@ -224,8 +207,7 @@ RT_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int
 									    unsigned int flags)
 {
 	struct rt_func *f;
-	struct rt_call c;
-	struct mearas_cqe cqe;
+	int32_t blocks;
 	int dev;
 	cudaError_t e;
 
@@ -235,14 +217,10 @@ RT_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int
 	e = func_on_device(func, &f, &dev);
 	if (e)
 		return rt_set_error(e);
-	rt_call_init(&c, MEARAS_OP_OCCUPANCY, 0);
-	c.sqe.args.a[0] = rt_func_id(f);
-	c.sqe.args.a[1] = (uint64_t)blockSize;
-	c.sqe.args.a[2] = dynamicSMemSize;
-	e = rt_call(dev, &c, &cqe);
+	e = rt_do_OCCUPANCY(dev, rt_func_id(f), (uint64_t)blockSize, dynamicSMemSize, &blocks);
 	if (e)
 		return rt_set_error(e);
-	*numBlocks = (int)cqe.val[0];
+	*numBlocks = blocks;
 	return cudaSuccess;
 }
 

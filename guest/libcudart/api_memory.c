@@ -8,32 +8,37 @@
 #include "mearas/log.h"
 #include "rt.h"
 
+/* An allocation on vgpu, from memory pool `pool` (0: none, as cudaMalloc). */
+cudaError_t rt_malloc_on(int vgpu, void **devPtr, size_t size, uint32_t pool)
+{
+	uint64_t ptr;
+	cudaError_t e;
+
+	if (!devPtr)
+		return cudaErrorInvalidValue;
+	if (size == 0) {
+		*devPtr = NULL;
+		return cudaSuccess;
+	}
+	e = rt_do_MEM_ALLOC(vgpu, size, pool, &ptr);
+	if (e) {
+		*devPtr = NULL;
+		return e;
+	}
+	dm_add(vgpu, ptr, size, 0);
+	*devPtr = (void *)(uintptr_t)ptr;
+	return cudaSuccess;
+}
+
 RT_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
 {
-	struct rt_call c;
-	struct mearas_cqe cqe;
 	int dev;
 	cudaError_t e;
 
 	if (!devPtr)
 		return rt_set_error(cudaErrorInvalidValue);
 	e = rt_ensure_device(&dev);
-	if (e)
-		return rt_set_error(e);
-	if (size == 0) {
-		*devPtr = NULL;
-		return cudaSuccess;
-	}
-	rt_call_init(&c, MEARAS_OP_MEM_ALLOC, 0);
-	c.sqe.args.a[0] = size;
-	e = rt_call(dev, &c, &cqe);
-	if (e) {
-		*devPtr = NULL;
-		return rt_set_error(e);
-	}
-	dm_add(dev, cqe.val[0], size, 0);
-	*devPtr = (void *)(uintptr_t)cqe.val[0];
-	return cudaSuccess;
+	return rt_set_error(e ? e : rt_malloc_on(dev, devPtr, size, 0));
 }
 
 RT_EXPORT cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height)
@@ -51,7 +56,6 @@ RT_EXPORT cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width
 
 static cudaError_t free_on(int vgpu, void *devPtr, cudaStream_t stream, bool async)
 {
-	struct rt_call c;
 	struct rt_stream_ref s = { .vgpu = vgpu };
 	cudaError_t e;
 
@@ -63,10 +67,9 @@ static cudaError_t free_on(int vgpu, void *devPtr, cudaStream_t stream, bool asy
 	if (dm_find((uint64_t)(uintptr_t)devPtr, 1, NULL, NULL) != vgpu ||
 	    !dm_remove(vgpu, (uint64_t)(uintptr_t)devPtr))
 		return cudaErrorInvalidValue;
-	rt_call_init(&c, async ? MEARAS_OP_MEM_FREE_ASYNC : MEARAS_OP_MEM_FREE, s.id);
-	c.sqe.flags |= s.sqe_flags;
-	c.sqe.args.a[0] = (uint64_t)(uintptr_t)devPtr;
-	return async ? rt_post(vgpu, &c) : rt_call(vgpu, &c, NULL);
+	if (async)
+		return rt_do_MEM_FREE_ASYNC(vgpu, &s, (uint64_t)(uintptr_t)devPtr);
+	return rt_do_MEM_FREE(vgpu, (uint64_t)(uintptr_t)devPtr);
 }
 
 RT_EXPORT cudaError_t cudaFree(void *devPtr)
@@ -84,23 +87,20 @@ RT_EXPORT cudaError_t cudaFree(void *devPtr)
 	return rt_set_error(free_on(dev, devPtr, 0, false));
 }
 
+/* Stream-ordered allocation from the stream's device's current pool,
+ * allocated at once: the memory is ready before any work of the stream
+ * needs it. */
 RT_EXPORT cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
 {
 	struct rt_stream_ref s;
+	uint32_t pool;
 	cudaError_t e = rt_ensure();
-	int dev, saved = rt_tls.device;
 
-	if (e)
-		return rt_set_error(e);
-	e = rt_stream_ref(hStream, &s);
-	if (e)
-		return rt_set_error(e);
-	/* allocated at once: the memory is ready before any work of the stream needs it */
-	rt_tls.device = s.vgpu;
-	e = cudaMalloc(devPtr, size);
-	rt_tls.device = saved;
-	(void)dev;
-	return e;
+	if (!e)
+		e = rt_stream_ref(hStream, &s);
+	if (!e)
+		e = rt_pool_current(s.vgpu, &pool);
+	return rt_set_error(e ? e : rt_malloc_on(s.vgpu, devPtr, size, pool));
 }
 
 RT_EXPORT cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream)

@@ -51,6 +51,7 @@
 	  (s, c, u, f))                                                                                   \
 	X(cudaMallocAsync, _ptsz, (void **p, size_t n, cudaStream_t s), (p, n, s))                     \
 	X(cudaFreeAsync, _ptsz, (void *p, cudaStream_t s), (p, s))                                     \
+	X(cudaMallocFromPoolAsync, _ptsz, (void **p, size_t n, cudaMemPool_t m, cudaStream_t s), (p, n, m, s)) \
 	X(cudaStreamBeginCapture, _ptsz, (cudaStream_t s, enum cudaStreamCaptureMode m), (s, m))        \
 	X(cudaStreamEndCapture, _ptsz, (cudaStream_t s, cudaGraph_t *g), (s, g))                       \
 	X(cudaStreamIsCapturing, _ptsz, (cudaStream_t s, enum cudaStreamCaptureStatus *c), (s, c))      \

@@ -153,13 +153,8 @@ RT_EXPORT void __cudaUnregisterFatBinary(void **fatCubinHandle)
 		return;
 	pthread_mutex_lock(&m->lock);
 	for (unsigned v = 0; v < rt.nvgpus; v++) {
-		if (m->loaded & (1u << v)) {
-			struct rt_call c;
-
-			rt_call_init(&c, MEARAS_OP_MODULE_UNLOAD, 0);
-			c.sqe.args.a[0] = m->id;
-			rt_post((int)v, &c);
-		}
+		if (m->loaded & (1u << v))
+			rt_do_MODULE_UNLOAD((int)v, m->id);
 	}
 	m->loaded = 0;
 	pthread_mutex_unlock(&m->lock);
@@ -243,7 +238,6 @@ const char *rt_func_name(const struct rt_func *f)
  * Called with m->lock held. */
 static cudaError_t module_ready(struct rt_module *m, int vgpu)
 {
-	struct rt_call c;
 	void *img;
 	cudaError_t e;
 
@@ -266,11 +260,7 @@ static cudaError_t module_ready(struct rt_module *m, int vgpu)
 	if (!img)
 		return cudaErrorMemoryAllocation;
 	memcpy(img, m->fatbin, m->size);
-	rt_call_init(&c, MEARAS_OP_MODULE_LOAD, 0);
-	c.sqe.args.a[0] = m->id;
-	c.sqe.args.a[1] = dh_offset(img);
-	c.sqe.args.a[2] = m->size;
-	e = rt_call(vgpu, &c, NULL);
+	e = rt_do_MODULE_LOAD(vgpu, m->id, dh_offset(img), m->size);
 	dh_free(img);
 	if (!e)
 		m->loaded |= 1u << vgpu;
@@ -281,28 +271,18 @@ static cudaError_t module_ready(struct rt_module *m, int vgpu)
 #define FUNC_NAME_MAX   (MEARAS_SQE_INLINE * 8)
 #define SYMBOL_NAME_MAX 4096
 
-/* FUNC_GET and GLOBAL_GET: ask vgpu for something of module m by its name,
- * sent as the payload (NUL included). A name of more than max bytes is
- * refused with too_long. */
-static cudaError_t call_by_name(int vgpu, unsigned op, const struct rt_module *m, uint64_t arg1,
-				const char *name, size_t max, cudaError_t too_long, struct mearas_cqe *cqe)
+/* FUNC_GET and GLOBAL_GET send a name as the payload, NUL included: its
+ * length, or 0 when it is longer than max. */
+static uint32_t name_payload_len(const char *name, size_t max)
 {
-	struct rt_call c;
 	size_t n = strlen(name) + 1;
 
-	if (n > max)
-		return too_long;
-	rt_call_init(&c, op, 0);
-	c.sqe.args.a[0] = m->id;
-	c.sqe.args.a[1] = arg1;
-	c.payload = name;
-	c.payload_len = (uint32_t)n;
-	return rt_call(vgpu, &c, cqe);
+	return n > max ? 0 : (uint32_t)n;
 }
 
 cudaError_t rt_func_ready(struct rt_func *f, int vgpu)
 {
-	struct mearas_cqe cqe;
+	uint32_t nparams, pbytes, n = name_payload_len(f->name, FUNC_NAME_MAX);
 	cudaError_t e;
 
 	if (__atomic_load_n(&f->ready, __ATOMIC_ACQUIRE) & (1u << vgpu))
@@ -322,15 +302,13 @@ cudaError_t rt_func_ready(struct rt_func *f, int vgpu)
 	}
 	if (f->ready & (1u << vgpu))
 		goto out;
-	e = call_by_name(vgpu, MEARAS_OP_FUNC_GET, f->m, f->id, f->name, FUNC_NAME_MAX,
-			 cudaErrorInvalidDeviceFunction, &cqe);
+	e = n ? rt_do_FUNC_GET(vgpu, f->m->id, f->id, f->name, n, &nparams, &pbytes) : cudaErrorInvalidDeviceFunction;
 	if (e)
 		goto out;
 	/* the driver's view against the one read from the fat binary */
-	if (cqe.val[1] != 0xffffffffull && (cqe.val[0] != f->info->nparams || cqe.val[1] != f->info->param_bytes))
-		log_err("kernel %s: fat binary says %u parameters / %u bytes, the device %llu / %llu",
-			f->name, f->info->nparams, f->info->param_bytes, (unsigned long long)cqe.val[0],
-			(unsigned long long)cqe.val[1]);
+	if (pbytes != 0xffffffffu && (nparams != f->info->nparams || pbytes != f->info->param_bytes))
+		log_err("kernel %s: fat binary says %u parameters / %u bytes, the device %u / %u",
+			f->name, f->info->nparams, f->info->param_bytes, nparams, pbytes);
 	__atomic_or_fetch(&f->ready, 1u << vgpu, __ATOMIC_RELEASE);
 out:
 	pthread_mutex_unlock(&f->m->lock);
@@ -358,7 +336,8 @@ cudaError_t rt_func_pack(const struct rt_func *f, void **args, uint8_t *buf, uin
 cudaError_t rt_symbol(const void *symbol, int vgpu, uint64_t *dptr, uint64_t *size)
 {
 	struct rt_var *v;
-	struct mearas_cqe cqe;
+	uint64_t ptr, dsize;
+	uint32_t n;
 	cudaError_t e;
 
 	pthread_rwlock_rdlock(&reg_lock);
@@ -375,13 +354,13 @@ cudaError_t rt_symbol(const void *symbol, int vgpu, uint64_t *dptr, uint64_t *si
 	e = module_ready(v->m, vgpu);
 	if (e)
 		goto out;
-	e = call_by_name(vgpu, MEARAS_OP_GLOBAL_GET, v->m, v->size, v->name, SYMBOL_NAME_MAX,
-			 cudaErrorInvalidSymbol, &cqe);
+	n = name_payload_len(v->name, SYMBOL_NAME_MAX);
+	e = n ? rt_do_GLOBAL_GET(vgpu, v->m->id, v->size, v->name, n, &ptr, &dsize) : cudaErrorInvalidSymbol;
 	if (e)
 		goto out;
-	v->dptr[vgpu] = cqe.val[0];
-	v->dsize[vgpu] = cqe.val[1];
-	dm_add(vgpu, cqe.val[0], cqe.val[1], 1);
+	v->dptr[vgpu] = ptr;
+	v->dsize[vgpu] = dsize;
+	dm_add(vgpu, ptr, dsize, 1);
 	__atomic_or_fetch(&v->ready, 1u << vgpu, __ATOMIC_RELEASE);
 out:
 	pthread_mutex_unlock(&v->m->lock);

@@ -85,7 +85,6 @@ static cudaError_t check_event_on_stream(cudaEvent_t event, cudaStream_t stream,
 RT_EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags, int priority)
 {
 	struct rt_stream *s;
-	struct rt_call c;
 	int dev;
 	cudaError_t e;
 
@@ -106,11 +105,7 @@ RT_EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsign
 		free(s);
 		return rt_set_error(cudaErrorMemoryAllocation);
 	}
-	rt_call_init(&c, MEARAS_OP_STREAM_CREATE, 0);
-	c.sqe.args.a[0] = s->id;
-	c.sqe.args.a[1] = flags;
-	c.sqe.args.a[2] = (uint64_t)(int64_t)s->priority;
-	e = rt_post(dev, &c);
+	e = rt_do_STREAM_CREATE(dev, s->id, flags, s->priority);
 	if (e) {
 		free(s);
 		return rt_set_error(e);
@@ -132,50 +127,40 @@ RT_EXPORT cudaError_t cudaStreamCreate(cudaStream_t *pStream)
 RT_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream)
 {
 	struct rt_stream *s = (struct rt_stream *)stream;
-	struct rt_call c;
 	cudaError_t e = rt_ensure();
 
 	if (e)
 		return rt_set_error(e);
 	if (!s || stream == cudaStreamLegacy || stream == cudaStreamPerThread || s->magic != STREAM_MAGIC)
 		return rt_set_error(cudaErrorInvalidResourceHandle);
-	rt_call_init(&c, MEARAS_OP_STREAM_DESTROY, 0);
-	c.sqe.args.a[0] = s->id;
-	e = rt_post(s->vgpu, &c);
+	e = rt_do_STREAM_DESTROY(s->vgpu, s->id);
 	s->magic = 0;
 	free(s);
 	return rt_set_error(e);
 }
 
-cudaError_t rt_stream_call(cudaStream_t stream, unsigned op, uint64_t a0, bool wait, struct mearas_cqe *out,
-			   int *vgpu)
+cudaError_t rt_stream_of(cudaStream_t stream, struct rt_stream_ref *st)
 {
-	struct rt_stream_ref st;
-	struct rt_call c;
 	cudaError_t e = rt_ensure();
 
-	if (e)
-		return e;
-	e = rt_stream_ref(stream, &st);
-	if (e)
-		return e;
-	rt_call_init(&c, op, st.id);
-	c.sqe.flags |= st.sqe_flags;
-	c.sqe.args.a[0] = a0;
-	if (vgpu)
-		*vgpu = st.vgpu;
-	return wait ? rt_call(st.vgpu, &c, out) : rt_post(st.vgpu, &c);
+	return e ? e : rt_stream_ref(stream, st);
 }
 
 RT_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t stream)
 {
-	return rt_set_error(rt_stream_call(stream, MEARAS_OP_STREAM_SYNC, 0, true, NULL, NULL));
+	struct rt_stream_ref st;
+	cudaError_t e = rt_stream_of(stream, &st);
+
+	return rt_set_error(e ? e : rt_do_STREAM_SYNC(st.vgpu, &st));
 }
 
 RT_EXPORT cudaError_t cudaStreamQuery(cudaStream_t stream)
 {
-	cudaError_t e = rt_stream_call(stream, MEARAS_OP_STREAM_QUERY, 0, true, NULL, NULL);
+	struct rt_stream_ref st;
+	cudaError_t e = rt_stream_of(stream, &st);
 
+	if (!e)
+		e = rt_do_STREAM_QUERY(st.vgpu, &st);
 	return e == cudaErrorNotReady ? e : rt_set_error(e);
 }
 
@@ -234,7 +219,6 @@ RT_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event
 {
 	struct rt_event *ev;
 	struct rt_stream_ref st;
-	struct rt_call c;
 	cudaError_t e = check_event_on_stream(event, stream, &ev, &st);
 
 	if (e)
@@ -246,11 +230,7 @@ RT_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event
 		e = cudaEventSynchronize(event);
 		return rt_set_error(e);
 	}
-	rt_call_init(&c, MEARAS_OP_STREAM_WAIT_EVENT, st.id);
-	c.sqe.flags |= st.sqe_flags;
-	c.sqe.args.a[0] = ev->id;
-	c.sqe.args.a[1] = flags;
-	return rt_set_error(rt_post(st.vgpu, &c));
+	return rt_set_error(rt_do_STREAM_WAIT_EVENT(st.vgpu, &st, ev->id, flags));
 }
 
 /* ---- events ---- */
@@ -258,7 +238,6 @@ RT_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event
 RT_EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
 {
 	struct rt_event *ev;
-	struct rt_call c;
 	int dev;
 	cudaError_t e;
 
@@ -274,10 +253,7 @@ RT_EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int 
 	ev->id = rt_new_handle();
 	ev->vgpu = dev;
 	ev->flags = flags;
-	rt_call_init(&c, MEARAS_OP_EVENT_CREATE, 0);
-	c.sqe.args.a[0] = ev->id;
-	c.sqe.args.a[1] = flags;
-	e = ev->id ? rt_post(dev, &c) : cudaErrorMemoryAllocation;
+	e = ev->id ? rt_do_EVENT_CREATE(dev, ev->id, flags) : cudaErrorMemoryAllocation;
 	if (e) {
 		free(ev);
 		return rt_set_error(e);
@@ -294,14 +270,11 @@ RT_EXPORT cudaError_t cudaEventCreate(cudaEvent_t *event)
 RT_EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event)
 {
 	struct rt_event *ev;
-	struct rt_call c;
 	cudaError_t e = check_event(event, &ev);
 
 	if (e)
 		return rt_set_error(e);
-	rt_call_init(&c, MEARAS_OP_EVENT_DESTROY, 0);
-	c.sqe.args.a[0] = ev->id;
-	e = rt_post(ev->vgpu, &c);
+	e = rt_do_EVENT_DESTROY(ev->vgpu, ev->id);
 	ev->magic = 0;
 	free(ev);
 	return rt_set_error(e);
@@ -311,17 +284,13 @@ RT_EXPORT cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 {
 	struct rt_event *ev;
 	struct rt_stream_ref st;
-	struct rt_call c;
 	cudaError_t e = check_event_on_stream(event, stream, &ev, &st);
 
 	if (e)
 		return rt_set_error(e);
 	if (st.vgpu != ev->vgpu)
 		return rt_set_error(cudaErrorInvalidResourceHandle);
-	rt_call_init(&c, MEARAS_OP_EVENT_RECORD, st.id);
-	c.sqe.flags |= st.sqe_flags;
-	c.sqe.args.a[0] = ev->id;
-	e = rt_post(st.vgpu, &c);
+	e = rt_do_EVENT_RECORD(st.vgpu, &st, ev->id);
 	if (!e)
 		ev->recorded = 1;
 	return rt_set_error(e);
@@ -334,38 +303,38 @@ RT_EXPORT cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t s
 	return cudaEventRecord(event, stream);
 }
 
-static cudaError_t event_call(cudaEvent_t event, unsigned op)
+/* The event's vGPU (*ev), or *ev NULL when there is nothing to wait for:
+ * an unrecorded event counts as complete. */
+static cudaError_t recorded_event(cudaEvent_t event, struct rt_event **ev)
 {
-	struct rt_event *ev;
-	struct rt_call c;
-	cudaError_t e = check_event(event, &ev);
+	cudaError_t e = check_event(event, ev);
 
-	if (e)
-		return e;
-	if (!ev->recorded)
-		return cudaSuccess; /* an unrecorded event counts as complete */
-	rt_call_init(&c, op, 0);
-	c.sqe.args.a[0] = ev->id;
-	return rt_call(ev->vgpu, &c, NULL);
+	if (!e && !(*ev)->recorded)
+		*ev = NULL;
+	return e;
 }
 
 RT_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event)
 {
-	return rt_set_error(event_call(event, MEARAS_OP_EVENT_SYNC));
+	struct rt_event *ev;
+	cudaError_t e = recorded_event(event, &ev);
+
+	return rt_set_error(e || !ev ? e : rt_do_EVENT_SYNC(ev->vgpu, ev->id));
 }
 
 RT_EXPORT cudaError_t cudaEventQuery(cudaEvent_t event)
 {
-	cudaError_t e = event_call(event, MEARAS_OP_EVENT_QUERY);
+	struct rt_event *ev;
+	cudaError_t e = recorded_event(event, &ev);
 
+	if (!e && ev)
+		e = rt_do_EVENT_QUERY(ev->vgpu, ev->id);
 	return e == cudaErrorNotReady ? e : rt_set_error(e);
 }
 
 RT_EXPORT cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 {
 	struct rt_event *a = event_of(start), *b = event_of(end);
-	struct rt_call c;
-	struct mearas_cqe cqe;
 	cudaError_t e = rt_ensure();
 
 	if (e)
@@ -376,14 +345,8 @@ RT_EXPORT cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEve
 		return rt_set_error(cudaErrorInvalidResourceHandle);
 	if (!a->recorded || !b->recorded || ((a->flags | b->flags) & cudaEventDisableTiming))
 		return rt_set_error(cudaErrorInvalidResourceHandle);
-	rt_call_init(&c, MEARAS_OP_EVENT_ELAPSED, 0);
-	c.sqe.args.a[0] = a->id;
-	c.sqe.args.a[1] = b->id;
-	e = rt_call(a->vgpu, &c, &cqe);
-	if (e)
-		return e == cudaErrorNotReady ? e : rt_set_error(e);
-	memcpy(ms, &cqe.val[0], sizeof(*ms));
-	return cudaSuccess;
+	e = rt_do_EVENT_ELAPSED(a->vgpu, a->id, b->id, ms);
+	return e == cudaErrorNotReady ? e : rt_set_error(e);
 }
 
 /* ---- host functions ----
@@ -408,7 +371,6 @@ static pthread_mutex_t host_fn_lock = PTHREAD_MUTEX_INITIALIZER;
 static void run_host_fn(unsigned vgpu, uint64_t token, uint64_t run)
 {
 	struct host_fn h;
-	struct rt_call c;
 
 	pthread_mutex_lock(&host_fn_lock);
 	h = host_fns[token % HOST_FN_MAX];
@@ -417,10 +379,7 @@ static void run_host_fn(unsigned vgpu, uint64_t token, uint64_t run)
 		h.fn(h.user);
 	else if (h.cb)
 		h.cb(h.stream, cudaSuccess, h.user);
-	rt_call_init(&c, MEARAS_OP_HOST_FUNC_DONE, 0);
-	c.sqe.args.a[0] = token;
-	c.sqe.args.a[1] = run;
-	rt_post((int)vgpu, &c);
+	rt_do_HOST_FUNC_DONE((int)vgpu, token, run);
 }
 
 static void *callback_thread(void *arg)
@@ -478,7 +437,6 @@ void rt_callback_thread_start(void)
 static cudaError_t post_host_fn(cudaStream_t stream, cudaHostFn_t fn, cudaStreamCallback_t cb, void *user)
 {
 	struct rt_stream_ref st;
-	struct rt_call c;
 	uint64_t token;
 	cudaError_t e = rt_ensure();
 
@@ -493,10 +451,7 @@ static cudaError_t post_host_fn(cudaStream_t stream, cudaHostFn_t fn, cudaStream
 	token = host_fn_next++;
 	host_fns[token % HOST_FN_MAX] = (struct host_fn){ fn, user, cb, stream };
 	pthread_mutex_unlock(&host_fn_lock);
-	rt_call_init(&c, MEARAS_OP_HOST_FUNC, st.id);
-	c.sqe.flags |= st.sqe_flags;
-	c.sqe.args.a[0] = token;
-	return rt_post(st.vgpu, &c);
+	return rt_do_HOST_FUNC(st.vgpu, &st, token);
 }
 
 RT_EXPORT cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData)

@@ -25,15 +25,9 @@ static pthread_mutex_t mapped_lock = PTHREAD_MUTEX_INITIALIZER;
 static void tell_remote_vgpus(uint64_t off, uint64_t size, bool on)
 {
 	for (unsigned i = 0; i < rt.nvgpus; i++) {
-		struct rt_call c;
-
 		if (!rt.v[i].info->is_remote)
 			continue;
-		rt_call_init(&c, MEARAS_OP_HOST_MAPPED, 0);
-		c.sqe.args.a[0] = off;
-		c.sqe.args.a[1] = size;
-		c.sqe.args.a[2] = on;
-		(void)rt_post((int)i, &c); /* a failed post fails later calls too */
+		(void)rt_do_HOST_MAPPED((int)i, off, size, on); /* a failed post fails later calls too */
 	}
 }
 

@@ -171,9 +171,17 @@ struct rt_stream_ref {
 	uint16_t sqe_flags;
 };
 RT_HIDDEN cudaError_t rt_stream_ref(cudaStream_t s, struct rt_stream_ref *out);
-/* one record on a stream's vGPU (a0 = first argument); waits for it if wait */
-RT_HIDDEN cudaError_t rt_stream_call(cudaStream_t stream, unsigned op, uint64_t a0, bool wait,
-				     struct mearas_cqe *out, int *vgpu);
+/* rt_ensure, then rt_stream_ref */
+RT_HIDDEN cudaError_t rt_stream_of(cudaStream_t stream, struct rt_stream_ref *out);
+
+/* rt_do_NAME: post op NAME (generated from include/mearas/ops.spec) */
+#include "rt_ops.gen.h"
+
+/* memory (api_memory.c, api_mempool.c): an allocation on vgpu through pool
+ * id `pool` (0: none); the vGPU's current pool; pools gone with a reset */
+RT_HIDDEN cudaError_t rt_malloc_on(int vgpu, void **devPtr, size_t size, uint32_t pool);
+RT_HIDDEN cudaError_t rt_pool_current(int vgpu, uint32_t *id);
+RT_HIDDEN void rt_pools_forget_vgpu(int vgpu);
 
 /* registration (api_register.c) */
 struct rt_func;

@@ -26,7 +26,7 @@
  *
  * The backend never trusts anything it reads from the region: it keeps its own
  * copy of the layout, copies each SQE before validating it, and checks ring
- * indices, offsets, lengths and handles (see host-backend/validate.c).
+ * indices, offsets, lengths and handles (host-backend/exec.c).
  */
 #ifndef MEARAS_PROTO_H
 #define MEARAS_PROTO_H
@@ -70,61 +70,9 @@ struct mearas_ring_ctl {
 #define MEARAS_SQE_PAYLOAD_ARENA 2u  /* payload at arena[payload_off] (else inline) */
 #define MEARAS_SQE_PER_THREAD    4u  /* "stream 0" means the per-thread default stream */
 
-/*
- * Operations: one table. X(name, sync) -- sync = 1 when the op always
- * produces a completion (the client waits for its result).
- */
-#define MEARAS_OPS(X)                   \
-	X(NOP, 0)                       \
-	X(MEM_ALLOC, 1)                 \
-	X(MEM_FREE, 1)                  \
-	X(MEM_FREE_ASYNC, 0)            \
-	X(MEM_GET_INFO, 1)              \
-	X(MEMCPY, 0)                    \
-	X(MEMCPY_INLINE, 0)             \
-	X(MEMCPY_2D, 0)                 \
-	X(MEMSET, 0)                    \
-	X(MEMSET_2D, 0)                 \
-	X(MODULE_LOAD, 1)               \
-	X(MODULE_UNLOAD, 0)             \
-	X(FUNC_GET, 1)                  \
-	X(FUNC_ATTRS, 1)                \
-	X(FUNC_SET_ATTR, 0)             \
-	X(OCCUPANCY, 1)                 \
-	X(GLOBAL_GET, 1)                \
-	X(LAUNCH, 0)                    \
-	X(STREAM_CREATE, 0)             \
-	X(STREAM_DESTROY, 0)            \
-	X(STREAM_SYNC, 1)               \
-	X(STREAM_QUERY, 1)              \
-	X(STREAM_WAIT_EVENT, 0)         \
-	X(EVENT_CREATE, 0)              \
-	X(EVENT_DESTROY, 0)             \
-	X(EVENT_RECORD, 0)              \
-	X(EVENT_SYNC, 1)                \
-	X(EVENT_QUERY, 1)               \
-	X(EVENT_ELAPSED, 1)             \
-	X(CTX_SYNC, 1)                  \
-	X(DEVICE_RESET, 1)              \
-	X(HOST_FUNC, 0)                 \
-	X(HOST_FUNC_DONE, 0)            \
-	X(CAPTURE_BEGIN, 0)             \
-	X(CAPTURE_END, 1)               \
-	X(CAPTURE_STATUS, 1)            \
-	X(GRAPH_INSTANTIATE, 1)         \
-	X(GRAPH_LAUNCH, 0)              \
-	X(GRAPH_DESTROY, 0)             \
-	X(GRAPH_EXEC_DESTROY, 0)        \
-	X(GRAPH_NODE_COUNT, 1)          \
-	X(SYNC_ERROR, 1)                \
-	X(HOST_MAPPED, 0)
-
-enum mearas_op {
-#define MEARAS_OP_ENUM(name, sync) MEARAS_OP_##name,
-	MEARAS_OPS(MEARAS_OP_ENUM)
-#undef MEARAS_OP_ENUM
-	MEARAS_OP_COUNT
-};
+/* The ops, their typed arguments and properties: generated from
+ * include/mearas/ops.spec (scripts/opgen.py into build/gen). */
+#include "mearas/ops.gen.h"
 
 /* memcpy directions: the host side is always an offset into the data area
  * (or the SQE payload for MEMCPY_INLINE); device sides are device addresses. */
@@ -135,10 +83,14 @@ enum mearas_copy_dir {
 	MEARAS_COPY_HTOH = 4,
 };
 
-/* Operation arguments. Fields not named by an op are zero. */
-struct mearas_sqe_args {
-	uint64_t a[7];
+/* Operation arguments: op NAME's are args.NAME (struct mearas_args_NAME,
+ * written by mearas_prep_NAME). The raw words `a` are for code that moves
+ * records as bytes (forwarding, hostile tests), never for reading an op's
+ * arguments. Fields an op does not name are zero. */
+union mearas_sqe_args {
+	MEARAS_SQE_ARGS_MEMBERS
 };
+MEARAS_SQE_ARGS_CHECKS
 
 struct mearas_sqe {
 	uint16_t op;
@@ -150,7 +102,7 @@ struct mearas_sqe {
 	uint64_t user_data;     /* echoed in the completion */
 	uint32_t payload_off;   /* arena offset with MEARAS_SQE_PAYLOAD_ARENA */
 	uint32_t reserved2;
-	struct mearas_sqe_args args;
+	union mearas_sqe_args args;
 	uint8_t inline_payload[MEARAS_SQE_INLINE];
 };
 
@@ -168,56 +120,6 @@ struct mearas_cqe {
 #define MEARAS_CQE_HOST_FUNC  1u
 /* cqe.flags: device printf/assert output is waiting on the output pipes */
 #define MEARAS_CQE_OUTPUT     2u
-
-/*
- * Argument meanings (a[i]):
- *   MEM_ALLOC        a0 size                          -> val0 device ptr
- *   MEM_FREE         a0 ptr
- *   MEM_FREE_ASYNC   a0 ptr (stream-ordered)
- *   MEM_GET_INFO                                      -> val0 free, val1 total
- *   MEMCPY           a0 dst, a1 src, a2 size, a3 dir  (host side = data offset)
- *   MEMCPY_INLINE    a0 dst device ptr; payload = bytes
- *   MEMCPY_2D        a0 dst, a1 dpitch, a2 src, a3 spitch, a4 width, a5 height, a6 dir
- *   MEMSET           a0 dst, a1 value, a2 count, a3 element size (1, 2, 4)
- *   MEMSET_2D        a0 dst, a1 pitch, a2 value, a3 width, a4 height
- *   MODULE_LOAD      a0 module id, a1 data offset, a2 size (fat binary image)
- *   MODULE_UNLOAD    a0 module id
- *   FUNC_GET         a0 module id, a1 func id; payload = NUL-terminated name
- *                                                     -> val0 param count
- *   FUNC_ATTRS       a0 func id                       -> val0 = packed attrs (see below)
- *   FUNC_SET_ATTR    a0 func id, a1 attribute (cudaFuncAttribute), a2 value
- *   OCCUPANCY        a0 func id, a1 block size, a2 dynamic smem -> val0 blocks/SM
- *   GLOBAL_GET       a0 module id, a1 size; payload = name -> val0 ptr, val1 size
- *   LAUNCH           a0 func id, a1 grid x|y<<32, a2 grid z|block x<<32,
- *                    a3 block y|z<<32, a4 dynamic smem, a5 flags (1 = cooperative);
- *                    payload = parameter buffer (layout from the fat binary)
- *   STREAM_CREATE    a0 stream id, a1 flags, a2 priority (signed)
- *   STREAM_DESTROY   a0 stream id
- *   STREAM_SYNC      (sqe.stream)
- *   STREAM_QUERY     (sqe.stream)                     status cudaErrorNotReady if busy
- *   STREAM_WAIT_EVENT a0 event id, a1 flags            (sqe.stream waits)
- *   EVENT_CREATE     a0 event id, a1 flags
- *   EVENT_DESTROY    a0 event id
- *   EVENT_RECORD     a0 event id                      (on sqe.stream)
- *   EVENT_SYNC       a0 event id
- *   EVENT_QUERY      a0 event id
- *   EVENT_ELAPSED    a0 start id, a1 end id           -> val0 = float ms bits
- *   CTX_SYNC / DEVICE_RESET
- *   HOST_FUNC        a0 client token                  (on sqe.stream)
- *   HOST_FUNC_DONE   a0 client token, a1 run number (the request's user_data)
- *   CAPTURE_BEGIN    a0 mode                          (sqe.stream)
- *   CAPTURE_END      a0 graph id                      (sqe.stream)
- *   CAPTURE_STATUS                                    -> val0 cudaStreamCaptureStatus
- *   GRAPH_INSTANTIATE a0 graph id, a1 exec id
- *   GRAPH_LAUNCH     a0 exec id                       (sqe.stream)
- *   GRAPH_DESTROY    a0 graph id;  GRAPH_EXEC_DESTROY a0 exec id
- *   GRAPH_NODE_COUNT a0 graph id                      -> val0 nodes
- *   SYNC_ERROR       returns (and clears) the first deferred error
- *   HOST_MAPPED      a0 data offset, a1 size, a2 1 mapped / 0 no longer: the
- *                    program may hand this pinned range to kernels (a remote
- *                    vGPU keeps it coherent across nodes; a local one has
- *                    nothing to do)
- */
 
 /* FUNC_ATTRS packing: val0 = numRegs | maxThreadsPerBlock << 16 | ptxVersion << 32 | binaryVersion << 48,
  *                     val1 = sharedSizeBytes | localSizeBytes << 24 | constSizeBytes << 48 (clamped) */
@@ -296,24 +198,17 @@ _Static_assert(sizeof(struct mearas_sqe) == 256, "SQE is 256 bytes");
 _Static_assert(sizeof(struct mearas_cqe) == 32, "CQE is 32 bytes");
 _Static_assert(sizeof(struct mearas_ring_ctl) == 192, "ring control is 3 cache lines");
 
+/* A range of data-area bytes: rows of width bytes, pitch apart (one row for
+ * a plain range). */
+struct mearas_span {
+	uint64_t off, pitch, width, rows;
+};
+
+#include "mearas/ops_inline.gen.h"
+
 static inline const char *mearas_op_name(unsigned op)
 {
-	static const char *const names[] = {
-#define MEARAS_OP_NAME(name, sync) #name,
-		MEARAS_OPS(MEARAS_OP_NAME)
-#undef MEARAS_OP_NAME
-	};
-	return op < MEARAS_OP_COUNT ? names[op] : "INVALID";
-}
-
-static inline int mearas_op_is_sync(unsigned op)
-{
-	static const unsigned char sync[] = {
-#define MEARAS_OP_SYNC(name, s) s,
-		MEARAS_OPS(MEARAS_OP_SYNC)
-#undef MEARAS_OP_SYNC
-	};
-	return op < MEARAS_OP_COUNT ? sync[op] : 0;
+	return mearas_op_props(op)->name;
 }
 
 /*

@@ -16,7 +16,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 programs=(vector_add matmul_tiled streams_events multithread multidevice graph_capture
 	templates rdc thrust_sort atomics coop_groups device_printf memory_api device_query
-	stream_callbacks per_thread_stream misuse)
+	stream_callbacks per_thread_stream misuse limits_pools)
 
 usage() {
 	sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2

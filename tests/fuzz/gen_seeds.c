@@ -9,7 +9,18 @@
 #include "fuzz_input.h"
 #include "mearas/proto.h"
 
+
 #define TAG(t, off) (((uint64_t)(t) << FUZZ_TAG_SHIFT) | (off))
+
+/* what the spec's seed records name (mearas/ops_seeds.gen.h): the fixture's
+ * objects (its ids are 1 for every kind), fresh ids, its 64 KiB allocation,
+ * the start of the data area */
+#define SEED_HANDLE(kind) 1u
+#define SEED_NEW(kind) 40u
+#define SEED_DPTR TAG(FUZZ_TAG_A, 0)
+#define SEED_DATA 0u
+#define SEED_VALUE 64u
+#include "mearas/ops_seeds.gen.h"
 
 static struct mearas_sqe recs[64];
 static unsigned nrecs;
@@ -124,6 +135,15 @@ int main(int argc, char **argv)
 	e = rec(MEARAS_OP_DEVICE_RESET, W);
 	e = rec(MEARAS_OP_MEM_GET_INFO, W);
 	emit(argv[1], "lifetimes", arena, 0);
+
+	/* one valid record of every op in the spec, each wanting a completion */
+	for (unsigned op = 0; op < MEARAS_OP_COUNT; op++) {
+		e = rec(op, W);
+		mearas_seed_record(op, e);
+		if (nrecs == sizeof(recs) / sizeof(recs[0]))
+			emit(argv[1], "every-op-1", arena, sizeof(arena));
+	}
+	emit(argv[1], "every-op", arena, sizeof(arena));
 
 	/* the module image given from the fuzzed bytes (data area offset 0) */
 	e = rec(MEARAS_OP_MODULE_LOAD, W);

@@ -34,7 +34,7 @@ static struct mearas_sqe rec(unsigned op, uint32_t stream, uint64_t a0, uint64_t
 static bool captured(struct remote_captures *c, uint32_t stream, uint64_t off)
 {
 	struct mearas_sqe e = rec(MEARAS_OP_MEMCPY, stream, off, 0);
-	struct remote_range r = { .off = off, .width = 16, .pitch = 16, .rows = 1 };
+	struct mearas_span r = { .off = off, .width = 16, .pitch = 16, .rows = 1 };
 	bool ok = false, taken = remote_captures_take_copy(c, &e, &r, &ok);
 
 	EXPECT(ok);
@@ -44,7 +44,7 @@ static bool captured(struct remote_captures *c, uint32_t stream, uint64_t off)
 static uint32_t launch(struct remote_captures *c, uint64_t exec, uint64_t *first_off)
 {
 	struct mearas_sqe e = rec(MEARAS_OP_GRAPH_LAUNCH, 7, exec, 0);
-	struct remote_range *r = NULL;
+	struct mearas_span *r = NULL;
 	uint32_t n = 99;
 
 	EXPECT(remote_captures_launch_ranges(c, &e, &r, &n));
@@ -104,7 +104,7 @@ int main(void)
 	EXPECT(remote_captures_note(c, &per_thread));
 	{
 		struct mearas_sqe cp = rec(MEARAS_OP_MEMCPY, 0, 0, 0);
-		struct remote_range r = { .width = 1, .pitch = 1, .rows = 1 };
+		struct mearas_span r = { .width = 1, .pitch = 1, .rows = 1 };
 		bool ok;
 
 		cp.flags = MEARAS_SQE_PER_THREAD;
@@ -117,7 +117,7 @@ int main(void)
 	/* no tracker (a device without graphs): nothing is ever captured */
 	{
 		struct mearas_sqe b = rec(MEARAS_OP_CAPTURE_BEGIN, 5, 0, 0);
-		struct remote_range r = { .width = 1, .pitch = 1, .rows = 1 }, *out = NULL;
+		struct mearas_span r = { .width = 1, .pitch = 1, .rows = 1 }, *out = NULL;
 		uint32_t n = 1;
 		bool ok;
 
@@ -136,7 +136,7 @@ int main(void)
 		note(t, MEARAS_OP_CAPTURE_BEGIN, 5, 0, 0);
 		for (unsigned i = 0; i < 1000; i++) {
 			struct mearas_sqe e = rec(MEARAS_OP_MEMCPY, 5, i * 16, 0);
-			struct remote_range r = { .off = i * 16, .width = 16, .pitch = 16, .rows = 1 };
+			struct mearas_span r = { .off = i * 16, .width = 16, .pitch = 16, .rows = 1 };
 			bool ok = true;
 
 			EXPECT(remote_captures_take_copy(t, &e, &r, &ok));

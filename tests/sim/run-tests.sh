@@ -263,6 +263,9 @@ run_test conc_threads prog MEARAS_VGPUS=2 conc_threads 500
 run_test conc_cross_event prog MEARAS_VGPUS=2 conc_cross_event
 run_test dev_props prog MEARAS_VGPUS=3 dev_props
 run_test dev_pointers prog MEARAS_VGPUS=3 dev_pointers
+run_test dev_limits prog MEARAS_VGPUS=2 dev_limits
+run_test dev_profiler prog dev_profiler
+run_test mem_pools prog MEARAS_VGPUS=2 mem_pools
 run_test shared_daemon_clean shared_daemon_clean
 run_test robust_client_dies client_dies
 run_test robust_killed_in_sync daemon_killed sync

@@ -79,7 +79,11 @@ for v in plain asan; do
 	run $v/fatbin_empty 60 $B/$v/test_fatbin_empty
 	run $v/dataheap 60 $B/$v/test_dataheap
 	run $v/vm_output 60 $B/$v/test_vm_output
+	run $v/ops_spec 60 $B/$v/test_ops_spec
 done
+# the op generator's refusals of a malformed spec
+run opgen 120 python3 -m pytest -q -p no:cacheprovider ../opgen
+run opgen_types 120 python3 -m mypy --strict ../../scripts/opgen.py ../opgen/test_opgen.py
 # the lost-wakeup detector itself: wakeups dropped on purpose must be caught
 expect_fail plain/ring_wakeup_detects_loss 60 "lost wakeup" $B/plain/test_ring_wakeup 200000 --drop-wakeups
 

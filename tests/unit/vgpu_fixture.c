@@ -129,8 +129,6 @@ void fixture_destroy(struct fixture *fx)
 		return;
 	for (unsigned i = 0; i < w->nvgpus; i++) {
 		struct vgpu *v = &w->vgpus[i];
-		struct handle_table *t[] = { &v->streams, &v->events, &v->modules, &v->funcs,
-					     &v->graphs, &v->execs };
 
 		if (!v->dev)
 			continue;
@@ -140,8 +138,8 @@ void fixture_destroy(struct fixture *fx)
 		exec_drop_pending(v);
 		vgpu_teardown(v);
 		vaheap_destroy(&v->heap);
-		for (size_t k = 0; k < sizeof(t) / sizeof(t[0]); k++)
-			htab_free(t[k]);
+		for (size_t k = 0; k < MEARAS_KIND_COUNT; k++)
+			htab_free(&v->htab[k]);
 		free(v->pend);
 		free(v->globals);
 		v->ops->close(v->dev);

@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Graphs by stream capture: capture, instantiation, launch and destruction.
+ * Host functions captured into a graph are owned by the graph (struct
+ * hf_share), its instantiations and their launches in flight.
+ */
+#include <stdlib.h>
+
+#include "exec_internal.h"
+#include "mearas/log.h"
+
+int exec_no_graphs(struct vgpu *v)
+{
+	static int said;
+
+	if (!said++)
+		log_warn("graphs by stream capture are not supported by device '%s'", v->ops->name);
+	return cudaErrorNotSupported;
+}
+
+int exec_op_CAPTURE_BEGIN(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_CAPTURE_BEGIN *in,
+			  struct mearas_cqe *c, struct fence_req *f)
+{
+	(void)c, (void)f;
+	if (!v->ops->capture_begin)
+		return exec_no_graphs(v);
+	if (e->stream == MEARAS_STREAM_LEGACY && !(e->flags & MEARAS_SQE_PER_THREAD))
+		return cudaErrorStreamCaptureUnsupported;
+	return v->ops->capture_begin(v->dev, in->stream, (int)in->a->mode);
+}
+
+/* The host functions captured into graph g leave the loose list for a share
+ * the graph owns (*out, NULL when it has none). Fails, destroying g, when
+ * the device cannot say which they are. */
+static int adopt_host_funcs(struct vgpu *v, void *g, struct hf_share **out)
+{
+	size_t n = 0, got = 0;
+	void **args;
+	struct hf_share *sh;
+	int r;
+
+	*out = NULL;
+	if (!v->hf_loose)
+		return 0;
+	r = v->ops->graph_host_funcs ? v->ops->graph_host_funcs(v->dev, g, exec_host_func_trampoline, NULL, 0, &n)
+				     : cudaErrorNotSupported;
+	if (r == 0 && n == 0)
+		return 0;
+	args = r ? NULL : calloc(n, sizeof(*args));
+	sh = r ? NULL : calloc(1, sizeof(*sh));
+	if (!r && (!args || !sh))
+		r = cudaErrorMemoryAllocation;
+	if (!r)
+		r = v->ops->graph_host_funcs(v->dev, g, exec_host_func_trampoline, args, n, &got);
+	for (struct host_func_req **pp = &v->hf_loose; !r && *pp;) {
+		struct host_func_req *q = *pp;
+		bool mine = false;
+
+		for (size_t i = 0; i < n && i < got && !mine; i++)
+			mine = args[i] == q;
+		if (!mine) {
+			pp = &q->next;
+			continue;
+		}
+		*pp = q->next;
+		q->next = sh->reqs;
+		sh->reqs = q;
+	}
+	free(args);
+	if (r) {
+		free(sh);
+		v->ops->graph_destroy(v->dev, g);
+		return r;
+	}
+	sh->refs = 1;
+	*out = sh;
+	return 0;
+}
+
+/* Captured host functions no graph took (a failed capture) are freed once
+ * no stream of this vGPU captures any more: nothing can run them. */
+static void drop_loose_host_funcs(struct vgpu *v)
+{
+	struct handle_table *streams = exec_table(v, MEARAS_KIND_STREAM);
+
+	if (!v->hf_loose)
+		return;
+	for (uint32_t i = 0; i < streams->cap; i++)
+		if (streams->slots[i].obj && exec_stream_capturing(v, streams->slots[i].obj))
+			return;
+	for (unsigned i = 0; i < MEARAS_MAX_THREADS; i++)
+		if (v->ptds[i] && exec_stream_capturing(v, v->ptds[i]))
+			return;
+	exec_hf_free_list(v, v->hf_loose);
+	v->hf_loose = NULL;
+}
+
+int exec_op_CAPTURE_END(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_CAPTURE_END *in,
+			struct mearas_cqe *c, struct fence_req *f)
+{
+	struct hf_share *sh = NULL;
+	void *g;
+	int r;
+
+	(void)e, (void)c, (void)f;
+	if (!v->ops->capture_end)
+		return exec_no_graphs(v);
+	r = v->ops->capture_end(v->dev, in->stream, &g);
+	if (r == 0)
+		r = adopt_host_funcs(v, g, &sh);
+	if (r == 0)
+		r = exec_keep_or_destroy(v, MEARAS_KIND_GRAPH, in->a->graph, g, (uintptr_t)sh);
+	drop_loose_host_funcs(v);
+	return r;
+}
+
+int exec_op_CAPTURE_STATUS(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_CAPTURE_STATUS *in,
+			   struct mearas_cqe *c, struct fence_req *f)
+{
+	int st = 0, r;
+
+	(void)e, (void)f;
+	if (v->ops->capture_status) {
+		r = v->ops->capture_status(v->dev, in->stream, &st);
+		if (r)
+			return r;
+	}
+	c->val[0] = (uint64_t)st;
+	return 0;
+}
+
+int exec_op_GRAPH_INSTANTIATE(struct vgpu *v, const struct mearas_sqe *e,
+			      const struct exec_in_GRAPH_INSTANTIATE *in, struct mearas_cqe *c, struct fence_req *f)
+{
+	struct hf_share *sh;
+	void *x;
+	int r;
+
+	(void)e, (void)c, (void)f;
+	if (!v->ops->graph_instantiate)
+		return exec_no_graphs(v);
+	r = v->ops->graph_instantiate(v->dev, in->graph->obj, &x);
+	if (r)
+		return r;
+	/* the instantiation runs the graph's host functions too */
+	sh = (struct hf_share *)(uintptr_t)in->graph->aux;
+	if (sh)
+		sh->refs++;
+	return exec_keep_or_destroy(v, MEARAS_KIND_EXEC, in->a->exec, x, (uintptr_t)sh);
+}
+
+int exec_op_GRAPH_LAUNCH(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_GRAPH_LAUNCH *in,
+			 struct mearas_cqe *c, struct fence_req *f)
+{
+	struct hf_share *sh = (struct hf_share *)(uintptr_t)in->exec->aux;
+	int r;
+
+	(void)e, (void)c;
+	if (!v->ops->graph_launch)
+		return exec_no_graphs(v);
+	/* the stream is the fence: a launch that wants a completion (a remote
+	 * node's, whose graph copies to the host) gets it when the graph is done */
+	f->stream = in->stream;
+	if (sh && exec_stream_capturing(v, f->stream))
+		return cudaErrorStreamCaptureUnsupported; /* its host functions would outlive their owner */
+	r = v->ops->graph_launch(v->dev, in->exec->obj, f->stream);
+	if (r || !sh)
+		return r;
+	/* its host functions stay until this launch is done, whatever the client destroys meanwhile */
+	sh->refs++;
+	f->action = PENDING_RELEASE;
+	f->arg = (uintptr_t)sh;
+	return 0;
+}
+
+int exec_op_GRAPH_DESTROY(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_GRAPH_DESTROY *in,
+			  struct mearas_cqe *c, struct fence_req *f)
+{
+	(void)e, (void)c, (void)f;
+	return exec_take_and_destroy(v, MEARAS_KIND_GRAPH, in->a->graph);
+}
+
+int exec_op_GRAPH_EXEC_DESTROY(struct vgpu *v, const struct mearas_sqe *e,
+			       const struct exec_in_GRAPH_EXEC_DESTROY *in, struct mearas_cqe *c, struct fence_req *f)
+{
+	(void)e, (void)c, (void)f;
+	return exec_take_and_destroy(v, MEARAS_KIND_EXEC, in->a->exec);
+}
+
+int exec_op_GRAPH_NODE_COUNT(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_GRAPH_NODE_COUNT *in,
+			     struct mearas_cqe *c, struct fence_req *f)
+{
+	(void)e, (void)f;
+	if (!v->ops->graph_node_count)
+		return exec_no_graphs(v);
+	return v->ops->graph_node_count(v->dev, in->graph->obj, &c->val[0]);
+}

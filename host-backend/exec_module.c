@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Module records: loading images from the data area (copied first: the
+ * client could change them while they are parsed), kernels and globals
+ * looked up by name, kernel attributes and occupancy, and launches with
+ * their parameter buffers checked against the kernel's own layout.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec_internal.h"
+
+int exec_op_MODULE_LOAD(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_MODULE_LOAD *in,
+			struct mearas_cqe *c, struct fence_req *f)
+{
+	uint64_t size = in->a->size;
+	const void *img = exec_data_ptr(v, in->a->image, size);
+	void *copy, *mod;
+	int r;
+
+	(void)e, (void)c, (void)f;
+	if (!img || size < 16 || size > (1ull << 31))
+		return cudaErrorInvalidValue;
+	copy = malloc(size);
+	if (!copy)
+		return cudaErrorMemoryAllocation;
+	memcpy(copy, img, size);
+	r = v->ops->module_load(v->dev, copy, size, &mod);
+	free(copy);
+	if (r)
+		return r;
+	return exec_keep_or_destroy(v, MEARAS_KIND_MODULE, in->a->module, mod, 0);
+}
+
+int exec_op_MODULE_UNLOAD(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_MODULE_UNLOAD *in,
+			  struct mearas_cqe *c, struct fence_req *f)
+{
+	struct handle_table *funcs = exec_table(v, MEARAS_KIND_FUNC);
+	void *mod = htab_take(exec_table(v, MEARAS_KIND_MODULE), in->a->module);
+
+	(void)e, (void)c, (void)f;
+	if (!mod)
+		return cudaErrorInvalidResourceHandle;
+	/* functions of the module die with it */
+	for (uint32_t i = 0; i < funcs->cap; i++) {
+		uint64_t aux = funcs->slots[i].aux;
+
+		if (funcs->slots[i].obj && (aux >> 48) == in->a->module)
+			exec_func_release(v, htab_take(funcs, i), aux);
+	}
+	v->ops->module_unload(v->dev, mod);
+	return 0;
+}
+
+int exec_op_FUNC_GET(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_FUNC_GET *in,
+		     struct mearas_cqe *c, struct fence_req *f)
+{
+	uint32_t nparams, pbytes;
+	uint64_t aux;
+	void *fn;
+	int r;
+
+	(void)e, (void)f;
+	r = v->ops->func_get(v->dev, in->module->obj, in->name, &fn, &nparams, &pbytes);
+	if (r)
+		return r;
+	aux = exec_func_aux(in->a->module, nparams, pbytes);
+	v->func_bytes += exec_func_cost(nparams);
+	if (v->func_bytes > MEARAS_MAX_FUNC_BYTES) {
+		exec_refuse_log(v, "FUNC_GET refused: kernel records would hold more than %llu MiB (a client looking "
+				"kernels up without end?)", MEARAS_MAX_FUNC_BYTES >> 20);
+		exec_func_release(v, fn, aux);
+		return cudaErrorMemoryAllocation;
+	}
+	c->val[0] = nparams;
+	c->val[1] = pbytes;
+	return exec_keep_or_destroy(v, MEARAS_KIND_FUNC, in->a->func, fn, aux);
+}
+
+int exec_op_FUNC_ATTRS(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_FUNC_ATTRS *in,
+		       struct mearas_cqe *c, struct fence_req *f)
+{
+	(void)e, (void)f;
+	return v->ops->func_attrs(v->dev, in->func->obj, c->val);
+}
+
+int exec_op_FUNC_SET_ATTR(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_FUNC_SET_ATTR *in,
+			  struct mearas_cqe *c, struct fence_req *f)
+{
+	(void)e, (void)c, (void)f;
+	return v->ops->func_set_attr(v->dev, in->func->obj, (int)in->a->attr, (int)in->a->value);
+}
+
+int exec_op_OCCUPANCY(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_OCCUPANCY *in,
+		      struct mearas_cqe *c, struct fence_req *f)
+{
+	int blocks = 0, r;
+
+	(void)e, (void)f;
+	if (in->a->block == 0 || in->a->block > 4096 || in->a->smem > (1u << 30))
+		return cudaErrorInvalidValue;
+	r = v->ops->occupancy(v->dev, in->func->obj, (int)in->a->block, in->a->smem, &blocks);
+	c->val[0] = (uint64_t)blocks;
+	return r;
+}
+
+int exec_op_GLOBAL_GET(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_GLOBAL_GET *in,
+		       struct mearas_cqe *c, struct fence_req *f)
+{
+	int r;
+
+	(void)e, (void)f;
+	r = v->ops->global_get(v->dev, in->module->obj, in->name, in->a->size, &c->val[0], &c->val[1]);
+	if (r)
+		return r;
+	if (!exec_dev_range_ok(v, c->val[0], c->val[1])) {
+		struct global_range *g;
+
+		if (v->nglobals == v->cap_globals) {
+			size_t ncap = v->cap_globals ? v->cap_globals * 2 : 16;
+
+			g = realloc(v->globals, ncap * sizeof(*g));
+			if (!g)
+				return cudaErrorMemoryAllocation;
+			v->globals = g;
+			v->cap_globals = ncap;
+		}
+		v->globals[v->nglobals++] = (struct global_range){ .va = c->val[0], .size = c->val[1] };
+	}
+	return 0;
+}
+
+int exec_op_LAUNCH(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_LAUNCH *in,
+		   struct mearas_cqe *c, struct fence_req *f)
+{
+	const struct mearas_args_LAUNCH *a = in->a;
+	struct mdev_launch l;
+	uint32_t want = (uint32_t)in->func->aux;
+	_Alignas(16) uint8_t params[MEARAS_MAX_PARAM_BYTES + 4];
+
+	(void)e, (void)c;
+	f->stream = in->stream;
+	if (in->params_len > MEARAS_MAX_PARAM_BYTES || (want != 0xffffffffu && in->params_len != want))
+		return cudaErrorInvalidValue;
+	for (int i = 0; i < 3; i++) {
+		l.grid[i] = a->grid[i];
+		l.block[i] = a->block[i];
+		if (!l.grid[i] || !l.block[i])
+			return cudaErrorInvalidConfiguration;
+	}
+	if (a->smem > (1u << 30))
+		return cudaErrorInvalidConfiguration;
+	l.smem = (uint32_t)a->smem;
+	l.cooperative = (a->flags & 1) != 0;
+	/* parameters are copied out of shared memory before the driver sees them */
+	memcpy(params, in->params, in->params_len);
+	l.params = params;
+	l.param_bytes = in->params_len;
+	f->kernel = in->func->obj;
+	return v->ops->launch(v->dev, in->func->obj, f->stream, &l);
+}
