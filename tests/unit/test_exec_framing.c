@@ -191,15 +191,23 @@ static void test_wakeup_posted(void)
 	CHECK(fixture_cq_pop(&fx, 0, 9, &c));
 }
 
-int main(void)
+static void setup(void)
 {
-	CHECK(fixture_init(&fx, 2, 0) == 0);
-	test_op_and_flags();
-	test_slot_out_of_range();
-	test_payload_bounds();
-	test_cq_full();
-	test_wakeup_posted();
-	fixture_destroy(&fx);
-	printf("exec framing: ok\n");
-	return 0;
+	REQUIRE(fixture_init(&fx, 2, 0) == 0);
 }
+
+static void teardown(void)
+{
+	if (fx.w)
+		CHECK(!fx.w->broken);
+	fixture_destroy(&fx);
+}
+
+static const struct check_case cases[] = {
+	{ "op_and_flags", test_op_and_flags },
+	{ "slot_out_of_range", test_slot_out_of_range },
+	{ "payload_bounds", test_payload_bounds },
+	{ "cq_full", test_cq_full },
+	{ "wakeup_posted", test_wakeup_posted },
+};
+CHECK_MAIN_FIXTURE(cases, setup, teardown)

@@ -9,7 +9,8 @@
  *   event_sync_destroy   EVENT_SYNC outlives EVENT_DESTROY of its event
  *   event_sync_reset     EVENT_SYNC outlives a reset that destroys its event
  *   func_get             FUNC_GET records freed with their module, bounded
- *   pending_bounded      completions behind a stream that never finishes */
+ *   pending_bounded      completions behind a stream that never finishes
+ * (`test_exec_lifetimes NAME` runs one) */
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -19,6 +20,8 @@
 #include "vgpu_fixture.h"
 
 static struct fixture fx;
+static uint64_t dev;            /* 1 MiB on vGPU 0 */
+#define SPIN_FN 600             /* mearas_sim_spin(ms), module 60 */
 
 /* The record wants a completion on `slot`; returns it (exactly one). */
 static int call(struct mearas_sqe *e, unsigned slot, uint64_t val[2])
@@ -56,7 +59,7 @@ static void load_ptx(uint64_t mod, const char *name, unsigned nparams)
 {
 	size_t n = ptx_fatbin(fx.w->data + (1 << 20), 4u << 20, name, nparams);
 
-	CHECK(n > 0);
+	REQUIRE(n > 0);
 	CHECK_EQ(op(MEARAS_OP_MODULE_LOAD, 0, mod, 1 << 20, n), 0);
 }
 
@@ -109,7 +112,7 @@ static struct mearas_cqe wait_slot(unsigned slot)
 	return c;
 }
 
-static void test_2d_wrapping(uint64_t dev)
+static void test_2d_wrapping(void)
 {
 	struct mearas_sqe e = sqe_of(MEARAS_OP_MEMCPY_2D);
 	uint64_t span, big = fixture_alloc(&fx, 0, 1ull << 30);
@@ -167,13 +170,13 @@ static void test_2d_wrapping(uint64_t dev)
 	CHECK_EQ(call(&e, 1, NULL), 0);
 }
 
-static void test_refusals_rate_limited(uint64_t dev)
+static void test_refusals_rate_limited(void)
 {
 	char path[] = "/tmp/mearas-unit-log.XXXXXX", buf[65536];
 	int fd = mkstemp(path), lines = 0;
 	ssize_t n;
 
-	CHECK(fd >= 0);
+	REQUIRE(fd >= 0);
 	unlink(path);
 	mearas_log_set_fd(fd);
 	for (int i = 0; i < 2000; i++) {
@@ -192,7 +195,7 @@ static void test_refusals_rate_limited(uint64_t dev)
 	for (char *p = buf; (p = strstr(p, "2D memset refused")); p++)
 		lines++;
 	close(fd);
-	fprintf(stderr, "2000 refused records, %d log lines\n", lines);
+	printf("  2000 refused records, %d log lines\n", lines);
 	CHECK(lines >= 1 && lines <= 40);
 }
 
@@ -263,14 +266,14 @@ static void test_host_func_graph(void)
 	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 20, 0, 0), 0);
 }
 
-static void test_event_sync_destroy(uint64_t spin_fn)
+static void test_event_sync_destroy(void)
 {
 	struct mearas_sqe e;
 	struct mearas_cqe c;
 
 	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 21, 0, 0), 0);
 	CHECK_EQ(op(MEARAS_OP_EVENT_CREATE, 0, 40, 0, 0), 0);
-	spin(spin_fn, 21, 200);
+	spin(SPIN_FN, 21, 200);
 	CHECK_EQ(op(MEARAS_OP_EVENT_RECORD, 21, 40, 0, 0), 0);
 	CHECK_EQ(op(MEARAS_OP_EVENT_QUERY, 0, 40, 0, 0), cudaErrorNotReady);
 	e = sqe_of(MEARAS_OP_EVENT_SYNC);
@@ -287,18 +290,18 @@ static void test_event_sync_destroy(uint64_t spin_fn)
 	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 21, 0, 0), 0);
 }
 
-static void test_event_sync_reset(uint64_t spin_fn)
+static void test_event_sync_reset(void)
 {
 	struct mearas_sqe e;
 	struct mearas_cqe c;
 
 	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 22, 0, 0), 0);
 	CHECK_EQ(op(MEARAS_OP_EVENT_CREATE, 0, 41, 0, 0), 0);
-	spin(spin_fn, 22, 50);
+	spin(SPIN_FN, 22, 50);
 	e = sqe_of(MEARAS_OP_DEVICE_RESET);
 	post_want(&e, 3, 1);
 	/* after the reset record, before it is done: work it will not wait for */
-	spin(spin_fn, 22, 300);
+	spin(SPIN_FN, 22, 300);
 	CHECK_EQ(op(MEARAS_OP_EVENT_RECORD, 22, 41, 0, 0), 0);
 	e = sqe_of(MEARAS_OP_EVENT_SYNC);
 	e.args.a[0] = 41;
@@ -344,13 +347,13 @@ static void test_func_get(void)
 	/* the last ones die with the vGPU (teardown), counted by ASan */
 }
 
-static void test_pending_bounded(uint64_t spin_fn, uint64_t dev)
+static void test_pending_bounded(void)
 {
 	struct vgpu *v = &fx.w->vgpus[0];
 	struct mearas_sqe e;
 
 	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 23, 0, 0), 0);
-	spin(spin_fn, 23, 600000);                      /* a stream that does not finish */
+	spin(SPIN_FN, 23, 600000);                      /* a stream that does not finish */
 	for (unsigned i = 0; i < MEARAS_MAX_PENDING + 100; i++) {
 		e = sqe_of(MEARAS_OP_MEM_FREE_ASYNC);
 		e.stream = 23;
@@ -372,40 +375,30 @@ static void test_pending_bounded(uint64_t spin_fn, uint64_t dev)
 	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 23, 0, 0), 0);
 }
 
-static const char *only;
-
-/* true when the named test is to run (all, or the one named on the command line) */
-static bool pick(const char *name)
+/* a fresh worker with 1 MiB allocated and the spin kernel loaded */
+static void setup(void)
 {
-	return !only || !strcmp(only, name);
-}
-
-int main(int argc, char **argv)
-{
-	uint64_t dev;
-
-	only = argc > 1 ? argv[1] : NULL;
-	CHECK(fixture_init(&fx, 1, 0) == 0);
+	REQUIRE(fixture_init(&fx, 1, 0) == 0);
 	dev = fixture_alloc(&fx, 0, 1 << 20);
-	CHECK(dev != 0);
-	if (pick("2d_wrapping"))
-		test_2d_wrapping(dev);
-	if (pick("refusals_rate_limited"))
-		test_refusals_rate_limited(dev);
-	if (pick("host_func_graph"))
-		test_host_func_graph();
+	REQUIRE(dev != 0);
 	load_ptx(60, "mearas_sim_spin", 1);
-	CHECK_EQ(func_get(60, 600, "mearas_sim_spin"), 0);
-	if (pick("event_sync_destroy"))
-		test_event_sync_destroy(600);
-	if (pick("pending_bounded"))
-		test_pending_bounded(600, dev);
-	if (pick("func_get"))
-		test_func_get();
-	if (pick("event_sync_reset"))
-		test_event_sync_reset(600);
-	CHECK(!fx.w->broken);
-	fixture_destroy(&fx);
-	printf("exec lifetimes: ok\n");
-	return 0;
+	REQUIRE(func_get(60, SPIN_FN, "mearas_sim_spin") == 0);
 }
+
+static void teardown(void)
+{
+	if (fx.w)
+		CHECK(!fx.w->broken);
+	fixture_destroy(&fx);
+}
+
+static const struct check_case cases[] = {
+	{ "2d_wrapping", test_2d_wrapping },
+	{ "refusals_rate_limited", test_refusals_rate_limited },
+	{ "host_func_graph", test_host_func_graph },
+	{ "event_sync_destroy", test_event_sync_destroy },
+	{ "pending_bounded", test_pending_bounded },
+	{ "func_get", test_func_get },
+	{ "event_sync_reset", test_event_sync_reset },
+};
+CHECK_MAIN_FIXTURE(cases, setup, teardown)

@@ -257,20 +257,27 @@ static void test_host_mapped(void)
 	CHECK_EQ(host_mapped(0, 4096, 2), bad);                     /* neither on nor off */
 }
 
-int main(void)
+static void setup(void)
 {
-	CHECK(fixture_init(&fx, 2, QUOTA) == 0);
+	REQUIRE(fixture_init(&fx, 2, QUOTA) == 0);
 	A = fixture_alloc(&fx, 0, 4096);
 	B = fixture_alloc(&fx, 0, 4096);
-	CHECK(A && B && B == A + 4096);
-	test_data_area();
-	test_device_ranges();
-	test_memset();
-	test_2d();
-	test_free_and_quota();
-	test_host_mapped();
-	CHECK(!fx.w->broken);
-	fixture_destroy(&fx);
-	printf("exec memory: ok\n");
-	return 0;
+	REQUIRE(A && B && B == A + 4096);
 }
+
+static void teardown(void)
+{
+	if (fx.w)
+		CHECK(!fx.w->broken);
+	fixture_destroy(&fx);
+}
+
+static const struct check_case cases[] = {
+	{ "data_area_offsets", test_data_area },
+	{ "device_ranges", test_device_ranges },
+	{ "memset", test_memset },
+	{ "copy_and_memset_2d", test_2d },
+	{ "free_and_quota", test_free_and_quota },
+	{ "host_mapped", test_host_mapped },
+};
+CHECK_MAIN_FIXTURE(cases, setup, teardown)
