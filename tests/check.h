@@ -12,8 +12,8 @@
  *   CHECK_FAIL(fmt, ...)        an unconditional failure with a message
  * From any thread. A failure inside a case fails that case; one outside
  * any case (a static constructor, main before the runner) fails the run.
- *   REQUIRE(cond), REQUIRE_MSG(cond, fmt, ...)
- *                               as CHECK, and a failure ends the case (not
+ *   REQUIRE(cond), REQUIRE_MSG(cond, fmt, ...), REQUIRE_RC(got, want)
+ *                               as CHECK..., and a failure ends the case (not
  *                               the program); on the case's own thread only
  *   CHECK_SKIP(fmt, ...)        ends the case as skipped, with the reason
  *
@@ -198,6 +198,14 @@ static inline void check_leave_case_(void)
 		}                                                              \
 	} while (0)
 #define REQUIRE(cond) REQUIRE_MSG(cond, "%s (required: the case ends here)", #cond)
+#define REQUIRE_RC(got, want)                                                  \
+	do {                                                                   \
+		int rgot_ = (got), rwant_ = (want);                            \
+		check_rc_(__FILE__, __LINE__, #got, rgot_, rwant_, CHECK_RC_NAME(rgot_), \
+			  CHECK_RC_NAME(rwant_));                              \
+		if (rgot_ != rwant_)                                           \
+			check_leave_case_();                                   \
+	} while (0)
 #define CHECK_SKIP(...)                                                        \
 	do {                                                                   \
 		check_state.skip = true;                                       \

@@ -22,7 +22,7 @@ struct ts_state {
 	uint64_t bulk_bytes, chunks, next_offset;
 	int chunk_errors;
 	bool check_pattern;
-	double first_chunk_at, last_chunk_at; /* tl_now_s() of the current bulk */
+	double first_chunk_at, last_chunk_at; /* check_now() of the current bulk */
 	int opened, closed, last_close_status;
 	double closed_at;
 	bool print_events; /* link_node: one line per open/close on stdout */
