@@ -2,6 +2,7 @@
 /*
  * The checks and the case runner of every native test program (C11, also
  * usable from C++/CUDA sources). Header only: include it, nothing to link.
+ * POSIX: under -std=c11 build with -D_DEFAULT_SOURCE (or _GNU_SOURCE).
  *
  * Checks record a failure (where, what, the values) and let the case go on:
  *   CHECK(cond)                 CHECK_MSG(cond, fmt, ...)
