@@ -17,6 +17,8 @@
  *                               as CHECK..., and a failure ends the case (not
  *                               the program); on the case's own thread only
  *   CHECK_SKIP(fmt, ...)        ends the case as skipped, with the reason
+ * Outside any case a failed REQUIRE ends the program (the summary, exit 1).
+ * check_xorshift(&state): a PRNG for randomized runs.
  *
  * Cases: a table of named functions, one behaviour each, run in order:
  *   static const struct check_case cases[] = { { "quota", test_quota }, ... };
@@ -162,15 +164,26 @@ static inline void check_flush_outside_(void)
 	}
 }
 
-/* REQUIRE and CHECK_SKIP: back to the runner, which closes the case. */
+/* REQUIRE and CHECK_SKIP: back to the runner, which closes the case; off
+ * the case's thread, or outside any case, they end the program (exit 1). */
 static inline void check_leave_case_(void)
 {
 	if (check_state.end_case && pthread_equal(pthread_self(), check_state.case_thread))
 		longjmp(*check_state.end_case, 1);
-	printf("  REQUIRE/CHECK_SKIP off the case's thread or outside a case: stopping\n");
+	if (check_state.current)
+		printf("  REQUIRE/CHECK_SKIP off the case's thread: the program stops\n");
 	check_flush_outside_();
 	check_summary_();
 	exit(1);
+}
+
+/* A small PRNG for the tests' randomized runs (xorshift64, state != 0). */
+static inline uint64_t check_xorshift(uint64_t *state)
+{
+	*state ^= *state << 13;
+	*state ^= *state >> 7;
+	*state ^= *state << 17;
+	return *state;
 }
 
 #define CHECK_MSG(cond, ...)                                                   \

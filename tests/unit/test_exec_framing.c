@@ -6,9 +6,8 @@
 
 #include "check.h"
 #include "mearas/ring.h"
-#include "vgpu_fixture.h"
+#include "fixture_cases.h"
 
-static struct fixture fx;
 
 static void test_op_and_flags(void)
 {
@@ -191,18 +190,6 @@ static void test_wakeup_posted(void)
 	CHECK(fixture_cq_pop(&fx, 0, 9, &c));
 }
 
-static void setup(void)
-{
-	REQUIRE(fixture_init(&fx, 2, 0) == 0);
-}
-
-static void teardown(void)
-{
-	if (fx.w)
-		CHECK(!fx.w->broken);
-	fixture_destroy(&fx);
-}
-
 static const struct check_case cases[] = {
 	{ "op_and_flags", test_op_and_flags },
 	{ "slot_out_of_range", test_slot_out_of_range },
@@ -210,4 +197,4 @@ static const struct check_case cases[] = {
 	{ "cq_full", test_cq_full },
 	{ "wakeup_posted", test_wakeup_posted },
 };
-CHECK_MAIN_FIXTURE(cases, setup, teardown)
+FIXTURE_MAIN(cases, 2, 0, NULL)

@@ -17,41 +17,20 @@
 #include "../security/ptx_fatbin.h"
 #include "check.h"
 #include "mearas/log.h"
-#include "vgpu_fixture.h"
+#include "fixture_cases.h"
 
-static struct fixture fx;
 static uint64_t dev;            /* 1 MiB on vGPU 0 */
 #define SPIN_FN 600             /* mearas_sim_spin(ms), module 60 */
 
-/* The record wants a completion on `slot`; returns it (exactly one). */
-static int call(struct mearas_sqe *e, unsigned slot, uint64_t val[2])
+/* The record wants a completion on slot 1 (slot 0 gets host functions' requests) */
+static int call(struct mearas_sqe *e, uint64_t val[2])
 {
-	static uint64_t ud = 5000;
-	struct mearas_cqe c;
-
-	e->flags |= MEARAS_SQE_WANT_CQE;
-	e->cq = (uint16_t)slot;
-	e->user_data = ++ud;
-	exec_record(&fx.w->vgpus[0], e);
-	CHECK_EQ(fixture_cq_ready(&fx, 0, slot), 1);
-	CHECK(fixture_cq_pop(&fx, 0, slot, &c));
-	CHECK_EQ(c.user_data, ud);
-	if (val) {
-		val[0] = c.val[0];
-		val[1] = c.val[1];
-	}
-	return c.status;
+	return fixture_call(&fx, 0, 1, e, val);
 }
 
 static int op(unsigned opc, uint32_t stream, uint64_t a0, uint64_t a1, uint64_t a2)
 {
-	struct mearas_sqe e = sqe_of(opc);
-
-	e.stream = stream;
-	e.args.a[0] = a0;
-	e.args.a[1] = a1;
-	e.args.a[2] = a2;
-	return call(&e, 1, NULL);
+	return FIXTURE_OP_ON(1, opc, stream, a0, a1, a2);
 }
 
 /* Loads a PTX fat binary with kernel `name` (nparams u32s) as module mod. */
@@ -71,7 +50,7 @@ static int func_get(uint64_t mod, uint64_t id, const char *name)
 	e.args.a[1] = id;
 	e.payload_len = (uint32_t)strlen(name) + 1;
 	memcpy(e.inline_payload, name, e.payload_len);
-	return call(&e, 1, NULL);
+	return call(&e, NULL);
 }
 
 /* mearas_sim_spin(ms) on stream, posted (no completion) */
@@ -132,28 +111,28 @@ static void test_2d_wrapping(void)
 	e.args.a[4] = 32;
 	e.args.a[5] = (1ull << 24) + 1;
 	e.args.a[6] = MEARAS_COPY_DTOH;
-	CHECK_EQ(call(&e, 1, NULL), cudaErrorInvalidValue);
+	CHECK_EQ(call(&e, NULL), cudaErrorInvalidValue);
 	/* host rows 2^40 apart written from a device range that is all the
 	 * client's: only the host span wraps (a crash of the worker before) */
 	e.args.a[0] = 0;
 	e.args.a[1] = 1ull << 40;
 	e.args.a[2] = big;
 	e.args.a[3] = 32;
-	CHECK_EQ(call(&e, 1, NULL), cudaErrorInvalidValue);
+	CHECK_EQ(call(&e, NULL), cudaErrorInvalidValue);
 	/* host rows 2^40 apart, outside the data area */
 	e.args.a[0] = dev;
 	e.args.a[3] = 1ull << 40;
 	e.args.a[1] = 1ull << 40;
 	e.args.a[2] = 0;
 	e.args.a[6] = MEARAS_COPY_HTOD;
-	CHECK_EQ(call(&e, 1, NULL), cudaErrorInvalidValue);
+	CHECK_EQ(call(&e, NULL), cudaErrorInvalidValue);
 	e = sqe_of(MEARAS_OP_MEMSET_2D);
 	e.args.a[0] = dev;
 	e.args.a[1] = 1ull << 40;
 	e.args.a[2] = 0x41;
 	e.args.a[3] = 32;
 	e.args.a[4] = (1ull << 24) + 1;
-	CHECK_EQ(call(&e, 1, NULL), cudaErrorInvalidValue);
+	CHECK_EQ(call(&e, NULL), cudaErrorInvalidValue);
 	/* a 2D copy that fits still works */
 	e = sqe_of(MEARAS_OP_MEMCPY_2D);
 	e.args.a[0] = 0;
@@ -163,11 +142,11 @@ static void test_2d_wrapping(void)
 	e.args.a[4] = 32;
 	e.args.a[5] = 4;
 	e.args.a[6] = MEARAS_COPY_DTOH;
-	CHECK_EQ(call(&e, 1, NULL), 0);
+	CHECK_EQ(call(&e, NULL), 0);
 	CHECK(big != 0);
 	e = sqe_of(MEARAS_OP_MEM_FREE);
 	e.args.a[0] = big;
-	CHECK_EQ(call(&e, 1, NULL), 0);
+	CHECK_EQ(call(&e, NULL), 0);
 }
 
 static void test_refusals_rate_limited(void)
@@ -186,7 +165,7 @@ static void test_refusals_rate_limited(void)
 		e.args.a[1] = 1ull << 40;
 		e.args.a[3] = 32;
 		e.args.a[4] = (1ull << 24) + 1;
-		CHECK_EQ(call(&e, 1, NULL), cudaErrorInvalidValue);
+		CHECK_EQ(call(&e, NULL), cudaErrorInvalidValue);
 	}
 	mearas_log_set_fd(STDERR_FILENO);
 	n = pread(fd, buf, sizeof(buf) - 1, 0);
@@ -375,21 +354,13 @@ static void test_pending_bounded(void)
 	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 23, 0, 0), 0);
 }
 
-/* a fresh worker with 1 MiB allocated and the spin kernel loaded */
-static void setup(void)
+/* every case's worker: 1 MiB allocated and the spin kernel loaded */
+static void alloc_and_load_spin(void)
 {
-	REQUIRE(fixture_init(&fx, 1, 0) == 0);
 	dev = fixture_alloc(&fx, 0, 1 << 20);
 	REQUIRE(dev != 0);
 	load_ptx(60, "mearas_sim_spin", 1);
 	REQUIRE(func_get(60, SPIN_FN, "mearas_sim_spin") == 0);
-}
-
-static void teardown(void)
-{
-	if (fx.w)
-		CHECK(!fx.w->broken);
-	fixture_destroy(&fx);
 }
 
 static const struct check_case cases[] = {
@@ -401,4 +372,4 @@ static const struct check_case cases[] = {
 	{ "func_get", test_func_get },
 	{ "event_sync_reset", test_event_sync_reset },
 };
-CHECK_MAIN_FIXTURE(cases, setup, teardown)
+FIXTURE_MAIN(cases, 1, 0, alloc_and_load_spin)

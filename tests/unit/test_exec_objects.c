@@ -5,19 +5,12 @@
  * lookup, launches with the wrong parameter size or configuration, functions
  * dying with their module, module globals, a device reset. */
 #include "check.h"
-#include "vgpu_fixture.h"
+#include "fixture_cases.h"
 
-static struct fixture fx;
 
 static int run1(unsigned op, uint32_t stream, uint64_t a0, uint64_t a1, uint64_t a2)
 {
-	struct mearas_sqe e = sqe_of(op);
-
-	e.stream = stream;
-	e.args.a[0] = a0;
-	e.args.a[1] = a1;
-	e.args.a[2] = a2;
-	return fixture_run(&fx, 0, &e, NULL);
+	return FIXTURE_OP(op, stream, a0, a1, a2);
 }
 
 static int run_named(unsigned op, uint64_t a0, uint64_t a1, const char *name, uint64_t val[2])
@@ -242,18 +235,6 @@ static void test_reset(void)
 	CHECK_EQ(fx.w->vgpus[0].heap.used, 0);
 }
 
-static void setup(void)
-{
-	REQUIRE(fixture_init(&fx, 1, 0) == 0);
-}
-
-static void teardown(void)
-{
-	if (fx.w)
-		CHECK(!fx.w->broken);
-	fixture_destroy(&fx);
-}
-
 static const struct check_case cases[] = {
 	{ "streams_and_events", test_streams_events },
 	{ "module_load", test_module_load },
@@ -261,4 +242,4 @@ static const struct check_case cases[] = {
 	{ "module_globals", test_globals },
 	{ "device_reset_drops_everything", test_reset },
 };
-CHECK_MAIN_FIXTURE(cases, setup, teardown)
+FIXTURE_MAIN(cases, 1, 0, NULL)

@@ -7,9 +7,8 @@
  * unfinished one. The device is the sim with a scripted event_query. */
 #include "check.h"
 #include "device.h"
-#include "vgpu_fixture.h"
+#include "fixture_cases.h"
 
-static struct fixture fx;
 static struct mdev_ops scripted;
 static unsigned queries, done_after; /* fences pass once `queries` reaches done_after */
 static void *slow_fence;              /* this one never passes (0: none) */
@@ -85,13 +84,11 @@ static void test_unrelated_not_held_back(void)
 	CHECK_EQ(c.user_data, 10);
 }
 
-/* a fresh worker whose vGPU 0 queries fences through scripted_query */
-static void setup(void)
+/* vGPU 0 of every case's worker queries fences through scripted_query */
+static void script_device(void)
 {
-	struct vgpu *v;
+	struct vgpu *v = &fx.w->vgpus[0];
 
-	REQUIRE(fixture_init(&fx, 1, 0) == 0);
-	v = &fx.w->vgpus[0];
 	scripted = *v->ops;
 	sim_record = scripted.event_record;
 	scripted.event_query = scripted_query;
@@ -101,13 +98,8 @@ static void setup(void)
 	next_is_slow = 0;
 }
 
-static void teardown(void)
-{
-	fixture_destroy(&fx);
-}
-
 static const struct check_case cases[] = {
 	{ "same_stream_in_order", test_same_stream_in_order },
 	{ "unrelated_not_held_back", test_unrelated_not_held_back },
 };
-CHECK_MAIN_FIXTURE(cases, setup, teardown)
+FIXTURE_MAIN(cases, 1, 0, script_device)

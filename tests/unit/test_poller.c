@@ -10,9 +10,8 @@
 
 #include "check.h"
 #include "mearas/ring.h"
-#include "vgpu_fixture.h"
+#include "fixture_cases.h"
 
-static struct fixture fx;
 static pthread_t poller;
 static uint32_t sq_tail;
 static bool poller_running;

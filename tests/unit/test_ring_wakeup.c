@@ -46,10 +46,7 @@ static void stop_run(void)
 
 static uint32_t rnd(uint64_t *s)
 {
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return (uint32_t)*s;
+	return (uint32_t)check_xorshift(s);
 }
 
 static void random_pause(uint64_t *s)

@@ -12,7 +12,7 @@
 
 #include "check.h"
 #include "mearas/clock.h"
-#include "vgpu_fixture.h"
+#include "fixture_cases.h"
 
 #define LIMIT_MS 200
 
@@ -115,7 +115,6 @@ static bool poll_for(struct vgpu *v, unsigned ms)
 	return false;
 }
 
-static struct fixture fx;
 static struct vgpu *v;
 
 /* a worker whose vGPU 0 is the model above, the watchdog not armed */
