@@ -39,22 +39,11 @@ static void base_cfg(struct mearas_link_config *c, enum mearas_link_encryption e
 	c->encryption = enc;
 }
 
-struct server {
-	struct ts_state st;
-	struct mearas_link_server *srv;
-	uint16_t port;
-};
-
-static int server_start(struct server *s, enum mearas_link_encryption enc)
+static int server_start(struct ts_local *s, enum mearas_link_encryption enc)
 {
 	struct mearas_link_config cfg;
-	struct mearas_link_server_ops ops;
 	base_cfg(&cfg, enc);
-	ts_init(&s->st);
-	ts_ops(&s->st, &ops);
-	int rc = mearas_link_server_start("127.0.0.1", 0, &cfg, &ops, &s->srv);
-	s->port = rc ? 0 : mearas_link_server_port(s->srv);
-	return rc;
+	return ts_local_start(s, "127.0.0.1", 0, &cfg);
 }
 
 /* n 64-byte posts then a synchronizing call: messages per second, -1 on failure */
@@ -81,7 +70,7 @@ static double message_rate(uint16_t port, uint32_t batch_max_msgs, uint32_t n)
 /* Bulk throughput of a link with encryption enc (MB/s), -1 on failure. */
 static double link_bulk_mbs(enum mearas_link_encryption enc, const uint8_t *data, size_t bytes)
 {
-	struct server s;
+	struct ts_local s;
 	struct mearas_link_config cfg;
 	struct mearas_link *l = NULL;
 	double mbs = -1;
@@ -115,7 +104,7 @@ static void *sink_main(void *p)
 
 static int loopback(size_t bulk_mib)
 {
-	struct server s;
+	struct ts_local s;
 	int failed = 0;
 
 	/* small messages: what batching buys */

@@ -143,3 +143,14 @@ bool ts_wait_closed(struct ts_state *s, int n, double timeout_s)
 	pthread_mutex_unlock(&s->lock);
 	return ok;
 }
+
+int ts_local_start(struct ts_local *ls, const char *addr, uint16_t port, const struct mearas_link_config *cfg)
+{
+	struct mearas_link_server_ops ops;
+	ts_init(&ls->st);
+	ts_ops(&ls->st, &ops);
+	ls->srv = NULL;
+	int rc = mearas_link_server_start(addr, port, cfg, &ops, &ls->srv);
+	ls->port = rc ? 0 : mearas_link_server_port(ls->srv);
+	return rc;
+}

@@ -32,6 +32,16 @@ void ts_init(struct ts_state *s);
 void ts_ops(struct ts_state *s, struct mearas_link_server_ops *ops);
 /* Waits until s->closed >= n or timeout; returns true if reached. */
 bool ts_wait_closed(struct ts_state *s, int n, double timeout_s);
+/* A test server, its state and its port. */
+struct ts_local {
+	struct ts_state st;
+	struct mearas_link_server *srv;
+	uint16_t port;
+};
+
+/* Starts ls on addr:port (0: any free one) with cfg; the link status. */
+int ts_local_start(struct ts_local *ls, const char *addr, uint16_t port, const struct mearas_link_config *cfg);
+
 /* Byte i of a bulk transfer with this tag (the tests' pattern). */
 static inline uint8_t ts_pattern(uint64_t tag, uint64_t i)
 {

@@ -91,23 +91,12 @@ static void base_cfg(struct mearas_link_config *c, const uint8_t *key)
 	c->log = capture_log;
 }
 
-struct local_server {
-	struct ts_state st;
-	struct mearas_link_server *srv;
-	uint16_t port;
-};
-
-static int local_start_cfg(struct local_server *ls, const struct mearas_link_config *cfg)
+static int local_start_cfg(struct ts_local *ls, const struct mearas_link_config *cfg)
 {
-	struct mearas_link_server_ops ops;
-	ts_init(&ls->st);
-	ts_ops(&ls->st, &ops);
-	int rc = mearas_link_server_start("127.0.0.1", 0, cfg, &ops, &ls->srv);
-	ls->port = rc ? 0 : mearas_link_server_port(ls->srv);
-	return rc;
+	return ts_local_start(ls, "127.0.0.1", 0, cfg);
 }
 
-static int local_start_enc(struct local_server *ls, const uint8_t *key, enum mearas_link_encryption enc)
+static int local_start_enc(struct ts_local *ls, const uint8_t *key, enum mearas_link_encryption enc)
 {
 	struct mearas_link_config cfg;
 	base_cfg(&cfg, key);
@@ -134,7 +123,7 @@ static int connect_local(uint16_t port, const uint8_t *key, struct mearas_link *
 
 /* ---- each case's server (srv) and link (lnk), closed after it ---- */
 
-static struct local_server srv;
+static struct ts_local srv;
 static struct mearas_link *lnk;
 
 static void fresh(void)
@@ -200,7 +189,7 @@ static void link_and_echo(uint16_t port, const char *text)
 	}
 }
 
-static uint64_t server_msgs(struct local_server *ls)
+static uint64_t server_msgs(struct ts_local *ls)
 {
 	pthread_mutex_lock(&ls->st.lock);
 	uint64_t n = ls->st.msgs;
@@ -598,29 +587,20 @@ static void async_done(void *ctx, int status, size_t len)
 	pthread_mutex_unlock(&c->log->lock);
 }
 
-static int async_count(struct async_log *g)
+static int async_count(void *arg)
 {
+	struct async_log *g = arg;
 	pthread_mutex_lock(&g->lock);
 	int n = g->n;
 	pthread_mutex_unlock(&g->lock);
 	return n;
 }
 
-/* until done() holds or 5 s (a liveness bound: replies come in ms) */
-static void wait_until(bool (*done)(void *), void *arg)
+/* until count(arg) reaches n or 5 s (a liveness bound: replies come in ms) */
+static void wait_count(int (*count)(void *), void *arg, int n)
 {
-	for (double t0 = check_now(); !done(arg) && check_now() - t0 < 5.0;)
+	for (double t0 = check_now(); count(arg) < n && check_now() - t0 < 5.0;)
 		usleep(1000);
-}
-
-static bool async_3(void *g)
-{
-	return async_count(g) >= 3;
-}
-
-static bool async_4(void *g)
-{
-	return async_count(g) >= 4;
 }
 
 /* Asynchronous calls: replies land in order; one never answered fails when the link breaks. */
@@ -640,14 +620,14 @@ static void t_call_async(void)
 	c[3] = (struct async_call){ .log = &g, .index = 3 };
 	CHECK_RC(mearas_link_call_async(lnk, "H", 1, c[3].rep, sizeof(c[3].rep), async_done, &c[3]), MEARAS_LINK_OK);
 	CHECK_RC(mearas_link_call_async(lnk, "E", 1, NULL, 0, NULL, NULL), MEARAS_LINK_E_INVAL);
-	wait_until(async_3, &g);
+	wait_count(async_count, &g, 3);
 	CHECK(async_count(&g) == 3);
 	for (int i = 0; i < 3; i++) {
 		CHECK(g.order[i] == i && g.status[i] == MEARAS_LINK_OK && g.len[i] == 3);
 		CHECK(c[i].rep[0] == 'E' && c[i].rep[1] == 'a' && c[i].rep[2] == '0' + i);
 	}
 	server_stop();
-	wait_until(async_4, &g);
+	wait_count(async_count, &g, 4);
 	CHECK(async_count(&g) == 4 && g.order[3] == 3 && g.status[3] == MEARAS_LINK_E_BROKEN);
 	link_close();
 	CHECK(async_count(&g) == 4);
@@ -677,22 +657,13 @@ static void stream_done(void *ctx, int status, size_t len, struct mearas_link_re
 	pthread_mutex_unlock(&s->lock);
 }
 
-static int stream_calls(struct stream_seen *s)
+static int stream_calls(void *arg)
 {
+	struct stream_seen *s = arg;
 	pthread_mutex_lock(&s->lock);
 	int n = s->calls;
 	pthread_mutex_unlock(&s->lock);
 	return n;
-}
-
-static bool stream_1(void *s)
-{
-	return stream_calls(s) >= 1;
-}
-
-static bool stream_2(void *s)
-{
-	return stream_calls(s) >= 2;
 }
 
 /* Streamed replies: read in place, the unread rest skipped without breaking the framing. */
@@ -702,13 +673,13 @@ static void t_call_stream(void)
 	serve();
 	link_up();
 	CHECK_RC(mearas_link_call_stream(lnk, "Exyz-long-tail", 14, stream_done, &s), MEARAS_LINK_OK);
-	wait_until(stream_1, &s);
+	wait_count(stream_calls, &s, 1);
 	CHECK(stream_calls(&s) == 1 && s.status == MEARAS_LINK_OK && s.len == 14 && s.left_after == 12);
 	CHECK(s.head[0] == 'E' && s.head[1] == 'x');
 	CHECK_RC(echo_call(lnk, "after"), MEARAS_LINK_OK);
 	CHECK_RC(mearas_link_call_stream(lnk, "H", 1, stream_done, &s), MEARAS_LINK_OK);
 	server_stop();
-	wait_until(stream_2, &s);
+	wait_count(stream_calls, &s, 2);
 	CHECK(stream_calls(&s) == 2 && s.status == MEARAS_LINK_E_BROKEN);
 }
 
@@ -1053,15 +1024,11 @@ static pid_t fork_server(uint16_t port)
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(p[0]);
-		struct ts_state st;
-		struct mearas_link_server *s = NULL;
+		struct ts_local ls;
 		struct mearas_link_config cfg;
-		struct mearas_link_server_ops ops;
 		base_cfg(&cfg, KEY);
 		cfg.log = NULL;
-		ts_init(&st);
-		ts_ops(&st, &ops);
-		char ok = mearas_link_server_start("127.0.0.1", port, &cfg, &ops, &s) == 0;
+		char ok = ts_local_start(&ls, "127.0.0.1", port, &cfg) == 0;
 		if (write(p[1], &ok, 1) != 1 || !ok)
 			_exit(1);
 		for (;;)
@@ -1429,7 +1396,7 @@ static void t_fd_budget(void)
 	if (pid == 0) {
 		close(p[0]);
 		struct rlimit rl = { 64, 64 };
-		struct local_server ls = { 0 };
+		struct ts_local ls = { 0 };
 		struct mearas_link_config cfg;
 		base_cfg(&cfg, KEY);
 		cfg.log = NULL;
