@@ -497,31 +497,54 @@ static void t_garbage_peer(void)
 	CHECK(srv.st.opened == 1);
 }
 
+/* The client's effective configuration with the cluster key. */
+static void effective_cfg(struct mearas_link_config *cfg)
+{
+	struct mearas_link_config in;
+	base_cfg(&in, KEY);
+	link_config_effective(&in, cfg);
+}
+
+/* A link to srv made by hand (the client's handshake, then TLS: encrypted by
+ * default, so what the test sends goes inside it), for frames the library
+ * would never send. *fd, *t for hand_link_close; the first failing status. */
+static int hand_link(const struct mearas_link_config *cfg, int *fd, struct link_transport **t)
+{
+	SSL *ssl = NULL;
+	*fd = -1;
+	*t = NULL;
+	int rc = link_tcp_connect("127.0.0.1", srv.port, 2000, fd);
+	if (!rc)
+		rc = link_handshake_client(*fd, cfg, "test", &ssl);
+	if (!rc && !ssl)
+		rc = MEARAS_LINK_E_ENCRYPTION;
+	if (!rc)
+		rc = link_tls_transport_create(*fd, ssl, cfg, "test", t);
+	return rc;
+}
+
+static void hand_link_close(int fd, struct link_transport *t)
+{
+	if (t)
+		t->ops->destroy(t);
+	else if (fd >= 0)
+		close(fd);
+}
+
 /* An authenticated peer that then sends malformed frames: the server closes
  * that link with E_PROTO (closed callback fires) and keeps serving others. */
 static void malformed_after_auth(const uint8_t *frame, size_t len, int nth)
 {
-	struct mearas_link_config in, cfg;
-	base_cfg(&in, KEY);
-	link_config_effective(&in, &cfg);
-	int fd = -1;
-	SSL *ssl = NULL;
-	struct link_transport *t = NULL;
-	CHECK_RC(link_tcp_connect("127.0.0.1", srv.port, 2000, &fd), MEARAS_LINK_OK);
-	if (fd < 0)
-		return;
-	CHECK_RC(link_handshake_client(fd, &cfg, "test", &ssl), MEARAS_LINK_OK);
-	CHECK(ssl != NULL); /* encrypted by default: the frames go inside TLS */
-	if (ssl)
-		CHECK_RC(link_tls_transport_create(fd, ssl, &cfg, "test", &t), MEARAS_LINK_OK);
+	struct mearas_link_config cfg;
+	struct link_transport *t;
+	int fd;
+	effective_cfg(&cfg);
+	CHECK_RC(hand_link(&cfg, &fd, &t), MEARAS_LINK_OK);
 	if (t)
 		CHECK_RC(t->ops->send_iov(t, &(struct iovec){ (void *)frame, len }, 1), MEARAS_LINK_OK);
 	CHECK(ts_wait_closed(&srv.st, nth, 2.0));
 	CHECK_RC(srv.st.last_close_status, MEARAS_LINK_E_PROTO);
-	if (t)
-		t->ops->destroy(t);
-	else
-		close(fd);
+	hand_link_close(fd, t);
 }
 
 static void t_malformed_frames_after_auth(void)
@@ -564,9 +587,24 @@ static void t_server_stop_closes_links(void)
 	CHECK(check_now() - t0 < 2.0);
 }
 
-struct async_log {
+/* callbacks so far, under a lock (first member of what the callbacks fill) */
+struct callbacks_seen {
 	pthread_mutex_t lock;
-	int n, status[8];
+	int n;
+};
+
+static int seen_count(void *arg)
+{
+	struct callbacks_seen *c = arg;
+	pthread_mutex_lock(&c->lock);
+	int n = c->n;
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+struct async_log {
+	struct callbacks_seen seen;
+	int status[8];
 	size_t len[8];
 	int order[8];
 };
@@ -580,20 +618,16 @@ struct async_call {
 static void async_done(void *ctx, int status, size_t len)
 {
 	struct async_call *c = ctx;
-	pthread_mutex_lock(&c->log->lock);
-	c->log->order[c->log->n++] = c->index;
+	pthread_mutex_lock(&c->log->seen.lock);
+	c->log->order[c->log->seen.n++] = c->index;
 	c->log->status[c->index] = status;
 	c->log->len[c->index] = len;
-	pthread_mutex_unlock(&c->log->lock);
+	pthread_mutex_unlock(&c->log->seen.lock);
 }
 
-static int async_count(void *arg)
+static int async_count(struct async_log *g)
 {
-	struct async_log *g = arg;
-	pthread_mutex_lock(&g->lock);
-	int n = g->n;
-	pthread_mutex_unlock(&g->lock);
-	return n;
+	return seen_count(&g->seen);
 }
 
 /* until count(arg) reaches n or 5 s (a liveness bound: replies come in ms) */
@@ -606,7 +640,7 @@ static void wait_count(int (*count)(void *), void *arg, int n)
 /* Asynchronous calls: replies land in order; one never answered fails when the link breaks. */
 static void t_call_async(void)
 {
-	struct async_log g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct async_log g = { .seen.lock = PTHREAD_MUTEX_INITIALIZER };
 	struct async_call c[4];
 	serve();
 	link_up();
@@ -620,22 +654,22 @@ static void t_call_async(void)
 	c[3] = (struct async_call){ .log = &g, .index = 3 };
 	CHECK_RC(mearas_link_call_async(lnk, "H", 1, c[3].rep, sizeof(c[3].rep), async_done, &c[3]), MEARAS_LINK_OK);
 	CHECK_RC(mearas_link_call_async(lnk, "E", 1, NULL, 0, NULL, NULL), MEARAS_LINK_E_INVAL);
-	wait_count(async_count, &g, 3);
+	wait_count(seen_count, &g.seen, 3);
 	CHECK(async_count(&g) == 3);
 	for (int i = 0; i < 3; i++) {
 		CHECK(g.order[i] == i && g.status[i] == MEARAS_LINK_OK && g.len[i] == 3);
 		CHECK(c[i].rep[0] == 'E' && c[i].rep[1] == 'a' && c[i].rep[2] == '0' + i);
 	}
 	server_stop();
-	wait_count(async_count, &g, 4);
+	wait_count(seen_count, &g.seen, 4);
 	CHECK(async_count(&g) == 4 && g.order[3] == 3 && g.status[3] == MEARAS_LINK_E_BROKEN);
 	link_close();
 	CHECK(async_count(&g) == 4);
 }
 
 struct stream_seen {
-	pthread_mutex_t lock;
-	int calls, status;
+	struct callbacks_seen seen;
+	int status;
 	size_t len, left_after;
 	char head[4];
 };
@@ -648,38 +682,34 @@ static void stream_done(void *ctx, int status, size_t len, struct mearas_link_re
 	int rc = r ? mearas_link_read(r, head, 2) : status;
 	if (r)
 		CHECK_RC(mearas_link_read(r, head, len + 1), MEARAS_LINK_E_INVAL); /* past the end */
-	pthread_mutex_lock(&s->lock);
-	s->calls++;
+	pthread_mutex_lock(&s->seen.lock);
+	s->seen.n++;
 	s->status = rc;
 	s->len = len;
 	s->left_after = r ? mearas_link_read_left(r) : 0;
 	memcpy(s->head, head, sizeof(head));
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->seen.lock);
 }
 
-static int stream_calls(void *arg)
+static int stream_calls(struct stream_seen *s)
 {
-	struct stream_seen *s = arg;
-	pthread_mutex_lock(&s->lock);
-	int n = s->calls;
-	pthread_mutex_unlock(&s->lock);
-	return n;
+	return seen_count(&s->seen);
 }
 
 /* Streamed replies: read in place, the unread rest skipped without breaking the framing. */
 static void t_call_stream(void)
 {
-	struct stream_seen s = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct stream_seen s = { .seen.lock = PTHREAD_MUTEX_INITIALIZER };
 	serve();
 	link_up();
 	CHECK_RC(mearas_link_call_stream(lnk, "Exyz-long-tail", 14, stream_done, &s), MEARAS_LINK_OK);
-	wait_count(stream_calls, &s, 1);
+	wait_count(seen_count, &s.seen, 1);
 	CHECK(stream_calls(&s) == 1 && s.status == MEARAS_LINK_OK && s.len == 14 && s.left_after == 12);
 	CHECK(s.head[0] == 'E' && s.head[1] == 'x');
 	CHECK_RC(echo_call(lnk, "after"), MEARAS_LINK_OK);
 	CHECK_RC(mearas_link_call_stream(lnk, "H", 1, stream_done, &s), MEARAS_LINK_OK);
 	server_stop();
-	wait_count(stream_calls, &s, 2);
+	wait_count(seen_count, &s.seen, 2);
 	CHECK(stream_calls(&s) == 2 && s.status == MEARAS_LINK_E_BROKEN);
 }
 
@@ -917,14 +947,11 @@ static void t_tls_write_no_sigpipe(void)
 	pid_t pid = fork();
 	if (pid == 0) {
 		signal(SIGPIPE, SIG_DFL);
-		struct mearas_link_config in, cfg;
-		base_cfg(&in, KEY);
-		link_config_effective(&in, &cfg);
-		int fd = -1;
-		SSL *ssl = NULL;
-		struct link_transport *t = NULL;
-		if (link_tcp_connect("127.0.0.1", srv.port, 2000, &fd) || link_handshake_client(fd, &cfg, "test", &ssl) ||
-		    link_tls_transport_create(fd, ssl, &cfg, "test", &t))
+		struct mearas_link_config cfg;
+		struct link_transport *t;
+		int fd;
+		effective_cfg(&cfg);
+		if (hand_link(&cfg, &fd, &t))
 			_exit(3);
 		shutdown(fd, SHUT_WR); /* as after a reset: the next write() fails with EPIPE */
 		uint8_t msg[100] = { 0 };
@@ -1455,24 +1482,16 @@ static void t_peer_dead_bound_arithmetic(void)
  * 0x55555556 ms and then quiet for 1.2 s: the link is still up */
 static void t_peer_heartbeat_huge(void)
 {
-	struct mearas_link_config scfg, in, cfg;
+	struct mearas_link_config scfg, cfg;
 	base_cfg(&scfg, KEY);
 	scfg.heartbeat_ms = 200;
 	scfg.dead_ms = 600;
 	serve_cfg(&scfg);
-	base_cfg(&in, KEY);
-	link_config_effective(&in, &cfg);
+	effective_cfg(&cfg);
 	cfg.heartbeat_ms = 0x55555556u; /* straight into the hello, past any clamp */
-	int fd = -1;
-	SSL *ssl = NULL;
-	struct link_transport *t = NULL;
-	CHECK_RC(link_tcp_connect("127.0.0.1", srv.port, 2000, &fd), MEARAS_LINK_OK);
-	if (fd >= 0) {
-		CHECK_RC(link_handshake_client(fd, &cfg, "test", &ssl), MEARAS_LINK_OK);
-		CHECK(ssl != NULL); /* encrypted by default: the heartbeat goes inside TLS */
-		if (ssl)
-			CHECK_RC(link_tls_transport_create(fd, ssl, &cfg, "test", &t), MEARAS_LINK_OK);
-	}
+	struct link_transport *t;
+	int fd;
+	CHECK_RC(hand_link(&cfg, &fd, &t), MEARAS_LINK_OK);
 	if (t) {
 		usleep(1200000);
 		uint8_t hb[LINK_FRAME_HDR + 8] = { 0 }, ack[LINK_FRAME_HDR + 8];
@@ -1484,10 +1503,8 @@ static void t_peer_heartbeat_huge(void)
 		CHECK_RC(link_read_exact(t, ack, sizeof(ack), 100, 2000, &last_rx, &stop), MEARAS_LINK_OK);
 		struct link_frame_hdr ah;
 		CHECK(wire_decode_frame(ack, &ah) == 0 && ah.type == LINK_FRAME_HEARTBEAT_ACK);
-		t->ops->destroy(t);
-	} else if (fd >= 0) {
-		close(fd);
 	}
+	hand_link_close(fd, t);
 }
 
 static void setup(void)
