@@ -41,7 +41,7 @@
  * (the VM tests): CHECK_NAMED(cond, name, fmt, ...) prints
  *   PASS name            or   FAIL name: <fmt, ...>
  * and counts as one passed or failed item (inside a case it counts toward
- * the case instead). Define CHECK_PREFIX before including to prefix the
+ * the case instead); it returns whether cond held. Define CHECK_PREFIX before including to prefix the
  * PASS/FAIL/SKIP lines (the guest programs use "GUEST-").
  */
 #ifndef MEARAS_TESTS_CHECK_H
