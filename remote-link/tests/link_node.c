@@ -4,11 +4,10 @@
  *   bulk HOST PORT KEY MIB           link bulk throughput
  *   rate HOST PORT KEY N on|off      small-message rate, batching on/off
  *   cut HOST PORT KEY                bulk in a loop until the link fails
- *   rawsink ADDR PORT SESSIONS       raw TCP sink; rawsend HOST PORT MIB */
-#include "bench_raw.h"
+ * (experiments/linkbench measures raw TCP beside these for comparison) */
 #include "remote_link.h"
 #include "test_server.h"
-#include "testlib.h"
+#include "check.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -16,7 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-int tl_failures_in_test;
 static volatile sig_atomic_t got_term;
 
 static void on_term(int sig)
@@ -115,13 +113,13 @@ static int do_bulk(char **a)
 	memset(data, 0x5a, bytes);
 	uint64_t before = 0, got = 0; /* the server counts bulk bytes over all links */
 	int rc = mearas_link_call(l, "S", 1, &before, sizeof(before), NULL, 5000);
-	double t0 = tl_now_s();
+	double t0 = check_now();
 	if (!rc)
 		rc = mearas_link_bulk(l, 1, data, bytes);
 	if (!rc)
 		rc = mearas_link_call(l, "S", 1, &got, sizeof(got), NULL, 60000);
 	got -= before;
-	double dt = tl_now_s() - t0;
+	double dt = check_now() - t0;
 	free(data);
 	mearas_link_close(l);
 	if (rc || got != bytes) {
@@ -145,13 +143,13 @@ static int do_rate(char **a)
 		return 1;
 	uint32_t n = (uint32_t)atoi(a[3]);
 	uint8_t m[64] = { 'X' };
-	double t0 = tl_now_s();
+	double t0 = check_now();
 	for (uint32_t i = 0; i < n && !rc; i++)
 		rc = mearas_link_post(l, m, sizeof(m));
 	uint64_t got;
 	if (!rc)
 		rc = mearas_link_call(l, "S", 1, &got, sizeof(got), NULL, 60000);
-	double dt = tl_now_s() - t0;
+	double dt = check_now() - t0;
 	mearas_link_close(l);
 	if (rc)
 		return 1;
@@ -179,9 +177,9 @@ static int do_cut(char **a)
 	}
 	rc = mearas_link_health(l);
 	long long at = realtime_ms();
-	double t0 = tl_now_s();
+	double t0 = check_now();
 	int later = mearas_link_post(l, "X", 1);
-	double later_s = tl_now_s() - t0;
+	double later_s = check_now() - t0;
 	printf("ERROR status=%d (%s) at_ms=%lld later_call=%d in %.3f s\n", rc,
 	       mearas_link_strerror(rc), at, later, later_s);
 	free(data);
@@ -205,23 +203,6 @@ int main(int argc, char **argv)
 		return do_rate(argv + 2);
 	if (argc >= 5 && strcmp(argv[1], "cut") == 0)
 		return do_cut(argv + 2);
-	if (argc >= 5 && strcmp(argv[1], "rawsink") == 0) {
-		uint16_t port = 0;
-		int fd = raw_sink_listen(argv[2], (uint16_t)atoi(argv[3]), &port);
-		if (fd < 0)
-			return 1;
-		printf("LISTENING %u\n", port);
-		fflush(stdout);
-		return raw_sink_serve(fd, atoi(argv[4])) ? 1 : 0;
-	}
-	if (argc >= 5 && strcmp(argv[1], "rawsend") == 0) {
-		double mbs = raw_send(argv[2], (uint16_t)atoi(argv[3]), (size_t)atoi(argv[4]) << 20,
-				      1u << 20);
-		if (mbs < 0)
-			return 1;
-		printf("MEASURE raw %.1f MB/s\n", mbs);
-		return 0;
-	}
 	fprintf(stderr, "usage: see the comment at the top of tests/link_node.c\n");
 	return 2;
 }

@@ -1,5 +1,5 @@
 #include "tamper_proxy.h"
-#include "testlib.h"
+#include "check.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -95,7 +95,7 @@ void tamper_arm(struct tamper_proxy *p)
 
 int tamper_wait_done(struct tamper_proxy *p, double timeout_s)
 {
-	for (double t0 = tl_now_s(); tl_now_s() - t0 < timeout_s; usleep(1000))
+	for (double t0 = check_now(); check_now() - t0 < timeout_s; usleep(1000))
 		if (__atomic_load_n(&p->done, __ATOMIC_ACQUIRE))
 			return 1;
 	return 0;

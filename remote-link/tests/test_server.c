@@ -1,5 +1,5 @@
 #include "test_server.h"
-#include "testlib.h"
+#include "check.h"
 
 #include <string.h>
 #include <time.h>
@@ -71,7 +71,7 @@ static void on_chunk(void *ctx, struct mearas_link_conn *c, uint64_t tag, uint64
 				bad = 1;
 				break;
 			}
-	double now = tl_now_s();
+	double now = check_now();
 	pthread_mutex_lock(&s->lock);
 	if (offset == 0) {
 		s->first_chunk_at = now;
@@ -107,7 +107,7 @@ static void on_closed(void *ctx, struct mearas_link_conn *c, int status)
 	pthread_mutex_lock(&s->lock);
 	s->closed++;
 	s->last_close_status = status;
-	s->closed_at = tl_now_s();
+	s->closed_at = check_now();
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 	if (s->print_events) {
@@ -142,4 +142,15 @@ bool ts_wait_closed(struct ts_state *s, int n, double timeout_s)
 	bool ok = s->closed >= n;
 	pthread_mutex_unlock(&s->lock);
 	return ok;
+}
+
+int ts_local_start(struct ts_local *ls, const char *addr, uint16_t port, const struct mearas_link_config *cfg)
+{
+	struct mearas_link_server_ops ops;
+	ts_init(&ls->st);
+	ts_ops(&ls->st, &ops);
+	ls->srv = NULL;
+	int rc = mearas_link_server_start(addr, port, cfg, &ops, &ls->srv);
+	ls->port = rc ? 0 : mearas_link_server_port(ls->srv);
+	return rc;
 }

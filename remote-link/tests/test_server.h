@@ -22,7 +22,7 @@ struct ts_state {
 	uint64_t bulk_bytes, chunks, next_offset;
 	int chunk_errors;
 	bool check_pattern;
-	double first_chunk_at, last_chunk_at; /* tl_now_s() of the current bulk */
+	double first_chunk_at, last_chunk_at; /* check_now() of the current bulk */
 	int opened, closed, last_close_status;
 	double closed_at;
 	bool print_events; /* link_node: one line per open/close on stdout */
@@ -32,6 +32,16 @@ void ts_init(struct ts_state *s);
 void ts_ops(struct ts_state *s, struct mearas_link_server_ops *ops);
 /* Waits until s->closed >= n or timeout; returns true if reached. */
 bool ts_wait_closed(struct ts_state *s, int n, double timeout_s);
+/* A test server, its state and its port. */
+struct ts_local {
+	struct ts_state st;
+	struct mearas_link_server *srv;
+	uint16_t port;
+};
+
+/* Starts ls on addr:port (0: any free one) with cfg; the link status. */
+int ts_local_start(struct ts_local *ls, const char *addr, uint16_t port, const struct mearas_link_config *cfg);
+
 /* Byte i of a bulk transfer with this tag (the tests' pattern). */
 static inline uint8_t ts_pattern(uint64_t tag, uint64_t i)
 {

@@ -1,12 +1,15 @@
 /* Loopback tests of remote-link: one process, plus forked peers for the
- * fault tests (a killed or stopped server or client process). */
-#include "bench_raw.h"
+ * fault tests (a killed or stopped server or client process). One case per
+ * behaviour, run by tests/check.h's runner (`test_unit NAME` runs one).
+ * Throughput figures are experiments/linkbench's, not checks here. */
 #include "link_internal.h"
 #include "link.pb-c.h"
 #include "remote_link.h"
 #include "tamper_proxy.h"
 #include "test_server.h"
-#include "testlib.h"
+
+#define CHECK_RC_NAME(code) mearas_link_strerror(code)
+#include "check.h"
 
 #include <infiniband/verbs.h>
 #include <openssl/evp.h>
@@ -24,7 +27,6 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
-int tl_failures_in_test;
 static const uint8_t KEY[] = "test-cluster-key-0123456789";
 static const uint8_t WRONG_KEY[] = "test-cluster-key-9876543210";
 
@@ -65,7 +67,7 @@ static bool log_has(const char *a, const char *b)
 /* log_has within timeout_s: a line the other end logs while this one returns */
 static bool log_wait(const char *a, const char *b, double timeout_s)
 {
-	for (double t0 = tl_now_s(); tl_now_s() - t0 < timeout_s; usleep(1000))
+	for (double t0 = check_now(); check_now() - t0 < timeout_s; usleep(1000))
 		if (log_has(a, b))
 			return true;
 	return false;
@@ -89,28 +91,17 @@ static void base_cfg(struct mearas_link_config *c, const uint8_t *key)
 	c->log = capture_log;
 }
 
-struct local_server {
-	struct ts_state st;
-	struct mearas_link_server *srv;
-	uint16_t port;
-};
-
-static int local_start_enc(struct local_server *ls, const uint8_t *key, enum mearas_link_encryption enc)
+static int local_start_cfg(struct ts_local *ls, const struct mearas_link_config *cfg)
 {
-	struct mearas_link_config cfg;
-	struct mearas_link_server_ops ops;
-	base_cfg(&cfg, key);
-	cfg.encryption = enc;
-	ts_init(&ls->st);
-	ts_ops(&ls->st, &ops);
-	int rc = mearas_link_server_start("127.0.0.1", 0, &cfg, &ops, &ls->srv);
-	ls->port = mearas_link_server_port(ls->srv);
-	return rc;
+	return ts_local_start(ls, "127.0.0.1", 0, cfg);
 }
 
-static int local_start(struct local_server *ls, const uint8_t *key)
+static int local_start_enc(struct ts_local *ls, const uint8_t *key, enum mearas_link_encryption enc)
 {
-	return local_start_enc(ls, key, MEARAS_LINK_ENCRYPTION_TLS);
+	struct mearas_link_config cfg;
+	base_cfg(&cfg, key);
+	cfg.encryption = enc;
+	return local_start_cfg(ls, &cfg);
 }
 
 static int echo_call(struct mearas_link *l, const char *text)
@@ -130,23 +121,94 @@ static int connect_local(uint16_t port, const uint8_t *key, struct mearas_link *
 	return mearas_link_connect("127.0.0.1", port, &cfg, l);
 }
 
-/* ---- tests ---- */
+/* ---- each case's server (srv) and link (lnk), closed after it ---- */
+
+static struct ts_local srv;
+static struct mearas_link *lnk;
+
+static void fresh(void)
+{
+	memset(&srv, 0, sizeof(srv));
+	lnk = NULL;
+	log_clear();
+}
+
+static void link_close(void)
+{
+	if (lnk)
+		mearas_link_close(lnk);
+	lnk = NULL;
+}
+
+static void server_stop(void)
+{
+	if (srv.srv)
+		mearas_link_server_stop(srv.srv);
+	srv.srv = NULL;
+}
+
+static void teardown(void)
+{
+	link_close();
+	server_stop();
+}
+
+/* srv: a server with the cluster key and link encryption enc */
+static void serve_enc(enum mearas_link_encryption enc)
+{
+	server_stop();
+	REQUIRE_RC(local_start_enc(&srv, KEY, enc), MEARAS_LINK_OK);
+}
+
+static void serve(void)
+{
+	serve_enc(MEARAS_LINK_ENCRYPTION_TLS);
+}
+
+static void serve_cfg(const struct mearas_link_config *cfg)
+{
+	server_stop();
+	REQUIRE_RC(local_start_cfg(&srv, cfg), MEARAS_LINK_OK);
+}
+
+/* lnk: a link to srv with the cluster key */
+static void link_up(void)
+{
+	link_close();
+	REQUIRE_RC(connect_local(srv.port, KEY, &lnk), MEARAS_LINK_OK);
+}
+
+/* A new link to port still gets echoes (a server that goes on admitting). */
+static void link_and_echo(uint16_t port, const char *text)
+{
+	struct mearas_link *l = NULL;
+	CHECK_RC(connect_local(port, KEY, &l), MEARAS_LINK_OK);
+	if (l) {
+		CHECK_RC(echo_call(l, text), MEARAS_LINK_OK);
+		mearas_link_close(l);
+	}
+}
+
+static uint64_t server_msgs(struct ts_local *ls)
+{
+	pthread_mutex_lock(&ls->st.lock);
+	uint64_t n = ls->st.msgs;
+	pthread_mutex_unlock(&ls->st.lock);
+	return n;
+}
+
+/* ---- calls, posts, bulk ---- */
 
 static void t_echo_and_orderly_close(void)
 {
-	struct local_server ls;
-	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
-	struct mearas_link *l = NULL;
-	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
-	if (l) {
-		CHECK_RC(echo_call(l, "hello"), MEARAS_LINK_OK);
-		CHECK_RC(mearas_link_health(l), MEARAS_LINK_OK);
-		mearas_link_close(l);
-	}
-	CHECK(ts_wait_closed(&ls.st, 1, 2.0));
-	CHECK(ls.st.last_close_status == MEARAS_LINK_OK);
-	CHECK(ls.st.opened == 1);
-	mearas_link_server_stop(ls.srv);
+	serve();
+	link_up();
+	CHECK_RC(echo_call(lnk, "hello"), MEARAS_LINK_OK);
+	CHECK_RC(mearas_link_health(lnk), MEARAS_LINK_OK);
+	link_close();
+	CHECK(ts_wait_closed(&srv.st, 1, 2.0));
+	CHECK(srv.st.last_close_status == MEARAS_LINK_OK);
+	CHECK(srv.st.opened == 1);
 }
 
 static int post_ordered(struct mearas_link *l, uint8_t thread, uint32_t counter)
@@ -158,35 +220,28 @@ static int post_ordered(struct mearas_link *l, uint8_t thread, uint32_t counter)
 
 static void t_order_across_batches(void)
 {
-	struct local_server ls;
-	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
-	struct mearas_link *l = NULL;
-	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
-	if (!l)
-		goto out;
+	serve();
+	link_up();
 	const uint32_t n = 200000;
 	int calls = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		if (post_ordered(l, 0, i))
+		if (post_ordered(lnk, 0, i))
 			break;
 		if (i % 5000 == 4999) {
-			CHECK_RC(echo_call(l, "mid"), MEARAS_LINK_OK);
+			CHECK_RC(echo_call(lnk, "mid"), MEARAS_LINK_OK);
 			calls++;
 		}
 	}
-	CHECK_RC(echo_call(l, "end"), MEARAS_LINK_OK);
+	CHECK_RC(echo_call(lnk, "end"), MEARAS_LINK_OK);
 	calls++;
 	struct mearas_link_stats st;
-	mearas_link_get_stats(l, &st);
+	mearas_link_get_stats(lnk, &st);
 	printf("  %u messages in %llu batches\n", n, (unsigned long long)st.batches_sent);
 	CHECK(st.msgs_posted == n);
 	CHECK(st.batches_sent > 10 && st.batches_sent < n / 4);
-	CHECK(ls.st.msgs == n + (uint64_t)calls);
-	CHECK(ls.st.order_errors == 0);
-	CHECK(ls.st.next_counter[0] == n);
-	mearas_link_close(l);
-out:
-	mearas_link_server_stop(ls.srv);
+	CHECK(srv.st.msgs == n + (uint64_t)calls);
+	CHECK(srv.st.order_errors == 0);
+	CHECK(srv.st.next_counter[0] == n);
 }
 
 struct thread_arg {
@@ -215,190 +270,217 @@ static void *client_thread(void *p)
 
 static void t_eight_threads_one_link(void)
 {
-	struct local_server ls;
-	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
-	struct mearas_link *l = NULL;
-	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
-	if (!l)
-		goto out;
+	serve();
+	link_up();
 	pthread_t th[8];
 	struct thread_arg args[8];
 	for (int i = 0; i < 8; i++) {
-		args[i] = (struct thread_arg){ .l = l, .id = (uint8_t)(i + 1) };
+		args[i] = (struct thread_arg){ .l = lnk, .id = (uint8_t)(i + 1) };
 		pthread_create(&th[i], NULL, client_thread, &args[i]);
 	}
 	for (int i = 0; i < 8; i++) {
 		pthread_join(th[i], NULL);
 		CHECK(args[i].errors == 0);
 	}
-	CHECK_RC(echo_call(l, "done"), MEARAS_LINK_OK);
-	CHECK(ls.st.order_errors == 0);
+	CHECK_RC(echo_call(lnk, "done"), MEARAS_LINK_OK);
+	CHECK(srv.st.order_errors == 0);
 	for (int i = 1; i <= 8; i++)
-		CHECK(ls.st.next_counter[i] == 20000);
-	CHECK(ls.st.msgs == 8 * (20000 + 20) + 1);
-	mearas_link_close(l);
-out:
-	mearas_link_server_stop(ls.srv);
+		CHECK(srv.st.next_counter[i] == 20000);
+	CHECK(srv.st.msgs == 8 * (20000 + 20) + 1);
 }
 
-static void t_wrong_key_and_no_key(void)
+/* Both batch sizes deliver every message (the rates are experiments/linkbench's). */
+static void t_batching_on_and_off_deliver_all(void)
 {
-	struct local_server ls;
-	log_clear();
-	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
-	struct mearas_link *l = NULL;
-	CHECK_RC(connect_local(ls.port, WRONG_KEY, &l), MEARAS_LINK_E_AUTH);
-	CHECK(l == NULL);
-	/* encrypted (the default): the TLS handshake refuses it, both ends say why */
-	CHECK(log_wait("127.0.0.1", "refused: wrong cluster key (its TLS PSK binder does not verify)", 2.0));
-	CHECK(log_has("127.0.0.1", "refused: the peer holds another cluster key"));
-	/* a node without a key does not even try */
-	CHECK_RC(connect_local(ls.port, NULL, &l), MEARAS_LINK_E_AUTH);
-	CHECK(log_has("127.0.0.1", "not tried: this node has no cluster key"));
-	/* The server keeps admitting good links after refusals. */
-	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
-	if (l) {
-		CHECK_RC(echo_call(l, "after refusals"), MEARAS_LINK_OK);
-		mearas_link_close(l);
+	serve();
+	uint32_t batch[2] = { 256, 1 }, n[2] = { 30000, 10000 };
+	uint64_t want = 0;
+	for (int k = 0; k < 2; k++) {
+		struct mearas_link_config cfg;
+		base_cfg(&cfg, KEY);
+		cfg.batch_max_msgs = batch[k];
+		REQUIRE_RC(mearas_link_connect("127.0.0.1", srv.port, &cfg, &lnk), MEARAS_LINK_OK);
+		uint8_t m[64] = { 'X' };
+		uint32_t i = 0;
+		while (i < n[k] && !mearas_link_post(lnk, m, sizeof(m)))
+			i++;
+		CHECK_EQ(i, n[k]);
+		uint64_t bulk;
+		CHECK_RC(mearas_link_call(lnk, "S", 1, &bulk, sizeof(bulk), NULL, 30000), MEARAS_LINK_OK);
+		want += n[k] + 1;
+		CHECK_EQ(server_msgs(&srv), want);
+		link_close();
 	}
-	CHECK(ls.st.opened == 1);
-	mearas_link_server_stop(ls.srv);
-
-	/* A server without a key refuses everyone. */
-	CHECK_RC(local_start(&ls, NULL), MEARAS_LINK_OK);
-	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_E_AUTH);
-	CHECK(log_has("127.0.0.1", "no cluster key"));
-	CHECK(ls.st.opened == 0);
-	mearas_link_server_stop(ls.srv);
-}
-
-static void t_version_mismatch(void)
-{
-	struct local_server ls;
-	log_clear();
-	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
-	struct mearas_link_config cfg;
-	base_cfg(&cfg, KEY);
-	cfg.version_major = MEARAS_LINK_VERSION_MAJOR + 1;
-	struct mearas_link *l = NULL;
-	CHECK_RC(mearas_link_connect("127.0.0.1", ls.port, &cfg, &l), MEARAS_LINK_E_VERSION);
-	CHECK(log_has("127.0.0.1", "protocol version 2.0, this node runs 1.1"));
-	CHECK(log_has("peer runs protocol 1.1", NULL));
-	CHECK(ls.st.opened == 0);
-	mearas_link_server_stop(ls.srv);
 }
 
 static void t_bulk_pipelined_chunks(void)
 {
-	struct local_server ls;
-	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
-	ls.st.check_pattern = true;
+	serve();
+	srv.st.check_pattern = true;
 	struct mearas_link_config cfg;
 	base_cfg(&cfg, KEY);
 	cfg.chunk_bytes = 1000000; /* deliberately not a power of two */
-	struct mearas_link *l = NULL;
-	CHECK_RC(mearas_link_connect("127.0.0.1", ls.port, &cfg, &l), MEARAS_LINK_OK);
-	if (!l)
-		goto out;
+	REQUIRE_RC(mearas_link_connect("127.0.0.1", srv.port, &cfg, &lnk), MEARAS_LINK_OK);
 	size_t len = 64u << 20;
 	uint8_t *data = malloc(len);
+	REQUIRE(data);
 	for (size_t i = 0; i < len; i++)
 		data[i] = ts_pattern(3, i);
-	CHECK_RC(mearas_link_bulk(l, 3, data, len), MEARAS_LINK_OK);
-	double returned = tl_now_s();
+	CHECK_RC(mearas_link_bulk(lnk, 3, data, len), MEARAS_LINK_OK);
+	double returned = check_now();
 	uint64_t got = 0;
 	size_t rl = 0;
-	CHECK_RC(mearas_link_call(l, "S", 1, &got, sizeof(got), &rl, 10000), MEARAS_LINK_OK);
+	CHECK_RC(mearas_link_call(lnk, "S", 1, &got, sizeof(got), &rl, 10000), MEARAS_LINK_OK);
 	CHECK(rl == 8 && got == len);
-	CHECK(ls.st.chunks == (len + 999999) / 1000000);
-	CHECK(ls.st.chunk_errors == 0);
+	CHECK(srv.st.chunks == (len + 999999) / 1000000);
+	CHECK(srv.st.chunk_errors == 0);
 	printf("  first chunk used %.1f ms before the sender finished; last chunk %.1f ms after\n",
-	       (returned - ls.st.first_chunk_at) * 1e3, (ls.st.last_chunk_at - returned) * 1e3);
-	CHECK(ls.st.first_chunk_at < returned);
+	       (returned - srv.st.first_chunk_at) * 1e3, (srv.st.last_chunk_at - returned) * 1e3);
+	/* pipelining: an order of events, not a duration */
+	CHECK(srv.st.first_chunk_at < returned);
 	free(data);
-	mearas_link_close(l);
-out:
-	mearas_link_server_stop(ls.srv);
 }
 
-static void t_reply_sizes_and_call_timeout(void)
+static void t_reply_sizes(void)
 {
-	struct local_server ls;
-	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
-	struct mearas_link *l = NULL;
-	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
-	if (!l)
-		goto out;
+	serve();
+	link_up();
 	uint8_t req[5] = { 'B' }, rep[1000];
 	uint32_t want = 100000;
 	memcpy(req + 1, &want, 4);
 	size_t rl = 0;
-	CHECK_RC(mearas_link_call(l, req, 5, rep, sizeof(rep), &rl, 2000), MEARAS_LINK_E_TOOBIG);
+	CHECK_RC(mearas_link_call(lnk, req, 5, rep, sizeof(rep), &rl, 2000), MEARAS_LINK_E_TOOBIG);
 	want = 0;
 	memcpy(req + 1, &want, 4);
 	rl = 99;
-	CHECK_RC(mearas_link_call(l, req, 5, NULL, 0, &rl, 2000), MEARAS_LINK_OK);
+	CHECK_RC(mearas_link_call(lnk, req, 5, NULL, 0, &rl, 2000), MEARAS_LINK_OK);
 	CHECK(rl == 0);
-	double t0 = tl_now_s();
-	CHECK_RC(mearas_link_call(l, "H", 1, rep, sizeof(rep), &rl, 200), MEARAS_LINK_E_TIMEOUT);
-	double dt = tl_now_s() - t0;
-	CHECK(dt >= 0.19 && dt < 0.8);
-	CHECK_RC(mearas_link_health(l), MEARAS_LINK_OK);
-	/* A message larger than a batch goes out alone, straight from caller memory. */
+	CHECK_RC(echo_call(lnk, "still fine"), MEARAS_LINK_OK);
+	CHECK(srv.st.msgs == 3);
+}
+
+static void t_call_timeout(void)
+{
+	serve();
+	link_up();
+	uint8_t rep[16];
+	size_t rl = 0;
+	double t0 = check_now();
+	CHECK_RC(mearas_link_call(lnk, "H", 1, rep, sizeof(rep), &rl, 200), MEARAS_LINK_E_TIMEOUT);
+	double dt = check_now() - t0;
+	printf("  a 200 ms call timeout fired after %.0f ms\n", dt * 1e3);
+	/* not before its time; the upper bound is a generous liveness deadline
+	 * (a call left waiting), not a measure of precision on a loaded machine */
+	CHECK(dt >= 0.19 && dt < 3.0);
+	CHECK_RC(mearas_link_health(lnk), MEARAS_LINK_OK);
+	CHECK_RC(echo_call(lnk, "after the timeout"), MEARAS_LINK_OK);
+}
+
+/* A message larger than a batch goes out alone, straight from caller memory. */
+static void t_message_larger_than_batch(void)
+{
+	serve();
+	link_up();
 	size_t big = 300000;
 	uint8_t *bigmsg = calloc(1, big);
+	REQUIRE(bigmsg);
 	bigmsg[0] = 'X';
-	CHECK_RC(mearas_link_post(l, bigmsg, big), MEARAS_LINK_OK);
+	CHECK_RC(mearas_link_post(lnk, bigmsg, big), MEARAS_LINK_OK);
 	free(bigmsg);
-	CHECK_RC(echo_call(l, "still fine"), MEARAS_LINK_OK);
-	CHECK(ls.st.msgs == 5);
-	mearas_link_close(l);
-out:
-	mearas_link_server_stop(ls.srv);
+	CHECK_RC(echo_call(lnk, "still fine"), MEARAS_LINK_OK);
+	CHECK(srv.st.msgs == 2);
 }
 
 static void t_invalid_arguments(void)
 {
 	struct mearas_link_config cfg;
 	base_cfg(&cfg, KEY);
-	struct mearas_link *l = NULL;
-	CHECK_RC(mearas_link_connect(NULL, 1, &cfg, &l), MEARAS_LINK_E_INVAL);
-	CHECK_RC(mearas_link_connect("127.0.0.1", 0, &cfg, &l), MEARAS_LINK_E_INVAL);
+	CHECK_RC(mearas_link_connect(NULL, 1, &cfg, &lnk), MEARAS_LINK_E_INVAL);
+	CHECK_RC(mearas_link_connect("127.0.0.1", 0, &cfg, &lnk), MEARAS_LINK_E_INVAL);
 	CHECK_RC(mearas_link_post(NULL, "x", 1), MEARAS_LINK_E_INVAL);
 	CHECK_RC(mearas_link_bulk(NULL, 0, "x", 1), MEARAS_LINK_E_INVAL);
-	/* Nothing listens on this port: a clear error quickly. */
+	serve();
+	link_up();
+	struct iovec huge = { .iov_base = (void *)"x", .iov_len = MEARAS_LINK_MAX_MSG + 1 };
+	CHECK_RC(mearas_link_postv(lnk, &huge, 1), MEARAS_LINK_E_INVAL);
+	CHECK_RC(mearas_link_call(lnk, "E", 1, NULL, 10, NULL, 100), MEARAS_LINK_E_INVAL);
+	CHECK_RC(mearas_link_bulk(lnk, 0, "x", 0), MEARAS_LINK_E_INVAL);
+	CHECK_RC(echo_call(lnk, "ok"), MEARAS_LINK_OK);
+}
+
+static uint16_t free_port(void)
+{
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t sl = sizeof(a);
 	bind(fd, (struct sockaddr *)&a, sizeof(a));
 	getsockname(fd, (struct sockaddr *)&a, &sl);
 	close(fd);
-	double t0 = tl_now_s();
-	CHECK_RC(mearas_link_connect("127.0.0.1", ntohs(a.sin_port), &cfg, &l), MEARAS_LINK_E_CONNECT);
-	CHECK(tl_now_s() - t0 < 1.0);
-	CHECK_RC(mearas_link_connect("no-such-host.invalid", 7000, &cfg, &l), MEARAS_LINK_E_CONNECT);
+	return ntohs(a.sin_port);
+}
 
-	struct local_server ls;
-	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
-	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
-	if (l) {
-		struct iovec huge = { .iov_base = (void *)"x", .iov_len = MEARAS_LINK_MAX_MSG + 1 };
-		CHECK_RC(mearas_link_postv(l, &huge, 1), MEARAS_LINK_E_INVAL);
-		CHECK_RC(mearas_link_call(l, "E", 1, NULL, 10, NULL, 100), MEARAS_LINK_E_INVAL);
-		CHECK_RC(mearas_link_bulk(l, 0, "x", 0), MEARAS_LINK_E_INVAL);
-		CHECK_RC(echo_call(l, "ok"), MEARAS_LINK_OK);
-		mearas_link_close(l);
-	}
-	mearas_link_server_stop(ls.srv);
+/* Nothing listens on the port: a clear error at once (well within the 3 s
+ * connect timeout it would otherwise wait for), and for an unknown host. */
+static void t_connect_refused_at_once(void)
+{
+	struct mearas_link_config cfg;
+	base_cfg(&cfg, KEY);
+	double t0 = check_now();
+	CHECK_RC(mearas_link_connect("127.0.0.1", free_port(), &cfg, &lnk), MEARAS_LINK_E_CONNECT);
+	CHECK(check_now() - t0 < 2.0);
+	CHECK_RC(mearas_link_connect("no-such-host.invalid", 7000, &cfg, &lnk), MEARAS_LINK_E_CONNECT);
+}
+
+/* ---- admission ---- */
+
+static void t_wrong_key_refused(void)
+{
+	serve();
+	CHECK_RC(connect_local(srv.port, WRONG_KEY, &lnk), MEARAS_LINK_E_AUTH);
+	CHECK(lnk == NULL);
+	/* encrypted (the default): the TLS handshake refuses it, both ends say why */
+	CHECK(log_wait("127.0.0.1", "refused: wrong cluster key (its TLS PSK binder does not verify)", 2.0));
+	CHECK(log_has("127.0.0.1", "refused: the peer holds another cluster key"));
+	/* The server keeps admitting good links after refusals. */
+	link_and_echo(srv.port, "after refusals");
+	CHECK(srv.st.opened == 1);
+}
+
+/* a node without a key does not even try */
+static void t_no_key_not_tried(void)
+{
+	serve();
+	CHECK_RC(connect_local(srv.port, NULL, &lnk), MEARAS_LINK_E_AUTH);
+	CHECK(log_has("127.0.0.1", "not tried: this node has no cluster key"));
+	CHECK(srv.st.opened == 0);
+}
+
+/* A server without a key refuses everyone. */
+static void t_server_without_key_refuses(void)
+{
+	REQUIRE_RC(local_start_enc(&srv, NULL, MEARAS_LINK_ENCRYPTION_TLS), MEARAS_LINK_OK);
+	CHECK_RC(connect_local(srv.port, KEY, &lnk), MEARAS_LINK_E_AUTH);
+	CHECK(log_has("127.0.0.1", "no cluster key"));
+	CHECK(srv.st.opened == 0);
+}
+
+static void t_version_mismatch(void)
+{
+	serve();
+	struct mearas_link_config cfg;
+	base_cfg(&cfg, KEY);
+	cfg.version_major = MEARAS_LINK_VERSION_MAJOR + 1;
+	CHECK_RC(mearas_link_connect("127.0.0.1", srv.port, &cfg, &lnk), MEARAS_LINK_E_VERSION);
+	CHECK(log_has("127.0.0.1", "protocol version 2.0, this node runs 1.1"));
+	CHECK(log_has("peer runs protocol 1.1", NULL));
+	CHECK(srv.st.opened == 0);
 }
 
 static void t_garbage_peer(void)
 {
-	struct local_server ls;
-	log_clear();
-	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	serve();
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(ls.port),
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(srv.port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	CHECK(connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
 	uint8_t junk[200];
@@ -410,99 +492,119 @@ static void t_garbage_peer(void)
 	char c;
 	CHECK(recv(fd, &c, 1, 0) >= 0); /* refusal or close, never a hang */
 	close(fd);
-	struct mearas_link *l = NULL;
-	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
-	if (l) {
-		CHECK_RC(echo_call(l, "after junk"), MEARAS_LINK_OK);
-		mearas_link_close(l);
-	}
+	link_and_echo(srv.port, "after junk");
 	CHECK(log_has("127.0.0.1", "refused"));
-	CHECK(ls.st.opened == 1);
-	mearas_link_server_stop(ls.srv);
+	CHECK(srv.st.opened == 1);
+}
+
+/* The client's effective configuration with the cluster key. */
+static void effective_cfg(struct mearas_link_config *cfg)
+{
+	struct mearas_link_config in;
+	base_cfg(&in, KEY);
+	link_config_effective(&in, cfg);
+}
+
+/* A link to srv made by hand (the client's handshake, then TLS: encrypted by
+ * default, so what the test sends goes inside it), for frames the library
+ * would never send. *fd, *t for hand_link_close; the first failing status. */
+static int hand_link(const struct mearas_link_config *cfg, int *fd, struct link_transport **t)
+{
+	SSL *ssl = NULL;
+	*fd = -1;
+	*t = NULL;
+	int rc = link_tcp_connect("127.0.0.1", srv.port, 2000, fd);
+	if (!rc)
+		rc = link_handshake_client(*fd, cfg, "test", &ssl);
+	if (!rc && !ssl)
+		rc = MEARAS_LINK_E_ENCRYPTION;
+	if (!rc)
+		rc = link_tls_transport_create(*fd, ssl, cfg, "test", t);
+	return rc;
+}
+
+static void hand_link_close(int fd, struct link_transport *t)
+{
+	if (t)
+		t->ops->destroy(t);
+	else if (fd >= 0)
+		close(fd);
 }
 
 /* An authenticated peer that then sends malformed frames: the server closes
  * that link with E_PROTO (closed callback fires) and keeps serving others. */
-static void malformed_after_auth(const uint8_t *frame, size_t len, struct local_server *ls, int nth)
+static void malformed_after_auth(const uint8_t *frame, size_t len, int nth)
 {
-	struct mearas_link_config in, cfg;
-	base_cfg(&in, KEY);
-	link_config_effective(&in, &cfg);
-	int fd = -1;
-	SSL *ssl = NULL;
-	struct link_transport *t = NULL;
-	CHECK_RC(link_tcp_connect("127.0.0.1", ls->port, 2000, &fd), MEARAS_LINK_OK);
-	if (fd < 0)
-		return;
-	CHECK_RC(link_handshake_client(fd, &cfg, "test", &ssl), MEARAS_LINK_OK);
-	CHECK(ssl != NULL); /* encrypted by default: the frames go inside TLS */
-	if (ssl)
-		CHECK_RC(link_tls_transport_create(fd, ssl, &cfg, "test", &t), MEARAS_LINK_OK);
+	struct mearas_link_config cfg;
+	struct link_transport *t;
+	int fd;
+	effective_cfg(&cfg);
+	CHECK_RC(hand_link(&cfg, &fd, &t), MEARAS_LINK_OK);
 	if (t)
 		CHECK_RC(t->ops->send_iov(t, &(struct iovec){ (void *)frame, len }, 1), MEARAS_LINK_OK);
-	CHECK(ts_wait_closed(&ls->st, nth, 2.0));
-	CHECK_RC(ls->st.last_close_status, MEARAS_LINK_E_PROTO);
-	if (t)
-		t->ops->destroy(t);
-	else
-		close(fd);
+	CHECK(ts_wait_closed(&srv.st, nth, 2.0));
+	CHECK_RC(srv.st.last_close_status, MEARAS_LINK_E_PROTO);
+	hand_link_close(fd, t);
 }
 
 static void t_malformed_frames_after_auth(void)
 {
-	struct local_server ls;
-	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	serve();
 	uint8_t f[64];
 	struct link_frame_hdr h = { .type = LINK_FRAME_BATCH, .count = 1, .body_len = 8 };
 	memset(f, 0, sizeof(f));
 	wire_encode_frame(f, &h);
 	f[0] ^= 0xff; /* bad magic */
-	malformed_after_auth(f, LINK_FRAME_HDR, &ls, 1);
+	malformed_after_auth(f, LINK_FRAME_HDR, 1);
 	h.type = 99; /* unknown frame type */
 	wire_encode_frame(f, &h);
-	malformed_after_auth(f, LINK_FRAME_HDR, &ls, 2);
+	malformed_after_auth(f, LINK_FRAME_HDR, 2);
 	h = (struct link_frame_hdr){ .type = LINK_FRAME_BATCH, .count = 1, .body_len = 0xffffffffu };
 	wire_encode_frame(f, &h); /* body larger than allowed */
-	malformed_after_auth(f, LINK_FRAME_HDR, &ls, 3);
+	malformed_after_auth(f, LINK_FRAME_HDR, 3);
 	h = (struct link_frame_hdr){ .type = LINK_FRAME_BATCH, .count = 2, .body_len = 24 };
 	wire_encode_frame(f, &h); /* inner message claims more bytes than the body holds */
 	wire_encode_msg(f + LINK_FRAME_HDR, 1, 1000, 0);
-	malformed_after_auth(f, LINK_FRAME_HDR + 24, &ls, 4);
+	malformed_after_auth(f, LINK_FRAME_HDR + 24, 4);
 	h = (struct link_frame_hdr){ .type = LINK_FRAME_CHUNK, .count = 1, .body_len = 8 };
 	wire_encode_frame(f, &h); /* chunk shorter than its header */
-	malformed_after_auth(f, LINK_FRAME_HDR + 8, &ls, 5);
-	CHECK(ls.st.msgs == 0 && ls.st.chunks == 0);
-	struct mearas_link *l = NULL;
-	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
-	if (l) {
-		CHECK_RC(echo_call(l, "still serving"), MEARAS_LINK_OK);
-		mearas_link_close(l);
-	}
-	mearas_link_server_stop(ls.srv);
+	malformed_after_auth(f, LINK_FRAME_HDR + 8, 5);
+	CHECK(srv.st.msgs == 0 && srv.st.chunks == 0);
+	link_and_echo(srv.port, "still serving");
 }
 
+/* The server's stop closes its links at once (not after the 3 s heartbeat
+ * bound: the bound below is that liveness deadline's, with room to spare). */
 static void t_server_stop_closes_links(void)
 {
-	struct local_server ls;
-	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
-	struct mearas_link *l = NULL;
-	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
-	if (!l) {
-		mearas_link_server_stop(ls.srv);
-		return;
-	}
-	CHECK_RC(echo_call(l, "x"), MEARAS_LINK_OK);
-	mearas_link_server_stop(ls.srv);
-	CHECK(ls.st.closed == 1 && ls.st.last_close_status == MEARAS_LINK_E_CLOSED);
-	double t0 = tl_now_s();
-	CHECK_RC(mearas_link_call(l, "H", 1, NULL, 0, NULL, 0), MEARAS_LINK_E_BROKEN);
-	CHECK(tl_now_s() - t0 < 1.0);
-	mearas_link_close(l);
+	serve();
+	link_up();
+	CHECK_RC(echo_call(lnk, "x"), MEARAS_LINK_OK);
+	server_stop();
+	CHECK(srv.st.closed == 1 && srv.st.last_close_status == MEARAS_LINK_E_CLOSED);
+	double t0 = check_now();
+	CHECK_RC(mearas_link_call(lnk, "H", 1, NULL, 0, NULL, 0), MEARAS_LINK_E_BROKEN);
+	CHECK(check_now() - t0 < 2.0);
+}
+
+/* callbacks so far, under a lock (first member of what the callbacks fill) */
+struct callbacks_seen {
+	pthread_mutex_t lock;
+	int n;
+};
+
+static int seen_count(void *arg)
+{
+	struct callbacks_seen *c = arg;
+	pthread_mutex_lock(&c->lock);
+	int n = c->n;
+	pthread_mutex_unlock(&c->lock);
+	return n;
 }
 
 struct async_log {
-	pthread_mutex_t lock;
-	int n, status[8];
+	struct callbacks_seen seen;
+	int status[8];
 	size_t len[8];
 	int order[8];
 };
@@ -516,62 +618,58 @@ struct async_call {
 static void async_done(void *ctx, int status, size_t len)
 {
 	struct async_call *c = ctx;
-	pthread_mutex_lock(&c->log->lock);
-	c->log->order[c->log->n++] = c->index;
+	pthread_mutex_lock(&c->log->seen.lock);
+	c->log->order[c->log->seen.n++] = c->index;
 	c->log->status[c->index] = status;
 	c->log->len[c->index] = len;
-	pthread_mutex_unlock(&c->log->lock);
+	pthread_mutex_unlock(&c->log->seen.lock);
 }
 
 static int async_count(struct async_log *g)
 {
-	pthread_mutex_lock(&g->lock);
-	int n = g->n;
-	pthread_mutex_unlock(&g->lock);
-	return n;
+	return seen_count(&g->seen);
+}
+
+/* until count(arg) reaches n or 5 s (a liveness bound: replies come in ms) */
+static void wait_count(int (*count)(void *), void *arg, int n)
+{
+	for (double t0 = check_now(); count(arg) < n && check_now() - t0 < 5.0;)
+		usleep(1000);
 }
 
 /* Asynchronous calls: replies land in order; one never answered fails when the link breaks. */
 static void t_call_async(void)
 {
-	struct local_server ls;
-	struct async_log g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct async_log g = { .seen.lock = PTHREAD_MUTEX_INITIALIZER };
 	struct async_call c[4];
-	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
-	struct mearas_link *l = NULL;
-	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
-	if (!l) {
-		mearas_link_server_stop(ls.srv);
-		return;
-	}
+	serve();
+	link_up();
 	for (int i = 0; i < 3; i++) {
 		char req[8];
 		int n = snprintf(req, sizeof(req), "Ea%d", i);
 		c[i] = (struct async_call){ .log = &g, .index = i };
-		CHECK_RC(mearas_link_call_async(l, req, (size_t)n, c[i].rep, sizeof(c[i].rep), async_done, &c[i]),
+		CHECK_RC(mearas_link_call_async(lnk, req, (size_t)n, c[i].rep, sizeof(c[i].rep), async_done, &c[i]),
 			 MEARAS_LINK_OK);
 	}
 	c[3] = (struct async_call){ .log = &g, .index = 3 };
-	CHECK_RC(mearas_link_call_async(l, "H", 1, c[3].rep, sizeof(c[3].rep), async_done, &c[3]), MEARAS_LINK_OK);
-	CHECK_RC(mearas_link_call_async(l, "E", 1, NULL, 0, NULL, NULL), MEARAS_LINK_E_INVAL);
-	for (double t0 = tl_now_s(); async_count(&g) < 3 && tl_now_s() - t0 < 5.0;)
-		usleep(1000);
+	CHECK_RC(mearas_link_call_async(lnk, "H", 1, c[3].rep, sizeof(c[3].rep), async_done, &c[3]), MEARAS_LINK_OK);
+	CHECK_RC(mearas_link_call_async(lnk, "E", 1, NULL, 0, NULL, NULL), MEARAS_LINK_E_INVAL);
+	wait_count(seen_count, &g.seen, 3);
 	CHECK(async_count(&g) == 3);
 	for (int i = 0; i < 3; i++) {
 		CHECK(g.order[i] == i && g.status[i] == MEARAS_LINK_OK && g.len[i] == 3);
 		CHECK(c[i].rep[0] == 'E' && c[i].rep[1] == 'a' && c[i].rep[2] == '0' + i);
 	}
-	mearas_link_server_stop(ls.srv);
-	for (double t0 = tl_now_s(); async_count(&g) < 4 && tl_now_s() - t0 < 5.0;)
-		usleep(1000);
+	server_stop();
+	wait_count(seen_count, &g.seen, 4);
 	CHECK(async_count(&g) == 4 && g.order[3] == 3 && g.status[3] == MEARAS_LINK_E_BROKEN);
-	mearas_link_close(l);
+	link_close();
 	CHECK(async_count(&g) == 4);
 }
 
 struct stream_seen {
-	pthread_mutex_t lock;
-	int calls, status;
+	struct callbacks_seen seen;
+	int status;
 	size_t len, left_after;
 	char head[4];
 };
@@ -584,79 +682,52 @@ static void stream_done(void *ctx, int status, size_t len, struct mearas_link_re
 	int rc = r ? mearas_link_read(r, head, 2) : status;
 	if (r)
 		CHECK_RC(mearas_link_read(r, head, len + 1), MEARAS_LINK_E_INVAL); /* past the end */
-	pthread_mutex_lock(&s->lock);
-	s->calls++;
+	pthread_mutex_lock(&s->seen.lock);
+	s->seen.n++;
 	s->status = rc;
 	s->len = len;
 	s->left_after = r ? mearas_link_read_left(r) : 0;
 	memcpy(s->head, head, sizeof(head));
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->seen.lock);
 }
 
 static int stream_calls(struct stream_seen *s)
 {
-	pthread_mutex_lock(&s->lock);
-	int n = s->calls;
-	pthread_mutex_unlock(&s->lock);
-	return n;
+	return seen_count(&s->seen);
 }
 
 /* Streamed replies: read in place, the unread rest skipped without breaking the framing. */
 static void t_call_stream(void)
 {
-	struct local_server ls;
-	struct stream_seen s = { .lock = PTHREAD_MUTEX_INITIALIZER };
-	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
-	struct mearas_link *l = NULL;
-	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
-	if (!l) {
-		mearas_link_server_stop(ls.srv);
-		return;
-	}
-	CHECK_RC(mearas_link_call_stream(l, "Exyz-long-tail", 14, stream_done, &s), MEARAS_LINK_OK);
-	for (double t0 = tl_now_s(); stream_calls(&s) < 1 && tl_now_s() - t0 < 5.0;)
-		usleep(1000);
+	struct stream_seen s = { .seen.lock = PTHREAD_MUTEX_INITIALIZER };
+	serve();
+	link_up();
+	CHECK_RC(mearas_link_call_stream(lnk, "Exyz-long-tail", 14, stream_done, &s), MEARAS_LINK_OK);
+	wait_count(seen_count, &s.seen, 1);
 	CHECK(stream_calls(&s) == 1 && s.status == MEARAS_LINK_OK && s.len == 14 && s.left_after == 12);
 	CHECK(s.head[0] == 'E' && s.head[1] == 'x');
-	CHECK_RC(echo_call(l, "after"), MEARAS_LINK_OK);
-	CHECK_RC(mearas_link_call_stream(l, "H", 1, stream_done, &s), MEARAS_LINK_OK);
-	mearas_link_server_stop(ls.srv);
-	for (double t0 = tl_now_s(); stream_calls(&s) < 2 && tl_now_s() - t0 < 5.0;)
-		usleep(1000);
+	CHECK_RC(echo_call(lnk, "after"), MEARAS_LINK_OK);
+	CHECK_RC(mearas_link_call_stream(lnk, "H", 1, stream_done, &s), MEARAS_LINK_OK);
+	server_stop();
+	wait_count(seen_count, &s.seen, 2);
 	CHECK(stream_calls(&s) == 2 && s.status == MEARAS_LINK_E_BROKEN);
-	mearas_link_close(l);
 }
 
 /* Receive threads that spin after data (rx_spin_us) still answer and still notice a dead peer. */
 static void t_rx_spin(void)
 {
-	struct local_server ls;
 	struct mearas_link_config cfg;
-	struct mearas_link *l = NULL;
-	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	serve();
 	base_cfg(&cfg, KEY);
 	cfg.rx_spin_us = 200;
-	CHECK_RC(mearas_link_connect("127.0.0.1", ls.port, &cfg, &l), MEARAS_LINK_OK);
-	if (l) {
-		for (int i = 0; i < 200; i++)
-			CHECK_RC(echo_call(l, "spin"), MEARAS_LINK_OK);
-		mearas_link_server_stop(ls.srv);
-		CHECK_RC(mearas_link_call(l, "H", 1, NULL, 0, NULL, 0), MEARAS_LINK_E_BROKEN);
-		mearas_link_close(l);
-	} else {
-		mearas_link_server_stop(ls.srv);
-	}
+	REQUIRE_RC(mearas_link_connect("127.0.0.1", srv.port, &cfg, &lnk), MEARAS_LINK_OK);
+	for (int i = 0; i < 200; i++)
+		CHECK_RC(echo_call(lnk, "spin"), MEARAS_LINK_OK);
+	server_stop();
+	CHECK_RC(mearas_link_call(lnk, "H", 1, NULL, 0, NULL, 0), MEARAS_LINK_E_BROKEN);
 }
 
 /* ---- link encryption ---- */
-
-static uint64_t server_msgs(struct local_server *ls)
-{
-	pthread_mutex_lock(&ls->st.lock);
-	uint64_t n = ls->st.msgs;
-	pthread_mutex_unlock(&ls->st.lock);
-	return n;
-}
 
 /* A bulk transfer of the tests' pattern, then the server's count of it. */
 static int bulk_and_sync(struct mearas_link *l, uint64_t tag, size_t len)
@@ -677,93 +748,77 @@ static int bulk_and_sync(struct mearas_link *l, uint64_t tag, size_t len)
 /* Encrypted by default: calls and bulk data arrive intact; both ends log TLS and kTLS. */
 static void t_encrypted_calls_and_bulk(void)
 {
-	struct local_server ls;
-	log_clear();
-	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
-	ls.st.check_pattern = true;
-	struct mearas_link *l = NULL;
-	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
-	if (l) {
-		CHECK(log_wait("link from 127.0.0.1", "encrypted: TLSv1.3 TLS_AES_128_GCM_SHA256, kTLS", 2.0));
-		CHECK(log_has("link to 127.0.0.1", "encrypted: TLSv1.3 TLS_AES_128_GCM_SHA256, kTLS"));
-		for (int i = 0; i < 100; i++)
-			CHECK_RC(echo_call(l, "through TLS"), MEARAS_LINK_OK);
-		CHECK_RC(bulk_and_sync(l, 7, (24u << 20) + 12345), MEARAS_LINK_OK);
-		CHECK(ls.st.chunk_errors == 0);
-		/* a reply larger than a TLS record, in pieces */
-		uint8_t req[5] = { 'B' }, rep[300000];
-		uint32_t want = sizeof(rep);
-		size_t rl = 0;
-		memcpy(req + 1, &want, 4);
-		CHECK_RC(mearas_link_call(l, req, 5, rep, sizeof(rep), &rl, 5000), MEARAS_LINK_OK);
-		CHECK(rl == sizeof(rep));
-		mearas_link_close(l);
-	}
-	CHECK(ts_wait_closed(&ls.st, 1, 2.0) && ls.st.last_close_status == MEARAS_LINK_OK);
-	mearas_link_server_stop(ls.srv);
+	serve();
+	srv.st.check_pattern = true;
+	link_up();
+	CHECK(log_wait("link from 127.0.0.1", "encrypted: TLSv1.3 TLS_AES_128_GCM_SHA256, kTLS", 2.0));
+	CHECK(log_has("link to 127.0.0.1", "encrypted: TLSv1.3 TLS_AES_128_GCM_SHA256, kTLS"));
+	for (int i = 0; i < 100; i++)
+		CHECK_RC(echo_call(lnk, "through TLS"), MEARAS_LINK_OK);
+	CHECK_RC(bulk_and_sync(lnk, 7, (24u << 20) + 12345), MEARAS_LINK_OK);
+	CHECK(srv.st.chunk_errors == 0);
+	/* a reply larger than a TLS record, in pieces */
+	static uint8_t rep[300000];
+	uint8_t req[5] = { 'B' };
+	uint32_t want = sizeof(rep);
+	size_t rl = 0;
+	memcpy(req + 1, &want, 4);
+	CHECK_RC(mearas_link_call(lnk, req, 5, rep, sizeof(rep), &rl, 5000), MEARAS_LINK_OK);
+	CHECK(rl == sizeof(rep));
+	link_close();
+	CHECK(ts_wait_closed(&srv.st, 1, 2.0) && srv.st.last_close_status == MEARAS_LINK_OK);
 }
 
 /* Both ends off: the link works in clear text, and both ends say so loudly. */
 static void t_encryption_off_both_ends(void)
 {
-	struct local_server ls;
-	log_clear();
-	CHECK_RC(local_start_enc(&ls, KEY, MEARAS_LINK_ENCRYPTION_OFF), MEARAS_LINK_OK);
+	serve_enc(MEARAS_LINK_ENCRYPTION_OFF);
 	CHECK(log_has("LINK ENCRYPTION IS OFF", "clear text"));
-	ls.st.check_pattern = true;
+	srv.st.check_pattern = true;
 	struct mearas_link_config cfg;
 	base_cfg(&cfg, KEY);
 	cfg.encryption = MEARAS_LINK_ENCRYPTION_OFF;
-	struct mearas_link *l = NULL;
-	CHECK_RC(mearas_link_connect("127.0.0.1", ls.port, &cfg, &l), MEARAS_LINK_OK);
-	if (l) {
+	CHECK_RC(mearas_link_connect("127.0.0.1", srv.port, &cfg, &lnk), MEARAS_LINK_OK);
+	if (lnk) {
 		CHECK(log_wait("link from 127.0.0.1", "UNENCRYPTED (link encryption off", 2.0));
 		CHECK(log_has("link to 127.0.0.1", "UNENCRYPTED (link encryption off"));
-		CHECK_RC(echo_call(l, "in clear text"), MEARAS_LINK_OK);
-		CHECK_RC(bulk_and_sync(l, 9, 5u << 20), MEARAS_LINK_OK);
-		CHECK(ls.st.chunk_errors == 0);
-		mearas_link_close(l);
+		CHECK_RC(echo_call(lnk, "in clear text"), MEARAS_LINK_OK);
+		CHECK_RC(bulk_and_sync(lnk, 9, 5u << 20), MEARAS_LINK_OK);
+		CHECK(srv.st.chunk_errors == 0);
+		link_close();
 	}
 	/* the key still admits nodes */
 	log_clear();
 	base_cfg(&cfg, WRONG_KEY);
 	cfg.encryption = MEARAS_LINK_ENCRYPTION_OFF;
-	CHECK_RC(mearas_link_connect("127.0.0.1", ls.port, &cfg, &l), MEARAS_LINK_E_AUTH);
+	CHECK_RC(mearas_link_connect("127.0.0.1", srv.port, &cfg, &lnk), MEARAS_LINK_E_AUTH);
 	CHECK(log_wait("127.0.0.1", "refused: wrong cluster key", 2.0));
-	CHECK(ls.st.opened == 1);
-	mearas_link_server_stop(ls.srv);
+	CHECK(srv.st.opened == 1);
 }
 
-/* One end encrypts, the other does not: refused on both ends with the reason. */
-static void t_encryption_mismatch(void)
+/* The client's encryption is off, the server's on: refused on both ends with the reason. */
+static void t_encryption_off_on_client_only(void)
 {
-	struct local_server ls;
 	struct mearas_link_config cfg;
-	struct mearas_link *l = NULL;
-	log_clear();
-	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	serve();
 	base_cfg(&cfg, KEY);
 	cfg.encryption = MEARAS_LINK_ENCRYPTION_OFF;
-	CHECK_RC(mearas_link_connect("127.0.0.1", ls.port, &cfg, &l), MEARAS_LINK_E_ENCRYPTION);
+	CHECK_RC(mearas_link_connect("127.0.0.1", srv.port, &cfg, &lnk), MEARAS_LINK_E_ENCRYPTION);
 	CHECK(log_wait("link from 127.0.0.1", "refused: link encryption is off on the peer, on (TLS 1.3) on this node", 2.0));
 	CHECK(log_has("link to 127.0.0.1", "refused: link encryption is off on this node, on (TLS 1.3) on the peer"));
-	CHECK(ls.st.opened == 0);
-	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK); /* a matching node still links */
-	if (l) {
-		CHECK_RC(echo_call(l, "matching"), MEARAS_LINK_OK);
-		mearas_link_close(l);
-	}
-	mearas_link_server_stop(ls.srv);
-
-	log_clear();
-	CHECK_RC(local_start_enc(&ls, KEY, MEARAS_LINK_ENCRYPTION_OFF), MEARAS_LINK_OK);
-	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_E_ENCRYPTION);
-	CHECK(log_wait("link from 127.0.0.1", "refused: link encryption is on (TLS 1.3) on the peer, off on this node", 2.0));
-	CHECK(log_has("link to 127.0.0.1", "refused: link encryption is on (TLS 1.3) on this node, off on the peer"));
-	CHECK(ls.st.opened == 0);
-	mearas_link_server_stop(ls.srv);
+	CHECK(srv.st.opened == 0);
+	link_and_echo(srv.port, "matching"); /* a matching node still links */
 }
 
+/* The server's encryption is off, the client's on: the same. */
+static void t_encryption_off_on_server_only(void)
+{
+	serve_enc(MEARAS_LINK_ENCRYPTION_OFF);
+	CHECK_RC(connect_local(srv.port, KEY, &lnk), MEARAS_LINK_E_ENCRYPTION);
+	CHECK(log_wait("link from 127.0.0.1", "refused: link encryption is on (TLS 1.3) on the peer, off on this node", 2.0));
+	CHECK(log_has("link to 127.0.0.1", "refused: link encryption is on (TLS 1.3) on this node, off on the peer"));
+	CHECK(srv.st.opened == 0);
+}
 /* A server that does not hold the key answers the hello properly, then runs
  * TLS with a certificate of its own (ignoring the PSK the client offers): the
  * client refuses it in the TLS handshake and says why. */
@@ -836,10 +891,8 @@ static void t_tls_server_without_key_refused(void)
 	      getsockname(cs.lfd, (struct sockaddr *)&a, &sl) == 0);
 	pthread_t th;
 	pthread_create(&th, NULL, cert_server_main, &cs);
-	log_clear();
-	struct mearas_link *l = NULL;
-	CHECK_RC(connect_local(ntohs(a.sin_port), KEY, &l), MEARAS_LINK_E_AUTH);
-	CHECK(l == NULL);
+	CHECK_RC(connect_local(ntohs(a.sin_port), KEY, &lnk), MEARAS_LINK_E_AUTH);
+	CHECK(lnk == NULL);
 	CHECK(log_has("link to 127.0.0.1", "refused: TLS handshake failed (certificate verify failed)"));
 	pthread_join(th, NULL);
 	CHECK(cs.accept_rc != 1);
@@ -851,9 +904,7 @@ static void t_tls_server_without_key_refused(void)
  * TLS's bounded buffers, the server keeps admitting links. */
 static void t_tls_handshake_garbage(void)
 {
-	struct local_server ls;
-	log_clear();
-	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	serve();
 	static const uint8_t junk_a[] = { 0x16, 0x03, 0x01, 0xff, 0xff, 0x01, 0x00, 0xff, 0xfb }; /* oversized record */
 	uint8_t junk_b[300];
 	for (size_t i = 0; i < sizeof(junk_b); i++)
@@ -861,7 +912,7 @@ static void t_tls_handshake_garbage(void)
 	const struct { const uint8_t *p; size_t n; } junk[] = { { junk_a, sizeof(junk_a) }, { junk_b, sizeof(junk_b) } };
 	for (size_t k = 0; k < 2; k++) {
 		int fd = -1;
-		CHECK_RC(link_tcp_connect("127.0.0.1", ls.port, 2000, &fd), MEARAS_LINK_OK);
+		CHECK_RC(link_tcp_connect("127.0.0.1", srv.port, 2000, &fd), MEARAS_LINK_OK);
 		if (fd < 0)
 			break;
 		uint8_t nonce[32] = { 9 }, buf[4096];
@@ -883,14 +934,8 @@ static void t_tls_handshake_garbage(void)
 		close(fd);
 	}
 	CHECK(log_wait("link from 127.0.0.1", "refused: TLS handshake failed", 2.0));
-	CHECK(ls.st.opened == 0);
-	struct mearas_link *l = NULL;
-	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
-	if (l) {
-		CHECK_RC(echo_call(l, "after TLS garbage"), MEARAS_LINK_OK);
-		mearas_link_close(l);
-	}
-	mearas_link_server_stop(ls.srv);
+	CHECK(srv.st.opened == 0);
+	link_and_echo(srv.port, "after TLS garbage");
 }
 
 /* A process that does not ignore SIGPIPE survives a write on an encrypted
@@ -898,19 +943,15 @@ static void t_tls_handshake_garbage(void)
  * raises SIGPIPE there: a peer that resets the connection could kill it). */
 static void t_tls_write_no_sigpipe(void)
 {
-	struct local_server ls;
-	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	serve();
 	pid_t pid = fork();
 	if (pid == 0) {
 		signal(SIGPIPE, SIG_DFL);
-		struct mearas_link_config in, cfg;
-		base_cfg(&in, KEY);
-		link_config_effective(&in, &cfg);
-		int fd = -1;
-		SSL *ssl = NULL;
-		struct link_transport *t = NULL;
-		if (link_tcp_connect("127.0.0.1", ls.port, 2000, &fd) || link_handshake_client(fd, &cfg, "test", &ssl) ||
-		    link_tls_transport_create(fd, ssl, &cfg, "test", &t))
+		struct mearas_link_config cfg;
+		struct link_transport *t;
+		int fd;
+		effective_cfg(&cfg);
+		if (hand_link(&cfg, &fd, &t))
 			_exit(3);
 		shutdown(fd, SHUT_WR); /* as after a reset: the next write() fails with EPIPE */
 		uint8_t msg[100] = { 0 };
@@ -922,7 +963,6 @@ static void t_tls_write_no_sigpipe(void)
 	if (WIFSIGNALED(st))
 		printf("  the process died of signal %d\n", WTERMSIG(st));
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	mearas_link_server_stop(ls.srv);
 }
 
 /* An on-path proxy alters an authenticated link's stream once: the receiver
@@ -930,53 +970,44 @@ static void t_tls_write_no_sigpipe(void)
  * the server goes on admitting links. */
 static void tamper_case(enum tamper_mode mode, const uint8_t *inject, size_t inject_len)
 {
-	struct local_server ls;
 	struct tamper_proxy p;
-	struct mearas_link *l = NULL;
-	log_clear();
-	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
-	CHECK(tamper_start(&p, ls.port, mode) == 0);
+	serve();
+	REQUIRE(tamper_start(&p, srv.port, mode) == 0);
 	if (inject_len)
 		memcpy(p.inject, inject, inject_len);
 	p.inject_len = inject_len;
-	CHECK_RC(connect_local(p.port, KEY, &l), MEARAS_LINK_OK);
-	if (!l)
+	CHECK_RC(connect_local(p.port, KEY, &lnk), MEARAS_LINK_OK);
+	if (!lnk)
 		goto out;
-	CHECK_RC(echo_call(l, "before"), MEARAS_LINK_OK);
-	uint64_t before = server_msgs(&ls);
+	CHECK_RC(echo_call(lnk, "before"), MEARAS_LINK_OK);
+	uint64_t before = server_msgs(&srv);
 	tamper_arm(&p);
 	if (mode == TAMPER_INJECT) {
 		CHECK(tamper_wait_done(&p, 2.0));
-		CHECK(ts_wait_closed(&ls.st, 1, 2.0));
-		CHECK_RC(ls.st.last_close_status, MEARAS_LINK_E_PROTO);
-		CHECK(server_msgs(&ls) == before); /* the forged message was not delivered */
+		CHECK(ts_wait_closed(&srv.st, 1, 2.0));
+		CHECK_RC(srv.st.last_close_status, MEARAS_LINK_E_PROTO);
+		CHECK(server_msgs(&srv) == before); /* the forged message was not delivered */
 		CHECK(log_has("link with 127.0.0.1", "TLS refused data from the peer"));
 	} else {
 		char req[] = "Eechoed back unchanged", rep[64];
 		size_t got = 0;
-		int rc = mearas_link_call(l, req, sizeof(req), rep, sizeof(rep), &got, 3000);
+		int rc = mearas_link_call(lnk, req, sizeof(req), rep, sizeof(rep), &got, 3000);
 		CHECK(tamper_wait_done(&p, 1.0));
 		CHECK(rc != MEARAS_LINK_OK); /* never the altered bytes */
 		if (mode == TAMPER_FLIP_TO_SERVER) {
-			CHECK(ts_wait_closed(&ls.st, 1, 2.0));
-			CHECK_RC(ls.st.last_close_status, MEARAS_LINK_E_PROTO);
-			CHECK(server_msgs(&ls) == before);
+			CHECK(ts_wait_closed(&srv.st, 1, 2.0));
+			CHECK_RC(srv.st.last_close_status, MEARAS_LINK_E_PROTO);
+			CHECK(server_msgs(&srv) == before);
 		} else {
 			CHECK_RC(rc, MEARAS_LINK_E_PROTO);
 		}
 		CHECK(log_has("link with 127.0.0.1", "TLS refused data from the peer"));
 	}
-	CHECK(mearas_link_health(l) != MEARAS_LINK_OK || mearas_link_call(l, "E", 1, NULL, 0, NULL, 3000) != 0);
-	mearas_link_close(l);
-	l = NULL;
-	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
-	if (l) {
-		CHECK_RC(echo_call(l, "clean link after tampering"), MEARAS_LINK_OK);
-		mearas_link_close(l);
-	}
+	CHECK(mearas_link_health(lnk) != MEARAS_LINK_OK || mearas_link_call(lnk, "E", 1, NULL, 0, NULL, 3000) != 0);
+	link_close();
+	link_and_echo(srv.port, "clean link after tampering");
 out:
 	tamper_stop(&p);
-	mearas_link_server_stop(ls.srv);
 }
 
 static void t_tamper_flip_byte_to_server(void)
@@ -1011,17 +1042,6 @@ static void t_tamper_inject_forged_record(void)
 
 /* ---- forked peers ---- */
 
-static uint16_t free_port(void)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t sl = sizeof(a);
-	bind(fd, (struct sockaddr *)&a, sizeof(a));
-	getsockname(fd, (struct sockaddr *)&a, &sl);
-	close(fd);
-	return ntohs(a.sin_port);
-}
-
 /* Forks a process running a server on port; returns its pid once it listens. */
 static pid_t fork_server(uint16_t port)
 {
@@ -1031,14 +1051,11 @@ static pid_t fork_server(uint16_t port)
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(p[0]);
-		struct local_server ls;
+		struct ts_local ls;
 		struct mearas_link_config cfg;
-		struct mearas_link_server_ops ops;
 		base_cfg(&cfg, KEY);
 		cfg.log = NULL;
-		ts_init(&ls.st);
-		ts_ops(&ls.st, &ops);
-		char ok = mearas_link_server_start("127.0.0.1", port, &cfg, &ops, &ls.srv) == 0;
+		char ok = ts_local_start(&ls, "127.0.0.1", port, &cfg) == 0;
 		if (write(p[1], &ok, 1) != 1 || !ok)
 			_exit(1);
 		for (;;)
@@ -1068,51 +1085,53 @@ static void *send_signal_later(void *p)
 {
 	struct delayed_signal *d = p;
 	usleep((useconds_t)(d->delay_s * 1e6));
-	d->sent_at = tl_now_s();
+	d->sent_at = check_now();
 	kill(d->pid, d->sig);
 	return NULL;
 }
 
-/* A pending call fails soon after the server dies (sig SIGKILL) or hangs (SIGSTOP). */
+/* A pending call fails soon after the server dies (sig SIGKILL) or hangs
+ * (SIGSTOP): within max_s of it, not before min_s. */
 static void server_fault(int sig, double max_s, double min_s)
 {
 	uint16_t port = free_port();
 	pid_t pid = fork_server(port);
-	CHECK(pid > 0);
-	if (pid <= 0)
-		return;
-	struct mearas_link *l = NULL;
-	CHECK_RC(connect_local(port, KEY, &l), MEARAS_LINK_OK);
-	if (l) {
-		CHECK_RC(echo_call(l, "before"), MEARAS_LINK_OK);
+	REQUIRE(pid > 0);
+	CHECK_RC(connect_local(port, KEY, &lnk), MEARAS_LINK_OK);
+	if (lnk) {
+		CHECK_RC(echo_call(lnk, "before"), MEARAS_LINK_OK);
 		struct delayed_signal d = { .pid = pid, .sig = sig, .delay_s = 0.3 };
 		pthread_t th;
 		pthread_create(&th, NULL, send_signal_later, &d);
-		CHECK_RC(mearas_link_call(l, "H", 1, NULL, 0, NULL, 0), MEARAS_LINK_E_BROKEN);
-		double failed_at = tl_now_s();
+		CHECK_RC(mearas_link_call(lnk, "H", 1, NULL, 0, NULL, 0), MEARAS_LINK_E_BROKEN);
+		double failed_at = check_now();
 		pthread_join(th, NULL);
 		printf("  pending call failed %.0f ms after the server was %s\n",
 		       (failed_at - d.sent_at) * 1e3, sig == SIGKILL ? "killed" : "stopped");
 		CHECK(failed_at - d.sent_at <= max_s && failed_at - d.sent_at >= min_s);
-		double t0 = tl_now_s();
-		CHECK_RC(mearas_link_post(l, "X", 1), MEARAS_LINK_E_BROKEN);
-		CHECK_RC(mearas_link_call(l, "E", 1, NULL, 0, NULL, 0), MEARAS_LINK_E_BROKEN);
-		CHECK(tl_now_s() - t0 < 0.1);
-		mearas_link_close(l);
+		/* a broken link answers at once: no call waits on it (1 s: liveness) */
+		double t0 = check_now();
+		CHECK_RC(mearas_link_post(lnk, "X", 1), MEARAS_LINK_E_BROKEN);
+		CHECK_RC(mearas_link_call(lnk, "E", 1, NULL, 0, NULL, 0), MEARAS_LINK_E_BROKEN);
+		CHECK(check_now() - t0 < 1.0);
+		link_close();
 	}
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 }
 
+/* A dead server's socket closes: the call fails at once, well within the
+ * 3 s heartbeat bound (2 s: a liveness deadline, not a precision). */
 static void t_server_killed_pending_call_fails(void)
 {
-	server_fault(SIGKILL, 1.0, 0.0);
+	server_fault(SIGKILL, 2.0, 0.0);
 }
 
 static void t_server_hung_heartbeat_timeout(void)
 {
-	/* Default dead_ms is 3000: the error must come after ~3 s, not before. */
-	server_fault(SIGSTOP, 3.0 + 1.0, 2.0);
+	/* Default dead_ms is 3000: the error must come after ~3 s, not before;
+	 * the upper bound leaves a loaded machine 3 s of slack */
+	server_fault(SIGSTOP, 3.0 + 3.0, 2.0);
 }
 
 static void t_server_restart_accepts_new_link(void)
@@ -1120,24 +1139,20 @@ static void t_server_restart_accepts_new_link(void)
 	uint16_t port = free_port();
 	pid_t pid = fork_server(port);
 	CHECK(pid > 0);
-	struct mearas_link *l = NULL;
-	CHECK_RC(connect_local(port, KEY, &l), MEARAS_LINK_OK);
-	if (l)
-		CHECK_RC(echo_call(l, "first life"), MEARAS_LINK_OK);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	if (l) {
-		CHECK_RC(mearas_link_call(l, "E", 1, NULL, 0, NULL, 0), MEARAS_LINK_E_BROKEN);
-		mearas_link_close(l);
+	CHECK_RC(connect_local(port, KEY, &lnk), MEARAS_LINK_OK);
+	if (lnk)
+		CHECK_RC(echo_call(lnk, "first life"), MEARAS_LINK_OK);
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	if (lnk) {
+		CHECK_RC(mearas_link_call(lnk, "E", 1, NULL, 0, NULL, 0), MEARAS_LINK_E_BROKEN);
+		link_close();
 	}
 	pid = fork_server(port);
 	CHECK(pid > 0);
-	l = NULL;
-	CHECK_RC(connect_local(port, KEY, &l), MEARAS_LINK_OK);
-	if (l) {
-		CHECK_RC(echo_call(l, "second life"), MEARAS_LINK_OK);
-		mearas_link_close(l);
-	}
+	link_and_echo(port, "second life");
 	if (pid > 0) {
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
@@ -1167,35 +1182,35 @@ static void client_fault(int sig, double max_s)
 	}
 	close(p[0]);
 	close(q[1]);
-	struct local_server ls;
-	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
-	CHECK(write(p[1], &ls.port, 2) == 2);
+	serve();
+	CHECK(write(p[1], &srv.port, 2) == 2);
 	char ok = 0;
 	CHECK(read(q[0], &ok, 1) == 1 && ok);
-	double t0 = tl_now_s();
+	double t0 = check_now();
 	kill(pid, sig);
-	CHECK(ts_wait_closed(&ls.st, 1, max_s + 1.0));
-	double dt = ls.st.closed_at - t0;
+	CHECK(ts_wait_closed(&srv.st, 1, max_s + 1.0));
+	double dt = srv.st.closed_at - t0;
 	printf("  server closed callback %.0f ms after the client was %s (status %s)\n", dt * 1e3,
-	       sig == SIGKILL ? "killed" : "stopped", mearas_link_strerror(ls.st.last_close_status));
-	CHECK(ls.st.closed == 1 && dt <= max_s);
-	CHECK(ls.st.last_close_status == MEARAS_LINK_E_BROKEN);
-	CHECK(ls.st.msgs == 2);
+	       sig == SIGKILL ? "killed" : "stopped", mearas_link_strerror(srv.st.last_close_status));
+	CHECK(srv.st.closed == 1 && dt <= max_s);
+	CHECK(srv.st.last_close_status == MEARAS_LINK_E_BROKEN);
+	CHECK(srv.st.msgs == 2);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
-	mearas_link_server_stop(ls.srv);
 	close(p[1]);
 	close(q[0]);
 }
 
+/* the bounds: the closed socket at once, the 3 s heartbeat bound; both with
+ * slack for a loaded machine (liveness deadlines, not precisions) */
 static void t_client_killed_server_closed_callback(void)
 {
-	client_fault(SIGKILL, 1.0);
+	client_fault(SIGKILL, 2.0);
 }
 
 static void t_client_hung_server_closed_callback(void)
 {
-	client_fault(SIGSTOP, 3.0 + 1.0);
+	client_fault(SIGSTOP, 3.0 + 3.0);
 }
 
 static void t_verbs_transport_choice(void)
@@ -1204,148 +1219,34 @@ static void t_verbs_transport_choice(void)
 	struct ibv_device **devs = ibv_get_device_list(&ndev);
 	if (devs)
 		ibv_free_device_list(devs);
-	struct local_server ls;
-	log_clear();
-	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
+	serve();
 	struct mearas_link_config cfg;
 	base_cfg(&cfg, KEY);
 	cfg.transport = MEARAS_LINK_TRANSPORT_VERBS;
-	struct mearas_link *l = NULL;
 	/* TLS covers TCP links only: an encrypted verbs link is refused before connecting */
-	CHECK_RC(mearas_link_connect("127.0.0.1", ls.port, &cfg, &l), MEARAS_LINK_E_ENCRYPTION);
+	CHECK_RC(mearas_link_connect("127.0.0.1", srv.port, &cfg, &lnk), MEARAS_LINK_E_ENCRYPTION);
 	CHECK(log_has("127.0.0.1", "link encryption covers TCP links only"));
-	mearas_link_server_stop(ls.srv);
-	CHECK_RC(local_start_enc(&ls, KEY, MEARAS_LINK_ENCRYPTION_OFF), MEARAS_LINK_OK);
+	serve_enc(MEARAS_LINK_ENCRYPTION_OFF);
 	cfg.encryption = MEARAS_LINK_ENCRYPTION_OFF;
-	int rc = mearas_link_connect("127.0.0.1", ls.port, &cfg, &l);
+	int rc = mearas_link_connect("127.0.0.1", srv.port, &cfg, &lnk);
 	if (ndev == 0) {
 		printf("  no RDMA device here: verbs link refused with \"%s\"\n", mearas_link_strerror(rc));
 		CHECK_RC(rc, MEARAS_LINK_E_NODEV);
-		CHECK(l == NULL);
+		CHECK(lnk == NULL);
 	} else {
 		CHECK_RC(rc, MEARAS_LINK_OK);
-		if (l) {
-			CHECK_RC(echo_call(l, "over verbs"), MEARAS_LINK_OK);
-			mearas_link_close(l);
-		}
+		if (lnk)
+			CHECK_RC(echo_call(lnk, "over verbs"), MEARAS_LINK_OK);
 	}
+	link_close();
 	/* TCP still chosen per link on the same server. */
 	cfg.transport = MEARAS_LINK_TRANSPORT_TCP;
-	CHECK_RC(mearas_link_connect("127.0.0.1", ls.port, &cfg, &l), MEARAS_LINK_OK);
-	if (l) {
-		CHECK_RC(echo_call(l, "over tcp"), MEARAS_LINK_OK);
-		mearas_link_close(l);
-	}
-	mearas_link_server_stop(ls.srv);
-}
-
-/* ---- measurements ---- */
-
-static double message_rate(uint16_t port, uint32_t batch_max_msgs, uint32_t n)
-{
-	struct mearas_link_config cfg;
-	base_cfg(&cfg, KEY);
-	cfg.batch_max_msgs = batch_max_msgs;
-	struct mearas_link *l = NULL;
-	if (mearas_link_connect("127.0.0.1", port, &cfg, &l))
-		return -1;
-	uint8_t m[64] = { 'X' };
-	double t0 = tl_now_s();
-	for (uint32_t i = 0; i < n; i++)
-		if (mearas_link_post(l, m, sizeof(m)))
-			break;
-	uint64_t bulk;
-	int rc = mearas_link_call(l, "S", 1, &bulk, sizeof(bulk), NULL, 30000);
-	double dt = tl_now_s() - t0;
-	mearas_link_close(l);
-	return rc ? -1 : n / dt;
-}
-
-static void t_batching_effect(void)
-{
-	struct local_server ls;
-	CHECK_RC(local_start(&ls, KEY), MEARAS_LINK_OK);
-	double on = message_rate(ls.port, 256, 300000);
-	double off = message_rate(ls.port, 1, 100000);
-	printf("  MEASURE loopback 64-byte posts: batching on %.0f msg/s, off %.0f msg/s (x%.1f)\n", on,
-	       off, on / off);
-	CHECK(on > 0 && off > 0 && on > 2 * off);
-	CHECK(server_msgs(&ls) == 400000 + 2);
-	mearas_link_server_stop(ls.srv);
-}
-
-struct sink_arg {
-	int fd;
-};
-
-static void *sink_main(void *p)
-{
-	struct sink_arg *a = p;
-	raw_sink_serve(a->fd, 1);
-	return NULL;
-}
-
-/* Bulk throughput of a link with encryption enc (MB/s), -1 on failure. */
-static double link_bulk_mbs(enum mearas_link_encryption enc, const uint8_t *data, size_t bytes)
-{
-	struct local_server ls;
-	struct mearas_link_config cfg;
-	struct mearas_link *l = NULL;
-	double mbs = -1;
-	if (local_start_enc(&ls, KEY, enc))
-		return -1;
-	base_cfg(&cfg, KEY);
-	cfg.encryption = enc;
-	if (mearas_link_connect("127.0.0.1", ls.port, &cfg, &l) == MEARAS_LINK_OK) {
-		double t0 = tl_now_s();
-		int rc = mearas_link_bulk(l, 1, data, bytes);
-		uint64_t got = 0;
-		if (!rc)
-			rc = mearas_link_call(l, "S", 1, &got, sizeof(got), NULL, 30000);
-		if (!rc && got == bytes)
-			mbs = bytes / (tl_now_s() - t0) / 1e6;
-		mearas_link_close(l);
-	}
-	mearas_link_server_stop(ls.srv);
-	return mbs;
-}
-
-static void t_bulk_throughput_vs_raw_tcp(void)
-{
-	const size_t bytes = 512u << 20, chunk = 1u << 20;
-	uint8_t *data = malloc(bytes);
-	memset(data, 0x5a, bytes);
-	double tls_mbs = link_bulk_mbs(MEARAS_LINK_ENCRYPTION_TLS, data, bytes);
-	double plain_mbs = link_bulk_mbs(MEARAS_LINK_ENCRYPTION_OFF, data, bytes);
-	free(data);
-	uint16_t rport = 0;
-	struct sink_arg sa = { raw_sink_listen("127.0.0.1", 0, &rport) };
-	pthread_t th;
-	pthread_create(&th, NULL, sink_main, &sa);
-	double raw_mbs = raw_send("127.0.0.1", rport, bytes, chunk);
-	pthread_join(th, NULL);
-	close(sa.fd);
-	printf("  MEASURE loopback bulk 512 MiB, 1 MiB chunks: link %.0f MB/s encrypted, %.0f MB/s encryption off; "
-	       "raw TCP %.0f MB/s\n", tls_mbs, plain_mbs, raw_mbs);
-	CHECK(tls_mbs > 0 && plain_mbs > 0 && raw_mbs > 0);
-	CHECK(plain_mbs > 0.25 * raw_mbs); /* the link's own framing costs little */
-	/* TLS in user space on a small shared machine varies a lot (a record per
-	 * write, a wakeup per record when the reader keeps up): this bound only
-	 * catches a stall (a reader or writer left waiting for a poll timeout) */
-	CHECK(tls_mbs > 0.03 * raw_mbs);
+	CHECK_RC(mearas_link_connect("127.0.0.1", srv.port, &cfg, &lnk), MEARAS_LINK_OK);
+	if (lnk)
+		CHECK_RC(echo_call(lnk, "over tcp"), MEARAS_LINK_OK);
 }
 
 /* ---- admission: what a peer gets before it has proven the key ---- */
-
-static int local_start_cfg(struct local_server *ls, const struct mearas_link_config *cfg)
-{
-	struct mearas_link_server_ops ops;
-	ts_init(&ls->st);
-	ts_ops(&ls->st, &ops);
-	int rc = mearas_link_server_start("127.0.0.1", 0, cfg, &ops, &ls->srv);
-	ls->port = rc ? 0 : mearas_link_server_port(ls->srv);
-	return rc;
-}
 
 static int raw_connect(uint16_t port)
 {
@@ -1374,15 +1275,15 @@ static bool closed_by_server(int fd, int wait_ms)
  * it stays open that long. */
 static double seconds_to_close(int fd, unsigned trickle_ms, double max_s)
 {
-	double t0 = tl_now_s();
+	double t0 = check_now();
 	static const uint8_t hdr[4] = { 200, 0, 0, 0 };
 	if (trickle_ms && send(fd, hdr, sizeof(hdr), MSG_NOSIGNAL) != (ssize_t)sizeof(hdr))
 		return 0;
-	while (tl_now_s() - t0 < max_s) {
+	while (check_now() - t0 < max_s) {
 		if (closed_by_server(fd, trickle_ms ? (int)trickle_ms : 20))
-			return tl_now_s() - t0;
+			return check_now() - t0;
 		if (trickle_ms && send(fd, "\x0a", 1, MSG_NOSIGNAL) != 1)
-			return tl_now_s() - t0;
+			return check_now() - t0;
 	}
 	return max_s;
 }
@@ -1392,30 +1293,26 @@ static double seconds_to_close(int fd, unsigned trickle_ms, double max_s)
  * is 3 s); an authenticated link has no such deadline. */
 static void t_handshake_deadline(void)
 {
-	struct local_server ls;
 	struct mearas_link_config cfg;
-	log_clear();
 	base_cfg(&cfg, KEY);
 	cfg.handshake_ms = 600;
-	CHECK_RC(local_start_cfg(&ls, &cfg), MEARAS_LINK_OK);
-	int silent = raw_connect(ls.port), slow = raw_connect(ls.port);
+	serve_cfg(&cfg);
+	int silent = raw_connect(srv.port), slow = raw_connect(srv.port);
 	CHECK(silent >= 0 && slow >= 0);
 	double t_slow = seconds_to_close(slow, 100, 5.0);
 	double t_silent = seconds_to_close(silent, 0, 5.0);
 	printf("  trickling connection closed after %.2f s, silent one after %.2f s\n", t_slow, t_silent);
-	CHECK(t_slow > 0.4 && t_slow < 1.2);
-	CHECK(t_silent < 1.2);
+	/* not before the 600 ms deadline for the trickling one; the upper bounds
+	 * are liveness deadlines with slack for a loaded machine, below the 3 s
+	 * per-message bound that would close them otherwise */
+	CHECK(t_slow > 0.4 && t_slow < 2.5);
+	CHECK(t_silent < 2.5);
 	CHECK(log_has("127.0.0.1", "handshake not done within 600 ms"));
 	close(silent);
 	close(slow);
-	struct mearas_link *l = NULL;
-	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
-	if (l) {
-		usleep(900000); /* past the deadline: a link is not cut by it */
-		CHECK_RC(echo_call(l, "after the deadline"), MEARAS_LINK_OK);
-		mearas_link_close(l);
-	}
-	mearas_link_server_stop(ls.srv);
+	link_up();
+	usleep(900000); /* past the deadline: a link is not cut by it */
+	CHECK_RC(echo_call(lnk, "after the deadline"), MEARAS_LINK_OK);
 }
 
 /* A connection from 127.0.0.src (all of 127/8 is loopback) */
@@ -1452,21 +1349,18 @@ static int flood_from(uint16_t port, unsigned src, int *fds, int n)
 static void t_pending_cap(void)
 {
 	enum { CAP = 8, PER_HOST = CAP / 4, N = 10 };
-	struct local_server ls;
 	struct mearas_link_config cfg;
-	log_clear();
 	base_cfg(&cfg, KEY);
 	cfg.max_pending = CAP;
 	cfg.handshake_ms = 2000;
-	CHECK_RC(local_start_cfg(&ls, &cfg), MEARAS_LINK_OK);
-	struct mearas_link *l = NULL;
-	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
+	serve_cfg(&cfg);
+	link_up();
 	int fds[5][N], quick[5];
 	/* hosts .2 to .5: PER_HOST each stay in the handshake, which fills CAP */
 	for (unsigned h = 0; h < 4; h++)
-		quick[h] = flood_from(ls.port, 2 + h, fds[h], N);
+		quick[h] = flood_from(srv.port, 2 + h, fds[h], N);
 	/* host .6: nothing left for it */
-	quick[4] = flood_from(ls.port, 6, fds[4], N);
+	quick[4] = flood_from(srv.port, 6, fds[4], N);
 	printf("  idle connections closed at once, per host: %d %d %d %d, then %d (of %d each)\n", quick[0], quick[1],
 	       quick[2], quick[3], quick[4], N);
 	for (unsigned h = 0; h < 4; h++)
@@ -1474,37 +1368,28 @@ static void t_pending_cap(void)
 	CHECK(quick[4] == N);
 	CHECK(log_has("127.0.0.2", "connections from that host already in the handshake"));
 	CHECK(log_has("127.0.0", "8 connections already in the handshake"));
-	if (l) {
-		CHECK_RC(echo_call(l, "during the flood"), MEARAS_LINK_OK);
-		mearas_link_close(l);
-	}
+	CHECK_RC(echo_call(lnk, "during the flood"), MEARAS_LINK_OK);
+	link_close();
 	for (unsigned h = 0; h < 5; h++)
 		for (int i = 0; i < N; i++)
 			if (fds[h][i] >= 0)
 				close(fds[h][i]);
 	/* their slots come free: a new link is admitted */
 	usleep(300000);
-	CHECK_RC(connect_local(ls.port, KEY, &l), MEARAS_LINK_OK);
-	if (l) {
-		CHECK_RC(echo_call(l, "after the flood"), MEARAS_LINK_OK);
-		mearas_link_close(l);
-	}
-	mearas_link_server_stop(ls.srv);
+	link_and_echo(srv.port, "after the flood");
 }
 
 /* At most max_links authenticated links; a closed one frees its slot. */
 static void t_link_cap(void)
 {
-	struct local_server ls;
 	struct mearas_link_config cfg;
-	log_clear();
 	base_cfg(&cfg, KEY);
 	cfg.max_links = 2;
-	CHECK_RC(local_start_cfg(&ls, &cfg), MEARAS_LINK_OK);
+	serve_cfg(&cfg);
 	struct mearas_link *a = NULL, *b = NULL, *c = NULL;
-	CHECK_RC(connect_local(ls.port, KEY, &a), MEARAS_LINK_OK);
-	CHECK_RC(connect_local(ls.port, KEY, &b), MEARAS_LINK_OK);
-	if (connect_local(ls.port, KEY, &c) == MEARAS_LINK_OK) {
+	CHECK_RC(connect_local(srv.port, KEY, &a), MEARAS_LINK_OK);
+	CHECK_RC(connect_local(srv.port, KEY, &b), MEARAS_LINK_OK);
+	if (connect_local(srv.port, KEY, &c) == MEARAS_LINK_OK) {
 		CHECK(echo_call(c, "third") != MEARAS_LINK_OK);
 		mearas_link_close(c);
 		c = NULL;
@@ -1514,17 +1399,12 @@ static void t_link_cap(void)
 		CHECK_RC(echo_call(a, "first"), MEARAS_LINK_OK);
 	if (b) {
 		mearas_link_close(b);
-		CHECK(ts_wait_closed(&ls.st, 1, 2.0));
+		CHECK(ts_wait_closed(&srv.st, 1, 2.0));
 		usleep(200000);
 	}
-	CHECK_RC(connect_local(ls.port, KEY, &c), MEARAS_LINK_OK);
-	if (c) {
-		CHECK_RC(echo_call(c, "in the freed slot"), MEARAS_LINK_OK);
-		mearas_link_close(c);
-	}
+	link_and_echo(srv.port, "in the freed slot");
 	if (a)
 		mearas_link_close(a);
-	mearas_link_server_stop(ls.srv);
 }
 
 /* A server process with 64 fds and no pending cap to speak of: a flood of
@@ -1543,7 +1423,7 @@ static void t_fd_budget(void)
 	if (pid == 0) {
 		close(p[0]);
 		struct rlimit rl = { 64, 64 };
-		struct local_server ls;
+		struct ts_local ls = { 0 };
 		struct mearas_link_config cfg;
 		base_cfg(&cfg, KEY);
 		cfg.log = NULL;
@@ -1561,9 +1441,8 @@ static void t_fd_budget(void)
 	uint16_t port = 0;
 	CHECK(read(p[0], &port, sizeof(port)) == sizeof(port) && port);
 	close(p[0]);
-	struct mearas_link *l = NULL;
 	if (port)
-		CHECK_RC(connect_local(port, KEY, &l), MEARAS_LINK_OK);
+		CHECK_RC(connect_local(port, KEY, &lnk), MEARAS_LINK_OK);
 	int fds[N], quick = 0;
 	for (int i = 0; i < N && port; i++)
 		fds[i] = raw_connect(port);
@@ -1574,21 +1453,15 @@ static void t_fd_budget(void)
 	printf("  %d of %d idle connections refused at once by a 64-fd server\n", quick, N);
 	CHECK(quick >= N - 64);
 	CHECK(waitpid(pid, NULL, WNOHANG) == 0); /* alive */
-	if (l) {
-		CHECK_RC(echo_call(l, "open link during the flood"), MEARAS_LINK_OK);
-		mearas_link_close(l);
-	}
+	if (lnk)
+		CHECK_RC(echo_call(lnk, "open link during the flood"), MEARAS_LINK_OK);
+	link_close();
 	for (int i = 0; i < N && port; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
 	usleep(300000);
-	l = NULL;
 	if (port)
-		CHECK_RC(connect_local(port, KEY, &l), MEARAS_LINK_OK);
-	if (l) {
-		CHECK_RC(echo_call(l, "after the flood"), MEARAS_LINK_OK);
-		mearas_link_close(l);
-	}
+		link_and_echo(port, "after the flood");
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 }
@@ -1596,35 +1469,29 @@ static void t_fd_budget(void)
 /* The heartbeat interval is the peer's to say: three of its periods must
  * not wrap (0x55555556 * 3 is 2 in 32 bits, which cut a quiet link at the
  * server's own bound) nor run past LINK_DEAD_MS_MAX. */
-static void t_peer_heartbeat_huge(void)
+static void t_peer_dead_bound_arithmetic(void)
 {
 	CHECK(link_peer_dead_ms(3000, 0) == 3000);
 	CHECK(link_peer_dead_ms(3000, 2000) == 6000);
 	CHECK(link_peer_dead_ms(3000, 0x55555556u) == LINK_DEAD_MS_MAX);
 	CHECK(link_peer_dead_ms(3000, UINT32_MAX) == LINK_DEAD_MS_MAX);
 	CHECK(link_peer_dead_ms(LINK_DEAD_MS_MAX, UINT32_MAX) == LINK_DEAD_MS_MAX);
+}
 
-	/* end to end: a server with a 600 ms dead bound, a peer announcing
-	 * 0x55555556 ms and then quiet for 1.2 s: the link is still up */
-	struct local_server ls;
-	struct mearas_link_config scfg, in, cfg;
+/* end to end: a server with a 600 ms dead bound, a peer announcing
+ * 0x55555556 ms and then quiet for 1.2 s: the link is still up */
+static void t_peer_heartbeat_huge(void)
+{
+	struct mearas_link_config scfg, cfg;
 	base_cfg(&scfg, KEY);
 	scfg.heartbeat_ms = 200;
 	scfg.dead_ms = 600;
-	CHECK_RC(local_start_cfg(&ls, &scfg), MEARAS_LINK_OK);
-	base_cfg(&in, KEY);
-	link_config_effective(&in, &cfg);
+	serve_cfg(&scfg);
+	effective_cfg(&cfg);
 	cfg.heartbeat_ms = 0x55555556u; /* straight into the hello, past any clamp */
-	int fd = -1;
-	SSL *ssl = NULL;
-	struct link_transport *t = NULL;
-	CHECK_RC(link_tcp_connect("127.0.0.1", ls.port, 2000, &fd), MEARAS_LINK_OK);
-	if (fd >= 0) {
-		CHECK_RC(link_handshake_client(fd, &cfg, "test", &ssl), MEARAS_LINK_OK);
-		CHECK(ssl != NULL); /* encrypted by default: the heartbeat goes inside TLS */
-		if (ssl)
-			CHECK_RC(link_tls_transport_create(fd, ssl, &cfg, "test", &t), MEARAS_LINK_OK);
-	}
+	struct link_transport *t;
+	int fd;
+	CHECK_RC(hand_link(&cfg, &fd, &t), MEARAS_LINK_OK);
 	if (t) {
 		usleep(1200000);
 		uint8_t hb[LINK_FRAME_HDR + 8] = { 0 }, ack[LINK_FRAME_HDR + 8];
@@ -1636,33 +1503,38 @@ static void t_peer_heartbeat_huge(void)
 		CHECK_RC(link_read_exact(t, ack, sizeof(ack), 100, 2000, &last_rx, &stop), MEARAS_LINK_OK);
 		struct link_frame_hdr ah;
 		CHECK(wire_decode_frame(ack, &ah) == 0 && ah.type == LINK_FRAME_HEARTBEAT_ACK);
-		t->ops->destroy(t);
-	} else if (fd >= 0) {
-		close(fd);
 	}
-	mearas_link_server_stop(ls.srv);
+	hand_link_close(fd, t);
 }
 
-struct test_case {
-	const char *name;
-	void (*fn)(void);
-};
+static void setup(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	fresh();
+}
 
-#define T(fn) { #fn, fn }
-static const struct test_case tests[] = {
+#define T(fn) { #fn + 2, fn }
+static const struct check_case cases[] = {
 	T(t_echo_and_orderly_close),
 	T(t_order_across_batches),
 	T(t_eight_threads_one_link),
-	T(t_wrong_key_and_no_key),
+	T(t_batching_on_and_off_deliver_all),
+	T(t_wrong_key_refused),
+	T(t_no_key_not_tried),
+	T(t_server_without_key_refuses),
 	T(t_version_mismatch),
 	T(t_bulk_pipelined_chunks),
-	T(t_reply_sizes_and_call_timeout),
+	T(t_reply_sizes),
+	T(t_call_timeout),
+	T(t_message_larger_than_batch),
 	T(t_invalid_arguments),
+	T(t_connect_refused_at_once),
 	T(t_garbage_peer),
 	T(t_handshake_deadline),
 	T(t_pending_cap),
 	T(t_link_cap),
 	T(t_fd_budget),
+	T(t_peer_dead_bound_arithmetic),
 	T(t_peer_heartbeat_huge),
 	T(t_malformed_frames_after_auth),
 	T(t_server_stop_closes_links),
@@ -1671,7 +1543,8 @@ static const struct test_case tests[] = {
 	T(t_call_stream),
 	T(t_encrypted_calls_and_bulk),
 	T(t_encryption_off_both_ends),
-	T(t_encryption_mismatch),
+	T(t_encryption_off_on_client_only),
+	T(t_encryption_off_on_server_only),
 	T(t_tls_server_without_key_refused),
 	T(t_tls_handshake_garbage),
 	T(t_tls_write_no_sigpipe),
@@ -1685,29 +1558,5 @@ static const struct test_case tests[] = {
 	T(t_client_killed_server_closed_callback),
 	T(t_client_hung_server_closed_callback),
 	T(t_verbs_transport_choice),
-	T(t_batching_effect),
-	T(t_bulk_throughput_vs_raw_tcp),
 };
-
-int main(int argc, char **argv)
-{
-	signal(SIGPIPE, SIG_IGN);
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	int passed = 0, failed = 0;
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		if (argc > 1 && !strstr(tests[i].name, argv[1]))
-			continue;
-		tl_failures_in_test = 0;
-		double t0 = tl_now_s();
-		printf("RUN  %s\n", tests[i].name);
-		tests[i].fn();
-		bool ok = tl_failures_in_test == 0;
-		printf("%s %s (%.2f s)\n", ok ? "PASS" : "FAIL", tests[i].name, tl_now_s() - t0);
-		if (ok)
-			passed++;
-		else
-			failed++;
-	}
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
-}
+CHECK_MAIN_FIXTURE(cases, setup, teardown)

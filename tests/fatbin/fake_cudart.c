@@ -4,17 +4,38 @@
  * (-cudart none): it receives the real registration calls of nvcc-generated
  * host code, indexes each registered fat binary with mearas_fatbin_*, and on
  * every launch packs the argument pointers into a parameter buffer with the
- * parsed layout, which main() compares with the samples' expectations.
+ * parsed layout, which main() compares with the samples' expectations: one
+ * case for the registration, one per kernel for its layout, one per sample
+ * for its launches. Usage: reg_VARIANT [--wrapper-version=N] [CASE...]
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "expect.h"
 #include "mearas/fatbin.h"
 
 typedef struct { unsigned x, y, z; } dim3_t;
+
+/* the entry points nvcc-generated host code calls */
+void **__cudaRegisterFatBinary(void *wrapper);
+void __cudaRegisterFatBinaryEnd(void **handle);
+void __cudaUnregisterFatBinary(void **handle);
+char __cudaInitModule(void **handle);
+void __cudaRegisterFunction(void **handle, const char *host_fun, char *device_fun,
+			    const char *device_name, int thread_limit, void *tid, void *bid,
+			    void *bdim, void *gdim, int *wsize);
+unsigned __cudaPushCallConfiguration(dim3_t grid, dim3_t block, size_t shmem, void *stream);
+int __cudaPopCallConfiguration(dim3_t *grid, dim3_t *block, size_t *shmem, void *stream);
+int __cudaGetKernel(void **kernel, const void *host_fun);
+int __cudaLaunchKernel(void *kernel, dim3_t grid, dim3_t block, void **args, size_t shmem,
+		       void *stream);
+int __cudaLaunchKernel_ptsz(void *kernel, dim3_t grid, dim3_t block, void **args,
+			    size_t shmem, void *stream);
+int cudaLaunchKernel(const void *func, dim3_t grid, dim3_t block, void **args, size_t shmem,
+		     void *stream);
 
 #define MAX_MODULES 16
 #define MAX_FUNCS 256
@@ -24,6 +45,8 @@ struct module {
 	struct mearas_fatbin_index *idx;
 	int wrapper_version;
 	int ended;
+	int locate_rc;          /* registration happens before main: checked there */
+	char err[256];
 };
 
 struct func {
@@ -43,25 +66,12 @@ static struct {
 } sets[MAX_SETS];
 static size_t nsets;
 
-static unsigned passed, failed;
 static struct {
 	const void *host_fun;
 	unsigned char *bytes, *mask;
 	size_t len;
 	int pending;
 } next_launch;
-
-#define CHECK(cond, ...)                                                    \
-	do {                                                                \
-		if (cond) {                                                 \
-			passed++;                                           \
-		} else {                                                    \
-			failed++;                                           \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                       \
-			fputc('\n', stderr);                                \
-		}                                                           \
-	} while (0)
 
 void **__cudaRegisterFatBinary(void *wrapper)
 {
@@ -72,14 +82,10 @@ void **__cudaRegisterFatBinary(void *wrapper)
 	struct module *m = &modules[nmodules++];
 	const void *fatbin;
 	size_t size;
-	int rc = mearas_fatbin_locate(wrapper, &fatbin, &size);
-	CHECK(rc == 0, "mearas_fatbin_locate: %d", rc);
+	m->locate_rc = mearas_fatbin_locate(wrapper, &fatbin, &size);
 	m->wrapper_version = ((const int *)wrapper)[1];
-	if (rc == 0) {
-		char err[256];
-		m->idx = mearas_fatbin_index_new(fatbin, size, err, sizeof(err));
-		CHECK(m->idx != NULL, "mearas_fatbin_index_new: %s", err);
-	}
+	if (m->locate_rc == 0)
+		m->idx = mearas_fatbin_index_new(fatbin, size, m->err, sizeof(m->err));
 	return (void **)m;
 }
 
@@ -149,12 +155,12 @@ int __cudaGetKernel(void **kernel, const void *host_fun)
 
 static void check_launch(const struct func *f, void **args)
 {
-	CHECK(f != NULL, "launch of an unregistered function");
+	CHECK_MSG(f != NULL, "launch of an unregistered function");
 	if (!f)
 		return;
 	const struct mearas_kernel_info *k = mearas_fatbin_find_kernel(f->mod->idx, f->device_name);
-	CHECK(k != NULL, "launch: %s not in its fat binary", f->device_name);
-	CHECK(next_launch.pending && next_launch.host_fun == f->host_fun,
+	CHECK_MSG(k != NULL, "launch: %s not in its fat binary", f->device_name);
+	CHECK_MSG(next_launch.pending && next_launch.host_fun == f->host_fun,
 	      "launch of %s was not the expected one", f->device_name);
 	if (!k || !next_launch.pending)
 		return;
@@ -167,7 +173,7 @@ static void check_launch(const struct func *f, void **args)
 	size_t differ = 0;
 	for (size_t i = 0; i < next_launch.len && i < k->param_bytes; i++)
 		differ += next_launch.mask[i] && buf[i] != next_launch.bytes[i];
-	CHECK(k->param_bytes == next_launch.len && differ == 0,
+	CHECK_MSG(k->param_bytes == next_launch.len && differ == 0,
 	      "launch %s: packed %u bytes, %zu of them differ from the host mirror (%zu bytes)",
 	      f->device_name, k->param_bytes, differ, next_launch.len);
 	free(buf);
@@ -210,7 +216,7 @@ void expect_register(const struct expect_kernel *table, size_t n, void (*launch_
 void expect_next_launch(const void *host_fun, const void *bytes, const unsigned char *mask,
 			size_t len)
 {
-	CHECK(!next_launch.pending, "previous expected launch never happened");
+	CHECK_MSG(!next_launch.pending, "previous expected launch never happened");
 	free(next_launch.bytes);
 	free(next_launch.mask);
 	next_launch.bytes = malloc(len ? len : 1);
@@ -232,18 +238,18 @@ void expect_next_launch(const void *host_fun, const void *bytes, const unsigned 
 static void check_expectation(const struct expect_kernel *e)
 {
 	const struct func *f = func_by_host(e->host_fun);
-	CHECK(f != NULL, "%s was never registered", e->label);
+	CHECK_MSG(f != NULL, "%s was never registered", e->label);
 	if (!f)
 		return;
 	const struct mearas_kernel_info *k = mearas_fatbin_find_kernel(f->mod->idx, f->device_name);
-	CHECK(k != NULL, "%s (%s) not found in its fat binary", e->label, f->device_name);
+	CHECK_MSG(k != NULL, "%s (%s) not found in its fat binary", e->label, f->device_name);
 	if (!k)
 		return;
 	int same = k->nparams == e->nparams && k->param_bytes == e->param_bytes;
 	for (unsigned i = 0; same && i < e->nparams; i++)
 		same = k->params[i].offset == e->params[i].offset &&
 		       k->params[i].size == e->params[i].size;
-	CHECK(same, "%s (%s): parsed layout differs from the host mirror", e->label,
+	CHECK_MSG(same, "%s (%s): parsed layout differs from the host mirror", e->label,
 	      f->device_name);
 	if (!same) {
 		fprintf(stderr, "  parsed  : %u params, %u bytes:", k->nparams, k->param_bytes);
@@ -256,35 +262,74 @@ static void check_expectation(const struct expect_kernel *e)
 	}
 }
 
-int main(int argc, char **argv)
+/* Every fat binary was located, indexed and ended, with the wrapper version
+ * asked for (--wrapper-version=N, 0: any). */
+static void registration(void *arg)
 {
-	int want_version = argc > 1 ? atoi(argv[1]) : 0;
+	int want_version = (int)check_opt_u64("wrapper-version", 0);
 
-	CHECK(nmodules > 0, "no fat binary was registered");
+	(void)arg;
+	CHECK_MSG(nmodules > 0, "no fat binary was registered");
 	for (size_t i = 0; i < nmodules; i++) {
-		CHECK(modules[i].ended, "module %zu: __cudaRegisterFatBinaryEnd not called", i);
+		CHECK_MSG(modules[i].locate_rc == 0, "module %zu: mearas_fatbin_locate: %d", i,
+			  modules[i].locate_rc);
+		CHECK_MSG(modules[i].locate_rc || modules[i].idx, "module %zu: mearas_fatbin_index_new: %s", i,
+			  modules[i].err);
+		CHECK_MSG(modules[i].ended, "module %zu: __cudaRegisterFatBinaryEnd not called", i);
 		if (want_version)
-			CHECK(modules[i].wrapper_version == want_version,
+			CHECK_MSG(modules[i].wrapper_version == want_version,
 			      "module %zu: wrapper version %d, expected %d", i,
 			      modules[i].wrapper_version, want_version);
 	}
-	/* Every registered function has a layout in the fat binary it came with. */
-	for (size_t i = 0; i < nfuncs; i++)
-		CHECK(mearas_fatbin_find_kernel(funcs[i].mod->idx, funcs[i].device_name) != NULL,
-		      "registered %s missing from its index", funcs[i].device_name);
+}
+
+/* Every registered function has a layout in the fat binary it came with,
+ * and every one has an expectation. */
+static void functions_indexed(void *arg)
+{
 	size_t expected = 0;
-	for (size_t s = 0; s < nsets; s++) {
-		for (size_t i = 0; i < sets[s].n; i++)
-			check_expectation(&sets[s].table[i]);
+
+	(void)arg;
+	for (size_t i = 0; i < nfuncs; i++)
+		CHECK_MSG(mearas_fatbin_find_kernel(funcs[i].mod->idx, funcs[i].device_name) != NULL,
+		      "registered %s missing from its index", funcs[i].device_name);
+	for (size_t s = 0; s < nsets; s++)
 		expected += sets[s].n;
-		sets[s].launch_all();
-		CHECK(!next_launch.pending, "expected launch never reached the runtime");
-		next_launch.pending = 0;
+	CHECK_MSG(expected == nfuncs, "%zu kernels registered, %zu expected", nfuncs, expected);
+}
+
+static void layout(void *e)
+{
+	check_expectation(e);
+}
+
+/* each kernel of a sample launched once, packed with the parsed layout */
+static void launches(void *set)
+{
+	size_t s = (size_t)(uintptr_t)set;
+
+	sets[s].launch_all();
+	CHECK_MSG(!next_launch.pending, "expected launch never reached the runtime");
+	next_launch.pending = 0;
+}
+
+int main(int argc, char **argv)
+{
+	char name[160];
+
+	check_init(argc, argv);
+	check_run_one("registration", registration, NULL);
+	check_run_one("functions_indexed", functions_indexed, NULL);
+	for (size_t s = 0; s < nsets; s++) {
+		for (size_t i = 0; i < sets[s].n; i++) {
+			snprintf(name, sizeof(name), "layout %s", sets[s].table[i].label);
+			check_run_one(name, layout, (void *)&sets[s].table[i]);
+		}
+		snprintf(name, sizeof(name), "launches of sample %zu", s + 1);
+		check_run_one(name, launches, (void *)(uintptr_t)s);
 	}
-	CHECK(expected == nfuncs, "%zu kernels registered, %zu expected", nfuncs, expected);
 	free(next_launch.bytes);
 	free(next_launch.mask);
-	printf("%s: %zu modules, %zu kernels: %u passed, %u failed\n", argv[0], nmodules, nfuncs,
-	       passed, failed);
-	return failed ? 1 : 0;
+	printf("%s: %zu modules, %zu kernels\n", argv[0], nmodules, nfuncs);
+	return check_done();
 }

@@ -3,7 +3,8 @@
  * On a machine with a GPU: checks the parsed layouts against the driver's own
  * answer (cuFuncGetParamInfo) for every kernel of every fat binary found in
  * the given files (raw .nv_fatbin section dumps: fat binaries end to end).
- * Not part of `make test` (no GPU there). Usage: gpu_check FILE...
+ * Not part of `make test` (no GPU there). Usage: gpu_check FILE... (one case
+ * per file; a mismatch fails it).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,17 +12,17 @@
 
 #include <cuda.h>
 
+#include "check.h"
 #include "mearas/fatbin.h"
 #include "test_util.h"
 
-static unsigned agree, disagree, unloadable;
+static unsigned agree, unloadable;
 
 static void check_kernel(CUmodule mod, const struct mearas_kernel_info *k)
 {
 	CUfunction f;
 	if (cuModuleGetFunction(&f, mod, k->name) != CUDA_SUCCESS) {
-		printf("MISMATCH %s: the driver has no such function\n", k->name);
-		disagree++;
+		CHECK_FAIL("MISMATCH %s: the driver has no such function", k->name);
 		return;
 	}
 	int ok = 1;
@@ -32,7 +33,7 @@ static void check_kernel(CUmodule mod, const struct mearas_kernel_info *k)
 		if (r != CUDA_SUCCESS)
 			break;
 		if (i >= k->nparams || off != k->params[i].offset || size != k->params[i].size) {
-			printf("MISMATCH %s param %zu: driver %zu:%zu, parsed %s%u:%u\n", k->name, i,
+			CHECK_FAIL("MISMATCH %s param %zu: driver %zu:%zu, parsed %s%u:%u", k->name, i,
 			       off, size, i >= k->nparams ? "(none) " : "",
 			       i < k->nparams ? k->params[i].offset : 0,
 			       i < k->nparams ? k->params[i].size : 0);
@@ -40,20 +41,18 @@ static void check_kernel(CUmodule mod, const struct mearas_kernel_info *k)
 		}
 	}
 	if (i != k->nparams) {
-		printf("MISMATCH %s: driver %zu params, parsed %u\n", k->name, i, k->nparams);
+		CHECK_FAIL("MISMATCH %s: driver %zu params, parsed %u", k->name, i, k->nparams);
 		ok = 0;
 	}
-	ok ? agree++ : disagree++;
+	agree += ok;
 }
 
-static void check_file(const char *path)
+static void check_file(void *arg)
 {
+	const char *path = arg;
 	size_t size;
 	unsigned char *data = read_file(path, &size);
-	if (!data) {
-		disagree++;
-		return;
-	}
+	REQUIRE_MSG(data, "%s: unreadable", path);
 	size_t off = 0;
 	unsigned nfat = 0;
 	while (off + 16 <= size) {
@@ -64,22 +63,20 @@ static void check_file(const char *path)
 		const void *fb;
 		size_t len;
 		if (mearas_fatbin_locate(data + off, &fb, &len) || len > size - off) {
-			printf("%s: no fat binary at offset %zu\n", path, off);
-			disagree++;
+			CHECK_FAIL("%s: no fat binary at offset %zu", path, off);
 			break;
 		}
 		char err[256];
 		struct mearas_fatbin_index *idx = mearas_fatbin_index_new(fb, len, err, sizeof(err));
 		if (!idx) {
-			printf("%s: fat binary at %zu refused: %s\n", path, off, err);
-			disagree++;
+			CHECK_FAIL("%s: fat binary at %zu refused: %s", path, off, err);
 		} else {
 			CUmodule mod;
 			CUresult r = cuModuleLoadData(&mod, fb);
 			if (r != CUDA_SUCCESS) {
 				const char *why = "?";
 				cuGetErrorName(r, &why);
-				printf("%s: fat binary at %zu (%zu kernels) not loadable here: %s\n",
+				printf("  %s: fat binary at %zu (%zu kernels) not loadable here: %s\n",
 				       path, off, mearas_fatbin_kernel_count(idx), why);
 				unloadable++;
 			} else {
@@ -92,7 +89,7 @@ static void check_file(const char *path)
 		off += len;
 		nfat++;
 	}
-	printf("%s: %u fat binaries\n", path, nfat);
+	printf("  %s: %u fat binaries\n", path, nfat);
 	free(data);
 }
 
@@ -106,10 +103,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "no usable CUDA device\n");
 		return 2;
 	}
+	check_init(1, argv); /* the arguments are files, not case names */
 	for (int i = 1; i < argc; i++)
-		check_file(argv[i]);
+		check_run_one(argv[i], check_file, argv[i]);
 	printf("kernels agreeing with cuFuncGetParamInfo: %u; fat binaries not loadable: %u\n",
 	       agree, unloadable);
-	printf("gpu_check: %u passed, %u failed\n", agree, disagree);
-	return disagree ? 1 : 0;
+	return check_done();
 }

@@ -3,37 +3,22 @@
  * Robustness: truncated and byte-flipped copies of real fat binaries must be
  * refused with a reason or give a self-consistent index, never crash (run the
  * asan build to catch out-of-bounds reads). Usage: test_fuzz ITERATIONS FATBIN...
+ * (one case per file, named after it).
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "mearas/fatbin.h"
 #include "test_util.h"
-
-static unsigned passed, failed;
-
-#define CHECK(cond, ...)                                                    \
-	do {                                                                \
-		if (cond) {                                                 \
-			passed++;                                           \
-		} else {                                                    \
-			failed++;                                           \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                       \
-			fputc('\n', stderr);                                \
-		}                                                           \
-	} while (0)
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
 static uint64_t rnd(void)
 {
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
+	return check_xorshift(&rng_state);
 }
 
 struct tally {
@@ -138,7 +123,7 @@ static size_t single_entry(const uint8_t *d, const struct raw_entry *r, size_t l
  * Mutations aimed at the ELF and PTX parsers: each uncompressed entry alone,
  * cut short, or with bytes changed in its ELF header, section table or anywhere.
  */
-static void fuzz_entries(const uint8_t *orig, size_t size, unsigned iters, struct tally *t)
+static void fuzz_entries(const uint8_t *orig, size_t size, unsigned n_iters, struct tally *t)
 {
 	struct raw_entry ents[64];
 	size_t n = raw_entries(orig, size, ents, 64);
@@ -152,7 +137,7 @@ static void fuzz_entries(const uint8_t *orig, size_t size, unsigned iters, struc
 		size_t full = single_entry(orig, r, r->len, m);
 		size_t base = 16 + r->hsize;
 		size_t shoff = r->elf && r->len >= 64 ? (size_t)rd64(orig + r->payload + 0x28) : 0;
-		for (unsigned it = 0; it < iters; it++) {
+		for (unsigned it = 0; it < n_iters; it++) {
 			single_entry(orig, r, r->len, m);
 			unsigned nflips = 1 + rnd() % 4;
 			for (unsigned f = 0; f < nflips; f++) {
@@ -175,16 +160,17 @@ static void fuzz_entries(const uint8_t *orig, size_t size, unsigned iters, struc
 	printf("  %zu uncompressed entries fuzzed one by one\n", n);
 }
 
-static void fuzz_file(const char *path, unsigned iters)
+static unsigned iters;
+
+static void fuzz_file(void *arg)
 {
+	const char *path = arg;
 	size_t size;
 	uint8_t *orig = read_file(path, &size);
-	CHECK(orig != NULL, "%s: unreadable", path);
-	if (!orig)
-		return;
+	REQUIRE_MSG(orig != NULL, "%s: unreadable", path);
 	char err[256];
 	struct mearas_fatbin_index *idx = mearas_fatbin_index_new(orig, size, err, sizeof(err));
-	CHECK(idx && mearas_fatbin_kernel_count(idx) > 0, "%s: original refused: %s", path,
+	CHECK_MSG(idx && mearas_fatbin_kernel_count(idx) > 0, "%s: original refused: %s", path,
 	      idx ? "no kernels" : err);
 	mearas_fatbin_index_free(idx);
 
@@ -215,9 +201,9 @@ static void fuzz_file(const char *path, unsigned iters)
 	}
 	struct tally ent = { 0 };
 	fuzz_entries(orig, size, iters / 10, &ent);
-	CHECK(trunc.bad == 0 && flips.bad == 0 && ent.bad == 0, "%s: %u inconsistent results",
+	CHECK_MSG(trunc.bad == 0 && flips.bad == 0 && ent.bad == 0, "%s: %u inconsistent results",
 	      path, trunc.bad + flips.bad + ent.bad);
-	printf("%s: truncations %u refused / %u accepted; %u mutants %u refused / %u accepted; "
+	printf("  %s: truncations %u refused / %u accepted; %u mutants %u refused / %u accepted; "
 	       "entry mutants %u refused / %u accepted\n",
 	       path, trunc.refused, trunc.accepted, iters, flips.refused, flips.accepted,
 	       ent.refused, ent.accepted);
@@ -231,9 +217,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s ITERATIONS FATBIN...\n", argv[0]);
 		return 2;
 	}
-	unsigned iters = (unsigned)strtoul(argv[1], NULL, 10);
-	for (int i = 2; i < argc; i++)
-		fuzz_file(argv[i], iters);
-	printf("test_fuzz: %u passed, %u failed\n", passed, failed);
-	return failed ? 1 : 0;
+	iters = (unsigned)strtoul(argv[1], NULL, 10);
+	check_init(1, argv); /* the arguments are inputs, not case names */
+	for (int i = 2; i < argc; i++) {
+		const char *base = strrchr(argv[i], '/');
+
+		check_run_one(base ? base + 1 : argv[i], fuzz_file, argv[i]);
+	}
+	return check_done();
 }

@@ -9,21 +9,8 @@
 #include <lz4.h>
 #include <zstd.h>
 
+#include "check.h"
 #include "mearas/fatbin.h"
-
-static unsigned passed, failed;
-
-#define CHECK(cond, ...)                                                    \
-	do {                                                                \
-		if (cond) {                                                 \
-			passed++;                                           \
-		} else {                                                    \
-			failed++;                                           \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                       \
-			fputc('\n', stderr);                                \
-		}                                                           \
-	} while (0)
 
 enum comp { RAW, LZ4, ZSTD };
 
@@ -110,20 +97,20 @@ static int same(const struct mearas_kernel_info *k, const struct mearas_kparam *
 
 static void check_abc(const struct mearas_fatbin_index *idx, const char *what)
 {
-	CHECK(idx != NULL, "%s: index", what);
+	CHECK_MSG(idx != NULL, "%s: index", what);
 	if (!idx)
 		return;
-	CHECK(mearas_fatbin_kernel_count(idx) == 3, "%s: %zu kernels", what,
+	CHECK_MSG(mearas_fatbin_kernel_count(idx) == 3, "%s: %zu kernels", what,
 	      mearas_fatbin_kernel_count(idx));
-	CHECK(same(mearas_fatbin_find_kernel(idx, "k_a"), want_a, 6, 76), "%s: k_a layout", what);
-	CHECK(same(mearas_fatbin_find_kernel(idx, "k_b"), NULL, 0, 0), "%s: k_b layout", what);
-	CHECK(same(mearas_fatbin_find_kernel(idx, "k_c"), want_c, 2, 17), "%s: k_c layout", what);
-	CHECK(mearas_fatbin_find_kernel(idx, "f_notakernel") == NULL, "%s: .func indexed", what);
-	CHECK(mearas_fatbin_find_kernel(idx, "commented_out") == NULL, "%s: comment indexed",
+	CHECK_MSG(same(mearas_fatbin_find_kernel(idx, "k_a"), want_a, 6, 76), "%s: k_a layout", what);
+	CHECK_MSG(same(mearas_fatbin_find_kernel(idx, "k_b"), NULL, 0, 0), "%s: k_b layout", what);
+	CHECK_MSG(same(mearas_fatbin_find_kernel(idx, "k_c"), want_c, 2, 17), "%s: k_c layout", what);
+	CHECK_MSG(mearas_fatbin_find_kernel(idx, "f_notakernel") == NULL, "%s: .func indexed", what);
+	CHECK_MSG(mearas_fatbin_find_kernel(idx, "commented_out") == NULL, "%s: comment indexed",
 	      what);
 	const struct mearas_kernel_info *k0 = mearas_fatbin_kernel_at(idx, 0);
-	CHECK(k0 && strcmp(k0->name, "k_a") == 0, "%s: kernel_at(0)", what);
-	CHECK(mearas_fatbin_kernel_at(idx, 3) == NULL, "%s: kernel_at past the end", what);
+	CHECK_MSG(k0 && strcmp(k0->name, "k_a") == 0, "%s: kernel_at(0)", what);
+	CHECK_MSG(mearas_fatbin_kernel_at(idx, 3) == NULL, "%s: kernel_at past the end", what);
 }
 
 static uint8_t buf[1 << 16], buf2[1 << 16];
@@ -139,8 +126,8 @@ static struct mearas_fatbin_index *parse(const struct ent *e, size_t n)
 static void expect_error(const struct ent *e, size_t n, const char *needle, const char *what)
 {
 	struct mearas_fatbin_index *idx = parse(e, n);
-	CHECK(idx == NULL, "%s: accepted", what);
-	CHECK(strstr(err, needle) != NULL, "%s: error '%s' lacks '%s'", what, err, needle);
+	CHECK_MSG(idx == NULL, "%s: accepted", what);
+	CHECK_MSG(strstr(err, needle) != NULL, "%s: error '%s' lacks '%s'", what, err, needle);
 	mearas_fatbin_index_free(idx);
 }
 
@@ -155,84 +142,113 @@ static void test_locate(void)
 	} wrap = { (int)MEARAS_FATBINC_MAGIC, 1, buf, NULL };
 	const void *fb = NULL;
 	size_t size = 0;
-	CHECK(mearas_fatbin_locate(&wrap, &fb, &size) == 0 && fb == buf && size == len,
+	CHECK_MSG(mearas_fatbin_locate(&wrap, &fb, &size) == 0 && fb == buf && size == len,
 	      "locate through a version 1 wrapper");
 	wrap.version = 2;
-	CHECK(mearas_fatbin_locate(&wrap, &fb, &size) == 0 && fb == buf && size == len,
+	CHECK_MSG(mearas_fatbin_locate(&wrap, &fb, &size) == 0 && fb == buf && size == len,
 	      "locate through a version 2 wrapper");
 	wrap.version = 7;
-	CHECK(mearas_fatbin_locate(&wrap, &fb, &size) == -EINVAL, "unknown wrapper version");
+	CHECK_MSG(mearas_fatbin_locate(&wrap, &fb, &size) == -EINVAL, "unknown wrapper version");
 	wrap.version = 1;
 	wrap.data = NULL;
-	CHECK(mearas_fatbin_locate(&wrap, &fb, &size) == -EINVAL, "wrapper without data");
-	CHECK(mearas_fatbin_locate(buf, &fb, &size) == 0 && fb == buf && size == len,
+	CHECK_MSG(mearas_fatbin_locate(&wrap, &fb, &size) == -EINVAL, "wrapper without data");
+	CHECK_MSG(mearas_fatbin_locate(buf, &fb, &size) == 0 && fb == buf && size == len,
 	      "locate a bare fat binary");
-	CHECK(mearas_fatbin_locate(NULL, &fb, &size) == -EINVAL, "locate(NULL)");
+	CHECK_MSG(mearas_fatbin_locate(NULL, &fb, &size) == -EINVAL, "locate(NULL)");
 	uint8_t junk[16] = { 1, 2, 3, 4 };
-	CHECK(mearas_fatbin_locate(junk, &fb, &size) == -EINVAL, "locate junk");
+	CHECK_MSG(mearas_fatbin_locate(junk, &fb, &size) == -EINVAL, "locate junk");
 	memcpy(buf2, buf, 16);
 	put16(buf2 + 6, 8);
-	CHECK(mearas_fatbin_locate(buf2, &fb, &size) == -EINVAL, "header size below 16");
+	CHECK_MSG(mearas_fatbin_locate(buf2, &fb, &size) == -EINVAL, "header size below 16");
 	put16(buf2 + 6, 16);
 	put64(buf2 + 8, UINT64_MAX - 4);
-	CHECK(mearas_fatbin_locate(buf2, &fb, &size) == -EOVERFLOW, "absurd size");
+	CHECK_MSG(mearas_fatbin_locate(buf2, &fb, &size) == -EOVERFLOW, "absurd size");
 }
 
-static void test_layouts(void)
+static const struct ent raw = { 1, ptx_a, RAW, 0 }, lz = { 1, ptx_a, LZ4, 0 }, zs = { 1, ptx_a, ZSTD, 0 };
+
+static void parse_and_check_abc(const struct ent *e, size_t n, const char *what)
 {
-	struct ent raw = { 1, ptx_a, RAW, 0 }, lz = { 1, ptx_a, LZ4, 0 },
-		   zs = { 1, ptx_a, ZSTD, 0 };
-	struct mearas_fatbin_index *idx;
+	struct mearas_fatbin_index *idx = parse(e, n);
 
-	idx = parse(&raw, 1);
-	check_abc(idx, "raw PTX");
+	check_abc(idx, what);
 	mearas_fatbin_index_free(idx);
-	idx = parse(&lz, 1);
-	check_abc(idx, "LZ4 PTX");
-	mearas_fatbin_index_free(idx);
-	idx = parse(&zs, 1);
-	check_abc(idx, "zstd PTX");
-	mearas_fatbin_index_free(idx);
+}
 
+static void test_layouts_raw_ptx(void)
+{
+	parse_and_check_abc(&raw, 1, "raw PTX");
+}
+
+static void test_layouts_lz4_ptx(void)
+{
+	parse_and_check_abc(&lz, 1, "LZ4 PTX");
+}
+
+static void test_layouts_zstd_ptx(void)
+{
+	parse_and_check_abc(&zs, 1, "zstd PTX");
+}
+
+static void test_layouts_several_entries(void)
+{
 	struct ent three[] = { raw, lz, zs, { 8, "not code, skipped", RAW, 0 } };
-	idx = parse(three, 4);
-	check_abc(idx, "same kernels in several entries, plus an unknown kind");
-	mearas_fatbin_index_free(idx);
 
-	/* Two fat binaries end to end with padding, as in an executable's section. */
+	parse_and_check_abc(three, 4, "same kernels in several entries, plus an unknown kind");
+}
+
+/* Two fat binaries end to end with padding, as in an executable's section. */
+static void test_concatenated(void)
+{
 	static const char ptx_d[] = ".version 9.0\n.entry k_d(.param .u16 a, .param .f64 b) {}\n";
 	struct ent d = { 1, ptx_d, ZSTD, 0 };
+	struct mearas_fatbin_index *idx;
 	size_t l1 = build(buf, sizeof(buf), &raw, 1);
 	size_t l2 = build(buf2, sizeof(buf2), &d, 1);
+
 	memset(buf + l1, 0, 8);
 	memcpy(buf + l1 + 8, buf2, l2);
 	idx = mearas_fatbin_index_new(buf, l1 + 8 + l2, err, sizeof(err));
-	CHECK(idx && mearas_fatbin_kernel_count(idx) == 4, "concatenated fat binaries: %s",
+	CHECK_MSG(idx && mearas_fatbin_kernel_count(idx) == 4, "concatenated fat binaries: %s",
 	      idx ? "wrong count" : err);
 	static const struct mearas_kparam want_d[] = { { 0, 2 }, { 8, 8 } };
-	CHECK(idx && same(mearas_fatbin_find_kernel(idx, "k_d"), want_d, 2, 16),
+	CHECK_MSG(idx && same(mearas_fatbin_find_kernel(idx, "k_d"), want_d, 2, 16),
 	      "second fat binary's kernel");
-	CHECK(mearas_fatbin_find_kernel(idx, "nope") == NULL, "unknown name");
+	CHECK_MSG(mearas_fatbin_find_kernel(idx, "nope") == NULL, "unknown name");
 	mearas_fatbin_index_free(idx);
-	CHECK(mearas_fatbin_find_kernel(NULL, "k_a") == NULL && mearas_fatbin_kernel_count(NULL) == 0 &&
+}
+
+static void test_null_index(void)
+{
+	CHECK_MSG(mearas_fatbin_find_kernel(NULL, "k_a") == NULL && mearas_fatbin_kernel_count(NULL) == 0 &&
 		      mearas_fatbin_kernel_at(NULL, 0) == NULL,
 	      "NULL index");
 	mearas_fatbin_index_free(NULL);
 }
 
-static void test_errors(void)
+static void test_conflicting_layouts(void)
 {
 	struct ent conflict[] = {
 		{ 1, ".version 9.0\n.entry k_x(.param .u32 a) {}\n", RAW, 0 },
 		{ 1, ".version 9.0\n.entry k_x(.param .u64 a) {}\n", ZSTD, 0 },
 	};
 	expect_error(conflict, 2, "k_x", "conflicting layouts of one kernel");
+}
 
+static void test_decompressed_size_mismatch(void)
+{
 	struct ent e;
+
 	e = (struct ent){ 1, ptx_a, LZ4, 5 };
 	expect_error(&e, 1, "LZ4", "LZ4 decompressed size mismatch");
 	e = (struct ent){ 1, ptx_a, ZSTD, -3 };
 	expect_error(&e, 1, "zstd", "zstd decompressed size mismatch");
+}
+
+static void test_ptx_errors(void)
+{
+	struct ent e;
+
 	e = (struct ent){ 1, ".entry k(.param .u32 a) {}\n", RAW, 0 };
 	expect_error(&e, 1, ".version", "PTX without .version");
 	e = (struct ent){ 1, ".version 9.0\n.entry k(.param .u32 a, \n", RAW, 0 };
@@ -243,42 +259,64 @@ static void test_errors(void)
 	expect_error(&e, 1, "without a type", "parameter without a type");
 	e = (struct ent){ 1, ".version 9.0\n.entry k(.param .b8 a[99999999]) {}\n", RAW, 0 };
 	expect_error(&e, 1, "array", "huge array");
-	e = (struct ent){ 2, "this is not an ELF image", RAW, 0 };
+}
+
+static void test_elf_entry_without_image(void)
+{
+	struct ent e = { 2, "this is not an ELF image", RAW, 0 };
+
 	expect_error(&e, 1, "ELF", "ELF entry without an ELF image");
+}
+
+static void test_bad_compressed_payload(void)
+{
+	struct ent e = { 1, ptx_a, RAW, 0 };
+	size_t len = build(buf, sizeof(buf), &e, 1);
 
 	/* Zstd flag on a payload that is not zstd. */
-	e = (struct ent){ 1, ptx_a, RAW, 0 };
-	size_t len = build(buf, sizeof(buf), &e, 1);
 	put64(buf + 16 + 0x28, 0x8011);
 	put32(buf + 16 + 0x10, 64);
 	put64(buf + 16 + 0x38, 100);
-	CHECK(mearas_fatbin_index_new(buf, len, err, sizeof(err)) == NULL && strstr(err, "zstd"),
+	CHECK_MSG(mearas_fatbin_index_new(buf, len, err, sizeof(err)) == NULL && strstr(err, "zstd"),
 	      "garbage zstd payload: %s", err);
 	/* Compressed size larger than the payload. */
 	put32(buf + 16 + 0x10, 1u << 30);
-	CHECK(mearas_fatbin_index_new(buf, len, err, sizeof(err)) == NULL &&
+	CHECK_MSG(mearas_fatbin_index_new(buf, len, err, sizeof(err)) == NULL &&
 		      strstr(err, "compressed size"),
 	      "compressed size past the payload: %s", err);
+}
 
-	len = build(buf, sizeof(buf), &e, 1);
-	CHECK(mearas_fatbin_index_new(buf, len - 1, err, sizeof(err)) == NULL, "one byte short");
-	CHECK(mearas_fatbin_index_new(buf, 0, err, sizeof(err)) == NULL && strstr(err, "empty"),
+static void test_bad_input(void)
+{
+	struct ent e = { 1, ptx_a, RAW, 0 };
+	size_t len = build(buf, sizeof(buf), &e, 1);
+
+	CHECK_MSG(mearas_fatbin_index_new(buf, len - 1, err, sizeof(err)) == NULL, "one byte short");
+	CHECK_MSG(mearas_fatbin_index_new(buf, 0, err, sizeof(err)) == NULL && strstr(err, "empty"),
 	      "empty input: %s", err);
-	CHECK(mearas_fatbin_index_new(NULL, 10, err, sizeof(err)) == NULL, "NULL input");
-	CHECK(mearas_fatbin_index_new(buf, 7, NULL, 0) == NULL, "no error buffer");
+	CHECK_MSG(mearas_fatbin_index_new(NULL, 10, err, sizeof(err)) == NULL, "NULL input");
+	CHECK_MSG(mearas_fatbin_index_new(buf, 7, NULL, 0) == NULL, "no error buffer");
 	buf[0] ^= 0xff;
-	CHECK(mearas_fatbin_index_new(buf, len, err, sizeof(err)) == NULL && strstr(err, "magic"),
+	CHECK_MSG(mearas_fatbin_index_new(buf, len, err, sizeof(err)) == NULL && strstr(err, "magic"),
 	      "bad magic: %s", err);
 	char tiny[4];
-	CHECK(mearas_fatbin_index_new(buf, len, tiny, sizeof(tiny)) == NULL && tiny[3] == '\0',
+	CHECK_MSG(mearas_fatbin_index_new(buf, len, tiny, sizeof(tiny)) == NULL && tiny[3] == '\0',
 	      "error text truncated to its buffer");
 }
 
-int main(void)
-{
-	test_locate();
-	test_layouts();
-	test_errors();
-	printf("test_unit: %u passed, %u failed\n", passed, failed);
-	return failed ? 1 : 0;
-}
+static const struct check_case cases[] = {
+	{ "locate", test_locate },
+	{ "layouts_raw_ptx", test_layouts_raw_ptx },
+	{ "layouts_lz4_ptx", test_layouts_lz4_ptx },
+	{ "layouts_zstd_ptx", test_layouts_zstd_ptx },
+	{ "layouts_several_entries", test_layouts_several_entries },
+	{ "concatenated_fat_binaries", test_concatenated },
+	{ "null_index", test_null_index },
+	{ "conflicting_layouts", test_conflicting_layouts },
+	{ "decompressed_size_mismatch", test_decompressed_size_mismatch },
+	{ "ptx_errors", test_ptx_errors },
+	{ "elf_entry_without_image", test_elf_entry_without_image },
+	{ "bad_compressed_payload", test_bad_compressed_payload },
+	{ "bad_input", test_bad_input },
+};
+CHECK_MAIN(cases)

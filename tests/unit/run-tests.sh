@@ -1,8 +1,10 @@
 #!/bin/sh
 # Runs every unit test (plain, ASan+UBSan, TSan), the fuzzers for a bounded
 # time, and the sanitizer build of mearasd with real programs. Each test's
-# output goes to build/logs/NAME.log (shown when it fails). Last line:
-# "N passed, N failed"; exit status 1 when anything failed.
+# output goes to build/logs/NAME.log (shown when it fails). A test program
+# counts its cases (its "N passed, M failed, K skipped" line, tests/check.h);
+# any other command counts as one. Last line: "N passed, M failed, K skipped";
+# exit status 1 when anything failed.
 # Environment: FUZZ_SECONDS (per fuzz target, default 25), WAKEUP_RECORDS.
 cd "$(dirname "$0")" || exit 1
 B=build
@@ -15,6 +17,7 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 passed=0
 failed=0
+skipped=0
 failed_names=
 mkdir -p $LOGS/plain $LOGS/asan $LOGS/tsan $LOGS/fuzz $LOGS/san-daemon
 
@@ -25,7 +28,7 @@ run() {
 	start=$(date +%s)
 	timeout -k 5 "$limit" "$@" >"$LOGS/$name.log" 2>&1
 	rc=$?
-	report "$name" "$rc" "$start"
+	report "$name" "$rc" "$start" counted
 }
 
 # expect_fail NAME TIMEOUT_S PATTERN COMMAND...: the command must fail and say PATTERN
@@ -44,13 +47,27 @@ expect_fail() {
 	report "$name" "$rc" "$start"
 }
 
+# report NAME RC START [counted]: with counted, the count line of the log
+# (when there is one) gives the cases; otherwise the command counts as one
 report() {
 	secs=$(( $(date +%s) - $3 ))
-	if [ "$2" -eq 0 ]; then
-		passed=$((passed + 1))
-		printf 'PASS  %-34s %4ss\n' "$1" "$secs"
+	p=1 f=1 k=0 cases= line=
+	[ "${4:-}" = counted ] &&
+		line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$LOGS/$1.log" | tail -1)
+	if [ -n "$line" ]; then
+		p=${line%% passed*} f=${line#*, } k=${line##*, }
+		f=${f%% failed*} k=${k%% skipped}
+		cases=" ($p passed, $k skipped)"
+		[ "$f" -eq 0 ] && { [ "$2" -ne 0 ] || [ "$p" -eq 0 ]; } && f=1 # no case ran, or a crash
+	elif [ "$2" -ne 0 ]; then
+		p=0
+	fi
+	passed=$((passed + p))
+	skipped=$((skipped + k))
+	if [ "$2" -eq 0 ] && { [ -z "$line" ] || [ "$f" -eq 0 ]; }; then
+		printf 'PASS  %-34s %4ss%s\n' "$1" "$secs" "$cases"
 	else
-		failed=$((failed + 1))
+		failed=$((failed + f))
 		failed_names="$failed_names $1"
 		[ "$2" -eq 124 ] && echo "(timed out)" >>"$LOGS/$1.log"
 		printf 'FAIL  %-34s %4ss (exit %s)\n' "$1" "$secs" "$2"
@@ -63,14 +80,14 @@ for v in plain asan; do
 	[ $v = asan ] && n=$((WAKEUP_RECORDS / 2))
 	run $v/ring_wrap 60 $B/$v/test_ring_wrap
 	run $v/ring_full 60 $B/$v/test_ring_full
-	run $v/ring_order 120 $B/$v/test_ring_order 1000000
-	run $v/ring_wakeup 300 $B/$v/test_ring_wakeup $n
-	run $v/vaheap 120 $B/$v/test_vaheap 20000
+	run $v/ring_order 120 $B/$v/test_ring_order --records=1000000
+	run $v/ring_wakeup 300 $B/$v/test_ring_wakeup --records=$n
+	run $v/vaheap 120 $B/$v/test_vaheap --steps=20000
 	run $v/handles 60 $B/$v/test_handles
 	run $v/tenant 120 $B/$v/test_tenant
 	run $v/exec_framing 60 $B/$v/test_exec_framing
 	run $v/exec_memory 60 $B/$v/test_exec_memory
-	run $v/exec_objects 60 $B/$v/test_exec_objects $FATBIN
+	run $v/exec_objects 60 $B/$v/test_exec_objects --fatbin=$FATBIN
 	run $v/exec_order 60 $B/$v/test_exec_order
 	run $v/exec_lifetimes 120 $B/$v/test_exec_lifetimes
 	run $v/remote_mapped 60 $B/$v/test_remote_mapped
@@ -85,10 +102,10 @@ done
 run opgen 120 python3 -m pytest -q -p no:cacheprovider ../opgen
 run opgen_types 120 python3 -m mypy --strict ../../scripts/opgen.py ../opgen/test_opgen.py
 # the lost-wakeup detector itself: wakeups dropped on purpose must be caught
-expect_fail plain/ring_wakeup_detects_loss 60 "lost wakeup" $B/plain/test_ring_wakeup 200000 --drop-wakeups
+expect_fail plain/ring_wakeup_detects_loss 60 "lost wakeup" $B/plain/test_ring_wakeup --records=200000 --drop-wakeups
 
-run tsan/ring_order 300 $B/tsan/test_ring_order 1000000
-run tsan/ring_wakeup 300 $B/tsan/test_ring_wakeup $((WAKEUP_RECORDS / 2))
+run tsan/ring_order 300 $B/tsan/test_ring_order --records=1000000
+run tsan/ring_wakeup 300 $B/tsan/test_ring_wakeup --records=$((WAKEUP_RECORDS / 2))
 run tsan/poller 120 $B/tsan/test_poller
 run tsan/exec_framing 60 $B/tsan/test_exec_framing
 
@@ -98,5 +115,5 @@ run fuzz/fatbin $((FUZZ_SECONDS + 60)) ../fuzz/run-fuzz.sh fatbin "$FUZZ_SECONDS
 run san-daemon/programs 300 ./san-daemon.sh
 
 [ -n "$failed_names" ] && echo "failed:$failed_names (logs in tests/unit/$LOGS)"
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

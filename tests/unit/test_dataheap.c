@@ -16,10 +16,17 @@ static uint64_t rng = 0x2545f4914f6cdd1dull;
 
 static uint64_t rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return check_xorshift(&rng);
+}
+
+/* the data area, once for all cases; each case leaves it empty */
+static void data_area(void)
+{
+	if (!rt.data) {
+		rt.data = aligned_alloc(4096, DATA);
+		rt.data_size = DATA;
+	}
+	REQUIRE(rt.data);
 }
 
 static void test_basics(void)
@@ -62,8 +69,9 @@ struct ref {
 	uint64_t size;
 };
 
-static void test_random(unsigned steps)
+static void test_random(void)
 {
+	const unsigned steps = 20000;
 	static struct ref live[4096];
 	size_t n = 0;
 
@@ -91,16 +99,15 @@ static void test_random(unsigned steps)
 	}
 	while (n)
 		CHECK_EQ(dh_free(live[--n].p), 0);
-	CHECK(dh_alloc(DATA) == rt.data);
+	/* everything coalesced back: the whole area is one block again */
+	void *all = dh_alloc(DATA);
+
+	CHECK(all == rt.data);
+	CHECK_EQ(dh_free(all), 0);
 }
 
-int main(void)
-{
-	rt.data = aligned_alloc(4096, DATA);
-	rt.data_size = DATA;
-	CHECK(rt.data);
-	test_basics();
-	test_random(20000);
-	printf("dataheap: ok\n");
-	return 0;
-}
+static const struct check_case cases[] = {
+	{ "basics", test_basics },
+	{ "random_vs_reference", test_random },
+};
+CHECK_MAIN_FIXTURE(cases, data_area, NULL)

@@ -6,9 +6,8 @@
 
 #include "check.h"
 #include "mearas/ring.h"
-#include "vgpu_fixture.h"
+#include "fixture_cases.h"
 
-static struct fixture fx;
 
 static void test_op_and_flags(void)
 {
@@ -191,15 +190,11 @@ static void test_wakeup_posted(void)
 	CHECK(fixture_cq_pop(&fx, 0, 9, &c));
 }
 
-int main(void)
-{
-	CHECK(fixture_init(&fx, 2, 0) == 0);
-	test_op_and_flags();
-	test_slot_out_of_range();
-	test_payload_bounds();
-	test_cq_full();
-	test_wakeup_posted();
-	fixture_destroy(&fx);
-	printf("exec framing: ok\n");
-	return 0;
-}
+static const struct check_case cases[] = {
+	{ "op_and_flags", test_op_and_flags },
+	{ "slot_out_of_range", test_slot_out_of_range },
+	{ "payload_bounds", test_payload_bounds },
+	{ "cq_full", test_cq_full },
+	{ "wakeup_posted", test_wakeup_posted },
+};
+FIXTURE_MAIN(cases, 2, 0, NULL)

@@ -9,46 +9,28 @@
  *   event_sync_destroy   EVENT_SYNC outlives EVENT_DESTROY of its event
  *   event_sync_reset     EVENT_SYNC outlives a reset that destroys its event
  *   func_get             FUNC_GET records freed with their module, bounded
- *   pending_bounded      completions behind a stream that never finishes */
+ *   pending_bounded      completions behind a stream that never finishes
+ * (`test_exec_lifetimes NAME` runs one) */
 #include <fcntl.h>
 #include <unistd.h>
 
 #include "../security/ptx_fatbin.h"
 #include "check.h"
 #include "mearas/log.h"
-#include "vgpu_fixture.h"
+#include "fixture_cases.h"
 
-static struct fixture fx;
+static uint64_t dev;            /* 1 MiB on vGPU 0 */
+#define SPIN_FN 600             /* mearas_sim_spin(ms), module 60 */
 
-/* The record wants a completion on `slot`; returns it (exactly one). */
-static int call(struct mearas_sqe *e, unsigned slot, uint64_t val[2])
+/* The record wants a completion on slot 1 (slot 0 gets host functions' requests) */
+static int call(struct mearas_sqe *e, uint64_t val[2])
 {
-	static uint64_t ud = 5000;
-	struct mearas_cqe c;
-
-	e->flags |= MEARAS_SQE_WANT_CQE;
-	e->cq = (uint16_t)slot;
-	e->user_data = ++ud;
-	exec_record(&fx.w->vgpus[0], e);
-	CHECK_EQ(fixture_cq_ready(&fx, 0, slot), 1);
-	CHECK(fixture_cq_pop(&fx, 0, slot, &c));
-	CHECK_EQ(c.user_data, ud);
-	if (val) {
-		val[0] = c.val[0];
-		val[1] = c.val[1];
-	}
-	return c.status;
+	return fixture_call(&fx, 0, 1, e, val);
 }
 
 static int op(unsigned opc, uint32_t stream, uint64_t a0, uint64_t a1, uint64_t a2)
 {
-	struct mearas_sqe e = sqe_of(opc);
-
-	e.stream = stream;
-	e.args.a[0] = a0;
-	e.args.a[1] = a1;
-	e.args.a[2] = a2;
-	return call(&e, 1, NULL);
+	return FIXTURE_OP_ON(1, opc, stream, a0, a1, a2);
 }
 
 /* Loads a PTX fat binary with kernel `name` (nparams u32s) as module mod. */
@@ -56,7 +38,7 @@ static void load_ptx(uint64_t mod, const char *name, unsigned nparams)
 {
 	size_t n = ptx_fatbin(fx.w->data + (1 << 20), 4u << 20, name, nparams);
 
-	CHECK(n > 0);
+	REQUIRE(n > 0);
 	CHECK_EQ(op(MEARAS_OP_MODULE_LOAD, 0, mod, 1 << 20, n), 0);
 }
 
@@ -68,7 +50,7 @@ static int func_get(uint64_t mod, uint64_t id, const char *name)
 	e.args.a[1] = id;
 	e.payload_len = (uint32_t)strlen(name) + 1;
 	memcpy(e.inline_payload, name, e.payload_len);
-	return call(&e, 1, NULL);
+	return call(&e, NULL);
 }
 
 /* mearas_sim_spin(ms) on stream, posted (no completion) */
@@ -109,7 +91,7 @@ static struct mearas_cqe wait_slot(unsigned slot)
 	return c;
 }
 
-static void test_2d_wrapping(uint64_t dev)
+static void test_2d_wrapping(void)
 {
 	struct mearas_sqe e = sqe_of(MEARAS_OP_MEMCPY_2D);
 	uint64_t span, big = fixture_alloc(&fx, 0, 1ull << 30);
@@ -129,28 +111,28 @@ static void test_2d_wrapping(uint64_t dev)
 	e.args.a[4] = 32;
 	e.args.a[5] = (1ull << 24) + 1;
 	e.args.a[6] = MEARAS_COPY_DTOH;
-	CHECK_EQ(call(&e, 1, NULL), cudaErrorInvalidValue);
+	CHECK_EQ(call(&e, NULL), cudaErrorInvalidValue);
 	/* host rows 2^40 apart written from a device range that is all the
 	 * client's: only the host span wraps (a crash of the worker before) */
 	e.args.a[0] = 0;
 	e.args.a[1] = 1ull << 40;
 	e.args.a[2] = big;
 	e.args.a[3] = 32;
-	CHECK_EQ(call(&e, 1, NULL), cudaErrorInvalidValue);
+	CHECK_EQ(call(&e, NULL), cudaErrorInvalidValue);
 	/* host rows 2^40 apart, outside the data area */
 	e.args.a[0] = dev;
 	e.args.a[3] = 1ull << 40;
 	e.args.a[1] = 1ull << 40;
 	e.args.a[2] = 0;
 	e.args.a[6] = MEARAS_COPY_HTOD;
-	CHECK_EQ(call(&e, 1, NULL), cudaErrorInvalidValue);
+	CHECK_EQ(call(&e, NULL), cudaErrorInvalidValue);
 	e = sqe_of(MEARAS_OP_MEMSET_2D);
 	e.args.a[0] = dev;
 	e.args.a[1] = 1ull << 40;
 	e.args.a[2] = 0x41;
 	e.args.a[3] = 32;
 	e.args.a[4] = (1ull << 24) + 1;
-	CHECK_EQ(call(&e, 1, NULL), cudaErrorInvalidValue);
+	CHECK_EQ(call(&e, NULL), cudaErrorInvalidValue);
 	/* a 2D copy that fits still works */
 	e = sqe_of(MEARAS_OP_MEMCPY_2D);
 	e.args.a[0] = 0;
@@ -160,20 +142,20 @@ static void test_2d_wrapping(uint64_t dev)
 	e.args.a[4] = 32;
 	e.args.a[5] = 4;
 	e.args.a[6] = MEARAS_COPY_DTOH;
-	CHECK_EQ(call(&e, 1, NULL), 0);
+	CHECK_EQ(call(&e, NULL), 0);
 	CHECK(big != 0);
 	e = sqe_of(MEARAS_OP_MEM_FREE);
 	e.args.a[0] = big;
-	CHECK_EQ(call(&e, 1, NULL), 0);
+	CHECK_EQ(call(&e, NULL), 0);
 }
 
-static void test_refusals_rate_limited(uint64_t dev)
+static void test_refusals_rate_limited(void)
 {
 	char path[] = "/tmp/mearas-unit-log.XXXXXX", buf[65536];
 	int fd = mkstemp(path), lines = 0;
 	ssize_t n;
 
-	CHECK(fd >= 0);
+	REQUIRE(fd >= 0);
 	unlink(path);
 	mearas_log_set_fd(fd);
 	for (int i = 0; i < 2000; i++) {
@@ -183,7 +165,7 @@ static void test_refusals_rate_limited(uint64_t dev)
 		e.args.a[1] = 1ull << 40;
 		e.args.a[3] = 32;
 		e.args.a[4] = (1ull << 24) + 1;
-		CHECK_EQ(call(&e, 1, NULL), cudaErrorInvalidValue);
+		CHECK_EQ(call(&e, NULL), cudaErrorInvalidValue);
 	}
 	mearas_log_set_fd(STDERR_FILENO);
 	n = pread(fd, buf, sizeof(buf) - 1, 0);
@@ -192,7 +174,7 @@ static void test_refusals_rate_limited(uint64_t dev)
 	for (char *p = buf; (p = strstr(p, "2D memset refused")); p++)
 		lines++;
 	close(fd);
-	fprintf(stderr, "2000 refused records, %d log lines\n", lines);
+	printf("  2000 refused records, %d log lines\n", lines);
 	CHECK(lines >= 1 && lines <= 40);
 }
 
@@ -263,14 +245,14 @@ static void test_host_func_graph(void)
 	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 20, 0, 0), 0);
 }
 
-static void test_event_sync_destroy(uint64_t spin_fn)
+static void test_event_sync_destroy(void)
 {
 	struct mearas_sqe e;
 	struct mearas_cqe c;
 
 	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 21, 0, 0), 0);
 	CHECK_EQ(op(MEARAS_OP_EVENT_CREATE, 0, 40, 0, 0), 0);
-	spin(spin_fn, 21, 200);
+	spin(SPIN_FN, 21, 200);
 	CHECK_EQ(op(MEARAS_OP_EVENT_RECORD, 21, 40, 0, 0), 0);
 	CHECK_EQ(op(MEARAS_OP_EVENT_QUERY, 0, 40, 0, 0), cudaErrorNotReady);
 	e = sqe_of(MEARAS_OP_EVENT_SYNC);
@@ -287,18 +269,18 @@ static void test_event_sync_destroy(uint64_t spin_fn)
 	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 21, 0, 0), 0);
 }
 
-static void test_event_sync_reset(uint64_t spin_fn)
+static void test_event_sync_reset(void)
 {
 	struct mearas_sqe e;
 	struct mearas_cqe c;
 
 	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 22, 0, 0), 0);
 	CHECK_EQ(op(MEARAS_OP_EVENT_CREATE, 0, 41, 0, 0), 0);
-	spin(spin_fn, 22, 50);
+	spin(SPIN_FN, 22, 50);
 	e = sqe_of(MEARAS_OP_DEVICE_RESET);
 	post_want(&e, 3, 1);
 	/* after the reset record, before it is done: work it will not wait for */
-	spin(spin_fn, 22, 300);
+	spin(SPIN_FN, 22, 300);
 	CHECK_EQ(op(MEARAS_OP_EVENT_RECORD, 22, 41, 0, 0), 0);
 	e = sqe_of(MEARAS_OP_EVENT_SYNC);
 	e.args.a[0] = 41;
@@ -344,13 +326,13 @@ static void test_func_get(void)
 	/* the last ones die with the vGPU (teardown), counted by ASan */
 }
 
-static void test_pending_bounded(uint64_t spin_fn, uint64_t dev)
+static void test_pending_bounded(void)
 {
 	struct vgpu *v = &fx.w->vgpus[0];
 	struct mearas_sqe e;
 
 	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 23, 0, 0), 0);
-	spin(spin_fn, 23, 600000);                      /* a stream that does not finish */
+	spin(SPIN_FN, 23, 600000);                      /* a stream that does not finish */
 	for (unsigned i = 0; i < MEARAS_MAX_PENDING + 100; i++) {
 		e = sqe_of(MEARAS_OP_MEM_FREE_ASYNC);
 		e.stream = 23;
@@ -372,40 +354,22 @@ static void test_pending_bounded(uint64_t spin_fn, uint64_t dev)
 	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 23, 0, 0), 0);
 }
 
-static const char *only;
-
-/* true when the named test is to run (all, or the one named on the command line) */
-static bool pick(const char *name)
+/* every case's worker: 1 MiB allocated and the spin kernel loaded */
+static void alloc_and_load_spin(void)
 {
-	return !only || !strcmp(only, name);
-}
-
-int main(int argc, char **argv)
-{
-	uint64_t dev;
-
-	only = argc > 1 ? argv[1] : NULL;
-	CHECK(fixture_init(&fx, 1, 0) == 0);
 	dev = fixture_alloc(&fx, 0, 1 << 20);
-	CHECK(dev != 0);
-	if (pick("2d_wrapping"))
-		test_2d_wrapping(dev);
-	if (pick("refusals_rate_limited"))
-		test_refusals_rate_limited(dev);
-	if (pick("host_func_graph"))
-		test_host_func_graph();
+	REQUIRE(dev != 0);
 	load_ptx(60, "mearas_sim_spin", 1);
-	CHECK_EQ(func_get(60, 600, "mearas_sim_spin"), 0);
-	if (pick("event_sync_destroy"))
-		test_event_sync_destroy(600);
-	if (pick("pending_bounded"))
-		test_pending_bounded(600, dev);
-	if (pick("func_get"))
-		test_func_get();
-	if (pick("event_sync_reset"))
-		test_event_sync_reset(600);
-	CHECK(!fx.w->broken);
-	fixture_destroy(&fx);
-	printf("exec lifetimes: ok\n");
-	return 0;
+	REQUIRE(func_get(60, SPIN_FN, "mearas_sim_spin") == 0);
 }
+
+static const struct check_case cases[] = {
+	{ "2d_wrapping", test_2d_wrapping },
+	{ "refusals_rate_limited", test_refusals_rate_limited },
+	{ "host_func_graph", test_host_func_graph },
+	{ "event_sync_destroy", test_event_sync_destroy },
+	{ "pending_bounded", test_pending_bounded },
+	{ "func_get", test_func_get },
+	{ "event_sync_reset", test_event_sync_reset },
+};
+FIXTURE_MAIN(cases, 1, 0, alloc_and_load_spin)

@@ -4,68 +4,36 @@
  * another vGPU's memory), memset element sizes, 2D pitches, copy
  * directions, frees of bad pointers, the quota. */
 #include "check.h"
-#include "vgpu_fixture.h"
+#include "fixture_cases.h"
 
 #define QUOTA (64ull << 20)
 
-static struct fixture fx;
 static uint64_t A, B;   /* 4096-byte allocations on vGPU 0 */
 
 static int copy(uint64_t dst, uint64_t src, uint64_t size, uint64_t dir)
 {
-	struct mearas_sqe e = sqe_of(MEARAS_OP_MEMCPY);
-
-	e.args.a[0] = dst;
-	e.args.a[1] = src;
-	e.args.a[2] = size;
-	e.args.a[3] = dir;
-	return fixture_run(&fx, 0, &e, NULL);
+	return FIXTURE_OP(MEARAS_OP_MEMCPY, 0, dst, src, size, dir);
 }
 
 static int memset1(uint64_t dst, uint64_t value, uint64_t count, uint64_t elem)
 {
-	struct mearas_sqe e = sqe_of(MEARAS_OP_MEMSET);
-
-	e.args.a[0] = dst;
-	e.args.a[1] = value;
-	e.args.a[2] = count;
-	e.args.a[3] = elem;
-	return fixture_run(&fx, 0, &e, NULL);
+	return FIXTURE_OP(MEARAS_OP_MEMSET, 0, dst, value, count, elem);
 }
 
 static int copy2d(uint64_t dst, uint64_t dpitch, uint64_t src, uint64_t spitch, uint64_t w, uint64_t h,
 		  uint64_t dir)
 {
-	struct mearas_sqe e = sqe_of(MEARAS_OP_MEMCPY_2D);
-
-	e.args.a[0] = dst;
-	e.args.a[1] = dpitch;
-	e.args.a[2] = src;
-	e.args.a[3] = spitch;
-	e.args.a[4] = w;
-	e.args.a[5] = h;
-	e.args.a[6] = dir;
-	return fixture_run(&fx, 0, &e, NULL);
+	return FIXTURE_OP(MEARAS_OP_MEMCPY_2D, 0, dst, dpitch, src, spitch, w, h, dir);
 }
 
 static int memset2d(uint64_t dst, uint64_t pitch, uint64_t value, uint64_t w, uint64_t h)
 {
-	struct mearas_sqe e = sqe_of(MEARAS_OP_MEMSET_2D);
-
-	e.args.a[0] = dst;
-	e.args.a[1] = pitch;
-	e.args.a[2] = value;
-	e.args.a[3] = w;
-	e.args.a[4] = h;
-	return fixture_run(&fx, 0, &e, NULL);
+	return FIXTURE_OP(MEARAS_OP_MEMSET_2D, 0, dst, pitch, value, w, h);
 }
 
 static int mem_free(uint64_t va)
 {
-	struct mearas_sqe e = sqe_of(MEARAS_OP_MEM_FREE);
-
-	e.args.a[0] = va;
-	return fixture_run(&fx, 0, &e, NULL);
+	return FIXTURE_OP(MEARAS_OP_MEM_FREE, 0, va);
 }
 
 static void test_data_area(void)
@@ -236,12 +204,7 @@ static void test_free_and_quota(void)
 /* HOST_MAPPED: a range inside the data area, mapped (1) or not (0); else refused */
 static int host_mapped(uint64_t off, uint64_t size, uint64_t on)
 {
-	struct mearas_sqe e = sqe_of(MEARAS_OP_HOST_MAPPED);
-
-	e.args.a[0] = off;
-	e.args.a[1] = size;
-	e.args.a[2] = on;
-	return fixture_run(&fx, 0, &e, NULL);
+	return FIXTURE_OP(MEARAS_OP_HOST_MAPPED, 0, off, size, on);
 }
 
 static void test_host_mapped(void)
@@ -257,20 +220,20 @@ static void test_host_mapped(void)
 	CHECK_EQ(host_mapped(0, 4096, 2), bad);                     /* neither on nor off */
 }
 
-int main(void)
+/* A and B, adjacent, for every case */
+static void alloc_a_b(void)
 {
-	CHECK(fixture_init(&fx, 2, QUOTA) == 0);
 	A = fixture_alloc(&fx, 0, 4096);
 	B = fixture_alloc(&fx, 0, 4096);
-	CHECK(A && B && B == A + 4096);
-	test_data_area();
-	test_device_ranges();
-	test_memset();
-	test_2d();
-	test_free_and_quota();
-	test_host_mapped();
-	CHECK(!fx.w->broken);
-	fixture_destroy(&fx);
-	printf("exec memory: ok\n");
-	return 0;
+	REQUIRE(A && B && B == A + 4096);
 }
+
+static const struct check_case cases[] = {
+	{ "data_area_offsets", test_data_area },
+	{ "device_ranges", test_device_ranges },
+	{ "memset", test_memset },
+	{ "copy_and_memset_2d", test_2d },
+	{ "free_and_quota", test_free_and_quota },
+	{ "host_mapped", test_host_mapped },
+};
+FIXTURE_MAIN(cases, 2, QUOTA, alloc_a_b)

@@ -1,23 +1,16 @@
 // SPDX-License-Identifier: MIT
 /* exec_record(): handles and device objects -- streams and events (ids out
  * of range, duplicates, unknown and destroyed handles), modules from a real
- * fat binary (argv[1], built by nvcc from kernels.cu), function lookup,
- * launches with the wrong parameter size or configuration, functions dying
- * with their module, module globals. */
+ * fat binary (--fatbin=PATH, built by nvcc from kernels.cu), function
+ * lookup, launches with the wrong parameter size or configuration, functions
+ * dying with their module, module globals, a device reset. */
 #include "check.h"
-#include "vgpu_fixture.h"
+#include "fixture_cases.h"
 
-static struct fixture fx;
 
 static int run1(unsigned op, uint32_t stream, uint64_t a0, uint64_t a1, uint64_t a2)
 {
-	struct mearas_sqe e = sqe_of(op);
-
-	e.stream = stream;
-	e.args.a[0] = a0;
-	e.args.a[1] = a1;
-	e.args.a[2] = a2;
-	return fixture_run(&fx, 0, &e, NULL);
+	return FIXTURE_OP(op, stream, a0, a1, a2);
 }
 
 static int run_named(unsigned op, uint64_t a0, uint64_t a1, const char *name, uint64_t val[2])
@@ -102,18 +95,26 @@ static void test_streams_events(void)
 	CHECK_EQ(run1(MEARAS_OP_CAPTURE_STATUS, 7, 0, 0, 0), 0);
 }
 
-static void load_module(const char *path)
+/* The fat binary into the data area at 4096; its size. */
+static size_t read_fatbin(void)
 {
-	FILE *f = fopen(path, "rb");
+	const char *path = check_opt("fatbin");
+	FILE *f;
 	size_t n;
 
-	if (!f) {
-		perror(path);
-		exit(1);
-	}
+	REQUIRE_MSG(path, "no --fatbin=PATH given");
+	f = fopen(path, "rb");
+	REQUIRE_MSG(f, "%s: cannot open", path);
 	n = fread(fx.w->data + 4096, 1, FIXTURE_DATA_SIZE - 4096, f);
 	fclose(f);
-	CHECK(n > 16 && n < (4u << 20));
+	REQUIRE(n > 16 && n < (4u << 20));
+	return n;
+}
+
+static void test_module_load(void)
+{
+	size_t n = read_fatbin();
+
 	CHECK_EQ(run1(MEARAS_OP_MODULE_LOAD, 0, 0, 4096, n), cudaErrorInvalidValue);      /* id 0 */
 	CHECK_EQ(run1(MEARAS_OP_MODULE_LOAD, 0, MEARAS_MAX_HANDLES, 4096, n), cudaErrorInvalidValue);
 	CHECK_EQ(run1(MEARAS_OP_MODULE_LOAD, 0, 1, 4096, 15), cudaErrorInvalidValue);    /* too small */
@@ -125,10 +126,21 @@ static void load_module(const char *path)
 	CHECK_EQ(run1(MEARAS_OP_MODULE_LOAD, 0, 2, 4096, n), 0);
 }
 
+/* stream 7, modules 1 and 2 of the fat binary */
+static void stream_and_modules(void)
+{
+	size_t n = read_fatbin();
+
+	REQUIRE(run1(MEARAS_OP_STREAM_CREATE, 0, 7, 0, 0) == 0);
+	REQUIRE(run1(MEARAS_OP_MODULE_LOAD, 0, 1, 4096, n) == 0);
+	REQUIRE(run1(MEARAS_OP_MODULE_LOAD, 0, 2, 4096, n) == 0);
+}
+
 static void test_functions_and_launch(void)
 {
 	uint64_t val[2];
 
+	stream_and_modules();
 	CHECK_EQ(run_named(MEARAS_OP_FUNC_GET, 1, 10, "k_three", val), 0);
 	CHECK_EQ(val[0], 3);
 	CHECK_EQ(val[1], 24);   /* int*, float (padded), double */
@@ -188,7 +200,8 @@ static void test_globals(void)
 	uint64_t val[2];
 	struct mearas_sqe e;
 
-	CHECK_EQ(run_named(MEARAS_OP_GLOBAL_GET, 2, 64, "g_counter", val), 0);
+	stream_and_modules();
+	REQUIRE(run_named(MEARAS_OP_GLOBAL_GET, 2, 64, "g_counter", val) == 0);
 	CHECK(val[0] != 0);
 	CHECK_EQ(val[1], 64);
 	/* the global is device memory the client may copy to, within its size */
@@ -207,6 +220,11 @@ static void test_globals(void)
 
 static void test_reset(void)
 {
+	stream_and_modules();
+	REQUIRE(run1(MEARAS_OP_EVENT_CREATE, 0, 4, cudaEventDisableTiming, 0) == 0);
+	REQUIRE(run_named(MEARAS_OP_FUNC_GET, 2, 12, "k_three", NULL) == 0);
+	REQUIRE(run_named(MEARAS_OP_GLOBAL_GET, 2, 64, "g_counter", NULL) == 0);
+	REQUIRE(launch(12, 1, 32, 24, 0) == 0);
 	CHECK_EQ(run1(MEARAS_OP_CTX_SYNC, 0, 0, 0, 0), 0);
 	CHECK_EQ(run1(MEARAS_OP_DEVICE_RESET, 0, 0, 0, 0), 0);
 	/* everything is gone after a reset */
@@ -217,20 +235,11 @@ static void test_reset(void)
 	CHECK_EQ(fx.w->vgpus[0].heap.used, 0);
 }
 
-int main(int argc, char **argv)
-{
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s KERNELS.fatbin\n", argv[0]);
-		return 2;
-	}
-	CHECK(fixture_init(&fx, 1, 0) == 0);
-	test_streams_events();
-	load_module(argv[1]);
-	test_functions_and_launch();
-	test_globals();
-	test_reset();
-	CHECK(!fx.w->broken);
-	fixture_destroy(&fx);
-	printf("exec objects: ok\n");
-	return 0;
-}
+static const struct check_case cases[] = {
+	{ "streams_and_events", test_streams_events },
+	{ "module_load", test_module_load },
+	{ "functions_and_launch", test_functions_and_launch },
+	{ "module_globals", test_globals },
+	{ "device_reset_drops_everything", test_reset },
+};
+FIXTURE_MAIN(cases, 1, 0, NULL)

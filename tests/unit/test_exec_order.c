@@ -7,9 +7,8 @@
  * unfinished one. The device is the sim with a scripted event_query. */
 #include "check.h"
 #include "device.h"
-#include "vgpu_fixture.h"
+#include "fixture_cases.h"
 
-static struct fixture fx;
 static struct mdev_ops scripted;
 static unsigned queries, done_after; /* fences pass once `queries` reaches done_after */
 static void *slow_fence;              /* this one never passes (0: none) */
@@ -43,8 +42,9 @@ static void sync_record(struct vgpu *v, uint32_t stream, uint64_t user_data)
 	exec_record(v, &e);
 }
 
-static void test_same_stream_in_order(struct vgpu *v)
+static void test_same_stream_in_order(void)
 {
+	struct vgpu *v = &fx.w->vgpus[0];
 	struct mearas_cqe c;
 
 	queries = 0;
@@ -62,8 +62,9 @@ static void test_same_stream_in_order(struct vgpu *v)
 	CHECK(!fixture_cq_pop(&fx, 0, 0, &c));
 }
 
-static void test_unrelated_not_held_back(struct vgpu *v)
+static void test_unrelated_not_held_back(void)
 {
+	struct vgpu *v = &fx.w->vgpus[0];
 	struct mearas_cqe c;
 
 	queries = 0;
@@ -83,20 +84,22 @@ static void test_unrelated_not_held_back(struct vgpu *v)
 	CHECK_EQ(c.user_data, 10);
 }
 
-int main(void)
+/* vGPU 0 of every case's worker queries fences through scripted_query */
+static void script_device(void)
 {
-	struct vgpu *v;
+	struct vgpu *v = &fx.w->vgpus[0];
 
-	CHECK(fixture_init(&fx, 1, 0) == 0);
-	v = &fx.w->vgpus[0];
 	scripted = *v->ops;
 	sim_record = scripted.event_record;
 	scripted.event_query = scripted_query;
 	scripted.event_record = recording;
 	v->ops = &scripted;
-	test_same_stream_in_order(v);
-	test_unrelated_not_held_back(v);
-	fixture_destroy(&fx);
-	printf("exec order: ok\n");
-	return 0;
+	slow_fence = NULL;
+	next_is_slow = 0;
 }
+
+static const struct check_case cases[] = {
+	{ "same_stream_in_order", test_same_stream_in_order },
+	{ "unrelated_not_held_back", test_unrelated_not_held_back },
+};
+FIXTURE_MAIN(cases, 1, 0, script_device)

@@ -8,7 +8,7 @@
 #include "check.h"
 #include "mearas/fatbin.h"
 
-int main(void)
+static void no_kernels_empty_index(void)
 {
 	/* header only: magic, version 1, header size 16, body size 0 */
 	uint8_t fb[16] = { 0 };
@@ -21,14 +21,14 @@ int main(void)
 	memcpy(fb + 4, &version, 2);
 	memcpy(fb + 6, &hsize, 2);
 	idx = mearas_fatbin_index_new(fb, sizeof(fb), err, sizeof(err));
-	if (!idx) {
-		fprintf(stderr, "refused: %s\n", err);
-		return 1;
-	}
+	REQUIRE_MSG(idx, "refused: %s", err);
 	CHECK_EQ(mearas_fatbin_kernel_count(idx), 0);
 	CHECK(mearas_fatbin_kernel_at(idx, 0) == NULL);
 	CHECK(mearas_fatbin_find_kernel(idx, "k") == NULL);
 	mearas_fatbin_index_free(idx);
-	printf("fatbin without kernels: empty index\n");
-	return 0;
 }
+
+static const struct check_case cases[] = {
+	{ "no_kernels_empty_index", no_kernels_empty_index },
+};
+CHECK_MAIN(cases)

@@ -92,10 +92,10 @@ static void test_props(void)
 	CHECK(strcmp(mearas_op_name(60000), "INVALID") == 0);
 }
 
-int main(void)
-{
-	test_prep_keeps_word_layout();
-	test_spans();
-	test_props();
-	return 0;
-}
+static const struct check_case cases[] = {
+	{ "prep_keeps_word_layout", test_prep_keeps_word_layout },
+	{ "spans", test_spans },
+	{ "props", test_props },
+};
+
+CHECK_MAIN(cases)

@@ -10,11 +10,11 @@
 
 #include "check.h"
 #include "mearas/ring.h"
-#include "vgpu_fixture.h"
+#include "fixture_cases.h"
 
-static struct fixture fx;
 static pthread_t poller;
 static uint32_t sq_tail;
+static bool poller_running;
 
 static void start_poller(struct vgpu *v, uint32_t start)
 {
@@ -22,7 +22,8 @@ static void start_poller(struct vgpu *v, uint32_t start)
 	v->sq_head = start;
 	v->sq_ctl->head = v->sq_ctl->tail = start;
 	fx.w->stop = 0;
-	CHECK(pthread_create(&poller, NULL, poller_main, v) == 0);
+	REQUIRE(pthread_create(&poller, NULL, poller_main, v) == 0);
+	poller_running = true;
 }
 
 static void kick_if_asleep(struct vgpu *v)
@@ -33,14 +34,16 @@ static void kick_if_asleep(struct vgpu *v)
 		CHECK(write(v->kick_fd, &one, sizeof(one)) == sizeof(one));
 }
 
-/* join with a deadline: a poller that does not stop fails the test */
+/* join with a deadline: a poller that does not stop fails the case (10 s:
+ * a liveness bound, far above what stopping takes even on a loaded machine) */
 static void join_poller(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_sec += 10;
-	CHECK(pthread_timedjoin_np(poller, NULL, &ts) == 0);
+	REQUIRE(pthread_timedjoin_np(poller, NULL, &ts) == 0);
+	poller_running = false;
 }
 
 static void stop_poller(struct vgpu *v)
@@ -88,7 +91,7 @@ static void wait_completions(unsigned slot, unsigned n, uint32_t first)
 			got++;
 			continue;
 		}
-		CHECK(now_ms() - start < 10000);
+		REQUIRE_MSG(now_ms() - start < 10000, "%u of %u completions in 10 s", got, n);
 		usleep(100);
 	}
 }
@@ -98,20 +101,46 @@ static void wait_head(struct vgpu *v, uint32_t want)
 	uint64_t start = now_ms();
 
 	while (mearas_load_acquire(&v->sq_ctl->head) != want) {
-		CHECK(now_ms() - start < 10000);
+		REQUIRE_MSG(now_ms() - start < 10000, "SQ head not at %u in 10 s", want);
 		usleep(100);
 	}
 }
 
-int main(void)
+/* 10 s above: liveness deadlines (a record or a wakeup was lost), not timings */
+
+static void setup(void)
 {
-	struct vgpu *v;
-	uint64_t records;
+	poller_running = false;
+	REQUIRE(fixture_init(&fx, 1, 0) == 0);
+}
 
-	CHECK(fixture_init(&fx, 1, 0) == 0);
-	v = &fx.w->vgpus[0];
+static void teardown(void)
+{
+	if (poller_running) {
+		/* a case that ended early: stop its poller, and leave the worker
+		 * to one that will not stop */
+		uint64_t one = 1;
+		struct timespec ts;
 
-	/* records run in order; indices cross UINT32_MAX */
+		fx.w->stop = 1;
+		CHECK(write(fx.w->vgpus[0].kick_fd, &one, sizeof(one)) == sizeof(one));
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 10;
+		if (pthread_timedjoin_np(poller, NULL, &ts)) {
+			CHECK_FAIL("the poller thread still runs: worker not freed");
+			return;
+		}
+		poller_running = false;
+	}
+	fixture_destroy(&fx);
+}
+
+/* records run in order; indices cross UINT32_MAX; the poller sleeps on its
+ * kick now and then and wakes for the next records */
+static void records_in_order_across_wrap(void)
+{
+	struct vgpu *v = &fx.w->vgpus[0];
+
 	start_poller(v, UINT32_MAX - 5);
 	for (unsigned round = 0; round < 20; round++) {
 		uint32_t first = sq_tail;
@@ -121,17 +150,29 @@ int main(void)
 		if (round % 5 == 4)
 			usleep(300 * 1000); /* let the poller go to sleep on its kick */
 	}
-	/* a full ring (exactly sq_entries ahead) is valid */
 	stop_poller(v);
-	records = v->records;
+}
+
+/* a full ring (exactly sq_entries ahead) is valid */
+static void full_ring_valid(void)
+{
+	struct vgpu *v = &fx.w->vgpus[0];
+	uint64_t records = v->records;
+
 	start_poller(v, UINT32_MAX - 100);
 	submit(v, MEARAS_SQ_ENTRIES, 0, 0);     /* all published by one tail store */
 	wait_head(v, sq_tail);
 	CHECK_EQ(v->records, records + MEARAS_SQ_ENTRIES);
 	CHECK(!fx.w->broken);
 	stop_poller(v);
+}
 
-	/* tail more than sq_entries ahead: the client is cut off, nothing runs */
+/* tail more than sq_entries ahead: the client is cut off, nothing runs */
+static void tail_too_far_ahead_breaks_client(void)
+{
+	struct vgpu *v = &fx.w->vgpus[0];
+	uint64_t records;
+
 	start_poller(v, 1000);
 	records = v->records;
 	mearas_store_release(&v->sq_ctl->tail, 1000 + MEARAS_SQ_ENTRIES + 1);
@@ -140,17 +181,26 @@ int main(void)
 	CHECK(fx.w->broken);
 	CHECK_EQ(v->records, records);
 	CHECK_EQ(v->sq_ctl->head, 1000);
+}
 
-	/* tail behind head (a huge unsigned distance): the same */
-	fx.w->broken = false;
+/* tail behind head (a huge unsigned distance): the same */
+static void tail_behind_head_breaks_client(void)
+{
+	struct vgpu *v = &fx.w->vgpus[0];
+	uint64_t records = v->records;
+
 	start_poller(v, 5000);
 	mearas_store_release(&v->sq_ctl->tail, 4999);
 	kick_if_asleep(v);
 	join_poller();
 	CHECK(fx.w->broken);
 	CHECK_EQ(v->records, records);
-
-	fixture_destroy(&fx);
-	printf("poller: ok\n");
-	return 0;
 }
+
+static const struct check_case cases[] = {
+	{ "records_in_order_across_wrap", records_in_order_across_wrap },
+	{ "full_ring_valid", full_ring_valid },
+	{ "tail_too_far_ahead_breaks_client", tail_too_far_ahead_breaks_client },
+	{ "tail_behind_head_breaks_client", tail_behind_head_breaks_client },
+};
+CHECK_MAIN_FIXTURE(cases, setup, teardown)

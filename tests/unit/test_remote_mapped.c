@@ -12,6 +12,7 @@
 #define AREA 4096
 
 static uint8_t client[AREA], remote[AREA];
+static struct remote_mapped *c, *r;     /* the client's and the remote's view */
 
 struct sent {
 	uint64_t off[64], len[64];
@@ -23,7 +24,7 @@ static int record(void *ctx, uint64_t off, const uint8_t *bytes, uint64_t len)
 {
 	struct sent *s = ctx;
 
-	CHECK(s->n < 64);
+	REQUIRE(s->n < 64);
 	s->off[s->n] = off;
 	s->len[s->n] = len;
 	memcpy(s->bytes[s->n], bytes, len);
@@ -38,30 +39,55 @@ static void deliver(const struct sent *s, struct remote_mapped *to, uint8_t *bas
 		remote_mapped_write(to, base, s->off[i], s->bytes[i], s->len[i]);
 }
 
-int main(void)
+/* both nodes map [1024, 1280) of areas holding 7s */
+static void map_both(void)
 {
-	struct remote_mapped *c = remote_mapped_new(), *r = remote_mapped_new();
-	struct sent s;
-
-	CHECK(c && r);
+	c = remote_mapped_new();
+	r = remote_mapped_new();
+	REQUIRE(c && r);
 	CHECK(!remote_mapped_any(c));
 	memset(client, 7, sizeof(client));
 	memcpy(remote, client, sizeof(remote)); /* the client pushed the range when mapping it */
-	CHECK(remote_mapped_set(c, client, 1024, 256, true));
-	CHECK(remote_mapped_set(r, remote, 1024, 256, true));
+	REQUIRE(remote_mapped_set(c, client, 1024, 256, true));
+	REQUIRE(remote_mapped_set(r, remote, 1024, 256, true));
 	CHECK(remote_mapped_any(c));
+}
 
-	/* nothing changed: nothing goes */
-	memset(&s, 0, sizeof(s));
+static void free_both(void)
+{
+	remote_mapped_free(c);
+	remote_mapped_free(r);
+	c = r = NULL;
+}
+
+/* what `from` sends now, applied on `to`; returns the number of runs */
+static unsigned sync_once(struct remote_mapped *from, uint8_t *from_base, struct remote_mapped *to,
+			  uint8_t *to_base, struct sent *s)
+{
+	memset(s, 0, sizeof(*s));
+	remote_mapped_diff(from, from_base, record, s);
+	deliver(s, to, to_base);
+	return s->n;
+}
+
+/* nothing changed: nothing goes */
+static void unchanged_sends_nothing(void)
+{
+	static struct sent s;
+
 	CHECK_EQ(remote_mapped_diff(c, client, record, &s), 0);
 	CHECK_EQ(s.n, 0);
+}
 
-	/* the host changes two runs (and a byte outside the range): exactly those go */
+/* the host changes two runs (and a byte outside the range): exactly those go */
+static void changed_runs_exactly(void)
+{
+	static struct sent s;
+
 	client[1024 + 3] = 1;
 	client[1024 + 4] = 2;
 	client[1024 + 100] = 3;
 	client[2000] = 9;
-	memset(&s, 0, sizeof(s));
 	CHECK_EQ(remote_mapped_diff(c, client, record, &s), 3);
 	CHECK_EQ(s.n, 2);
 	CHECK_EQ(s.off[0], 1024 + 3);
@@ -74,47 +100,64 @@ int main(void)
 	/* what the remote got from the client is not a remote change */
 	memset(&s, 0, sizeof(s));
 	CHECK_EQ(remote_mapped_diff(r, remote, record, &s), 0);
+}
 
-	/* the device changes byte 10 while the host changes byte 11: both survive */
+/* the device changes byte 10 while the host changes byte 11: both survive */
+static void both_sides_changes_survive(void)
+{
+	static struct sent s;
+
 	remote[1024 + 10] = 0xd;
 	client[1024 + 11] = 0xc;
-	memset(&s, 0, sizeof(s));
-	remote_mapped_diff(c, client, record, &s);
-	deliver(&s, r, remote);
-	memset(&s, 0, sizeof(s));
-	remote_mapped_diff(r, remote, record, &s);
-	CHECK_EQ(s.n, 1);
+	sync_once(c, client, r, remote, &s);
+	CHECK_EQ(sync_once(r, remote, c, client, &s), 1);
 	CHECK_EQ(s.off[0], 1024 + 10);
-	deliver(&s, c, client);
 	CHECK(client[1024 + 10] == 0xd && client[1024 + 11] == 0xc);
 	CHECK(remote[1024 + 10] == 0xd && remote[1024 + 11] == 0xc);
 	memset(&s, 0, sizeof(s));
 	CHECK_EQ(remote_mapped_diff(c, client, record, &s), 0); /* nothing echoes back */
+}
 
-	/* a device-to-host copy carried bytes into the range: absorbed, not sent again */
+/* a device-to-host copy carried bytes into the range: absorbed, not sent again */
+static void absorbed_not_sent(void)
+{
+	static struct sent s;
+
 	memset(remote + 1024 + 32, 5, 16);
 	memset(client + 1024 + 32, 5, 16);
 	remote_mapped_absorb(r, remote, 1024 + 32, 16);
 	remote_mapped_absorb(c, client, 0, 1024 + 48); /* overlap only counts */
-	memset(&s, 0, sizeof(s));
 	CHECK_EQ(remote_mapped_diff(r, remote, record, &s), 0);
 	CHECK_EQ(remote_mapped_diff(c, client, record, &s), 0);
+}
 
-	/* a range runs to its last byte */
+/* a range runs to its last byte */
+static void range_runs_to_last_byte(void)
+{
+	static struct sent s;
+
 	client[1024 + 255] = 0x55;
-	memset(&s, 0, sizeof(s));
 	CHECK_EQ(remote_mapped_diff(c, client, record, &s), 1);
 	CHECK_EQ(s.off[0], 1024 + 255);
+}
 
-	/* unmapped: nothing tracked */
+/* unmapped: nothing tracked */
+static void unmapped_not_tracked(void)
+{
+	static struct sent s;
+
 	CHECK(remote_mapped_set(c, client, 1024, 256, false));
 	CHECK(!remote_mapped_any(c));
 	client[1024] = 0x77;
-	memset(&s, 0, sizeof(s));
 	CHECK_EQ(remote_mapped_diff(c, client, record, &s), 0);
-
-	remote_mapped_free(c);
-	remote_mapped_free(r);
-	printf("remote mapped: ok\n");
-	return 0;
 }
+
+static const struct check_case cases[] = {
+	{ "unchanged_sends_nothing", unchanged_sends_nothing },
+	{ "changed_runs_exactly", changed_runs_exactly },
+	{ "both_sides_changes_survive", both_sides_changes_survive },
+	{ "absorbed_not_sent", absorbed_not_sent },
+	{ "range_runs_to_last_byte", range_runs_to_last_byte },
+	{ "unmapped_not_tracked", unmapped_not_tracked },
+};
+CHECK_MAIN_FIXTURE(cases, map_both, free_both)

@@ -12,13 +12,13 @@ static void full(uint32_t entries, uint32_t start)
 	uint32_t n = 0;
 
 	test_ring_init(&r, entries, start);
-	CHECK(r.sqes);
+	REQUIRE(r.sqes);
 	for (;;) {
 		test_sqe_fill(&e, n);
 		if (!test_ring_push(&r, &e))
 			break;
 		n++;
-		CHECK(n <= entries);
+		REQUIRE(n <= entries);
 	}
 	CHECK_EQ(n, entries);
 	CHECK_EQ(mearas_ring_ready(&r.ctl), entries);
@@ -52,14 +52,42 @@ static void corrupt(uint32_t entries)
 	CHECK_EQ(mearas_ring_ready(&c), entries);
 }
 
-int main(void)
+static void full_4_from_0(void)
 {
 	full(4, 0);
-	full(16, UINT32_MAX - 5);
-	full(MEARAS_CQ_ENTRIES, UINT32_MAX - MEARAS_CQ_ENTRIES + 1);
-	full(MEARAS_SQ_ENTRIES, 12345);
-	corrupt(MEARAS_SQ_ENTRIES);
-	corrupt(MEARAS_CQ_ENTRIES);
-	printf("ring full/corrupt: ok\n");
-	return 0;
 }
+
+static void full_16_across_wrap(void)
+{
+	full(16, UINT32_MAX - 5);
+}
+
+static void full_cq_ending_at_wrap(void)
+{
+	full(MEARAS_CQ_ENTRIES, UINT32_MAX - MEARAS_CQ_ENTRIES + 1);
+}
+
+static void full_sq(void)
+{
+	full(MEARAS_SQ_ENTRIES, 12345);
+}
+
+static void corrupt_sq_indices(void)
+{
+	corrupt(MEARAS_SQ_ENTRIES);
+}
+
+static void corrupt_cq_indices(void)
+{
+	corrupt(MEARAS_CQ_ENTRIES);
+}
+
+static const struct check_case cases[] = {
+	{ "full_4_from_0", full_4_from_0 },
+	{ "full_16_across_wrap", full_16_across_wrap },
+	{ "full_cq_ending_at_wrap", full_cq_ending_at_wrap },
+	{ "full_sq", full_sq },
+	{ "corrupt_sq_indices", corrupt_sq_indices },
+	{ "corrupt_cq_indices", corrupt_cq_indices },
+};
+CHECK_MAIN(cases)

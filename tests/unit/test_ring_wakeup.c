@@ -9,7 +9,7 @@
  * the test fails (as it does when the consumer sleeps WAIT_MS with records
  * waiting; a watchdog fails it if anything else hangs).
  *
- * usage: test_ring_wakeup [records] [--drop-wakeups]
+ * usage: test_ring_wakeup [--records=N] [--drop-wakeups]
  * --drop-wakeups makes the producer skip some notifications on purpose: the
  * test must then fail (checks that the detector works).
  */
@@ -32,13 +32,21 @@ static int efd;
 static uint64_t total;
 static int drop_wakeups;
 static uint64_t wakeups_sent, sleeps;
+static int stop; /* a lost wakeup was seen: both sides end the run */
+
+static bool stopped(void)
+{
+	return __atomic_load_n(&stop, __ATOMIC_ACQUIRE);
+}
+
+static void stop_run(void)
+{
+	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+}
 
 static uint32_t rnd(uint64_t *s)
 {
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return (uint32_t)*s;
+	return (uint32_t)check_xorshift(s);
 }
 
 static void random_pause(uint64_t *s)
@@ -84,25 +92,30 @@ static void *producer(void *arg)
 	struct mearas_sqe e;
 
 	(void)arg;
-	for (uint64_t seq = 0; seq < total; seq++) {
+	for (uint64_t seq = 0; seq < total && !stopped(); seq++) {
 		bool sync_wait = rnd(&s) % 64 == 0;
 
 		test_sqe_fill(&e, seq);
 		while (!test_ring_push(&ring, &e))
-			sched_yield();
+			if (stopped())
+				return NULL;
+			else
+				sched_yield();
 		if (mearas_ring_needs_wakeup(&ring.ctl) && !(drop_wakeups && sync_wait)) {
 			uint64_t one = 1;
 
 			if (write(efd, &one, sizeof(one)) != sizeof(one)) {
-				perror("eventfd write");
-				exit(1);
+				CHECK_FAIL("eventfd write failed");
+				stop_run();
+				return NULL;
 			}
 			wakeups_sent++;
 		}
 		if (sync_wait && !wait_drained()) {
-			fprintf(stderr, "lost wakeup: consumer made no progress for %d ms (record %llu)\n",
-				WAIT_MS, (unsigned long long)seq);
-			exit(1);
+			CHECK_FAIL("lost wakeup: consumer made no progress for %d ms (record %llu)", WAIT_MS,
+				   (unsigned long long)seq);
+			stop_run();
+			return NULL;
 		}
 		random_pause(&s);
 	}
@@ -119,31 +132,27 @@ static void watchdog(int sig)
 	_exit(1);
 }
 
-int main(int argc, char **argv)
+static void no_wakeup_lost(void)
 {
 	uint64_t s = 0x243f6a8885a308d3ull, seq = 0;
 	struct mearas_sqe e;
 	pthread_t t;
 
-	total = 2000000;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--drop-wakeups"))
-			drop_wakeups = 1;
-		else
-			total = strtoull(argv[i], NULL, 0);
-	}
+	total = check_opt_u64("records", 2000000);
+	drop_wakeups = check_opt("drop-wakeups") != NULL;
 	signal(SIGALRM, watchdog);
 	alarm(300);
 	efd = eventfd(0, EFD_NONBLOCK);
-	CHECK(efd >= 0);
+	REQUIRE(efd >= 0);
 	test_ring_init(&ring, 64, UINT32_MAX - 100);
-	CHECK(ring.sqes);
-	CHECK(pthread_create(&t, NULL, producer, NULL) == 0);
-	while (seq < total) {
+	REQUIRE(ring.sqes);
+	REQUIRE(pthread_create(&t, NULL, producer, NULL) == 0);
+	while (seq < total && !stopped()) {
 		if (test_ring_pop(&ring, &e)) {
 			if (!test_sqe_valid(&e, seq)) {
-				fprintf(stderr, "record %llu out of order or torn\n", (unsigned long long)seq);
-				return 1;
+				CHECK_FAIL("record %llu out of order or torn", (unsigned long long)seq);
+				stop_run();
+				break;
 			}
 			seq++;
 			random_pause(&s);
@@ -156,24 +165,32 @@ int main(int argc, char **argv)
 			sleeps++;
 			r = poll(&p, 1, WAIT_MS);
 			if (r == 0 && mearas_ring_ready(&ring.ctl) != 0) {
-				fprintf(stderr, "lost wakeup: slept %d ms with %u record(s) waiting (record %llu)\n",
-					WAIT_MS, mearas_ring_ready(&ring.ctl), (unsigned long long)seq);
-				return 1;
+				CHECK_FAIL("lost wakeup: slept %d ms with %u record(s) waiting (record %llu)",
+					   WAIT_MS, mearas_ring_ready(&ring.ctl), (unsigned long long)seq);
+				stop_run();
+				break;
 			}
 			if (r > 0) {
 				uint64_t cnt;
 
 				if (read(efd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN) {
-					perror("eventfd read");
-					return 1;
+					CHECK_FAIL("eventfd read: %s", strerror(errno));
+					stop_run();
+					break;
 				}
 			}
 		}
 		mearas_ring_end_sleep(&ring.ctl);
 	}
 	pthread_join(t, NULL);
+	alarm(0);
+	close(efd);
 	test_ring_fini(&ring);
-	printf("ring wakeup: %llu records, %llu sleeps, %llu wakeups, none lost\n",
-	       (unsigned long long)total, (unsigned long long)sleeps, (unsigned long long)wakeups_sent);
-	return 0;
+	printf("  %llu records, %llu sleeps, %llu wakeups\n", (unsigned long long)seq,
+	       (unsigned long long)sleeps, (unsigned long long)wakeups_sent);
 }
+
+static const struct check_case cases[] = {
+	{ "no_wakeup_lost", no_wakeup_lost },
+};
+CHECK_MAIN(cases)

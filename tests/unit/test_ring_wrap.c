@@ -11,7 +11,7 @@ static void run(uint32_t entries, uint32_t start, unsigned batch)
 	uint64_t next_in = 0, next_out = 0;
 
 	test_ring_init(&r, entries, start);
-	CHECK(r.sqes);
+	REQUIRE(r.sqes);
 	for (unsigned round = 0; round < 8 + 4 * entries / batch; round++) {
 		for (unsigned i = 0; i < batch; i++) {
 			test_sqe_fill(&e, next_in);
@@ -35,12 +35,31 @@ static void run(uint32_t entries, uint32_t start, unsigned batch)
 	test_ring_fini(&r);
 }
 
-int main(void)
+static void batches_of_3_in_8(void)
 {
 	run(8, UINT32_MAX - 3, 3);
-	run(8, UINT32_MAX, 8);          /* full batches straddling the wrap */
-	run(64, UINT32_MAX - 100, 7);
-	run(MEARAS_SQ_ENTRIES, UINT32_MAX - MEARAS_SQ_ENTRIES / 2, MEARAS_SQ_ENTRIES - 1);
-	printf("ring wraparound: ok\n");
-	return 0;
 }
+
+/* full batches straddling the wrap */
+static void full_batches_of_8(void)
+{
+	run(8, UINT32_MAX, 8);
+}
+
+static void batches_of_7_in_64(void)
+{
+	run(64, UINT32_MAX - 100, 7);
+}
+
+static void sq_sized_nearly_full_batches(void)
+{
+	run(MEARAS_SQ_ENTRIES, UINT32_MAX - MEARAS_SQ_ENTRIES / 2, MEARAS_SQ_ENTRIES - 1);
+}
+
+static const struct check_case cases[] = {
+	{ "batches_of_3_in_8", batches_of_3_in_8 },
+	{ "full_batches_of_8", full_batches_of_8 },
+	{ "batches_of_7_in_64", batches_of_7_in_64 },
+	{ "sq_sized_nearly_full_batches", sq_sized_nearly_full_batches },
+};
+CHECK_MAIN(cases)

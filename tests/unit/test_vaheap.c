@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* host-backend/vaheap.c: allocation patterns, alignment, quota, frees of
  * bad pointers, find() bounds, chunk reuse and release, window exhaustion,
- * map failures, and a randomized run against a simple reference model. */
+ * map failures, and a randomized run against a simple reference model.
+ * usage: test_vaheap [--steps=N] [CASE...] */
 #include <string.h>
 
 #include "check.h"
@@ -37,7 +38,7 @@ static int fake_map(void *ctx, uint64_t va, uint64_t size, void **cookie)
 		d->fail_next_map = 0;
 		return 2;
 	}
-	CHECK(d->nmaps < MAX_MAPS);
+	REQUIRE(d->nmaps < MAX_MAPS);
 	CHECK(va >= d->base && size <= d->base + d->size - va);
 	CHECK(size % (2 * MiB) == 0 && va % (2 * MiB) == 0);
 	for (int i = 0; i < d->nmaps; i++)
@@ -56,7 +57,7 @@ static void fake_unmap(void *ctx, uint64_t va, uint64_t size, void *cookie)
 	uintptr_t c = (uintptr_t)cookie;
 
 	d->unmap_calls++;
-	CHECK(c >= 1 && c <= (uintptr_t)d->nmaps);
+	REQUIRE(c >= 1 && c <= (uintptr_t)d->nmaps);
 	CHECK(d->maps[c - 1].live);
 	CHECK_EQ(d->maps[c - 1].va, va);
 	CHECK_EQ(d->maps[c - 1].size, size);
@@ -309,10 +310,7 @@ static uint64_t rng = 88172645463325252ull;
 
 static uint64_t rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return check_xorshift(&rng);
 }
 
 static uint64_t rand_size(void)
@@ -395,18 +393,22 @@ static void test_random_model(unsigned steps)
 	CHECK_EQ(d.nlive, 0);
 }
 
-int main(int argc, char **argv)
+static void random_model(void)
 {
-	unsigned steps = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 0) : 20000;
+	unsigned steps = (unsigned)check_opt_u64("steps", 20000);
 
-	test_basic_and_alignment();
-	test_quota();
-	test_bad_frees();
-	test_find_bounds();
-	test_chunks();
-	test_map_failure_and_window();
-	test_shared_charge();
 	test_random_model(steps);
-	printf("vaheap: ok (%u random steps)\n", steps);
-	return 0;
+	printf("  %u random steps\n", steps);
 }
+
+static const struct check_case cases[] = {
+	{ "basic_and_alignment", test_basic_and_alignment },
+	{ "quota", test_quota },
+	{ "bad_frees", test_bad_frees },
+	{ "find_bounds", test_find_bounds },
+	{ "chunks", test_chunks },
+	{ "map_failure_and_window", test_map_failure_and_window },
+	{ "shared_charge", test_shared_charge },
+	{ "random_model", random_model },
+};
+CHECK_MAIN(cases)

@@ -23,7 +23,7 @@ static void stream_in_order(uint32_t start)
 	uint32_t head = start;
 	uint64_t in = 0, out = 0;
 
-	CHECK(buf);
+	REQUIRE(buf);
 	for (unsigned round = 0; round < 200; round++) {
 		size_t len = 1 + (round * 37) % sizeof(src), got;
 
@@ -49,7 +49,7 @@ static void full_ring_drops(void)
 	uint8_t *buf = malloc(SIZE), src[SIZE + 100], dst[SIZE + 100];
 	uint32_t head = 0;
 
-	CHECK(buf);
+	REQUIRE(buf);
 	for (size_t i = 0; i < sizeof(src); i++)
 		src[i] = pattern(i);
 	CHECK_EQ(mearas_vm_out_put(&r, buf, SIZE, &head, src, sizeof(src)), SIZE);
@@ -68,7 +68,7 @@ static void hostile_tail(void)
 	uint8_t *buf = malloc(SIZE), src[SIZE];
 	uint32_t tails[] = { 5, UINT32_MAX, 0x80000000u, 1000 - SIZE - 1, 999, 1001 };
 
-	CHECK(buf);
+	REQUIRE(buf);
 	memset(src, 0xab, sizeof(src));
 	for (size_t t = 0; t < sizeof(tails) / sizeof(tails[0]); t++) {
 		struct mearas_vm_out_ring r = { .tail = tails[t] };
@@ -97,19 +97,27 @@ static void broken_head_reads_empty(void)
 	struct mearas_vm_out_ring r = { .head = 10 + SIZE + 1, .tail = 10 };
 	uint8_t *buf = calloc(1, SIZE), dst[64];
 
-	CHECK(buf);
+	REQUIRE(buf);
 	CHECK_EQ(mearas_vm_out_get(&r, buf, SIZE, dst, sizeof(dst)), 0);
 	CHECK_EQ(r.tail, 10);
 	free(buf);
 }
 
-int main(void)
+static void stream_in_order_from_0(void)
 {
 	stream_in_order(0);
-	stream_in_order(UINT32_MAX - 3000);
-	full_ring_drops();
-	hostile_tail();
-	broken_head_reads_empty();
-	puts("test_vm_output: ok");
-	return 0;
 }
+
+static void stream_in_order_across_wrap(void)
+{
+	stream_in_order(UINT32_MAX - 3000);
+}
+
+static const struct check_case cases[] = {
+	{ "stream_in_order_from_0", stream_in_order_from_0 },
+	{ "stream_in_order_across_wrap", stream_in_order_across_wrap },
+	{ "full_ring_drops", full_ring_drops },
+	{ "hostile_tail", hostile_tail },
+	{ "broken_head_reads_empty", broken_head_reads_empty },
+};
+CHECK_MAIN(cases)

@@ -66,7 +66,7 @@ static int setup_vgpu(struct worker *w, unsigned i, uint64_t quota, const struct
 	return 0;
 }
 
-int fixture_init(struct fixture *fx, unsigned nvgpus, uint64_t quota)
+int fixture_init(struct fixture *f, unsigned nvgpus, uint64_t quota)
 {
 	struct mearas_vgpu_layout l = mearas_vgpu_layout(MEARAS_SQ_ENTRIES, MEARAS_CQ_ENTRIES,
 							 MEARAS_ARENA_SIZE, MEARAS_MAX_THREADS);
@@ -74,17 +74,17 @@ int fixture_init(struct fixture *fx, unsigned nvgpus, uint64_t quota)
 	uint64_t data_off;
 	int out[2], err[2];
 
-	memset(fx, 0, sizeof(*fx));
-	fx->cfg.dev = &mdev_sim_ops;
-	fx->cfg.vgpus_default = nvgpus;
-	fx->cfg.spin_us = 50;
+	memset(f, 0, sizeof(*f));
+	f->cfg.dev = &mdev_sim_ops;
+	f->cfg.vgpus_default = nvgpus;
+	f->cfg.spin_us = 50;
 	for (unsigned i = 0; i < MEARAS_MAX_VGPUS; i++)
-		fx->cfg.gpu_map[i] = -1;
+		f->cfg.gpu_map[i] = -1;
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -1;
-	fx->w = w;
-	w->cfg = &fx->cfg;
+	f->w = w;
+	w->cfg = &f->cfg;
 	w->sock = -1;
 	w->memfd = -1;
 	w->nvgpus = nvgpus;
@@ -121,9 +121,9 @@ int fixture_init(struct fixture *fx, unsigned nvgpus, uint64_t quota)
 	return 0;
 }
 
-void fixture_destroy(struct fixture *fx)
+void fixture_destroy(struct fixture *f)
 {
-	struct worker *w = fx->w;
+	struct worker *w = f->w;
 
 	if (!w)
 		return;
@@ -154,24 +154,24 @@ void fixture_destroy(struct fixture *fx)
 	close(w->err_fd);
 	munmap(w->region, w->region_size);
 	free(w);
-	fx->w = NULL;
+	f->w = NULL;
 }
 
-static struct mearas_ring_ctl *cq_ctl(struct fixture *fx, unsigned vg, unsigned slot)
+static struct mearas_ring_ctl *cq_ctl(struct fixture *f, unsigned vg, unsigned slot)
 {
-	struct vgpu *v = &fx->w->vgpus[vg];
+	struct vgpu *v = &f->w->vgpus[vg];
 
 	return (struct mearas_ring_ctl *)(v->cqs + v->cq_stride * slot);
 }
 
-uint32_t fixture_cq_ready(struct fixture *fx, unsigned vg, unsigned slot)
+uint32_t fixture_cq_ready(struct fixture *f, unsigned vg, unsigned slot)
 {
-	return mearas_ring_ready(cq_ctl(fx, vg, slot));
+	return mearas_ring_ready(cq_ctl(f, vg, slot));
 }
 
-bool fixture_cq_pop(struct fixture *fx, unsigned vg, unsigned slot, struct mearas_cqe *out)
+bool fixture_cq_pop(struct fixture *f, unsigned vg, unsigned slot, struct mearas_cqe *out)
 {
-	struct mearas_ring_ctl *ctl = cq_ctl(fx, vg, slot);
+	struct mearas_ring_ctl *ctl = cq_ctl(f, vg, slot);
 	struct mearas_cqe *ring = (struct mearas_cqe *)(ctl + 1);
 	uint32_t head = ctl->head;
 
@@ -182,18 +182,18 @@ bool fixture_cq_pop(struct fixture *fx, unsigned vg, unsigned slot, struct meara
 	return true;
 }
 
-int fixture_run(struct fixture *fx, unsigned vg, struct mearas_sqe *e, uint64_t val[2])
+int fixture_call(struct fixture *f, unsigned vg, unsigned slot, struct mearas_sqe *e, uint64_t val[2])
 {
 	struct mearas_cqe c;
 	static uint64_t user_data = 1000;
 
 	e->flags |= MEARAS_SQE_WANT_CQE;
-	e->cq = 0;
+	e->cq = (uint16_t)slot;
 	e->user_data = ++user_data;
-	exec_record(&fx->w->vgpus[vg], e);
-	if (fixture_cq_ready(fx, vg, 0) != 1 || !fixture_cq_pop(fx, vg, 0, &c)) {
+	exec_record(&f->w->vgpus[vg], e);
+	if (fixture_cq_ready(f, vg, slot) != 1 || !fixture_cq_pop(f, vg, slot, &c)) {
 		fprintf(stderr, "fixture: %s posted %u completions, 1 expected\n", mearas_op_name(e->op),
-			fixture_cq_ready(fx, vg, 0));
+			fixture_cq_ready(f, vg, slot));
 		return -1000;
 	}
 	if (c.user_data != user_data) {
@@ -206,4 +206,15 @@ int fixture_run(struct fixture *fx, unsigned vg, struct mearas_sqe *e, uint64_t 
 		val[1] = c.val[1];
 	}
 	return c.status;
+}
+
+int fixture_op(struct fixture *f, unsigned vg, unsigned slot, unsigned op, uint32_t stream,
+	       const uint64_t *args, unsigned n)
+{
+	struct mearas_sqe e = sqe_of(op);
+
+	e.stream = stream;
+	for (unsigned i = 0; i < n && i < sizeof(e.args.a) / sizeof(e.args.a[0]); i++)
+		e.args.a[i] = args[i];
+	return fixture_call(f, vg, slot, &e, NULL);
 }

@@ -22,6 +22,9 @@ run() {
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		echo "FAIL $name/exit-status: $rc"
 		f=1
+	elif [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
+		echo "FAIL $name/ran-nothing: no PASS or FAIL line"
+		f=1
 	fi
 	passed=$((passed + p)) failed=$((failed + f))
 }

@@ -11,18 +11,10 @@
  *   event_sync_after_destroy SOCKET
  * Exit 0 when all of that held.
  */
+#include "check.h" /* REQUIRE_MSG: a failure ends the program, exit 1 */
 #include "sim_kernels.h"
 
 #define SPIN_FUNC 2
-
-#define EXPECT(cond, ...)                                       \
-	do {                                                    \
-		if (!(cond)) {                                  \
-			printf("FAIL: " __VA_ARGS__);           \
-			printf("\n");                           \
-			return 1;                               \
-		}                                               \
-	} while (0)
 
 /* A record wanting a completion on slot, not waited for. */
 static void post_want(struct hostile *h, struct mearas_sqe *e, unsigned slot, uint64_t ud)
@@ -72,52 +64,52 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	h.slot = 1;
-	EXPECT(load_spin(&h) == 0, "spin kernel");
-	EXPECT(sim_call1(&h, 0, MEARAS_OP_STREAM_CREATE, 0, 5, 0) == 0, "stream");
-	EXPECT(sim_call1(&h, 0, MEARAS_OP_STREAM_CREATE, 0, 6, 0) == 0, "stream 6");
+	REQUIRE_MSG(load_spin(&h) == 0, "spin kernel");
+	REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_STREAM_CREATE, 0, 5, 0) == 0, "stream");
+	REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_STREAM_CREATE, 0, 6, 0) == 0, "stream 6");
 	sim_launch_u32(&h, 0, SPIN_FUNC, 6, 600000);    /* busy for 10 minutes */
-	EXPECT(sim_call1(&h, 0, MEARAS_OP_EVENT_CREATE, 0, 8, 0) == 0, "event 8");
+	REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_EVENT_CREATE, 0, 8, 0) == 0, "event 8");
 	for (int i = 0; i < 20; i++) {
 		uint64_t ud = 1000 + i;
 
-		EXPECT(sim_call1(&h, 0, MEARAS_OP_EVENT_CREATE, 0, 3, 0) == 0, "event %d", i);
+		REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_EVENT_CREATE, 0, 3, 0) == 0, "event %d", i);
 		sim_launch_u32(&h, 0, SPIN_FUNC, 5, 100);
-		EXPECT(sim_call1(&h, 0, MEARAS_OP_EVENT_RECORD, 5, 3, 0) == 0, "record %d", i);
+		REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_EVENT_RECORD, 5, 3, 0) == 0, "record %d", i);
 		/* its twin, to see afterwards that the wait did not end early */
-		EXPECT(sim_call1(&h, 0, MEARAS_OP_EVENT_RECORD, 5, 8, 0) == 0, "record 8, %d", i);
+		REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_EVENT_RECORD, 5, 8, 0) == 0, "record 8, %d", i);
 		event_sync(&h, 3, 2, ud);
 		r = sim_call1(&h, 0, MEARAS_OP_EVENT_DESTROY, 0, 3, 0);
-		EXPECT(r == 0, "destroy %d: %d", i, r);
+		REQUIRE_MSG(r == 0, "destroy %d: %d", i, r);
 		r = sim_call1(&h, 0, MEARAS_OP_EVENT_QUERY, 0, 3, 0);
-		EXPECT(r == SEC_cudaErrorInvalidResourceHandle, "query after destroy %d: %d", i, r);
+		REQUIRE_MSG(r == SEC_cudaErrorInvalidResourceHandle, "query after destroy %d: %d", i, r);
 		/* a new event, recorded behind work that never ends: where the
 		 * destroyed event's memory went to it, the wait would hang */
-		EXPECT(sim_call1(&h, 0, MEARAS_OP_EVENT_CREATE, 0, 9, 0) == 0, "event 9, %d", i);
-		EXPECT(sim_call1(&h, 0, MEARAS_OP_EVENT_RECORD, 6, 9, 0) == 0, "record 9, %d", i);
+		REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_EVENT_CREATE, 0, 9, 0) == 0, "event 9, %d", i);
+		REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_EVENT_RECORD, 6, 9, 0) == 0, "record 9, %d", i);
 		r = completion(&h, 2, ud);
-		EXPECT(r == 0, "wait %d on the destroyed event: %d (-1000: none within 5 s)", i, r);
+		REQUIRE_MSG(r == 0, "wait %d on the destroyed event: %d (-1000: none within 5 s)", i, r);
 		r = sim_call1(&h, 0, MEARAS_OP_EVENT_QUERY, 0, 8, 0);
-		EXPECT(r == 0, "wait %d ended before the work it waited for (twin event: %d)", i, r);
-		EXPECT(sim_call1(&h, 0, MEARAS_OP_EVENT_DESTROY, 0, 9, 0) == 0, "destroy 9, %d", i);
+		REQUIRE_MSG(r == 0, "wait %d ended before the work it waited for (twin event: %d)", i, r);
+		REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_EVENT_DESTROY, 0, 9, 0) == 0, "destroy 9, %d", i);
 	}
-	EXPECT(sim_call1(&h, 0, MEARAS_OP_STREAM_DESTROY, 0, 6, 0) == 0, "stream 6");
+	REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_STREAM_DESTROY, 0, 6, 0) == 0, "stream 6");
 	printf("20 waits survived the destruction of their event\n");
 
 	/* a reset destroys every event, one a later wait still needs included */
-	EXPECT(sim_call1(&h, 0, MEARAS_OP_EVENT_CREATE, 0, 4, 0) == 0, "event 4");
+	REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_EVENT_CREATE, 0, 4, 0) == 0, "event 4");
 	sim_launch_u32(&h, 0, SPIN_FUNC, 5, 50);
 	e = hostile_sqe(MEARAS_OP_DEVICE_RESET);
 	post_want(&h, &e, 3, 77);
 	sim_launch_u32(&h, 0, SPIN_FUNC, 5, 300);       /* not waited for by the reset */
-	EXPECT(sim_call1(&h, 0, MEARAS_OP_EVENT_RECORD, 5, 4, 0) == 0, "record 4");
+	REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_EVENT_RECORD, 5, 4, 0) == 0, "record 4");
 	event_sync(&h, 4, 2, 78);
 	r = completion(&h, 3, 77);
-	EXPECT(r == 0, "reset: %d", r);
+	REQUIRE_MSG(r == 0, "reset: %d", r);
 	r = completion(&h, 2, 78);
-	EXPECT(r == 0, "wait across the reset: %d (-1000: none, the worker died?)", r);
-	EXPECT(sim_call1(&h, 0, MEARAS_OP_EVENT_QUERY, 0, 4, 0) == SEC_cudaErrorInvalidResourceHandle,
+	REQUIRE_MSG(r == 0, "wait across the reset: %d (-1000: none, the worker died?)", r);
+	REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_EVENT_QUERY, 0, 4, 0) == SEC_cudaErrorInvalidResourceHandle,
 	       "event 4 after the reset");
-	EXPECT(hostile_alloc(&h, 0, 4096, NULL) != 0, "an allocation after it all");
+	REQUIRE_MSG(hostile_alloc(&h, 0, 4096, NULL) != 0, "an allocation after it all");
 	printf("a wait survived the reset that destroyed its event\n");
 	return 0;
 }

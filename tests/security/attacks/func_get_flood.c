@@ -10,16 +10,8 @@
  *   func_get_flood SOCKET
  * Exit 0 when all of that held.
  */
+#include "check.h" /* REQUIRE_MSG: a failure ends the program, exit 1 */
 #include "sim_kernels.h"
-
-#define EXPECT(cond, ...)                                       \
-	do {                                                    \
-		if (!(cond)) {                                  \
-			printf("FAIL: " __VA_ARGS__);           \
-			printf("\n");                           \
-			return 1;                               \
-		}                                               \
-	} while (0)
 
 int main(int argc, char **argv)
 {
@@ -35,7 +27,7 @@ int main(int argc, char **argv)
 		unsigned n = 0;
 
 		r = sim_load_kernel(&h, 0, 1, "k_wide", 4000, 1 << 20);
-		EXPECT(r == 0, "module load, round %d: %d", round, r);
+		REQUIRE_MSG(r == 0, "module load, round %d: %d", round, r);
 		for (uint64_t id = 1; id < MEARAS_MAX_HANDLES; id++) {
 			r = sim_func_get(&h, 0, 1, id, "k_wide");
 			if (r)
@@ -43,14 +35,14 @@ int main(int argc, char **argv)
 			n++;
 		}
 		printf("round %d: %u lookups, then status %d\n", round, n, r);
-		EXPECT(r == SEC_cudaErrorMemoryAllocation, "round %d: %u lookups and no refusal (status %d)", round, n,
+		REQUIRE_MSG(r == SEC_cudaErrorMemoryAllocation, "round %d: %u lookups and no refusal (status %d)", round, n,
 		       r);
 		if (!round)
 			first = n;
-		EXPECT(n == first, "round %d: %u lookups, %u in the first round: records not freed", round, n, first);
-		EXPECT(sim_call1(&h, 0, MEARAS_OP_MODULE_UNLOAD, 0, 1, 0) == 0, "unload, round %d", round);
+		REQUIRE_MSG(n == first, "round %d: %u lookups, %u in the first round: records not freed", round, n, first);
+		REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_MODULE_UNLOAD, 0, 1, 0) == 0, "unload, round %d", round);
 	}
-	EXPECT(hostile_alloc(&h, 0, 4096, NULL) != 0, "an allocation after it all");
+	REQUIRE_MSG(hostile_alloc(&h, 0, 4096, NULL) != 0, "an allocation after it all");
 	printf("kernel lookups bounded and freed with their module\n");
 	return 0;
 }

@@ -11,6 +11,7 @@
  *   host_func_graph_relaunch SOCKET
  * Exit 0 when all of that held.
  */
+#include "check.h" /* REQUIRE_MSG: a failure ends the program, exit 1 */
 #include "sim_kernels.h"
 
 #define TOKEN 99
@@ -52,15 +53,6 @@ static void post_host_func(struct hostile *h, uint32_t stream)
 	hostile_submit(h, 0, &e);
 }
 
-#define EXPECT(cond, ...)                                       \
-	do {                                                    \
-		if (!(cond)) {                                  \
-			printf("FAIL: " __VA_ARGS__);           \
-			printf("\n");                           \
-			return 1;                               \
-		}                                               \
-	} while (0)
-
 int main(int argc, char **argv)
 {
 	struct hostile h;
@@ -73,47 +65,47 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	h.slot = 1;     /* slot 0 carries the host-function requests */
-	EXPECT(sim_call1(&h, 0, MEARAS_OP_STREAM_CREATE, 0, 5, 0) == 0, "stream");
-	EXPECT(sim_call1(&h, 0, MEARAS_OP_CAPTURE_BEGIN, 5, 0, 0) == 0, "capture begin");
+	REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_STREAM_CREATE, 0, 5, 0) == 0, "stream");
+	REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_CAPTURE_BEGIN, 5, 0, 0) == 0, "capture begin");
 	post_host_func(&h, 5);
-	EXPECT(sim_call1(&h, 0, MEARAS_OP_CAPTURE_END, 5, 7, 0) == 0, "capture end");
-	EXPECT(sim_call1(&h, 0, MEARAS_OP_GRAPH_INSTANTIATE, 0, 7, 8) == 0, "instantiate");
+	REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_CAPTURE_END, 5, 7, 0) == 0, "capture end");
+	REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_GRAPH_INSTANTIATE, 0, 7, 8) == 0, "instantiate");
 	/* the graph goes first: its instantiation still runs the host function */
-	EXPECT(sim_call1(&h, 0, MEARAS_OP_GRAPH_DESTROY, 0, 7, 0) == 0, "graph destroy");
+	REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_GRAPH_DESTROY, 0, 7, 0) == 0, "graph destroy");
 	for (int i = 0; i < 200; i++) {
 		r = sim_call1(&h, 0, MEARAS_OP_GRAPH_LAUNCH, 5, 8, 0);
-		EXPECT(r == 0, "launch %d: status %d (the worker died?)", i, r);
-		EXPECT(host_request(&h, &c) == 0, "launch %d: no host-function request", i);
-		EXPECT((c.flags & MEARAS_CQE_HOST_FUNC) && c.val[0] == TOKEN, "launch %d: request %#x token %llu", i,
+		REQUIRE_MSG(r == 0, "launch %d: status %d (the worker died?)", i, r);
+		REQUIRE_MSG(host_request(&h, &c) == 0, "launch %d: no host-function request", i);
+		REQUIRE_MSG((c.flags & MEARAS_CQE_HOST_FUNC) && c.val[0] == TOKEN, "launch %d: request %#x token %llu", i,
 		       c.flags, (unsigned long long)c.val[0]);
 		runs[i] = c.user_data;
 		host_done(&h, TOKEN, c.user_data);
 	}
 	for (int i = 0; i < 200; i++) {
-		EXPECT(runs[i] > last, "launch %d: run number %llu after %llu", i, (unsigned long long)runs[i],
+		REQUIRE_MSG(runs[i] > last, "launch %d: run number %llu after %llu", i, (unsigned long long)runs[i],
 		       (unsigned long long)last);
 		last = runs[i];
 	}
 	printf("200 launches of a destroyed graph's instantiation: one request each\n");
-	EXPECT(sim_call1(&h, 0, MEARAS_OP_GRAPH_EXEC_DESTROY, 0, 8, 0) == 0, "exec destroy");
-	EXPECT(sim_call1(&h, 0, MEARAS_OP_GRAPH_LAUNCH, 5, 8, 0) == SEC_cudaErrorInvalidResourceHandle,
+	REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_GRAPH_EXEC_DESTROY, 0, 8, 0) == 0, "exec destroy");
+	REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_GRAPH_LAUNCH, 5, 8, 0) == SEC_cudaErrorInvalidResourceHandle,
 	       "launch after destroy");
 
 	/* capture host functions without end: refused at the limit */
-	EXPECT(sim_call1(&h, 0, MEARAS_OP_STREAM_CREATE, 0, 6, 0) == 0, "stream 6");
-	EXPECT(sim_call1(&h, 0, MEARAS_OP_CAPTURE_BEGIN, 6, 0, 0) == 0, "capture begin 6");
+	REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_STREAM_CREATE, 0, 6, 0) == 0, "stream 6");
+	REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_CAPTURE_BEGIN, 6, 0, 0) == 0, "capture begin 6");
 	for (int i = 0; i < 20000; i++)
 		post_host_func(&h, 6);
 	r = sim_call1(&h, 0, MEARAS_OP_SYNC_ERROR, 0, 0, 0);
 	printf("20000 captured host functions: %d\n", r);
-	EXPECT(r == SEC_cudaErrorMemoryAllocation, "capture flood: status %d, want cudaErrorMemoryAllocation", r);
-	EXPECT(sim_call1(&h, 0, MEARAS_OP_CAPTURE_END, 6, 9, 0) == 0, "capture end 9");
-	EXPECT(sim_call1(&h, 0, MEARAS_OP_GRAPH_DESTROY, 0, 9, 0) == 0, "graph destroy 9");
+	REQUIRE_MSG(r == SEC_cudaErrorMemoryAllocation, "capture flood: status %d, want cudaErrorMemoryAllocation", r);
+	REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_CAPTURE_END, 6, 9, 0) == 0, "capture end 9");
+	REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_GRAPH_DESTROY, 0, 9, 0) == 0, "graph destroy 9");
 	/* freed with their graph: there is room again */
-	EXPECT(sim_call1(&h, 0, MEARAS_OP_CAPTURE_BEGIN, 6, 0, 0) == 0, "capture begin again");
+	REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_CAPTURE_BEGIN, 6, 0, 0) == 0, "capture begin again");
 	post_host_func(&h, 6);
-	EXPECT(sim_call1(&h, 0, MEARAS_OP_SYNC_ERROR, 0, 0, 0) == 0, "a host function after the flood");
-	EXPECT(sim_call1(&h, 0, MEARAS_OP_CAPTURE_END, 6, 10, 0) == 0, "capture end 10");
+	REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_SYNC_ERROR, 0, 0, 0) == 0, "a host function after the flood");
+	REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_CAPTURE_END, 6, 10, 0) == 0, "capture end 10");
 	printf("host functions of graphs outlive their first run; the capture flood was refused\n");
 	return 0;
 }

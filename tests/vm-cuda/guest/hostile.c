@@ -7,7 +7,8 @@
  * what the module must refuse it: the VM header (every slot's claim and
  * kick words), another process's slot, the whole BAR, raw claims, writes to
  * its own slot's header, and its slot after giving it back. Prints
- * GUEST-PASS/FAIL lines.
+ * GUEST-PASS/FAIL lines (tests/check.h), then the count; exit status 1 on a
+ * failed check.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h" /* tests/check.h, CHECK_PREFIX "GUEST-" (Makefile) */
 #include "mearas/kmod_uapi.h"
 #include "mearas/vm_proto.h"
 
@@ -52,7 +54,7 @@ static void scribble(void *p, size_t len, unsigned *seed)
 
 static void check(const char *name, int ok, const char *why)
 {
-	printf("GUEST-%s %s%s%s\n", ok ? "PASS" : "FAIL", name, ok ? "" : ": ", ok ? "" : why);
+	CHECK_NAMED(ok, name, "%s", why);
 }
 
 /* mmap of [off, off + len) of fd with prot must fail with EACCES */
@@ -127,14 +129,14 @@ int main(void)
 
 	fd = open("/dev/mearas0", O_RDWR);
 	if (fd < 0 || ioctl(fd, MEARAS_IOC_INFO, &info)) {
-		printf("GUEST-FAIL hostile-open: %s\n", strerror(errno));
-		return 1;
+		CHECK_NAMED(0, "hostile-open", "%s", strerror(errno));
+		return check_done();
 	}
 	/* nothing is mappable before a claim, and never the VM header */
 	refused("hostile-no-map-before-claim", fd, MEARAS_VM_OUT_OFF, 4096, PROT_READ);
 	if (ioctl(fd, MEARAS_IOC_VM_CLAIM, &c)) {
-		printf("GUEST-FAIL hostile-claim: %s\n", strerror(errno));
-		return 1;
+		CHECK_NAMED(0, "hostile-claim", "%s", strerror(errno));
+		return check_done();
 	}
 	for (int i = 0; i < 100 && !ready; i++) {
 		nap_ms(50);
@@ -156,8 +158,8 @@ int main(void)
 	}
 	region = mmap(NULL, c.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)c.region_off);
 	if (region == MAP_FAILED) {
-		printf("GUEST-FAIL hostile-mmap-own-slot: %s\n", strerror(errno));
-		return 1;
+		CHECK_NAMED(0, "hostile-mmap-own-slot", "%s", strerror(errno));
+		return check_done();
 	}
 	check("hostile-own-header-readable", !faults(region, 0), "read faulted");
 	check("hostile-own-header-read-only", faults(region + 8, 1), "write to the slot's header went through");
@@ -231,6 +233,6 @@ int main(void)
 	check("hostile-release", ioctl(fd, MEARAS_IOC_VM_RELEASE) == 0, strerror(errno));
 	check("hostile-slot-unmapped-after-release", faults(region + 4096, 0), "still readable");
 	refused("hostile-no-map-after-release", fd, c.region_off, 4096, PROT_READ);
-	printf("GUEST-PASS hostile-done\n");
-	return 0;
+	CHECK_NAMED(1, "hostile-done", " ");
+	return check_done();
 }

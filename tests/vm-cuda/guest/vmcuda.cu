@@ -2,7 +2,8 @@
 // CUDA checks run inside a guest VM through mearas' VM transport.
 // Usage: vmcuda props|memcpy|errors|pinned|sleep SECONDS|hold SECONDS|dead SECONDS|
 //        xowner SECONDS|xread DEVICE_POINTER
-// Prints "GUEST-PASS name" / "GUEST-FAIL name: why" lines; exit status 1 on any failure.
+// Prints "GUEST-PASS name" / "GUEST-FAIL name: why" lines, then "N passed, M failed,
+// K skipped"; exit status 1 on any failure.
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -13,20 +14,9 @@
 #include <unistd.h>
 #include <vector>
 
-static int failures;
-
-#define CHECK(name, cond, ...)                                              \
-	do {                                                                \
-		if (cond) {                                                 \
-			printf("GUEST-PASS %s\n", name);                    \
-		} else {                                                    \
-			printf("GUEST-FAIL %s: ", name);                    \
-			printf(__VA_ARGS__);                                \
-			printf("\n");                                       \
-			failures++;                                         \
-		}                                                           \
-		fflush(stdout);                                             \
-	} while (0)
+// tests/check.h's named checks, as the VM tests' guest programs print them
+#define CHECK_PREFIX "GUEST-"
+#include "../../check.h"
 
 __global__ void scale(float *x, float a, int n)
 {
@@ -74,19 +64,19 @@ static void xowner(int secs)
 		a[i] = 0xc0de0000u + (unsigned)i;
 	if (!e)
 		e = cudaMemcpy(d, a.data(), XWORDS * 4, cudaMemcpyHostToDevice);
-	CHECK("xowner-init", e == cudaSuccess, "error %d", (int)e);
+	CHECK_NAMED(e == cudaSuccess, "xowner-init", "error %d", (int)e);
 	printf("GUEST-READY %d ptr %p\n", (int)getpid(), (void *)d);
 	fflush(stdout);
 	sleep((unsigned)secs);
 	e = cudaMemcpy(b.data(), d, XWORDS * 4, cudaMemcpyDeviceToHost);
-	CHECK("xowner-bytes-intact", e == cudaSuccess && a == b, "error %d", (int)e);
+	CHECK_NAMED(e == cudaSuccess && a == b, "xowner-bytes-intact", "error %d", (int)e);
 	add_one<<<(XWORDS + 255) / 256, 256>>>(d, XWORDS);
 	e = cudaDeviceSynchronize();
 	if (!e)
 		e = cudaMemcpy(b.data(), d, XWORDS * 4, cudaMemcpyDeviceToHost);
 	// on the sim, kernels are not run: only the calls must succeed
 	bool ran = on_sim() || b[7] == a[7] + 1;
-	CHECK("xowner-still-runs-kernels", e == cudaSuccess && ran, "error %d", (int)e);
+	CHECK_NAMED(e == cudaSuccess && ran, "xowner-still-runs-kernels", "error %d", (int)e);
 	cudaFree(d);
 }
 
@@ -98,18 +88,18 @@ static void xread(const char *ptr)
 	cudaError_t e;
 
 	e = cudaMemcpy(b.data(), p, XWORDS * 4, cudaMemcpyDeviceToHost);
-	CHECK("xread-copy-refused", e != cudaSuccess, "copied another process's device memory");
+	CHECK_NAMED(e != cudaSuccess, "xread-copy-refused", "copied another process's device memory");
 	cudaGetLastError();
 	if (on_sim()) {
 		printf("  xread: the sim runs no kernels; the kernel read is checked on a GPU\n");
 		return;
 	}
 	e = cudaMalloc(&out, 4);
-	CHECK("xread-own-alloc", e == cudaSuccess, "error %d", (int)e);
+	CHECK_NAMED(e == cudaSuccess, "xread-own-alloc", "error %d", (int)e);
 	read_words<<<1, 1>>>(p, out, XWORDS);
 	e = cudaDeviceSynchronize();
 	printf("  xread: kernel on another process's memory: %d (%s)\n", (int)e, cudaGetErrorString(e));
-	CHECK("xread-kernel-faults", e == cudaErrorIllegalAddress || e == cudaErrorLaunchFailure,
+	CHECK_NAMED(e == cudaErrorIllegalAddress || e == cudaErrorLaunchFailure, "xread-kernel-faults",
 	      "error %d", (int)e);
 }
 
@@ -127,21 +117,21 @@ static void props(void)
 	int n = -1;
 	cudaError_t e = cudaGetDeviceCount(&n);
 	int want = getenv("WANT_DEVICES") ? atoi(getenv("WANT_DEVICES")) : 2;
-	CHECK("device-count", e == cudaSuccess && n == want, "error %d, count %d, want %d", (int)e, n, want);
+	CHECK_NAMED(e == cudaSuccess && n == want, "device-count", "error %d, count %d, want %d", (int)e, n, want);
 	for (int d = 0; d < n; d++) {
 		cudaDeviceProp p;
 		char name[64];
 		snprintf(name, sizeof(name), "props-dev%d", d);
 		e = cudaGetDeviceProperties(&p, d);
-		CHECK(name, e == cudaSuccess && p.name[0] && p.totalGlobalMem > 0 && p.major > 0 &&
-			    p.maxThreadsPerBlock > 0 && p.warpSize == 32,
+		CHECK_NAMED(e == cudaSuccess && p.name[0] && p.totalGlobalMem > 0 && p.major > 0 &&
+			    p.maxThreadsPerBlock > 0 && p.warpSize == 32, name,
 		      "error %d name '%s' mem %zu cc %d.%d", (int)e, p.name, p.totalGlobalMem, p.major, p.minor);
 		printf("  device %d: %s, %zu MiB, cc %d.%d, %d SMs\n", d, p.name, p.totalGlobalMem >> 20,
 		       p.major, p.minor, p.multiProcessorCount);
 	}
 	size_t fr = 0, tot = 0;
 	e = cudaMemGetInfo(&fr, &tot);
-	CHECK("mem-get-info", e == cudaSuccess && tot > 0 && fr <= tot, "error %d free %zu total %zu", (int)e, fr,
+	CHECK_NAMED(e == cudaSuccess && tot > 0 && fr <= tot, "mem-get-info", "error %d free %zu total %zu", (int)e, fr,
 	      tot);
 }
 
@@ -196,7 +186,7 @@ static void round_trips(void)
 		}
 		char name[64];
 		snprintf(name, sizeof(name), "memcpy-roundtrips-dev%d", d);
-		CHECK(name, ok, "%s", why);
+		CHECK_NAMED(ok, name, "%s", why);
 	}
 	cudaSetDevice(0);
 	// async copies on a stream, event sync, and a kernel launch through the ring
@@ -227,7 +217,7 @@ static void round_trips(void)
 		e = cudaMemcpyAsync(h, dptr, n * sizeof(float), cudaMemcpyDeviceToHost, s);
 	if (!e)
 		e = cudaStreamSynchronize(s);
-	CHECK("pinned-async-stream-launch", e == cudaSuccess, "error %d (%s)", (int)e, cudaGetErrorString(e));
+	CHECK_NAMED(e == cudaSuccess, "pinned-async-stream-launch", "error %d (%s)", (int)e, cudaGetErrorString(e));
 	// on a real GPU (not mearasd's host-memory model, which counts launches
 	// without running them) the kernel's result must be there
 	cudaDeviceProp p;
@@ -236,7 +226,7 @@ static void round_trips(void)
 		for (int i = 0; i < n && bad < 0; i++)
 			if (h[i] != 2.0f * (float)i)
 				bad = i;
-		CHECK("kernel-result-on-gpu", bad < 0, "element %d is %f", bad, bad >= 0 ? h[bad] : 0.0f);
+		CHECK_NAMED(bad < 0, "kernel-result-on-gpu", "element %d is %f", bad, bad >= 0 ? h[bad] : 0.0f);
 	}
 	cudaFree(dptr);
 	cudaFreeHost(h);
@@ -246,26 +236,26 @@ static void errors(void)
 {
 	void *p = nullptr;
 	cudaError_t e = cudaMalloc(&p, (size_t)1 << 50);
-	CHECK("malloc-too-large", e == cudaErrorMemoryAllocation, "got %d", (int)e);
+	CHECK_NAMED(e == cudaErrorMemoryAllocation, "malloc-too-large", "got %d", (int)e);
 	cudaGetLastError();
 	e = cudaSetDevice(99);
-	CHECK("set-invalid-device", e == cudaErrorInvalidDevice, "got %d", (int)e);
+	CHECK_NAMED(e == cudaErrorInvalidDevice, "set-invalid-device", "got %d", (int)e);
 	cudaGetLastError();
 	e = cudaFree((void *)0x1234);
-	CHECK("free-bad-pointer", e != cudaSuccess, "got success");
+	CHECK_NAMED(e != cudaSuccess, "free-bad-pointer", "got success");
 	cudaGetLastError();
 	char buf[64];
 	e = cudaMemcpy(buf, (void *)0x10, sizeof(buf), cudaMemcpyDeviceToHost);
-	CHECK("memcpy-bad-device-pointer", e != cudaSuccess, "got success");
+	CHECK_NAMED(e != cudaSuccess, "memcpy-bad-device-pointer", "got success");
 	cudaGetLastError();
 	e = cudaMalloc(&p, 1024);
 	if (!e)
 		e = cudaMemcpy(p, buf, 4096, cudaMemcpyHostToDevice); // beyond the allocation
-	CHECK("memcpy-past-allocation", e != cudaSuccess, "got success");
+	CHECK_NAMED(e != cudaSuccess, "memcpy-past-allocation", "got success");
 	cudaGetLastError();
 	cudaFree(p);
 	e = cudaMalloc(&p, 1024);
-	CHECK("usable-after-errors", e == cudaSuccess, "got %d", (int)e);
+	CHECK_NAMED(e == cudaSuccess, "usable-after-errors", "got %d", (int)e);
 	cudaFree(p);
 }
 
@@ -306,7 +296,7 @@ static void threads(void)
 		pthread_join(t[i], &r);
 		bad += (long)r;
 	}
-	CHECK("four-threads-round-trips", bad == 0, "%ld thread(s) failed", bad);
+	CHECK_NAMED(bad == 0, "four-threads-round-trips", "%ld thread(s) failed", bad);
 }
 
 // latency of small synchronous calls through the VM transport (informational)
@@ -322,7 +312,7 @@ static void bench(void)
 	for (int i = 0; i < n && !e; i++)
 		e = cudaMemcpy(&x, d, 4, cudaMemcpyDeviceToHost);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	CHECK("bench-small-copies", e == cudaSuccess, "error %d", (int)e);
+	CHECK_NAMED(e == cudaSuccess, "bench-small-copies", "error %d", (int)e);
 	printf("  4-byte D2H cudaMemcpy round trip: %.1f us (mean of %d)\n",
 	       ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / 1e3 / n, n);
 	std::vector<unsigned char> big(8 << 20);
@@ -357,7 +347,7 @@ int main(int argc, char **argv)
 		// CUDA initialized and holding memory, then idle
 		void *p = nullptr;
 		cudaError_t e = cudaMalloc(&p, 1 << 20);
-		CHECK("init-before-idle", e == cudaSuccess, "error %d", (int)e);
+		CHECK_NAMED(e == cudaSuccess, "init-before-idle", "error %d", (int)e);
 		printf("GUEST-READY %d\n", (int)getpid());
 		fflush(stdout);
 		sleep((unsigned)secs);
@@ -366,7 +356,7 @@ int main(int argc, char **argv)
 		e = cudaMemcpy(p, a.data(), a.size(), cudaMemcpyHostToDevice);
 		if (!e)
 			e = cudaMemcpy(b.data(), p, b.size(), cudaMemcpyDeviceToHost);
-		CHECK("works-after-idle", e == cudaSuccess && a == b, "error %d", (int)e);
+		CHECK_NAMED(e == cudaSuccess && a == b, "works-after-idle", "error %d", (int)e);
 		cudaFree(p);
 	} else if (!strcmp(what, "xowner")) {
 		xowner(secs);
@@ -376,7 +366,7 @@ int main(int argc, char **argv)
 		// the host kills mearasd's VM worker while we sleep: calls must fail, not hang
 		void *p = nullptr;
 		cudaError_t e = cudaMalloc(&p, 1 << 20);
-		CHECK("init-before-backend-death", e == cudaSuccess, "error %d", (int)e);
+		CHECK_NAMED(e == cudaSuccess, "init-before-backend-death", "error %d", (int)e);
 		printf("GUEST-READY %d\n", (int)getpid());
 		fflush(stdout);
 		sleep((unsigned)secs);
@@ -384,11 +374,11 @@ int main(int argc, char **argv)
 		e = cudaMemcpy(p, a.data(), a.size(), cudaMemcpyHostToDevice);
 		if (!e)
 			e = cudaDeviceSynchronize();
-		CHECK("error-after-backend-death", e != cudaSuccess, "calls still succeed");
+		CHECK_NAMED(e != cudaSuccess, "error-after-backend-death", "calls still succeed");
 		printf("  error after backend death: %d (%s)\n", (int)e, cudaGetErrorString(e));
 	} else {
 		fprintf(stderr, "vmcuda: unknown test %s\n", what);
 		return 2;
 	}
-	return failures ? 1 : 0;
+	return check_done();
 }

@@ -1,7 +1,7 @@
 /* ivshmem-doorbell scenario against the host test program's server. */
 #define _GNU_SOURCE
 #include "guest_scenarios.h"
-#include "check.h"
+#include "check.h" /* tests/check.h, CHECK_PREFIX "GUEST-" (Makefile) */
 #include "guest_util.h"
 #include "../test_shm_layout.h"
 
@@ -37,34 +37,34 @@ static void check_interrupts(int fd, const struct mearas_info *info,
 
 	c0 = vector_count(fd, 0);
 	ret = wait_vector(fd, 0, c0, 200, &count);
-	CHECK(ret == -ETIMEDOUT && count == c0, "wait-times-out", "ret=%d", ret);
+	CHECK_NAMED(ret == -ETIMEDOUT && count == c0, "wait-times-out", "ret=%d", ret);
 
 	test_store(&ctrl->guest_peer_id, info->peer_id);
 	test_store(&ctrl->guest_ready, TEST_READY_MAGIC);
 	ret = xioctl(fd, MEARAS_IOC_RING, &db);
-	CHECK(ret == 0, "ring-host-doorbell", "ret=%d", ret);
+	CHECK_NAMED(ret == 0, "ring-host-doorbell", "ret=%d", ret);
 
 	/* The host answers the doorbell with vector 0; c0 predates the ring. */
 	ret = wait_vector(fd, 0, c0, LONG_WAIT_MS, &count);
-	CHECK(ret == 0 && count > c0, "wait-wakes-on-msix", "ret=%d count=%llu",
+	CHECK_NAMED(ret == 0 && count > c0, "wait-wakes-on-msix", "ret=%d count=%llu",
 	      ret, (unsigned long long)count);
 	for (size_t i = 0; i < TEST_PATTERN_LEN; i++)
 		bad += shm[TEST_HOST_PATTERN_OFF + i] != test_host_byte(i, info->peer_id);
-	CHECK(bad == 0, "host-pattern-seen", "%zu bytes differ", bad);
+	CHECK_NAMED(bad == 0, "host-pattern-seen", "%zu bytes differ", bad);
 
 	ret = (int)read(fd, &mask, sizeof(mask));
-	CHECK(ret == 8 && mask == 1, "read-mask-vector0", "ret=%d mask=%#llx", ret,
+	CHECK_NAMED(ret == 8 && mask == 1, "read-mask-vector0", "ret=%d mask=%#llx", ret,
 	      (unsigned long long)mask);
 	ret = poll(&pfd, 1, 0);
-	CHECK(ret == 0, "poll-nothing-pending", "ret=%d revents=%#x", ret, pfd.revents);
+	CHECK_NAMED(ret == 0, "poll-nothing-pending", "ret=%d revents=%#x", ret, pfd.revents);
 
 	test_store(&ctrl->stage, TEST_STAGE_POLLING);
 	ret = poll(&pfd, 1, LONG_WAIT_MS);
-	CHECK(ret == 1 && (pfd.revents & POLLIN), "poll-wakes-on-msix",
+	CHECK_NAMED(ret == 1 && (pfd.revents & POLLIN), "poll-wakes-on-msix",
 	      "ret=%d revents=%#x", ret, pfd.revents);
 	mask = 0;
 	ret = (int)read(fd, &mask, sizeof(mask));
-	CHECK(ret == 8 && mask == 2, "read-mask-vector1", "ret=%d mask=%#llx", ret,
+	CHECK_NAMED(ret == 8 && mask == 2, "read-mask-vector1", "ret=%d mask=%#llx", ret,
 	      (unsigned long long)mask);
 	test_store(&ctrl->stage, TEST_STAGE_DONE);
 }
@@ -79,7 +79,7 @@ static void check_remove_wakes_waiter(int fd)
 	pid_t pid;
 
 	if (!pci_address(0, bdf, sizeof(bdf))) {
-		CHECK(0, "doorbell-remove-setup", "no pci address");
+		CHECK_NAMED(0, "doorbell-remove-setup", "no pci address");
 		return;
 	}
 	pid = fork();
@@ -92,11 +92,11 @@ static void check_remove_wakes_waiter(int fd)
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/remove", bdf);
 	ret = write_sysfs(path, "1");
 	waitpid(pid, &status, 0);
-	CHECK(ret == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+	CHECK_NAMED(ret == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
 	      now_s() - t0 < 10, "remove-wakes-waiter-enodev",
 	      "ret=%d status=%#x", ret, status);
 	ret = xioctl(fd, MEARAS_IOC_INFO, &info);
-	CHECK(ret == -ENODEV, "doorbell-removed-info-enodev", "ret=%d", ret);
+	CHECK_NAMED(ret == -ENODEV, "doorbell-removed-info-enodev", "ret=%d", ret);
 }
 
 static void check_reprobe(const struct mearas_info *before)
@@ -107,23 +107,23 @@ static void check_reprobe(const struct mearas_info *before)
 	int fd, ret;
 
 	ret = write_sysfs("/sys/bus/pci/rescan", "1");
-	CHECK(ret == 0 && wait_node(0, 1, 3000) == 0, "doorbell-rescan", "ret=%d", ret);
+	CHECK_NAMED(ret == 0 && wait_node(0, 1, 3000) == 0, "doorbell-rescan", "ret=%d", ret);
 	fd = open_dev(0);
 	ret = fd < 0 ? -errno : xioctl(fd, MEARAS_IOC_INFO, &info);
-	CHECK(ret == 0 && info.peer_id == before->peer_id &&
+	CHECK_NAMED(ret == 0 && info.peer_id == before->peer_id &&
 	      info.nr_vectors == before->nr_vectors, "doorbell-rescan-info",
 	      "ret=%d peer=%u", ret, info.peer_id);
 	if (ret)
 		return;
 	ctrl = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (ctrl == MAP_FAILED) {
-		CHECK(0, "doorbell-rescan-mmap", "errno=%d", errno);
+		CHECK_NAMED(0, "doorbell-rescan-mmap", "errno=%d", errno);
 		return;
 	}
 	c0 = vector_count(fd, 0);
 	test_store(&ctrl->stage, TEST_STAGE_REPROBED);
 	ret = wait_vector(fd, 0, c0, LONG_WAIT_MS, &count);
-	CHECK(ret == 0 && count > c0, "msix-after-reprobe", "ret=%d", ret);
+	CHECK_NAMED(ret == 0 && count > c0, "msix-after-reprobe", "ret=%d", ret);
 	munmap(ctrl, 4096);
 	close(fd);
 }
@@ -135,11 +135,11 @@ void scenario_doorbell(void)
 	int fd, ret;
 
 	fd = open_dev(0);
-	CHECK(fd >= 0, "doorbell-open", "errno=%d", errno);
+	CHECK_NAMED(fd >= 0, "doorbell-open", "errno=%d", errno);
 	if (fd < 0)
 		return;
 	ret = xioctl(fd, MEARAS_IOC_INFO, &info);
-	CHECK(ret == 0 && (info.flags & MEARAS_INFO_DOORBELL) &&
+	CHECK_NAMED(ret == 0 && (info.flags & MEARAS_INFO_DOORBELL) &&
 	      info.nr_vectors == TEST_VECTORS && info.shm_size == TEST_DOORBELL_SIZE &&
 	      info.peer_id >= 1 && info.peer_id <= MEARAS_MAX_PEER_ID,
 	      "doorbell-info", "ret=%d size=%llu vectors=%u flags=%u peer=%u", ret,
@@ -148,7 +148,7 @@ void scenario_doorbell(void)
 	if (ret)
 		return;
 	shm = mmap(NULL, info.shm_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	CHECK(shm != MAP_FAILED, "doorbell-mmap", "errno=%d", errno);
+	CHECK_NAMED(shm != MAP_FAILED, "doorbell-mmap", "errno=%d", errno);
 	if (shm == MAP_FAILED)
 		return;
 
@@ -166,11 +166,11 @@ void scenario_idle(void)
 	int fd = open_dev(0);
 	struct test_ctrl *ctrl;
 
-	CHECK(fd >= 0, "idle-open", "errno=%d", errno);
+	CHECK_NAMED(fd >= 0, "idle-open", "errno=%d", errno);
 	if (fd < 0)
 		return;
 	ctrl = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	CHECK(ctrl != MAP_FAILED, "idle-mmap", "errno=%d", errno);
+	CHECK_NAMED(ctrl != MAP_FAILED, "idle-mmap", "errno=%d", errno);
 	if (ctrl == MAP_FAILED)
 		return;
 	test_store(&ctrl->guest_ready, TEST_READY_MAGIC);
@@ -186,18 +186,18 @@ void scenario_ping(void)
 	double t0;
 	int fd = open_dev(0), ret;
 
-	CHECK(fd >= 0, "ping-open", "errno=%d", errno);
+	CHECK_NAMED(fd >= 0, "ping-open", "errno=%d", errno);
 	if (fd < 0)
 		return;
 	ret = xioctl(fd, MEARAS_IOC_INFO, &info);
-	CHECK(ret == 0 && (info.flags & MEARAS_INFO_DOORBELL) && info.peer_id >= 1,
+	CHECK_NAMED(ret == 0 && (info.flags & MEARAS_INFO_DOORBELL) && info.peer_id >= 1,
 	      "ping-info", "ret=%d flags=%u peer=%u", ret, info.flags, info.peer_id);
 	c1 = vector_count(fd, 1);
 	t0 = now_s();
 	ret = xioctl(fd, MEARAS_IOC_RING, &db);
 	if (!ret)
 		ret = wait_vector(fd, 1, c1, LONG_WAIT_MS, &count);
-	CHECK(ret == 0, "ping-echoed", "ret=%d", ret);
+	CHECK_NAMED(ret == 0, "ping-echoed", "ret=%d", ret);
 	printf("ping: peer %u, round trip %.3f ms\n", info.peer_id, (now_s() - t0) * 1e3);
 	close(fd);
 }

@@ -1,7 +1,7 @@
 /* ivshmem-plain scenario: two devices, patterns, module and device lifecycle. */
 #define _GNU_SOURCE
 #include "guest_scenarios.h"
-#include "check.h"
+#include "check.h" /* tests/check.h, CHECK_PREFIX "GUEST-" (Makefile) */
 #include "guest_util.h"
 #include "../test_shm_layout.h"
 
@@ -24,12 +24,12 @@ static void check_plain_device(unsigned int index, uint64_t want_size)
 
 	fd = open_dev(index);
 	snprintf(name, sizeof(name), "dev%u-open", index);
-	CHECK(fd >= 0, name, "errno=%d", errno);
+	CHECK_NAMED(fd >= 0, name, "errno=%d", errno);
 	if (fd < 0)
 		return;
 	ret = xioctl(fd, MEARAS_IOC_INFO, &info);
 	snprintf(name, sizeof(name), "dev%u-info-plain", index);
-	CHECK(ret == 0 && info.shm_size == want_size && info.nr_vectors == 0 &&
+	CHECK_NAMED(ret == 0 && info.shm_size == want_size && info.nr_vectors == 0 &&
 	      info.flags == 0 && info.peer_id == 0 && info.reserved == 0, name,
 	      "ret=%d size=%llu vectors=%u flags=%u peer=%u", ret,
 	      (unsigned long long)info.shm_size, info.nr_vectors, info.flags,
@@ -38,16 +38,16 @@ static void check_plain_device(unsigned int index, uint64_t want_size)
 	struct mearas_doorbell db = { .peer_id = 0, .vector = 0 };
 	ret = xioctl(fd, MEARAS_IOC_RING, &db);
 	snprintf(name, sizeof(name), "dev%u-ring-plain-eopnotsupp", index);
-	CHECK(ret == -EOPNOTSUPP, name, "ret=%d", ret);
+	CHECK_NAMED(ret == -EOPNOTSUPP, name, "ret=%d", ret);
 
 	shm = mmap(NULL, want_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	snprintf(name, sizeof(name), "dev%u-mmap", index);
-	CHECK(shm != MAP_FAILED, name, "errno=%d", errno);
+	CHECK_NAMED(shm != MAP_FAILED, name, "errno=%d", errno);
 	if (shm != MAP_FAILED) {
 		for (size_t i = 0; i < TEST_PATTERN_LEN; i++)
 			bad += shm[TEST_HOST_PATTERN_OFF + i] != test_host_byte(i, index);
 		snprintf(name, sizeof(name), "dev%u-host-pattern-seen", index);
-		CHECK(bad == 0, name, "%zu bytes differ", bad);
+		CHECK_NAMED(bad == 0, name, "%zu bytes differ", bad);
 		for (size_t i = 0; i < TEST_PATTERN_LEN; i++)
 			shm[TEST_PATTERN_OFF + i] = test_guest_byte(i, index);
 		munmap(shm, want_size);
@@ -65,29 +65,29 @@ static void check_module_lifecycle(void)
 	int ret;
 
 	ret = system("rmmod mearas 2>/dev/null");
-	CHECK(ret != 0 && access("/dev/mearas0", F_OK) == 0,
+	CHECK_NAMED(ret != 0 && access("/dev/mearas0", F_OK) == 0,
 	      "rmmod-refused-while-open", "rmmod status %d", ret);
 	close(fd);
 	ret = system("rmmod mearas 2>/dev/null");
-	CHECK(ret != 0, "rmmod-refused-while-mapped", "rmmod status %d", ret);
+	CHECK_NAMED(ret != 0, "rmmod-refused-while-mapped", "rmmod status %d", ret);
 	if (shm != MAP_FAILED)
 		munmap(shm, 4096);
 	ret = system("rmmod mearas");
-	CHECK(ret == 0 && wait_node(0, 0, 2000) == 0, "rmmod-after-close",
+	CHECK_NAMED(ret == 0 && wait_node(0, 0, 2000) == 0, "rmmod-after-close",
 	      "rmmod status %d", ret);
 	ret = system("insmod /lib/mearas/mearas.ko");
-	CHECK(ret == 0 && wait_node(0, 1, 2000) == 0 && wait_node(1, 1, 2000) == 0,
+	CHECK_NAMED(ret == 0 && wait_node(0, 1, 2000) == 0 && wait_node(1, 1, 2000) == 0,
 	      "insmod-again", "insmod status %d", ret);
 
 	fd = open_dev(0);
 	shm = mmap(NULL, TEST_PLAIN_SIZE0, PROT_READ, MAP_SHARED, fd, 0);
-	CHECK(fd >= 0 && shm != MAP_FAILED &&
+	CHECK_NAMED(fd >= 0 && shm != MAP_FAILED &&
 	      shm[TEST_PATTERN_OFF + 1] == test_guest_byte(1, 0),
 	      "reload-keeps-shared-memory", "fd=%d", fd);
 	if (shm != MAP_FAILED)
 		munmap(shm, TEST_PLAIN_SIZE0);
 	ret = xioctl(fd, MEARAS_IOC_INFO, &info);
-	CHECK(ret == 0 && info.shm_size == TEST_PLAIN_SIZE0, "reload-info", "ret=%d", ret);
+	CHECK_NAMED(ret == 0 && info.shm_size == TEST_PLAIN_SIZE0, "reload-info", "ret=%d", ret);
 	close(fd);
 }
 
@@ -103,47 +103,47 @@ static void check_device_removal(void)
 				     MAP_SHARED, fd, 0);
 
 	if (!pci_address(0, bdf, sizeof(bdf)) || shm == MAP_FAILED) {
-		CHECK(0, "remove-setup", "no pci address or mmap failed");
+		CHECK_NAMED(0, "remove-setup", "no pci address or mmap failed");
 		return;
 	}
 	/* Populate our page tables so that removal has something to zap. */
 	shm[0] = 0x11;
-	CHECK(touch_in_child(shm) == 0 && shm[0] == 0x5a,
+	CHECK_NAMED(touch_in_child(shm) == 0 && shm[0] == 0x5a,
 	      "mapping-usable-before-remove", "child write not seen");
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/remove", bdf);
 	ret = write_sysfs(path, "1");
-	CHECK(ret == 0 && wait_node(0, 0, 2000) == 0, "pci-remove-while-open",
+	CHECK_NAMED(ret == 0 && wait_node(0, 0, 2000) == 0, "pci-remove-while-open",
 	      "ret=%d", ret);
 
 	ret = xioctl(fd, MEARAS_IOC_INFO, &info);
-	CHECK(ret == -ENODEV, "removed-info-enodev", "ret=%d", ret);
+	CHECK_NAMED(ret == -ENODEV, "removed-info-enodev", "ret=%d", ret);
 	ret = (int)read(fd, &mask, sizeof(mask));
-	CHECK(ret < 0 && errno == ENODEV, "removed-read-enodev", "ret=%d errno=%d",
+	CHECK_NAMED(ret < 0 && errno == ENODEV, "removed-read-enodev", "ret=%d errno=%d",
 	      ret, errno);
 	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
 	ret = poll(&pfd, 1, 1000);
-	CHECK(ret == 1 && (pfd.revents & (POLLERR | POLLHUP)), "removed-poll-hup",
+	CHECK_NAMED(ret == 1 && (pfd.revents & (POLLERR | POLLHUP)), "removed-poll-hup",
 	      "ret=%d revents=%#x", ret, pfd.revents);
 	void *again = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
-	CHECK(again == MAP_FAILED && errno == ENODEV, "removed-mmap-enodev",
+	CHECK_NAMED(again == MAP_FAILED && errno == ENODEV, "removed-mmap-enodev",
 	      "errno=%d", errno);
 	ret = touch_in_child(shm);
-	CHECK(ret == SIGBUS, "removed-mapping-sigbus", "child signal %d", ret);
+	CHECK_NAMED(ret == SIGBUS, "removed-mapping-sigbus", "child signal %d", ret);
 	munmap((void *)shm, TEST_PLAIN_SIZE0);
 	close(fd);
 
 	ret = write_sysfs("/sys/bus/pci/rescan", "1");
-	CHECK(ret == 0 && wait_node(0, 1, 3000) == 0, "pci-rescan-reprobes",
+	CHECK_NAMED(ret == 0 && wait_node(0, 1, 3000) == 0, "pci-rescan-reprobes",
 	      "ret=%d", ret);
 	fd = open_dev(0);
 	ret = fd < 0 ? -errno : xioctl(fd, MEARAS_IOC_INFO, &info);
-	CHECK(ret == 0 && info.shm_size == TEST_PLAIN_SIZE0, "rescanned-info",
+	CHECK_NAMED(ret == 0 && info.shm_size == TEST_PLAIN_SIZE0, "rescanned-info",
 	      "ret=%d", ret);
 	if (fd >= 0)
 		close(fd);
 
 	ret = system("rmmod mearas && insmod /lib/mearas/mearas.ko");
-	CHECK(ret == 0 && wait_node(0, 1, 2000) == 0, "final-unload-reload",
+	CHECK_NAMED(ret == 0 && wait_node(0, 1, 2000) == 0, "final-unload-reload",
 	      "status %d", ret);
 }
 
@@ -157,7 +157,7 @@ static void check_bar2_write_back(unsigned int index)
 
 	snprintf(name, sizeof(name), "dev%u-bar2-pat-write-back", index);
 	if (!pci_address(index, bdf, sizeof(bdf))) {
-		CHECK(0, name, "no pci address");
+		CHECK_NAMED(0, name, "no pci address");
 		return;
 	}
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/resource", bdf);
@@ -177,7 +177,7 @@ static void check_bar2_write_back(unsigned int index)
 	}
 	if (f)
 		fclose(f);
-	CHECK(found && strstr(line, "write-back"), name, "BAR2 %#llx: %s", start,
+	CHECK_NAMED(found && strstr(line, "write-back"), name, "BAR2 %#llx: %s", start,
 	      found ? line : "no PAT entry");
 }
 

@@ -1,6 +1,6 @@
 #define _GNU_SOURCE
 #include "guest_util.h"
-#include "check.h"
+#include "check.h" /* tests/check.h, CHECK_PREFIX "GUEST-" (Makefile) */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -117,25 +117,25 @@ static void check_mmap_bounds(int fd, size_t size)
 	void *p;
 
 	p = mmap(NULL, size + page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	CHECK(p == MAP_FAILED && errno == EINVAL, "mmap-longer-than-bar2-refused",
+	CHECK_NAMED(p == MAP_FAILED && errno == EINVAL, "mmap-longer-than-bar2-refused",
 	      "p=%p errno=%d", p, errno);
 	if (p != MAP_FAILED)
 		munmap(p, size + page);
 
 	p = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, size);
-	CHECK(p == MAP_FAILED && errno == EINVAL, "mmap-offset-at-end-refused",
+	CHECK_NAMED(p == MAP_FAILED && errno == EINVAL, "mmap-offset-at-end-refused",
 	      "p=%p errno=%d", p, errno);
 	if (p != MAP_FAILED)
 		munmap(p, page);
 
 	p = mmap(NULL, 2 * page, PROT_READ, MAP_SHARED, fd, size - page);
-	CHECK(p == MAP_FAILED && errno == EINVAL, "mmap-straddling-end-refused",
+	CHECK_NAMED(p == MAP_FAILED && errno == EINVAL, "mmap-straddling-end-refused",
 	      "p=%p errno=%d", p, errno);
 	if (p != MAP_FAILED)
 		munmap(p, 2 * page);
 
 	p = mmap(NULL, page, PROT_READ, MAP_PRIVATE, fd, 0);
-	CHECK(p == MAP_FAILED && errno == EINVAL, "mmap-private-refused",
+	CHECK_NAMED(p == MAP_FAILED && errno == EINVAL, "mmap-private-refused",
 	      "p=%p errno=%d", p, errno);
 	if (p != MAP_FAILED)
 		munmap(p, page);
@@ -145,7 +145,7 @@ static void check_mmap_bounds(int fd, size_t size)
 	void *ro = mmap(NULL, page, PROT_READ, MAP_SHARED, rofd, 0);
 	void *rw = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, rofd, 0);
 
-	CHECK(rofd >= 0 && ro != MAP_FAILED && rw == MAP_FAILED && errno == EACCES,
+	CHECK_NAMED(rofd >= 0 && ro != MAP_FAILED && rw == MAP_FAILED && errno == EACCES,
 	      "mmap-readonly-fd", "ro=%p rw=%p errno=%d", ro, rw, errno);
 	if (ro != MAP_FAILED)
 		munmap(ro, page);
@@ -166,7 +166,7 @@ static void check_mmap_bounds(int fd, size_t size)
 		last[6] = 0x3c;
 		ok = ok && whole[size - page + 6] == 0x3c;
 	}
-	CHECK(ok, "mmap-last-page-aliases-bar2", "whole=%p last=%p", (void *)whole,
+	CHECK_NAMED(ok, "mmap-last-page-aliases-bar2", "whole=%p last=%p", (void *)whole,
 	      (void *)last);
 	if (whole != MAP_FAILED)
 		munmap(whole, size);
@@ -181,32 +181,32 @@ void check_bad_args(int fd, const struct mearas_info *info)
 	int ret, fl;
 
 	ret = xioctl(fd, MEARAS_IOC_INFO, NULL);
-	CHECK(ret == -EFAULT, "ioctl-info-null-efault", "ret=%d", ret);
+	CHECK_NAMED(ret == -EFAULT, "ioctl-info-null-efault", "ret=%d", ret);
 	ret = xioctl(fd, _IO(MEARAS_IOC_MAGIC, 99), NULL);
-	CHECK(ret == -ENOTTY, "ioctl-unknown-enotty", "ret=%d", ret);
+	CHECK_NAMED(ret == -ENOTTY, "ioctl-unknown-enotty", "ret=%d", ret);
 	ret = xioctl(fd, MEARAS_IOC_WAIT, (void *)16);
-	CHECK(ret == -EFAULT, "ioctl-wait-badptr-efault", "ret=%d", ret);
+	CHECK_NAMED(ret == -EFAULT, "ioctl-wait-badptr-efault", "ret=%d", ret);
 
 	db = (struct mearas_doorbell){ .peer_id = MEARAS_MAX_PEER_ID + 1 };
 	ret = xioctl(fd, MEARAS_IOC_RING, &db);
-	CHECK(ret == -EINVAL, "ring-bad-peer-einval", "ret=%d", ret);
+	CHECK_NAMED(ret == -EINVAL, "ring-bad-peer-einval", "ret=%d", ret);
 	db = (struct mearas_doorbell){ .vector = MEARAS_MAX_VECTORS };
 	ret = xioctl(fd, MEARAS_IOC_RING, &db);
-	CHECK(ret == -EINVAL, "ring-bad-vector-einval", "ret=%d", ret);
+	CHECK_NAMED(ret == -EINVAL, "ring-bad-vector-einval", "ret=%d", ret);
 
 	ret = wait_vector(fd, info->nr_vectors, 0, 0, NULL);
 	if (info->flags & MEARAS_INFO_DOORBELL)
-		CHECK(ret == -EINVAL, "wait-bad-vector-einval", "ret=%d", ret);
+		CHECK_NAMED(ret == -EINVAL, "wait-bad-vector-einval", "ret=%d", ret);
 	else
-		CHECK(ret == -EOPNOTSUPP, "wait-without-msix-eopnotsupp", "ret=%d", ret);
+		CHECK_NAMED(ret == -EOPNOTSUPP, "wait-without-msix-eopnotsupp", "ret=%d", ret);
 
 	ret = (int)read(fd, &mask, 4);
-	CHECK(ret < 0 && errno == EINVAL, "read-short-buffer-einval", "ret=%d errno=%d",
+	CHECK_NAMED(ret < 0 && errno == EINVAL, "read-short-buffer-einval", "ret=%d errno=%d",
 	      ret, errno);
 	fl = fcntl(fd, F_GETFL);
 	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 	ret = (int)read(fd, &mask, sizeof(mask));
-	CHECK(ret < 0 && errno == EAGAIN, "read-nonblock-nothing-eagain",
+	CHECK_NAMED(ret < 0 && errno == EAGAIN, "read-nonblock-nothing-eagain",
 	      "ret=%d errno=%d", ret, errno);
 	fcntl(fd, F_SETFL, fl);
 

@@ -6,7 +6,7 @@
  * kill: QEMU is SIGKILLed mid-run; the server must report the disconnect.
  */
 #define _GNU_SOURCE
-#include "host_check.h"
+#include "check.h"
 #include "qemu_runner.h"
 #include "../test_shm_layout.h"
 #include "ivshmem_server.h"
@@ -26,8 +26,6 @@
 
 #define BOOT_TIMEOUT_MS 90000
 #define STEP_TIMEOUT_MS 30000
-
-int host_failures;
 
 struct peer_events {
 	unsigned int connected, disconnected;
@@ -78,7 +76,7 @@ static int run_plain(const char *guest, const char *work)
 		int fd = open(files[d], O_RDWR | O_CREAT | O_TRUNC, 0600);
 
 		if (fd < 0 || ftruncate(fd, sizes[d]) < 0 || !(shm[d] = map_fd(fd, sizes[d]))) {
-			HCHECK(0, "plain/shm-file", "%s: %s", files[d], strerror(errno));
+			CHECK_NAMED(0, "plain/shm-file", "%s: %s", files[d], strerror(errno));
 			return 1;
 		}
 		close(fd);
@@ -96,7 +94,7 @@ static int run_plain(const char *guest, const char *work)
 	pid_t pid = qemu_start(&o);
 
 	status = pid < 0 ? pid : qemu_wait(pid, BOOT_TIMEOUT_MS);
-	HCHECK(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	CHECK_NAMED(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	       "plain/qemu-exits", "status %d (see %s.err)", status, log);
 	for (int d = 0; d < 2; d++) {
 		size_t bad = 0;
@@ -105,7 +103,7 @@ static int run_plain(const char *guest, const char *work)
 		for (size_t i = 0; i < TEST_PATTERN_LEN; i++)
 			bad += shm[d][TEST_PATTERN_OFF + i] != test_guest_byte(i, d);
 		snprintf(name, sizeof(name), "plain/dev%d-guest-pattern-in-host-file", d);
-		HCHECK(bad == 0, name, "%zu bytes differ", bad);
+		CHECK_NAMED(bad == 0, name, "%zu bytes differ", bad);
 		munmap(shm[d], sizes[d]);
 		unlink(files[d]);
 	}
@@ -181,14 +179,14 @@ static int start_doorbell_guest(struct doorbell_env *e, const char *guest,
 
 	if (fd < 0 || ftruncate(fd, TEST_DOORBELL_SIZE) < 0 ||
 	    !(e->shm = map_fd(fd, TEST_DOORBELL_SIZE))) {
-		HCHECK(0, "doorbell/shm", "%s", strerror(errno));
+		CHECK_NAMED(0, "doorbell/shm", "%s", strerror(errno));
 		return -1;
 	}
 	e->ctrl = (struct test_ctrl *)e->shm;
 	snprintf(sock, sizeof(sock), "%s/ivshmem-%s.sock", work, mode);
 	e->srv = ivshmem_server_new(sock, fd, TEST_VECTORS, &cb);
 	close(fd);
-	HCHECK(e->srv != NULL, "server-new", "%s", strerror(errno));
+	CHECK_NAMED(e->srv != NULL, "server-new", "%s", strerror(errno));
 	if (!e->srv)
 		return -1;
 
@@ -198,8 +196,11 @@ static int start_doorbell_guest(struct doorbell_env *e, const char *guest,
 			       "ivshmem-doorbell,chardev=ivs,vectors=2", NULL };
 	struct qemu_opts o = { guest, log, mode, args };
 
+	char name[64];
+
 	e->qemu = qemu_start(&o);
-	return e->qemu < 0 ? -1 : 0;
+	snprintf(name, sizeof(name), "%s/qemu-starts", mode);
+	return CHECK_NAMED(e->qemu > 0, name, "%s", strerror(-e->qemu)) ? 0 : -1;
 }
 
 static void finish(struct doorbell_env *e)
@@ -221,49 +222,49 @@ static int run_doorbell(const char *guest, const char *work)
 
 	if (start_doorbell_guest(&e, guest, work, "doorbell", log, sizeof(log)))
 		return 1;
-	HCHECK(serve_until(&e, is_connected, 10000), "doorbell/qemu-connects",
+	CHECK_NAMED(serve_until(&e, is_connected, 10000), "doorbell/qemu-connects",
 	       "no connection (see %s.err)", log);
 	id = e.ev.last_connected;
-	HCHECK(id >= 1, "doorbell/guest-peer-id-nonzero", "id %u", id);
-	HCHECK(serve_until(&e, guest_ready, BOOT_TIMEOUT_MS), "doorbell/guest-ready-flag",
+	CHECK_NAMED(id >= 1, "doorbell/guest-peer-id-nonzero", "id %u", id);
+	CHECK_NAMED(serve_until(&e, guest_ready, BOOT_TIMEOUT_MS), "doorbell/guest-ready-flag",
 	       "guest never set the flag (see %s)", log);
-	HCHECK(test_load(&e.ctrl->guest_peer_id) == id, "doorbell/guest-sees-own-peer-id",
+	CHECK_NAMED(test_load(&e.ctrl->guest_peer_id) == id, "doorbell/guest-sees-own-peer-id",
 	       "guest says %u, server gave %u", test_load(&e.ctrl->guest_peer_id), id);
 	for (size_t i = 0; i < TEST_PATTERN_LEN; i++)
 		bad += e.shm[TEST_PATTERN_OFF + i] != test_guest_byte(i, id);
-	HCHECK(bad == 0, "doorbell/guest-pattern-in-host-memory", "%zu bytes differ", bad);
+	CHECK_NAMED(bad == 0, "doorbell/guest-pattern-in-host-memory", "%zu bytes differ", bad);
 
-	HCHECK(serve_until(&e, host_doorbell, STEP_TIMEOUT_MS) &&
+	CHECK_NAMED(serve_until(&e, host_doorbell, STEP_TIMEOUT_MS) &&
 	       ivshmem_server_host_consume(e.srv, 1, &count) == 0 && count >= 1,
 	       "doorbell/host-eventfd-wakes", "no doorbell on vector 1");
 	ret = ivshmem_server_host_consume(e.srv, 0, &count);
-	HCHECK(ret == -EAGAIN, "doorbell/host-vector0-quiet", "ret=%d", ret);
+	CHECK_NAMED(ret == -EAGAIN, "doorbell/host-vector0-quiet", "ret=%d", ret);
 
 	for (size_t i = 0; i < TEST_PATTERN_LEN; i++)
 		e.shm[TEST_HOST_PATTERN_OFF + i] = test_host_byte(i, id);
 	ret = ivshmem_server_notify(e.srv, id, 0);
-	HCHECK(ret == 0, "doorbell/notify-vector0", "ret=%d", ret);
-	HCHECK(ivshmem_server_notify(e.srv, id + 1, 0) == -ENOENT &&
+	CHECK_NAMED(ret == 0, "doorbell/notify-vector0", "ret=%d", ret);
+	CHECK_NAMED(ivshmem_server_notify(e.srv, id + 1, 0) == -ENOENT &&
 	       ivshmem_server_notify(e.srv, id, TEST_VECTORS) == -EINVAL,
 	       "doorbell/notify-bad-args", "not refused");
 
-	HCHECK(serve_until(&e, stage_polling, STEP_TIMEOUT_MS), "doorbell/guest-polling",
+	CHECK_NAMED(serve_until(&e, stage_polling, STEP_TIMEOUT_MS), "doorbell/guest-polling",
 	       "stage %u", test_load(&e.ctrl->stage));
 	ret = ivshmem_server_notify(e.srv, id, 1);
-	HCHECK(ret == 0, "doorbell/notify-vector1", "ret=%d", ret);
-	HCHECK(serve_until(&e, stage_done, STEP_TIMEOUT_MS), "doorbell/guest-poll-done",
+	CHECK_NAMED(ret == 0, "doorbell/notify-vector1", "ret=%d", ret);
+	CHECK_NAMED(serve_until(&e, stage_done, STEP_TIMEOUT_MS), "doorbell/guest-poll-done",
 	       "stage %u", test_load(&e.ctrl->stage));
-	HCHECK(serve_until(&e, stage_reprobed, STEP_TIMEOUT_MS),
+	CHECK_NAMED(serve_until(&e, stage_reprobed, STEP_TIMEOUT_MS),
 	       "doorbell/guest-reprobed", "stage %u", test_load(&e.ctrl->stage));
 	ret = ivshmem_server_notify(e.srv, id, 0);
-	HCHECK(ret == 0, "doorbell/notify-after-reprobe", "ret=%d", ret);
+	CHECK_NAMED(ret == 0, "doorbell/notify-after-reprobe", "ret=%d", ret);
 
-	HCHECK(serve_until(&e, is_disconnected, BOOT_TIMEOUT_MS) &&
+	CHECK_NAMED(serve_until(&e, is_disconnected, BOOT_TIMEOUT_MS) &&
 	       e.ev.last_disconnected == id, "doorbell/disconnect-on-poweroff",
 	       "disconnected=%u", e.ev.disconnected);
 	status = e.qemu > 0 ? qemu_wait(e.qemu, 10000) : e.qemu_status;
 	e.qemu = -1;
-	HCHECK(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	CHECK_NAMED(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	       "doorbell/qemu-exits", "status %d", status);
 	finish(&e);
 	check_serial_log(log, "doorbell");
@@ -279,21 +280,21 @@ static int run_kill(const char *guest, const char *work)
 
 	if (start_doorbell_guest(&e, guest, work, "idle", log, sizeof(log)))
 		return 1;
-	HCHECK(serve_until(&e, is_connected, 10000), "kill/qemu-connects",
+	CHECK_NAMED(serve_until(&e, is_connected, 10000), "kill/qemu-connects",
 	       "no connection (see %s.err)", log);
-	HCHECK(serve_until(&e, guest_ready, BOOT_TIMEOUT_MS), "kill/guest-ready-flag",
+	CHECK_NAMED(serve_until(&e, guest_ready, BOOT_TIMEOUT_MS), "kill/guest-ready-flag",
 	       "guest never set the flag (see %s)", log);
-	HCHECK(ivshmem_server_peer_ids(e.srv, ids, 4) == 1 && ids[0] == e.ev.last_connected,
+	CHECK_NAMED(ivshmem_server_peer_ids(e.srv, ids, 4) == 1 && ids[0] == e.ev.last_connected,
 	       "kill/one-peer-listed", "peer list wrong");
 	t0 = now_ms();
 	kill(e.qemu, SIGKILL);
 	waitpid(e.qemu, NULL, 0);
 	e.qemu = -1;
-	HCHECK(serve_until(&e, is_disconnected, 5000) &&
+	CHECK_NAMED(serve_until(&e, is_disconnected, 5000) &&
 	       e.ev.last_disconnected == e.ev.last_connected,
 	       "kill/server-notices-disconnect", "no disconnect callback");
 	printf("  kill: disconnect noticed %lld ms after SIGKILL\n", now_ms() - t0);
-	HCHECK(ivshmem_server_peer_ids(e.srv, ids, 4) == 0 &&
+	CHECK_NAMED(ivshmem_server_peer_ids(e.srv, ids, 4) == 0 &&
 	       ivshmem_server_notify(e.srv, e.ev.last_connected, 0) == -ENOENT,
 	       "kill/peer-gone", "peer still listed");
 	finish(&e);
@@ -317,5 +318,5 @@ int main(int argc, char **argv)
 		fprintf(stderr, "unknown mode %s\n", argv[1]);
 		return 2;
 	}
-	return host_failures ? 1 : 0;
+	return check_done();
 }

@@ -4,7 +4,7 @@
  *   ivshmem_proto_test WORK_DIR
  */
 #define _GNU_SOURCE
-#include "host_check.h"
+#include "check.h"
 #include "ivshmem_msg.h"
 #include "ivshmem_server.h"
 
@@ -25,8 +25,6 @@
 
 #define NVEC 3u
 #define SHM_SIZE 65536u
-
-int host_failures;
 
 struct client {
 	int sock;
@@ -160,21 +158,21 @@ static void check_bad_args(const char *work, int shm)
 
 	snprintf(path, sizeof(path), "%s/proto-bad.sock", work);
 	s = ivshmem_server_new(path, shm, 0, NULL);
-	HCHECK(!s && errno == EINVAL, "proto/new-zero-vectors-einval", "errno=%d", errno);
+	CHECK_NAMED(!s && errno == EINVAL, "proto/new-zero-vectors-einval", "errno=%d", errno);
 	s = ivshmem_server_new(path, shm, IVSHMEM_SERVER_MAX_VECTORS + 1, NULL);
-	HCHECK(!s && errno == EINVAL, "proto/new-too-many-vectors-einval", "errno=%d", errno);
+	CHECK_NAMED(!s && errno == EINVAL, "proto/new-too-many-vectors-einval", "errno=%d", errno);
 	s = ivshmem_server_new(path, -1, 1, NULL);
-	HCHECK(!s && errno == EINVAL, "proto/new-bad-shm-fd-einval", "errno=%d", errno);
+	CHECK_NAMED(!s && errno == EINVAL, "proto/new-bad-shm-fd-einval", "errno=%d", errno);
 	memset(longpath, 'x', sizeof(longpath) - 1);
 	longpath[sizeof(longpath) - 1] = '\0';
 	s = ivshmem_server_new(longpath, shm, 1, NULL);
-	HCHECK(!s && errno == ENAMETOOLONG, "proto/new-long-path", "errno=%d", errno);
+	CHECK_NAMED(!s && errno == ENAMETOOLONG, "proto/new-long-path", "errno=%d", errno);
 	snprintf(path, sizeof(path), "%s/proto-regular-file", work);
 	fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
 	close(fd);
 	s = ivshmem_server_new(path, shm, 1, NULL);
-	HCHECK(!s && errno == EEXIST, "proto/new-refuses-regular-file", "errno=%d", errno);
-	HCHECK(access(path, F_OK) == 0, "proto/regular-file-kept", "file removed");
+	CHECK_NAMED(!s && errno == EEXIST, "proto/new-refuses-regular-file", "errno=%d", errno);
+	CHECK_NAMED(access(path, F_OK) == 0, "proto/regular-file-kept", "file removed");
 	unlink(path);
 }
 
@@ -196,8 +194,8 @@ int main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	shm = memfd_create("proto-shm", MFD_CLOEXEC);
-	if (shm < 0 || ftruncate(shm, SHM_SIZE) < 0)
-		return 1;
+	if (!CHECK_NAMED(shm >= 0 && ftruncate(shm, SHM_SIZE) == 0, "proto/shared-memory", "%s", strerror(errno)))
+		return check_done();
 	host_shm = mmap(NULL, SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, shm, 0);
 	check_bad_args(argv[1], shm);
 
@@ -210,21 +208,20 @@ int main(int argc, char **argv)
 	bind(stale, (struct sockaddr *)&sa, sizeof(sa));
 	close(stale);
 	srv = ivshmem_server_new(path, shm, NVEC, &cb);
-	HCHECK(srv != NULL, "proto/new-replaces-stale-socket", "errno=%d", errno);
-	if (!srv)
-		return 1;
+	if (!CHECK_NAMED(srv != NULL, "proto/new-replaces-stale-socket", "errno=%d", errno))
+		return check_done();
 
-	HCHECK(client_join(srv, path, &a, NULL, 0, host_shm) && a.id == 1 &&
+	CHECK_NAMED(client_join(srv, path, &a, NULL, 0, host_shm) && a.id == 1 &&
 	       events.conn == 1 && events.last_conn == 1,
 	       "proto/first-client-setup-sequence", "id=%lld", (long long)a.id);
-	HCHECK(ivshmem_server_host_consume(srv, 2, &count) == -EAGAIN &&
+	CHECK_NAMED(ivshmem_server_host_consume(srv, 2, &count) == -EAGAIN &&
 	       kick(a.peer_fds[0][2]) &&
 	       fd_readable(ivshmem_server_host_eventfd(srv, 2)) &&
 	       ivshmem_server_host_consume(srv, 2, &count) == 0 && count == 1,
 	       "proto/guest-doorbell-reaches-host-eventfd", "no event");
-	HCHECK(ivshmem_server_notify(srv, (unsigned int)a.id, 1) == 0 &&
+	CHECK_NAMED(ivshmem_server_notify(srv, (unsigned int)a.id, 1) == 0 &&
 	       drain_is(a.own[1], 1), "proto/notify-reaches-guest-eventfd", "no event");
-	HCHECK(ivshmem_server_notify(srv, 77, 0) == -ENOENT &&
+	CHECK_NAMED(ivshmem_server_notify(srv, 77, 0) == -ENOENT &&
 	       ivshmem_server_notify(srv, (unsigned int)a.id, NVEC) == -EINVAL &&
 	       ivshmem_server_notify(srv, IVSHMEM_HOST_PEER_ID, 0) == -EINVAL &&
 	       ivshmem_server_host_consume(srv, NVEC, &count) == -EINVAL &&
@@ -232,7 +229,7 @@ int main(int argc, char **argv)
 	       "proto/bad-vector-or-peer-refused", "accepted");
 
 	int64_t earlier[1] = { a.id };
-	HCHECK(client_join(srv, path, &b, earlier, 1, host_shm) && b.id == 2 &&
+	CHECK_NAMED(client_join(srv, path, &b, earlier, 1, host_shm) && b.id == 2 &&
 	       events.conn == 2, "proto/second-client-setup-sequence",
 	       "id=%lld", (long long)b.id);
 	bool announced = true;
@@ -241,28 +238,28 @@ int main(int argc, char **argv)
 		a.peer_fds[a.npeers][i] = fd;
 	}
 	a.peer_ids[a.npeers++] = b.id;
-	HCHECK(announced, "proto/existing-client-told-of-new-peer", "missing");
-	HCHECK(kick(b.peer_fds[1][0]) && drain_is(a.own[0], 1) &&
+	CHECK_NAMED(announced, "proto/existing-client-told-of-new-peer", "missing");
+	CHECK_NAMED(kick(b.peer_fds[1][0]) && drain_is(a.own[0], 1) &&
 	       kick(a.peer_fds[1][2]) && drain_is(b.own[2], 1),
 	       "proto/peer-to-peer-eventfds", "no event");
-	HCHECK(ivshmem_server_peer_ids(srv, ids, 4) == 2, "proto/two-peers-listed", "wrong count");
+	CHECK_NAMED(ivshmem_server_peer_ids(srv, ids, 4) == 2, "proto/two-peers-listed", "wrong count");
 
 	client_close(&b);
-	HCHECK(ivshmem_server_process(srv) >= 1 && events.disc == 1 &&
+	CHECK_NAMED(ivshmem_server_process(srv) >= 1 && events.disc == 1 &&
 	       events.last_disc == (unsigned int)b.id, "proto/disconnect-callback",
 	       "disc=%u", events.disc);
-	HCHECK(recv_msg(a.sock, &v, &fd) == 0 && v == b.id && fd == -1,
+	CHECK_NAMED(recv_msg(a.sock, &v, &fd) == 0 && v == b.id && fd == -1,
 	       "proto/disconnect-announced-without-fd", "v=%lld fd=%d", (long long)v, fd);
-	HCHECK(ivshmem_server_peer_ids(srv, ids, 4) == 1 && ids[0] == a.id,
+	CHECK_NAMED(ivshmem_server_peer_ids(srv, ids, 4) == 1 && ids[0] == a.id,
 	       "proto/one-peer-left", "wrong list");
-	HCHECK(ivshmem_server_notify(srv, (unsigned int)b.id, 0) == -ENOENT,
+	CHECK_NAMED(ivshmem_server_notify(srv, (unsigned int)b.id, 0) == -ENOENT,
 	       "proto/notify-departed-peer-enoent", "accepted");
 
 	ivshmem_server_free(srv);
-	HCHECK(recv_msg(a.sock, &v, &fd) == -ECONNRESET && access(path, F_OK) != 0,
+	CHECK_NAMED(recv_msg(a.sock, &v, &fd) == -ECONNRESET && access(path, F_OK) != 0,
 	       "proto/free-closes-clients-and-socket", "still open");
 	client_close(&a);
 	munmap(host_shm, SHM_SIZE);
 	close(shm);
-	return host_failures ? 1 : 0;
+	return check_done();
 }

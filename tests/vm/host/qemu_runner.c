@@ -1,6 +1,6 @@
 #define _GNU_SOURCE
 #include "qemu_runner.h"
-#include "host_check.h"
+#include "check.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -81,22 +81,29 @@ int qemu_wait(pid_t pid, int timeout_ms)
 
 int check_serial_log(const char *path, const char *scenario)
 {
-	char line[1024], name[128];
+	char line[1024], name[1200];
 	int fails = 0, passes = 0, exit_ok = 0, clean = 0;
 	FILE *f = fopen(path, "r");
 
 	if (!f) {
-		HCHECK(0, "serial-log", "%s: %s", path, strerror(errno));
+		CHECK_NAMED(0, "serial-log", "%s: %s", path, strerror(errno));
 		return 1;
 	}
 	while (fgets(line, sizeof(line), f)) {
 		line[strcspn(line, "\r\n")] = '\0';
 		if (!strncmp(line, "GUEST-PASS ", 11)) {
+			/* the guest's checks, one of the host's each */
 			passes++;
-			printf("PASS %s/guest/%s\n", scenario, line + 11);
+			snprintf(name, sizeof(name), "%s/guest/%s", scenario, line + 11);
+			CHECK_NAMED(true, name, " ");
 		} else if (!strncmp(line, "GUEST-FAIL ", 11)) {
+			char *why = strstr(line + 11, ": ");
+
 			fails++;
-			printf("FAIL %s/guest/%s\n", scenario, line + 11);
+			if (why)
+				*why = '\0';
+			snprintf(name, sizeof(name), "%s/guest/%s", scenario, line + 11);
+			CHECK_NAMED(false, name, "%s", why ? why + 2 : "");
 		} else if (!strcmp(line, "MEARAS-EXIT 0")) {
 			exit_ok = 1;
 		} else if (!strcmp(line, "MEARAS-KERNEL-CLEAN")) {
@@ -108,12 +115,11 @@ int check_serial_log(const char *path, const char *scenario)
 	}
 	fclose(f);
 	fflush(stdout);
-	host_failures += fails;
 	snprintf(name, sizeof(name), "%s/guest-ran-checks", scenario);
-	HCHECK(passes > 0, name, "no GUEST-PASS lines in %s", path);
+	CHECK_NAMED(passes > 0, name, "no GUEST-PASS lines in %s", path);
 	snprintf(name, sizeof(name), "%s/guest-exit-0", scenario);
-	HCHECK(exit_ok, name, "guest command did not exit 0 (see %s)", path);
+	CHECK_NAMED(exit_ok, name, "guest command did not exit 0 (see %s)", path);
 	snprintf(name, sizeof(name), "%s/guest-no-oops", scenario);
-	HCHECK(clean, name, "kernel oops/BUG in guest dmesg or no report (see %s)", path);
+	CHECK_NAMED(clean, name, "kernel oops/BUG in guest dmesg or no report (see %s)", path);
 	return fails + !passes + !exit_ok + !clean;
 }

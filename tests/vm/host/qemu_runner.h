@@ -21,8 +21,9 @@ pid_t qemu_start(const struct qemu_opts *opts);
 int qemu_wait(pid_t pid, int timeout_ms);
 
 /*
- * Echoes GUEST-PASS/GUEST-FAIL lines of the serial log and checks that the
- * guest command exited 0 and dmesg had no oops. Returns failures found.
+ * Echoes GUEST-PASS/GUEST-FAIL lines of the serial log as the host's own
+ * named checks (tests/check.h) and checks that the guest command exited 0
+ * and dmesg had no oops. Returns failures found.
  */
 int check_serial_log(const char *path, const char *scenario);
 

@@ -1,5 +1,4 @@
 #include "bench_raw.h"
-#include "testlib.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -8,7 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 int raw_sink_listen(const char *bind_addr, uint16_t port, uint16_t *port_out)
 {
@@ -87,7 +94,7 @@ double raw_send(const char *host, uint16_t port, size_t bytes, size_t chunk)
 	}
 	memset(data, 0x5a, chunk);
 	uint64_t want = bytes;
-	double t0 = tl_now_s();
+	double t0 = now_s();
 	int ok = send(fd, &want, 8, MSG_NOSIGNAL) == 8;
 	for (size_t off = 0; ok && off < bytes; off += chunk) {
 		size_t n = bytes - off < chunk ? bytes - off : chunk;
@@ -100,7 +107,7 @@ double raw_send(const char *host, uint16_t port, size_t bytes, size_t chunk)
 	}
 	uint8_t ack = 0;
 	ok = ok && recv(fd, &ack, 1, 0) == 1 && ack == 1;
-	double dt = tl_now_s() - t0;
+	double dt = now_s() - t0;
 	free(data);
 	close(fd);
 	return ok ? (double)bytes / dt / 1e6 : -1;

@@ -1,8 +1,8 @@
 /* Plain TCP throughput measured the same way as a link bulk transfer:
  * the sender writes `bytes` in `chunk`-sized writes, the sink reads them all
  * and answers one byte; the time runs from the first write to that answer. */
-#ifndef REMOTE_LINK_BENCH_RAW_H
-#define REMOTE_LINK_BENCH_RAW_H
+#ifndef MEARAS_LINKBENCH_BENCH_RAW_H
+#define MEARAS_LINKBENCH_BENCH_RAW_H
 
 #include <stddef.h>
 #include <stdint.h>
