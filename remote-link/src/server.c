@@ -26,6 +26,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/ssl.h>
+
 struct mearas_link_conn {
 	struct mearas_link_server *srv;
 	struct mearas_link_conn *next;
@@ -336,6 +338,12 @@ static void *conn_main(void *arg)
 	memset(&hs, 0, sizeof(hs));
 	int rc = link_handshake_server(c->fd, &s->cfg, c->peer, s->verbs_available, &hs);
 	rc = end_pending(s, c, rc);
+	if (rc && hs.ssl) {
+		/* authenticated, but refused (no room, or past the deadline): the
+		 * TLS state was never handed to a transport */
+		SSL_free(hs.ssl);
+		hs.ssl = NULL;
+	}
 	if (!rc) {
 		struct link_transport *t = NULL;
 		if (hs.ssl)
