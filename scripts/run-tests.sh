@@ -16,6 +16,7 @@ suites=(
 	"sim|tests/sim"
 	"cuda-harness|tests/cuda:check"
 	"remote-link|remote-link"
+	"remote-link-san|remote-link:test-san"
 	"remote-vgpu|tests/remote"
 	"security|tests/security"
 	"vm|tests/vm"
