@@ -1611,14 +1611,16 @@ static void t_peer_heartbeat_huge(void)
 	base_cfg(&scfg, KEY);
 	scfg.heartbeat_ms = 200;
 	scfg.dead_ms = 600;
+	scfg.encryption = MEARAS_LINK_ENCRYPTION_OFF; /* the heartbeat below is sent in clear text */
 	CHECK_RC(local_start_cfg(&ls, &scfg), MEARAS_LINK_OK);
 	base_cfg(&in, KEY);
+	in.encryption = MEARAS_LINK_ENCRYPTION_OFF;
 	link_config_effective(&in, &cfg);
 	cfg.heartbeat_ms = 0x55555556u; /* straight into the hello, past any clamp */
 	int fd = -1;
 	CHECK_RC(link_tcp_connect("127.0.0.1", ls.port, 2000, &fd), MEARAS_LINK_OK);
 	if (fd >= 0) {
-		CHECK_RC(link_handshake_client(fd, &cfg), MEARAS_LINK_OK);
+		CHECK_RC(link_handshake_client(fd, &cfg, "test", NULL), MEARAS_LINK_OK);
 		usleep(1200000);
 		uint8_t hb[LINK_FRAME_HDR + 8] = { 0 }, ack[LINK_FRAME_HDR + 8];
 		struct link_frame_hdr h = { .type = LINK_FRAME_HEARTBEAT, .body_len = 8 };
