@@ -1,7 +1,8 @@
 #!/bin/sh
-# run-fuzz.sh exec|fatbin SECONDS: runs one fuzz target for SECONDS on a
-# fresh copy of its seed corpus; non-zero exit when it finds a crash, a leak,
-# a sanitizer report or a timeout (crash inputs land in build/artifacts/).
+# run-fuzz.sh TARGET SECONDS: runs build/fuzz_TARGET (exec, fatbin, link_msg,
+# link_handshake, remote_records, vm_slot) for SECONDS on a fresh copy of its
+# seed corpus; non-zero exit when it finds a crash, a leak, a sanitizer report
+# or a timeout (crash inputs land in build/artifacts/).
 set -e
 cd "$(dirname "$0")"
 name=$1

@@ -90,6 +90,8 @@ run tsan/exec_framing 60 $B/tsan/test_exec_framing
 
 run fuzz/exec $((FUZZ_SECONDS + 60)) ../fuzz/run-fuzz.sh exec "$FUZZ_SECONDS"
 run fuzz/fatbin $((FUZZ_SECONDS + 60)) ../fuzz/run-fuzz.sh fatbin "$FUZZ_SECONDS"
+run fuzz/link_msg $((FUZZ_SECONDS + 60)) ../fuzz/run-fuzz.sh link_msg "$FUZZ_SECONDS"
+run fuzz/link_handshake $((FUZZ_SECONDS + 60)) ../fuzz/run-fuzz.sh link_handshake "$FUZZ_SECONDS"
 
 run san-daemon/programs 300 ./san-daemon.sh
 
