@@ -18,6 +18,7 @@ BACKEND_SRC := host-backend/mearasd.c host-backend/worker.c host-backend/output.
                host-backend/exec.c host-backend/handles.c host-backend/vaheap.c host-backend/watchdog.c \
                host-backend/device_sim.c host-backend/device_cuda.c \
                host-backend/remote_common.c host-backend/remote_client.c host-backend/remote_server.c \
+               host-backend/remote_session.c \
                host-backend/remote_capture.c host-backend/remote_mapped.c \
                host-backend/vm_server.c host-backend/vm_worker.c host-backend/vm_slot.c \
                host-backend/vm_output.c \
