@@ -770,9 +770,13 @@ void remote_session_free(struct remote_session *s)
 	for (size_t i = 0; i < s->qlen; i++)
 		item_free(s, &s->q[s->qhead + i]);
 	free(s->q);
-	for (uint32_t i = 0; s->tokens.e && i < s->tokens.cap; i++)
-		if (s->tokens.e[i].used)
+	/* the graph launches in flight hold ranges; the scan ends at the last token in use */
+	for (uint32_t i = 0, left = s->tokens.used; s->tokens.e && left && i < s->tokens.cap; i++) {
+		if (s->tokens.e[i].used) {
 			ranges_free(s, s->tokens.e[i].ranges, s->tokens.e[i].nranges);
+			left--;
+		}
+	}
 	remote_captures_free(s->caps);
 	remote_mapped_free(s->mapped);
 	free(s->tokens.e);
