@@ -18,6 +18,7 @@
  * REMOTE_QUEUE_SOFT bytes.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -841,6 +842,18 @@ static void reap_message(struct remote_session *s, uint64_t seq)
 			 mearas_link_conn_peer(s->conn), REMOTE_REAPS_MAX);
 }
 
+/* An OPEN request: its kind is its third word (the first is its magic).
+ * Read with memcpy: a message lies at any alignment in the link's batch. */
+static bool is_open(const uint8_t *data, size_t len, bool wants_reply)
+{
+	uint32_t kind;
+
+	if (!wants_reply || len < sizeof(struct remote_open_req))
+		return false;
+	memcpy(&kind, data + offsetof(struct remote_open_req, kind), sizeof(kind));
+	return kind == REMOTE_MSG_OPEN;
+}
+
 bool remote_session_message(struct remote_session *s, uint64_t seq, bool wants_reply, const void *data,
 			    size_t len)
 {
@@ -855,8 +868,7 @@ bool remote_session_message(struct remote_session *s, uint64_t seq, bool wants_r
 		mapped_message(s, data, len);
 	else if (kind == REMOTE_MSG_REAP && wants_reply)
 		reap_message(s, seq);
-	else if (wants_reply && len >= sizeof(struct remote_open_req) &&
-		 ((const struct remote_open_req *)data)->kind == REMOTE_MSG_OPEN)
+	else if (is_open(data, len, wants_reply))
 		return true;
 	else
 		log_warn("remote link %s: unknown message (kind %u) ignored", mearas_link_conn_peer(s->conn), kind);

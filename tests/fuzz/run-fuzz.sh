@@ -11,5 +11,8 @@ secs=${2:-25}
 rm -rf build/corpus-$name
 mkdir -p build/corpus-$name build/artifacts
 export FUZZ_FATBIN="$PWD/../unit/build/kernels.fatbin"
+# crash inputs of bugs fixed since (regress/, replay.sh) seed the corpus too
+regress=
+[ -d regress/$name ] && regress=regress/$name
 exec build/fuzz_$name -max_total_time="$secs" -timeout=10 -rss_limit_mb=4096 -max_len=65536 \
-	-print_final_stats=1 -artifact_prefix=build/artifacts/$name- build/corpus-$name build/seeds-$name
+	-print_final_stats=1 -artifact_prefix=build/artifacts/$name- build/corpus-$name build/seeds-$name $regress
