@@ -132,7 +132,7 @@ static void check_cqe(struct run *r, const uint8_t *p, uint32_t len)
 
 	must(len == sizeof(ic), "a completion item of the wrong size");
 	memcpy(&ic, p, sizeof(ic));
-	must(ic.cq < MEARAS_MAX_THREADS, "a completion for a slot that does not exist");
+	/* ic.cq echoes the record's own (the client node posts by its token's) */
 	if (ic.cqe.flags & MEARAS_CQE_HOST_FUNC)
 		return; /* a host function's request, not a record's completion */
 	k = rec_of(r, ic.cqe.user_data);
