@@ -93,6 +93,8 @@ run fuzz/exec $((FUZZ_SECONDS + 60)) ../fuzz/run-fuzz.sh exec "$FUZZ_SECONDS"
 run fuzz/fatbin $((FUZZ_SECONDS + 60)) ../fuzz/run-fuzz.sh fatbin "$FUZZ_SECONDS"
 run fuzz/link_msg $((FUZZ_SECONDS + 60)) ../fuzz/run-fuzz.sh link_msg "$FUZZ_SECONDS"
 run fuzz/link_handshake $((FUZZ_SECONDS + 60)) ../fuzz/run-fuzz.sh link_handshake "$FUZZ_SECONDS"
+run fuzz/remote_records $((FUZZ_SECONDS + 60)) ../fuzz/run-fuzz.sh remote_records "$FUZZ_SECONDS"
+run fuzz/vm_slot $((FUZZ_SECONDS + 60)) ../fuzz/run-fuzz.sh vm_slot "$FUZZ_SECONDS"
 
 run san-daemon/programs 300 ./san-daemon.sh
 
