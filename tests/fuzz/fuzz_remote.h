@@ -7,6 +7,8 @@
  *     REMI_MSG    u8 op, u8 wants_reply, u16 len, len bytes: one link message
  *                 (RECORD, MAPPED, REAP, OPEN or anything else)
  *     REMI_CHUNK  u8 op, u64 tag, u64 offset, u16 len, len bytes: a bulk chunk
+ *     REMI_GONE   u8 op: the worker process exits (what it still had in
+ *                 flight is failed by the session; later records are refused)
  *   all little-endian. In a RECORD message (at least a remote_record_hdr),
  *   the harness sets sqe.user_data and done_id to the record's number (so
  *   that completions can be matched) and resolves tagged arguments as
@@ -23,6 +25,7 @@
 
 #define REMI_MSG   0u
 #define REMI_CHUNK 1u
+#define REMI_GONE  2u
 
 #define REMOTE_FUZZ_QUOTA (64ull << 20)
 

@@ -32,6 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 struct rec {
 	bool want_cqe, want_done;
+	bool after_death;       /* sent after the worker exited: refused, answered at once */
 	unsigned cqes, dones;
 };
 
@@ -43,6 +44,8 @@ struct run {
 	uint32_t nrecs, cap;
 	struct held held, fresh;
 	size_t placed;      /* bytes of the "batch" so far: where the next message lands */
+	bool dead;          /* the worker exited */
+	bool fatal_seen;    /* a reply said so */
 	uint8_t *reply;     /* a reply's bytes, gathered */
 };
 
@@ -188,7 +191,7 @@ static void check_reply(struct run *r, const struct reply_build *rb)
 		case REMOTE_ITEM_MAPPED: check_data(r, p, ih.len); break;
 		case REMOTE_ITEM_DONE: check_done(r, p, ih.len); break;
 		case REMOTE_ITEM_OUTPUT: must(ih.len >= sizeof(struct remote_item_output), "a short output item"); break;
-		case REMOTE_ITEM_FATAL: break;
+		case REMOTE_ITEM_FATAL: r->fatal_seen = true; break;
 		default: die("an item of an unknown type");
 		}
 	}
@@ -215,9 +218,9 @@ static void step(struct run *r)
 {
 	struct vgpu *v = &r->fx.w->vgpus[0];
 
-	if (!r->fx.w->broken)
+	if (!r->fx.w->broken && !r->dead)
 		sq_drain(v);
-	while (v->npend && exec_poll_pending(v) > 0)
+	while (!r->dead && v->npend && exec_poll_pending(v) > 0)
 		;
 	if (!remote_session_queue_over(r->s))
 		remote_session_collect(r->s, &r->held, &r->fresh);
@@ -254,7 +257,8 @@ static void number_record(struct run *r, uint8_t *msg, size_t len)
 		must(r->recs != NULL, "out of memory");
 	}
 	r->recs[r->nrecs++] = (struct rec){ .want_cqe = (h.sqe.flags & MEARAS_SQE_WANT_CQE) != 0,
-					    .want_done = (h.flags & REMOTE_REC_WANT_DONE) != 0 };
+					    .want_done = (h.flags & REMOTE_REC_WANT_DONE) != 0,
+					    .after_death = r->dead };
 	h.sqe.user_data = r->nrecs;
 	h.done_id = r->nrecs;
 	for (int i = 0; i < 7; i++) {
@@ -295,6 +299,15 @@ static void chunk(struct run *r, uint64_t tag, uint64_t offset, const uint8_t *p
 	free(own);
 }
 
+/* The worker process exits: the session thread notices as harvest does. */
+static void worker_dies(struct run *r)
+{
+	if (r->dead || __atomic_load_n(&r->s->ready, __ATOMIC_ACQUIRE) != 1)
+		return;
+	remote_session_worker_gone(r->s, &r->fresh);
+	r->dead = true;
+}
+
 static uint64_t get_le(const uint8_t *p, unsigned n)
 {
 	uint64_t v = 0;
@@ -327,9 +340,15 @@ static void flush(struct run *r)
 		fprintf(stderr, "fuzz_remote_records: %u records, %u completions, %u DONEs, %zu pending, %s\n", r->nrecs,
 			cqes, dones, v->npend, r->fx.w->broken ? "broken" : "not broken");
 	}
-	if (r->fx.w->broken || v->npend || r->s->qlen)
-		return; /* records still in flight (a host function waits, say) */
+	if (r->s->qlen)
+		return;
+	must(!r->dead || r->fatal_seen, "the worker's death was not reported");
 	for (uint32_t i = 0; i < r->nrecs; i++) {
+		/* the worker's death fails what it had in flight; what it had
+		 * completed but not yet sent goes with it (the FATAL item makes
+		 * the client node fail them all), so only later records count */
+		if (r->dead ? !r->recs[i].after_death : r->fx.w->broken || v->npend)
+			continue; /* records still in flight (a host function waits, say) */
 		if (r->recs[i].want_cqe && r->recs[i].cqes != 1)
 			die("a record that asked for a completion got none");
 		if (r->recs[i].want_done && r->recs[i].dones != 1)
@@ -372,6 +391,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 			chunk(&r, get_le(data + 1, 8), get_le(data + 9, 8), data + 19, len);
 			data += 19 + len, size -= 19 + len;
+		} else if (data[0] == REMI_GONE) {
+			worker_dies(&r);
+			data++, size--;
 		} else {
 			break;
 		}

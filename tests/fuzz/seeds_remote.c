@@ -187,6 +187,20 @@ static void graphs(struct seedbuf *b)
 	put_reap(b);
 }
 
+/* The worker dies with copies in flight; a record after it is refused. */
+static void worker_dies(struct seedbuf *b)
+{
+	struct mearas_sqe e;
+
+	copies(b);
+	e = sqe(MEARAS_OP_MEMCPY, W, 4096, TAG(FUZZ_TAG_A, 0), 512, MEARAS_COPY_DTOH);
+	put_record(b, &e, REMOTE_REC_WANT_DONE, 0, 0, 0);
+	sb_u8(b, REMI_GONE);
+	e = sqe(MEARAS_OP_MEMSET, W, TAG(FUZZ_TAG_B, 0), 1, 64, 1);
+	put_record(b, &e, REMOTE_REC_WANT_DONE, 0, 0, 0);
+	put_reap(b);
+}
+
 int seeds_remote(const char *dir)
 {
 	static const struct {
@@ -200,6 +214,7 @@ int seeds_remote(const char *dir)
 		{ "mapped", 0, mapped },
 		{ "mapped-budget", REMF_BUDGET, mapped },
 		{ "graphs", REMF_GRAPHS, graphs },
+		{ "worker-dies", 0, worker_dies },
 	};
 	struct seedbuf b = { 0 };
 	int rc = 0;
