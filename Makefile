@@ -19,8 +19,9 @@ BACKEND_SRC := host-backend/mearasd.c host-backend/worker.c host-backend/output.
                $(EXEC_SRC) host-backend/handles.c host-backend/vaheap.c host-backend/watchdog.c \
                host-backend/device_sim.c host-backend/device_cuda.c \
                host-backend/remote_common.c host-backend/remote_client.c host-backend/remote_server.c \
+               host-backend/remote_session.c \
                host-backend/remote_capture.c host-backend/remote_mapped.c \
-               host-backend/vm_server.c host-backend/vm_worker.c host-backend/vm_slot.c \
+               host-backend/vm_server.c host-backend/vm_worker.c host-backend/vm_slot.c host-backend/vm_scan.c \
                host-backend/vm_output.c \
                host-backend/ivshmem/ivshmem_server.c host-backend/ivshmem/ivshmem_msg.c
 # the ops' code generated from include/mearas/ops.spec (scripts/opgen.py)

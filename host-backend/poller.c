@@ -47,8 +47,7 @@ void sq_fetch(struct vgpu *v, struct mearas_sqe *e)
 	__builtin_prefetch(&v->sqes[(v->sq_head + 1) & (MEARAS_SQ_ENTRIES - 1)]);
 }
 
-/* Returns records consumed, or -1 when the ring is corrupt. */
-static int drain(struct vgpu *v)
+int sq_drain(struct vgpu *v)
 {
 	int avail = sq_available(v), n = 0;
 
@@ -95,7 +94,7 @@ void *poller_main(void *arg)
 
 		if (v->watch)
 			atomic_store_explicit(&v->alive_ns, mearas_mono_ns(), memory_order_relaxed);
-		n = drain(v);
+		n = sq_drain(v);
 
 		if (n < 0) {
 			v->w->broken = true;

@@ -9,12 +9,9 @@
  * exits when the link closes (its socket closes, and it is killed with the
  * session thread), which frees everything the remote vGPU held.
  *
- * What a link makes this process allocate (mapped-range shadows, queued
- * reply bytes, the ranges of graph launches in flight) comes out of the
- * link's budget (--link-mem-mb); past it, that link's calls fail with
- * cudaErrorMemoryAllocation and other links go on. The reply queue is also
- * flow-controlled: completions stay in the worker's rings while it holds
- * REMOTE_QUEUE_SOFT bytes.
+ * What the link's messages do to the worker's rings and what goes back is
+ * remote_session.c's; this file owns the link server, the worker process
+ * and the session thread.
  */
 #include <errno.h>
 #include <poll.h>
@@ -22,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -34,446 +30,18 @@
 #include "mearas/log.h"
 #include "mearas/ring.h"
 #include "remote_link.h"
+#include "remote_session.h"
 #include "worker.h"
 
-#define TOKENS_CAP (1u << 16)
+
 #define CHILD_HANDSHAKE_MS 60000
-#define SPACE_WAIT_NS (2ull * 1000 * 1000 * 1000)
-
-enum out_type { OUT_CQE = 1, OUT_DATA, OUT_OUTPUT, OUT_FATAL, OUT_DONE, OUT_MAPPED };
-
-struct out_item {
-	enum out_type type;
-	uint32_t cq;
-	struct mearas_cqe cqe;
-	uint64_t off, width, pitch, rows, row, col; /* OUT_DATA, progress kept across replies */
-	uint32_t fd;
-	uint32_t done_id;       /* OUT_DONE */
-	uint8_t *bytes;         /* OUT_OUTPUT / OUT_FATAL */
-	size_t nbytes;
-};
-
-struct session {
-	struct mearas_link_conn *conn;
-	pthread_t thread;
-	bool thread_started;
-	struct remote_open_req open;
-	uint64_t open_seq;
-	int ready;              /* atomic: 1 region up, -1 worker gone or never started */
-	int sleeping;           /* atomic: the session thread is (about to be) in poll */
-	int closing;            /* atomic */
-	pid_t child;
-	int sock;
-	uint8_t *region;
-	uint64_t region_size;
-	uint8_t *data;
-	uint64_t data_size;
-	unsigned nthreads;
-	struct mearas_ring_ctl *sq_ctl;
-	struct mearas_sqe *sqes;
-	uint8_t *arena;
-	uint8_t *cqs;
-	uint64_t cq_stride;
-	int kick_fd, out_fd, err_fd, notify_fd;
-	int wake_fds[MEARAS_MAX_THREADS];
-	/* producer state (link thread) */
-	uint32_t sq_tail, arena_head;
-	uint32_t arena_mark[MEARAS_SQ_ENTRIES];
-	/* consumer state (session thread) */
-	uint32_t cq_head[MEARAS_MAX_THREADS];
-	int held_error;
-	uint64_t last_active_ns; /* atomic: last record fed or completion seen */
-	struct remote_tokens tokens;
-	struct remote_captures *caps; /* link thread only */
-	struct remote_mapped *mapped; /* mapped host ranges (remote_mapped.c) */
-	uint64_t worker_data_va;      /* the worker's data area address */
-	/* outgoing items and the outstanding REAP call */
-	pthread_mutex_t qlock;
-	struct out_item *q;
-	size_t qhead, qlen, qcap;
-	uint64_t reap_seq[REMOTE_REAPS_MAX]; /* outstanding REAP calls, oldest first */
-	unsigned nreap;
-	uint64_t qbytes;        /* atomic (written under qlock): what the queue holds */
-	uint8_t *reply;
-	struct remote_budget budget;
-	int budget_error;       /* atomic: a refusal no completion carried, for the next sync */
-};
 
 static const struct backend_config *server_cfg;
 static struct mearas_link_server *server;
 
-static void notify(struct session *s)
-{
-	uint64_t one = 1;
-
-	if (s->notify_fd >= 0 && write(s->notify_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		log_warn("remote session: notify: %s", strerror(errno));
-}
-
-/* After queueing work for the session thread: wake it only if it sleeps
- * (pairs with the fence in harvest before it rechecks and sleeps). */
-static void notify_if_sleeping(struct session *s)
-{
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&s->sleeping, __ATOMIC_RELAXED))
-		notify(s);
-}
-
-/* A refusal that no completion of its own reports: the next synchronizing
- * call of the link does (as CUDA reports asynchronous errors). */
-static void defer_error(struct session *s, int status)
-{
-	int none = 0;
-
-	__atomic_compare_exchange_n(&s->budget_error, &none, status, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-}
-
-/* Bytes an item holds in the queue (its own, and what it owns). */
-static uint64_t item_cost(const struct out_item *it)
-{
-	return sizeof(*it) + (it->bytes ? it->nbytes : 0);
-}
-
-/* An item's bytes (taken from the budget by whoever made them) are gone. */
-static void item_free(struct session *s, struct out_item *it)
-{
-	if (it->bytes) {
-		free(it->bytes);
-		remote_budget_give(&s->budget, it->nbytes);
-		it->bytes = NULL;
-	}
-}
-
-/* queue lock held */
-static void queue_push(struct session *s, const struct out_item *it)
-{
-	/* The queue is bounded by itself, not by the budget: a link whose budget
-	 * went to shadows must still get the completions that report it. Scans
-	 * stop at REMOTE_QUEUE_SOFT; only records' own errors come on top. */
-	bool lost = s->qbytes + item_cost(it) > REMOTE_QUEUE_MAX;
-
-	if (!lost && s->qhead + s->qlen == s->qcap) {
-		if (s->qhead) {
-			memmove(s->q, s->q + s->qhead, s->qlen * sizeof(*s->q));
-			s->qhead = 0;
-		} else {
-			size_t ncap = s->qcap ? s->qcap * 2 : 256;
-			struct out_item *n = realloc(s->q, ncap * sizeof(*n));
-
-			lost = !n;
-			if (n) {
-				s->q = n;
-				s->qcap = ncap;
-			}
-		}
-	}
-	if (lost) {
-		struct out_item gone = *it;
-
-		log_err("remote session %s: reply queue full or out of memory: a reply item is lost",
-			mearas_link_conn_peer(s->conn));
-		item_free(s, &gone);
-		defer_error(s, cudaErrorMemoryAllocation);
-		return;
-	}
-	s->q[s->qhead + s->qlen++] = *it;
-	__atomic_store_n(&s->qbytes, s->qbytes + item_cost(it), __ATOMIC_RELAXED);
-}
-
-/* The queue holds enough: completions wait in the worker's rings for now. */
-static bool queue_over(struct session *s)
-{
-	return __atomic_load_n(&s->qbytes, __ATOMIC_RELAXED) >= REMOTE_QUEUE_SOFT;
-}
-
-/* The ranges of a graph launch in flight, taken from the budget. */
-static void ranges_free(struct session *s, struct mearas_span *r, uint32_t n)
-{
-	if (r) {
-		free(r);
-		remote_budget_give(&s->budget, (uint64_t)n * sizeof(*r));
-	}
-}
-
-static void push_locked(struct session *s, const struct out_item *it)
-{
-	pthread_mutex_lock(&s->qlock);
-	queue_push(s, it);
-	pthread_mutex_unlock(&s->qlock);
-}
-
-static void push_cqe(struct session *s, uint32_t cq, const struct mearas_cqe *c)
-{
-	struct out_item it = { .type = OUT_CQE, .cq = cq, .cqe = *c };
-
-	push_locked(s, &it);
-}
-
-static void push_error(struct session *s, const struct mearas_sqe *e, int status)
-{
-	struct mearas_cqe c = { .user_data = e->user_data, .status = status };
-
-	if (e->flags & MEARAS_SQE_WANT_CQE) {
-		push_cqe(s, e->cq, &c);
-		notify_if_sleeping(s);
-	}
-}
-
-/* A record sent with REMOTE_REC_WANT_DONE has written all it will write. */
-static void push_done(struct session *s, uint32_t id)
-{
-	struct out_item it = { .type = OUT_DONE, .done_id = id };
-
-	push_locked(s, &it);
-}
-
-/* A record not run: its error, and its DONE if one is owed. */
-static void drop_record(struct session *s, const struct mearas_sqe *e, int status, bool done_owed, uint32_t id)
-{
-	push_error(s, e, status);
-	if (done_owed)
-		push_done(s, id);
-}
-
-/* ---- the fake guest: records into the worker's submission ring ---- */
-
-static bool wait_until(struct session *s, bool (*cond)(struct session *, uint32_t), uint32_t arg)
-{
-	uint64_t start = mearas_mono_ns();
-
-	while (!cond(s, arg)) {
-		if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) != 1 || __atomic_load_n(&s->closing, __ATOMIC_ACQUIRE))
-			return false;
-		if (mearas_ring_needs_wakeup(s->sq_ctl)) {
-			uint64_t one = 1;
-
-			if (write(s->kick_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-				return false;
-		}
-		if (mearas_mono_ns() - start > SPACE_WAIT_NS) {
-			/* the link thread must not stall past the peer's dead bound */
-			log_warn("remote session %s: worker ring stays full", mearas_link_conn_peer(s->conn));
-			return false;
-		}
-		usleep(20);
-	}
-	return true;
-}
-
-static bool sq_space(struct session *s, uint32_t unused)
-{
-	(void)unused;
-	return s->sq_tail - mearas_load_acquire(&s->sq_ctl->head) < MEARAS_SQ_ENTRIES - 1;
-}
-
-static uint32_t arena_released(struct session *s)
-{
-	uint32_t head = mearas_load_acquire(&s->sq_ctl->head);
-
-	return s->arena_mark[(head - 1) & (MEARAS_SQ_ENTRIES - 1)];
-}
-
-static bool arena_space(struct session *s, uint32_t need)
-{
-	if (mearas_load_acquire(&s->sq_ctl->head) == s->sq_tail)
-		return true;
-	return MEARAS_ARENA_SIZE - (s->arena_head - arena_released(s)) >= need;
-}
-
-/* Payload into the worker's arena (same scheme as the guest library). */
-static bool place_payload(struct session *s, struct mearas_sqe *sqe, const uint8_t *p, uint32_t len)
-{
-	uint32_t pos = s->arena_head % MEARAS_ARENA_SIZE, need = len;
-
-	if (pos + len > MEARAS_ARENA_SIZE)
-		need += MEARAS_ARENA_SIZE - pos;
-	if (!wait_until(s, arena_space, need))
-		return false;
-	if (mearas_load_acquire(&s->sq_ctl->head) == s->sq_tail)
-		s->arena_head = arena_released(s);
-	pos = s->arena_head % MEARAS_ARENA_SIZE;
-	if (pos + len > MEARAS_ARENA_SIZE) {
-		s->arena_head += MEARAS_ARENA_SIZE - pos;
-		pos = 0;
-	}
-	memcpy(s->arena + pos, p, len);
-	s->arena_head += len;
-	sqe->flags |= MEARAS_SQE_PAYLOAD_ARENA;
-	sqe->payload_off = pos;
-	sqe->payload_len = len;
-	return true;
-}
-
-static bool d2h_rows(const struct session *s, const struct mearas_sqe *e, struct remote_token *t)
-{
-	struct mearas_span r;
-
-	if (!remote_d2h_range(e, s->data_size, &r))
-		return false;
-	t->off = r.off;
-	t->width = r.width;
-	t->pitch = r.pitch;
-	t->rows = r.rows;
-	return true;
-}
-
-static void feed_record(struct session *s, const uint8_t *msg, size_t len)
-{
-	struct remote_record_hdr h;
-	struct mearas_sqe sqe;
-	const uint8_t *payload, *data;
-	struct remote_token t = { 0 };
-	bool d2h, done_owed;
-
-	if (len < sizeof(h))
-		return;
-	memcpy(&h, msg, sizeof(h));
-	payload = msg + sizeof(h);
-	data = payload + h.payload_len;
-	/* a device-to-host copy the client follows: one DONE, whatever becomes of it */
-	done_owed = (h.flags & REMOTE_REC_WANT_DONE) != 0;
-	if (h.payload_len > len - sizeof(h) ||
-	    ((h.flags & REMOTE_REC_DATA_INLINE) && h.data_len > len - sizeof(h) - h.payload_len)) {
-		log_warn("remote session %s: malformed record dropped", mearas_link_conn_peer(s->conn));
-		drop_record(s, &h.sqe, cudaErrorInvalidValue, done_owed, h.done_id);
-		return;
-	}
-	sqe = h.sqe;
-	if (h.flags & REMOTE_REC_REFUSED) {
-		/* over the client node's budget (it logged it): the same error here,
-		 * and the range at that offset is no longer followed, as there */
-		if (sqe.op == MEARAS_OP_HOST_MAPPED && host_mapped_valid(&sqe, s->data_size))
-			remote_mapped_set(s->mapped, s->data, sqe.args.HOST_MAPPED.off, sqe.args.HOST_MAPPED.size, false);
-		if (!(sqe.flags & MEARAS_SQE_WANT_CQE))
-			defer_error(s, cudaErrorMemoryAllocation);
-		drop_record(s, &sqe, cudaErrorMemoryAllocation, done_owed, h.done_id);
-		return;
-	}
-	if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) != 1) {
-		drop_record(s, &sqe, cudaErrorDevicesUnavailable, done_owed, h.done_id);
-		return;
-	}
-	if ((h.flags & REMOTE_REC_DATA_INLINE) && h.data_off <= s->data_size &&
-	    h.data_len <= s->data_size - h.data_off)
-	{
-		memcpy(s->data + h.data_off, data, h.data_len);
-		/* host bytes a copy carried: not a device change of a mapped range */
-		remote_mapped_absorb(s->mapped, s->data, h.data_off, h.data_len);
-	}
-	if (sqe.op == MEARAS_OP_HOST_MAPPED && host_mapped_valid(&sqe, s->data_size) &&
-	    !remote_mapped_set(s->mapped, s->data, sqe.args.HOST_MAPPED.off, sqe.args.HOST_MAPPED.size,
-			       sqe.args.HOST_MAPPED.mapped != 0)) {
-		/* over budget (logged) or out of memory: posted without a completion,
-		 * so the next synchronizing call reports it */
-		if (sqe.flags & MEARAS_SQE_WANT_CQE)
-			push_error(s, &sqe, cudaErrorMemoryAllocation);
-		else
-			defer_error(s, cudaErrorMemoryAllocation);
-		return;
-	}
-	if (!remote_captures_note(s->caps, &sqe)) {
-		drop_record(s, &sqe, cudaErrorMemoryAllocation, done_owed, h.done_id);
-		return;
-	}
-	d2h = d2h_rows(s, &sqe, &t);
-	if (d2h) {
-		struct mearas_span r = { t.off, t.width, t.pitch, t.rows };
-		bool ok;
-
-		/* no fence on a capturing stream: the bytes come with the graph's launches */
-		if (remote_captures_take_copy(s->caps, &sqe, &r, &ok)) {
-			d2h = false;
-			if (!ok) {
-				drop_record(s, &sqe, cudaErrorMemoryAllocation, done_owed, h.done_id);
-				return;
-			}
-		}
-	}
-	if (done_owed && !d2h) {
-		/* nothing to send back now: captured (the bytes come with the graph's
-		 * launches), or rows outside the data area (the worker refuses it) */
-		push_done(s, h.done_id);
-		done_owed = false;
-	}
-	if (!remote_captures_launch_ranges(s->caps, &sqe, &t.ranges, &t.nranges)) {
-		push_error(s, &sqe, cudaErrorMemoryAllocation);
-		return;
-	}
-	if (t.ranges && !remote_budget_take(&s->budget, (uint64_t)t.nranges * sizeof(*t.ranges), "a graph launch's ranges")) {
-		free(t.ranges);
-		drop_record(s, &sqe, cudaErrorMemoryAllocation, done_owed, h.done_id);
-		return;
-	}
-	if (s->caps && sqe.op == MEARAS_OP_CAPTURE_BEGIN) {
-		/* its completion tells whether the stream really captures (errors stay deferred) */
-		t.capture_begin = 1;
-		t.stream_key = remote_stream_key(&sqe);
-	}
-	if ((sqe.flags & MEARAS_SQE_WANT_CQE) || d2h || t.nranges || t.capture_begin) {
-		uint64_t tok;
-
-		t.user_data = sqe.user_data;
-		t.cq = sqe.cq;
-		t.op = sqe.op;
-		t.want_cqe = (sqe.flags & MEARAS_SQE_WANT_CQE) != 0;
-		t.want_done = done_owed;
-		t.done_id = h.done_id;
-		if (!d2h)
-			t.rows = 0;
-		tok = remote_tokens_add(&s->tokens, &t);
-		if (!tok) {
-			ranges_free(s, t.ranges, t.nranges);
-			drop_record(s, &sqe, cudaErrorLaunchOutOfResources, done_owed, h.done_id);
-			return;
-		}
-		sqe.user_data = tok;
-		sqe.flags |= MEARAS_SQE_WANT_CQE;
-	}
-	if (h.flags & REMOTE_REC_BAD_PAYLOAD) {
-		/* out of bounds on the client: the worker refuses it with its own error */
-		sqe.flags |= MEARAS_SQE_PAYLOAD_ARENA;
-		sqe.payload_off = MEARAS_ARENA_SIZE;
-		sqe.payload_len = 1;
-	} else if (sqe.flags & MEARAS_SQE_PAYLOAD_ARENA) {
-		sqe.flags &= (uint16_t)~MEARAS_SQE_PAYLOAD_ARENA;
-		sqe.payload_len = h.payload_len;
-		if (h.payload_len <= MEARAS_SQE_INLINE) {
-			memcpy(sqe.inline_payload, payload, h.payload_len);
-		} else if (h.payload_len > MEARAS_ARENA_SIZE / 2 || !place_payload(s, &sqe, payload, h.payload_len)) {
-			sqe.flags |= MEARAS_SQE_PAYLOAD_ARENA;
-			sqe.payload_off = MEARAS_ARENA_SIZE;
-		}
-	}
-	if (!wait_until(s, sq_space, 0)) {
-		struct remote_token dropped = { 0 };
-
-		if (remote_tokens_take(&s->tokens, sqe.user_data, &dropped) && dropped.want_cqe) {
-			struct mearas_cqe c = { .user_data = dropped.user_data, .status = cudaErrorDevicesUnavailable };
-
-			push_cqe(s, dropped.cq, &c);
-			notify_if_sleeping(s);
-		}
-		if (dropped.want_done)
-			push_done(s, dropped.done_id);
-		ranges_free(s, dropped.ranges, dropped.nranges);
-		return;
-	}
-	s->sqes[s->sq_tail & (MEARAS_SQ_ENTRIES - 1)] = sqe;
-	s->arena_mark[s->sq_tail & (MEARAS_SQ_ENTRIES - 1)] = s->arena_head;
-	s->sq_tail++;
-	mearas_store_release(&s->sq_ctl->tail, s->sq_tail);
-	__atomic_store_n(&s->last_active_ns, mearas_mono_ns(), __ATOMIC_RELAXED);
-	if (mearas_ring_needs_wakeup(s->sq_ctl)) {
-		uint64_t one = 1;
-
-		if (write(s->kick_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-			log_warn("remote session: kick: %s", strerror(errno));
-	}
-}
-
 /* ---- the worker process ---- */
 
-static int start_worker(struct session *s, char *msg, size_t msglen)
+static int start_worker(struct remote_session *s, char *msg, size_t msglen)
 {
 	struct backend_config child = *server_cfg;
 	int sv[2], fds[4 + MEARAS_MAX_THREADS], nfds = 0;
@@ -544,357 +112,39 @@ static int start_worker(struct session *s, char *msg, size_t msglen)
 		s->wake_fds[t] = fds[2 + t];
 	s->out_fd = fds[2 + s->nthreads];
 	s->err_fd = fds[3 + s->nthreads];
-	{
-		struct mearas_region_hdr *hdr = (struct mearas_region_hdr *)s->region;
-		struct mearas_vgpu_layout l = mearas_vgpu_layout(hdr->sq_entries, hdr->cq_entries, hdr->arena_size,
-								 hdr->nthreads);
-		uint8_t *blk = s->region + hdr->vgpu_off[0];
-
-		s->sq_ctl = (struct mearas_ring_ctl *)(blk + l.sq_ctl);
-		s->sqes = (struct mearas_sqe *)(blk + l.sqes);
-		s->arena = blk + l.arena;
-		s->cqs = blk + l.cqs;
-		s->cq_stride = l.cq_stride;
-		s->data = s->region + hdr->data_off;
-		s->worker_data_va = wl.region_addr + hdr->data_off;
-		s->data_size = hdr->data_size;
-		/* wakeups are asked for when the session thread sleeps (cq_prepare_sleep) */
-	}
+	remote_session_map(s, s->region, wl.region_addr);
 	return 0;
 }
 
 /* ---- completions back to the client node ---- */
 
-static void read_output(struct session *s, int fd, uint32_t which)
+/* ---- the session thread ---- */
+
+static void try_reply(struct remote_session *s)
 {
 	for (;;) {
-		uint8_t buf[65536];
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		ssize_t n;
-		struct out_item it = { .type = OUT_OUTPUT, .fd = which };
-
-		if (poll(&p, 1, 0) <= 0 || !(p.revents & POLLIN))
-			return;
-		n = read(fd, buf, sizeof(buf));
-		if (n <= 0)
-			return;
-		if (!remote_budget_take(&s->budget, (uint64_t)n, "device output")) {
-			defer_error(s, cudaErrorMemoryAllocation);
-			continue; /* read and dropped: the worker must not block on its pipe */
-		}
-		it.bytes = malloc((size_t)n);
-		if (!it.bytes) {
-			remote_budget_give(&s->budget, (uint64_t)n);
-			return;
-		}
-		memcpy(it.bytes, buf, (size_t)n);
-		it.nbytes = (size_t)n;
-		push_locked(s, &it);
-	}
-}
-
-struct held {
-	struct out_item *v;
-	size_t n, cap;
-};
-
-static void held_add(struct held *h, const struct out_item *it)
-{
-	if (h->n == h->cap) {
-		size_t ncap = h->cap ? h->cap * 2 : 64;
-		struct out_item *nv = realloc(h->v, ncap * sizeof(*nv));
-
-		if (!nv)
-			return;
-		h->v = nv;
-		h->cap = ncap;
-	}
-	h->v[h->n++] = *it;
-}
-
-/* A device-to-host copy's rows go to the client as they are now: where they
- * fall in a mapped range, they are not a change to send again. */
-static void absorb_rows(struct session *s, uint64_t off, uint64_t width, uint64_t pitch, uint64_t rows)
-{
-	if (!remote_mapped_any(s->mapped))
-		return;
-	for (uint64_t i = 0; i < rows; i++)
-		remote_mapped_absorb(s->mapped, s->data, off + i * pitch, width);
-}
-
-/* remote_mapped emit: the device's changes to a mapped range, queued (a
- * copy: the range may change again before the reply goes) */
-static int queue_mapped(void *ctx, uint64_t off, const uint8_t *bytes, uint64_t len)
-{
-	struct session *s = ctx;
-
-	for (uint64_t done = 0; done < len; done += REMOTE_MAPPED_PIECE) {
-		uint64_t n = len - done < REMOTE_MAPPED_PIECE ? len - done : REMOTE_MAPPED_PIECE;
-		struct out_item it = { .type = OUT_MAPPED, .off = off + done, .nbytes = n };
-
-		if (remote_budget_take(&s->budget, n, "changed mapped bytes")) {
-			it.bytes = malloc(n);
-			if (!it.bytes)
-				remote_budget_give(&s->budget, n);
-		}
-		if (!it.bytes) {
-			log_err("remote session %s: no memory or budget left: mapped memory goes stale",
-				mearas_link_conn_peer(s->conn));
-			defer_error(s, cudaErrorMemoryAllocation);
-			return -1;
-		}
-		memcpy(it.bytes, bytes + done, n);
-		push_locked(s, &it);
-	}
-	return 0;
-}
-
-/* One pass over every completion slot: device-to-host data goes out at once,
- * completions are held for one more pass (see harvest). */
-static void scan(struct session *s, struct held *fresh)
-{
-	for (unsigned slot = 0; slot < s->nthreads; slot++) {
-		struct mearas_ring_ctl *ctl = (struct mearas_ring_ctl *)(s->cqs + s->cq_stride * slot);
-		struct mearas_cqe *ring = (struct mearas_cqe *)(ctl + 1);
-
-		while (mearas_load_acquire(&ctl->tail) != s->cq_head[slot]) {
-			struct mearas_cqe c = ring[s->cq_head[slot] & (MEARAS_CQ_ENTRIES - 1)];
-			struct out_item it = { .type = OUT_CQE, .cq = slot };
-			struct remote_token t;
-
-			s->cq_head[slot]++;
-			mearas_store_release(&ctl->head, s->cq_head[slot]);
-			if (c.flags & MEARAS_CQE_HOST_FUNC) {
-				it.cqe = c;
-				held_add(fresh, &it);
-				continue;
-			}
-			if (!remote_tokens_take(&s->tokens, c.user_data, &t)) {
-				log_warn("remote session %s: completion for unknown token %llu",
-					 mearas_link_conn_peer(s->conn), (unsigned long long)c.user_data);
-				continue;
-			}
-			if (t.rows && c.status == 0) {
-				struct out_item d = { .type = OUT_DATA, .off = t.off, .width = t.width,
-						      .pitch = t.pitch, .rows = t.rows };
-
-				absorb_rows(s, t.off, t.width, t.pitch, t.rows);
-				push_locked(s, &d);
-			}
-			if (t.capture_begin && c.status)
-				remote_captures_begin_failed(s->caps, t.stream_key);
-			for (uint32_t i = 0; c.status == 0 && i < t.nranges; i++) {
-				const struct mearas_span *r = &t.ranges[i];
-				struct out_item d = { .type = OUT_DATA, .off = r->off, .width = r->width,
-						      .pitch = r->pitch, .rows = r->rows };
-
-				absorb_rows(s, r->off, r->width, r->pitch, r->rows);
-				push_locked(s, &d);
-			}
-			ranges_free(s, t.ranges, t.nranges);
-			if (t.want_done)
-				push_done(s, t.done_id); /* after its data */
-			if (!t.want_cqe) {
-				/* an asynchronous copy: its error is reported by a later sync, as in CUDA */
-				if (c.status && !s->held_error)
-					s->held_error = c.status;
-				continue;
-			}
-			if (c.status == 0 && s->held_error && reports_deferred(t.op)) {
-				c.status = s->held_error;
-				s->held_error = 0;
-			}
-			if (c.status == 0 && reports_deferred(t.op) && __atomic_load_n(&s->budget_error, __ATOMIC_RELAXED))
-				c.status = __atomic_exchange_n(&s->budget_error, 0, __ATOMIC_RELAXED);
-			c.user_data = t.user_data;
-			it.cqe = c;
-			it.cq = t.cq;
-			held_add(fresh, &it);
-		}
-	}
-}
-
-static void fail_token(void *ctx, const struct remote_token *t)
-{
-	struct session *s = ctx;
-	struct mearas_cqe c = { .user_data = t->user_data, .status = cudaErrorDevicesUnavailable };
-
-	ranges_free(s, t->ranges, t->nranges);
-	if (t->want_cqe) {
-		struct out_item it = { .type = OUT_CQE, .cq = t->cq, .cqe = c };
-
-		queue_push(s, &it);
-	}
-	if (t->want_done) {
-		struct out_item it = { .type = OUT_DONE, .done_id = t->done_id };
-
-		queue_push(s, &it);
-	}
-}
-
-static void worker_gone(struct session *s)
-{
-	static const char why[] = "the remote worker process exited";
-	struct out_item it = { .type = OUT_FATAL };
-
-	__atomic_store_n(&s->ready, -1, __ATOMIC_RELEASE);
-	log_err("remote session %s: %s", mearas_link_conn_peer(s->conn), why);
-	pthread_mutex_lock(&s->qlock);
-	remote_tokens_fail(&s->tokens, fail_token, s);
-	it.bytes = remote_budget_take(&s->budget, sizeof(why) - 1, "the worker's last words") ? malloc(sizeof(why)) : NULL;
-	if (it.bytes) {
-		memcpy(it.bytes, why, sizeof(why));
-		it.nbytes = sizeof(why) - 1;
-	}
-	queue_push(s, &it);
-	pthread_mutex_unlock(&s->qlock);
-}
-
-/* A REAP reply being built: item headers and small bytes in the session's
- * reply buffer, device-to-host bytes of REMOTE_REF_MIN or more sent from the
- * data area itself. */
-#define REMOTE_REF_MIN (64u << 10)
-/* a reply the link refuses would lose the items built into it */
-_Static_assert(REMOTE_REPLY_MAX <= MEARAS_LINK_MAX_MSG, "REAP replies must fit a link message");
-
-struct reply_build {
-	uint8_t *buf;
-	size_t used, len;       /* bytes of buf used; bytes of the whole reply */
-	struct iovec iov[MEARAS_LINK_REPLY_IOV_MAX];
-	int n;
-	bool last_in_buf;       /* iov[n - 1] ends at buf + used: extend it */
-};
-
-static void rb_copy(struct reply_build *r, const void *p, size_t n)
-{
-	if (!n)
-		return;
-	memcpy(r->buf + r->used, p, n);
-	if (r->last_in_buf)
-		r->iov[r->n - 1].iov_len += n;
-	else
-		r->iov[r->n++] = (struct iovec){ r->buf + r->used, n };
-	r->last_in_buf = true;
-	r->used += n;
-	r->len += n;
-}
-
-/* Room for one item with blen bytes of b (by reference if ref: b must stay valid until sent)? */
-static bool put_item(struct reply_build *r, uint32_t type, const void *a, size_t alen, const void *b, size_t blen,
-		     bool ref)
-{
-	struct remote_item_hdr ih = { .type = type, .len = (uint32_t)(alen + blen) };
-
-	/* a reference needs up to 3 iov slots: header segment, bytes, next segment */
-	if (r->len + sizeof(ih) + alen + blen > REMOTE_REPLY_MAX || r->n + 3 > MEARAS_LINK_REPLY_IOV_MAX)
-		return false;
-	rb_copy(r, &ih, sizeof(ih));
-	rb_copy(r, a, alen);
-	if (ref) {
-		r->iov[r->n++] = (struct iovec){ (void *)b, blen };
-		r->len += blen;
-		r->last_in_buf = false;
-	} else {
-		rb_copy(r, b, blen);
-	}
-	return true;
-}
-
-/* queue lock held: fill a reply from the head of the queue */
-static void build_reply(struct session *s, struct reply_build *r)
-{
-	*r = (struct reply_build){ .buf = s->reply };
-	while (s->qlen) {
-		struct out_item *it = &s->q[s->qhead];
-		uint64_t cost = item_cost(it);
-
-		if (it->type == OUT_CQE) {
-			struct remote_item_cqe ic = { .cq = it->cq, .cqe = it->cqe };
-
-			if (!put_item(r, REMOTE_ITEM_CQE, &ic, sizeof(ic), NULL, 0, false))
-				break;
-		} else if (it->type == OUT_DATA) {
-			bool full = false;
-
-			while (it->row < it->rows) {
-				size_t room = REMOTE_REPLY_MAX - r->len, n;
-				struct remote_item_data d = { .off = it->off + it->row * it->pitch + it->col };
-
-				if (room <= sizeof(struct remote_item_hdr) + sizeof(d)) {
-					full = true;
-					break;
-				}
-				n = room - sizeof(struct remote_item_hdr) - sizeof(d);
-				if (n > it->width - it->col)
-					n = it->width - it->col;
-				if (!put_item(r, REMOTE_ITEM_DATA, &d, sizeof(d), s->data + d.off, n, n >= REMOTE_REF_MIN)) {
-					full = true;
-					break;
-				}
-				it->col += n;
-				if (it->col == it->width) {
-					it->row++;
-					it->col = 0;
-				}
-			}
-			if (full)
-				break;
-		} else if (it->type == OUT_MAPPED) {
-			struct remote_item_data d = { .off = it->off };
-
-			if (!put_item(r, REMOTE_ITEM_MAPPED, &d, sizeof(d), it->bytes, it->nbytes, false))
-				break;
-			item_free(s, it); /* copied into the reply buffer */
-		} else if (it->type == OUT_DONE) {
-			struct remote_item_done d = { .id = it->done_id };
-
-			if (!put_item(r, REMOTE_ITEM_DONE, &d, sizeof(d), NULL, 0, false))
-				break;
-		} else {
-			struct remote_item_output o = { .fd = it->fd };
-			bool ok = it->type == OUT_FATAL
-					  ? put_item(r, REMOTE_ITEM_FATAL, it->bytes, it->nbytes, NULL, 0, false)
-					  : put_item(r, REMOTE_ITEM_OUTPUT, &o, sizeof(o), it->bytes, it->nbytes, false);
-
-			if (!ok)
-				break;
-			item_free(s, it); /* copied into the reply buffer */
-		}
-		s->qhead++;
-		s->qlen--;
-		__atomic_store_n(&s->qbytes, s->qbytes - cost, __ATOMIC_RELAXED);
-	}
-	if (!s->qlen)
-		s->qhead = 0;
-}
-
-static void try_reply(struct session *s)
-{
-	pthread_mutex_lock(&s->qlock);
-	while (s->nreap && s->qlen) {
-		uint64_t seq = s->reap_seq[0];
 		struct reply_build r;
+		uint64_t seq;
+		bool any;
 		int rc;
 
-		build_reply(s, &r);
-		if (!r.len)
-			break;
-		memmove(s->reap_seq, s->reap_seq + 1, --s->nreap * sizeof(s->reap_seq[0]));
+		pthread_mutex_lock(&s->qlock);
+		any = remote_session_next_reply(s, &seq, &r);
 		pthread_mutex_unlock(&s->qlock);
+		if (!any)
+			break;
 		rc = mearas_link_replyv(s->conn, seq, r.iov, r.n);
 		if (rc)
 			log_warn("remote session %s: reply: %s", mearas_link_conn_peer(s->conn),
 				 mearas_link_strerror(rc));
-		pthread_mutex_lock(&s->qlock);
 	}
-	pthread_mutex_unlock(&s->qlock);
 }
 
 /* A completion waits in a worker ring (and the queue has room for it), or a
  * reply can go out (unlocked reads: a hint). */
-static bool harvest_ready(struct session *s)
+static bool harvest_ready(struct remote_session *s)
 {
-	for (unsigned slot = 0; slot < s->nthreads && !queue_over(s); slot++) {
+	for (unsigned slot = 0; slot < s->nthreads && !remote_session_queue_over(s); slot++) {
 		struct mearas_ring_ctl *ctl = (struct mearas_ring_ctl *)(s->cqs + s->cq_stride * slot);
 
 		if (mearas_load_acquire(&ctl->tail) != s->cq_head[slot])
@@ -906,7 +156,7 @@ static bool harvest_ready(struct session *s)
 /* Until a while after the last record or completion, watch the rings
  * instead of sleeping until the worker's eventfd write wakes this thread:
  * a synchronous call's next record comes one round trip after its reply. */
-static void harvest_spin(struct session *s)
+static void harvest_spin(struct remote_session *s)
 {
 	uint64_t spin_ns = (uint64_t)remote_spin_us(server_cfg->spin_us) * 1000ull;
 
@@ -920,7 +170,7 @@ static void harvest_spin(struct session *s)
 /* Before sleeping: ask the worker to write the slots' eventfds on its next
  * completion (false, no sleep, when one came meanwhile). While this thread
  * is awake the worker writes none: no system call per completion. */
-static bool cq_prepare_sleep(struct session *s)
+static bool cq_prepare_sleep(struct remote_session *s)
 {
 	bool ok = true;
 
@@ -929,14 +179,14 @@ static bool cq_prepare_sleep(struct session *s)
 	return ok;
 }
 
-static void cq_end_sleep(struct session *s)
+static void cq_end_sleep(struct remote_session *s)
 {
 	for (unsigned slot = 0; slot < s->nthreads; slot++)
 		mearas_ring_end_sleep((struct mearas_ring_ctl *)(s->cqs + s->cq_stride * slot));
 }
 
 /* Drains the eventfds poll found readable; true when the worker is gone. */
-static bool after_poll(struct session *s, struct pollfd *p, unsigned np)
+static bool after_poll(struct remote_session *s, struct pollfd *p, unsigned np)
 {
 	for (unsigned i = 0; i + 1 < np; i++) {
 		uint64_t cnt;
@@ -959,7 +209,7 @@ static bool after_poll(struct session *s, struct pollfd *p, unsigned np)
  */
 #define ACTIVE_POLL_EVERY 256u
 
-static void harvest(struct session *s)
+static void harvest(struct remote_session *s)
 {
 	struct pollfd p[MEARAS_MAX_THREADS + 2];
 	struct held held = { 0 }, fresh = { 0 };
@@ -972,7 +222,7 @@ static void harvest(struct session *s)
 	while (!__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE)) {
 		bool ready = __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1, busy, gone = false;
 		/* the queue is full: nothing is read from the rings until REAP calls drain it */
-		bool paused = queue_over(s);
+		bool paused = remote_session_queue_over(s);
 		int r = 0;
 
 		if (!held.n && ready && !paused)
@@ -998,35 +248,11 @@ static void harvest(struct session *s)
 		if (__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE))
 			break;
 		if (gone && __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1) {
-			scan(s, &fresh);
-			worker_gone(s);
+			remote_session_worker_gone(s, &fresh);
 			p[np - 1].fd = -1;
 		}
-		/* completions read by a pass get their second pass at once, so
-		 * that they leave in the same reply as their data */
-		for (int pass = 0; pass < 2 && !paused && __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1; pass++) {
-			fresh.n = 0;
-			scan(s, &fresh);
-			/* the device's changes to mapped memory go before the completions
-			 * that let the client look at it */
-			if (held.n)
-				remote_mapped_diff(s->mapped, s->data, queue_mapped, s);
-			for (size_t i = 0; i < held.n; i++) {
-				if (held.v[i].cqe.flags & MEARAS_CQE_OUTPUT) {
-					read_output(s, s->out_fd, 1);
-					read_output(s, s->err_fd, 2);
-				}
-				push_locked(s, &held.v[i]);
-			}
-			{
-				struct held tmp = held;
-
-				held = fresh;
-				fresh = tmp;
-			}
-			if (!held.n)
-				break;
-		}
+		if (!paused)
+			remote_session_collect(s, &held, &fresh);
 		try_reply(s);
 	}
 	free(held.v);
@@ -1035,7 +261,7 @@ static void harvest(struct session *s)
 
 static void *session_main(void *arg)
 {
-	struct session *s = arg;
+	struct remote_session *s = arg;
 	struct remote_open_reply rep = { .magic = REMOTE_MAGIC };
 	int r = start_worker(s, rep.message, sizeof(rep.message));
 
@@ -1046,10 +272,7 @@ static void *session_main(void *arg)
 
 		memcpy(&rep.info, s->region + hdr->vgpu_off[0] + l.devinfo, sizeof(rep.info));
 		rep.data_va = s->worker_data_va;
-		/* published with ready: nothing is taken from the budget before */
-		s->budget.limit = server_cfg->remote.link_mem ? server_cfg->remote.link_mem
-							      : s->data_size + REMOTE_LINK_MEM_EXTRA;
-		__atomic_store_n(&s->ready, 1, __ATOMIC_RELEASE);
+		remote_session_start(s, server_cfg->remote.link_mem);
 		log_info("remote vGPU for %s (%s): GPU %d, VA window %u, worker pid %d, memory budget %llu MiB",
 			 mearas_link_conn_peer(s->conn), s->open.node, s->open.gpu, s->open.va_window, (int)s->child,
 			 (unsigned long long)(s->budget.limit >> 20));
@@ -1074,128 +297,71 @@ static void *session_main(void *arg)
 
 static void on_open(void *ctx, struct mearas_link_conn *c)
 {
-	struct session *s = calloc(1, sizeof(*s));
-
 	(void)ctx;
-	if (!s)
+	mearas_link_conn_set_user(c, remote_session_new(c, server_cfg->dev->capture_begin != NULL));
+}
+
+/* OPEN: the session thread forks the worker (device start-up can be slow) and replies. */
+static void open_message(struct remote_session *s, uint64_t seq, const void *data)
+{
+	struct remote_open_reply rep = { .magic = REMOTE_MAGIC, .status = cudaErrorInvalidValue };
+
+	memcpy(&s->open, data, sizeof(s->open));
+	s->open.node[sizeof(s->open.node) - 1] = 0;
+	s->open_seq = seq;
+	if (s->open.magic != REMOTE_MAGIC || s->open.version != REMOTE_VERSION) {
+		snprintf(rep.message, sizeof(rep.message), "remote protocol version %u, this node speaks %u",
+			 s->open.version, REMOTE_VERSION);
+	} else if (s->thread_started || __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1) {
+		snprintf(rep.message, sizeof(rep.message), "the link already has a vGPU");
+	} else if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE)) {
+		/* on_open could not set the session up */
+		rep.status = cudaErrorMemoryAllocation;
+		snprintf(rep.message, sizeof(rep.message), "the remote node is out of memory or fds for a vGPU");
+	} else if ((errno = pthread_create(&s->thread, NULL, session_main, s))) {
+		rep.status = cudaErrorMemoryAllocation;
+		snprintf(rep.message, sizeof(rep.message), "the remote node cannot start a thread: %s",
+			 strerror(errno));
+	} else {
+		s->thread_started = true;
 		return;
-	s->conn = c;
-	s->sock = s->kick_fd = s->out_fd = s->err_fd = -1;
-	s->notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	pthread_mutex_init(&s->qlock, NULL);
-	s->reply = malloc(REMOTE_REPLY_MAX);
-	/* only a device with graphs captures: elsewhere nothing is followed */
-	s->caps = server_cfg->dev->capture_begin ? remote_captures_new() : NULL;
-	s->mapped = remote_mapped_new();
-	s->budget.who = mearas_link_conn_peer(c);
-	if (s->mapped)
-		remote_mapped_set_budget(s->mapped, &s->budget);
-	remote_captures_set_budget(s->caps, &s->budget);
-	if (remote_tokens_init(&s->tokens, TOKENS_CAP) || !s->reply || !s->mapped || (server_cfg->dev->capture_begin && !s->caps) ||
-	    s->notify_fd < 0)
-		__atomic_store_n(&s->ready, -1, __ATOMIC_RELEASE);
-	mearas_link_conn_set_user(c, s);
+	}
+	log_warn("remote vGPU for %s refused: %s", mearas_link_conn_peer(s->conn), rep.message);
+	mearas_link_reply(s->conn, seq, &rep, sizeof(rep));
 }
 
 static void on_message(void *ctx, struct mearas_link_conn *c, uint64_t seq, bool wants_reply, const void *data,
 		       size_t len)
 {
-	struct session *s = mearas_link_conn_user(c);
-	uint32_t kind;
+	struct remote_session *s = mearas_link_conn_user(c);
 
 	(void)ctx;
-	if (!s || len < sizeof(kind))
-		return;
-	memcpy(&kind, data, sizeof(kind));
-	if (kind == REMOTE_MSG_RECORD) {
-		feed_record(s, data, len);
-	} else if (kind == REMOTE_MSG_MAPPED && len >= sizeof(struct remote_mapped_msg)) {
-		struct remote_mapped_msg m;
-
-		memcpy(&m, data, sizeof(m));
-		if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1 && m.len == len - sizeof(m) &&
-		    m.off <= s->data_size && m.len <= s->data_size - m.off)
-			remote_mapped_write(s->mapped, s->data, m.off, (const uint8_t *)data + sizeof(m), m.len);
-		else
-			log_warn("remote link %s: mapped bytes out of bounds dropped", mearas_link_conn_peer(c));
-	} else if (kind == REMOTE_MSG_REAP && wants_reply) {
-		bool ok;
-
-		pthread_mutex_lock(&s->qlock);
-		ok = s->nreap < REMOTE_REAPS_MAX;
-		if (ok)
-			s->reap_seq[s->nreap++] = seq;
-		pthread_mutex_unlock(&s->qlock);
-		if (ok)
-			notify_if_sleeping(s);
-		else
-			log_warn("remote link %s: more than %u REAP calls outstanding: one dropped",
-				 mearas_link_conn_peer(c), REMOTE_REAPS_MAX);
-	} else if (wants_reply && len >= sizeof(struct remote_open_req) &&
-		   ((const struct remote_open_req *)data)->kind == REMOTE_MSG_OPEN) {
-		struct remote_open_reply rep = { .magic = REMOTE_MAGIC, .status = cudaErrorInvalidValue };
-
-		memcpy(&s->open, data, sizeof(s->open));
-		s->open.node[sizeof(s->open.node) - 1] = 0;
-		s->open_seq = seq;
-		if (s->open.magic != REMOTE_MAGIC || s->open.version != REMOTE_VERSION) {
-			snprintf(rep.message, sizeof(rep.message), "remote protocol version %u, this node speaks %u",
-				 s->open.version, REMOTE_VERSION);
-		} else if (s->thread_started || __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1) {
-			snprintf(rep.message, sizeof(rep.message), "the link already has a vGPU");
-		} else if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE)) {
-			/* on_open could not set the session up */
-			rep.status = cudaErrorMemoryAllocation;
-			snprintf(rep.message, sizeof(rep.message), "the remote node is out of memory or fds for a vGPU");
-		} else if ((errno = pthread_create(&s->thread, NULL, session_main, s))) {
-			rep.status = cudaErrorMemoryAllocation;
-			snprintf(rep.message, sizeof(rep.message), "the remote node cannot start a thread: %s",
-				 strerror(errno));
-		} else {
-			/* the session thread forks the worker (device start-up can be slow) and replies */
-			s->thread_started = true;
-			return;
-		}
-		log_warn("remote vGPU for %s refused: %s", mearas_link_conn_peer(c), rep.message);
-		mearas_link_reply(c, seq, &rep, sizeof(rep));
-	} else {
-		log_warn("remote link %s: unknown message (kind %u) ignored", mearas_link_conn_peer(c), kind);
-	}
+	if (s && remote_session_message(s, seq, wants_reply, data, len))
+		open_message(s, seq, data);
 }
 
 static void on_chunk(void *ctx, struct mearas_link_conn *c, uint64_t tag, uint64_t bulk_id, uint64_t offset,
 		     uint64_t total, const void *data, size_t len)
 {
-	struct session *s = mearas_link_conn_user(c);
+	struct remote_session *s = mearas_link_conn_user(c);
 
 	(void)ctx, (void)bulk_id, (void)total;
-	if (!s || __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) != 1)
-		return;
-	/* host-to-device bytes for the next record: tag = data-area offset */
-	if (tag > s->data_size || offset > s->data_size - tag || len > s->data_size - tag - offset)
-		return;
-	if (data != s->data + tag + offset)
-		memcpy(s->data + tag + offset, data, len);
-	remote_mapped_absorb(s->mapped, s->data, tag + offset, len);
+	if (s)
+		remote_session_chunk(s, tag, offset, data, len);
 }
 
-/* Bulk bytes are read straight into the worker's data area when in bounds. */
 static void *chunk_dest(void *ctx, struct mearas_link_conn *c, uint64_t tag, uint64_t offset, uint64_t total,
 			size_t len)
 {
-	struct session *s = mearas_link_conn_user(c);
+	struct remote_session *s = mearas_link_conn_user(c);
 
 	(void)ctx, (void)total;
-	if (!s || __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) != 1)
-		return NULL;
-	if (tag <= s->data_size && offset <= s->data_size - tag && len <= s->data_size - tag - offset)
-		return s->data + tag + offset;
-	return NULL;
+	return s ? remote_session_chunk_dest(s, tag, offset, len) : NULL;
 }
 
 static void on_closed(void *ctx, struct mearas_link_conn *c, int status)
 {
-	struct session *s = mearas_link_conn_user(c);
+	struct remote_session *s = mearas_link_conn_user(c);
 
 	(void)ctx;
 	if (!s)
@@ -1205,28 +371,17 @@ static void on_closed(void *ctx, struct mearas_link_conn *c, int status)
 	__atomic_store_n(&s->closing, 1, __ATOMIC_RELEASE);
 	if (s->sock >= 0)
 		shutdown(s->sock, SHUT_RDWR); /* also ends a handshake still in progress */
-	notify(s);
+	remote_session_notify(s);
 	if (s->thread_started)
 		pthread_join(s->thread, NULL);
 	if (s->region)
 		munmap(s->region, s->region_size);
 	for (unsigned t = 0; t < s->nthreads; t++)
 		close(s->wake_fds[t]);
-	for (int *fd = (int[]){ s->kick_fd, s->out_fd, s->err_fd, s->notify_fd, -2 }; *fd != -2; fd++)
+	for (int *fd = (int[]){ s->kick_fd, s->out_fd, s->err_fd, -2 }; *fd != -2; fd++)
 		if (*fd >= 0)
 			close(*fd);
-	for (size_t i = 0; i < s->qlen; i++)
-		item_free(s, &s->q[s->qhead + i]);
-	free(s->q);
-	for (uint32_t i = 0; s->tokens.e && i < s->tokens.cap; i++)
-		if (s->tokens.e[i].used)
-			ranges_free(s, s->tokens.e[i].ranges, s->tokens.e[i].nranges);
-	remote_captures_free(s->caps);
-	remote_mapped_free(s->mapped);
-	free(s->tokens.e);
-	free(s->tokens.tok);
-	free(s->reply);
-	free(s);
+	remote_session_free(s);
 	mearas_link_conn_set_user(c, NULL);
 }
 
@@ -1292,3 +447,4 @@ void remote_server_stop(void)
 		mearas_link_server_stop(server);
 	server = NULL;
 }
+

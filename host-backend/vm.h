@@ -92,6 +92,52 @@ struct vm {
 	struct vm_slot slots[MEARAS_VM_MAX_SLOTS];
 };
 
+/* a slot worker that does not stop this long after it was asked is killed */
+#define VM_STOP_GRACE_MS 5000u
+
+/* A slot worker's one status message to the VM worker (vm_slot.c). */
+struct slot_status {
+	int32_t status;         /* 0 ready, else a cudaError_t */
+	char msg[220];
+};
+
+/* ---- vm_scan.c: the VM worker's decisions on what the guest wrote ----
+ * What the guest writes (claim, ready, kick, owner_pid, its slot's region
+ * header) is read here, and only compared; the slots' state moves here too.
+ * Nothing here starts a process, touches an fd or rings the guest: the
+ * callers in vm_worker.c and vm_slot.c do what the result says, and
+ * tests/fuzz/fuzz_vm_slot runs the same functions on guest writes of its own. */
+
+/* What a scan of one slot asks of the VM worker. */
+struct vm_scan_req {
+	bool stop;              /* the guest gave the slot back: stop its worker (vm_slot_stop) */
+	bool notify;            /* the slot's state changed: ring the guest's slot vector */
+	bool start;             /* a new claim: start a slot worker for token */
+	uint32_t token;
+};
+/* Reads slot k's claim: a give-back of a slot whose worker had died is done
+ * here (ready 0); a give-back of a running one and a new claim are asked for. */
+void vm_scan_slot(struct vm *vm, unsigned k, struct vm_scan_req *req);
+/* vm_slot_start failed for the claim token: the slot says DEAD to it. */
+void vm_scan_start_failed(struct vm *vm, unsigned k, uint32_t token);
+/* The kick bits the guest set for slot k's pollers, taken (cleared) and
+ * masked to its vGPUs; none while it has no worker or it is stopping. */
+uint32_t vm_scan_kicks(struct vm *vm, unsigned k);
+/* A slot worker was forked for token, ctl its channel. */
+void vm_slot_started(struct vm_slot *s, pid_t pid, int ctl, uint32_t token);
+/* Asks slot k's worker to stop (now_ms: the clock); false when it has none or
+ * is stopping already, else the caller sends it the stop byte. */
+bool vm_slot_begin_stop(struct vm_slot *s, uint64_t now_ms);
+/* A stopping slot worker that is still there at now_ms is past its grace. */
+bool vm_slot_overdue(const struct vm_slot *s, uint64_t now_ms);
+/* Slot k's worker sent n bytes of status st: true when the guest is to be
+ * told (ready = its token). */
+bool vm_slot_status(struct vm *vm, unsigned k, struct slot_status *st, size_t n);
+/* Slot worker of s exited with wait status wstatus (its fds are closed):
+ * free again if it was given back, else DEAD. Returns the guest vectors to
+ * ring, a bit per vector. */
+unsigned vm_slot_gone(struct vm *vm, struct vm_slot *s, int wstatus);
+
 /* vm_server.c */
 int vm_parse_spec(const char *arg, struct vm_spec *out, char *err, size_t errlen);
 /* user: a name, a numeric uid, or NULL for the default; sets every spec's
@@ -114,6 +160,8 @@ void vm_slot_ctl(struct vm *vm, unsigned k);
 /* kills slot workers past their stop deadline; all of them with all=true
  * (the VM worker is ending) and waits for them */
 void vm_slot_reap(struct vm *vm, bool all);
+/* where slot k's region lies in the VM's memory, and its header there (vm_scan.c) */
+uint64_t vm_slot_off(const struct vm *vm, unsigned k);
 struct mearas_region_hdr *vm_slot_region(struct vm *vm, unsigned k);
 
 /* vm_output.c: device printf/assert output into the slot's output rings

@@ -37,29 +37,12 @@
 #include "mearas/log.h"
 #include "vm.h"
 
-#define STOP_GRACE_MS 5000u    /* a slot worker that does not stop by then is killed */
-
-struct slot_status {
-	int32_t status;         /* 0 ready, else a cudaError_t */
-	char msg[220];
-};
-
 static uint64_t now_ms(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000ull + (uint64_t)ts.tv_nsec / 1000000ull;
-}
-
-static uint64_t slot_off(const struct vm *vm, unsigned k)
-{
-	return vm->lay.slot_off + vm->lay.slot_size * k;
-}
-
-struct mearas_region_hdr *vm_slot_region(struct vm *vm, unsigned k)
-{
-	return (struct mearas_region_hdr *)(vm->base + slot_off(vm, k));
 }
 
 static void notify(struct vm *vm, unsigned vector)
@@ -119,7 +102,7 @@ static void report(int ctl, int status, const char *msg)
  * (region_addr), zeroed: the previous owner's rings and data are gone. */
 static int map_own_slot(struct vm *vm, struct vm_slot *s, char *err, size_t errlen)
 {
-	uint64_t off = slot_off(vm, s->index), out_off = MEARAS_VM_OUT_OFF + (uint64_t)s->index * sizeof(*s->out);
+	uint64_t off = vm_slot_off(vm, s->index), out_off = MEARAS_VM_OUT_OFF + (uint64_t)s->index * sizeof(*s->out);
 	uint8_t *addr = vm->base + off, *p;
 
 	munmap(vm->base, vm->spec->size);
@@ -330,11 +313,7 @@ int vm_slot_start(struct vm *vm, unsigned k, uint32_t token, char *err, size_t e
 		goto fail;
 	}
 	close(sv[1]);
-	s->ctl = sv[0];
-	s->pid = pid;
-	s->token = token;
-	s->active = s->starting = true;
-	s->stopping = false;
+	vm_slot_started(s, pid, sv[0], token);
 	return 0;
 fail:
 	while (i-- > 0)
@@ -349,17 +328,16 @@ void vm_slot_stop(struct vm *vm, unsigned k)
 	struct vm_slot *s = &vm->slots[k];
 
 	(void)vm;
-	if (!s->pid || s->stopping)
+	if (!vm_slot_begin_stop(s, now_ms()))
 		return;
 	if (send(s->ctl, "s", 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno != EAGAIN)
 		kill(s->pid, SIGKILL); /* it is gone or going anyway */
-	s->stopping = true;
-	s->stop_deadline = now_ms() + STOP_GRACE_MS;
 }
 
 /* The slot worker exited: reaped, its channel closed. */
 static void slot_exited(struct vm *vm, struct vm_slot *s)
 {
+	unsigned vectors;
 	int st = 0;
 
 	while (waitpid(s->pid, &st, 0) < 0 && errno == EINTR)
@@ -368,39 +346,19 @@ static void slot_exited(struct vm *vm, struct vm_slot *s)
 	s->ctl = -1;
 	for (unsigned i = 0; i < vm->lay.nvgpus; i++)
 		close(s->kick_fds[i]);
-	if (s->stopping) {
-		/* given back: free for the next claim; the departed process's
-		 * rings and data are not left for it */
-		if (fallocate(vm->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)slot_off(vm, s->index),
-			      (off_t)vm->lay.slot_size))
-			log_warn("VM %s: slot %u: clearing: %s", vm->spec->name, s->index, strerror(errno));
-		s->active = s->stopping = s->starting = false;
-		vm_slot_region(vm, s->index)->state = 0;
-		__atomic_store_n(&vm->hdr->slots[s->index].ready, 0, __ATOMIC_RELEASE);
-		notify(vm, MEARAS_VM_VEC_SLOT);
-	} else {
-		if (WIFSIGNALED(st))
-			log_warn("VM %s: slot %u worker %d killed by signal %d: its guest process's calls fail; the other slots are not touched",
-				 vm->spec->name, s->index, (int)s->pid, WTERMSIG(st));
-		else
-			log_warn("VM %s: slot %u worker %d exited (status %d): its guest process's calls fail",
-				 vm->spec->name, s->index, (int)s->pid, WEXITSTATUS(st));
-		/* a slot ended by the GPU time limit keeps saying so */
-		if (vm_slot_region(vm, s->index)->state != MEARAS_BACKEND_TIMED_OUT)
-			vm_slot_region(vm, s->index)->state = MEARAS_BACKEND_DEAD;
-		if (s->starting)
-			__atomic_store_n(&vm->hdr->slots[s->index].ready, s->token, __ATOMIC_RELEASE);
-		s->starting = false;
-		notify(vm, MEARAS_VM_VEC_SLOT);
-		notify(vm, MEARAS_VM_VEC_WAKE);
-	}
-	s->pid = 0;
+	/* given back: the departed process's rings and data are not left for the next claim */
+	if (s->stopping && fallocate(vm->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				     (off_t)vm_slot_off(vm, s->index), (off_t)vm->lay.slot_size))
+		log_warn("VM %s: slot %u: clearing: %s", vm->spec->name, s->index, strerror(errno));
+	vectors = vm_slot_gone(vm, s, st);
+	for (unsigned v = 0; v < MEARAS_VM_VECTORS; v++)
+		if (vectors & (1u << v))
+			notify(vm, v);
 }
 
 void vm_slot_ctl(struct vm *vm, unsigned k)
 {
 	struct vm_slot *s = &vm->slots[k];
-	struct mearas_vm_slot *c = &vm->hdr->slots[k];
 	struct slot_status st;
 	ssize_t n;
 
@@ -413,22 +371,8 @@ void vm_slot_ctl(struct vm *vm, unsigned k)
 		slot_exited(vm, s);
 		return;
 	}
-	if (!s->starting || n != (ssize_t)sizeof(st))
-		return;
-	s->starting = false;
-	if (s->stopping)
-		return; /* given back before it was ready: nobody waits for it */
-	st.msg[sizeof(st.msg) - 1] = 0;
-	if (st.status) {
-		log_err("VM %s: slot %u cannot start: %s", vm->spec->name, k, st.msg);
-		vm_slot_region(vm, k)->state = MEARAS_BACKEND_DEAD;
-	} else {
-		log_info("VM %s: slot %u claimed (token %#x, guest pid %d): slot worker %d", vm->spec->name, k,
-			 s->token, c->owner_pid, (int)s->pid);
-	}
-	/* ready = claim also on failure: the guest then reads DEAD */
-	__atomic_store_n(&c->ready, s->token, __ATOMIC_RELEASE);
-	notify(vm, MEARAS_VM_VEC_SLOT);
+	if (vm_slot_status(vm, k, &st, (size_t)n))
+		notify(vm, MEARAS_VM_VEC_SLOT);
 }
 
 void vm_slot_reap(struct vm *vm, bool all)
@@ -446,9 +390,9 @@ void vm_slot_reap(struct vm *vm, bool all)
 			if (poll(&p, 1, (int)(s->stop_deadline - now_ms())) > 0)
 				vm_slot_ctl(vm, k);
 		}
-		if (s->pid && s->stopping && now_ms() >= s->stop_deadline) {
+		if (vm_slot_overdue(s, now_ms())) {
 			log_warn("VM %s: slot %u worker %d did not stop within %u ms: killed", vm->spec->name, k,
-				 (int)s->pid, STOP_GRACE_MS);
+				 (int)s->pid, VM_STOP_GRACE_MS);
 			kill(s->pid, SIGKILL);
 			slot_exited(vm, s);
 		}

@@ -103,46 +103,32 @@ static void write_header(struct vm *vm)
 	}
 }
 
-/* Reacts to what the guest wrote: claims, give-backs, kicks. Everything is
- * read once and only compared; slot numbers are ours. */
+/* Reacts to what the guest wrote: claims, give-backs, kicks (vm_scan.c
+ * decides, from values read once and only compared; slot numbers are ours). */
 static void scan_slots(struct vm *vm)
 {
 	char err[256];
 
 	for (unsigned k = 0; k < vm->lay.nslots; k++) {
-		struct mearas_vm_slot *c = &vm->hdr->slots[k];
 		struct vm_slot *s = &vm->slots[k];
-		uint32_t claim = __atomic_load_n(&c->claim, __ATOMIC_ACQUIRE);
+		struct vm_scan_req req;
+		uint32_t kick;
+		uint64_t one = 1;
 
-		if (s->active && claim != s->token && !s->stopping) {
-			log_info("VM %s: slot %u given back (token %#x)", vm->spec->name, k, s->token);
-			if (s->pid) {
-				vm_slot_stop(vm, k); /* ready = 0 once it exited */
-			} else {
-				/* its worker had died */
-				s->active = false;
-				vm_slot_region(vm, k)->state = 0;
-				__atomic_store_n(&c->ready, 0, __ATOMIC_RELEASE);
-				ivshmem_server_notify(vm->srv, vm->peer, MEARAS_VM_VEC_SLOT);
-			}
+		vm_scan_slot(vm, k, &req);
+		if (req.stop)
+			vm_slot_stop(vm, k); /* ready = 0 once it exited */
+		if (req.notify)
+			ivshmem_server_notify(vm->srv, vm->peer, MEARAS_VM_VEC_SLOT);
+		if (req.start && vm_slot_start(vm, k, req.token, err, sizeof(err))) {
+			log_err("VM %s: slot %u cannot start: %s", vm->spec->name, k, err);
+			vm_scan_start_failed(vm, k, req.token);
+			ivshmem_server_notify(vm->srv, vm->peer, MEARAS_VM_VEC_SLOT);
 		}
-		if (!s->active && !s->pid && claim != 0 && __atomic_load_n(&c->ready, __ATOMIC_ACQUIRE) != claim) {
-			if (vm_slot_start(vm, k, claim, err, sizeof(err))) {
-				log_err("VM %s: slot %u cannot start: %s", vm->spec->name, k, err);
-				vm_slot_region(vm, k)->state = MEARAS_BACKEND_DEAD;
-				__atomic_store_n(&c->ready, claim, __ATOMIC_RELEASE);
-				ivshmem_server_notify(vm->srv, vm->peer, MEARAS_VM_VEC_SLOT);
-			}
-		}
-		if (s->pid && !s->stopping) {
-			uint32_t kick = __atomic_exchange_n(&c->kick, 0, __ATOMIC_ACQ_REL);
-			uint64_t one = 1;
-
-			kick &= (1u << vm->lay.nvgpus) - 1;
-			for (unsigned i = 0; i < vm->lay.nvgpus; i++)
-				if ((kick & (1u << i)) && write(s->kick_fds[i], &one, sizeof(one)) < 0 && errno != EAGAIN)
-					log_warn("VM %s: kick: %s", vm->spec->name, strerror(errno));
-		}
+		kick = vm_scan_kicks(vm, k);
+		for (unsigned i = 0; i < vm->lay.nvgpus; i++)
+			if ((kick & (1u << i)) && write(s->kick_fds[i], &one, sizeof(one)) < 0 && errno != EAGAIN)
+				log_warn("VM %s: kick: %s", vm->spec->name, strerror(errno));
 	}
 }
 

@@ -239,6 +239,9 @@ void *poller_main(void *arg);
 int sq_available(struct vgpu *v);
 /* private copy of the record at the ring's head (head is not moved) */
 void sq_fetch(struct vgpu *v, struct mearas_sqe *e);
+/* runs every record waiting in the ring; returns how many, or -1 when the
+ * ring is corrupt or the client broke it */
+int sq_drain(struct vgpu *v);
 /* wait up to timeout_ms for a kick on v->kick_fd and consume it (pollers
  * of local and remote vGPUs, once mearas_ring_prepare_sleep said so) */
 void sleep_on_kick(struct vgpu *v, int timeout_ms);

@@ -524,15 +524,16 @@ static int skip_bytes(struct mearas_link *l, size_t n, uint32_t poll_ms)
 static int handle_reply(struct mearas_link *l, const struct link_frame_hdr *fh, uint32_t poll_ms)
 {
 	uint8_t rh[LINK_MSG_HDR];
+	uint64_t seq;
+	uint32_t len;
 	if (fh->body_len < LINK_MSG_HDR)
 		return MEARAS_LINK_E_PROTO;
 	int rc = link_read_exact(l->t, rh, sizeof(rh), poll_ms, l->cfg.dead_ms, &l->last_rx_ns, &l->stop);
 	if (rc)
 		return rc;
-	uint64_t seq = wire_get_u64(rh);
-	uint32_t len = wire_get_u32(rh + 8);
-	if (len != fh->body_len - LINK_MSG_HDR)
-		return MEARAS_LINK_E_PROTO;
+	rc = wire_decode_reply(fh, rh, &seq, &len);
+	if (rc)
+		return rc;
 
 	pthread_mutex_lock(&l->pend_lock);
 	struct pending **pp = &l->pending, *p;
@@ -644,15 +645,12 @@ static void init_cond_monotonic(pthread_cond_t *c)
 	pthread_condattr_destroy(&a);
 }
 
-int mearas_link_connect(const char *host, uint16_t port, const struct mearas_link_config *cfg,
-			struct mearas_link **out)
+/* A link with cfg's settings (its own copy of the key), no transport yet. */
+static struct mearas_link *link_new(const struct mearas_link_config *cfg)
 {
-	if (!host || !port || !cfg || !out || (cfg->key_len && !cfg->key))
-		return MEARAS_LINK_E_INVAL;
-	*out = NULL;
 	struct mearas_link *l = calloc(1, sizeof(*l));
 	if (!l)
-		return MEARAS_LINK_E_NOMEM;
+		return NULL;
 	link_config_effective(cfg, &l->cfg);
 	pthread_mutex_init(&l->send_lock, NULL);
 	pthread_mutex_init(&l->batch_lock, NULL);
@@ -663,11 +661,60 @@ int mearas_link_connect(const char *host, uint16_t port, const struct mearas_lin
 		l->key = malloc(cfg->key_len);
 		if (!l->key) {
 			free_link(l);
-			return MEARAS_LINK_E_NOMEM;
+			return NULL;
 		}
 		memcpy(l->key, cfg->key, cfg->key_len);
 		l->cfg.key = l->key;
 	}
+	return l;
+}
+
+/* The transport is up: the receive and flush threads start; l is freed on failure. */
+static int link_start(struct mearas_link *l)
+{
+	l->last_rx_ns = link_now_ns();
+	l->last_hb_ns = l->last_rx_ns;
+	l->next_seq = 1;
+	if (pthread_create(&l->rx_thread, NULL, rx_main, l)) {
+		free_link(l);
+		return MEARAS_LINK_E_SYS;
+	}
+	if (pthread_create(&l->flush_thread, NULL, flush_main, l)) {
+		__atomic_store_n(&l->stop, 1, __ATOMIC_RELEASE);
+		pthread_join(l->rx_thread, NULL);
+		free_link(l);
+		return MEARAS_LINK_E_SYS;
+	}
+	return MEARAS_LINK_OK;
+}
+
+int link_client_open_transport(const struct mearas_link_config *cfg, struct link_transport *t,
+			       struct mearas_link **out)
+{
+	struct mearas_link *l = link_new(cfg);
+	int rc;
+
+	*out = NULL;
+	if (!l) {
+		t->ops->destroy(t);
+		return MEARAS_LINK_E_NOMEM;
+	}
+	l->t = t;
+	rc = link_start(l);
+	if (!rc)
+		*out = l;
+	return rc;
+}
+
+int mearas_link_connect(const char *host, uint16_t port, const struct mearas_link_config *cfg,
+			struct mearas_link **out)
+{
+	if (!host || !port || !cfg || !out || (cfg->key_len && !cfg->key))
+		return MEARAS_LINK_E_INVAL;
+	*out = NULL;
+	struct mearas_link *l = link_new(cfg);
+	if (!l)
+		return MEARAS_LINK_E_NOMEM;
 
 	char peer[300];
 	snprintf(peer, sizeof(peer), "%s:%u", host, (unsigned)port);
@@ -704,21 +751,10 @@ int mearas_link_connect(const char *host, uint16_t port, const struct mearas_lin
 	}
 	link_log(&l->cfg, ssl ? MEARAS_LINK_LOG_INFO : MEARAS_LINK_LOG_WARN, "link to %s open over %s, %s", peer,
 		 l->t->ops->name, l->t->security);
-	l->last_rx_ns = link_now_ns();
-	l->last_hb_ns = l->last_rx_ns;
-	l->next_seq = 1;
-	if (pthread_create(&l->rx_thread, NULL, rx_main, l)) {
-		free_link(l);
-		return MEARAS_LINK_E_SYS;
-	}
-	if (pthread_create(&l->flush_thread, NULL, flush_main, l)) {
-		__atomic_store_n(&l->stop, 1, __ATOMIC_RELEASE);
-		pthread_join(l->rx_thread, NULL);
-		free_link(l);
-		return MEARAS_LINK_E_SYS;
-	}
-	*out = l;
-	return MEARAS_LINK_OK;
+	rc = link_start(l);
+	if (!rc)
+		*out = l;
+	return rc;
 }
 
 void mearas_link_close(struct mearas_link *l)

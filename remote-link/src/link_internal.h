@@ -30,6 +30,18 @@ uint32_t link_peer_dead_ms(uint32_t dead_ms, uint32_t peer_heartbeat_ms);
 int link_read_exact(struct link_transport *t, void *buf, size_t len, uint32_t poll_ms,
 		    uint32_t dead_ms, uint64_t *last_rx_ns, const int *stop);
 
+/* ---- links without a socket of their own (tests, tests/fuzz) ---- */
+/* Serves one link on transport t (taken over, destroyed before returning) on
+ * the calling thread as an accepted link is served after its handshake:
+ * on_open, each frame until the peer closes or t fails, on_closed. The peer
+ * announced heartbeats every peer_heartbeat_ms. Returns how the link ended. */
+int link_server_serve_transport(const struct mearas_link_config *cfg, const struct mearas_link_server_ops *ops,
+				struct link_transport *t, uint32_t peer_heartbeat_ms);
+/* A client link over transport t (taken over; destroyed on failure too), as
+ * mearas_link_connect makes one after its handshake. */
+int link_client_open_transport(const struct mearas_link_config *cfg, struct link_transport *t,
+			       struct mearas_link **out);
+
 /* ---- handshake (handshake.c) ---- */
 struct link_handshake_result {
 	enum mearas_link_transport transport;

@@ -194,18 +194,12 @@ static int dispatch_batch(struct mearas_link_conn *c, const struct link_frame_hd
 	const struct mearas_link_server_ops *ops = &c->srv->ops;
 	size_t off = 0;
 	for (uint32_t i = 0; i < fh->count; i++) {
-		if (fh->body_len - off < LINK_MSG_HDR)
-			return MEARAS_LINK_E_PROTO;
-		const uint8_t *m = c->buf + off;
-		uint64_t seq = wire_get_u64(m);
-		uint32_t len = wire_get_u32(m + 8);
-		uint32_t flags = wire_get_u32(m + 12);
-		off += LINK_MSG_HDR;
-		if (len > fh->body_len - off)
-			return MEARAS_LINK_E_PROTO;
+		struct link_msg m;
+		int rc = wire_next_msg(c->buf, fh->body_len, &off, &m);
+		if (rc)
+			return rc;
 		if (ops->on_message)
-			ops->on_message(ops->ctx, c, seq, flags & LINK_MSG_WANTS_REPLY, c->buf + off, len);
-		off += len;
+			ops->on_message(ops->ctx, c, m.seq, m.flags & LINK_MSG_WANTS_REPLY, m.data, m.len);
 	}
 	return off == fh->body_len ? MEARAS_LINK_OK : MEARAS_LINK_E_PROTO;
 }
@@ -215,12 +209,12 @@ static int read_chunk_in_place(struct mearas_link_conn *c, const struct link_fra
 {
 	const struct mearas_link_server_ops *ops = &c->srv->ops;
 	size_t n = fh->body_len - LINK_CHUNK_HDR;
+	struct link_chunk ch;
 	int rc = conn_read_body(c, LINK_CHUNK_HDR);
 	if (rc)
 		return rc;
-	uint64_t tag = wire_get_u64(c->buf), id = wire_get_u64(c->buf + 8);
-	uint64_t off = wire_get_u64(c->buf + 16), total = wire_get_u64(c->buf + 24);
-	uint8_t *dst = ops->chunk_dest(ops->ctx, c, tag, off, total, n);
+	wire_decode_chunk(c->buf, &ch);
+	uint8_t *dst = ops->chunk_dest(ops->ctx, c, ch.tag, ch.offset, ch.total, n);
 	if (!dst) {
 		if (LINK_CHUNK_HDR + n > c->cap) {
 			uint8_t *nb = realloc(c->buf, LINK_CHUNK_HDR + n);
@@ -233,7 +227,7 @@ static int read_chunk_in_place(struct mearas_link_conn *c, const struct link_fra
 	}
 	rc = conn_read(c, dst, n);
 	if (!rc && ops->on_chunk)
-		ops->on_chunk(ops->ctx, c, tag, id, off, total, dst, n);
+		ops->on_chunk(ops->ctx, c, ch.tag, ch.bulk_id, ch.offset, ch.total, dst, n);
 	return rc;
 }
 
@@ -265,10 +259,12 @@ static int serve_frames(struct mearas_link_conn *c)
 				rc = MEARAS_LINK_E_PROTO;
 				break;
 			}
-			if (ops->on_chunk)
-				ops->on_chunk(ops->ctx, c, wire_get_u64(c->buf), wire_get_u64(c->buf + 8),
-					      wire_get_u64(c->buf + 16), wire_get_u64(c->buf + 24),
-					      c->buf + LINK_CHUNK_HDR, fh.body_len - LINK_CHUNK_HDR);
+			if (ops->on_chunk) {
+				struct link_chunk ch;
+				wire_decode_chunk(c->buf, &ch);
+				ops->on_chunk(ops->ctx, c, ch.tag, ch.bulk_id, ch.offset, ch.total, c->buf + LINK_CHUNK_HDR,
+					      fh.body_len - LINK_CHUNK_HDR);
+			}
 			break;
 		case LINK_FRAME_HEARTBEAT: {
 			uint8_t ack[LINK_FRAME_HDR + 8];
@@ -330,6 +326,35 @@ static void link_done(struct mearas_link_server *s, struct mearas_link_conn *c)
 	__atomic_store_n(&c->finished, 1, __ATOMIC_RELEASE);
 }
 
+/* An authenticated link with its transport up: its frames, from on_open
+ * to on_closed. Returns how it ended. */
+static int run_link(struct mearas_link_conn *c, const struct link_handshake_result *hs)
+{
+	struct mearas_link_server *s = c->srv;
+	int rc;
+
+	/* The peer heartbeats every peer_heartbeat_ms; give it a few periods. */
+	c->dead_ms = link_peer_dead_ms(s->cfg.dead_ms, hs->peer_heartbeat_ms);
+	c->last_rx_ns = link_now_ns();
+	link_log(&s->cfg, hs->ssl ? MEARAS_LINK_LOG_INFO : MEARAS_LINK_LOG_WARN, "link from %s (%s) open over %s, %s",
+		 c->peer, hs->peer_name, c->t->ops->name, c->t->security);
+	if (s->ops.on_open)
+		s->ops.on_open(s->ops.ctx, c);
+	rc = serve_frames(c);
+	if (rc && __atomic_load_n(&c->stop, __ATOMIC_ACQUIRE))
+		rc = MEARAS_LINK_E_CLOSED; /* closed by mearas_link_server_stop */
+	pthread_mutex_lock(&c->send_lock);
+	__atomic_store_n(&c->broken, rc ? rc : MEARAS_LINK_E_CLOSED, __ATOMIC_RELEASE);
+	c->t->ops->shutdown(c->t);
+	pthread_mutex_unlock(&c->send_lock);
+	if (rc)
+		link_log(&s->cfg, MEARAS_LINK_LOG_WARN, "link from %s closed: %s", c->peer,
+			 mearas_link_strerror(rc));
+	if (s->ops.on_closed)
+		s->ops.on_closed(s->ops.ctx, c, rc);
+	return rc;
+}
+
 static void *conn_main(void *arg)
 {
 	struct mearas_link_conn *c = arg;
@@ -371,25 +396,7 @@ static void *conn_main(void *arg)
 		link_done(s, c);
 		return NULL;
 	}
-	/* The peer heartbeats every peer_heartbeat_ms; give it a few periods. */
-	c->dead_ms = link_peer_dead_ms(s->cfg.dead_ms, hs.peer_heartbeat_ms);
-	c->last_rx_ns = link_now_ns();
-	link_log(&s->cfg, hs.ssl ? MEARAS_LINK_LOG_INFO : MEARAS_LINK_LOG_WARN, "link from %s (%s) open over %s, %s",
-		 c->peer, hs.peer_name, c->t->ops->name, c->t->security);
-	if (s->ops.on_open)
-		s->ops.on_open(s->ops.ctx, c);
-	rc = serve_frames(c);
-	if (rc && __atomic_load_n(&c->stop, __ATOMIC_ACQUIRE))
-		rc = MEARAS_LINK_E_CLOSED; /* closed by mearas_link_server_stop */
-	pthread_mutex_lock(&c->send_lock);
-	__atomic_store_n(&c->broken, rc ? rc : MEARAS_LINK_E_CLOSED, __ATOMIC_RELEASE);
-	c->t->ops->shutdown(c->t);
-	pthread_mutex_unlock(&c->send_lock);
-	if (rc)
-		link_log(&s->cfg, MEARAS_LINK_LOG_WARN, "link from %s closed: %s", c->peer,
-			 mearas_link_strerror(rc));
-	if (s->ops.on_closed)
-		s->ops.on_closed(s->ops.ctx, c, rc);
+	run_link(c, &hs);
 	link_done(s, c);
 	return NULL;
 }
@@ -724,4 +731,37 @@ void mearas_link_server_stop(struct mearas_link_server *s)
 	close(s->listen_fd);
 	reap_conns(s, true);
 	free_server(s);
+}
+
+int link_server_serve_transport(const struct mearas_link_config *cfg, const struct mearas_link_server_ops *ops,
+				struct link_transport *t, uint32_t peer_heartbeat_ms)
+{
+	struct link_handshake_result hs = { .transport = MEARAS_LINK_TRANSPORT_TCP,
+					    .peer_heartbeat_ms = peer_heartbeat_ms };
+	struct mearas_link_server *s = calloc(1, sizeof(*s));
+	struct mearas_link_conn *c = calloc(1, sizeof(*c));
+	int rc;
+
+	if (!s || !c) {
+		free(s);
+		free(c);
+		t->ops->destroy(t);
+		return MEARAS_LINK_E_NOMEM;
+	}
+	link_config_effective(cfg, &s->cfg);
+	s->cfg.key = NULL; /* a link served here has no handshake */
+	s->cfg.key_len = 0;
+	s->ops = *ops;
+	s->listen_fd = s->spare_fd = -1;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->rl_lock, NULL);
+	c->srv = s;
+	c->fd = -1;
+	c->t = t;
+	pthread_mutex_init(&c->send_lock, NULL);
+	snprintf(c->peer, sizeof(c->peer), "%s", t->ops->name);
+	rc = run_link(c, &hs);
+	free_conn(c);
+	free_server(s);
+	return rc;
 }

@@ -1,6 +1,8 @@
 #include "wire.h"
 #include "remote_link.h"
 
+#include <stddef.h>
+
 void wire_put_u32(uint8_t *p, uint32_t v)
 {
 	for (int i = 0; i < 4; i++)
@@ -60,4 +62,34 @@ void wire_encode_msg(uint8_t out[LINK_MSG_HDR], uint64_t seq, uint32_t len, uint
 	wire_put_u64(out, seq);
 	wire_put_u32(out + 8, len);
 	wire_put_u32(out + 12, flags);
+}
+
+int wire_next_msg(const uint8_t *body, uint32_t body_len, size_t *off, struct link_msg *m)
+{
+	if (*off > body_len || body_len - *off < LINK_MSG_HDR)
+		return MEARAS_LINK_E_PROTO;
+	const uint8_t *h = body + *off;
+	m->seq = wire_get_u64(h);
+	m->len = wire_get_u32(h + 8);
+	m->flags = wire_get_u32(h + 12);
+	if (m->len > body_len - *off - LINK_MSG_HDR)
+		return MEARAS_LINK_E_PROTO;
+	m->data = h + LINK_MSG_HDR;
+	*off += LINK_MSG_HDR + m->len;
+	return MEARAS_LINK_OK;
+}
+
+void wire_decode_chunk(const uint8_t in[LINK_CHUNK_HDR], struct link_chunk *c)
+{
+	c->tag = wire_get_u64(in);
+	c->bulk_id = wire_get_u64(in + 8);
+	c->offset = wire_get_u64(in + 16);
+	c->total = wire_get_u64(in + 24);
+}
+
+int wire_decode_reply(const struct link_frame_hdr *fh, const uint8_t in[LINK_MSG_HDR], uint64_t *seq, uint32_t *len)
+{
+	*seq = wire_get_u64(in);
+	*len = wire_get_u32(in + 8);
+	return *len == fh->body_len - LINK_MSG_HDR ? MEARAS_LINK_OK : MEARAS_LINK_E_PROTO;
 }

@@ -46,4 +46,25 @@ void wire_encode_frame(uint8_t out[LINK_FRAME_HDR], const struct link_frame_hdr 
 int wire_decode_frame(const uint8_t in[LINK_FRAME_HDR], struct link_frame_hdr *h);
 void wire_encode_msg(uint8_t out[LINK_MSG_HDR], uint64_t seq, uint32_t len, uint32_t flags);
 
+/* Decoders of what a peer sends (fuzzed by tests/fuzz/fuzz_link_msg): they
+ * read only the bytes they are given and check every length. */
+struct link_msg {
+	uint64_t seq;
+	uint32_t len;
+	uint32_t flags;
+	const uint8_t *data;    /* len bytes, inside the body */
+};
+/* The message of a BATCH body (body_len bytes) at *off, which moves past it;
+ * MEARAS_LINK_E_PROTO when its header or its bytes do not fit the body. */
+int wire_next_msg(const uint8_t *body, uint32_t body_len, size_t *off, struct link_msg *m);
+
+struct link_chunk {
+	uint64_t tag, bulk_id, offset, total;
+};
+void wire_decode_chunk(const uint8_t in[LINK_CHUNK_HDR], struct link_chunk *c);
+
+/* The header of a REPLY frame fh; E_PROTO unless its payload is exactly the
+ * rest of the frame (fh->body_len >= LINK_MSG_HDR is the caller's check). */
+int wire_decode_reply(const struct link_frame_hdr *fh, const uint8_t in[LINK_MSG_HDR], uint64_t *seq, uint32_t *len);
+
 #endif

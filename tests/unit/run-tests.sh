@@ -109,8 +109,13 @@ run tsan/ring_wakeup 300 $B/tsan/test_ring_wakeup --records=$((WAKEUP_RECORDS / 
 run tsan/poller 120 $B/tsan/test_poller
 run tsan/exec_framing 60 $B/tsan/test_exec_framing
 
+run fuzz/regress 120 ../fuzz/replay.sh
 run fuzz/exec $((FUZZ_SECONDS + 60)) ../fuzz/run-fuzz.sh exec "$FUZZ_SECONDS"
 run fuzz/fatbin $((FUZZ_SECONDS + 60)) ../fuzz/run-fuzz.sh fatbin "$FUZZ_SECONDS"
+run fuzz/link_msg $((FUZZ_SECONDS + 60)) ../fuzz/run-fuzz.sh link_msg "$FUZZ_SECONDS"
+run fuzz/link_handshake $((FUZZ_SECONDS + 60)) ../fuzz/run-fuzz.sh link_handshake "$FUZZ_SECONDS"
+run fuzz/remote_records $((FUZZ_SECONDS + 60)) ../fuzz/run-fuzz.sh remote_records "$FUZZ_SECONDS"
+run fuzz/vm_slot $((FUZZ_SECONDS + 60)) ../fuzz/run-fuzz.sh vm_slot "$FUZZ_SECONDS"
 
 run san-daemon/programs 300 ./san-daemon.sh
 
