@@ -12,7 +12,7 @@ WARN      := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-protot
 BASEFLAGS := -std=gnu11 -fPIC -pthread -D_GNU_SOURCE -Iinclude -I$(BUILD)/gen -I$(CUDA_HOME)/include $(WARN) $(SAN)
 LDSAN     := $(SAN)
 
-COMMON_SRC  := common/log.c common/fdpass.c common/fatbin.c common/fatbin_cubin.c \
+COMMON_SRC  := common/log.c common/fdpass.c common/ring.c common/fatbin.c common/fatbin_cubin.c \
                common/fatbin_entries.c common/fatbin_ptx.c
 include host-backend/sources.mk
 BACKEND_SRC := host-backend/mearasd.c host-backend/worker.c host-backend/output.c host-backend/poller.c \

@@ -43,26 +43,22 @@ static void account_sync(struct vgpu *v, uint64_t fetched_ns)
 bool exec_post_cqe_seq(struct vgpu *v, uint16_t cq, struct mearas_cqe *c, uint64_t *seq)
 {
 	struct mearas_ring_ctl *ctl;
-	struct mearas_cqe *ring;
-	uint32_t head, tail;
+	bool ok;
 
 	if (cq >= v->w->nthreads)
 		return false;
-	ctl = (struct mearas_ring_ctl *)(v->cqs + v->cq_stride * cq);
-	ring = (struct mearas_cqe *)(ctl + 1);
+	ctl = v->cq[cq].ctl;
 	pthread_mutex_lock(&v->cq_lock);
-	tail = v->cq_tail[cq];
-	head = mearas_load_acquire(&ctl->head);
-	if (tail - head >= MEARAS_CQ_ENTRIES) {
-		pthread_mutex_unlock(&v->cq_lock);
-		return false;
-	}
 	if (seq)
-		c->user_data = *seq = ++v->hf_seq;
-	ring[tail & (MEARAS_CQ_ENTRIES - 1)] = *c;
-	v->cq_tail[cq] = tail + 1;
-	mearas_store_release(&ctl->tail, tail + 1);
+		c->user_data = ++v->hf_seq;
+	ok = mearas_cqp_push(&v->cq[cq], c);
+	if (!ok && seq)
+		v->hf_seq--; /* not posted: the number is not used */
+	else if (seq)
+		*seq = c->user_data;
 	pthread_mutex_unlock(&v->cq_lock);
+	if (!ok)
+		return false;
 	if (mearas_ring_needs_wakeup(ctl) && v->w->wake) {
 		v->w->wake(v->w, cq);
 	} else if (mearas_ring_needs_wakeup(ctl)) {

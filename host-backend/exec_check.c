@@ -47,7 +47,7 @@ int exec_payload(struct vgpu *v, const struct mearas_sqe *e, const uint8_t **p, 
 	if (e->flags & MEARAS_SQE_PAYLOAD_ARENA) {
 		if (e->payload_off > MEARAS_ARENA_SIZE || e->payload_len > MEARAS_ARENA_SIZE - e->payload_off)
 			return cudaErrorInvalidValue;
-		*p = v->arena + e->payload_off;
+		*p = v->rings.arena + e->payload_off;
 	} else {
 		if (e->payload_len > MEARAS_SQE_INLINE)
 			return cudaErrorInvalidValue;

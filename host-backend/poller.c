@@ -23,28 +23,12 @@
 
 int sq_available(struct vgpu *v)
 {
-	uint32_t tail = mearas_load_acquire(&v->sq_ctl->tail);
-	uint32_t avail = tail - v->sq_head;
+	int avail = mearas_sqc_available(&v->sq);
 
-	if (avail > MEARAS_SQ_ENTRIES) {
+	if (avail < 0)
 		log_err("vGPU %u: submission ring indices out of range (head %u, tail %u): client disconnected",
-			v->index, v->sq_head, tail);
-		return -1;
-	}
-	return (int)avail;
-}
-
-void sq_fetch(struct vgpu *v, struct mearas_sqe *e)
-{
-	/* copy first: the client cannot change a record while it is checked;
-	 * only the lines in use (each line comes from the producer's core) */
-	const struct mearas_sqe *slot = &v->sqes[v->sq_head & (MEARAS_SQ_ENTRIES - 1)];
-
-	memcpy(e, slot, offsetof(struct mearas_sqe, inline_payload));
-	if (!(e->flags & MEARAS_SQE_PAYLOAD_ARENA) && e->payload_len)
-		memcpy(e->inline_payload, slot->inline_payload,
-		       e->payload_len < MEARAS_SQE_INLINE ? e->payload_len : MEARAS_SQE_INLINE);
-	__builtin_prefetch(&v->sqes[(v->sq_head + 1) & (MEARAS_SQ_ENTRIES - 1)]);
+			v->index, v->sq.head, mearas_load_acquire(&v->sq.ctl->tail));
+	return avail;
 }
 
 int sq_drain(struct vgpu *v)
@@ -56,18 +40,18 @@ int sq_drain(struct vgpu *v)
 	while (avail--) {
 		struct mearas_sqe e;
 
-		sq_fetch(v, &e);
+		mearas_sqc_fetch(&v->sq, &e);
 		exec_record(v, &e);
-		v->sq_head++;
+		mearas_sqc_advance(&v->sq, 1);
 		n++;
 		/* publish consumption in steps: every store pulls the line away from
 		 * the producer's core */
 		if ((n & 15) == 0)
-			mearas_store_release(&v->sq_ctl->head, v->sq_head);
+			mearas_sqc_publish(&v->sq);
 		if (v->w->broken)
 			return -1;
 	}
-	mearas_store_release(&v->sq_ctl->head, v->sq_head);
+	mearas_sqc_publish(&v->sq);
 	return n;
 }
 
@@ -121,9 +105,9 @@ void *poller_main(void *arg)
 			nanosleep(&ts, NULL);
 			continue;
 		}
-		if (mearas_ring_prepare_sleep(v->sq_ctl))
+		if (mearas_ring_prepare_sleep(v->sq.ctl))
 			sleep_on_kick(v, v->watch ? watchdog_nap_ms(v) : 200);
-		mearas_ring_end_sleep(v->sq_ctl);
+		mearas_ring_end_sleep(v->sq.ctl);
 		idle_since = 0;
 	}
 	if (v->w->timed_out)

@@ -359,7 +359,7 @@ static void forward_one(struct vgpu *v, const struct mearas_sqe *e, uint32_t ext
 			h.flags |= REMOTE_REC_BAD_PAYLOAD;
 		} else {
 			h.payload_len = e->payload_len;
-			iov[n++] = (struct iovec){ v->arena + e->payload_off, e->payload_len };
+			iov[n++] = (struct iovec){ v->rings.arena + e->payload_off, e->payload_len };
 		}
 	}
 	if (data_read_range(e, &off, &len) && len && off <= v->w->data_size && len <= v->w->data_size - off) {
@@ -527,14 +527,14 @@ static int drain(struct vgpu *v, bool *urgent)
 	while (avail--) {
 		struct mearas_sqe e;
 
-		sq_fetch(v, &e);
+		mearas_sqc_fetch(&v->sq, &e);
 
 		v->records++;
-		if ((e.flags & MEARAS_SQE_WANT_CQE) || e.op == MEARAS_OP_HOST_FUNC_DONE)
+		if ((e.flags & MEARAS_SQE_WANT_CQE) || mearas_op_props(e.op)->urgent)
 			*urgent = true;
 		forward(v, &e);
-		v->sq_head++;
-		mearas_store_release(&v->sq_ctl->head, v->sq_head);
+		mearas_sqc_advance(&v->sq, 1);
+		mearas_sqc_publish(&v->sq);
 		n++;
 	}
 	return n;
@@ -758,9 +758,9 @@ void *remote_client_main(void *arg)
 			mearas_cpu_relax();
 			continue;
 		}
-		if (mearas_ring_prepare_sleep(v->sq_ctl))
+		if (mearas_ring_prepare_sleep(v->sq.ctl))
 			sleep_on_kick(v, 200);
-		mearas_ring_end_sleep(v->sq_ctl);
+		mearas_ring_end_sleep(v->sq.ctl);
 		idle_since = 0;
 	}
 	if (!__atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE))

@@ -144,12 +144,9 @@ static void try_reply(struct remote_session *s)
  * reply can go out (unlocked reads: a hint). */
 static bool harvest_ready(struct remote_session *s)
 {
-	for (unsigned slot = 0; slot < s->nthreads && !remote_session_queue_over(s); slot++) {
-		struct mearas_ring_ctl *ctl = (struct mearas_ring_ctl *)(s->cqs + s->cq_stride * slot);
-
-		if (mearas_load_acquire(&ctl->tail) != s->cq_head[slot])
+	for (unsigned slot = 0; slot < s->nthreads && !remote_session_queue_over(s); slot++)
+		if (mearas_cqc_ready(&s->cq[slot]))
 			return true;
-	}
 	return __atomic_load_n(&s->nreap, __ATOMIC_RELAXED) && __atomic_load_n(&s->qlen, __ATOMIC_RELAXED);
 }
 
@@ -175,14 +172,14 @@ static bool cq_prepare_sleep(struct remote_session *s)
 	bool ok = true;
 
 	for (unsigned slot = 0; slot < s->nthreads; slot++)
-		ok = mearas_ring_prepare_sleep((struct mearas_ring_ctl *)(s->cqs + s->cq_stride * slot)) && ok;
+		ok = mearas_ring_prepare_sleep(s->cq[slot].ctl) && ok;
 	return ok;
 }
 
 static void cq_end_sleep(struct remote_session *s)
 {
 	for (unsigned slot = 0; slot < s->nthreads; slot++)
-		mearas_ring_end_sleep((struct mearas_ring_ctl *)(s->cqs + s->cq_stride * slot));
+		mearas_ring_end_sleep(s->cq[slot].ctl);
 }
 
 /* Drains the eventfds poll found readable; true when the worker is gone. */

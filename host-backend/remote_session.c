@@ -176,7 +176,7 @@ static bool wait_until(struct remote_session *s, bool (*cond)(struct remote_sess
 	while (!cond(s, arg)) {
 		if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) != 1 || __atomic_load_n(&s->closing, __ATOMIC_ACQUIRE))
 			return false;
-		if (mearas_ring_needs_wakeup(s->sq_ctl)) {
+		if (mearas_ring_needs_wakeup(s->sq.ctl)) {
 			uint64_t one = 1;
 
 			if (write(s->kick_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
@@ -195,45 +195,12 @@ static bool wait_until(struct remote_session *s, bool (*cond)(struct remote_sess
 static bool sq_space(struct remote_session *s, uint32_t unused)
 {
 	(void)unused;
-	return s->sq_tail - mearas_load_acquire(&s->sq_ctl->head) < MEARAS_SQ_ENTRIES - 1;
-}
-
-static uint32_t arena_released(struct remote_session *s)
-{
-	uint32_t head = mearas_load_acquire(&s->sq_ctl->head);
-
-	return s->arena_mark[(head - 1) & (MEARAS_SQ_ENTRIES - 1)];
+	return mearas_sqp_has_slot(&s->sq);
 }
 
 static bool arena_space(struct remote_session *s, uint32_t need)
 {
-	if (mearas_load_acquire(&s->sq_ctl->head) == s->sq_tail)
-		return true;
-	return MEARAS_ARENA_SIZE - (s->arena_head - arena_released(s)) >= need;
-}
-
-/* Payload into the worker's arena (same scheme as the guest library). */
-static bool place_payload(struct remote_session *s, struct mearas_sqe *sqe, const uint8_t *p, uint32_t len)
-{
-	uint32_t pos = s->arena_head % MEARAS_ARENA_SIZE, need = len;
-
-	if (pos + len > MEARAS_ARENA_SIZE)
-		need += MEARAS_ARENA_SIZE - pos;
-	if (!wait_until(s, arena_space, need))
-		return false;
-	if (mearas_load_acquire(&s->sq_ctl->head) == s->sq_tail)
-		s->arena_head = arena_released(s);
-	pos = s->arena_head % MEARAS_ARENA_SIZE;
-	if (pos + len > MEARAS_ARENA_SIZE) {
-		s->arena_head += MEARAS_ARENA_SIZE - pos;
-		pos = 0;
-	}
-	memcpy(s->arena + pos, p, len);
-	s->arena_head += len;
-	sqe->flags |= MEARAS_SQE_PAYLOAD_ARENA;
-	sqe->payload_off = pos;
-	sqe->payload_len = len;
-	return true;
+	return mearas_sqp_arena_has(&s->sq, need);
 }
 
 static bool d2h_rows(const struct remote_session *s, const struct mearas_sqe *e, struct remote_token *t)
@@ -253,9 +220,9 @@ static void feed_record(struct remote_session *s, const uint8_t *msg, size_t len
 {
 	struct remote_record_hdr h;
 	struct mearas_sqe sqe;
-	const uint8_t *payload, *data;
+	const uint8_t *payload, *data, *arena_payload = NULL;
 	struct remote_token t = { 0 };
-	bool d2h, done_owed;
+	bool d2h, done_owed, wake;
 
 	if (len < sizeof(h))
 		return;
@@ -367,13 +334,18 @@ static void feed_record(struct remote_session *s, const uint8_t *msg, size_t len
 		sqe.payload_off = MEARAS_ARENA_SIZE;
 		sqe.payload_len = 1;
 	} else if (sqe.flags & MEARAS_SQE_PAYLOAD_ARENA) {
+		/* the client's arena payload travelled with the record: into this
+		 * worker's ring, inline or in its arena (placed once there is room) */
 		sqe.flags &= (uint16_t)~MEARAS_SQE_PAYLOAD_ARENA;
 		sqe.payload_len = h.payload_len;
 		if (h.payload_len <= MEARAS_SQE_INLINE) {
 			memcpy(sqe.inline_payload, payload, h.payload_len);
-		} else if (h.payload_len > MEARAS_ARENA_SIZE / 2 || !place_payload(s, &sqe, payload, h.payload_len)) {
+		} else if (h.payload_len > MEARAS_ARENA_SIZE / 2 ||
+			   !wait_until(s, arena_space, mearas_sqp_arena_need(&s->sq, h.payload_len))) {
 			sqe.flags |= MEARAS_SQE_PAYLOAD_ARENA;
 			sqe.payload_off = MEARAS_ARENA_SIZE;
+		} else {
+			arena_payload = payload;
 		}
 	}
 	if (!wait_until(s, sq_space, 0)) {
@@ -390,12 +362,10 @@ static void feed_record(struct remote_session *s, const uint8_t *msg, size_t len
 		ranges_free(s, dropped.ranges, dropped.nranges);
 		return;
 	}
-	s->sqes[s->sq_tail & (MEARAS_SQ_ENTRIES - 1)] = sqe;
-	s->arena_mark[s->sq_tail & (MEARAS_SQ_ENTRIES - 1)] = s->arena_head;
-	s->sq_tail++;
-	mearas_store_release(&s->sq_ctl->tail, s->sq_tail);
+	wake = arena_payload ? mearas_sqp_push(&s->sq, &sqe, arena_payload, h.payload_len)
+			     : mearas_sqp_push_record(&s->sq, &sqe);
 	__atomic_store_n(&s->last_active_ns, mearas_mono_ns(), __ATOMIC_RELAXED);
-	if (mearas_ring_needs_wakeup(s->sq_ctl)) {
+	if (wake) {
 		uint64_t one = 1;
 
 		if (write(s->kick_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
@@ -490,16 +460,12 @@ static int queue_mapped(void *ctx, uint64_t off, const uint8_t *bytes, uint64_t 
 static void scan(struct remote_session *s, struct held *fresh)
 {
 	for (unsigned slot = 0; slot < s->nthreads; slot++) {
-		struct mearas_ring_ctl *ctl = (struct mearas_ring_ctl *)(s->cqs + s->cq_stride * slot);
-		struct mearas_cqe *ring = (struct mearas_cqe *)(ctl + 1);
+		struct mearas_cqe c;
 
-		while (mearas_load_acquire(&ctl->tail) != s->cq_head[slot]) {
-			struct mearas_cqe c = ring[s->cq_head[slot] & (MEARAS_CQ_ENTRIES - 1)];
+		while (mearas_cqc_pop(&s->cq[slot], &c)) {
 			struct out_item it = { .type = OUT_CQE, .cq = slot };
 			struct remote_token t;
 
-			s->cq_head[slot]++;
-			mearas_store_release(&ctl->head, s->cq_head[slot]);
 			if (c.flags & MEARAS_CQE_HOST_FUNC) {
 				it.cqe = c;
 				held_add(fresh, &it);
@@ -795,11 +761,10 @@ void remote_session_map(struct remote_session *s, uint8_t *region, uint64_t regi
 							 hdr->nthreads);
 	uint8_t *blk = region + hdr->vgpu_off[0];
 
-	s->sq_ctl = (struct mearas_ring_ctl *)(blk + l.sq_ctl);
-	s->sqes = (struct mearas_sqe *)(blk + l.sqes);
-	s->arena = blk + l.arena;
-	s->cqs = blk + l.cqs;
-	s->cq_stride = l.cq_stride;
+	mearas_vgpu_rings_at(&s->rings, blk, &l, MEARAS_SQ_ENTRIES, MEARAS_CQ_ENTRIES, MEARAS_ARENA_SIZE);
+	mearas_sqp_init(&s->sq, &s->rings);
+	for (unsigned t = 0; t < hdr->nthreads && t < MEARAS_MAX_THREADS; t++)
+		mearas_cqc_init(&s->cq[t], &s->rings, t);
 	s->data = region + hdr->data_off;
 	s->worker_data_va = region_addr + hdr->data_off;
 	s->data_size = hdr->data_size;

@@ -51,18 +51,11 @@ struct remote_session {
 	uint8_t *data;
 	uint64_t data_size;
 	unsigned nthreads;
-	struct mearas_ring_ctl *sq_ctl;
-	struct mearas_sqe *sqes;
-	uint8_t *arena;
-	uint8_t *cqs;
-	uint64_t cq_stride;
+	struct mearas_vgpu_rings rings;
 	int kick_fd, out_fd, err_fd, notify_fd;
 	int wake_fds[MEARAS_MAX_THREADS];
-	/* producer state (link thread) */
-	uint32_t sq_tail, arena_head;
-	uint32_t arena_mark[MEARAS_SQ_ENTRIES];
-	/* consumer state (session thread) */
-	uint32_t cq_head[MEARAS_MAX_THREADS];
+	struct mearas_sq_producer sq;   /* link thread */
+	struct mearas_cq_consumer cq[MEARAS_MAX_THREADS]; /* session thread */
 	int held_error;
 	uint64_t last_active_ns; /* atomic: last record fed or completion seen */
 	struct remote_tokens tokens;

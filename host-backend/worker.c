@@ -129,11 +129,10 @@ int worker_setup_vgpu(struct worker *w, unsigned i, int ndev, char *err, size_t 
 	info->va_size = VA_WINDOW_SIZE;
 	memcpy(blk + l.devinfo, info, sizeof(*info));
 	vaheap_init(&v->heap, base, VA_WINDOW_SIZE - MEARAS_GLOBALS_RESERVE, gran, quota, &heap_ops, v);
-	v->sq_ctl = (struct mearas_ring_ctl *)(blk + l.sq_ctl);
-	v->sqes = (struct mearas_sqe *)(blk + l.sqes);
-	v->arena = blk + l.arena;
-	v->cqs = blk + l.cqs;
-	v->cq_stride = l.cq_stride;
+	mearas_vgpu_rings_at(&v->rings, blk, &l, MEARAS_SQ_ENTRIES, MEARAS_CQ_ENTRIES, MEARAS_ARENA_SIZE);
+	mearas_sqc_init(&v->sq, &v->rings);
+	for (unsigned t = 0; t < w->nthreads; t++)
+		mearas_cqp_init(&v->cq[t], &v->rings, t);
 	v->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (v->kick_fd < 0) {
 		snprintf(err, errlen, "eventfd: %s", strerror(errno));

@@ -14,6 +14,7 @@
 
 #include "device.h"
 #include "mearas/proto.h"
+#include "mearas/ring.h"
 #include "remote.h"
 #include "vaheap.h"
 
@@ -107,14 +108,10 @@ struct vgpu {
 	struct mdev *dev;
 	struct vaheap heap;
 	/* the backend's own view of the layout: never re-read from the region */
-	struct mearas_ring_ctl *sq_ctl;
-	struct mearas_sqe *sqes;
-	uint8_t *arena;
-	uint8_t *cqs;
-	uint64_t cq_stride;
+	struct mearas_vgpu_rings rings;
+	struct mearas_sq_consumer sq;
+	struct mearas_cq_producer cq[MEARAS_MAX_THREADS]; /* under cq_lock */
 	int kick_fd;
-	uint32_t sq_head;                       /* private copies of our own indices */
-	uint32_t cq_tail[MEARAS_MAX_THREADS];
 	struct handle_table htab[MEARAS_KIND_COUNT]; /* client objects by kind (ops.spec) */
 	void *ptds[MEARAS_MAX_THREADS];         /* per-thread default streams */
 	struct pending *pend;
@@ -235,10 +232,9 @@ static inline bool host_mapped_valid(const struct mearas_sqe *e, uint64_t data_s
 
 /* poller.c */
 void *poller_main(void *arg);
-/* records waiting in the vGPU's submission ring, or -1 (client marked corrupt) */
+/* records waiting in the vGPU's submission ring, or -1 (the indices are
+ * out of range: logged, the client is marked corrupt by the caller) */
 int sq_available(struct vgpu *v);
-/* private copy of the record at the ring's head (head is not moved) */
-void sq_fetch(struct vgpu *v, struct mearas_sqe *e);
 /* runs every record waiting in the ring; returns how many, or -1 when the
  * ring is corrupt or the client broke it */
 int sq_drain(struct vgpu *v);

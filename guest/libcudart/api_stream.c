@@ -390,15 +390,9 @@ static void *callback_thread(void *arg)
 		bool any = false;
 
 		for (unsigned v = 0; v < rt.nvgpus; v++) {
-			struct rt_vgpu *g = &rt.v[v];
-			struct mearas_ring_ctl *ctl = (struct mearas_ring_ctl *)g->cqs;
-			struct mearas_cqe *ring = (struct mearas_cqe *)(ctl + 1);
+			struct mearas_cqe cqe;
 
-			while (mearas_load_acquire(&ctl->tail) != g->cq_head[0]) {
-				struct mearas_cqe cqe = ring[g->cq_head[0] & (MEARAS_CQ_ENTRIES - 1)];
-
-				g->cq_head[0]++;
-				mearas_store_release(&ctl->head, g->cq_head[0]);
+			while (mearas_cqc_pop(&rt.v[v].cq[0], &cqe)) {
 				any = true;
 				if (cqe.flags & MEARAS_CQE_HOST_FUNC)
 					run_host_fn(v, cqe.val[0], cqe.user_data);
@@ -410,13 +404,13 @@ static void *callback_thread(void *arg)
 			bool empty = true;
 
 			for (unsigned v = 0; v < rt.nvgpus; v++)
-				empty &= mearas_ring_prepare_sleep((struct mearas_ring_ctl *)rt.v[v].cqs);
+				empty &= mearas_ring_prepare_sleep(rt.v[v].cq[0].ctl);
 			if (empty && !tp_wait(&rt.tp, 0, 1000)) {
 				rt.dead = 1;
 				break;
 			}
 			for (unsigned v = 0; v < rt.nvgpus; v++)
-				mearas_ring_end_sleep((struct mearas_ring_ctl *)rt.v[v].cqs);
+				mearas_ring_end_sleep(rt.v[v].cq[0].ctl);
 		}
 	}
 	return NULL;

@@ -14,6 +14,7 @@
 #include <cuda_runtime_api.h>
 
 #include "mearas/proto.h"
+#include "mearas/ring.h"
 
 #define RT_HIDDEN __attribute__((visibility("hidden")))
 #define RT_EXPORT __attribute__((visibility("default")))
@@ -43,17 +44,10 @@ struct rt_transport {
 
 struct rt_vgpu {
 	const struct mearas_devinfo *info;
-	struct mearas_ring_ctl *sq;
-	struct mearas_sqe *sqes;
-	uint8_t *arena;
-	uint8_t *cqs;
-	uint64_t cq_stride;
-	pthread_mutex_t sq_lock;
-	uint32_t sq_tail;                       /* private producer index */
-	uint32_t sq_head_cached;                /* last consumer index read */
-	uint32_t arena_head;                    /* free-running allocation point */
-	uint32_t arena_mark[MEARAS_SQ_ENTRIES]; /* arena_head after record i */
-	uint32_t cq_head[MEARAS_MAX_THREADS];
+	struct mearas_vgpu_rings rings;
+	pthread_mutex_t sq_lock;                /* the producer's: one thread posts at a time */
+	struct mearas_sq_producer sq;
+	struct mearas_cq_consumer cq[MEARAS_MAX_THREADS]; /* each used by its slot's holder */
 	struct cudaDeviceProp prop;
 	unsigned flags;                         /* cudaSetDeviceFlags */
 	unsigned spin_us;                       /* a wait spins this long before sleeping */

@@ -172,6 +172,8 @@ static void rt_connect(void)
 	hdr = (const struct mearas_region_hdr *)rt.region;
 	if (hdr->magic != MEARAS_REGION_MAGIC || hdr->version != MEARAS_PROTO_VERSION ||
 	    hdr->nvgpus != rt.nvgpus || hdr->data_off + hdr->data_size > size ||
+	    hdr->sq_entries != MEARAS_SQ_ENTRIES || hdr->cq_entries != MEARAS_CQ_ENTRIES ||
+	    hdr->arena_size != MEARAS_ARENA_SIZE || hdr->nthreads > MEARAS_MAX_THREADS ||
 	    hdr->state != MEARAS_BACKEND_READY) {
 		log_err("the shared region from mearasd is not in the expected format");
 		rt.init_err = cudaErrorNoDevice;
@@ -185,12 +187,11 @@ static void rt_connect(void)
 		struct rt_vgpu *v = &rt.v[i];
 		uint8_t *blk = rt.region + hdr->vgpu_off[i];
 
-		v->info = (const struct mearas_devinfo *)(blk + l.devinfo);
-		v->sq = (struct mearas_ring_ctl *)(blk + l.sq_ctl);
-		v->sqes = (struct mearas_sqe *)(blk + l.sqes);
-		v->arena = blk + l.arena;
-		v->cqs = blk + l.cqs;
-		v->cq_stride = l.cq_stride;
+		mearas_vgpu_rings_at(&v->rings, blk, &l, hdr->sq_entries, hdr->cq_entries, hdr->arena_size);
+		v->info = v->rings.info;
+		mearas_sqp_init(&v->sq, &v->rings);
+		for (unsigned t = 0; t < rt.nthreads; t++)
+			mearas_cqc_init(&v->cq[t], &v->rings, t);
 		pthread_mutex_init(&v->sq_lock, NULL);
 		fill_prop(v);
 		v->spin_us = wait_spin_us(v->info);

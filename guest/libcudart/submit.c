@@ -42,7 +42,7 @@ static bool wait_for_backend(struct rt_vgpu *v, unsigned vgpu, bool (*cond)(stru
 		if (rt_stopped())
 			return false;
 		/* make sure the poller is awake: it will drain and free space */
-		if (mearas_ring_needs_wakeup(v->sq))
+		if (mearas_ring_needs_wakeup(v->rings.sq))
 			tp_kick(&rt.tp, vgpu);
 		/* a full ring holds milliseconds of work: sleep rather than spin, so
 		 * this thread does not slow the poller (it may share a core with it) */
@@ -65,74 +65,39 @@ static bool wait_for_backend(struct rt_vgpu *v, unsigned vgpu, bool (*cond)(stru
 	return true;
 }
 
-static bool sq_has_space(struct rt_vgpu *v, uint32_t unused)
+static bool sq_has_slot(struct rt_vgpu *v, uint32_t unused)
 {
 	(void)unused;
-	/* one slot stays free so arena_mark of the last consumed record survives;
-	 * the consumer's head is re-read only when the cached one says full */
-	if (v->sq_tail - v->sq_head_cached < MEARAS_SQ_ENTRIES - 1)
-		return true;
-	v->sq_head_cached = mearas_load_acquire(&v->sq->head);
-	return v->sq_tail - v->sq_head_cached < MEARAS_SQ_ENTRIES - 1;
+	return mearas_sqp_has_slot(&v->sq);
 }
 
-static uint32_t arena_released(struct rt_vgpu *v)
+static bool arena_has(struct rt_vgpu *v, uint32_t need)
 {
-	uint32_t head = mearas_load_acquire(&v->sq->head);
-
-	return v->arena_mark[(head - 1) & (MEARAS_SQ_ENTRIES - 1)];
-}
-
-static bool arena_has_space(struct rt_vgpu *v, uint32_t need)
-{
-	/* everything submitted is consumed: the arena is all free */
-	if (mearas_load_acquire(&v->sq->head) == v->sq_tail)
-		return true;
-	return MEARAS_ARENA_SIZE - (v->arena_head - arena_released(v)) >= need;
+	return mearas_sqp_arena_has(&v->sq, need);
 }
 
 static cudaError_t submit(int vgpu, struct rt_call *c)
 {
 	struct rt_vgpu *v = &rt.v[vgpu];
-	struct mearas_sqe *slot;
 	uint32_t len = c->payload_len;
+	bool wake;
 
 	if (rt_stopped())
 		return rt_gone();
 	if (len > MEARAS_SQE_INLINE && len > MEARAS_ARENA_SIZE / 2)
 		return cudaErrorInvalidValue;
 	pthread_mutex_lock(&v->sq_lock);
-	if (!sq_has_space(v, 0) && !wait_for_backend(v, (unsigned)vgpu, sq_has_space, 0))
+	if (!sq_has_slot(v, 0) && !wait_for_backend(v, (unsigned)vgpu, sq_has_slot, 0))
 		goto dead;
-	c->sqe.payload_len = len;
 	if (len > MEARAS_SQE_INLINE) {
-		uint32_t pos = v->arena_head % MEARAS_ARENA_SIZE, need = len;
+		uint32_t need = mearas_sqp_arena_need(&v->sq, len);
 
-		if (pos + len > MEARAS_ARENA_SIZE)
-			need += MEARAS_ARENA_SIZE - pos; /* skip the tail: payloads are contiguous */
-		if (!arena_has_space(v, need) && !wait_for_backend(v, (unsigned)vgpu, arena_has_space, need))
+		if (!arena_has(v, need) && !wait_for_backend(v, (unsigned)vgpu, arena_has, need))
 			goto dead;
-		if (mearas_load_acquire(&v->sq->head) == v->sq_tail)
-			v->arena_head = arena_released(v); /* idle: restart where the consumer is */
-		pos = v->arena_head % MEARAS_ARENA_SIZE;
-		if (pos + len > MEARAS_ARENA_SIZE) {
-			v->arena_head += MEARAS_ARENA_SIZE - pos;
-			pos = 0;
-		}
-		memcpy(v->arena + pos, c->payload, len);
-		v->arena_head += len;
-		c->sqe.flags |= MEARAS_SQE_PAYLOAD_ARENA;
-		c->sqe.payload_off = pos;
 	}
-	slot = &v->sqes[v->sq_tail & (MEARAS_SQ_ENTRIES - 1)];
-	memcpy(slot, &c->sqe, offsetof(struct mearas_sqe, inline_payload));
-	if (len && len <= MEARAS_SQE_INLINE)
-		memcpy(slot->inline_payload, c->payload, len);
-	v->arena_mark[v->sq_tail & (MEARAS_SQ_ENTRIES - 1)] = v->arena_head;
-	v->sq_tail++;
-	mearas_store_release(&v->sq->tail, v->sq_tail);
+	wake = mearas_sqp_push(&v->sq, &c->sqe, c->payload, len);
 	pthread_mutex_unlock(&v->sq_lock);
-	if (mearas_ring_needs_wakeup(v->sq))
+	if (wake)
 		tp_kick(&rt.tp, (unsigned)vgpu);
 	return cudaSuccess;
 dead:
@@ -156,29 +121,15 @@ cudaError_t rt_post_tracked(int vgpu, struct rt_call *c, uint64_t *user_data)
 	return submit(vgpu, c);
 }
 
-static bool cq_pop(struct rt_vgpu *v, int slot, struct mearas_cqe *out)
-{
-	struct mearas_ring_ctl *ctl = (struct mearas_ring_ctl *)(v->cqs + v->cq_stride * (unsigned)slot);
-	struct mearas_cqe *ring = (struct mearas_cqe *)(ctl + 1);
-	uint32_t head = v->cq_head[slot];
-
-	if (mearas_load_acquire(&ctl->tail) == head)
-		return false;
-	*out = ring[head & (MEARAS_CQ_ENTRIES - 1)];
-	v->cq_head[slot] = head + 1;
-	mearas_store_release(&ctl->head, head + 1);
-	return true;
-}
-
 cudaError_t rt_wait(int vgpu, uint64_t user_data, struct mearas_cqe *out)
 {
 	struct rt_vgpu *v = &rt.v[vgpu];
 	int slot = rt_slot();
-	struct mearas_ring_ctl *ctl = (struct mearas_ring_ctl *)(v->cqs + v->cq_stride * (unsigned)slot);
+	struct mearas_cq_consumer *cq = &v->cq[slot];
 	uint64_t start = now_us();
 
 	for (;;) {
-		if (cq_pop(v, slot, out)) {
+		if (mearas_cqc_pop(cq, out)) {
 			if (out->user_data == user_data)
 				return (cudaError_t)out->status;
 			log_err("completion %llu arrived while waiting for %llu: dropped",
@@ -191,16 +142,16 @@ cudaError_t rt_wait(int vgpu, uint64_t user_data, struct mearas_cqe *out)
 			mearas_cpu_relax();
 			continue;
 		}
-		if (mearas_ring_prepare_sleep(ctl)) {
+		if (mearas_ring_prepare_sleep(cq->ctl)) {
 			bool alive = tp_wait(&rt.tp, (unsigned)slot, 1000);
 
-			mearas_ring_end_sleep(ctl);
+			mearas_ring_end_sleep(cq->ctl);
 			if (!alive) {
 				rt.dead = 1;
 				return rt_gone();
 			}
 		} else {
-			mearas_ring_end_sleep(ctl);
+			mearas_ring_end_sleep(cq->ctl);
 		}
 	}
 }

@@ -133,8 +133,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (arena_len > MEARAS_ARENA_SIZE)
 		arena_len = MEARAS_ARENA_SIZE;
 	setup(&fx);
-	memcpy(fx.w->vgpus[0].arena, data, arena_len);
-	memcpy(fx.w->vgpus[1].arena, data, arena_len);
+	memcpy(fx.w->vgpus[0].rings.arena, data, arena_len);
+	memcpy(fx.w->vgpus[1].rings.arena, data, arena_len);
 	memcpy(fx.w->data, data, arena_len);
 	data += arena_len;
 	size -= arena_len;

@@ -106,8 +106,7 @@ static void setup(struct run *r, uint8_t flags)
 	r->s->kick_fd = w->vgpus[0].kick_fd;
 	/* the fixture's own completions were read already */
 	for (unsigned t = 0; t < w->nthreads; t++)
-		r->s->cq_head[t] = mearas_load_acquire(
-			&((struct mearas_ring_ctl *)(r->s->cqs + r->s->cq_stride * t))->tail);
+		r->s->cq[t].head = mearas_load_acquire(&r->s->cq[t].ctl->tail);
 	if (!(flags & REMF_NO_START))
 		remote_session_start(r->s, flags & REMF_BUDGET ? BUDGET_SMALL : 0);
 }

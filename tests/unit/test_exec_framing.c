@@ -101,7 +101,7 @@ static void test_payload_bounds(void)
 	CHECK_EQ(fixture_run(&fx, 0, &e, NULL), cudaErrorInvalidValue);
 	/* the bytes of a valid arena payload really arrive */
 	for (unsigned i = 0; i < 64; i++)
-		v->arena[MEARAS_ARENA_SIZE - 64 + i] = (uint8_t)(i * 7);
+		v->rings.arena[MEARAS_ARENA_SIZE - 64 + i] = (uint8_t)(i * 7);
 	e = sqe_of(MEARAS_OP_MEMCPY_INLINE);
 	e.flags = MEARAS_SQE_PAYLOAD_ARENA;
 	e.payload_off = MEARAS_ARENA_SIZE - 64;
@@ -157,7 +157,7 @@ static void test_cq_full(void)
 	CHECK(!fixture_cq_pop(&fx, 0, 5, &c));
 	/* a client that moved its CQ head past the tail gets no completions posted */
 	{
-		struct mearas_ring_ctl *ctl = (struct mearas_ring_ctl *)(v->cqs + v->cq_stride * 6);
+		struct mearas_ring_ctl *ctl = mearas_cq_ctl(&v->rings, 6);
 
 		ctl->head = 1000;
 		e.cq = 6;
@@ -171,7 +171,7 @@ static void test_cq_full(void)
 static void test_wakeup_posted(void)
 {
 	struct vgpu *v = &fx.w->vgpus[0];
-	struct mearas_ring_ctl *ctl = (struct mearas_ring_ctl *)(v->cqs + v->cq_stride * 9);
+	struct mearas_ring_ctl *ctl = mearas_cq_ctl(&v->rings, 9);
 	struct mearas_sqe e = sqe_of(MEARAS_OP_NOP);
 	struct mearas_cqe c;
 	uint64_t cnt = 0;

@@ -19,8 +19,8 @@ static bool poller_running;
 static void start_poller(struct vgpu *v, uint32_t start)
 {
 	sq_tail = start;
-	v->sq_head = start;
-	v->sq_ctl->head = v->sq_ctl->tail = start;
+	v->sq.head = start;
+	v->sq.ctl->head = v->sq.ctl->tail = start;
 	fx.w->stop = 0;
 	REQUIRE(pthread_create(&poller, NULL, poller_main, v) == 0);
 	poller_running = true;
@@ -30,7 +30,7 @@ static void kick_if_asleep(struct vgpu *v)
 {
 	uint64_t one = 1;
 
-	if (mearas_ring_needs_wakeup(v->sq_ctl))
+	if (mearas_ring_needs_wakeup(v->sq.ctl))
 		CHECK(write(v->kick_fd, &one, sizeof(one)) == sizeof(one));
 }
 
@@ -58,7 +58,7 @@ static void stop_poller(struct vgpu *v)
 static void submit(struct vgpu *v, unsigned n, uint16_t flags, uint16_t slot)
 {
 	for (unsigned i = 0; i < n; i++) {
-		struct mearas_sqe *e = &v->sqes[(sq_tail + i) & (MEARAS_SQ_ENTRIES - 1)];
+		struct mearas_sqe *e = &v->rings.sqes[(sq_tail + i) & (MEARAS_SQ_ENTRIES - 1)];
 
 		memset(e, 0, sizeof(*e));
 		e->op = MEARAS_OP_NOP;
@@ -67,7 +67,7 @@ static void submit(struct vgpu *v, unsigned n, uint16_t flags, uint16_t slot)
 		e->user_data = sq_tail + i;
 	}
 	sq_tail += n;
-	mearas_store_release(&v->sq_ctl->tail, sq_tail);
+	mearas_store_release(&v->sq.ctl->tail, sq_tail);
 	kick_if_asleep(v);
 }
 
@@ -100,7 +100,7 @@ static void wait_head(struct vgpu *v, uint32_t want)
 {
 	uint64_t start = now_ms();
 
-	while (mearas_load_acquire(&v->sq_ctl->head) != want) {
+	while (mearas_load_acquire(&v->sq.ctl->head) != want) {
 		REQUIRE_MSG(now_ms() - start < 10000, "SQ head not at %u in 10 s", want);
 		usleep(100);
 	}
@@ -175,12 +175,12 @@ static void tail_too_far_ahead_breaks_client(void)
 
 	start_poller(v, 1000);
 	records = v->records;
-	mearas_store_release(&v->sq_ctl->tail, 1000 + MEARAS_SQ_ENTRIES + 1);
+	mearas_store_release(&v->sq.ctl->tail, 1000 + MEARAS_SQ_ENTRIES + 1);
 	kick_if_asleep(v);
 	join_poller();          /* the poller ends by itself */
 	CHECK(fx.w->broken);
 	CHECK_EQ(v->records, records);
-	CHECK_EQ(v->sq_ctl->head, 1000);
+	CHECK_EQ(v->sq.ctl->head, 1000);
 }
 
 /* tail behind head (a huge unsigned distance): the same */
@@ -190,7 +190,7 @@ static void tail_behind_head_breaks_client(void)
 	uint64_t records = v->records;
 
 	start_poller(v, 5000);
-	mearas_store_release(&v->sq_ctl->tail, 4999);
+	mearas_store_release(&v->sq.ctl->tail, 4999);
 	kick_if_asleep(v);
 	join_poller();
 	CHECK(fx.w->broken);

@@ -78,7 +78,7 @@ static bool wait_drained(void)
 {
 	uint64_t start = now_ms();
 
-	while (mearas_load_acquire(&ring.ctl.head) != ring.prod_tail) {
+	while (mearas_load_acquire(&ring.ctl.head) != ring.prod.tail) {
 		if (now_ms() - start > WAIT_MS)
 			return false;
 		sched_yield();

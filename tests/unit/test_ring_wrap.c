@@ -40,10 +40,11 @@ static void batches_of_3_in_8(void)
 	run(8, UINT32_MAX - 3, 3);
 }
 
-/* full batches straddling the wrap */
+/* batches that fill the submission ring (one slot always stays free)
+ * straddling the wrap */
 static void full_batches_of_8(void)
 {
-	run(8, UINT32_MAX, 8);
+	run(8, UINT32_MAX, 7);
 }
 
 static void batches_of_7_in_64(void)

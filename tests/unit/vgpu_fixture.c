@@ -53,11 +53,10 @@ static int setup_vgpu(struct worker *w, unsigned i, uint64_t quota, const struct
 	if (!quota || quota > info->total_mem)
 		quota = info->total_mem;
 	vaheap_init(&v->heap, base, VA_SIZE - MEARAS_GLOBALS_RESERVE, gran, quota, &heap_ops, v);
-	v->sq_ctl = (struct mearas_ring_ctl *)(blk + l->sq_ctl);
-	v->sqes = (struct mearas_sqe *)(blk + l->sqes);
-	v->arena = blk + l->arena;
-	v->cqs = blk + l->cqs;
-	v->cq_stride = l->cq_stride;
+	mearas_vgpu_rings_at(&v->rings, blk, l, MEARAS_SQ_ENTRIES, MEARAS_CQ_ENTRIES, MEARAS_ARENA_SIZE);
+	mearas_sqc_init(&v->sq, &v->rings);
+	for (unsigned t = 0; t < MEARAS_MAX_THREADS; t++)
+		mearas_cqp_init(&v->cq[t], &v->rings, t);
 	v->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (v->kick_fd < 0) {
 		perror("fixture: eventfd");
@@ -159,9 +158,7 @@ void fixture_destroy(struct fixture *f)
 
 static struct mearas_ring_ctl *cq_ctl(struct fixture *f, unsigned vg, unsigned slot)
 {
-	struct vgpu *v = &f->w->vgpus[vg];
-
-	return (struct mearas_ring_ctl *)(v->cqs + v->cq_stride * slot);
+	return mearas_cq_ctl(&f->w->vgpus[vg].rings, slot);
 }
 
 uint32_t fixture_cq_ready(struct fixture *f, unsigned vg, unsigned slot)
