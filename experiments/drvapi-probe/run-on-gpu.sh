@@ -95,16 +95,23 @@ prog() { # NAME [extra probe env...]
     ROWS+=("$name $n $p")
 }
 
-python_subject() { # NAME SCRIPT
-    local name=$1 script=$HERE/subjects/$2 n p
-    n=$(run_one "$name" native "$PY_TIMEOUT" "PYTHONUNBUFFERED=1" -- "$PYTHON" "$script")
-    if [ "$n" = 3 ]; then
-        ROWS+=("$name skipped(module-missing) -")
-        return
-    fi
+python_subject() { # NAME SCRIPT [extra probe env...]
+    local name=$1 script=$HERE/subjects/$2 n=- p
+    shift 2
+    case $name in
+    *_wrap) # a variant: runs only where the plain subject ran
+        case " ${ROWS[*]} " in *" ${name%_wrap} skipped"*) return ;; esac ;;
+    *)
+        n=$(run_one "$name" native "$PY_TIMEOUT" "PYTHONUNBUFFERED=1" -- "$PYTHON" "$script")
+        if [ "$n" = 3 ]; then
+            ROWS+=("$name skipped(module-missing) -")
+            return
+        fi
+        ;;
+    esac
     # Only the probe in front: the frameworks find their own CUDA libraries.
     p=$(run_one "$name" probed "$PY_TIMEOUT" "PYTHONUNBUFFERED=1" \
-        "LD_LIBRARY_PATH=$PROBE_DIR:${LD_LIBRARY_PATH:-}" -- "$PYTHON" "$script")
+        "LD_LIBRARY_PATH=$PROBE_DIR:${LD_LIBRARY_PATH:-}" "$@" -- "$PYTHON" "$script")
     ROWS+=("$name $n $p")
 }
 
@@ -120,6 +127,7 @@ prog g_nvrtc
 prog a_static_wrap PROBE_WRAP_PROCS=1
 prog a_static_hashcopy PROBE_HASHED_TABLES=copy
 python_subject torch torch_subject.py
+python_subject torch_wrap torch_subject.py PROBE_WRAP_PROCS=1
 python_subject cupy cupy_subject.py
 
 {

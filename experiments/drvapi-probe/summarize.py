@@ -70,7 +70,7 @@ class Summary:
     proc_distinct_names: int = 0
     proc_null: list[str] = field(default_factory=list)
     proc_flags: dict[str, int] = field(default_factory=dict)
-    proc_own: list[str] = field(default_factory=list)
+    proc_own: list[str] = field(default_factory=list)  # distinct name@version
     callers: dict[str, int] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     wrapped_counts: list[tuple[str, str, int]] = field(default_factory=list)
@@ -140,11 +140,12 @@ def summarize(path: str, events: list[Event], bad: int) -> Summary:
             if e.get("ptr") in ("0x0", None) and sym not in null_seen:
                 null_seen.add(sym)
                 s.proc_null.append(
-                    f"{sym} ver={e.get('ver')} flags={e.get('flags')} rc={e.get('rc')}"
+                    f"{json.dumps(e.get('sym'))} ver={e.get('ver')} flags={e.get('flags')} rc={e.get('rc')}"
                     f" status={e.get('status', '-')}"
                 )
-            if e.get("ret") == "own":
-                s.proc_own.append(f"{sym}@{e.get('ver')}")
+            own = f"{sym}@{e.get('ver')}"
+            if e.get("ret") == "own" and own not in s.proc_own:
+                s.proc_own.append(own)
         elif ev == "export_table":
             callers[module_of(caller)] += 1
             uuid = str(e.get("uuid", ""))

@@ -13,10 +13,9 @@
 
 #include "probe.h"
 
+#include "version.h" /* PROBE_VERSION, written by the Makefile */
+
 #define DEFAULT_REAL "/usr/lib/x86_64-linux-gnu/libcuda.so.1"
-#ifndef PROBE_VERSION
-#define PROBE_VERSION "unknown"
-#endif
 
 struct probe_settings probe_cfg;
 void *probe_real_handle;

@@ -223,7 +223,7 @@ def check_plain(path: str) -> None:
         lambda: order == [PLAIN, PLAIN, CLS, CUDART, INTEG, COMP, UNKNOWN]
         and s.slot_counts[PLAIN][1] == 201
         and s.slot_counts_source.startswith("xt_counts")
-        and any(n.startswith("cuNoSuchThing") for n in s.proc_null)
+        and any(n.startswith('"cuNoSuchThing"') for n in s.proc_null)
         and s.proc_distinct_names == 6
         and "probe_test" in s.callers,
         f"{order} {s.proc_distinct_names}",
