@@ -60,6 +60,7 @@ class Summary:
     bad_lines: int = 0
     pids: list[int] = field(default_factory=list)
     exe: str = ""
+    probe: str = ""
     real: str = ""
     driver_version: int = 0
     bootstrap: list[str] = field(default_factory=list)
@@ -122,6 +123,7 @@ def summarize(path: str, events: list[Event], bad: int) -> Summary:
         caller = str(e.get("caller", ""))
         if ev == "header" and not s.real:
             s.exe = str(e.get("exe", ""))
+            s.probe = str(e.get("probe", ""))
             s.real = str(e.get("real", ""))
             s.driver_version = int(e.get("driver_version", 0))
         elif ev == "call":
@@ -195,7 +197,7 @@ def render(s: Summary) -> str:
     out.append(
         f"lines {s.lines} (unparsable {s.bad_lines}), pids {s.pids}, exe {s.exe or '?'}"
     )
-    out.append(f"real driver {s.real or '?'} version {s.driver_version}")
+    out.append(f"real driver {s.real or '?'} version {s.driver_version}; {s.probe or 'probe ?'}")
     out.append("bootstrap order:")
     out += [f"  {b}" for b in s.bootstrap[:40]]
     if len(s.bootstrap) > 40:
