@@ -1,0 +1,160 @@
+/* Export-table logging thunks and counting thunks, x86-64 SysV.
+ *
+ * probe_xt_thunks: PROBE_XT_NTHUNK entries of exactly 16 bytes (fixed
+ * encodings, checked below). Entry i puts i in
+ * %r11 (not an argument register) and jumps to probe_xt_common, which
+ *   - saves rdi rsi rdx rcx r8 r9, rax (al = vector-register count of a
+ *     varargs call) and xmm0-7,
+ *   - calls probe_xt_pre(i, saved gp registers, return address, record),
+ *     which logs the call and returns the original slot function,
+ *   - restores all of them, copies PROBE_XT_STACK_WORDS words of stack
+ *     arguments from the caller's frame, and calls the original,
+ *   - saves rax rdx xmm0 xmm1 (all return registers), calls
+ *     probe_xt_post(record, rax), restores them and returns.
+ *
+ * probe_pw_thunks: PROBE_PW_NTHUNK entries of 16 bytes; entry i increments
+ * probe_pw_count[i] and jumps to probe_pw_target[i]; no register but the
+ * flags is touched. */
+#include "probe_abi.h"
+
+    .text
+
+    .globl probe_xt_thunks
+    .hidden probe_xt_thunks
+    .type probe_xt_thunks, @function
+    .p2align 4
+probe_xt_thunks:
+    .cfi_startproc
+    .set i, 0
+    .rept PROBE_XT_NTHUNK
+    movl $i, %r11d                  /* 6 bytes */
+    .byte 0xe9                      /* jmp rel32, 5 bytes (no relaxation) */
+    .long probe_xt_common - . - 4
+    .byte 0xcc, 0xcc, 0xcc, 0xcc, 0xcc
+    .set i, i + 1
+    .endr
+    .cfi_endproc
+probe_xt_thunks_end:
+    .size probe_xt_thunks, probe_xt_thunks_end - probe_xt_thunks
+    .if (probe_xt_thunks_end - probe_xt_thunks) - PROBE_XT_NTHUNK * PROBE_THUNK_STRIDE
+    .error "an export-table thunk is longer than PROBE_THUNK_STRIDE"
+    .endif
+
+    .type probe_xt_common, @function
+    .p2align 4
+probe_xt_common:
+    .cfi_startproc
+    pushq %rbp
+    .cfi_def_cfa_offset 16
+    .cfi_offset %rbp, -16
+    movq %rsp, %rbp
+    .cfi_def_cfa_register %rbp
+    subq $XT_FRAME, %rsp
+
+    movq %rdi, XT_OFF_GP+0(%rsp)
+    movq %rsi, XT_OFF_GP+8(%rsp)
+    movq %rdx, XT_OFF_GP+16(%rsp)
+    movq %rcx, XT_OFF_GP+24(%rsp)
+    movq %r8, XT_OFF_GP+32(%rsp)
+    movq %r9, XT_OFF_GP+40(%rsp)
+    movq %rax, XT_OFF_RAX(%rsp)
+    movq %r11, XT_OFF_IDX(%rsp)
+    movaps %xmm0, XT_OFF_XMM+0(%rsp)
+    movaps %xmm1, XT_OFF_XMM+16(%rsp)
+    movaps %xmm2, XT_OFF_XMM+32(%rsp)
+    movaps %xmm3, XT_OFF_XMM+48(%rsp)
+    movaps %xmm4, XT_OFF_XMM+64(%rsp)
+    movaps %xmm5, XT_OFF_XMM+80(%rsp)
+    movaps %xmm6, XT_OFF_XMM+96(%rsp)
+    movaps %xmm7, XT_OFF_XMM+112(%rsp)
+
+    movl %r11d, %edi
+    leaq XT_OFF_GP(%rsp), %rsi
+    movq 8(%rbp), %rdx
+    leaq XT_OFF_REC(%rsp), %rcx
+    call probe_xt_pre
+    movq %rax, XT_OFF_FN(%rsp)
+
+    /* Stack arguments: the caller's start at 16(%rbp); the original must
+     * find them at 8(%rsp) after our call pushes the return address. */
+    .set k, 0
+    .rept PROBE_XT_STACK_WORDS
+    movq 16+8*k(%rbp), %r10
+    movq %r10, XT_OFF_ARGS+8*k(%rsp)
+    .set k, k + 1
+    .endr
+
+    movaps XT_OFF_XMM+0(%rsp), %xmm0
+    movaps XT_OFF_XMM+16(%rsp), %xmm1
+    movaps XT_OFF_XMM+32(%rsp), %xmm2
+    movaps XT_OFF_XMM+48(%rsp), %xmm3
+    movaps XT_OFF_XMM+64(%rsp), %xmm4
+    movaps XT_OFF_XMM+80(%rsp), %xmm5
+    movaps XT_OFF_XMM+96(%rsp), %xmm6
+    movaps XT_OFF_XMM+112(%rsp), %xmm7
+    movq XT_OFF_GP+0(%rsp), %rdi
+    movq XT_OFF_GP+8(%rsp), %rsi
+    movq XT_OFF_GP+16(%rsp), %rdx
+    movq XT_OFF_GP+24(%rsp), %rcx
+    movq XT_OFF_GP+32(%rsp), %r8
+    movq XT_OFF_GP+40(%rsp), %r9
+    movq XT_OFF_RAX(%rsp), %rax
+    movq XT_OFF_FN(%rsp), %r11
+    call *%r11
+
+    movq %rax, XT_OFF_RAX(%rsp)
+    movq %rdx, XT_OFF_RDX(%rsp)
+    movaps %xmm0, XT_OFF_XMM+0(%rsp)
+    movaps %xmm1, XT_OFF_XMM+16(%rsp)
+    leaq XT_OFF_REC(%rsp), %rdi
+    movq %rax, %rsi
+    call probe_xt_post
+    movq XT_OFF_RAX(%rsp), %rax
+    movq XT_OFF_RDX(%rsp), %rdx
+    movaps XT_OFF_XMM+0(%rsp), %xmm0
+    movaps XT_OFF_XMM+16(%rsp), %xmm1
+
+    movq %rbp, %rsp
+    popq %rbp
+    .cfi_def_cfa %rsp, 8
+    ret
+    .cfi_endproc
+    .size probe_xt_common, . - probe_xt_common
+
+    .globl probe_pw_thunks
+    .hidden probe_pw_thunks
+    .type probe_pw_thunks, @function
+    .p2align 4
+probe_pw_thunks:
+    .cfi_startproc
+    .set i, 0
+    .rept PROBE_PW_NTHUNK
+    lock incq probe_pw_count+8*i(%rip)  /* 8 bytes */
+    jmp *probe_pw_target+8*i(%rip)      /* 6 bytes */
+    .byte 0xcc, 0xcc
+    .set i, i + 1
+    .endr
+    .cfi_endproc
+probe_pw_thunks_end:
+    .size probe_pw_thunks, probe_pw_thunks_end - probe_pw_thunks
+    .if (probe_pw_thunks_end - probe_pw_thunks) - PROBE_PW_NTHUNK * PROBE_THUNK_STRIDE
+    .error "a counting thunk is longer than PROBE_THUNK_STRIDE"
+    .endif
+
+    .bss
+    .p2align 6
+    .globl probe_pw_count
+    .hidden probe_pw_count
+    .type probe_pw_count, @object
+probe_pw_count:
+    .zero 8 * PROBE_PW_NTHUNK
+    .size probe_pw_count, 8 * PROBE_PW_NTHUNK
+
+    .globl probe_pw_target
+    .hidden probe_pw_target
+    .type probe_pw_target, @object
+probe_pw_target:
+    .zero 8 * PROBE_PW_NTHUNK
+    .size probe_pw_target, 8 * PROBE_PW_NTHUNK
+
+    .section .note.GNU-stack, "", @progbits
