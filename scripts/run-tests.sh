@@ -24,6 +24,7 @@ suites=(
 	"assembly-manager|assembly-manager"
 	"control|tests/control"
 	"experiments|experiments/harness"
+	"drvapi-probe|experiments/drvapi-probe"
 )
 
 want=("$@")
