@@ -7,15 +7,22 @@
  * bytes as both sides last agreed on them. The bytes where a node's data
  * area differs from its shadow are what that node changed since: the
  * client sends the host's changes before each launch, the remote node sends
- * the device's changes before each completion it reports. Only changed
- * bytes travel, so host and device may write different bytes of one range
- * (as CUDA allows) without overwriting each other's.
+ * the device's changes before each completion it reports. Runs of changed
+ * bytes closer than MAPPED_GAP go as one piece (a kernel that changes one
+ * byte of every word would otherwise make a piece per byte); the receiver
+ * writes only the bytes of a piece that differ from its own shadow, so the
+ * unchanged bytes between the runs leave what its side wrote there alone:
+ * host and device may write different bytes of one range (as CUDA allows)
+ * without overwriting each other's.
  */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "remote.h"
+
+/* Runs of changed bytes less than this apart go as one piece. */
+#define MAPPED_GAP 256u
 
 struct mapped_entry {
 	uint64_t off, size;
@@ -146,16 +153,58 @@ void remote_mapped_absorb(struct remote_mapped *m, const uint8_t *base, uint64_t
 	pthread_mutex_unlock(&m->lock);
 }
 
+/* Bytes of a piece that differ from the shadow are the other node's
+ * changes: into the data area and the shadow. Equal ones are left alone in
+ * the data area, which may hold this node's own newer write there. */
+static void apply_changes(uint8_t *data, uint8_t *shadow, const uint8_t *in, uint64_t len)
+{
+	uint64_t i = 0;
+
+	while (i < len) {
+		uint64_t x, y;
+
+		if (i + 8 <= len) {
+			memcpy(&x, in + i, 8);
+			memcpy(&y, shadow + i, 8);
+			if (x == y) {
+				i += 8;
+				continue;
+			}
+		}
+		if (in[i] != shadow[i])
+			data[i] = shadow[i] = in[i];
+		i++;
+	}
+}
+
+static bool in_some_range(const struct remote_mapped *m, uint64_t at)
+{
+	for (uint32_t i = 0; i < m->n; i++)
+		if (at - m->e[i].off < m->e[i].size)
+			return true;
+	return false;
+}
+
 void remote_mapped_write(struct remote_mapped *m, uint8_t *base, uint64_t off, const void *bytes, uint64_t len)
 {
+	const uint8_t *in = bytes;
+	bool whole = false;
+
 	pthread_mutex_lock(&m->lock);
-	memcpy(base + off, bytes, len);
+	/* ranges may overlap: each one's shadow takes the changes it sees */
 	for (uint32_t i = 0; i < m->n; i++) {
 		uint64_t a, b;
 
-		if (overlap(&m->e[i], off, len, &a, &b))
-			memcpy(m->e[i].shadow + (a - m->e[i].off), (const uint8_t *)bytes + (a - off), b - a);
+		if (!overlap(&m->e[i], off, len, &a, &b))
+			continue;
+		apply_changes(base + a, m->e[i].shadow + (a - m->e[i].off), in + (a - off), b - a);
+		whole |= a == off && b == off + len;
 	}
+	/* bytes outside every range (one unmapped while the piece was on its
+	 * way) go in as they are */
+	for (uint64_t k = 0; !whole && k < len; k++)
+		if (!in_some_range(m, off + k))
+			base[off + k] = in[k];
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -195,11 +244,15 @@ uint64_t remote_mapped_diff(struct remote_mapped *m, const uint8_t *base, remote
 	for (uint32_t i = 0; i < m->n; i++) {
 		struct mapped_entry *x = &m->e[i];
 		const uint8_t *cur = base + x->off;
-		uint64_t pos = 0, end;
+		uint64_t pos = 0, end, next, next_end;
 
 		while (next_run(cur, x->shadow, &pos, x->size, &end)) {
-			/* exactly the changed bytes: the bytes between two runs may be
-			 * the other node's to change */
+			/* runs closer than MAPPED_GAP join: the bytes between are
+			 * unchanged here (equal to the shadow), and the receiver skips
+			 * what equals its shadow */
+			for (next = end; next_run(cur, x->shadow, &next, x->size, &next_end) && next - end < MAPPED_GAP;
+			     next = next_end)
+				end = next_end;
 			memcpy(x->shadow + pos, cur + pos, end - pos);
 			/* from the shadow: what goes is exactly what is recorded as sent */
 			if (emit(ctx, x->off + pos, x->shadow + pos, end - pos))

@@ -80,10 +80,12 @@ static void item_free(struct remote_session *s, struct out_item *it)
 /* queue lock held */
 static void queue_push(struct remote_session *s, const struct out_item *it)
 {
-	/* The queue is bounded by itself, not by the budget: a link whose budget
-	 * went to shadows must still get the completions that report it. Scans
-	 * stop at REMOTE_QUEUE_SOFT; only records' own errors come on top. */
-	bool lost = s->qbytes + item_cost(it) > REMOTE_QUEUE_MAX;
+	/* Bytes an item carries were taken from the link's budget, which bounds
+	 * them; the items themselves are bounded here, not by the budget: a link
+	 * whose budget went to shadows must still get the completions that
+	 * report it. Scans stop at REMOTE_QUEUE_SOFT; only records' own errors
+	 * come on top. */
+	bool lost = (s->qlen + 1) * sizeof(*it) > REMOTE_QUEUE_MAX;
 
 	if (!lost && s->qhead + s->qlen == s->qcap) {
 		if (s->qhead) {

@@ -533,6 +533,26 @@ static bool test_mapped()
 	report(ok, "mapped-host-register");
 	CK(cudaHostUnregister(reg));
 	free(reg);
+
+	/* a kernel that changes one byte of every word of a 16 MiB mapped range:
+	 * 4 Mi runs of changed bytes, which must all come back (they once went as
+	 * one reply item each, overflowed the reply queue and were lost) */
+	{
+		const unsigned big = 4u << 20;
+		unsigned *hb, *db;
+		bool ok2 = true;
+
+		CK(cudaHostAlloc(&hb, big * sizeof(unsigned), cudaHostAllocMapped));
+		for (unsigned i = 0; i < big; i++)
+			hb[i] = i << 8;
+		CK(cudaHostGetDevicePointer((void **)&db, hb, 0));
+		mearas_sim_add_u32<<<1, 1>>>(db, big, 1);
+		CK(cudaDeviceSynchronize());
+		for (unsigned i = 0; i < big && ok2; i++)
+			ok2 = hb[i] == (i << 8) + 1;
+		report(ok2, "mapped-many-small-runs");
+		CK(cudaFreeHost(hb));
+	}
 	return true;
 }
 

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* remote_mapped.c: what each node sends of a mapped range. Two data areas
  * (client and remote) are kept coherent by hand the way the nodes do it:
- * only changed bytes travel, in exact runs; bytes a copy carried (absorb)
- * and bytes the other node sent (write) are not sent back; host and device
- * changing different bytes of one range both survive; unmapping stops it. */
+ * changed bytes travel, runs closer than 256 bytes joined into one piece,
+ * and the receiver takes only the bytes of a piece that differ from its
+ * shadow; bytes a copy carried (absorb) and bytes the other node sent
+ * (write) are not sent back; host and device changing different bytes of
+ * one range both survive, also between joined runs; unmapping stops it. */
 #include <string.h>
 
 #include "check.h"
@@ -79,8 +81,9 @@ static void unchanged_sends_nothing(void)
 	CHECK_EQ(s.n, 0);
 }
 
-/* the host changes two runs (and a byte outside the range): exactly those go */
-static void changed_runs_exactly(void)
+/* the host changes two runs close together (and a byte outside the range):
+ * one piece from the first changed byte to the last goes */
+static void near_runs_join(void)
 {
 	static struct sent s;
 
@@ -88,18 +91,57 @@ static void changed_runs_exactly(void)
 	client[1024 + 4] = 2;
 	client[1024 + 100] = 3;
 	client[2000] = 9;
-	CHECK_EQ(remote_mapped_diff(c, client, record, &s), 3);
-	CHECK_EQ(s.n, 2);
+	CHECK_EQ(remote_mapped_diff(c, client, record, &s), 98);
+	CHECK_EQ(s.n, 1);
 	CHECK_EQ(s.off[0], 1024 + 3);
-	CHECK_EQ(s.len[0], 2);
-	CHECK_EQ(s.off[1], 1024 + 100);
-	CHECK_EQ(s.len[1], 1);
+	CHECK_EQ(s.len[0], 98);
 	deliver(&s, r, remote);
 	CHECK(remote[1024 + 3] == 1 && remote[1024 + 4] == 2 && remote[1024 + 100] == 3);
-	CHECK(remote[2000] == 7);
+	CHECK(remote[1024 + 50] == 7 && remote[2000] == 7);
 	/* what the remote got from the client is not a remote change */
 	memset(&s, 0, sizeof(s));
 	CHECK_EQ(remote_mapped_diff(r, remote, record, &s), 0);
+}
+
+/* runs 256 bytes or more apart go as pieces of their own */
+static void far_runs_split(void)
+{
+	static struct sent s;
+
+	REQUIRE(remote_mapped_set(c, client, 2048, 2048, true));
+	client[2048 + 10] = 1;
+	client[2048 + 10 + 256 + 1] = 2;
+	CHECK_EQ(remote_mapped_diff(c, client, record, &s), 2);
+	CHECK_EQ(s.n, 2);
+	CHECK(s.off[0] == 2048 + 10 && s.len[0] == 1 && s.off[1] == 2048 + 267 && s.len[1] == 1);
+}
+
+/* one byte of every word changed: a handful of pieces, not one per byte */
+static void every_word_changed_is_few_pieces(void)
+{
+	static struct sent s;
+
+	REQUIRE(remote_mapped_set(c, client, 2048, 2048, true));
+	REQUIRE(remote_mapped_set(r, remote, 2048, 2048, true));
+	for (unsigned i = 0; i < 2048; i += 4)
+		client[2048 + i] = (uint8_t)(i / 4);
+	CHECK_EQ(sync_once(c, client, r, remote, &s), 1);
+	CHECK(memcmp(client + 2048, remote + 2048, 2048) == 0);
+}
+
+/* the receiver's own write between two joined runs survives */
+static void gap_bytes_keep_receiver_writes(void)
+{
+	static struct sent s;
+
+	remote[1024 + 20] = 0xd;       /* the device, between the host's two runs */
+	client[1024 + 10] = 0xa;
+	client[1024 + 30] = 0xb;
+	CHECK_EQ(sync_once(c, client, r, remote, &s), 1);
+	CHECK(remote[1024 + 10] == 0xa && remote[1024 + 30] == 0xb);
+	CHECK(remote[1024 + 20] == 0xd);
+	CHECK_EQ(sync_once(r, remote, c, client, &s), 1);
+	CHECK(client[1024 + 20] == 0xd && client[1024 + 10] == 0xa && client[1024 + 30] == 0xb);
 }
 
 /* the device changes byte 10 while the host changes byte 11: both survive */
@@ -154,7 +196,10 @@ static void unmapped_not_tracked(void)
 
 static const struct check_case cases[] = {
 	{ "unchanged_sends_nothing", unchanged_sends_nothing },
-	{ "changed_runs_exactly", changed_runs_exactly },
+	{ "near_runs_join", near_runs_join },
+	{ "far_runs_split", far_runs_split },
+	{ "every_word_changed_is_few_pieces", every_word_changed_is_few_pieces },
+	{ "gap_bytes_keep_receiver_writes", gap_bytes_keep_receiver_writes },
 	{ "both_sides_changes_survive", both_sides_changes_survive },
 	{ "absorbed_not_sent", absorbed_not_sent },
 	{ "range_runs_to_last_byte", range_runs_to_last_byte },
