@@ -36,13 +36,18 @@ CONTROL_SRC := host-backend/control.c host-backend/control_proto.c host-backend/
                host-backend/tenant.c
 PB_GEN      := $(BUILD)/gen/pb/common.pb-c.c $(BUILD)/gen/pb/control.pb-c.c
 PB_OBJ      := $(patsubst $(BUILD)/gen/pb/%.c,$(BUILD)/obj-pb/%.o,$(PB_GEN))
+# the guest: the core (connection, objects, copies) and the driver API in
+# libcuda.so.1, the runtime API in libcudart.so.13 over it
+CORE_SRC    := $(wildcard guest/core/*.c)
+CUDRV_SRC   := $(wildcard guest/libcuda/*.c)
+CUDRV_OBJ   := $(patsubst %.c,$(BUILD)/obj-rt/%.o,$(CORE_SRC) $(CUDRV_SRC) common/log.c common/fdpass.c common/ring.c)
 CUDART_SRC  := $(wildcard guest/libcudart/*.c)
 CUDART_OBJ  := $(patsubst %.c,$(BUILD)/obj-rt/%.o,$(CUDART_SRC) $(COMMON_SRC))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 .PHONY: all clean test gpu-test gpu-build demo deps install gen
-all: $(BUILD)/bin/mearasd $(BUILD)/lib/libcudart.so.13
+all: $(BUILD)/bin/mearasd $(BUILD)/lib/libcudart.so.13 $(BUILD)/lib/libcuda.so.1
 
 # every side's per-op code comes from the spec; the generator rewrites only
 # files whose text changes, so a spec edit rebuilds what it changes
@@ -99,7 +104,7 @@ $(BUILD)/gen/cuda_errors.gen.h: guest/libcudart/gen_errors.py $(CUDA_HOME)/inclu
 
 $(BUILD)/obj-rt/%.o: %.c $(BUILD)/gen/cuda_errors.gen.h | $(OPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) -I$(BUILD)/gen -Iguest/libcudart -fvisibility=hidden $(CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(BASEFLAGS) -I$(BUILD)/gen -Iguest/core -Iguest/libcudart -Iguest/libcuda -fvisibility=hidden $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/gen/unsupported.gen.c: guest/libcudart/gen_unsupported.sh guest/libcudart/cudart13.symbols $(CUDART_OBJ)
 	sh guest/libcudart/gen_unsupported.sh guest/libcudart/cudart13.symbols $(CUDART_OBJ) > $@
@@ -109,16 +114,31 @@ $(BUILD)/gen/libcudart.map: guest/libcudart/cudart13.symbols
 	{ echo 'libcudart.so.13 { global:'; sed 's/#.*//;/^$$/d;s/$$/;/' $<; echo 'local: *; };'; } > $@
 
 $(BUILD)/obj-rt/unsupported.gen.o: $(BUILD)/gen/unsupported.gen.c
-	$(CC) $(BASEFLAGS) -Iguest/libcudart -fvisibility=hidden $(CFLAGS) -c $< -o $@
+	$(CC) $(BASEFLAGS) -Iguest/core -Iguest/libcudart -fvisibility=hidden $(CFLAGS) -c $< -o $@
 
 $(BUILD)/obj-rt/rt_ops.gen.o: $(BUILD)/gen/rt_ops.gen.c $(BUILD)/gen/cuda_errors.gen.h
-	$(CC) $(BASEFLAGS) -Iguest/libcudart -fvisibility=hidden $(CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(BASEFLAGS) -Iguest/core -fvisibility=hidden $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/lib/libcudart.so.13: $(CUDART_OBJ) $(BUILD)/obj-rt/rt_ops.gen.o $(BUILD)/obj-rt/unsupported.gen.o \
-		$(BUILD)/gen/libcudart.map
+# the core's functions are exported to libcudart.so.13 under a private
+# version; the driver's entry points under the library's own
+$(BUILD)/gen/libcuda.map: $(CUDRV_OBJ) $(BUILD)/obj-rt/rt_ops.gen.o
+	@mkdir -p $(dir $@)
+	{ echo 'libcuda.so.1 { global: cu*; };'; echo 'MEARAS_CORE_1 { global:'; \
+	  nm --defined-only -g $(patsubst %.c,$(BUILD)/obj-rt/%.o,$(CORE_SRC)) $(BUILD)/obj-rt/rt_ops.gen.o | \
+	  awk 'NF == 3 && $$2 ~ /[TDBR]/ && $$3 !~ /^cu/ {print $$3 ";"}' | sort -u; echo 'local: *; };'; } > $@
+
+$(BUILD)/lib/libcuda.so.1: $(CUDRV_OBJ) $(BUILD)/obj-rt/rt_ops.gen.o $(BUILD)/gen/libcuda.map
+	@mkdir -p $(dir $@)
+	$(CC) $(LDSAN) -shared -pthread -Wl,-soname,libcuda.so.1 -Wl,--version-script=$(BUILD)/gen/libcuda.map \
+		-Wl,-Bsymbolic -Wl,--no-undefined -o $@ $(CUDRV_OBJ) $(BUILD)/obj-rt/rt_ops.gen.o
+	ln -sf libcuda.so.1 $(BUILD)/lib/libcuda.so
+
+$(BUILD)/lib/libcudart.so.13: $(CUDART_OBJ) $(BUILD)/obj-rt/unsupported.gen.o $(BUILD)/gen/libcudart.map \
+		$(BUILD)/lib/libcuda.so.1
 	@mkdir -p $(dir $@)
 	$(CC) $(LDSAN) -shared -pthread -Wl,-soname,libcudart.so.13 -Wl,--version-script=$(BUILD)/gen/libcudart.map \
-		-Wl,--no-undefined -o $@ $(CUDART_OBJ) $(BUILD)/obj-rt/rt_ops.gen.o $(BUILD)/obj-rt/unsupported.gen.o -llz4 -lzstd
+		-Wl,--no-undefined -Wl,-rpath,'$$ORIGIN' -o $@ $(CUDART_OBJ) $(BUILD)/obj-rt/unsupported.gen.o \
+		$(BUILD)/lib/libcuda.so.1 -llz4 -lzstd
 	ln -sf libcudart.so.13 $(BUILD)/lib/libcudart.so
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
@@ -185,13 +205,14 @@ demo: deps
 gpu-test: gpu-build
 	scripts/gpu-lane.sh
 
-# mearasd, the runtime library (where `mearas run` looks for it), the guest
-# module's sources, and the assembly manager with its libvirt hook
+# mearasd, the guest libraries (libcuda.so.1 and libcudart.so.13, where
+# `mearas run` looks for them), and the assembly manager with its libvirt hook
 PREFIX ?= /usr/local
 install: all
 	install -D -m 0755 $(BUILD)/bin/mearasd $(DESTDIR)$(PREFIX)/sbin/mearasd
 	install -D -m 0755 $(BUILD)/lib/libcudart.so.13 $(DESTDIR)$(PREFIX)/lib/mearas/libcudart.so.13
 	ln -sf libcudart.so.13 $(DESTDIR)$(PREFIX)/lib/mearas/libcudart.so
+	install -D -m 0755 $(BUILD)/lib/libcuda.so.1 $(DESTDIR)$(PREFIX)/lib/mearas/libcuda.so.1
 	$(MAKE) -C assembly-manager install
 
 clean:

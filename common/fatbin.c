@@ -51,6 +51,54 @@ int mearas_fatbin_locate(const void *wrapper_or_fatbin, const void **fatbin, siz
 	return 0;
 }
 
+/* The extent of an ELF image: its headers, program headers and sections. */
+static int elf_size(const uint8_t *d, size_t max, size_t *size)
+{
+	uint64_t end = 64, phoff = fb_rd64(d + 0x20), shoff = fb_rd64(d + 0x28);
+	uint16_t phentsize = fb_rd16(d + 0x36), phnum = fb_rd16(d + 0x38);
+	uint16_t shentsize = fb_rd16(d + 0x3a), shnum = fb_rd16(d + 0x3c);
+
+	if (d[4] != 2 || d[5] != 1 || shentsize != 64 || phoff > max || shoff > max)
+		return -EINVAL;
+	if (phoff + (uint64_t)phnum * phentsize > end)
+		end = phoff + (uint64_t)phnum * phentsize;
+	if (shoff + (uint64_t)shnum * shentsize > end)
+		end = shoff + (uint64_t)shnum * shentsize;
+	if (end > max)
+		return -EOVERFLOW;
+	for (uint16_t i = 0; i < shnum; i++) {
+		const uint8_t *sh = d + shoff + 64ull * i;
+		uint64_t off = fb_rd64(sh + 0x18), len = fb_rd64(sh + 0x20);
+
+		if (fb_rd32(sh + 4) == 8 /* SHT_NOBITS */)
+			continue;
+		if (off > max || len > max - off)
+			return -EOVERFLOW;
+		if (off + len > end)
+			end = off + len;
+	}
+	*size = (size_t)end;
+	return 0;
+}
+
+int mearas_module_image_size(const void *image, size_t *size)
+{
+	const uint8_t *d = image;
+	const void *fatbin;
+
+	if (!image || !size)
+		return -EINVAL;
+	if (d[0] == 0x7f && d[1] == 'E' && d[2] == 'L' && d[3] == 'F')
+		return elf_size(d, (size_t)1 << 40, size);
+	if (mearas_fatbin_locate(image, &fatbin, size) == 0) {
+		if (fatbin != image)
+			return -EINVAL;     /* a wrapper: the caller passes what it points at */
+		return 0;
+	}
+	*size = strnlen(image, (size_t)1 << 32) + 1;
+	return *size > ((size_t)1 << 32) ? -EOVERFLOW : 0;
+}
+
 int fb_builder_add(struct fb_builder *b, const char *name, size_t namelen,
 		   struct mearas_kparam *params, uint32_t nparams)
 {
@@ -154,7 +202,15 @@ struct mearas_fatbin_index *mearas_fatbin_index_new(const void *fatbin, size_t s
 		return NULL;
 	}
 	struct fb_builder b = { 0 };
-	int rc = fb_parse_fatbins(fatbin, size, &b, err, errlen);
+	const uint8_t *d = fatbin;
+	int rc;
+	/* a module image may also be one cubin or PTX text (cuModuleLoadData) */
+	if (size >= 4 && d[0] == 0x7f && d[1] == 'E' && d[2] == 'L' && d[3] == 'F')
+		rc = fb_parse_cubin(d, size, &b, err, errlen);
+	else if (size >= 4 && fb_rd32(d) != MEARAS_FATBIN_MAGIC && memchr(d, 0, size) == d + size - 1)
+		rc = fb_parse_ptx(fatbin, size - 1, &b, err, errlen);
+	else
+		rc = fb_parse_fatbins(d, size, &b, err, errlen);
 	if (rc == 0)
 		rc = merge(&b, idx, err, errlen);
 	/* Records whose name moved into idx keep their params there too. */

@@ -80,13 +80,28 @@ static CUresult (*p_cuFuncGetName)(const char **name, CUfunction f);
 
 static int cuda_init(char *err, size_t errlen)
 {
+	const char *path;
 	CUresult r;
 
 	if (libcuda)
 		return 0;
-	libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	/* MEARAS_CUDA_DRIVER names the driver when the library path holds
+	 * something else first */
+	path = getenv("MEARAS_CUDA_DRIVER");
+	if (!path || !*path)
+		path = "libcuda.so.1";
+	libcuda = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!libcuda) {
-		snprintf(err, errlen, "cannot load the CUDA driver (libcuda.so.1): %s", dlerror());
+		snprintf(err, errlen, "cannot load the CUDA driver (%s): %s", path, dlerror());
+		return cudaErrorInsufficientDriver;
+	}
+	/* mearas's own libcuda.so.1 (the guest front end) would connect back
+	 * to a mearasd: never serve vGPUs through it */
+	if (dlsym(libcuda, "mearas_front_end")) {
+		snprintf(err, errlen, "%s is mearas's front end, not NVIDIA's driver: take mearas's library "
+			 "directory out of mearasd's LD_LIBRARY_PATH, or name the driver with MEARAS_CUDA_DRIVER", path);
+		dlclose(libcuda);
+		libcuda = NULL;
 		return cudaErrorInsufficientDriver;
 	}
 #define SYM_LOAD(name)                                                                  \

@@ -333,14 +333,14 @@ def rt_signature(o: Op) -> str:
 
 
 def gen_rt(spec: Spec) -> tuple[str, str]:
-    h = [HEADER, "/* included by guest/libcudart/rt.h: rt_do_NAME posts op NAME on vGPU vgpu\n"
+    h = [HEADER, "/* included by guest/core/core.h: rt_do_NAME posts op NAME on vGPU vgpu\n"
          " * (on the stream st where it has one); ops that always complete wait for\n"
          " * the completion and store its results, `wait` asks for one. */\n"
          "#ifndef MEARAS_RT_OPS_GEN_H\n#define MEARAS_RT_OPS_GEN_H\n\n"]
-    c = [HEADER, "#include <string.h>\n\n#include \"rt.h\"\n\n"]
+    c = [HEADER, "#include <string.h>\n\n#include \"core.h\"\n\n"]
     for o in spec.ops:
         sig = rt_signature(o)
-        h.append(f"RT_HIDDEN {sig};\n")
+        h.append(f"CORE_API {sig};\n")
         c.append(f"{sig}\n{{\n\tstruct rt_call c;\n")
         if o.outs:
             c.append("\tstruct mearas_cqe cqe = { 0 };\n\tcudaError_t e;\n")

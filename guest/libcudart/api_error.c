@@ -35,3 +35,19 @@ RT_EXPORT const char *cudaGetErrorString(cudaError_t error)
 		return "unrecognized error code";
 	}
 }
+
+cudaError_t rt_set_error(cudaError_t e)
+{
+	if (e != cudaSuccess)
+		rt_tls.last_error = e;
+	return e;
+}
+
+/* Called by the generated stubs of entry points mearas does not implement. */
+RT_HIDDEN int mearas_unsupported_call(const char *name, int *said);
+int mearas_unsupported_call(const char *name, int *said)
+{
+	if (!__atomic_exchange_n(said, 1, __ATOMIC_RELAXED))
+		rt_log_unsupported(name);
+	return (int)rt_set_error(cudaErrorNotSupported);
+}

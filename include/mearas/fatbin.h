@@ -40,6 +40,15 @@ extern "C" {
 int mearas_fatbin_locate(const void *wrapper_or_fatbin, const void **fatbin,
 			 size_t *size);
 
+/*
+ * The size of a module image as cuModuleLoadData takes it (no length given):
+ * a fat binary (its header says), an ELF cubin (its headers and sections
+ * say) or NUL-terminated PTX text (with the NUL). A __fatBinC_Wrapper_t is
+ * refused (-EINVAL): pass the fat binary it points at. The caller vouches
+ * that the image is readable; the result is bounded, not validated.
+ */
+int mearas_module_image_size(const void *image, size_t *size);
+
 struct mearas_kparam {
 	uint32_t offset;	/* byte offset in the parameter buffer */
 	uint32_t size;		/* byte size of the parameter */
@@ -56,8 +65,9 @@ struct mearas_fatbin_index;
 
 /*
  * Parse the fat binary at [fatbin, fatbin+size) (several fat binaries laid end
- * to end, as in an executable's .nv_fatbin section, are accepted too) and index
- * every kernel found. The input is treated as hostile: every field is
+ * to end, as in an executable's .nv_fatbin section, are accepted too; so is a
+ * single ELF cubin, or PTX text whose size counts its terminating NUL) and
+ * index every kernel found. The input is treated as hostile: every field is
  * bounds-checked. Returns NULL on failure with a human-readable reason in err
  * (always NUL-terminated when errlen > 0). The index does not refer to the
  * input after return.

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-/* guest/libcudart/dataheap.c: the client's allocator of the data area
+/* guest/core/dataheap.c: the client's allocator of the data area
  * (pinned memory, staging buffers): alignment, containment, sizes that do
  * not fit or overflow when rounded, bad frees, dh_block lookups,
  * coalescing, and a randomized run against a reference. */
 #include <string.h>
 
 #include "check.h"
-#include "rt.h"
+#include "core.h"
 
 struct rt rt;
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rt.h"
+#include "core.h"
 
 #define DH_ALIGN 256u
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "mearas/log.h"
-#include "rt.h"
+#include "core.h"
 
 struct mapped_range {
 	uint64_t off, size;

@@ -12,7 +12,7 @@
 
 #include "mearas/fdpass.h"
 #include "mearas/log.h"
-#include "rt.h"
+#include "core.h"
 
 #define DEFAULT_SOCKET "/run/mearas/mearasd.sock"
 

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "mearas/ring.h"
-#include "rt.h"
+#include "core.h"
 
 #define PARCOPY_MIN   (1u << 20)
 #define PARCOPY_MAX_THREADS 8

@@ -11,7 +11,7 @@
 #include "mearas/clock.h"
 #include "mearas/log.h"
 #include "mearas/ring.h"
-#include "rt.h"
+#include "core.h"
 
 static uint64_t now_us(void)
 {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rt.h"
+#include "core.h"
 
 struct dm_alloc {
 	uint64_t ptr, size;

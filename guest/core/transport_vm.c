@@ -29,7 +29,7 @@
 #include "mearas/log.h"
 #include "mearas/vm_output.h"
 #include "mearas/vm_proto.h"
-#include "rt.h"
+#include "core.h"
 
 #define CLAIM_TIMEOUT_MS 10000
 

@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "mearas/kmod_uapi.h"
-#include "rt.h"
+#include "core.h"
 
 cudaError_t tp_connect(struct rt_transport *tp, int *memfd, uint64_t *memfd_off, uint64_t *region_size,
 		       uint64_t *region_addr, unsigned *nvgpus, unsigned *nthreads)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Lazy connection to mearasd, thread slots, last-error bookkeeping. */
+/* Lazy connection to mearasd, the vGPUs it serves, thread slots. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,9 +8,12 @@
 #include <unistd.h>
 
 #include "mearas/log.h"
-#include "rt.h"
+#include "core.h"
 
 struct rt rt;
+/* marks this libcuda.so.1 as mearas's front end: mearasd refuses to use it
+ * as the driver it serves vGPUs with */
+CORE_API const char mearas_front_end[] = "mearas guest front end";
 __thread struct rt_thread rt_tls = { .device = 0, .slot = -1 };
 
 static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
@@ -290,23 +293,7 @@ uint32_t rt_new_handle(void)
 	return h;
 }
 
-cudaError_t rt_set_error(cudaError_t e)
-{
-	if (e != cudaSuccess)
-		rt_tls.last_error = e;
-	return e;
-}
-
 void rt_log_unsupported(const char *name)
 {
 	log_warn("%s is not supported by mearas yet: returning cudaErrorNotSupported", name);
-}
-
-/* Called by the generated stubs of entry points mearas does not implement. */
-RT_HIDDEN int mearas_unsupported_call(const char *name, int *said);
-int mearas_unsupported_call(const char *name, int *said)
-{
-	if (!__atomic_exchange_n(said, 1, __ATOMIC_RELAXED))
-		rt_log_unsupported(name);
-	return (int)rt_set_error(cudaErrorNotSupported);
 }

@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Copies and memsets, for both front ends. Host memory from cudaMallocHost lives in the data
+ * area: copies from it are one DMA. Pageable memory is staged through
+ * per-thread buffers in the data area, in chunks, pipelined: the library
+ * fills chunk k+1 while the GPU moves chunk k. Small pageable uploads travel
+ * inside the record and need no round trip.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mearas/log.h"
+#include "core.h"
+
+#define INLINE_COPY_MAX  (64u << 10)    /* pageable H2D up to this size rides in the record */
+#define STAGE_CHUNKS     4u
+
+struct rt_staging {
+	uint8_t *buf[STAGE_CHUNKS];
+	uint64_t ud[STAGE_CHUNKS];
+	int vgpu[STAGE_CHUNKS];
+	bool busy[STAGE_CHUNKS];
+	uint64_t chunk;
+};
+
+static uint64_t chunk_size(void)
+{
+	static uint64_t size;
+
+	if (!size) {
+		const char *e = getenv("MEARAS_CHUNK_KB");
+		uint64_t kb = e ? strtoull(e, NULL, 10) : 0;
+
+		size = (kb >= 64 && kb <= 65536) ? kb << 10 : (4u << 20);
+		/* a small data area (a VM slot) must still hold several threads' staging */
+		if (!e && size > rt.data_size / 64)
+			size = (rt.data_size / 64) & ~((64ull << 10) - 1);
+		if (size < (64u << 10))
+			size = 64u << 10;
+	}
+	return size;
+}
+
+static struct rt_staging *staging(void)
+{
+	struct rt_staging *s = rt_tls.staging;
+
+	if (s)
+		return s;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->chunk = chunk_size();
+	for (unsigned i = 0; i < STAGE_CHUNKS; i++) {
+		s->buf[i] = dh_alloc(s->chunk);
+		if (!s->buf[i]) {
+			log_warn("no room for staging buffers in the data area: raise MEARAS_DATA_MB");
+			while (i--)
+				dh_free(s->buf[i]);
+			free(s);
+			return NULL;
+		}
+	}
+	rt_tls.staging = s;
+	return s;
+}
+
+static cudaError_t stage_wait(struct rt_staging *s, unsigned k, cudaError_t first)
+{
+	struct mearas_cqe cqe;
+	cudaError_t e;
+
+	if (!s->busy[k])
+		return first;
+	s->busy[k] = false;
+	e = rt_wait(s->vgpu[k], s->ud[k], &cqe);
+	return first ? first : e;
+}
+
+static cudaError_t post_copy(int vgpu, const struct rt_stream_ref *st, uint64_t dst, uint64_t src,
+			     uint64_t n, int dir, bool want, uint64_t *ud)
+{
+	struct rt_call c;
+
+	rt_call_init(&c, MEARAS_OP_MEMCPY, st->id);
+	c.sqe.flags |= st->sqe_flags;
+	mearas_prep_MEMCPY(&c.sqe, dst, src, n, (uint64_t)dir);
+	if (!want)
+		return rt_post(vgpu, &c);
+	return rt_post_tracked(vgpu, &c, ud);
+}
+
+/* Pageable -> device through the staging buffers. Returns when the source
+ * has been read (every chunk is staged) and the DMAs are done. */
+static cudaError_t staged_h2d(int vgpu, const struct rt_stream_ref *st, uint64_t dst, const uint8_t *src,
+			      uint64_t n)
+{
+	struct rt_staging *s = staging();
+	int slot = rt_slot();
+	cudaError_t e = cudaSuccess;
+	uint64_t off = 0;
+	unsigned k = 0;
+
+	if (!s)
+		return cudaErrorMemoryAllocation;
+	pthread_mutex_lock(&rt.slot_lock[slot]);
+	while (off < n && !e) {
+		uint64_t len = n - off < s->chunk ? n - off : s->chunk;
+
+		e = stage_wait(s, k, e);
+		if (e)
+			break;
+		rt_parcopy(s->buf[k], src + off, len);
+		s->vgpu[k] = vgpu;
+		e = post_copy(vgpu, st, dst + off, dh_offset(s->buf[k]), len, MEARAS_COPY_HTOD, true, &s->ud[k]);
+		s->busy[k] = !e;
+		off += len;
+		k = (k + 1) % STAGE_CHUNKS;
+	}
+	/* completions arrive in posting order: the oldest is at k */
+	for (unsigned i = 0; i < STAGE_CHUNKS; i++)
+		e = stage_wait(s, (k + i) % STAGE_CHUNKS, e);
+	pthread_mutex_unlock(&rt.slot_lock[slot]);
+	return e;
+}
+
+/* Device -> pageable: keep STAGE_CHUNKS DMAs in flight, copy each out as it lands. */
+static cudaError_t staged_d2h(int vgpu, const struct rt_stream_ref *st, uint8_t *dst, uint64_t src, uint64_t n)
+{
+	struct rt_staging *s = staging();
+	int slot = rt_slot();
+	cudaError_t e = cudaSuccess;
+	uint64_t nchunks, posted = 0, i;
+
+	if (!s)
+		return cudaErrorMemoryAllocation;
+	nchunks = (n + s->chunk - 1) / s->chunk;
+	pthread_mutex_lock(&rt.slot_lock[slot]);
+	for (; posted < nchunks && posted < STAGE_CHUNKS && !e; posted++) {
+		uint64_t off = posted * s->chunk, len = n - off < s->chunk ? n - off : s->chunk;
+		unsigned k = (unsigned)(posted % STAGE_CHUNKS);
+
+		s->vgpu[k] = vgpu;
+		e = post_copy(vgpu, st, dh_offset(s->buf[k]), src + off, len, MEARAS_COPY_DTOH, true, &s->ud[k]);
+		s->busy[k] = !e;
+	}
+	for (i = 0; i < nchunks && !e; i++) {
+		uint64_t off = i * s->chunk, len = n - off < s->chunk ? n - off : s->chunk;
+		unsigned k = (unsigned)(i % STAGE_CHUNKS);
+
+		e = stage_wait(s, k, e);
+		if (e)
+			break;
+		rt_parcopy(dst + off, s->buf[k], len);
+		if (posted < nchunks) {
+			uint64_t poff = posted * s->chunk, plen = n - poff < s->chunk ? n - poff : s->chunk;
+
+			s->vgpu[k] = vgpu;
+			e = post_copy(vgpu, st, dh_offset(s->buf[k]), src + poff, plen, MEARAS_COPY_DTOH, true,
+				      &s->ud[k]);
+			s->busy[k] = !e;
+			posted++;
+		}
+	}
+	/* completions arrive in posting order: the oldest unwaited is chunk i */
+	for (unsigned j = 0; j < STAGE_CHUNKS; j++)
+		e = stage_wait(s, (unsigned)((i + j) % STAGE_CHUNKS), e);
+	pthread_mutex_unlock(&rt.slot_lock[slot]);
+	return e;
+}
+
+/* A default-stream copy between two vGPUs: CUDA serializes it with the work
+ * of both devices, but each vGPU's records run on their own poller. Finish
+ * the destination's earlier work, then wait for the copy, so later work on
+ * either vGPU sees the data. */
+static cudaError_t cross_vgpu_copy(int sv, int dv, const struct rt_stream_ref *st, uint64_t dst, uint64_t src,
+				   uint64_t n)
+{
+	struct mearas_cqe cqe;
+	uint64_t ud;
+	int slot = rt_slot();
+	cudaError_t e;
+
+	e = rt_do_CTX_SYNC(dv);
+	if (e)
+		return e;
+	pthread_mutex_lock(&rt.slot_lock[slot]);
+	e = post_copy(sv, st, dst, src, n, MEARAS_COPY_DTOD, true, &ud);
+	if (!e)
+		e = rt_wait(sv, ud, &cqe);
+	pthread_mutex_unlock(&rt.slot_lock[slot]);
+	return e;
+}
+
+/* Which vGPU's device memory holds [p, p+n)? -1: host memory; -2: a
+ * device window but no live allocation (an invalid device pointer). */
+static int classify(const void *p, uint64_t n)
+{
+	int v = dm_find((uint64_t)(uintptr_t)p, n ? n : 1, NULL, NULL);
+
+	if (v >= 0)
+		return v;
+	return dm_window_owner((uint64_t)(uintptr_t)p) >= 0 ? -2 : -1;
+}
+
+static cudaError_t resolve_kind(enum cudaMemcpyKind *kind, int dv, int sv)
+{
+	if (*kind == cudaMemcpyDefault) {
+		if (dv == -2 || sv == -2)
+			return cudaErrorInvalidValue;
+		*kind = dv >= 0 ? (sv >= 0 ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
+				: (sv >= 0 ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
+		return cudaSuccess;
+	}
+	switch (*kind) {
+	case cudaMemcpyHostToHost:
+		return cudaSuccess;
+	case cudaMemcpyHostToDevice:
+		return dv >= 0 ? cudaSuccess : cudaErrorInvalidValue;
+	case cudaMemcpyDeviceToHost:
+		return sv >= 0 ? cudaSuccess : cudaErrorInvalidValue;
+	case cudaMemcpyDeviceToDevice:
+		return dv >= 0 && sv >= 0 ? cudaSuccess : cudaErrorInvalidValue;
+	default:
+		return cudaErrorInvalidMemcpyDirection;
+	}
+}
+
+cudaError_t rt_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t stream,
+		      bool async)
+{
+	struct rt_stream_ref st;
+	int dv, sv, vgpu;
+	cudaError_t e = rt_ensure();
+
+	if (e)
+		return e;
+	if ((unsigned)kind > cudaMemcpyDefault)
+		return cudaErrorInvalidMemcpyDirection;
+	if (n == 0)
+		return cudaSuccess;
+	if (!dst || !src)
+		return cudaErrorInvalidValue;
+	dv = classify(dst, n);
+	sv = classify(src, n);
+	e = resolve_kind(&kind, dv, sv);
+	if (e)
+		return e;
+	e = rt_stream_ref(stream, &st);
+	if (e)
+		return e;
+	/* registered memory: copy through its pinned twin (one DMA) */
+	if (kind == cudaMemcpyHostToDevice) {
+		void *t = rt_registered_twin(src, n);
+
+		if (t)
+			src = t;
+	} else if (kind == cudaMemcpyDeviceToHost) {
+		void *t = rt_registered_twin(dst, n);
+
+		if (t)
+			dst = t;
+	}
+	if (kind == cudaMemcpyHostToHost) {
+		if (async || stream) {
+			/* keep stream order: host copies wait for earlier work */
+			e = rt_do_STREAM_SYNC(st.vgpu, &st);
+			if (e)
+				return e;
+		}
+		memmove(dst, src, n);
+		return cudaSuccess;
+	}
+	/* the device side decides the vGPU, unless an explicit stream does */
+	vgpu = kind == cudaMemcpyHostToDevice ? dv : sv;
+	if (stream && stream != cudaStreamLegacy && stream != cudaStreamPerThread)
+		vgpu = st.vgpu;
+	else
+		st.vgpu = vgpu;
+	switch (kind) {
+	case cudaMemcpyHostToDevice:
+		if (dh_contains(src, n)) {
+			uint64_t ud;
+			struct mearas_cqe cqe;
+			int slot;
+
+			if (async)
+				return post_copy(vgpu, &st, (uint64_t)(uintptr_t)dst, dh_offset(src), n,
+						 MEARAS_COPY_HTOD, false, NULL);
+			slot = rt_slot();
+			pthread_mutex_lock(&rt.slot_lock[slot]);
+			e = post_copy(vgpu, &st, (uint64_t)(uintptr_t)dst, dh_offset(src), n, MEARAS_COPY_HTOD,
+				      true, &ud);
+			if (!e)
+				e = rt_wait(vgpu, ud, &cqe);
+			pthread_mutex_unlock(&rt.slot_lock[slot]);
+			return e;
+		}
+		if (n <= INLINE_COPY_MAX) {
+			return rt_do_MEMCPY_INLINE(vgpu, &st, (uint64_t)(uintptr_t)dst, src, (uint32_t)n, false);
+		}
+		return staged_h2d(vgpu, &st, (uint64_t)(uintptr_t)dst, src, n);
+	case cudaMemcpyDeviceToHost:
+		if (dh_contains(dst, n)) {
+			uint64_t ud;
+			struct mearas_cqe cqe;
+			int slot;
+
+			if (async)
+				return post_copy(vgpu, &st, dh_offset(dst), (uint64_t)(uintptr_t)src, n,
+						 MEARAS_COPY_DTOH, false, NULL);
+			slot = rt_slot();
+			pthread_mutex_lock(&rt.slot_lock[slot]);
+			e = post_copy(vgpu, &st, dh_offset(dst), (uint64_t)(uintptr_t)src, n, MEARAS_COPY_DTOH,
+				      true, &ud);
+			if (!e)
+				e = rt_wait(vgpu, ud, &cqe);
+			pthread_mutex_unlock(&rt.slot_lock[slot]);
+			return e;
+		}
+		return staged_d2h(vgpu, &st, dst, (uint64_t)(uintptr_t)src, n);
+	default: /* device to device: no host synchronization, as in CUDA */
+		if (dv != sv && vgpu == sv && st.id == MEARAS_STREAM_LEGACY)
+			return cross_vgpu_copy(sv, dv, &st, (uint64_t)(uintptr_t)dst, (uint64_t)(uintptr_t)src, n);
+		return post_copy(vgpu, &st, (uint64_t)(uintptr_t)dst, (uint64_t)(uintptr_t)src, n,
+				 MEARAS_COPY_DTOD, false, NULL);
+	}
+}
+
+/* ---- 2D ---- */
+
+cudaError_t rt_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+			     size_t height, enum cudaMemcpyKind kind, cudaStream_t stream, bool async)
+{
+	struct rt_stream_ref st;
+	struct rt_call c;
+	int dv, sv, vgpu, dir;
+	uint64_t dspan, sspan;
+	cudaError_t e = rt_ensure();
+
+	if (e)
+		return e;
+	if (width == 0 || height == 0)
+		return cudaSuccess;
+	if (width > dpitch || width > spitch)
+		return cudaErrorInvalidPitchValue;
+	dspan = dpitch * (height - 1) + width;
+	sspan = spitch * (height - 1) + width;
+	dv = classify(dst, dspan);
+	sv = classify(src, sspan);
+	e = resolve_kind(&kind, dv, sv);
+	if (!e)
+		e = rt_stream_ref(stream, &st);
+	if (e)
+		return e;
+	if (kind == cudaMemcpyHostToHost) {
+		e = rt_do_STREAM_SYNC(st.vgpu, &st);
+		for (size_t r = 0; r < height && !e; r++)
+			memmove((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+		return e;
+	}
+	vgpu = kind == cudaMemcpyHostToDevice ? dv : sv;
+	if (stream && stream != cudaStreamLegacy && stream != cudaStreamPerThread)
+		vgpu = st.vgpu;
+	dir = kind == cudaMemcpyHostToDevice ? MEARAS_COPY_HTOD
+	      : kind == cudaMemcpyDeviceToHost ? MEARAS_COPY_DTOH : MEARAS_COPY_DTOD;
+	/* pageable host sides: copy row by row through the 1D paths */
+	if ((dir == MEARAS_COPY_HTOD && !dh_contains(src, sspan)) ||
+	    (dir == MEARAS_COPY_DTOH && !dh_contains(dst, dspan))) {
+		for (size_t r = 0; r < height && !e; r++)
+			e = rt_memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width, kind,
+				      stream, async);
+		return e;
+	}
+	rt_call_init(&c, MEARAS_OP_MEMCPY_2D, st.id);
+	c.sqe.flags |= st.sqe_flags;
+	mearas_prep_MEMCPY_2D(&c.sqe, dir == MEARAS_COPY_DTOH ? dh_offset(dst) : (uint64_t)(uintptr_t)dst, dpitch,
+			      dir == MEARAS_COPY_HTOD ? dh_offset(src) : (uint64_t)(uintptr_t)src, spitch, width, height,
+			      (uint64_t)dir);
+	if (async || dir == MEARAS_COPY_DTOD)
+		return rt_post(vgpu, &c);
+	return rt_call(vgpu, &c, NULL);
+}
+
+/* ---- memset ---- */
+
+cudaError_t rt_memset(void *p, size_t pitch, int value, size_t width, size_t height,
+				 cudaStream_t stream)
+{
+	struct rt_stream_ref st;
+	uint64_t span;
+	int vgpu;
+	cudaError_t e = rt_ensure();
+
+	if (e)
+		return e;
+	if (width == 0 || height == 0)
+		return cudaSuccess;
+	if (height > 1 && width > pitch)
+		return cudaErrorInvalidValue;
+	span = height > 1 ? pitch * (height - 1) + width : width;
+	vgpu = dm_find((uint64_t)(uintptr_t)p, span, NULL, NULL);
+	if (vgpu < 0)
+		return cudaErrorInvalidValue;
+	e = rt_stream_ref(stream, &st);
+	if (e)
+		return e;
+	/* memsets of device memory are asynchronous to the host, as in CUDA */
+	if (stream)
+		vgpu = st.vgpu;
+	if (height == 1)
+		return rt_do_MEMSET(vgpu, &st, (uint64_t)(uintptr_t)p, (uint8_t)value, width, 1, false);
+	return rt_do_MEMSET_2D(vgpu, &st, (uint64_t)(uintptr_t)p, pitch, (uint8_t)value, width, height, false);
+}

@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The guest core: the connection to mearasd (region, rings, transport), the
+ * data area, completion slots, device allocations, streams, events, host
+ * functions and copies. It lives in mearas's libcuda.so.1; both front ends
+ * (the driver API there, the runtime API in libcudart.so.13, which links
+ * against libcuda.so.1) use this one copy, so a process that mixes them has
+ * one connection and the same streams on both sides. Its symbols are
+ * exported from libcuda.so.1 under the private version MEARAS_CORE_1 only.
+ * Errors are cudaError_t, the back end's codes; the driver maps them.
+ */
+#ifndef MEARAS_CORE_H
+#define MEARAS_CORE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "mearas/proto.h"
+#include "mearas/ring.h"
+
+/* a core function, exported from libcuda.so.1 to libcudart.so.13 */
+#define CORE_API __attribute__((visibility("default")))
+
+/* Transport: how the region and notifications reach the back end. The
+ * process transport uses a unix socket, a memfd and eventfds; the VM
+ * transport a slot of the ivshmem device's memory (/dev/mearasN) with its
+ * doorbell and interrupts. */
+enum rt_transport_kind { TP_UNIX, TP_VM };
+
+
+struct rt_transport {
+	enum rt_transport_kind kind;
+	/* unix */
+	int sock;
+	int kick_fd[MEARAS_MAX_VGPUS];
+	int wake_fd[MEARAS_MAX_THREADS];
+	int out_fd, err_fd;     /* device printf/assert output of the back end */
+	/* vm */
+	int dev_fd;
+	/* the VM header is the module's to read (MEARAS_IOC_VM_STATE): a
+	 * guest process maps its own slot only */
+	const struct mearas_region_hdr *vm_region; /* our slot's region header (read-only) */
+	struct mearas_vm_output *vm_out; /* our slot's device output rings */
+	uint32_t vm_token;
+};
+
+struct rt_vgpu {
+	const struct mearas_devinfo *info;
+	struct mearas_vgpu_rings rings;
+	pthread_mutex_t sq_lock;                /* the producer's: one thread posts at a time */
+	struct mearas_sq_producer sq;
+	struct mearas_cq_consumer cq[MEARAS_MAX_THREADS]; /* each used by its slot's holder */
+	struct cudaDeviceProp prop;
+	unsigned flags;                         /* cudaSetDeviceFlags */
+	unsigned spin_us;                       /* a wait spins this long before sleeping */
+};
+
+struct rt {
+	int init_err;                           /* cudaError_t of the connection */
+	struct rt_transport tp;
+	uint8_t *region;
+	uint64_t region_size;
+	int memfd;
+	uint64_t memfd_off;                     /* the region's offset in memfd */
+	unsigned nvgpus, nthreads;
+	uint8_t *data;
+	uint64_t data_size;
+	struct rt_vgpu v[MEARAS_MAX_VGPUS];
+	volatile int dead;                      /* the back end went away */
+	int same_address;                       /* region mapped where the back end has it */
+	uint32_t next_handle;
+	uint64_t next_user_data;
+	pthread_mutex_t slot_lock[MEARAS_MAX_THREADS];
+	uint64_t slots_used;                    /* bitmap; slot 0 is the callback thread's */
+};
+
+struct rt_thread {
+	int device;
+	int slot;                               /* -1 until first needed */
+	cudaError_t last_error;
+	int ptds;                               /* inside a _ptsz/_ptds entry point */
+	struct rt_staging *staging;
+};
+
+extern struct rt rt CORE_API;
+extern __thread struct rt_thread rt_tls CORE_API;
+
+/* rt_init.c */
+CORE_API cudaError_t rt_ensure(void);                 /* connect on first use */
+/* true when mearasd stopped serving us (then rt.dead is set) */
+CORE_API bool rt_stopped(void);
+/* the error of every call once the back end is gone: cudaErrorLaunchTimeout
+ * when mearasd's GPU time limit ended our context, else
+ * cudaErrorDevicesUnavailable */
+CORE_API cudaError_t rt_gone(void);
+CORE_API cudaError_t rt_ensure_device(int *dev);      /* connect + current device */
+CORE_API int rt_slot(void);
+CORE_API uint32_t rt_new_handle(void);
+CORE_API void rt_log_unsupported(const char *name);
+CORE_API extern const char mearas_front_end[];
+
+/* transport.c: picks the VM transport when /dev/mearas0 exists (or
+ * MEARAS_DEVICE names a device), else mearasd's unix socket */
+CORE_API cudaError_t tp_connect(struct rt_transport *tp, int *memfd, uint64_t *memfd_off, uint64_t *region_size,
+				 uint64_t *region_addr, unsigned *nvgpus, unsigned *nthreads);
+CORE_API void tp_drain_output(struct rt_transport *tp);
+CORE_API void tp_kick(struct rt_transport *tp, unsigned vgpu);
+/* sleep until slot's wake fd fires; returns false when the back end is gone */
+CORE_API bool tp_wait(struct rt_transport *tp, unsigned slot, int timeout_ms);
+
+/* transport_unix.c */
+CORE_API cudaError_t tpu_connect(struct rt_transport *tp, int *memfd, uint64_t *region_size,
+				  uint64_t *region_addr, unsigned *nvgpus, unsigned *nthreads);
+CORE_API void tpu_drain_output(struct rt_transport *tp);
+void tpv_drain_output(struct rt_transport *tp);
+CORE_API void tpu_kick(struct rt_transport *tp, unsigned vgpu);
+CORE_API bool tpu_wait(struct rt_transport *tp, unsigned slot, int timeout_ms);
+
+/* transport_vm.c */
+CORE_API cudaError_t tpv_connect(struct rt_transport *tp, const char *dev, int *fd, uint64_t *region_off,
+				  uint64_t *region_size, uint64_t *region_addr, unsigned *nvgpus,
+				  unsigned *nthreads);
+CORE_API void tpv_kick(struct rt_transport *tp, unsigned vgpu);
+CORE_API bool tpv_wait(struct rt_transport *tp, unsigned slot, int timeout_ms);
+
+/* submit.c */
+struct rt_call {
+	struct mearas_sqe sqe;
+	const void *payload;
+	uint32_t payload_len;
+};
+CORE_API void rt_call_init(struct rt_call *c, unsigned op, uint32_t stream);
+/* post without waiting (errors surface later, as in CUDA) */
+CORE_API cudaError_t rt_post(int vgpu, struct rt_call *c);
+/* post with a completion and wait for it */
+CORE_API cudaError_t rt_call(int vgpu, struct rt_call *c, struct mearas_cqe *out);
+/* post with a completion, wait later with rt_wait (slot must be held) */
+CORE_API cudaError_t rt_post_tracked(int vgpu, struct rt_call *c, uint64_t *user_data);
+CORE_API cudaError_t rt_wait(int vgpu, uint64_t user_data, struct mearas_cqe *out);
+
+/* hostmapped.c: pinned ranges kernels may use (told to remote vGPUs) */
+CORE_API void rt_host_mapped(const void *p, uint64_t size);
+CORE_API void rt_host_unmapped(const void *p);
+
+/* dataheap.c: the data area (pinned, DMA-able) */
+CORE_API void *dh_alloc(uint64_t size);
+CORE_API int dh_free(void *p);                        /* -1 if p is not a block start */
+CORE_API bool dh_contains(const void *p, uint64_t len);
+CORE_API uint64_t dh_offset(const void *p);
+CORE_API bool dh_block(const void *p, void **base, uint64_t *size);
+
+/* cudaHostRegister'ed memory is aliased onto data-area pages: the pinned
+ * twin of a registered host pointer (NULL if p is not registered) */
+CORE_API void *rt_registered_twin(const void *p, uint64_t len);
+
+/* devmem.c: device allocations known to this process */
+CORE_API void dm_add(int vgpu, uint64_t ptr, uint64_t size, int is_global);
+CORE_API bool dm_remove(int vgpu, uint64_t ptr);
+CORE_API int dm_find(uint64_t ptr, uint64_t len, uint64_t *base, uint64_t *size);  /* vgpu or -1 */
+CORE_API int dm_window_owner(uint64_t ptr);           /* vgpu whose window holds ptr, or -1 */
+CORE_API void dm_forget_vgpu(int vgpu);
+
+/* streams (api_stream.c) */
+struct rt_stream_ref {
+	int vgpu;
+	uint32_t id;
+	uint16_t sqe_flags;
+};
+CORE_API cudaError_t rt_stream_ref(cudaStream_t s, struct rt_stream_ref *out);
+/* rt_ensure, then rt_stream_ref */
+CORE_API cudaError_t rt_stream_of(cudaStream_t stream, struct rt_stream_ref *out);
+
+/* rt_do_NAME: post op NAME (generated from include/mearas/ops.spec) */
+#include "rt_ops.gen.h"
+
+/* parcopy.c: memcpy split over helper threads for large pageable copies */
+CORE_API void rt_parcopy(void *dst, const void *src, size_t n);
+
+/* streams and events (objects.c): the handles both front ends hand out
+ * (cudaStream_t and CUstream alike point at a struct rt_stream) */
+struct rt_stream {
+	uint32_t magic;
+	uint32_t id;
+	int vgpu;
+	unsigned flags;
+	int priority;
+};
+
+struct rt_event {
+	uint32_t magic;
+	uint32_t id;
+	int vgpu;
+	unsigned flags;
+	int recorded;
+};
+
+/* a stream of vgpu with a fresh id, created on the back end (*out) */
+CORE_API cudaError_t rt_stream_create(int vgpu, unsigned flags, int priority, struct rt_stream **out);
+CORE_API cudaError_t rt_stream_destroy(struct rt_stream *s);
+/* NULL unless h is a stream this process created and has not destroyed */
+CORE_API struct rt_stream *rt_stream_get(void *h);
+CORE_API cudaError_t rt_event_create(int vgpu, unsigned flags, struct rt_event **out);
+CORE_API cudaError_t rt_event_destroy(struct rt_event *ev);
+CORE_API struct rt_event *rt_event_get(void *h);
+
+/* device memory (memory.c): an allocation on vgpu from pool id `pool` (0:
+ * none); a free of an allocation of vgpu, ordered on stream when async */
+CORE_API cudaError_t rt_malloc_on(int vgpu, void **devPtr, size_t size, uint32_t pool);
+CORE_API cudaError_t rt_free_on(int vgpu, void *devPtr, cudaStream_t stream, bool async);
+
+/* registered host memory (hostreg.c), flags as cudaHostRegister's */
+CORE_API cudaError_t rt_host_register(void *ptr, size_t size, unsigned int flags);
+CORE_API cudaError_t rt_host_unregister(void *ptr);
+
+/* copies (copy.c): kind cudaMemcpyDefault resolves by pointer; async
+ * copies of pageable memory are staged */
+CORE_API cudaError_t rt_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
+				 cudaStream_t stream, bool async);
+CORE_API cudaError_t rt_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+				    size_t height, enum cudaMemcpyKind kind, cudaStream_t stream, bool async);
+/* bytes of value over height rows of width bytes, pitch apart (device memory) */
+CORE_API cudaError_t rt_memset(void *p, size_t pitch, int value, size_t width, size_t height,
+				 cudaStream_t stream);
+
+/* host functions (hostfn.c): fn(user), or cb(stream, cudaSuccess, user), run
+ * on the core's callback thread when the stream reaches them */
+CORE_API cudaError_t rt_post_host_fn(cudaStream_t stream, cudaHostFn_t fn, cudaStreamCallback_t cb, void *user);
+CORE_API void rt_callback_thread_start(void);
+
+#endif

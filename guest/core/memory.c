@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+/* Device allocations, for both front ends. */
+#include "core.h"
+
+/* An allocation on vgpu, from memory pool `pool` (0: none, as cudaMalloc). */
+cudaError_t rt_malloc_on(int vgpu, void **devPtr, size_t size, uint32_t pool)
+{
+	uint64_t ptr;
+	cudaError_t e;
+
+	if (!devPtr)
+		return cudaErrorInvalidValue;
+	if (size == 0) {
+		*devPtr = NULL;
+		return cudaSuccess;
+	}
+	e = rt_do_MEM_ALLOC(vgpu, size, pool, &ptr);
+	if (e) {
+		*devPtr = NULL;
+		return e;
+	}
+	dm_add(vgpu, ptr, size, 0);
+	*devPtr = (void *)(uintptr_t)ptr;
+	return cudaSuccess;
+}
+
+cudaError_t rt_free_on(int vgpu, void *devPtr, cudaStream_t stream, bool async)
+{
+	struct rt_stream_ref s = { .vgpu = vgpu };
+	cudaError_t e;
+
+	if (async) {
+		e = rt_stream_ref(stream, &s);
+		if (e)
+			return e;
+	}
+	if (dm_find((uint64_t)(uintptr_t)devPtr, 1, NULL, NULL) != vgpu ||
+	    !dm_remove(vgpu, (uint64_t)(uintptr_t)devPtr))
+		return cudaErrorInvalidValue;
+	if (async)
+		return rt_do_MEM_FREE_ASYNC(vgpu, &s, (uint64_t)(uintptr_t)devPtr);
+	return rt_do_MEM_FREE(vgpu, (uint64_t)(uintptr_t)devPtr);
+}

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Streams and events: ids chosen here, so creating one is a posted record,
+ * not a round trip. Both front ends hand out pointers to these structs
+ * (cudaStream_t and CUstream alike), so a stream made by one is usable by
+ * the other.
+ */
+#include <stdlib.h>
+
+#include "core.h"
+
+#define STREAM_MAGIC 0x6d537472u
+#define EVENT_MAGIC  0x6d457674u
+
+struct rt_stream *rt_stream_get(void *h)
+{
+	struct rt_stream *s = h;
+
+	return s && h != (void *)cudaStreamLegacy && h != (void *)cudaStreamPerThread &&
+	       s->magic == STREAM_MAGIC ? s : NULL;
+}
+
+struct rt_event *rt_event_get(void *h)
+{
+	struct rt_event *ev = h;
+
+	return ev && ev->magic == EVENT_MAGIC ? ev : NULL;
+}
+
+cudaError_t rt_stream_ref(cudaStream_t s, struct rt_stream_ref *out)
+{
+	const struct rt_stream *st = (const struct rt_stream *)s;
+
+	out->sqe_flags = 0;
+	if (s == NULL || s == cudaStreamLegacy || s == cudaStreamPerThread) {
+		out->vgpu = rt_tls.device;
+		out->id = MEARAS_STREAM_LEGACY;
+		if (s == cudaStreamPerThread || (s == NULL && rt_tls.ptds))
+			out->sqe_flags = MEARAS_SQE_PER_THREAD;
+		if (out->vgpu < 0 || (unsigned)out->vgpu >= rt.nvgpus)
+			return cudaErrorInvalidDevice;
+		return cudaSuccess;
+	}
+	if (st->magic != STREAM_MAGIC)
+		return cudaErrorInvalidResourceHandle;
+	out->vgpu = st->vgpu;
+	out->id = st->id;
+	return cudaSuccess;
+}
+
+cudaError_t rt_stream_of(cudaStream_t stream, struct rt_stream_ref *st)
+{
+	cudaError_t e = rt_ensure();
+
+	return e ? e : rt_stream_ref(stream, st);
+}
+
+cudaError_t rt_stream_create(int vgpu, unsigned flags, int priority, struct rt_stream **out)
+{
+	struct rt_stream *s = calloc(1, sizeof(*s));
+	cudaError_t e;
+
+	if (!s)
+		return cudaErrorMemoryAllocation;
+	s->magic = STREAM_MAGIC;
+	s->id = rt_new_handle();
+	s->vgpu = vgpu;
+	s->flags = flags;
+	/* the range every current GPU reports: 0 (lowest) .. -5 */
+	s->priority = priority < -5 ? -5 : priority > 0 ? 0 : priority;
+	e = s->id ? rt_do_STREAM_CREATE(vgpu, s->id, flags, s->priority) : cudaErrorMemoryAllocation;
+	if (e) {
+		free(s);
+		return e;
+	}
+	*out = s;
+	return cudaSuccess;
+}
+
+cudaError_t rt_stream_destroy(struct rt_stream *s)
+{
+	cudaError_t e = rt_do_STREAM_DESTROY(s->vgpu, s->id);
+
+	s->magic = 0;
+	free(s);
+	return e;
+}
+
+cudaError_t rt_event_create(int vgpu, unsigned flags, struct rt_event **out)
+{
+	struct rt_event *ev = calloc(1, sizeof(*ev));
+	cudaError_t e;
+
+	if (!ev)
+		return cudaErrorMemoryAllocation;
+	ev->magic = EVENT_MAGIC;
+	ev->id = rt_new_handle();
+	ev->vgpu = vgpu;
+	ev->flags = flags;
+	e = ev->id ? rt_do_EVENT_CREATE(vgpu, ev->id, flags) : cudaErrorMemoryAllocation;
+	if (e) {
+		free(ev);
+		return e;
+	}
+	*out = ev;
+	return cudaSuccess;
+}
+
+cudaError_t rt_event_destroy(struct rt_event *ev)
+{
+	cudaError_t e = rt_do_EVENT_DESTROY(ev->vgpu, ev->id);
+
+	ev->magic = 0;
+	free(ev);
+	return e;
+}
