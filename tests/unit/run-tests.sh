@@ -97,10 +97,14 @@ for v in plain asan; do
 	run $v/dataheap 60 $B/$v/test_dataheap
 	run $v/vm_output 60 $B/$v/test_vm_output
 	run $v/ops_spec 60 $B/$v/test_ops_spec
+	run $v/cu_procaddr 60 $B/$v/test_cu_procaddr
 done
 # the op generator's refusals of a malformed spec
 run opgen 120 python3 -m pytest -q -p no:cacheprovider ../opgen
 run opgen_types 120 python3 -m mypy --strict ../../scripts/opgen.py ../opgen/test_opgen.py
+# the cuGetProcAddress table generator's refusals, and its types
+run procgen 120 python3 -m pytest -q -p no:cacheprovider ../procgen
+run procgen_types 120 python3 -m mypy --strict ../../scripts/procgen.py ../procgen/test_procgen.py
 # the lost-wakeup detector itself: wakeups dropped on purpose must be caught
 expect_fail plain/ring_wakeup_detects_loss 60 "lost wakeup" $B/plain/test_ring_wakeup --records=200000 --drop-wakeups
 
