@@ -40,7 +40,7 @@ PB_OBJ      := $(patsubst $(BUILD)/gen/pb/%.c,$(BUILD)/obj-pb/%.o,$(PB_GEN))
 # libcuda.so.1, the runtime API in libcudart.so.13 over it
 CORE_SRC    := $(wildcard guest/core/*.c)
 CUDRV_SRC   := $(wildcard guest/libcuda/*.c)
-CUDRV_OBJ   := $(patsubst %.c,$(BUILD)/obj-rt/%.o,$(CORE_SRC) $(CUDRV_SRC) common/log.c common/fdpass.c common/ring.c)
+CUDRV_OBJ   := $(patsubst %.c,$(BUILD)/obj-rt/%.o,$(CORE_SRC) $(CUDRV_SRC) $(COMMON_SRC))
 CUDART_SRC  := $(wildcard guest/libcudart/*.c)
 CUDART_OBJ  := $(patsubst %.c,$(BUILD)/obj-rt/%.o,$(CUDART_SRC) $(COMMON_SRC))
 
@@ -102,7 +102,11 @@ $(BUILD)/gen/cuda_errors.gen.h: guest/libcudart/gen_errors.py $(CUDA_HOME)/inclu
 	@mkdir -p $(dir $@)
 	python3 $^ $@
 
-$(BUILD)/obj-rt/%.o: %.c $(BUILD)/gen/cuda_errors.gen.h | $(OPS_STAMP)
+$(BUILD)/gen/cu_errors.gen.h: guest/libcudart/gen_errors.py $(CUDA_HOME)/include/cuda.h
+	@mkdir -p $(dir $@)
+	python3 $< --driver $(CUDA_HOME)/include/cuda.h $@
+
+$(BUILD)/obj-rt/%.o: %.c $(BUILD)/gen/cuda_errors.gen.h $(BUILD)/gen/cu_errors.gen.h | $(OPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) -I$(BUILD)/gen -Iguest/core -Iguest/libcudart -Iguest/libcuda -fvisibility=hidden $(CFLAGS) -MMD -MP -c $< -o $@
 
@@ -119,18 +123,20 @@ $(BUILD)/obj-rt/unsupported.gen.o: $(BUILD)/gen/unsupported.gen.c
 $(BUILD)/obj-rt/rt_ops.gen.o: $(BUILD)/gen/rt_ops.gen.c $(BUILD)/gen/cuda_errors.gen.h
 	$(CC) $(BASEFLAGS) -Iguest/core -fvisibility=hidden $(CFLAGS) -MMD -MP -c $< -o $@
 
-# the core's functions are exported to libcudart.so.13 under a private
-# version; the driver's entry points under the library's own
-$(BUILD)/gen/libcuda.map: $(CUDRV_OBJ) $(BUILD)/obj-rt/rt_ops.gen.o
-	@mkdir -p $(dir $@)
-	{ echo 'libcuda.so.1 { global: cu*; };'; echo 'MEARAS_CORE_1 { global:'; \
-	  nm --defined-only -g $(patsubst %.c,$(BUILD)/obj-rt/%.o,$(CORE_SRC)) $(BUILD)/obj-rt/rt_ops.gen.o | \
-	  awk 'NF == 3 && $$2 ~ /[TDBR]/ && $$3 !~ /^cu/ {print $$3 ";"}' | sort -u; echo 'local: *; };'; } > $@
+# the driver's generated parts: the cuGetProcAddress table, NotSupported
+# stubs for the exports no object defines, the version script (the core's
+# functions go to libcudart.so.13 under the private version MEARAS_CORE_1)
+LIBCUDA_IMPL_OBJ  := $(CUDRV_OBJ) $(BUILD)/obj-rt/rt_ops.gen.o
+LIBCUDA_MAP_EXTRA := rt rt_* dh_* dm_* tp_* tpu_* tpv_* mearas_front_end
+include guest/libcuda/gen.mk
+CUDRV_GEN_OBJ := $(BUILD)/obj-rt/procaddr.gen.o $(BUILD)/obj-rt/cu_unsupported.gen.o
+$(BUILD)/obj-rt/%.gen.o: $(BUILD)/gen/%.gen.c
+	$(CC) $(BASEFLAGS) -Iguest/libcuda -fvisibility=hidden $(CFLAGS) -c $< -o $@
 
-$(BUILD)/lib/libcuda.so.1: $(CUDRV_OBJ) $(BUILD)/obj-rt/rt_ops.gen.o $(BUILD)/gen/libcuda.map
+$(BUILD)/lib/libcuda.so.1: $(LIBCUDA_IMPL_OBJ) $(CUDRV_GEN_OBJ) $(BUILD)/gen/libcuda.map
 	@mkdir -p $(dir $@)
 	$(CC) $(LDSAN) -shared -pthread -Wl,-soname,libcuda.so.1 -Wl,--version-script=$(BUILD)/gen/libcuda.map \
-		-Wl,-Bsymbolic -Wl,--no-undefined -o $@ $(CUDRV_OBJ) $(BUILD)/obj-rt/rt_ops.gen.o
+		-Wl,-Bsymbolic -Wl,--no-undefined -o $@ $(LIBCUDA_IMPL_OBJ) $(CUDRV_GEN_OBJ) -llz4 -lzstd
 	ln -sf libcuda.so.1 $(BUILD)/lib/libcuda.so
 
 $(BUILD)/lib/libcudart.so.13: $(CUDART_OBJ) $(BUILD)/obj-rt/unsupported.gen.o $(BUILD)/gen/libcudart.map \

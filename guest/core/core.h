@@ -205,6 +205,12 @@ CORE_API struct rt_stream *rt_stream_get(void *h);
 CORE_API cudaError_t rt_event_create(int vgpu, unsigned flags, struct rt_event **out);
 CORE_API cudaError_t rt_event_destroy(struct rt_event *ev);
 CORE_API struct rt_event *rt_event_get(void *h);
+CORE_API cudaError_t rt_event_record(struct rt_event *ev, const struct rt_stream_ref *st);
+/* the stream waits for the event's last record (on the host across vGPUs) */
+CORE_API cudaError_t rt_stream_wait(const struct rt_stream_ref *st, struct rt_event *ev, unsigned flags);
+CORE_API cudaError_t rt_event_sync(struct rt_event *ev);
+CORE_API cudaError_t rt_event_query(struct rt_event *ev);
+CORE_API cudaError_t rt_event_elapsed(struct rt_event *a, struct rt_event *b, float *ms);
 
 /* device memory (memory.c): an allocation on vgpu from pool id `pool` (0:
  * none); a free of an allocation of vgpu, ordered on stream when async */
@@ -214,6 +220,12 @@ CORE_API cudaError_t rt_free_on(int vgpu, void *devPtr, cudaStream_t stream, boo
 /* registered host memory (hostreg.c), flags as cudaHostRegister's */
 CORE_API cudaError_t rt_host_register(void *ptr, size_t size, unsigned int flags);
 CORE_API cudaError_t rt_host_unregister(void *ptr);
+
+/* device reset (reset.c): resets vgpu on the back end, forgets its
+ * allocations, and tells every front end (its hook, registered once) that
+ * what it loaded or created there is gone */
+CORE_API cudaError_t rt_device_reset(int vgpu);
+CORE_API void rt_on_reset(void (*hook)(int vgpu));
 
 /* copies (copy.c): kind cudaMemcpyDefault resolves by pointer; async
  * copies of pageable memory are staged */

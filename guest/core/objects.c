@@ -114,3 +114,43 @@ cudaError_t rt_event_destroy(struct rt_event *ev)
 	free(ev);
 	return e;
 }
+
+cudaError_t rt_event_record(struct rt_event *ev, const struct rt_stream_ref *st)
+{
+	cudaError_t e;
+
+	if (st->vgpu != ev->vgpu)
+		return cudaErrorInvalidResourceHandle;
+	e = rt_do_EVENT_RECORD(st->vgpu, st, ev->id);
+	if (!e)
+		ev->recorded = 1;
+	return e;
+}
+
+cudaError_t rt_stream_wait(const struct rt_stream_ref *st, struct rt_event *ev, unsigned flags)
+{
+	if (!ev->recorded)
+		return cudaSuccess; /* waiting on a never-recorded event is a no-op in CUDA too */
+	/* across vGPUs: wait for the event on the host, then go on */
+	if (ev->vgpu != st->vgpu)
+		return rt_do_EVENT_SYNC(ev->vgpu, ev->id);
+	return rt_do_STREAM_WAIT_EVENT(st->vgpu, st, ev->id, flags);
+}
+
+/* an unrecorded event counts as complete */
+cudaError_t rt_event_sync(struct rt_event *ev)
+{
+	return ev->recorded ? rt_do_EVENT_SYNC(ev->vgpu, ev->id) : cudaSuccess;
+}
+
+cudaError_t rt_event_query(struct rt_event *ev)
+{
+	return ev->recorded ? rt_do_EVENT_QUERY(ev->vgpu, ev->id) : cudaSuccess;
+}
+
+cudaError_t rt_event_elapsed(struct rt_event *a, struct rt_event *b, float *ms)
+{
+	if (a->vgpu != b->vgpu || !a->recorded || !b->recorded || ((a->flags | b->flags) & cudaEventDisableTiming))
+		return cudaErrorInvalidResourceHandle;
+	return rt_do_EVENT_ELAPSED(a->vgpu, a->id, b->id, ms);
+}

@@ -6,7 +6,9 @@
 #       for every export of cuda13.symbols that no object of
 #       LIBCUDA_IMPL_OBJ defines (gen_unsupported.sh)
 #   $(LIBCUDA_GEN_DIR)/libcuda.map           the linker version script:
-#       exactly the cuda13.symbols names, plus LIBCUDA_MAP_EXTRA, the rest
+#       exactly the cuda13.symbols names (version libcuda.so.1; programs
+#       linked against NVIDIA's unversioned driver bind them all the same),
+#       LIBCUDA_MAP_EXTRA under version LIBCUDA_MAP_EXTRA_VERSION, the rest
 #       local (use -Wl,--version-script=$(LIBCUDA_GEN_DIR)/libcuda.map)
 # Set before including:
 #   LIBCUDA_IMPL_OBJ   the objects of libcuda.so.1 other than the stubs (they
@@ -25,6 +27,7 @@ LIBCUDA_SYMBOLS   := $(LIBCUDA_TOP)guest/libcuda/cuda13.symbols
 LIBCUDA_PROCTABLE ?= $(LIBCUDA_TOP)experiments/drvapi-probe/results/h100-580.159.04-proctable.tsv.gz
 LIBCUDA_IMPL_OBJ  ?=
 LIBCUDA_MAP_EXTRA ?=
+LIBCUDA_MAP_EXTRA_VERSION ?= MEARAS_CORE_1
 LIBCUDA_GEN       := $(addprefix $(LIBCUDA_GEN_DIR)/,procaddr.gen.c cu_unsupported.gen.c libcuda.map)
 # not the includer's default goal: that stays the first target it defines
 libcuda_gen_mk_goal := $(.DEFAULT_GOAL)
@@ -45,7 +48,8 @@ $(LIBCUDA_GEN_DIR)/cu_unsupported.gen.c: $(LIBCUDA_TOP)guest/libcuda/gen_unsuppo
 $(LIBCUDA_GEN_DIR)/libcuda.map: $(LIBCUDA_SYMBOLS) libcuda-map-always
 	@mkdir -p $(dir $@)
 	@{ echo '/* generated from $(notdir $(LIBCUDA_SYMBOLS)) by gen.mk: do not edit */'; \
-	   echo '{ global:'; sed 's/#.*//;s/[[:space:]]//g;/^$$/d;s/.*/  &;/' $(LIBCUDA_SYMBOLS); \
+	   echo 'libcuda.so.1 { global:'; sed 's/#.*//;s/[[:space:]]//g;/^$$/d;s/.*/  &;/' $(LIBCUDA_SYMBOLS); \
+	   echo '};'; echo '$(LIBCUDA_MAP_EXTRA_VERSION) { global:'; \
 	   $(foreach x,$(LIBCUDA_MAP_EXTRA),echo '  $(x);';) \
 	   echo 'local: *; };'; } > $@.tmp
 	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; echo "wrote $@"; fi

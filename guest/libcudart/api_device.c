@@ -206,12 +206,7 @@ RT_EXPORT cudaError_t cudaDeviceReset(void)
 
 	if (e)
 		return rt_set_error(e);
-	e = rt_do_DEVICE_RESET(dev);
-	dm_forget_vgpu(dev);
-	rt_modules_forget_vgpu(dev);
-	rt_pools_forget_vgpu(dev);
-	rt.v[dev].flags = 0;
-	return rt_set_error(e);
+	return rt_set_error(rt_device_reset(dev));
 }
 
 RT_EXPORT cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
@@ -347,4 +342,17 @@ RT_EXPORT struct cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z
 	struct cudaChannelFormatDesc d = { x, y, z, w, f };
 
 	return d;
+}
+
+/* what the runtime loaded or created on a vGPU is gone with its reset, by
+ * whichever front end */
+static void forget_vgpu(int vgpu)
+{
+	rt_modules_forget_vgpu(vgpu);
+	rt_pools_forget_vgpu(vgpu);
+}
+
+__attribute__((constructor)) static void watch_resets(void)
+{
+	rt_on_reset(forget_vgpu);
 }

@@ -153,14 +153,7 @@ RT_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event
 
 	if (e)
 		return rt_set_error(e);
-	if (!ev->recorded)
-		return cudaSuccess; /* waiting on a never-recorded event is a no-op in CUDA too */
-	if (ev->vgpu != st.vgpu) {
-		/* cross-vGPU dependency: wait for the event on the host, then go on */
-		e = cudaEventSynchronize(event);
-		return rt_set_error(e);
-	}
-	return rt_set_error(rt_do_STREAM_WAIT_EVENT(st.vgpu, &st, ev->id, flags));
+	return rt_set_error(rt_stream_wait(&st, ev, flags));
 }
 
 /* ---- events ---- */
@@ -206,12 +199,7 @@ RT_EXPORT cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 
 	if (e)
 		return rt_set_error(e);
-	if (st.vgpu != ev->vgpu)
-		return rt_set_error(cudaErrorInvalidResourceHandle);
-	e = rt_do_EVENT_RECORD(st.vgpu, &st, ev->id);
-	if (!e)
-		ev->recorded = 1;
-	return rt_set_error(e);
+	return rt_set_error(rt_event_record(ev, &st));
 }
 
 RT_EXPORT cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags)
@@ -221,32 +209,21 @@ RT_EXPORT cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t s
 	return cudaEventRecord(event, stream);
 }
 
-/* The event's vGPU (*ev), or *ev NULL when there is nothing to wait for:
- * an unrecorded event counts as complete. */
-static cudaError_t recorded_event(cudaEvent_t event, struct rt_event **ev)
-{
-	cudaError_t e = check_event(event, ev);
-
-	if (!e && !(*ev)->recorded)
-		*ev = NULL;
-	return e;
-}
-
 RT_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event)
 {
 	struct rt_event *ev;
-	cudaError_t e = recorded_event(event, &ev);
+	cudaError_t e = check_event(event, &ev);
 
-	return rt_set_error(e || !ev ? e : rt_do_EVENT_SYNC(ev->vgpu, ev->id));
+	return rt_set_error(e ? e : rt_event_sync(ev));
 }
 
 RT_EXPORT cudaError_t cudaEventQuery(cudaEvent_t event)
 {
 	struct rt_event *ev;
-	cudaError_t e = recorded_event(event, &ev);
+	cudaError_t e = check_event(event, &ev);
 
-	if (!e && ev)
-		e = rt_do_EVENT_QUERY(ev->vgpu, ev->id);
+	if (!e)
+		e = rt_event_query(ev);
 	return e == cudaErrorNotReady ? e : rt_set_error(e);
 }
 
@@ -259,11 +236,9 @@ RT_EXPORT cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEve
 		return rt_set_error(e);
 	if (!ms)
 		return rt_set_error(cudaErrorInvalidValue);
-	if (!a || !b || a->vgpu != b->vgpu)
+	if (!a || !b)
 		return rt_set_error(cudaErrorInvalidResourceHandle);
-	if (!a->recorded || !b->recorded || ((a->flags | b->flags) & cudaEventDisableTiming))
-		return rt_set_error(cudaErrorInvalidResourceHandle);
-	e = rt_do_EVENT_ELAPSED(a->vgpu, a->id, b->id, ms);
+	e = rt_event_elapsed(a, b, ms);
 	return e == cudaErrorNotReady ? e : rt_set_error(e);
 }
 

@@ -98,6 +98,7 @@ for v in plain asan; do
 	run $v/vm_output 60 $B/$v/test_vm_output
 	run $v/ops_spec 60 $B/$v/test_ops_spec
 	run $v/cu_procaddr 60 $B/$v/test_cu_procaddr
+	run $v/cu_integrity 60 $B/$v/test_cu_integrity
 done
 # the op generator's refusals of a malformed spec
 run opgen 120 python3 -m pytest -q -p no:cacheprovider ../opgen

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: MIT
+/* A vGPU's reset, seen by every front end of the process. */
+#include "mearas/log.h"
+#include "core.h"
+
+#define MAX_HOOKS 4
+
+static void (*hooks[MAX_HOOKS])(int vgpu);
+static unsigned nhooks;
+
+void rt_on_reset(void (*hook)(int vgpu))
+{
+	unsigned n = __atomic_load_n(&nhooks, __ATOMIC_ACQUIRE);
+
+	for (unsigned i = 0; i < n; i++)
+		if (hooks[i] == hook)
+			return;
+	n = __atomic_fetch_add(&nhooks, 1, __ATOMIC_ACQ_REL);
+	if (n >= MAX_HOOKS) {
+		log_err("too many reset hooks: a device reset will not reach every front end");
+		return;
+	}
+	hooks[n] = hook;
+}
+
+cudaError_t rt_device_reset(int vgpu)
+{
+	cudaError_t e = rt_do_DEVICE_RESET(vgpu);
+	unsigned n = __atomic_load_n(&nhooks, __ATOMIC_ACQUIRE);
+
+	dm_forget_vgpu(vgpu);
+	for (unsigned i = 0; i < n && i < MAX_HOOKS; i++)
+		if (hooks[i])
+			hooks[i](vgpu);
+	rt.v[vgpu].flags = 0;
+	return e;
+}

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal state of mearas's driver-API front end (libcuda.so.1): contexts,
+ * modules and kernels of the CUDA driver API over the guest core
+ * (guest/core/core.h). Public types come from the toolkit's cuda.h.
+ */
+#ifndef MEARAS_CU_H
+#define MEARAS_CU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cuda.h>
+
+#include "core.h"
+#include "version.h"
+
+#define CU_EXPORT __attribute__((visibility("default")))
+#define CU_HIDDEN __attribute__((visibility("hidden")))
+
+/* errors.c: the back end's error as the driver API's */
+CU_HIDDEN CUresult cu_result(cudaError_t e);
+
+/* init.c: cuInit has succeeded (else CUDA_ERROR_NOT_INITIALIZED), and the
+ * back end still serves us */
+CU_HIDDEN CUresult cu_ready(void);
+
+/*
+ * Contexts (context.c). A context is one vGPU; each vGPU has one primary
+ * context (retained and released by count) and may have created ones
+ * (cuCtxCreate). The current context is per thread, a stack; setting one
+ * also makes its vGPU the core's current device, so the runtime and the
+ * driver agree on it.
+ */
+struct cu_cls;
+struct cu_ctx {
+	uint32_t magic;
+	int vgpu;
+	bool primary;
+	bool active;            /* primary: retained or made current */
+	unsigned refs;          /* primary: retains; created: 1 until destroyed */
+	unsigned flags;         /* CU_CTX_* */
+	unsigned long long id;  /* unique per process (cuCtxGetId) */
+	struct cu_cls *cls;     /* context-local storage (export table c693...) */
+};
+
+CU_HIDDEN struct cu_ctx *cu_ctx_get(CUcontext c);       /* NULL unless a live context */
+CU_HIDDEN struct cu_ctx *cu_current(void);              /* NULL: none current */
+/* cu_ready, then the current context (CUDA_ERROR_INVALID_CONTEXT if none) */
+CU_HIDDEN CUresult cu_current_ctx(struct cu_ctx **out);
+CU_HIDDEN struct cu_ctx *cu_primary(int vgpu);          /* not retained */
+CU_HIDDEN void cu_set_current(struct cu_ctx *c);
+/* context-local storage (exptables_cls.c): run and drop every destructor */
+CU_HIDDEN void cu_cls_destroy(struct cu_ctx *c);
+
+/*
+ * Modules (module.c). A module is loaded on one vGPU; a library
+ * (cuLibrary*) holds its image and loads a module per vGPU the first time
+ * one of its kernels or globals is used there. Kernel parameter layouts are
+ * read from the image (common/fatbin.c) and checked against the device's.
+ */
+struct mearas_fatbin_index;
+struct mearas_kernel_info;
+struct cu_library;
+
+struct cu_module {
+	uint32_t magic;
+	uint32_t id;
+	int vgpu;
+	struct mearas_fatbin_index *index;
+	struct cu_library *lib; /* the library it was loaded for, or NULL */
+	bool gone;              /* its vGPU was reset */
+};
+
+struct cu_function {
+	uint32_t magic;
+	uint32_t id;
+	struct cu_module *m;
+	const struct mearas_kernel_info *info;
+	char *name;
+};
+
+/* a CUfunction, or a CUkernel resolved on the current context's vGPU */
+CU_HIDDEN CUresult cu_function_of(CUfunction f, struct cu_function **out);
+CU_HIDDEN void cu_modules_forget_vgpu(int vgpu);
+
+/* streams (stream.c): a CUstream as the core's reference, on the current context */
+CU_HIDDEN CUresult cu_stream_ref(CUstream s, struct rt_stream_ref *out);
+
+/* export tables (exptables.c) */
+CU_HIDDEN CUresult cu_export_table(const void **table, const CUuuid *id);
+
+#endif

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT
+/* Devices: answered in the process from the vGPUs' published properties. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cu.h"
+
+/* a CUdevice is the vGPU's ordinal */
+static CUresult check_dev(CUdevice dev)
+{
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	return dev >= 0 && (unsigned)dev < rt.nvgpus ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+CU_EXPORT CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal)
+{
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	if (!device)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (ordinal < 0 || (unsigned)ordinal >= rt.nvgpus)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*device = ordinal;
+	return CUDA_SUCCESS;
+}
+
+CU_EXPORT CUresult CUDAAPI cuDeviceGetCount(int *count)
+{
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	if (!count)
+		return CUDA_ERROR_INVALID_VALUE;
+	*count = (int)rt.nvgpus;
+	return CUDA_SUCCESS;
+}
+
+CU_EXPORT CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+	CUresult r = check_dev(dev);
+
+	if (r)
+		return r;
+	if (!name || len <= 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	snprintf(name, (size_t)len, "%s", rt.v[dev].info->name);
+	return CUDA_SUCCESS;
+}
+
+static CUresult get_uuid(CUuuid *uuid, CUdevice dev)
+{
+	CUresult r = check_dev(dev);
+
+	if (r)
+		return r;
+	if (!uuid)
+		return CUDA_ERROR_INVALID_VALUE;
+	memcpy(uuid->bytes, rt.v[dev].info->uuid, sizeof(uuid->bytes));
+	return CUDA_SUCCESS;
+}
+
+/* before CUDA 11.4 the name of what is now _v2; a vGPU is never a MIG
+ * instance, so both give the same UUID */
+#undef cuDeviceGetUuid
+CU_EXPORT CUresult CUDAAPI cuDeviceGetUuid(CUuuid *uuid, CUdevice dev);
+CU_EXPORT CUresult CUDAAPI cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
+{
+	return get_uuid(uuid, dev);
+}
+
+CU_EXPORT CUresult CUDAAPI cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
+{
+	return get_uuid(uuid, dev);
+}
+
+CU_EXPORT CUresult CUDAAPI cuDeviceTotalMem(size_t *bytes, CUdevice dev)
+{
+	CUresult r = check_dev(dev);
+
+	if (r)
+		return r;
+	if (!bytes)
+		return CUDA_ERROR_INVALID_VALUE;
+	*bytes = rt.v[dev].info->total_mem;
+	return CUDA_SUCCESS;
+}
+
+/* What mearas does not offer, whatever the GPU behind the vGPU can do. */
+static int attribute(const struct mearas_devinfo *info, int attrib)
+{
+	switch (attrib) {
+	case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
+	case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS:
+	case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS:
+	case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM:
+	case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES:
+	case CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST:
+		return 0;
+	default:
+		return info->attrs[attrib];
+	}
+}
+
+CU_EXPORT CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
+{
+	CUresult r = check_dev(dev);
+
+	if (r)
+		return r;
+	if (!pi || (int)attrib <= 0 || (int)attrib >= (int)CU_DEVICE_ATTRIBUTE_MAX ||
+	    (unsigned)attrib >= MEARAS_NUM_ATTRS)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pi = attribute(rt.v[dev].info, (int)attrib);
+	return CUDA_SUCCESS;
+}
+
+CU_EXPORT CUresult CUDAAPI cuDeviceComputeCapability(int *major, int *minor, CUdevice dev)
+{
+	CUresult r = check_dev(dev);
+
+	if (r)
+		return r;
+	if (!major || !minor)
+		return CUDA_ERROR_INVALID_VALUE;
+	*major = rt.v[dev].info->attrs[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR];
+	*minor = rt.v[dev].info->attrs[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR];
+	return CUDA_SUCCESS;
+}
+
+static void bus_id(const struct mearas_devinfo *info, char *out, size_t len)
+{
+	snprintf(out, len, "%08x:%02x:%02x.0", (unsigned)info->attrs[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID],
+		 (unsigned)info->attrs[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID],
+		 (unsigned)info->attrs[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID]);
+}
+
+CU_EXPORT CUresult CUDAAPI cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
+{
+	CUresult r = check_dev(dev);
+
+	if (r)
+		return r;
+	if (!pciBusId || len <= 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	bus_id(rt.v[dev].info, pciBusId, (size_t)len);
+	return CUDA_SUCCESS;
+}
+
+CU_EXPORT CUresult CUDAAPI cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId)
+{
+	unsigned dom = 0, bus, slot;
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	if (!dev || !pciBusId)
+		return CUDA_ERROR_INVALID_VALUE;
+	/* domain:bus:device.function or bus:device.function, in hex */
+	if (sscanf(pciBusId, "%x:%x:%x", &dom, &bus, &slot) != 3) {
+		dom = 0;
+		if (sscanf(pciBusId, "%x:%x", &bus, &slot) != 2)
+			return CUDA_ERROR_INVALID_VALUE;
+	}
+	for (unsigned i = 0; i < rt.nvgpus; i++) {
+		const int32_t *a = rt.v[i].info->attrs;
+
+		if ((unsigned)a[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID] == dom &&
+		    (unsigned)a[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID] == bus &&
+		    (unsigned)a[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID] == slot) {
+			*dev = (CUdevice)i;
+			return CUDA_SUCCESS;
+		}
+	}
+	return CUDA_ERROR_INVALID_DEVICE;
+}
+
+/* vGPUs do not reach each other's memory (yet): no peer access */
+CU_EXPORT CUresult CUDAAPI cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev)
+{
+	CUresult r = check_dev(dev);
+
+	if (!r)
+		r = check_dev(peerDev);
+	if (r)
+		return r;
+	if (!canAccessPeer)
+		return CUDA_ERROR_INVALID_VALUE;
+	*canAccessPeer = 0;
+	return CUDA_SUCCESS;
+}
+
+CU_EXPORT CUresult CUDAAPI cuDeviceGetP2PAttribute(int *value, CUdevice_P2PAttribute attrib, CUdevice srcDevice,
+						   CUdevice dstDevice)
+{
+	CUresult r = check_dev(srcDevice);
+
+	if (!r)
+		r = check_dev(dstDevice);
+	if (r)
+		return r;
+	if (!value || srcDevice == dstDevice)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*value = 0;
+	return CUDA_SUCCESS;
+}

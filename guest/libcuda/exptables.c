@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cuGetExportTable: the driver's private tables that NVIDIA's runtime (and
+ * the libraries that embed it) ask for. They are ours, served in the
+ * process: their slots are called directly and some hand out memory the
+ * caller then reads and writes, so nothing of them crosses to the host.
+ * What each slot does was measured on the real driver
+ * (experiments/drvapi-probe, docs/driver-api.md). A slot mearas does not
+ * serve logs its table and number and fails with CUDA_ERROR_NOT_SUPPORTED.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mearas/log.h"
+#include "cu.h"
+#include "integrity.h"
+
+typedef void (*slot_fn)(void);
+
+struct table_id {
+	uint8_t uuid[16];
+	const char *name;
+};
+
+static const struct table_id CUDART_INTERFACE = {
+	{ 0x6b, 0xd5, 0xfb, 0x6c, 0x5b, 0xf4, 0xe7, 0x4a, 0x89, 0x87, 0xd9, 0x39, 0x12, 0xfd, 0x9d, 0xf9 },
+	"CUDART_INTERFACE" };
+static const struct table_id TOOLS_CALLBACK_HOOKS = {
+	{ 0xa0, 0x94, 0x79, 0x8c, 0x2e, 0x74, 0x2e, 0x74, 0x93, 0xf2, 0x08, 0x00, 0x20, 0x0c, 0x0a, 0x66 },
+	"TOOLS_RUNTIME_CALLBACK_HOOKS" };
+static const struct table_id TOOLS_TLS = {
+	{ 0x42, 0xd8, 0x5a, 0x81, 0x23, 0xf6, 0xcb, 0x47, 0x82, 0x98, 0xf6, 0xe7, 0x8a, 0x3a, 0xec, 0xdc },
+	"TOOLS_TLS" };
+static const struct table_id CONTEXT_LOCAL_STORAGE = {
+	{ 0xc6, 0x93, 0x33, 0x6e, 0x11, 0x21, 0xdf, 0x11, 0xa8, 0xc3, 0x68, 0xf3, 0x55, 0xd8, 0x95, 0x93 },
+	"CONTEXT_LOCAL_STORAGE" };
+static const struct table_id CONTEXT_CHECKS = {
+	{ 0x26, 0x3e, 0x88, 0x60, 0x7c, 0xd2, 0x61, 0x43, 0x92, 0xf6, 0xbb, 0xd5, 0x00, 0x6d, 0xfa, 0x7e },
+	"CONTEXT_CHECKS" };
+static const struct table_id INTEGRITY_CHECK = {
+	{ 0xd4, 0x08, 0x20, 0x55, 0xbd, 0xe6, 0x70, 0x4b, 0x8d, 0x34, 0xba, 0x12, 0x3c, 0x66, 0xe1, 0xf2 },
+	"INTEGRITY_CHECK" };
+/* asked for first, before cuInit; the real driver answers with 3 slots and
+ * the runtime calls none of them */
+static const struct table_id STARTUP = {
+	{ 0xf8, 0xcf, 0xf9, 0x51, 0x21, 0x46, 0x8b, 0x4e, 0xb9, 0xe2, 0xfb, 0x46, 0x9e, 0x7c, 0x0d, 0xd9 },
+	"f8cff951 (startup)" };
+
+/* ---- slots mearas does not serve: each knows its table and number ---- */
+
+static CUresult unserved(const struct table_id *t, unsigned slot)
+{
+	log_err("export table %s slot %u was called: not supported by mearas, returning CUDA_ERROR_NOT_SUPPORTED",
+		t->name, slot);
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+#define UNSERVED(tag, table, n) \
+	static CUresult tag##_##n(void) { return unserved(&table, n); }
+UNSERVED(rtif, CUDART_INTERFACE, 3)
+UNSERVED(rtif, CUDART_INTERFACE, 4)
+UNSERVED(rtif, CUDART_INTERFACE, 5)
+UNSERVED(rtif, CUDART_INTERFACE, 9)
+UNSERVED(rtif, CUDART_INTERFACE, 10)
+UNSERVED(rtif, CUDART_INTERFACE, 11)
+UNSERVED(hooks, TOOLS_CALLBACK_HOOKS, 3)
+UNSERVED(hooks, TOOLS_CALLBACK_HOOKS, 5)
+UNSERVED(tls, TOOLS_TLS, 1)
+UNSERVED(checks, CONTEXT_CHECKS, 1)
+UNSERVED(checks, CONTEXT_CHECKS, 4)
+UNSERVED(checks, CONTEXT_CHECKS, 5)
+UNSERVED(checks, CONTEXT_CHECKS, 6)
+UNSERVED(checks, CONTEXT_CHECKS, 7)
+UNSERVED(checks, CONTEXT_CHECKS, 8)
+UNSERVED(checks, CONTEXT_CHECKS, 9)
+UNSERVED(checks, CONTEXT_CHECKS, 10)
+UNSERVED(checks, CONTEXT_CHECKS, 11)
+UNSERVED(checks, CONTEXT_CHECKS, 12)
+UNSERVED(checks, CONTEXT_CHECKS, 13)
+UNSERVED(checks, CONTEXT_CHECKS, 14)
+UNSERVED(integrity, INTEGRITY_CHECK, 2)
+UNSERVED(startup, STARTUP, 2)
+
+#define SLOT(f) ((slot_fn)(void (*)(void))(f))
+#define SIZE_SLOT(n) ((slot_fn)(uintptr_t)((n) * sizeof(void *)))
+
+/* ---- CUDART_INTERFACE ---- */
+
+/* slot 1: a module from a registered fat binary (wrapper) */
+static CUresult rtif_module_from_wrapper(CUmodule *out, const void *wrapper)
+{
+	return cuModuleLoadData(out, wrapper);
+}
+
+/* slot 6: the same, with host-variable tables mearas does not take */
+static CUresult rtif_module_from_wrapper_ex(CUmodule *out, const void *wrapper, void *a3, void *a4, size_t n)
+{
+	if (a3 || a4 || n) {
+		log_err("export table CUDART_INTERFACE slot 6 with host variables: not supported by mearas");
+		return CUDA_ERROR_NOT_SUPPORTED;
+	}
+	return cuModuleLoadData(out, wrapper);
+}
+
+/* slot 2: the device's primary context, not retained */
+static CUresult rtif_primary_context(CUcontext *out, CUdevice dev)
+{
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (dev < 0 || (unsigned)dev >= rt.nvgpus)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*out = (CUcontext)cu_primary(dev);
+	return CUDA_SUCCESS;
+}
+
+/* slot 7: a module of the runtime's is going away: nothing kept for it */
+static void rtif_module_gone(size_t module)
+{
+	(void)module;
+}
+
+/* slot 8: a module from a bare fat binary header */
+static CUresult rtif_module_from_fatbin(const void *fatbin, CUmodule *out, void *a3, void *a4, unsigned n)
+{
+	if (a3 || a4 || n) {
+		log_err("export table CUDART_INTERFACE slot 8 with host variables: not supported by mearas");
+		return CUDA_ERROR_NOT_SUPPORTED;
+	}
+	return cuModuleLoadData(out, fatbin);
+}
+
+/* slot 12: loads the driver's compilers; the host's driver has its own */
+static CUresult rtif_load_compilers(void)
+{
+	return CUDA_SUCCESS;
+}
+
+static slot_fn cudart_interface[13] = {
+	SIZE_SLOT(13), SLOT(rtif_module_from_wrapper), SLOT(rtif_primary_context), SLOT(rtif_3), SLOT(rtif_4),
+	SLOT(rtif_5), SLOT(rtif_module_from_wrapper_ex), SLOT(rtif_module_gone), SLOT(rtif_module_from_fatbin),
+	SLOT(rtif_9), SLOT(rtif_10), SLOT(rtif_11), SLOT(rtif_load_compilers),
+};
+
+/* ---- TOOLS_RUNTIME_CALLBACK_HOOKS: the tools' switches, all off ---- */
+
+static uint8_t tools_state[1024];
+static uint8_t tools_state2[14];
+
+static void hooks_event(unsigned event, void *data)
+{
+	(void)event, (void)data;
+}
+
+static void *hooks_state(void **buf, size_t *size)
+{
+	if (buf)
+		*buf = tools_state;
+	if (size)
+		*size = sizeof(tools_state);
+	return tools_state;
+}
+
+static void hooks_api_call(void *ctx, void *data)
+{
+	(void)ctx, (void)data;
+}
+
+static void *hooks_state2(void **buf, size_t *size)
+{
+	if (buf)
+		*buf = tools_state2;
+	if (size)
+		*size = sizeof(tools_state2);
+	return tools_state2;
+}
+
+static slot_fn tools_callback_hooks[7] = {
+	SIZE_SLOT(7), SLOT(hooks_event), SLOT(hooks_state), SLOT(hooks_3), SLOT(hooks_api_call), SLOT(hooks_5),
+	SLOT(hooks_state2),
+};
+
+/* ---- TOOLS_TLS ---- */
+
+/* slot 2: the calling thread's current context */
+static CUresult tls_current_context(CUcontext *out)
+{
+	if (out)
+		*out = (CUcontext)cu_current();
+	return CUDA_SUCCESS;
+}
+
+static slot_fn tools_tls[3] = { SIZE_SLOT(3), SLOT(tls_1), SLOT(tls_current_context) };
+
+/* ---- CONTEXT_LOCAL_STORAGE: values the runtime keeps per context ---- */
+
+struct cu_cls {
+	void *key, *value;
+	void (*dtor)(CUcontext, void *key, void *value);
+	struct cu_cls *next;
+};
+
+static pthread_mutex_t cls_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static CUresult cls_ctx(CUcontext ctx, struct cu_ctx **out)
+{
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	*out = ctx ? cu_ctx_get(ctx) : cu_current();
+	return *out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+static CUresult cls_put(CUcontext ctx, void *key, void *value, void (*dtor)(CUcontext, void *, void *))
+{
+	struct cu_ctx *c;
+	struct cu_cls *e;
+	CUresult r = cls_ctx(ctx, &c);
+
+	if (r)
+		return r;
+	pthread_mutex_lock(&cls_lock);
+	for (e = c->cls; e && e->key != key; e = e->next)
+		;
+	if (!e && (e = calloc(1, sizeof(*e)))) {
+		e->key = key;
+		e->next = c->cls;
+		c->cls = e;
+	}
+	if (e) {
+		e->value = value;
+		e->dtor = dtor;
+	}
+	pthread_mutex_unlock(&cls_lock);
+	return e ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static CUresult cls_delete(CUcontext ctx, void *key)
+{
+	struct cu_ctx *c;
+	struct cu_cls **pp, *e = NULL;
+	CUresult r = cls_ctx(ctx, &c);
+
+	if (r)
+		return r;
+	pthread_mutex_lock(&cls_lock);
+	for (pp = &c->cls; *pp; pp = &(*pp)->next)
+		if ((*pp)->key == key) {
+			e = *pp;
+			*pp = e->next;
+			break;
+		}
+	pthread_mutex_unlock(&cls_lock);
+	free(e);
+	return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* measured: no context gives CUDA_ERROR_INVALID_CONTEXT, an unknown key
+ * CUDA_ERROR_INVALID_HANDLE */
+static CUresult cls_get(void **value, CUcontext ctx, void *key)
+{
+	struct cu_ctx *c;
+	struct cu_cls *e;
+	CUresult r = cls_ctx(ctx, &c);
+
+	if (r)
+		return r;
+	if (!value)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&cls_lock);
+	for (e = c->cls; e && e->key != key; e = e->next)
+		;
+	if (e)
+		*value = e->value;
+	pthread_mutex_unlock(&cls_lock);
+	return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+void cu_cls_destroy(struct cu_ctx *c)
+{
+	struct cu_cls *e;
+
+	pthread_mutex_lock(&cls_lock);
+	e = c->cls;
+	c->cls = NULL;
+	pthread_mutex_unlock(&cls_lock);
+	while (e) {
+		struct cu_cls *next = e->next;
+
+		if (e->dtor)
+			e->dtor((CUcontext)c, e->key, e->value);
+		free(e);
+		e = next;
+	}
+}
+
+/* no size slot: three functions, then NULL */
+static slot_fn context_local_storage[4] = { SLOT(cls_put), SLOT(cls_delete), SLOT(cls_get), NULL };
+
+/* ---- CONTEXT_CHECKS ---- */
+
+/* slot 2: is ctx a wrapper of another context (a green context)? never here */
+static CUresult checks_unwrap(CUcontext ctx, uint32_t *is_wrapped, CUcontext *unwrapped)
+{
+	(void)ctx, (void)unwrapped;
+	if (is_wrapped)
+		*is_wrapped = 0;
+	return CUDA_SUCCESS;
+}
+
+static uint32_t checks_flags(void)
+{
+	return 0;
+}
+
+static slot_fn context_checks[15] = {
+	SIZE_SLOT(15), SLOT(checks_1), SLOT(checks_unwrap), SLOT(checks_flags), SLOT(checks_4), SLOT(checks_5),
+	SLOT(checks_6), SLOT(checks_7), SLOT(checks_8), SLOT(checks_9), SLOT(checks_10), SLOT(checks_11),
+	SLOT(checks_12), SLOT(checks_13), SLOT(checks_14),
+};
+
+/* ---- INTEGRITY_CHECK ---- */
+
+static slot_fn integrity_check[3];
+
+/* slot 1: computed in the calling thread over what this process sees
+ * (integrity.h); before a successful cuInit the driver answers
+ * CUDA_ERROR_NOT_INITIALIZED and writes nothing */
+static CUresult integrity_answer(uint32_t version, uint64_t unix_seconds, uint64_t *result)
+{
+	struct cu_integrity_device devs[MEARAS_MAX_VGPUS];
+	struct cu_integrity_input in = {
+		.driver_version = CU_DRIVER_VERSION,
+		.version = version,
+		.pid = (uint32_t)getpid(),
+		.thread = (uint32_t)(uintptr_t)pthread_self(),
+		.cudart_table = (uint64_t)(uintptr_t)cudart_interface,
+		.integrity_table = (uint64_t)(uintptr_t)integrity_check,
+		.slot_fn = (uint64_t)(uintptr_t)integrity_check[1],
+		.unix_seconds = unix_seconds,
+		.devices = devs,
+	};
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	if (!result)
+		return CUDA_ERROR_INVALID_VALUE;
+	/* every device as this front end reports it (device.c) */
+	for (unsigned i = 0; i < rt.nvgpus; i++) {
+		const int32_t *a = rt.v[i].info->attrs;
+
+		memcpy(devs[i].uuid, rt.v[i].info->uuid, 16);
+		devs[i].pci_domain = a[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID];
+		devs[i].pci_bus = a[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID];
+		devs[i].pci_device = a[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID];
+	}
+	in.ndevices = rt.nvgpus;
+	cu_integrity_answer(&in, (uint8_t *)result);
+	return CUDA_SUCCESS;
+}
+
+static slot_fn integrity_check[3] = { SIZE_SLOT(3), SLOT(integrity_answer), SLOT(integrity_2) };
+
+/* slot 1: the runtime reports its errors through it (a logging hook, its
+ * arguments undocumented): nothing to do, the program sees the error */
+static CUresult startup_report(void)
+{
+	return CUDA_SUCCESS;
+}
+
+static slot_fn startup[3] = { SIZE_SLOT(3), SLOT(startup_report), SLOT(startup_2) };
+
+/* ---- the lookup ---- */
+
+static const struct {
+	const struct table_id *id;
+	const slot_fn *table;
+} tables[] = {
+	{ &CUDART_INTERFACE, cudart_interface },
+	{ &TOOLS_CALLBACK_HOOKS, tools_callback_hooks },
+	{ &TOOLS_TLS, tools_tls },
+	{ &CONTEXT_LOCAL_STORAGE, context_local_storage },
+	{ &CONTEXT_CHECKS, context_checks },
+	{ &INTEGRITY_CHECK, integrity_check },
+	{ &STARTUP, startup },
+};
+
+CUresult cu_export_table(const void **table, const CUuuid *id)
+{
+	static int said[64];
+	unsigned h = 0;
+
+	for (unsigned i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
+		if (!memcmp(tables[i].id->uuid, id->bytes, 16)) {
+			*table = tables[i].table;
+			return CUDA_SUCCESS;
+		}
+	*table = NULL;
+	for (unsigned i = 0; i < 16; i++)
+		h = h * 31 + (uint8_t)id->bytes[i];
+	if (!__atomic_exchange_n(&said[h % 64], 1, __ATOMIC_RELAXED)) {
+		const uint8_t *b = (const uint8_t *)id->bytes;
+
+		log_warn("export table %02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x is not "
+			 "served by mearas: returning CUDA_ERROR_NOT_FOUND",
+			 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+			 b[15]);
+	}
+	return CUDA_ERROR_NOT_FOUND;
+}
+
+CU_EXPORT CUresult CUDAAPI cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId)
+{
+	if (!ppExportTable || !pExportTableId)
+		return CUDA_ERROR_INVALID_VALUE;
+	return cu_export_table(ppExportTable, pExportTableId);
+}

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: MIT
+/* cuInit and the driver version. */
+#include "mearas/log.h"
+#include "cu.h"
+
+static int initialized;         /* cuInit succeeded */
+
+CUresult cu_ready(void)
+{
+	if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (rt_stopped())
+		return cu_result(rt_gone());
+	return CUDA_SUCCESS;
+}
+
+CU_EXPORT CUresult CUDAAPI cuInit(unsigned int Flags)
+{
+	cudaError_t e;
+
+	if (Flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	e = rt_ensure();
+	if (e) {
+		/* no mearasd to reach: to the program, a machine without GPUs */
+		if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || e == cudaErrorInitializationError)
+			return CUDA_ERROR_NO_DEVICE;
+		return cu_result(e);
+	}
+	if (!rt.nvgpus)
+		return CUDA_ERROR_NO_DEVICE;
+	__atomic_store_n(&initialized, 1, __ATOMIC_RELEASE);
+	return CUDA_SUCCESS;
+}
+
+CU_EXPORT CUresult CUDAAPI cuDriverGetVersion(int *driverVersion)
+{
+	if (!driverVersion)
+		return CUDA_ERROR_INVALID_VALUE;
+	*driverVersion = CU_DRIVER_VERSION;
+	return CUDA_SUCCESS;
+}

@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Kernel launches: posted without waiting; the parameters are packed here
+ * with the layout read from the module's image (or passed as one buffer
+ * through `extra`), the configuration checked against the vGPU's limits.
+ */
+#include <string.h>
+
+#include "mearas/fatbin.h"
+#include "mearas/log.h"
+#include "ptds.h"
+#include "cu.h"
+
+static CUresult check_config(int vgpu, const unsigned grid[3], const unsigned block[3], unsigned smem)
+{
+	const int32_t *a = rt.v[vgpu].info->attrs;
+	uint64_t threads = (uint64_t)block[0] * block[1] * block[2];
+
+	for (unsigned i = 0; i < 3; i++)
+		if (!grid[i] || !block[i])
+			return CUDA_ERROR_INVALID_VALUE;
+	if (threads > (uint64_t)a[CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK] ||
+	    block[0] > (unsigned)a[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X] ||
+	    block[1] > (unsigned)a[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y] ||
+	    block[2] > (unsigned)a[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z])
+		return CUDA_ERROR_INVALID_VALUE;
+	if (grid[0] > (unsigned)a[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X] ||
+	    grid[1] > (unsigned)a[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y] ||
+	    grid[2] > (unsigned)a[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z])
+		return CUDA_ERROR_INVALID_VALUE;
+	if (smem > (unsigned)a[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN])
+		return CUDA_ERROR_INVALID_VALUE;
+	return CUDA_SUCCESS;
+}
+
+/* kernelParams (one pointer per parameter), or extra's one buffer */
+static CUresult pack(const struct cu_function *f, void **params, void **extra, uint8_t *buf, uint32_t *len)
+{
+	const struct mearas_kernel_info *k = f->info;
+
+	if (params && extra)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (extra) {
+		void *p = NULL;
+		size_t *size = NULL;
+
+		for (unsigned i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+			if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+				p = extra[i + 1];
+			else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+				size = extra[i + 1];
+			else
+				return CUDA_ERROR_INVALID_VALUE;
+		}
+		if (!p || !size || *size > MEARAS_MAX_PARAM_BYTES)
+			return CUDA_ERROR_INVALID_VALUE;
+		memcpy(buf, p, *size);
+		*len = (uint32_t)*size;
+		return CUDA_SUCCESS;
+	}
+	if (!k) {
+		log_err("launch of %s: its parameter layout is unknown (the module image was not readable)", f->name);
+		return CUDA_ERROR_NOT_SUPPORTED;
+	}
+	if (k->param_bytes > MEARAS_MAX_PARAM_BYTES || (k->nparams && !params))
+		return CUDA_ERROR_INVALID_VALUE;
+	memset(buf, 0, k->param_bytes);
+	for (uint32_t i = 0; i < k->nparams; i++) {
+		if (!params[i])
+			return CUDA_ERROR_INVALID_VALUE;
+		memcpy(buf + k->params[i].offset, params[i], k->params[i].size);
+	}
+	*len = k->param_bytes;
+	return CUDA_SUCCESS;
+}
+
+static CUresult launch(CUfunction h, const unsigned grid[3], const unsigned block[3], unsigned smem, CUstream s,
+		       void **params, void **extra, bool cooperative)
+{
+	uint8_t buf[MEARAS_MAX_PARAM_BYTES];
+	struct rt_stream_ref st;
+	struct cu_function *f;
+	uint32_t len = 0;
+	CUresult r = cu_stream_ref(s, &st);
+
+	if (r)
+		return r;
+	r = cu_function_of(h, &f);
+	if (r)
+		return r;
+	if (f->m->vgpu != st.vgpu)
+		return CUDA_ERROR_INVALID_HANDLE;       /* a function of another context */
+	r = check_config(st.vgpu, grid, block, smem);
+	if (!r)
+		r = pack(f, params, extra, buf, &len);
+	if (r)
+		return r;
+	return cu_result(rt_do_LAUNCH(st.vgpu, &st, f->id, grid, block, smem, cooperative ? 1 : 0, buf, len, false));
+}
+
+#define WITH_PTSZ(call)                       \
+	({                                    \
+		int saved_ = rt_tls.ptds;     \
+		CUresult r_;                  \
+		rt_tls.ptds = 1;              \
+		r_ = (call);                  \
+		rt_tls.ptds = saved_;         \
+		r_;                           \
+	})
+
+#define LAUNCH_ARGS                                                                                          \
+	CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by,   \
+		unsigned int bz, unsigned int smem, CUstream s
+#define GRID (const unsigned[3]){ gx, gy, gz }
+#define BLOCK (const unsigned[3]){ bx, by, bz }
+
+CU_EXPORT CUresult CUDAAPI cuLaunchKernel(LAUNCH_ARGS, void **kernelParams, void **extra)
+{
+	return launch(f, GRID, BLOCK, smem, s, kernelParams, extra, false);
+}
+
+CU_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(LAUNCH_ARGS, void **kernelParams, void **extra)
+{
+	return WITH_PTSZ(launch(f, GRID, BLOCK, smem, s, kernelParams, extra, false));
+}
+
+CU_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel(LAUNCH_ARGS, void **kernelParams)
+{
+	return launch(f, GRID, BLOCK, smem, s, kernelParams, NULL, true);
+}
+
+CU_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(LAUNCH_ARGS, void **kernelParams)
+{
+	return WITH_PTSZ(launch(f, GRID, BLOCK, smem, s, kernelParams, NULL, true));
+}
+
+static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
+{
+	bool coop = false;
+
+	if (!config || (config->numAttrs && !config->attrs))
+		return CUDA_ERROR_INVALID_VALUE;
+	for (unsigned i = 0; i < config->numAttrs; i++) {
+		const CUlaunchAttribute *a = &config->attrs[i];
+
+		if (a->id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
+			coop = a->value.cooperative != 0;
+		} else if (a->id != CU_LAUNCH_ATTRIBUTE_IGNORE) {
+			log_warn("cuLaunchKernelEx: launch attribute %d is not supported by mearas", (int)a->id);
+			return CUDA_ERROR_NOT_SUPPORTED;
+		}
+	}
+	return launch(f, (const unsigned[3]){ config->gridDimX, config->gridDimY, config->gridDimZ },
+		      (const unsigned[3]){ config->blockDimX, config->blockDimY, config->blockDimZ },
+		      config->sharedMemBytes, config->hStream, kernelParams, extra, coop);
+}
+
+CU_EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+					    void **extra)
+{
+	return launch_ex(config, f, kernelParams, extra);
+}
+
+CU_EXPORT CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+						 void **extra)
+{
+	return WITH_PTSZ(launch_ex(config, f, kernelParams, extra));
+}
+
+/* ---- occupancy ---- */
+
+static CUresult occupancy(int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize)
+{
+	struct cu_function *f;
+	int32_t blocks;
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	if (!numBlocks || blockSize <= 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = cu_function_of(func, &f);
+	if (!r)
+		r = cu_result(rt_do_OCCUPANCY(f->m->vgpu, f->id, (uint64_t)blockSize, dynamicSMemSize, &blocks));
+	if (!r)
+		*numBlocks = blocks;
+	return r;
+}
+
+CU_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func,
+								       int blockSize, size_t dynamicSMemSize)
+{
+	return occupancy(numBlocks, func, blockSize, dynamicSMemSize);
+}
+
+CU_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CUfunction func,
+										int blockSize,
+										size_t dynamicSMemSize,
+										unsigned int flags)
+{
+	(void)flags; /* caching-override flags change nothing the host does not decide */
+	return occupancy(numBlocks, func, blockSize, dynamicSMemSize);
+}

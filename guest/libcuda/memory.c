@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: MIT
+/* Device memory, page-locked host memory and pointer queries. */
+#include <string.h>
+
+#include "mearas/log.h"
+#include "cu.h"
+
+#define PTR(d) ((void *)(uintptr_t)(d))
+
+CU_EXPORT CUresult CUDAAPI cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
+{
+	struct cu_ctx *c;
+	void *p;
+	CUresult r = cu_current_ctx(&c);
+
+	if (r)
+		return r;
+	if (!dptr || !bytesize)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = cu_result(rt_malloc_on(c->vgpu, &p, bytesize, 0));
+	if (!r)
+		*dptr = (CUdeviceptr)(uintptr_t)p;
+	return r;
+}
+
+CU_EXPORT CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
+					   unsigned int ElementSizeBytes)
+{
+	size_t pitch;
+
+	if (!pPitch || !WidthInBytes || !Height ||
+	    (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16))
+		return CUDA_ERROR_INVALID_VALUE;
+	pitch = (WidthInBytes + 511) / 512 * 512; /* the GPUs' texture pitch alignment */
+	*pPitch = pitch;
+	return cuMemAlloc(dptr, pitch * Height);
+}
+
+CU_EXPORT CUresult CUDAAPI cuMemFree(CUdeviceptr dptr)
+{
+	int vgpu;
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	if (!dptr)
+		return CUDA_SUCCESS;
+	vgpu = dm_find(dptr, 1, NULL, NULL);
+	if (vgpu < 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	return cu_result(rt_free_on(vgpu, PTR(dptr), NULL, false));
+}
+
+CU_EXPORT CUresult CUDAAPI cuMemGetInfo(size_t *free, size_t *total)
+{
+	struct cu_ctx *c;
+	uint64_t f, t;
+	CUresult r = cu_current_ctx(&c);
+
+	if (r)
+		return r;
+	if (!free || !total)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = cu_result(rt_do_MEM_GET_INFO(c->vgpu, &f, &t));
+	if (!r) {
+		*free = f;
+		*total = t;
+	}
+	return r;
+}
+
+CU_EXPORT CUresult CUDAAPI cuMemGetAddressRange(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+{
+	uint64_t base, size;
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	if (dm_find(dptr, 1, &base, &size) < 0)
+		return CUDA_ERROR_NOT_FOUND;
+	if (pbase)
+		*pbase = base;
+	if (psize)
+		*psize = size;
+	return CUDA_SUCCESS;
+}
+
+/* ---- page-locked host memory: blocks of the data area ---- */
+
+CU_EXPORT CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
+{
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	if (!pp || !bytesize ||
+	    (Flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED)))
+		return CUDA_ERROR_INVALID_VALUE;
+	*pp = dh_alloc(bytesize);
+	if (!*pp) {
+		log_warn("page-locked allocation of %zu bytes does not fit the data area (%llu MiB): "
+			 "raise MEARAS_DATA_MB", bytesize, (unsigned long long)(rt.data_size >> 20));
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (Flags & CU_MEMHOSTALLOC_DEVICEMAP)
+		rt_host_mapped(*pp, bytesize);
+	return CUDA_SUCCESS;
+}
+
+CU_EXPORT CUresult CUDAAPI cuMemAllocHost(void **pp, size_t bytesize)
+{
+	return cuMemHostAlloc(pp, bytesize, 0);
+}
+
+CU_EXPORT CUresult CUDAAPI cuMemFreeHost(void *p)
+{
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	rt_host_unmapped(p);
+	return dh_free(p) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+CU_EXPORT CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p, unsigned int Flags)
+{
+	void *base, *twin;
+	uint64_t size;
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	if (!pdptr || Flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!rt.same_address)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	if (dh_block(p, &base, &size)) {
+		*pdptr = (CUdeviceptr)(uintptr_t)p;
+		return CUDA_SUCCESS;
+	}
+	twin = rt_registered_twin(p, 1);
+	if (!twin)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pdptr = (CUdeviceptr)(uintptr_t)twin;
+	return CUDA_SUCCESS;
+}
+
+CU_EXPORT CUresult CUDAAPI cuMemHostGetFlags(unsigned int *pFlags, void *p)
+{
+	void *base;
+	uint64_t size;
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	if (!pFlags || !dh_block(p, &base, &size))
+		return CUDA_ERROR_INVALID_VALUE;
+	*pFlags = CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE;
+	return CUDA_SUCCESS;
+}
+
+CU_EXPORT CUresult CUDAAPI cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
+{
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	if (Flags & ~(unsigned)(CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
+				CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY))
+		return CUDA_ERROR_INVALID_VALUE;
+	/* the same bits as cudaHostRegister's */
+	return cu_result(rt_host_register(p, bytesize, Flags));
+}
+
+CU_EXPORT CUresult CUDAAPI cuMemHostUnregister(void *p)
+{
+	CUresult r = cu_ready();
+
+	return r ? r : cu_result(rt_host_unregister(p));
+}
+
+/* ---- pointer attributes ---- */
+
+static CUresult pointer_attribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+	uint64_t base = 0, size = 0;
+	void *hbase, *twin = NULL;
+	int vgpu = dm_find(ptr, 1, &base, &size);
+	bool host = false;
+
+	if (vgpu < 0) {
+		host = dh_block(PTR(ptr), &hbase, &size);
+		if (host)
+			base = (uint64_t)(uintptr_t)hbase;
+		else
+			twin = rt_registered_twin(PTR(ptr), 1);
+		host = host || twin;
+	}
+	if (vgpu < 0 && !host)
+		return CUDA_ERROR_INVALID_VALUE;
+	switch (attribute) {
+	case CU_POINTER_ATTRIBUTE_CONTEXT:
+		*(CUcontext *)data = (CUcontext)(vgpu >= 0 ? cu_primary(vgpu) : NULL);
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+		*(unsigned *)data = vgpu >= 0 ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+		if (vgpu < 0 && !rt.same_address)
+			return CUDA_ERROR_INVALID_VALUE;
+		*(CUdeviceptr *)data = twin ? (CUdeviceptr)(uintptr_t)twin : ptr;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+		if (vgpu >= 0)
+			return CUDA_ERROR_INVALID_VALUE;
+		*(void **)data = PTR(ptr);
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+		*(unsigned *)data = 0;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+		*(int *)data = vgpu >= 0 ? vgpu : rt_tls.device;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+		if (twin)
+			return CUDA_ERROR_NOT_SUPPORTED;
+		*(CUdeviceptr *)data = base;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+		if (twin)
+			return CUDA_ERROR_NOT_SUPPORTED;
+		*(size_t *)data = size;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_MAPPED:
+		*(unsigned *)data = 1;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+		*(unsigned *)data = 1;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+		*(unsigned long long *)data = base;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+		*(CUmemoryPool *)data = NULL;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+	case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+	case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+		*(unsigned *)data = 0;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+		*(unsigned *)data = CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE;
+		return CUDA_SUCCESS;
+	default:
+		return CUDA_ERROR_NOT_SUPPORTED;
+	}
+}
+
+CU_EXPORT CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	if (!data)
+		return CUDA_ERROR_INVALID_VALUE;
+	return pointer_attribute(data, attribute, ptr);
+}
+
+/* several at once; an attribute of an unknown pointer reads as zero */
+CU_EXPORT CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes,
+						  void **data, CUdeviceptr ptr)
+{
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	if (!attributes || !data)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (unsigned i = 0; i < numAttributes; i++) {
+		if (!data[i])
+			continue;
+		r = pointer_attribute(data[i], attributes[i], ptr);
+		if (r == CUDA_ERROR_INVALID_VALUE) {
+			/* what the driver writes for memory it does not know */
+			if (attributes[i] == CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
+				*(unsigned *)data[i] = 0;
+			else if (attributes[i] == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
+				*(int *)data[i] = -2;
+			else if (attributes[i] == CU_POINTER_ATTRIBUTE_CONTEXT)
+				*(CUcontext *)data[i] = NULL;
+			else
+				*(unsigned *)data[i] = 0;
+		} else if (r) {
+			return r;
+		}
+	}
+	return CUDA_SUCCESS;
+}

@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Streams, events and host functions: the core's objects (a CUstream is a
+ * struct rt_stream, a CUevent a struct rt_event), on the current context.
+ */
+#include "ptds.h"
+#include "cu.h"
+
+CUresult cu_stream_ref(CUstream s, struct rt_stream_ref *out)
+{
+	struct cu_ctx *c;
+	CUresult r = cu_current_ctx(&c);
+
+	if (r)
+		return r;
+	if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD && !rt_stream_get(s))
+		return CUDA_ERROR_INVALID_HANDLE;
+	return cu_result(rt_stream_ref((cudaStream_t)s, out));
+}
+
+/* runs call with the per-thread default stream in effect for stream 0 */
+#define PTSZ(call)                            \
+	({                                    \
+		int saved_ = rt_tls.ptds;     \
+		CUresult r_;                  \
+		rt_tls.ptds = 1;              \
+		r_ = (call);                  \
+		rt_tls.ptds = saved_;         \
+		r_;                           \
+	})
+
+CU_EXPORT CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
+{
+	struct cu_ctx *c;
+	struct rt_stream *s;
+	CUresult r = cu_current_ctx(&c);
+
+	if (r)
+		return r;
+	if (!phStream || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
+		return CUDA_ERROR_INVALID_VALUE;
+	r = cu_result(rt_stream_create(c->vgpu, flags, priority, &s));
+	if (!r)
+		*phStream = (CUstream)s;
+	return r;
+}
+
+CU_EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *phStream, unsigned int Flags)
+{
+	return cuStreamCreateWithPriority(phStream, Flags, 0);
+}
+
+CU_EXPORT CUresult CUDAAPI cuStreamDestroy(CUstream hStream)
+{
+	struct rt_stream *s;
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	s = rt_stream_get(hStream);
+	return s ? cu_result(rt_stream_destroy(s)) : CUDA_ERROR_INVALID_HANDLE;
+}
+
+static CUresult stream_sync(CUstream hStream)
+{
+	struct rt_stream_ref st;
+	CUresult r = cu_stream_ref(hStream, &st);
+
+	return r ? r : cu_result(rt_do_STREAM_SYNC(st.vgpu, &st));
+}
+
+static CUresult stream_query(CUstream hStream)
+{
+	struct rt_stream_ref st;
+	CUresult r = cu_stream_ref(hStream, &st);
+
+	return r ? r : cu_result(rt_do_STREAM_QUERY(st.vgpu, &st));
+}
+
+static CUresult stream_wait(CUstream hStream, CUevent hEvent, unsigned int Flags)
+{
+	struct rt_stream_ref st;
+	struct rt_event *ev;
+	CUresult r = cu_stream_ref(hStream, &st);
+
+	if (r)
+		return r;
+	ev = rt_event_get(hEvent);
+	if (!ev)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (Flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL)
+		return CUDA_ERROR_INVALID_VALUE;
+	return cu_result(rt_stream_wait(&st, ev, 0));
+}
+
+/* a created stream (*s), or NULL for the default streams */
+static CUresult user_stream(CUstream h, const void *out, struct rt_stream **s)
+{
+	struct rt_stream_ref st;
+	CUresult r = cu_stream_ref(h, &st);
+
+	if (r)
+		return r;
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	*s = rt_stream_get(h);
+	return CUDA_SUCCESS;
+}
+
+static CUresult stream_flags(CUstream h, unsigned int *flags)
+{
+	struct rt_stream *s;
+	CUresult r = user_stream(h, flags, &s);
+
+	if (!r)
+		*flags = s ? s->flags : CU_STREAM_DEFAULT;
+	return r;
+}
+
+static CUresult stream_priority(CUstream h, int *priority)
+{
+	struct rt_stream *s;
+	CUresult r = user_stream(h, priority, &s);
+
+	if (!r)
+		*priority = s ? s->priority : 0;
+	return r;
+}
+
+static CUresult stream_id(CUstream h, unsigned long long *id)
+{
+	struct rt_stream_ref st;
+	CUresult r = cu_stream_ref(h, &st);
+
+	if (r)
+		return r;
+	if (!id)
+		return CUDA_ERROR_INVALID_VALUE;
+	*id = h == CU_STREAM_PER_THREAD || (!h && rt_tls.ptds) ? 2 : st.id;
+	return CUDA_SUCCESS;
+}
+
+static CUresult stream_ctx(CUstream h, CUcontext *pctx)
+{
+	struct rt_stream_ref st;
+	CUresult r = cu_stream_ref(h, &st);
+
+	if (r)
+		return r;
+	if (!pctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pctx = rt_stream_get(h) ? (CUcontext)cu_primary(st.vgpu) : (CUcontext)cu_current();
+	return CUDA_SUCCESS;
+}
+
+static CUresult stream_device(CUstream h, CUdevice *device)
+{
+	struct rt_stream_ref st;
+	CUresult r = cu_stream_ref(h, &st);
+
+	if (r)
+		return r;
+	if (!device)
+		return CUDA_ERROR_INVALID_VALUE;
+	*device = st.vgpu;
+	return CUDA_SUCCESS;
+}
+
+static CUresult host_func(CUstream hStream, CUhostFn fn, void *userData)
+{
+	struct rt_stream_ref st;
+	CUresult r = cu_stream_ref(hStream, &st);
+
+	if (r)
+		return r;
+	if (!fn)
+		return CUDA_ERROR_INVALID_VALUE;
+	return cu_result(rt_post_host_fn((cudaStream_t)hStream, fn, NULL, userData));
+}
+
+/* CUstreamCallback and cudaStreamCallback_t differ only in their types'
+ * names: the status it gets is CUDA_SUCCESS = cudaSuccess = 0 */
+static CUresult add_callback(CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags)
+{
+	struct rt_stream_ref st;
+	CUresult r = cu_stream_ref(hStream, &st);
+
+	if (r)
+		return r;
+	if (!callback || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	return cu_result(rt_post_host_fn((cudaStream_t)hStream, NULL, (cudaStreamCallback_t)(void (*)(void))callback,
+					 userData));
+}
+
+/* plain and per-thread-default-stream exports of each */
+CU_EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream h) { return stream_sync(h); }
+CU_EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream h) { return PTSZ(stream_sync(h)); }
+CU_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream h) { return stream_query(h); }
+CU_EXPORT CUresult CUDAAPI cuStreamQuery_ptsz(CUstream h) { return PTSZ(stream_query(h)); }
+CU_EXPORT CUresult CUDAAPI cuStreamWaitEvent(CUstream h, CUevent e, unsigned int f) { return stream_wait(h, e, f); }
+CU_EXPORT CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream h, CUevent e, unsigned int f)
+{
+	return PTSZ(stream_wait(h, e, f));
+}
+CU_EXPORT CUresult CUDAAPI cuStreamGetFlags(CUstream h, unsigned int *f) { return stream_flags(h, f); }
+CU_EXPORT CUresult CUDAAPI cuStreamGetFlags_ptsz(CUstream h, unsigned int *f) { return PTSZ(stream_flags(h, f)); }
+CU_EXPORT CUresult CUDAAPI cuStreamGetPriority(CUstream h, int *p) { return stream_priority(h, p); }
+CU_EXPORT CUresult CUDAAPI cuStreamGetPriority_ptsz(CUstream h, int *p) { return PTSZ(stream_priority(h, p)); }
+CU_EXPORT CUresult CUDAAPI cuStreamGetId(CUstream h, unsigned long long *id) { return stream_id(h, id); }
+CU_EXPORT CUresult CUDAAPI cuStreamGetId_ptsz(CUstream h, unsigned long long *id) { return PTSZ(stream_id(h, id)); }
+CU_EXPORT CUresult CUDAAPI cuStreamGetCtx(CUstream h, CUcontext *c) { return stream_ctx(h, c); }
+CU_EXPORT CUresult CUDAAPI cuStreamGetCtx_ptsz(CUstream h, CUcontext *c) { return PTSZ(stream_ctx(h, c)); }
+CU_EXPORT CUresult CUDAAPI cuStreamGetDevice(CUstream h, CUdevice *d) { return stream_device(h, d); }
+CU_EXPORT CUresult CUDAAPI cuStreamGetDevice_ptsz(CUstream h, CUdevice *d) { return PTSZ(stream_device(h, d)); }
+CU_EXPORT CUresult CUDAAPI cuLaunchHostFunc(CUstream h, CUhostFn fn, void *u) { return host_func(h, fn, u); }
+CU_EXPORT CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream h, CUhostFn fn, void *u) { return PTSZ(host_func(h, fn, u)); }
+CU_EXPORT CUresult CUDAAPI cuStreamAddCallback(CUstream h, CUstreamCallback cb, void *u, unsigned int f)
+{
+	return add_callback(h, cb, u, f);
+}
+CU_EXPORT CUresult CUDAAPI cuStreamAddCallback_ptsz(CUstream h, CUstreamCallback cb, void *u, unsigned int f)
+{
+	return PTSZ(add_callback(h, cb, u, f));
+}
+
+/* ---- events ---- */
+
+CU_EXPORT CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags)
+{
+	struct cu_ctx *c;
+	struct rt_event *ev;
+	CUresult r = cu_current_ctx(&c);
+
+	if (r)
+		return r;
+	if (!phEvent ||
+	    (Flags & ~(unsigned)(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS)))
+		return CUDA_ERROR_INVALID_VALUE;
+	r = cu_result(rt_event_create(c->vgpu, Flags, &ev));
+	if (!r)
+		*phEvent = (CUevent)ev;
+	return r;
+}
+
+CU_EXPORT CUresult CUDAAPI cuEventDestroy(CUevent hEvent)
+{
+	struct rt_event *ev;
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	ev = rt_event_get(hEvent);
+	return ev ? cu_result(rt_event_destroy(ev)) : CUDA_ERROR_INVALID_HANDLE;
+}
+
+static CUresult event_record(CUevent hEvent, CUstream hStream, unsigned flags)
+{
+	struct rt_stream_ref st;
+	struct rt_event *ev;
+	CUresult r = cu_stream_ref(hStream, &st);
+
+	if (r)
+		return r;
+	ev = rt_event_get(hEvent);
+	if (!ev)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL)
+		return CUDA_ERROR_INVALID_VALUE;
+	return cu_result(rt_event_record(ev, &st));
+}
+
+CU_EXPORT CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) { return event_record(e, s, 0); }
+CU_EXPORT CUresult CUDAAPI cuEventRecord_ptsz(CUevent e, CUstream s) { return PTSZ(event_record(e, s, 0)); }
+CU_EXPORT CUresult CUDAAPI cuEventRecordWithFlags(CUevent e, CUstream s, unsigned int f)
+{
+	return event_record(e, s, f);
+}
+CU_EXPORT CUresult CUDAAPI cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned int f)
+{
+	return PTSZ(event_record(e, s, f));
+}
+
+CU_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent hEvent)
+{
+	struct rt_event *ev;
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	ev = rt_event_get(hEvent);
+	return ev ? cu_result(rt_event_sync(ev)) : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CU_EXPORT CUresult CUDAAPI cuEventQuery(CUevent hEvent)
+{
+	struct rt_event *ev;
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	ev = rt_event_get(hEvent);
+	return ev ? cu_result(rt_event_query(ev)) : CUDA_ERROR_INVALID_HANDLE;
+}
+
+static CUresult elapsed(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+{
+	struct rt_event *a, *b;
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	if (!pMilliseconds)
+		return CUDA_ERROR_INVALID_VALUE;
+	a = rt_event_get(hStart);
+	b = rt_event_get(hEnd);
+	if (!a || !b)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return cu_result(rt_event_elapsed(a, b, pMilliseconds));
+}
+
+/* _v2 (CUDA 12.8) and the older name: the same answer here */
+#undef cuEventElapsedTime
+CU_EXPORT CUresult CUDAAPI cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd);
+CU_EXPORT CUresult CUDAAPI cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+{
+	return elapsed(pMilliseconds, hStart, hEnd);
+}
+
+CU_EXPORT CUresult CUDAAPI cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+{
+	return elapsed(pMilliseconds, hStart, hEnd);
+}
