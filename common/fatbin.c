@@ -11,6 +11,8 @@
 struct mearas_fatbin_index {
 	size_t n;
 	struct mearas_kernel_info *kernels;	/* sorted by name */
+	size_t nglobals;
+	struct fb_global *globals;		/* sorted by name, one per name */
 };
 
 void fb_seterr(char *err, size_t errlen, const char *fmt, ...)
@@ -130,6 +132,28 @@ int fb_builder_add(struct fb_builder *b, const char *name, size_t namelen,
 	return 0;
 }
 
+int fb_builder_add_global(struct fb_builder *b, const char *name, size_t namelen, uint64_t size)
+{
+	char *copy;
+
+	if (b->nglobals == b->capglobals) {
+		size_t cap = b->capglobals ? b->capglobals * 2 : 16;
+		struct fb_global *g = realloc(b->globals, cap * sizeof(*g));
+
+		if (!g)
+			return -ENOMEM;
+		b->globals = g;
+		b->capglobals = cap;
+	}
+	copy = malloc(namelen + 1);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, name, namelen);
+	copy[namelen] = '\0';
+	b->globals[b->nglobals++] = (struct fb_global){ .name = copy, .size = size };
+	return 0;
+}
+
 static void builder_free(struct fb_builder *b)
 {
 	for (size_t i = 0; i < b->n; i++) {
@@ -137,6 +161,52 @@ static void builder_free(struct fb_builder *b)
 		free(b->recs[i].params);
 	}
 	free(b->recs);
+	for (size_t i = 0; i < b->nglobals; i++)
+		free(b->globals[i].name);
+	free(b->globals);
+}
+
+static int global_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct fb_global *)a)->name, ((const struct fb_global *)b)->name);
+}
+
+/* The builder's variables into idx, one per name (several architectures
+ * may each carry it: the largest size wins). */
+static void take_globals(struct fb_builder *b, struct mearas_fatbin_index *idx)
+{
+	size_t n = 0;
+
+	if (!b->nglobals)
+		return;
+	qsort(b->globals, b->nglobals, sizeof(*b->globals), global_cmp);
+	for (size_t i = 0; i < b->nglobals; i++) {
+		if (n && !strcmp(b->globals[n - 1].name, b->globals[i].name)) {
+			if (b->globals[i].size > b->globals[n - 1].size)
+				b->globals[n - 1].size = b->globals[i].size;
+			free(b->globals[i].name);
+			continue;
+		}
+		b->globals[n++] = b->globals[i];
+	}
+	idx->globals = b->globals;
+	idx->nglobals = n;
+	b->globals = NULL;
+	b->nglobals = b->capglobals = 0;
+}
+
+int mearas_fatbin_find_global(const struct mearas_fatbin_index *idx, const char *name, uint64_t *size)
+{
+	struct fb_global key = { .name = (char *)name };
+	const struct fb_global *g;
+
+	if (!idx || !name || !idx->nglobals)
+		return -ENOENT;
+	g = bsearch(&key, idx->globals, idx->nglobals, sizeof(key), global_cmp);
+	if (!g)
+		return -ENOENT;
+	*size = g->size;
+	return 0;
 }
 
 static int record_cmp(const void *a, const void *b)
@@ -213,6 +283,8 @@ struct mearas_fatbin_index *mearas_fatbin_index_new(const void *fatbin, size_t s
 		rc = fb_parse_fatbins(d, size, &b, err, errlen);
 	if (rc == 0)
 		rc = merge(&b, idx, err, errlen);
+	if (rc == 0)
+		take_globals(&b, idx);
 	/* Records whose name moved into idx keep their params there too. */
 	for (size_t i = 0; i < b.n; i++) {
 		if (!b.recs[i].name)
@@ -260,5 +332,8 @@ void mearas_fatbin_index_free(struct mearas_fatbin_index *idx)
 		free((void *)idx->kernels[i].params);
 	}
 	free(idx->kernels);
+	for (size_t i = 0; i < idx->nglobals; i++)
+		free(idx->globals[i].name);
+	free(idx->globals);
 	free(idx);
 }

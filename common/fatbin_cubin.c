@@ -20,6 +20,7 @@
 #define SHT_SYMTAB_ 2u
 #define SHT_NOBITS_ 8u
 #define SHT_CUDA_INFO 0x70000000u
+#define STT_OBJECT_ 1u
 #define STT_FUNC_ 2u
 #define STO_CUDA_ENTRY 0x10u
 #define EIFMT_SVAL 4u
@@ -220,6 +221,16 @@ int fb_parse_cubin(const uint8_t *data, size_t size, struct fb_builder *b, char 
 		const uint8_t *sym = syms + off;
 		uint8_t info = sym[4], other = sym[5];
 		uint16_t shndx = fb_rd16(sym + 6);
+		/* a device variable: a defined object with a name and a size */
+		if ((info & 0xf) == STT_OBJECT_ && shndx != 0 && fb_rd64(sym + 16)) {
+			const char *vname = str_at(strs, strlen_, fb_rd32(sym));
+
+			if (vname && *vname && fb_builder_add_global(b, vname, strlen(vname), fb_rd64(sym + 16))) {
+				fb_seterr(err, errlen, "out of memory");
+				rc = -ENOMEM;
+			}
+			continue;
+		}
 		if ((info & 0xf) != STT_FUNC_ || !(other & STO_CUDA_ENTRY))
 			continue;
 		const char *kname = str_at(strs, strlen_, fb_rd32(sym));

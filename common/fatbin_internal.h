@@ -21,9 +21,17 @@ struct fb_record {
 	uint32_t entry;		/* entry number, for error messages */
 };
 
+/* a device variable's size, as a cubin's symbol table gives it */
+struct fb_global {
+	char *name;
+	uint64_t size;
+};
+
 struct fb_builder {
 	struct fb_record *recs;
 	size_t n, cap;
+	struct fb_global *globals;
+	size_t nglobals, capglobals;
 	uint32_t entry;		/* entry being parsed now */
 };
 
@@ -37,6 +45,9 @@ void fb_seterr(char *err, size_t errlen, const char *fmt, ...)
  */
 int fb_builder_add(struct fb_builder *b, const char *name, size_t namelen,
 		   struct mearas_kparam *params, uint32_t nparams);
+
+/* Append a device variable (name[0..namelen), size bytes). 0 or -ENOMEM. */
+int fb_builder_add_global(struct fb_builder *b, const char *name, size_t namelen, uint64_t size);
 
 /* Parsers: 0 or negative errno with err set. */
 int fb_parse_cubin(const uint8_t *data, size_t size, struct fb_builder *b,

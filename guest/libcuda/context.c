@@ -525,3 +525,29 @@ CU_EXPORT CUresult CUDAAPI cuProfilerStop(void)
 
 	return r ? r : cu_result(rt_do_PROFILER_STOP(c->vgpu));
 }
+
+/* ---- peer access: vGPUs do not reach each other's memory (device.c) ---- */
+
+CU_EXPORT CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
+{
+	struct cu_ctx *c;
+	CUresult r = cu_current_ctx(&c);
+
+	if (r)
+		return r;
+	if (!cu_ctx_get(peerContext))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (Flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+}
+
+CU_EXPORT CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peerContext)
+{
+	struct cu_ctx *c;
+	CUresult r = cu_current_ctx(&c);
+
+	if (r)
+		return r;
+	return cu_ctx_get(peerContext) ? CUDA_ERROR_PEER_ACCESS_NOT_ENABLED : CUDA_ERROR_INVALID_CONTEXT;
+}

@@ -280,7 +280,7 @@ CU_EXPORT CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod,
 
 static CUresult global_get(struct cu_module *m, const char *name, CUdeviceptr *dptr, size_t *bytes)
 {
-	uint64_t ptr, size;
+	uint64_t ptr, size, hint = 0;
 	uint32_t n = name_len(name);
 	CUresult r;
 
@@ -288,7 +288,10 @@ static CUresult global_get(struct cu_module *m, const char *name, CUdeviceptr *d
 		return CUDA_ERROR_CONTEXT_IS_DESTROYED;
 	if (!n)
 		return CUDA_ERROR_NOT_FOUND;
-	r = cu_result(rt_do_GLOBAL_GET(m->vgpu, m->id, 0, name, n, &ptr, &size));
+	/* the image's size of it: a GPU knows better, the sim device needs it */
+	if (m->index)
+		mearas_fatbin_find_global(m->index, name, &hint);
+	r = cu_result(rt_do_GLOBAL_GET(m->vgpu, m->id, hint, name, n, &ptr, &size));
 	if (r)
 		return r == CUDA_ERROR_INVALID_VALUE ? CUDA_ERROR_NOT_FOUND : r;
 	dm_add(m->vgpu, ptr, size, 1);

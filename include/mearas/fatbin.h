@@ -81,6 +81,11 @@ mearas_fatbin_find_kernel(const struct mearas_fatbin_index *idx, const char *nam
 
 size_t mearas_fatbin_kernel_count(const struct mearas_fatbin_index *idx);
 
+/* A device variable's size in bytes (*size) as a cubin's symbol table gives
+ * it: 0, or -ENOENT when no cubin of the input defines name (PTX-only
+ * images list none). */
+int mearas_fatbin_find_global(const struct mearas_fatbin_index *idx, const char *name, uint64_t *size);
+
 /* i-th kernel (sorted by name), NULL when i >= count. */
 const struct mearas_kernel_info *
 mearas_fatbin_kernel_at(const struct mearas_fatbin_index *idx, size_t i);
