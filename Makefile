@@ -155,6 +155,11 @@ $(BUILD)/experiments/microbench: experiments/microbench/microbench.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 -cudart shared $(NVCC_ARCH) -Xcompiler -Wall,-Werror -o $@ $<
 
+# nvcc's default, static runtime: NVIDIA's runtime over mearas's libcuda.so.1
+$(BUILD)/experiments/microbench-static: experiments/microbench/microbench.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 $(NVCC_ARCH) -Xcompiler -Wall,-Werror -o $@ $<
+
 $(BUILD)/tests/gpu/isolation: tests/gpu/isolation.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 -cudart shared $(NVCC_ARCH) -Xcompiler -Wall,-Werror -o $@ $<
@@ -187,7 +192,8 @@ busybox:
 		echo "busybox: $(BUSYBOX) -> $(BUILD)/tools/busybox"; \
 	fi
 
-gpu-build: all busybox $(BUILD)/experiments/microbench $(BUILD)/tests/gpu/isolation $(BUILD)/tests/gpu/tcp_bench \
+gpu-build: all busybox $(BUILD)/experiments/microbench $(BUILD)/experiments/microbench-static \
+	   $(BUILD)/tests/gpu/isolation $(BUILD)/tests/gpu/tcp_bench \
 	   $(BUILD)/tests/gpu/watchdog $(BUILD)/tests/gpu/event_destroy_wait
 	$(MAKE) -C tests/cuda
 	$(MAKE) -C experiments/apps

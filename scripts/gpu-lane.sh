@@ -6,9 +6,10 @@
 # and the batch-size sweep (scripts/gpu-batch.sh), and prints a short table
 # last. Logs: build/gpu-lane (GPU_LANE_WORK); results: experiments/results
 # (microbench.json, remote.json, batch.json, batch-size.png, watchdog.json: the
-# GPU time limit, scripts/gpu-watchdog.sh). Where OUT is set
+# GPU time limit, scripts/gpu-watchdog.sh; drvapi.json and drvapi-programs.json:
+# NVIDIA's static runtime over mearas's libcuda.so.1, scripts/gpu-drvapi.sh). Where OUT is set
 # (the device tool's folder, which brings back at most 8 files), only these go
-# there: table.txt, gpu-lane.tar.gz (all logs and results), and the four
+# there: table.txt, gpu-lane.tar.gz (all logs and results), and the
 # results; without OUT they go to the logs folder too.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,7 +19,7 @@ pack=${OUT:-$out}
 mkdir -p "$out" "$pack"
 # results of an earlier run (or the committed ones) must not pass for this
 # run's: only files newer than this stamp are taken
-rm -f "$out"/{microbench,remote,batch,watchdog}.json "$out"/batch.csv "$out"/batch-size.png "$out"/table.txt
+rm -f "$out"/{microbench,remote,batch,watchdog,drvapi,drvapi-programs}.json "$out"/batch.csv "$out"/batch-size.png "$out"/table.txt
 touch "$out/.start"
 failed_steps=()
 fresh() { [ -f "$1" ] && [ "$1" -nt "$out/.start" ] && cp "$1" "$out/"; }
@@ -105,6 +106,13 @@ wait $idle_client
 hz=$(getconf CLK_TCK)
 idle_cpu=$(python3 -c "print(round(100*($t1-$t0)/$hz/($s1-$s0), 3))")
 
+echo "== driver-API front end: static-runtime programs and microbenchmarks (scripts/gpu-drvapi.sh)"
+scripts/gpu-drvapi.sh "$out" "$sock" "${device:-unknown} (driver ${driver:-?})" "$out/suite-compare.txt" \
+	>"$out/drvapi-table.txt" 2>&1
+tail -1 "$out/drvapi-table.txt" | grep -q '^drvapi: ok' || failed_steps+=("driver-API front end")
+fresh experiments/results/drvapi.json
+fresh experiments/results/drvapi-programs.json
+
 echo "== remote vGPU (second mearasd, in its own network namespace)"
 remote=$(scripts/gpu-remote.sh "$out" "$out/native" "$out/micro-native-1.txt" "${device:-unknown} (driver ${driver:-?})" 2>&1)
 echo "$remote" >"$out/remote-table.txt"
@@ -143,6 +151,9 @@ table_body() {
 	echo
 	echo "== microbenchmarks: ${device:-unknown}"
 	cat "$out/micro-table.txt"
+	echo
+	echo "== driver-API front end (NVIDIA's static runtime over mearas's libcuda.so.1)"
+	grep -v '^==' "$out/drvapi-table.txt"
 }
 [ $suite_rc -eq 0 ] || failed_steps+=("program suite, isolation, watchdog, lifetimes or assembly (see above)")
 table() {
@@ -164,7 +175,7 @@ else
 	rm -f "$tmp"
 fi
 if [ "$(realpath "$pack")" != "$(realpath "$out")" ]; then
-	for f in microbench.json remote.json batch.json watchdog.json batch-size.png table.txt; do
+	for f in microbench.json remote.json drvapi.json drvapi-programs.json watchdog.json table.txt; do
 		[ -f "$out/$f" ] && cp "$out/$f" "$pack/"
 	done
 fi

@@ -61,6 +61,23 @@ static void sync_roundtrip()
     CHECK(cudaFree(d));
 }
 
+// an empty kernel, then a device synchronize: a launch's full round trip
+static void launch_sync()
+{
+    for (int i = 0; i < 100; i++)
+        empty_kernel<<<1, 1>>>();
+    CHECK(cudaDeviceSynchronize());
+    std::vector<double> t;
+    for (int i = 0; i < 3000; i++) {
+        auto t0 = clk::now();
+        empty_kernel<<<1, 1>>>();
+        CHECK(cudaDeviceSynchronize());
+        t.push_back(seconds_since(t0) * 1e6);
+    }
+    std::sort(t.begin(), t.end());
+    metric("launch_sync_us", "us", t[t.size() / 2]);
+}
+
 static void launch_rate()
 {
     const int n = 100000;
@@ -146,6 +163,8 @@ int main(int argc, char **argv)
     auto want = [only](const char *name) { return !only || !std::strcmp(only, name); };
     if (want("sync_roundtrip"))
         sync_roundtrip();
+    if (want("launch_sync"))
+        launch_sync();
     if (want("launch_rate"))
         launch_rate();
     if (want("copies"))

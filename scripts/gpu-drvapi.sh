@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The driver-API front end on the GPU (part of scripts/gpu-lane.sh): the
+# tests/cuda programs built with nvcc's default static runtime, natively and
+# through mearas's libcuda.so.1 on local vGPUs, outputs compared; the
+# microbenchmarks of a static build, native and through mearas alternating,
+# into experiments/results/drvapi.json (launch_sync_us held too); and
+# experiments/results/drvapi-programs.json from this comparison and the
+# shared-runtime one of the lane.
+#   gpu-drvapi.sh OUTDIR SOCKET DEVICE_LABEL SHARED_COMPARE_TXT
+# Prints a table; its last line is "drvapi: ok ..." or "drvapi: FAILED ...".
+set -uo pipefail
+out=$1 sock=$2 label=$3 shared_compare=$4
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top" || exit 1
+lib=$top/build/lib
+failed=()
+
+echo "== static-runtime programs: native"
+tests/cuda/run-suite.sh --run "$out/static-native" --build tests/cuda/build/static --timeout 120 \
+	>"$out/static-suite-native.txt" 2>&1
+echo "== static-runtime programs: mearas (libcuda.so.1, the GPU out of the program's reach)"
+LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$sock CUDA_VISIBLE_DEVICES= tests/cuda/run-suite.sh --run "$out/static-mearas" \
+	--build tests/cuda/build/static --timeout 120 >"$out/static-suite-mearas.txt" 2>&1
+tests/cuda/run-suite.sh --compare "$out/static-native" "$out/static-mearas" >"$out/static-suite-compare.txt" 2>&1 ||
+	failed+=("static programs")
+cat "$out/static-suite-compare.txt"
+
+echo "== microbenchmarks, static build (native and mearas alternate, 3 runs each)"
+for i in 1 2 3; do
+	build/experiments/microbench-static >"$out/drv-micro-native-$i.txt" 2>&1
+	LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$sock CUDA_VISIBLE_DEVICES= build/experiments/microbench-static \
+		>"$out/drv-micro-mearas-$i.txt" 2>&1
+done
+python3 experiments/microbench/compare.py --native "$out"/drv-micro-native-?.txt --mearas "$out"/drv-micro-mearas-?.txt \
+	--also launch_sync_us --device "$label" --out experiments/results/drvapi.json >"$out/drv-micro-table.txt" 2>&1 ||
+	failed+=("microbenchmarks")
+cat "$out/drv-micro-table.txt"
+tail -1 "$out/drv-micro-table.txt" | grep -Eq '^[0-9]+ passed, 0 failed' || failed+=("microbenchmark targets")
+
+python3 scripts/drvapi_programs.py --device "$label" --out experiments/results/drvapi-programs.json \
+	"static:local:$out/static-suite-compare.txt" "shared:local:$shared_compare" || failed+=("program records")
+if [ ${#failed[@]} -eq 0 ]; then
+	echo "drvapi: ok: static-runtime programs as native, targets met"
+else
+	echo "drvapi: FAILED: ${failed[*]}"
+fi
