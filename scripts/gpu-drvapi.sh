@@ -13,6 +13,7 @@ out=$1 sock=$2 label=$3 shared_compare=$4
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 lib=$top/build/lib
+mkdir -p "$out" || exit 1
 failed=()
 
 echo "== static-runtime programs: native"
