@@ -3,13 +3,12 @@
 # tests/cuda programs built with nvcc's default static runtime, natively and
 # through mearas's libcuda.so.1 on local vGPUs, outputs compared; the
 # microbenchmarks of a static build, native and through mearas alternating,
-# into experiments/results/drvapi.json (launch_sync_us held too); and
-# experiments/results/drvapi-programs.json from this comparison and the
-# shared-runtime one of the lane.
-#   gpu-drvapi.sh OUTDIR SOCKET DEVICE_LABEL SHARED_COMPARE_TXT
+# into experiments/results/drvapi.json (launch_sync_us held too). The lane
+# records every comparison in drvapi-programs.json afterwards.
+#   gpu-drvapi.sh OUTDIR SOCKET DEVICE_LABEL
 # Prints a table; its last line is "drvapi: ok ..." or "drvapi: FAILED ...".
 set -uo pipefail
-out=$1 sock=$2 label=$3 shared_compare=$4
+out=$1 sock=$2 label=$3
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 lib=$top/build/lib
@@ -38,8 +37,6 @@ python3 experiments/microbench/compare.py --native "$out"/drv-micro-native-?.txt
 cat "$out/drv-micro-table.txt"
 tail -1 "$out/drv-micro-table.txt" | grep -Eq '^[0-9]+ passed, 0 failed' || failed+=("microbenchmark targets")
 
-python3 scripts/drvapi_programs.py --device "$label" --out experiments/results/drvapi-programs.json \
-	"static:local:$out/static-suite-compare.txt" "shared:local:$shared_compare" || failed+=("program records")
 if [ ${#failed[@]} -eq 0 ]; then
 	echo "drvapi: ok: static-runtime programs as native, targets met"
 else

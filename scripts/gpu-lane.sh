@@ -107,11 +107,9 @@ hz=$(getconf CLK_TCK)
 idle_cpu=$(python3 -c "print(round(100*($t1-$t0)/$hz/($s1-$s0), 3))")
 
 echo "== driver-API front end: static-runtime programs and microbenchmarks (scripts/gpu-drvapi.sh)"
-scripts/gpu-drvapi.sh "$out" "$sock" "${device:-unknown} (driver ${driver:-?})" "$out/suite-compare.txt" \
-	>"$out/drvapi-table.txt" 2>&1
+scripts/gpu-drvapi.sh "$out" "$sock" "${device:-unknown} (driver ${driver:-?})" >"$out/drvapi-table.txt" 2>&1
 tail -1 "$out/drvapi-table.txt" | grep -q '^drvapi: ok' || failed_steps+=("driver-API front end")
 fresh experiments/results/drvapi.json
-fresh experiments/results/drvapi-programs.json
 
 echo "== remote vGPU (second mearasd, in its own network namespace)"
 remote=$(scripts/gpu-remote.sh "$out" "$out/native" "$out/micro-native-1.txt" "${device:-unknown} (driver ${driver:-?})" 2>&1)
@@ -123,6 +121,16 @@ grep -E '^[0-9]+ passed, [0-9]+ failed' "$out/remote-table.txt" | head -1 | grep
 	failed_steps+=("remote targets")
 fresh experiments/results/remote.json
 fresh experiments/results/remote-encryption-off.json
+
+grep -Eq '^remote static-runtime suite: [0-9]+ passed, 0 failed' "$out/remote-table.txt" ||
+	failed_steps+=("remote static-runtime suite")
+# every program comparison of the lane, one record per program, build and place
+python3 scripts/drvapi_programs.py --device "${device:-unknown} (driver ${driver:-?})" \
+	--out experiments/results/drvapi-programs.json "shared:local:$out/suite-compare.txt" \
+	"static:local:$out/static-suite-compare.txt" "shared:remote:$out/suite-remote-compare.txt" \
+	"static:remote:$out/static-suite-remote-compare.txt" >"$out/drvapi-programs.txt" 2>&1 ||
+	failed_steps+=("driver-API program records")
+fresh experiments/results/drvapi-programs.json
 
 echo "== batch-size sweep (one remote vGPU, mearasd --link-batch 1..1024)"
 scripts/gpu-batch.sh "$out" cuda >"$out/batch-table.txt" 2>&1 || failed_steps+=("batch sweep")
@@ -154,6 +162,7 @@ table_body() {
 	echo
 	echo "== driver-API front end (NVIDIA's static runtime over mearas's libcuda.so.1)"
 	grep -v '^==' "$out/drvapi-table.txt"
+	cat "$out/drvapi-programs.txt"
 }
 [ $suite_rc -eq 0 ] || failed_steps+=("program suite, isolation, watchdog, lifetimes or assembly (see above)")
 table() {

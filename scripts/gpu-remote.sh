@@ -101,6 +101,15 @@ LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$csock CUDA_VISIBLE_DEVICES= "${cx[@]}" tests
 	>"$out/suite-remote.txt" 2>&1
 tests/cuda/run-suite.sh --compare "$native" "$out/remote" >"$out/suite-remote-compare.txt" 2>&1
 tail -1 "$out/suite-remote-compare.txt" | sed 's/^/remote suite: /'
+# the static-runtime builds through mearas's libcuda.so.1, against their
+# native run of scripts/gpu-drvapi.sh (when it ran)
+if [ -d "$out/static-native" ]; then
+	LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$csock CUDA_VISIBLE_DEVICES= "${cx[@]}" tests/cuda/run-suite.sh \
+		--run "$out/static-remote" --build tests/cuda/build/static --timeout 120 >"$out/static-suite-remote.txt" 2>&1
+	tests/cuda/run-suite.sh --compare "$out/static-native" "$out/static-remote" \
+		>"$out/static-suite-remote-compare.txt" 2>&1
+	tail -1 "$out/static-suite-remote-compare.txt" | sed 's/^/remote static-runtime suite: /'
+fi
 for i in 1 2; do
 	build/experiments/microbench >"$out/micro-rnative-$i.txt" 2>&1
 	LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$csock CUDA_VISIBLE_DEVICES= "${cx[@]}" timeout 300 build/experiments/microbench >"$out/micro-remote-$i.txt" 2>&1

@@ -106,6 +106,9 @@ run opgen_types 120 python3 -m mypy --strict ../../scripts/opgen.py ../opgen/tes
 # the cuGetProcAddress table generator's refusals, and its types
 run procgen 120 python3 -m pytest -q -p no:cacheprovider ../procgen
 run procgen_types 120 python3 -m mypy --strict ../../scripts/procgen.py ../procgen/test_procgen.py
+# the GPU lane's record of driver-API programs (scripts/drvapi_programs.py)
+run drvapi_programs 120 python3 -m pytest -q -p no:cacheprovider ../drvapi
+run drvapi_programs_types 120 python3 -m mypy --strict ../../scripts/drvapi_programs.py ../drvapi/test_drvapi_programs.py
 # the lost-wakeup detector itself: wakeups dropped on purpose must be caught
 expect_fail plain/ring_wakeup_detects_loss 60 "lost wakeup" $B/plain/test_ring_wakeup --records=200000 --drop-wakeups
 

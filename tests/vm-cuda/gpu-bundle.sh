@@ -10,7 +10,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-mkdir -p "$stage"/{bin,lib,share,guest,suite} "$out"
+mkdir -p "$stage"/{bin,lib,share,guest,suite,suite-static} "$out"
 copy_libs() {
 	local lib
 	for lib in $(ldd "$1" | grep -o '/[^ ]*'); do
@@ -33,6 +33,7 @@ for m in "$stage"/lib/qemu/*.so; do [ -e "$m" ] && copy_libs "$m"; done
 cp "$here/build/guest/vmlinuz" "$here/build/guest/initramfs.cpio.gz" "$stage/guest/"
 # the same binaries the guest image holds, for the native runs
 find "$repo/tests/cuda/build" -maxdepth 1 -type f -perm -u+x -exec cp {} "$stage/suite/" \;
+find "$repo/tests/cuda/build/static" -maxdepth 1 -type f -perm -u+x -exec cp {} "$stage/suite-static/" \;
 cp "$repo/build/experiments/microbench" "$stage/suite/"
 tar -C "$stage" -czf "$out/vmgpu.tar.gz" .
 cp "$here/gpu-run.sh" "$out/"

@@ -14,9 +14,10 @@
 # there, so the outputs differ; tests/vm-cuda/suite-test.sh checks the rest).
 # Defaults: cuda, a 4096 MiB BAR (8 slots of 2 vGPUs, 504 MiB data area each,
 # so the microbenchmark's 256 MiB copies fit), --copy-mb=256, --smp=4, 3
-# native microbench runs. OUT_DIR gets 7 files at its top level: gpu-suite.txt
-# (this output), guest.json, suite-compare.txt, microbench.txt, mearasd.log,
-# guest-serial.log, suite-outputs.tar.gz. Exits non-zero if anything failed.
+# native microbench runs. OUT_DIR gets 8 files at its top level: gpu-suite.txt
+# (this output), guest.json, suite-compare.txt, suite-static-compare.txt (the
+# static-runtime builds), microbench.txt, mearasd.log, guest-serial.log,
+# suite-outputs.tar.gz. Exits non-zero if anything failed.
 set -uo pipefail
 bundle=${1:?usage: gpu-suite.sh BUNDLE.tar.gz OUT_DIR [options]}
 out=${2:?usage: gpu-suite.sh BUNDLE.tar.gz OUT_DIR [options]}
@@ -61,6 +62,9 @@ t0=$(date +%s)
 env -u LD_LIBRARY_PATH "$repo/tests/cuda/run-suite.sh" --run "$work/native" --build "$work/suite" --timeout 120 \
 	> "$work/suite-native.txt" 2>&1
 tail -n 1 "$work/suite-native.txt"
+env -u LD_LIBRARY_PATH "$repo/tests/cuda/run-suite.sh" --run "$work/native-static" --build "$work/suite-static" \
+	--timeout 120 > "$work/suite-native-static.txt" 2>&1
+tail -n 1 "$work/suite-native-static.txt" | sed 's/^/static runtime: /'
 echo "== microbenchmark, natively ($native_runs runs)"
 for i in $(seq "$native_runs"); do
 	env -u LD_LIBRARY_PATH "$work/suite/microbench" --copy-mb "$copy_mb" > "$work/micro-native-$i.txt" 2>&1 ||
@@ -97,6 +101,7 @@ tr -d '\r' < "$out/guest-serial.log" | grep -E '^MEARAS-(EXIT|KERNEL|INSMOD)' | 
 grep -q '^MEARAS-EXIT 0' <(tr -d '\r' < "$out/guest-serial.log") || rc=1
 expect=()
 for p in $programs warmup microbench-sync microbench-1 microbench-2; do expect+=(--expect "$p"); done
+for p in $programs; do expect+=(--expect "static-$p"); done
 python3 "$repo/tests/vm-cuda/guest_console.py" "$out/guest-serial.log" "$work/guest" "${expect[@]}" \
 	> "$work/console.txt" 2>&1 || { rc=1; cat "$work/console.txt"; }
 
@@ -107,6 +112,16 @@ for p in $programs; do
 	cp "$work/guest/$p".* "$work/cmp-guest/" 2>/dev/null
 done
 "$repo/tests/cuda/run-suite.sh" --compare "$work/cmp-native" "$work/cmp-guest" > "$out/suite-compare.txt" 2>&1 || rc=1
+# the static-runtime builds: NVIDIA's runtime over mearas's libcuda.so.1 in the guest
+mkdir -p "$work/cmp-native-static" "$work/cmp-guest-static"
+for p in $programs; do
+	cp "$work/native-static/$p".* "$work/cmp-native-static/" 2>/dev/null
+	for f in "$work/guest/static-$p".*; do
+		[ -e "$f" ] && cp "$f" "$work/cmp-guest-static/$p.${f##*.}"
+	done
+done
+"$repo/tests/cuda/run-suite.sh" --compare "$work/cmp-native-static" "$work/cmp-guest-static" \
+	> "$out/suite-static-compare.txt" 2>&1 || rc=1
 
 for f in "$work"/micro-native-*.txt; do echo "### native $(basename "$f")"; cat "$f"; done > "$out/microbench.txt"
 for n in sync 1 2; do
@@ -119,11 +134,14 @@ python3 "$repo/experiments/microbench/guest_compare.py" --native "$work"/micro-n
 	--out "$out/guest.json" > "$work/micro-table.txt" 2>&1 || rc=1
 # a sim run (the orchestration test) leaves the repository's results alone
 [ "$device" = cuda ] && cp "$out/guest.json" "$repo/experiments/results/guest.json" 2>/dev/null
-tar -C "$work" -czf "$out/suite-outputs.tar.gz" native guest suite-native.txt console.txt 2>/dev/null
+tar -C "$work" -czf "$out/suite-outputs.tar.gz" native native-static guest suite-native.txt console.txt 2>/dev/null
 
 echo
 echo "== program suite: native vs VM guest ($gpu)"
 cat "$out/suite-compare.txt"
+echo
+echo "== static-runtime programs (NVIDIA's runtime over mearas's libcuda.so.1): native vs VM guest"
+cat "$out/suite-static-compare.txt"
 echo
 echo "== microbenchmark: native vs VM guest (TCG guest CPU; see guest.json notes)"
 cat "$work/micro-table.txt"

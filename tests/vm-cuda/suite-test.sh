@@ -5,7 +5,7 @@
 # the guest and its output came back byte-exact (compared with the same
 # programs through mearas' sim on this host's process transport), the
 # microbenchmark ran natively and in the guest, guest.json has its records
-# and the host time per call, and OUT holds its 7 files.
+# and the host time per call, and OUT holds its 8 files.
 # Prints PASS/FAIL lines, then "N passed, N failed". Usage: suite-test.sh (after make -C tests/vm-cuda all)
 set -uo pipefail
 
@@ -39,17 +39,18 @@ echo "  gpu-suite.sh: exit $src after $(( $(date +%s) - t0 )) s (non-zero expect
 grep -E '^== times|^  MEARAS-EXIT' "$work/suite.txt" | sed 's/^/  /'
 check suite/runs-to-the-end "tail -n 1 '$work/suite.txt' | grep -q '^gpu-suite: '"
 check suite/table-printed-last "tail -n 16 '$work/suite.txt' | grep -q '^host_us_per_sync_call'"
-for f in gpu-suite.txt guest.json suite-compare.txt microbench.txt mearasd.log guest-serial.log suite-outputs.tar.gz; do
+for f in gpu-suite.txt guest.json suite-compare.txt suite-static-compare.txt microbench.txt mearasd.log \
+	guest-serial.log suite-outputs.tar.gz; do
 	check "out/$f" "[ -s '$out/$f' ]"
 done
-check out/seven-files-at-top "[ \$(find '$out' -mindepth 1 | wc -l) -eq 7 ]"
+check out/eight-files-at-top "[ \$(find '$out' -mindepth 1 | wc -l) -eq 8 ]"
 check guest/exit-0-kernel-clean "tr -d '\r' < '$out/guest-serial.log' | grep -q '^MEARAS-EXIT 0' &&
 	tr -d '\r' < '$out/guest-serial.log' | grep -q '^MEARAS-KERNEL-CLEAN'"
 
 mkdir -p "$work/res"
 tar -C "$work/res" -xzf "$out/suite-outputs.tar.gz"
 missing=""
-for p in $programs warmup microbench-sync microbench-1 microbench-2; do
+for p in $programs $(printf 'static-%s ' $programs) warmup microbench-sync microbench-1 microbench-2; do
 	for e in out err rc; do [ -f "$work/res/guest/$p.$e" ] || missing="$missing $p.$e"; done
 	[ -s "$work/res/guest/$p.out" ] || missing="$missing $p.out(empty)"
 done

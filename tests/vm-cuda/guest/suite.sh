@@ -2,7 +2,9 @@
 # Runs inside the guest (busybox), started by vmtests.sh "suite": a warm-up,
 # the microbenchmark's synchronizing round trips alone (the first slot report
 # of the VM worker with >= 3000 such calls: the host time per call), then every
-# program of /opt/suite (the tests/cuda suite), then the whole microbenchmark
+# program of /opt/suite (the tests/cuda suite), the same programs built with
+# nvcc's static runtime from /opt/suite-static (NVIDIA's runtime over
+# mearas's libcuda.so.1; named static-NAME), then the whole microbenchmark
 # twice. Files do not come back from the guest, so each run's stdout and
 # stderr go to the console base64-encoded between markers, decoded on the
 # host by tests/vm-cuda/guest_console.py:
@@ -32,6 +34,9 @@ run warmup /opt/suite/device_query
 run microbench-sync /bin/microbench --only sync_roundtrip
 for p in /opt/suite/*; do
 	[ -x "$p" ] && run "$(basename "$p")" "$p"
+done
+for p in /opt/suite-static/*; do
+	[ -x "$p" ] && run "static-$(basename "$p")" "$p"
 done
 run microbench-1 /bin/microbench --copy-mb "$copy_mb"
 run microbench-2 /bin/microbench --copy-mb "$copy_mb"
