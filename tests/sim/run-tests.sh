@@ -266,6 +266,8 @@ run_test dev_pointers prog MEARAS_VGPUS=3 dev_pointers
 run_test dev_limits prog MEARAS_VGPUS=2 dev_limits
 run_test dev_profiler prog dev_profiler
 run_test mem_pools prog MEARAS_VGPUS=2 mem_pools
+run_test drv_pools prog MEARAS_VGPUS=2 drv_pools
+run_test drv_pools_ptsz prog MEARAS_VGPUS=2 drv_pools_ptsz
 run_test shared_daemon_clean shared_daemon_clean
 run_test robust_client_dies client_dies
 run_test robust_killed_in_sync daemon_killed sync
