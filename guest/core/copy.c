@@ -327,6 +327,20 @@ cudaError_t rt_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind 
 	}
 }
 
+/* A copy from device memory of vGPU sv to device memory of vGPU dv
+ * (cudaMemcpyPeer, cuMemcpyPeer): both devices must exist; as with unified
+ * addressing, the pointers decide where the bytes are. */
+cudaError_t rt_memcpy_peer(void *dst, int dv, const void *src, int sv, size_t n, cudaStream_t stream, bool async)
+{
+	cudaError_t e = rt_ensure();
+
+	if (e)
+		return e;
+	if (dv < 0 || sv < 0 || (unsigned)dv >= rt.nvgpus || (unsigned)sv >= rt.nvgpus)
+		return cudaErrorInvalidDevice;
+	return rt_memcpy(dst, src, n, cudaMemcpyDeviceToDevice, stream, async);
+}
+
 /* ---- 2D ---- */
 
 cudaError_t rt_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,

@@ -217,12 +217,48 @@ CORE_API cudaError_t rt_event_elapsed(struct rt_event *a, struct rt_event *b, fl
 CORE_API cudaError_t rt_malloc_on(int vgpu, void **devPtr, size_t size, uint32_t pool);
 CORE_API cudaError_t rt_free_on(int vgpu, void *devPtr, cudaStream_t stream, bool async);
 
+/* memory pools (pools.c): a pool is mearasd's accounting and attributes of
+ * the allocations made through it. A cudaMemPool_t and a CUmemoryPool are
+ * both a struct rt_pool, so a pool made by one front end works in the
+ * other. Each vGPU has a default pool (made on first use) and a current one
+ * (the default until set). `call` names the entry point in log lines; the
+ * attribute, location and access values are the runtime's, which are the
+ * driver's numbers too. Callers have connected. */
+struct rt_pool {
+	uint32_t magic;
+	int vgpu;
+	uint32_t id;
+	bool is_default;
+};
+/* NULL unless h is a live pool */
+CORE_API struct rt_pool *rt_pool_get(void *h);
+CORE_API cudaError_t rt_pool_default(int vgpu, struct rt_pool **out);
+CORE_API cudaError_t rt_pool_current(int vgpu, struct rt_pool **out);
+CORE_API cudaError_t rt_pool_set_current(int vgpu, struct rt_pool *p);
+/* the vGPU of a pool location (pinned memory of a device); other locations
+ * and managed pools are refused with cudaErrorNotSupported and a log line */
+CORE_API cudaError_t rt_pool_location(const char *call, const struct cudaMemLocation *loc, int alloc_type,
+				      int *vgpu);
+CORE_API cudaError_t rt_pool_create(const char *call, const struct cudaMemPoolProps *props, struct rt_pool **out);
+CORE_API cudaError_t rt_pool_destroy(struct rt_pool *p);
+CORE_API cudaError_t rt_pool_set_attr(const char *call, struct rt_pool *p, int attr, const void *value);
+CORE_API cudaError_t rt_pool_get_attr(const char *call, struct rt_pool *p, int attr, void *value);
+CORE_API cudaError_t rt_pool_trim(struct rt_pool *p, size_t keep);
+CORE_API cudaError_t rt_pool_set_access(const char *call, struct rt_pool *p, const struct cudaMemAccessDesc *desc,
+					size_t count);
+CORE_API cudaError_t rt_pool_get_access(struct rt_pool *p, const struct cudaMemLocation *loc,
+					enum cudaMemAccessFlags *flags);
+/* a stream-ordered allocation from p, made at once on p's vGPU */
+CORE_API cudaError_t rt_pool_alloc(struct rt_pool *p, void **ptr, size_t size);
+/* a reset of vgpu destroyed its pools (reset.c) */
+void rt_pools_forget_vgpu(int vgpu);
+
 /* registered host memory (hostreg.c), flags as cudaHostRegister's */
 CORE_API cudaError_t rt_host_register(void *ptr, size_t size, unsigned int flags);
 CORE_API cudaError_t rt_host_unregister(void *ptr);
 
 /* device reset (reset.c): resets vgpu on the back end, forgets its
- * allocations, and tells every front end (its hook, registered once) that
+ * allocations and pools, and tells every front end (its hook, registered once) that
  * what it loaded or created there is gone */
 CORE_API cudaError_t rt_device_reset(int vgpu);
 CORE_API void rt_on_reset(void (*hook)(int vgpu));
@@ -231,6 +267,9 @@ CORE_API void rt_on_reset(void (*hook)(int vgpu));
  * copies of pageable memory are staged */
 CORE_API cudaError_t rt_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
 				 cudaStream_t stream, bool async);
+/* device memory of vGPU sv to device memory of vGPU dv (a peer copy) */
+CORE_API cudaError_t rt_memcpy_peer(void *dst, int dv, const void *src, int sv, size_t n, cudaStream_t stream,
+				    bool async);
 CORE_API cudaError_t rt_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
 				    size_t height, enum cudaMemcpyKind kind, cudaStream_t stream, bool async);
 /* bytes of value over height rows of width bytes, pitch apart (device memory) */

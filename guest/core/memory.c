@@ -27,6 +27,7 @@ cudaError_t rt_malloc_on(int vgpu, void **devPtr, size_t size, uint32_t pool)
 cudaError_t rt_free_on(int vgpu, void *devPtr, cudaStream_t stream, bool async)
 {
 	struct rt_stream_ref s = { .vgpu = vgpu };
+	uint64_t ptr = (uint64_t)(uintptr_t)devPtr;
 	cudaError_t e;
 
 	if (async) {
@@ -34,10 +35,20 @@ cudaError_t rt_free_on(int vgpu, void *devPtr, cudaStream_t stream, bool async)
 		if (e)
 			return e;
 	}
-	if (dm_find((uint64_t)(uintptr_t)devPtr, 1, NULL, NULL) != vgpu ||
-	    !dm_remove(vgpu, (uint64_t)(uintptr_t)devPtr))
+	if (dm_find(ptr, 1, NULL, NULL) != vgpu)
+		return cudaErrorInvalidValue;
+	if (async && s.vgpu != vgpu) {
+		/* a stream of another vGPU means nothing to vgpu's back end: the
+		 * free waits here for that stream's work, then goes in order on
+		 * vgpu's own default stream */
+		e = rt_do_STREAM_SYNC(s.vgpu, &s);
+		if (e)
+			return e;
+		s = (struct rt_stream_ref){ .vgpu = vgpu, .id = MEARAS_STREAM_LEGACY };
+	}
+	if (!dm_remove(vgpu, ptr))
 		return cudaErrorInvalidValue;
 	if (async)
-		return rt_do_MEM_FREE_ASYNC(vgpu, &s, (uint64_t)(uintptr_t)devPtr);
-	return rt_do_MEM_FREE(vgpu, (uint64_t)(uintptr_t)devPtr);
+		return rt_do_MEM_FREE_ASYNC(vgpu, &s, ptr);
+	return rt_do_MEM_FREE(vgpu, ptr);
 }

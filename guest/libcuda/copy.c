@@ -12,17 +12,6 @@
 #define PTR(d) ((void *)(uintptr_t)(d))
 #define CPTR(d) ((const void *)(uintptr_t)(d))
 
-/* runs the call with the core's per-thread-stream flag as the entry point asks */
-#define WITH_PTDS(on_, call)                  \
-	({                                    \
-		int saved_ = rt_tls.ptds;     \
-		CUresult r_;                  \
-		rt_tls.ptds = (on_);          \
-		r_ = (call);                  \
-		rt_tls.ptds = saved_;         \
-		r_;                           \
-	})
-
 static CUresult copy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, CUstream s, bool async)
 {
 	CUresult r = cu_ready();
@@ -61,6 +50,50 @@ COPY_PAIR_ASYNC(cuMemcpyDtoDAsync_v2, (CUdeviceptr dstDevice, CUdeviceptr srcDev
 		(PTR(dstDevice), CPTR(srcDevice), ByteCount, cudaMemcpyDeviceToDevice, hStream, true))
 COPY_PAIR_ASYNC(cuMemcpyAsync, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream),
 		(PTR(dst), CPTR(src), ByteCount, cudaMemcpyDefault, hStream, true))
+
+/* ---- peer copies: each context names its vGPU; the pointers decide the
+ * bytes (guest/core/copy.c does the cross-vGPU copy) ---- */
+
+static CUresult copy_peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t n,
+			  CUstream s, bool async)
+{
+	struct cu_ctx *dc, *sc;
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	dc = cu_ctx_get(dst_ctx);
+	sc = cu_ctx_get(src_ctx);
+	if (!dc || !sc)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (s && !rt_stream_get(s) && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return cu_result(rt_memcpy_peer(PTR(dst), dc->vgpu, CPTR(src), sc->vgpu, n, (cudaStream_t)s, async));
+}
+
+#define PEER_SIG CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, \
+		 size_t ByteCount
+#define PEER_ARGS dstDevice, dstContext, srcDevice, srcContext, ByteCount
+
+CU_EXPORT CUresult CUDAAPI cuMemcpyPeer(PEER_SIG)
+{
+	return WITH_PTDS(0, copy_peer(PEER_ARGS, NULL, false));
+}
+
+CU_EXPORT CUresult CUDAAPI cuMemcpyPeer_ptds(PEER_SIG)
+{
+	return WITH_PTDS(1, copy_peer(PEER_ARGS, NULL, false));
+}
+
+CU_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync(PEER_SIG, CUstream hStream)
+{
+	return WITH_PTDS(0, copy_peer(PEER_ARGS, hStream, true));
+}
+
+CU_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(PEER_SIG, CUstream hStream)
+{
+	return WITH_PTDS(1, copy_peer(PEER_ARGS, hStream, true));
+}
 
 #define COPY2D(name, sig, args, suffix)                                                    \
 	CU_EXPORT CUresult CUDAAPI name sig { return WITH_PTDS(0, copy_2d args); }        \

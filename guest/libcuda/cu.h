@@ -18,6 +18,18 @@
 #define CU_EXPORT __attribute__((visibility("default")))
 #define CU_HIDDEN __attribute__((visibility("hidden")))
 
+/* runs call with the core's per-thread-stream flag as the entry point asks:
+ * on (1) in the _ptds/_ptsz twins, where stream 0 is the thread's own */
+#define WITH_PTDS(on_, call)                  \
+	({                                    \
+		int saved_ = rt_tls.ptds;     \
+		CUresult r_;                  \
+		rt_tls.ptds = (on_);          \
+		r_ = (call);                  \
+		rt_tls.ptds = saved_;         \
+		r_;                           \
+	})
+
 /* errors.c: the back end's error as the driver API's */
 CU_HIDDEN CUresult cu_result(cudaError_t e);
 

@@ -98,15 +98,7 @@ static CUresult launch(CUfunction h, const unsigned grid[3], const unsigned bloc
 	return cu_result(rt_do_LAUNCH(st.vgpu, &st, f->id, grid, block, smem, cooperative ? 1 : 0, buf, len, false));
 }
 
-#define WITH_PTSZ(call)                       \
-	({                                    \
-		int saved_ = rt_tls.ptds;     \
-		CUresult r_;                  \
-		rt_tls.ptds = 1;              \
-		r_ = (call);                  \
-		rt_tls.ptds = saved_;         \
-		r_;                           \
-	})
+#define WITH_PTSZ(call) WITH_PTDS(1, call)
 
 #define LAUNCH_ARGS                                                                                          \
 	CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by,   \

@@ -18,16 +18,7 @@ CUresult cu_stream_ref(CUstream s, struct rt_stream_ref *out)
 	return cu_result(rt_stream_ref((cudaStream_t)s, out));
 }
 
-/* runs call with the per-thread default stream in effect for stream 0 */
-#define PTSZ(call)                            \
-	({                                    \
-		int saved_ = rt_tls.ptds;     \
-		CUresult r_;                  \
-		rt_tls.ptds = 1;              \
-		r_ = (call);                  \
-		rt_tls.ptds = saved_;         \
-		r_;                           \
-	})
+#define PTSZ(call) WITH_PTDS(1, call)
 
 CU_EXPORT CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
 {

@@ -18,17 +18,13 @@ RT_EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, 
 
 RT_EXPORT cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice, size_t count)
 {
-	(void)dstDevice;
-	(void)srcDevice;
-	return rt_set_error(rt_memcpy(dst, src, count, cudaMemcpyDeviceToDevice, 0, false));
+	return rt_set_error(rt_memcpy_peer(dst, dstDevice, src, srcDevice, count, 0, false));
 }
 
 RT_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice,
 					  size_t count, cudaStream_t stream)
 {
-	(void)dstDevice;
-	(void)srcDevice;
-	return rt_set_error(rt_memcpy(dst, src, count, cudaMemcpyDeviceToDevice, stream, true));
+	return rt_set_error(rt_memcpy_peer(dst, dstDevice, src, srcDevice, count, stream, true));
 }
 
 RT_EXPORT cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,

@@ -344,15 +344,9 @@ RT_EXPORT struct cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z
 	return d;
 }
 
-/* what the runtime loaded or created on a vGPU is gone with its reset, by
- * whichever front end */
-static void forget_vgpu(int vgpu)
-{
-	rt_modules_forget_vgpu(vgpu);
-	rt_pools_forget_vgpu(vgpu);
-}
-
+/* what the runtime loaded on a vGPU is gone with its reset, by whichever
+ * front end (the core forgets its pools and allocations itself) */
 __attribute__((constructor)) static void watch_resets(void)
 {
-	rt_on_reset(forget_vgpu);
+	rt_on_reset(rt_modules_forget_vgpu);
 }

@@ -53,14 +53,14 @@ RT_EXPORT cudaError_t cudaFree(void *devPtr)
 RT_EXPORT cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
 {
 	struct rt_stream_ref s;
-	uint32_t pool;
+	struct rt_pool *pool;
 	cudaError_t e = rt_ensure();
 
 	if (!e)
 		e = rt_stream_ref(hStream, &s);
 	if (!e)
 		e = rt_pool_current(s.vgpu, &pool);
-	return rt_set_error(e ? e : rt_malloc_on(s.vgpu, devPtr, size, pool));
+	return rt_set_error(e ? e : rt_pool_alloc(pool, devPtr, size));
 }
 
 RT_EXPORT cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Internal state of mearas's CUDA runtime library (libcudart.so.13): the
- * runtime's own pieces (last error, registration, pools, launches) over the
+ * runtime's own pieces (last error, registration, launches) over the
  * guest core (guest/core/core.h, in libcuda.so.1). Public CUDA types come
  * from the toolkit's cuda_runtime_api.h; everything here is private.
  */
@@ -15,10 +15,6 @@
 
 /* api_error.c */
 RT_HIDDEN cudaError_t rt_set_error(cudaError_t e);     /* records last error, returns e */
-
-/* memory pools (api_mempool.c): the vGPU's current pool; pools gone with a reset */
-RT_HIDDEN cudaError_t rt_pool_current(int vgpu, uint32_t *id);
-RT_HIDDEN void rt_pools_forget_vgpu(int vgpu);
 
 /* registration (api_register.c) */
 struct rt_func;

@@ -267,6 +267,8 @@ run_test dev_pointers prog MEARAS_VGPUS=3 dev_pointers
 run_test dev_limits prog MEARAS_VGPUS=2 dev_limits
 run_test dev_profiler prog dev_profiler
 run_test mem_pools prog MEARAS_VGPUS=2 mem_pools
+run_test drv_pools prog MEARAS_VGPUS=2 drv_pools
+run_test drv_pools_ptsz prog MEARAS_VGPUS=2 drv_pools_ptsz
 # the same programs built with nvcc's default static runtime: NVIDIA's own
 # runtime in the program, through mearas's libcuda.so.1
 declare -A static_env=([conc_threads]=MEARAS_VGPUS=2 [conc_cross_event]=MEARAS_VGPUS=2 [dev_props]=MEARAS_VGPUS=3
@@ -275,10 +277,7 @@ declare -A static_args=([conc_threads]=500)
 # driver calls not there yet, named so the gap shows
 declare -A static_not_yet=(
 	[err_last_error]="which error the real driver gives a launch with an empty grid is not measured yet"
-	[graph_host_func]="stream capture through the driver API is not implemented yet"
-	[mem_pools]="memory pools through the driver API are not implemented yet"
-	[mem_register]="stream-ordered allocation through the driver API is not implemented yet"
-	[dev_pointers]="peer copies through the driver API are not implemented yet")
+	[graph_host_func]="stream capture through the driver API is not implemented yet")
 for p in reg_plain reg_templates reg_extern_c reg_big_params reg_launch_apis reg_per_thread reg_rdc \
 	reg_symbols mem_memset mem_2d mem_register err_codes err_last_error graph_host_func mem_roundtrip \
 	conc_threads conc_cross_event dev_props dev_pointers dev_limits dev_profiler mem_pools; do
