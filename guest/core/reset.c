@@ -29,6 +29,7 @@ cudaError_t rt_device_reset(int vgpu)
 	unsigned n = __atomic_load_n(&nhooks, __ATOMIC_ACQUIRE);
 
 	dm_forget_vgpu(vgpu);
+	rt_capture_forget_vgpu(vgpu);
 	for (unsigned i = 0; i < n && i < MAX_HOOKS; i++)
 		if (hooks[i])
 			hooks[i](vgpu);
