@@ -87,6 +87,18 @@ CU_HIDDEN void cu_modules_forget_vgpu(int vgpu);
 /* streams (stream.c): a CUstream as the core's reference, on the current context */
 CU_HIDDEN CUresult cu_stream_ref(CUstream s, struct rt_stream_ref *out);
 
+/* runs call (a CUresult) with the per-thread default stream in effect for
+ * stream 0: the body of a _ptsz/_ptds export */
+#define CU_PTSZ(call)                         \
+	({                                    \
+		int saved_ = rt_tls.ptds;     \
+		CUresult r_;                  \
+		rt_tls.ptds = 1;              \
+		r_ = (call);                  \
+		rt_tls.ptds = saved_;         \
+		r_;                           \
+	})
+
 /* export tables (exptables.c) */
 CU_HIDDEN CUresult cu_export_table(const void **table, const CUuuid *id);
 
