@@ -212,6 +212,53 @@ CORE_API cudaError_t rt_event_sync(struct rt_event *ev);
 CORE_API cudaError_t rt_event_query(struct rt_event *ev);
 CORE_API cudaError_t rt_event_elapsed(struct rt_event *a, struct rt_event *b, float *ms);
 
+/* graphs by stream capture (capture.c, graphs.c): the back end keeps the
+ * graphs; a cudaGraph_t or CUgraph points at a struct rt_graph, a
+ * cudaGraphExec_t or CUgraphExec at a struct rt_graph_exec. Graphs are made
+ * by capture only, and their nodes have no handles here. */
+struct rt_graph {
+	uint32_t magic;
+	uint32_t id;
+	int vgpu;
+};
+
+struct rt_graph_exec {
+	uint32_t magic;
+	uint32_t id;
+	int vgpu;
+};
+
+/* mode: a cudaStreamCaptureMode; the legacy stream cannot capture */
+CORE_API cudaError_t rt_capture_begin(const struct rt_stream_ref *st, int mode);
+CORE_API cudaError_t rt_capture_end(const struct rt_stream_ref *st, struct rt_graph **out);
+/* the capture status (required) and id of st; the graph being captured into
+ * and the next node's dependencies are NULL and 0 outside a capture, and
+ * cudaErrorNotSupported (logged, naming call) asked for during one */
+CORE_API cudaError_t rt_capture_info(const struct rt_stream_ref *st, const char *call,
+				     enum cudaStreamCaptureStatus *status, unsigned long long *id, cudaGraph_t *graph,
+				     const cudaGraphNode_t **deps, const cudaGraphEdgeData **edges, size_t *ndeps);
+/* cudaThreadExchangeStreamCaptureMode */
+CORE_API cudaError_t rt_capture_mode_exchange(enum cudaStreamCaptureMode *mode);
+void rt_capture_forget_stream(int vgpu, uint32_t stream);
+void rt_capture_forget_vgpu(int vgpu);
+
+/* NULL unless h is a live graph (executable graph) of this process */
+CORE_API struct rt_graph *rt_graph_get(void *h);
+CORE_API struct rt_graph_exec *rt_graph_exec_get(void *h);
+cudaError_t rt_graph_new(int vgpu, struct rt_graph **out);
+void rt_graph_free(struct rt_graph *g);
+/* flags: cudaGraphInstantiateFlags; Upload wants the upload stream (the
+ * WithParams calls), else NULL; flags the back end cannot honour give
+ * cudaErrorNotSupported, logged naming call */
+CORE_API cudaError_t rt_graph_instantiate(struct rt_graph *g, unsigned long long flags,
+					  const struct rt_stream_ref *upload, const char *call,
+					  struct rt_graph_exec **out);
+CORE_API cudaError_t rt_graph_launch(struct rt_graph_exec *x, const struct rt_stream_ref *st);
+CORE_API cudaError_t rt_graph_upload(struct rt_graph_exec *x, const struct rt_stream_ref *st);
+CORE_API cudaError_t rt_graph_destroy(struct rt_graph *g);
+CORE_API cudaError_t rt_graph_exec_destroy(struct rt_graph_exec *x);
+CORE_API cudaError_t rt_graph_node_count(struct rt_graph *g, size_t *n);
+
 /* device memory (memory.c): an allocation on vgpu from pool id `pool` (0:
  * none); a free of an allocation of vgpu, ordered on stream when async */
 CORE_API cudaError_t rt_malloc_on(int vgpu, void **devPtr, size_t size, uint32_t pool);

@@ -81,6 +81,7 @@ cudaError_t rt_stream_destroy(struct rt_stream *s)
 {
 	cudaError_t e = rt_do_STREAM_DESTROY(s->vgpu, s->id);
 
+	rt_capture_forget_stream(s->vgpu, s->id);
 	s->magic = 0;
 	free(s);
 	return e;

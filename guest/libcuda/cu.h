@@ -99,6 +99,9 @@ CU_HIDDEN void cu_modules_forget_vgpu(int vgpu);
 /* streams (stream.c): a CUstream as the core's reference, on the current context */
 CU_HIDDEN CUresult cu_stream_ref(CUstream s, struct rt_stream_ref *out);
 
+/* a _ptsz/_ptds entry point: call with the per-thread default stream in effect */
+#define CU_PTSZ(call) WITH_PTDS(1, call)
+
 /* export tables (exptables.c) */
 CU_HIDDEN CUresult cu_export_table(const void **table, const CUuuid *id);
 

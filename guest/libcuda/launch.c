@@ -98,8 +98,6 @@ static CUresult launch(CUfunction h, const unsigned grid[3], const unsigned bloc
 	return cu_result(rt_do_LAUNCH(st.vgpu, &st, f->id, grid, block, smem, cooperative ? 1 : 0, buf, len, false));
 }
 
-#define WITH_PTSZ(call) WITH_PTDS(1, call)
-
 #define LAUNCH_ARGS                                                                                          \
 	CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by,   \
 		unsigned int bz, unsigned int smem, CUstream s
@@ -113,7 +111,7 @@ CU_EXPORT CUresult CUDAAPI cuLaunchKernel(LAUNCH_ARGS, void **kernelParams, void
 
 CU_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(LAUNCH_ARGS, void **kernelParams, void **extra)
 {
-	return WITH_PTSZ(launch(f, GRID, BLOCK, smem, s, kernelParams, extra, false));
+	return CU_PTSZ(launch(f, GRID, BLOCK, smem, s, kernelParams, extra, false));
 }
 
 CU_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel(LAUNCH_ARGS, void **kernelParams)
@@ -123,7 +121,7 @@ CU_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel(LAUNCH_ARGS, void **kernelP
 
 CU_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(LAUNCH_ARGS, void **kernelParams)
 {
-	return WITH_PTSZ(launch(f, GRID, BLOCK, smem, s, kernelParams, NULL, true));
+	return CU_PTSZ(launch(f, GRID, BLOCK, smem, s, kernelParams, NULL, true));
 }
 
 static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
@@ -156,7 +154,7 @@ CU_EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunc
 CU_EXPORT CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
 						 void **extra)
 {
-	return WITH_PTSZ(launch_ex(config, f, kernelParams, extra));
+	return CU_PTSZ(launch_ex(config, f, kernelParams, extra));
 }
 
 /* ---- occupancy ---- */

@@ -18,8 +18,6 @@ CUresult cu_stream_ref(CUstream s, struct rt_stream_ref *out)
 	return cu_result(rt_stream_ref((cudaStream_t)s, out));
 }
 
-#define PTSZ(call) WITH_PTDS(1, call)
-
 CU_EXPORT CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
 {
 	struct cu_ctx *c;
@@ -186,33 +184,36 @@ static CUresult add_callback(CUstream hStream, CUstreamCallback callback, void *
 
 /* plain and per-thread-default-stream exports of each */
 CU_EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream h) { return stream_sync(h); }
-CU_EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream h) { return PTSZ(stream_sync(h)); }
+CU_EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream h) { return CU_PTSZ(stream_sync(h)); }
 CU_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream h) { return stream_query(h); }
-CU_EXPORT CUresult CUDAAPI cuStreamQuery_ptsz(CUstream h) { return PTSZ(stream_query(h)); }
+CU_EXPORT CUresult CUDAAPI cuStreamQuery_ptsz(CUstream h) { return CU_PTSZ(stream_query(h)); }
 CU_EXPORT CUresult CUDAAPI cuStreamWaitEvent(CUstream h, CUevent e, unsigned int f) { return stream_wait(h, e, f); }
 CU_EXPORT CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream h, CUevent e, unsigned int f)
 {
-	return PTSZ(stream_wait(h, e, f));
+	return CU_PTSZ(stream_wait(h, e, f));
 }
 CU_EXPORT CUresult CUDAAPI cuStreamGetFlags(CUstream h, unsigned int *f) { return stream_flags(h, f); }
-CU_EXPORT CUresult CUDAAPI cuStreamGetFlags_ptsz(CUstream h, unsigned int *f) { return PTSZ(stream_flags(h, f)); }
+CU_EXPORT CUresult CUDAAPI cuStreamGetFlags_ptsz(CUstream h, unsigned int *f) { return CU_PTSZ(stream_flags(h, f)); }
 CU_EXPORT CUresult CUDAAPI cuStreamGetPriority(CUstream h, int *p) { return stream_priority(h, p); }
-CU_EXPORT CUresult CUDAAPI cuStreamGetPriority_ptsz(CUstream h, int *p) { return PTSZ(stream_priority(h, p)); }
+CU_EXPORT CUresult CUDAAPI cuStreamGetPriority_ptsz(CUstream h, int *p) { return CU_PTSZ(stream_priority(h, p)); }
 CU_EXPORT CUresult CUDAAPI cuStreamGetId(CUstream h, unsigned long long *id) { return stream_id(h, id); }
-CU_EXPORT CUresult CUDAAPI cuStreamGetId_ptsz(CUstream h, unsigned long long *id) { return PTSZ(stream_id(h, id)); }
+CU_EXPORT CUresult CUDAAPI cuStreamGetId_ptsz(CUstream h, unsigned long long *id) { return CU_PTSZ(stream_id(h, id)); }
 CU_EXPORT CUresult CUDAAPI cuStreamGetCtx(CUstream h, CUcontext *c) { return stream_ctx(h, c); }
-CU_EXPORT CUresult CUDAAPI cuStreamGetCtx_ptsz(CUstream h, CUcontext *c) { return PTSZ(stream_ctx(h, c)); }
+CU_EXPORT CUresult CUDAAPI cuStreamGetCtx_ptsz(CUstream h, CUcontext *c) { return CU_PTSZ(stream_ctx(h, c)); }
 CU_EXPORT CUresult CUDAAPI cuStreamGetDevice(CUstream h, CUdevice *d) { return stream_device(h, d); }
-CU_EXPORT CUresult CUDAAPI cuStreamGetDevice_ptsz(CUstream h, CUdevice *d) { return PTSZ(stream_device(h, d)); }
+CU_EXPORT CUresult CUDAAPI cuStreamGetDevice_ptsz(CUstream h, CUdevice *d) { return CU_PTSZ(stream_device(h, d)); }
 CU_EXPORT CUresult CUDAAPI cuLaunchHostFunc(CUstream h, CUhostFn fn, void *u) { return host_func(h, fn, u); }
-CU_EXPORT CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream h, CUhostFn fn, void *u) { return PTSZ(host_func(h, fn, u)); }
+CU_EXPORT CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream h, CUhostFn fn, void *u)
+{
+	return CU_PTSZ(host_func(h, fn, u));
+}
 CU_EXPORT CUresult CUDAAPI cuStreamAddCallback(CUstream h, CUstreamCallback cb, void *u, unsigned int f)
 {
 	return add_callback(h, cb, u, f);
 }
 CU_EXPORT CUresult CUDAAPI cuStreamAddCallback_ptsz(CUstream h, CUstreamCallback cb, void *u, unsigned int f)
 {
-	return PTSZ(add_callback(h, cb, u, f));
+	return CU_PTSZ(add_callback(h, cb, u, f));
 }
 
 /* ---- events ---- */
@@ -262,14 +263,14 @@ static CUresult event_record(CUevent hEvent, CUstream hStream, unsigned flags)
 }
 
 CU_EXPORT CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) { return event_record(e, s, 0); }
-CU_EXPORT CUresult CUDAAPI cuEventRecord_ptsz(CUevent e, CUstream s) { return PTSZ(event_record(e, s, 0)); }
+CU_EXPORT CUresult CUDAAPI cuEventRecord_ptsz(CUevent e, CUstream s) { return CU_PTSZ(event_record(e, s, 0)); }
 CU_EXPORT CUresult CUDAAPI cuEventRecordWithFlags(CUevent e, CUstream s, unsigned int f)
 {
 	return event_record(e, s, f);
 }
 CU_EXPORT CUresult CUDAAPI cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned int f)
 {
-	return PTSZ(event_record(e, s, f));
+	return CU_PTSZ(event_record(e, s, f));
 }
 
 CU_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent hEvent)

@@ -1,31 +1,14 @@
 // SPDX-License-Identifier: MIT
-/* Graphs by stream capture: the back end captures the records it runs on
- * the stream, so everything that can be posted can be captured. */
-#include <stdlib.h>
-
+/* Stream capture and graphs: the runtime's checks and errors over the
+ * core's (guest/core/capture.c, graphs.c). */
 #include "rt.h"
-
-#define GRAPH_MAGIC 0x6d477268u
-#define EXEC_MAGIC  0x6d457865u
-
-struct rt_graph {
-	uint32_t magic;
-	uint32_t id;
-	int vgpu;
-};
 
 RT_EXPORT cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
 {
-	if ((unsigned)mode > cudaStreamCaptureModeRelaxed)
-		return rt_set_error(cudaErrorInvalidValue);
-	if (stream == NULL || stream == cudaStreamLegacy)
-		return rt_set_error(cudaErrorStreamCaptureUnsupported);
-	{
-		struct rt_stream_ref st;
-		cudaError_t e = rt_stream_of(stream, &st);
+	struct rt_stream_ref st;
+	cudaError_t e = rt_stream_of(stream, &st);
 
-		return rt_set_error(e ? e : rt_do_CAPTURE_BEGIN(st.vgpu, &st, (uint64_t)mode));
-	}
+	return rt_set_error(e ? e : rt_capture_begin(&st, (int)mode));
 }
 
 RT_EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
@@ -37,127 +20,144 @@ RT_EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGr
 	if (!pGraph)
 		return rt_set_error(cudaErrorInvalidValue);
 	e = rt_stream_of(stream, &st);
-	if (e)
-		return rt_set_error(e);
-	g = calloc(1, sizeof(*g));
-	if (!g)
-		return rt_set_error(cudaErrorMemoryAllocation);
-	g->magic = GRAPH_MAGIC;
-	g->id = rt_new_handle();
-	g->vgpu = st.vgpu;
-	e = rt_do_CAPTURE_END(st.vgpu, &st, g->id);
-	if (e) {
-		free(g);
-		return rt_set_error(e);
-	}
-	*pGraph = (cudaGraph_t)g;
-	return cudaSuccess;
+	if (!e)
+		e = rt_capture_end(&st, &g);
+	if (!e)
+		*pGraph = (cudaGraph_t)g;
+	return rt_set_error(e);
 }
 
 RT_EXPORT cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus)
 {
 	struct rt_stream_ref st;
-	int32_t status;
-	cudaError_t e;
+	cudaError_t e = rt_stream_of(stream, &st);
 
-	if (!pCaptureStatus)
-		return rt_set_error(cudaErrorInvalidValue);
-	e = rt_stream_of(stream, &st);
-	if (!e)
-		e = rt_do_CAPTURE_STATUS(st.vgpu, &st, &status);
+	return rt_set_error(e ? e : rt_capture_info(&st, "cudaStreamIsCapturing", pCaptureStatus, NULL, NULL, NULL,
+						    NULL, NULL));
+}
+
+RT_EXPORT cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, enum cudaStreamCaptureStatus *captureStatus_out,
+					       unsigned long long *id_out, cudaGraph_t *graph_out,
+					       const cudaGraphNode_t **dependencies_out,
+					       const cudaGraphEdgeData **edgeData_out, size_t *numDependencies_out)
+{
+	struct rt_stream_ref st;
+	cudaError_t e = rt_stream_of(stream, &st);
+
+	return rt_set_error(e ? e : rt_capture_info(&st, "cudaStreamGetCaptureInfo", captureStatus_out, id_out,
+						    graph_out, dependencies_out, edgeData_out,
+						    numDependencies_out));
+}
+
+RT_EXPORT cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode)
+{
+	return rt_set_error(rt_capture_mode_exchange(mode));
+}
+
+static cudaError_t instantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags,
+			       const struct rt_stream_ref *upload, const char *call)
+{
+	struct rt_graph *g = rt_graph_get(graph);
+	struct rt_graph_exec *x;
+	cudaError_t e = rt_ensure();
+
 	if (e)
-		return rt_set_error(e);
-	*pCaptureStatus = (enum cudaStreamCaptureStatus)status;
-	return cudaSuccess;
+		return e;
+	if (!pGraphExec || !g)
+		return cudaErrorInvalidValue;
+	e = rt_graph_instantiate(g, flags, upload, call, &x);
+	if (!e)
+		*pGraphExec = (cudaGraphExec_t)x;
+	return e;
 }
 
 RT_EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
 					   unsigned long long flags)
 {
-	struct rt_graph *g = (struct rt_graph *)graph, *x;
-	cudaError_t e = rt_ensure();
-
-	if (e)
-		return rt_set_error(e);
-	if (!pGraphExec || !g || g->magic != GRAPH_MAGIC || flags)
-		return rt_set_error(cudaErrorInvalidValue);
-	x = calloc(1, sizeof(*x));
-	if (!x)
-		return rt_set_error(cudaErrorMemoryAllocation);
-	x->magic = EXEC_MAGIC;
-	x->id = rt_new_handle();
-	x->vgpu = g->vgpu;
-	e = rt_do_GRAPH_INSTANTIATE(g->vgpu, g->id, x->id);
-	if (e) {
-		free(x);
-		return rt_set_error(e);
-	}
-	*pGraphExec = (cudaGraphExec_t)x;
-	return cudaSuccess;
+	return rt_set_error(instantiate(pGraphExec, graph, flags, NULL, "cudaGraphInstantiate"));
 }
 
 RT_EXPORT cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
 						    unsigned long long flags)
 {
-	return cudaGraphInstantiate(pGraphExec, graph, flags);
+	return rt_set_error(instantiate(pGraphExec, graph, flags, NULL, "cudaGraphInstantiateWithFlags"));
+}
+
+RT_EXPORT cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+						     cudaGraphInstantiateParams *params)
+{
+	struct rt_stream_ref st;
+	cudaError_t e;
+
+	if (!params)
+		return rt_set_error(cudaErrorInvalidValue);
+	/* the upload stream means something only with the Upload flag */
+	e = (params->flags & cudaGraphInstantiateFlagUpload) ? rt_stream_of(params->uploadStream, &st) : cudaSuccess;
+	if (!e)
+		e = instantiate(pGraphExec, graph, params->flags,
+				(params->flags & cudaGraphInstantiateFlagUpload) ? &st : NULL,
+				"cudaGraphInstantiateWithParams");
+	params->errNode_out = NULL;
+	params->result_out = e ? cudaGraphInstantiateError : cudaGraphInstantiateSuccess;
+	return rt_set_error(e);
 }
 
 RT_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
 {
-	struct rt_graph *x = (struct rt_graph *)graphExec;
+	struct rt_graph_exec *x = rt_graph_exec_get(graphExec);
 	struct rt_stream_ref st;
 	cudaError_t e;
 
-	if (!x || x->magic != EXEC_MAGIC)
+	if (!x)
 		return rt_set_error(cudaErrorInvalidValue);
 	e = rt_stream_of(stream, &st);
-	if (!e && st.vgpu != x->vgpu)
-		e = cudaErrorInvalidValue;
-	return rt_set_error(e ? e : rt_do_GRAPH_LAUNCH(st.vgpu, &st, x->id));
+	return rt_set_error(e ? e : rt_graph_launch(x, &st));
 }
 
-static cudaError_t destroy(void *h, uint32_t magic)
+RT_EXPORT cudaError_t cudaGraphUpload(cudaGraphExec_t graphExec, cudaStream_t stream)
 {
-	struct rt_graph *g = h;
-	cudaError_t e = rt_ensure();
+	struct rt_graph_exec *x = rt_graph_exec_get(graphExec);
+	struct rt_stream_ref st;
+	cudaError_t e;
 
-	if (e)
-		return e;
-	if (!g || g->magic != magic)
-		return cudaErrorInvalidValue;
-	e = magic == GRAPH_MAGIC ? rt_do_GRAPH_DESTROY(g->vgpu, g->id) : rt_do_GRAPH_EXEC_DESTROY(g->vgpu, g->id);
-	g->magic = 0;
-	free(g);
-	return e;
+	if (!x)
+		return rt_set_error(cudaErrorInvalidValue);
+	e = rt_stream_of(stream, &st);
+	return rt_set_error(e ? e : rt_graph_upload(x, &st));
 }
 
 RT_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t graph)
 {
-	return rt_set_error(destroy(graph, GRAPH_MAGIC));
+	struct rt_graph *g = rt_graph_get(graph);
+	cudaError_t e = rt_ensure();
+
+	if (!e && !g)
+		e = cudaErrorInvalidValue;
+	return rt_set_error(e ? e : rt_graph_destroy(g));
 }
 
 RT_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec)
 {
-	return rt_set_error(destroy(graphExec, EXEC_MAGIC));
+	struct rt_graph_exec *x = rt_graph_exec_get(graphExec);
+	cudaError_t e = rt_ensure();
+
+	if (!e && !x)
+		e = cudaErrorInvalidValue;
+	return rt_set_error(e ? e : rt_graph_exec_destroy(x));
 }
 
 RT_EXPORT cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes)
 {
-	struct rt_graph *g = (struct rt_graph *)graph;
-	uint64_t n;
+	struct rt_graph *g = rt_graph_get(graph);
 	cudaError_t e = rt_ensure();
 
 	if (e)
 		return rt_set_error(e);
-	if (!g || g->magic != GRAPH_MAGIC || !numNodes)
+	if (!g || !numNodes)
 		return rt_set_error(cudaErrorInvalidValue);
 	if (nodes) {
 		rt_log_unsupported("cudaGraphGetNodes with a node array (node handles)");
 		return rt_set_error(cudaErrorNotSupported);
 	}
-	e = rt_do_GRAPH_NODE_COUNT(g->vgpu, g->id, &n);
-	if (e)
-		return rt_set_error(e);
-	*numNodes = n;
-	return cudaSuccess;
+	return rt_set_error(rt_graph_node_count(g, numNodes));
 }

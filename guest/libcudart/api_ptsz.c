@@ -55,6 +55,12 @@
 	X(cudaStreamBeginCapture, _ptsz, (cudaStream_t s, enum cudaStreamCaptureMode m), (s, m))        \
 	X(cudaStreamEndCapture, _ptsz, (cudaStream_t s, cudaGraph_t *g), (s, g))                       \
 	X(cudaStreamIsCapturing, _ptsz, (cudaStream_t s, enum cudaStreamCaptureStatus *c), (s, c))      \
+	X(cudaStreamGetCaptureInfo, _ptsz,                                                              \
+	  (cudaStream_t s, enum cudaStreamCaptureStatus *c, unsigned long long *i, cudaGraph_t *g,       \
+	   const cudaGraphNode_t **d, const cudaGraphEdgeData **e, size_t *n), (s, c, i, g, d, e, n))    \
+	X(cudaGraphInstantiateWithParams, _ptsz, (cudaGraphExec_t *x, cudaGraph_t g, cudaGraphInstantiateParams *p), \
+	  (x, g, p))                                                                                      \
+	X(cudaGraphUpload, _ptsz, (cudaGraphExec_t x, cudaStream_t s), (x, s))                         \
 	X(cudaGraphLaunch, _ptsz, (cudaGraphExec_t x, cudaStream_t s), (x, s))
 
 #define PER_THREAD_WRAPPER(name, suffix, params, args)          \

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Graphs and executable graphs: ids chosen here, the graphs themselves kept
+ * by the back end (made by capture, capture.c). Both front ends hand out
+ * pointers to these structs, so a CUgraph is a cudaGraph_t and a
+ * CUgraphExec a cudaGraphExec_t.
+ */
+#include <stdlib.h>
+
+#include "mearas/log.h"
+#include "core.h"
+
+#define GRAPH_MAGIC 0x6d477268u
+#define EXEC_MAGIC  0x6d457865u
+
+struct rt_graph *rt_graph_get(void *h)
+{
+	struct rt_graph *g = h;
+
+	return g && g->magic == GRAPH_MAGIC ? g : NULL;
+}
+
+struct rt_graph_exec *rt_graph_exec_get(void *h)
+{
+	struct rt_graph_exec *x = h;
+
+	return x && x->magic == EXEC_MAGIC ? x : NULL;
+}
+
+/* a graph object with a fresh id, not yet known to the back end */
+cudaError_t rt_graph_new(int vgpu, struct rt_graph **out)
+{
+	struct rt_graph *g = calloc(1, sizeof(*g));
+
+	if (!g)
+		return cudaErrorMemoryAllocation;
+	g->id = rt_new_handle();
+	if (!g->id) {
+		free(g);
+		return cudaErrorMemoryAllocation;
+	}
+	g->magic = GRAPH_MAGIC;
+	g->vgpu = vgpu;
+	*out = g;
+	return cudaSuccess;
+}
+
+void rt_graph_free(struct rt_graph *g)
+{
+	g->magic = 0;
+	free(g);
+}
+
+/* the cudaGraphInstantiateFlags the back end cannot pass on (its
+ * instantiation takes none) */
+static const struct {
+	unsigned long long flag;
+	const char *name;
+} unsupported_flags[] = {
+	{ cudaGraphInstantiateFlagAutoFreeOnLaunch, "AutoFreeOnLaunch" },
+	{ cudaGraphInstantiateFlagDeviceLaunch, "DeviceLaunch" },
+	{ cudaGraphInstantiateFlagUseNodePriority, "UseNodePriority" },
+};
+
+cudaError_t rt_graph_instantiate(struct rt_graph *g, unsigned long long flags, const struct rt_stream_ref *upload,
+				 const char *call, struct rt_graph_exec **out)
+{
+	struct rt_graph_exec *x;
+	cudaError_t e;
+
+	for (size_t i = 0; i < sizeof(unsupported_flags) / sizeof(unsupported_flags[0]); i++) {
+		if (flags & unsupported_flags[i].flag) {
+			log_warn("%s: instantiation flag %s is not supported by mearas: returning not supported",
+				 call, unsupported_flags[i].name);
+			return cudaErrorNotSupported;
+		}
+	}
+	if (flags & cudaGraphInstantiateFlagUpload) {
+		if (!upload)
+			return cudaErrorInvalidValue; /* WithParams only */
+		if (upload->vgpu != g->vgpu)
+			return cudaErrorInvalidValue;
+		flags &= ~(unsigned long long)cudaGraphInstantiateFlagUpload;
+	}
+	if (flags)
+		return cudaErrorInvalidValue;
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return cudaErrorMemoryAllocation;
+	x->id = rt_new_handle();
+	x->vgpu = g->vgpu;
+	e = x->id ? rt_do_GRAPH_INSTANTIATE(g->vgpu, g->id, x->id) : cudaErrorMemoryAllocation;
+	if (e) {
+		free(x);
+		return e;
+	}
+	x->magic = EXEC_MAGIC;
+	/* an upload asked for needs nothing more (rt_graph_upload) */
+	*out = x;
+	return cudaSuccess;
+}
+
+cudaError_t rt_graph_launch(struct rt_graph_exec *x, const struct rt_stream_ref *st)
+{
+	if (st->vgpu != x->vgpu)
+		return cudaErrorInvalidValue;
+	return rt_do_GRAPH_LAUNCH(st->vgpu, st, x->id);
+}
+
+/* Nothing to post: an upload only does ahead of time what a launch does
+ * itself when the graph was not uploaded (the back end's launch uploads on
+ * the device it runs on), so skipping it changes when that work happens,
+ * not what a launch does. Checked as a launch on st would be. */
+cudaError_t rt_graph_upload(struct rt_graph_exec *x, const struct rt_stream_ref *st)
+{
+	return st->vgpu == x->vgpu ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+cudaError_t rt_graph_destroy(struct rt_graph *g)
+{
+	cudaError_t e = rt_do_GRAPH_DESTROY(g->vgpu, g->id);
+
+	rt_graph_free(g);
+	return e;
+}
+
+cudaError_t rt_graph_exec_destroy(struct rt_graph_exec *x)
+{
+	cudaError_t e = rt_do_GRAPH_EXEC_DESTROY(x->vgpu, x->id);
+
+	x->magic = 0;
+	free(x);
+	return e;
+}
+
+cudaError_t rt_graph_node_count(struct rt_graph *g, size_t *n)
+{
+	uint64_t count;
+	cudaError_t e = rt_do_GRAPH_NODE_COUNT(g->vgpu, g->id, &count);
+
+	if (!e)
+		*n = (size_t)count;
+	return e;
+}
