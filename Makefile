@@ -15,15 +15,7 @@ LDSAN     := $(SAN)
 COMMON_SRC  := common/log.c common/fdpass.c common/ring.c common/fatbin.c common/fatbin_cubin.c \
                common/fatbin_entries.c common/fatbin_ptx.c
 include host-backend/sources.mk
-BACKEND_SRC := host-backend/mearasd.c host-backend/worker.c host-backend/output.c host-backend/poller.c \
-               $(EXEC_SRC) host-backend/handles.c host-backend/vaheap.c host-backend/watchdog.c \
-               host-backend/device_sim.c host-backend/device_cuda.c \
-               host-backend/remote_common.c host-backend/remote_client.c host-backend/remote_server.c \
-               host-backend/remote_session.c \
-               host-backend/remote_capture.c host-backend/remote_mapped.c \
-               host-backend/vm_server.c host-backend/vm_worker.c host-backend/vm_slot.c host-backend/vm_scan.c \
-               host-backend/vm_output.c \
-               host-backend/ivshmem/ivshmem_server.c host-backend/ivshmem/ivshmem_msg.c
+BACKEND_SRC := $(MEARASD_SRC) $(IVSHMEM_SRC)
 # the ops' code generated from include/mearas/ops.spec (scripts/opgen.py)
 OPS_STAMP   := $(BUILD)/gen/.ops-stamp
 OPS_GEN     := $(addprefix $(BUILD)/gen/,mearas/ops.gen.h mearas/ops_inline.gen.h mearas/ops_seeds.gen.h \
@@ -31,9 +23,6 @@ OPS_GEN     := $(addprefix $(BUILD)/gen/,mearas/ops.gen.h mearas/ops_inline.gen.
 REMOTE_LINK := remote-link/build/libremote_link.a
 # the control socket (assembly manager <-> mearasd): protobuf-c code generated
 # from proto/*.proto at build time
-CONTROL_SRC := host-backend/control.c host-backend/control_proto.c host-backend/control_profile.c \
-               host-backend/assembly.c host-backend/vgpustats.c host-backend/gpuprobe.c \
-               host-backend/tenant.c
 PB_GEN      := $(BUILD)/gen/pb/common.pb-c.c $(BUILD)/gen/pb/control.pb-c.c
 PB_OBJ      := $(patsubst $(BUILD)/gen/pb/%.c,$(BUILD)/obj-pb/%.o,$(PB_GEN))
 CUDART_SRC  := $(wildcard guest/libcudart/*.c)
@@ -58,7 +47,7 @@ $(BUILD)/obj/%.o: %.c | $(OPS_STAMP)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
 # the ivshmem server library defines _GNU_SOURCE itself
-$(BUILD)/obj/host-backend/ivshmem/%.o: host-backend/ivshmem/%.c | $(OPS_STAMP)
+$(BUILD)/obj/host-backend/vm/ivshmem/%.o: host-backend/vm/ivshmem/%.c | $(OPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -D_GNU_SOURCE,$(BASEFLAGS)) $(CFLAGS) -MMD -MP -c $< -o $@
 
@@ -71,10 +60,10 @@ $(BUILD)/obj-pb/%.o: $(BUILD)/gen/pb/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -fPIC $(SAN) $(CFLAGS) -I$(BUILD)/gen/pb -c $< -o $@
 
-$(call obj,$(BACKEND_SRC) $(CONTROL_SRC)): CFLAGS += -I$(BUILD)/gen/pb
-$(call obj,$(BACKEND_SRC) $(CONTROL_SRC)): | $(PB_GEN:.c=.h)
+$(call obj,$(BACKEND_SRC)): CFLAGS += -I$(BUILD)/gen/pb
+$(call obj,$(BACKEND_SRC)): | $(PB_GEN:.c=.h)
 
-$(BUILD)/obj/host-backend/%.o: BASEFLAGS += -Iremote-link/include
+$(BUILD)/obj/host-backend/%.o: BASEFLAGS += -Ihost-backend -Iremote-link/include
 
 .PHONY: $(REMOTE_LINK)
 $(REMOTE_LINK):
@@ -85,9 +74,9 @@ $(REMOTE_LINK):
 EXEC_GEN_OBJ := $(patsubst %.c,$(BUILD)/obj/gen/%.o,$(EXEC_GEN))
 $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) -Ihost-backend -Iremote-link/include $(CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(BASEFLAGS) -Ihost-backend -Ihost-backend/core -Iremote-link/include $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/bin/mearasd: $(call obj,$(BACKEND_SRC) $(CONTROL_SRC) $(COMMON_SRC)) $(EXEC_GEN_OBJ) $(PB_OBJ) $(REMOTE_LINK)
+$(BUILD)/bin/mearasd: $(call obj,$(BACKEND_SRC) $(COMMON_SRC)) $(EXEC_GEN_OBJ) $(PB_OBJ) $(REMOTE_LINK)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDSAN) -pthread -o $@ $^ -ldl -llz4 -lzstd -Wl,-Bstatic -lprotobuf-c -Wl,-Bdynamic -lssl -lcrypto -libverbs
 

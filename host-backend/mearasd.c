@@ -23,12 +23,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "control.h"
+#include "control/control.h"
 #include "mearas/clock.h"
 #include "mearas/log.h"
-#include "tenant.h"
-#include "vm.h"
-#include "worker.h"
+#include "core/tenant.h"
+#include "vm/vm.h"
+#include "core/worker.h"
 
 #define DEFAULT_SOCKET "/run/mearas/mearasd.sock"
 #define DEFAULT_SOCKET_GROUP "mearas"

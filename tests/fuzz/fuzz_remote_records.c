@@ -22,7 +22,7 @@
 #include "fuzz_remote.h"
 #include "mearas/log.h"
 #include "mearas/ring.h"
-#include "remote_session.h"
+#include "remote/session.h"
 #include "vgpu_fixture.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

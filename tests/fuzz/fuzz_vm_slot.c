@@ -26,7 +26,7 @@
 #include "fuzz_vm.h"
 #include "mearas/log.h"
 #include "mearas/vm_output.h"
-#include "vm.h"
+#include "vm/vm.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

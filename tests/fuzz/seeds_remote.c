@@ -9,7 +9,7 @@
 
 #include "fuzz_remote.h"
 #include "fuzz_seeds.h"
-#include "remote.h"
+#include "remote/remote.h"
 
 #define TAG(t, off) (((uint64_t)(t) << FUZZ_TAG_SHIFT) | (off))
 #define W MEARAS_SQE_WANT_CQE

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "remote.h"
+#include "remote/remote.h"
 
 static int failed;
 

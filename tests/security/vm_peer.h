@@ -17,7 +17,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "ivshmem/ivshmem_msg.h"
+#include "vm/ivshmem/ivshmem_msg.h"
 #include "mearas/vm_proto.h"
 
 struct vm_peer {

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "remote.h"
+#include "remote/remote.h"
 
 #define AREA 4096
 

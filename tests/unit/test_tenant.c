@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "tenant.h"
+#include "core/tenant.h"
 
 #define MiB (1ull << 20)
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "vaheap.h"
+#include "core/vaheap.h"
 
 #define MiB (1ull << 20)
 #define GiB (1ull << 30)

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "worker.h"
+#include "core/worker.h"
 
 #define FIXTURE_DATA_SIZE (8ull << 20)
 

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "remote.h"
+#include "remote/remote.h"
 
 static int send_all(int fd, const void *buf, size_t n)
 {

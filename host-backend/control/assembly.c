@@ -6,8 +6,8 @@
 
 #include "assembly.h"
 #include "mearas/log.h"
-#include "remote.h"
-#include "worker.h"
+#include "remote/remote.h"
+#include "core/worker.h"
 
 #define ASSEMBLY_MAX 1024
 

@@ -29,8 +29,8 @@
 #include "mearas/clock.h"
 #include "mearas/log.h"
 #include "mearas/ring.h"
-#include "remote_session.h"
-#include "worker.h"
+#include "session.h"
+#include "core/worker.h"
 
 #define TOKENS_CAP (1u << 16)
 #define SPACE_WAIT_NS (2ull * 1000 * 1000 * 1000)

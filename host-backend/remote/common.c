@@ -9,7 +9,7 @@
 
 #include "remote_link.h"
 #include "remote.h"
-#include "worker.h"
+#include "core/worker.h"
 
 int remote_tokens_init(struct remote_tokens *t, uint32_t cap)
 {

@@ -23,7 +23,7 @@
 #include <sys/types.h>
 
 #include "mearas/vm_proto.h"
-#include "worker.h"
+#include "core/worker.h"
 
 #define VM_MAX_SPECS 16u
 

@@ -12,10 +12,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "device.h"
+#include "device/device.h"
 #include "mearas/proto.h"
 #include "mearas/ring.h"
-#include "remote.h"
+#include "remote/remote.h"
 #include "vaheap.h"
 
 struct backend_config {

@@ -6,7 +6,7 @@
 
 #include "mearas/log.h"
 #include "vgpustats.h"
-#include "worker.h"
+#include "core/worker.h"
 
 static struct vstat_slot *table;
 static struct vstat_slot *mine;     /* a worker's own slot */

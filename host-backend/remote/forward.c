@@ -33,7 +33,7 @@
 #include "mearas/log.h"
 #include "mearas/ring.h"
 #include "remote_link.h"
-#include "worker.h"
+#include "core/worker.h"
 
 #define TOKENS_CAP (1u << 16)
 #define OPEN_TIMEOUT_MS 60000u

@@ -18,10 +18,10 @@
 #include <unistd.h>
 
 #include "mearas/fdpass.h"
-#include "assembly.h"
+#include "control/assembly.h"
 #include "mearas/log.h"
 #include "tenant.h"
-#include "vgpustats.h"
+#include "control/vgpustats.h"
 #include "worker.h"
 
 /* Each vGPU of a client gets its own 1 TiB device address window, so device

@@ -30,8 +30,8 @@
 #include "mearas/log.h"
 #include "mearas/ring.h"
 #include "remote_link.h"
-#include "remote_session.h"
-#include "worker.h"
+#include "session.h"
+#include "core/worker.h"
 
 
 #define CHILD_HANDSHAKE_MS 60000

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "assembly.h"
-#include "remote.h"
+#include "remote/remote.h"
 #include "control_internal.h"
 #include "mearas/log.h"
 

@@ -164,7 +164,7 @@ struct remote_config {
 bool remote_d2h_range(const struct mearas_sqe *e, uint64_t data_size, struct mearas_span *r);
 
 /* ---- what one link may make the remote node allocate (remote_budget.h) ---- */
-#include "remote_budget.h"
+#include "budget.h"
 /* A link's budget when --link-mem-mb is not given: its data area plus this. */
 #define REMOTE_LINK_MEM_EXTRA (64ull << 20)
 /* The session thread stops reading completions while its queued replies
