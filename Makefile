@@ -74,7 +74,7 @@ $(REMOTE_LINK):
 EXEC_GEN_OBJ := $(patsubst %.c,$(BUILD)/obj/gen/%.o,$(EXEC_GEN))
 $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) -Ihost-backend -Ihost-backend/core -Iremote-link/include $(CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(BASEFLAGS) -Ihost-backend -Iremote-link/include $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/bin/mearasd: $(call obj,$(BACKEND_SRC) $(COMMON_SRC)) $(EXEC_GEN_OBJ) $(PB_OBJ) $(REMOTE_LINK)
 	@mkdir -p $(dir $@)

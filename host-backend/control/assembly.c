@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "assembly.h"
+#include "core/config.h"
 #include "mearas/log.h"
-#include "remote/remote.h"
-#include "core/worker.h"
+#include "remote/config.h"
 
 #define ASSEMBLY_MAX 1024
 

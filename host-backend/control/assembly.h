@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mearas/proto.h"
 #include "core/tenant.h"
+#include "mearas/proto.h"
 
 #define ASSEMBLY_ID_MAX 63      /* fits mearas_hello.assembly with its NUL */
 

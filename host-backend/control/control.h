@@ -10,7 +10,7 @@
 
 #include <stdbool.h>
 
-#include "core/worker.h"
+struct backend_config;
 
 #define CONTROL_DEFAULT_SOCKET "/run/mearas/control.sock"
 #define CONTROL_MAX_FRAME (16u << 20)

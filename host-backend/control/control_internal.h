@@ -7,8 +7,8 @@
 #include <stdint.h>
 
 #include "control.pb-c.h"
+#include "core/config.h"
 #include "device/gpuprobe.h"
-#include "core/worker.h"
 
 /* control_proto.c: one request in, one packed ControlReply out (malloc'd) */
 void control_proto_init(const struct backend_config *cfg, const char *node);

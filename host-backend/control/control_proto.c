@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "assembly.h"
-#include "remote/remote.h"
 #include "control_internal.h"
 #include "mearas/log.h"
+#include "remote/config.h"
 
 #define CONTROL_MAJOR 1
 #define CONTROL_MINOR 0

@@ -4,9 +4,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "core/worker.h"
 #include "mearas/log.h"
 #include "vgpustats.h"
-#include "core/worker.h"
 
 static struct vstat_slot *table;
 static struct vstat_slot *mine;     /* a worker's own slot */

@@ -14,19 +14,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "deferred.h"
 #include "exec_internal.h"
 #include "mearas/clock.h"
 #include "mearas/log.h"
 #include "mearas/ring.h"
+#include "output.h"
+#include "watchdog.h"
 
 #define KNOWN_SQE_FLAGS (MEARAS_SQE_WANT_CQE | MEARAS_SQE_PAYLOAD_ARENA | MEARAS_SQE_PER_THREAD)
-
-/* Ops whose completion also reports earlier asynchronous errors, as the
- * synchronizing CUDA calls do. */
-bool reports_deferred(unsigned op)
-{
-	return mearas_op_props(op)->deferred;
-}
 
 /* ---- completions ---- */
 
@@ -98,8 +94,7 @@ static void complete(struct vgpu *v, struct pending *p)
 		exec_share_put(v, (struct hf_share *)(uintptr_t)p->arg);
 	}
 	if (!p->want_cqe) {
-		if (p->cqe.status && !v->deferred_error)
-			v->deferred_error = p->cqe.status;
+		deferred_keep(&v->deferred_error, p->cqe.status);
 		return;
 	}
 	if (!post_cqe(v, p->cq, &p->cqe)) {
@@ -254,10 +249,8 @@ void exec_record(struct vgpu *v, const struct mearas_sqe *e)
 	}
 	if (r == 0 && v->watch)
 		watch_record(v, e, &f);
-	if (r == 0 && want && reports_deferred(e->op) && v->deferred_error) {
-		r = v->deferred_error;
-		v->deferred_error = 0;
-	}
+	if (want)
+		r = deferred_report(&v->deferred_error, e->op, r);
 	c.status = r;
 	/* a fence only for records that wait for the device or act after it */
 	if (r == 0 && (f.stream || f.event) && (want || f.action != PENDING_POST)) {
@@ -288,8 +281,7 @@ void exec_record(struct vgpu *v, const struct mearas_sqe *e)
 		c.status = r;
 	}
 	if (!want) {
-		if (r && !v->deferred_error)
-			v->deferred_error = r;
+		deferred_keep(&v->deferred_error, r);
 		return;
 	}
 	if (!post_cqe(v, e->cq, &c)) {

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "exec.h"
 #include "worker.h"
 
 /* What a handler asks exec_record to do once the device has done the

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "exec_internal.h"
+#include "ranges.h"
 
 struct exec_pool {
 	uint64_t release_threshold;
@@ -194,8 +195,8 @@ int exec_op_MEMCPY_2D(struct vgpu *v, const struct mearas_sqe *e, const struct e
 	f->stream = in->stream;
 	if (width == 0 || height == 0)
 		return 0;
-	if (width > a->dpitch || width > a->spitch || height > (1ull << 32) || a->dpitch > (1ull << 40) ||
-	    a->spitch > (1ull << 40)) {
+	if (width > a->dpitch || width > a->spitch || height > RANGE_2D_MAX_ROWS ||
+	    a->dpitch > RANGE_2D_MAX_PITCH || a->spitch > RANGE_2D_MAX_PITCH) {
 		exec_refuse_log(v, "2D copy refused: %llu rows of %llu bytes, pitches %llu/%llu: bad pitch or height",
 				(unsigned long long)height, (unsigned long long)width, (unsigned long long)a->dpitch,
 				(unsigned long long)a->spitch);
@@ -257,7 +258,7 @@ int exec_op_MEMSET_2D(struct vgpu *v, const struct mearas_sqe *e, const struct e
 	f->stream = in->stream;
 	if (a->width == 0 || a->height == 0)
 		return 0;
-	if (a->width > a->pitch || a->pitch > (1ull << 40) || a->height > (1ull << 32))
+	if (a->width > a->pitch || a->pitch > RANGE_2D_MAX_PITCH || a->height > RANGE_2D_MAX_ROWS)
 		return cudaErrorInvalidValue;
 	if (!range_2d_span(a->width, a->pitch, a->height, &span) || !exec_dev_owner(v, a->dst, span)) {
 		exec_refuse_log(v, "2D memset refused: %llu rows of %llu bytes, pitch %llu, at %#llx leave this "

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* Client-chosen handle ids (streams, events, modules...) to device objects. */
+#include <driver_types.h> /* cudaError_t values */
 #include <stdlib.h>
 #include <string.h>
 
-#include "worker.h"
+#include "handles.h"
+#include "mearas/proto.h"
 
 int htab_put(struct handle_table *t, uint64_t id, void *obj, uint64_t aux)
 {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "mearas/log.h"
+#include "output.h"
 #include "worker.h"
 
 /* Device printf/assert output is written by the driver to this process's

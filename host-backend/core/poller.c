@@ -1,21 +1,27 @@
 // SPDX-License-Identifier: MIT
 /*
- * One poller per vGPU: drains the vGPU's submission ring in order, runs each
- * record, and watches pending completions. It never blocks on the device, so
- * one stream's synchronization cannot stall other streams or threads. Idle,
- * it spins briefly, then announces NEED_WAKEUP and sleeps on its eventfd.
+ * The local engine: one poller per vGPU drains the vGPU's submission ring in
+ * order, runs each record on this node's device, and watches pending
+ * completions. It never blocks on the device, so one stream's
+ * synchronization cannot stall other streams or threads. Idle, it spins
+ * briefly, then announces NEED_WAKEUP and sleeps on its eventfd.
  */
 #include <errno.h>
 #include <poll.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "engine.h"
+#include "exec.h"
 #include "mearas/clock.h"
 #include "mearas/log.h"
 #include "mearas/ring.h"
+#include "poller.h"
+#include "watchdog.h"
 #include "worker.h"
 
 /* A client waits on pending work: answer fast for this long, then nap. */
@@ -115,3 +121,26 @@ void *poller_main(void *arg)
 	v->poller_done = true;
 	return NULL;
 }
+
+static int local_open(struct vgpu *v, int phys, uint64_t va_base, uint64_t va_size, struct mearas_devinfo *info,
+		      uint64_t *granularity, char *err, size_t errlen)
+{
+	int r = v->ops->open(&v->dev, phys, va_base, va_size, info, granularity);
+
+	if (r)
+		snprintf(err, errlen, "vGPU %u: cannot open %s device %d (error %d)", v->index, v->ops->name, phys, r);
+	return r;
+}
+
+/* Every device object of the vGPU goes (the process's exit would free them
+ * too; this way the driver is told while the process goes on). */
+static void local_close(struct vgpu *v)
+{
+	v->ops->bind_thread(v->dev);
+	exec_drop_pending(v);
+	vgpu_teardown(v);
+}
+
+const struct vgpu_engine vgpu_engine_local = {
+	.name = "local", .open = local_open, .thread_main = poller_main, .close = local_close, .local = true,
+};

@@ -33,8 +33,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine.h"
 #include "mearas/clock.h"
 #include "mearas/log.h"
+#include "watchdog.h"
 #include "worker.h"
 
 #define WATCH_MARKS   32        /* marks in flight per stream */
@@ -75,7 +77,7 @@ int watchdog_arm(struct worker *w)
 	for (unsigned i = 0; i < w->nvgpus; i++) {
 		struct vgpu *v = &w->vgpus[i];
 
-		if (v->remote)
+		if (!v->engine->local)
 			continue; /* runs on another node: not covered (yet) */
 		v->watch = calloc(1, sizeof(*v->watch));
 		if (!v->watch)
@@ -281,7 +283,7 @@ void watchdog_teardown(struct worker *w)
 		bool all = true;
 
 		for (unsigned i = 0; i < w->nvgpus; i++)
-			all &= w->vgpus[i].remote || w->vgpus[i].poller_done;
+			all &= !w->vgpus[i].engine->local || w->vgpus[i].poller_done;
 		if (all)
 			break;
 		usleep(1000);

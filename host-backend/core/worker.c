@@ -1,27 +1,20 @@
 // SPDX-License-Identifier: MIT
 /*
- * A worker serves one client: handshake, region, pollers, teardown. It runs
- * in its own process (forked by mearasd per connection), so the device
- * state of one client is never shared with another and everything it held
- * is released when it exits.
+ * A worker's region and vGPUs: the shared region (header, a block of rings
+ * per vGPU, the data area), and each vGPU set up on its engine with its
+ * device address window, heap and rings. Process clients (client.c) and
+ * VM slots (vm/vm_slot.c) are set up alike.
  */
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
-#include <fcntl.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
-#include "mearas/fdpass.h"
-#include "control/assembly.h"
+#include "engine.h"
 #include "mearas/log.h"
 #include "tenant.h"
-#include "control/vgpustats.h"
 #include "worker.h"
 
 /* Each vGPU of a client gets its own 1 TiB device address window, so device
@@ -75,14 +68,31 @@ static const struct vaheap_ops heap_ops = {
 	.map = heap_map, .unmap = heap_unmap, .charge = heap_charge, .uncharge = heap_uncharge,
 };
 
-static void refuse(int sock, int status, const char *fmt, const char *arg)
+const struct vgpu_engine *worker_engine(const struct backend_config *cfg, unsigned i)
 {
-	struct mearas_welcome wl = { .magic = MEARAS_WELCOME_MAGIC, .version = MEARAS_PROTO_VERSION,
-				     .status = status };
+	return remote_vgpu_is_remote(&cfg->remote, i) ? cfg->remote_engine : &vgpu_engine_local;
+}
 
-	snprintf(wl.message, sizeof(wl.message), fmt, arg);
-	log_warn("client refused: %s", wl.message);
-	mearas_send_fds(sock, &wl, sizeof(wl), NULL, 0);
+void vgpu_attach(struct vgpu *v, struct worker *w, unsigned i)
+{
+	v->w = w;
+	v->index = i;
+	v->ops = w->cfg->dev;
+	pthread_mutex_init(&v->cq_lock, NULL);
+	pthread_mutex_init(&v->hf_lock, NULL);
+	pthread_cond_init(&v->hf_cond, NULL);
+}
+
+int vgpu_wire(struct vgpu *v, uint8_t *blk, const struct mearas_vgpu_layout *l, uint64_t va_base,
+	      uint64_t va_size, uint64_t granularity, uint64_t quota)
+{
+	vaheap_init(&v->heap, va_base, va_size - MEARAS_GLOBALS_RESERVE, granularity, quota, &heap_ops, v);
+	mearas_vgpu_rings_at(&v->rings, blk, l, MEARAS_SQ_ENTRIES, MEARAS_CQ_ENTRIES, MEARAS_ARENA_SIZE);
+	mearas_sqc_init(&v->sq, &v->rings);
+	for (unsigned t = 0; t < v->w->nthreads; t++)
+		mearas_cqp_init(&v->cq[t], &v->rings, t);
+	v->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	return v->kick_fd < 0 ? -1 : 0;
 }
 
 int worker_setup_vgpu(struct worker *w, unsigned i, int ndev, char *err, size_t errlen)
@@ -99,27 +109,20 @@ int worker_setup_vgpu(struct worker *w, unsigned i, int ndev, char *err, size_t 
 	/* remote sessions start at the client's ordinal, VM slots at their own window */
 	uint64_t base = VA_WINDOW_BASE + (uint64_t)(cfg->va_window_first + w->va_index0 + i) * VA_WINDOW_SIZE;
 	uint64_t gran = 0, quota;
-	bool remote = remote_vgpu_is_remote(&cfg->remote, i);
-	int phys = cfg->gpu_map[i] >= 0 ? cfg->gpu_map[i] : remote ? 0 : (int)(i % (unsigned)ndev);
-	int r;
+	const struct vgpu_engine *engine = worker_engine(cfg, i);
+	int phys, r;
 
-	v->w = w;
-	v->index = i;
-	v->ops = cfg->dev;
+	vgpu_attach(v, w, i);
 	memset(info, 0, sizeof(*info));
-	pthread_mutex_init(&v->cq_lock, NULL);
-	pthread_mutex_init(&v->hf_lock, NULL);
-	pthread_cond_init(&v->hf_cond, NULL);
-	if (remote)
-		r = remote_client_open(v, &cfg->remote.target[i], info, err, errlen);
-	else
-		r = v->ops->open(&v->dev, phys, base, VA_WINDOW_SIZE, info, &gran);
-	if (r && remote)
-		return r;
-	if (r) {
-		snprintf(err, errlen, "vGPU %u: cannot open %s device %d (error %d)", i, v->ops->name, phys, r);
-		return r;
+	if (!engine) {
+		snprintf(err, errlen, "vGPU %u: remote vGPUs cannot run here", i);
+		return cudaErrorDevicesUnavailable;
 	}
+	v->engine = engine;
+	phys = cfg->gpu_map[i] >= 0 ? cfg->gpu_map[i] : !engine->local ? 0 : (int)(i % (unsigned)ndev);
+	r = engine->open(v, phys, base, VA_WINDOW_SIZE, info, &gran, err, errlen);
+	if (r)
+		return r;
 	base = info->va_base ? info->va_base : base;
 	quota = cfg->quota[i] ? cfg->quota[i] : info->total_mem;
 	if (quota > info->total_mem)
@@ -128,23 +131,17 @@ int worker_setup_vgpu(struct worker *w, unsigned i, int ndev, char *err, size_t 
 	info->va_base = base;
 	info->va_size = VA_WINDOW_SIZE;
 	memcpy(blk + l.devinfo, info, sizeof(*info));
-	vaheap_init(&v->heap, base, VA_WINDOW_SIZE - MEARAS_GLOBALS_RESERVE, gran, quota, &heap_ops, v);
-	mearas_vgpu_rings_at(&v->rings, blk, &l, MEARAS_SQ_ENTRIES, MEARAS_CQ_ENTRIES, MEARAS_ARENA_SIZE);
-	mearas_sqc_init(&v->sq, &v->rings);
-	for (unsigned t = 0; t < w->nthreads; t++)
-		mearas_cqp_init(&v->cq[t], &v->rings, t);
-	v->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (v->kick_fd < 0) {
+	if (vgpu_wire(v, blk, &l, base, VA_WINDOW_SIZE, gran, quota)) {
 		snprintf(err, errlen, "eventfd: %s", strerror(errno));
 		return cudaErrorMemoryAllocation;
 	}
-	if (!remote)
+	if (engine->local)
 		log_info("vGPU %u -> %s device %d (%s), quota %llu MiB", i, v->ops->name, phys, info->name,
 			 (unsigned long long)(quota >> 20));
 	return 0;
 }
 
-static int build_region(struct worker *w, char *err, size_t errlen)
+int worker_build_region(struct worker *w, char *err, size_t errlen)
 {
 	struct mearas_vgpu_layout l = mearas_vgpu_layout(MEARAS_SQ_ENTRIES, MEARAS_CQ_ENTRIES,
 							 MEARAS_ARENA_SIZE, w->nthreads);
@@ -196,187 +193,4 @@ void worker_init_region(struct worker *w, uint64_t data_off)
 	for (unsigned i = 0; i < w->nvgpus; i++)
 		hdr->vgpu_off[i] = off + l.size * i;
 	w->data = w->region + data_off;
-}
-
-static void *watch_stop(struct worker *w)
-{
-	struct pollfd p = { .fd = w->sock, .events = POLLIN | POLLRDHUP };
-
-	while (!w->broken && !w->timed_out) {
-		int r = poll(&p, 1, 200);
-
-		vstats_publish(w);
-		if (w->cfg->kernel_timeout_ms && watchdog_pollers_stuck(w))
-			break;
-		if (r > 0) {
-			char c;
-
-			/* the client never writes after the hello: any event is its end */
-			if ((p.revents & (POLLHUP | POLLRDHUP | POLLERR)) ||
-			    recv(w->sock, &c, 1, MSG_DONTWAIT) <= 0)
-				break;
-		}
-	}
-	return NULL;
-}
-
-int worker_serve(const struct backend_config *cfg, int sock)
-{
-	return worker_serve_client(cfg, sock, NULL, 0);
-}
-
-int worker_serve_client(const struct backend_config *cfg, int sock, const struct tenant_peer *peer,
-			unsigned slot)
-{
-	static const struct tenant_id internal = { .kind = TENANT_NONE };
-	const struct tenant_id *who = peer ? &peer->id : &internal;
-	bool privileged = !peer || tenant_privileged(who);
-	struct mearas_hello h;
-	struct worker *w;
-	char err[256], label[48];
-	int fds[3 + MEARAS_MAX_VGPUS + MEARAS_MAX_THREADS], nfds = 0, got = 0, r, ndev;
-	unsigned local;
-	struct mearas_welcome wl = { .magic = MEARAS_WELCOME_MAGIC, .version = MEARAS_PROTO_VERSION };
-	struct backend_config client_cfg; /* this client's: its assembly's GPUs and quotas */
-
-	r = mearas_recv_fds(sock, &h, sizeof(h), fds, 0, &got, 5000);
-	if (r) {
-		log_warn("client sent no hello: %s", strerror(-r));
-		return 1;
-	}
-	if (h.magic != MEARAS_HELLO_MAGIC) {
-		refuse(sock, cudaErrorInvalidValue, "%s", "not a mearas client (bad magic)");
-		return 1;
-	}
-	if (h.version != MEARAS_PROTO_VERSION) {
-		char v[32];
-
-		snprintf(v, sizeof(v), "%u", h.version);
-		refuse(sock, cudaErrorInsufficientDriver, "client protocol version %s, mearasd speaks 1", v);
-		return 1;
-	}
-	w = calloc(1, sizeof(*w));
-	if (!w)
-		return 1;
-	client_cfg = *cfg;
-	w->cfg = &client_cfg;
-	w->sock = sock;
-	w->nvgpus = h.nvgpus ? h.nvgpus : cfg->vgpus_default;
-	h.assembly[sizeof(h.assembly) - 1] = 0;
-	if (h.assembly[0] && assembly_apply(h.assembly, who, privileged, h.nvgpus, &client_cfg, &w->nvgpus, err,
-					    sizeof(err))) {
-		refuse(sock, cudaErrorNoDevice, "%s", err);
-		return 1;
-	}
-	w->nthreads = MEARAS_MAX_THREADS;
-	w->data_size = h.data_size ? h.data_size : cfg->data_default;
-	w->data_size = mearas_align_up(w->data_size, 2u << 20);
-	if (w->nvgpus > MEARAS_MAX_VGPUS) {
-		refuse(sock, cudaErrorInvalidValue, "%s", "too many vGPUs asked for (at most 16)");
-		return 1;
-	}
-	if (w->data_size > cfg->data_max || w->data_size < (8u << 20)) {
-		refuse(sock, cudaErrorInvalidValue, "%s", "data area size out of range (MEARAS_DATA_MB)");
-		return 1;
-	}
-	/* the identity's data areas and device memory, all its workers together */
-	if (tenant_worker_hello(slot, h.assembly, w->data_size, err, sizeof(err))) {
-		refuse(sock, cudaErrorMemoryAllocation, "%s", err);
-		return 1;
-	}
-	w->tenant_slot = slot;
-	if (build_region(w, err, sizeof(err))) {
-		refuse(sock, cudaErrorMemoryAllocation, "%s", err);
-		return 1;
-	}
-	if (worker_capture_output(w, err, sizeof(err))) {
-		refuse(sock, cudaErrorMemoryAllocation, "%s", err);
-		return 1;
-	}
-	for (local = 0; local < w->nvgpus && remote_vgpu_is_remote(&cfg->remote, local); local++)
-		;
-	if (local < w->nvgpus && cfg->dev->init(err, sizeof(err))) {
-		refuse(sock, cudaErrorNoDevice, "device initialization failed: %s", err);
-		return 1;
-	}
-	ndev = local < w->nvgpus ? cfg->dev->count() : 1;
-	if (ndev <= 0) {
-		refuse(sock, cudaErrorNoDevice, "%s", "no GPU on this node");
-		return 1;
-	}
-	for (unsigned i = 0; i < w->nvgpus; i++) {
-		r = worker_setup_vgpu(w, i, ndev, err, sizeof(err));
-		if (r) {
-			refuse(sock, r, "%s", err);
-			return 1;
-		}
-	}
-	/* the data area is registered once (portable to every context) so pinned
-	 * copies are DMA from it with no staging */
-	r = local < w->nvgpus ? w->vgpus[local].ops->host_register(w->vgpus[local].dev, w->data, w->data_size) : 0;
-	if (r) {
-		refuse(sock, r, "%s", "cannot register the data area with the device");
-		return 1;
-	}
-	for (unsigned t = 0; t < w->nthreads; t++) {
-		w->wake_fds[t] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		if (w->wake_fds[t] < 0) {
-			refuse(sock, cudaErrorMemoryAllocation, "%s", "out of eventfds");
-			return 1;
-		}
-	}
-	((struct mearas_region_hdr *)w->region)->state = MEARAS_BACKEND_READY;
-	fds[nfds++] = w->memfd;
-	for (unsigned i = 0; i < w->nvgpus; i++)
-		fds[nfds++] = w->vgpus[i].kick_fd;
-	for (unsigned t = 0; t < w->nthreads; t++)
-		fds[nfds++] = w->wake_fds[t];
-	fds[nfds++] = w->out_fd;
-	fds[nfds++] = w->err_fd;
-	wl.region_addr = (uint64_t)(uintptr_t)w->region;
-	wl.region_size = w->region_size;
-	wl.nvgpus = w->nvgpus;
-	wl.nthreads = w->nthreads;
-	r = mearas_send_fds(sock, &wl, sizeof(wl), fds, nfds);
-	if (r) {
-		log_warn("client vanished during handshake: %s", strerror(-r));
-		return 1;
-	}
-	/* the hello's pid is the client's word; the kernel's is logged */
-	if (peer)
-		snprintf(label, sizeof(label), "uid %u pid %d", peer->id.uid, peer->pid);
-	else
-		snprintf(label, sizeof(label), "pid %d", h.pid);
-	log_info("client %s: %u vGPU(s), data area %llu MiB%s%s", label, w->nvgpus,
-		 (unsigned long long)(w->data_size >> 20), h.assembly[0] ? ", assembly " : "",
-		 h.assembly[0] ? h.assembly : "");
-	snprintf(w->tenant, sizeof(w->tenant), "client pid %d%s%.32s", peer ? peer->pid : h.pid,
-		 h.assembly[0] ? " of assembly " : "", h.assembly);
-	vstats_claim(h.assembly, w->nvgpus);
-	if (watchdog_arm(w)) {
-		log_err("%s: no memory for the GPU time limit: client not served", w->tenant);
-		return 1;
-	}
-	for (unsigned i = 0; i < w->nvgpus; i++)
-		pthread_create(&w->vgpus[i].thread, NULL, w->vgpus[i].remote ? remote_client_main : poller_main,
-			       &w->vgpus[i]);
-	watch_stop(w);
-	vstats_release();
-	if (w->timed_out) {
-		/* a poller may be stuck in the driver behind the kernel: no join */
-		watchdog_teardown(w);
-		return 3;
-	}
-	w->stop = 1;
-	for (unsigned i = 0; i < w->nvgpus; i++)
-		pthread_join(w->vgpus[i].thread, NULL);
-	for (unsigned i = 0; i < w->nvgpus; i++) {
-		struct vgpu *v = &w->vgpus[i];
-
-		log_info("client %s vGPU %u: %llu records served%s", label, i,
-			 (unsigned long long)v->records, w->broken ? " (client misbehaved)" : "");
-	}
-	/* The process exits right after: the driver frees the client's contexts,
-	 * memory and registrations with it; the model's memory goes with the process. */
-	return w->broken ? 2 : 0;
 }

@@ -14,6 +14,10 @@
 #include "mearas/clock.h"
 #include "mearas/log.h"
 
+/* A link's budget when --link-mem-mb is not given: its data area plus this
+ * (on the serving node, and for the forwarder's shadows of mapped ranges). */
+#define REMOTE_LINK_MEM_EXTRA (64ull << 20)
+
 struct remote_budget {
 	uint64_t limit;         /* bytes; 0 = no limit */
 	uint64_t used;          /* atomic */

@@ -17,7 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "remote.h"
+#include "budget.h"
+#include "capture.h"
 
 struct cap_ranges {
 	struct mearas_span *r;

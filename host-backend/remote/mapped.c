@@ -15,7 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "remote.h"
+#include "budget.h"
+#include "mapped.h"
 
 struct mapped_entry {
 	uint64_t off, size;

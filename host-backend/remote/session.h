@@ -19,8 +19,20 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-#include "remote.h"
+#include "budget.h"
+#include "mearas/ring.h"
+#include "messages.h"
 #include "remote_link.h"
+#include "tokens.h"
+
+struct remote_captures;
+struct remote_mapped;
+
+/* The session thread stops reading completions while its queued replies
+ * hold this much (the forwarder's REAP calls drain them): flow control. */
+#define REMOTE_QUEUE_SOFT (4ull * REMOTE_REPLY_MAX)
+/* ... and never holds more than this (items past it are lost, with an error) */
+#define REMOTE_QUEUE_MAX (2 * REMOTE_QUEUE_SOFT)
 
 enum out_type { OUT_CQE = 1, OUT_DATA, OUT_OUTPUT, OUT_FATAL, OUT_DONE, OUT_MAPPED };
 

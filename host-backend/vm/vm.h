@@ -22,8 +22,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "mearas/vm_proto.h"
 #include "core/worker.h"
+#include "mearas/vm_proto.h"
 
 #define VM_MAX_SPECS 16u
 

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/output.h"
 #include "mearas/log.h"
 #include "mearas/vm_output.h"
 #include "vm.h"

@@ -33,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/engine.h"
+#include "core/watchdog.h"
 #include "ivshmem/ivshmem_server.h"
 #include "mearas/log.h"
 #include "vm.h"
@@ -170,7 +172,7 @@ static int slot_open(struct vm *vm, struct vm_slot *s, char *err, size_t errlen)
 static int start_pollers(struct worker *w, char *err, size_t errlen)
 {
 	for (unsigned i = 0; i < w->nvgpus; i++) {
-		int r = pthread_create(&w->vgpus[i].thread, NULL, poller_main, &w->vgpus[i]);
+		int r = pthread_create(&w->vgpus[i].thread, NULL, w->vgpus[i].engine->thread_main, &w->vgpus[i]);
 
 		if (r) {
 			snprintf(err, errlen, "poller thread: %s", strerror(r));
@@ -206,9 +208,7 @@ static void slot_close(struct vm *vm, struct vm_slot *s)
 	for (unsigned i = 0; i < w->nvgpus; i++) {
 		struct vgpu *v = &w->vgpus[i];
 
-		v->ops->bind_thread(v->dev);
-		exec_drop_pending(v);
-		vgpu_teardown(v);
+		v->engine->close(v);
 		/* parsed by tests/vm-cuda/gpu-suite.sh (host_us_per_sync_call) */
 		log_info("VM %s slot %u vGPU %u: %llu records served, %llu synchronizing in %.3f us of host time each%s; freed",
 			 vm->spec->name, s->index, i, (unsigned long long)v->records, (unsigned long long)v->sync_calls,

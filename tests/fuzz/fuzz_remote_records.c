@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/poller.h"
 #include "fuzz_remote.h"
 #include "mearas/log.h"
 #include "mearas/ring.h"
@@ -61,26 +62,6 @@ static void must(bool ok, const char *what)
 		die(what);
 }
 
-/* The worker's region header, as worker_init_region writes it for the fixture's layout. */
-static void write_region_hdr(struct worker *w)
-{
-	struct mearas_region_hdr *h = (struct mearas_region_hdr *)w->region;
-
-	memset(h, 0, sizeof(*h));
-	h->magic = MEARAS_REGION_MAGIC;
-	h->version = MEARAS_PROTO_VERSION;
-	h->hdr_size = sizeof(*h);
-	h->region_size = w->region_size;
-	h->nvgpus = w->nvgpus;
-	h->nthreads = w->nthreads;
-	h->sq_entries = MEARAS_SQ_ENTRIES;
-	h->cq_entries = MEARAS_CQ_ENTRIES;
-	h->arena_size = MEARAS_ARENA_SIZE;
-	h->data_off = (uint64_t)(w->data - w->region);
-	h->data_size = w->data_size;
-	h->vgpu_off[0] = 4096;
-}
-
 static void setup(struct run *r, uint8_t flags)
 {
 	struct mearas_sqe e;
@@ -98,7 +79,6 @@ static void setup(struct run *r, uint8_t flags)
 	e = sqe_of(MEARAS_OP_EVENT_CREATE);
 	e.args.a[0] = FUZZ_EVENT;
 	must(fixture_run(&r->fx, 0, &e, NULL) == 0, "event");
-	write_region_hdr(w);
 	r->s = remote_session_new(NULL, (flags & REMF_GRAPHS) != 0);
 	must(r->s && r->s->ready == 0, "remote_session_new");
 	remote_session_map(r->s, w->region, (uint64_t)(uintptr_t)w->region);

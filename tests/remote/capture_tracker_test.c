@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The remote node's stream-capture tracker (host-backend/remote_capture.c):
+/* The remote node's stream-capture tracker (host-backend/remote/capture.c):
  * copies on capturing streams (and streams joined by an event) are kept with
  * the capture, reach the graph's executable graphs, and come back at launch.
  * Also the link's memory budget as the capture tracker and the mapped-range
@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "remote/remote.h"
+#include "remote/budget.h"
+#include "remote/capture.h"
+#include "remote/mapped.h"
+#include "remote/messages.h"
 
 static int failed;
 

@@ -7,7 +7,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "remote/remote.h"
+#include "remote/budget.h"
+#include "remote/mapped.h"
 
 #define AREA 4096
 

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "remote/remote.h"
+#include "remote/messages.h"
 
 static int send_all(int fd, const void *buf, size_t n)
 {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Remote vGPUs: what both ends share (tokens, options, link settings). */
+/* Remote vGPUs in mearasd's configuration: options, cluster key, link settings (config.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -7,80 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "remote_link.h"
-#include "remote.h"
-#include "core/worker.h"
-
-int remote_tokens_init(struct remote_tokens *t, uint32_t cap)
-{
-	memset(t, 0, sizeof(*t));
-	pthread_mutex_init(&t->lock, NULL);
-	t->e = calloc(cap, sizeof(*t->e));
-	t->tok = calloc(cap, sizeof(*t->tok));
-	t->cap = cap;
-	t->next = 1;
-	return t->e && t->tok ? 0 : -1;
-}
-
-uint64_t remote_tokens_add(struct remote_tokens *t, const struct remote_token *in)
-{
-	uint64_t token = 0;
-
-	pthread_mutex_lock(&t->lock);
-	if (!t->failed && t->used < t->cap) {
-		/* tokens are sparse: skip indices still in flight */
-		while (t->e[t->next & (t->cap - 1)].used)
-			t->next++;
-		token = t->next++;
-		t->e[token & (t->cap - 1)] = *in;
-		t->e[token & (t->cap - 1)].used = 1;
-		t->tok[token & (t->cap - 1)] = token;
-		t->used++;
-	}
-	pthread_mutex_unlock(&t->lock);
-	return token;
-}
-
-bool remote_tokens_take(struct remote_tokens *t, uint64_t token, struct remote_token *out)
-{
-	uint32_t i = (uint32_t)(token & (t->cap - 1));
-	bool ok = false;
-
-	pthread_mutex_lock(&t->lock);
-	if (token && t->e[i].used && t->tok[i] == token) {
-		*out = t->e[i];
-		t->e[i].used = 0;
-		t->used--;
-		ok = true;
-	}
-	pthread_mutex_unlock(&t->lock);
-	return ok;
-}
-
-void remote_tokens_fail(struct remote_tokens *t, void (*fn)(void *ctx, const struct remote_token *e), void *ctx)
-{
-	pthread_mutex_lock(&t->lock);
-	t->failed = 1;
-	for (uint32_t i = 0; i < t->cap; i++) {
-		if (!t->e[i].used)
-			continue;
-		t->e[i].used = 0;
-		t->used--;
-		fn(ctx, &t->e[i]);
-	}
-	pthread_mutex_unlock(&t->lock);
-}
-
-bool remote_d2h_range(const struct mearas_sqe *e, uint64_t data_size, struct mearas_span *r)
-{
-	uint64_t span;
-
-	if (!mearas_op_writes(e, r))
-		return false;
-	if (r->rows > (1ull << 32) || r->pitch > (1ull << 40) || !range_2d_span(r->width, r->pitch, r->rows, &span))
-		return false;
-	return r->off <= data_size && span <= data_size - r->off;
-}
 
 int remote_parse_target(struct remote_config *rc, const char *spec)
 {
@@ -138,11 +66,6 @@ int remote_load_key(struct remote_config *rc, const char *path)
 	rc->key_len = (size_t)n;
 	snprintf(rc->key_file, sizeof(rc->key_file), "%s", path);
 	return 0;
-}
-
-bool remote_vgpu_is_remote(const struct remote_config *rc, unsigned vgpu)
-{
-	return vgpu < MEARAS_MAX_VGPUS && rc->target[vgpu].host[0];
 }
 
 void remote_link_config(const struct remote_config *rc, struct mearas_link_config *lc)
