@@ -4,7 +4,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "core/worker.h"
 #include "mearas/log.h"
 #include "vgpustats.h"
 
@@ -52,13 +51,10 @@ void vstats_claim(const char *assembly, unsigned nvgpus)
 	log_warn("call-rate table full: this client's call rate is not reported");
 }
 
-void vstats_publish(const struct worker *w)
+void vstats_publish(unsigned v, uint64_t records)
 {
-	if (!mine)
-		return;
-	for (unsigned v = 0; v < w->nvgpus && v < MEARAS_MAX_VGPUS; v++)
-		__atomic_store_n(&mine->records[v], __atomic_load_n(&w->vgpus[v].records, __ATOMIC_RELAXED),
-				 __ATOMIC_RELAXED);
+	if (mine && v < MEARAS_MAX_VGPUS)
+		__atomic_store_n(&mine->records[v], records, __ATOMIC_RELAXED);
 }
 
 void vstats_release(void)

@@ -26,11 +26,10 @@ int vstats_init(void);
 /* the table, or NULL when vstats_init failed */
 struct vstat_slot *vstats_table(void);
 
-struct worker;
 /* worker: claim a slot for this client (assembly may be "") */
 void vstats_claim(const char *assembly, unsigned nvgpus);
-/* worker: copy the vGPUs' record counters into the slot */
-void vstats_publish(const struct worker *w);
+/* worker: vGPU v has executed this many records (into the slot) */
+void vstats_publish(unsigned v, uint64_t records);
 /* worker: give the slot back */
 void vstats_release(void);
 

@@ -42,7 +42,8 @@ static void *watch_stop(struct worker *w)
 	while (!w->broken && !w->timed_out) {
 		int r = poll(&p, 1, 200);
 
-		vstats_publish(w);
+		for (unsigned v = 0; v < w->nvgpus; v++)
+			vstats_publish(v, __atomic_load_n(&w->vgpus[v].records, __ATOMIC_RELAXED));
 		if (w->cfg->kernel_timeout_ms && watchdog_pollers_stuck(w))
 			break;
 		if (r > 0) {
