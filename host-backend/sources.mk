@@ -19,6 +19,7 @@ DEVICE_SRC := $(addprefix $(HB)/device/,device_sim.c device_cuda.c)
 GPUPROBE_SRC := $(HB)/device/gpuprobe.c
 VM_SRC := $(addprefix $(HB)/vm/,vm_server.c vm_worker.c vm_slot.c vm_scan.c vm_output.c)
 IVSHMEM_SRC := $(addprefix $(HB)/vm/ivshmem/,ivshmem_server.c ivshmem_msg.c)
+IVSHMEM_SERVE_SRC := $(HB)/vm/ivshmem/tools/ivshmem_serve.c
 # remote vGPUs: what the serving node's session runs on (its trackers and
 # tokens), then the forwarder, the serving node and their configuration
 REMOTE_TRACK_SRC := $(addprefix $(HB)/remote/,capture.c mapped.c)
