@@ -1,4 +1,4 @@
-# Included by every Makefile that compiles code including mearas/proto.h
+# Included by every Makefile that compiles code including mearas/region.h
 # (whose ops come from include/mearas/ops.spec) or the protobuf-c code of
 # proto/*.proto: where the top-level Makefile generates them (once, for
 # every build), and prerequisites that make them. Set ROOT (the repository

@@ -229,7 +229,7 @@ def c_params(op: Op) -> str:
 
 
 def gen_inline(spec: Spec) -> str:
-    out = [HEADER, "/* included by mearas/proto.h after struct mearas_sqe */\n"
+    out = [HEADER, "/* included by mearas/region.h after struct mearas_sqe */\n"
            "#ifndef MEARAS_OPS_INLINE_GEN_H\n#define MEARAS_OPS_INLINE_GEN_H\n\n#include <stdbool.h>\n\n"]
     out.append("struct mearas_op_props {\n\tconst char *name;\n")
     for f in sorted(FLAGS) + ["stream"]:

@@ -13,7 +13,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "mearas/proto.h"
+#include "mearas/region.h"
 #include "mearas/ring.h"
 
 #define RT_HIDDEN __attribute__((visibility("hidden")))

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "core/tenant.h"
-#include "mearas/proto.h"
+#include "mearas/region.h"
 
 #define ASSEMBLY_ID_MAX 63      /* fits mearas_hello.assembly with its NUL */
 

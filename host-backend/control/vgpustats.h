@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "mearas/proto.h"
+#include "mearas/region.h"
 
 #define VSTAT_SLOTS 1024
 

@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "mearas/proto.h"
+#include "mearas/region.h"
 #include "remote/config.h"
 
 struct mdev_ops;

@@ -11,7 +11,7 @@
 
 #include <stdbool.h>
 
-#include "mearas/proto.h"
+#include "mearas/region.h"
 
 /* ops whose completion also reports an earlier asynchronous error */
 static inline bool reports_deferred(unsigned op)

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "handles.h"
-#include "mearas/proto.h"
+#include "mearas/region.h"
 
 int htab_put(struct handle_table *t, uint64_t id, void *obj, uint64_t aux)
 {

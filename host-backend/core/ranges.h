@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "mearas/proto.h"
+#include "mearas/region.h"
 
 /* a 2D range has at most this many rows, this far apart */
 #define RANGE_2D_MAX_ROWS  (1ull << 32)

@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "mearas/proto.h"
+#include "mearas/region.h"
 
 #define TENANT_VM_NAME_MAX 64
 #define TENANT_SLOTS_MAX 4096   /* --max-clients at most */

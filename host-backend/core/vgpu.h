@@ -14,7 +14,7 @@
 
 #include "device/device.h"
 #include "handles.h"
-#include "mearas/proto.h"
+#include "mearas/region.h"
 #include "mearas/ring.h"
 #include "vaheap.h"
 

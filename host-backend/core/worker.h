@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "mearas/proto.h"
+#include "mearas/region.h"
 #include "vgpu.h"
 
 struct worker {

@@ -16,7 +16,7 @@
 #include <driver_types.h> /* cudaError_t values (plain C header of the toolkit) */
 
 #include "mdev_ops.gen.h"
-#include "mearas/proto.h"
+#include "mearas/region.h"
 
 struct mdev;
 

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "mearas/proto.h"
+#include "mearas/region.h"
 
 struct remote_budget;
 struct remote_captures;

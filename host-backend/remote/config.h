@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mearas/proto.h"
+#include "mearas/region.h"
 
 #define REMOTE_HOST_MAX 256
 /* Threads of a remote vGPU (both nodes) stay awake at least this long after

@@ -26,7 +26,7 @@
 #include "budget.h"
 #include "config.h"
 #include "core/vgpu.h"
-#include "mearas/proto.h"
+#include "mearas/region.h"
 #include "tokens.h"
 
 struct mearas_link;

@@ -37,7 +37,7 @@
 
 #include <stdint.h>
 
-#include "mearas/proto.h"
+#include "mearas/region.h"
 
 #define REMOTE_MAGIC    0x4d45524du /* "MREM" */
 #define REMOTE_VERSION  3u

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "mearas/proto.h"
+#include "mearas/region.h"
 
 struct remote_token {
 	uint64_t user_data;     /* the original */

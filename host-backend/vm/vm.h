@@ -5,7 +5,7 @@
  * Per VM, mearasd forks a supervisor (vm_server.c) that creates the VM's
  * shared memory and forks a VM worker (vm_worker.c); the worker serves the
  * ivshmem socket and the VM header (claims, kicks) of
- * include/mearas/vm_proto.h, and forks one slot worker per claimed client
+ * include/mearas/vm_region.h, and forks one slot worker per claimed client
  * slot (vm_slot.c): a process with its own device contexts that maps and
  * registers only its slot, so one guest process's GPU work (a fault, a
  * hung host function) touches no other's. When the VM goes away
@@ -23,7 +23,7 @@
 #include <sys/types.h>
 
 #include "core/worker.h"
-#include "mearas/vm_proto.h"
+#include "mearas/vm_region.h"
 
 #define VM_MAX_SPECS 16u
 

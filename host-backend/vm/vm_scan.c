@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The VM worker's side of the slot protocol (vm_proto.h) as decisions: what
+ * The VM worker's side of the slot protocol (vm_region.h) as decisions: what
  * the guest wrote in the VM header (claim, ready, kick) and in its slot's
  * region header, read once and only compared, and the state of each slot
  * as its worker is started, asked to stop, reports and exits. The guest may

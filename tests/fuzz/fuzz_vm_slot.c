@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * libFuzzer target: the VM slot protocol as mearasd's VM worker sees it
- * (vm_proto.h; format in fuzz_vm.h). A guest writes whatever it likes into
+ * (vm_region.h; format in fuzz_vm.h). A guest writes whatever it likes into
  * the VM header, its slots' region headers and its output rings' tails;
  * between its writes the VM worker scans (the shipped vm_scan_slot,
  * vm_scan_start_failed and vm_scan_kicks, in scan_slots' order) and its

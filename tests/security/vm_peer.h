@@ -17,8 +17,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "mearas/vm_region.h"
 #include "vm/ivshmem/ivshmem_msg.h"
-#include "mearas/vm_proto.h"
 
 struct vm_peer {
 	int sock;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * mearas wire/ring format: the one definition shared by the guest runtime
- * library, mearasd and remote-link.
+ * The region and record format of mearas: the one definition shared by the
+ * guest runtime library, mearasd and the remote vGPU messages (the ring
+ * protocol is ring.h's, the ops are include/mearas/ops.spec's).
  *
  * A client (one CUDA process) and its backend worker share one region:
  *
@@ -26,10 +27,10 @@
  *
  * The backend never trusts anything it reads from the region: it keeps its own
  * copy of the layout, copies each SQE before validating it, and checks ring
- * indices, offsets, lengths and handles (host-backend/exec.c).
+ * indices, offsets, lengths and handles (host-backend/core/exec*.c).
  */
-#ifndef MEARAS_PROTO_H
-#define MEARAS_PROTO_H
+#ifndef MEARAS_REGION_H
+#define MEARAS_REGION_H
 
 #include <stdint.h>
 

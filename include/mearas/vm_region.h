@@ -8,7 +8,7 @@
  *   +-----------------------------+ MEARAS_VM_OUT_OFF
  *   | struct mearas_vm_output x 8 |  per slot: device printf/assert output
  *   +-----------------------------+ hdr.slot_off (2 MiB aligned)
- *   | slot 0: a client region     |  in the process format of proto.h: region
+ *   | slot 0: a client region     |  in the process format of region.h: region
  *   |                             |  header, vGPU blocks, data area
  *   +-----------------------------+ hdr.slot_off + hdr.slot_size
  *   | slot 1 ...                  |
@@ -37,14 +37,14 @@
  * The host never trusts what it reads here: tokens are only compared, kick
  * bits are masked, slot numbers are its own.
  */
-#ifndef MEARAS_VM_PROTO_H
-#define MEARAS_VM_PROTO_H
+#ifndef MEARAS_VM_REGION_H
+#define MEARAS_VM_REGION_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "mearas/kmod_uapi.h"
-#include "mearas/proto.h"
+#include "mearas/region.h"
 
 #define MEARAS_VM_MAGIC       0x314d565341524145ULL /* "EARASVM1" */
 #define MEARAS_VM_VERSION     1u
