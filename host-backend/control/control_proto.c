@@ -174,7 +174,7 @@ static uint8_t *do_instantiate(const Mearas__InstantiateAssemblyRequest *q, size
 		seen[o] = true;
 		if (v->remote_address[0]) {
 			/* a GPU of another node: forwarded over remote-link (quota not
-			 * enforced there yet: the remote node's session gets the GPU) */
+			 * enforced there yet: the serving node's session gets the GPU) */
 			struct remote_config probe;
 			char spec[160];
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * One vGPU of a worker: its rings in the client's region, the device (or
- * remote node) behind it, the client's objects by handle, and the
+ * the other node) behind it, the client's objects by handle, and the
  * completions that wait on the device. Its engine's thread (engine.h) is
  * the only one that runs its records.
  */

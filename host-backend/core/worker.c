@@ -149,7 +149,7 @@ int worker_build_region(struct worker *w, char *err, size_t errlen)
 
 	/* room for the most vGPUs, whatever this client has (unused pages cost
 	 * nothing): the data area then sits at the same address in every
-	 * worker, so a remote node's copy of it is where the client's pointers
+	 * worker, so the serving node's copy of it is where the client's pointers
 	 * to mapped host memory point */
 	data_off = mearas_align_up(off + l.size * MEARAS_MAX_VGPUS, 2u << 20);
 	w->region_size = data_off + w->data_size;

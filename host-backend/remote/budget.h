@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What one link may make the remote node allocate: a byte budget that the
+ * What one link may make the serving node allocate: a byte budget that the
  * link's mapped-range shadows, queued reply bytes, graph launch ranges and
  * capture tables are taken from (--link-mem-mb). Header-only: the trackers
  * that take from it are also built into tests without the rest of mearasd.

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * Stream capture seen by the remote node's fake guest. An asynchronous
- * device-to-host copy normally gets a completion forced on it, so that its
- * bytes go back to the client node when it lands; on a capturing stream that
- * fence would invalidate the capture (and the copy does not run then
+ * Stream capture as the serving node's session sees it (session_feed.c).
+ * An asynchronous device-to-host copy normally gets a completion forced on
+ * it, so that its bytes go back to the forwarding node when it lands; on a
+ * capturing stream that fence would invalidate the capture (and the copy does not run then
  * anyway). So the copy's range is kept with the capture instead, moves to the
  * graph at CAPTURE_END, to its executable graphs at GRAPH_INSTANTIATE, and
  * every GRAPH_LAUNCH of one sends those ranges back when the launch is done.

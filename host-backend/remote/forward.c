@@ -216,7 +216,7 @@ static void forward_one(struct vgpu *v, const struct mearas_sqe *e, uint32_t ext
 
 /*
  * A large host-to-device or device-to-host copy goes as pieces on the same
- * stream, only the last one completing: the remote node starts copying the
+ * stream, only the last one completing: the serving node starts copying the
  * first piece while later ones are still on the wire (host to device), and
  * sends a piece's bytes back as soon as it has landed (device to host). An
  * error in an earlier piece is reported by the last one (deferred errors).
@@ -231,7 +231,7 @@ static bool forward_split(struct vgpu *v, const struct mearas_sqe *e)
 		return false;
 	host = a->dir == MEARAS_COPY_HTOD ? a->src : a->dst;
 	if (host > v->w->data_size || size > v->w->data_size - host)
-		return false; /* out of bounds: the remote node reports it, as one record */
+		return false; /* out of bounds: the serving node reports it, as one record */
 	for (uint64_t done = 0; done < size; done += REMOTE_SPLIT_BYTES) {
 		struct mearas_sqe piece = *e;
 		uint64_t n = size - done < REMOTE_SPLIT_BYTES ? size - done : REMOTE_SPLIT_BYTES;
@@ -321,7 +321,7 @@ static void *forward_main(void *arg)
 	}
 	if (!__atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE))
 		mearas_link_flush(rv->link);
-	/* the link closes with the process: the remote node then frees the session */
+	/* the link closes with the process: the serving node then frees the session */
 	return NULL;
 }
 

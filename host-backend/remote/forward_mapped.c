@@ -11,7 +11,7 @@
 #include "messages.h"
 #include "remote_link.h"
 
-/* remote_mapped emit: bytes of a mapped range go to the remote node, in
+/* remote_mapped emit: bytes of a mapped range go to the serving node, in
  * pieces, ahead of the records that follow */
 static int push_mapped(void *ctx, uint64_t off, const uint8_t *bytes, uint64_t len)
 {
@@ -34,10 +34,10 @@ static int push_mapped(void *ctx, uint64_t off, const uint8_t *bytes, uint64_t l
 /*
  * Mapped host memory: a range becomes mapped with its bytes sent whole; each
  * kernel launch first sends what the host changed in the mapped ranges since
- * (the remote node sends the device's changes with its completions).
+ * (the serving node sends the device's changes with its completions).
  */
 /* Returns REMOTE_REC_REFUSED for a HOST_MAPPED this node cannot shadow
- * (its budget, or memory): the remote node then fails it the same way, so
+ * (its budget, or memory): the serving node then fails it the same way, so
  * that neither node follows the range and the program gets the error. */
 uint32_t forward_mapped_before(struct vgpu *v, const struct mearas_sqe *e)
 {
@@ -51,7 +51,7 @@ uint32_t forward_mapped_before(struct vgpu *v, const struct mearas_sqe *e)
 		return 0;
 	if (e->op == MEARAS_OP_HOST_MAPPED) {
 		if (!host_mapped_valid(e, v->w->data_size))
-			return 0; /* the remote node refuses it */
+			return 0; /* the serving node refuses it */
 		/* the shadow first: bytes the host writes meanwhile are sent again at the next launch */
 		if (!remote_mapped_set(rv->mapped, v->w->data, a->off, a->size, a->mapped != 0)) {
 			log_warn("vGPU %u: a mapped range of %llu bytes is refused (memory or --link-mem-mb)", v->index,

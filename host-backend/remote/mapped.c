@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
  * Mapped host memory on a remote vGPU. The program's kernels write pinned
- * host memory of the client node through the device; a remote GPU reaches
- * only the remote node's copy of the data area (mapped at the same address,
- * so the pointers agree). Both nodes keep, per mapped range, a shadow: the
- * bytes as both sides last agreed on them. The bytes where a node's data
- * area differs from its shadow are what that node changed since: the
- * client sends the host's changes before each launch, the remote node sends
+ * host memory of the forwarding node through the device; a remote GPU
+ * reaches only the serving node's copy of the data area (mapped at the same
+ * address, so the pointers agree). Both nodes keep, per mapped range, a
+ * shadow: the bytes as both sides last agreed on them. The bytes where a
+ * node's data area differs from its shadow are what that node changed
+ * since: the forwarder sends the host's changes before each launch
+ * (forward_mapped.c), the serving node sends
  * the device's changes before each completion it reports. Only changed
  * bytes travel, so host and device may write different bytes of one range
  * (as CUDA allows) without overwriting each other's.

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One remote vGPU on the remote node (remote_server.c runs it): what its
- * link's messages do to the worker's rings and data area, and what goes
- * back. Everything here reads what the client node sent, which this node
- * does not trust: records, payloads, HOST_MAPPED ranges, bulk chunks and
- * mapped bytes are checked against the session's own data area and ring
- * before the worker sees them. It touches no link and starts no process:
- * remote_server.c owns the link, the worker process and the session
- * thread, and tests/fuzz/fuzz_remote_records drives these functions with a
- * worker of its own.
+ * One remote vGPU on the serving node (serve*.c runs it): what its link's
+ * messages do to the worker's rings and data area (session.c,
+ * session_feed.c), and what goes back (session_reply.c). Everything here
+ * reads what the forwarding node sent, which this node does not trust:
+ * records, payloads, HOST_MAPPED ranges, bulk chunks and mapped bytes are
+ * checked against the session's own data area and ring before the worker
+ * sees them. It touches no link and starts no process: serve.c owns the
+ * link, serve_worker.c the worker process and the session thread, and
+ * tests/fuzz/fuzz_remote_records drives these functions with a worker of
+ * its own.
  */
 #ifndef MEARAS_REMOTE_SESSION_H
 #define MEARAS_REMOTE_SESSION_H
@@ -72,7 +73,7 @@ struct remote_session {
 	uint64_t last_active_ns; /* atomic: last record fed or completion seen */
 	struct remote_tokens tokens;
 	struct remote_captures *caps; /* link thread only */
-	struct remote_mapped *mapped; /* mapped host ranges (remote_mapped.c) */
+	struct remote_mapped *mapped; /* mapped host ranges (mapped.c) */
 	uint64_t worker_data_va;      /* the worker's data area address */
 	/* outgoing items and the outstanding REAP call */
 	pthread_mutex_t qlock;

@@ -93,7 +93,7 @@ void session_feed_record(struct remote_session *s, const uint8_t *msg, size_t le
 	}
 	sqe = h.sqe;
 	if (h.flags & REMOTE_REC_REFUSED) {
-		/* over the client node's budget (it logged it): the same error here,
+		/* over the forwarding node's budget (it logged it): the same error here,
 		 * and the range at that offset is no longer followed, as there */
 		if (sqe.op == MEARAS_OP_HOST_MAPPED && host_mapped_valid(&sqe, s->data_size))
 			remote_mapped_set(s->mapped, s->data, sqe.args.HOST_MAPPED.off, sqe.args.HOST_MAPPED.size, false);

@@ -131,7 +131,7 @@ _Static_assert(MEARAS_VMH_MAGIC == MEARAS_VM_MAGIC && MEARAS_VMH_MAX_SLOTS == ME
 _Static_assert(sizeof(struct mearas_vm_hdr) <= 4096, "VM header fits a page");
 
 /* Size of one slot's client region holding nvgpus vGPUs and data bytes of
- * data area (the layout build_region in host-backend/worker.c makes). */
+ * data area (the layout build_region in host-backend/core/worker.c makes). */
 static inline uint64_t mearas_vm_region_fixed(uint32_t nvgpus)
 {
 	struct mearas_vgpu_layout l = mearas_vgpu_layout(MEARAS_SQ_ENTRIES, MEARAS_CQ_ENTRIES,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer target: what a client node sends to a remote node's session
- * (host-backend/remote_session.c; format in fuzz_remote.h). The messages and
+ * libFuzzer target: what a forwarding node sends to a remote node's session
+ * (host-backend/remote/session*.c; format in fuzz_remote.h). The messages and
  * chunks go through the shipped remote_session_message / _chunk_dest /
  * _chunk exactly as the link thread calls them; the session's worker is an
  * in-process sim-backed worker (tests/unit/vgpu_fixture.c) whose ring is
@@ -114,7 +114,7 @@ static void check_cqe(struct run *r, const uint8_t *p, uint32_t len)
 
 	must(len == sizeof(ic), "a completion item of the wrong size");
 	memcpy(&ic, p, sizeof(ic));
-	/* ic.cq echoes the record's own (the client node posts by its token's) */
+	/* ic.cq echoes the record's own (the forwarding node posts by its token's) */
 	if (ic.cqe.flags & MEARAS_CQE_HOST_FUNC)
 		return; /* a host function's request, not a record's completion */
 	k = rec_of(r, ic.cqe.user_data);
@@ -206,7 +206,7 @@ static void step(struct run *r)
 	take_replies(r);
 }
 
-/* ---- what the client node sends ---- */
+/* ---- what the forwarding node sends ---- */
 
 /* A message lands where it would in a batch: after the ones before it and
  * its 16-byte header (so at any alignment), ending where its buffer ends. */
@@ -325,7 +325,7 @@ static void flush(struct run *r)
 	for (uint32_t i = 0; i < r->nrecs; i++) {
 		/* the worker's death fails what it had in flight; what it had
 		 * completed but not yet sent goes with it (the FATAL item makes
-		 * the client node fail them all), so only later records count */
+		 * the forwarding node fail them all), so only later records count */
 		if (r->dead ? !r->recs[i].after_death : r->fx.w->broken || v->npend)
 			continue; /* records still in flight (a host function waits, say) */
 		if (r->recs[i].want_cqe && r->recs[i].cqes != 1)

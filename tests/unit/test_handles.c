@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* host-backend/handles.c: put/get/take, id bounds, duplicate ids, growth. */
+/* host-backend/core/handles.c: put/get/take, id bounds, duplicate ids, growth. */
 #include "check.h"
 #include "core/worker.h"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* remote_mapped.c: what each node sends of a mapped range. Two data areas
+/* host-backend/remote/mapped.c: what each node sends of a mapped range. Two data areas
  * (client and remote) are kept coherent by hand the way the nodes do it:
  * only changed bytes travel, in exact runs; bytes a copy carried (absorb)
  * and bytes the other node sent (write) are not sent back; host and device

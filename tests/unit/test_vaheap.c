@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* host-backend/vaheap.c: allocation patterns, alignment, quota, frees of
+/* host-backend/core/vaheap.c: allocation patterns, alignment, quota, frees of
  * bad pointers, find() bounds, chunk reuse and release, window exhaustion,
  * map failures, and a randomized run against a simple reference model.
  * usage: test_vaheap [--steps=N] [CASE...] */
