@@ -141,7 +141,7 @@ $(BUILD)/gen/libcudart.map: guest/libcudart/cudart13.symbols
 $(BUILD)/obj-rt/unsupported.gen.o: $(BUILD)/gen/unsupported.gen.c
 	$(CC) $(BASEFLAGS) -Iguest/libcudart -fvisibility=hidden $(CFLAGS) -c $< -o $@
 
-$(BUILD)/obj-rt/rt_ops.gen.o: $(BUILD)/gen/rt_ops.gen.c $(BUILD)/gen/cuda_errors.gen.h
+$(BUILD)/obj-rt/rt_ops.gen.o: $(GEN)/rt_ops.gen.c $(BUILD)/gen/cuda_errors.gen.h
 	$(CC) $(BASEFLAGS) -Iguest/libcudart -fvisibility=hidden $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/lib/libcudart.so.13: $(CUDART_OBJ) $(BUILD)/obj-rt/rt_ops.gen.o $(BUILD)/obj-rt/unsupported.gen.o \

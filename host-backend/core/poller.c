@@ -37,7 +37,8 @@ int sq_available(struct vgpu *v)
 	return avail;
 }
 
-int sq_drain(struct vgpu *v)
+int sq_each(struct vgpu *v, bool (*run)(struct vgpu *v, const struct mearas_sqe *e, void *ctx), void *ctx,
+	    unsigned publish_every)
 {
 	int avail = sq_available(v), n = 0;
 
@@ -45,20 +46,32 @@ int sq_drain(struct vgpu *v)
 		return -1;
 	while (avail--) {
 		struct mearas_sqe e;
+		bool go_on;
 
 		mearas_sqc_fetch(&v->sq, &e);
-		exec_record(v, &e);
+		go_on = run(v, &e, ctx);
 		mearas_sqc_advance(&v->sq, 1);
 		n++;
-		/* publish consumption in steps: every store pulls the line away from
-		 * the producer's core */
-		if ((n & 15) == 0)
+		if (n % publish_every == 0)
 			mearas_sqc_publish(&v->sq);
-		if (v->w->broken)
+		if (!go_on)
 			return -1;
 	}
 	mearas_sqc_publish(&v->sq);
 	return n;
+}
+
+static bool run_record(struct vgpu *v, const struct mearas_sqe *e, void *ctx)
+{
+	exec_record(v, e);
+	return !v->w->broken;
+}
+
+int sq_drain(struct vgpu *v)
+{
+	/* publish consumption in steps: every store pulls the line away from
+	 * the producer's core */
+	return sq_each(v, run_record, NULL, 16);
 }
 
 void sleep_on_kick(struct vgpu *v, int timeout_ms)

@@ -76,20 +76,16 @@ void remote_link_config(const struct remote_config *rc, struct mearas_link_confi
 		lc->key_len = rc->key_len;
 	}
 	lc->encryption = rc->encryption_off ? MEARAS_LINK_ENCRYPTION_OFF : MEARAS_LINK_ENCRYPTION_TLS;
-	if (rc->dead_ms)
-		lc->dead_ms = rc->dead_ms;
-	if (rc->batch_msgs)
-		lc->batch_max_msgs = rc->batch_msgs;
-	if (rc->batch_us)
-		lc->batch_delay_us = rc->batch_us;
-	if (rc->handshake_ms)
-		lc->handshake_ms = rc->handshake_ms;
-	if (rc->max_pending)
-		lc->max_pending = rc->max_pending;
-	if (rc->max_links)
-		lc->max_links = rc->max_links;
-	if (rc->fd_reserve)
-		lc->fd_reserve = rc->fd_reserve;
+	/* an option left 0 keeps the library's default */
+#define GIVEN(field, value) do { if (value) lc->field = (value); } while (0)
+	GIVEN(dead_ms, rc->dead_ms);
+	GIVEN(batch_max_msgs, rc->batch_msgs);
+	GIVEN(batch_delay_us, rc->batch_us);
+	GIVEN(handshake_ms, rc->handshake_ms);
+	GIVEN(max_pending, rc->max_pending);
+	GIVEN(max_links, rc->max_links);
+	GIVEN(fd_reserve, rc->fd_reserve);
+#undef GIVEN
 	lc->node_name = "mearasd";
 }
 

@@ -254,29 +254,22 @@ static void forward(struct vgpu *v, const struct mearas_sqe *e)
 		forward_one(v, e, extra);
 }
 
-/* Forwards what the ring holds; *urgent: one of the records is waited for
- * (the client waits for its completion, or the remote stream for a host
- * function's end), so the batch must go now. */
+/* One record of the ring; *urgent: it is waited for (the client waits for
+ * its completion, or the remote stream for a host function's end), so the
+ * batch must go now. */
+static bool forward_record(struct vgpu *v, const struct mearas_sqe *e, void *urgent)
+{
+	v->records++;
+	if ((e->flags & MEARAS_SQE_WANT_CQE) || mearas_op_props(e->op)->urgent)
+		*(bool *)urgent = true;
+	forward(v, e);
+	return true;
+}
+
+/* Forwards what the ring holds, each record's slot given back at once. */
 static int drain(struct vgpu *v, bool *urgent)
 {
-	int avail = sq_available(v), n = 0;
-
-	if (avail < 0)
-		return -1;
-	while (avail--) {
-		struct mearas_sqe e;
-
-		mearas_sqc_fetch(&v->sq, &e);
-
-		v->records++;
-		if ((e.flags & MEARAS_SQE_WANT_CQE) || mearas_op_props(e.op)->urgent)
-			*urgent = true;
-		forward(v, &e);
-		mearas_sqc_advance(&v->sq, 1);
-		mearas_sqc_publish(&v->sq);
-		n++;
-	}
-	return n;
+	return sq_each(v, forward_record, urgent, 1);
 }
 
 static void *forward_main(void *arg)

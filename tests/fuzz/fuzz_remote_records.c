@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "core/poller.h"
+#include "fuzz_die.h"
 #include "fuzz_remote.h"
 #include "mearas/log.h"
 #include "mearas/ring.h"
@@ -49,18 +50,6 @@ struct run {
 	bool fatal_seen;    /* a reply said so */
 	uint8_t *reply;     /* a reply's bytes, gathered */
 };
-
-static void die(const char *what)
-{
-	fprintf(stderr, "fuzz_remote_records: %s\n", what);
-	abort();
-}
-
-static void must(bool ok, const char *what)
-{
-	if (!ok)
-		die(what);
-}
 
 static void setup(struct run *r, uint8_t flags)
 {

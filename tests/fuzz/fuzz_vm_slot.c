@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fuzz_die.h"
 #include "fuzz_vm.h"
 #include "mearas/log.h"
 #include "mearas/vm_output.h"
@@ -41,18 +42,6 @@ static struct mearas_vm_output *outs[MEARAS_VM_MAX_SLOTS];
 static uint64_t clock_ms;
 static pid_t next_pid;
 static uint8_t bytes[1 << 16];                        /* device output */
-
-static void die(const char *what)
-{
-	fprintf(stderr, "fuzz_vm_slot: %s\n", what);
-	abort();
-}
-
-static void must(bool ok, const char *what)
-{
-	if (!ok)
-		die(what);
-}
 
 static void reset(unsigned nslots, unsigned nvgpus)
 {
