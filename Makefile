@@ -5,37 +5,30 @@
 #   make demo       the main job: a small end-to-end run, table last
 CUDA_HOME ?= /usr/local/cuda
 BUILD     ?= build
+# code generated from the op spec and the protobuf schemas: one place for
+# every build (sanitizer builds under another BUILD use it too), and for the
+# test builds that include it (scripts/opgen.mk, tests/fuzz)
+GEN       := build/gen
 CC        ?= gcc
 SAN       ?=
 CFLAGS    ?= -O2 -g
 WARN      := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
-BASEFLAGS := -std=gnu11 -fPIC -pthread -D_GNU_SOURCE -Iinclude -I$(BUILD)/gen -I$(CUDA_HOME)/include $(WARN) $(SAN)
+BASEFLAGS := -std=gnu11 -fPIC -pthread -D_GNU_SOURCE -Iinclude -I$(GEN) -I$(BUILD)/gen -I$(CUDA_HOME)/include \
+             $(WARN) $(SAN)
 LDSAN     := $(SAN)
 
 COMMON_SRC  := common/log.c common/fdpass.c common/ring.c common/fatbin.c common/fatbin_cubin.c \
                common/fatbin_entries.c common/fatbin_ptx.c
 include host-backend/sources.mk
-BACKEND_SRC := host-backend/mearasd.c host-backend/worker.c host-backend/output.c host-backend/poller.c \
-               $(EXEC_SRC) host-backend/handles.c host-backend/vaheap.c host-backend/watchdog.c \
-               host-backend/device_sim.c host-backend/device_cuda.c \
-               host-backend/remote_common.c host-backend/remote_client.c host-backend/remote_server.c \
-               host-backend/remote_session.c \
-               host-backend/remote_capture.c host-backend/remote_mapped.c \
-               host-backend/vm_server.c host-backend/vm_worker.c host-backend/vm_slot.c host-backend/vm_scan.c \
-               host-backend/vm_output.c \
-               host-backend/ivshmem/ivshmem_server.c host-backend/ivshmem/ivshmem_msg.c
 # the ops' code generated from include/mearas/ops.spec (scripts/opgen.py)
-OPS_STAMP   := $(BUILD)/gen/.ops-stamp
-OPS_GEN     := $(addprefix $(BUILD)/gen/,mearas/ops.gen.h mearas/ops_inline.gen.h mearas/ops_seeds.gen.h \
+OPS_STAMP   := $(GEN)/.ops-stamp
+OPS_GEN     := $(addprefix $(GEN)/,mearas/ops.gen.h mearas/ops_inline.gen.h mearas/ops_seeds.gen.h \
                rt_ops.gen.h rt_ops.gen.c exec_ops.gen.h exec_ops.gen.c mdev_ops.gen.h)
-REMOTE_LINK := remote-link/build/libremote_link.a
-# the control socket (assembly manager <-> mearasd): protobuf-c code generated
-# from proto/*.proto at build time
-CONTROL_SRC := host-backend/control.c host-backend/control_proto.c host-backend/control_profile.c \
-               host-backend/assembly.c host-backend/vgpustats.c host-backend/gpuprobe.c \
-               host-backend/tenant.c
-PB_GEN      := $(BUILD)/gen/pb/common.pb-c.c $(BUILD)/gen/pb/control.pb-c.c
-PB_OBJ      := $(patsubst $(BUILD)/gen/pb/%.c,$(BUILD)/obj-pb/%.o,$(PB_GEN))
+# protobuf-c code from proto/*.proto: the control socket's (mearasd <->
+# assembly manager) and remote-link's messages
+PB_DIR      := $(GEN)/pb
+PB_H        := $(addprefix $(PB_DIR)/,common.pb-c.h control.pb-c.h link.pb-c.h)
+pb_obj       = $(patsubst %,$(BUILD)/obj-pb/%.pb-c.o,$(1))
 # the guest: the core (connection, objects, copies) and the driver API in
 # libcuda.so.1, the runtime API in libcudart.so.13 over it
 CORE_SRC    := $(wildcard guest/core/*.c)
@@ -43,10 +36,19 @@ CUDRV_SRC   := $(wildcard guest/libcuda/*.c)
 CUDRV_OBJ   := $(patsubst %.c,$(BUILD)/obj-rt/%.o,$(CORE_SRC) $(CUDRV_SRC) $(COMMON_SRC))
 CUDART_SRC  := $(wildcard guest/libcudart/*.c)
 CUDART_OBJ  := $(patsubst %.c,$(BUILD)/obj-rt/%.o,$(CUDART_SRC) $(COMMON_SRC))
+# the libraries: remote-link (node-to-node links, with its test programs)
+# and the host side of QEMU's ivshmem-doorbell protocol
+LINK_SRC    := $(addprefix remote-link/src/,util.c wire.c transport_tcp.c transport_tls.c transport_verbs.c tls.c \
+               handshake.c client.c server.c)
+LINK_LIB    := $(BUILD)/lib/libremote_link.a
+LINK_TESTS  := $(BUILD)/remote-link/test_unit $(BUILD)/remote-link/link_node
+LINK_LIBS   := -lprotobuf-c -lssl -lcrypto -libverbs -pthread
+IVSHMEM_LIB := $(BUILD)/lib/libmearas_ivshmem.a
+IVSHMEM_SERVE := $(BUILD)/bin/mearas-ivshmem-serve
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
-.PHONY: all clean test gpu-test gpu-build demo deps install gen
+.PHONY: all clean test gpu-test gpu-build demo deps install gen pb remote-link ivshmem
 all: $(BUILD)/bin/mearasd $(BUILD)/lib/libcudart.so.13 $(BUILD)/lib/libcuda.so.1
 
 # every side's per-op code comes from the spec; the generator rewrites only
@@ -54,45 +56,73 @@ all: $(BUILD)/bin/mearasd $(BUILD)/lib/libcudart.so.13 $(BUILD)/lib/libcuda.so.1
 gen: $(OPS_STAMP)
 $(OPS_STAMP): include/mearas/ops.spec scripts/opgen.py
 	@mkdir -p $(dir $@)
-	python3 scripts/opgen.py include/mearas/ops.spec $(BUILD)/gen
+	python3 scripts/opgen.py include/mearas/ops.spec $(GEN)
 	@touch $@
 $(OPS_GEN): $(OPS_STAMP) ;
+
+pb: $(PB_H)
+$(PB_DIR)/%.pb-c.c $(PB_DIR)/%.pb-c.h: proto/%.proto
+	@mkdir -p $(dir $@)
+	protoc-c --c_out=$(PB_DIR) -Iproto $<
+.SECONDARY: $(PB_H) $(PB_H:.h=.c)
+
+# generated code: not held to our warning flags
+$(BUILD)/obj-pb/%.o: $(PB_DIR)/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -fPIC $(SAN) $(CFLAGS) -I$(PB_DIR) -c $< -o $@
 
 $(BUILD)/obj/%.o: %.c | $(OPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
-# the ivshmem server library defines _GNU_SOURCE itself
-$(BUILD)/obj/host-backend/ivshmem/%.o: host-backend/ivshmem/%.c | $(OPS_STAMP)
+$(BUILD)/obj/host-backend/%.o: BASEFLAGS += -Ihost-backend -Iremote-link/include -I$(PB_DIR)
+$(call obj,$(MEARASD_SRC)): | $(PB_H)
+
+# ---- remote-link: its own warning flags, C11
+LINK_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread -Iremote-link/include -Iremote-link/src \
+              -I$(PB_DIR) $(SAN) $(CFLAGS)
+$(BUILD)/obj/remote-link/%.o: remote-link/%.c | $(PB_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(filter-out -D_GNU_SOURCE,$(BASEFLAGS)) $(CFLAGS) -MMD -MP -c $< -o $@
-
-$(BUILD)/gen/pb/%.pb-c.c $(BUILD)/gen/pb/%.pb-c.h: proto/%.proto
+	$(CC) $(LINK_CFLAGS) -MMD -MP -c $< -o $@
+$(LINK_LIB): $(call obj,$(LINK_SRC)) $(call pb_obj,common link)
 	@mkdir -p $(dir $@)
-	protoc-c --c_out=$(BUILD)/gen/pb -Iproto $<
+	rm -f $@ && ar rcs $@ $^
 
-# generated code: not held to our warning flags
-$(BUILD)/obj-pb/%.o: $(BUILD)/gen/pb/%.c
+# its tests (remote-link/tests, run by `make -C remote-link test`) and their
+# checks and case runner (tests/check.h)
+$(BUILD)/obj/remote-link/tests/%.o: LINK_CFLAGS += -Iremote-link/tests -Itests -Wshadow -Wstrict-prototypes \
+                                                   -Wmissing-prototypes
+$(BUILD)/remote-link/test_unit: $(call obj,$(addprefix remote-link/tests/,test_unit.c test_server.c \
+                                tamper_proxy.c)) $(LINK_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -fPIC $(SAN) $(CFLAGS) -I$(BUILD)/gen/pb -c $< -o $@
+	$(CC) $(LDSAN) -o $@ $^ $(LINK_LIBS)
+$(BUILD)/remote-link/link_node: $(call obj,$(addprefix remote-link/tests/,link_node.c test_server.c)) $(LINK_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDSAN) -o $@ $^ $(LINK_LIBS)
+remote-link: $(LINK_LIB) $(LINK_TESTS)
 
-$(call obj,$(BACKEND_SRC) $(CONTROL_SRC)): CFLAGS += -I$(BUILD)/gen/pb
-$(call obj,$(BACKEND_SRC) $(CONTROL_SRC)): | $(PB_GEN:.c=.h)
+# ---- the ivshmem server library (defines _GNU_SOURCE itself) and its
+# standalone server (vm-configs/README.md)
+$(BUILD)/obj/host-backend/vm/ivshmem/%.o: host-backend/vm/ivshmem/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -D_GNU_SOURCE,$(BASEFLAGS)) -Ihost-backend/vm/ivshmem $(CFLAGS) -MMD -MP -c $< -o $@
+$(IVSHMEM_LIB): $(call obj,$(IVSHMEM_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+$(IVSHMEM_SERVE): $(call obj,$(IVSHMEM_SERVE_SRC)) $(IVSHMEM_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDSAN) -pthread -o $@ $^
+ivshmem: $(IVSHMEM_LIB) $(IVSHMEM_SERVE)
 
-$(BUILD)/obj/host-backend/%.o: BASEFLAGS += -Iremote-link/include
-
-.PHONY: $(REMOTE_LINK)
-$(REMOTE_LINK):
-	$(MAKE) -C remote-link BUILD=build build/libremote_link.a
-
-# protobuf-c is linked statically: GPU nodes need not have it installed
 # generated back-end code (exec_ops.gen.c)
 EXEC_GEN_OBJ := $(patsubst %.c,$(BUILD)/obj/gen/%.o,$(EXEC_GEN))
-$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
+$(BUILD)/obj/gen/%.o: $(GEN)/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) -Ihost-backend -Iremote-link/include $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/bin/mearasd: $(call obj,$(BACKEND_SRC) $(CONTROL_SRC) $(COMMON_SRC)) $(EXEC_GEN_OBJ) $(PB_OBJ) $(REMOTE_LINK)
+# protobuf-c is linked statically: GPU nodes need not have it installed
+$(BUILD)/bin/mearasd: $(call obj,$(MEARASD_SRC) $(COMMON_SRC)) $(EXEC_GEN_OBJ) $(call pb_obj,common control) \
+		$(LINK_LIB) $(IVSHMEM_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDSAN) -pthread -o $@ $^ -ldl -llz4 -lzstd -Wl,-Bstatic -lprotobuf-c -Wl,-Bdynamic -lssl -lcrypto -libverbs
 
@@ -120,7 +150,7 @@ $(BUILD)/gen/libcudart.map: guest/libcudart/cudart13.symbols
 $(BUILD)/obj-rt/unsupported.gen.o: $(BUILD)/gen/unsupported.gen.c
 	$(CC) $(BASEFLAGS) -Iguest/core -Iguest/libcudart -fvisibility=hidden $(CFLAGS) -c $< -o $@
 
-$(BUILD)/obj-rt/rt_ops.gen.o: $(BUILD)/gen/rt_ops.gen.c $(BUILD)/gen/cuda_errors.gen.h
+$(BUILD)/obj-rt/rt_ops.gen.o: $(GEN)/rt_ops.gen.c $(BUILD)/gen/cuda_errors.gen.h
 	$(CC) $(BASEFLAGS) -Iguest/core -fvisibility=hidden $(CFLAGS) -MMD -MP -c $< -o $@
 
 # the driver's generated parts: the cuGetProcAddress table, NotSupported

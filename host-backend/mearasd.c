@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * mearasd: the host back end. Listens on a unix socket; each client
- * connection is served by a worker process of its own (worker.c).
+ * connection is served by a worker process of its own (core/client.c).
  * Who may connect, and how many workers and how much pinned memory each
  * identity may hold, is decided here and in tenant.c, from what the kernel
  * says of the caller (SO_PEERCRED), never from what the client sends.
@@ -23,12 +23,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "control.h"
+#include "control/control.h"
+#include "core/client.h"
+#include "core/config.h"
+#include "core/tenant.h"
+#include "device/device.h"
 #include "mearas/clock.h"
 #include "mearas/log.h"
-#include "tenant.h"
-#include "vm.h"
-#include "worker.h"
+#include "remote/forward.h"
+#include "remote/serve.h"
+#include "vm/vm.h"
 
 #define DEFAULT_SOCKET "/run/mearas/mearasd.sock"
 #define DEFAULT_SOCKET_GROUP "mearas"
@@ -730,7 +734,7 @@ int main(int argc, char **argv)
 {
 	struct backend_config cfg = {
 		.dev = &mdev_cuda_ops, .data_default = 512ull << 20, .data_max = 16384ull << 20,
-		.spin_us = 50,
+		.spin_us = 50, .remote_engine = &remote_forward_engine,
 	};
 	const char *sock = getenv("MEARAS_SOCKET");
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -768,12 +772,12 @@ int main(int argc, char **argv)
 	if (cfg.kernel_timeout_ms)
 		log_info("GPU time limit: a client's kernel may run %u ms, then its context is torn down "
 			 "(process clients; not VM slots or remote links)", cfg.kernel_timeout_ms);
-	if (cfg.remote.link_port && remote_server_start(&cfg))
+	if (cfg.remote.link_port && remote_serve_start(&cfg))
 		return 1;
 	serve_clients(&cfg, lfd);
 	unlink(sock);
 	control_stop();
-	remote_server_stop();
+	remote_serve_stop();
 	vm_servers_unlink(vm_specs, n_vm_specs);
 	log_info("stopped");
 	return 0;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU lane, batch part: the experiments harness's batch-size sweep (one remote
-# vGPU over loopback TCP, the client node's mearasd --link-batch = 1, 2, 4, ...,
+# vGPU over loopback TCP, the forwarding node's mearasd --link-batch = 1, 2, 4, ...,
 # 1024; BlackScholes on 64 Ki options, a launch-heavy workload), plotted.
 # Writes batch.json, batch.csv and batch-size.png to experiments/results (on
 # the sim: to OUTDIR only), copies them to OUTDIR, keeps the harness's logs in

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # GPU lane, remote part: a second mearasd (the remote node) serves its GPU over
-# remote-link and the client node's vGPU 0 is remote. The two nodes run in two
+# remote-link and the forwarding node's vGPU 0 is remote. The two nodes run in two
 # network namespaces joined by a veth pair (scripts/netns-pair.sh: iproute2, or
 # the busybox carried in build/tools where the GPU machine has no `ip`); the
 # programs, the microbenchmarks and the raw TCP yardstick (tcp_bench, between
-# the same two namespaces, in the same run) run in the client node's namespace
+# the same two namespaces, in the same run) run in the forwarding node's namespace
 # and reach the client mearasd by its unix socket. Where namespaces cannot be
 # made (not root, no veth, no tool), it says so loudly and uses loopback TCP in
 # the host's namespace. Runs the program suite through the remote vGPU
@@ -70,7 +70,7 @@ cleanup() {
 	[ -z "$rns" ] || scripts/netns-pair.sh down "$rns" "$cns"
 }
 trap cleanup EXIT
-# start_nodes LOGSUFFIX [mearasd link args...]: the remote node and the client node
+# start_nodes LOGSUFFIX [mearasd link args...]: the remote node and the forwarding node
 start_nodes() {
 	local sfx=$1
 	shift

@@ -229,7 +229,7 @@ def c_params(op: Op) -> str:
 
 
 def gen_inline(spec: Spec) -> str:
-    out = [HEADER, "/* included by mearas/proto.h after struct mearas_sqe */\n"
+    out = [HEADER, "/* included by mearas/region.h after struct mearas_sqe */\n"
            "#ifndef MEARAS_OPS_INLINE_GEN_H\n#define MEARAS_OPS_INLINE_GEN_H\n\n#include <stdbool.h>\n\n"]
     out.append("struct mearas_op_props {\n\tconst char *name;\n")
     for f in sorted(FLAGS) + ["stream"]:
@@ -444,7 +444,7 @@ def dev_params(o: Op, proto: bool) -> list[str]:
 
 
 def gen_exec(spec: Spec) -> tuple[str, str]:
-    h = [HEADER, "/* included by host-backend/exec_internal.h: per op, what its record\n"
+    h = [HEADER, "/* included by host-backend/core/exec_internal.h: per op, what its record\n"
          " * decodes to (struct exec_in_NAME: the typed arguments, resolved objects,\n"
          " * the stream, the payload) and its handler, exec_op_NAME, which the\n"
          " * back end defines for every op without a `dev` line. */\n"
@@ -457,7 +457,7 @@ def gen_exec(spec: Spec) -> tuple[str, str]:
             h.append(f"int exec_op_{o.name}(struct vgpu *v, const struct mearas_sqe *e, "
                      f"const struct exec_in_{o.name} *in, struct mearas_cqe *c, struct fence_req *f);\n")
     h.append("\n#endif\n")
-    c = [HEADER, "#include <string.h>\n\n#include \"exec_internal.h\"\n\n"]
+    c = [HEADER, "#include <string.h>\n\n#include \"core/exec_internal.h\"\n\n"]
     for o in spec.ops:
         c.append(exec_decode(spec, o))
         if o.dev:
@@ -489,7 +489,7 @@ def gen_exec(spec: Spec) -> tuple[str, str]:
 
 def gen_mdev(spec: Spec) -> str:
     devs = [o for o in spec.ops if o.dev]
-    h = [HEADER, "/* included by host-backend/device.h: the device functions of the ops\n"
+    h = [HEADER, "/* included by host-backend/device/device.h: the device functions of the ops\n"
          " * with a `dev` line. Each device defines DEV_FN for every one of them and\n"
          " * its table as MEARAS_MDEV_OP_TABLE(DEV) (a missing one fails the link). */\n"
          "#ifndef MEARAS_MDEV_OPS_GEN_H\n#define MEARAS_MDEV_OPS_GEN_H\n\n#include <stdint.h>\n\n"

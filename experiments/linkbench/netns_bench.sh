@@ -3,11 +3,12 @@
 # beside raw TCP (link encryption on and off), small-message rates with
 # batching on and off, and bulk over the pair shaped to 1 Gbit/s. Prints
 # "MEASURE ..." lines; exit status non-zero only when something did not run.
-# Needs root and iproute2. Usage: netns_bench.sh [REMOTE_LINK_BUILD_DIR]
+# Needs root and iproute2. Usage: netns_bench.sh [DIR]: where link_node is
+# (absolute, or from the repository's top; default build/remote-link)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 RL=$here/../../remote-link
-NODE=$RL/${1:-build}/link_node
+NODE=$(cd "$here/../.." && cd "${1:-build/remote-link}" && pwd)/link_node
 BENCH=$here/build/link_bench
 KEY=netns-bench-cluster-key
 NSA=mlb-a-$$ NSB=mlb-b-$$ VA=mlbva$$ VB=mlbvb$$

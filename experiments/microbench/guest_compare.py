@@ -21,7 +21,7 @@ METRICS = ["sync_roundtrip_us", "sync_roundtrip_mean_us", "launch_rate", "h2d_pi
 TCG_NOTE = ("guest is a QEMU TCG (emulated CPU, no KVM) VM: the guest-side CPU work of every call "
             "(runtime library, pageable staging copies, timing) is emulated and slow, so these "
             "ratios include emulation costs a KVM guest would not have")
-# written by host-backend/vm_slot.c when a slot stops
+# written by host-backend/vm/vm_slot.c when a slot stops
 SLOT_LINE = re.compile(r"VM (\S+) slot (\d+) vGPU 0: (\d+) records served, (\d+) synchronizing in "
                        r"([0-9.]+) us of host time each")
 

@@ -18,7 +18,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "mearas/proto.h"
+#include "mearas/region.h"
 #include "mearas/ring.h"
 
 /* a core function, exported from libcuda.so.1 to libcudart.so.13 */

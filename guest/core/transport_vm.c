@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * VM transport: the guest kernel module's /dev/mearasN gives access to the
- * ivshmem BAR2 that mearasd serves (include/mearas/vm_proto.h). The module
+ * ivshmem BAR2 that mearasd serves (include/mearas/vm_region.h). The module
  * claims a client slot for us (given back if we die) and lets us map that
  * slot alone (its header read-only) and its output area: the VM header and
  * the other processes' slots are not ours to see. We wait until the host
@@ -28,7 +28,7 @@
 #include "mearas/kmod_uapi.h"
 #include "mearas/log.h"
 #include "mearas/vm_output.h"
-#include "mearas/vm_proto.h"
+#include "mearas/vm_region.h"
 #include "core.h"
 
 #define CLAIM_TIMEOUT_MS 10000

@@ -79,7 +79,7 @@ struct mearas_claim {
 };
 
 /*
- * The mearas VM protocol (include/mearas/vm_proto.h). When BAR2 begins with
+ * The mearas VM protocol (include/mearas/vm_region.h). When BAR2 begins with
  * a mearas VM header (MEARAS_VMH_MAGIC, written by mearasd before QEMU can
  * connect), the guest processes of the VM are kept apart by the module:
  *  - mmap() maps only the client slot this file claimed (MEARAS_IOC_VM_CLAIM)

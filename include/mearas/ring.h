@@ -15,7 +15,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "mearas/proto.h"
+#include "mearas/region.h"
 
 /* ---- the ring protocol's primitives ---- */
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The byte rings of struct mearas_vm_output (vm_proto.h): the host side
+ * The byte rings of struct mearas_vm_output (vm_region.h): the host side
  * writes, the guest side reads. The host trusts nothing in shared memory:
  * it keeps its own head, reads the guest's tail once and checks it.
  */
@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "mearas/vm_proto.h"
+#include "mearas/vm_region.h"
 
 /* Host: appends up to len bytes at *head (the host's private index) to ring
  * r with data area buf of size bytes (a power of two). Returns the bytes

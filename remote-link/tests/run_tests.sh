@@ -2,9 +2,11 @@
 # Runs every remote-link test program and prints the combined "N passed, N failed,
 # N skipped" (a program that prints no count line, or one of 0 passed, fails).
 # GUEST=0 leaves out the QEMU guest test of the verbs transport (about 75 s).
+#   tests/run_tests.sh [DIR]   DIR: the test programs (test_unit, link_node), from
+#                              the repository's top or absolute (default build/remote-link)
 set -u
-BUILD=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
+BUILD=$(cd "$here/../.." && cd "${1:-build/remote-link}" && pwd) || exit 1
 total_pass=0 total_fail=0 total_skip=0
 run() { # name command...
 	local name=$1; shift
@@ -25,7 +27,7 @@ run() { # name command...
 	[ "$p" = 0 ] && [ "$f" = 0 ] && f=1
 	total_pass=$((total_pass + p)); total_fail=$((total_fail + f)); total_skip=$((total_skip + k))
 }
-run unit "$here/../$BUILD/test_unit"
+run unit "$BUILD/test_unit"
 if [ "$(id -u)" = 0 ]; then
 	run netns "$here/test_netns.sh" "$BUILD"
 else

@@ -5,8 +5,8 @@
 # a mismatch), link cut by deleting the veth, server killed and
 # restarted. Needs root. Namespaces and processes are removed on any exit.
 set -u
-BUILD=${1:-build}
-NODE=$(cd "$(dirname "$0")/.." && pwd)/$BUILD/link_node
+# $1: the directory of link_node (absolute, or from the repository's top)
+NODE=$(cd "$(dirname "$0")/../.." && cd "${1:-build/remote-link}" && pwd)/link_node
 KEY=netns-test-cluster-key
 NSA=mlk-a-$$ NSB=mlk-b-$$ VA=mlkva$$ VB=mlkvb$$
 ADDR_A=10.250.0.1 ADDR_B=10.250.0.2 PORT=7700 PLAINPORT=7702

@@ -4,9 +4,8 @@
 # QEMU hub (no traffic leaves the guest); a link_node server and client in the
 # guest talk over an RC queue pair. Prints "N passed, N failed".
 set -u
-BUILD=${1:-build}
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-NODE=$ROOT/$BUILD/link_node
+# $1: the directory of link_node (absolute, or from the repository's top)
+NODE=$(cd "$(dirname "$0")/../.." && cd "${1:-build/remote-link}" && pwd)/link_node
 KVER=${KVER:-$(ls /usr/lib/modules | sort | tail -1)}
 KERNEL=/boot/vmlinuz-$KVER
 WORK=$(mktemp -d)

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fuzz_die.h"
 #include "fuzz_input.h"
 #include "mearas/log.h"
 #include "vgpu_fixture.h"
@@ -21,12 +22,6 @@
 
 static uint8_t *fatbin;
 static size_t fatbin_size;
-
-static void die(const char *what)
-{
-	fprintf(stderr, "fuzz_exec: %s\n", what);
-	abort();
-}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -53,12 +48,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 }
 
 static uint64_t tags[256];
-
-static void must(int ok, const char *what)
-{
-	if (!ok)
-		die(what);
-}
 
 static void setup(struct fixture *fx)
 {

@@ -20,16 +20,11 @@
 
 #include <openssl/ssl.h>
 
+#include "fuzz_die.h"
 #include "fuzz_link.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void die(const char *what)
-{
-	fprintf(stderr, "fuzz_link_handshake: %s\n", what);
-	abort();
-}
 
 static void hs_cfg(struct mearas_link_config *cfg, uint8_t flags)
 {

@@ -18,18 +18,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "fuzz_die.h"
 #include "fuzz_link.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static volatile uint8_t sink_sum;
-
-static void die(const char *what)
-{
-	fprintf(stderr, "fuzz_link_msg: %s\n", what);
-	abort();
-}
 
 /* Reads every byte (the sanitizers check they are there). */
 static void touch(const void *p, size_t n)

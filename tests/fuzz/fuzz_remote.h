@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Input of fuzz_remote_records (also written by seeds_remote.c): what the
- * client node sends to a remote node's session.
+ * forwarding node sends to a remote node's session.
  *   u8  flags   REMF_*
  *   then items until the end:
  *     REMI_MSG    u8 op, u8 wants_reply, u16 len, len bytes: one link message

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer target: what a client node sends to a remote node's session
- * (host-backend/remote_session.c; format in fuzz_remote.h). The messages and
+ * libFuzzer target: what a forwarding node sends to a remote node's session
+ * (host-backend/remote/session*.c; format in fuzz_remote.h). The messages and
  * chunks go through the shipped remote_session_message / _chunk_dest /
  * _chunk exactly as the link thread calls them; the session's worker is an
  * in-process sim-backed worker (tests/unit/vgpu_fixture.c) whose ring is
@@ -19,10 +19,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/poller.h"
+#include "fuzz_die.h"
 #include "fuzz_remote.h"
 #include "mearas/log.h"
 #include "mearas/ring.h"
-#include "remote_session.h"
+#include "remote/session.h"
 #include "vgpu_fixture.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -49,38 +51,6 @@ struct run {
 	uint8_t *reply;     /* a reply's bytes, gathered */
 };
 
-static void die(const char *what)
-{
-	fprintf(stderr, "fuzz_remote_records: %s\n", what);
-	abort();
-}
-
-static void must(bool ok, const char *what)
-{
-	if (!ok)
-		die(what);
-}
-
-/* The worker's region header, as worker_init_region writes it for the fixture's layout. */
-static void write_region_hdr(struct worker *w)
-{
-	struct mearas_region_hdr *h = (struct mearas_region_hdr *)w->region;
-
-	memset(h, 0, sizeof(*h));
-	h->magic = MEARAS_REGION_MAGIC;
-	h->version = MEARAS_PROTO_VERSION;
-	h->hdr_size = sizeof(*h);
-	h->region_size = w->region_size;
-	h->nvgpus = w->nvgpus;
-	h->nthreads = w->nthreads;
-	h->sq_entries = MEARAS_SQ_ENTRIES;
-	h->cq_entries = MEARAS_CQ_ENTRIES;
-	h->arena_size = MEARAS_ARENA_SIZE;
-	h->data_off = (uint64_t)(w->data - w->region);
-	h->data_size = w->data_size;
-	h->vgpu_off[0] = 4096;
-}
-
 static void setup(struct run *r, uint8_t flags)
 {
 	struct mearas_sqe e;
@@ -98,7 +68,6 @@ static void setup(struct run *r, uint8_t flags)
 	e = sqe_of(MEARAS_OP_EVENT_CREATE);
 	e.args.a[0] = FUZZ_EVENT;
 	must(fixture_run(&r->fx, 0, &e, NULL) == 0, "event");
-	write_region_hdr(w);
 	r->s = remote_session_new(NULL, (flags & REMF_GRAPHS) != 0);
 	must(r->s && r->s->ready == 0, "remote_session_new");
 	remote_session_map(r->s, w->region, (uint64_t)(uintptr_t)w->region);
@@ -134,7 +103,7 @@ static void check_cqe(struct run *r, const uint8_t *p, uint32_t len)
 
 	must(len == sizeof(ic), "a completion item of the wrong size");
 	memcpy(&ic, p, sizeof(ic));
-	/* ic.cq echoes the record's own (the client node posts by its token's) */
+	/* ic.cq echoes the record's own (the forwarding node posts by its token's) */
 	if (ic.cqe.flags & MEARAS_CQE_HOST_FUNC)
 		return; /* a host function's request, not a record's completion */
 	k = rec_of(r, ic.cqe.user_data);
@@ -226,7 +195,7 @@ static void step(struct run *r)
 	take_replies(r);
 }
 
-/* ---- what the client node sends ---- */
+/* ---- what the forwarding node sends ---- */
 
 /* A message lands where it would in a batch: after the ones before it and
  * its 16-byte header (so at any alignment), ending where its buffer ends. */
@@ -345,7 +314,7 @@ static void flush(struct run *r)
 	for (uint32_t i = 0; i < r->nrecs; i++) {
 		/* the worker's death fails what it had in flight; what it had
 		 * completed but not yet sent goes with it (the FATAL item makes
-		 * the client node fail them all), so only later records count */
+		 * the forwarding node fail them all), so only later records count */
 		if (r->dead ? !r->recs[i].after_death : r->fx.w->broken || v->npend)
 			continue; /* records still in flight (a host function waits, say) */
 		if (r->recs[i].want_cqe && r->recs[i].cqes != 1)

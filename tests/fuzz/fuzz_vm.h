@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Input of fuzz_vm_slot (also written by seeds_vm.c): a VM's guest writing
- * its shared memory (vm_proto.h) between the VM worker's scans, and the slot
+ * its shared memory (vm_region.h) between the VM worker's scans, and the slot
  * workers' lives.
  *   u8 nslots (1 + n % 8), u8 nvgpus (1 + n % MEARAS_MAX_VGPUS)
  *   then steps until the end, each an op byte (VMO_*) and its arguments:

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * libFuzzer target: the VM slot protocol as mearasd's VM worker sees it
- * (vm_proto.h; format in fuzz_vm.h). A guest writes whatever it likes into
+ * (vm_region.h; format in fuzz_vm.h). A guest writes whatever it likes into
  * the VM header, its slots' region headers and its output rings' tails;
  * between its writes the VM worker scans (the shipped vm_scan_slot,
  * vm_scan_start_failed and vm_scan_kicks, in scan_slots' order) and its
@@ -23,10 +23,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fuzz_die.h"
 #include "fuzz_vm.h"
 #include "mearas/log.h"
 #include "mearas/vm_output.h"
-#include "vm.h"
+#include "vm/vm.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -41,18 +42,6 @@ static struct mearas_vm_output *outs[MEARAS_VM_MAX_SLOTS];
 static uint64_t clock_ms;
 static pid_t next_pid;
 static uint8_t bytes[1 << 16];                        /* device output */
-
-static void die(const char *what)
-{
-	fprintf(stderr, "fuzz_vm_slot: %s\n", what);
-	abort();
-}
-
-static void must(bool ok, const char *what)
-{
-	if (!ok)
-		die(what);
-}
 
 static void reset(unsigned nslots, unsigned nvgpus)
 {

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "fuzz_input.h"
-#include "mearas/proto.h"
+#include "mearas/region.h"
 
 
 #define TAG(t, off) (((uint64_t)(t) << FUZZ_TAG_SHIFT) | (off))

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* Seed corpus of fuzz_remote_records (fuzz_remote.h): what a client node's
- * forwarding poller sends (remote_client.c forward_one): copies with inline
+/* Seed corpus of fuzz_remote_records (fuzz_remote.h): what a forwarder
+ * sends (host-backend/remote/forward.c forward_one): copies with inline
  * and bulk data, device-to-host copies followed by DONE, arena payloads,
  * HOST_MAPPED ranges and mapped bytes, captures and graph launches,
  * refused and malformed records, REAP calls. */
@@ -9,7 +9,7 @@
 
 #include "fuzz_remote.h"
 #include "fuzz_seeds.h"
-#include "remote.h"
+#include "remote/messages.h"
 
 #define TAG(t, off) (((uint64_t)(t) << FUZZ_TAG_SHIFT) | (off))
 #define W MEARAS_SQE_WANT_CQE

@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: MIT
-/* The remote node's stream-capture tracker (host-backend/remote_capture.c):
+/* The serving node's stream-capture tracker (host-backend/remote/capture.c):
  * copies on capturing streams (and streams joined by an event) are kept with
  * the capture, reach the graph's executable graphs, and come back at launch.
  * Also the link's memory budget as the capture tracker and the mapped-range
- * shadows (remote_mapped.c) take from it: refused past it, given back. */
+ * shadows (host-backend/remote/mapped.c) take from it: refused past it, given back. */
 #include <stdint.h>
 #include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "remote.h"
+#include "remote/budget.h"
+#include "remote/capture.h"
+#include "remote/mapped.h"
+#include "remote/messages.h"
 
 static int failed;
 

@@ -144,7 +144,7 @@ cut_test() {
 	elif [ -z "$cw" ] || [ -z "$rw" ]; then
 		bad "$name" "no worker processes seen during the copy (client: '$cw', remote: '$rw')"
 	elif ! wait_gone "$cw" 3; then
-		bad "$name" "client node workers left: $cw"
+		bad "$name" "forwarding node workers left: $cw"
 	elif ! wait_gone "$rw" 8; then
 		bad "$name" "remote node workers left: $rw"
 	else

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "mearas/fdpass.h"
-#include "mearas/proto.h"
+#include "mearas/region.h"
 #include "mearas/ring.h"
 
 struct hostile {

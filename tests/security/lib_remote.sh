@@ -1,8 +1,8 @@
 # Two mearasd over loopback for the remote-link attacks (sourced after
-# lib.sh): a client node whose vGPU 0 is served by a remote node (--remote,
+# lib.sh): a forwarding node whose vGPU 0 is served by a remote node (--remote,
 # --link-port, one cluster key). The remote node is the one attacked: it is
 # started last, so DAEMON_PID, SOCK and DAEMON_LOG are its (sec_finish checks
-# that it still serves). The healthy client runs on the client node and uses
+# that it still serves). The healthy client runs on the forwarding node and uses
 # the remote vGPU.
 
 # a TCP port free on loopback now

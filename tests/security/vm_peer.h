@@ -3,7 +3,7 @@
  * A peer of a VM's ivshmem socket (mearasd --vm), as QEMU would be: reads
  * the server's setup messages (version, own id, the shared memory fd, then
  * (peer id, eventfd) per vector for the host and itself). Header-only, for
- * the VM attacks; links host-backend/ivshmem/ivshmem_msg.c.
+ * the VM attacks; links host-backend/vm/ivshmem/ivshmem_msg.c.
  */
 #ifndef MEARAS_TESTS_VM_PEER_H
 #define MEARAS_TESTS_VM_PEER_H
@@ -17,8 +17,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "ivshmem/ivshmem_msg.h"
-#include "mearas/vm_proto.h"
+#include "mearas/vm_region.h"
+#include "vm/ivshmem/ivshmem_msg.h"
 
 struct vm_peer {
 	int sock;

@@ -16,10 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 HELLO_MAGIC = 0x4F4C4C4548534D00
 WELCOME_MAGIC = 0x454D4F434C454D00
 # the protocol version, from its one definition
-_PROTO_H = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "include", "mearas", "proto.h")
-with open(_PROTO_H, encoding="utf-8") as _f:
+_REGION_H = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "include", "mearas", "region.h")
+with open(_REGION_H, encoding="utf-8") as _f:
     _m = re.search(r"#define MEARAS_PROTO_VERSION\s+(\d+)u", _f.read())
-assert _m, "MEARAS_PROTO_VERSION not found in include/mearas/proto.h"
+assert _m, "MEARAS_PROTO_VERSION not found in include/mearas/region.h"
 VERSION = int(_m.group(1))
 HELLO_FMT = "<QIIQiI64s"  # struct mearas_hello: 96 bytes
 WELCOME_HEAD = "<QIi"     # magic, version, status

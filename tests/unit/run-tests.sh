@@ -109,6 +109,10 @@ run procgen_types 120 python3 -m mypy --strict ../../scripts/procgen.py ../procg
 # the GPU lane's record of driver-API programs (scripts/drvapi_programs.py)
 run drvapi_programs 120 python3 -m pytest -q -p no:cacheprovider ../drvapi
 run drvapi_programs_types 120 python3 -m mypy --strict ../../scripts/drvapi_programs.py ../drvapi/test_drvapi_programs.py
+# no include loop between host-backend's modules, and the check itself
+run include_graph 60 python3 ../../scripts/include_graph.py
+run include_graph_types 120 python3 -m mypy --strict ../../scripts/include_graph.py
+expect_fail include_graph_detects_loop 60 "include loop: a -> b -> a" python3 ../../scripts/include_graph.py --root include_loop
 # the lost-wakeup detector itself: wakeups dropped on purpose must be caught
 expect_fail plain/ring_wakeup_detects_loss 60 "lost wakeup" $B/plain/test_ring_wakeup --records=200000 --drop-wakeups
 

@@ -16,8 +16,9 @@
 
 #include "../security/ptx_fatbin.h"
 #include "check.h"
-#include "mearas/log.h"
+#include "core/ranges.h"
 #include "fixture_cases.h"
+#include "mearas/log.h"
 
 static uint64_t dev;            /* 1 MiB on vGPU 0 */
 #define SPIN_FN 600             /* mearas_sim_spin(ms), module 60 */

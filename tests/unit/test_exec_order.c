@@ -6,7 +6,7 @@
  * client stale bytes), and a finished fence is not held back by an older
  * unfinished one. The device is the sim with a scripted event_query. */
 #include "check.h"
-#include "device.h"
+#include "device/device.h"
 #include "fixture_cases.h"
 
 static struct mdev_ops scripted;

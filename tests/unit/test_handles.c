@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* host-backend/handles.c: put/get/take, id bounds, duplicate ids, growth. */
+/* host-backend/core/handles.c: put/get/take, id bounds, duplicate ids, growth. */
 #include "check.h"
-#include "worker.h"
+#include "core/worker.h"
 
 static struct handle_table t;
 static int objs[8];

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "mearas/proto.h"
+#include "mearas/region.h"
 
 static struct mearas_sqe blank(void)
 {

@@ -9,8 +9,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "mearas/ring.h"
+#include "core/poller.h"
 #include "fixture_cases.h"
+#include "mearas/ring.h"
 
 static pthread_t poller;
 static uint32_t sq_tail;

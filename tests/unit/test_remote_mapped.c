@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* remote_mapped.c: what each node sends of a mapped range. Two data areas
+/* host-backend/remote/mapped.c: what each node sends of a mapped range. Two data areas
  * (client and remote) are kept coherent by hand the way the nodes do it:
  * changed bytes travel, runs closer than 256 bytes joined into one piece,
  * and the receiver takes only the bytes of a piece that differ from its
@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "remote.h"
+#include "remote/budget.h"
+#include "remote/mapped.h"
 
 #define AREA 4096
 

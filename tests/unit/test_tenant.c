@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * host-backend/tenant.c: per-identity caps shared by separate worker
+ * host-backend/core/tenant.c: per-identity caps shared by separate worker
  * processes (workers per uid, data areas per uid, device memory per
  * identity and pool), slots given back when a worker ends, and a worker
  * killed while it holds the table's lock leaves neither a dead lock nor
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "tenant.h"
+#include "core/tenant.h"
 
 #define MiB (1ull << 20)
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-/* host-backend/vaheap.c: allocation patterns, alignment, quota, frees of
+/* host-backend/core/vaheap.c: allocation patterns, alignment, quota, frees of
  * bad pointers, find() bounds, chunk reuse and release, window exhaustion,
  * map failures, and a randomized run against a simple reference model.
  * usage: test_vaheap [--steps=N] [CASE...] */
 #include <string.h>
 
 #include "check.h"
-#include "vaheap.h"
+#include "core/vaheap.h"
 
 #define MiB (1ull << 20)
 #define GiB (1ull << 30)

@@ -11,8 +11,9 @@
 #include <time.h>
 
 #include "check.h"
-#include "mearas/clock.h"
+#include "core/watchdog.h"
 #include "fixture_cases.h"
+#include "mearas/clock.h"
 
 #define LIMIT_MS 200
 

@@ -14,22 +14,6 @@
 #define VA_BASE 0x100000000000ull
 #define VA_SIZE 0x010000000000ull
 
-static int heap_map(void *ctx, uint64_t va, uint64_t size, void **cookie)
-{
-	struct vgpu *v = ctx;
-
-	return v->ops->chunk_map(v->dev, va, size, cookie);
-}
-
-static void heap_unmap(void *ctx, uint64_t va, uint64_t size, void *cookie)
-{
-	struct vgpu *v = ctx;
-
-	v->ops->chunk_unmap(v->dev, va, size, cookie);
-}
-
-static const struct vaheap_ops heap_ops = { .map = heap_map, .unmap = heap_unmap };
-
 static int setup_vgpu(struct worker *w, unsigned i, uint64_t quota, const struct mearas_vgpu_layout *l,
 		      uint64_t blk_off)
 {
@@ -39,12 +23,8 @@ static int setup_vgpu(struct worker *w, unsigned i, uint64_t quota, const struct
 	uint64_t base = VA_BASE + (uint64_t)i * VA_SIZE, gran = 0;
 	int r;
 
-	v->w = w;
-	v->index = i;
-	v->ops = w->cfg->dev;
-	pthread_mutex_init(&v->cq_lock, NULL);
-	pthread_mutex_init(&v->hf_lock, NULL);
-	pthread_cond_init(&v->hf_cond, NULL);
+	vgpu_attach(v, w, i);
+	v->engine = &vgpu_engine_local;
 	r = v->ops->open(&v->dev, (int)(i % 2), base, VA_SIZE, info, &gran);
 	if (r) {
 		fprintf(stderr, "fixture: sim open failed: %d\n", r);
@@ -52,13 +32,7 @@ static int setup_vgpu(struct worker *w, unsigned i, uint64_t quota, const struct
 	}
 	if (!quota || quota > info->total_mem)
 		quota = info->total_mem;
-	vaheap_init(&v->heap, base, VA_SIZE - MEARAS_GLOBALS_RESERVE, gran, quota, &heap_ops, v);
-	mearas_vgpu_rings_at(&v->rings, blk, l, MEARAS_SQ_ENTRIES, MEARAS_CQ_ENTRIES, MEARAS_ARENA_SIZE);
-	mearas_sqc_init(&v->sq, &v->rings);
-	for (unsigned t = 0; t < MEARAS_MAX_THREADS; t++)
-		mearas_cqp_init(&v->cq[t], &v->rings, t);
-	v->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (v->kick_fd < 0) {
+	if (vgpu_wire(v, blk, l, base, VA_SIZE, gran, quota)) {
 		perror("fixture: eventfd");
 		return -1;
 	}
@@ -96,7 +70,7 @@ int fixture_init(struct fixture *f, unsigned nvgpus, uint64_t quota)
 		perror("fixture: mmap");
 		return -1;
 	}
-	w->data = w->region + data_off;
+	worker_init_region(w, data_off);
 	if (pipe2(out, O_CLOEXEC | O_NONBLOCK) || pipe2(err, O_CLOEXEC | O_NONBLOCK)) {
 		perror("fixture: pipe");
 		return -1;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* An in-process worker with sim-backed vGPUs, wired as worker.c wires a
- * real one (region, rings, eventfds, heap), for feeding records to
+/* An in-process worker with sim-backed vGPUs, wired with worker.c's own
+ * pieces (region header, rings, eventfds, heap), for feeding records to
  * exec_record() and reading the completions back from the CQs. */
 #ifndef MEARAS_UNIT_VGPU_FIXTURE_H
 #define MEARAS_UNIT_VGPU_FIXTURE_H
@@ -8,7 +8,10 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "worker.h"
+#include "core/engine.h"
+#include "core/exec.h"
+#include "core/handles.h"
+#include "core/worker.h"
 
 #define FIXTURE_DATA_SIZE (8ull << 20)
 

@@ -5,7 +5,7 @@
 set -uo pipefail
 build=${1:?} work=${2:?}
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-serve=$repo/host-backend/ivshmem/build/mearas-ivshmem-serve
+serve=$repo/build/bin/mearas-ivshmem-serve
 sock=$work/serve.sock shm=/dev/shm/mearas-serve-$$ log=$work/ping.log
 kernel=$build/guest/vmlinux
 [ -f "$kernel" ] || kernel=$build/guest/vmlinuz

@@ -1,8 +1,8 @@
 /* An on-path attacker between two mearasd nodes: a TCP proxy on the link
  * that forwards every byte, and once ARMFILE exists alters the stream once:
- *   flip    flips one byte of the next bytes the client node sends
+ *   flip    flips one byte of the next bytes the forwarding node sends
  *   inject  sends the remote node a forged link message (a RECORD, framed
- *           as a clear-text link carries it) as if from the client node
+ *           as a clear-text link carries it) as if from the forwarding node
  * It serves one connection, prints what it did ("TAMPERED ..."), and exits
  * when either side closes.
  *   link_tamper LISTEN_PORT TARGET_PORT flip|inject ARMFILE */
@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "remote.h"
+#include "remote/messages.h"
 
 static int send_all(int fd, const void *buf, size_t n)
 {

@@ -1,11 +1,11 @@
 # An on-path attacker on a node-to-node link (issue 11, item 6): two client
 # nodes use the vGPU of one remote node over loopback with a cluster key; the
 # link of one of them runs through link_tamper, a proxy that, once the link is
-# up and busy, flips one bit of what the client node sends (first run) or
+# up and busy, flips one bit of what the forwarding node sends (first run) or
 # injects a forged RECORD message (second run). The remote node must drop that
 # link with a log line (TLS refuses the bytes), run nothing of it, and the
 # victim program must get an error, never wrong bytes. The healthy client
-# uses the other client node's remote vGPU over a clean link to the same
+# uses the other forwarding node's remote vGPU over a clean link to the same
 # remote node the whole time (and sec_finish links a new one afterwards).
 . "$SEC_DIR/lib.sh"
 key=$SEC_TMP/cluster.key
@@ -54,7 +54,7 @@ for mode in flip inject; do
 	[ "$(grep -c 'TLS refused data from the peer' "$RLOG")" -gt "$refused_before" ] ||
 		{ sec_log "$mode: no new refusal in the remote node's log"; ok=0; }
 	kill -0 "$RPID" 2>/dev/null || { sec_log "the remote node died"; ok=0; }
-	kill -0 "$APID" 2>/dev/null || { sec_log "the attacked client node died"; ok=0; }
+	kill -0 "$APID" 2>/dev/null || { sec_log "the attacked forwarding node died"; ok=0; }
 done
 [ $ok = 1 ] && sec_refused
 sec_finish

@@ -26,7 +26,7 @@
 
 #include "check.h" /* tests/check.h, CHECK_PREFIX "GUEST-" (Makefile) */
 #include "mearas/kmod_uapi.h"
-#include "mearas/vm_proto.h"
+#include "mearas/vm_region.h"
 
 static int fd;
 

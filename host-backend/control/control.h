@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mearasd's control socket (proto/control.proto): the assembly manager
+ * asks for the node's profile and instantiates/releases assemblies here.
+ * Served by one thread of the daemon; workers see the assembly table as it
+ * was when they were forked (assembly.h).
+ */
+#ifndef MEARAS_CONTROL_H
+#define MEARAS_CONTROL_H
+
+#include <stdbool.h>
+
+struct backend_config;
+
+#define CONTROL_DEFAULT_SOCKET "/run/mearas/control.sock"
+#define CONTROL_MAX_FRAME (16u << 20)
+
+/*
+ * Listens on path and starts the control thread. Call before the first
+ * worker is forked. Returns 0, or -1 after logging why.
+ */
+int control_start(const struct backend_config *cfg, const char *path, const char *node);
+/* removes the socket file (at exit) */
+void control_stop(void);
+
+#endif

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/* Pieces of the control socket shared by control*.c. */
+#ifndef MEARAS_CONTROL_INTERNAL_H
+#define MEARAS_CONTROL_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "control.pb-c.h"
+#include "core/config.h"
+#include "device/gpuprobe.h"
+
+/* control_proto.c: one request in, one packed ControlReply out (malloc'd) */
+void control_proto_init(const struct backend_config *cfg, const char *node);
+uint8_t *control_handle(const uint8_t *req, size_t len, size_t *reply_len);
+
+/* control_profile.c */
+void profile_init(const struct mdev_ops *ops, const char *node);
+/* the node's GPUs, probed again when older than max_age_ms */
+const struct probe_result *profile_gpus(int max_age_ms);
+/* sample the workers' call counters (about once a second) */
+void profile_sample_rates(void);
+/* fills a GetProfileReply; release with profile_reply_free */
+int profile_reply(Mearas__GetProfileReply *out, char *err, size_t errlen);
+void profile_reply_free(Mearas__GetProfileReply *r);
+
+#endif

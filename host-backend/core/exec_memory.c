@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Memory records: allocation in the vGPU's address window (vaheap), copies
+ * and memsets checked over their whole span, mapped host ranges, and memory
+ * pools. Pools are the back end's own: a vGPU's memory comes from its
+ * window, so a pool is the accounting and the attributes of the allocations
+ * made through it (stream-ordered allocation allocates at once; a trim has
+ * nothing to give back).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec_internal.h"
+#include "ranges.h"
+
+struct exec_pool {
+	uint64_t release_threshold;
+	uint64_t reuse[3];      /* follow event dependencies, opportunistic, internal dependencies */
+	uint64_t used, used_high;
+	uint32_t refs;          /* the client's handle, and one per live allocation */
+};
+
+void exec_pool_put(struct vgpu *v, struct exec_pool *p, bool table)
+{
+	(void)v, (void)table;
+	if (p && --p->refs == 0)
+		free(p);
+}
+
+int exec_op_NOP(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_NOP *in, struct mearas_cqe *c,
+		struct fence_req *f)
+{
+	(void)v, (void)e, (void)in, (void)c, (void)f;
+	return 0;
+}
+
+int exec_op_MEM_ALLOC(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_MEM_ALLOC *in,
+		      struct mearas_cqe *c, struct fence_req *f)
+{
+	struct exec_pool *p = in->pool ? in->pool->obj : NULL;
+	int r;
+
+	(void)e, (void)f;
+	r = vaheap_alloc(&v->heap, in->a->size, &c->val[0]);
+	if (r || !p)
+		return r;
+	vaheap_set_tag(&v->heap, c->val[0], p);
+	p->refs++;
+	p->used += in->a->size;
+	if (p->used > p->used_high)
+		p->used_high = p->used;
+	return 0;
+}
+
+/* Frees an allocation (once the device is done with it), giving its bytes
+ * back to the pool it came from. */
+int exec_mem_free(struct vgpu *v, uint64_t va)
+{
+	const struct vaheap_range *r = vaheap_find(&v->heap, va, 1);
+	struct exec_pool *p;
+	uint64_t size;
+
+	if (!r || r->va != va)
+		return cudaErrorInvalidValue;
+	p = r->tag;
+	size = r->size;
+	if (vaheap_free(&v->heap, va))
+		return cudaErrorInvalidValue;
+	if (p) {
+		p->used -= size < p->used ? size : p->used;
+		exec_pool_put(v, p, false);
+	}
+	return 0;
+}
+
+static int check_free(struct vgpu *v, uint64_t va)
+{
+	const struct vaheap_range *r = vaheap_find(&v->heap, va, 1);
+
+	return (r && r->va == va) ? 0 : cudaErrorInvalidValue;
+}
+
+int exec_op_MEM_FREE(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_MEM_FREE *in,
+		     struct mearas_cqe *c, struct fence_req *f)
+{
+	int r = check_free(v, in->a->ptr);
+
+	(void)e, (void)c;
+	if (r)
+		return r;
+	/* cudaFree waits for the device: free once everything before it is done */
+	f->stream = v->ops->stream_default(v->dev);
+	f->action = PENDING_FREE;
+	f->arg = in->a->ptr;
+	return 0;
+}
+
+int exec_op_MEM_FREE_ASYNC(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_MEM_FREE_ASYNC *in,
+			   struct mearas_cqe *c, struct fence_req *f)
+{
+	int r = check_free(v, in->a->ptr);
+
+	(void)e, (void)c;
+	if (r)
+		return r;
+	f->stream = in->stream;
+	f->action = PENDING_FREE;
+	f->arg = in->a->ptr;
+	return 0;
+}
+
+int exec_op_MEM_GET_INFO(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_MEM_GET_INFO *in,
+			 struct mearas_cqe *c, struct fence_req *f)
+{
+	uint64_t dfree, dtotal;
+	int r = v->ops->mem_info(v->dev, &dfree, &dtotal);
+
+	(void)e, (void)in, (void)f;
+	if (r)
+		return r;
+	/* the vGPU sees its quota as its memory */
+	c->val[1] = v->heap.quota < dtotal ? v->heap.quota : dtotal;
+	c->val[0] = c->val[1] - v->heap.used;
+	if (c->val[0] > dfree)
+		c->val[0] = dfree;
+	return 0;
+}
+
+static int copy_args(struct vgpu *v, int dir, uint64_t *dst, uint64_t *src, uint64_t size)
+{
+	void *h;
+
+	switch (dir) {
+	case MEARAS_COPY_HTOD:
+		if (!exec_dev_owner(v, *dst, size) || !(h = exec_data_ptr(v, *src, size)))
+			return cudaErrorInvalidValue;
+		*src = (uint64_t)(uintptr_t)h;
+		return 0;
+	case MEARAS_COPY_DTOH:
+		if (!exec_dev_owner(v, *src, size) || !(h = exec_data_ptr(v, *dst, size)))
+			return cudaErrorInvalidValue;
+		*dst = (uint64_t)(uintptr_t)h;
+		return 0;
+	case MEARAS_COPY_DTOD:
+		if (!exec_dev_owner(v, *src, size) || !exec_dev_owner(v, *dst, size))
+			return cudaErrorInvalidValue;
+		return 0;
+	default:
+		return cudaErrorInvalidMemcpyDirection;
+	}
+}
+
+int exec_op_MEMCPY(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_MEMCPY *in,
+		   struct mearas_cqe *c, struct fence_req *f)
+{
+	const struct mearas_args_MEMCPY *a = in->a;
+	uint64_t dst = a->dst, src = a->src;
+	int dir = (int)a->dir;
+	int r;
+
+	(void)e, (void)c;
+	f->stream = in->stream;
+	r = copy_args(v, dir, &dst, &src, a->size);
+	if (r || a->size == 0)
+		return r;
+	return v->ops->copy(v->dev, f->stream, dir, dst, src, a->size);
+}
+
+int exec_op_MEMCPY_INLINE(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_MEMCPY_INLINE *in,
+			  struct mearas_cqe *c, struct fence_req *f)
+{
+	(void)e, (void)c;
+	f->stream = in->stream;
+	if (!exec_dev_owner(v, in->a->dst, in->bytes_len))
+		return cudaErrorInvalidValue;
+	if (in->bytes_len == 0)
+		return 0;
+	/* The device reads the bytes before the call returns (the driver stages
+	 * pageable memory synchronously); the record's slot is not reused before
+	 * that, since head moves only after this record is done. */
+	return v->ops->copy(v->dev, f->stream, MEARAS_COPY_HTOD, in->a->dst, (uint64_t)(uintptr_t)in->bytes,
+			    in->bytes_len);
+}
+
+int exec_op_MEMCPY_2D(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_MEMCPY_2D *in,
+		      struct mearas_cqe *c, struct fence_req *f)
+{
+	const struct mearas_args_MEMCPY_2D *a = in->a;
+	uint64_t dst = a->dst, src = a->src, width = a->width, height = a->height;
+	int dir = (int)a->dir;
+	uint64_t dspan, sspan;
+	int r = 0;
+
+	(void)e, (void)c;
+	f->stream = in->stream;
+	if (width == 0 || height == 0)
+		return 0;
+	if (width > a->dpitch || width > a->spitch || height > RANGE_2D_MAX_ROWS ||
+	    a->dpitch > RANGE_2D_MAX_PITCH || a->spitch > RANGE_2D_MAX_PITCH) {
+		exec_refuse_log(v, "2D copy refused: %llu rows of %llu bytes, pitches %llu/%llu: bad pitch or height",
+				(unsigned long long)height, (unsigned long long)width, (unsigned long long)a->dpitch,
+				(unsigned long long)a->spitch);
+		return cudaErrorInvalidPitchValue;
+	}
+	if (!range_2d_span(width, a->dpitch, height, &dspan) || !range_2d_span(width, a->spitch, height, &sspan)) {
+		exec_refuse_log(v, "2D copy refused: %llu rows of %llu bytes, pitches %llu/%llu span past 2^64",
+				(unsigned long long)height, (unsigned long long)width, (unsigned long long)a->dpitch,
+				(unsigned long long)a->spitch);
+		return cudaErrorInvalidValue;
+	}
+	if (dir == MEARAS_COPY_HTOD) {
+		if (!exec_dev_owner(v, dst, dspan) || !exec_data_ptr(v, a->src, sspan))
+			r = cudaErrorInvalidValue;
+		src = (uint64_t)(uintptr_t)exec_data_ptr(v, a->src, sspan);
+	} else if (dir == MEARAS_COPY_DTOH) {
+		if (!exec_dev_owner(v, src, sspan) || !exec_data_ptr(v, dst, dspan))
+			r = cudaErrorInvalidValue;
+		dst = (uint64_t)(uintptr_t)exec_data_ptr(v, a->dst, dspan);
+	} else if (dir == MEARAS_COPY_DTOD) {
+		if (!exec_dev_owner(v, src, sspan) || !exec_dev_owner(v, dst, dspan))
+			r = cudaErrorInvalidValue;
+	} else {
+		r = cudaErrorInvalidMemcpyDirection;
+	}
+	if (r == cudaErrorInvalidValue)
+		exec_refuse_log(v, "2D copy refused: %llu rows of %llu bytes (dst pitch %llu, span %llu; src pitch %llu, "
+				"span %llu) leave this client's memory", (unsigned long long)height,
+				(unsigned long long)width, (unsigned long long)a->dpitch, (unsigned long long)dspan,
+				(unsigned long long)a->spitch, (unsigned long long)sspan);
+	if (r)
+		return r;
+	return v->ops->copy_2d(v->dev, f->stream, dir, dst, a->dpitch, src, a->spitch, width, height);
+}
+
+int exec_op_MEMSET(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_MEMSET *in,
+		   struct mearas_cqe *c, struct fence_req *f)
+{
+	const struct mearas_args_MEMSET *a = in->a;
+
+	(void)e, (void)c;
+	f->stream = in->stream;
+	if ((a->elem_size != 1 && a->elem_size != 2 && a->elem_size != 4) || a->count > (1ull << 40))
+		return cudaErrorInvalidValue;
+	if (a->count == 0)
+		return 0;
+	if (!exec_dev_owner(v, a->dst, a->count * a->elem_size))
+		return cudaErrorInvalidValue;
+	return v->ops->memset(v->dev, f->stream, a->dst, (uint32_t)a->value, a->count, (unsigned)a->elem_size);
+}
+
+int exec_op_MEMSET_2D(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_MEMSET_2D *in,
+		      struct mearas_cqe *c, struct fence_req *f)
+{
+	const struct mearas_args_MEMSET_2D *a = in->a;
+	uint64_t span;
+
+	(void)e, (void)c;
+	f->stream = in->stream;
+	if (a->width == 0 || a->height == 0)
+		return 0;
+	if (a->width > a->pitch || a->pitch > RANGE_2D_MAX_PITCH || a->height > RANGE_2D_MAX_ROWS)
+		return cudaErrorInvalidValue;
+	if (!range_2d_span(a->width, a->pitch, a->height, &span) || !exec_dev_owner(v, a->dst, span)) {
+		exec_refuse_log(v, "2D memset refused: %llu rows of %llu bytes, pitch %llu, at %#llx leave this "
+				"client's memory", (unsigned long long)a->height, (unsigned long long)a->width,
+				(unsigned long long)a->pitch, (unsigned long long)a->dst);
+		return cudaErrorInvalidValue;
+	}
+	return v->ops->memset_2d(v->dev, f->stream, a->dst, a->pitch, (uint8_t)a->value, a->width, a->height);
+}
+
+int exec_op_HOST_MAPPED(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_HOST_MAPPED *in,
+			struct mearas_cqe *c, struct fence_req *f)
+{
+	(void)in, (void)c, (void)f;
+	/* the data area is mapped for the device as a whole: only checked here */
+	return host_mapped_valid(e, v->w->data_size) ? 0 : cudaErrorInvalidValue;
+}
+
+/* ---- memory pools ---- */
+
+int exec_op_POOL_CREATE(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_POOL_CREATE *in,
+			struct mearas_cqe *c, struct fence_req *f)
+{
+	struct exec_pool *p = calloc(1, sizeof(*p));
+
+	(void)e, (void)c, (void)f;
+	if (!p)
+		return cudaErrorMemoryAllocation;
+	p->refs = 1;
+	p->reuse[0] = p->reuse[1] = p->reuse[2] = 1;
+	return exec_keep_or_destroy(v, MEARAS_KIND_POOL, in->a->pool, p, 0);
+}
+
+int exec_op_POOL_DESTROY(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_POOL_DESTROY *in,
+			 struct mearas_cqe *c, struct fence_req *f)
+{
+	(void)e, (void)c, (void)f;
+	/* allocations made through it keep its accounting until they are freed */
+	return exec_take_and_destroy(v, MEARAS_KIND_POOL, in->a->pool);
+}
+
+/* cudaMemPoolAttr values */
+enum {
+	POOL_REUSE_FOLLOW_EVENT_DEPS = 1,
+	POOL_REUSE_ALLOW_OPPORTUNISTIC = 2,
+	POOL_REUSE_ALLOW_INTERNAL_DEPS = 3,
+	POOL_RELEASE_THRESHOLD = 4,
+	POOL_RESERVED_MEM_CURRENT = 5,
+	POOL_RESERVED_MEM_HIGH = 6,
+	POOL_USED_MEM_CURRENT = 7,
+	POOL_USED_MEM_HIGH = 8,
+};
+
+int exec_op_POOL_SET_ATTR(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_POOL_SET_ATTR *in,
+			  struct mearas_cqe *c, struct fence_req *f)
+{
+	struct exec_pool *p = in->pool->obj;
+	uint64_t value = in->a->value;
+
+	(void)v, (void)e, (void)c, (void)f;
+	switch (in->a->attr) {
+	case POOL_REUSE_FOLLOW_EVENT_DEPS:
+	case POOL_REUSE_ALLOW_OPPORTUNISTIC:
+	case POOL_REUSE_ALLOW_INTERNAL_DEPS:
+		p->reuse[in->a->attr - 1] = value != 0;
+		return 0;
+	case POOL_RELEASE_THRESHOLD:
+		p->release_threshold = value;
+		return 0;
+	case POOL_RESERVED_MEM_HIGH:
+	case POOL_USED_MEM_HIGH:
+		/* as in CUDA: only a reset to 0 (to the current use) */
+		if (value)
+			return cudaErrorInvalidValue;
+		p->used_high = p->used;
+		return 0;
+	default:
+		return cudaErrorInvalidValue;
+	}
+}
+
+int exec_op_POOL_GET_ATTR(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_POOL_GET_ATTR *in,
+			  struct mearas_cqe *c, struct fence_req *f)
+{
+	const struct exec_pool *p = in->pool->obj;
+
+	(void)v, (void)e, (void)f;
+	switch (in->a->attr) {
+	case POOL_REUSE_FOLLOW_EVENT_DEPS:
+	case POOL_REUSE_ALLOW_OPPORTUNISTIC:
+	case POOL_REUSE_ALLOW_INTERNAL_DEPS:
+		c->val[0] = p->reuse[in->a->attr - 1];
+		return 0;
+	case POOL_RELEASE_THRESHOLD:
+		c->val[0] = p->release_threshold;
+		return 0;
+	/* memory is reserved as it is allocated: reserved is used */
+	case POOL_RESERVED_MEM_CURRENT:
+	case POOL_USED_MEM_CURRENT:
+		c->val[0] = p->used;
+		return 0;
+	case POOL_RESERVED_MEM_HIGH:
+	case POOL_USED_MEM_HIGH:
+		c->val[0] = p->used_high;
+		return 0;
+	default:
+		return cudaErrorInvalidValue;
+	}
+}
+
+int exec_op_POOL_TRIM(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_POOL_TRIM *in,
+		      struct mearas_cqe *c, struct fence_req *f)
+{
+	/* freed memory goes back to the vGPU's window at once: nothing is kept to trim */
+	(void)v, (void)e, (void)in, (void)c, (void)f;
+	return 0;
+}

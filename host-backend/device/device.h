@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What mearasd needs from a device: the CUDA driver API on a GPU
+ * (device_cuda.c), or the host-memory model used by the CPU lane
+ * (device_sim.c). Every call returns a cudaError_t (0 = success).
+ * Device addresses are window addresses handed out by the vaheap; host
+ * pointers are the worker's own mapping of the data area.
+ * Objects (streams, events, modules, functions, graphs) are opaque pointers.
+ */
+#ifndef MEARAS_DEVICE_H
+#define MEARAS_DEVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <driver_types.h> /* cudaError_t values (plain C header of the toolkit) */
+
+#include "mdev_ops.gen.h"
+#include "mearas/region.h"
+
+struct mdev;
+
+/* The top of each vGPU's window is kept out of the heap for module globals
+ * (used by the device model; a GPU places globals itself). */
+#define MEARAS_GLOBALS_RESERVE (16ull << 30)
+
+struct mdev_launch {
+	uint32_t grid[3], block[3];
+	uint32_t smem;
+	int cooperative;
+	void *params;           /* packed parameter buffer */
+	uint32_t param_bytes;
+};
+
+struct mdev_ops {
+	const char *name;
+	const char *startup_note;
+	/* the device functions of the ops with a generated handler */
+	const struct mdev_op_table *op;
+	/* once per worker process */
+	int (*init)(char *err, size_t errlen);
+	int (*count)(void);
+	int (*open)(struct mdev **out, int phys, uint64_t va_base, uint64_t va_size,
+		    struct mearas_devinfo *info, uint64_t *granularity);
+	void (*close)(struct mdev *d);
+	/* make the device current for the calling thread (a poller) */
+	void (*bind_thread)(struct mdev *d);
+	int (*host_register)(struct mdev *d, void *base, size_t size);
+	void (*host_unregister)(struct mdev *d, void *base);
+	int (*chunk_map)(struct mdev *d, uint64_t va, uint64_t size, void **cookie);
+	void (*chunk_unmap)(struct mdev *d, uint64_t va, uint64_t size, void *cookie);
+	int (*mem_info)(struct mdev *d, uint64_t *free, uint64_t *total);
+
+	/* copies: host sides are host pointers, device sides window addresses */
+	int (*copy)(struct mdev *d, void *stream, int dir, uint64_t dst, uint64_t src, uint64_t size);
+	int (*copy_2d)(struct mdev *d, void *stream, int dir, uint64_t dst, uint64_t dpitch,
+		       uint64_t src, uint64_t spitch, uint64_t width, uint64_t height);
+	int (*memset)(struct mdev *d, void *stream, uint64_t dst, uint32_t value, uint64_t count,
+		      unsigned elem_size);
+	int (*memset_2d)(struct mdev *d, void *stream, uint64_t dst, uint64_t pitch, uint8_t value,
+			 uint64_t width, uint64_t height);
+
+	int (*module_load)(struct mdev *d, const void *image, size_t size, void **module);
+	void (*module_unload)(struct mdev *d, void *module);
+	/* nparams/param_bytes: what the device says of the kernel's parameters
+	 * (0xffffffff when it cannot tell) */
+	int (*func_get)(struct mdev *d, void *module, const char *name, void **func,
+			uint32_t *nparams, uint32_t *param_bytes);
+	/* the kernel's name, for log lines (NULL when unknown) */
+	const char *(*func_name)(struct mdev *d, void *func);
+	/* a function from func_get is no longer used (before its module unloads) */
+	void (*func_put)(struct mdev *d, void *func);
+	int (*func_attrs)(struct mdev *d, void *func, uint64_t out[2]);
+	int (*func_set_attr)(struct mdev *d, void *func, int attr, int value);
+	int (*occupancy)(struct mdev *d, void *func, int block, size_t smem, int *blocks);
+	int (*global_get)(struct mdev *d, void *module, const char *name, uint64_t size_hint,
+			  uint64_t *ptr, uint64_t *size);
+	int (*launch)(struct mdev *d, void *func, void *stream, const struct mdev_launch *l);
+
+	void *(*stream_default)(struct mdev *d);        /* the legacy default stream */
+	int (*stream_create)(struct mdev *d, unsigned flags, int priority, void **s);
+	int (*stream_destroy)(struct mdev *d, void *s);
+	int (*stream_wait_event)(struct mdev *d, void *s, void *ev, unsigned flags);
+	int (*event_create)(struct mdev *d, unsigned flags, void **e);
+	int (*event_destroy)(struct mdev *d, void *e);
+	int (*event_record)(struct mdev *d, void *e, void *s);
+	int (*event_query)(struct mdev *d, void *e);   /* 0, or cudaErrorNotReady (600) */
+	int (*event_elapsed)(struct mdev *d, void *start, void *end, float *ms);
+
+	/* graphs by stream capture (NULL when the device cannot) */
+	int (*capture_begin)(struct mdev *d, void *s, int mode);
+	int (*capture_end)(struct mdev *d, void *s, void **graph);
+	int (*capture_status)(struct mdev *d, void *s, int *status);
+	int (*graph_instantiate)(struct mdev *d, void *graph, void **exec);
+	int (*graph_launch)(struct mdev *d, void *exec, void *s);
+	void (*graph_destroy)(struct mdev *d, void *graph);
+	void (*graph_exec_destroy)(struct mdev *d, void *exec);
+	/* wait for stream (or event, or the whole device if both NULL) so the
+	 * driver flushes device printf output; called once the work is done */
+	void (*flush_output)(struct mdev *d, void *stream, void *event);
+	/* number of nodes of a captured graph */
+	int (*graph_node_count)(struct mdev *d, void *graph, uint64_t *count);
+	/* run fn(arg) in stream order on s; the stream waits until fn returns */
+	int (*host_func)(struct mdev *d, void *s, void (*fn)(void *), void *arg);
+	/* the args of a captured graph's host-function nodes that call fn: up
+	 * to max of them in args, their number in *n */
+	int (*graph_host_funcs)(struct mdev *d, void *graph, void (*fn)(void *), void **args, size_t max,
+				size_t *n);
+};
+
+extern const struct mdev_ops mdev_sim_ops;
+extern const struct mdev_ops mdev_cuda_ops;
+
+#endif

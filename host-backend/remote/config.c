@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MIT
+/* Remote vGPUs in mearasd's configuration: options, cluster key, link settings (config.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "remote_link.h"
+
+int remote_parse_target(struct remote_config *rc, const char *spec)
+{
+	char buf[REMOTE_HOST_MAX + 32], *eq, *colon, *slash, *end;
+	unsigned long vgpu, port, gpu = 0;
+
+	if (strlen(spec) >= sizeof(buf))
+		return -1;
+	strcpy(buf, spec);
+	eq = strchr(buf, '=');
+	if (!eq)
+		return -1;
+	*eq = 0;
+	errno = 0;
+	vgpu = strtoul(buf, &end, 10);
+	if (errno || end == buf || *end || vgpu >= MEARAS_MAX_VGPUS)
+		return -1;
+	slash = strrchr(eq + 1, '/');
+	if (slash) {
+		*slash = 0;
+		gpu = strtoul(slash + 1, &end, 10);
+		if (end == slash + 1 || *end || gpu > 64)
+			return -1;
+	}
+	colon = strrchr(eq + 1, ':');
+	if (!colon || colon == eq + 1)
+		return -1;
+	*colon = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (end == colon + 1 || *end || port == 0 || port > 65535)
+		return -1;
+	snprintf(rc->target[vgpu].host, sizeof(rc->target[vgpu].host), "%s", eq + 1);
+	rc->target[vgpu].port = (uint16_t)port;
+	rc->target[vgpu].gpu = (int)gpu;
+	return 0;
+}
+
+int remote_load_key(struct remote_config *rc, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0) {
+		fprintf(stderr, "mearasd: cluster key file %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	n = read(fd, rc->key, sizeof(rc->key));
+	close(fd);
+	while (n > 0 && (rc->key[n - 1] == '\n' || rc->key[n - 1] == '\r'))
+		n--;
+	if (n <= 0) {
+		fprintf(stderr, "mearasd: cluster key file %s is empty\n", path);
+		return -1;
+	}
+	rc->key_len = (size_t)n;
+	snprintf(rc->key_file, sizeof(rc->key_file), "%s", path);
+	return 0;
+}
+
+void remote_link_config(const struct remote_config *rc, struct mearas_link_config *lc)
+{
+	mearas_link_config_init(lc);
+	if (rc->key_len) {
+		lc->key = rc->key;
+		lc->key_len = rc->key_len;
+	}
+	lc->encryption = rc->encryption_off ? MEARAS_LINK_ENCRYPTION_OFF : MEARAS_LINK_ENCRYPTION_TLS;
+	/* an option left 0 keeps the library's default */
+#define GIVEN(field, value) do { if (value) lc->field = (value); } while (0)
+	GIVEN(dead_ms, rc->dead_ms);
+	GIVEN(batch_max_msgs, rc->batch_msgs);
+	GIVEN(batch_delay_us, rc->batch_us);
+	GIVEN(handshake_ms, rc->handshake_ms);
+	GIVEN(max_pending, rc->max_pending);
+	GIVEN(max_links, rc->max_links);
+	GIVEN(fd_reserve, rc->fd_reserve);
+#undef GIVEN
+	lc->node_name = "mearasd";
+}
+
+unsigned remote_spin_us(unsigned cfg_spin_us)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (!cfg_spin_us || ncpu < REMOTE_SPIN_MIN_CPUS)
+		return ncpu < REMOTE_SPIN_MIN_CPUS ? 0 : cfg_spin_us;
+	return cfg_spin_us < REMOTE_SPIN_US ? REMOTE_SPIN_US : cfg_spin_us;
+}

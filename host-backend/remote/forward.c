@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The forwarder (forward.h): opening a remote vGPU's link, and its thread,
+ * which drains the vGPU's submission ring in order and posts each record on
+ * the link with its arena payload and the data-area bytes it reads (less
+ * those that device-to-host copies in flight write: forward_d2h.c), large
+ * copies as pieces. Its batches go when the ring is drained, or with
+ * --link-batch-us when a record is waited for.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/engine.h"
+#include "core/exec.h"
+#include "core/poller.h"
+#include "core/ranges.h"
+#include "core/worker.h"
+#include "forward.h"
+#include "mapped.h"
+#include "mearas/clock.h"
+#include "mearas/log.h"
+#include "mearas/ring.h"
+#include "messages.h"
+#include "remote_link.h"
+
+#define TOKENS_CAP (1u << 16)
+#define OPEN_TIMEOUT_MS 60000u
+
+static int forward_open(struct vgpu *v, int phys, uint64_t va_base, uint64_t va_size, struct mearas_devinfo *info,
+			uint64_t *granularity, char *err, size_t errlen)
+{
+	const struct backend_config *cfg = v->w->cfg;
+	const struct remote_target *t = &cfg->remote.target[v->index];
+	struct mearas_link_config lc;
+	struct remote_vgpu *rv = calloc(1, sizeof(*rv));
+	struct remote_open_req req = { .magic = REMOTE_MAGIC, .version = REMOTE_VERSION,
+				       .kind = REMOTE_MSG_OPEN, .gpu = t->gpu, .va_window = v->index,
+				       .nthreads = v->w->nthreads, .data_size = v->w->data_size,
+				       .quota = cfg->quota[v->index] };
+	struct remote_open_reply rep;
+	size_t len = 0;
+	int rc;
+
+	if (!rv || remote_tokens_init(&rv->tokens, TOKENS_CAP) || !(rv->mapped = remote_mapped_new())) {
+		snprintf(err, errlen, "vGPU %u: out of memory", v->index);
+		return cudaErrorMemoryAllocation;
+	}
+	pthread_mutex_init(&rv->reap_lock, NULL);
+	pthread_cond_init(&rv->reap_cond, NULL);
+	pthread_mutex_init(&rv->d2h_lock, NULL);
+	rv->d2h_lo = UINT64_MAX;
+	for (unsigned i = 0; i < REAP_OUTSTANDING; i++) {
+		rv->slot[i] = (struct reap_slot){ .v = v, .next_free = rv->free_slots };
+		rv->free_slots = &rv->slot[i];
+	}
+	snprintf(rv->peer, sizeof(rv->peer), "%s:%u", t->host, t->port);
+	rv->mapped_budget = (struct remote_budget){
+		.limit = cfg->remote.link_mem ? cfg->remote.link_mem : v->w->data_size + REMOTE_LINK_MEM_EXTRA,
+		.who = rv->peer };
+	remote_mapped_set_budget(rv->mapped, &rv->mapped_budget);
+	gethostname(req.node, sizeof(req.node) - 1);
+	remote_link_config(&cfg->remote, &lc);
+	lc.rx_spin_us = remote_spin_us(cfg->spin_us);
+	rc = mearas_link_connect(t->host, t->port, &lc, &rv->link);
+	if (rc) {
+		snprintf(err, errlen, "remote vGPU %u: link to %s failed: %s%s", v->index, rv->peer, mearas_link_strerror(rc),
+			 rc == MEARAS_LINK_E_AUTH ? " (cluster key refused: check --cluster-key-file on both nodes)" : "");
+		return cudaErrorDevicesUnavailable;
+	}
+	rc = mearas_link_call(rv->link, &req, sizeof(req), &rep, sizeof(rep), &len, OPEN_TIMEOUT_MS);
+	if (!rc && (len != sizeof(rep) || rep.magic != REMOTE_MAGIC))
+		rc = MEARAS_LINK_E_PROTO;
+	if (rc) {
+		snprintf(err, errlen, "remote vGPU %u: opening it on %s failed: %s", v->index, rv->peer, mearas_link_strerror(rc));
+		mearas_link_close(rv->link);
+		return cudaErrorDevicesUnavailable;
+	}
+	if (rep.status) {
+		rep.message[sizeof(rep.message) - 1] = 0;
+		snprintf(err, errlen, "remote vGPU %u on %s: %s", v->index, rv->peer, rep.message);
+		mearas_link_close(rv->link);
+		return rep.status;
+	}
+	*info = rep.info;
+	info->is_remote = 1;
+	/* kernels on the other node reach its copy of the data area: mapped
+	 * memory works when that copy is where this node's is (kept coherent
+	 * by HOST_MAPPED ranges), else not at all */
+	rv->can_map = rep.data_va == (uint64_t)(uintptr_t)v->w->data;
+	if (!rv->can_map) {
+		info->attrs[cudaDevAttrCanMapHostMemory] = 0;
+		log_warn("vGPU %u: the remote node's data area is at %#llx, not %p: no mapped host memory", v->index,
+			 (unsigned long long)rep.data_va, (void *)v->w->data);
+	}
+	v->engine_data = rv;
+	log_info("vGPU %u -> remote %s GPU %d (%s)", v->index, rv->peer, t->gpu, info->name);
+	return 0;
+}
+
+void forward_post(struct vgpu *v, uint16_t cq, const struct mearas_cqe *c)
+{
+	if (!post_cqe(v, cq, c)) {
+		log_err("vGPU %u: completion slot %u overflows: the client is misbehaving", v->index, cq);
+		v->w->broken = true;
+	}
+}
+
+static void fail_one(void *ctx, const struct remote_token *e)
+{
+	struct mearas_cqe c = { .user_data = e->user_data, .status = cudaErrorDevicesUnavailable };
+
+	forward_post(ctx, e->cq, &c);
+}
+
+void forward_fail_link(struct vgpu *v, int rc, const char *why)
+{
+	struct remote_vgpu *rv = rv_of(v);
+	int expected = 0;
+
+	if (__atomic_compare_exchange_n(&rv->failed, &expected, rc ? rc : -1, false, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		log_err("vGPU %u: remote %s lost (%s): its calls fail from now on", v->index, rv->peer, why);
+	remote_tokens_fail(&rv->tokens, fail_one, v);
+}
+
+/* extra: REMOTE_REC_* flags the caller adds (REMOTE_REC_REFUSED) */
+static void forward_one(struct vgpu *v, const struct mearas_sqe *e, uint32_t extra)
+{
+	struct remote_vgpu *rv = rv_of(v);
+	struct remote_record_hdr h = { .kind = REMOTE_MSG_RECORD, .flags = extra, .sqe = *e };
+	struct iovec iov[3] = { { &h, sizeof(h) } };
+	int n = 1, rc = 0;
+	uint64_t len;
+	struct mearas_span r;
+
+	if (__atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE)) {
+		if (e->flags & MEARAS_SQE_WANT_CQE) {
+			struct remote_token t = { .user_data = e->user_data, .cq = e->cq };
+
+			fail_one(v, &t);
+		}
+		return;
+	}
+	if (e->flags & MEARAS_SQE_PAYLOAD_ARENA) {
+		if (e->payload_off > MEARAS_ARENA_SIZE || e->payload_len > MEARAS_ARENA_SIZE - e->payload_off) {
+			h.flags |= REMOTE_REC_BAD_PAYLOAD;
+		} else {
+			h.payload_len = e->payload_len;
+			iov[n++] = (struct iovec){ v->rings.arena + e->payload_off, e->payload_len };
+		}
+	}
+	/* rows that could not be a valid 2D copy, or leave the data area, go
+	 * without bytes (the serving node refuses the record) */
+	if (record_reads_data(e, v->w->data_size, &r, &len)) {
+		uint64_t off = r.off;
+		struct span *part;
+		size_t nparts;
+
+		if (d2h_uncovered(rv, off, len, &part, &nparts)) {
+			/* device-to-host copies in flight write some of it: the rest
+			 * goes ahead as bulk transfers, the record carries none */
+			for (size_t i = 0; !rc && i < nparts; i++)
+				rc = mearas_link_bulk(rv->link, part[i].a, v->w->data + part[i].a, part[i].b - part[i].a);
+			free(part);
+		} else if (len <= REMOTE_INLINE_DATA_MAX) {
+			h.data_off = off;
+			h.data_len = len;
+			h.flags |= REMOTE_REC_DATA_INLINE;
+			iov[n++] = (struct iovec){ v->w->data + off, len };
+		} else {
+			h.data_off = off;
+			h.data_len = len;
+			h.flags |= REMOTE_REC_DATA_BULK;
+			rc = mearas_link_bulk(rv->link, off, v->w->data + off, len);
+		}
+	}
+	if (e->flags & MEARAS_SQE_WANT_CQE) {
+		struct remote_token t = { .user_data = e->user_data, .cq = e->cq, .op = e->op, .want_cqe = 1 };
+		uint64_t tok;
+
+		while (!(tok = remote_tokens_add(&rv->tokens, &t))) {
+			if (__atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE) || v->w->stop) {
+				fail_one(v, &t);
+				return;
+			}
+			/* 64 Ki completions in flight: send what is queued, wait for the reaper */
+			(void)mearas_link_flush(rv->link); /* a broken link shows in rv->failed */
+			usleep(100);
+		}
+		h.sqe.user_data = tok;
+	}
+	if (!rc && record_writes_data(e, v->w->data_size, &r, &len)) {
+		/* in flight from now until its DONE item has been applied */
+		if (d2h_track(rv, &r, len, &h.done_id)) {
+			h.flags |= REMOTE_REC_WANT_DONE;
+		} else {
+			static bool said;
+
+			if (!said) {
+				said = true;
+				log_warn("vGPU %u: out of memory: a device-to-host copy is not followed", v->index);
+			}
+		}
+	}
+	if (!rc && v->w->cfg->remote.batch_us)
+		rc = mearas_link_postv(rv->link, iov, n); /* the link's timer bounds the batch */
+	else if (!rc)
+		rc = mearas_link_postv_burst(rv->link, iov, n); /* the batch goes when drain() is done */
+	if (rc)
+		forward_fail_link(v, rc, mearas_link_strerror(rc));
+}
+
+/*
+ * A large host-to-device or device-to-host copy goes as pieces on the same
+ * stream, only the last one completing: the serving node starts copying the
+ * first piece while later ones are still on the wire (host to device), and
+ * sends a piece's bytes back as soon as it has landed (device to host). An
+ * error in an earlier piece is reported by the last one (deferred errors).
+ */
+static bool forward_split(struct vgpu *v, const struct mearas_sqe *e)
+{
+	const struct mearas_args_MEMCPY *a = &e->args.MEMCPY;
+	uint64_t host, size = a->size;
+
+	if (e->op != MEARAS_OP_MEMCPY || (a->dir != MEARAS_COPY_HTOD && a->dir != MEARAS_COPY_DTOH) ||
+	    size < 2 * REMOTE_SPLIT_BYTES)
+		return false;
+	host = a->dir == MEARAS_COPY_HTOD ? a->src : a->dst;
+	if (host > v->w->data_size || size > v->w->data_size - host)
+		return false; /* out of bounds: the serving node reports it, as one record */
+	for (uint64_t done = 0; done < size; done += REMOTE_SPLIT_BYTES) {
+		struct mearas_sqe piece = *e;
+		uint64_t n = size - done < REMOTE_SPLIT_BYTES ? size - done : REMOTE_SPLIT_BYTES;
+
+		piece.args.MEMCPY.dst += done;
+		piece.args.MEMCPY.src += done;
+		piece.args.MEMCPY.size = n;
+		if (done + n < size)
+			piece.flags &= (uint16_t)~MEARAS_SQE_WANT_CQE;
+		forward_one(v, &piece, 0);
+	}
+	return true;
+}
+
+static void forward(struct vgpu *v, const struct mearas_sqe *e)
+{
+	uint32_t extra = forward_mapped_before(v, e);
+
+	if (extra || !forward_split(v, e))
+		forward_one(v, e, extra);
+}
+
+/* One record of the ring; *urgent: it is waited for (the client waits for
+ * its completion, or the remote stream for a host function's end), so the
+ * batch must go now. */
+static bool forward_record(struct vgpu *v, const struct mearas_sqe *e, void *urgent)
+{
+	v->records++;
+	if ((e->flags & MEARAS_SQE_WANT_CQE) || mearas_op_props(e->op)->urgent)
+		*(bool *)urgent = true;
+	forward(v, e);
+	return true;
+}
+
+/* Forwards what the ring holds, each record's slot given back at once. */
+static int drain(struct vgpu *v, bool *urgent)
+{
+	return sq_each(v, forward_record, urgent, 1);
+}
+
+static void *forward_main(void *arg)
+{
+	struct vgpu *v = arg;
+	struct remote_vgpu *rv = rv_of(v);
+	const unsigned spin_us = remote_spin_us(v->w->cfg->spin_us);
+	const uint64_t spin_ns = (uint64_t)(spin_us ? spin_us : v->w->cfg->spin_us) * 1000ull;
+	uint64_t idle_since = 0;
+
+	if (reap_start(v))
+		forward_fail_link(v, MEARAS_LINK_E_SYS, "cannot start the reaper thread");
+	while (!v->w->stop && !v->w->broken) {
+		bool urgent = false;
+		int n = drain(v, &urgent);
+
+		if (n < 0) {
+			v->w->broken = true;
+			break;
+		}
+		if (n > 0) {
+			/* with a time bound (--link-batch-us) only what is waited for goes at
+			 * once; the link's timer sends the rest */
+			bool now = urgent || !v->w->cfg->remote.batch_us;
+			int rc = !now || __atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE) ? 0 : mearas_link_flush(rv->link);
+
+			if (rc)
+				forward_fail_link(v, rc, mearas_link_strerror(rc));
+			idle_since = 0;
+			continue;
+		}
+		if (!idle_since)
+			idle_since = mearas_mono_ns();
+		if (mearas_mono_ns() - idle_since < spin_ns) {
+			mearas_cpu_relax();
+			continue;
+		}
+		if (mearas_ring_prepare_sleep(v->sq.ctl))
+			sleep_on_kick(v, 200);
+		mearas_ring_end_sleep(v->sq.ctl);
+		idle_since = 0;
+	}
+	if (!__atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE))
+		mearas_link_flush(rv->link);
+	/* the link closes with the process: the serving node then frees the session */
+	return NULL;
+}
+
+/* The link closes with the process: the serving node then frees the session. */
+static void forward_close(struct vgpu *v)
+{
+	(void)v;
+}
+
+const struct vgpu_engine remote_forward_engine = {
+	.name = "remote", .open = forward_open, .thread_main = forward_main, .close = forward_close, .local = false,
+};

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The serving node of remote vGPUs (--link-port): a link server whose links
+ * are remote vGPUs of other nodes' clients, each run by a worker process of
+ * its own fed by the link's session (session.h).
+ */
+#ifndef MEARAS_REMOTE_SERVE_H
+#define MEARAS_REMOTE_SERVE_H
+
+struct backend_config;
+
+/* serve.c: starts the link server of cfg->remote (0, or -1 logged) */
+int remote_serve_start(const struct backend_config *cfg);
+void remote_serve_stop(void);
+
+/* serve.c: the configuration remote_serve_start was given */
+extern const struct backend_config *serve_cfg;
+/* serve_worker.c: a link's session thread (its OPEN came): forks the
+ * worker, replies, then reaps its completions until the link closes */
+void *serve_session_main(void *session);
+
+#endif

@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The region and record format of mearas: the one definition shared by the
+ * guest runtime library, mearasd and the remote vGPU messages (the ring
+ * protocol is ring.h's, the ops are include/mearas/ops.spec's).
+ *
+ * A client (one CUDA process) and its backend worker share one region:
+ *
+ *   +-----------------------------+ 0
+ *   | struct mearas_region_hdr    |  written by the backend, read-only to the client
+ *   +-----------------------------+ hdr.vgpu_off[v]   (one block per vGPU)
+ *   | struct mearas_devinfo       |  device properties, VA window, quota
+ *   | struct mearas_ring_ctl (SQ) |  client produces, backend consumes
+ *   | sqe[sq_entries]             |
+ *   | arena[arena_size]           |  payloads too large for an SQE's inline bytes
+ *   | per thread slot t:          |
+ *   |   struct mearas_ring_ctl(CQ)|  backend produces, client consumes
+ *   |   cqe[cq_entries]           |
+ *   +-----------------------------+ hdr.data_off
+ *   | data area                   |  pinned host memory (cudaMallocHost) and
+ *   |                             |  staging buffers; the backend registers it
+ *   +-----------------------------+ hdr.region_size
+ *
+ * Everything is little-endian (both ends are x86-64 or another LE machine;
+ * remote-link converts nothing). Indices are free-running 32-bit counters;
+ * slot = index & (entries - 1).
+ *
+ * The backend never trusts anything it reads from the region: it keeps its own
+ * copy of the layout, copies each SQE before validating it, and checks ring
+ * indices, offsets, lengths and handles (host-backend/core/exec*.c).
+ */
+#ifndef MEARAS_REGION_H
+#define MEARAS_REGION_H
+
+#include <stdint.h>
+
+#define MEARAS_REGION_MAGIC   0x3153415241454d00ULL /* "\0MEARAS1" */
+#define MEARAS_PROTO_VERSION  2u
+
+#define MEARAS_MAX_VGPUS      16u
+#define MEARAS_MAX_THREADS    64u   /* completion slots per vGPU */
+#define MEARAS_SQ_ENTRIES     4096u
+#define MEARAS_CQ_ENTRIES     64u
+#define MEARAS_ARENA_SIZE     (1u << 20)
+#define MEARAS_SQE_INLINE     168u
+#define MEARAS_NUM_ATTRS      256u
+#define MEARAS_MAX_PARAM_BYTES 32764u /* CUDA's kernel parameter limit */
+
+/* Handles chosen by the client for objects it creates (streams, events,
+ * modules, functions, graphs): small integers, so creation needs no round
+ * trip. 0 is never a valid id; stream 0 is the legacy default stream and
+ * MEARAS_STREAM_PER_THREAD the per-thread default stream of the caller. */
+#define MEARAS_MAX_HANDLES    65536u
+#define MEARAS_STREAM_LEGACY      0u
+#define MEARAS_STREAM_PER_THREAD  0xffffffffu
+
+/* ring_ctl.flags */
+#define MEARAS_RING_NEED_WAKEUP  1u   /* consumer sleeps: producer must notify */
+
+struct mearas_ring_ctl {
+	uint32_t head;          /* consumer's index */
+	uint32_t pad0[15];      /* head and tail on their own cache lines */
+	uint32_t tail;          /* producer's index */
+	uint32_t pad1[15];
+	uint32_t flags;         /* written by the consumer */
+	uint32_t pad2[15];
+};
+
+/* sqe.flags */
+#define MEARAS_SQE_WANT_CQE      1u  /* post a completion to cqe slot sqe.cq */
+#define MEARAS_SQE_PAYLOAD_ARENA 2u  /* payload at arena[payload_off] (else inline) */
+#define MEARAS_SQE_PER_THREAD    4u  /* "stream 0" means the per-thread default stream */
+
+/* The ops, their typed arguments and properties: generated from
+ * include/mearas/ops.spec (scripts/opgen.py into build/gen). */
+#include "mearas/ops.gen.h"
+
+/* memcpy directions: the host side is always an offset into the data area
+ * (or the SQE payload for MEMCPY_INLINE); device sides are device addresses. */
+enum mearas_copy_dir {
+	MEARAS_COPY_HTOD = 1,
+	MEARAS_COPY_DTOH = 2,
+	MEARAS_COPY_DTOD = 3,
+	MEARAS_COPY_HTOH = 4,
+};
+
+/* Operation arguments: op NAME's are args.NAME (struct mearas_args_NAME,
+ * written by mearas_prep_NAME). The raw words `a` are for code that moves
+ * records as bytes (forwarding, hostile tests), never for reading an op's
+ * arguments. Fields an op does not name are zero. */
+union mearas_sqe_args {
+	MEARAS_SQE_ARGS_MEMBERS
+};
+MEARAS_SQE_ARGS_CHECKS
+
+struct mearas_sqe {
+	uint16_t op;
+	uint16_t flags;
+	uint16_t cq;            /* completion slot (thread slot) */
+	uint16_t reserved;
+	uint32_t stream;        /* stream handle (0 = legacy default) */
+	uint32_t payload_len;
+	uint64_t user_data;     /* echoed in the completion */
+	uint32_t payload_off;   /* arena offset with MEARAS_SQE_PAYLOAD_ARENA */
+	uint32_t reserved2;
+	union mearas_sqe_args args;
+	uint8_t inline_payload[MEARAS_SQE_INLINE];
+};
+
+struct mearas_cqe {
+	uint64_t user_data;
+	int32_t status;         /* cudaError_t */
+	uint32_t flags;
+	uint64_t val[2];
+};
+
+/* cqe.flags: an unsolicited completion asking the client to run a host
+ * function (cudaLaunchHostFunc); val[0] = client token, user_data = the
+ * run's sequence number (a host function captured in a graph runs at every
+ * launch). The client answers with HOST_FUNC_DONE carrying both. */
+#define MEARAS_CQE_HOST_FUNC  1u
+/* cqe.flags: device printf/assert output is waiting on the output pipes */
+#define MEARAS_CQE_OUTPUT     2u
+
+/* FUNC_ATTRS packing: val0 = numRegs | maxThreadsPerBlock << 16 | ptxVersion << 32 | binaryVersion << 48,
+ *                     val1 = sharedSizeBytes | localSizeBytes << 24 | constSizeBytes << 48 (clamped) */
+
+/* Device description written by the backend for each vGPU. */
+struct mearas_devinfo {
+	char name[256];
+	uint8_t uuid[16];
+	uint64_t total_mem;     /* the vGPU's memory quota, or the GPU's memory */
+	uint64_t va_base;       /* this vGPU's device virtual-address window */
+	uint64_t va_size;
+	int32_t driver_version;
+	int32_t ordinal;        /* physical ordinal on its node (informational) */
+	uint32_t is_remote;
+	uint32_t is_sim;
+	int32_t attrs[MEARAS_NUM_ATTRS]; /* indexed by cudaDeviceAttr / CUdevice_attribute */
+};
+
+/* region_hdr.state (backend-owned) */
+#define MEARAS_BACKEND_READY   1u
+#define MEARAS_BACKEND_DEAD    2u
+/* mearasd's GPU time limit (--kernel-timeout-ms) ended this client's context:
+ * every call fails with cudaErrorLaunchTimeout */
+#define MEARAS_BACKEND_TIMED_OUT 3u
+
+struct mearas_region_hdr {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t hdr_size;
+	uint64_t region_size;
+	uint32_t nvgpus;
+	uint32_t nthreads;      /* completion slots per vGPU */
+	uint32_t sq_entries;
+	uint32_t cq_entries;
+	uint32_t arena_size;
+	uint32_t state;
+	uint64_t data_off;
+	uint64_t data_size;
+	uint64_t vgpu_off[MEARAS_MAX_VGPUS];
+	uint64_t vgpu_size;
+};
+
+/* Offsets inside a vGPU block. */
+struct mearas_vgpu_layout {
+	uint64_t devinfo, sq_ctl, sqes, arena, cqs, cq_stride, size;
+};
+
+static inline uint64_t mearas_align_up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+static inline struct mearas_vgpu_layout mearas_vgpu_layout(uint32_t sq_entries, uint32_t cq_entries,
+							   uint32_t arena_size, uint32_t nthreads)
+{
+	struct mearas_vgpu_layout l;
+	uint64_t off = 0;
+
+	l.devinfo = off;
+	off = mearas_align_up(off + sizeof(struct mearas_devinfo), 4096);
+	l.sq_ctl = off;
+	off = mearas_align_up(off + sizeof(struct mearas_ring_ctl), 64);
+	l.sqes = off;
+	off = mearas_align_up(off + (uint64_t)sq_entries * sizeof(struct mearas_sqe), 4096);
+	l.arena = off;
+	off = mearas_align_up(off + arena_size, 4096);
+	l.cqs = off;
+	l.cq_stride = mearas_align_up(sizeof(struct mearas_ring_ctl) +
+				      (uint64_t)cq_entries * sizeof(struct mearas_cqe), 64);
+	off = mearas_align_up(off + l.cq_stride * nthreads, 4096);
+	l.size = off;
+	return l;
+}
+
+_Static_assert(sizeof(struct mearas_sqe) == 256, "SQE is 256 bytes");
+_Static_assert(sizeof(struct mearas_cqe) == 32, "CQE is 32 bytes");
+_Static_assert(sizeof(struct mearas_ring_ctl) == 192, "ring control is 3 cache lines");
+
+/* A range of data-area bytes: rows of width bytes, pitch apart (one row for
+ * a plain range). */
+struct mearas_span {
+	uint64_t off, pitch, width, rows;
+};
+
+#include "mearas/ops_inline.gen.h"
+
+static inline const char *mearas_op_name(unsigned op)
+{
+	return mearas_op_props(op)->name;
+}
+
+/*
+ * Process transport handshake on mearasd's unix socket. The client sends a
+ * hello; the backend answers with a welcome and, in the same message
+ * (SCM_RIGHTS), the region's memfd, one "kick" eventfd per vGPU (client ->
+ * poller), one "wake" eventfd per thread slot (backend -> client), and the
+ * read ends of the worker's stdout and stderr pipes (device printf/assert
+ * output, which the client writes to its own stdout/stderr).
+ */
+#define MEARAS_HELLO_MAGIC    0x4f4c4c4548534d00ULL
+#define MEARAS_WELCOME_MAGIC  0x454d4f434c454d00ULL
+
+struct mearas_hello {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t nvgpus;        /* vGPUs wanted (0 = backend default) */
+	uint64_t data_size;     /* data area wanted, bytes (0 = backend default) */
+	int32_t pid;
+	uint32_t flags;
+	char assembly[64];      /* booked assembly id, or "" */
+};
+
+struct mearas_welcome {
+	uint64_t magic;
+	uint32_t version;
+	int32_t status;         /* 0, or a cudaError_t explaining the refusal */
+	uint64_t region_size;
+	uint32_t nvgpus;
+	uint32_t nthreads;
+	uint64_t region_addr;   /* where the worker mapped the region: mapped at the
+				 * same address, host pointers into it are device
+				 * pointers too (UVA), so mapped pinned memory works */
+	char message[192];      /* human-readable reason when status != 0 */
+};
+
+#endif

@@ -1,0 +1,7 @@
+#include "a.h"
+#include "b.h"
+
+int a(void)
+{
+	return b();
+}

@@ -1,0 +1,2 @@
+/* a module whose source includes b.h */
+int a(void);

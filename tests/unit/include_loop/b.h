@@ -1,0 +1,2 @@
+/* a module whose source includes a.h */
+int b(void);
