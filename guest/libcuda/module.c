@@ -485,21 +485,26 @@ CU_EXPORT CUresult CUDAAPI cuLibraryGetKernel(CUkernel *pKernel, CUlibrary libra
 	return r;
 }
 
-CU_EXPORT CUresult CUDAAPI cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
+/* the library's module on the current context's vGPU, loaded there first */
+static CUresult library_here(CUlibrary library, const void *arg, struct cu_module **m)
 {
 	struct cu_ctx *c;
 	struct cu_library *l;
-	struct cu_module *m;
 	CUresult r = cu_current_ctx(&c);
 
 	if (r)
 		return r;
-	if (!pMod)
+	if (!arg)
 		return CUDA_ERROR_INVALID_VALUE;
 	l = library_get(library);
-	if (!l)
-		return CUDA_ERROR_INVALID_HANDLE;
-	r = library_module(l, c->vgpu, &m);
+	return l ? library_module(l, c->vgpu, m) : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CU_EXPORT CUresult CUDAAPI cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
+{
+	struct cu_module *m;
+	CUresult r = library_here(library, pMod, &m);
+
 	if (!r)
 		*pMod = (CUmodule)m;
 	return r;
@@ -507,19 +512,9 @@ CU_EXPORT CUresult CUDAAPI cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
 
 CU_EXPORT CUresult CUDAAPI cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name)
 {
-	struct cu_ctx *c;
-	struct cu_library *l;
 	struct cu_module *m;
-	CUresult r = cu_current_ctx(&c);
+	CUresult r = library_here(library, name, &m);
 
-	if (r)
-		return r;
-	if (!name)
-		return CUDA_ERROR_INVALID_VALUE;
-	l = library_get(library);
-	if (!l)
-		return CUDA_ERROR_INVALID_HANDLE;
-	r = library_module(l, c->vgpu, &m);
 	return r ? r : global_get(m, name, dptr, bytes);
 }
 
@@ -781,56 +776,43 @@ CU_EXPORT CUresult CUDAAPI cuFuncLoad(CUfunction function)
 	return r ? r : cu_function_of(function, &f);
 }
 
-CU_EXPORT CUresult CUDAAPI cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev)
+/* the kernel's function on device dev (a context need not be current) */
+static CUresult kernel_on_device(CUkernel kernel, CUdevice dev, struct cu_function **f)
 {
 	struct cu_kernel *k;
-	struct cu_function *f;
 	CUresult r = cu_ready();
 
 	if (r)
 		return r;
-	if (!pi)
-		return CUDA_ERROR_INVALID_VALUE;
 	if (dev < 0 || (unsigned)dev >= rt.nvgpus)
 		return CUDA_ERROR_INVALID_DEVICE;
 	k = kernel_get(kernel);
-	if (!k)
-		return CUDA_ERROR_INVALID_HANDLE;
-	r = kernel_function(k, dev, &f);
+	return k ? kernel_function(k, dev, f) : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CU_EXPORT CUresult CUDAAPI cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev)
+{
+	struct cu_function *f;
+	CUresult r = kernel_on_device(kernel, dev, &f);
+
+	if (!r && !pi)
+		r = CUDA_ERROR_INVALID_VALUE;
 	return r ? r : function_attribute(pi, attrib, f);
 }
 
 CU_EXPORT CUresult CUDAAPI cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev)
 {
-	struct cu_kernel *k;
 	struct cu_function *f;
-	CUresult r = cu_ready();
+	CUresult r = kernel_on_device(kernel, dev, &f);
 
-	if (r)
-		return r;
-	if (dev < 0 || (unsigned)dev >= rt.nvgpus)
-		return CUDA_ERROR_INVALID_DEVICE;
-	k = kernel_get(kernel);
-	if (!k)
-		return CUDA_ERROR_INVALID_HANDLE;
-	r = kernel_function(k, dev, &f);
 	return r ? r : set_attribute(f, attrib, val);
 }
 
 CU_EXPORT CUresult CUDAAPI cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice dev)
 {
-	struct cu_kernel *k;
 	struct cu_function *f;
-	CUresult r = cu_ready();
+	CUresult r = kernel_on_device(kernel, dev, &f);
 
-	if (r)
-		return r;
-	if (dev < 0 || (unsigned)dev >= rt.nvgpus)
-		return CUDA_ERROR_INVALID_DEVICE;
-	k = kernel_get(kernel);
-	if (!k)
-		return CUDA_ERROR_INVALID_HANDLE;
-	r = kernel_function(k, dev, &f);
 	return r ? r : cu_result(rt_do_FUNC_SET_ATTR(dev, f->id, -1, (int)config));
 }
 

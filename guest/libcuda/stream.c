@@ -82,89 +82,70 @@ static CUresult stream_wait(CUstream hStream, CUevent hEvent, unsigned int Flags
 	return cu_result(rt_stream_wait(&st, ev, 0));
 }
 
-/* a created stream (*s), or NULL for the default streams */
-static CUresult user_stream(CUstream h, const void *out, struct rt_stream **s)
+/* the stream (*st), and arg (what the call writes or runs) is there */
+static CUresult stream_with(CUstream h, const void *arg, struct rt_stream_ref *st)
 {
-	struct rt_stream_ref st;
-	CUresult r = cu_stream_ref(h, &st);
+	CUresult r = cu_stream_ref(h, st);
 
-	if (r)
-		return r;
-	if (!out)
-		return CUDA_ERROR_INVALID_VALUE;
-	*s = rt_stream_get(h);
-	return CUDA_SUCCESS;
+	return r ? r : arg ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 static CUresult stream_flags(CUstream h, unsigned int *flags)
 {
-	struct rt_stream *s;
-	CUresult r = user_stream(h, flags, &s);
+	struct rt_stream_ref st;
+	CUresult r = stream_with(h, flags, &st);
 
 	if (!r)
-		*flags = s ? s->flags : CU_STREAM_DEFAULT;
+		*flags = rt_stream_get(h) ? rt_stream_get(h)->flags : CU_STREAM_DEFAULT;
 	return r;
 }
 
 static CUresult stream_priority(CUstream h, int *priority)
 {
-	struct rt_stream *s;
-	CUresult r = user_stream(h, priority, &s);
+	struct rt_stream_ref st;
+	CUresult r = stream_with(h, priority, &st);
 
 	if (!r)
-		*priority = s ? s->priority : 0;
+		*priority = rt_stream_get(h) ? rt_stream_get(h)->priority : 0;
 	return r;
 }
 
 static CUresult stream_id(CUstream h, unsigned long long *id)
 {
 	struct rt_stream_ref st;
-	CUresult r = cu_stream_ref(h, &st);
+	CUresult r = stream_with(h, id, &st);
 
-	if (r)
-		return r;
-	if (!id)
-		return CUDA_ERROR_INVALID_VALUE;
-	*id = h == CU_STREAM_PER_THREAD || (!h && rt_tls.ptds) ? 2 : st.id;
-	return CUDA_SUCCESS;
+	if (!r)
+		*id = h == CU_STREAM_PER_THREAD || (!h && rt_tls.ptds) ? 2 : st.id;
+	return r;
 }
 
 static CUresult stream_ctx(CUstream h, CUcontext *pctx)
 {
 	struct rt_stream_ref st;
-	CUresult r = cu_stream_ref(h, &st);
+	CUresult r = stream_with(h, pctx, &st);
 
-	if (r)
-		return r;
-	if (!pctx)
-		return CUDA_ERROR_INVALID_VALUE;
-	*pctx = rt_stream_get(h) ? (CUcontext)cu_primary(st.vgpu) : (CUcontext)cu_current();
-	return CUDA_SUCCESS;
+	if (!r)
+		*pctx = rt_stream_get(h) ? (CUcontext)cu_primary(st.vgpu) : (CUcontext)cu_current();
+	return r;
 }
 
 static CUresult stream_device(CUstream h, CUdevice *device)
 {
 	struct rt_stream_ref st;
-	CUresult r = cu_stream_ref(h, &st);
+	CUresult r = stream_with(h, device, &st);
 
-	if (r)
-		return r;
-	if (!device)
-		return CUDA_ERROR_INVALID_VALUE;
-	*device = st.vgpu;
-	return CUDA_SUCCESS;
+	if (!r)
+		*device = st.vgpu;
+	return r;
 }
 
 static CUresult host_func(CUstream hStream, CUhostFn fn, void *userData)
 {
 	struct rt_stream_ref st;
-	CUresult r = cu_stream_ref(hStream, &st);
+	CUresult r = stream_with(hStream, (const void *)fn, &st);
 
-	if (r)
-		return r;
-	if (!fn)
-		return CUDA_ERROR_INVALID_VALUE;
-	return cu_result(rt_post_host_fn((cudaStream_t)hStream, fn, NULL, userData));
+	return r ? r : cu_result(rt_post_host_fn((cudaStream_t)hStream, fn, NULL, userData));
 }
 
 /* CUstreamCallback and cudaStreamCallback_t differ only in their types'
@@ -172,14 +153,12 @@ static CUresult host_func(CUstream hStream, CUhostFn fn, void *userData)
 static CUresult add_callback(CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags)
 {
 	struct rt_stream_ref st;
-	CUresult r = cu_stream_ref(hStream, &st);
+	CUresult r = stream_with(hStream, (const void *)callback, &st);
 
-	if (r)
-		return r;
-	if (!callback || flags)
-		return CUDA_ERROR_INVALID_VALUE;
-	return cu_result(rt_post_host_fn((cudaStream_t)hStream, NULL, (cudaStreamCallback_t)(void (*)(void))callback,
-					 userData));
+	if (!r && flags)
+		r = CUDA_ERROR_INVALID_VALUE;
+	return r ? r : cu_result(rt_post_host_fn((cudaStream_t)hStream, NULL,
+						 (cudaStreamCallback_t)(void (*)(void))callback, userData));
 }
 
 /* plain and per-thread-default-stream exports of each */
