@@ -191,3 +191,59 @@ CU_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
 	(void)flags; /* caching-override flags change nothing the host does not decide */
 	return occupancy(numBlocks, func, blockSize, dynamicSMemSize);
 }
+
+/*
+ * The dynamic shared memory a block of func may have for numBlocks blocks
+ * of blockSize threads to fit on one multiprocessor: the multiprocessor's
+ * shared memory shared out, less each block's reserved and static part,
+ * within the per-block limit (the allocation granularity is not modelled).
+ */
+CU_EXPORT CUresult CUDAAPI cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunction func,
+								    int numBlocks, int blockSize)
+{
+	struct cu_function *f;
+	const int32_t *a;
+	int shared;
+	long long per_block;
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	if (!dynamicSmemSize || numBlocks <= 0 || blockSize <= 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = cu_function_of(func, &f);
+	if (!r)
+		r = cuFuncGetAttribute(&shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, func);
+	if (r)
+		return r;
+	a = rt.v[f->m->vgpu].info->attrs;
+	if ((long long)numBlocks * blockSize > a[CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR] ||
+	    numBlocks > a[CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR]) {
+		*dynamicSmemSize = 0;
+		return CUDA_SUCCESS;
+	}
+	per_block = a[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR] / numBlocks -
+		    a[CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK];
+	if (per_block > a[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN])
+		per_block = a[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN];
+	per_block -= shared;
+	*dynamicSmemSize = per_block > 0 ? (size_t)per_block : 0;
+	return CUDA_SUCCESS;
+}
+
+/* mearas launches no thread-block clusters (cuLaunchKernelEx refuses the
+ * attribute): no cluster of any shape can be resident */
+CU_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func, const CUlaunchConfig *config)
+{
+	struct cu_function *f;
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	if (!numClusters || !config)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = cu_function_of(func, &f);
+	if (!r)
+		*numClusters = 0;
+	return r;
+}
