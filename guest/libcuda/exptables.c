@@ -43,6 +43,11 @@ static const struct table_id CONTEXT_CHECKS = {
 static const struct table_id INTEGRITY_CHECK = {
 	{ 0xd4, 0x08, 0x20, 0x55, 0xbd, 0xe6, 0x70, 0x4b, 0x8d, 0x34, 0xba, 0x12, 0x3c, 0x66, 0xe1, 0xf2 },
 	"INTEGRITY_CHECK" };
+/* cuBLASLt's (93 slots on the real 580 driver): of them it was measured
+ * calling slot 4 only, the context's id */
+static const struct table_id CONTEXT_IDENTITY = {
+	{ 0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8, 0xf2 },
+	"21318c60 (context identity)" };
 /* asked for first, before cuInit; the real driver answers with 3 slots and
  * the runtime calls none of them */
 static const struct table_id STARTUP = {
@@ -82,6 +87,97 @@ UNSERVED(checks, CONTEXT_CHECKS, 12)
 UNSERVED(checks, CONTEXT_CHECKS, 13)
 UNSERVED(checks, CONTEXT_CHECKS, 14)
 UNSERVED(integrity, INTEGRITY_CHECK, 2)
+UNSERVED(ident, CONTEXT_IDENTITY, 1)
+UNSERVED(ident, CONTEXT_IDENTITY, 2)
+UNSERVED(ident, CONTEXT_IDENTITY, 3)
+UNSERVED(ident, CONTEXT_IDENTITY, 5)
+UNSERVED(ident, CONTEXT_IDENTITY, 6)
+UNSERVED(ident, CONTEXT_IDENTITY, 7)
+UNSERVED(ident, CONTEXT_IDENTITY, 8)
+UNSERVED(ident, CONTEXT_IDENTITY, 9)
+UNSERVED(ident, CONTEXT_IDENTITY, 10)
+UNSERVED(ident, CONTEXT_IDENTITY, 11)
+UNSERVED(ident, CONTEXT_IDENTITY, 12)
+UNSERVED(ident, CONTEXT_IDENTITY, 13)
+UNSERVED(ident, CONTEXT_IDENTITY, 14)
+UNSERVED(ident, CONTEXT_IDENTITY, 15)
+UNSERVED(ident, CONTEXT_IDENTITY, 16)
+UNSERVED(ident, CONTEXT_IDENTITY, 17)
+UNSERVED(ident, CONTEXT_IDENTITY, 18)
+UNSERVED(ident, CONTEXT_IDENTITY, 19)
+UNSERVED(ident, CONTEXT_IDENTITY, 20)
+UNSERVED(ident, CONTEXT_IDENTITY, 21)
+UNSERVED(ident, CONTEXT_IDENTITY, 22)
+UNSERVED(ident, CONTEXT_IDENTITY, 23)
+UNSERVED(ident, CONTEXT_IDENTITY, 24)
+UNSERVED(ident, CONTEXT_IDENTITY, 25)
+UNSERVED(ident, CONTEXT_IDENTITY, 26)
+UNSERVED(ident, CONTEXT_IDENTITY, 27)
+UNSERVED(ident, CONTEXT_IDENTITY, 28)
+UNSERVED(ident, CONTEXT_IDENTITY, 29)
+UNSERVED(ident, CONTEXT_IDENTITY, 30)
+UNSERVED(ident, CONTEXT_IDENTITY, 31)
+UNSERVED(ident, CONTEXT_IDENTITY, 32)
+UNSERVED(ident, CONTEXT_IDENTITY, 33)
+UNSERVED(ident, CONTEXT_IDENTITY, 34)
+UNSERVED(ident, CONTEXT_IDENTITY, 35)
+UNSERVED(ident, CONTEXT_IDENTITY, 36)
+UNSERVED(ident, CONTEXT_IDENTITY, 37)
+UNSERVED(ident, CONTEXT_IDENTITY, 38)
+UNSERVED(ident, CONTEXT_IDENTITY, 39)
+UNSERVED(ident, CONTEXT_IDENTITY, 40)
+UNSERVED(ident, CONTEXT_IDENTITY, 41)
+UNSERVED(ident, CONTEXT_IDENTITY, 42)
+UNSERVED(ident, CONTEXT_IDENTITY, 43)
+UNSERVED(ident, CONTEXT_IDENTITY, 44)
+UNSERVED(ident, CONTEXT_IDENTITY, 45)
+UNSERVED(ident, CONTEXT_IDENTITY, 46)
+UNSERVED(ident, CONTEXT_IDENTITY, 47)
+UNSERVED(ident, CONTEXT_IDENTITY, 48)
+UNSERVED(ident, CONTEXT_IDENTITY, 49)
+UNSERVED(ident, CONTEXT_IDENTITY, 50)
+UNSERVED(ident, CONTEXT_IDENTITY, 51)
+UNSERVED(ident, CONTEXT_IDENTITY, 52)
+UNSERVED(ident, CONTEXT_IDENTITY, 53)
+UNSERVED(ident, CONTEXT_IDENTITY, 54)
+UNSERVED(ident, CONTEXT_IDENTITY, 55)
+UNSERVED(ident, CONTEXT_IDENTITY, 56)
+UNSERVED(ident, CONTEXT_IDENTITY, 57)
+UNSERVED(ident, CONTEXT_IDENTITY, 58)
+UNSERVED(ident, CONTEXT_IDENTITY, 59)
+UNSERVED(ident, CONTEXT_IDENTITY, 60)
+UNSERVED(ident, CONTEXT_IDENTITY, 61)
+UNSERVED(ident, CONTEXT_IDENTITY, 62)
+UNSERVED(ident, CONTEXT_IDENTITY, 63)
+UNSERVED(ident, CONTEXT_IDENTITY, 64)
+UNSERVED(ident, CONTEXT_IDENTITY, 65)
+UNSERVED(ident, CONTEXT_IDENTITY, 66)
+UNSERVED(ident, CONTEXT_IDENTITY, 67)
+UNSERVED(ident, CONTEXT_IDENTITY, 68)
+UNSERVED(ident, CONTEXT_IDENTITY, 69)
+UNSERVED(ident, CONTEXT_IDENTITY, 70)
+UNSERVED(ident, CONTEXT_IDENTITY, 71)
+UNSERVED(ident, CONTEXT_IDENTITY, 72)
+UNSERVED(ident, CONTEXT_IDENTITY, 73)
+UNSERVED(ident, CONTEXT_IDENTITY, 74)
+UNSERVED(ident, CONTEXT_IDENTITY, 75)
+UNSERVED(ident, CONTEXT_IDENTITY, 76)
+UNSERVED(ident, CONTEXT_IDENTITY, 77)
+UNSERVED(ident, CONTEXT_IDENTITY, 78)
+UNSERVED(ident, CONTEXT_IDENTITY, 79)
+UNSERVED(ident, CONTEXT_IDENTITY, 80)
+UNSERVED(ident, CONTEXT_IDENTITY, 81)
+UNSERVED(ident, CONTEXT_IDENTITY, 82)
+UNSERVED(ident, CONTEXT_IDENTITY, 83)
+UNSERVED(ident, CONTEXT_IDENTITY, 84)
+UNSERVED(ident, CONTEXT_IDENTITY, 85)
+UNSERVED(ident, CONTEXT_IDENTITY, 86)
+UNSERVED(ident, CONTEXT_IDENTITY, 87)
+UNSERVED(ident, CONTEXT_IDENTITY, 88)
+UNSERVED(ident, CONTEXT_IDENTITY, 89)
+UNSERVED(ident, CONTEXT_IDENTITY, 90)
+UNSERVED(ident, CONTEXT_IDENTITY, 91)
+UNSERVED(ident, CONTEXT_IDENTITY, 92)
 UNSERVED(startup, STARTUP, 2)
 
 #define SLOT(f) ((slot_fn)(void (*)(void))(f))
@@ -376,6 +472,33 @@ static CUresult startup_report(void)
 	return CUDA_SUCCESS;
 }
 
+/* ---- context identity (cuBLASLt) ---- */
+
+/* slot 4: the context's unique id, as cuCtxGetId gives it */
+static CUresult ident_context_id(CUcontext ctx, unsigned long long *id)
+{
+	return cuCtxGetId(ctx, id);
+}
+
+static slot_fn context_identity[93] = {
+	SIZE_SLOT(93), SLOT(ident_1), SLOT(ident_2), SLOT(ident_3), SLOT(ident_context_id), SLOT(ident_5),
+	SLOT(ident_6), SLOT(ident_7), SLOT(ident_8), SLOT(ident_9), SLOT(ident_10), SLOT(ident_11), SLOT(ident_12),
+	SLOT(ident_13), SLOT(ident_14), SLOT(ident_15), SLOT(ident_16), SLOT(ident_17), SLOT(ident_18),
+	SLOT(ident_19), SLOT(ident_20), SLOT(ident_21), SLOT(ident_22), SLOT(ident_23), SLOT(ident_24),
+	SLOT(ident_25), SLOT(ident_26), SLOT(ident_27), SLOT(ident_28), SLOT(ident_29), SLOT(ident_30),
+	SLOT(ident_31), SLOT(ident_32), SLOT(ident_33), SLOT(ident_34), SLOT(ident_35), SLOT(ident_36),
+	SLOT(ident_37), SLOT(ident_38), SLOT(ident_39), SLOT(ident_40), SLOT(ident_41), SLOT(ident_42),
+	SLOT(ident_43), SLOT(ident_44), SLOT(ident_45), SLOT(ident_46), SLOT(ident_47), SLOT(ident_48),
+	SLOT(ident_49), SLOT(ident_50), SLOT(ident_51), SLOT(ident_52), SLOT(ident_53), SLOT(ident_54),
+	SLOT(ident_55), SLOT(ident_56), SLOT(ident_57), SLOT(ident_58), SLOT(ident_59), SLOT(ident_60),
+	SLOT(ident_61), SLOT(ident_62), SLOT(ident_63), SLOT(ident_64), SLOT(ident_65), SLOT(ident_66),
+	SLOT(ident_67), SLOT(ident_68), SLOT(ident_69), SLOT(ident_70), SLOT(ident_71), SLOT(ident_72),
+	SLOT(ident_73), SLOT(ident_74), SLOT(ident_75), SLOT(ident_76), SLOT(ident_77), SLOT(ident_78),
+	SLOT(ident_79), SLOT(ident_80), SLOT(ident_81), SLOT(ident_82), SLOT(ident_83), SLOT(ident_84),
+	SLOT(ident_85), SLOT(ident_86), SLOT(ident_87), SLOT(ident_88), SLOT(ident_89), SLOT(ident_90),
+	SLOT(ident_91), SLOT(ident_92),
+};
+
 static slot_fn startup[3] = { SIZE_SLOT(3), SLOT(startup_report), SLOT(startup_2) };
 
 /* ---- the lookup ---- */
@@ -390,6 +513,7 @@ static const struct {
 	{ &CONTEXT_LOCAL_STORAGE, context_local_storage },
 	{ &CONTEXT_CHECKS, context_checks },
 	{ &INTEGRITY_CHECK, integrity_check },
+	{ &CONTEXT_IDENTITY, context_identity },
 	{ &STARTUP, startup },
 };
 
