@@ -7,9 +7,13 @@
  * MEARAS_SOCKET naming a mearasd with 2 vGPUs and --quota-mb=QUOTA. The
  * fixture calls nvmlInit before a case and nvmlShutdown after it, but for the
  * bare_* cases, which test what comes before or instead of it:
- *   nvml_query [--quota-mb=QUOTA] [CASE...]
+ * gpu_lost kills mearasd's workers (--daemon-pid=PID), so no other client
+ * of that mearasd may run beside it.
+ *   nvml_query [--quota-mb=QUOTA] [--daemon-pid=PID] [CASE...]
  */
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -466,6 +470,51 @@ static void test_unsupported_logged_once(void)
 	CHECK_EQ(occurrences(log, "nvmlDeviceGetTemperature is not supported by mearas"), 1);
 }
 
+/* kills the processes whose parent is pid (mearasd's workers); how many */
+static unsigned kill_children(long pid)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	unsigned n = 0;
+
+	while (d && (e = readdir(d))) {
+		char path[300], buf[512], *p;
+		long ppid;
+		FILE *f;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		buf[fread(buf, 1, sizeof(buf) - 1, f)] = 0;
+		fclose(f);
+		/* pid (comm) state ppid ...: the name may hold spaces */
+		p = strrchr(buf, ')');
+		if (p && sscanf(p + 1, " %*c %ld", &ppid) == 1 && ppid == pid && kill(atoi(e->d_name), SIGKILL) == 0)
+			n++;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* our worker in mearasd ends: the vGPUs are lost to this process */
+static void test_gpu_lost(void)
+{
+	long daemon = (long)check_opt_u64("daemon-pid", 0);
+	nvmlMemory_t m;
+	char s[96];
+
+	if (!daemon)
+		CHECK_SKIP("needs --daemon-pid=PID of the mearasd serving MEARAS_SOCKET");
+	NVML_OK(nvmlDeviceGetMemoryInfo(handle(0), &m));
+	REQUIRE(kill_children(daemon) >= 1);
+	CHECK_RC(nvmlDeviceGetMemoryInfo(handle(0), &m), NVML_ERROR_GPU_IS_LOST);
+	CHECK_RC(nvmlDeviceGetName(handle(1), s, sizeof(s)), NVML_ERROR_GPU_IS_LOST);
+}
+
 static void test_error_string(void)
 {
 	CHECK(nvmlErrorString(NVML_ERROR_UNINITIALIZED) != NULL);
@@ -508,6 +557,7 @@ static const struct check_case cases[] = {
 	{ "utilization_not_supported", test_utilization_not_supported },
 	{ "unsupported_logged_once", test_unsupported_logged_once },
 	{ "error_string", test_error_string },
+	{ "gpu_lost", test_gpu_lost },
 };
 
 CHECK_MAIN_FIXTURE(cases, setup, teardown)

@@ -88,9 +88,10 @@ if [ ! -S "$SOCK" ]; then
 	exit 1
 fi
 
-# each case in its own process: counts from its closing line
+# each case in its own process, one at a time (gpu_lost kills the daemon's
+# workers): counts from its closing line
 for c in $("$BIN/nvml_query" --list); do
-	MEARAS_SOCKET=$SOCK timeout 60 "$BIN/nvml_query" --quota-mb=$QUOTA_MB "$c" >"$TMP/case.log" 2>&1
+	MEARAS_SOCKET=$SOCK timeout 60 "$BIN/nvml_query" --quota-mb=$QUOTA_MB --daemon-pid=$DAEMON "$c" >"$TMP/case.log" 2>&1
 	rc=$?
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$TMP/case.log" | tail -1)
 	p=$(echo "$line" | awk '{print $1}')
