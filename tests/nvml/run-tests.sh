@@ -3,7 +3,8 @@
 # (its export list against nvml.symbols and NVIDIA's nvml.h, no symbol
 # versions, libcuda.so.1 found beside it), then every case of nvml_query in a
 # process of its own against one mearasd --device=sim --vgpus=2 with a memory
-# quota. Prints PASS/FAIL lines and "N passed, N failed" last; exits non-zero
+# quota, and a check through NVIDIA's Python bindings (pynvml_check.py).
+# Prints PASS/FAIL lines and "N passed, N failed" last; exits non-zero
 # when anything failed. The daemon is stopped by PID on exit.
 #   NVML_INC=DIR run-tests.sh        (DIR: where NVIDIA's nvml.h is)
 set -u
@@ -87,6 +88,12 @@ if [ ! -S "$SOCK" ]; then
 	echo "$passed passed, $failed failed"
 	exit 1
 fi
+
+# NVIDIA's Python bindings over the library (scripts/deps/pip-nvml.txt)
+pynvml_lists_vgpus() {
+	LD_LIBRARY_PATH=$ROOT/build/lib MEARAS_SOCKET=$SOCK timeout 60 python3 "$HERE/pynvml_check.py" $QUOTA_MB
+}
+check pynvml_lists_vgpus pynvml_lists_vgpus
 
 # each case in its own process, one at a time (gpu_lost kills the daemon's
 # workers): counts from its closing line
