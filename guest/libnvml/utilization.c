@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* Utilization: not measured. mearasd counts the records each client's vGPUs
- * execute (host-backend/vgpustats.c), but only mearasd and its workers map
- * those counters, and its control socket, which only the assembly manager
- * reaches, reports GPU utilization as 0 (not measured, control_profile.c).
- * No number reaches a guest process, so none is made up here. */
+ * execute (host-backend/control/vgpustats.c), but only mearasd and its
+ * workers map those counters, and its control socket, which only the
+ * assembly manager reaches, reports GPU utilization as 0, not measured
+ * (host-backend/control/control_profile.c). No number reaches a guest
+ * process, so none is made up here. */
 #include "mearas/log.h"
 #include "nvml_int.h"
 
