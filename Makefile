@@ -45,11 +45,18 @@ LINK_TESTS  := $(BUILD)/remote-link/test_unit $(BUILD)/remote-link/link_node
 LINK_LIBS   := -lprotobuf-c -lssl -lcrypto -libverbs -pthread
 IVSHMEM_LIB := $(BUILD)/lib/libmearas_ivshmem.a
 IVSHMEM_SERVE := $(BUILD)/bin/mearas-ivshmem-serve
+# NVML for the vGPUs (libnvidia-ml.so.1) over the same core, built against
+# NVIDIA's nvml.h: the toolkit's, else PyPI nvidia-nvml-dev's (looked up once)
+ifeq ($(origin NVML_INC),undefined)
+NVML_INC    := $(shell CUDA_HOME=$(CUDA_HOME) scripts/nvml-include.sh)
+endif
+NVML_SRC    := $(wildcard guest/libnvml/*.c)
+NVML_OBJ    := $(patsubst %.c,$(BUILD)/obj-nvml/%.o,$(NVML_SRC) common/log.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 .PHONY: all clean test gpu-test gpu-build demo deps install gen pb remote-link ivshmem
-all: $(BUILD)/bin/mearasd $(BUILD)/lib/libcudart.so.13 $(BUILD)/lib/libcuda.so.1
+all: $(BUILD)/bin/mearasd $(BUILD)/lib/libcudart.so.13 $(BUILD)/lib/libcuda.so.1 $(BUILD)/lib/libnvidia-ml.so.1
 
 # every side's per-op code comes from the spec; the generator rewrites only
 # files whose text changes, so a spec edit rebuilds what it changes
@@ -177,6 +184,42 @@ $(BUILD)/lib/libcudart.so.13: $(CUDART_OBJ) $(BUILD)/obj-rt/unsupported.gen.o $(
 		$(BUILD)/lib/libcuda.so.1 -llz4 -lzstd
 	ln -sf libcudart.so.13 $(BUILD)/lib/libcudart.so
 
+# ---- NVML (libnvidia-ml.so.1): NVIDIA's entry points, unversioned as in
+# NVIDIA's library; those guest/libnvml does not define are stubs returning
+# NVML_ERROR_NOT_SUPPORTED (gen_unsupported.sh over nvml.symbols). The core
+# comes from libcuda.so.1 (MEARAS_CORE_1), found beside it through $ORIGIN.
+.PHONY: nvml-header
+nvml-header:
+	@if [ -z "$(NVML_INC)" ] || [ ! -f "$(NVML_INC)/nvml.h" ]; then \
+		echo "libnvidia-ml.so.1 needs NVIDIA's nvml.h: not in $(CUDA_HOME)/include nor from PyPI" \
+			"nvidia-nvml-dev (scripts/install-deps.sh installs it; or set NVML_INC=DIR)" >&2; exit 1; fi
+
+$(BUILD)/obj-nvml/%.o: %.c $(BUILD)/gen/cuda_errors.gen.h | $(OPS_STAMP) nvml-header
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) -I$(NVML_INC) -I$(BUILD)/gen -Iguest/core -Iguest/libnvml -DNVML_NO_UNVERSIONED_FUNC_DEFS \
+		-fvisibility=hidden $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/gen/nvml_unsupported.gen.c: guest/libnvml/gen_unsupported.sh guest/libnvml/nvml.symbols $(NVML_OBJ)
+	@mkdir -p $(dir $@)
+	sh guest/libnvml/gen_unsupported.sh guest/libnvml/nvml.symbols $(NVML_OBJ) > $@.tmp
+	mv $@.tmp $@
+
+$(BUILD)/obj-nvml/nvml_unsupported.gen.o: $(BUILD)/gen/nvml_unsupported.gen.c
+	$(CC) $(BASEFLAGS) -fvisibility=hidden $(CFLAGS) -c $< -o $@
+
+# no version node: NVIDIA's libnvidia-ml.so.1 exports its names unversioned
+$(BUILD)/gen/libnvml.map: guest/libnvml/nvml.symbols
+	@mkdir -p $(dir $@)
+	{ echo '{ global:'; sed 's/#.*//;s/[[:space:]]//g;/^$$/d;s/.*/  &;/' $<; echo 'local: *; };'; } > $@
+
+$(BUILD)/lib/libnvidia-ml.so.1: $(NVML_OBJ) $(BUILD)/obj-nvml/nvml_unsupported.gen.o $(BUILD)/gen/libnvml.map \
+		$(BUILD)/lib/libcuda.so.1
+	@mkdir -p $(dir $@)
+	$(CC) $(LDSAN) -shared -pthread -Wl,-soname,libnvidia-ml.so.1 -Wl,--version-script=$(BUILD)/gen/libnvml.map \
+		-Wl,--no-undefined -Wl,-rpath,'$$ORIGIN' -o $@ $(NVML_OBJ) $(BUILD)/obj-nvml/nvml_unsupported.gen.o \
+		$(BUILD)/lib/libcuda.so.1
+	ln -sf libnvidia-ml.so.1 $(BUILD)/lib/libnvidia-ml.so
+
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 NVCC ?= $(CUDA_HOME)/bin/nvcc
@@ -247,14 +290,16 @@ demo: deps
 gpu-test: gpu-build
 	scripts/gpu-lane.sh
 
-# mearasd, the guest libraries (libcuda.so.1 and libcudart.so.13, where
-# `mearas run` looks for them), and the assembly manager with its libvirt hook
+# mearasd, the guest libraries (libcuda.so.1, libcudart.so.13 and
+# libnvidia-ml.so.1, where `mearas run` looks for them), and the assembly
+# manager with its libvirt hook
 PREFIX ?= /usr/local
 install: all
 	install -D -m 0755 $(BUILD)/bin/mearasd $(DESTDIR)$(PREFIX)/sbin/mearasd
 	install -D -m 0755 $(BUILD)/lib/libcudart.so.13 $(DESTDIR)$(PREFIX)/lib/mearas/libcudart.so.13
 	ln -sf libcudart.so.13 $(DESTDIR)$(PREFIX)/lib/mearas/libcudart.so
 	install -D -m 0755 $(BUILD)/lib/libcuda.so.1 $(DESTDIR)$(PREFIX)/lib/mearas/libcuda.so.1
+	install -D -m 0755 $(BUILD)/lib/libnvidia-ml.so.1 $(DESTDIR)$(PREFIX)/lib/mearas/libnvidia-ml.so.1
 	$(MAKE) -C assembly-manager install
 
 clean:

@@ -14,6 +14,7 @@ suites=(
 	"unit|tests/unit"
 	"fatbin|tests/fatbin"
 	"sim|tests/sim"
+	"nvml|tests/nvml"
 	"cuda-harness|tests/cuda:check"
 	"remote-link|remote-link"
 	"remote-link-san|remote-link:test-san"
