@@ -304,6 +304,12 @@ void rt_pools_forget_vgpu(int vgpu);
 CORE_API cudaError_t rt_host_register(void *ptr, size_t size, unsigned int flags);
 CORE_API cudaError_t rt_host_unregister(void *ptr);
 
+/* the calling thread's current device (reset.c): set by the runtime's
+ * cudaSetDevice; the driver front end, told through its hook, makes the
+ * device's primary context current, as NVIDIA's runtime does */
+CORE_API void rt_set_device(int vgpu);
+CORE_API void rt_on_set_device(void (*hook)(int vgpu));
+
 /* device reset (reset.c): resets vgpu on the back end, forgets its
  * allocations and pools, and tells every front end (its hook, registered once) that
  * what it loaded or created there is gone */

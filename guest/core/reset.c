@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* A vGPU's reset, seen by every front end of the process. */
+/* A vGPU's reset, and the current device, seen by every front end of the
+ * process. */
 #include "mearas/log.h"
 #include "core.h"
 
@@ -36,4 +37,20 @@ cudaError_t rt_device_reset(int vgpu)
 			hooks[i](vgpu);
 	rt.v[vgpu].flags = 0;
 	return e;
+}
+
+static void (*set_device_hook)(int vgpu);
+
+void rt_on_set_device(void (*hook)(int vgpu))
+{
+	__atomic_store_n(&set_device_hook, hook, __ATOMIC_RELEASE);
+}
+
+void rt_set_device(int vgpu)
+{
+	void (*hook)(int) = __atomic_load_n(&set_device_hook, __ATOMIC_ACQUIRE);
+
+	rt_tls.device = vgpu;
+	if (hook)
+		hook(vgpu);
 }

@@ -551,3 +551,19 @@ CU_EXPORT CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peerContext)
 		return r;
 	return cu_ctx_get(peerContext) ? CUDA_ERROR_PEER_ACCESS_NOT_ENABLED : CUDA_ERROR_INVALID_CONTEXT;
 }
+
+/* The runtime chose a device (cudaSetDevice): its primary context becomes
+ * the thread's current one, so the driver's callers (a library's own
+ * runtime, cuBLAS's for one) work on the same device. */
+static void runtime_set_device(int vgpu)
+{
+	struct cu_ctx *c = cu_current();
+
+	if (!c || c->vgpu != vgpu)
+		cu_set_current(cu_primary(vgpu));
+}
+
+__attribute__((constructor)) static void follow_runtime(void)
+{
+	rt_on_set_device(runtime_set_device);
+}

@@ -7,7 +7,9 @@ static int initialized;         /* cuInit succeeded */
 
 CUresult cu_ready(void)
 {
-	if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE))
+	/* a runtime call of mearas's libcudart connected the core: NVIDIA's
+	 * runtime calls cuInit there too, so the driver is initialized */
+	if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE) && !(rt.region && !rt.init_err && rt.nvgpus))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	if (rt_stopped())
 		return cu_result(rt_gone());

@@ -43,7 +43,7 @@ RT_EXPORT cudaError_t cudaSetDevice(int device)
 
 	if (e)
 		return rt_set_error(e);
-	rt_tls.device = device;
+	rt_set_device(device);
 	return cudaSuccess;
 }
 
@@ -79,7 +79,7 @@ RT_EXPORT cudaError_t cudaSetValidDevices(int *device_arr, int len)
 		if (device_arr[i] < 0 || (unsigned)device_arr[i] >= rt.nvgpus)
 			return rt_set_error(cudaErrorInvalidDevice);
 	if (len > 0)
-		rt_tls.device = device_arr[0];
+		rt_set_device(device_arr[0]);
 	return cudaSuccess;
 }
 

@@ -259,6 +259,7 @@ for p in reg_plain reg_templates reg_extern_c reg_big_params reg_launch_apis reg
 done
 run_test graph_host_func prog graph_host_func
 run_test graph_capture_api prog graph_capture_api
+run_test mix_api prog MEARAS_VGPUS=2 mix_api
 run_test mem_roundtrip prog mem_roundtrip
 run_test mem_roundtrip_256m prog MEARAS_DATA_MB=1024 mem_roundtrip 268435456
 run_test conc_threads prog MEARAS_VGPUS=2 conc_threads 500
