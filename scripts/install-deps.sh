@@ -21,3 +21,17 @@ if [ -n "$want_pip" ]; then
 	# shellcheck disable=SC2086
 	python3 -m pip install -q --disable-pip-version-check $want_pip
 fi
+# QEMU guests started through libvirt (the VM and assembly-manager tests): in
+# a container, libvirt cannot give QEMU its own mount namespace ("Unable to
+# move ... null mount to /dev/null") and no domain starts; there, QEMU runs
+# in the host's. Only where the line is not set already, and only in a
+# container.
+conf=/etc/libvirt/qemu.conf
+in_container() {
+	[ -f /.dockerenv ] || [ -f /run/.containerenv ] ||
+		grep -qaE 'container=|docker|lxc|kubepods' /proc/1/environ /proc/1/cgroup 2>/dev/null
+}
+if [ -w "$conf" ] && in_container && ! grep -qE '^[[:space:]]*namespaces[[:space:]]*=' "$conf"; then
+	echo "install-deps: $conf: namespaces = [] (a container: QEMU gets no mount namespace of its own)"
+	echo 'namespaces = []' >>"$conf"
+fi
