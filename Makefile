@@ -155,9 +155,11 @@ $(BUILD)/gen/libcudart.map: guest/libcudart/cudart13.symbols
 	{ echo 'libcudart.so.13 { global:'; sed 's/#.*//;/^$$/d;s/$$/;/' $<; echo 'local: *; };'; } > $@
 
 $(BUILD)/obj-rt/unsupported.gen.o: $(BUILD)/gen/unsupported.gen.c
+	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) -Iguest/core -Iguest/libcudart -fvisibility=hidden $(CFLAGS) -c $< -o $@
 
 $(BUILD)/obj-rt/rt_ops.gen.o: $(GEN)/rt_ops.gen.c $(BUILD)/gen/cuda_errors.gen.h
+	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) -Iguest/core -fvisibility=hidden $(CFLAGS) -MMD -MP -c $< -o $@
 
 # the driver's generated parts: the cuGetProcAddress table, NotSupported
@@ -168,6 +170,7 @@ LIBCUDA_MAP_EXTRA := rt rt_* dh_* dm_* tp_* tpu_* tpv_* mearas_front_end
 include guest/libcuda/gen.mk
 CUDRV_GEN_OBJ := $(BUILD)/obj-rt/procaddr.gen.o $(BUILD)/obj-rt/cu_unsupported.gen.o
 $(BUILD)/obj-rt/%.gen.o: $(BUILD)/gen/%.gen.c
+	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) -Iguest/libcuda -fvisibility=hidden $(CFLAGS) -c $< -o $@
 
 $(BUILD)/lib/libcuda.so.1: $(LIBCUDA_IMPL_OBJ) $(CUDRV_GEN_OBJ) $(BUILD)/gen/libcuda.map
@@ -205,6 +208,7 @@ $(BUILD)/gen/nvml_unsupported.gen.c: guest/libnvml/gen_unsupported.sh guest/libn
 	mv $@.tmp $@
 
 $(BUILD)/obj-nvml/nvml_unsupported.gen.o: $(BUILD)/gen/nvml_unsupported.gen.c
+	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) -fvisibility=hidden $(CFLAGS) -c $< -o $@
 
 # no version node: NVIDIA's libnvidia-ml.so.1 exports its names unversioned
