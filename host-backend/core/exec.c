@@ -105,12 +105,30 @@ static void complete(struct vgpu *v, struct pending *p)
 	account_sync(v, p->fetched_ns);
 }
 
-/* A pending completion's fence is no longer polled: ours is destroyed, a
- * client event's hold dropped (destroying it if the client did). */
+/* A fence of our own: a passed one kept for reuse, or a new event. */
+static int fence_get(struct vgpu *v, void **ev)
+{
+	if (v->nfence_pool) {
+		*ev = v->fence_pool[--v->nfence_pool];
+		return 0;
+	}
+	return v->ops->event_create(v->dev, cudaEventDisableTiming, ev);
+}
+
+static void fence_put(struct vgpu *v, void *ev)
+{
+	if (v->nfence_pool < MEARAS_FENCE_POOL)
+		v->fence_pool[v->nfence_pool++] = ev;
+	else
+		v->ops->event_destroy(v->dev, ev);
+}
+
+/* A pending completion's fence is no longer polled: ours goes back to the
+ * pool, a client event's hold is dropped (destroying it if the client did). */
 static void release_fence(struct vgpu *v, const struct pending *p)
 {
 	if (p->own_fence)
-		v->ops->event_destroy(v->dev, p->fence);
+		fence_put(v, p->fence);
 	else if (p->held)
 		exec_hold_put(v, p->fence);
 }
@@ -265,12 +283,12 @@ void exec_record(struct vgpu *v, const struct mearas_sqe *e)
 			r = exec_hold_get(v, f.event);
 			p.held = r == 0;
 		} else {
-			r = v->ops->event_create(v->dev, cudaEventDisableTiming, &p.fence);
+			r = fence_get(v, &p.fence);
 			if (!r) {
 				p.own_fence = 1;
 				r = v->ops->event_record(v->dev, p.fence, f.stream);
 				if (r)
-					v->ops->event_destroy(v->dev, p.fence);
+					fence_put(v, p.fence);
 			}
 		}
 		if (!r) {
@@ -338,4 +356,6 @@ void vgpu_teardown(struct vgpu *v)
 	}
 	v->nglobals = 0;
 	v->deferred_error = 0;
+	while (v->nfence_pool)
+		v->ops->event_destroy(v->dev, v->fence_pool[--v->nfence_pool]);
 }

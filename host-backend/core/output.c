@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "mearas/log.h"
@@ -46,8 +46,9 @@ int worker_capture_output(struct worker *w, char *err, size_t errlen)
 
 bool worker_output_pending(struct worker *w)
 {
-	int n = 0, m = 0;
+	/* one system call for both pipes: this runs at every synchronization */
+	struct pollfd p[2] = { { .fd = w->out_fd, .events = POLLIN }, { .fd = w->err_fd, .events = POLLIN } };
 
-	return (ioctl(w->out_fd, FIONREAD, &n) == 0 && n > 0) || (ioctl(w->err_fd, FIONREAD, &m) == 0 && m > 0);
+	return poll(p, 2, 0) > 0 && ((p[0].revents & POLLIN) || (p[1].revents & POLLIN));
 }
 

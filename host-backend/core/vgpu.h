@@ -32,6 +32,8 @@ enum pending_action {
 /* Most completions (and their fences) one vGPU keeps waiting on the device:
  * past it, records that would add one fail with cudaErrorMemoryAllocation. */
 #define MEARAS_MAX_PENDING 4096u
+/* Fences (device events) one vGPU keeps for reuse once passed. */
+#define MEARAS_FENCE_POOL 32u
 /* Most host functions captured into graphs per vGPU, and the most bytes of
  * kernel records (FUNC_GET: parameter offsets) one vGPU may hold. */
 #define MEARAS_MAX_CAPTURED_HOST_FUNCS 16384u
@@ -100,6 +102,10 @@ struct vgpu {
 	void *ptds[MEARAS_MAX_THREADS];         /* per-thread default streams */
 	struct pending *pend;
 	size_t npend, cap_pend;
+	/* our fences, kept for reuse: an event made and destroyed per
+	 * synchronizing record costs two driver calls on its latency */
+	void *fence_pool[MEARAS_FENCE_POOL];
+	unsigned nfence_pool;
 	struct global_range *globals;
 	size_t nglobals, cap_globals;
 	int deferred_error;     /* deferred.h */
