@@ -237,6 +237,11 @@ $(BUILD)/experiments/microbench-static: experiments/microbench/microbench.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 $(NVCC_ARCH) -Xcompiler -Wall,-Werror -o $@ $<
 
+# what the driver calls on mearasd's synchronization path cost, natively
+$(BUILD)/experiments/drvcost: experiments/microbench/drvcost.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) -I$(CUDA_HOME)/include $(CFLAGS) -O2 -o $@ $< -L$(CUDA_HOME)/lib64/stubs -lcuda
+
 $(BUILD)/tests/gpu/isolation: tests/gpu/isolation.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 -cudart shared $(NVCC_ARCH) -Xcompiler -Wall,-Werror -o $@ $<
@@ -269,7 +274,7 @@ busybox:
 		echo "busybox: $(BUSYBOX) -> $(BUILD)/tools/busybox"; \
 	fi
 
-gpu-build: all busybox $(BUILD)/experiments/microbench $(BUILD)/experiments/microbench-static \
+gpu-build: all busybox $(BUILD)/experiments/microbench $(BUILD)/experiments/microbench-static $(BUILD)/experiments/drvcost \
 	   $(BUILD)/tests/gpu/isolation $(BUILD)/tests/gpu/tcp_bench \
 	   $(BUILD)/tests/gpu/watchdog $(BUILD)/tests/gpu/event_destroy_wait
 	$(MAKE) -C tests/cuda

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+/*
+ * drvcost: what the driver calls on mearasd's synchronization path cost on
+ * this machine (median of many, microseconds), natively. It explains the
+ * launch_sync_us gap: each call mearasd makes per synchronizing record is
+ * paid on top of native. Prints one "name us" line per call.
+ */
+#include <cuda.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#define N 2001
+
+static double now_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double samples[N];
+
+static void report(const char *name)
+{
+	qsort(samples, N, sizeof(samples[0]), cmp);
+	printf("%-28s %.2f\n", name, samples[N / 2]);
+}
+
+#define CK(x)                                                                   \
+	do {                                                                    \
+		CUresult r_ = (x);                                              \
+		if (r_ != CUDA_SUCCESS) {                                       \
+			fprintf(stderr, "%s failed: %d\n", #x, (int)r_);        \
+			exit(1);                                                \
+		}                                                               \
+	} while (0)
+
+int main(void)
+{
+	CUdevice d;
+	CUcontext c;
+	CUevent ev[N];
+	CUevent e;
+	int p[2];
+
+	CK(cuInit(0));
+	CK(cuDeviceGet(&d, 0));
+	CK(cuDevicePrimaryCtxRetain(&c, d));
+	CK(cuCtxSetCurrent(c));
+	for (int i = 0; i < N; i++) {
+		double t = now_us();
+
+		CK(cuEventCreate(&ev[i], CU_EVENT_DISABLE_TIMING));
+		samples[i] = now_us() - t;
+	}
+	report("cuEventCreate");
+	CK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+	for (int i = 0; i < N; i++) {
+		double t = now_us();
+
+		CK(cuEventRecord(e, NULL));
+		samples[i] = now_us() - t;
+		CK(cuEventSynchronize(e));
+	}
+	report("cuEventRecord");
+	for (int i = 0; i < N; i++) {
+		double t = now_us();
+
+		CK(cuEventQuery(e));
+		samples[i] = now_us() - t;
+	}
+	report("cuEventQuery (passed)");
+	for (int i = 0; i < N; i++) {
+		double t = now_us();
+
+		CK(cuCtxSynchronize());
+		samples[i] = now_us() - t;
+	}
+	report("cuCtxSynchronize (idle)");
+	for (int i = 0; i < N; i++) {
+		double t = now_us();
+
+		CK(cuStreamSynchronize(NULL));
+		samples[i] = now_us() - t;
+	}
+	report("cuStreamSynchronize (idle)");
+	for (int i = 0; i < N; i++) {
+		double t = now_us();
+
+		CK(cuEventDestroy(ev[i]));
+		samples[i] = now_us() - t;
+	}
+	report("cuEventDestroy");
+	if (pipe(p))
+		return 1;
+	for (int i = 0; i < N; i++) {
+		struct pollfd f[2] = { { .fd = p[0], .events = POLLIN }, { .fd = p[0], .events = POLLIN } };
+		double t = now_us();
+
+		poll(f, 2, 0);
+		samples[i] = now_us() - t;
+	}
+	report("poll (2 empty pipes)");
+	return 0;
+}
