@@ -169,6 +169,7 @@ LIBCUDA_IMPL_OBJ  := $(CUDRV_OBJ) $(BUILD)/obj-rt/rt_ops.gen.o
 LIBCUDA_MAP_EXTRA := rt rt_* dh_* dm_* tp_* tpu_* tpv_* mearas_front_end
 include guest/libcuda/gen.mk
 CUDRV_GEN_OBJ := $(BUILD)/obj-rt/procaddr.gen.o $(BUILD)/obj-rt/cu_unsupported.gen.o
+$(BUILD)/obj-rt/guest/libcuda/exptables.o: $(BUILD)/gen/exptables_unserved.gen.h
 $(BUILD)/obj-rt/%.gen.o: $(BUILD)/gen/%.gen.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) -Iguest/libcuda -fvisibility=hidden $(CFLAGS) -c $< -o $@

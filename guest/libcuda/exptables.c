@@ -501,6 +501,8 @@ static slot_fn context_identity[93] = {
 
 static slot_fn startup[3] = { SIZE_SLOT(3), SLOT(startup_report), SLOT(startup_2) };
 
+#include "exptables_unserved.gen.h"
+
 /* ---- the lookup ---- */
 
 static const struct {
@@ -515,6 +517,7 @@ static const struct {
 	{ &INTEGRITY_CHECK, integrity_check },
 	{ &CONTEXT_IDENTITY, context_identity },
 	{ &STARTUP, startup },
+	UNSERVED_TABLES
 };
 
 CUresult cu_export_table(const void **table, const CUuuid *id)

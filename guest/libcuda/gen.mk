@@ -5,6 +5,9 @@
 #   $(LIBCUDA_GEN_DIR)/cu_unsupported.gen.c  a CUDA_ERROR_NOT_SUPPORTED stub
 #       for every export of cuda13.symbols that no object of
 #       LIBCUDA_IMPL_OBJ defines (gen_unsupported.sh)
+#   $(LIBCUDA_GEN_DIR)/exptables_unserved.gen.h  the export tables served
+#       with failing slots only (gen_exptables.py, exptables_unserved.list),
+#       included by exptables.c
 #   $(LIBCUDA_GEN_DIR)/libcuda.map           the linker version script:
 #       exactly the cuda13.symbols names (version libcuda.so.1; programs
 #       linked against NVIDIA's unversioned driver bind them all the same),
@@ -28,7 +31,8 @@ LIBCUDA_PROCTABLE ?= $(LIBCUDA_TOP)experiments/drvapi-probe/results/h100-580.159
 LIBCUDA_IMPL_OBJ  ?=
 LIBCUDA_MAP_EXTRA ?=
 LIBCUDA_MAP_EXTRA_VERSION ?= MEARAS_CORE_1
-LIBCUDA_GEN       := $(addprefix $(LIBCUDA_GEN_DIR)/,procaddr.gen.c cu_unsupported.gen.c libcuda.map)
+LIBCUDA_GEN       := $(addprefix $(LIBCUDA_GEN_DIR)/,procaddr.gen.c cu_unsupported.gen.c libcuda.map \
+                     exptables_unserved.gen.h)
 # not the includer's default goal: that stays the first target it defines
 libcuda_gen_mk_goal := $(.DEFAULT_GOAL)
 
@@ -41,6 +45,11 @@ $(LIBCUDA_GEN_DIR)/cu_unsupported.gen.c: $(LIBCUDA_TOP)guest/libcuda/gen_unsuppo
 	@mkdir -p $(dir $@)
 	sh $(LIBCUDA_TOP)guest/libcuda/gen_unsupported.sh $(LIBCUDA_SYMBOLS) $(LIBCUDA_IMPL_OBJ) > $@.tmp
 	mv $@.tmp $@
+
+$(LIBCUDA_GEN_DIR)/exptables_unserved.gen.h: $(LIBCUDA_TOP)guest/libcuda/gen_exptables.py \
+		$(LIBCUDA_TOP)guest/libcuda/exptables_unserved.list
+	@mkdir -p $(dir $@)
+	python3 $^ $@
 
 # rewritten on every make, replaced only when its text changes, so that a
 # change of LIBCUDA_MAP_EXTRA relinks and nothing else does

@@ -271,6 +271,7 @@ run_test dev_profiler prog dev_profiler
 run_test mem_pools prog MEARAS_VGPUS=2 mem_pools
 run_test drv_pools prog MEARAS_VGPUS=2 drv_pools
 run_test drv_pools_ptsz prog MEARAS_VGPUS=2 drv_pools_ptsz
+run_test drv_exptables prog drv_exptables
 # the same programs built with nvcc's default static runtime: NVIDIA's own
 # runtime in the program, through mearas's libcuda.so.1
 declare -A static_env=([conc_threads]=MEARAS_VGPUS=2 [conc_cross_event]=MEARAS_VGPUS=2 [dev_props]=MEARAS_VGPUS=3
