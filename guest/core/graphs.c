@@ -51,16 +51,17 @@ void rt_graph_free(struct rt_graph *g)
 	free(g);
 }
 
-/* the cudaGraphInstantiateFlags the back end cannot pass on (its
- * instantiation takes none) */
+/* the cudaGraphInstantiateFlags mearas does not take: graphs launched
+ * from the device would need the device's own graph handles */
 static const struct {
 	unsigned long long flag;
 	const char *name;
 } unsupported_flags[] = {
-	{ cudaGraphInstantiateFlagAutoFreeOnLaunch, "AutoFreeOnLaunch" },
 	{ cudaGraphInstantiateFlagDeviceLaunch, "DeviceLaunch" },
-	{ cudaGraphInstantiateFlagUseNodePriority, "UseNodePriority" },
 };
+/* passed to the instantiation where the graph runs: the real driver frees
+ * the graph's allocations at each launch, or honours node priorities */
+#define HOST_FLAGS (cudaGraphInstantiateFlagAutoFreeOnLaunch | cudaGraphInstantiateFlagUseNodePriority)
 
 cudaError_t rt_graph_instantiate(struct rt_graph *g, unsigned long long flags, const struct rt_stream_ref *upload,
 				 const char *call, struct rt_graph_exec **out)
@@ -82,14 +83,14 @@ cudaError_t rt_graph_instantiate(struct rt_graph *g, unsigned long long flags, c
 			return cudaErrorInvalidValue;
 		flags &= ~(unsigned long long)cudaGraphInstantiateFlagUpload;
 	}
-	if (flags)
+	if (flags & ~(unsigned long long)HOST_FLAGS)
 		return cudaErrorInvalidValue;
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return cudaErrorMemoryAllocation;
 	x->id = rt_new_handle();
 	x->vgpu = g->vgpu;
-	e = x->id ? rt_do_GRAPH_INSTANTIATE(g->vgpu, g->id, x->id) : cudaErrorMemoryAllocation;
+	e = x->id ? rt_do_GRAPH_INSTANTIATE(g->vgpu, g->id, x->id, flags) : cudaErrorMemoryAllocation;
 	if (e) {
 		free(x);
 		return e;

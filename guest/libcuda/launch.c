@@ -74,8 +74,8 @@ static CUresult pack(const struct cu_function *f, void **params, void **extra, u
 	return CUDA_SUCCESS;
 }
 
-static CUresult launch(CUfunction h, const unsigned grid[3], const unsigned block[3], unsigned smem, CUstream s,
-		       void **params, void **extra, bool cooperative)
+static CUresult launch(CUfunction h, const unsigned grid[3], const unsigned block[3], const unsigned cluster[3],
+		       unsigned smem, CUstream s, void **params, void **extra, bool cooperative)
 {
 	uint8_t buf[MEARAS_MAX_PARAM_BYTES];
 	struct rt_stream_ref st;
@@ -95,7 +95,8 @@ static CUresult launch(CUfunction h, const unsigned grid[3], const unsigned bloc
 		r = pack(f, params, extra, buf, &len);
 	if (r)
 		return r;
-	return cu_result(rt_do_LAUNCH(st.vgpu, &st, f->id, grid, block, smem, cooperative ? 1 : 0, buf, len, false));
+	return cu_result(rt_do_LAUNCH(st.vgpu, &st, f->id, grid, block, cluster, smem, cooperative ? 1 : 0, buf, len,
+				      false));
 }
 
 #define LAUNCH_ARGS                                                                                          \
@@ -103,29 +104,31 @@ static CUresult launch(CUfunction h, const unsigned grid[3], const unsigned bloc
 		unsigned int bz, unsigned int smem, CUstream s
 #define GRID (const unsigned[3]){ gx, gy, gz }
 #define BLOCK (const unsigned[3]){ bx, by, bz }
+#define NO_CLUSTER (const unsigned[3]){ 0, 0, 0 }
 
 CU_EXPORT CUresult CUDAAPI cuLaunchKernel(LAUNCH_ARGS, void **kernelParams, void **extra)
 {
-	return launch(f, GRID, BLOCK, smem, s, kernelParams, extra, false);
+	return launch(f, GRID, BLOCK, NO_CLUSTER, smem, s, kernelParams, extra, false);
 }
 
 CU_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(LAUNCH_ARGS, void **kernelParams, void **extra)
 {
-	return CU_PTSZ(launch(f, GRID, BLOCK, smem, s, kernelParams, extra, false));
+	return CU_PTSZ(launch(f, GRID, BLOCK, NO_CLUSTER, smem, s, kernelParams, extra, false));
 }
 
 CU_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel(LAUNCH_ARGS, void **kernelParams)
 {
-	return launch(f, GRID, BLOCK, smem, s, kernelParams, NULL, true);
+	return launch(f, GRID, BLOCK, NO_CLUSTER, smem, s, kernelParams, NULL, true);
 }
 
 CU_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(LAUNCH_ARGS, void **kernelParams)
 {
-	return CU_PTSZ(launch(f, GRID, BLOCK, smem, s, kernelParams, NULL, true));
+	return CU_PTSZ(launch(f, GRID, BLOCK, NO_CLUSTER, smem, s, kernelParams, NULL, true));
 }
 
 static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 {
+	unsigned cluster[3] = { 0, 0, 0 };
 	bool coop = false;
 
 	if (!config || (config->numAttrs && !config->attrs))
@@ -135,13 +138,20 @@ static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, void **ker
 
 		if (a->id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
 			coop = a->value.cooperative != 0;
+		} else if (a->id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+			/* Hopper kernels of cuBLASLt are launched in clusters */
+			cluster[0] = a->value.clusterDim.x;
+			cluster[1] = a->value.clusterDim.y;
+			cluster[2] = a->value.clusterDim.z;
+			if (!cluster[0] || !cluster[1] || !cluster[2])
+				return CUDA_ERROR_INVALID_VALUE;
 		} else if (a->id != CU_LAUNCH_ATTRIBUTE_IGNORE) {
 			log_warn("cuLaunchKernelEx: launch attribute %d is not supported by mearas", (int)a->id);
 			return CUDA_ERROR_NOT_SUPPORTED;
 		}
 	}
 	return launch(f, (const unsigned[3]){ config->gridDimX, config->gridDimY, config->gridDimZ },
-		      (const unsigned[3]){ config->blockDimX, config->blockDimY, config->blockDimZ },
+		      (const unsigned[3]){ config->blockDimX, config->blockDimY, config->blockDimZ }, cluster,
 		      config->sharedMemBytes, config->hStream, kernelParams, extra, coop);
 }
 

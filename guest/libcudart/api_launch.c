@@ -84,8 +84,8 @@ static cudaError_t launch(struct rt_func *f, dim3 grid, dim3 block, void **args,
 	if (e)
 		return e;
 	return rt_do_LAUNCH(st.vgpu, &st, rt_func_id(f), (const uint32_t[3]){ grid.x, grid.y, grid.z },
-			    (const uint32_t[3]){ block.x, block.y, block.z }, smem, cooperative ? 1 : 0, params, len,
-			    false);
+			    (const uint32_t[3]){ block.x, block.y, block.z }, (const uint32_t[3]){ 0, 0, 0 }, smem,
+			    cooperative ? 1 : 0, params, len, false);
 }
 
 RT_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,

@@ -139,7 +139,11 @@ int exec_op_GRAPH_INSTANTIATE(struct vgpu *v, const struct mearas_sqe *e,
 	(void)e, (void)c, (void)f;
 	if (!v->ops->graph_instantiate)
 		return exec_no_graphs(v);
-	r = v->ops->graph_instantiate(v->dev, in->graph->obj, &x);
+	/* the flags the real driver acts on where the graph runs; the others
+	 * are the front end's (upload) or refused there (device launch) */
+	if (in->a->flags & ~(uint64_t)(cudaGraphInstantiateFlagAutoFreeOnLaunch | cudaGraphInstantiateFlagUseNodePriority))
+		return cudaErrorInvalidValue;
+	r = v->ops->graph_instantiate(v->dev, in->graph->obj, in->a->flags, &x);
 	if (r)
 		return r;
 	/* the instantiation runs the graph's host functions too */

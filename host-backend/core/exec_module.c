@@ -152,6 +152,12 @@ int exec_op_LAUNCH(struct vgpu *v, const struct mearas_sqe *e, const struct exec
 		return cudaErrorInvalidConfiguration;
 	l.smem = (uint32_t)a->smem;
 	l.cooperative = (a->flags & 1) != 0;
+	/* a cluster shape is all three dimensions or none; the driver checks
+	 * the rest (it divides the grid, fits the device's cluster limit) */
+	if (!a->cluster[0] != !a->cluster[1] || !a->cluster[0] != !a->cluster[2])
+		return cudaErrorInvalidConfiguration;
+	for (int i = 0; i < 3; i++)
+		l.cluster[i] = a->cluster[i];
 	/* parameters are copied out of shared memory before the driver sees them */
 	memcpy(params, in->params, in->params_len);
 	l.params = params;

@@ -28,6 +28,7 @@ struct mdev_launch {
 	uint32_t grid[3], block[3];
 	uint32_t smem;
 	int cooperative;
+	uint32_t cluster[3];    /* thread-block cluster shape; all 0: none */
 	void *params;           /* packed parameter buffer */
 	uint32_t param_bytes;
 };
@@ -91,7 +92,8 @@ struct mdev_ops {
 	int (*capture_begin)(struct mdev *d, void *s, int mode);
 	int (*capture_end)(struct mdev *d, void *s, void **graph);
 	int (*capture_status)(struct mdev *d, void *s, int *status);
-	int (*graph_instantiate)(struct mdev *d, void *graph, void **exec);
+	/* flags: CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH and _USE_NODE_PRIORITY only */
+	int (*graph_instantiate)(struct mdev *d, void *graph, uint64_t flags, void **exec);
 	int (*graph_launch)(struct mdev *d, void *exec, void *s);
 	void (*graph_destroy)(struct mdev *d, void *graph);
 	void (*graph_exec_destroy)(struct mdev *d, void *exec);

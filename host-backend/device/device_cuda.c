@@ -484,18 +484,27 @@ static int cuda_launch(struct mdev *d, void *func, void *stream, const struct md
 		kp[i] = (uint8_t *)l->params + f->offsets[i];
 	if (f->nparams && f->offsets[f->nparams - 1] >= size)
 		return cudaErrorInvalidValue;
-	if (!l->cooperative)
+	if (!l->cooperative && !l->cluster[0])
 		return cu_err(p_cuLaunchKernel(f->f, l->grid[0], l->grid[1], l->grid[2], l->block[0],
 					       l->block[1], l->block[2], l->smem, drv_stream(stream),
 					       f->nparams ? kp : NULL, NULL));
 	{
 		CUlaunchConfig cfg;
-		CUlaunchAttribute attr;
+		CUlaunchAttribute attr[2];
+		unsigned n = 0;
 
 		memset(&cfg, 0, sizeof(cfg));
-		memset(&attr, 0, sizeof(attr));
-		attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-		attr.value.cooperative = 1;
+		memset(attr, 0, sizeof(attr));
+		if (l->cooperative) {
+			attr[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+			attr[n++].value.cooperative = 1;
+		}
+		if (l->cluster[0]) {
+			attr[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+			attr[n].value.clusterDim.x = l->cluster[0];
+			attr[n].value.clusterDim.y = l->cluster[1];
+			attr[n++].value.clusterDim.z = l->cluster[2];
+		}
 		cfg.gridDimX = l->grid[0];
 		cfg.gridDimY = l->grid[1];
 		cfg.gridDimZ = l->grid[2];
@@ -504,8 +513,8 @@ static int cuda_launch(struct mdev *d, void *func, void *stream, const struct md
 		cfg.blockDimZ = l->block[2];
 		cfg.sharedMemBytes = l->smem;
 		cfg.hStream = stream;
-		cfg.attrs = &attr;
-		cfg.numAttrs = 1;
+		cfg.attrs = attr;
+		cfg.numAttrs = n;
 		return cu_err(p_cuLaunchKernelEx(&cfg, f->f, kp, NULL));
 	}
 }
@@ -590,10 +599,10 @@ static int cuda_capture_status(struct mdev *d, void *s, int *status)
 	return r;
 }
 
-static int cuda_graph_instantiate(struct mdev *d, void *graph, void **exec)
+static int cuda_graph_instantiate(struct mdev *d, void *graph, uint64_t flags, void **exec)
 {
 	(void)d;
-	return cu_err(p_cuGraphInstantiate((CUgraphExec *)exec, (CUgraph)graph, 0));
+	return cu_err(p_cuGraphInstantiate((CUgraphExec *)exec, (CUgraph)graph, (unsigned long long)flags));
 }
 
 static int cuda_graph_launch(struct mdev *d, void *exec, void *s)

@@ -703,6 +703,12 @@ static int sim_launch(struct mdev *d, void *func, void *stream, const struct mde
 	struct sim_node n = { .kind = SN_LAUNCH, .param_bytes = l->param_bytes };
 	int r;
 
+	if (l->cluster[0]) {
+		/* its kernels run on the CPU, one block at a time: no cluster
+		 * (distributed shared memory, cluster barriers) to give them */
+		log_warn("sim: launch of %s with a thread-block cluster: not supported by the sim device", k->name);
+		return cudaErrorNotSupported;
+	}
 	if (l->param_bytes != k->param_bytes) {
 		log_warn("sim: launch of %s with %u parameter bytes, kernel takes %u",
 			 k->name, l->param_bytes, k->param_bytes);
@@ -878,11 +884,13 @@ static int sim_capture_status(struct mdev *d, void *s, int *status)
 	return 0;
 }
 
-static int sim_graph_instantiate(struct mdev *d, void *graph, void **exec)
+/* flags change nothing here: a sim graph has no allocation nodes to free
+ * and runs its nodes in order */
+static int sim_graph_instantiate(struct mdev *d, void *graph, uint64_t flags, void **exec)
 {
 	struct sim_exec *x = malloc(sizeof(*x));
 
-	(void)d;
+	(void)d, (void)flags;
 	if (!x)
 		return cudaErrorMemoryAllocation;
 	x->g = graph;

@@ -147,7 +147,15 @@ static void driver_capture(CUstream s, int *dev, int *pinned)
 
     /* one object: the runtime instantiates the driver's graph */
     CHECK_CUDA(cudaGraphInstantiate(&rx, (cudaGraph_t)g, 0));
-    EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, cuGraphInstantiateWithFlags(&x, g, CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH));
+    EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, cuGraphInstantiateWithFlags(&x, g, CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH));
+    /* passed on to where the graph runs (PyTorch's CUDA graphs ask for it) */
+    CHECK_CU(cuGraphInstantiateWithFlags(&x, g, CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH |
+                                                    CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY));
+    pinned[0] = 77;
+    CHECK_CU(cuGraphLaunch(x, s));
+    CHECK_CU(cuStreamSynchronize(s));
+    REQUIRE(pinned[1] == 77, "auto-free instantiation copied %d", pinned[1]);
+    CHECK_CU(cuGraphExecDestroy(x));
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphInstantiateWithFlags(&x, g, CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD));
     CHECK_CU(cuGraphUpload((CUgraphExec)rx, s));
     for (int l = 1; l <= 5; l++) {

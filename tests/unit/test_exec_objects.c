@@ -174,8 +174,12 @@ static void test_functions_and_launch(void)
 		e.args.a[1] = 1 | (1ull << 32);
 		e.args.a[2] = 1 | (32ull << 32);
 		e.args.a[3] = 1 | (1ull << 32);
-		e.args.a[4] = (1u << 30) + 1;   /* dynamic shared memory */
+		e.args.LAUNCH.smem = (1u << 30) + 1;   /* dynamic shared memory */
 		e.payload_len = 24;
+		CHECK_EQ(fixture_run(&fx, 0, &e, NULL), cudaErrorInvalidConfiguration);
+		/* a cluster shape names all three dimensions or none */
+		e.args.LAUNCH.smem = 0;
+		e.args.LAUNCH.cluster[0] = 2;
 		CHECK_EQ(fixture_run(&fx, 0, &e, NULL), cudaErrorInvalidConfiguration);
 	}
 	CHECK_EQ(run1(MEARAS_OP_FUNC_ATTRS, 0, 10, 0, 0), 0);
