@@ -43,8 +43,9 @@ static const struct table_id CONTEXT_CHECKS = {
 static const struct table_id INTEGRITY_CHECK = {
 	{ 0xd4, 0x08, 0x20, 0x55, 0xbd, 0xe6, 0x70, 0x4b, 0x8d, 0x34, 0xba, 0x12, 0x3c, 0x66, 0xe1, 0xf2 },
 	"INTEGRITY_CHECK" };
-/* cuBLASLt's (93 slots on the real 580 driver): of them it was measured
- * calling slot 4 only, the context's id */
+/* cuBLASLt's and cuBLAS's (93 slots on the real 580 driver): of them they
+ * were measured calling slot 4, the context's id, and on a stream of the
+ * program's, slots 51 and 39: the stream's object and its id */
 static const struct table_id CONTEXT_IDENTITY = {
 	{ 0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8, 0xf2 },
 	"21318c60 (context identity)" };
@@ -124,7 +125,6 @@ UNSERVED(ident, CONTEXT_IDENTITY, 35)
 UNSERVED(ident, CONTEXT_IDENTITY, 36)
 UNSERVED(ident, CONTEXT_IDENTITY, 37)
 UNSERVED(ident, CONTEXT_IDENTITY, 38)
-UNSERVED(ident, CONTEXT_IDENTITY, 39)
 UNSERVED(ident, CONTEXT_IDENTITY, 40)
 UNSERVED(ident, CONTEXT_IDENTITY, 41)
 UNSERVED(ident, CONTEXT_IDENTITY, 42)
@@ -136,7 +136,6 @@ UNSERVED(ident, CONTEXT_IDENTITY, 47)
 UNSERVED(ident, CONTEXT_IDENTITY, 48)
 UNSERVED(ident, CONTEXT_IDENTITY, 49)
 UNSERVED(ident, CONTEXT_IDENTITY, 50)
-UNSERVED(ident, CONTEXT_IDENTITY, 51)
 UNSERVED(ident, CONTEXT_IDENTITY, 52)
 UNSERVED(ident, CONTEXT_IDENTITY, 53)
 UNSERVED(ident, CONTEXT_IDENTITY, 54)
@@ -480,6 +479,34 @@ static CUresult ident_context_id(CUcontext ctx, unsigned long long *id)
 	return cuCtxGetId(ctx, id);
 }
 
+/* slot 51 (cuBLAS, on a stream of the caller's): the driver's object of a
+ * stream, which slot 39 then asks the id of; measured: (context, stream,
+ * out), the pointer written. The stream handle is our object. */
+static CUresult ident_stream_object(CUcontext ctx, CUstream s, void **out)
+{
+	unsigned long long id;
+	CUresult r;
+
+	(void)ctx;
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = cuStreamGetId(s, &id);     /* a stream it names, or an error */
+	if (!r)
+		*out = s;
+	return r;
+}
+
+/* slot 39: the id of what slot 51 gave (cuBLAS keys its per-stream
+ * workspace by it); measured: (context, object, out), 13 written for a
+ * program's first stream of its own, as cuStreamGetId counts them */
+static CUresult ident_stream_id(CUcontext ctx, void *object, unsigned long long *out)
+{
+	(void)ctx;
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	return cuStreamGetId((CUstream)object, out);
+}
+
 static slot_fn context_identity[93] = {
 	SIZE_SLOT(93), SLOT(ident_1), SLOT(ident_2), SLOT(ident_3), SLOT(ident_context_id), SLOT(ident_5),
 	SLOT(ident_6), SLOT(ident_7), SLOT(ident_8), SLOT(ident_9), SLOT(ident_10), SLOT(ident_11), SLOT(ident_12),
@@ -487,9 +514,9 @@ static slot_fn context_identity[93] = {
 	SLOT(ident_19), SLOT(ident_20), SLOT(ident_21), SLOT(ident_22), SLOT(ident_23), SLOT(ident_24),
 	SLOT(ident_25), SLOT(ident_26), SLOT(ident_27), SLOT(ident_28), SLOT(ident_29), SLOT(ident_30),
 	SLOT(ident_31), SLOT(ident_32), SLOT(ident_33), SLOT(ident_34), SLOT(ident_35), SLOT(ident_36),
-	SLOT(ident_37), SLOT(ident_38), SLOT(ident_39), SLOT(ident_40), SLOT(ident_41), SLOT(ident_42),
+	SLOT(ident_37), SLOT(ident_38), SLOT(ident_stream_id), SLOT(ident_40), SLOT(ident_41), SLOT(ident_42),
 	SLOT(ident_43), SLOT(ident_44), SLOT(ident_45), SLOT(ident_46), SLOT(ident_47), SLOT(ident_48),
-	SLOT(ident_49), SLOT(ident_50), SLOT(ident_51), SLOT(ident_52), SLOT(ident_53), SLOT(ident_54),
+	SLOT(ident_49), SLOT(ident_50), SLOT(ident_stream_object), SLOT(ident_52), SLOT(ident_53), SLOT(ident_54),
 	SLOT(ident_55), SLOT(ident_56), SLOT(ident_57), SLOT(ident_58), SLOT(ident_59), SLOT(ident_60),
 	SLOT(ident_61), SLOT(ident_62), SLOT(ident_63), SLOT(ident_64), SLOT(ident_65), SLOT(ident_66),
 	SLOT(ident_67), SLOT(ident_68), SLOT(ident_69), SLOT(ident_70), SLOT(ident_71), SLOT(ident_72),
