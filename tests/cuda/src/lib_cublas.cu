@@ -1,68 +1,13 @@
 // cuBLAS: SGEMM at odd sizes with alpha/beta and transposes, cublasGemmEx with
 // bf16 inputs and fp32 output on tensor cores, cublasSgemmStridedBatched with
 // alpha/beta in device memory (CUBLAS_POINTER_MODE_DEVICE); all on a stream.
-#include <cmath>
-#include <cstdint>
-#include <cstring>
-#include <vector>
 #include <cublas_v2.h>
-#include "check.cuh"
+#include "lib_ref.h"
 
 #define CHECK_CUBLAS(call) CHECK_STATUS(call, CUBLAS_STATUS_SUCCESS, cublasGetStatusName)
 
-static std::vector<float> random_floats(size_t n, unsigned int seed)
-{
-    std::vector<float> v(n);
-    for (auto &x : v) // in [-1, 1)
-        x = (float)((lcg_next(&seed) >> 8) * (1.0 / 8388608.0) - 1.0);
-    return v;
-}
-
-// Column-major C = alpha op(A) op(B) + beta C0 in double; returns the largest
-// |got - ref| divided by |alpha| sum_p |op(A)_ip op(B)_pj| + |beta C0_ij|, the
-// scale a floating-point GEMM's rounding error is proportional to.
-static double gemm_err(bool ta, bool tb, int m, int n, int k, double alpha, const float *a, int lda,
-                       const float *b, int ldb, double beta, const float *c0, const float *got,
-                       int ldc)
-{
-    double worst = 0.0;
-    for (int j = 0; j < n; j++) {
-        for (int i = 0; i < m; i++) {
-            double sum = 0.0, mag = 0.0;
-            for (int p = 0; p < k; p++) {
-                double x = ta ? a[p + (size_t)i * lda] : a[i + (size_t)p * lda];
-                double y = tb ? b[j + (size_t)p * ldb] : b[p + (size_t)j * ldb];
-                sum += x * y;
-                mag += std::fabs(x * y);
-            }
-            double c = c0[i + (size_t)j * ldc];
-            double ref = alpha * sum + beta * c;
-            double scale = std::fabs(alpha) * mag + std::fabs(beta * c) + 1e-30;
-            worst = std::fmax(worst, std::fabs(got[i + (size_t)j * ldc] - ref) / scale);
-        }
-    }
-    return worst;
-}
-
 // The handle's stream: a non-blocking one, so every copy is ordered on it too.
 static cudaStream_t stream;
-
-template <typename T> static T *to_device(const std::vector<T> &h)
-{
-    T *d;
-    CHECK_CUDA(cudaMalloc(&d, h.size() * sizeof(T)));
-    CHECK_CUDA(cudaMemcpyAsync(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice, stream));
-    CHECK_CUDA(cudaStreamSynchronize(stream));
-    return d;
-}
-
-static std::vector<float> to_host(const float *d, size_t n)
-{
-    std::vector<float> h(n);
-    CHECK_CUDA(cudaMemcpyAsync(h.data(), d, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
-    CHECK_CUDA(cudaStreamSynchronize(stream));
-    return h;
-}
 
 // fp32 SGEMM: the error bound is about k * 2^-24 of the scale (k=65: 4e-6).
 static void sgemm_case(cublasHandle_t h, bool ta, bool tb, int m, int n, int k,
@@ -72,10 +17,10 @@ static void sgemm_case(cublasHandle_t h, bool ta, bool tb, int m, int n, int k,
     auto a = random_floats((size_t)lda * (ta ? m : k), 11u + m);
     auto b = random_floats((size_t)ldb * (tb ? k : n), 22u + n);
     auto c0 = random_floats((size_t)ldc * n, 33u + k);
-    float *da = to_device(a), *db = to_device(b), *dc = to_device(c0);
+    float *da = to_device(a, stream), *db = to_device(b, stream), *dc = to_device(c0, stream);
     CHECK_CUBLAS(cublasSgemm(h, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N, m, n,
                              k, &alpha, da, lda, db, ldb, &beta, dc, ldc));
-    auto c = to_host(dc, c0.size());
+    auto c = to_host(dc, c0.size(), stream);
     char what[96];
     std::snprintf(what, sizeof what, "sgemm %c%c %dx%dx%d alpha=%g beta=%g", ta ? 'T' : 'N',
                   tb ? 'T' : 'N', m, n, k, alpha, beta);
@@ -84,16 +29,6 @@ static void sgemm_case(cublasHandle_t h, bool ta, bool tb, int m, int n, int k,
     CHECK_CUDA(cudaFree(da));
     CHECK_CUDA(cudaFree(db));
     CHECK_CUDA(cudaFree(dc));
-}
-
-// Round to nearest even bf16 (inputs are finite).
-static uint16_t to_bf16(float f, float *rounded)
-{
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-    std::memcpy(rounded, &u, 4);
-    return (uint16_t)(u >> 16);
 }
 
 // bf16 x bf16 -> fp32 on tensor cores, C = A^T B. The reference uses the same
@@ -109,13 +44,13 @@ static void gemmex_bf16_case(cublasHandle_t h, int m, int n, int k)
     for (size_t i = 0; i < bf.size(); i++)
         b[i] = to_bf16(bf[i], &bf[i]);
     std::vector<float> c0((size_t)m * n, 0.0f);
-    uint16_t *da = to_device(a), *db = to_device(b);
-    float *dc = to_device(c0);
+    uint16_t *da = to_device(a, stream), *db = to_device(b, stream);
+    float *dc = to_device(c0, stream);
     float alpha = 1.0f, beta = 0.0f;
     CHECK_CUBLAS(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, da, CUDA_R_16BF, k, db,
                               CUDA_R_16BF, k, &beta, dc, CUDA_R_32F, m, CUBLAS_COMPUTE_32F,
                               CUBLAS_GEMM_DEFAULT_TENSOR_OP));
-    auto c = to_host(dc, c0.size());
+    auto c = to_host(dc, c0.size(), stream);
     char what[96];
     std::snprintf(what, sizeof what, "gemmex bf16->fp32 TN %dx%dx%d", m, n, k);
     check_within(what, gemm_err(true, false, m, n, k, 1.0, af.data(), k, bf.data(), k, 0.0,
@@ -131,14 +66,14 @@ static void batched_case(cublasHandle_t h, int m, int n, int k, int batch)
     long long sa = (long long)m * k, sb = (long long)n * k, sc = (long long)m * n;
     auto a = random_floats(sa * batch, 66u), b = random_floats(sb * batch, 77u);
     auto c0 = random_floats(sc * batch, 88u);
-    float *da = to_device(a), *db = to_device(b), *dc = to_device(c0);
+    float *da = to_device(a, stream), *db = to_device(b, stream), *dc = to_device(c0, stream);
     std::vector<float> ab = {2.0f, -1.0f}; // alpha, beta
-    float *dab = to_device(ab);
+    float *dab = to_device(ab, stream);
     CHECK_CUBLAS(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_DEVICE));
     CHECK_CUBLAS(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_T, m, n, k, dab, da, m, sa,
                                            db, n, sb, dab + 1, dc, m, sc, batch));
     CHECK_CUBLAS(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST));
-    auto c = to_host(dc, c0.size());
+    auto c = to_host(dc, c0.size(), stream);
     double worst = 0.0;
     for (int i = 0; i < batch; i++)
         worst = std::fmax(worst, gemm_err(false, true, m, n, k, 2.0, &a[sa * i], m, &b[sb * i], n,
