@@ -63,11 +63,18 @@ static inline unsigned int lcg_next(unsigned int *state)
         }                                                                    \
     } while (0)
 
-// Prints "WHAT: max err within TOL: yes" (deterministic: only the fixed
+// For libraries without a status-name function: a switch of
+//   STATUS_CASE(CUFFT_SUCCESS);
+// lines, each returning the status's name.
+#define STATUS_CASE(x)                                                       \
+    case x:                                                                  \
+        return #x
+
+// Prints "WHAT: METRIC within TOL: yes" (deterministic: only the fixed
 // tolerance is printed, never the error itself, whose last bits may depend on
 // a library's reduction order), or fails with the error found.
-static inline void check_within(const char *what, double err, double tol)
+static inline void check_within(const char *what, const char *metric, double err, double tol)
 {
-    REQUIRE(err <= tol, "%s: max err %.3e exceeds %g", what, err, tol);
-    std::printf("%s: max err within %g: yes\n", what, tol);
+    REQUIRE(err <= tol, "%s: %s %.3e exceeds %g", what, metric, err, tol);
+    std::printf("%s: %s within %g: yes\n", what, metric, tol);
 }

@@ -10,22 +10,24 @@
 static cudaStream_t stream;
 
 // fp32 SGEMM: the error bound is about k * 2^-24 of the scale (k=65: 4e-6).
-static void sgemm_case(cublasHandle_t h, bool ta, bool tb, int m, int n, int k,
-                       float alpha, float beta)
+static void sgemm_case(cublasHandle_t h, bool ta, bool tb, int m, int n, int k, float alpha,
+                       float beta)
 {
     int lda = ta ? k : m, ldb = tb ? n : k, ldc = m;
     auto a = random_floats((size_t)lda * (ta ? m : k), 11u + m);
     auto b = random_floats((size_t)ldb * (tb ? k : n), 22u + n);
     auto c0 = random_floats((size_t)ldc * n, 33u + k);
     float *da = to_device(a, stream), *db = to_device(b, stream), *dc = to_device(c0, stream);
-    CHECK_CUBLAS(cublasSgemm(h, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N, m, n,
-                             k, &alpha, da, lda, db, ldb, &beta, dc, ldc));
+    CHECK_CUBLAS(cublasSgemm(h, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N, m,
+                             n, k, &alpha, da, lda, db, ldb, &beta, dc, ldc));
     auto c = to_host(dc, c0.size(), stream);
     char what[96];
     std::snprintf(what, sizeof what, "sgemm %c%c %dx%dx%d alpha=%g beta=%g", ta ? 'T' : 'N',
                   tb ? 'T' : 'N', m, n, k, alpha, beta);
-    check_within(what, gemm_err(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta,
-                                c0.data(), c.data(), ldc), 1e-5);
+    check_within(what, "max scaled err",
+                 gemm_err(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c0.data(),
+                          c.data(), ldc),
+                 1e-5);
     CHECK_CUDA(cudaFree(da));
     CHECK_CUDA(cudaFree(db));
     CHECK_CUDA(cudaFree(dc));
@@ -53,8 +55,10 @@ static void gemmex_bf16_case(cublasHandle_t h, int m, int n, int k)
     auto c = to_host(dc, c0.size(), stream);
     char what[96];
     std::snprintf(what, sizeof what, "gemmex bf16->fp32 TN %dx%dx%d", m, n, k);
-    check_within(what, gemm_err(true, false, m, n, k, 1.0, af.data(), k, bf.data(), k, 0.0,
-                                c0.data(), c.data(), m), 1e-4);
+    check_within(what, "max scaled err",
+                 gemm_err(true, false, m, n, k, 1.0, af.data(), k, bf.data(), k, 0.0, c0.data(),
+                          c.data(), m),
+                 1e-4);
     CHECK_CUDA(cudaFree(da));
     CHECK_CUDA(cudaFree(db));
     CHECK_CUDA(cudaFree(dc));
@@ -70,8 +74,8 @@ static void batched_case(cublasHandle_t h, int m, int n, int k, int batch)
     std::vector<float> ab = {2.0f, -1.0f}; // alpha, beta
     float *dab = to_device(ab, stream);
     CHECK_CUBLAS(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_DEVICE));
-    CHECK_CUBLAS(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_T, m, n, k, dab, da, m, sa,
-                                           db, n, sb, dab + 1, dc, m, sc, batch));
+    CHECK_CUBLAS(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_T, m, n, k, dab, da, m, sa, db,
+                                           n, sb, dab + 1, dc, m, sc, batch));
     CHECK_CUBLAS(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST));
     auto c = to_host(dc, c0.size(), stream);
     double worst = 0.0;
@@ -81,7 +85,7 @@ static void batched_case(cublasHandle_t h, int m, int n, int k, int batch)
     char what[96];
     std::snprintf(what, sizeof what, "sgemm strided batched x%d NT %dx%dx%d (device alpha/beta)",
                   batch, m, n, k);
-    check_within(what, worst, 1e-5);
+    check_within(what, "max scaled err", worst, 1e-5);
     CHECK_CUDA(cudaFree(da));
     CHECK_CUDA(cudaFree(db));
     CHECK_CUDA(cudaFree(dc));

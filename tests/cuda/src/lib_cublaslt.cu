@@ -16,8 +16,8 @@ static void matmul(cublasLtHandle_t lt, cudaStream_t s, void *workspace, cudaDat
     cublasLtMatmulDesc_t op;
     CHECK_LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     cublasOperation_t trans_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-    CHECK_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a,
-                                            sizeof trans_a));
+    CHECK_LT(
+        cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof trans_a));
     cublasLtMatrixLayout_t la, lb, lc, ld;
     CHECK_LT(cublasLtMatrixLayoutCreate(&la, ab_type, ta ? k : m, ta ? m : k, ta ? k : m));
     CHECK_LT(cublasLtMatrixLayoutCreate(&lb, ab_type, k, n, k));
@@ -33,8 +33,7 @@ static void matmul(cublasLtHandle_t lt, cudaStream_t s, void *workspace, cudaDat
     CHECK_LT(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, ld, pref, 4, heur, &found));
     REQUIRE(found > 0, "cublasLtMatmulAlgoGetHeuristic found no algorithm");
     REQUIRE(heur[0].state == CUBLAS_STATUS_SUCCESS && heur[0].workspaceSize <= workspace_size,
-            "heuristic result: state %d, workspace %zu", (int)heur[0].state,
-            heur[0].workspaceSize);
+            "heuristic result: state %d, workspace %zu", (int)heur[0].state, heur[0].workspaceSize);
     CHECK_LT(cublasLtMatmul(lt, op, &alpha, a, la, b, lb, &beta, c, lc, d, ld, &heur[0].algo,
                             workspace, workspace_size, s));
     CHECK_CUDA(cudaStreamSynchronize(s));
@@ -71,8 +70,10 @@ static void run_case(cublasLtHandle_t lt, cudaStream_t s, void *ws, bool bf16, b
     char what[96];
     std::snprintf(what, sizeof what, "cublasLtMatmul %s %cN %dx%dx%d alpha=%g beta=%g",
                   bf16 ? "bf16->fp32" : "fp32", ta ? 'T' : 'N', m, n, k, alpha, beta);
-    check_within(what, gemm_err(ta, false, m, n, k, alpha, a.data(), ta ? k : m, b.data(), k,
-                                beta, c.data(), d.data(), m), tol);
+    check_within(what, "max scaled err",
+                 gemm_err(ta, false, m, n, k, alpha, a.data(), ta ? k : m, b.data(), k, beta,
+                          c.data(), d.data(), m),
+                 tol);
     CHECK_CUDA(cudaFree(da));
     CHECK_CUDA(cudaFree(db));
     CHECK_CUDA(cudaFree(dc));

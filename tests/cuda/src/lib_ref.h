@@ -36,8 +36,8 @@ template <typename T> static inline std::vector<T> to_host(const T *d, size_t n,
 // Column-major C = alpha op(A) op(B) + beta C0 in double; returns the largest
 // |got - ref| divided by |alpha| sum_p |op(A)_ip op(B)_pj| + |beta C0_ij|, the
 // scale a floating-point GEMM's rounding error is proportional to.
-static inline double gemm_err(bool ta, bool tb, int m, int n, int k, double alpha, const float *a, int lda,
-                              const float *b, int ldb, double beta, const float *c0,
+static inline double gemm_err(bool ta, bool tb, int m, int n, int k, double alpha, const float *a,
+                              int lda, const float *b, int ldb, double beta, const float *c0,
                               const float *got, int ldc)
 {
     double worst = 0.0;
