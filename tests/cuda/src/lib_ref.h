@@ -1,6 +1,7 @@
 // Host-side inputs and references shared by the lib_* programs.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
