@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Runs the GPU-lane programs or compares two sets of their outputs.
 #
-#   run-suite.sh --run OUTDIR [--build DIR] [--timeout SECONDS] [NAME...]
-#       Runs every program (or the NAMEs given) from DIR (default: build/ next
-#       to this script) under `timeout`, writing OUTDIR/NAME.out (stdout),
-#       OUTDIR/NAME.err (stderr) and OUTDIR/NAME.rc (exit status). The
-#       environment is inherited, so LD_LIBRARY_PATH selects which
-#       libcudart.so.13 (native or mearas) the programs load.
+#   run-suite.sh --run OUTDIR [--build DIR] [--timeout SECONDS] [--set SET] [NAME...]
+#       Runs every program of SET (or the NAMEs given, from any set) from DIR
+#       (default: build/ next to this script) under `timeout`, writing
+#       OUTDIR/NAME.out (stdout), OUTDIR/NAME.err (stderr) and OUTDIR/NAME.rc
+#       (exit status). SET: core (default), libraries (the lib_* programs
+#       calling cuBLAS, cuFFT, cuDNN, ...) or all. The environment is
+#       inherited, so LD_LIBRARY_PATH selects which libcudart.so.13 (native
+#       or mearas) the programs load.
 #   run-suite.sh --compare DIR_A DIR_B
 #       A program passes when both runs exited 0, ended with PASS and wrote
 #       byte-identical stdout. Prints a table, the differences, and a final
@@ -17,9 +19,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 programs=(vector_add matmul_tiled streams_events multithread multidevice graph_capture
 	templates rdc thrust_sort atomics coop_groups device_printf memory_api device_query
 	stream_callbacks per_thread_stream misuse limits_pools)
+# --set libraries: programs calling NVIDIA's CUDA libraries. Kept apart from
+# `programs`, the list the VM guest image is built from (tests/vm-cuda), which
+# has no room for the libraries.
+libraries=(lib_cublas lib_cublaslt lib_cufft lib_curand lib_cusparse lib_cusolver lib_cudnn
+	lib_nvrtc)
 
 usage() {
-	sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
@@ -42,10 +49,16 @@ verdict() {
 }
 
 run_mode() {
-	local outdir=$1 build=$2 limit=$3
-	shift 3
+	local outdir=$1 build=$2 limit=$3 set=$4
+	shift 4
 	local names=("$@")
-	[ ${#names[@]} -gt 0 ] || names=("${programs[@]}")
+	if [ ${#names[@]} -eq 0 ]; then
+		case $set in
+		core) names=("${programs[@]}") ;;
+		libraries) names=("${libraries[@]}") ;;
+		all) names=("${programs[@]}" "${libraries[@]}") ;;
+		esac
+	fi
 	mkdir -p "$outdir" || exit 2
 	local passed=0 failed=0 name v
 	printf '%-20s %s\n' PROGRAM RESULT
@@ -111,18 +124,25 @@ case $1 in
 	shift 2
 	build=$here/build
 	limit=120
+	set=core
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--build) [ $# -ge 2 ] || usage; build=$2; shift 2 ;;
 		--timeout) [ $# -ge 2 ] || usage; limit=$2; shift 2 ;;
+		--set) [ $# -ge 2 ] || usage; set=$2; shift 2 ;;
 		-*) usage ;;
 		*) break ;;
 		esac
 	done
+	case $set in
+	core | libraries | all) ;;
+	*) echo "run-suite: unknown set: $set (core, libraries or all)" >&2; exit 2 ;;
+	esac
 	for name in "$@"; do
-		printf '%s\n' "${programs[@]}" | grep -qx -- "$name" || { echo "run-suite: unknown program: $name" >&2; exit 2; }
+		printf '%s\n' "${programs[@]}" "${libraries[@]}" | grep -qx -- "$name" ||
+			{ echo "run-suite: unknown program: $name" >&2; exit 2; }
 	done
-	run_mode "$outdir" "$build" "$limit" "$@"
+	run_mode "$outdir" "$build" "$limit" "$set" "$@"
 	;;
 --compare)
 	[ $# -eq 3 ] || usage

@@ -10,13 +10,17 @@ trap 'rm -rf "$work"' EXIT
 passed=0
 failed=0
 
-expect() { # expect NAME EXPECTED_RC ACTUAL_RC OUTPUT_FILE PATTERN...
+expect() { # expect NAME EXPECTED_RC ACTUAL_RC OUTPUT_FILE PATTERN... (!PATTERN: absent)
 	local name=$1 want=$2 got=$3 file=$4
 	shift 4
 	local ok=1 pat
 	[ "$want" = "$got" ] || ok=0
 	for pat in "$@"; do
-		grep -Eq -- "$pat" "$file" || { ok=0; echo "  missing: $pat"; }
+		if [ "${pat:0:1}" = '!' ]; then # !PATTERN: must not match
+			! grep -Eq -- "${pat:1}" "$file" || { ok=0; echo "  unexpected: ${pat:1}"; }
+		else
+			grep -Eq -- "$pat" "$file" || { ok=0; echo "  missing: $pat"; }
+		fi
 	done
 	if [ $ok = 1 ]; then
 		passed=$((passed + 1))
@@ -67,6 +71,37 @@ expect "run: unknown program name rejected" 2 $? "$work/log7" 'unknown program'
 
 "$suite" --compare "$work/a" >"$work/log8" 2>&1
 expect "usage error" 2 $? "$work/log8" 'usage|run-suite.sh --run'
+
+# --set: the lists as run-suite.sh holds them, a passing fake for each
+list() { sed -n "/^$1=(/,/)/p" "$suite" | tr -d '()' | sed "s/$1=//" | tr -s ' \t\n' ' '; }
+core=$(list programs)
+libs=$(list libraries)
+mkdir -p "$work/full"
+for p in $core $libs; do make_prog "$work/full" "$p" 'echo PASS'; done
+ncore=$(wc -w <<<"$core")
+nlibs=$(wc -w <<<"$libs")
+
+"$suite" --run "$work/e" --build "$work/full" >"$work/log9" 2>&1
+expect "run: default set is core" 0 $? "$work/log9" '^vector_add +PASS' '!^lib_' \
+	"^$ncore passed, 0 failed$"
+
+"$suite" --run "$work/f" --build "$work/full" --set libraries >"$work/log10" 2>&1
+expect "run: --set libraries" 0 $? "$work/log10" '^lib_cublas +PASS' '^lib_nvrtc +PASS' \
+	'!^vector_add' "^$nlibs passed, 0 failed$"
+
+"$suite" --run "$work/g" --build "$work/full" --set all >"$work/log11" 2>&1
+expect "run: --set all" 0 $? "$work/log11" '^vector_add +PASS' '^lib_cudnn +PASS' \
+	"^$((ncore + nlibs)) passed, 0 failed$"
+
+"$suite" --run "$work/h" --build "$work/good" --set libraries >"$work/log12" 2>&1
+expect "run: unbuilt library programs fail" 1 $? "$work/log12" '^lib_cufft +FAIL\(rc=127\)' \
+	"^0 passed, $nlibs failed$"
+
+"$suite" --run "$work/i" --build "$work/full" lib_curand vector_add >"$work/log13" 2>&1
+expect "run: names from both sets" 0 $? "$work/log13" '^lib_curand +PASS' '^2 passed, 0 failed$'
+
+"$suite" --run "$work/j" --build "$work/full" --set gpu >"$work/log14" 2>&1
+expect "run: unknown set rejected" 2 $? "$work/log14" 'unknown set'
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
