@@ -16,10 +16,10 @@ mkdir -p "$out" || exit 1
 failed=()
 
 echo "== static-runtime programs: native"
-tests/cuda/run-suite.sh --run "$out/static-native" --build tests/cuda/build/static --timeout 120 \
+tests/cuda/run-suite.sh --run "$out/static-native" --set all --build tests/cuda/build/static --timeout 120 \
 	>"$out/static-suite-native.txt" 2>&1
 echo "== static-runtime programs: mearas (libcuda.so.1, the GPU out of the program's reach)"
-LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$sock CUDA_VISIBLE_DEVICES= tests/cuda/run-suite.sh --run "$out/static-mearas" \
+LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$sock CUDA_VISIBLE_DEVICES= tests/cuda/run-suite.sh --run "$out/static-mearas" --set all \
 	--build tests/cuda/build/static --timeout 120 >"$out/static-suite-mearas.txt" 2>&1
 tests/cuda/run-suite.sh --compare "$out/static-native" "$out/static-mearas" >"$out/static-suite-compare.txt" 2>&1 ||
 	failed+=("static programs")

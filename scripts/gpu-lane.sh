@@ -36,9 +36,9 @@ trap 'kill $daemon 2>/dev/null; wait $daemon 2>/dev/null; rm -f $sock $ctl' EXIT
 for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
 
 echo "== program suite: native"
-tests/cuda/run-suite.sh --run "$out/native" --timeout 120 >"$out/suite-native.txt" 2>&1
+tests/cuda/run-suite.sh --run "$out/native" --set all --timeout 120 >"$out/suite-native.txt" 2>&1
 echo "== program suite: mearas"
-LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock CUDA_VISIBLE_DEVICES= tests/cuda/run-suite.sh --run "$out/mearas" --timeout 120 \
+LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock CUDA_VISIBLE_DEVICES= tests/cuda/run-suite.sh --run "$out/mearas" --set all --timeout 120 \
 	>"$out/suite-mearas.txt" 2>&1
 tests/cuda/run-suite.sh --compare "$out/native" "$out/mearas" >"$out/suite-compare.txt" 2>&1
 suite_rc=$?

@@ -97,7 +97,7 @@ link_security() { grep -m1 -o 'open over tcp, .*' "$1" | sed 's/^open over tcp, 
 start_nodes ''
 
 lib=$top/build/lib
-LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$csock CUDA_VISIBLE_DEVICES= "${cx[@]}" tests/cuda/run-suite.sh --run "$out/remote" --timeout 120 \
+LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$csock CUDA_VISIBLE_DEVICES= "${cx[@]}" tests/cuda/run-suite.sh --run "$out/remote" --set all --timeout 120 \
 	>"$out/suite-remote.txt" 2>&1
 tests/cuda/run-suite.sh --compare "$native" "$out/remote" >"$out/suite-remote-compare.txt" 2>&1
 tail -1 "$out/suite-remote-compare.txt" | sed 's/^/remote suite: /'
@@ -105,7 +105,7 @@ tail -1 "$out/suite-remote-compare.txt" | sed 's/^/remote suite: /'
 # native run of scripts/gpu-drvapi.sh (when it ran)
 if [ -d "$out/static-native" ]; then
 	LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$csock CUDA_VISIBLE_DEVICES= "${cx[@]}" tests/cuda/run-suite.sh \
-		--run "$out/static-remote" --build tests/cuda/build/static --timeout 120 >"$out/static-suite-remote.txt" 2>&1
+		--run "$out/static-remote" --set all --build tests/cuda/build/static --timeout 120 >"$out/static-suite-remote.txt" 2>&1
 	tests/cuda/run-suite.sh --compare "$out/static-native" "$out/static-remote" \
 		>"$out/static-suite-remote-compare.txt" 2>&1
 	tail -1 "$out/static-suite-remote-compare.txt" | sed 's/^/remote static-runtime suite: /'
