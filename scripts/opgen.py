@@ -11,6 +11,7 @@ on it only then. Errors name the spec line.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 import sys
 from dataclasses import dataclass, field
@@ -190,8 +191,19 @@ def check_op(spec: Spec, op: Op) -> None:
 
 # ---- mearas/ops.gen.h: types ----
 
+def layout_fingerprint(spec: Spec) -> int:
+    """24 bits over what both sides of a ring must read alike: each op's
+    number and name, and its arguments' types, names and counts."""
+    text = "\n".join(f"{i} {o.name} " + " ".join(f"{a.ctype}:{a.name}:{a.count}" for a in o.args)
+                     for i, o in enumerate(spec.ops))
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:3], "big")
+
+
 def gen_types(spec: Spec) -> str:
     out = [HEADER, "#ifndef MEARAS_OPS_GEN_H\n#define MEARAS_OPS_GEN_H\n\n#include <stdint.h>\n\n"]
+    out.append("/* a fingerprint of every record's layout: part of the protocol version\n"
+               " * (region.h), so a front end built from another ops.spec is refused */\n")
+    out.append(f"#define MEARAS_OPS_LAYOUT 0x{layout_fingerprint(spec):06x}u\n\n")
     out.append("enum mearas_op {\n")
     out += [f"\tMEARAS_OP_{o.name},\n" for o in spec.ops]
     out.append("\tMEARAS_OP_COUNT\n};\n\n")

@@ -173,7 +173,14 @@ static void rt_connect(void)
 	}
 	rt.region_size = size;
 	hdr = (const struct mearas_region_hdr *)rt.region;
-	if (hdr->magic != MEARAS_REGION_MAGIC || hdr->version != MEARAS_PROTO_VERSION ||
+	if (hdr->magic == MEARAS_REGION_MAGIC && hdr->version != MEARAS_PROTO_VERSION) {
+		log_err("mearasd speaks protocol %u with record layout %06x, this library %u with %06x: they come "
+			"from different builds (update the guest's libraries or mearasd)", hdr->version & 0xff,
+			hdr->version >> 8, MEARAS_PROTO_VERSION & 0xff, MEARAS_PROTO_VERSION >> 8);
+		rt.init_err = cudaErrorInsufficientDriver;
+		return;
+	}
+	if (hdr->magic != MEARAS_REGION_MAGIC ||
 	    hdr->nvgpus != rt.nvgpus || hdr->data_off + hdr->data_size > size ||
 	    hdr->sq_entries != MEARAS_SQ_ENTRIES || hdr->cq_entries != MEARAS_CQ_ENTRIES ||
 	    hdr->arena_size != MEARAS_ARENA_SIZE || hdr->nthreads > MEARAS_MAX_THREADS ||

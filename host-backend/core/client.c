@@ -87,10 +87,12 @@ int worker_serve_client(const struct backend_config *cfg, int sock, const struct
 		return 1;
 	}
 	if (h.version != MEARAS_PROTO_VERSION) {
-		char v[32];
+		char v[96];
 
-		snprintf(v, sizeof(v), "%u", h.version);
-		refuse(sock, cudaErrorInsufficientDriver, "client protocol version %s, mearasd speaks 1", v);
+		snprintf(v, sizeof(v), "%u with record layout %06x; mearasd speaks %u with %06x", h.version & 0xff,
+			 h.version >> 8, MEARAS_PROTO_VERSION & 0xff, MEARAS_PROTO_VERSION >> 8);
+		refuse(sock, cudaErrorInsufficientDriver,
+		       "client protocol %s (the front end and mearasd come from different builds)", v);
 		return 1;
 	}
 	w = calloc(1, sizeof(*w));

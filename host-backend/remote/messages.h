@@ -40,7 +40,9 @@
 #include "mearas/region.h"
 
 #define REMOTE_MAGIC    0x4d45524du /* "MREM" */
-#define REMOTE_VERSION  3u
+/* the messages' number in the low byte, the records' layout (ops.spec)
+ * above it: nodes built from different specs refuse the OPEN */
+#define REMOTE_VERSION  (3u | (MEARAS_OPS_LAYOUT << 8))
 
 /* data at most this large travels inside the RECORD message, larger by bulk */
 #define REMOTE_INLINE_DATA_MAX (256u << 10)

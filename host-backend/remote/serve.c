@@ -43,8 +43,10 @@ static void open_message(struct remote_session *s, uint64_t seq, const void *dat
 	s->open.node[sizeof(s->open.node) - 1] = 0;
 	s->open_seq = seq;
 	if (s->open.magic != REMOTE_MAGIC || s->open.version != REMOTE_VERSION) {
-		snprintf(rep.message, sizeof(rep.message), "remote protocol version %u, this node speaks %u",
-			 s->open.version, REMOTE_VERSION);
+		snprintf(rep.message, sizeof(rep.message),
+			 "remote protocol %u with record layout %06x; this node speaks %u with %06x (mearasd "
+			 "built from another version)", s->open.version & 0xff, s->open.version >> 8,
+			 REMOTE_VERSION & 0xff, REMOTE_VERSION >> 8);
 	} else if (s->thread_started || __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1) {
 		snprintf(rep.message, sizeof(rep.message), "the link already has a vGPU");
 	} else if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE)) {

@@ -34,8 +34,14 @@
 
 #include <stdint.h>
 
+#include "mearas/ops.gen.h"
+
 #define MEARAS_REGION_MAGIC   0x3153415241454d00ULL /* "\0MEARAS1" */
-#define MEARAS_PROTO_VERSION  2u
+/* the protocol's number in the low byte, the records' layout above it: a
+ * front end and a daemon built from different ops.spec refuse each other
+ * instead of misreading records (a stale guest image did) */
+#define MEARAS_PROTO_NUMBER   2u
+#define MEARAS_PROTO_VERSION  (MEARAS_PROTO_NUMBER | (MEARAS_OPS_LAYOUT << 8))
 
 #define MEARAS_MAX_VGPUS      16u
 #define MEARAS_MAX_THREADS    64u   /* completion slots per vGPU */

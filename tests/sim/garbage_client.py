@@ -15,12 +15,16 @@ from concurrent.futures import ThreadPoolExecutor
 
 HELLO_MAGIC = 0x4F4C4C4548534D00
 WELCOME_MAGIC = 0x454D4F434C454D00
-# the protocol version, from its one definition
-_REGION_H = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "include", "mearas", "region.h")
-with open(_REGION_H, encoding="utf-8") as _f:
-    _m = re.search(r"#define MEARAS_PROTO_VERSION\s+(\d+)u", _f.read())
-assert _m, "MEARAS_PROTO_VERSION not found in include/mearas/region.h"
-VERSION = int(_m.group(1))
+# the protocol version, from its one definition: the number in region.h,
+# the records' layout fingerprint in the generated ops.gen.h
+_TOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+with open(os.path.join(_TOP, "include", "mearas", "region.h"), encoding="utf-8") as _f:
+    _m = re.search(r"#define MEARAS_PROTO_NUMBER\s+(\d+)u", _f.read())
+assert _m, "MEARAS_PROTO_NUMBER not found in include/mearas/region.h"
+with open(os.path.join(_TOP, "build", "gen", "mearas", "ops.gen.h"), encoding="utf-8") as _f:
+    _l = re.search(r"#define MEARAS_OPS_LAYOUT\s+0x([0-9a-f]+)u", _f.read())
+assert _l, "MEARAS_OPS_LAYOUT not found in build/gen/mearas/ops.gen.h"
+VERSION = int(_m.group(1)) | (int(_l.group(1), 16) << 8)
 HELLO_FMT = "<QIIQiI64s"  # struct mearas_hello: 96 bytes
 WELCOME_HEAD = "<QIi"     # magic, version, status
 CUDA_ERROR_INVALID_VALUE = 1
@@ -106,6 +110,9 @@ def main() -> int:
                          "an HTTP request")
     ok &= expect_refusal(path, hello(magic=0x1234), CUDA_ERROR_INVALID_VALUE, "hello with bad magic")
     ok &= expect_refusal(path, hello(version=99), CUDA_ERROR_INSUFFICIENT_DRIVER, "hello with version 99")
+    # the protocol's number right, the records' layout another build's
+    ok &= expect_refusal(path, hello(version=VERSION ^ (1 << 8)), CUDA_ERROR_INSUFFICIENT_DRIVER,
+                         "hello with another record layout")
     ok &= expect_refusal(path, hello(nvgpus=1000), CUDA_ERROR_INVALID_VALUE, "hello asking 1000 vGPUs")
     ok &= expect_refusal(path, hello(nvgpus=0xFFFFFFFF), CUDA_ERROR_INVALID_VALUE, "hello asking 2^32-1 vGPUs")
     ok &= expect_refusal(path, hello(data_size=1 << 62), CUDA_ERROR_INVALID_VALUE, "hello asking 4 EiB of data")

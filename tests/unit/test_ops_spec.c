@@ -29,14 +29,17 @@ static void test_prep_keeps_word_layout(void)
 	for (int i = 0; i < 6; i++)
 		CHECK_EQ(e.args.a[i], (uint64_t)i + 1);
 	CHECK_EQ(e.args.a[6], MEARAS_COPY_HTOD);
-	/* a launch packs grid and block two to a word, x first */
+	/* a launch packs grid, block and cluster two to a word, x first */
 	e = blank();
-	mearas_prep_LAUNCH(&e, 9, (const uint32_t[3]){ 10, 11, 12 }, (const uint32_t[3]){ 13, 14, 15 }, 16, 1);
+	mearas_prep_LAUNCH(&e, 9, (const uint32_t[3]){ 10, 11, 12 }, (const uint32_t[3]){ 13, 14, 15 },
+			   (const uint32_t[3]){ 2, 1, 1 }, 16, 1);
 	CHECK_EQ(e.args.a[0], 9);
 	CHECK_EQ(e.args.a[1], 10 | 11ull << 32);
 	CHECK_EQ(e.args.a[2], 12 | 13ull << 32);
 	CHECK_EQ(e.args.a[3], 14 | 15ull << 32);
-	CHECK(e.args.a[4] == 16 && e.args.a[5] == 1);
+	CHECK_EQ(e.args.a[4], 2 | 1ull << 32);
+	CHECK_EQ(e.args.a[5], 1 | 16ull << 32);
+	CHECK_EQ(e.args.a[6], 1);
 	e = blank();
 	mearas_prep_STREAM_CREATE(&e, 5, 1, -3);
 	CHECK((int64_t)e.args.a[2] == -3);
@@ -65,7 +68,8 @@ static void test_spans(void)
 	CHECK(mearas_op_writes(&e, &s) && s.off == 10 && s.pitch == 64 && s.width == 32 && s.rows == 4);
 	mearas_prep_MODULE_LOAD(&e, 1, 4096, 777);
 	CHECK(mearas_op_reads(&e, &s) && s.off == 4096 && s.width == 777);
-	mearas_prep_LAUNCH(&e, 1, (const uint32_t[3]){ 1, 1, 1 }, (const uint32_t[3]){ 1, 1, 1 }, 0, 0);
+	mearas_prep_LAUNCH(&e, 1, (const uint32_t[3]){ 1, 1, 1 }, (const uint32_t[3]){ 1, 1, 1 },
+			   (const uint32_t[3]){ 0, 0, 0 }, 0, 0);
 	CHECK(!mearas_op_reads(&e, &s) && !mearas_op_writes(&e, &s));
 }
 
