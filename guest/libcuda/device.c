@@ -101,7 +101,6 @@ static int attribute(const struct mearas_devinfo *info, int attrib)
 	case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM:
 	case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES:
 	case CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST:
-	case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH:        /* launches take no clusters (launch.c) */
 		return 0;
 	default:
 		return info->attrs[attrib];

@@ -241,19 +241,37 @@ CU_EXPORT CUresult CUDAAPI cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynam
 	return CUDA_SUCCESS;
 }
 
-/* mearas launches no thread-block clusters (cuLaunchKernelEx refuses the
- * attribute): no cluster of any shape can be resident */
+/* answered by the host's driver for the configuration's cluster shape (or,
+ * without one, the kernel's own) */
 CU_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func, const CUlaunchConfig *config)
 {
+	uint32_t cluster[3] = { 0, 0, 0 };
 	struct cu_function *f;
+	int32_t n = 0;
 	CUresult r = cu_ready();
 
 	if (r)
 		return r;
-	if (!numClusters || !config)
+	if (!numClusters || !config || (config->numAttrs && !config->attrs))
 		return CUDA_ERROR_INVALID_VALUE;
+	for (unsigned i = 0; i < config->numAttrs; i++) {
+		const CUlaunchAttribute *a = &config->attrs[i];
+
+		if (a->id != CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+			continue;
+		cluster[0] = a->value.clusterDim.x;
+		cluster[1] = a->value.clusterDim.y;
+		cluster[2] = a->value.clusterDim.z;
+		if (!cluster[0] || !cluster[1] || !cluster[2])
+			return CUDA_ERROR_INVALID_VALUE;
+	}
 	r = cu_function_of(func, &f);
 	if (!r)
-		*numClusters = 0;
+		r = cu_result(rt_do_OCCUPANCY_CLUSTERS(
+			f->m->vgpu, f->id, (const uint32_t[3]){ config->gridDimX, config->gridDimY, config->gridDimZ },
+			(const uint32_t[3]){ config->blockDimX, config->blockDimY, config->blockDimZ }, cluster,
+			config->sharedMemBytes, &n));
+	if (!r)
+		*numClusters = n;
 	return r;
 }

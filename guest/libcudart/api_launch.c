@@ -59,8 +59,10 @@ static cudaError_t check_config(int vgpu, dim3 g, dim3 b, size_t smem)
 	return cudaSuccess;
 }
 
-static cudaError_t launch(struct rt_func *f, dim3 grid, dim3 block, void **args, size_t smem,
-			  cudaStream_t stream, int cooperative)
+#define NO_CLUSTER ((const uint32_t[3]){ 0, 0, 0 })
+
+static cudaError_t launch(struct rt_func *f, dim3 grid, dim3 block, const uint32_t cluster[3], void **args,
+			  size_t smem, cudaStream_t stream, int cooperative)
 {
 	struct rt_stream_ref st;
 	uint8_t params[MEARAS_MAX_PARAM_BYTES];
@@ -84,20 +86,20 @@ static cudaError_t launch(struct rt_func *f, dim3 grid, dim3 block, void **args,
 	if (e)
 		return e;
 	return rt_do_LAUNCH(st.vgpu, &st, rt_func_id(f), (const uint32_t[3]){ grid.x, grid.y, grid.z },
-			    (const uint32_t[3]){ block.x, block.y, block.z }, (const uint32_t[3]){ 0, 0, 0 }, smem,
-			    cooperative ? 1 : 0, params, len, false);
+			    (const uint32_t[3]){ block.x, block.y, block.z }, cluster, smem, cooperative ? 1 : 0, params,
+			    len, false);
 }
 
 RT_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
 				       size_t sharedMem, cudaStream_t stream)
 {
-	return rt_set_error(launch(rt_func_by_host(func), gridDim, blockDim, args, sharedMem, stream, 0));
+	return rt_set_error(launch(rt_func_by_host(func), gridDim, blockDim, NO_CLUSTER, args, sharedMem, stream, 0));
 }
 
 RT_EXPORT cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
 						  size_t sharedMem, cudaStream_t stream)
 {
-	return rt_set_error(launch(rt_func_by_host(func), gridDim, blockDim, args, sharedMem, stream, 1));
+	return rt_set_error(launch(rt_func_by_host(func), gridDim, blockDim, NO_CLUSTER, args, sharedMem, stream, 1));
 }
 
 /* CUDA 13 stubs: __cudaGetKernel once, then __cudaLaunchKernel with the handle */
@@ -114,26 +116,33 @@ RT_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *funcAddr
 RT_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
 					 size_t sharedMem, cudaStream_t stream)
 {
-	return rt_set_error(launch((struct rt_func *)kernel, gridDim, blockDim, args, sharedMem, stream, 0));
+	return rt_set_error(launch((struct rt_func *)kernel, gridDim, blockDim, NO_CLUSTER, args, sharedMem, stream, 0));
 }
 
 RT_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
 {
+	uint32_t cluster[3] = { 0, 0, 0 };
 	int coop = 0;
 
-	if (!config)
+	if (!config || (config->numAttrs && !config->attrs))
 		return rt_set_error(cudaErrorInvalidValue);
 	for (unsigned i = 0; i < config->numAttrs; i++) {
 		const cudaLaunchAttribute *a = &config->attrs[i];
 
 		if (a->id == cudaLaunchAttributeCooperative) {
 			coop = a->val.cooperative != 0;
+		} else if (a->id == cudaLaunchAttributeClusterDimension) {
+			cluster[0] = a->val.clusterDim.x;
+			cluster[1] = a->val.clusterDim.y;
+			cluster[2] = a->val.clusterDim.z;
+			if (!cluster[0] || !cluster[1] || !cluster[2])
+				return rt_set_error(cudaErrorInvalidValue);
 		} else if (a->id != cudaLaunchAttributeIgnore) {
 			log_warn("cudaLaunchKernelExC: launch attribute %d is not supported by mearas", (int)a->id);
 			return rt_set_error(cudaErrorNotSupported);
 		}
 	}
-	return rt_set_error(launch(rt_func_by_host(func), config->gridDim, config->blockDim, args,
+	return rt_set_error(launch(rt_func_by_host(func), config->gridDim, config->blockDim, cluster, args,
 				   config->dynamicSmemBytes, config->stream, coop));
 }
 
@@ -229,4 +238,40 @@ RT_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBloc
 {
 	return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize,
 								      dynamicSMemSize, 0);
+}
+
+/* answered by the host's driver for the configuration's cluster shape (or,
+ * without one, the kernel's own) */
+RT_EXPORT cudaError_t cudaOccupancyMaxActiveClusters(int *numClusters, const void *func,
+						     const cudaLaunchConfig_t *config)
+{
+	uint32_t cluster[3] = { 0, 0, 0 };
+	struct rt_func *f;
+	int32_t n;
+	int dev;
+	cudaError_t e;
+
+	if (!numClusters || !config || (config->numAttrs && !config->attrs))
+		return rt_set_error(cudaErrorInvalidValue);
+	for (unsigned i = 0; i < config->numAttrs; i++) {
+		const cudaLaunchAttribute *a = &config->attrs[i];
+
+		if (a->id != cudaLaunchAttributeClusterDimension)
+			continue;
+		cluster[0] = a->val.clusterDim.x;
+		cluster[1] = a->val.clusterDim.y;
+		cluster[2] = a->val.clusterDim.z;
+		if (!cluster[0] || !cluster[1] || !cluster[2])
+			return rt_set_error(cudaErrorInvalidValue);
+	}
+	e = func_on_device(func, &f, &dev);
+	if (!e)
+		e = rt_do_OCCUPANCY_CLUSTERS(dev, rt_func_id(f),
+					     (const uint32_t[3]){ config->gridDim.x, config->gridDim.y, config->gridDim.z },
+					     (const uint32_t[3]){ config->blockDim.x, config->blockDim.y, config->blockDim.z },
+					     cluster, (uint32_t)config->dynamicSmemBytes, &n);
+	if (e)
+		return rt_set_error(e);
+	*numClusters = n;
+	return cudaSuccess;
 }

@@ -104,6 +104,28 @@ int exec_op_OCCUPANCY(struct vgpu *v, const struct mearas_sqe *e, const struct e
 	return r;
 }
 
+int exec_op_OCCUPANCY_CLUSTERS(struct vgpu *v, const struct mearas_sqe *e,
+			       const struct exec_in_OCCUPANCY_CLUSTERS *in, struct mearas_cqe *c, struct fence_req *f)
+{
+	const struct mearas_args_OCCUPANCY_CLUSTERS *a = in->a;
+	struct mdev_launch l = { .smem = a->smem };
+	int clusters = 0, r;
+
+	(void)e, (void)f;
+	if (!a->cluster[0] != !a->cluster[1] || !a->cluster[0] != !a->cluster[2] || a->smem > (1u << 30))
+		return cudaErrorInvalidValue;
+	for (int i = 0; i < 3; i++) {
+		l.grid[i] = a->grid[i];
+		l.block[i] = a->block[i];
+		l.cluster[i] = a->cluster[i];
+		if (!l.grid[i] || !l.block[i])
+			return cudaErrorInvalidValue;
+	}
+	r = v->ops->occupancy_clusters(v->dev, in->func->obj, &l, &clusters);
+	c->val[0] = (uint64_t)clusters;
+	return r;
+}
+
 int exec_op_GLOBAL_GET(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_GLOBAL_GET *in,
 		       struct mearas_cqe *c, struct fence_req *f)
 {

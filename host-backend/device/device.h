@@ -74,6 +74,8 @@ struct mdev_ops {
 	int (*func_attrs)(struct mdev *d, void *func, uint64_t out[2]);
 	int (*func_set_attr)(struct mdev *d, void *func, int attr, int value);
 	int (*occupancy)(struct mdev *d, void *func, int block, size_t smem, int *blocks);
+	/* most clusters of this shape co-resident (cluster all 0: the kernel's own) */
+	int (*occupancy_clusters)(struct mdev *d, void *func, const struct mdev_launch *l, int *clusters);
 	int (*global_get)(struct mdev *d, void *module, const char *name, uint64_t size_hint,
 			  uint64_t *ptr, uint64_t *size);
 	int (*launch)(struct mdev *d, void *func, void *stream, const struct mdev_launch *l);

@@ -34,6 +34,7 @@
 	X(cuModuleGetFunction) X(cuModuleGetGlobal) X(cuFuncGetAttribute)       \
 	X(cuFuncSetAttribute) X(cuFuncSetCacheConfig) X(cuFuncGetParamInfo)     \
 	X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuLaunchKernel)        \
+	X(cuOccupancyMaxActiveClusters)                                         \
 	X(cuLaunchKernelEx) X(cuStreamCreateWithPriority) X(cuStreamDestroy)    \
 	X(cuStreamWaitEvent) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) \
 	X(cuEventQuery) X(cuEventElapsedTime) X(cuStreamBeginCapture)           \
@@ -446,6 +447,33 @@ static int cuda_occupancy(struct mdev *d, void *func, int block, size_t smem, in
 	return cu_err(p_cuOccupancyMaxActiveBlocksPerMultiprocessor(blocks, f->f, block, smem));
 }
 
+static int cuda_occupancy_clusters(struct mdev *d, void *func, const struct mdev_launch *l, int *clusters)
+{
+	struct cuda_func *f = func;
+	CUlaunchConfig cfg;
+	CUlaunchAttribute attr;
+
+	(void)d;
+	memset(&cfg, 0, sizeof(cfg));
+	memset(&attr, 0, sizeof(attr));
+	cfg.gridDimX = l->grid[0];
+	cfg.gridDimY = l->grid[1];
+	cfg.gridDimZ = l->grid[2];
+	cfg.blockDimX = l->block[0];
+	cfg.blockDimY = l->block[1];
+	cfg.blockDimZ = l->block[2];
+	cfg.sharedMemBytes = l->smem;
+	if (l->cluster[0]) {
+		attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+		attr.value.clusterDim.x = l->cluster[0];
+		attr.value.clusterDim.y = l->cluster[1];
+		attr.value.clusterDim.z = l->cluster[2];
+		cfg.attrs = &attr;
+		cfg.numAttrs = 1;
+	}
+	return cu_err(p_cuOccupancyMaxActiveClusters(clusters, f->f, &cfg));
+}
+
 static int cuda_global_get(struct mdev *d, void *module, const char *name, uint64_t size_hint,
 			   uint64_t *ptr, uint64_t *size)
 {
@@ -743,6 +771,7 @@ const struct mdev_ops mdev_cuda_ops = {
 	.func_attrs = cuda_func_attrs,
 	.func_set_attr = cuda_func_set_attr,
 	.occupancy = cuda_occupancy,
+	.occupancy_clusters = cuda_occupancy_clusters,
 	.global_get = cuda_global_get,
 	.launch = cuda_launch,
 	.func_name = cuda_func_name,

@@ -556,6 +556,14 @@ static int sim_func_set_attr(struct mdev *d, void *func, int attr, int value)
 	return 0;
 }
 
+/* its launches take no clusters (sim_launch): none is ever resident */
+static int sim_occupancy_clusters(struct mdev *d, void *func, const struct mdev_launch *l, int *clusters)
+{
+	(void)d, (void)func, (void)l;
+	*clusters = 0;
+	return 0;
+}
+
 static int sim_occupancy(struct mdev *d, void *func, int block, size_t smem, int *blocks)
 {
 	(void)d;
@@ -1037,6 +1045,7 @@ const struct mdev_ops mdev_sim_ops = {
 	.func_attrs = sim_func_attrs,
 	.func_set_attr = sim_func_set_attr,
 	.occupancy = sim_occupancy,
+	.occupancy_clusters = sim_occupancy_clusters,
 	.global_get = sim_global_get,
 	.launch = sim_launch,
 	.stream_default = sim_stream_default,

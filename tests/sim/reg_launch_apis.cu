@@ -56,6 +56,28 @@ int main(void)
     CHECK_CUDA(cudaLaunchKernelExC(&cfg, (const void *)k_axpy, args));
     CHECK_CUDA(cudaStreamSynchronize(s));
 
+    /* a cluster reaches the device, which has none to give: refused there,
+     * and none is resident */
+    cudaLaunchAttribute cl[1];
+    cl[0].id = cudaLaunchAttributeClusterDimension;
+    cl[0].val.clusterDim.x = 2;
+    cl[0].val.clusterDim.y = 1;
+    cl[0].val.clusterDim.z = 1;
+    cfg.attrs = cl;
+    cfg.numAttrs = 1;
+    int resident = -1;
+    CHECK_CUDA(cudaOccupancyMaxActiveClusters(&resident, (const void *)k_axpy, &cfg));
+    REQUIRE(resident == 0, "sim device: %d clusters resident", resident);
+    cudaError_t ce = cudaLaunchKernelExC(&cfg, (const void *)k_axpy, args);
+    if (ce == cudaSuccess)
+        ce = cudaStreamSynchronize(s);
+    REQUIRE(ce == cudaErrorNotSupported, "cluster launch on the sim device: %s", cudaGetErrorName(ce));
+    cudaGetLastError();
+    cfg.attrs = nullptr;
+    cfg.numAttrs = 0;
+    CHECK_CUDA(cudaLaunchKernelExC(&cfg, (const void *)k_axpy, args));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+
     int *o;
     CHECK_CUDA(cudaMalloc(&o, 256 * sizeof(int)));
     k_shared<<<1, 256, 256 * sizeof(int)>>>(o);
