@@ -122,6 +122,8 @@ void session_feed_record(struct remote_session *s, const uint8_t *msg, size_t le
 			session_push_error(s, &sqe, cudaErrorMemoryAllocation);
 		else
 			session_defer_error(s, cudaErrorMemoryAllocation);
+		if (done_owed)
+			session_push_done(s, h.done_id);
 		return;
 	}
 	if (!remote_captures_note(s->caps, &sqe)) {
@@ -149,7 +151,7 @@ void session_feed_record(struct remote_session *s, const uint8_t *msg, size_t le
 		done_owed = false;
 	}
 	if (!remote_captures_launch_ranges(s->caps, &sqe, &t.ranges, &t.nranges)) {
-		session_push_error(s, &sqe, cudaErrorMemoryAllocation);
+		session_drop_record(s, &sqe, cudaErrorMemoryAllocation, done_owed, h.done_id);
 		return;
 	}
 	if (t.ranges && !remote_budget_take(&s->budget, (uint64_t)t.nranges * sizeof(*t.ranges), "a graph launch's ranges")) {
