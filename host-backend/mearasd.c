@@ -30,6 +30,7 @@
 #include "device/device.h"
 #include "mearas/clock.h"
 #include "mearas/log.h"
+#include "mearas/sockpath.h"
 #include "remote/forward.h"
 #include "remote/serve.h"
 #include "vm/vm.h"
@@ -430,6 +431,7 @@ static int listen_on(const char *path)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	char tmp[sizeof(a.sun_path)];
+	struct stat st;
 	mode_t old_mask;
 	int fd, r;
 
@@ -453,6 +455,13 @@ static int listen_on(const char *path)
 		return -1;
 	}
 	if (secure_socket(tmp, path)) {
+		close(fd);
+		unlink(tmp);
+		return -1;
+	}
+	/* what is at path may be replaced only if it is a socket (a stale one of ours) */
+	if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+		fprintf(stderr, "mearasd: %s exists and is not a socket: not replaced\n", path);
 		close(fd);
 		unlink(tmp);
 		return -1;
@@ -755,7 +764,7 @@ int main(int argc, char **argv)
 	if (lfd < 0)
 		return 1;
 	if (start_control(&cfg)) {
-		unlink(sock);
+		mearas_unlink_socket(sock);
 		return 1;
 	}
 	sigaction(SIGINT, &sa, NULL);
@@ -775,7 +784,7 @@ int main(int argc, char **argv)
 	if (cfg.remote.link_port && remote_serve_start(&cfg))
 		return 1;
 	serve_clients(&cfg, lfd);
-	unlink(sock);
+	mearas_unlink_socket(sock);
 	control_stop();
 	remote_serve_stop();
 	vm_servers_unlink(vm_specs, n_vm_specs);

@@ -22,6 +22,7 @@
 #include "control.h"
 #include "control_internal.h"
 #include "mearas/log.h"
+#include "mearas/sockpath.h"
 #include "vgpustats.h"
 
 #define MAX_CONNS 64
@@ -271,7 +272,12 @@ int control_start(const struct backend_config *cfg, const char *path, const char
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
-	unlink(path);
+	if (mearas_unlink_socket(path)) {
+		log_err("control socket %s: %s (not replaced: only a socket is)", path,
+			errno == EEXIST ? "exists and is not a socket" : strerror(errno));
+		close(fd);
+		return -1;
+	}
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 64)) {
 		log_err("cannot listen on the control socket %s: %s", path, strerror(errno));
 		close(fd);
@@ -305,5 +311,5 @@ int control_start(const struct backend_config *cfg, const char *path, const char
 void control_stop(void)
 {
 	if (sock_path)
-		unlink(sock_path);
+		mearas_unlink_socket(sock_path);
 }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "mearas/log.h"
+#include "mearas/sockpath.h"
 #include "vm.h"
 
 int vm_parse_spec(const char *arg, struct vm_spec *out, char *err, size_t errlen)
@@ -191,7 +192,7 @@ static void supervise(const struct backend_config *cfg, const struct vm_spec *sp
 		if (now_ms() - started < 1000)
 			sleep(1);
 	}
-	unlink(spec->socket);
+	mearas_unlink_socket(spec->socket);
 	_exit(0);
 }
 
@@ -221,5 +222,5 @@ int vm_servers_start(const struct backend_config *cfg, const struct vm_spec *spe
 void vm_servers_unlink(const struct vm_spec *specs, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++)
-		unlink(specs[i].socket);
+		mearas_unlink_socket(specs[i].socket);
 }

@@ -246,6 +246,26 @@ time_limit_bad_value() {
 	done
 }
 
+# a --socket or --control path that names something other than a socket is
+# neither replaced nor removed (mearasd runs as root): startup fails, the file stays
+socket_path_not_a_socket() {
+	local f=$TMP/not-a-socket
+	printf 'keep me' >"$f"
+	if timeout 10 "$MEARASD" --device=sim --socket="$f" 2>"$TMP/nas.err"; then
+		echo "mearasd started on a regular file"
+		return 1
+	fi
+	grep -q "not a socket" "$TMP/nas.err" || { cat "$TMP/nas.err"; return 1; }
+	[ "$(cat "$f")" = "keep me" ] || { echo "the file at --socket changed"; return 1; }
+	if timeout 10 "$MEARASD" --device=sim --socket="$TMP/nas.sock" --control="$f" 2>"$TMP/nas2.err"; then
+		echo "mearasd started with a regular file as its control socket"
+		return 1
+	fi
+	grep -q "not a socket" "$TMP/nas2.err" || { cat "$TMP/nas2.err"; return 1; }
+	[ "$(cat "$f")" = "keep me" ] || { echo "the file at --control changed"; return 1; }
+	[ ! -e "$TMP/nas.sock" ] || { echo "the client socket was left behind"; return 1; }
+}
+
 # ---- run ----
 [ -x "$MEARASD" ] || { echo "no $MEARASD: run make at the top first"; exit 2; }
 [ -x "$BIN/reg_plain" ] && [ -x "$BIN/static/reg_plain" ] || { echo "test programs not built: run make -C tests/sim"; exit 2; }
@@ -298,6 +318,7 @@ run_test robust_garbage garbage
 run_test gpu_time_limit_fires time_limit
 run_test gpu_time_limit_off_by_default prog gpu_time_limit off 1.5
 run_test gpu_time_limit_bad_value time_limit_bad_value
+run_test socket_path_not_a_socket socket_path_not_a_socket
 
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]
