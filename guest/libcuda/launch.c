@@ -126,6 +126,15 @@ CU_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(LAUNCH_ARGS, void **ke
 	return CU_PTSZ(launch(f, GRID, BLOCK, NO_CLUSTER, smem, s, kernelParams, NULL, true));
 }
 
+/* a cluster-dimension attribute's shape; false when a dimension is 0 */
+static bool cluster_of(const CUlaunchAttribute *a, unsigned cluster[3])
+{
+	cluster[0] = a->value.clusterDim.x;
+	cluster[1] = a->value.clusterDim.y;
+	cluster[2] = a->value.clusterDim.z;
+	return cluster[0] && cluster[1] && cluster[2];
+}
+
 static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 {
 	unsigned cluster[3] = { 0, 0, 0 };
@@ -140,10 +149,7 @@ static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, void **ker
 			coop = a->value.cooperative != 0;
 		} else if (a->id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
 			/* Hopper kernels of cuBLASLt are launched in clusters */
-			cluster[0] = a->value.clusterDim.x;
-			cluster[1] = a->value.clusterDim.y;
-			cluster[2] = a->value.clusterDim.z;
-			if (!cluster[0] || !cluster[1] || !cluster[2])
+			if (!cluster_of(a, cluster))
 				return CUDA_ERROR_INVALID_VALUE;
 		} else if (a->id != CU_LAUNCH_ATTRIBUTE_IGNORE) {
 			log_warn("cuLaunchKernelEx: launch attribute %d is not supported by mearas", (int)a->id);
@@ -245,7 +251,7 @@ CU_EXPORT CUresult CUDAAPI cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynam
  * without one, the kernel's own) */
 CU_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func, const CUlaunchConfig *config)
 {
-	uint32_t cluster[3] = { 0, 0, 0 };
+	unsigned cluster[3] = { 0, 0, 0 };
 	struct cu_function *f;
 	int32_t n = 0;
 	CUresult r = cu_ready();
@@ -254,17 +260,9 @@ CU_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveClusters(int *numClusters, CUfunc
 		return r;
 	if (!numClusters || !config || (config->numAttrs && !config->attrs))
 		return CUDA_ERROR_INVALID_VALUE;
-	for (unsigned i = 0; i < config->numAttrs; i++) {
-		const CUlaunchAttribute *a = &config->attrs[i];
-
-		if (a->id != CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
-			continue;
-		cluster[0] = a->value.clusterDim.x;
-		cluster[1] = a->value.clusterDim.y;
-		cluster[2] = a->value.clusterDim.z;
-		if (!cluster[0] || !cluster[1] || !cluster[2])
+	for (unsigned i = 0; i < config->numAttrs; i++)
+		if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION && !cluster_of(&config->attrs[i], cluster))
 			return CUDA_ERROR_INVALID_VALUE;
-	}
 	r = cu_function_of(func, &f);
 	if (!r)
 		r = cu_result(rt_do_OCCUPANCY_CLUSTERS(

@@ -119,6 +119,15 @@ RT_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3
 	return rt_set_error(launch((struct rt_func *)kernel, gridDim, blockDim, NO_CLUSTER, args, sharedMem, stream, 0));
 }
 
+/* a cluster-dimension attribute's shape; false when a dimension is 0 */
+static bool cluster_of(const cudaLaunchAttribute *a, uint32_t cluster[3])
+{
+	cluster[0] = a->val.clusterDim.x;
+	cluster[1] = a->val.clusterDim.y;
+	cluster[2] = a->val.clusterDim.z;
+	return cluster[0] && cluster[1] && cluster[2];
+}
+
 RT_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
 {
 	uint32_t cluster[3] = { 0, 0, 0 };
@@ -132,10 +141,7 @@ RT_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, cons
 		if (a->id == cudaLaunchAttributeCooperative) {
 			coop = a->val.cooperative != 0;
 		} else if (a->id == cudaLaunchAttributeClusterDimension) {
-			cluster[0] = a->val.clusterDim.x;
-			cluster[1] = a->val.clusterDim.y;
-			cluster[2] = a->val.clusterDim.z;
-			if (!cluster[0] || !cluster[1] || !cluster[2])
+			if (!cluster_of(a, cluster))
 				return rt_set_error(cudaErrorInvalidValue);
 		} else if (a->id != cudaLaunchAttributeIgnore) {
 			log_warn("cudaLaunchKernelExC: launch attribute %d is not supported by mearas", (int)a->id);
@@ -253,17 +259,9 @@ RT_EXPORT cudaError_t cudaOccupancyMaxActiveClusters(int *numClusters, const voi
 
 	if (!numClusters || !config || (config->numAttrs && !config->attrs))
 		return rt_set_error(cudaErrorInvalidValue);
-	for (unsigned i = 0; i < config->numAttrs; i++) {
-		const cudaLaunchAttribute *a = &config->attrs[i];
-
-		if (a->id != cudaLaunchAttributeClusterDimension)
-			continue;
-		cluster[0] = a->val.clusterDim.x;
-		cluster[1] = a->val.clusterDim.y;
-		cluster[2] = a->val.clusterDim.z;
-		if (!cluster[0] || !cluster[1] || !cluster[2])
+	for (unsigned i = 0; i < config->numAttrs; i++)
+		if (config->attrs[i].id == cudaLaunchAttributeClusterDimension && !cluster_of(&config->attrs[i], cluster))
 			return rt_set_error(cudaErrorInvalidValue);
-	}
 	e = func_on_device(func, &f, &dev);
 	if (!e)
 		e = rt_do_OCCUPANCY_CLUSTERS(dev, rt_func_id(f),

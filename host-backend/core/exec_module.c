@@ -91,6 +91,13 @@ int exec_op_FUNC_SET_ATTR(struct vgpu *v, const struct mearas_sqe *e, const stru
 	return v->ops->func_set_attr(v->dev, in->func->obj, (int)in->a->attr, (int)in->a->value);
 }
 
+/* a cluster shape is all three dimensions or none; the driver checks the
+ * rest (it divides the grid, fits the device's cluster limit) */
+static bool cluster_shape_ok(const uint32_t c[3])
+{
+	return !c[0] == !c[1] && !c[0] == !c[2];
+}
+
 int exec_op_OCCUPANCY(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_OCCUPANCY *in,
 		      struct mearas_cqe *c, struct fence_req *f)
 {
@@ -112,7 +119,7 @@ int exec_op_OCCUPANCY_CLUSTERS(struct vgpu *v, const struct mearas_sqe *e,
 	int clusters = 0, r;
 
 	(void)e, (void)f;
-	if (!a->cluster[0] != !a->cluster[1] || !a->cluster[0] != !a->cluster[2] || a->smem > (1u << 30))
+	if (!cluster_shape_ok(a->cluster) || a->smem > (1u << 30))
 		return cudaErrorInvalidValue;
 	for (int i = 0; i < 3; i++) {
 		l.grid[i] = a->grid[i];
@@ -174,9 +181,7 @@ int exec_op_LAUNCH(struct vgpu *v, const struct mearas_sqe *e, const struct exec
 		return cudaErrorInvalidConfiguration;
 	l.smem = (uint32_t)a->smem;
 	l.cooperative = (a->flags & 1) != 0;
-	/* a cluster shape is all three dimensions or none; the driver checks
-	 * the rest (it divides the grid, fits the device's cluster limit) */
-	if (!a->cluster[0] != !a->cluster[1] || !a->cluster[0] != !a->cluster[2])
+	if (!cluster_shape_ok(a->cluster))
 		return cudaErrorInvalidConfiguration;
 	for (int i = 0; i < 3; i++)
 		l.cluster[i] = a->cluster[i];

@@ -447,30 +447,44 @@ static int cuda_occupancy(struct mdev *d, void *func, int block, size_t smem, in
 	return cu_err(p_cuOccupancyMaxActiveBlocksPerMultiprocessor(blocks, f->f, block, smem));
 }
 
+/* l as the driver's launch configuration: its shape, and its cooperative
+ * flag and cluster shape as attributes (attr holds both) */
+static void launch_config(const struct mdev_launch *l, CUstream s, CUlaunchAttribute attr[2], CUlaunchConfig *cfg)
+{
+	unsigned n = 0;
+
+	memset(cfg, 0, sizeof(*cfg));
+	memset(attr, 0, 2 * sizeof(*attr));
+	if (l->cooperative) {
+		attr[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+		attr[n++].value.cooperative = 1;
+	}
+	if (l->cluster[0]) {
+		attr[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+		attr[n].value.clusterDim.x = l->cluster[0];
+		attr[n].value.clusterDim.y = l->cluster[1];
+		attr[n++].value.clusterDim.z = l->cluster[2];
+	}
+	cfg->gridDimX = l->grid[0];
+	cfg->gridDimY = l->grid[1];
+	cfg->gridDimZ = l->grid[2];
+	cfg->blockDimX = l->block[0];
+	cfg->blockDimY = l->block[1];
+	cfg->blockDimZ = l->block[2];
+	cfg->sharedMemBytes = l->smem;
+	cfg->hStream = s;
+	cfg->attrs = n ? attr : NULL;
+	cfg->numAttrs = n;
+}
+
 static int cuda_occupancy_clusters(struct mdev *d, void *func, const struct mdev_launch *l, int *clusters)
 {
 	struct cuda_func *f = func;
 	CUlaunchConfig cfg;
-	CUlaunchAttribute attr;
+	CUlaunchAttribute attr[2];
 
 	(void)d;
-	memset(&cfg, 0, sizeof(cfg));
-	memset(&attr, 0, sizeof(attr));
-	cfg.gridDimX = l->grid[0];
-	cfg.gridDimY = l->grid[1];
-	cfg.gridDimZ = l->grid[2];
-	cfg.blockDimX = l->block[0];
-	cfg.blockDimY = l->block[1];
-	cfg.blockDimZ = l->block[2];
-	cfg.sharedMemBytes = l->smem;
-	if (l->cluster[0]) {
-		attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-		attr.value.clusterDim.x = l->cluster[0];
-		attr.value.clusterDim.y = l->cluster[1];
-		attr.value.clusterDim.z = l->cluster[2];
-		cfg.attrs = &attr;
-		cfg.numAttrs = 1;
-	}
+	launch_config(l, NULL, attr, &cfg);
 	return cu_err(p_cuOccupancyMaxActiveClusters(clusters, f->f, &cfg));
 }
 
@@ -519,30 +533,8 @@ static int cuda_launch(struct mdev *d, void *func, void *stream, const struct md
 	{
 		CUlaunchConfig cfg;
 		CUlaunchAttribute attr[2];
-		unsigned n = 0;
 
-		memset(&cfg, 0, sizeof(cfg));
-		memset(attr, 0, sizeof(attr));
-		if (l->cooperative) {
-			attr[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-			attr[n++].value.cooperative = 1;
-		}
-		if (l->cluster[0]) {
-			attr[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-			attr[n].value.clusterDim.x = l->cluster[0];
-			attr[n].value.clusterDim.y = l->cluster[1];
-			attr[n++].value.clusterDim.z = l->cluster[2];
-		}
-		cfg.gridDimX = l->grid[0];
-		cfg.gridDimY = l->grid[1];
-		cfg.gridDimZ = l->grid[2];
-		cfg.blockDimX = l->block[0];
-		cfg.blockDimY = l->block[1];
-		cfg.blockDimZ = l->block[2];
-		cfg.sharedMemBytes = l->smem;
-		cfg.hStream = stream;
-		cfg.attrs = attr;
-		cfg.numAttrs = n;
+		launch_config(l, stream, attr, &cfg);
 		return cu_err(p_cuLaunchKernelEx(&cfg, f->f, kp, NULL));
 	}
 }
