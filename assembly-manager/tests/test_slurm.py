@@ -5,14 +5,23 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from mearas_am import slurm
+from mearas_am import booking, slurm
+from mearas_am.config import load_config
 from mearas_am.errors import MearasError, RequestError
+from mearas_am.manager import Manager
+from mearas_am.model import Assembly
+from mearas_am.profiles import collect_profile
+from mearas_am.registry import open_registry
+
+from .conftest import write_config
+from .fake_mearasd import FakeMearasd
 
 SHOW_JOB = """JobId=7 JobName=x
    UserId=alice(1000) GroupId=alice(1000) MCS_label=N/A
@@ -138,3 +147,85 @@ def test_install_writes_three_scripts_and_keeps_foreign_ones(tmp_path: Path) -> 
     r = subprocess.run(cli, capture_output=True, text=True)
     assert r.returncode == 1 and "not installed by mearas" in r.stderr
     assert (d / "prolog").read_text() == "#!/bin/sh\nsite prolog\n"
+
+
+# ---- prolog and epilog against the manager, with a stand-in scontrol and FakeMearasd
+
+@pytest.fixture
+def scontrol(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An `scontrol` on PATH: `show job -d 77` prints SHOW_JOB with job 77 on node n3 (one
+    vgpu) and on n[1-2] (three); other calls are logged to the returned file."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    log = tmp_path / "scontrol.log"
+    (bindir / "scontrol").write_text(
+        "#!/bin/sh\n"
+        f'if [ "$*" = "show job -d 77" ]; then cat <<"END"\n{SHOW_JOB}END\nexit 0; fi\n'
+        f'if [ "$1 $2" = "show hostnames" ]; then echo n1; echo n2; exit 0; fi\n'
+        f'echo "$@" >> {log}\n')
+    (bindir / "scontrol").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    return log
+
+
+def publish(cfg: Path) -> None:
+    mgr = Manager(load_config(str(cfg)))
+    try:
+        mgr.registry.publish_node(collect_profile(mgr.config, mgr.mearasd))
+    finally:
+        mgr.close()
+
+
+def booked(cfg: Path) -> list[Assembly]:
+    reg = open_registry(load_config(str(cfg)))
+    try:
+        return booking.list_assemblies(reg)
+    finally:
+        reg.close()
+
+
+def job_env(node: str) -> dict[str, str]:
+    return env("77", SLURM_JOB_UID="4242", SLURMD_NODENAME=node,
+               SLURM_JOB_COMMENT="mearas: --memory 1GiB")
+
+
+def test_prolog_books_for_the_job_user_and_epilog_releases(
+        tmp_path: Path, scontrol: Path, fake_mearasd: FakeMearasd) -> None:
+    # one registry, two nodes of the job: n2 (three vgpu) is node-a, n3 (one) is node-b
+    cfgs = [write_config(tmp_path / f"{n}.toml", node=n, registry_path=tmp_path / "reg.json",
+                         socket_path=fake_mearasd.path, libdir="/opt/mearas/lib")
+            for n in ("node-a", "node-b")]
+    for c in cfgs:
+        publish(c)
+    st = tmp_path / "state"
+    assert slurm.prolog(str(cfgs[0]), str(st), "/run/d.sock", job_env("n2")) == 0
+    assert slurm.prolog(str(cfgs[1]), str(st / "b"), None, job_env("n3")) == 0
+    asms = {a.origin: a for a in booked(cfgs[0])}
+    assert {o: (a.owner, a.identity, len(a.vgpus), a.vgpus[0].memory_quota_bytes)
+            for o, a in asms.items()} == {"node-a": ("slurm:77", "uid:4242", 3, 1 << 30),
+                                          "node-b": ("slurm:77", "uid:4242", 1, 1 << 30)}
+    assert fake_mearasd.identities[asms["node-a"].id] == "uid:4242"
+    f = slurm.state_path(str(st), "77")
+    assert (f.stat().st_uid, f.stat().st_mode & 0o777) == (4242, 0o400)
+    assert json.loads(f.read_text()) == {"job": "77", "assembly": asms["node-a"].id,
+                                         "vgpus": 3, "libdir": "/opt/mearas/lib",
+                                         "socket": "/run/d.sock"}
+    # node-a's epilog frees node-a's assembly only
+    assert slurm.epilog(str(cfgs[0]), str(st), env("77")) == 0
+    assert not f.exists()
+    assert [a.origin for a in booked(cfgs[0])] == ["node-b"]
+    assert asms["node-a"].id not in fake_mearasd.assemblies
+    assert not scontrol.exists()  # no AdminComment: nothing failed
+
+
+def test_failed_prolog_books_nothing_and_records_why(
+        tmp_path: Path, scontrol: Path, fake_mearasd: FakeMearasd) -> None:
+    cfg = write_config(tmp_path / "am.toml", socket_path=fake_mearasd.path)
+    publish(cfg)
+    fake_mearasd.refuse_instantiate = "no room on GPU 0"
+    st = tmp_path / "state"
+    assert slurm.prolog(str(cfg), str(st), None, job_env("n3")) == 0  # the node stays up
+    assert booked(cfg) == []
+    why = json.loads(slurm.state_path(str(st), "77").read_text())["error"]
+    assert why.startswith("cannot compose 1 vGPU(s) for job 77: ") and "no room" in why
+    assert scontrol.read_text() == f"update JobId=77 AdminComment=mearas: {why}\n"
