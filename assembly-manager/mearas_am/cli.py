@@ -9,7 +9,7 @@ import pwd
 import sys
 from collections import Counter
 
-from . import booking
+from . import booking, slurm
 from .agent import run_agent
 from .config import load_config
 from .errors import MearasError, RequestError
@@ -96,12 +96,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pythonpath", help="run the hook with this PYTHONPATH (uninstalled tree)")
     p = sub.add_parser("hook-qemu", help=argparse.SUPPRESS)
     p.add_argument("hook_args", nargs=argparse.REMAINDER)
+    slurm.add_parsers(sub)
     return ap
 
 
 def _dispatch(a: argparse.Namespace) -> int:
     if a.cmd == "hook-qemu":
         return run_hook(a.hook_args, sys.stdin, a.config)
+    if a.cmd in slurm.COMMANDS:
+        return slurm.dispatch(a)
     if a.cmd == "install-hook":
         cfg = a.config or "/etc/mearas/am.toml"
         print(f"installed {install_hook(a.hook_path, cfg, a.force, a.pythonpath)} (config {cfg})")
