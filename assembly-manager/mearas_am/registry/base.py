@@ -26,6 +26,9 @@ class Snapshot:
     versions: dict[GpuRef, int]  # opaque per-ledger version; 0 for a ledger never written
     assemblies: dict[str, Assembly]
     assembly_versions: dict[str, int] = field(default_factory=dict)
+    # nodes whose heartbeat lapsed, for people to see (never booked): name -> (last profile,
+    # time of its last heartbeat). Only the file store keeps them; etcd drops them with the lease.
+    lapsed: dict[str, tuple[NodeProfile, float]] = field(default_factory=dict)
 
     def ledger(self, ref: GpuRef) -> Ledger:
         return self.ledgers.get(ref, {})

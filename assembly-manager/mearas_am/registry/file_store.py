@@ -1,4 +1,7 @@
-"""Embedded registry: one JSON file guarded by an exclusive flock (single node, no daemon)."""
+"""Embedded registry: one JSON file guarded by an exclusive flock (single node, no daemon).
+
+Writers take the lock and replace the file atomically (rename), so readers need no lock:
+reading (snapshot) creates nothing, neither the directory nor the lock file."""
 
 from __future__ import annotations
 
@@ -22,15 +25,15 @@ class FileRegistry(Registry):
         self._lock_path = Path(path + ".lock")
         self._ttl = node_ttl
         self._clock = clock
+
+    @contextmanager
+    def _locked(self) -> Iterator[dict[str, Any]]:
+        """Yields the whole state under the lock; changes to it are written back on exit."""
         try:
             self._path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise RegistryError(
                 f"cannot create registry directory {self._path.parent}: {e}") from None
-
-    @contextmanager
-    def _locked(self) -> Iterator[dict[str, Any]]:
-        """Yields the whole state under the lock; changes to it are written back on exit."""
         try:
             fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as e:
@@ -82,6 +85,7 @@ class FileRegistry(Registry):
         with self._locked() as st:
             st["nodes"][profile.name] = {
                 "profile": profile.to_dict(),
+                "published_at": self._clock(),
                 "expires_at": self._clock() + self._ttl,
             }
 
@@ -90,8 +94,7 @@ class FileRegistry(Registry):
             st["nodes"].pop(name, None)
 
     def snapshot(self) -> Snapshot:
-        with self._locked() as st:
-            return self._snapshot_of(st)
+        return self._snapshot_of(self._read())
 
     def _snapshot_of(self, st: dict[str, Any]) -> Snapshot:
         ledgers = {}
@@ -101,12 +104,17 @@ class FileRegistry(Registry):
             ledgers[ref] = {k: int(v) for k, v in rec["entries"].items()}
             versions[ref] = int(rec["version"])
         assemblies = {k: Assembly.from_dict(v) for k, v in st["assemblies"].items()}
+        now = self._clock()
+        lapsed = {name: (NodeProfile.from_dict(rec["profile"]),
+                         float(rec.get("published_at", rec["expires_at"] - self._ttl)))
+                  for name, rec in st["nodes"].items() if rec["expires_at"] <= now}
         return Snapshot(
             nodes=self._live(st),
             ledgers=ledgers,
             versions=versions,
             assemblies=assemblies,
             assembly_versions={k: 1 for k in assemblies},
+            lapsed=lapsed,
         )
 
     def _unchanged(self, st: dict[str, Any], snap: Snapshot, refs: list[GpuRef]) -> bool:
