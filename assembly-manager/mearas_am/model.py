@@ -71,7 +71,7 @@ class NodeProfile:
     gpus: tuple[GpuProfile, ...]
     source: str  # where the GPUs came from: "mearasd" (its GetProfile reply)
     updated_at: float  # when mearasd last answered with these GPUs
-    # why nothing may be booked here (mearasd unreachable, its profile unusable); "" = ready
+    # why nothing may be booked here (no profile from mearasd, or an unusable one); "" = ready
     down: str = ""
     # why no vGPU of another node may be booked here (remote-link not served); "" = it may
     link_down: str = ""

@@ -64,7 +64,7 @@ def collect_profile(config: Config, mearasd: MearasdClient,
         return NodeProfile(name=node.name, address=node.address,
                            max_vgpus_per_gpu=node.max_vgpus_per_gpu, gpus=gpus, source=SOURCE,
                            updated_at=last.updated_at if gpus and last else time.time(),
-                           down=f"mearasd unreachable: {e}",
+                           down=f"no profile from mearasd: {e}",
                            link_down=last.link_down if last is not None else "")
     if p.node != node.name:
         down = (f"mearasd serves node {p.node!r}, this agent publishes {node.name!r}: "

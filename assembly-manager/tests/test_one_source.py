@@ -67,12 +67,12 @@ def test_node_whose_mearasd_stopped_is_down_and_not_booked(
     assert mearas(cfg, "compose", "--vgpus", "2", "--dry-run").returncode == 0
     real_mearasd.stop()
     r = mearas(cfg, "node-agent", "--once")
-    assert "node-a down: mearasd unreachable" in r.stderr
+    assert "node-a down: no profile from mearasd" in r.stderr
     (n,) = nodes(cfg)
     assert n["state"] == "down" and "is mearasd running?" in n["why"]
     assert len(n["gpus"]) == 2  # the GPUs mearasd reported last, shown, not booked
     table = mearas(cfg, "nodes").stdout
-    assert "node-a: down: mearasd unreachable" in table and "reported them" in table
+    assert "node-a: down: no profile from mearasd" in table and "reported them" in table
     for args in (("--dry-run",), ()):
         r = mearas(cfg, "compose", "--vgpus", "1", *args, check=False)
         assert r.returncode == 1
