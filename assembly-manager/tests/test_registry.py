@@ -1,5 +1,6 @@
 """Registry semantics, run against both backends (file store, and a real etcd member)."""
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -68,6 +69,21 @@ def test_booking_on_dead_node_is_refused(backend: str, tmp_path: Path,
     a = Assembly("x", "vm:x", "a", "spread", (VgpuPlacement(0, "b", 0, 1 << 30, "b:1"),),
                  time.time())
     assert reg.commit_booking(snap, a) is False
+
+
+def test_node_gone_down_since_the_snapshot_is_not_booked(backend: str, tmp_path: Path,
+                                                         etcd: EtcdCluster) -> None:
+    reg = new_registry(backend, tmp_path, etcd)
+    reg.publish_node(make_profile("a"))
+    snap = reg.snapshot()
+    reg.publish_node(dataclasses.replace(make_profile("a"), down="no profile from mearasd"))
+    from mearas_am.model import Assembly, VgpuPlacement
+    a = Assembly("x", "vm:x", "a", "spread", (VgpuPlacement(0, "a", 0, 1 << 30, ""),),
+                 time.time())
+    assert reg.commit_booking(snap, a) is False
+    with pytest.raises(NoCapacityError, match="node a is down: no profile from mearasd"):
+        booking.book(reg, AssemblyRequest(vgpus=1), "vm:y", "a")
+    assert booking.list_assemblies(reg) == []
 
 
 def test_expired_node_disappears_and_assemblies_degrade(backend: str, tmp_path: Path,

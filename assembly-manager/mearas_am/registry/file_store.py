@@ -136,7 +136,11 @@ class FileRegistry(Registry):
             if assembly.id in st["assemblies"] or not self._unchanged(st, snap, list(new)):
                 return False
             live = self._live(st)
-            if any(n not in live for n in assembly.nodes()):
+            # alive, and not gone down since SNAP (a new snapshot says why, if it did)
+            if any(n not in live or live[n].down for n in assembly.nodes()):
+                return False
+            if any(v.node != assembly.origin and live[v.node].link_down
+                   for v in assembly.vgpus):
                 return False
             self._store_ledgers(st, new)
             st["assemblies"][assembly.id] = assembly.to_dict()
