@@ -128,3 +128,15 @@ def test_etcd_rejected_request_is_not_reported_as_unreachable(etcd: EtcdCluster)
     reg = EtcdRegistry(etcd.endpoints, "/x/", 10)
     with pytest.raises(RegistryError, match="refused a request"):
         reg._txn([{"key": "not base64!", "result": "BOGUS"}], [])
+
+
+def test_file_registry_shows_lapsed_nodes_for_a_day(tmp_path: Path) -> None:
+    now = [1000.0]
+    reg = FileRegistry(str(tmp_path / "r.json"), 10, clock=lambda: now[0])
+    reg.publish_node(make_profile("a"))
+    now[0] += 11
+    snap = reg.snapshot()
+    assert snap.nodes == {} and snap.lapsed["a"][1] == 1000.0  # lapsed at its last heartbeat
+    now[0] += 86400
+    reg.publish_node(make_profile("b"))  # any write forgets nodes lapsed for a day
+    assert "a" not in reg.snapshot().lapsed and "b" in reg.snapshot().nodes

@@ -19,6 +19,9 @@ from ..model import Assembly, GpuRef, NodeProfile
 from .base import Registry, Snapshot, ledgers_after_booking, ledgers_after_release
 
 
+LAPSED_KEPT_S = 86400  # how long `mearas nodes` keeps showing a node whose heartbeat lapsed
+
+
 class FileRegistry(Registry):
     def __init__(self, path: str, node_ttl: int, clock: Callable[[], float] = time.time) -> None:
         self._path = Path(path)
@@ -83,6 +86,10 @@ class FileRegistry(Registry):
 
     def publish_node(self, profile: NodeProfile) -> None:
         with self._locked() as st:
+            # a node lapsed for a day is forgotten (etcd forgets it with its lease at once)
+            forget = self._clock() - LAPSED_KEPT_S
+            for name in [n for n, rec in st["nodes"].items() if rec["expires_at"] < forget]:
+                del st["nodes"][name]
             st["nodes"][profile.name] = {
                 "profile": profile.to_dict(),
                 "published_at": self._clock(),
