@@ -157,8 +157,13 @@ CORE_API bool dh_block(const void *p, void **base, uint64_t *size);
 CORE_API void *rt_registered_twin(const void *p, uint64_t len);
 
 /* devmem.c: device allocations known to this process */
+/* is_global: DM_ALLOC (cudaMalloc's), DM_GLOBAL (a module global: copies,
+ * not cudaFree) or DM_VMM (a cuMemMap mapping: copies, spans over adjacent
+ * mappings, not cudaFree; dm_remove_vmm takes it out) */
+enum { DM_ALLOC = 0, DM_GLOBAL = 1, DM_VMM = 2 };
 CORE_API void dm_add(int vgpu, uint64_t ptr, uint64_t size, int is_global);
 CORE_API bool dm_remove(int vgpu, uint64_t ptr);
+CORE_API bool dm_remove_vmm(int vgpu, uint64_t ptr);
 CORE_API int dm_find(uint64_t ptr, uint64_t len, uint64_t *base, uint64_t *size);  /* vgpu or -1 */
 CORE_API int dm_window_owner(uint64_t ptr);           /* vgpu whose window holds ptr, or -1 */
 CORE_API void dm_forget_vgpu(int vgpu);

@@ -317,7 +317,7 @@ void vgpu_teardown(struct vgpu *v)
 	/* graphs before what they use; modules after their kernels */
 	static const enum mearas_handle_kind order[] = { MEARAS_KIND_EXEC, MEARAS_KIND_GRAPH, MEARAS_KIND_EVENT,
 							 MEARAS_KIND_STREAM, MEARAS_KIND_FUNC, MEARAS_KIND_MODULE,
-							 MEARAS_KIND_POOL };
+							 MEARAS_KIND_POOL, MEARAS_KIND_PHYS };
 
 	_Static_assert(sizeof(order) / sizeof(order[0]) == MEARAS_KIND_COUNT, "teardown names every kind");
 	for (size_t k = 0; k < MEARAS_KIND_COUNT; k++) {
@@ -343,9 +343,12 @@ void vgpu_teardown(struct vgpu *v)
 	/* captured host functions no graph took: nothing captures any more */
 	exec_hf_free_list(v, v->hf_loose);
 	v->hf_loose = NULL;
+	/* mappings give their physical memory back (its handles went above) */
+	exec_vmm_teardown(v);
 	/* allocations made through pools give the pools back */
 	for (size_t i = 0; i < v->heap.nallocs; i++)
-		exec_pool_put(v, v->heap.allocs[i].tag, false);
+		if (!v->heap.allocs[i].vmm)
+			exec_pool_put(v, v->heap.allocs[i].tag, false);
 	{
 		uint64_t base = v->heap.base, size = v->heap.size, gran = v->heap.granularity, quota = v->heap.quota;
 		const struct vaheap_ops *hops = v->heap.ops;

@@ -6,6 +6,8 @@
 # san_client prints PASS and no sanitizer report appears in any log.
 # device_query and misuse from tests/cuda run too; their own verdicts are
 # logged (the model runs no kernels) but only sanitizer reports fail this.
+# tests/sim's drv_vmm (virtual memory management; the daemon gives 2 vGPUs by
+# default) must pass too.
 cd "$(dirname "$0")" || exit 1
 ROOT=$(cd ../.. && pwd)
 BUILD=$ROOT/tests/unit/build/san-daemon
@@ -23,6 +25,8 @@ for p in device_query misuse; do
 	"$NVCC" -O1 -std=c++17 -cudart shared -gencode arch=compute_90,code=sm_90 \
 		-o "$OUT/$p" "$ROOT/tests/cuda/src/$p.cu" || exit 1
 done
+"$NVCC" -O1 -std=c++17 -cudart shared -gencode arch=compute_90,code=sm_90 \
+	-o "$OUT/drv_vmm" "$ROOT/tests/sim/drv_vmm.cu" -lcuda || exit 1
 
 LIBASAN=$(gcc -print-file-name=libasan.so)
 SOCK=$OUT/mearasd.sock
@@ -36,13 +40,14 @@ done
 [ -S "$SOCK" ] || { echo "mearasd did not create $SOCK"; cat "$OUT/mearasd.log"; kill "$PID"; exit 1; }
 
 # the programs are not instrumented: libasan is preloaded for the library
-for p in san_client device_query misuse; do
+for p in san_client device_query misuse drv_vmm; do
 	MEARAS_SOCKET=$SOCK LD_LIBRARY_PATH=$BUILD/lib LD_PRELOAD=$LIBASAN \
 		ASAN_OPTIONS=$SAN_OPTS UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		timeout 120 "$OUT/$p" >"$OUT/$p.log" 2>&1
 	echo "$p: exit $? ($(tail -n 1 "$OUT/$p.log"))"
 done
 grep -q '^PASS$' "$OUT/san_client.log" || { echo "san_client did not pass"; fail=1; }
+grep -q '^PASS$' "$OUT/drv_vmm.log" || { echo "drv_vmm did not pass"; fail=1; }
 
 kill -TERM "$PID"
 wait "$PID"
