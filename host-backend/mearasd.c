@@ -20,14 +20,19 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <syslog.h>
+#include <systemd/sd-daemon.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "control/control.h"
 #include "core/client.h"
 #include "core/config.h"
+#include "core/config_file.h"
 #include "core/tenant.h"
 #include "device/device.h"
+#include "device/gpuprobe.h"
+#include "mearas_version.h"
 #include "mearas/clock.h"
 #include "mearas/log.h"
 #include "mearas/sockpath.h"
@@ -49,6 +54,10 @@ static struct tenant_limits limits = {
 static struct vm_spec vm_specs[VM_MAX_SPECS];
 static unsigned n_vm_specs;
 static const char *vm_user;
+/* daemon hygiene: --log, --print-config; options a config file may give as arrays */
+static const char *log_target = "auto";
+static bool print_config;
+static const char *const repeatable_opts[] = { "remote", "vm", NULL };
 
 static void on_signal(int sig)
 {
@@ -60,7 +69,16 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: mearasd [options]\n"
-		"  --device=cuda|sim    execute on local GPUs (default) or on the host-memory model\n"
+		"  --config=FILE        read options from FILE, TOML: `quota-mb = 4096`, `remote = [\"1=h:7000\"]`\n"
+		"                       (keys are the long options; options on the command line win; default\n"
+		"                       " CONFIG_FILE_DEFAULT " where it exists; --config= reads none)\n"
+		"  --print-config       print the effective options (file and command line) as TOML and exit\n"
+		"  --log-level=L        error, warn, info (default) or debug (default: $MEARAS_LOG)\n"
+		"  --log=stderr|syslog|auto  where the log goes (default auto: syslog, hence the journal, when\n"
+		"                       systemd gave stderr to the journal (JOURNAL_STREAM), else stderr)\n"
+		"  --version            print the version and exit\n"
+		"  --device=cuda|sim    execute on local GPUs (default; mearasd exits when none can be used)\n"
+		"                       or on the host-memory model (no GPU needed)\n"
 		"  --socket=PATH        client socket (default $MEARAS_SOCKET or " DEFAULT_SOCKET ")\n"
 		"  --socket-group=GROUP who may use the client socket besides root: its members (mode\n"
 		"                       0660). Default: group '" DEFAULT_SOCKET_GROUP "' when it exists, else\n"
@@ -133,6 +151,9 @@ static int parse_u64(const char *s, uint64_t *out)
 enum { OPT_LINK_HANDSHAKE_MS = 1000, OPT_LINK_MAX_PENDING, OPT_LINK_MAX, OPT_LINK_FD_RESERVE, OPT_LINK_MEM_MB,
        OPT_VM_USER };
 
+/* daemon hygiene options (config file, version, logs) */
+enum { OPT_CONFIG = 2000, OPT_PRINT_CONFIG, OPT_VERSION, OPT_LOG_LEVEL, OPT_LOG };
+
 /* --NAME=N in [lo, hi] into *out */
 static int parse_range(const char *name, const char *arg, uint64_t lo, uint64_t hi, uint32_t *out)
 {
@@ -148,6 +169,9 @@ static int parse_range(const char *name, const char *arg, uint64_t lo, uint64_t 
 static int parse_args(int argc, char **argv, struct backend_config *cfg, const char **sock)
 {
 	static const struct option opts[] = {
+		{ "config", required_argument, NULL, OPT_CONFIG }, { "print-config", no_argument, NULL, OPT_PRINT_CONFIG },
+		{ "version", no_argument, NULL, OPT_VERSION }, { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+		{ "log", required_argument, NULL, OPT_LOG },
 		{ "device", required_argument, NULL, 'd' }, { "socket", required_argument, NULL, 's' },
 		{ "vgpus", required_argument, NULL, 'n' }, { "gpu-map", required_argument, NULL, 'g' },
 		{ "quota-mb", required_argument, NULL, 'q' }, { "data-mb", required_argument, NULL, 'D' },
@@ -171,10 +195,36 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	uint64_t v;
-	int c;
+	int c, idx;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	/* the config file's options go first, so that the command line's win */
+	if (config_file_merge(argc, argv, opts, repeatable_opts, &argc, &argv))
+		return -1;
+	while (idx = -1, (c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
+		config_file_note(opts, idx, optarg);
 		switch (c) {
+		case OPT_CONFIG:
+			break; /* read by config_file_merge */
+		case OPT_PRINT_CONFIG:
+			print_config = true;
+			break;
+		case OPT_VERSION:
+			printf("mearasd %s\n", MEARAS_VERSION);
+			exit(0);
+		case OPT_LOG_LEVEL: {
+			int l = mearas_log_level_of(optarg);
+
+			if (l < 0)
+				return fprintf(stderr, "mearasd: bad --log-level '%s' (error, warn, info, debug)\n",
+					       optarg), -1;
+			mearas_log_set_level(l);
+			break;
+		}
+		case OPT_LOG:
+			if (strcmp(optarg, "stderr") && strcmp(optarg, "syslog") && strcmp(optarg, "auto"))
+				return fprintf(stderr, "mearasd: bad --log '%s' (stderr, syslog or auto)\n", optarg), -1;
+			log_target = optarg;
+			break;
 		case 'd':
 			if (!strcmp(optarg, "sim"))
 				cfg->dev = &mdev_sim_ops;
@@ -348,6 +398,7 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 			return -1;
 		}
 	}
+	config_file_note(opts, -1, NULL);
 	if (optind < argc)
 		return fprintf(stderr, "mearasd: unexpected argument '%s'\n", argv[optind]), -1;
 	if (cfg->data_default > cfg->data_max)
@@ -359,6 +410,10 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 
 		if (vm_resolve_user(vm_user, vm_specs, n_vm_specs, err, sizeof(err)))
 			return fprintf(stderr, "mearasd: %s\n", err), -1;
+	}
+	if (print_config) {
+		config_file_print(stdout, opts, repeatable_opts);
+		exit(0);
 	}
 	return 0;
 }
@@ -433,11 +488,19 @@ static int listen_on(const char *path)
 	char tmp[sizeof(a.sun_path)];
 	struct stat st;
 	mode_t old_mask;
+	pid_t holder;
 	int fd, r;
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.%d~", path, (int)getpid()) >= sizeof(tmp)) {
 		fprintf(stderr, "mearasd: socket path too long (at most %zu bytes): %s\n",
 			sizeof(a.sun_path) - 14, path);
+		return -1;
+	}
+	/* a live server's socket is never taken over; a stale one (refusing
+	 * connections: its server is gone) is replaced below */
+	if (mearas_socket_live(path, &holder)) {
+		fprintf(stderr, "mearasd: %s is served by a live process (pid %d), another mearasd: not taken "
+			"over (stop it, or give this one another --socket)\n", path, (int)holder);
 		return -1;
 	}
 	strcpy(a.sun_path, tmp);
@@ -739,6 +802,51 @@ static int start_control(const struct backend_config *cfg)
 	return 0;
 }
 
+/* --log: auto is syslog (hence the journal) where systemd gave stderr to the journal */
+static int start_logging(void)
+{
+	if (!strcmp(log_target, "syslog") || (!strcmp(log_target, "auto") && mearas_log_journal_stderr()))
+		mearas_log_to_syslog(LOG_DAEMON);
+	return 0;
+}
+
+/*
+ * --device=cuda: the GPUs must be usable (a child process asks, gpuprobe.c:
+ * mearasd itself never initializes CUDA) and every --gpu-map entry must name
+ * one; else mearasd exits instead of refusing every client.
+ */
+static int check_gpus(const struct backend_config *cfg)
+{
+	static struct probe_result r;
+
+	gpu_probe(cfg->dev, 30000, &r);
+	if (r.status) {
+		fprintf(stderr, "mearasd: no usable GPU: %s (--device=sim runs without one, on a host-memory "
+			"model)\n", r.error);
+		return -1;
+	}
+	for (unsigned i = 0; i < MEARAS_MAX_VGPUS; i++)
+		if (cfg->gpu_map[i] >= 0 && (unsigned)cfg->gpu_map[i] >= r.count) {
+			fprintf(stderr, "mearasd: --gpu-map names GPU %d, but this node has %u\n", cfg->gpu_map[i],
+				r.count);
+			return -1;
+		}
+	log_info("%u GPU(s): %s%s", r.count, r.gpus[0].name, r.count > 1 ? ", ..." : "");
+	return 0;
+}
+
+/* Type=notify units: readiness and stopping, where systemd asks (NOTIFY_SOCKET) */
+static void notify_systemd(const char *state)
+{
+	int r;
+
+	if (!getenv("NOTIFY_SOCKET"))
+		return;
+	r = sd_notify(0, state);
+	if (r < 0)
+		log_warn("sd_notify: %s", strerror(-r));
+}
+
 int main(int argc, char **argv)
 {
 	struct backend_config cfg = {
@@ -754,8 +862,14 @@ int main(int argc, char **argv)
 		cfg.gpu_map[i] = -1;
 	if (!sock)
 		sock = DEFAULT_SOCKET;
-	if (parse_args(argc, argv, &cfg, &sock))
+	if (parse_args(argc, argv, &cfg, &sock)) {
+		config_file_blame();
 		return 2;
+	}
+	if (start_logging())
+		return 2;
+	if (cfg.dev == &mdev_cuda_ops && check_gpus(&cfg))
+		return 1;
 	if (!cfg.vgpus_default)
 		cfg.vgpus_default = cfg.dev == &mdev_sim_ops ? 2 : 1;
 	if (tenant_table_init(&limits))
@@ -783,7 +897,9 @@ int main(int argc, char **argv)
 			 "(process clients; not VM slots or remote links)", cfg.kernel_timeout_ms);
 	if (cfg.remote.link_port && remote_serve_start(&cfg))
 		return 1;
+	notify_systemd("READY=1\nSTATUS=serving");
 	serve_clients(&cfg, lfd);
+	notify_systemd("STOPPING=1");
 	mearas_unlink_socket(sock);
 	control_stop();
 	remote_serve_stop();
