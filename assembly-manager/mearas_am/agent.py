@@ -14,6 +14,7 @@ from . import booking
 from .manager import Manager
 from .errors import MearasError
 from .profiles import collect_profile
+from .sdnotify import notify
 
 _PID_OWNER = re.compile(r"^pid:(\d+)@(.+)$")
 
@@ -38,7 +39,9 @@ def run_agent(mgr: Manager, interval: float | None, once: bool) -> int:
 
     for s in (signal.SIGTERM, signal.SIGINT):
         signal.signal(s, on_signal)
+    ready = False
     while True:
+        status = f"publishing node {mgr.node} every {period:g} s"
         try:
             profile = collect_profile(mgr.config, mgr.mearasd)
             mgr.registry.publish_node(profile)
@@ -46,11 +49,17 @@ def run_agent(mgr: Manager, interval: float | None, once: bool) -> int:
                 print(f"mearas node-agent: released {asm} (owner process gone)", flush=True)
         except MearasError as e:
             print(f"mearas node-agent: {e}", file=sys.stderr, flush=True)
+            status = f"node {mgr.node}: {e}"
             if once:
                 return 1
+        if not once and not ready:
+            # systemd (Type=notify): running once the first publication was tried
+            notify(f"READY=1\nSTATUS={status}")
+            ready = True
         if once or stop.wait(period):
             break
     if not once:
+        notify("STOPPING=1")
         try:
             mgr.registry.withdraw_node(mgr.node)
         except MearasError as e:
