@@ -803,11 +803,10 @@ static int start_control(const struct backend_config *cfg)
 }
 
 /* --log: auto is syslog (hence the journal) where systemd gave stderr to the journal */
-static int start_logging(void)
+static void start_logging(void)
 {
 	if (!strcmp(log_target, "syslog") || (!strcmp(log_target, "auto") && mearas_log_journal_stderr()))
 		mearas_log_to_syslog(LOG_DAEMON);
-	return 0;
 }
 
 /*
@@ -866,8 +865,7 @@ int main(int argc, char **argv)
 		config_file_blame();
 		return 2;
 	}
-	if (start_logging())
-		return 2;
+	start_logging();
 	if (cfg.dev == &mdev_cuda_ops && check_gpus(&cfg))
 		return 1;
 	if (!cfg.vgpus_default)
