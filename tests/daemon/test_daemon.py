@@ -77,6 +77,19 @@ def test_log_format_and_levels(tmp_path: Path) -> None:
     assert r.returncode == 2 and "bad --log-level 'loud'" in r.stderr
 
 
+def test_remote_link_own_log_format(tmp_path: Path) -> None:
+    """remote-link's writer for programs that give it no log callback: the same format."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    r = subprocess.run([str(TOP / "build" / "remote-link" / "link_node"), "call", "127.0.0.1",
+                        str(port), "key"], capture_output=True, text=True, timeout=30)
+    (tmp_path / "link.log").write_text(r.stderr)
+    lines = log_lines(tmp_path / "link.log")
+    assert [(m["who"], m["level"]) for m in lines] == [("remote-link", "error")], r.stderr
+    assert lines[0]["msg"] == f"link to 127.0.0.1:{port} failed: cannot connect to peer"
+
+
 def with_dev_log(tmp: Path, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
     """ARGV in a private mount namespace whose /dev (an overlay over the real one) has
     /dev/log pointing at TMP/log.sock: syslog(3) writes there; the host's /dev is untouched."""
