@@ -55,6 +55,9 @@ NVML_OBJ    := $(patsubst %.c,$(BUILD)/obj-nvml/%.o,$(NVML_SRC) common/log.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
+.PHONY: all clean test gpu-test gpu-build demo deps install gen pb remote-link ivshmem FORCE
+all: $(BUILD)/bin/mearasd $(BUILD)/lib/libcudart.so.13 $(BUILD)/lib/libcuda.so.1 $(BUILD)/lib/libnvidia-ml.so.1
+
 # the version every tool reports (--version): VERSION and the git commit
 # (scripts/version.sh), rewritten only when it changes
 VERSION_H := $(BUILD)/gen/mearas_version.h
@@ -63,9 +66,6 @@ $(VERSION_H): FORCE
 	@scripts/version.sh c-header >$@.tmp && { cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@; }
 FORCE:
 $(call obj,host-backend/mearasd.c $(IVSHMEM_SERVE_SRC)): $(VERSION_H)
-
-.PHONY: all clean test gpu-test gpu-build demo deps install gen pb remote-link ivshmem FORCE
-all: $(BUILD)/bin/mearasd $(BUILD)/lib/libcudart.so.13 $(BUILD)/lib/libcuda.so.1 $(BUILD)/lib/libnvidia-ml.so.1
 
 # every side's per-op code comes from the spec; the generator rewrites only
 # files whose text changes, so a spec edit rebuilds what it changes
