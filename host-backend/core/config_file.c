@@ -47,6 +47,9 @@ static unsigned *file_arg_line, *file_arg_entry, nfile_args;
 static struct entry *file_entries;
 static const char *file_path;
 static const char *current_arg;   /* the argument getopt returned last */
+/* what mearasd parses: kept for the life of the process (volatile: the
+ * store stays, so leak checkers see it held) */
+static char **volatile merged_argv;
 
 /* what getopt returned, for --print-config: per option, its values in order */
 struct noted {
@@ -498,6 +501,18 @@ static int parse(struct parser *ps)
 	return 0;
 }
 
+static void free_entries(struct parser *ps)
+{
+	for (unsigned i = 0; i < ps->nentries; i++) {
+		for (unsigned v = 0; v < ps->entries[i].nvals; v++)
+			free(ps->entries[i].vals[v]);
+		free(ps->entries[i].vals);
+	}
+	free(ps->entries);
+	ps->entries = NULL;
+	ps->nentries = 0;
+}
+
 static char *read_file(const char *path, size_t *len)
 {
 	struct stat st;
@@ -594,6 +609,7 @@ int config_file_merge(int argc, char **argv, const struct option *opts, const ch
 		ps.p = text;
 		ps.end = text + len;
 		if (parse(&ps)) {
+			free_entries(&ps);
 			free(text);
 			free(given);
 			return -1;
@@ -632,7 +648,7 @@ int config_file_merge(int argc, char **argv, const struct option *opts, const ch
 	file_path = path;
 	free(given);
 	*out_argc = argc + (int)nfile_args;
-	*out_argv = merged;
+	*out_argv = merged_argv = merged;
 	optind = 0;
 	return 0;
 }
