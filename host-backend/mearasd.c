@@ -811,8 +811,9 @@ static void start_logging(void)
 
 /*
  * --device=cuda: the GPUs must be usable (a child process asks, gpuprobe.c:
- * mearasd itself never initializes CUDA) and every --gpu-map entry must name
- * one; else mearasd exits instead of refusing every client.
+ * mearasd itself never initializes CUDA) and every --gpu-map entry of a
+ * local vGPU must name one; else mearasd exits instead of refusing every
+ * client.
  */
 static int check_gpus(const struct backend_config *cfg)
 {
@@ -825,7 +826,7 @@ static int check_gpus(const struct backend_config *cfg)
 		return -1;
 	}
 	for (unsigned i = 0; i < MEARAS_MAX_VGPUS; i++)
-		if (cfg->gpu_map[i] >= 0 && (unsigned)cfg->gpu_map[i] >= r.count) {
+		if (cfg->gpu_map[i] >= 0 && (unsigned)cfg->gpu_map[i] >= r.count && !cfg->remote.target[i].host[0]) {
 			fprintf(stderr, "mearasd: --gpu-map names GPU %d, but this node has %u\n", cfg->gpu_map[i],
 				r.count);
 			return -1;
