@@ -73,7 +73,7 @@ static void usage(FILE *f)
 		"                       (keys are the long options; options on the command line win; default\n"
 		"                       " CONFIG_FILE_DEFAULT " where it exists; --config= reads none)\n"
 		"  --print-config       print the effective options (file and command line) as TOML and exit\n"
-		"  --log-level=L        error, warn, info (default) or debug (default: $MEARAS_LOG)\n"
+		"  --log-level=L        error, warn, info or debug (default: $MEARAS_LOG, else info)\n"
 		"  --log=stderr|syslog|auto  where the log goes (default auto: syslog, hence the journal, when\n"
 		"                       systemd gave stderr to the journal (JOURNAL_STREAM), else stderr)\n"
 		"  --version            print the version and exit\n"
