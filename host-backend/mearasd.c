@@ -871,7 +871,7 @@ int main(int argc, char **argv)
 		return 1;
 	if (!cfg.vgpus_default)
 		cfg.vgpus_default = cfg.dev == &mdev_sim_ops ? 2 : 1;
-	if (tenant_table_init(&limits))
+	if (tenant_table_init(&limits) || vm_sockets_check(vm_specs, n_vm_specs))
 		return 1;
 	lfd = listen_on(sock);
 	if (lfd < 0)

@@ -212,6 +212,26 @@ def test_live_socket_is_refused_stale_one_replaced(tmp_path: Path) -> None:
         assert stop(proc) == 0
 
 
+def test_live_vm_socket_is_refused(tmp_path: Path) -> None:
+    vm = tmp_path / "vm.sock"
+    live, _ = start(tmp_path, f"--vm=a:{vm}:64", name="vmlive")
+    try:
+        wait_listening(tmp_path / "vmlive.sock", live)
+        deadline = time.monotonic() + 10
+        while not vm.exists():  # the VM server starts in a process of its own
+            assert time.monotonic() < deadline and live.poll() is None, "no VM socket"
+            time.sleep(0.05)
+        ino = os.lstat(vm).st_ino
+        proc, log = start(tmp_path, f"--vm=b:{vm}:64", name="vmsecond")
+        assert proc.wait(20) != 0
+        assert f"VM b: {vm} is served by a live process already" in log.read_text()
+        # neither its client socket nor the VM's was touched
+        assert not (tmp_path / "vmsecond.sock").exists()
+        assert os.lstat(vm).st_ino == ino and live.poll() is None
+    finally:
+        assert stop(live) == 0
+
+
 def test_no_usable_gpu_exits(tmp_path: Path) -> None:
     # --device=cuda (the default) where the driver cannot be loaded
     env = dict(os.environ, MEARAS_CUDA_DRIVER=str(tmp_path / "no-libcuda.so.1"))
