@@ -296,11 +296,13 @@ static int parse_number(struct parser *ps, struct buf *b)
 	for (const char *c = s; c < t; c++) {
 		if (*c == ':' || (c > s + 1 && *c == '-') || *c == 'T' || *c == 't' || *c == 'Z' || *c == 'z')
 			return fail(ps, "dates and times are not supported");
-		if (*c == '.' || *c == 'e' || *c == 'E' || *c == 'n' || *c == 'i')
+		if (*c == '.' || *c == 'e' || *c == 'E')
 			return fail(ps, "floats are not supported: integers only");
 	}
 	if (*s == '+' || *s == '-')
 		neg = *s++ == '-';
+	if (t - s == 3 && (!memcmp(s, "inf", 3) || !memcmp(s, "nan", 3)))
+		return fail(ps, "floats are not supported: integers only");
 	if (s == t)
 		return fail(ps, "invalid value");
 	if (*s == '0' && t - s > 1)
@@ -422,7 +424,9 @@ static int parse_value(struct parser *ps, struct entry *e)
 			return fail(ps, "'%s' takes a string or an integer, not a boolean", name);
 		return fail(ps, "invalid value (strings need quotes)");
 	}
-	if ((c >= '0' && c <= '9') || c == '+' || c == '-' || c == 'i' || c == 'n') {
+	if ((c >= '0' && c <= '9') || c == '+' || c == '-' ||
+	    ((c == 'i' || c == 'n') && (ps->end - ps->p < 4 || !is_bare(ps->p[3])) &&
+	     (!strncmp(ps->p, "inf", 3) || !strncmp(ps->p, "nan", 3)))) {
 		e->type = V_INTEGER;
 		return parse_number(ps, &b) || add_value(ps, e, &b);
 	}
