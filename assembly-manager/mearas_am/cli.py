@@ -7,9 +7,10 @@ import getpass
 import os
 import pwd
 import sys
+import time
 from collections import Counter
 
-from . import VERSION_FULL, booking
+from . import VERSION_FULL, booking, slurm
 from .agent import run_agent
 from .config import load_config
 from .errors import MearasError, RequestError
@@ -18,7 +19,8 @@ from .install import DEFAULT_HOOK, install_hook
 from .manager import Manager
 from .model import AssemblyRequest, GpuRef
 from .policies import POLICIES
-from .render import assemblies_table, candidates_text, nodes_table, to_json
+from .render import (assemblies_table, candidates_text, node_views, nodes_json, nodes_table,
+                     to_json)
 from .runner import run_app, user_identity
 from .units import parse_cc, parse_size
 
@@ -98,23 +100,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pythonpath", help="run the hook with this PYTHONPATH (uninstalled tree)")
     p = sub.add_parser("hook-qemu", help=argparse.SUPPRESS)
     p.add_argument("hook_args", nargs=argparse.REMAINDER)
+    slurm.add_parsers(sub)
     return ap
 
 
 def _dispatch(a: argparse.Namespace) -> int:
     if a.cmd == "hook-qemu":
         return run_hook(a.hook_args, sys.stdin, a.config)
+    if a.cmd in slurm.COMMANDS:
+        return slurm.dispatch(a)
     if a.cmd == "install-hook":
         cfg = a.config or "/etc/mearas/am.toml"
         print(f"installed {install_hook(a.hook_path, cfg, a.force, a.pythonpath)} (config {cfg})")
         return 0
-    mgr = Manager(load_config(a.config))
+    config = load_config(a.config)
+    for w in config.warnings:
+        print(f"mearas: warning: {w}", file=sys.stderr)
+    mgr = Manager(config)
     try:
         if a.cmd == "nodes":
             snap = mgr.registry.snapshot()
-            nodes = sorted(snap.nodes.values(), key=lambda n: n.name)
+            views = node_views(snap, time.time())
             booked = Counter({(r.node, r.index): len(led) for r, led in snap.ledgers.items()})
-            print(to_json(nodes) if a.json else nodes_table(nodes, dict(booked)))
+            print(nodes_json(views) if a.json else nodes_table(views, dict(booked), time.time()))
+            if not views and not a.json:
+                print(f"mearas: no nodes in the registry ({config.registry.backend} registry of "
+                      f"{config.source}): is a node agent running?", file=sys.stderr)
         elif a.cmd == "assemblies":
             asms = booking.list_assemblies(mgr.registry, a.owner)
             print(to_json(asms) if a.json else assemblies_table(asms))

@@ -15,7 +15,7 @@ void control_proto_init(const struct backend_config *cfg, const char *node);
 uint8_t *control_handle(const uint8_t *req, size_t len, size_t *reply_len);
 
 /* control_profile.c */
-void profile_init(const struct mdev_ops *ops, const char *node);
+void profile_init(const struct mdev_ops *ops, const char *node, const struct remote_config *remote);
 /* the node's GPUs, probed again when older than max_age_ms */
 const struct probe_result *profile_gpus(int max_age_ms);
 /* sample the workers' call counters (about once a second) */

@@ -22,7 +22,7 @@ static const char *node_name;
 void control_proto_init(const struct backend_config *cfg, const char *node)
 {
 	node_name = node;
-	profile_init(cfg->dev, node);
+	profile_init(cfg->dev, node, &cfg->remote);
 }
 
 static uint8_t *pack(const Mearas__ControlReply *r, size_t *len)

@@ -706,6 +706,48 @@ int link_client_open_transport(const struct mearas_link_config *cfg, struct link
 	return rc;
 }
 
+/* One TCP connection and its handshake, within timeout_ms; on success *fd
+ * and *ssl are the link's (ssl NULL when unencrypted). */
+static int connect_once(const char *host, uint16_t port, const struct mearas_link_config *cfg, const char *peer,
+			uint32_t timeout_ms, int *fd, SSL **ssl, bool *turned_away)
+{
+	struct mearas_link_config c = *cfg;
+	int rc;
+
+	*fd = -1;
+	*turned_away = false;
+	c.connect_timeout_ms = timeout_ms;
+	rc = link_tcp_connect(host, port, timeout_ms, fd);
+	if (!rc)
+		rc = link_tcp_set_options(*fd, c.dead_ms);
+	if (!rc)
+		rc = link_handshake_client(*fd, &c, peer, ssl, turned_away);
+	if (rc && *fd >= 0) {
+		close(*fd);
+		*fd = -1;
+	}
+	return rc;
+}
+
+/* A server admits a bounded number of connections into its handshake (a
+ * few per host) and closes the rest at once; the clients of one node that
+ * open links together (ranks of a job starting at once) go past that. A
+ * connection turned away before the server's challenge is tried again after
+ * a randomized, growing pause, until connect_timeout_ms is spent. */
+#define RETRY_FIRST_US 1000u
+#define RETRY_MAX_US 100000u
+
+static uint32_t retry_pause_us(uint32_t *backoff_us, uint64_t *seed)
+{
+	uint32_t base = *backoff_us;
+
+	*seed ^= *seed << 13;
+	*seed ^= *seed >> 7;
+	*seed ^= *seed << 17;
+	*backoff_us = base * 2 > RETRY_MAX_US ? RETRY_MAX_US : base * 2;
+	return base / 2 + (uint32_t)(*seed % (base / 2 + 1)); /* base/2 .. base */
+}
+
 int mearas_link_connect(const char *host, uint16_t port, const struct mearas_link_config *cfg,
 			struct mearas_link **out)
 {
@@ -723,12 +765,24 @@ int mearas_link_connect(const char *host, uint16_t port, const struct mearas_lin
 		rc = link_verbs_available(&l->cfg);
 	int fd = -1;
 	SSL *ssl = NULL;
-	if (!rc)
-		rc = link_tcp_connect(host, port, l->cfg.connect_timeout_ms, &fd);
-	if (!rc)
-		rc = link_tcp_set_options(fd, l->cfg.dead_ms);
-	if (!rc)
-		rc = link_handshake_client(fd, &l->cfg, peer, &ssl);
+	bool turned_away = false;
+	unsigned tries = 0;
+	uint64_t start = link_now_ns(), deadline = start + (uint64_t)l->cfg.connect_timeout_ms * 1000000ull;
+	uint64_t seed = start ^ (uint64_t)(uintptr_t)l ^ 0x9e3779b97f4a7c15ull;
+	uint32_t backoff_us = RETRY_FIRST_US;
+	while (!rc) {
+		uint64_t now = link_now_ns();
+		uint32_t left_ms = now < deadline ? (uint32_t)((deadline - now + 999999u) / 1000000u) : 0;
+		tries++;
+		rc = connect_once(host, port, &l->cfg, peer, left_ms ? left_ms : 1, &fd, &ssl, &turned_away);
+		if (!rc || !turned_away)
+			break;
+		uint32_t pause_us = retry_pause_us(&backoff_us, &seed);
+		if (link_now_ns() + (uint64_t)pause_us * 1000u >= deadline)
+			break;
+		usleep(pause_us);
+		rc = MEARAS_LINK_OK;
+	}
 	if (!rc) {
 		if (ssl)
 			rc = link_tls_transport_create(fd, ssl, &l->cfg, peer, &l->t);
@@ -743,14 +797,23 @@ int mearas_link_connect(const char *host, uint16_t port, const struct mearas_lin
 		close(fd);
 	if (rc) {
 		/* refusals of the handshake were logged with their reason already */
-		if (rc != MEARAS_LINK_E_VERSION && rc != MEARAS_LINK_E_AUTH && rc != MEARAS_LINK_E_ENCRYPTION)
+		if (turned_away)
+			link_log(&l->cfg, MEARAS_LINK_LOG_ERR,
+				 "link to %s failed: the peer closed all %u connections before its challenge "
+				 "within %u ms (it is turning new links away: too many in the handshake, links "
+				 "open or fds short; its log says which)",
+				 peer, tries, l->cfg.connect_timeout_ms);
+		else if (rc != MEARAS_LINK_E_VERSION && rc != MEARAS_LINK_E_AUTH && rc != MEARAS_LINK_E_ENCRYPTION)
 			link_log(&l->cfg, MEARAS_LINK_LOG_ERR, "link to %s failed: %s", peer,
 				 mearas_link_strerror(rc));
 		free_link(l);
 		return rc;
 	}
-	link_log(&l->cfg, ssl ? MEARAS_LINK_LOG_INFO : MEARAS_LINK_LOG_WARN, "link to %s open over %s, %s", peer,
-		 l->t->ops->name, l->t->security);
+	char again[48] = "";
+	if (tries > 1)
+		snprintf(again, sizeof(again), " (admitted at attempt %u)", tries);
+	link_log(&l->cfg, ssl ? MEARAS_LINK_LOG_INFO : MEARAS_LINK_LOG_WARN, "link to %s open over %s, %s%s", peer,
+		 l->t->ops->name, l->t->security, again);
 	rc = link_start(l);
 	if (!rc)
 		*out = l;

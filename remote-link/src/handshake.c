@@ -300,7 +300,8 @@ int link_client_precheck(const struct mearas_link_config *cfg, const char *peer)
 	return MEARAS_LINK_OK;
 }
 
-int link_handshake_client(int fd, const struct mearas_link_config *cfg, const char *peer, SSL **ssl_out)
+int link_handshake_client(int fd, const struct mearas_link_config *cfg, const char *peer, SSL **ssl_out,
+			  bool *turned_away)
 {
 	uint8_t cnonce[NONCE_BYTES], snonce[NONCE_BYTES], hello_buf[BLOB_MAX], ch_buf[BLOB_MAX];
 	size_t hello_len = 0, ch_len = 0;
@@ -308,6 +309,8 @@ int link_handshake_client(int fd, const struct mearas_link_config *cfg, const ch
 	int rc;
 	if (ssl_out)
 		*ssl_out = NULL;
+	if (turned_away)
+		*turned_away = false;
 	rc = link_client_precheck(cfg, peer);
 	if (rc)
 		return rc;
@@ -329,6 +332,9 @@ int link_handshake_client(int fd, const struct mearas_link_config *cfg, const ch
 	rc = send_msg(&ch, &hello.base, hello_buf, &hello_len);
 	if (!rc)
 		rc = client_challenge(&ch, cfg, peer, ch_buf, &ch_len, snonce);
+	/* closed before any challenge: the server's admission turned it away */
+	if (rc == MEARAS_LINK_E_BROKEN && turned_away)
+		*turned_away = true;
 	if (!rc && encrypts(cfg))
 		rc = link_tls_handshake(fd, cfg, false, peer, hello_buf, hello_len, ch_buf, ch_len, &ch.ssl);
 	if (rc)

@@ -51,8 +51,12 @@ struct link_handshake_result {
 };
 /* Client side; peer ("host:port") names the server in log lines. On success
  * *ssl is the TLS session of an encrypted link (NULL when encryption is off);
- * ssl NULL: an encrypted link's session is freed (tests of the handshake). */
-int link_handshake_client(int fd, const struct mearas_link_config *cfg, const char *peer, SSL **ssl);
+ * ssl NULL: an encrypted link's session is freed (tests of the handshake).
+ * *turned_away (when not NULL) tells an E_BROKEN that came before the
+ * server's challenge: its admission closed the connection (caps, fds), which
+ * a later attempt may pass. */
+int link_handshake_client(int fd, const struct mearas_link_config *cfg, const char *peer, SSL **ssl,
+			  bool *turned_away);
 /* What the client can tell before connecting: it has a key, and encryption is
  * off for verbs. Logs the reason and returns E_AUTH / E_ENCRYPTION. */
 int link_client_precheck(const struct mearas_link_config *cfg, const char *peer);

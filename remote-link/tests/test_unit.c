@@ -515,7 +515,7 @@ static int hand_link(const struct mearas_link_config *cfg, int *fd, struct link_
 	*t = NULL;
 	int rc = link_tcp_connect("127.0.0.1", srv.port, 2000, fd);
 	if (!rc)
-		rc = link_handshake_client(*fd, cfg, "test", &ssl);
+		rc = link_handshake_client(*fd, cfg, "test", &ssl, NULL);
 	if (!rc && !ssl)
 		rc = MEARAS_LINK_E_ENCRYPTION;
 	if (!rc)
@@ -1379,6 +1379,46 @@ static void t_pending_cap(void)
 	link_and_echo(srv.port, "after the flood");
 }
 
+/* A node whose clients open links all at once (MPI ranks starting together)
+ * goes past the per-host handshake cap of the server: the connections the
+ * server turns away before its challenge are tried again, and every link
+ * comes up (the admission caps still hold: t_pending_cap). */
+enum { BURST = 16 };
+static uint16_t burst_port;
+
+static void *burst_one(void *arg)
+{
+	struct mearas_link *l = NULL;
+	int *rc = arg;
+
+	*rc = connect_local(burst_port, KEY, &l);
+	if (!*rc)
+		*rc = echo_call(l, "burst");
+	if (l)
+		mearas_link_close(l);
+	return NULL;
+}
+
+static void t_burst_from_one_host_past_the_cap(void)
+{
+	struct mearas_link_config cfg;
+	pthread_t th[BURST];
+	int rc[BURST], up = 0;
+
+	base_cfg(&cfg, KEY);
+	cfg.max_pending = 4; /* one handshake at a time from one host */
+	serve_cfg(&cfg);
+	burst_port = srv.port;
+	for (int i = 0; i < BURST; i++)
+		REQUIRE(pthread_create(&th[i], NULL, burst_one, &rc[i]) == 0);
+	for (int i = 0; i < BURST; i++) {
+		pthread_join(th[i], NULL);
+		up += rc[i] == MEARAS_LINK_OK;
+	}
+	printf("  %d of %d links opened at once came up\n", up, BURST);
+	CHECK(up == BURST);
+}
+
 /* At most max_links authenticated links; a closed one frees its slot. */
 static void t_link_cap(void)
 {
@@ -1532,6 +1572,7 @@ static const struct check_case cases[] = {
 	T(t_garbage_peer),
 	T(t_handshake_deadline),
 	T(t_pending_cap),
+	T(t_burst_from_one_host_past_the_cap),
 	T(t_link_cap),
 	T(t_fd_budget),
 	T(t_peer_dead_bound_arithmetic),

@@ -89,7 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (flags & HSF_CLIENT) {
 		SSL *ssl = NULL;
 
-		rc = link_handshake_client(sv[0], &cfg, "fuzz-peer", &ssl);
+		rc = link_handshake_client(sv[0], &cfg, "fuzz-peer", &ssl, NULL);
 		SSL_free(ssl);
 	} else {
 		struct link_handshake_result res;

@@ -168,7 +168,7 @@ static void *hs_main(void *arg)
 	} else {
 		SSL *ssl = NULL;
 
-		e->rc = link_handshake_client(e->fd, &e->cfg, "seed-server", &ssl);
+		e->rc = link_handshake_client(e->fd, &e->cfg, "seed-server", &ssl, NULL);
 		SSL_free(ssl);
 	}
 	shutdown(e->fd, SHUT_WR);

@@ -125,6 +125,21 @@ def node_info(n: Node) -> dict[str, Any]:
             "env": n.env}
 
 
+def node_complaints(nodes: list[Node], per_node: int = 3) -> list[str]:
+    """The last warning and error lines of each node's log: what a failed
+    point's nodes said, kept in the result where the logs may not be."""
+    out = []
+    for n in nodes:
+        try:
+            lines = n.log.read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        said = [ln for ln in lines if ": error: " in ln or ": warning: " in ln][-per_node:]
+        if said:
+            out.append(f"node {n.name} said: " + " | ".join(said))
+    return out
+
+
 def run_point(sweep: str, index: int, pt: Point, opts: RunOptions) -> PointResult:
     workdir = opts.logs / sweep / f"p{index:03d}"
     workdir.mkdir(parents=True, exist_ok=True)
@@ -142,6 +157,7 @@ def run_point(sweep: str, index: int, pt: Point, opts: RunOptions) -> PointResul
         if dead:
             bad.append(f"node(s) {', '.join(dead)} died during the run (logs in {workdir})")
         if bad:
+            bad.extend(node_complaints(asm.nodes))
             res.status, res.error = "failed", "; ".join(bad)
     except Unavailable as e:
         res.status, res.error = "unavailable", str(e)

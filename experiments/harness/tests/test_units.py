@@ -80,3 +80,21 @@ def test_csv_has_row_per_process_and_aggregate() -> None:
     assert "cpus" in header and "assembly" in header
     assert [r["scope"] for r in rows] == ["vgpu", "vgpu", "vgpu", "aggregate"]
     assert rows[-1]["throughput"] == 6.0
+
+
+def test_node_complaints_quote_warnings_and_errors(tmp_path: Path) -> None:
+    from mearas_exp.nodes import Node
+    from mearas_exp.sweeps import node_complaints
+
+    log = tmp_path / "node-remote0.log"
+    log.write_text("mearasd[1]: info: ready\n"
+                   "mearasd[1]: warning: link from 127.0.0.1:5 refused: 4 connections from that host\n"
+                   "mearasd[1]: info: link open\n"
+                   "mearasd[1]: error: remote vGPU 0: bad record\n")
+    quiet = tmp_path / "node-client.log"
+    quiet.write_text("mearasd[2]: info: ready\n")
+    nodes = [Node("remote0", [], tmp_path / "s0", log), Node("client", [], tmp_path / "s1", quiet),
+             Node("gone", [], tmp_path / "s2", tmp_path / "missing.log")]
+    said = node_complaints(nodes)
+    assert said == ["node remote0 said: mearasd[1]: warning: link from 127.0.0.1:5 refused: 4 connections "
+                    "from that host | mearasd[1]: error: remote vGPU 0: bad record"]
