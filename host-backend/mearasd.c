@@ -169,8 +169,10 @@ static int parse_range(const char *name, const char *arg, uint64_t lo, uint64_t 
 static int parse_args(int argc, char **argv, struct backend_config *cfg, const char **sock)
 {
 	static const struct option opts[] = {
-		{ "config", required_argument, NULL, OPT_CONFIG }, { "print-config", no_argument, NULL, OPT_PRINT_CONFIG },
-		{ "version", no_argument, NULL, OPT_VERSION }, { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+		{ "config", required_argument, NULL, OPT_CONFIG },
+		{ "print-config", no_argument, NULL, OPT_PRINT_CONFIG },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		{ "log", required_argument, NULL, OPT_LOG },
 		{ "device", required_argument, NULL, 'd' }, { "socket", required_argument, NULL, 's' },
 		{ "vgpus", required_argument, NULL, 'n' }, { "gpu-map", required_argument, NULL, 'g' },
@@ -222,7 +224,8 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		}
 		case OPT_LOG:
 			if (strcmp(optarg, "stderr") && strcmp(optarg, "syslog") && strcmp(optarg, "auto"))
-				return fprintf(stderr, "mearasd: bad --log '%s' (stderr, syslog or auto)\n", optarg), -1;
+				return fprintf(stderr, "mearasd: bad --log '%s' (stderr, syslog or auto)\n",
+					       optarg), -1;
 			log_target = optarg;
 			break;
 		case 'd':
@@ -813,13 +816,23 @@ static void start_logging(void)
  * --device=cuda: the GPUs must be usable (a child process asks, gpuprobe.c:
  * mearasd itself never initializes CUDA) and every --gpu-map entry of a
  * local vGPU must name one; else mearasd exits instead of refusing every
- * client.
+ * client (unless --remote vGPUs on other nodes' GPUs are all it may serve).
  */
 static int check_gpus(const struct backend_config *cfg)
 {
 	static struct probe_result r;
 
+	unsigned remote = 0;
+
+	for (unsigned i = 0; i < MEARAS_MAX_VGPUS; i++)
+		remote += cfg->remote.target[i].host[0] != 0;
 	gpu_probe(cfg->dev, 30000, &r);
+	if (r.status && remote) {
+		/* a node may use other nodes' GPUs only */
+		log_warn("no usable local GPU (%s): only the %u remote vGPU(s) of --remote can be served", r.error,
+			 remote);
+		return 0;
+	}
 	if (r.status) {
 		fprintf(stderr, "mearasd: no usable GPU: %s (--device=sim runs without one, on a host-memory "
 			"model)\n", r.error);

@@ -245,6 +245,13 @@ def test_no_usable_gpu_exits(tmp_path: Path) -> None:
     assert time.monotonic() - t0 < 30
     # it never listened
     assert not (tmp_path / "g.sock").exists() and not (tmp_path / "g-ctl.sock").exists()
+    # with --remote vGPUs (other nodes' GPUs) it serves those, and says so
+    proc, log = start(tmp_path, "--device=cuda", "--remote=0=127.0.0.1:9", name="remote", env=env)
+    try:
+        wait_listening(tmp_path / "remote.sock", proc)
+    finally:
+        assert stop(proc) == 0
+    assert "warning: no usable local GPU (cannot load the CUDA driver" in log.read_text()
 
 
 UNITS = [TOP / "host-backend" / "systemd" / "mearasd.service",
