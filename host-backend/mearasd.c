@@ -43,6 +43,11 @@
 #define DEFAULT_SOCKET "/run/mearas/mearasd.sock"
 #define DEFAULT_SOCKET_GROUP "mearas"
 
+/* daemon hygiene: --log, --print-config; options a config file may give as arrays */
+static const char *log_target = "auto";
+static bool print_config;
+static const char *const repeatable_opts[] = { "remote", "vm", NULL };
+
 static volatile sig_atomic_t quit;
 static const char *control_path, *node_name, *socket_group;
 static bool socket_group_given;
@@ -54,10 +59,6 @@ static struct tenant_limits limits = {
 static struct vm_spec vm_specs[VM_MAX_SPECS];
 static unsigned n_vm_specs;
 static const char *vm_user;
-/* daemon hygiene: --log, --print-config; options a config file may give as arrays */
-static const char *log_target = "auto";
-static bool print_config;
-static const char *const repeatable_opts[] = { "remote", "vm", NULL };
 
 static void on_signal(int sig)
 {
@@ -730,6 +731,18 @@ static void accept_client(const struct backend_config *cfg, int lfd)
 	live[nlive++] = (struct live_worker){ .pidfd = pidfd, .slot = slot };
 }
 
+/* Type=notify units: readiness and stopping, where systemd asks (NOTIFY_SOCKET) */
+static void notify_systemd(const char *state)
+{
+	int r;
+
+	if (!getenv("NOTIFY_SOCKET"))
+		return;
+	r = sd_notify(0, state);
+	if (r < 0)
+		log_warn("sd_notify: %s", strerror(-r));
+}
+
 static void serve_clients(const struct backend_config *cfg, int lfd)
 {
 	struct pollfd *pfd = calloc(1 + limits.max_workers + REFUSED_MAX, sizeof(*pfd));
@@ -739,6 +752,8 @@ static void serve_clients(const struct backend_config *cfg, int lfd)
 		log_err("out of memory for %u client workers", limits.max_workers);
 		return;
 	}
+	/* everything listens (the client and control sockets, the link server) */
+	notify_systemd("READY=1\nSTATUS=serving");
 	while (!quit) {
 		int r, timeout = -1;
 		unsigned nl = nlive, nr = nrefused;
@@ -779,6 +794,7 @@ static void serve_clients(const struct backend_config *cfg, int lfd)
 		if (pfd[0].revents & POLLIN)
 			accept_client(cfg, lfd);
 	}
+	notify_systemd("STOPPING=1");
 	free(pfd);
 }
 
@@ -848,18 +864,6 @@ static int check_gpus(const struct backend_config *cfg)
 	return 0;
 }
 
-/* Type=notify units: readiness and stopping, where systemd asks (NOTIFY_SOCKET) */
-static void notify_systemd(const char *state)
-{
-	int r;
-
-	if (!getenv("NOTIFY_SOCKET"))
-		return;
-	r = sd_notify(0, state);
-	if (r < 0)
-		log_warn("sd_notify: %s", strerror(-r));
-}
-
 int main(int argc, char **argv)
 {
 	struct backend_config cfg = {
@@ -909,9 +913,7 @@ int main(int argc, char **argv)
 			 "(process clients; not VM slots or remote links)", cfg.kernel_timeout_ms);
 	if (cfg.remote.link_port && remote_serve_start(&cfg))
 		return 1;
-	notify_systemd("READY=1\nSTATUS=serving");
 	serve_clients(&cfg, lfd);
-	notify_systemd("STOPPING=1");
 	mearas_unlink_socket(sock);
 	control_stop();
 	remote_serve_stop();
