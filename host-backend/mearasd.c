@@ -890,6 +890,9 @@ int main(int argc, char **argv)
 		cfg.vgpus_default = cfg.dev == &mdev_sim_ops ? 2 : 1;
 	if (tenant_table_init(&limits) || vm_sockets_check(vm_specs, n_vm_specs))
 		return 1;
+	/* before anything listens: whoever sees a socket may stop mearasd cleanly */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	lfd = listen_on(sock);
 	if (lfd < 0)
 		return 1;
@@ -897,8 +900,6 @@ int main(int argc, char **argv)
 		mearas_unlink_socket(sock);
 		return 1;
 	}
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGCHLD, SIG_IGN); /* workers are reaped automatically */
 	if (vm_servers_start(&cfg, vm_specs, n_vm_specs))
