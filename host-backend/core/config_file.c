@@ -534,6 +534,14 @@ static char *read_file(const char *path, size_t *len)
 		close(fd);
 		return NULL;
 	}
+	/* whoever may write it configures a root daemon on its next start */
+	if ((st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		fprintf(stderr, "mearasd: config file %s: owned by uid %u, mode %04o: refused (it must be owned by "
+			"root or mearasd's user and writable by no one else)\n", path, (unsigned)st.st_uid,
+			(unsigned)(st.st_mode & 07777));
+		close(fd);
+		return NULL;
+	}
 	buf = malloc((size_t)st.st_size + 1);
 	while (buf && got < (size_t)st.st_size) {
 		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);

@@ -4,6 +4,7 @@ FILE:LINE; flags win over the file; the file drives the daemon it starts."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import tomllib
@@ -77,6 +78,7 @@ INVALID = [
 def write(tmp: Path, text: str | bytes, name: str = "mearasd.toml") -> Path:
     p = tmp / name
     p.write_bytes(text.encode() if isinstance(text, str) else text)
+    p.chmod(0o644)  # whatever the umask: mearasd refuses files others may write
     return p
 
 
@@ -139,6 +141,18 @@ def test_print_config_reads_back(tmp_path: Path) -> None:
     again = print_config(f"--config={write(tmp_path, first.stdout, 'again.toml')}")
     assert again.returncode == 0, again.stderr
     assert tomllib.loads(again.stdout) == tomllib.loads(first.stdout) != {}
+
+
+@pytest.mark.parametrize("mode", [0o664, 0o646])
+def test_file_others_may_write_is_refused(tmp_path: Path, mode: int) -> None:
+    f = write(tmp_path, 'device = "sim"\n')
+    f.chmod(mode)
+    r = print_config(f"--config={f}")
+    assert r.returncode == 2 and f"mode {mode:04o}: refused" in r.stderr, r.stderr
+    os.chown(f, 65534, 65534)  # someone else's file, not writable by others
+    f.chmod(0o644)
+    r = print_config(f"--config={f}")
+    assert r.returncode == 2 and "owned by uid 65534" in r.stderr, r.stderr
 
 
 def test_missing_file_is_an_error(tmp_path: Path) -> None:
