@@ -55,8 +55,17 @@ NVML_OBJ    := $(patsubst %.c,$(BUILD)/obj-nvml/%.o,$(NVML_SRC) common/log.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
-.PHONY: all clean test gpu-test gpu-build demo deps install gen pb remote-link ivshmem
+.PHONY: all clean test gpu-test gpu-build demo deps install gen pb remote-link ivshmem FORCE
 all: $(BUILD)/bin/mearasd $(BUILD)/lib/libcudart.so.13 $(BUILD)/lib/libcuda.so.1 $(BUILD)/lib/libnvidia-ml.so.1
+
+# the version every tool reports (--version): VERSION and the git commit
+# (scripts/version.sh), rewritten only when it changes
+VERSION_H := $(BUILD)/gen/mearas_version.h
+$(VERSION_H): FORCE
+	@mkdir -p $(dir $@)
+	@scripts/version.sh c-header >$@.tmp && { cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@; }
+FORCE:
+$(call obj,host-backend/mearasd.c $(IVSHMEM_SERVE_SRC)): $(VERSION_H)
 
 # every side's per-op code comes from the spec; the generator rewrites only
 # files whose text changes, so a spec edit rebuilds what it changes
@@ -86,7 +95,7 @@ $(BUILD)/obj/host-backend/%.o: BASEFLAGS += -Ihost-backend -Iremote-link/include
 $(call obj,$(MEARASD_SRC)): | $(PB_H)
 
 # ---- remote-link: its own warning flags, C11
-LINK_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread -Iremote-link/include -Iremote-link/src \
+LINK_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread -Iremote-link/include -Iremote-link/src -Iinclude \
               -I$(PB_DIR) $(SAN) $(CFLAGS)
 $(BUILD)/obj/remote-link/%.o: remote-link/%.c | $(PB_H)
 	@mkdir -p $(dir $@)
@@ -131,7 +140,8 @@ $(BUILD)/obj/gen/%.o: $(GEN)/%.c
 $(BUILD)/bin/mearasd: $(call obj,$(MEARASD_SRC) $(COMMON_SRC)) $(EXEC_GEN_OBJ) $(call pb_obj,common control) \
 		$(LINK_LIB) $(IVSHMEM_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDSAN) -pthread -o $@ $^ -ldl -llz4 -lzstd -Wl,-Bstatic -lprotobuf-c -Wl,-Bdynamic -lssl -lcrypto -libverbs
+	$(CC) $(LDSAN) -pthread -o $@ $^ -ldl -llz4 -lzstd -Wl,-Bstatic -lprotobuf-c -Wl,-Bdynamic -lssl -lcrypto -libverbs \
+		-lsystemd
 
 # ---- guest runtime library: hidden by default, CUDA entry points exported
 # under NVIDIA's symbol version so unmodified binaries bind to it

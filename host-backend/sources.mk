@@ -30,3 +30,6 @@ REMOTE_SRC := $(addprefix $(HB)/remote/,config.c forward.c forward_d2h.c forward
 CONTROL_SRC := $(addprefix $(HB)/control/,control.c control_proto.c control_profile.c assembly.c vgpustats.c)
 MEARASD_SRC := $(HB)/mearasd.c $(CLIENT_SRC) $(EXEC_SRC) $(CORE_SRC) $(TENANT_SRC) $(DEVICE_SRC) \
                $(GPUPROBE_SRC) $(VM_SRC) $(REMOTE_SRC) $(CONTROL_SRC)
+# the config file (--config, a TOML subset)
+CONFIG_FILE_SRC := $(HB)/core/config_file.c
+MEARASD_SRC += $(CONFIG_FILE_SRC)

@@ -15,6 +15,7 @@ from .manager import Manager
 from .errors import MearasError
 from .model import NodeProfile
 from .profiles import collect_profile
+from .sdnotify import notify
 
 _PID_OWNER = re.compile(r"^pid:(\d+)@(.+)$")
 
@@ -66,7 +67,9 @@ def run_agent(mgr: Manager, interval: float | None, once: bool) -> int:
         signal.signal(s, on_signal)
     last = _published(mgr)
     shown: NodeProfile | None = None  # what this agent logged last
+    ready = False
     while True:
+        status = f"publishing node {mgr.node} every {period:g} s"
         try:
             profile = collect_profile(mgr.config, mgr.mearasd, last)
             mgr.registry.publish_node(profile)
@@ -76,11 +79,17 @@ def run_agent(mgr: Manager, interval: float | None, once: bool) -> int:
                 print(f"mearas node-agent: released {asm} (owner process gone)", flush=True)
         except MearasError as e:
             print(f"mearas node-agent: {e}", file=sys.stderr, flush=True)
+            status = f"node {mgr.node}: {e}"
             if once:
                 return 1
+        if not once and not ready:
+            # systemd (Type=notify): running once the first publication was tried
+            notify(f"READY=1\nSTATUS={status}")
+            ready = True
         if once or stop.wait(period):
             break
     if not once:
+        notify("STOPPING=1")
         try:
             mgr.registry.withdraw_node(mgr.node)
         except MearasError as e:

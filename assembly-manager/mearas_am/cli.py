@@ -10,7 +10,7 @@ import sys
 import time
 from collections import Counter
 
-from . import booking, slurm
+from . import VERSION_FULL, booking, slurm
 from .agent import run_agent
 from .config import load_config
 from .errors import MearasError, RequestError
@@ -70,6 +70,7 @@ def _identity(a: argparse.Namespace) -> str:
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="mearas", description="mearas GPU assembly manager")
     ap.add_argument("--config", help="config file (default $MEARAS_CONFIG or /etc/mearas/am.toml)")
+    ap.add_argument("--version", action="version", version=f"mearas {VERSION_FULL}")
     out = argparse.ArgumentParser(add_help=False)
     out.add_argument("--json", action="store_true", help="machine-readable output")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -90,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     _request_args(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
     p = sub.add_parser("node-agent", help="publish this node's profile and keep it alive")
+    p.add_argument("--version", action="version", version=f"mearas node-agent {VERSION_FULL}")
     p.add_argument("--once", action="store_true")
     p.add_argument("--interval", type=float, help="seconds between publications")
     p = sub.add_parser("install-hook", help="install the libvirt qemu hook")

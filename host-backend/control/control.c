@@ -239,33 +239,21 @@ static void *control_main(void *arg)
 }
 
 /* Another live server on path? Then do not take its socket away. */
-static bool path_in_use(const char *path)
-{
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	bool used;
-
-	if (fd < 0)
-		return false;
-	strcpy(a.sun_path, path);
-	used = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
-	close(fd);
-	return used;
-}
-
 int control_start(const struct backend_config *cfg, const char *path, const char *node)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	sigset_t all, old;
 	pthread_t t;
+	pid_t holder;
 	int fd, e;
 
 	if (strlen(path) >= sizeof(a.sun_path)) {
 		log_err("control socket path too long: %s", path);
 		return -1;
 	}
-	if (path_in_use(path)) {
-		log_err("control socket %s is served by another process already", path);
+	if (mearas_socket_live(path, &holder)) {
+		log_err("control socket %s is served by another process already (pid %d): not taken over", path,
+			(int)holder);
 		return -1;
 	}
 	strcpy(a.sun_path, path);

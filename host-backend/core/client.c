@@ -78,6 +78,12 @@ int worker_serve_client(const struct backend_config *cfg, int sock, const struct
 	struct backend_config client_cfg; /* this client's: its assembly's GPUs and quotas */
 
 	r = mearas_recv_fds(sock, &h, sizeof(h), fds, 0, &got, 5000);
+	if (r == -EPIPE) {
+		/* closed with nothing sent: e.g. another mearasd checking whether
+		 * this one is alive (mearas_socket_live) */
+		log_debug("client closed the connection before its hello");
+		return 1;
+	}
 	if (r) {
 		log_warn("client sent no hello: %s", strerror(-r));
 		return 1;
