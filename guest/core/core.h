@@ -247,6 +247,7 @@ struct rt_graph_exec {
  * cudaGraphNodeType, the driver's numbers too) */
 struct rt_kernel_node {
 	void *func;                     /* the front end's handle, given back as is */
+	void *kern, *ctx;               /* the driver's CUkernel and context, as given */
 	uint32_t func_id;               /* the back end's function on the graph's vGPU */
 	int vgpu;                       /* whose function it is */
 	uint32_t grid[3], block[3], smem;

@@ -88,7 +88,7 @@ static CUresult add(const char *call, CUgraphNode *out, CUgraph hGraph, const CU
 
 /* the core's kernel node of a driver kernel node's fields, for a graph of
  * vgpu; buf and offsets hold what it points at until it is copied */
-static CUresult kernel_params(int vgpu, CUfunction func, CUkernel kern, const unsigned grid[3],
+static CUresult kernel_params(int vgpu, CUfunction func, CUkernel kern, CUcontext ctx, const unsigned grid[3],
 			      const unsigned block[3], unsigned smem, void **params, void **extra, uint8_t *buf,
 			      uint32_t *offsets, struct rt_node_params *p)
 {
@@ -108,7 +108,9 @@ static CUresult kernel_params(int vgpu, CUfunction func, CUkernel kern, const un
 		return r;
 	memset(p, 0, sizeof(*p));
 	p->type = cudaGraphNodeTypeKernel;
-	p->u.k.func = f;
+	p->u.k.func = func;
+	p->u.k.kern = kern;
+	p->u.k.ctx = ctx;
 	p->u.k.func_id = f->id;
 	p->u.k.vgpu = vgpu;
 	memcpy(p->u.k.grid, grid, sizeof(p->u.k.grid));
@@ -132,7 +134,7 @@ static CUresult kernel_v2(int vgpu, const CUDA_KERNEL_NODE_PARAMS_v2 *q, bool v2
 {
 	if (!q)
 		return CUDA_ERROR_INVALID_VALUE;
-	return kernel_params(vgpu, q->func, v2 ? q->kern : NULL, (const unsigned[3]){ q->gridDimX, q->gridDimY, q->gridDimZ },
+	return kernel_params(vgpu, q->func, v2 ? q->kern : NULL, v2 ? q->ctx : NULL, (const unsigned[3]){ q->gridDimX, q->gridDimY, q->gridDimZ },
 			     (const unsigned[3]){ q->blockDimX, q->blockDimY, q->blockDimZ }, q->sharedMemBytes,
 			     q->kernelParams, q->extra, buf, offsets, p);
 }
@@ -199,8 +201,8 @@ static CUresult get_kernel(CUgraphNode h, CUDA_KERNEL_NODE_PARAMS_v2 *q, bool v2
 	q->kernelParams = k->nparams ? k->args : NULL;
 	q->extra = NULL;
 	if (v2) {
-		q->kern = NULL;
-		q->ctx = NULL;
+		q->kern = (CUkernel)k->kern;
+		q->ctx = (CUcontext)k->ctx;
 	}
 	return CUDA_SUCCESS;
 }
