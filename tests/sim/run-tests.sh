@@ -280,7 +280,7 @@ done
 run_test graph_host_func prog graph_host_func
 run_test graph_capture_api prog graph_capture_api
 run_test graph_nodes prog graph_nodes
-run_test drv_graph_nodes prog drv_graph_nodes
+run_test drv_graph_nodes prog MEARAS_VGPUS=2 drv_graph_nodes
 run_test mix_api prog MEARAS_VGPUS=2 mix_api
 run_test mem_roundtrip prog mem_roundtrip
 run_test mem_roundtrip_256m prog MEARAS_DATA_MB=1024 mem_roundtrip 268435456
