@@ -124,6 +124,12 @@ static cudaError_t check(const char *call, struct rt_graph *g, const struct rt_n
 			return cudaErrorInvalidValue;
 		dspan = c->height > 1 ? c->dpitch * (c->height - 1) + c->width : c->width;
 		sspan = c->height > 1 ? c->spitch * (c->height - 1) + c->width : c->width;
+		if (c->width && dm_find((uint64_t)(uintptr_t)c->dst, dspan, NULL, NULL) < 0 &&
+		    dm_find((uint64_t)(uintptr_t)c->src, sspan, NULL, NULL) < 0) {
+			/* the core copies host to host on the calling thread, not in a capture */
+			log_warn("%s: a memcpy node from host to host memory is not supported by mearas", call);
+			return cudaErrorNotSupported;
+		}
 		if (c->width && (!usable_at_run(c->dst, dspan) || !usable_at_run(c->src, sspan))) {
 			log_warn("%s: a memcpy node of pageable host memory is not supported by mearas (use memory "
 				 "from cudaMallocHost/cuMemAllocHost or registered memory)", call);
@@ -959,6 +965,8 @@ cudaError_t rt_graph_exec_set(const char *call, struct rt_graph_exec *x, struct 
 			return cudaErrorInvalidValue;
 		e = rt_graph_exec_update(&(struct rt_graph_exec){ .vgpu = x->vgpu, .shape = n->p.u.child, .id = 0 },
 					 c, &result, &err, &err_from);
+		if (e == cudaErrorGraphExecUpdateFailure)
+			return cudaErrorInvalidValue; /* not the child's topology */
 		return e ? e : reinstantiate(x);
 	}
 	e = check(call, x->shape, p);
