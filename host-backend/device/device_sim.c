@@ -948,9 +948,8 @@ static int sim_stream_wait_event(struct mdev *d, void *s, void *ev, unsigned fla
 	struct sim_stream *st = s;
 	struct sim_event *e = ev;
 
-	(void)d;
 	(void)flags;
-	if (e->in_capture && e->cap && !e->cap->ended && !capturing(st)) {
+	if (e->in_capture && e->cap && !e->cap->ended && !capturing(st) && st != &d->legacy) {
 		/* joins the capture the event was recorded in */
 		if (st->capture)
 			graph_put(st->capture);
