@@ -134,7 +134,8 @@ static CUresult kernel_v2(int vgpu, const CUDA_KERNEL_NODE_PARAMS_v2 *q, bool v2
 {
 	if (!q)
 		return CUDA_ERROR_INVALID_VALUE;
-	return kernel_params(vgpu, q->func, v2 ? q->kern : NULL, v2 ? q->ctx : NULL, (const unsigned[3]){ q->gridDimX, q->gridDimY, q->gridDimZ },
+	return kernel_params(vgpu, q->func, v2 ? q->kern : NULL, v2 ? q->ctx : NULL,
+			     (const unsigned[3]){ q->gridDimX, q->gridDimY, q->gridDimZ },
 			     (const unsigned[3]){ q->blockDimX, q->blockDimY, q->blockDimZ }, q->sharedMemBytes,
 			     q->kernelParams, q->extra, buf, offsets, p);
 }
