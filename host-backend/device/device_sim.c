@@ -14,7 +14,11 @@
  *    bytes at once);
  *  - capture: work put on a capturing stream is recorded as graph nodes
  *    (copies, memsets, launches, host functions) and replayed at each
- *    launch of the instantiated graph. Captures are single-stream here.
+ *    launch of the instantiated graph. A stream that waits for an event
+ *    recorded in a capture joins it (CUDA's fork), and its work goes into
+ *    the same graph; the graph runs its nodes in the order they were
+ *    captured, which keeps every dependency the capture expressed. Ending
+ *    the capture (on the stream that began it) ends it for all its streams.
  * And one kernel never finishes (mearas_sim_hang), for the GPU time limit.
  */
 #include <errno.h>
@@ -69,6 +73,7 @@ struct sim_event {
 	struct timespec when;
 	int recorded;
 	int in_capture;         /* last recorded on a capturing stream */
+	struct sim_graph *cap;  /* that capture's graph (a reference) */
 	unsigned flags;
 	uint64_t ready_ns;      /* passes at this monotonic time */
 };
@@ -98,6 +103,8 @@ struct sim_graph {
 	struct sim_node *nodes;
 	size_t n, cap;
 	unsigned refs;
+	int ended;              /* its capture is over */
+	void *origin;           /* the stream that began the capture */
 };
 
 struct sim_exec {
@@ -500,7 +507,9 @@ static uint64_t sim_now_ns(void)
 /* The graph a stream captures into, or NULL. */
 static struct sim_graph *capturing(void *stream)
 {
-	return stream ? ((struct sim_stream *)stream)->capture : NULL;
+	struct sim_graph *g = stream ? ((struct sim_stream *)stream)->capture : NULL;
+
+	return g && !g->ended ? g : NULL;
 }
 
 static int graph_add(struct sim_graph *g, const struct sim_node *n)
@@ -939,9 +948,16 @@ static int sim_stream_wait_event(struct mdev *d, void *s, void *ev, unsigned fla
 	struct sim_stream *st = s;
 	struct sim_event *e = ev;
 
-	(void)d;
 	(void)flags;
-	if (!st->capture && e->ready_ns > st->busy_until)
+	if (e->in_capture && e->cap && !e->cap->ended && !capturing(st) && st != &d->legacy) {
+		/* joins the capture the event was recorded in */
+		if (st->capture)
+			graph_put(st->capture);
+		st->capture = e->cap;
+		st->capture->refs++;
+		return 0;
+	}
+	if (!capturing(st) && e->ready_ns > st->busy_until)
 		st->busy_until = e->ready_ns;
 	return 0;
 }
@@ -960,7 +976,11 @@ static int sim_event_create(struct mdev *d, unsigned flags, void **e)
 
 static int sim_event_destroy(struct mdev *d, void *e)
 {
+	struct sim_event *ev = e;
+
 	(void)d;
+	if (ev->cap)
+		graph_put(ev->cap);
 	free(e);
 	return 0;
 }
@@ -972,9 +992,14 @@ static int sim_event_record(struct mdev *d, void *e, void *s)
 	uint64_t now = sim_now_ns();
 
 	(void)d;
-	if (st->capture) {
+	if (ev->cap)
+		graph_put(ev->cap);
+	ev->cap = NULL;
+	if (capturing(st)) {
 		/* a dependency inside the graph, not a point the host can wait for */
 		ev->in_capture = 1;
+		ev->cap = st->capture;
+		ev->cap->refs++;
 		return 0;
 	}
 	ev->in_capture = 0;
@@ -1032,12 +1057,15 @@ static int sim_capture_begin(struct mdev *d, void *s, int mode)
 	(void)mode;
 	if (st == &d->legacy)
 		return cudaErrorStreamCaptureUnsupported;
-	if (st->capture)
+	if (capturing(st))
 		return cudaErrorIllegalState;
+	if (st->capture)
+		graph_put(st->capture); /* a capture it joined, over */
 	st->capture = calloc(1, sizeof(*st->capture));
 	if (!st->capture)
 		return cudaErrorMemoryAllocation;
 	st->capture->refs = 1;
+	st->capture->origin = st;
 	return 0;
 }
 
@@ -1046,9 +1074,12 @@ static int sim_capture_end(struct mdev *d, void *s, void **graph)
 	struct sim_stream *st = s;
 
 	(void)d;
-	if (!st->capture)
+	if (!capturing(st))
 		return cudaErrorIllegalState;
+	if (st->capture->origin != st)
+		return cudaErrorStreamCaptureUnmatched; /* a joined stream, not the one that began it */
 	*graph = st->capture;
+	st->capture->ended = 1;
 	st->capture = NULL;
 	return 0;
 }
