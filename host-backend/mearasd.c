@@ -6,6 +6,7 @@
  * identity may hold, is decided here and in tenant.c, from what the kernel
  * says of the caller (SO_PEERCRED), never from what the client sends.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
@@ -21,7 +22,6 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <syslog.h>
-#include <systemd/sd-daemon.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -732,14 +732,32 @@ static void accept_client(const struct backend_config *cfg, int lfd)
 	live[nlive++] = (struct live_worker){ .pidfd = pidfd, .slot = slot };
 }
 
-/* Type=notify units: readiness and stopping, where systemd asks (NOTIFY_SOCKET) */
+/*
+ * Type=notify units: readiness and stopping, where systemd asks
+ * (NOTIFY_SOCKET). libsystemd is loaded only then: GPU machines without it
+ * (containers) still run mearasd, which links nothing it does not always use.
+ */
 static void notify_systemd(const char *state)
 {
+	static int (*notify)(int unset_environment, const char *state);
+	static bool looked;
 	int r;
 
 	if (!getenv("NOTIFY_SOCKET"))
 		return;
-	r = sd_notify(0, state);
+	if (!looked) {
+		void *lib = dlopen("libsystemd.so.0", RTLD_NOW | RTLD_LOCAL);
+
+		looked = true;
+		if (lib)
+			*(void **)&notify = dlsym(lib, "sd_notify");
+		if (!notify)
+			log_err("NOTIFY_SOCKET is set but libsystemd.so.0 cannot be loaded (%s): systemd will not hear "
+				"that mearasd is ready (install libsystemd0)", dlerror());
+	}
+	if (!notify)
+		return;
+	r = notify(0, state);
 	if (r < 0)
 		log_warn("sd_notify: %s", strerror(-r));
 }
