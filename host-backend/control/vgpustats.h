@@ -81,8 +81,9 @@ static inline void vstat_set(uint64_t *c, uint64_t n)
 	__atomic_store_n(c, n, __ATOMIC_RELAXED);
 }
 /* data path (inline: the executors' own test builds link no control code) */
-/* a record ran (or was forwarded): its op class; the bytes a copy moves */
-static inline void vstat_record(struct vstat_vgpu *s, const struct mearas_sqe *e, uint64_t data_size)
+/* a record ran (or was forwarded): its op class; the bytes a copy moves when it was
+ * accepted (ok) */
+static inline void vstat_record(struct vstat_vgpu *s, const struct mearas_sqe *e, uint64_t data_size, bool ok)
 {
 	unsigned cls;
 	struct mearas_span r;
@@ -92,7 +93,7 @@ static inline void vstat_record(struct vstat_vgpu *s, const struct mearas_sqe *e
 		return;
 	cls = mearas_op_props(e->op)->cls;
 	vstat_add(&s->calls[cls], 1);
-	if (cls != MEARAS_OPCLASS_COPY)
+	if (cls != MEARAS_OPCLASS_COPY || !ok)
 		return;
 	/* the data-area rows a copy reads are bytes to the device, those it
 	 * writes bytes from it (ops.spec's reads/writes); inline bytes go to it */

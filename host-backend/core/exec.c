@@ -271,8 +271,7 @@ void exec_record(struct vgpu *v, const struct mearas_sqe *e)
 	} else {
 		r = exec_handlers[e->op](v, e, &c, &f);
 		log_debug("vGPU %u: %s -> %d", v->index, mearas_op_name(e->op), r);
-		if (!r)
-			vstat_record(v->stats, e, v->w->data_size);
+		vstat_record(v->stats, e, v->w->data_size, r == 0);
 	}
 	if (r && v->stats)
 		vstat_add(&v->stats->errors, 1);

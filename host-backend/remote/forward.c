@@ -267,7 +267,7 @@ static void forward(struct vgpu *v, const struct mearas_sqe *e)
 static bool forward_record(struct vgpu *v, const struct mearas_sqe *e, void *urgent)
 {
 	v->records++;
-	vstat_record(v->stats, e, v->w->data_size);
+	vstat_record(v->stats, e, v->w->data_size, true);
 	if ((e->flags & MEARAS_SQE_WANT_CQE) || mearas_op_props(e->op)->urgent)
 		*(bool *)urgent = true;
 	forward(v, e);
