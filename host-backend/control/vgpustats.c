@@ -196,10 +196,11 @@ void vstats_worker_gone(unsigned owner_slot)
 		struct vstat_slot *s = &table[i];
 		int32_t pid = __atomic_load_n(&s->pid, __ATOMIC_ACQUIRE);
 
-		if (pid == 0 || s->owner_slot != owner_slot)
+		/* -1: a live worker filling it in (its owner_slot may be an earlier one's) */
+		if (pid <= 0 || s->owner_slot != owner_slot)
 			continue;
-		/* the worker is gone: what it wrote is final (a -1 slot was never filled in) */
-		if (pid > 0) {
+		/* the worker is gone: what it wrote is final */
+		{
 			s->assembly[sizeof(s->assembly) - 1] = 0;
 			s->owner[sizeof(s->owner) - 1] = 0;
 			for (unsigned k = 0; k < s->nvgpus && k < MEARAS_MAX_VGPUS; k++) {
