@@ -13,7 +13,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -98,6 +98,16 @@ def settled(url: str) -> str:
         text = scrape(url)
         if pick(samples(text), "mearas_vgpu_clients") == 0 or time.monotonic() > deadline:
             return text
+        time.sleep(0.05)
+
+
+def scrape_until(url: str, ok: Callable[[dict[tuple[str, Labels], float]], bool]) -> dict[tuple[str, Labels], float]:
+    """Scrapes until ok says the figures are in (workers publish some every 200 ms), 10 s at most."""
+    deadline = time.monotonic() + 10
+    while True:
+        ss = samples(scrape(url))
+        if ok(ss) or time.monotonic() > deadline:
+            return ss
         time.sleep(0.05)
 
 
@@ -199,8 +209,7 @@ def test_metrics_report_live_memory_against_quota(served: tuple[Daemon, str]) ->
     try:
         assert p.stdout is not None and p.stdin is not None
         assert p.stdout.readline().strip() == "ready"
-        time.sleep(0.5)  # the worker publishes its memory every 200 ms
-        live = samples(scrape(url))
+        live = scrape_until(url, lambda ss: pick(ss, "mearas_vgpu_memory_used_bytes", owner=ME, vgpu="0") > 0)
         assert pick(live, "mearas_vgpu_clients", owner=ME, vgpu="0") == 1
         used = pick(live, "mearas_vgpu_memory_used_bytes", owner=ME, vgpu="0")
         assert 17 * MiB <= used < 64 * MiB  # 1 MiB + 16 MiB held, rounded up to the heap's granularity
@@ -281,9 +290,9 @@ def test_metrics_of_a_remote_link(tmp_path: Path) -> None:
             assert p.stdout is not None and p.stdin is not None
             line = p.stdout.readline().strip()
             assert line == "ready", p.stderr.read() if p.stderr else ""
-            time.sleep(1.5)  # a quiet link sends heartbeats after 500 ms: its round trip
-            live = samples(scrape(url))
             lb = {"peer": peer, "owner": ME, "assembly": "far", "vgpu": "1"}
+            # a quiet link sends heartbeats after 500 ms: their answers give the round trip
+            live = scrape_until(url, lambda ss: pick(ss, "mearas_link_rtt_seconds", **lb) > 0)
             assert pick(live, "mearas_link_state", state="up", **lb) == 1
             assert pick(live, "mearas_link_state", state="broken", **lb) == 0
             assert 0 < pick(live, "mearas_link_rtt_seconds", **lb) < 1
@@ -363,11 +372,19 @@ def test_top_refreshes(served: tuple[Daemon, str], tmp_path: Path) -> None:
                           str(top_config(tmp_path, url)), "top", "--interval", "0.3"],
                          env=dict(os.environ, PYTHONPATH=str(TOP / "assembly-manager")),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen: list[str] = []
     try:
-        time.sleep(2.0)
+        assert p.stdout is not None
+        deadline = time.monotonic() + 20
+        while sum(line.startswith(f"NODE {NODE}") for line in seen) < 3 and time.monotonic() < deadline:
+            line = p.stdout.readline()
+            if not line:
+                break
+            seen.append(line)
     finally:
         p.send_signal(signal.SIGINT)
-        out, _ = p.communicate(timeout=10)
+        rest, _ = p.communicate(timeout=10)
+    out = "".join(seen) + rest
     assert p.returncode == 130
     assert out.count("mearas top") >= 3  # one header per refresh
     assert out.count(f"NODE {NODE}") >= 3
