@@ -226,6 +226,23 @@ def _size(v: float | None) -> str:
     return "-" if v is None else format_size(int(v))
 
 
+def _gpu_summary(n: NodeFigures) -> str:
+    """This node's GPUs as its local vGPUs use them (sums of the vGPU figures)."""
+    by_gpu: dict[int, list[VgpuFigures]] = {}
+    for v in n.vgpus:
+        if v.kind == "local":
+            by_gpu.setdefault(v.gpu, []).append(v)
+    rows = []
+    for g, vs in sorted(by_gpu.items()):
+        rates = [v.calls_per_second for v in vs if v.calls_per_second is not None]
+        used = [v.memory_used for v in vs if v.memory_used is not None]
+        rows.append([str(g), str(sum(1 for v in vs if v.clients)), str(sum(v.clients for v in vs)),
+                     f"{sum(sum(v.calls.values()) for v in vs):.0f}",
+                     f"{sum(rates):.0f}" if rates else "-", _size(sum(used)) if used else "-"])
+    return table(["GPU", "VGPUS-IN-USE", "CLIENTS", "CALLS", "CALLS/S", "MEM-USED"], rows) \
+        if rows else "no local vGPU has been used"
+
+
 def render_text(nodes: list[NodeFigures]) -> str:
     out: list[str] = []
     for n in nodes:
@@ -240,6 +257,7 @@ def render_text(nodes: list[NodeFigures]) -> str:
                  f"{_size(g.memory_used)}/{_size(g.memory_total)}"] for g in n.gpus]))
         else:
             out.append(f"GPU utilization: not measured (device {n.device}: NVML reads it on GPUs only)")
+        out.append(_gpu_summary(n))
         rows = []
         for v in n.vgpus:
             rows.append([
@@ -251,7 +269,7 @@ def render_text(nodes: list[NodeFigures]) -> str:
                 "-" if v.memory_used is None else f"{_size(v.memory_used)}/{_size(v.memory_quota)}"])
         out.append(table(["VGPU", "OWNER", "ASSEMBLY", "GPU", "KIND", "CLIENTS",
                           *(c.upper() for c in OP_CLASSES), "CALLS/S", "H2D", "D2H", "ERRORS",
-                          "SYNC AVG", "MEM/QUOTA"], rows) if rows else "no vGPU has been used")
+                          "SYNC-AVG", "MEM/QUOTA"], rows) if rows else "no vGPU has been used")
         if n.links:
             out.append(table(["LINK", "OWNER", "ASSEMBLY", "VGPU", "GPU", "UP", "BROKEN", "RTT",
                               "SENT", "RECEIVED", "BATCHES", "MESSAGES", "OPENED"], [

@@ -359,11 +359,15 @@ def test_top_once_prints_a_table(served: tuple[Daemon, str], tmp_path: Path) -> 
     lines = r.stdout.splitlines()
     assert lines[0].startswith(f"NODE {NODE}  device sim")
     assert "GPU utilization: not measured" in r.stdout
+    ghead = next(i for i, line in enumerate(lines) if line.startswith("GPU  VGPUS-IN-USE"))
     head = next(i for i, line in enumerate(lines) if line.startswith("VGPU"))
     cols = lines[head].split()
     row = dict(zip(cols, lines[head + 1].split()))
     assert row["VGPU"] == "0" and row["OWNER"] == ME and row["LAUNCH"] == "4"
     assert row["H2D"] == "1.0MiB"
+    # GPU 0 carries vGPU 0 alone: idle now, its calls so far
+    calls = sum(int(row[c]) for c in ("LAUNCH", "COPY", "SYNC", "MEMORY", "OTHER"))
+    assert lines[ghead + 1].split()[:4] == ["0", "0", "0", str(calls)]
 
 
 def test_top_refreshes(served: tuple[Daemon, str], tmp_path: Path) -> None:
