@@ -141,7 +141,8 @@ $(BUILD)/obj/gen/%.o: $(GEN)/%.c
 $(BUILD)/bin/mearasd: $(call obj,$(MEARASD_SRC) $(COMMON_SRC)) $(EXEC_GEN_OBJ) $(call pb_obj,common control) \
 		$(LINK_LIB) $(IVSHMEM_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDSAN) -pthread -o $@ $^ -ldl -llz4 -lzstd -Wl,-Bstatic -lprotobuf-c -Wl,-Bdynamic -lssl -lcrypto -libverbs
+	$(CC) $(LDSAN) -pthread -o $@ $^ -ldl -llz4 -lzstd -Wl,-Bstatic -lprotobuf-c -Wl,-Bdynamic -lssl -lcrypto -libverbs \
+		-lmicrohttpd
 
 # ---- guest runtime library: hidden by default, CUDA entry points exported
 # under NVIDIA's symbol version so unmodified binaries bind to it

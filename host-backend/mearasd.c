@@ -26,6 +26,8 @@
 #include <unistd.h>
 
 #include "control/control.h"
+#include "control/metrics.h"
+#include "control/vgpustats.h"
 #include "core/client.h"
 #include "core/config.h"
 #include "core/config_file.h"
@@ -59,6 +61,8 @@ static struct tenant_limits limits = {
 static struct vm_spec vm_specs[VM_MAX_SPECS];
 static unsigned n_vm_specs;
 static const char *vm_user;
+static uint32_t metrics_port;           /* 0: no metrics endpoint */
+static const char *metrics_bind;
 
 static void on_signal(int sig)
 {
@@ -133,7 +137,10 @@ static void usage(FILE *f)
 		"                       SIZE_MB of shared memory (a power of two), VGPUS per guest process\n"
 		"  --vm-user=USER       the user QEMU runs as: owns every --vm socket (mode 0600) and, with\n"
 		"                       root, is the only one mearasd admits on it (default: " VM_DEFAULT_QEMU_USER "\n"
-		"                       where that user exists, else root only)\n");
+		"                       where that user exists, else root only)\n"
+		"  --metrics-port=N     serve Prometheus metrics on http://ADDR:N/metrics (0, the default: off)\n"
+		"  --metrics-bind=ADDR  address the metrics endpoint binds (default " METRICS_DEFAULT_BIND "; anyone\n"
+		"                       who reaches it sees every identity's and assembly's figures)\n");
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -151,7 +158,7 @@ static int parse_u64(const char *s, uint64_t *out)
 
 /* long options without a short letter */
 enum { OPT_LINK_HANDSHAKE_MS = 1000, OPT_LINK_MAX_PENDING, OPT_LINK_MAX, OPT_LINK_FD_RESERVE, OPT_LINK_MEM_MB,
-       OPT_VM_USER };
+       OPT_VM_USER, OPT_METRICS_PORT, OPT_METRICS_BIND };
 
 /* daemon hygiene options (config file, version, logs) */
 enum { OPT_CONFIG = 2000, OPT_PRINT_CONFIG, OPT_VERSION, OPT_LOG_LEVEL, OPT_LOG };
@@ -196,6 +203,8 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		{ "max-clients-per-user", required_argument, NULL, 'P' },
 		{ "user-data-mb", required_argument, NULL, 'U' },
 		{ "vm-user", required_argument, NULL, OPT_VM_USER },
+		{ "metrics-port", required_argument, NULL, OPT_METRICS_PORT },
+		{ "metrics-bind", required_argument, NULL, OPT_METRICS_BIND },
 		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	uint64_t v;
@@ -394,6 +403,13 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 			break;
 		case OPT_VM_USER:
 			vm_user = optarg;
+			break;
+		case OPT_METRICS_PORT:
+			if (parse_range("metrics-port", optarg, 0, 65535, &metrics_port))
+				return -1;
+			break;
+		case OPT_METRICS_BIND:
+			metrics_bind = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -806,6 +822,7 @@ static void serve_clients(const struct backend_config *cfg, int lfd)
 		for (unsigned i = nl; i-- > 0;) {
 			if (!pfd[1 + i].revents)
 				continue;
+			vstats_worker_gone(live[i].slot); /* its counters into the totals */
 			tenant_worker_gone(live[i].slot);
 			close(live[i].pidfd);
 			live[i] = live[--nlive];
@@ -909,6 +926,8 @@ int main(int argc, char **argv)
 		cfg.vgpus_default = cfg.dev == &mdev_sim_ops ? 2 : 1;
 	if (tenant_table_init(&limits) || vm_sockets_check(vm_specs, n_vm_specs))
 		return 1;
+	if (vstats_init())
+		log_warn("no shared counter table: vGPU calls are not counted");
 	/* before anything listens: whoever sees a socket may stop mearasd cleanly */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -933,7 +952,20 @@ int main(int argc, char **argv)
 			 "(process clients; not VM slots or remote links)", cfg.kernel_timeout_ms);
 	if (cfg.remote.link_port && remote_serve_start(&cfg))
 		return 1;
+	if (metrics_port) {
+		struct metrics_source ms = { .node = node_name, .device = cfg.dev->name,
+					     .nvml = cfg.dev == &mdev_cuda_ops };
+
+		if (metrics_start(metrics_bind, (uint16_t)metrics_port, &ms)) {
+			mearas_unlink_socket(sock);
+			control_stop();
+			return 1;
+		}
+	} else if (metrics_bind) {
+		log_warn("--metrics-bind without --metrics-port: no metrics endpoint");
+	}
 	serve_clients(&cfg, lfd);
+	metrics_stop();
 	mearas_unlink_socket(sock);
 	control_stop();
 	remote_serve_stop();

@@ -22,6 +22,7 @@ from .policies import POLICIES
 from .render import (assemblies_table, candidates_text, node_views, nodes_json, nodes_table,
                      to_json)
 from .runner import run_app, user_identity
+from .top import run_top
 from .units import parse_cc, parse_size
 
 
@@ -94,6 +95,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"mearas node-agent {VERSION_FULL}")
     p.add_argument("--once", action="store_true")
     p.add_argument("--interval", type=float, help="seconds between publications")
+    p = sub.add_parser("top", help="live view of mearasd's metrics: nodes, GPUs, vGPUs, links")
+    p.add_argument("--url", action="append", default=[],
+                   help="a mearasd metrics endpoint (repeatable; default: [mearasd] metrics_url)")
+    p.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes (2)")
+    p.add_argument("--once", action="store_true", help="print one view and exit")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p = sub.add_parser("install-hook", help="install the libvirt qemu hook")
     p.add_argument("--hook-path", default=DEFAULT_HOOK)
     p.add_argument("--force", action="store_true")
@@ -116,6 +123,10 @@ def _dispatch(a: argparse.Namespace) -> int:
     config = load_config(a.config)
     for w in config.warnings:
         print(f"mearas: warning: {w}", file=sys.stderr)
+    if a.cmd == "top":
+        md = config.mearasd
+        return run_top(a.url or ([md.metrics_url] if md.metrics_url else []), a.interval, a.once,
+                       a.json)
     mgr = Manager(config)
     try:
         if a.cmd == "nodes":

@@ -40,6 +40,7 @@ class MearasdConfig:
     control_socket: str
     client_socket: str  # where programs reach mearasd: `mearas run` sets MEARAS_SOCKET to it
     timeout: float
+    metrics_url: str = ""  # mearasd's metrics endpoint (mearasd --metrics-port), for `mearas top`
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,13 @@ def _table(d: dict[str, Any], key: str) -> dict[str, Any]:
     if not isinstance(v, dict):
         raise ConfigError(f"[{key}] must be a table")
     return v
+
+
+def _metrics_url(v: Any) -> str:
+    url = str(v)
+    if url and not url.startswith(("http://", "https://")):
+        raise ConfigError(f"mearasd.metrics_url must be an http:// URL, not {url!r}")
+    return url
 
 
 def parse_config(d: dict[str, Any], source: str = "<dict>") -> Config:
@@ -101,6 +109,7 @@ def parse_config(d: dict[str, Any], source: str = "<dict>") -> Config:
                 control_socket=str(md.get("control_socket", "/run/mearas/control.sock")),
                 client_socket=str(md.get("client_socket", DEFAULT_CLIENT_SOCKET)),
                 timeout=float(md.get("timeout", 10.0)),
+                metrics_url=_metrics_url(md.get("metrics_url", "")),
             ),
             libdir=str(rt.get("libdir", "/usr/local/lib/mearas")),
             source=source,

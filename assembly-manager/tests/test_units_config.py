@@ -49,6 +49,7 @@ def test_config_defaults() -> None:
     ({"registry": {"backend": "zookeeper"}}, "backend must be"),
     ({"node": {"max_vgpus_per_gpu": 0}}, "max_vgpus_per_gpu"),
     ({"registry": {"node_ttl": 1}}, "node_ttl"),
+    ({"mearasd": {"metrics_url": "127.0.0.1:9400"}}, "metrics_url must be an http:// URL"),
 ])
 def test_config_errors(doc: dict[str, object], msg: str) -> None:
     with pytest.raises(ConfigError, match=msg):

@@ -3,7 +3,8 @@
  * GetProfile: the node's GPUs (from a probe child, cached) and their load:
  * the vGPUs of instantiated assemblies per GPU, with each vGPU's call rate
  * over the last second from the workers' shared counters (vgpustats.h).
- * GPU utilization is not measured (no NVML here): always reported as 0.
+ * GPU utilization is not measured here (no NVML): always reported as 0 (the
+ * metrics endpoint, control/metrics_gpu.c, reads NVML).
  * The link server's port, bind address and whether a cluster key is loaded
  * let the node agent tell whether other nodes can reach this node's GPUs.
  */
@@ -78,14 +79,12 @@ void profile_sample_rates(void)
 			continue;
 		}
 		if (kill(pid, 0) && errno == ESRCH) {
-			/* the worker was killed before it could give its slot back */
-			__atomic_compare_exchange_n(&t[i].pid, &pid, 0, false, __ATOMIC_RELEASE,
-						    __ATOMIC_RELAXED);
+			/* the worker is gone; mearasd's main process folds and frees its slot */
 			prev_pid[i] = 0;
 			continue;
 		}
 		for (unsigned v = 0; v < MEARAS_MAX_VGPUS; v++) {
-			uint64_t r = __atomic_load_n(&t[i].records[v], __ATOMIC_RELAXED);
+			uint64_t r = __atomic_load_n(&t[i].v[v].records, __ATOMIC_RELAXED);
 
 			rate[i][v] = prev_pid[i] == pid && r >= prev_records[i][v] ?
 					     (double)(r - prev_records[i][v]) / dt : 0.0;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "control/vgpustats.h"
 #include "deferred.h"
 #include "exec_internal.h"
 #include "mearas/clock.h"
@@ -29,8 +30,11 @@
 /* Host-side cost of one synchronizing call, for the VM worker's report. */
 static void account_sync(struct vgpu *v, uint64_t fetched_ns)
 {
+	uint64_t ns = mearas_mono_ns() - fetched_ns;
+
 	v->sync_calls++;
-	v->sync_ns += mearas_mono_ns() - fetched_ns;
+	v->sync_ns += ns;
+	vstat_sync_done(v->stats, ns);
 }
 
 /* Posts c to thread slot cq; with seq, c's user_data becomes the vGPU's next
@@ -157,8 +161,11 @@ int exec_poll_pending(struct vgpu *v)
 			v->pend[keep++] = p;
 			continue;
 		}
-		if (p.poll_status && !p.cqe.status)
+		if (p.poll_status && !p.cqe.status) {
 			p.cqe.status = p.poll_status;
+			if (v->stats)
+				vstat_add(&v->stats->errors, 1);
+		}
 		/* the fence outlives complete(): it may flush output through it, and
 		 * a reset there (teardown) must see the client event still held */
 		complete(v, &p);
@@ -264,7 +271,10 @@ void exec_record(struct vgpu *v, const struct mearas_sqe *e)
 	} else {
 		r = exec_handlers[e->op](v, e, &c, &f);
 		log_debug("vGPU %u: %s -> %d", v->index, mearas_op_name(e->op), r);
+		vstat_record(v->stats, e, v->w->data_size, r == 0);
 	}
+	if (r && v->stats)
+		vstat_add(&v->stats->errors, 1);
 	if (r == 0 && v->watch)
 		watch_record(v, e, &f);
 	if (want)

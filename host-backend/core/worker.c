@@ -137,6 +137,7 @@ int worker_setup_vgpu(struct worker *w, unsigned i, int ndev, char *err, size_t 
 	}
 	v->engine = engine;
 	phys = cfg->gpu_map[i] >= 0 ? cfg->gpu_map[i] : !engine->local ? 0 : (int)(i % (unsigned)ndev);
+	v->phys = phys;
 	r = engine->open(v, phys, base, VA_WINDOW_SIZE, info, &gran, err, errlen);
 	if (r)
 		return r;
