@@ -141,8 +141,7 @@ $(BUILD)/obj/gen/%.o: $(GEN)/%.c
 $(BUILD)/bin/mearasd: $(call obj,$(MEARASD_SRC) $(COMMON_SRC)) $(EXEC_GEN_OBJ) $(call pb_obj,common control) \
 		$(LINK_LIB) $(IVSHMEM_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDSAN) -pthread -o $@ $^ -ldl -llz4 -lzstd -Wl,-Bstatic -lprotobuf-c -Wl,-Bdynamic -lssl -lcrypto -libverbs \
-		-lmicrohttpd
+	$(CC) $(LDSAN) -pthread -o $@ $^ -ldl -llz4 -lzstd -Wl,-Bstatic -lprotobuf-c -Wl,-Bdynamic -lssl -lcrypto -libverbs
 
 # ---- guest runtime library: hidden by default, CUDA entry points exported
 # under NVIDIA's symbol version so unmodified binaries bind to it

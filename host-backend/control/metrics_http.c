@@ -5,13 +5,19 @@
  * 405. Whoever can reach the port is untrusted: connections, their memory
  * (headers) and their idle time are bounded by the library's options, and
  * nothing a request carries is used but its method and path.
+ *
+ * libmicrohttpd is loaded when the endpoint is asked for (--metrics-port),
+ * not linked: mearasd runs where it is not installed (GPU machines and
+ * containers), and only the metrics need it.
  */
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +32,63 @@
 #define METRICS_TIMEOUT_S 10
 #define METRICS_CONN_MEMORY (32u << 10) /* request line and headers, per connection */
 
+/* the library's calls used here, from libmicrohttpd.so.12 */
+static struct {
+	struct MHD_Daemon *(*start_daemon)(unsigned int flags, uint16_t port, MHD_AcceptPolicyCallback apc,
+					   void *apc_cls, MHD_AccessHandlerCallback dh, void *dh_cls, ...);
+	void (*stop_daemon)(struct MHD_Daemon *daemon);
+	const union MHD_ConnectionInfo *(*get_connection_info)(struct MHD_Connection *connection,
+							       enum MHD_ConnectionInfoType info_type, ...);
+	struct MHD_Response *(*create_response_from_buffer)(size_t size, void *buffer,
+							    enum MHD_ResponseMemoryMode mode);
+	enum MHD_Result (*add_response_header)(struct MHD_Response *response, const char *header,
+					       const char *content);
+	enum MHD_Result (*queue_response)(struct MHD_Connection *connection, unsigned int status_code,
+					  struct MHD_Response *response);
+	void (*destroy_response)(struct MHD_Response *response);
+} mhd;
+
+#define MHD_LIBRARY "libmicrohttpd.so.12"
+
+/* 0, or -1 with the reason on stderr */
+static int load_mhd(void)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+	} fns[] = {
+		{ "MHD_start_daemon", offsetof(__typeof__(mhd), start_daemon) },
+		{ "MHD_stop_daemon", offsetof(__typeof__(mhd), stop_daemon) },
+		{ "MHD_get_connection_info", offsetof(__typeof__(mhd), get_connection_info) },
+		{ "MHD_create_response_from_buffer", offsetof(__typeof__(mhd), create_response_from_buffer) },
+		{ "MHD_add_response_header", offsetof(__typeof__(mhd), add_response_header) },
+		{ "MHD_queue_response", offsetof(__typeof__(mhd), queue_response) },
+		{ "MHD_destroy_response", offsetof(__typeof__(mhd), destroy_response) },
+	};
+	void *lib;
+
+	if (mhd.start_daemon)
+		return 0;
+	lib = dlopen(MHD_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		fprintf(stderr, "mearasd: --metrics-port needs %s (Debian: libmicrohttpd12): %s\n", MHD_LIBRARY,
+			dlerror());
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+		void *f = dlsym(lib, fns[i].name);
+
+		if (!f) {
+			fprintf(stderr, "mearasd: %s has no %s\n", MHD_LIBRARY, fns[i].name);
+			memset(&mhd, 0, sizeof(mhd));
+			dlclose(lib);
+			return -1;
+		}
+		memcpy((char *)&mhd + fns[i].off, &f, sizeof(f));
+	}
+	return 0;
+}
+
 static struct MHD_Daemon *daemon_;
 static struct metrics_source source;
 /* the server's sockets: closed in every worker mearasd forks (workers never
@@ -37,7 +100,7 @@ static int conn_fds[METRICS_MAX_CONNECTIONS + 4];
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 			  enum MHD_ConnectionNotificationCode toe)
 {
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	const union MHD_ConnectionInfo *ci = mhd.get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 	int fd = ci ? ci->connect_fd : -1;
 	size_t n = sizeof(conn_fds) / sizeof(conn_fds[0]);
 
@@ -99,17 +162,17 @@ static int open_listener(const struct sockaddr *a, socklen_t alen)
 
 static enum MHD_Result answer_text(struct MHD_Connection *c, unsigned status, const char *text)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), (void *)text,
+	struct MHD_Response *r = mhd.create_response_from_buffer(strlen(text), (void *)text,
 								 MHD_RESPMEM_PERSISTENT);
 	enum MHD_Result ret;
 
 	if (!r)
 		return MHD_NO;
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+	mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
 	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
-	ret = MHD_queue_response(c, status, r);
-	MHD_destroy_response(r);
+		mhd.add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	ret = mhd.queue_response(c, status, r);
+	mhd.destroy_response(r);
 	return ret;
 }
 
@@ -142,14 +205,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		mtext_free(&t);
 		return answer_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory rendering the metrics\n");
 	}
-	r = MHD_create_response_from_buffer(t.len, t.buf, MHD_RESPMEM_MUST_FREE);
+	r = mhd.create_response_from_buffer(t.len, t.buf, MHD_RESPMEM_MUST_FREE);
 	if (!r) {
 		mtext_free(&t);
 		return MHD_NO;
 	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8");
-	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
-	MHD_destroy_response(r);
+	mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8");
+	ret = mhd.queue_response(c, MHD_HTTP_OK, r);
+	mhd.destroy_response(r);
 	return ret;
 }
 
@@ -163,6 +226,8 @@ int metrics_start(const char *bind, uint16_t port, const struct metrics_source *
 
 	if (!bind)
 		bind = METRICS_DEFAULT_BIND;
+	if (load_mhd())
+		return -1;
 	if (inet_pton(AF_INET, bind, &a4->sin_addr) == 1) {
 		a4->sin_family = AF_INET;
 		a4->sin_port = htons(port);
@@ -187,7 +252,7 @@ int metrics_start(const char *bind, uint16_t port, const struct metrics_source *
 	/* signals are for mearasd's accept loop, never for the server's thread */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	daemon_ = MHD_start_daemon(flags, port, NULL, NULL, on_request, NULL,
+	daemon_ = mhd.start_daemon(flags, port, NULL, NULL, on_request, NULL,
 				   MHD_OPTION_LISTEN_SOCKET, listen_fd,
 				   MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
 				   MHD_OPTION_CONNECTION_LIMIT, (unsigned)METRICS_MAX_CONNECTIONS,
@@ -213,6 +278,6 @@ void metrics_stop(void)
 	/* the library closes the listen socket it was given */
 	listen_fd = -1;
 	if (daemon_)
-		MHD_stop_daemon(daemon_);
+		mhd.stop_daemon(daemon_);
 	daemon_ = NULL;
 }

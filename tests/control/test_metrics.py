@@ -266,6 +266,37 @@ def test_metrics_bind_refuses_a_bad_address(tmp_path: Path) -> None:
     assert "--metrics-bind 'nowhere'" in r.stderr
 
 
+def _mhd_library() -> str | None:
+    out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if line.strip().startswith("libmicrohttpd.so.12 ") and "=>" in line:
+            return line.split("=>", 1)[1].strip()
+    return None
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None or os.geteuid() != 0,
+                    reason="needs unshare and root (a private mount namespace)")
+def test_metrics_without_the_http_library_say_so(tmp_path: Path) -> None:
+    # mearasd loads libmicrohttpd only for --metrics-port: hidden in a private mount
+    # namespace, the endpoint is refused with the package's name, and mearasd without
+    # --metrics-port still starts
+    lib = _mhd_library()
+    assert lib, "libmicrohttpd.so.12 is a dependency of the control suite (scripts/deps)"
+    base = [str(MEARASD), "--device=sim", f"--socket={tmp_path / 'd.sock'}", f"--control={tmp_path / 'c.sock'}"]
+    hide = f"mount --bind /dev/null {lib} && exec \"$@\""
+    r = subprocess.run(["unshare", "-m", "sh", "-c", hide, "sh", *base, f"--metrics-port={free_port()}"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0
+    assert "--metrics-port needs libmicrohttpd.so.12 (Debian: libmicrohttpd12)" in r.stderr
+    p = subprocess.Popen(["unshare", "-m", "sh", "-c", hide, "sh", *base], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        wait_for_socket(str(tmp_path / "d.sock"), p, 15)
+    finally:
+        p.send_signal(signal.SIGTERM)
+        p.wait(10)
+
+
 # ---- remote links
 
 def test_metrics_of_a_remote_link(tmp_path: Path) -> None:
