@@ -113,15 +113,23 @@ int exec_op_MEM_FREE_ASYNC(struct vgpu *v, const struct mearas_sqe *e, const str
 int exec_op_MEM_GET_INFO(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_MEM_GET_INFO *in,
 			 struct mearas_cqe *c, struct fence_req *f)
 {
-	uint64_t dfree, dtotal;
+	uint64_t dfree, dtotal, used = v->heap.used;
 	int r = v->ops->mem_info(v->dev, &dfree, &dtotal);
 
 	(void)e, (void)in, (void)f;
 	if (r)
 		return r;
-	/* the vGPU sees its quota as its memory */
+	/* the vGPU sees its quota as its memory; what its identity's other
+	 * clients hold of a shared quota is in use too (as another process's
+	 * memory is natively) */
+	if (v->heap.ops && v->heap.ops->charged) {
+		uint64_t shared = v->heap.ops->charged(v->heap.ctx);
+
+		if (shared > used)
+			used = shared;
+	}
 	c->val[1] = v->heap.quota < dtotal ? v->heap.quota : dtotal;
-	c->val[0] = c->val[1] - v->heap.used;
+	c->val[0] = used < c->val[1] ? c->val[1] - used : 0;
 	if (c->val[0] > dfree)
 		c->val[0] = dfree;
 	return 0;

@@ -325,3 +325,18 @@ void tenant_uncharge_dev(unsigned slot, unsigned v, uint64_t bytes)
 	}
 	unlock();
 }
+
+uint64_t tenant_dev_used(unsigned slot, unsigned v)
+{
+	uint64_t used = 0;
+	struct tslot *s;
+
+	if (!T || !slot || slot > T->lim.max_workers || v >= MEARAS_MAX_VGPUS)
+		return 0;
+	lock();
+	s = &T->slots[slot - 1];
+	if (s->pool)
+		used = T->pools[s->pool - 1].dev[v];
+	unlock();
+	return used;
+}

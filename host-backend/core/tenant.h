@@ -85,5 +85,8 @@ int tenant_worker_hello(unsigned slot, const char *pool, uint64_t data_bytes, ch
  */
 int tenant_charge_dev(unsigned slot, unsigned v, uint64_t bytes, uint64_t quota);
 void tenant_uncharge_dev(unsigned slot, unsigned v, uint64_t bytes);
+/* Worker: device memory on vGPU v held by the identity's pool (all its
+ * workers, this one's included); 0 without a pool. */
+uint64_t tenant_dev_used(unsigned slot, unsigned v);
 
 #endif

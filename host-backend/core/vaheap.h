@@ -41,6 +41,9 @@ struct vaheap_ops {
 	 * by several workers); charge returns 0, or -1 to refuse bytes more */
 	int (*charge)(void *ctx, uint64_t bytes);
 	void (*uncharge)(void *ctx, uint64_t bytes);
+	/* optional, with charge: the bytes held against that quota by all the
+	 * heaps sharing it, this one's included */
+	uint64_t (*charged)(void *ctx);
 	/* optional: a reservation made or given back (the device may need to
 	 * know the stretch; a GPU's window is reserved as a whole already) */
 	int (*reserve)(void *ctx, uint64_t va, uint64_t size, void **cookie);

@@ -57,6 +57,13 @@ static int heap_charge(void *ctx, uint64_t bytes)
 	return -1;
 }
 
+static uint64_t heap_charged(void *ctx)
+{
+	struct vgpu *v = ctx;
+
+	return tenant_dev_used(v->w->tenant_slot, v->index);
+}
+
 static void heap_uncharge(void *ctx, uint64_t bytes)
 {
 	struct vgpu *v = ctx;
@@ -82,6 +89,7 @@ static void heap_release(void *ctx, uint64_t va, uint64_t size, void *cookie)
 
 static const struct vaheap_ops heap_ops = {
 	.map = heap_map, .unmap = heap_unmap, .charge = heap_charge, .uncharge = heap_uncharge,
+	.charged = heap_charged,
 	.reserve = heap_reserve, .release = heap_release,
 };
 

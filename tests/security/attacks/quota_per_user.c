@@ -3,8 +3,9 @@
  * One user allocates device memory through several connections. The vGPU's
  * quota (--quota-mb) holds for all of the user's connections together: the
  * allocation that would pass it fails with cudaErrorMemoryAllocation, memory
- * freed (or held by a connection that ended) counts no more, and each vGPU
- * has a quota of its own.
+ * freed (or held by a connection that ended) counts no more, each vGPU
+ * has a quota of its own, and cudaMemGetInfo of one connection counts what
+ * the others hold as in use.
  *   quota_per_user SOCKET QUOTA_MB
  * Exit 0 when every allocation got the status the shared quota gives it.
  */
@@ -20,6 +21,15 @@ static int expect(const char *what, int st, int want)
 		return 0;
 	printf("FAIL: %s: want %d\n", what, want);
 	return 1;
+}
+
+/* cudaMemGetInfo on vGPU v: free bytes (-1 on error) */
+static int64_t mem_free_bytes(struct hostile *h, unsigned v)
+{
+	struct mearas_sqe e = hostile_sqe(MEARAS_OP_MEM_GET_INFO);
+	uint64_t val[2] = { 0, 0 };
+
+	return hostile_call(h, v, &e, val) ? -1 : (int64_t)val[0];
 }
 
 static int mem_free(struct hostile *h, unsigned v, uint64_t va)
@@ -52,6 +62,17 @@ int main(int argc, char **argv)
 	bad |= expect("connection 0, 2/5 of the quota", st, 0);
 	hostile_alloc(&c[1], 0, part, &st);
 	bad |= expect("connection 1, 2/5 of the quota", st, 0);
+	/* what the others hold is in use for connection 2 too (cudaMemGetInfo) */
+	{
+		int64_t fr = mem_free_bytes(&c[2], 0);
+
+		printf("connection 2 sees %lld MiB free\n", (long long)(fr >> 20));
+		if (fr != (int64_t)(quota - 2 * part)) {
+			printf("FAIL: connection 2 sees %lld bytes free, want %llu\n", (long long)fr,
+			       (unsigned long long)(quota - 2 * part));
+			bad = 1;
+		}
+	}
 	p2 = hostile_alloc(&c[2], 0, part, &st);
 	bad |= expect("connection 2, 2/5 more: past the user's quota", st, CUDA_ERROR_MEMORY_ALLOCATION);
 	/* another vGPU: a quota of its own */
