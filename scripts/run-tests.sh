@@ -27,6 +27,7 @@ suites=(
 	"daemon|tests/daemon"
 	"experiments|experiments/harness"
 	"drvapi-probe|experiments/drvapi-probe"
+	"packages|tests/packages"
 )
 
 want=("$@")

@@ -1,0 +1,160 @@
+#!/bin/bash
+# Runs inside the fresh Debian root (chroot, private mount and PID
+# namespaces: run-tests.sh sets them up): installs the packages from
+# /mearas-test with apt, smoke-tests what they installed, removes and purges
+# them. One line per test: "PASS name", "FAIL name: why" or "SKIP name: why".
+#   in-root.sh VERSION
+set -u
+version=$1
+T=/mearas-test
+export DEBIAN_FRONTEND=noninteractive PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+log=$T/log
+mkdir -p "$log"
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; }
+skip() { echo "SKIP $1: $2"; }
+# last LINES lines of a log, indented, for a failure's context
+show() { tail -n "${2:-15}" "$1" | sed 's/^/    | /'; }
+
+# ---- the kernel headers first, as an operator would install them, so that
+# the guest package's postinst has a kernel to build the module for
+kver=-
+if apt-get update -q >"$log/update" 2>&1 &&
+	apt-get install -y -q --no-install-recommends linux-headers-amd64 >"$log/headers" 2>&1; then
+	for b in /lib/modules/*/build; do [ -d "$b/" ] && kver=$(basename "$(dirname "$b")"); done
+else
+	echo "    (no linux-headers-amd64 from the mirror: the module is not built)"
+	show "$log/headers" 5
+fi
+
+# ---- apt resolves the packages' Depends from the mirror and installs them
+if apt-get install -y -q --no-install-recommends "$T"/mearas-host_*.deb "$T"/mearas-guest_*.deb \
+		>"$log/install" 2>&1; then
+	pass apt_install
+else
+	fail apt_install "apt-get install ./mearas-host ./mearas-guest failed"
+	show "$log/update" 5
+	show "$log/install" 30
+	exit 0
+fi
+
+# ---- mearasd: --help, --version (the package's version)
+if /usr/sbin/mearasd --help >"$log/help" 2>&1 && grep -q -- '--device' "$log/help"; then
+	pass mearasd_help
+else
+	fail mearasd_help "mearasd --help"
+	show "$log/help"
+fi
+if ! grep -q -- '--version' "$log/help"; then
+	skip mearasd_version "this mearasd has no --version (mearasd --help does not list it)"
+elif v=$(/usr/sbin/mearasd --version 2>&1) && [[ $v == *"$version"* ]]; then
+	pass mearasd_version
+else
+	fail mearasd_version "mearasd --version printed '$v', the package is $version"
+fi
+
+# ---- mearasd --device=sim on its default sockets, a CUDA program through
+# the guest package's libraries (found by the loader: ld.so.conf.d)
+mkdir -p /run/mearas
+/usr/sbin/mearasd --device=sim >"$log/mearasd" 2>&1 &
+mpid=$!
+for _ in $(seq 100); do [ -S /run/mearas/mearasd.sock ] && break; sleep 0.05; done
+if [ ! -S /run/mearas/mearasd.sock ]; then
+	fail mearasd_sim "no /run/mearas/mearasd.sock"
+	show "$log/mearasd"
+else
+	pass mearasd_sim
+	want=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)/mearas
+	got=$(ldd "$T/mem_roundtrip" | awk '$1 == "libcudart.so.13" {print $3}')
+	if [ "$got" != "$want/libcudart.so.13" ]; then
+		fail sim_program "the loader finds libcudart.so.13 at '$got', not in $want"
+	elif "$T/mem_roundtrip" 1 4096 1048576 >"$log/prog" 2>&1; then
+		pass sim_program
+	else
+		fail sim_program "mem_roundtrip through the installed libraries failed"
+		show "$log/prog"
+		show "$log/mearasd"
+	fi
+fi
+
+# ---- the assembly manager on Debian's python3 packages
+if mearas --help >"$log/mearas" 2>&1 && grep -q node-agent "$log/mearas"; then
+	pass mearas_help
+else
+	fail mearas_help "mearas --help"
+	show "$log/mearas"
+fi
+# every module imports (etcd3gw and the generated protobuf code included)
+if python3 - >"$log/imports" 2>&1 <<'PY'
+import importlib, pkgutil, mearas_am
+for m in pkgutil.walk_packages(mearas_am.__path__, "mearas_am."):
+    importlib.import_module(m.name)
+PY
+then
+	pass manager_imports
+else
+	fail manager_imports "a mearas_am module does not import with Debian's packages"
+	show "$log/imports"
+fi
+
+# ---- the kernel module: the DKMS source, built by the package's postinst
+# for the kernel whose headers are bound in
+src=/usr/src/mearas-$version
+if [ -f "$src/dkms.conf" ] && [ -f "$src/Kbuild" ] && [ -f "$src/include/mearas/kmod_uapi.h" ]; then
+	pass dkms_source
+else
+	fail dkms_source "$src lacks dkms.conf, Kbuild or include/mearas/kmod_uapi.h"
+fi
+ko=/lib/modules/$kver/updates/dkms/mearas.ko
+if [ "$kver" = - ]; then
+	skip dkms_build "linux-headers-amd64 could not be installed"
+elif [ -f "$ko" ] || [ -f "$ko.xz" ]; then
+	if dkms status -m mearas -v "$version" -k "$kver" 2>/dev/null | grep -q installed; then
+		pass dkms_build
+	else
+		fail dkms_build "$ko there, but dkms status does not say installed"
+	fi
+else
+	fail dkms_build "the postinst did not build $ko"
+	show "$log/install" 20
+	show /var/lib/dkms/mearas/"$version"/build/make.log 10
+fi
+
+# ---- removal: every file the packages shipped goes, but the conffiles;
+# the loader forgets the libraries; dkms forgets the module. Purge: the rest.
+kill "$mpid" 2>/dev/null
+wait "$mpid" 2>/dev/null
+dpkg-query -L mearas-host mearas-guest >"$log/files" 2>/dev/null
+cat /var/lib/dpkg/info/mearas-host.conffiles /var/lib/dpkg/info/mearas-guest.conffiles >"$log/conffiles"
+# what python3 compiled for the manager goes with it too
+if dpkg -r mearas-guest mearas-host >"$log/remove" 2>&1; then
+	left=$(while read -r f; do [ -e "$f" ] && [ ! -d "$f" ] && ! grep -qxF "$f" "$log/conffiles" && echo "$f"; done <"$log/files")
+	pycache=$(find /usr/lib/python3/dist-packages/mearas_am 2>/dev/null | head -3)
+	if [ -n "$left$pycache" ]; then
+		fail remove "left after dpkg -r: $(echo $left $pycache)"
+	elif ldconfig -p | grep -q mearas; then
+		fail remove "ldconfig still lists mearas libraries"
+	elif [ -e /var/lib/dkms/mearas ] || [ -e "$ko" ]; then
+		fail remove "dkms still has the module (/var/lib/dkms/mearas or $ko)"
+	elif ! [ -f /etc/mearas/am.toml ]; then
+		fail remove "dpkg -r removed the conffile /etc/mearas/am.toml"
+	else
+		pass remove
+	fi
+else
+	fail remove "dpkg -r failed"
+	show "$log/remove"
+fi
+if dpkg --purge mearas-guest mearas-host >"$log/purge" 2>&1; then
+	left=$(while read -r f; do [ -e "$f" ] && echo "$f"; done <"$log/conffiles")
+	if [ -n "$left" ]; then
+		fail purge "left after dpkg --purge: $(echo $left)"
+	elif [ -e /etc/mearas ] || [ -e /usr/src/mearas-$version ] || [ -e /usr/lib/mearas ]; then
+		fail purge "a mearas folder is left: $(ls -d /etc/mearas /usr/src/mearas-$version /usr/lib/mearas 2>/dev/null)"
+	else
+		pass purge
+	fi
+else
+	fail purge "dpkg --purge failed"
+	show "$log/purge"
+fi
