@@ -55,8 +55,10 @@ fi
 
 # ---- mearasd --device=sim on its default sockets, a CUDA program through
 # the guest package's libraries (found by the loader: ld.so.conf.d)
+# (on the node name of the shipped /etc/mearas/am.toml: `mearas run` below)
+node=$(sed -n 's/^name *= *"\([^"]*\)".*/\1/p' /etc/mearas/am.toml | head -1)
 mkdir -p /run/mearas
-/usr/sbin/mearasd --device=sim >"$log/mearasd" 2>&1 &
+/usr/sbin/mearasd --device=sim --node-name="${node:-$(hostname)}" >"$log/mearasd" 2>&1 &
 mpid=$!
 for _ in $(seq 100); do [ -S /run/mearas/mearasd.sock ] && break; sleep 0.05; done
 if [ ! -S /run/mearas/mearasd.sock ]; then
@@ -95,6 +97,45 @@ then
 else
 	fail manager_imports "a mearas_am module does not import with Debian's packages"
 	show "$log/imports"
+fi
+
+# ---- `mearas run`: the node agent publishes the node, run books an
+# assembly through mearasd's control socket and runs the program on the host
+# package's own copy of the libraries (the config's libdir), then releases it
+if mearas node-agent --once >"$log/run" 2>&1 &&
+	mearas run --vgpus 1 --memory 1GiB -- sh -c \
+		'ldd "$0" | grep -q " /usr/lib/mearas/libcudart.so.13 " || exit 99; exec "$0" 1 4096' \
+		"$T/mem_roundtrip" >>"$log/run" 2>&1; then
+	if mearas assemblies --json 2>>"$log/run" | python3 -c 'import json, sys; sys.exit(1 if json.load(sys.stdin) else 0)'; then
+		pass mearas_run
+	else
+		fail mearas_run "the assembly was not released after the program"
+		show "$log/run"
+	fi
+else
+	fail mearas_run "mearas run of a CUDA program on /usr/lib/mearas (99: not those libraries)"
+	show "$log/run"
+	show "$log/mearasd" 5
+fi
+
+# ---- the libvirt hook drop-in, as libvirtd runs it (arguments, the
+# domain's XML on stdin, no environment): "prepare begin" books the
+# assembly the XML declares for vm:<domain>, "release end" frees it
+xml='<domain type="kvm"><name>smoke</name><metadata><mearas:assembly
+ xmlns:mearas="https://mearas.dev/xmlns/assembly/1" vgpus="1" memory-per-vgpu="1GiB"/></metadata></domain>'
+hook=/etc/libvirt/hooks/qemu.d/mearas
+owners() { mearas assemblies --json 2>>"$log/hook" | python3 -c 'import json, sys; print(" ".join(sorted(a["owner"] for a in json.load(sys.stdin))))'; }
+if ! echo "$xml" | env -i "$hook" smoke prepare begin - >"$log/hook" 2>&1; then
+	fail libvirt_hook "$hook smoke prepare begin failed"
+	show "$log/hook"
+elif [ "$(owners)" != vm:smoke ]; then
+	fail libvirt_hook "after prepare begin the bookings are '$(owners)', not vm:smoke"
+	show "$log/hook"
+elif ! echo "$xml" | env -i "$hook" smoke release end - >>"$log/hook" 2>&1 || [ -n "$(owners)" ]; then
+	fail libvirt_hook "release end did not free vm:smoke's assembly"
+	show "$log/hook"
+else
+	pass libvirt_hook
 fi
 
 # ---- the kernel module: the DKMS source, built by the package's postinst
