@@ -342,9 +342,8 @@ GUEST_LIBDIR   ?= $(PREFIX)/lib/$(shell $(CC) -print-multiarch)/mearas
 DKMS_SRCDIR    ?= $(PREFIX)/src
 MEARAS_VERSION ?= $(shell scripts/pkg-version.sh)
 FRONT_LIBS     := libcuda.so.1 libcudart.so.13 libnvidia-ml.so.1
-# written by the hygiene work: installed where the tree has them
+# mearasd's unit (the hygiene work), installed where the tree has it
 MEARASD_UNIT   := $(wildcard host-backend/systemd/mearasd.service)
-MEARASD_CONF   := $(wildcard host-backend/mearasd.toml.example)
 # the unit's ExecStart names the installed mearasd
 UNIT_PATHS      = sed -e 's|^ExecStart=[^ ]*/mearasd\b|ExecStart=$(SBINDIR)/mearasd|'
 INSTALL_DIRS    = BINDIR=$(BINDIR) SYSCONFDIR=$(SYSCONFDIR) MEARAS_LIBDIR=$(MEARAS_LIBDIR) \
@@ -361,11 +360,6 @@ ifneq ($(MEARASD_UNIT),)
 	$(UNIT_PATHS) $(MEARASD_UNIT) > $(DESTDIR)$(SYSTEMDUNITDIR)/mearasd.service
 	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/mearasd.service
 endif
-ifneq ($(MEARASD_CONF),)
-	@if [ ! -e $(DESTDIR)$(SYSCONFDIR)/mearas/mearasd.toml ]; then \
-		install -D -m 0644 $(MEARASD_CONF) $(DESTDIR)$(SYSCONFDIR)/mearas/mearasd.toml && \
-		echo "installed $(DESTDIR)$(SYSCONFDIR)/mearas/mearasd.toml"; fi
-endif
 	$(MAKE) -C assembly-manager install DESTDIR=$(abspath $(DESTDIR)) PREFIX=$(PREFIX) $(INSTALL_DIRS)
 
 uninstall:
@@ -373,12 +367,6 @@ uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/mearasd $(DESTDIR)$(SYSTEMDUNITDIR)/mearasd.service
 	rm -f $(addprefix $(DESTDIR)$(MEARAS_LIBDIR)/,$(FRONT_LIBS) libcudart.so)
 	[ ! -d $(DESTDIR)$(MEARAS_LIBDIR) ] || rmdir --ignore-fail-on-non-empty $(DESTDIR)$(MEARAS_LIBDIR)
-ifneq ($(MEARASD_CONF),)
-	@if cmp -s $(MEARASD_CONF) $(DESTDIR)$(SYSCONFDIR)/mearas/mearasd.toml; then \
-		rm -f $(DESTDIR)$(SYSCONFDIR)/mearas/mearasd.toml; \
-	elif [ -e $(DESTDIR)$(SYSCONFDIR)/mearas/mearasd.toml ]; then \
-		echo "kept $(DESTDIR)$(SYSCONFDIR)/mearas/mearasd.toml (changed since installed)"; fi
-endif
 	[ ! -d $(DESTDIR)$(SYSCONFDIR)/mearas ] || rmdir --ignore-fail-on-non-empty $(DESTDIR)$(SYSCONFDIR)/mearas
 
 # the guest side; the DKMS tree is guest/kmod with the one header it takes

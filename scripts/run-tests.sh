@@ -22,12 +22,12 @@ suites=(
 	"security|tests/security"
 	"vm|tests/vm"
 	"vm-cuda|tests/vm-cuda"
+	"packages|tests/packages"
 	"assembly-manager|assembly-manager"
 	"control|tests/control"
 	"daemon|tests/daemon"
 	"experiments|experiments/harness"
 	"drvapi-probe|experiments/drvapi-probe"
-	"packages|tests/packages"
 )
 
 want=("$@")
