@@ -15,18 +15,23 @@ fail() { echo "FAIL $1: $2"; }
 skip() { echo "SKIP $1: $2"; }
 # last LINES lines of a log, indented, for a failure's context
 show() { tail -n "${2:-15}" "$1" | sed 's/^/    | /'; }
+# seconds since the previous mark, for the run's time budget
+mark=$SECONDS
+took() { echo "    ($1: $((SECONDS - mark)) s)"; mark=$SECONDS; }
 
 # ---- the kernel headers first, as an operator would install them, so that
-# the guest package's postinst has a kernel to build the module for
+# the guest package's postinst has a kernel to build the module for; and
+# etcd-server (mearas-host suggests it) for the cluster registry
 kver=-
 if apt-get update -q >"$log/update" 2>&1 &&
-	apt-get install -y -q --no-install-recommends linux-headers-amd64 >"$log/headers" 2>&1; then
+	apt-get install -y -q --no-install-recommends linux-headers-amd64 etcd-server >"$log/headers" 2>&1; then
 	for b in /lib/modules/*/build; do [ -d "$b/" ] && kver=$(basename "$(dirname "$b")"); done
 else
-	echo "    (no linux-headers-amd64 from the mirror: the module is not built)"
+	echo "    (no linux-headers-amd64 or etcd-server from the mirror)"
 	show "$log/headers" 5
 fi
 
+took "apt-get update, headers, etcd-server"
 # ---- apt resolves the packages' Depends from the mirror and installs them
 if apt-get install -y -q --no-install-recommends "$T"/mearas-host_*.deb "$T"/mearas-guest_*.deb \
 		>"$log/install" 2>&1; then
@@ -38,6 +43,7 @@ else
 	exit 0
 fi
 
+took "install of the packages (dkms build included)"
 # ---- mearasd: --help, --version (the package's version)
 if /usr/sbin/mearasd --help >"$log/help" 2>&1 && grep -q -- '--device' "$log/help"; then
 	pass mearasd_help
@@ -118,6 +124,36 @@ else
 	show "$log/mearasd" 5
 fi
 
+# ---- the cluster registry on etcd through Debian's python3-etcd3gw: the
+# agent publishes the node there and `mearas run` books on it
+if ! command -v etcd >/dev/null; then
+	skip etcd_registry "no etcd-server"
+else
+	etcd --name smoke --data-dir /tmp/etcd --listen-client-urls http://127.0.0.1:23790 \
+		--advertise-client-urls http://127.0.0.1:23790 --listen-peer-urls http://127.0.0.1:23800 \
+		--initial-advertise-peer-urls http://127.0.0.1:23800 \
+		--initial-cluster smoke=http://127.0.0.1:23800 >"$log/etcd" 2>&1 &
+	epid=$!
+	sed -e 's/^backend = .*/backend = "etcd"/' -e 's/^endpoints = .*/endpoints = ["127.0.0.1:23790"]/' \
+		/etc/mearas/am.toml >/tmp/am-etcd.toml
+	for _ in $(seq 50); do
+		mearas --config /tmp/am-etcd.toml node-agent --once >"$log/etcd-run" 2>&1 && break
+		sleep 0.2
+	done
+	if mearas --config /tmp/am-etcd.toml run --vgpus 1 --memory 1GiB -- "$T/mem_roundtrip" 1 >>"$log/etcd-run" 2>&1 &&
+		mearas --config /tmp/am-etcd.toml nodes --json 2>>"$log/etcd-run" |
+		python3 -c 'import json, sys; sys.exit(0 if json.load(sys.stdin) else 1)'; then
+		pass etcd_registry
+	else
+		fail etcd_registry "node-agent/run/nodes on etcd"
+		show "$log/etcd-run"
+		show "$log/etcd" 5
+	fi
+	kill "$epid" 2>/dev/null
+	wait "$epid" 2>/dev/null
+fi
+
+took "mearasd, programs, mearas run, etcd"
 # ---- the libvirt hook drop-in, as libvirtd runs it (arguments, the
 # domain's XML on stdin, no environment): "prepare begin" books the
 # assembly the XML declares for vm:<domain>, "release end" frees it
@@ -125,7 +161,8 @@ xml='<domain type="kvm"><name>smoke</name><metadata><mearas:assembly
  xmlns:mearas="https://mearas.dev/xmlns/assembly/1" vgpus="1" memory-per-vgpu="1GiB"/></metadata></domain>'
 hook=/etc/libvirt/hooks/qemu.d/mearas
 owners() { mearas assemblies --json 2>>"$log/hook" | python3 -c 'import json, sys; print(" ".join(sorted(a["owner"] for a in json.load(sys.stdin))))'; }
-if ! echo "$xml" | env -i "$hook" smoke prepare begin - >"$log/hook" 2>&1; then
+mearas node-agent --once >"$log/hook" 2>&1 # as the running agent would: the node is live
+if ! echo "$xml" | env -i "$hook" smoke prepare begin - >>"$log/hook" 2>&1; then
 	fail libvirt_hook "$hook smoke prepare begin failed"
 	show "$log/hook"
 elif [ "$(owners)" != vm:smoke ]; then
@@ -161,6 +198,7 @@ else
 	show /var/lib/dkms/mearas/"$version"/build/make.log 10
 fi
 
+took "hook, dkms checks"
 # ---- removal: every file the packages shipped goes, but the conffiles;
 # the loader forgets the libraries; dkms forgets the module. Purge: the rest.
 kill "$mpid" 2>/dev/null
@@ -199,3 +237,4 @@ else
 	fail purge "dpkg --purge failed"
 	show "$log/purge"
 fi
+took "remove, purge"
