@@ -353,7 +353,7 @@ INSTALL_DIRS    = BINDIR=$(BINDIR) SYSCONFDIR=$(SYSCONFDIR) MEARAS_LIBDIR=$(MEAR
 install: all
 	install -D -m 0755 $(BUILD)/bin/mearasd $(DESTDIR)$(SBINDIR)/mearasd
 	install -d $(DESTDIR)$(MEARAS_LIBDIR)
-	for l in $(FRONT_LIBS); do install -m 0755 $(BUILD)/lib/$$l $(DESTDIR)$(MEARAS_LIBDIR)/$$l || exit 1; done
+	for l in $(FRONT_LIBS); do install -m 0644 $(BUILD)/lib/$$l $(DESTDIR)$(MEARAS_LIBDIR)/$$l || exit 1; done
 	ln -sfn libcudart.so.13 $(DESTDIR)$(MEARAS_LIBDIR)/libcudart.so
 ifneq ($(MEARASD_UNIT),)
 	install -d $(DESTDIR)$(SYSTEMDUNITDIR)
@@ -375,7 +375,7 @@ uninstall:
 DKMS_TREE = $(DESTDIR)$(DKMS_SRCDIR)/mearas-$(MEARAS_VERSION)
 install-guest: all
 	install -d $(DESTDIR)$(GUEST_LIBDIR)
-	for l in $(FRONT_LIBS); do install -m 0755 $(BUILD)/lib/$$l $(DESTDIR)$(GUEST_LIBDIR)/$$l || exit 1; done
+	for l in $(FRONT_LIBS); do install -m 0644 $(BUILD)/lib/$$l $(DESTDIR)$(GUEST_LIBDIR)/$$l || exit 1; done
 	install -d $(DESTDIR)$(SYSCONFDIR)/ld.so.conf.d
 	echo '$(GUEST_LIBDIR)' > $(DESTDIR)$(SYSCONFDIR)/ld.so.conf.d/mearas-guest.conf
 	install -d $(DKMS_TREE)/include/mearas

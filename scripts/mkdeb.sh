@@ -12,7 +12,8 @@
 # mearas-guest: the front-end libraries on the loader's path
 #   (/usr/lib/<multiarch>/mearas + /etc/ld.so.conf.d/mearas-guest.conf) and the
 #   kernel module as DKMS source (/usr/src/mearas-VERSION).
-# Library dependencies come from dpkg-shlibdeps; files under /etc are conffiles.
+# Library dependencies come from dpkg-shlibdeps; files under /etc are conffiles;
+# binaries are stripped.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 [ $# -eq 2 ] || { echo "usage: $0 OUTDIR VERSION" >&2; exit 2; }
@@ -43,6 +44,15 @@ $make -s --no-print-directory -C "$top" install DESTDIR="$host" PREFIX=/usr SYSC
 	SYSTEMDUNITDIR=/lib/systemd/system PYTHON_SHEBANG=/usr/bin/python3 MEARAS_VERSION="$version"
 $make -s --no-print-directory -C "$top" install-guest DESTDIR="$guest" PREFIX=/usr SYSCONFDIR=/etc \
 	GUEST_LIBDIR="/usr/lib/$multiarch/mearas" MEARAS_VERSION="$version"
+
+# stripped as Debian strips (dh_strip): no debugging sections, .comment, .note
+find "$host" "$guest" -path '*/DEBIAN' -prune -o -type f -print | while read -r f; do
+	[ "$(head -c4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ] || continue
+	case $f in
+	*.so.*) strip --remove-section=.comment --remove-section=.note --strip-unneeded "$f" ;;
+	*) strip --remove-section=.comment --remove-section=.note "$f" ;;
+	esac
+done
 
 # the generated protobuf modules need a python3-protobuf at least as new as protoc
 pbver=$(protoc --version | awk '{print $2}' | cut -d. -f1,2)
