@@ -54,21 +54,25 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 # ro_world SCRIPT: runs bash SCRIPT with every mount read-only but a tmpfs
-# at $W (exported) and the build tree (`make install` runs `make all`, which
-# rewrites a generated file or two), in a private mount namespace; its
-# "PASS/FAIL" lines on stdout
+# at $W (exported) and the folders of generated code, build/ and the
+# manager's (`make install` runs `make all` and `make proto`, which rewrite a
+# generated file or two), in a private mount namespace; its "PASS/FAIL"
+# lines on stdout
 mkdir -p "$TMP/w"
 ro_world() {
 	W=$TMP/w ROOTDIR=$ROOT VERSION=$VERSION unshare -m bash -c '
 		set -u
 		mount --make-rprivate /
-		mount --bind "$ROOTDIR/build" "$ROOTDIR/build"
+		rw="$ROOTDIR/build $ROOTDIR/assembly-manager/mearas_am/generated"
+		for d in $rw; do mount --bind "$d" "$d"; done
 		bad=
 		while read -r mp; do
-			[ "$mp" = "$ROOTDIR/build" ] && continue
+			[[ " $rw " == *" $mp "* ]] && continue
 			mount -o remount,bind,ro "$mp" 2>/dev/null || bad="$bad $mp"
 		done < <(awk "{print \$5}" /proc/self/mountinfo)
 		mount -t tmpfs -o size=512m tmpfs "$W"
+		mkdir "$W/tmp"
+		export TMPDIR=$W/tmp # the compiler'"'"'s, should make rebuild anything
 		if touch "$ROOTDIR/.ro-probe" 2>/dev/null || touch /etc/.mearas-ro-probe 2>/dev/null; then
 			rm -f "$ROOTDIR/.ro-probe" /etc/.mearas-ro-probe
 			echo "FAIL ro_world: the machine is still writable (not read-only:$bad)"
