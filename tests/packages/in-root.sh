@@ -32,6 +32,28 @@ else
 fi
 
 took "apt-get update, headers, etcd-server"
+# ---- mearas-guest refuses a machine where NVIDIA's driver is loaded (its
+# libraries would shadow the driver's): a /proc/driver/nvidia/version of
+# our own, bound over /proc/driver
+mkdir -p /tmp/fake-driver/nvidia
+echo "NVRM version: NVIDIA UNIX x86_64 Kernel Module (fake, for the test)" >/tmp/fake-driver/nvidia/version
+if ! mount --bind /tmp/fake-driver /proc/driver 2>"$log/nvidia"; then
+	skip guest_refuses_nvidia "cannot bind a fake /proc/driver/nvidia: $(cat "$log/nvidia")"
+else
+	dpkg -i "$T"/mearas-guest_*.deb >"$log/nvidia" 2>&1
+	rc=$?
+	umount /proc/driver
+	if [ $rc -ne 0 ] && grep -q "NVIDIA's driver runs on this machine" "$log/nvidia" &&
+		! dpkg-query -W -f='${Status}' mearas-guest 2>/dev/null | grep -q unpacked &&
+		[ ! -e /etc/ld.so.conf.d/mearas-guest.conf ]; then
+		pass guest_refuses_nvidia
+	else
+		fail guest_refuses_nvidia "dpkg -i mearas-guest beside NVIDIA's driver: exit $rc"
+		show "$log/nvidia"
+	fi
+	dpkg --purge mearas-guest >/dev/null 2>&1
+fi
+
 # ---- apt resolves the packages' Depends from the mirror and installs them
 if apt-get install -y -q --no-install-recommends "$T"/mearas-host_*.deb "$T"/mearas-guest_*.deb \
 		>"$log/install" 2>&1; then
