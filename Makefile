@@ -342,7 +342,7 @@ GUEST_LIBDIR   ?= $(PREFIX)/lib/$(shell $(CC) -print-multiarch)/mearas
 DKMS_SRCDIR    ?= $(PREFIX)/src
 MEARAS_VERSION ?= $(shell scripts/pkg-version.sh)
 FRONT_LIBS     := libcuda.so.1 libcudart.so.13 libnvidia-ml.so.1
-# mearasd's unit (the hygiene work), installed where the tree has it
+# mearasd's unit (host-backend/systemd), its ExecStart rewritten
 MEARASD_UNIT   := $(wildcard host-backend/systemd/mearasd.service)
 # the unit's ExecStart names the installed mearasd
 UNIT_PATHS      = sed -e 's|^ExecStart=[^ ]*/mearasd\b|ExecStart=$(SBINDIR)/mearasd|'
