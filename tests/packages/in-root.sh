@@ -43,12 +43,12 @@ else
 	dpkg -i "$T"/mearas-guest_*.deb >"$log/nvidia" 2>&1
 	rc=$?
 	umount /proc/driver
+	st=$(dpkg-query -W -f='${db:Status-Status}' mearas-guest 2>/dev/null)
 	if [ $rc -ne 0 ] && grep -q "NVIDIA's driver runs on this machine" "$log/nvidia" &&
-		! dpkg-query -W -f='${Status}' mearas-guest 2>/dev/null | grep -q unpacked &&
-		[ ! -e /etc/ld.so.conf.d/mearas-guest.conf ]; then
+		{ [ -z "$st" ] || [ "$st" = not-installed ]; } && [ ! -e /etc/ld.so.conf.d/mearas-guest.conf ]; then
 		pass guest_refuses_nvidia
 	else
-		fail guest_refuses_nvidia "dpkg -i mearas-guest beside NVIDIA's driver: exit $rc"
+		fail guest_refuses_nvidia "dpkg -i mearas-guest beside NVIDIA's driver: exit $rc, state '$st'"
 		show "$log/nvidia"
 	fi
 	dpkg --purge mearas-guest >/dev/null 2>&1
@@ -73,9 +73,7 @@ else
 	fail mearasd_help "mearasd --help"
 	show "$log/help"
 fi
-if ! grep -q -- '--version' "$log/help"; then
-	skip mearasd_version "this mearasd has no --version (mearasd --help does not list it)"
-elif v=$(/usr/sbin/mearasd --version 2>&1) && [[ $v == *"$version"* ]]; then
+if v=$(/usr/sbin/mearasd --version 2>&1) && [[ $v == *"$version"* ]]; then
 	pass mearasd_version
 else
 	fail mearasd_version "mearasd --version printed '$v', the package is $version"
