@@ -86,8 +86,12 @@ control() {
 	echo "mkdeb: $out/${pkg}_${version}_$arch.deb"
 }
 
-control mearas-host "python3 (>= 3.11), python3-protobuf (>= $pbver), python3-etcd3gw, passwd" \
-	"Recommends: libvirt-daemon-system" \
+# mearasd loads libsystemd (sd_notify: the unit is Type=notify) and libmicrohttpd
+# (--metrics-port) with dlopen, which dpkg-shlibdeps does not see; `mearas top`
+# parses the metrics with prometheus_client
+control mearas-host "python3 (>= 3.11), python3-protobuf (>= $pbver), python3-etcd3gw, \
+python3-prometheus-client, libsystemd0, passwd" \
+	"Recommends: libvirt-daemon-system, libmicrohttpd12" \
 	"Suggests: etcd-server" \
 	"Section: admin" \
 	"Priority: optional" \
