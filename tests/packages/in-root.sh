@@ -21,10 +21,12 @@ took() { echo "    ($1: $((SECONDS - mark)) s)"; mark=$SECONDS; }
 
 # ---- the kernel headers first, as an operator would install them, so that
 # the guest package's postinst has a kernel to build the module for; and
-# etcd-server (mearas-host suggests it) for the cluster registry
+# etcd-server (mearas-host suggests it) for the cluster registry and
+# libmicrohttpd12 (it recommends it) for the metrics endpoint
 kver=-
 if apt-get update -q >"$log/update" 2>&1 &&
-	apt-get install -y -q --no-install-recommends linux-headers-amd64 etcd-server >"$log/headers" 2>&1; then
+	apt-get install -y -q --no-install-recommends linux-headers-amd64 etcd-server \
+		libmicrohttpd12 >"$log/headers" 2>&1; then
 	for b in /lib/modules/*/build; do [ -d "$b/" ] && kver=$(basename "$(dirname "$b")"); done
 else
 	echo "    (no linux-headers-amd64 or etcd-server from the mirror)"
@@ -84,7 +86,7 @@ fi
 # (on the node name of the shipped /etc/mearas/am.toml: `mearas run` below)
 node=$(sed -n 's/^name *= *"\([^"]*\)".*/\1/p' /etc/mearas/am.toml | head -1)
 mkdir -p /run/mearas
-/usr/sbin/mearasd --device=sim --node-name="${node:-$(hostname)}" >"$log/mearasd" 2>&1 &
+/usr/sbin/mearasd --device=sim --node-name="${node:-$(hostname)}" --metrics-port=9400 >"$log/mearasd" 2>&1 &
 mpid=$!
 for _ in $(seq 100); do [ -S /run/mearas/mearasd.sock ] && break; sleep 0.05; done
 if [ ! -S /run/mearas/mearasd.sock ]; then
@@ -103,6 +105,16 @@ else
 		show "$log/prog"
 		show "$log/mearasd"
 	fi
+fi
+
+# ---- mearas top reads mearasd's metrics (libmicrohttpd, Debian's
+# python3-prometheus-client)
+if mearas top --once --json --url http://127.0.0.1:9400/metrics >"$log/top" 2>&1 &&
+	python3 -c 'import json, sys; sys.exit(0 if json.load(open(sys.argv[1])) else 1)' "$log/top"; then
+	pass metrics_top
+else
+	fail metrics_top "mearas top --once --json on mearasd --metrics-port"
+	show "$log/top"
 fi
 
 # ---- the assembly manager on Debian's python3 packages
