@@ -319,17 +319,82 @@ FW_ARGS ?=
 gpu-frameworks: all
 	python3 experiments/frameworks/suite.py $(FW_ARGS)
 
-# mearasd, the guest libraries (libcuda.so.1, libcudart.so.13 and
-# libnvidia-ml.so.1, where `mearas run` looks for them), and the assembly
-# manager with its libvirt hook
-PREFIX ?= /usr/local
+# ---- install, uninstall, packages (docs/packaging.md)
+# `make install` puts the host side under $(DESTDIR)$(PREFIX), its
+# configuration under $(DESTDIR)$(SYSCONFDIR): mearasd, the systemd units, a
+# private copy of the front-end libraries (libcuda.so.1, libcudart.so.13,
+# libnvidia-ml.so.1 in $(MEARAS_LIBDIR), not on the loader's path: `mearas
+# run` puts it on LD_LIBRARY_PATH) and the assembly manager with its libvirt
+# hook (assembly-manager/Makefile). `make install-guest` puts the guest side:
+# the libraries on the loader's path ($(GUEST_LIBDIR) and an ld.so.conf.d
+# entry: for VMs, where no NVIDIA driver is to be shadowed) and the kernel
+# module as DKMS source. Nothing is written outside $(DESTDIR); the uninstall
+# targets remove what the install targets put (a configuration file only
+# while it is unchanged). `make deb` builds the mearas-host and mearas-guest
+# packages from the same targets (scripts/mkdeb.sh) into $(BUILD)/deb.
+PREFIX         ?= /usr/local
+BINDIR         ?= $(PREFIX)/bin
+SBINDIR        ?= $(PREFIX)/sbin
+SYSCONFDIR     ?= /etc
+MEARAS_LIBDIR  ?= $(PREFIX)/lib/mearas
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+GUEST_LIBDIR   ?= $(PREFIX)/lib/$(shell $(CC) -print-multiarch)/mearas
+DKMS_SRCDIR    ?= $(PREFIX)/src
+MEARAS_VERSION ?= $(shell scripts/pkg-version.sh)
+FRONT_LIBS     := libcuda.so.1 libcudart.so.13 libnvidia-ml.so.1
+# mearasd's unit (host-backend/systemd), its ExecStart rewritten
+MEARASD_UNIT   := $(wildcard host-backend/systemd/mearasd.service)
+# the unit's ExecStart names the installed mearasd
+UNIT_PATHS      = sed -e 's|^ExecStart=[^ ]*/mearasd\b|ExecStart=$(SBINDIR)/mearasd|'
+INSTALL_DIRS    = BINDIR=$(BINDIR) SYSCONFDIR=$(SYSCONFDIR) MEARAS_LIBDIR=$(MEARAS_LIBDIR) \
+                  SYSTEMDUNITDIR=$(SYSTEMDUNITDIR)
+
+.PHONY: install uninstall install-guest uninstall-guest deb
 install: all
-	install -D -m 0755 $(BUILD)/bin/mearasd $(DESTDIR)$(PREFIX)/sbin/mearasd
-	install -D -m 0755 $(BUILD)/lib/libcudart.so.13 $(DESTDIR)$(PREFIX)/lib/mearas/libcudart.so.13
-	ln -sf libcudart.so.13 $(DESTDIR)$(PREFIX)/lib/mearas/libcudart.so
-	install -D -m 0755 $(BUILD)/lib/libcuda.so.1 $(DESTDIR)$(PREFIX)/lib/mearas/libcuda.so.1
-	install -D -m 0755 $(BUILD)/lib/libnvidia-ml.so.1 $(DESTDIR)$(PREFIX)/lib/mearas/libnvidia-ml.so.1
-	$(MAKE) -C assembly-manager install
+	install -D -m 0755 $(BUILD)/bin/mearasd $(DESTDIR)$(SBINDIR)/mearasd
+	install -d $(DESTDIR)$(MEARAS_LIBDIR)
+	for l in $(FRONT_LIBS); do install -m 0644 $(BUILD)/lib/$$l $(DESTDIR)$(MEARAS_LIBDIR)/$$l || exit 1; done
+	ln -sfn libcudart.so.13 $(DESTDIR)$(MEARAS_LIBDIR)/libcudart.so
+ifneq ($(MEARASD_UNIT),)
+	install -d $(DESTDIR)$(SYSTEMDUNITDIR)
+	$(UNIT_PATHS) $(MEARASD_UNIT) > $(DESTDIR)$(SYSTEMDUNITDIR)/mearasd.service
+	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/mearasd.service
+endif
+	$(MAKE) -C assembly-manager install DESTDIR=$(abspath $(DESTDIR)) PREFIX=$(PREFIX) $(INSTALL_DIRS)
+
+uninstall:
+	$(MAKE) -C assembly-manager uninstall DESTDIR=$(abspath $(DESTDIR)) PREFIX=$(PREFIX) $(INSTALL_DIRS)
+	rm -f $(DESTDIR)$(SBINDIR)/mearasd $(DESTDIR)$(SYSTEMDUNITDIR)/mearasd.service
+	rm -f $(addprefix $(DESTDIR)$(MEARAS_LIBDIR)/,$(FRONT_LIBS) libcudart.so)
+	[ ! -d $(DESTDIR)$(MEARAS_LIBDIR) ] || rmdir --ignore-fail-on-non-empty $(DESTDIR)$(MEARAS_LIBDIR)
+	[ ! -d $(DESTDIR)$(SYSCONFDIR)/mearas ] || rmdir --ignore-fail-on-non-empty $(DESTDIR)$(SYSCONFDIR)/mearas
+
+# the guest side; the DKMS tree is guest/kmod with the one header it takes
+# from include/ beside it, and without -Werror (it builds on kernels this
+# project has not seen)
+DKMS_TREE = $(DESTDIR)$(DKMS_SRCDIR)/mearas-$(MEARAS_VERSION)
+install-guest: all
+	install -d $(DESTDIR)$(GUEST_LIBDIR)
+	for l in $(FRONT_LIBS); do install -m 0644 $(BUILD)/lib/$$l $(DESTDIR)$(GUEST_LIBDIR)/$$l || exit 1; done
+	install -d $(DESTDIR)$(SYSCONFDIR)/ld.so.conf.d
+	echo '$(GUEST_LIBDIR)' > $(DESTDIR)$(SYSCONFDIR)/ld.so.conf.d/mearas-guest.conf
+	install -d $(DKMS_TREE)/include/mearas
+	install -m 0644 guest/kmod/*.c guest/kmod/*.h $(DKMS_TREE)/
+	install -m 0644 include/mearas/kmod_uapi.h $(DKMS_TREE)/include/mearas/
+	sed -e 's|$$(src)/\.\./\.\./include|$$(src)/include|' -e 's| -Werror||' guest/kmod/Kbuild > $(DKMS_TREE)/Kbuild
+	sed 's/@VERSION@/$(MEARAS_VERSION)/' scripts/dkms.conf.in > $(DKMS_TREE)/dkms.conf
+	chmod 0644 $(DKMS_TREE)/Kbuild $(DKMS_TREE)/dkms.conf
+	@if [ -z "$(DESTDIR)" ]; then ldconfig; fi
+
+uninstall-guest:
+	rm -f $(addprefix $(DESTDIR)$(GUEST_LIBDIR)/,$(FRONT_LIBS)) $(DESTDIR)$(SYSCONFDIR)/ld.so.conf.d/mearas-guest.conf
+	[ ! -d $(DESTDIR)$(GUEST_LIBDIR) ] || rmdir --ignore-fail-on-non-empty $(DESTDIR)$(GUEST_LIBDIR)
+	rm -rf $(DKMS_TREE)
+	@if [ -z "$(DESTDIR)" ]; then ldconfig; fi
+
+deb: all
+	$(MAKE) -C assembly-manager proto
+	scripts/mkdeb.sh $(BUILD)/deb $(MEARAS_VERSION)
 
 clean:
 	rm -rf $(BUILD)

@@ -22,6 +22,7 @@ suites=(
 	"security|tests/security"
 	"vm|tests/vm"
 	"vm-cuda|tests/vm-cuda"
+	"packages|tests/packages"
 	"assembly-manager|assembly-manager"
 	"control|tests/control"
 	"daemon|tests/daemon"

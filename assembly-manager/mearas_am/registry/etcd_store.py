@@ -36,7 +36,11 @@ class EtcdRegistry(Registry):
             host, sep, port = ep.rpartition(":")
             if not sep or not port.isdigit():
                 raise RegistryError(f"bad etcd endpoint {ep!r}: expected HOST:PORT")
-            self._clients.append(etcd3gw.Etcd3Client(host=host, port=int(port), timeout=timeout))
+            # the gateway's path named, not left to the client: Debian 12's python3-etcd3gw
+            # (2.0.0, the mearas-host package's) defaults to /v3alpha/, which etcd 3.4 dropped;
+            # /v3/ is served from etcd 3.4 on (Debian 12's etcd-server is 3.4)
+            self._clients.append(etcd3gw.Etcd3Client(host=host, port=int(port), timeout=timeout,
+                                                     api_path="/v3/"))
         self._endpoints = endpoints
         self._current = 0
         self._prefix = prefix
