@@ -182,7 +182,9 @@ int worker_serve_client(const struct backend_config *cfg, int sock, const struct
 		refuse(sock, cudaErrorMemoryAllocation, "%s", err);
 		return 1;
 	}
-	for (local = 0; local < w->nvgpus && remote_vgpu_is_remote(&cfg->remote, local); local++)
+	/* the first local vGPU of this client: its assembly's placement
+	 * (client_cfg), not the daemon's --remote list, says which are remote */
+	for (local = 0; local < w->nvgpus && remote_vgpu_is_remote(&client_cfg.remote, local); local++)
 		;
 	if (local < w->nvgpus && cfg->dev->init(err, sizeof(err))) {
 		refuse(sock, cudaErrorNoDevice, "device initialization failed: %s", err);

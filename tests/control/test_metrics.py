@@ -299,6 +299,25 @@ def test_metrics_without_the_http_library_say_so(tmp_path: Path) -> None:
 
 # ---- remote links
 
+def test_assembly_of_remote_vgpus_only_is_served(tmp_path: Path) -> None:
+    # every vGPU of the assembly on another node: the worker has no local device (it took
+    # the daemon's --remote list, not the assembly's, for which vGPU is local, and died
+    # registering its data area with a device it never opened)
+    key = tmp_path / "cluster.key"
+    key.write_text("test cluster key 0123456789abcdef\n")
+    link_port = free_port()
+    with daemon(tmp_path, "r", f"--link-port={link_port}", f"--cluster-key-file={key}"), \
+            daemon(tmp_path, "d", f"--node-name={NODE}", f"--cluster-key-file={key}") as d:
+        SocketMearasdClient(d.control_socket, timeout=10).instantiate(Assembly(
+            "far-only", "pid:1@node-a", "test", "exact",
+            (VgpuPlacement(0, "node-b", 0, 256 * MiB, f"127.0.0.1:{link_port}"),), time.time(), identity=ME))
+        r = subprocess.run([str(PROBE), str(2 * MiB), "3", "2"], env=d.client_env("far-only"),
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert d.alive()
+        assert "vGPU 0 -> remote 127.0.0.1" in d.log.read_text()
+
+
 def test_metrics_of_a_remote_link(tmp_path: Path) -> None:
     key = tmp_path / "cluster.key"
     key.write_text("test cluster key 0123456789abcdef\n")
@@ -308,8 +327,7 @@ def test_metrics_of_a_remote_link(tmp_path: Path) -> None:
             daemon(tmp_path, "d", f"--node-name={NODE}", f"--cluster-key-file={key}",
                    f"--metrics-port={port}") as d:
         peer = f"127.0.0.1:{link_port}"
-        # vGPU 1 is the other node's GPU 0 (a client with only remote vGPUs is not served on sim:
-        # its worker dies registering the data area with no local device)
+        # vGPU 1 is the other node's GPU 0
         SocketMearasdClient(d.control_socket, timeout=10).instantiate(Assembly(
             "far", "pid:1@node-a", "test", "exact",
             (VgpuPlacement(0, NODE, 0, 256 * MiB, ""), VgpuPlacement(1, "node-b", 0, 256 * MiB, peer)),
