@@ -48,7 +48,7 @@ static struct tenant_limits limits = {
 };
 static struct vm_spec vm_specs[VM_MAX_SPECS];
 static unsigned n_vm_specs;
-static const char *vm_user;
+static const char *vm_user, *vm_dir;
 
 static void on_signal(int sig)
 {
@@ -113,7 +113,9 @@ static void usage(FILE *f)
 		"                       SIZE_MB of shared memory (a power of two), VGPUS per guest process\n"
 		"  --vm-user=USER       the user QEMU runs as: owns every --vm socket (mode 0600) and, with\n"
 		"                       root, is the only one mearasd admits on it (default: " VM_DEFAULT_QEMU_USER "\n"
-		"                       where that user exists, else root only)\n");
+		"                       where that user exists, else root only)\n"
+		"  --vm-dir=DIR         where the sockets of VMs attached through the control socket\n"
+		"                       (AttachVm: the libvirt hook) are made (default " CONTROL_DEFAULT_VM_DIR ")\n");
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -131,7 +133,7 @@ static int parse_u64(const char *s, uint64_t *out)
 
 /* long options without a short letter */
 enum { OPT_LINK_HANDSHAKE_MS = 1000, OPT_LINK_MAX_PENDING, OPT_LINK_MAX, OPT_LINK_FD_RESERVE, OPT_LINK_MEM_MB,
-       OPT_VM_USER };
+       OPT_VM_USER, OPT_VM_DIR };
 
 /* --NAME=N in [lo, hi] into *out */
 static int parse_range(const char *name, const char *arg, uint64_t lo, uint64_t hi, uint32_t *out)
@@ -168,6 +170,7 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		{ "max-clients-per-user", required_argument, NULL, 'P' },
 		{ "user-data-mb", required_argument, NULL, 'U' },
 		{ "vm-user", required_argument, NULL, OPT_VM_USER },
+		{ "vm-dir", required_argument, NULL, OPT_VM_DIR },
 		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	uint64_t v;
@@ -339,6 +342,11 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 			break;
 		case OPT_VM_USER:
 			vm_user = optarg;
+			break;
+		case OPT_VM_DIR:
+			if (optarg[0] != '/')
+				return fprintf(stderr, "mearasd: --vm-dir must be an absolute path\n"), -1;
+			vm_dir = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -731,7 +739,7 @@ static int start_control(const struct backend_config *cfg)
 			snprintf(host, sizeof(host), "localhost");
 		node_name = host;
 	}
-	if (!control_start(cfg, path, node_name))
+	if (!control_start(cfg, path, node_name, vm_dir))
 		return 0;
 	if (explicit)
 		return -1;

@@ -253,13 +253,15 @@ static bool path_in_use(const char *path)
 	return used;
 }
 
-int control_start(const struct backend_config *cfg, const char *path, const char *node)
+int control_start(const struct backend_config *cfg, const char *path, const char *node, const char *vm_dir)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	sigset_t all, old;
 	pthread_t t;
 	int fd, e;
 
+	if (control_vm_init(cfg, vm_dir))
+		return -1;
 	if (strlen(path) >= sizeof(a.sun_path)) {
 		log_err("control socket path too long: %s", path);
 		return -1;
@@ -312,4 +314,5 @@ void control_stop(void)
 {
 	if (sock_path)
 		mearas_unlink_socket(sock_path);
+	control_vm_unlink_all();
 }

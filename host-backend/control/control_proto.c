@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The requests of proto/control.proto: Hello, GetProfile, Instantiate,
- * Release, List. Every request gets exactly one ControlReply; anything
+ * Release, List, AttachVm, DetachVm (control_vm.c). Every request gets exactly one ControlReply; anything
  * wrong gets an Error with a code and a message for the user.
  */
 #include <stdarg.h>
@@ -244,6 +244,40 @@ static uint8_t *do_release(const Mearas__ReleaseAssemblyRequest *q, size_t *len)
 	return pack(&r, len);
 }
 
+static uint8_t *do_attach_vm(const Mearas__AttachVmRequest *q, size_t *len)
+{
+	Mearas__ControlReply r = MEARAS__CONTROL_REPLY__INIT;
+	Mearas__AttachVmReply ar = MEARAS__ATTACH_VM_REPLY__INIT;
+	Mearas__ErrorCode code;
+	unsigned vgpus = 0, slots = 0;
+	char err[480];
+
+	if (control_vm_attach(q, &vgpus, &slots, &code, err, sizeof(err)))
+		return error_reply(code, len, "%s", err);
+	ar.domain = q->domain;
+	ar.socket = q->socket;
+	ar.vgpus = vgpus;
+	ar.slots = slots;
+	r.body_case = MEARAS__CONTROL_REPLY__BODY_VM_ATTACHED;
+	r.vm_attached = &ar;
+	return pack(&r, len);
+}
+
+static uint8_t *do_detach_vm(const Mearas__DetachVmRequest *q, size_t *len)
+{
+	Mearas__ControlReply r = MEARAS__CONTROL_REPLY__INIT;
+	Mearas__DetachVmReply dr = MEARAS__DETACH_VM_REPLY__INIT;
+	Mearas__ErrorCode code;
+	char err[320];
+
+	if (control_vm_detach(q->domain, &code, err, sizeof(err)))
+		return error_reply(code, len, "%s", err);
+	dr.domain = q->domain;
+	r.body_case = MEARAS__CONTROL_REPLY__BODY_VM_DETACHED;
+	r.vm_detached = &dr;
+	return pack(&r, len);
+}
+
 struct list_builder {
 	Mearas__AssemblyInfo **infos;
 	size_t n, cap;
@@ -359,6 +393,12 @@ uint8_t *control_handle(const uint8_t *data, size_t n, size_t *len)
 		break;
 	case MEARAS__CONTROL_REQUEST__BODY_LIST:
 		out = do_list(len);
+		break;
+	case MEARAS__CONTROL_REQUEST__BODY_ATTACH_VM:
+		out = do_attach_vm(q->attach_vm, len);
+		break;
+	case MEARAS__CONTROL_REQUEST__BODY_DETACH_VM:
+		out = do_detach_vm(q->detach_vm, len);
 		break;
 	default:
 		out = error_reply(MEARAS__ERROR_CODE__ERROR_BAD_REQUEST, len,

@@ -38,7 +38,9 @@ static int forward_open(struct vgpu *v, int phys, uint64_t va_base, uint64_t va_
 	struct mearas_link_config lc;
 	struct remote_vgpu *rv = calloc(1, sizeof(*rv));
 	struct remote_open_req req = { .magic = REMOTE_MAGIC, .version = REMOTE_VERSION,
-				       .kind = REMOTE_MSG_OPEN, .gpu = t->gpu, .va_window = v->index,
+				       .kind = REMOTE_MSG_OPEN, .gpu = t->gpu,
+				       /* VM slots: their own windows, as on this node */
+				       .va_window = v->w->va_index0 + v->index,
 				       .nthreads = v->w->nthreads, .data_size = v->w->data_size,
 				       .quota = cfg->quota[v->index] };
 	struct remote_open_reply rep;

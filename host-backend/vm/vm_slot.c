@@ -130,7 +130,8 @@ static int slot_open(struct vm *vm, struct vm_slot *s, char *err, size_t errlen)
 {
 	const struct backend_config *cfg = vm->cfg;
 	struct worker *w = &s->w;
-	int ndev, r;
+	unsigned local;
+	int ndev = 1, r;
 
 	w->cfg = cfg;
 	w->sock = -1;
@@ -146,11 +147,16 @@ static int slot_open(struct vm *vm, struct vm_slot *s, char *err, size_t errlen)
 		log_warn("VM %s slot %u: device printf output is not carried to the guest: %s", vm->spec->name,
 			 s->index, err);
 	vm_output_attach(vm, s);
-	if (cfg->dev->init(err, errlen))
-		return cudaErrorNoDevice;
-	ndev = cfg->dev->count();
-	if (ndev <= 0)
-		return snprintf(err, errlen, "no GPU on this node"), cudaErrorNoDevice;
+	/* an assembly's vGPUs may all be on other nodes: no device here then */
+	for (local = 0; local < w->nvgpus && remote_vgpu_is_remote(&cfg->remote, local); local++)
+		;
+	if (local < w->nvgpus) {
+		if (cfg->dev->init(err, errlen))
+			return cudaErrorNoDevice;
+		ndev = cfg->dev->count();
+		if (ndev <= 0)
+			return snprintf(err, errlen, "no GPU on this node"), cudaErrorNoDevice;
+	}
 	worker_init_region(w, vm->lay.region_fixed);
 	for (unsigned i = 0; i < w->nvgpus; i++) {
 		r = worker_setup_vgpu(w, i, ndev, err, errlen);
@@ -163,7 +169,7 @@ static int slot_open(struct vm *vm, struct vm_slot *s, char *err, size_t errlen)
 	/* this slot's data area only: a kernel of this guest process cannot
 	 * reach another slot's (nor, on a GPU, its device memory: other
 	 * contexts) */
-	r = w->vgpus[0].ops->host_register(w->vgpus[0].dev, w->data, w->data_size);
+	r = local < w->nvgpus ? w->vgpus[local].ops->host_register(w->vgpus[local].dev, w->data, w->data_size) : 0;
 	if (r)
 		return snprintf(err, errlen, "cannot register the slot's data area with the device (error %d)", r), r;
 	return 0;

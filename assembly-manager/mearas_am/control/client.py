@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from dataclasses import dataclass
 from typing import Protocol
 
 from google.protobuf.message import DecodeError
@@ -23,6 +24,20 @@ class MearasdClient(Protocol):
     def instantiate(self, assembly: Assembly) -> None: ...
     def release(self, assembly_id: str) -> None: ...
     def list_assemblies(self) -> list[tuple[str, str, list[VgpuPlacement]]]: ...
+    def attach_vm(self, vm: VmAttachment) -> tuple[int, int]: ...
+    def detach_vm(self, domain: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class VmAttachment:
+    """What mearasd needs to serve a domain's QEMU: its ivshmem-doorbell socket (a file in
+    mearasd's --vm-dir), the shared memory size (the <shmem> <size>), and the user QEMU runs as."""
+    domain: str
+    assembly_id: str
+    socket: str
+    bar_size_bytes: int
+    qemu_uid: int = 0
+    qemu_gid: int = 0
 
 
 def vgpu_spec(v: VgpuPlacement) -> control_pb2.VgpuSpec:
@@ -137,3 +152,16 @@ class SocketMearasdClient:
         r = self._roundtrip(req, "assemblies").assemblies
         return [(a.assembly_id, a.owner, [placement_of(v) for v in a.vgpus])
                 for a in r.assemblies]
+
+    def attach_vm(self, vm: VmAttachment) -> tuple[int, int]:
+        """Has mearasd serve the domain's VM socket with the assembly's vGPUs; returns
+        (vGPUs per guest process, guest processes served at once)."""
+        req = control_pb2.ControlRequest(attach_vm=control_pb2.AttachVmRequest(
+            domain=vm.domain, assembly_id=vm.assembly_id, socket=vm.socket,
+            bar_size_bytes=vm.bar_size_bytes, qemu_uid=vm.qemu_uid, qemu_gid=vm.qemu_gid))
+        r = self._roundtrip(req, "vm_attached").vm_attached
+        return r.vgpus, r.slots
+
+    def detach_vm(self, domain: str) -> None:
+        req = control_pb2.ControlRequest(detach_vm=control_pb2.DetachVmRequest(domain=domain))
+        self._roundtrip(req, "vm_detached")
