@@ -43,12 +43,23 @@ class MearasdConfig:
 
 
 @dataclass(frozen=True)
+class VmConfig:
+    """Where mearasd serves the VMs of the libvirt hook (its --vm-dir) and who QEMU runs as."""
+    socket_dir: str
+    qemu_user: str
+
+
+DEFAULT_VM = VmConfig("/run/mearas/vm", "libvirt-qemu")
+
+
+@dataclass(frozen=True)
 class Config:
     node: NodeConfig
     registry: RegistryConfig
     mearasd: MearasdConfig
     libdir: str
     source: str = field(default="<defaults>")
+    vm: VmConfig = field(default=DEFAULT_VM)
 
 
 def _table(d: dict[str, Any], key: str) -> dict[str, Any]:
@@ -84,6 +95,7 @@ def parse_config(d: dict[str, Any], source: str = "<dict>") -> Config:
         reg = _table(d, "registry")
         md = _table(d, "mearasd")
         rt = _table(d, "runtime")
+        vm = _table(d, "vm")
         gpus_raw = node.get("gpus", [])
         if not isinstance(gpus_raw, list):
             raise ConfigError("node.gpus must be an array of tables ([[node.gpus]])")
@@ -102,6 +114,9 @@ def parse_config(d: dict[str, Any], source: str = "<dict>") -> Config:
         ttl = int(reg.get("node_ttl", 10))
         if ttl < 2:
             raise ConfigError("registry.node_ttl must be >= 2 seconds")
+        vm_dir = str(vm.get("socket_dir", DEFAULT_VM.socket_dir)).rstrip("/")
+        if not vm_dir.startswith("/"):
+            raise ConfigError("vm.socket_dir must be an absolute path (mearasd's --vm-dir)")
         prefix = str(reg.get("prefix", "/mearas/"))
         if not prefix.endswith("/"):
             prefix += "/"
@@ -127,6 +142,7 @@ def parse_config(d: dict[str, Any], source: str = "<dict>") -> Config:
             ),
             libdir=str(rt.get("libdir", "/usr/local/lib/mearas")),
             source=source,
+            vm=VmConfig(socket_dir=vm_dir, qemu_user=str(vm.get("qemu_user", DEFAULT_VM.qemu_user))),
         )
     except (TypeError, ValueError) as e:
         raise ConfigError(f"{source}: {e}") from None

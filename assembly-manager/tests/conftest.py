@@ -64,7 +64,7 @@ def write_config(path: Path, node: str = "node-a", backend: str = "file",
                  registry_path: Path | None = None, endpoints: tuple[str, ...] = (),
                  prefix: str = "/mearas/", socket_path: str = "/nonexistent/control.sock",
                  gpus: int = 2, factor: int = 2, ttl: int = 10,
-                 libdir: str = "/usr/local/lib/mearas") -> Path:
+                 libdir: str = "/usr/local/lib/mearas", vm_dir: Path | None = None) -> Path:
     lines = [
         "[node]", f'name = "{node}"', f'address = "{node}.example:7100"',
         f"max_vgpus_per_gpu = {factor}", "use_nvml = false",
@@ -79,5 +79,7 @@ def write_config(path: Path, node: str = "node-a", backend: str = "file",
               else "", f'prefix = "{prefix}"', f"node_ttl = {ttl}",
               "[mearasd]", f'control_socket = "{socket_path}"', "timeout = 5",
               "[runtime]", f'libdir = "{libdir}"']
+    if vm_dir is not None:
+        lines += ["[vm]", f'socket_dir = "{vm_dir}"', 'qemu_user = "libvirt-qemu"']
     path.write_text("\n".join(lines) + "\n")
     return path
