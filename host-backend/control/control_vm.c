@@ -20,6 +20,7 @@
 #include "control_internal.h"
 #include "mearas/log.h"
 #include "mearas/sockpath.h"
+#include "remote/forward.h"
 #include "vm/vm.h"
 
 #define VM_RUNTIME_MAX 64
@@ -169,6 +170,11 @@ int control_vm_attach(const Mearas__AttachVmRequest *q, unsigned *vgpus, unsigne
 	if (assembly_apply(q->assembly_id, &who, false, 0, &v->cfg, &nvgpus, why, sizeof(why)))
 		goto fail;
 	*code = MEARAS__ERROR_CODE__ERROR_NO_RESOURCES;
+	/* a node that is down, or does not admit this one, fails the VM's
+	 * start rather than every guest process later */
+	for (unsigned i = 0; i < nvgpus; i++)
+		if (remote_vgpu_is_remote(&v->cfg.remote, i) && remote_probe(&v->cfg.remote, i, why, sizeof(why)))
+			goto fail;
 	if (vm_compute_layout(q->bar_size_bytes, nvgpus, &lay, why, sizeof(why)) || ensure_dir(why, sizeof(why)))
 		goto fail;
 	snprintf(v->spec.name, sizeof(v->spec.name), "%s", q->domain);

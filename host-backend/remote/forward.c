@@ -103,6 +103,24 @@ static int forward_open(struct vgpu *v, int phys, uint64_t va_base, uint64_t va_
 	return 0;
 }
 
+int remote_probe(const struct remote_config *rc, unsigned vgpu, char *err, size_t errlen)
+{
+	const struct remote_target *t = &rc->target[vgpu];
+	struct mearas_link_config lc;
+	struct mearas_link *link;
+	int r;
+
+	remote_link_config(rc, &lc);
+	r = mearas_link_connect(t->host, t->port, &lc, &link);
+	if (r)
+		return snprintf(err, errlen, "remote vGPU %u: link to %s:%u failed: %s%s", vgpu, t->host, t->port,
+				mearas_link_strerror(r),
+				r == MEARAS_LINK_E_AUTH ? " (cluster key refused: check --cluster-key-file on both nodes)"
+							: ""), -1;
+	mearas_link_close(link);
+	return 0;
+}
+
 void forward_post(struct vgpu *v, uint16_t cq, const struct mearas_cqe *c)
 {
 	if (!post_cqe(v, cq, c)) {

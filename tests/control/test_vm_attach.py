@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -167,3 +168,35 @@ def test_vm_dir_writable_by_others_refused(vmd: VmDaemon) -> None:
     with pytest.raises(MearasdError, match="NO_RESOURCES.*not be writable by others"):
         c.attach_vm(attachment(vmd, "dom1", "a1"))
     assert children(vmd.proc.pid) == set()
+
+
+def test_remote_node_down_or_refusing_fails_attach(vmd: VmDaemon, tmp_path: Path) -> None:
+    """The remote vGPUs' links are tried before the VM is served: a node that is down, or that
+    does not admit this one (another cluster key), fails the attach with the reason."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    c = SocketMearasdClient(vmd.control_socket, timeout=30)
+    c.instantiate(Assembly("r1", "vm:dom1", "test", "exact", (
+        VgpuPlacement(0, NODE, 0, 64 * MiB, ""),
+        VgpuPlacement(1, "node-b", 0, 64 * MiB, f"127.0.0.1:{port}")), time.time(),
+        identity="vm:dom1"))
+    with pytest.raises(MearasdError, match=f"NO_RESOURCES.*remote vGPU 1: link to 127.0.0.1:{port} "
+                                           "failed"):
+        c.attach_vm(attachment(vmd, "dom1", "r1"))
+    assert children(vmd.proc.pid) == set() and not (vmd.vm_dir / "dom1.sock").exists()
+    key = tmp_path / "b.key"
+    key.write_text("a key this node's mearasd does not have\n")
+    with open(tmp_path / "b.log", "wb") as out:
+        b = subprocess.Popen([str(MEARASD), "--device=sim", f"--socket={tmp_path / 'b.sock'}",
+                              f"--control={tmp_path / 'bc.sock'}", f"--link-port={port}",
+                              "--link-bind=127.0.0.1", f"--cluster-key-file={key}"],
+                             stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_for_socket(str(tmp_path / "bc.sock"), b)
+        with pytest.raises(MearasdError, match="NO_RESOURCES.*link to .* failed"):
+            c.attach_vm(attachment(vmd, "dom1", "r1"))
+        assert children(vmd.proc.pid) == set() and not (vmd.vm_dir / "dom1.sock").exists()
+    finally:
+        b.terminate()
+        b.wait(10)
