@@ -5,7 +5,9 @@
 # sim device, over loopback, admitted by a cluster key). The guest program
 # must see 2 vGPUs whose memory is the booked quotas, and move data through
 # each, in two guest processes at once; DetachVm then removes the VM's
-# processes on A and the link's on B, and mearasd A keeps running.
+# processes on A and the link's on B, and mearasd A keeps running. Then
+# mearasd A stops under a guest program of a VM attached again: the
+# program's calls fail with a CUDA error (never hang), nothing is left.
 # Usage: assembly-test.sh GUEST_DIR WORK_DIR. Prints PASS/FAIL lines.
 set -uo pipefail
 guest=${1:?} work=${2:?}/asm
@@ -117,3 +119,31 @@ check detach-stops-vm-processes "wait_for '[ -z \"\$(pgrep -P $apid)\" ]' 10" "l
 check remote-node-freed "wait_for '[ -z \"\$(pgrep -P $bpid)\" ]' 10" "left: $(pgrep -P $bpid | tr '\n' ' ')"
 out=$(ctl "$work/ac.sock" release) || fail release "$out"
 check mearasd-kept-running "kill -0 $apid"
+
+# mearasd stops under a guest program holding memory on both vGPUs: its calls fail with a
+# CUDA error within the heartbeat timeout, never hang; nothing of the VM is left on either node
+out=$(ctl "$work/ac.sock" instantiate $dom 127.0.0.1:$port) || fail re-instantiate "$out"
+out=$(ctl "$work/ac.sock" attach $dom "$work/vm/$dom.sock") || fail re-attach "$out"
+"$qemu" -accel tcg -m 256 -smp 1 -nodefaults -display none -no-reboot -net none \
+	-serial "file:$work/dead.log" -kernel "$kernel" -initrd "$guest/initramfs.cpio.gz" \
+	-append "console=ttyS0 quiet panic=-1 mearas_arg=dead mearas_secs=6" \
+	-chardev "socket,path=$work/vm/$dom.sock,id=ivs" \
+	-device ivshmem-doorbell,chardev=ivs,vectors=2 > "$work/qemu-dead.err" 2>&1 &
+qpid=$!
+if wait_for "grep -qs GUEST-READY '$work/dead.log'" 120; then
+	kids=$(pgrep -P $apid | tr '\n' ' ')
+	kill "$apid"
+	check mearasd-stop-takes-vm-along "wait_for '! kill -0 $apid 2>/dev/null && (for p in $kids; do kill -0 \$p 2>/dev/null && exit 1; done; exit 0)' 15"
+	check mearasd-stop-frees-remote "wait_for '[ -z \"\$(pgrep -P $bpid)\" ]' 10"
+	i=0
+	while kill -0 "$qpid" 2>/dev/null; do
+		i=$((i + 1)); [ $i -gt 1200 ] && { kill -9 "$qpid"; echo "  (guest timed out)"; }
+		sleep 0.1
+	done
+	qpid=""
+	tr -d '\r' < "$work/dead.log" > "$work/dead.txt"
+	check dead/guest-call-fails "grep -q '^GUEST-PASS error-after-backend-death' '$work/dead.txt'" "$(grep GUEST- "$work/dead.txt" | tr '\n' ' ')"
+	check dead/guest-exit-0 "grep -q '^MEARAS-EXIT 0' '$work/dead.txt'"
+else
+	fail dead/guest-ready "no GUEST-READY"
+fi
