@@ -6,10 +6,12 @@ cluster (the randomized property runs against the registry, in test_concurrency.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -279,3 +281,21 @@ def test_vm_attach_and_detach_edit_the_domain(libvirt: Libvirt, etcd: EtcdCluste
     virsh("destroy", vm, check=True)
     r = mearas("--config", cfg, "vm", "attach", "no-such-domain", "--vgpus", "1")
     assert r.returncode != 0 and "no-such-domain" in r.stderr
+
+
+def test_qemu_crash_frees_everything(libvirt: Libvirt, etcd: EtcdCluster,
+                                     mearasd: FakeMearasd) -> None:
+    """QEMU killed under a running domain: libvirt runs the release hook, which detaches the
+    VM and releases its assembly."""
+    reg = etcd_cluster_registry(libvirt, etcd, mearasd.path)
+    vm = define("crash", 'vgpus="2"')
+    assert virsh("start", vm).returncode == 0
+    assert len(booking.list_assemblies(reg)) == 1 and list(mearasd.vms) == [vm]
+    pid = int(Path(f"/run/libvirt/qemu/{vm}.pid").read_text().strip())
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while (mearasd.vms or booking.list_assemblies(reg)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "running" not in virsh("domstate", vm).stdout
+    assert booking.list_assemblies(reg) == [] and mearasd.vms == {} and mearasd.assemblies == {}
+    assert not (VM_DIR / f"{vm}.sock").exists()
