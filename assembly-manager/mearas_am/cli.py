@@ -130,7 +130,7 @@ def _dispatch(a: argparse.Namespace) -> int:
             print(to_json(nodes) if a.json else nodes_table(nodes, dict(booked)))
         elif a.cmd == "assemblies":
             asms = booking.list_assemblies(mgr.registry, a.owner)
-            print(to_json(asms) if a.json else assemblies_table(asms))
+            print(to_json(asms) if a.json else assemblies_table(asms, mgr.attachments()))
         elif a.cmd == "compose":
             req = _request(a)
             if a.dry_run:

@@ -62,6 +62,13 @@ class Manager:
                 done.append(r)
         return done, problems
 
+    def attachments(self) -> dict[str, list[tuple[int, str]]] | None:
+        """What this node's mearasd serves each assembly to now; None when it cannot be asked."""
+        try:
+            return self.mearasd.attachments()
+        except MearasdError:
+            return None
+
     def qemu_ids(self) -> tuple[int, int]:
         """uid and gid of the user libvirt runs QEMU as ([vm] qemu_user); root when absent."""
         try:

@@ -4,6 +4,8 @@
  * Release, List, AttachVm, DetachVm (control_vm.c). Every request gets exactly one ControlReply; anything
  * wrong gets an Error with a code and a message for the user.
  */
+#include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 #include "control_internal.h"
 #include "mearas/log.h"
 #include "remote/config.h"
+#include "vgpustats.h"
 
 #define CONTROL_MAJOR 1
 #define CONTROL_MINOR 0
@@ -284,6 +287,42 @@ struct list_builder {
 	bool failed;
 };
 
+/* The live workers serving assembly id (vgpustats.h): one block for the
+ * attachments, their pointers and VM names; freed with info. */
+static int add_attached(Mearas__AssemblyInfo *info, const char *id)
+{
+	struct vstat_slot *t = vstats_table();
+	Mearas__Attachment *at, **ptrs;
+	char *names;
+	size_t n = 0, k = 0;
+
+	for (unsigned i = 0; t && i < VSTAT_SLOTS; i++)
+		n += t[i].pid > 0 && !strncmp(t[i].assembly, id, sizeof(t[i].assembly));
+	if (!n)
+		return 0;
+	ptrs = calloc(1, n * (sizeof(*ptrs) + sizeof(*at) + sizeof(t->vm)));
+	if (!ptrs)
+		return -1;
+	at = (Mearas__Attachment *)(ptrs + n);
+	names = (char *)(at + n);
+	for (unsigned i = 0; i < VSTAT_SLOTS && k < n; i++) {
+		int32_t pid = __atomic_load_n(&t[i].pid, __ATOMIC_ACQUIRE);
+
+		if (pid <= 0 || strncmp(t[i].assembly, id, sizeof(t[i].assembly)) || (kill(pid, 0) && errno == ESRCH))
+			continue;
+		mearas__attachment__init(&at[k]);
+		at[k].pid = t[i].client_pid > 0 ? (uint32_t)t[i].client_pid : 0;
+		memcpy(names + k * sizeof(t->vm), t[i].vm, sizeof(t->vm));
+		names[(k + 1) * sizeof(t->vm) - 1] = 0;
+		at[k].vm = names + k * sizeof(t->vm);
+		ptrs[k] = &at[k];
+		k++;
+	}
+	info->attached = ptrs;
+	info->n_attached = k;
+	return 0;
+}
+
 static void add_info(const struct assembly *a, void *ctx)
 {
 	struct list_builder *b = ctx;
@@ -345,6 +384,8 @@ static void add_info(const struct assembly *a, void *ctx)
 	}
 	info->n_vgpus = a->nvgpus;
 	b->infos[b->n++] = info;
+	if (add_attached(info, a->id))
+		b->failed = true;
 }
 
 static uint8_t *do_list(size_t *len)
@@ -364,8 +405,10 @@ static uint8_t *do_list(size_t *len)
 		r.assemblies = &lr;
 		out = pack(&r, len);
 	}
-	for (size_t i = 0; i < b.n; i++)
+	for (size_t i = 0; i < b.n; i++) {
+		free(b.infos[i]->attached);
 		free(b.infos[i]);
+	}
 	free(b.infos);
 	return out;
 }

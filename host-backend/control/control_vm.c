@@ -180,6 +180,7 @@ int control_vm_attach(const Mearas__AttachVmRequest *q, unsigned *vgpus, unsigne
 	snprintf(v->spec.name, sizeof(v->spec.name), "%s", q->domain);
 	snprintf(v->spec.socket, sizeof(v->spec.socket), "%s", q->socket);
 	snprintf(v->assembly, sizeof(v->assembly), "%s", q->assembly_id);
+	snprintf(v->spec.assembly, sizeof(v->spec.assembly), "%s", q->assembly_id);
 	v->spec.size = q->bar_size_bytes;
 	v->spec.vgpus = nvgpus;
 	v->spec.qemu_uid = q->qemu_uid;

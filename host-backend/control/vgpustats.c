@@ -26,7 +26,7 @@ struct vstat_slot *vstats_table(void)
 	return table;
 }
 
-void vstats_claim(const char *assembly, unsigned nvgpus)
+void vstats_claim(const char *assembly, unsigned nvgpus, int32_t client_pid, const char *vm)
 {
 	int32_t self = (int32_t)getpid();
 
@@ -42,6 +42,8 @@ void vstats_claim(const char *assembly, unsigned nvgpus)
 		/* -1 while filling in: readers skip it */
 		snprintf(s->assembly, sizeof(s->assembly), "%s", assembly);
 		s->nvgpus = nvgpus;
+		s->client_pid = client_pid;
+		snprintf(s->vm, sizeof(s->vm), "%s", vm);
 		for (unsigned v = 0; v < MEARAS_MAX_VGPUS; v++)
 			__atomic_store_n(&s->records[v], 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->pid, self, __ATOMIC_RELEASE);

@@ -19,6 +19,11 @@ struct vstat_slot {
 	uint32_t nvgpus;
 	char assembly[64];
 	uint64_t records[MEARAS_MAX_VGPUS]; /* records executed per vGPU */
+	/* who the worker serves, for people (ListAssemblies): a process
+	 * client's pid (the kernel's), or a VM guest process's (the guest's
+	 * word) and the VM */
+	int32_t client_pid;
+	char vm[64];
 };
 
 /* mearasd, before the first fork; 0 or -1 (counters then stay off) */
@@ -26,8 +31,9 @@ int vstats_init(void);
 /* the table, or NULL when vstats_init failed */
 struct vstat_slot *vstats_table(void);
 
-/* worker: claim a slot for this client (assembly may be "") */
-void vstats_claim(const char *assembly, unsigned nvgpus);
+/* worker: claim a slot for this client (assembly may be ""; vm "" for a
+ * process client) */
+void vstats_claim(const char *assembly, unsigned nvgpus, int32_t client_pid, const char *vm);
 /* worker: vGPU v has executed this many records (into the slot) */
 void vstats_publish(unsigned v, uint64_t records);
 /* worker: give the slot back */

@@ -192,7 +192,7 @@ int worker_serve_client(const struct backend_config *cfg, int sock, const struct
 		 h.assembly[0] ? h.assembly : "");
 	snprintf(w->tenant, sizeof(w->tenant), "client pid %d%s%.32s", peer ? peer->pid : h.pid,
 		 h.assembly[0] ? " of assembly " : "", h.assembly);
-	vstats_claim(h.assembly, w->nvgpus);
+	vstats_claim(h.assembly, w->nvgpus, peer ? peer->pid : h.pid, "");
 	if (watchdog_arm(w)) {
 		log_err("%s: no memory for the GPU time limit: client not served", w->tenant);
 		return 1;

@@ -32,6 +32,7 @@ struct vm_spec {
 	char socket[108];
 	uint64_t size;          /* bytes; a power of two (a PCI BAR) */
 	unsigned vgpus;         /* per guest process; 0 = mearasd's default */
+	char assembly[64];      /* AttachVm: the assembly it serves ("" for --vm) */
 	/* the user QEMU runs as (--vm-user): owns the socket and, with root,
 	 * is the only one admitted on it; 0 = root only */
 	uid_t qemu_uid;

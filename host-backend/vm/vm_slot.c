@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "control/vgpustats.h"
 #include "core/engine.h"
 #include "core/watchdog.h"
 #include "ivshmem/ivshmem_server.h"
@@ -228,6 +229,7 @@ static void __attribute__((noreturn)) slot_main(struct vm *vm, struct vm_slot *s
 	int keep[2 + MEARAS_MAX_VGPUS + MEARAS_VM_VECTORS];
 	unsigned nkeep = 0;
 	char err[256];
+	int32_t guest_pid;
 	int r;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -242,6 +244,8 @@ static void __attribute__((noreturn)) slot_main(struct vm *vm, struct vm_slot *s
 		}
 		keep[nkeep++] = s->wake_fd[v];
 	}
+	/* the guest's word, shown to people only (ListAssemblies) */
+	guest_pid = __atomic_load_n(&vm->hdr->slots[s->index].owner_pid, __ATOMIC_RELAXED);
 	keep[nkeep++] = ctl;
 	keep[nkeep++] = vm->memfd;
 	for (unsigned i = 0; i < vm->lay.nvgpus; i++)
@@ -264,8 +268,12 @@ static void __attribute__((noreturn)) slot_main(struct vm *vm, struct vm_slot *s
 	}
 	((struct mearas_region_hdr *)s->w.region)->state = MEARAS_BACKEND_READY;
 	report(ctl, 0, "");
+	vstats_claim(vm->spec->assembly, s->w.nvgpus, guest_pid > 0 ? guest_pid : 0, vm->spec->name);
 	for (;;) {
 		struct pollfd p = { .fd = ctl, .events = POLLIN };
+
+		for (unsigned v = 0; v < s->w.nvgpus; v++)
+			vstats_publish(v, __atomic_load_n(&s->w.vgpus[v].records, __ATOMIC_RELAXED));
 
 		if (poll(&p, 1, 100) > 0 && p.revents)
 			break; /* a stop byte, or the VM worker is gone */
@@ -285,6 +293,7 @@ static void __attribute__((noreturn)) slot_main(struct vm *vm, struct vm_slot *s
 			signal_guest(s, MEARAS_VM_VEC_WAKE);
 		}
 	}
+	vstats_release();
 	slot_close(vm, s);
 	_exit(0);
 }

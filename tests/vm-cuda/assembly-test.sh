@@ -57,6 +57,9 @@ try:
         c.detach_vm(sys.argv[3])
     elif what == "release":
         c.release("asm-vm")
+    elif what == "attachments":
+        for aid, procs in sorted(c.attachments().items()):
+            print(aid, *(f"{vm}:{pid}" for pid, vm in sorted(procs)))
 except MearasdError as e:
     print(e)
     sys.exit(1)
@@ -131,6 +134,9 @@ out=$(ctl "$work/ac.sock" attach $dom "$work/vm/$dom.sock") || fail re-attach "$
 	-device ivshmem-doorbell,chardev=ivs,vectors=2 > "$work/qemu-dead.err" 2>&1 &
 qpid=$!
 if wait_for "grep -qs GUEST-READY '$work/dead.log'" 120; then
+	gpid=$(tr -d '\r' < "$work/dead.log" | sed -n 's/^GUEST-READY //p' | head -n1)
+	out=$(ctl "$work/ac.sock" attachments)
+	check list-shows-guest-process "[ \"\$out\" = 'asm-vm $dom:$gpid' ]" "$out (guest pid $gpid)"
 	kids=$(pgrep -P $apid | tr '\n' ' ')
 	kill "$apid"
 	check mearasd-stop-takes-vm-along "wait_for '! kill -0 $apid 2>/dev/null && (for p in $kids; do kill -0 \$p 2>/dev/null && exit 1; done; exit 0)' 15"

@@ -140,6 +140,9 @@ domain "$dom-d" "sleep mearas_secs=120" 'placement="node-a:0,node-b:1"'
 if out=$(virsh -c "$uri" create "$work/$dom-d.xml" 2>&1); then
 	if wait_for "grep -qs GUEST-READY '$work/$dom-d.console'" 120; then
 		check destroy-holder-linked "[ -n \"\$(pgrep -P $bpid)\" ]"
+		gpid=$(tr -d '\r' < "$work/$dom-d.console" | sed -n 's/^GUEST-READY //p' | head -n1)
+		out=$(mearas --config "$work/a.toml" assemblies 2>&1)
+		check assemblies-shows-guest-process "grep -q 'vm:$dom-d .* $dom-d pid $gpid\$' <<< \"\$out\"" "$out"
 		virsh -c "$uri" destroy "$dom-d" >/dev/null 2>&1
 		check destroy-frees-both-nodes "wait_for nothing_left 15" "booked $(booked); left on a: $(pgrep -P $apid | tr '\n' ' '); on b: $(pgrep -P $bpid | tr '\n' ' ')"
 	else

@@ -24,6 +24,7 @@ class MearasdClient(Protocol):
     def instantiate(self, assembly: Assembly) -> None: ...
     def release(self, assembly_id: str) -> None: ...
     def list_assemblies(self) -> list[tuple[str, str, list[VgpuPlacement]]]: ...
+    def attachments(self) -> dict[str, list[tuple[int, str]]]: ...
     def attach_vm(self, vm: VmAttachment) -> tuple[int, int]: ...
     def detach_vm(self, domain: str) -> None: ...
 
@@ -152,6 +153,13 @@ class SocketMearasdClient:
         r = self._roundtrip(req, "assemblies").assemblies
         return [(a.assembly_id, a.owner, [placement_of(v) for v in a.vgpus])
                 for a in r.assemblies]
+
+    def attachments(self) -> dict[str, list[tuple[int, str]]]:
+        """Assembly id -> the processes mearasd serves its vGPUs to now: (pid, VM), VM "" for a
+        process client, else the guest process's pid (the guest's word) in that VM."""
+        req = control_pb2.ControlRequest(list=control_pb2.ListAssembliesRequest())
+        r = self._roundtrip(req, "assemblies").assemblies
+        return {a.assembly_id: [(p.pid, p.vm) for p in a.attached] for a in r.assemblies}
 
     def attach_vm(self, vm: VmAttachment) -> tuple[int, int]:
         """Has mearasd serve the domain's VM socket with the assembly's vGPUs; returns
