@@ -7,7 +7,8 @@
 # vGPU 1 on node-b (policy exact), mearasd serves the domain's socket, the
 # guest sees 2 vGPUs of the booked quota and moves data through each; the
 # guest's poweroff, and `virsh destroy` of a second domain holding GPU memory,
-# free everything on both nodes. A domain whose device disagrees with its
+# free everything on both nodes. Ten domains of 1 vGPU started at once get
+# the 8 vGPU slots there are, never more. A domain whose device disagrees with its
 # metadata, and one whose remote node is down, do not start and leave
 # nothing booked or served. Restores the previous hook and stops what it started (by
 # PID). Usage: libvirt-assembly-test.sh GUEST_DIR WORK_DIR. Prints PASS/FAIL lines.
@@ -31,7 +32,7 @@ wait_for() {
 	done
 }
 cleanup() {
-	for d in "$dom" "$dom-d" "$dom-x" "$dom-r"; do virsh -c "$uri" destroy "$d" >/dev/null 2>&1; done
+	for d in "$dom" "$dom-d" "$dom-x" "$dom-r" "$dom"-c{0..9}; do virsh -c "$uri" destroy "$d" >/dev/null 2>&1; done
 	for p in "${started[@]+"${started[@]}"}"; do kill "$p" 2>/dev/null; done
 	if [ -n "$hook_backup" ]; then cp "$hook_backup" "$hook"; else rm -f "$hook"; fi
 	for p in "${pids[@]+"${pids[@]}"}"; do kill "$p" 2>/dev/null; done
@@ -151,6 +152,33 @@ if out=$(virsh -c "$uri" create "$work/$dom-d.xml" 2>&1); then
 else
 	fail destroy-domain-started "$out"
 fi
+
+# ten domains (no guest OS) of 1 vGPU each start at once: the 8 vGPU slots of the two
+# nodes (2 GPUs x 2 each) go to 8 of them, the other 2 are refused; never over-booked
+bare() { # NAME: a domain with the metadata and its device, SeaBIOS idling
+	cat > "$work/$1.xml" <<EOF
+<domain type='qemu'><name>$1</name><memory unit='MiB'>32</memory><vcpu>1</vcpu>
+<metadata><mearas:assembly xmlns:mearas="https://mearas.dev/xmlns/assembly/1" vgpus="1"
+ policy="spread" memory-per-vgpu="1GiB" shared-memory="16MiB"/></metadata>
+<os><type arch='x86_64' machine='pc'>hvm</type></os><features><acpi/></features>
+<devices><emulator>/usr/bin/qemu-system-x86_64</emulator>
+<shmem name='mearas-$1'><model type='ivshmem-doorbell'/><server path='$work/vm/$1.sock'/>
+<msi vectors='2' ioeventfd='on'/></shmem><memballoon model='none'/></devices></domain>
+EOF
+}
+for i in 0 1 2 3 4 5 6 7 8 9; do bare "$dom-c$i"; done
+creates=()
+for i in 0 1 2 3 4 5 6 7 8 9; do
+	virsh -c "$uri" create "$work/$dom-c$i.xml" > "$work/c$i.out" 2>&1 &
+	creates+=($!)
+done
+wait "${creates[@]}"
+up=$(virsh -c "$uri" list --name | grep -- "^$dom-c")
+served=$(ls "$work/vm" | wc -l)
+check concurrent-eight-start "[ \$(echo \"\$up\" | grep -c .) = 8 ] && [ \"\$(booked)\" = 8 ] && [ $served = 8 ]" "running: $(echo $up), booked $(booked), sockets $served"
+check concurrent-others-refused "[ \$(cat $work/c?.out | grep -c 'cannot place 1 vGPU') = 2 ]" "$(grep -h mearas "$work"/c?.out | head -3)"
+for d in "$dom"-c{0..9}; do virsh -c "$uri" destroy "$d" >/dev/null 2>&1; done
+check concurrent-all-freed "wait_for nothing_left 20" "booked $(booked); left on a: $(pgrep -P $apid | tr '\n' ' ')"
 
 # a device on another socket than the metadata's domain: refused, nothing booked
 domain "$dom-x" "props" 'placement="node-a:1,node-b:0"' "$work/vm/other"
