@@ -2,6 +2,7 @@
 #   make            build the runtime library, mearasd and the tools
 #   make test       install what is missing, build, run the CPU-lane tests
 #   make gpu-test   build and run the GPU lane (on a GPU machine), table last
+#   make gpu-frameworks  the framework suite alone (PyTorch, CuPy, JAX; GPU machine)
 #   make demo       the main job: a small end-to-end run, table last
 CUDA_HOME ?= /usr/local/cuda
 BUILD     ?= build
@@ -55,8 +56,17 @@ NVML_OBJ    := $(patsubst %.c,$(BUILD)/obj-nvml/%.o,$(NVML_SRC) common/log.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
-.PHONY: all clean test gpu-test gpu-build demo deps install gen pb remote-link ivshmem
+.PHONY: all clean test gpu-test gpu-frameworks gpu-build demo deps install gen pb remote-link ivshmem FORCE
 all: $(BUILD)/bin/mearasd $(BUILD)/lib/libcudart.so.13 $(BUILD)/lib/libcuda.so.1 $(BUILD)/lib/libnvidia-ml.so.1
+
+# the version every tool reports (--version): VERSION and the git commit
+# (scripts/version.sh), rewritten only when it changes
+VERSION_H := $(BUILD)/gen/mearas_version.h
+$(VERSION_H): FORCE
+	@mkdir -p $(dir $@)
+	@scripts/version.sh c-header >$@.tmp && { cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@; }
+FORCE:
+$(call obj,host-backend/mearasd.c $(IVSHMEM_SERVE_SRC)): $(VERSION_H)
 
 # every side's per-op code comes from the spec; the generator rewrites only
 # files whose text changes, so a spec edit rebuilds what it changes
@@ -86,7 +96,7 @@ $(BUILD)/obj/host-backend/%.o: BASEFLAGS += -Ihost-backend -Iremote-link/include
 $(call obj,$(MEARASD_SRC)): | $(PB_H)
 
 # ---- remote-link: its own warning flags, C11
-LINK_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread -Iremote-link/include -Iremote-link/src \
+LINK_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread -Iremote-link/include -Iremote-link/src -Iinclude \
               -I$(PB_DIR) $(SAN) $(CFLAGS)
 $(BUILD)/obj/remote-link/%.o: remote-link/%.c | $(PB_H)
 	@mkdir -p $(dir $@)
@@ -299,6 +309,15 @@ demo: deps
 # GPU lane: build (here or there) and run everything in one call; table last
 gpu-test: gpu-build
 	scripts/gpu-lane.sh
+
+# the framework suite alone (PyTorch, CuPy, JAX natively and through mearas,
+# experiments/frameworks/README.md): about 8 minutes, too long to share the
+# lane's 10-minute call (GPU_LANE_FRAMEWORKS=1 puts it in gpu-test); results
+# in experiments/results/frameworks.json and frameworks.png, logs in
+# build/frameworks; FW_ARGS passes options (e.g. FW_ARGS='--only cupy,jax')
+FW_ARGS ?=
+gpu-frameworks: all
+	python3 experiments/frameworks/suite.py $(FW_ARGS)
 
 # mearasd, the guest libraries (libcuda.so.1, libcudart.so.13 and
 # libnvidia-ml.so.1, where `mearas run` looks for them), and the assembly

@@ -3,13 +3,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include "mearas/log.h"
+#include "mearas/log_line.h"
 
 static const char *log_component = "mearas";
 static int log_level = -1;
 static int log_fd = STDERR_FILENO;
+static int log_syslog;
 
 void mearas_log_set_fd(int fd)
 {
@@ -22,19 +26,54 @@ void mearas_log_init(const char *component)
 	log_component = component;
 }
 
+int mearas_log_level_of(const char *name)
+{
+	if (!strcmp(name, "debug"))
+		return MEARAS_LOG_DEBUG;
+	if (!strcmp(name, "info"))
+		return MEARAS_LOG_INFO;
+	if (!strcmp(name, "warn") || !strcmp(name, "warning"))
+		return MEARAS_LOG_WARN;
+	if (!strcmp(name, "error"))
+		return MEARAS_LOG_ERR;
+	return -1;
+}
+
+void mearas_log_set_level(int level)
+{
+	if (level >= MEARAS_LOG_ERR && level <= MEARAS_LOG_DEBUG)
+		log_level = level;
+}
+
 static int level_from_env(void)
 {
 	const char *e = getenv("MEARAS_LOG");
+	int l;
 
 	if (!e)
 		return MEARAS_LOG_INFO;
-	if (!strcmp(e, "debug"))
-		return MEARAS_LOG_DEBUG;
-	if (!strcmp(e, "warn"))
-		return MEARAS_LOG_WARN;
-	if (!strcmp(e, "error") || !strcmp(e, "quiet"))
+	if (!strcmp(e, "quiet"))
 		return MEARAS_LOG_ERR;
-	return MEARAS_LOG_INFO;
+	l = mearas_log_level_of(e);
+	return l < 0 ? MEARAS_LOG_INFO : l;
+}
+
+int mearas_log_journal_stderr(void)
+{
+	const char *e = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	/* systemd.exec(5): "DEVICE:INODE" of the stream it gave as stdout/stderr */
+	if (!e || sscanf(e, "%llu:%llu", &dev, &ino) != 2 || fstat(STDERR_FILENO, &st))
+		return 0;
+	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
+void mearas_log_to_syslog(int facility)
+{
+	openlog(log_component, LOG_PID | LOG_NDELAY, facility);
+	log_syslog = 1;
 }
 
 int mearas_log_debug_enabled(void)
@@ -44,22 +83,20 @@ int mearas_log_debug_enabled(void)
 	return log_level >= MEARAS_LOG_DEBUG;
 }
 
-void mearas_log(int level, const char *fmt, ...)
+static void log_line(int level, const char *fmt, va_list ap)
 {
-	static const char *const names[] = { "error", "warning", "info", "debug" };
+	static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
 	char buf[1024];
 	int n;
-	va_list ap;
 
-	if (log_level < 0)
-		log_level = level_from_env();
-	if (level > log_level)
+	if (log_syslog) {
+		vsnprintf(buf, sizeof(buf), fmt, ap);
+		syslog(prio[level], "%s", buf);
 		return;
-	n = snprintf(buf, sizeof(buf), "%s[%d]: %s: ", log_component, (int)getpid(), names[level]);
-	va_start(ap, fmt);
+	}
+	n = mearas_log_line_prefix(buf, sizeof(buf), log_component, level);
 	if (n > 0 && (size_t)n < sizeof(buf))
 		n += vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
-	va_end(ap);
 	if (n < 0)
 		return;
 	if ((size_t)n >= sizeof(buf) - 1)
@@ -68,4 +105,19 @@ void mearas_log(int level, const char *fmt, ...)
 	/* one write per message so lines of several processes do not interleave */
 	if (write(log_fd, buf, (size_t)n) < 0)
 		return;
+}
+
+void mearas_log(int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (level < MEARAS_LOG_ERR || level > MEARAS_LOG_DEBUG)
+		level = MEARAS_LOG_ERR;
+	if (log_level < 0)
+		log_level = level_from_env();
+	if (level > log_level)
+		return;
+	va_start(ap, fmt);
+	log_line(level, fmt, ap);
+	va_end(ap);
 }

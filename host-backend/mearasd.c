@@ -6,6 +6,7 @@
  * identity may hold, is decided here and in tenant.c, from what the kernel
  * says of the caller (SO_PEERCRED), never from what the client sends.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
@@ -20,14 +21,20 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "control/control.h"
+#include "control/metrics.h"
+#include "control/vgpustats.h"
 #include "core/client.h"
 #include "core/config.h"
+#include "core/config_file.h"
 #include "core/tenant.h"
 #include "device/device.h"
+#include "device/gpuprobe.h"
+#include "mearas_version.h"
 #include "mearas/clock.h"
 #include "mearas/log.h"
 #include "mearas/sockpath.h"
@@ -37,6 +44,11 @@
 
 #define DEFAULT_SOCKET "/run/mearas/mearasd.sock"
 #define DEFAULT_SOCKET_GROUP "mearas"
+
+/* daemon hygiene: --log, --print-config; options a config file may give as arrays */
+static const char *log_target = "auto";
+static bool print_config;
+static const char *const repeatable_opts[] = { "remote", "vm", NULL };
 
 static volatile sig_atomic_t quit;
 static const char *control_path, *node_name, *socket_group;
@@ -49,6 +61,8 @@ static struct tenant_limits limits = {
 static struct vm_spec vm_specs[VM_MAX_SPECS];
 static unsigned n_vm_specs;
 static const char *vm_user, *vm_dir;
+static uint32_t metrics_port;           /* 0: no metrics endpoint */
+static const char *metrics_bind;
 
 static void on_signal(int sig)
 {
@@ -60,7 +74,17 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: mearasd [options]\n"
-		"  --device=cuda|sim    execute on local GPUs (default) or on the host-memory model\n"
+		"  --config=FILE        read options from FILE, TOML: `quota-mb = 4096`, `remote = [\"1=h:7000\"]`\n"
+		"                       (keys are the long options; options on the command line win; default\n"
+		"                       " CONFIG_FILE_DEFAULT " where it exists; --config= reads none)\n"
+		"  --print-config       check the options and print those given (config file and command\n"
+		"                       line; the others keep their defaults) as TOML, then exit\n"
+		"  --log-level=L        error, warn, info or debug (default: $MEARAS_LOG, else info)\n"
+		"  --log=stderr|syslog|auto  where the log goes (default auto: syslog, hence the journal, when\n"
+		"                       systemd gave stderr to the journal (JOURNAL_STREAM), else stderr)\n"
+		"  --version            print the version and exit\n"
+		"  --device=cuda|sim    execute on local GPUs (default; mearasd exits when none can be used)\n"
+		"                       or on the host-memory model (no GPU needed)\n"
 		"  --socket=PATH        client socket (default $MEARAS_SOCKET or " DEFAULT_SOCKET ")\n"
 		"  --socket-group=GROUP who may use the client socket besides root: its members (mode\n"
 		"                       0660). Default: group '" DEFAULT_SOCKET_GROUP "' when it exists, else\n"
@@ -115,7 +139,10 @@ static void usage(FILE *f)
 		"                       root, is the only one mearasd admits on it (default: " VM_DEFAULT_QEMU_USER "\n"
 		"                       where that user exists, else root only)\n"
 		"  --vm-dir=DIR         where the sockets of VMs attached through the control socket\n"
-		"                       (AttachVm: the libvirt hook) are made (default " CONTROL_DEFAULT_VM_DIR ")\n");
+		"                       (AttachVm: the libvirt hook) are made (default " CONTROL_DEFAULT_VM_DIR ")\n"
+		"  --metrics-port=N     serve Prometheus metrics on http://ADDR:N/metrics (0, the default: off)\n"
+		"  --metrics-bind=ADDR  address the metrics endpoint binds (default " METRICS_DEFAULT_BIND "; anyone\n"
+		"                       who reaches it sees every identity's and assembly's figures)\n");
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -133,7 +160,10 @@ static int parse_u64(const char *s, uint64_t *out)
 
 /* long options without a short letter */
 enum { OPT_LINK_HANDSHAKE_MS = 1000, OPT_LINK_MAX_PENDING, OPT_LINK_MAX, OPT_LINK_FD_RESERVE, OPT_LINK_MEM_MB,
-       OPT_VM_USER, OPT_VM_DIR };
+       OPT_VM_USER, OPT_METRICS_PORT, OPT_METRICS_BIND, OPT_VM_DIR };
+
+/* daemon hygiene options (config file, version, logs) */
+enum { OPT_CONFIG = 2000, OPT_PRINT_CONFIG, OPT_VERSION, OPT_LOG_LEVEL, OPT_LOG };
 
 /* --NAME=N in [lo, hi] into *out */
 static int parse_range(const char *name, const char *arg, uint64_t lo, uint64_t hi, uint32_t *out)
@@ -150,6 +180,11 @@ static int parse_range(const char *name, const char *arg, uint64_t lo, uint64_t 
 static int parse_args(int argc, char **argv, struct backend_config *cfg, const char **sock)
 {
 	static const struct option opts[] = {
+		{ "config", required_argument, NULL, OPT_CONFIG },
+		{ "print-config", no_argument, NULL, OPT_PRINT_CONFIG },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+		{ "log", required_argument, NULL, OPT_LOG },
 		{ "device", required_argument, NULL, 'd' }, { "socket", required_argument, NULL, 's' },
 		{ "vgpus", required_argument, NULL, 'n' }, { "gpu-map", required_argument, NULL, 'g' },
 		{ "quota-mb", required_argument, NULL, 'q' }, { "data-mb", required_argument, NULL, 'D' },
@@ -171,13 +206,42 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		{ "user-data-mb", required_argument, NULL, 'U' },
 		{ "vm-user", required_argument, NULL, OPT_VM_USER },
 		{ "vm-dir", required_argument, NULL, OPT_VM_DIR },
+		{ "metrics-port", required_argument, NULL, OPT_METRICS_PORT },
+		{ "metrics-bind", required_argument, NULL, OPT_METRICS_BIND },
 		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	uint64_t v;
-	int c;
+	int c, idx;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	/* the config file's options go first, so that the command line's win */
+	if (config_file_merge(argc, argv, opts, repeatable_opts, &argc, &argv))
+		return -1;
+	while (idx = -1, (c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
+		config_file_note(opts, idx, optarg);
 		switch (c) {
+		case OPT_CONFIG:
+			break; /* read by config_file_merge */
+		case OPT_PRINT_CONFIG:
+			print_config = true;
+			break;
+		case OPT_VERSION:
+			printf("mearasd %s\n", MEARAS_VERSION);
+			exit(0);
+		case OPT_LOG_LEVEL: {
+			int l = mearas_log_level_of(optarg);
+
+			if (l < 0)
+				return fprintf(stderr, "mearasd: bad --log-level '%s' (error, warn, info, debug)\n",
+					       optarg), -1;
+			mearas_log_set_level(l);
+			break;
+		}
+		case OPT_LOG:
+			if (strcmp(optarg, "stderr") && strcmp(optarg, "syslog") && strcmp(optarg, "auto"))
+				return fprintf(stderr, "mearasd: bad --log '%s' (stderr, syslog or auto)\n",
+					       optarg), -1;
+			log_target = optarg;
+			break;
 		case 'd':
 			if (!strcmp(optarg, "sim"))
 				cfg->dev = &mdev_sim_ops;
@@ -348,6 +412,13 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 				return fprintf(stderr, "mearasd: --vm-dir must be an absolute path\n"), -1;
 			vm_dir = optarg;
 			break;
+		case OPT_METRICS_PORT:
+			if (parse_range("metrics-port", optarg, 0, 65535, &metrics_port))
+				return -1;
+			break;
+		case OPT_METRICS_BIND:
+			metrics_bind = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -356,6 +427,7 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 			return -1;
 		}
 	}
+	config_file_note(opts, -1, NULL);
 	if (optind < argc)
 		return fprintf(stderr, "mearasd: unexpected argument '%s'\n", argv[optind]), -1;
 	if (cfg->data_default > cfg->data_max)
@@ -367,6 +439,10 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 
 		if (vm_resolve_user(vm_user, vm_specs, n_vm_specs, err, sizeof(err)))
 			return fprintf(stderr, "mearasd: %s\n", err), -1;
+	}
+	if (print_config) {
+		config_file_print(stdout, opts, repeatable_opts);
+		exit(0);
 	}
 	return 0;
 }
@@ -441,11 +517,19 @@ static int listen_on(const char *path)
 	char tmp[sizeof(a.sun_path)];
 	struct stat st;
 	mode_t old_mask;
+	pid_t holder;
 	int fd, r;
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.%d~", path, (int)getpid()) >= sizeof(tmp)) {
 		fprintf(stderr, "mearasd: socket path too long (at most %zu bytes): %s\n",
 			sizeof(a.sun_path) - 14, path);
+		return -1;
+	}
+	/* a live server's socket is never taken over; a stale one (refusing
+	 * connections: its server is gone) is replaced below */
+	if (mearas_socket_live(path, &holder)) {
+		fprintf(stderr, "mearasd: %s is served by a live process (pid %d), another mearasd: not taken "
+			"over (stop it, or give this one another --socket)\n", path, (int)holder);
 		return -1;
 	}
 	strcpy(a.sun_path, tmp);
@@ -672,6 +756,36 @@ static void accept_client(const struct backend_config *cfg, int lfd)
 	live[nlive++] = (struct live_worker){ .pidfd = pidfd, .slot = slot };
 }
 
+/*
+ * Type=notify units: readiness and stopping, where systemd asks
+ * (NOTIFY_SOCKET). libsystemd is loaded only then: GPU machines without it
+ * (containers) still run mearasd, which links nothing it does not always use.
+ */
+static void notify_systemd(const char *state)
+{
+	static int (*notify)(int unset_environment, const char *state);
+	static bool looked;
+	int r;
+
+	if (!getenv("NOTIFY_SOCKET"))
+		return;
+	if (!looked) {
+		void *lib = dlopen("libsystemd.so.0", RTLD_NOW | RTLD_LOCAL);
+
+		looked = true;
+		if (lib)
+			*(void **)&notify = dlsym(lib, "sd_notify");
+		if (!notify)
+			log_err("NOTIFY_SOCKET is set but libsystemd.so.0 cannot be loaded (%s): systemd will not hear "
+				"that mearasd is ready (install libsystemd0)", dlerror());
+	}
+	if (!notify)
+		return;
+	r = notify(0, state);
+	if (r < 0)
+		log_warn("sd_notify: %s", strerror(-r));
+}
+
 static void serve_clients(const struct backend_config *cfg, int lfd)
 {
 	struct pollfd *pfd = calloc(1 + limits.max_workers + REFUSED_MAX, sizeof(*pfd));
@@ -681,6 +795,8 @@ static void serve_clients(const struct backend_config *cfg, int lfd)
 		log_err("out of memory for %u client workers", limits.max_workers);
 		return;
 	}
+	/* everything listens (the client and control sockets, the link server) */
+	notify_systemd("READY=1\nSTATUS=serving");
 	while (!quit) {
 		int r, timeout = -1;
 		unsigned nl = nlive, nr = nrefused;
@@ -714,6 +830,7 @@ static void serve_clients(const struct backend_config *cfg, int lfd)
 		for (unsigned i = nl; i-- > 0;) {
 			if (!pfd[1 + i].revents)
 				continue;
+			vstats_worker_gone(live[i].slot); /* its counters into the totals */
 			tenant_worker_gone(live[i].slot);
 			close(live[i].pidfd);
 			live[i] = live[--nlive];
@@ -721,6 +838,7 @@ static void serve_clients(const struct backend_config *cfg, int lfd)
 		if (pfd[0].revents & POLLIN)
 			accept_client(cfg, lfd);
 	}
+	notify_systemd("STOPPING=1");
 	free(pfd);
 }
 
@@ -747,6 +865,49 @@ static int start_control(const struct backend_config *cfg)
 	return 0;
 }
 
+/* --log: auto is syslog (hence the journal) where systemd gave stderr to the journal */
+static void start_logging(void)
+{
+	if (!strcmp(log_target, "syslog") || (!strcmp(log_target, "auto") && mearas_log_journal_stderr()))
+		mearas_log_to_syslog(LOG_DAEMON);
+}
+
+/*
+ * --device=cuda: the GPUs must be usable (a child process asks, gpuprobe.c:
+ * mearasd itself never initializes CUDA) and every --gpu-map entry of a
+ * local vGPU must name one; else mearasd exits instead of refusing every
+ * client (unless --remote vGPUs on other nodes' GPUs are all it may serve).
+ */
+static int check_gpus(const struct backend_config *cfg)
+{
+	static struct probe_result r;
+
+	unsigned remote = 0;
+
+	for (unsigned i = 0; i < MEARAS_MAX_VGPUS; i++)
+		remote += cfg->remote.target[i].host[0] != 0;
+	gpu_probe(cfg->dev, 30000, &r);
+	if (r.status && remote) {
+		/* a node may use other nodes' GPUs only */
+		log_warn("no usable local GPU (%s): only the %u remote vGPU(s) of --remote can be served", r.error,
+			 remote);
+		return 0;
+	}
+	if (r.status) {
+		fprintf(stderr, "mearasd: no usable GPU: %s (--device=sim runs without one, on a host-memory "
+			"model)\n", r.error);
+		return -1;
+	}
+	for (unsigned i = 0; i < MEARAS_MAX_VGPUS; i++)
+		if (cfg->gpu_map[i] >= 0 && (unsigned)cfg->gpu_map[i] >= r.count && !cfg->remote.target[i].host[0]) {
+			fprintf(stderr, "mearasd: --gpu-map names GPU %d, but this node has %u\n", cfg->gpu_map[i],
+				r.count);
+			return -1;
+		}
+	log_info("%u GPU(s): %s%s", r.count, r.gpus[0].name, r.count > 1 ? ", ..." : "");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct backend_config cfg = {
@@ -762,12 +923,22 @@ int main(int argc, char **argv)
 		cfg.gpu_map[i] = -1;
 	if (!sock)
 		sock = DEFAULT_SOCKET;
-	if (parse_args(argc, argv, &cfg, &sock))
+	if (parse_args(argc, argv, &cfg, &sock)) {
+		config_file_blame();
 		return 2;
+	}
+	start_logging();
+	if (cfg.dev == &mdev_cuda_ops && check_gpus(&cfg))
+		return 1;
 	if (!cfg.vgpus_default)
 		cfg.vgpus_default = cfg.dev == &mdev_sim_ops ? 2 : 1;
-	if (tenant_table_init(&limits))
+	if (tenant_table_init(&limits) || vm_sockets_check(vm_specs, n_vm_specs))
 		return 1;
+	if (vstats_init())
+		log_warn("no shared counter table: vGPU calls are not counted");
+	/* before anything listens: whoever sees a socket may stop mearasd cleanly */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	lfd = listen_on(sock);
 	if (lfd < 0)
 		return 1;
@@ -775,8 +946,6 @@ int main(int argc, char **argv)
 		mearas_unlink_socket(sock);
 		return 1;
 	}
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGCHLD, SIG_IGN); /* workers are reaped automatically */
 	if (vm_servers_start(&cfg, vm_specs, n_vm_specs))
@@ -791,7 +960,20 @@ int main(int argc, char **argv)
 			 "(process clients; not VM slots or remote links)", cfg.kernel_timeout_ms);
 	if (cfg.remote.link_port && remote_serve_start(&cfg))
 		return 1;
+	if (metrics_port) {
+		struct metrics_source ms = { .node = node_name, .device = cfg.dev->name,
+					     .nvml = cfg.dev == &mdev_cuda_ops };
+
+		if (metrics_start(metrics_bind, (uint16_t)metrics_port, &ms)) {
+			mearas_unlink_socket(sock);
+			control_stop();
+			return 1;
+		}
+	} else if (metrics_bind) {
+		log_warn("--metrics-bind without --metrics-port: no metrics endpoint");
+	}
 	serve_clients(&cfg, lfd);
+	metrics_stop();
 	mearas_unlink_socket(sock);
 	control_stop();
 	remote_serve_stop();

@@ -6,7 +6,7 @@
 HB := host-backend
 # record execution (the op handlers; decoding generated from the op spec)
 EXEC_SRC := $(addprefix $(HB)/core/,exec.c exec_check.c exec_objects.c exec_memory.c exec_module.c \
-            exec_stream.c exec_graph.c)
+            exec_stream.c exec_graph.c exec_vmm.c)
 EXEC_GEN := exec_ops.gen.c
 # a worker and its vGPUs besides exec: region and vGPU setup, handles, device
 # memory, the poller (the local engine), GPU time limit, output
@@ -28,6 +28,12 @@ REMOTE_SESSION_SRC := $(addprefix $(HB)/remote/,session.c session_feed.c session
 REMOTE_SRC := $(addprefix $(HB)/remote/,config.c forward.c forward_d2h.c forward_mapped.c reap.c serve.c \
               serve_worker.c) $(REMOTE_SESSION_SRC)
 CONTROL_SRC := $(addprefix $(HB)/control/,control.c control_proto.c control_profile.c control_vm.c assembly.c \
-               vgpustats.c)
+               attached.c vgpustats.c)
+# the metrics endpoint (libmicrohttpd; NVML by dlopen)
+METRICS_SRC := $(addprefix $(HB)/control/,metrics_http.c metrics_text.c metrics_gpu.c)
 MEARASD_SRC := $(HB)/mearasd.c $(CLIENT_SRC) $(EXEC_SRC) $(CORE_SRC) $(TENANT_SRC) $(DEVICE_SRC) \
                $(GPUPROBE_SRC) $(VM_SRC) $(REMOTE_SRC) $(CONTROL_SRC)
+# the config file (--config, a TOML subset)
+CONFIG_FILE_SRC := $(HB)/core/config_file.c
+MEARASD_SRC += $(CONFIG_FILE_SRC)
+MEARASD_SRC += $(METRICS_SRC)

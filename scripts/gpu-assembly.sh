@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU lane, assembly manager part: `mearas run --vgpus 2 -- ./probe` against
 # the mearasd of this node (control socket CTL, data socket SOCK) with the
-# embedded file registry and NVML profiles; the probe must see 2 devices with
+# embedded file registry and the GPUs mearasd reports; the probe must see 2 devices with
 # the GPU's properties, the manager's quota as memory, and the quota enforced.
 #   scripts/gpu-assembly.sh SOCK CTL OUTDIR
 set -uo pipefail
@@ -13,17 +13,17 @@ cat >"$cfg" <<EOT
 name = "$(hostname)"
 address = "127.0.0.1:7100"
 max_vgpus_per_gpu = 2
-use_nvml = true
 [registry]
 backend = "file"
 path = "$out/registry.json"
 [mearasd]
 control_socket = "$ctl"
+client_socket = "$sock"
 timeout = 20
 [runtime]
 libdir = "$top/build/lib"
 EOT
-am() { PYTHONPATH=$top/assembly-manager MEARAS_SOCKET=$sock python3 -m mearas_am.cli --config "$cfg" "$@"; }
+am() { PYTHONPATH=$top/assembly-manager python3 -m mearas_am.cli --config "$cfg" "$@"; }
 am node-agent --once >"$out/am-agent.txt" 2>&1 || { echo "assembly: node-agent failed: $(tail -3 "$out/am-agent.txt")"; exit 1; }
 am nodes >"$out/am-nodes.txt" 2>&1
 CUDA_VISIBLE_DEVICES= am run --vgpus 2 -- "$top/build/tests/control/assembly_probe" >"$out/am-run.txt" 2>&1

@@ -7,7 +7,11 @@
 # last. Logs: build/gpu-lane (GPU_LANE_WORK); results: experiments/results
 # (microbench.json, remote.json, batch.json, batch-size.png, watchdog.json: the
 # GPU time limit, scripts/gpu-watchdog.sh; drvapi.json and drvapi-programs.json:
-# NVIDIA's static runtime over mearas's libcuda.so.1, scripts/gpu-drvapi.sh). Where OUT is set
+# NVIDIA's static runtime over mearas's libcuda.so.1, scripts/gpu-drvapi.sh; with
+# GPU_LANE_FRAMEWORKS=1, frameworks.json and frameworks.png: PyTorch, CuPy and JAX,
+# experiments/frameworks/suite.py, about 8 minutes of its own, so off by default:
+# the whole lane would not fit one 10-minute call; `make gpu-frameworks` runs it
+# alone). Where OUT is set
 # (the device tool's folder, which brings back at most 8 files), only these go
 # there: table.txt, gpu-lane.tar.gz (all logs and results), and the
 # results; without OUT they go to the logs folder too.
@@ -19,7 +23,7 @@ pack=${OUT:-$out}
 mkdir -p "$out" "$pack"
 # results of an earlier run (or the committed ones) must not pass for this
 # run's: only files newer than this stamp are taken
-rm -f "$out"/{microbench,remote,batch,watchdog,drvapi,drvapi-programs}.json "$out"/batch.csv "$out"/batch-size.png "$out"/table.txt
+rm -f "$out"/{microbench,remote,batch,watchdog,drvapi,drvapi-programs,frameworks}.json "$out"/frameworks.png "$out"/batch.csv "$out"/batch-size.png "$out"/table.txt
 touch "$out/.start"
 failed_steps=()
 fresh() { [ -f "$1" ] && [ "$1" -nt "$out/.start" ] && cp "$1" "$out/"; }
@@ -135,6 +139,18 @@ fresh experiments/results/drvapi-programs.json
 echo "== batch-size sweep (one remote vGPU, mearasd --link-batch 1..1024)"
 scripts/gpu-batch.sh "$out" cuda >"$out/batch-table.txt" 2>&1 || failed_steps+=("batch sweep")
 
+if [ "${GPU_LANE_FRAMEWORKS:-0}" = 1 ]; then
+	echo "== frameworks: PyTorch, CuPy and JAX natively and through mearas (experiments/frameworks/suite.py)"
+	# its own mearasd nodes; OUT emptied: the lane packs its results itself
+	OUT='' python3 experiments/frameworks/suite.py --work "$out/frameworks" >"$out/frameworks-table.txt" 2>&1 ||
+		failed_steps+=("frameworks")
+	fresh experiments/results/frameworks.json
+	fresh experiments/results/frameworks.png
+else
+	echo "frameworks: not run (about 8 minutes of its own: GPU_LANE_FRAMEWORKS=1 adds it to the lane," \
+		"make gpu-frameworks runs it alone)" >"$out/frameworks-table.txt"
+fi
+
 python3 experiments/microbench/compare.py --native "$out"/micro-native-?.txt --mearas "$out"/micro-mearas-?.txt \
 	--idle-cpu "$idle_cpu" --device "${device:-unknown} (driver ${driver:-?})" \
 	--out experiments/results/microbench.json >"$out/micro-table.txt" 2>&1 || failed_steps+=("microbenchmarks")
@@ -163,6 +179,11 @@ table_body() {
 	echo "== driver-API front end (NVIDIA's static runtime over mearas's libcuda.so.1)"
 	grep -v '^==' "$out/drvapi-table.txt"
 	cat "$out/drvapi-programs.txt"
+	echo
+	# the suite's table from its header line (device, time taken); without
+	# one (not run, or it stopped early) the end of what it printed
+	sed -n '/^== frameworks:/,$p' "$out/frameworks-table.txt" | grep . ||
+		{ echo "== frameworks (experiments/frameworks/suite.py)"; tail -20 "$out/frameworks-table.txt"; }
 }
 [ $suite_rc -eq 0 ] || failed_steps+=("program suite, isolation, watchdog, lifetimes or assembly (see above)")
 table() {
@@ -184,7 +205,7 @@ else
 	rm -f "$tmp"
 fi
 if [ "$(realpath "$pack")" != "$(realpath "$out")" ]; then
-	for f in microbench.json remote.json drvapi.json drvapi-programs.json watchdog.json table.txt; do
+	for f in microbench.json remote.json drvapi.json drvapi-programs.json watchdog.json frameworks.json table.txt; do
 		[ -f "$out/$f" ] && cp "$out/$f" "$pack/"
 	done
 fi

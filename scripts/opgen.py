@@ -240,20 +240,44 @@ def c_params(op: Op) -> str:
     return ", ".join(ps)
 
 
+# Op classes for accounting (mearasd's metrics), derived from each op's
+# flags and arguments, first rule that matches.
+OP_CLASSES = ("launch", "copy", "sync", "memory", "other")
+
+
+def op_class(o: Op) -> str:
+    if "kernel" in o.flags:
+        return "launch"                    # kernel work on a stream
+    if {"capture", "pends_sync"} <= o.flags:
+        return "copy"                      # other stream work the caller may wait for
+    if {"sync", "pends_sync"} <= o.flags:
+        return "sync"                      # waits for device work
+    if any(a.kind == "dptr" or a.hkind == "pool" for a in o.args):
+        return "memory"                    # device allocations and pools
+    return "other"
+
+
 def gen_inline(spec: Spec) -> str:
     out = [HEADER, "/* included by mearas/region.h after struct mearas_sqe */\n"
            "#ifndef MEARAS_OPS_INLINE_GEN_H\n#define MEARAS_OPS_INLINE_GEN_H\n\n#include <stdbool.h>\n\n"]
+    out.append("/* accounting classes (scripts/opgen.py op_class) */\nenum mearas_op_class {\n")
+    for c in OP_CLASSES:
+        out.append(f"\tMEARAS_OPCLASS_{c.upper()},\n")
+    out.append("\tMEARAS_OPCLASS_COUNT\n};\n\n")
+    out.append("static inline const char *mearas_op_class_name(unsigned c)\n{\n\tstatic const char *const names[] = { ")
+    out.append(", ".join(f'"{c}"' for c in OP_CLASSES))
+    out.append(' };\n\n\treturn c < MEARAS_OPCLASS_COUNT ? names[c] : "invalid";\n}\n\n')
     out.append("struct mearas_op_props {\n\tconst char *name;\n")
     for f in sorted(FLAGS) + ["stream"]:
         out.append(f"\tunsigned char {f};\n")
-    out.append("\tunsigned char nargs;\n};\n\n")
+    out.append("\tunsigned char nargs;\n\tunsigned char cls;\t/* enum mearas_op_class */\n};\n\n")
     out.append("static inline const struct mearas_op_props *mearas_op_props(unsigned op)\n{\n")
     out.append("\tstatic const struct mearas_op_props props[MEARAS_OP_COUNT + 1] = {\n")
     for o in spec.ops:
         fl = ", ".join(f".{f} = 1" for f in sorted(o.flags) + (["stream"] if o.has_stream else []))
         out.append(f"\t\t[MEARAS_OP_{o.name}] = {{ .name = \"{o.name}\", {fl + ', ' if fl else ''}"
-                   f".nargs = {len(o.args)} }},\n")
-    out.append("\t\t[MEARAS_OP_COUNT] = { .name = \"INVALID\" },\n\t};\n")
+                   f".nargs = {len(o.args)}, .cls = MEARAS_OPCLASS_{op_class(o).upper()} }},\n")
+    out.append("\t\t[MEARAS_OP_COUNT] = { .name = \"INVALID\", .cls = MEARAS_OPCLASS_OTHER },\n\t};\n")
     out.append("\treturn &props[op < MEARAS_OP_COUNT ? op : MEARAS_OP_COUNT];\n}\n\n")
     out.append("/* Prep helpers: the one place each op's arguments are written. */\n")
     for o in spec.ops:

@@ -24,6 +24,7 @@ suites=(
 	"vm-cuda|tests/vm-cuda"
 	"assembly-manager|assembly-manager"
 	"control|tests/control"
+	"daemon|tests/daemon"
 	"experiments|experiments/harness"
 	"drvapi-probe|experiments/drvapi-probe"
 )

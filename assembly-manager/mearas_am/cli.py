@@ -7,9 +7,10 @@ import getpass
 import os
 import pwd
 import sys
+import time
 from collections import Counter
 
-from . import booking, slurm, vmdomain
+from . import VERSION_FULL, booking, slurm, vmdomain
 from .agent import run_agent
 from .config import load_config
 from .errors import MearasError, RequestError
@@ -18,8 +19,10 @@ from .install import DEFAULT_HOOK, install_hook
 from .manager import Manager
 from .model import AssemblyRequest, GpuRef
 from .policies import POLICIES, validate_request
-from .render import assemblies_table, candidates_text, nodes_table, to_json
+from .render import (assemblies_table, candidates_text, node_views, nodes_json, nodes_table,
+                     to_json)
 from .runner import run_app, user_identity
+from .top import run_top
 from .units import parse_cc, parse_size
 
 
@@ -68,6 +71,7 @@ def _identity(a: argparse.Namespace) -> str:
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="mearas", description="mearas GPU assembly manager")
     ap.add_argument("--config", help="config file (default $MEARAS_CONFIG or /etc/mearas/am.toml)")
+    ap.add_argument("--version", action="version", version=f"mearas {VERSION_FULL}")
     out = argparse.ArgumentParser(add_help=False)
     out.add_argument("--json", action="store_true", help="machine-readable output")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -88,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     _request_args(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
     p = sub.add_parser("node-agent", help="publish this node's profile and keep it alive")
+    p.add_argument("--version", action="version", version=f"mearas node-agent {VERSION_FULL}")
     p.add_argument("--once", action="store_true")
     p.add_argument("--interval", type=float, help="seconds between publications")
     p = sub.add_parser("vm", help="a libvirt domain's assembly: its metadata and mearas device")
@@ -100,6 +105,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "power of two, 4MiB..1TiB; default 256MiB)")
     q = vsub.add_parser("detach", help="remove both from the domain's persistent XML")
     q.add_argument("domain")
+    p = sub.add_parser("top", help="live view of mearasd's metrics: nodes, GPUs, vGPUs, links")
+    p.add_argument("--url", action="append", default=[],
+                   help="a mearasd metrics endpoint (repeatable; default: [mearasd] metrics_url)")
+    p.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes (2)")
+    p.add_argument("--once", action="store_true", help="print one view and exit")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p = sub.add_parser("install-hook", help="install the libvirt qemu hook")
     p.add_argument("--hook-path", default=DEFAULT_HOOK)
     p.add_argument("--force", action="store_true")
@@ -121,13 +132,23 @@ def _dispatch(a: argparse.Namespace) -> int:
         return 0
     if a.cmd == "vm":
         return _vm(a)
-    mgr = Manager(load_config(a.config))
+    config = load_config(a.config)
+    for w in config.warnings:
+        print(f"mearas: warning: {w}", file=sys.stderr)
+    if a.cmd == "top":
+        md = config.mearasd
+        return run_top(a.url or ([md.metrics_url] if md.metrics_url else []), a.interval, a.once,
+                       a.json)
+    mgr = Manager(config)
     try:
         if a.cmd == "nodes":
             snap = mgr.registry.snapshot()
-            nodes = sorted(snap.nodes.values(), key=lambda n: n.name)
+            views = node_views(snap, time.time())
             booked = Counter({(r.node, r.index): len(led) for r, led in snap.ledgers.items()})
-            print(to_json(nodes) if a.json else nodes_table(nodes, dict(booked)))
+            print(nodes_json(views) if a.json else nodes_table(views, dict(booked), time.time()))
+            if not views and not a.json:
+                print(f"mearas: no nodes in the registry ({config.registry.backend} registry of "
+                      f"{config.source}): is a node agent running?", file=sys.stderr)
         elif a.cmd == "assemblies":
             asms = booking.list_assemblies(mgr.registry, a.owner)
             print(to_json(asms) if a.json else assemblies_table(asms, mgr.attachments()))

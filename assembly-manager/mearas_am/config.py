@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .model import GpuStatic
-from .units import parse_cc, parse_size
 
 DEFAULT_CONFIG_PATH = "/etc/mearas/am.toml"
 CONFIG_ENV = "MEARAS_CONFIG"
+DEFAULT_CLIENT_SOCKET = "/run/mearas/mearasd.sock"
+# keys of older configs that nothing reads any more: the GPUs are mearasd's (GetProfile)
+_RETIRED_NODE_KEYS = ("gpus", "use_nvml")
 
 
 @dataclass(frozen=True)
@@ -22,8 +23,6 @@ class NodeConfig:
     name: str
     address: str
     max_vgpus_per_gpu: int
-    use_nvml: bool
-    gpus: tuple[GpuStatic, ...]
 
 
 @dataclass(frozen=True)
@@ -39,7 +38,9 @@ class RegistryConfig:
 @dataclass(frozen=True)
 class MearasdConfig:
     control_socket: str
+    client_socket: str  # where programs reach mearasd: `mearas run` sets MEARAS_SOCKET to it
     timeout: float
+    metrics_url: str = ""  # mearasd's metrics endpoint (mearasd --metrics-port), for `mearas top`
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ class Config:
     mearasd: MearasdConfig
     libdir: str
     source: str = field(default="<defaults>")
+    warnings: tuple[str, ...] = ()  # things in the file that are ignored, for the user
     vm: VmConfig = field(default=DEFAULT_VM)
 
 
@@ -69,24 +71,11 @@ def _table(d: dict[str, Any], key: str) -> dict[str, Any]:
     return v
 
 
-def _gpu(i: int, g: Any) -> GpuStatic:
-    if not isinstance(g, dict):
-        raise ConfigError(f"node.gpus[{i}] must be a table")
-    try:
-        cc = parse_cc(g.get("compute_capability", ""))
-        return GpuStatic(
-            index=int(g.get("index", i)),
-            name=str(g["name"]),
-            cc_major=cc[0],
-            cc_minor=cc[1],
-            memory_bytes=parse_size(g["memory"]),
-            sm_count=int(g.get("sm_count", 0)),
-            interconnect=str(g.get("interconnect", "pcie")),
-        )
-    except KeyError as e:
-        raise ConfigError(f"node.gpus[{i}]: missing key {e.args[0]!r}") from None
-    except ValueError as e:
-        raise ConfigError(f"node.gpus[{i}]: {e}") from None
+def _metrics_url(v: Any) -> str:
+    url = str(v)
+    if url and not url.startswith(("http://", "https://")):
+        raise ConfigError(f"mearasd.metrics_url must be an http:// URL, not {url!r}")
+    return url
 
 
 def parse_config(d: dict[str, Any], source: str = "<dict>") -> Config:
@@ -96,12 +85,9 @@ def parse_config(d: dict[str, Any], source: str = "<dict>") -> Config:
         md = _table(d, "mearasd")
         rt = _table(d, "runtime")
         vm = _table(d, "vm")
-        gpus_raw = node.get("gpus", [])
-        if not isinstance(gpus_raw, list):
-            raise ConfigError("node.gpus must be an array of tables ([[node.gpus]])")
-        gpus = tuple(_gpu(i, g) for i, g in enumerate(gpus_raw))
-        if len({g.index for g in gpus}) != len(gpus):
-            raise ConfigError("node.gpus: duplicate GPU index")
+        warnings = tuple(
+            f"{source}: [node] {k} is ignored: the node agent publishes the GPUs mearasd "
+            "reports (its GetProfile reply); remove it" for k in _RETIRED_NODE_KEYS if k in node)
         factor = int(node.get("max_vgpus_per_gpu", 1))
         if factor < 1:
             raise ConfigError("node.max_vgpus_per_gpu must be >= 1")
@@ -125,8 +111,6 @@ def parse_config(d: dict[str, Any], source: str = "<dict>") -> Config:
                 name=str(node.get("name", socket.gethostname())),
                 address=str(node.get("address", "")),
                 max_vgpus_per_gpu=factor,
-                use_nvml=bool(node.get("use_nvml", True)),
-                gpus=gpus,
             ),
             registry=RegistryConfig(
                 backend=backend,
@@ -138,10 +122,13 @@ def parse_config(d: dict[str, Any], source: str = "<dict>") -> Config:
             ),
             mearasd=MearasdConfig(
                 control_socket=str(md.get("control_socket", "/run/mearas/control.sock")),
+                client_socket=str(md.get("client_socket", DEFAULT_CLIENT_SOCKET)),
                 timeout=float(md.get("timeout", 10.0)),
+                metrics_url=_metrics_url(md.get("metrics_url", "")),
             ),
             libdir=str(rt.get("libdir", "/usr/local/lib/mearas")),
             source=source,
+            warnings=warnings,
             vm=VmConfig(socket_dir=vm_dir, qemu_user=str(vm.get("qemu_user", DEFAULT_VM.qemu_user))),
         )
     except (TypeError, ValueError) as e:
@@ -151,14 +138,15 @@ def parse_config(d: dict[str, Any], source: str = "<dict>") -> Config:
 
 
 def load_config(path: str | None = None) -> Config:
-    """Reads PATH, else $MEARAS_CONFIG, else /etc/mearas/am.toml; a missing default file means
-    built-in defaults (file registry, no GPUs configured)."""
+    """Reads PATH, else $MEARAS_CONFIG, else /etc/mearas/am.toml. A missing file is an error:
+    without one the manager would look at a registry no node agent publishes to."""
     explicit = path or os.environ.get(CONFIG_ENV)
     p = Path(explicit or DEFAULT_CONFIG_PATH)
     if not p.exists():
         if explicit:
             raise ConfigError(f"config file {p} does not exist")
-        return parse_config({}, "<defaults>")
+        raise ConfigError(f"no config: {p} does not exist (give --config FILE or set "
+                          f"${CONFIG_ENV}; every key is described in am.toml.example)")
     try:
         data = tomllib.loads(p.read_text())
     except (OSError, tomllib.TOMLDecodeError) as e:

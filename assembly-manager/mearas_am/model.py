@@ -43,7 +43,24 @@ class GpuLoad:
 @dataclass(frozen=True)
 class GpuProfile:
     static: GpuStatic
-    load: GpuLoad | None  # None: no live measurement (no NVML and mearasd unreachable)
+    load: GpuLoad | None  # None: no live measurement (mearasd unreachable)
+
+
+@dataclass(frozen=True)
+class LinkServer:
+    """mearasd's remote-link server as its GetProfile reply describes it."""
+    port: int  # 0: mearasd serves no remote vGPUs
+    bind: str  # "" : every address
+    key_configured: bool  # without a cluster key every link is refused
+
+
+@dataclass(frozen=True)
+class MearasdProfile:
+    """One GetProfile reply: the node mearasd serves, its GPUs with their load, and its link
+    server (None from a mearasd that does not report it)."""
+    node: str
+    gpus: tuple[GpuProfile, ...]
+    link: LinkServer | None
 
 
 @dataclass(frozen=True)
@@ -52,8 +69,20 @@ class NodeProfile:
     address: str  # remote-link endpoint other nodes use for remote vGPUs
     max_vgpus_per_gpu: int
     gpus: tuple[GpuProfile, ...]
-    source: str  # where static properties came from: "nvml" or "config"
-    updated_at: float
+    source: str  # where the GPUs came from: "mearasd" (its GetProfile reply)
+    updated_at: float  # when mearasd last answered with these GPUs
+    # why nothing may be booked here (no profile from mearasd, or an unusable one); "" = ready
+    down: str = ""
+    # why no vGPU of another node may be booked here (remote-link not served); "" = it may
+    link_down: str = ""
+
+    @property
+    def state(self) -> str:
+        return "down" if self.down else "local-only" if self.link_down else "ready"
+
+    @property
+    def why(self) -> str:
+        return self.down or self.link_down
 
     def gpu(self, index: int) -> GpuProfile | None:
         for g in self.gpus:
@@ -88,6 +117,8 @@ class NodeProfile:
             gpus=tuple(gpus),
             source=str(d["source"]),
             updated_at=float(d["updated_at"]),
+            down=str(d.get("down", "")),
+            link_down=str(d.get("link_down", "")),
         )
 
 

@@ -6,6 +6,7 @@ spread over equal GPUs instead of all racing for the same one."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ class GpuState:
     slots_used: int
     memory_used: int  # booked quotas
     utilization: int  # percent, 0 when unknown
+    down: str = ""  # the node's reason to take no vGPU at all ("" = none)
+    link_down: str = ""  # the node's reason to take no vGPU of another node
 
     @property
     def load(self) -> float:
@@ -70,12 +73,17 @@ def gpu_states(snap: Snapshot) -> dict[GpuRef, GpuState]:
                 ref=ref, static=g.static, address=node.address,
                 slots_total=node.max_vgpus_per_gpu, slots_used=len(led),
                 memory_used=sum(led.values()),
-                utilization=g.load.utilization_percent if g.load else 0)
+                utilization=g.load.utilization_percent if g.load else 0,
+                down=node.down, link_down=node.link_down)
     return out
 
 
 def _eligible(g: GpuState, r: AssemblyRequest, origin: str) -> str | None:
     """Why G cannot take a vGPU of R at all (None if it can, capacity aside)."""
+    if g.down:
+        return f"node {g.ref.node} is down ({g.down})"
+    if g.link_down and g.ref.node != origin:
+        return f"node {g.ref.node} takes no remote vGPUs ({g.link_down})"
     if r.nodes and g.ref.node not in r.nodes:
         return "not a requested node"
     if r.local_only and g.ref.node != origin:
@@ -101,8 +109,7 @@ SCORES: dict[str, ScoreFn] = {
 
 def _greedy(states: list[GpuState], r: AssemblyRequest, origin: str, score: ScoreFn,
             tiebreak: dict[GpuRef, float]) -> list[VgpuPlacement] | None:
-    work = {g.ref: GpuState(g.ref, g.static, g.address, g.slots_total, g.slots_used,
-                            g.memory_used, g.utilization) for g in states}
+    work = {g.ref: dataclasses.replace(g) for g in states}
     used_nodes: set[str] = set()
     remote = 0
     out = []
@@ -167,6 +174,11 @@ def _explain(snap: Snapshot, states: dict[GpuRef, GpuState], r: AssemblyRequest,
     parts = [f"cannot place {r.vgpus} vGPU(s) with policy {r.policy}"]
     if missing:
         parts.append(f"requested node(s) not alive: {', '.join(missing)}")
+    for n in sorted(snap.nodes.values(), key=lambda n: n.name):
+        if n.down:
+            parts.append(f"node {n.name} is down: {n.down}")
+        elif n.link_down and n.name != origin:
+            parts.append(f"node {n.name} takes no remote vGPUs: {n.link_down}")
     elig = [g for g in states.values() if _eligible(g, r, origin) is None]
     free_slots = sum(g.slots_total - g.slots_used for g in elig if g.fits(g.quota(r)))
     parts.append(f"{len(elig)} of {len(states)} GPU(s) on {len(snap.nodes)} live node(s) "

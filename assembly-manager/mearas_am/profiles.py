@@ -1,94 +1,79 @@
-"""Node profiles: static GPU properties (NVML, else the config file) plus dynamic load
-(NVML free memory/utilization, and the vGPUs and call rates mearasd reports)."""
+"""This node's profile, as the node agent publishes it: the GPUs and their load are what the
+local mearasd reports (GetProfile): mearasd serves the GPUs, so its indices are the ones the
+registry books and instantiation checks. Nothing else (config, NVML) is a second source.
+
+The profile also says whether the node may be booked: `down` when mearasd cannot be asked or
+its answer cannot be used (the GPUs of the last good answer are kept for people to see, not
+for booking), `link_down` when other nodes cannot reach its GPUs over remote-link."""
 
 from __future__ import annotations
 
-import importlib
+import ipaddress
 import time
-from typing import Any
 
 from .config import Config
 from .control.client import MearasdClient
 from .errors import MearasdError
-from .model import GpuLoad, GpuProfile, GpuStatic, NodeProfile
+from .model import GpuProfile, LinkServer, NodeProfile
 
-# CUDA cores per SM by compute capability major (NVML reports cores, not SMs)
-_CORES_PER_SM = {6: 64, 7: 64, 8: 128, 9: 128, 10: 128, 12: 128}
-_CORES_PER_SM_EXACT = {(8, 0): 64}
+SOURCE = "mearasd"
 
 
-def _nvml() -> Any | None:
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
     try:
-        return importlib.import_module("pynvml")
-    except ImportError:
-        return None
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
-def nvml_gpus() -> list[GpuProfile] | None:
-    """Static and live properties from NVML; None when nvidia-ml-py or the driver is absent."""
-    nv = _nvml()
-    if nv is None:
-        return None
+def link_problem(address: str, link: LinkServer | None) -> str:
+    """Why other nodes cannot use this node's GPUs through ADDRESS ("" when they can, or when
+    mearasd is too old to say)."""
+    if not address:
+        return "no [node] address configured: other nodes cannot reach this node's GPUs"
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return f"[node] address {address!r} is not HOST:PORT"
+    if link is None:
+        return ""
+    if link.port == 0:
+        return "mearasd serves no remote-link port (start it with --link-port=PORT)"
+    if link.port != int(port):
+        return (f"mearasd serves remote-link on port {link.port}, but [node] address "
+                f"{address} names port {port}")
+    if not link.key_configured:
+        return "mearasd has no cluster key (--cluster-key-file): it refuses every link"
+    if link.bind and _is_loopback(link.bind) and not _is_loopback(host):
+        return (f"mearasd's link server is bound to {link.bind}: other nodes cannot reach "
+                f"[node] address {address}")
+    return ""
+
+
+def collect_profile(config: Config, mearasd: MearasdClient,
+                    last: NodeProfile | None = None) -> NodeProfile:
+    """This node's profile from mearasd's GetProfile reply. LAST (the previous profile this
+    agent published) supplies the GPUs shown while mearasd cannot be asked."""
+    node = config.node
+    link_down = ""
     try:
-        nv.nvmlInit()
-    except Exception:  # NVMLError_LibraryNotFound, DriverNotLoaded...
-        return None
-    try:
-        out = []
-        for i in range(nv.nvmlDeviceGetCount()):
-            h = nv.nvmlDeviceGetHandleByIndex(i)
-            name = nv.nvmlDeviceGetName(h)
-            major, minor = nv.nvmlDeviceGetCudaComputeCapability(h)
-            mem = nv.nvmlDeviceGetMemoryInfo(h)
-            try:
-                cores = int(nv.nvmlDeviceGetNumGpuCores(h))
-                per_sm = _CORES_PER_SM_EXACT.get((major, minor), _CORES_PER_SM.get(major, 0))
-                sms = cores // per_sm if per_sm else 0
-            except Exception:
-                sms = 0
-            try:
-                nvlink = nv.nvmlDeviceGetNvLinkState(h, 0) == nv.NVML_FEATURE_ENABLED
-            except Exception:
-                nvlink = False
-            try:
-                util = int(nv.nvmlDeviceGetUtilizationRates(h).gpu)
-            except Exception:
-                util = 0
-            static = GpuStatic(i, name.decode() if isinstance(name, bytes) else str(name),
-                               int(major), int(minor), int(mem.total), sms,
-                               "nvlink" if nvlink else "pcie")
-            out.append(GpuProfile(static, GpuLoad(int(mem.free), util)))
-        return out
-    finally:
-        nv.nvmlShutdown()
-
-
-def collect_profile(config: Config, mearasd: MearasdClient | None) -> NodeProfile:
-    """This node's profile. Load is left None where nothing measured it (no NVML and mearasd
-    unreachable): the registry never shows invented numbers."""
-    gpus = nvml_gpus() if config.node.use_nvml else None
-    source = "nvml"
-    if gpus is None:
-        source = "config"
-        gpus = [GpuProfile(s, None) for s in config.node.gpus]
-    if mearasd is not None:
-        try:
-            _, reported = mearasd.get_profile()
-        except MearasdError:
-            reported = []
-        by_index = {g.static.index: g.load for g in reported if g.load is not None}
-        merged = []
-        for g in gpus:
-            live = by_index.get(g.static.index)
-            if live is None:
-                merged.append(g)
-            elif g.load is not None:  # NVML numbers win; mearasd adds the vGPU call rates
-                merged.append(GpuProfile(g.static, GpuLoad(g.load.free_memory_bytes,
-                                                           g.load.utilization_percent,
-                                                           live.vgpus)))
-            else:
-                merged.append(GpuProfile(g.static, live))
-        gpus = merged
-    return NodeProfile(name=config.node.name, address=config.node.address,
-                       max_vgpus_per_gpu=config.node.max_vgpus_per_gpu, gpus=tuple(gpus),
-                       source=source, updated_at=time.time())
+        p = mearasd.profile()
+    except MearasdError as e:
+        gpus = tuple(GpuProfile(g.static, None) for g in last.gpus) if last else ()
+        return NodeProfile(name=node.name, address=node.address,
+                           max_vgpus_per_gpu=node.max_vgpus_per_gpu, gpus=gpus, source=SOURCE,
+                           updated_at=last.updated_at if gpus and last else time.time(),
+                           down=f"no profile from mearasd: {e}",
+                           link_down=last.link_down if last is not None else "")
+    if p.node != node.name:
+        down = (f"mearasd serves node {p.node!r}, this agent publishes {node.name!r}: "
+                "make [node] name and mearasd --node-name the same")
+    elif not p.gpus:
+        down = "mearasd reports no GPUs"
+    else:
+        down = ""
+        link_down = link_problem(node.address, p.link)
+    return NodeProfile(name=node.name, address=node.address,
+                       max_vgpus_per_gpu=node.max_vgpus_per_gpu, gpus=p.gpus, source=SOURCE,
+                       updated_at=time.time(), down=down, link_down=link_down)

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from .model import Assembly, NodeProfile, VgpuPlacement
+from .registry.base import Snapshot
 from .units import format_size
 
 
@@ -18,24 +19,51 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def nodes_table(nodes: list[NodeProfile], booked: dict[tuple[str, int], int]) -> str:
+@dataclasses.dataclass(frozen=True)
+class NodeView:
+    """A node as `mearas nodes` shows it: its profile, its state and why."""
+    profile: NodeProfile
+    state: str  # "ready", "local-only" (no remote vGPUs), "down"
+    why: str
+
+
+def node_views(snap: Snapshot, now: float) -> list[NodeView]:
+    views = [NodeView(n, n.state, n.why) for n in snap.nodes.values()]
+    for n, beat in snap.lapsed.values():
+        views.append(NodeView(n, "down", f"no heartbeat from its node agent for "
+                                         f"{now - beat:.0f} s (agent stopped or stuck?)"))
+    return sorted(views, key=lambda v: v.profile.name)
+
+
+def nodes_json(views: list[NodeView]) -> str:
+    return to_json([dict(v.profile.to_dict(), state=v.state, why=v.why) for v in views])
+
+
+def nodes_table(views: list[NodeView], booked: dict[tuple[str, int], int], now: float) -> str:
     rows = []
-    for n in nodes:
+    notes = []
+    for v in views:
+        n = v.profile
         for g in n.gpus:
             s = g.static
             load = g.load
             rows.append([
                 n.name, str(s.index), s.name, f"{s.cc_major}.{s.cc_minor}",
-                format_size(s.memory_bytes), str(s.sm_count), s.interconnect,
+                format_size(s.memory_bytes), str(s.sm_count), s.interconnect or "-",
                 f"{booked.get((n.name, s.index), 0)}/{n.max_vgpus_per_gpu}",
                 format_size(load.free_memory_bytes) if load else "-",
                 f"{load.utilization_percent}%" if load else "-",
-                f"{sum(v.calls_per_second for v in load.vgpus):.0f}" if load else "-",
-                n.address or "-", n.source])
+                f"{sum(x.calls_per_second for x in load.vgpus):.0f}" if load else "-",
+                n.address or "-", v.state])
         if not n.gpus:
-            rows.append([n.name] + ["-"] * 10 + [n.address or "-", n.source])
-    return table(["NODE", "GPU", "NAME", "CC", "MEMORY", "SMS", "LINK", "VGPUS", "FREE",
-                  "UTIL", "CALLS/S", "ADDRESS", "SOURCE"], rows)
+            rows.append([n.name] + ["-"] * 10 + [n.address or "-", v.state])
+        if v.why:
+            seen = (f" (GPUs as mearasd reported them {now - n.updated_at:.0f} s ago)"
+                    if n.down and n.gpus else "")
+            notes.append(f"{n.name}: {v.state}: {v.why}{seen}")
+    out = table(["NODE", "GPU", "NAME", "CC", "MEMORY", "SMS", "LINK", "VGPUS", "FREE",
+                 "UTIL", "CALLS/S", "ADDRESS", "STATE"], rows)
+    return "\n".join([out, *notes]) if notes else out
 
 
 def _vgpus(vs: tuple[VgpuPlacement, ...] | list[VgpuPlacement]) -> str:

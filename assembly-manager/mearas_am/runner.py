@@ -26,8 +26,12 @@ def user_identity(uid: int) -> str:
     return f"uid:{uid}"
 
 
-def app_env(assembly: Assembly, libdir: str, base: dict[str, str]) -> dict[str, str]:
+def app_env(assembly: Assembly, libdir: str, base: dict[str, str],
+            client_socket: str) -> dict[str, str]:
+    """The program's environment: its assembly, the runtime library, and mearasd's client
+    socket from the config (a MEARAS_SOCKET the user set wins)."""
     env = dict(base)
+    env.setdefault("MEARAS_SOCKET", client_socket)
     env["MEARAS_ASSEMBLY"] = assembly.id
     env["MEARAS_VGPUS"] = str(len(assembly.vgpus))
     old = base.get("LD_LIBRARY_PATH", "")
@@ -51,7 +55,8 @@ def run_app(mgr: Manager, request: AssemblyRequest, argv: list[str]) -> int:
     old = {s: signal.signal(s, forward) for s in FORWARDED}
     try:
         try:
-            child = subprocess.Popen(argv, env=app_env(a, mgr.config.libdir, dict(os.environ)))
+            child = subprocess.Popen(argv, env=app_env(a, mgr.config.libdir, dict(os.environ),
+                                                      mgr.config.mearasd.client_socket))
         except OSError as e:
             print(f"mearas run: cannot execute {argv[0]}: {e}", file=sys.stderr)
             return 127

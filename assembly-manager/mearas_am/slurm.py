@@ -179,11 +179,7 @@ def _admin_comment(job: str, reason: str) -> None:
 
 
 def _client_socket(cfg: Config, given: str | None) -> str:
-    if given is not None:
-        return given
-    # the config's [mearasd] client_socket where this version of the config has one
-    sock = getattr(cfg.mearasd, "client_socket", "")
-    return sock if isinstance(sock, str) else ""
+    return given if given is not None else cfg.mearasd.client_socket
 
 
 def release_job(mgr: Manager, job: str) -> tuple[list[Assembly], list[str]]:

@@ -12,6 +12,7 @@ from mearas_am.registry import EtcdRegistry, FileRegistry, Registry
 
 from .etcd_harness import EtcdCluster
 from .fake_mearasd import FakeMearasd
+from .real_mearasd import RealMearasd, dump_log, new_mearasd
 
 GiB = 1 << 30
 
@@ -60,24 +61,45 @@ def fake_mearasd(tmp_path: Path) -> Iterator[FakeMearasd]:
     srv.close()
 
 
+@pytest.fixture
+def real_mearasd(tmp_path: Path) -> Iterator[RealMearasd]:
+    """build/bin/mearasd --device=sim as node-a, serving remote-link on a free port with a
+    cluster key."""
+    d = new_mearasd(tmp_path).start(tmp_path)
+    try:
+        yield d
+    finally:
+        d.stop()
+        dump_log(d)
+
+
+@pytest.fixture
+def fake_peers(tmp_path: Path) -> Iterator[dict[str, FakeMearasd]]:
+    """The mearasd of node-b and node-c (node-a's is fake_mearasd)."""
+    peers = {n: FakeMearasd(str(tmp_path / f"control-{n}.sock"), n).start()
+             for n in ("node-b", "node-c")}
+    yield peers
+    for srv in peers.values():
+        srv.close()
+
+
 def write_config(path: Path, node: str = "node-a", backend: str = "file",
                  registry_path: Path | None = None, endpoints: tuple[str, ...] = (),
                  prefix: str = "/mearas/", socket_path: str = "/nonexistent/control.sock",
-                 gpus: int = 2, factor: int = 2, ttl: int = 10,
-                 libdir: str = "/usr/local/lib/mearas", vm_dir: Path | None = None) -> Path:
+                 factor: int = 2, ttl: int = 10, libdir: str = "/usr/local/lib/mearas",
+                 address: str | None = None, client_socket: str | None = None,
+                 vm_dir: Path | None = None) -> Path:
     lines = [
-        "[node]", f'name = "{node}"', f'address = "{node}.example:7100"',
-        f"max_vgpus_per_gpu = {factor}", "use_nvml = false",
+        "[node]", f'name = "{node}"',
+        f'address = "{address if address is not None else f"{node}.example:7100"}"',
+        f"max_vgpus_per_gpu = {factor}",
     ]
-    for i in range(gpus):
-        lines += ["[[node.gpus]]", f"index = {i}", 'name = "Test GPU"',
-                  'compute_capability = "9.0"', 'memory = "80GiB"', "sm_count = 132",
-                  'interconnect = "pcie"']
     lines += ["[registry]", f'backend = "{backend}"',
               f'path = "{registry_path or path.parent / "registry.json"}"',
               "endpoints = [" + ", ".join(f'"{e}"' for e in endpoints) + "]" if endpoints
               else "", f'prefix = "{prefix}"', f"node_ttl = {ttl}",
               "[mearasd]", f'control_socket = "{socket_path}"', "timeout = 5",
+              f'client_socket = "{client_socket}"' if client_socket else "",
               "[runtime]", f'libdir = "{libdir}"']
     if vm_dir is not None:
         lines += ["[vm]", f'socket_dir = "{vm_dir}"', 'qemu_user = "libvirt-qemu"']

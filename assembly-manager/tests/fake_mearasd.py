@@ -16,7 +16,7 @@ from pathlib import Path
 from mearas_am.control.client import identity_of, vgpu_spec
 from mearas_am.control.framing import FramingError, recv_frame, send_frame
 from mearas_am.control.pb import common_pb2, control_pb2
-from mearas_am.model import VgpuPlacement
+from mearas_am.model import LinkServer, VgpuPlacement
 
 E = control_pb2
 
@@ -95,6 +95,9 @@ class FakeMearasd:
         self.refuse_attach: str | None = None  # message of an ERROR_NO_RESOURCES AttachVm reply
         self.vms: dict[str, tuple[str, FakeVmServer]] = {}  # domain -> (assembly, server)
         self.requests: list[str] = []
+        # what GetProfile says of the link server (None: leave the field out, as an older
+        # mearasd does); the tests' configs give node addresses on port 7100
+        self.link: LinkServer | None = LinkServer(7100, "", True)
         self._lock = threading.Lock()
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         if os.path.exists(path):
@@ -217,7 +220,9 @@ class FakeMearasd:
                         if v.node == self.node and v.gpu_index == i]
             load.append(E.GpuDynamic(index=i, free_memory_bytes=(80 << 30) - (i << 30),
                                      utilization_percent=10 * i, vgpus=attached))
-        return E.GetProfileReply(node=self.node, gpus=gpus, load=load)
+        link = None if self.link is None else E.LinkServer(
+            port=self.link.port, bind=self.link.bind, key_configured=self.link.key_configured)
+        return E.GetProfileReply(node=self.node, gpus=gpus, load=load, link=link)
 
 
 def main() -> None:

@@ -27,24 +27,30 @@ def mearas(cfg: Path, *args: str, check: bool = True) -> subprocess.CompletedPro
 
 
 def cluster_configs(tmp: Path, sock: str, backend: str = "file",
-                    endpoints: tuple[str, ...] = ()) -> list[Path]:
+                    endpoints: tuple[str, ...] = (),
+                    peers: dict[str, FakeMearasd] | None = None) -> list[Path]:
+    """Configs of node-a (mearasd on SOCK), node-b and node-c (on PEERS' sockets, else SOCK:
+    their agents would find mearasd serving another node)."""
     reg = tmp / "registry.json"
-    return [write_config(tmp / f"{n}.toml", node=n, registry_path=reg, socket_path=sock,
-                         backend=backend, endpoints=endpoints, prefix=f"/{tmp.name}/")
+    socks = {n: p.path for n, p in (peers or {}).items()}
+    return [write_config(tmp / f"{n}.toml", node=n, registry_path=reg,
+                         socket_path=socks.get(n, sock), backend=backend, endpoints=endpoints,
+                         prefix=f"/{tmp.name}/")
             for n in ("node-a", "node-b", "node-c")]
 
 
-def test_nodes_compose_assemblies_release(tmp_path: Path, fake_mearasd: FakeMearasd) -> None:
-    cfgs = cluster_configs(tmp_path, fake_mearasd.path)
+def test_nodes_compose_assemblies_release(tmp_path: Path, fake_mearasd: FakeMearasd,
+                                          fake_peers: dict[str, FakeMearasd]) -> None:
+    cfgs = cluster_configs(tmp_path, fake_mearasd.path, peers=fake_peers)
     for c in cfgs:
         mearas(c, "node-agent", "--once")
     out = mearas(cfgs[0], "nodes").stdout
     assert out.splitlines()[0].split()[:4] == ["NODE", "GPU", "NAME", "CC"]
-    assert out.count("Test GPU") == 6 and "node-c" in out
+    assert out.count("Fake GPU") == 6 and "node-c" in out
     nodes = json.loads(mearas(cfgs[0], "nodes", "--json").stdout)
     assert [n["name"] for n in nodes] == ["node-a", "node-b", "node-c"]
     assert nodes[0]["gpus"][1]["load"]["utilization_percent"] == 10  # reported by mearasd
-    assert nodes[0]["source"] == "config"
+    assert nodes[0]["source"] == "mearasd" and nodes[0]["state"] == "ready"
 
     dry = json.loads(mearas(cfgs[0], "compose", "--vgpus", "4", "--policy", "spread",
                             "--dry-run", "--json").stdout)
@@ -100,9 +106,11 @@ def test_compose_errors_are_clear(tmp_path: Path, fake_mearasd: FakeMearasd) -> 
     assert json.loads(mearas(cfgs[0], "assemblies", "--json").stdout) == []
 
 
-def test_compose_without_mearasd_releases_booking(tmp_path: Path) -> None:
-    cfgs = cluster_configs(tmp_path, str(tmp_path / "nobody.sock"))
+def test_compose_without_mearasd_releases_booking(tmp_path: Path,
+                                                  fake_mearasd: FakeMearasd) -> None:
+    cfgs = cluster_configs(tmp_path, fake_mearasd.path)
     mearas(cfgs[0], "node-agent", "--once")
+    fake_mearasd.close()  # gone after its node was published: booked, then not instantiated
     r = mearas(cfgs[0], "compose", "--vgpus", "2", check=False)
     assert r.returncode == 1 and "is mearasd running?" in r.stderr
     assert json.loads(mearas(cfgs[0], "assemblies", "--json").stdout) == []
@@ -168,8 +176,9 @@ def test_agent_reaps_bookings_of_dead_processes(tmp_path: Path,
     assert owners == [f"pid:{os.getpid()}@node-a"]
 
 
-def test_cli_with_etcd(tmp_path: Path, etcd: EtcdCluster, fake_mearasd: FakeMearasd) -> None:
-    cfgs = cluster_configs(tmp_path, fake_mearasd.path, "etcd", etcd.endpoints)
+def test_cli_with_etcd(tmp_path: Path, etcd: EtcdCluster, fake_mearasd: FakeMearasd,
+                      fake_peers: dict[str, FakeMearasd]) -> None:
+    cfgs = cluster_configs(tmp_path, fake_mearasd.path, "etcd", etcd.endpoints, fake_peers)
     for c in cfgs:
         mearas(c, "node-agent", "--once")
     asm = json.loads(mearas(cfgs[2], "compose", "--vgpus", "4", "--policy", "exact",
@@ -183,11 +192,13 @@ def test_cli_with_etcd(tmp_path: Path, etcd: EtcdCluster, fake_mearasd: FakeMear
     assert asm["id"] in mearas(cfgs[0], "assemblies").stdout
 
 
-def test_agents_keep_nodes_alive_and_dead_agent_degrades(tmp_path: Path, etcd: EtcdCluster,
-                                                         fake_mearasd: FakeMearasd) -> None:
+def test_agents_keep_nodes_alive_and_dead_agent_degrades(
+        tmp_path: Path, etcd: EtcdCluster, fake_mearasd: FakeMearasd,
+        fake_peers: dict[str, FakeMearasd]) -> None:
+    socks = {"node-a": fake_mearasd.path, "node-b": fake_peers["node-b"].path}
     cfgs = [write_config(tmp_path / f"{n}.toml", node=n, backend="etcd",
                          endpoints=etcd.endpoints, prefix=f"/{tmp_path.name}/", ttl=2,
-                         socket_path=fake_mearasd.path) for n in ("node-a", "node-b")]
+                         socket_path=socks[n]) for n in ("node-a", "node-b")]
     env = dict(os.environ, PYTHONPATH=str(PKG_ROOT))
     agents = [subprocess.Popen([sys.executable, "-m", "mearas_am.cli", "--config", str(c),
                                 "node-agent", "--interval", "0.5"], env=env) for c in cfgs]

@@ -1,5 +1,6 @@
 """Registry semantics, run against both backends (file store, and a real etcd member)."""
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -70,6 +71,21 @@ def test_booking_on_dead_node_is_refused(backend: str, tmp_path: Path,
     assert reg.commit_booking(snap, a) is False
 
 
+def test_node_gone_down_since_the_snapshot_is_not_booked(backend: str, tmp_path: Path,
+                                                         etcd: EtcdCluster) -> None:
+    reg = new_registry(backend, tmp_path, etcd)
+    reg.publish_node(make_profile("a"))
+    snap = reg.snapshot()
+    reg.publish_node(dataclasses.replace(make_profile("a"), down="no profile from mearasd"))
+    from mearas_am.model import Assembly, VgpuPlacement
+    a = Assembly("x", "vm:x", "a", "spread", (VgpuPlacement(0, "a", 0, 1 << 30, ""),),
+                 time.time())
+    assert reg.commit_booking(snap, a) is False
+    with pytest.raises(NoCapacityError, match="node a is down: no profile from mearasd"):
+        booking.book(reg, AssemblyRequest(vgpus=1), "vm:y", "a")
+    assert booking.list_assemblies(reg) == []
+
+
 def test_expired_node_disappears_and_assemblies_degrade(backend: str, tmp_path: Path,
                                                         etcd: EtcdCluster) -> None:
     reg = new_registry(backend, tmp_path, etcd, ttl=2)
@@ -112,3 +128,15 @@ def test_etcd_rejected_request_is_not_reported_as_unreachable(etcd: EtcdCluster)
     reg = EtcdRegistry(etcd.endpoints, "/x/", 10)
     with pytest.raises(RegistryError, match="refused a request"):
         reg._txn([{"key": "not base64!", "result": "BOGUS"}], [])
+
+
+def test_file_registry_shows_lapsed_nodes_for_a_day(tmp_path: Path) -> None:
+    now = [1000.0]
+    reg = FileRegistry(str(tmp_path / "r.json"), 10, clock=lambda: now[0])
+    reg.publish_node(make_profile("a"))
+    now[0] += 11
+    snap = reg.snapshot()
+    assert snap.nodes == {} and snap.lapsed["a"][1] == 1000.0  # lapsed at its last heartbeat
+    now[0] += 86400
+    reg.publish_node(make_profile("b"))  # any write forgets nodes lapsed for a day
+    assert "a" not in reg.snapshot().lapsed and "b" in reg.snapshot().nodes

@@ -2,6 +2,7 @@ from pathlib import Path
 
 import pytest
 
+from mearas_am import config
 from mearas_am.config import load_config, parse_config
 from mearas_am.errors import ConfigError
 from mearas_am.units import format_size, parse_cc, parse_size
@@ -27,12 +28,11 @@ def test_cc() -> None:
 
 
 def test_config_file_roundtrip(tmp_path: Path) -> None:
-    p = write_config(tmp_path / "am.toml", node="n1", gpus=3, factor=4,
-                     socket_path="/tmp/x.sock", libdir="/opt/mearas/lib")
+    p = write_config(tmp_path / "am.toml", node="n1", factor=4, socket_path="/tmp/x.sock",
+                     libdir="/opt/mearas/lib", client_socket="/tmp/client.sock")
     c = load_config(str(p))
-    assert c.node.name == "n1" and len(c.node.gpus) == 3
-    assert c.node.gpus[2].memory_bytes == 80 << 30 and c.node.gpus[0].cc_major == 9
-    assert c.node.max_vgpus_per_gpu == 4
+    assert c.node.name == "n1" and c.node.max_vgpus_per_gpu == 4
+    assert c.mearasd.client_socket == "/tmp/client.sock" and c.warnings == ()
     assert c.mearasd.control_socket == "/tmp/x.sock" and c.libdir == "/opt/mearas/lib"
     assert c.registry.backend == "file"
 
@@ -40,6 +40,7 @@ def test_config_file_roundtrip(tmp_path: Path) -> None:
 def test_config_defaults() -> None:
     c = parse_config({})
     assert c.mearasd.control_socket == "/run/mearas/control.sock"
+    assert c.mearasd.client_socket == "/run/mearas/mearasd.sock"  # mearasd's own default
     assert c.libdir == "/usr/local/lib/mearas"
     assert c.registry.backend == "file" and c.registry.endpoints == ("127.0.0.1:2379",)
 
@@ -47,14 +48,29 @@ def test_config_defaults() -> None:
 @pytest.mark.parametrize("doc,msg", [
     ({"registry": {"backend": "zookeeper"}}, "backend must be"),
     ({"node": {"max_vgpus_per_gpu": 0}}, "max_vgpus_per_gpu"),
-    ({"node": {"gpus": [{"name": "x", "compute_capability": "9.0"}]}}, "missing key 'memory'"),
-    ({"node": {"gpus": [{"name": "x", "memory": "1GiB", "compute_capability": "nine"}]}},
-     "compute capability"),
     ({"registry": {"node_ttl": 1}}, "node_ttl"),
+    ({"mearasd": {"metrics_url": "127.0.0.1:9400"}}, "metrics_url must be an http:// URL"),
 ])
 def test_config_errors(doc: dict[str, object], msg: str) -> None:
     with pytest.raises(ConfigError, match=msg):
         parse_config(doc)
+
+
+def test_retired_gpu_keys_are_ignored_with_a_warning() -> None:
+    c = parse_config({"node": {"use_nvml": True, "gpus": [{"name": "x", "memory": "1GiB"}]}},
+                     "am.toml")
+    assert len(c.warnings) == 2
+    assert all(w.startswith("am.toml: [node] ") and "GPUs mearasd reports" in w
+               for w in c.warnings)
+    assert "gpus" in c.warnings[0] and "use_nvml" in c.warnings[1]
+
+
+def test_missing_default_config_is_an_error(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEARAS_CONFIG", raising=False)
+    monkeypatch.setattr(config, "DEFAULT_CONFIG_PATH", str(tmp_path / "am.toml"))
+    with pytest.raises(ConfigError, match="no config: .*am.toml does not exist.*--config"):
+        load_config()
 
 
 def test_missing_explicit_config(tmp_path: Path) -> None:

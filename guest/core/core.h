@@ -157,8 +157,13 @@ CORE_API bool dh_block(const void *p, void **base, uint64_t *size);
 CORE_API void *rt_registered_twin(const void *p, uint64_t len);
 
 /* devmem.c: device allocations known to this process */
+/* is_global: DM_ALLOC (cudaMalloc's), DM_GLOBAL (a module global: copies,
+ * not cudaFree) or DM_VMM (a cuMemMap mapping: copies, spans over adjacent
+ * mappings, not cudaFree; dm_remove_vmm takes it out) */
+enum { DM_ALLOC = 0, DM_GLOBAL = 1, DM_VMM = 2 };
 CORE_API void dm_add(int vgpu, uint64_t ptr, uint64_t size, int is_global);
 CORE_API bool dm_remove(int vgpu, uint64_t ptr);
+CORE_API bool dm_remove_vmm(int vgpu, uint64_t ptr);
 CORE_API int dm_find(uint64_t ptr, uint64_t len, uint64_t *base, uint64_t *size);  /* vgpu or -1 */
 CORE_API int dm_window_owner(uint64_t ptr);           /* vgpu whose window holds ptr, or -1 */
 CORE_API void dm_forget_vgpu(int vgpu);
@@ -212,20 +217,72 @@ CORE_API cudaError_t rt_event_sync(struct rt_event *ev);
 CORE_API cudaError_t rt_event_query(struct rt_event *ev);
 CORE_API cudaError_t rt_event_elapsed(struct rt_event *a, struct rt_event *b, float *ms);
 
-/* graphs by stream capture (capture.c, graphs.c): the back end keeps the
- * graphs; a cudaGraph_t or CUgraph points at a struct rt_graph, a
- * cudaGraphExec_t or CUgraphExec at a struct rt_graph_exec. Graphs are made
- * by capture only, and their nodes have no handles here. */
+/* graphs (capture.c, graphs.c, graphnodes.c): a cudaGraph_t or CUgraph
+ * points at a struct rt_graph, a cudaGraphExec_t or CUgraphExec at a struct
+ * rt_graph_exec, a cudaGraphNode_t or CUgraphNode at a struct rt_gnode. A
+ * graph made by stream capture is kept by the back end (id); its nodes have
+ * no handles here. A graph built node by node is kept here (nodes), and its
+ * instantiation replays it into a capture on private streams (graphnodes.c):
+ * the back end gets a captured graph either way. */
+struct rt_gnode;
+
 struct rt_graph {
 	uint32_t magic;
-	uint32_t id;
+	uint32_t id;                    /* the back end's graph (captured); 0 when built */
 	int vgpu;
+	bool built;                     /* made by cudaGraphCreate / cuGraphCreate */
+	struct rt_gnode **nodes;        /* built: in creation order */
+	size_t nnodes, cap;
 };
 
 struct rt_graph_exec {
 	uint32_t magic;
 	uint32_t id;
 	int vgpu;
+	unsigned long long flags;       /* as instantiated (the back end's part) */
+	struct rt_graph *shape;         /* built graphs: what it runs, a copy whose nodes name their originals */
+};
+
+/* what a node does, as the front ends hand it over (the type is a
+ * cudaGraphNodeType, the driver's numbers too) */
+struct rt_kernel_node {
+	void *func;                     /* the front end's handle, given back as is */
+	void *kern, *ctx;               /* the driver's CUkernel and context, as given */
+	uint32_t func_id;               /* the back end's function on the graph's vGPU */
+	int vgpu;                       /* whose function it is */
+	uint32_t grid[3], block[3], smem;
+	const uint8_t *params;          /* packed, len bytes */
+	uint32_t len;
+	uint32_t nparams;               /* the layout (0 when passed packed through extra) */
+	const uint32_t *offsets;
+	void **args;                    /* read only: pointers into the node's own copy, nparams */
+};
+
+struct rt_memcpy_node {
+	void *dst;
+	const void *src;
+	size_t dpitch, spitch, width, height; /* bytes; one row: height 1 */
+	enum cudaMemcpyKind kind;
+};
+
+struct rt_memset_node {
+	void *dst;
+	size_t pitch, width, height;    /* width in elements */
+	unsigned value, elem;           /* elem: 1, 2 or 4 bytes */
+};
+
+struct rt_node_params {
+	int type;
+	union {
+		struct rt_kernel_node k;
+		struct rt_memcpy_node c;
+		struct rt_memset_node s;
+		struct {
+			cudaHostFn_t fn;
+			void *user;
+		} h;
+		struct rt_graph *child; /* added: the graph to copy; read: the node's own copy */
+	} u;
 };
 
 /* mode: a cudaStreamCaptureMode; the legacy stream cannot capture */
@@ -258,6 +315,42 @@ CORE_API cudaError_t rt_graph_upload(struct rt_graph_exec *x, const struct rt_st
 CORE_API cudaError_t rt_graph_destroy(struct rt_graph *g);
 CORE_API cudaError_t rt_graph_exec_destroy(struct rt_graph_exec *x);
 CORE_API cudaError_t rt_graph_node_count(struct rt_graph *g, size_t *n);
+
+/* node-built graphs (graphnodes.c). `call` names the entry point in log
+ * lines. Node lists follow CUDA's convention: with out NULL, *n is set to
+ * the count; else up to *n are written, and *n lowered to the count. */
+CORE_API struct rt_gnode *rt_gnode_get(void *h);  /* NULL unless a live node */
+CORE_API cudaError_t rt_graph_create(int vgpu, unsigned flags, struct rt_graph **out);
+/* a node of p's kind after deps (nodes of g); the parameters are copied */
+CORE_API cudaError_t rt_graph_add(const char *call, struct rt_graph *g, void *const *deps, size_t ndeps,
+				  const struct rt_node_params *p, struct rt_gnode **out);
+CORE_API struct rt_graph *rt_gnode_graph(struct rt_gnode *n);
+CORE_API int rt_gnode_type(struct rt_gnode *n);
+/* the node's parameters, pointing into the node's own copies */
+CORE_API const struct rt_node_params *rt_gnode_params(struct rt_gnode *n);
+/* new parameters of the same kind */
+CORE_API cudaError_t rt_gnode_set(const char *call, struct rt_gnode *n, const struct rt_node_params *p);
+CORE_API cudaError_t rt_graph_nodes(struct rt_graph *g, bool roots, void **out, size_t *n);
+/* edges as from[i] -> to[i] */
+CORE_API cudaError_t rt_graph_edges(struct rt_graph *g, void **from, void **to, size_t *n);
+/* a node's dependencies (dependents false) or dependents */
+CORE_API cudaError_t rt_gnode_edges(struct rt_gnode *node, bool dependents, void **out, size_t *n);
+CORE_API cudaError_t rt_graph_add_deps(struct rt_graph *g, void *const *from, void *const *to, size_t n);
+CORE_API cudaError_t rt_graph_remove_deps(struct rt_graph *g, void *const *from, void *const *to, size_t n);
+CORE_API cudaError_t rt_gnode_destroy(struct rt_gnode *n);
+CORE_API cudaError_t rt_graph_clone(const char *call, struct rt_graph *g, struct rt_graph **out);
+/* the node of clone made from node of the graph it was cloned from */
+CORE_API cudaError_t rt_gnode_find_in_clone(struct rt_graph *clone, struct rt_gnode *orig, struct rt_gnode **out);
+/* new parameters for node (of the graph x was made from) in x only */
+CORE_API cudaError_t rt_graph_exec_set(const char *call, struct rt_graph_exec *x, struct rt_gnode *node,
+				       const struct rt_node_params *p);
+/* x takes g's parameters when g has x's topology; result a
+ * cudaGraphExecUpdateResult, err/err_from the nodes to blame (or NULL) */
+CORE_API cudaError_t rt_graph_exec_update(struct rt_graph_exec *x, struct rt_graph *g, int *result, void **err,
+					  void **err_from);
+/* internal: graphs.c's instantiation of a built graph, and its freeing */
+cudaError_t rt_graph_replay(struct rt_graph *g, struct rt_graph **captured);
+void rt_graph_free_nodes(struct rt_graph *g);
 
 /* device memory (memory.c): an allocation on vgpu from pool id `pool` (0:
  * none); a free of an allocation of vgpu, ordered on stream when async */

@@ -13,7 +13,7 @@
 struct dm_alloc {
 	uint64_t ptr, size;
 	int vgpu;
-	int is_global;          /* a module global: valid for copies, not for cudaFree */
+	int is_global;          /* DM_GLOBAL, DM_VMM: valid for copies, not for cudaFree */
 };
 
 static pthread_rwlock_t dm_lock = PTHREAD_RWLOCK_INITIALIZER;
@@ -74,6 +74,44 @@ bool dm_remove(int vgpu, uint64_t ptr)
 	return ok;
 }
 
+bool dm_remove_vmm(int vgpu, uint64_t ptr)
+{
+	size_t at;
+	bool ok = false;
+
+	pthread_rwlock_wrlock(&dm_lock);
+	at = upper_bound(ptr);
+	if (at > 0 && allocs[at - 1].ptr == ptr && allocs[at - 1].vgpu == vgpu && allocs[at - 1].is_global == DM_VMM) {
+		memmove(&allocs[at - 1], &allocs[at], (nallocs - at) * sizeof(*allocs));
+		nallocs--;
+		ok = true;
+	}
+	pthread_rwlock_unlock(&dm_lock);
+	return ok;
+}
+
+/* [ptr, ptr+len) runs from mapping at over the adjacent mappings after it
+ * (one stretch of device memory, as on a GPU) */
+static bool vmm_span(size_t at, uint64_t ptr, uint64_t len)
+{
+	const struct dm_alloc *a = &allocs[at];
+	uint64_t end = a->ptr + a->size, left = len - (end - ptr);
+
+	if (a->is_global != DM_VMM)
+		return false;
+	for (size_t i = at + 1; i < nallocs; i++) {
+		const struct dm_alloc *b = &allocs[i];
+
+		if (b->is_global != DM_VMM || b->vgpu != a->vgpu || b->ptr != end)
+			return false;
+		if (left <= b->size)
+			return true;
+		left -= b->size;
+		end += b->size;
+	}
+	return false;
+}
+
 int dm_find(uint64_t ptr, uint64_t len, uint64_t *base, uint64_t *size)
 {
 	size_t at;
@@ -84,7 +122,8 @@ int dm_find(uint64_t ptr, uint64_t len, uint64_t *base, uint64_t *size)
 	if (at > 0) {
 		const struct dm_alloc *a = &allocs[at - 1];
 
-		if (ptr - a->ptr < a->size && len <= a->size - (ptr - a->ptr)) {
+		if (ptr - a->ptr < a->size &&
+		    (len <= a->size - (ptr - a->ptr) || vmm_span(at - 1, ptr, len))) {
 			vgpu = a->vgpu;
 			if (base)
 				*base = a->ptr;

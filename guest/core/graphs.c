@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Graphs and executable graphs: ids chosen here, the graphs themselves kept
- * by the back end (made by capture, capture.c). Both front ends hand out
+ * by the back end (made by capture, capture.c), or here when built node by
+ * node (graphnodes.c: instantiated through a capture of their own). Both front ends hand out
  * pointers to these structs, so a CUgraph is a cudaGraph_t and a
  * CUgraphExec a cudaGraphExec_t.
  */
@@ -47,6 +48,7 @@ cudaError_t rt_graph_new(int vgpu, struct rt_graph **out)
 
 void rt_graph_free(struct rt_graph *g)
 {
+	rt_graph_free_nodes(g);
 	g->magic = 0;
 	free(g);
 }
@@ -90,7 +92,26 @@ cudaError_t rt_graph_instantiate(struct rt_graph *g, unsigned long long flags, c
 		return cudaErrorMemoryAllocation;
 	x->id = rt_new_handle();
 	x->vgpu = g->vgpu;
-	e = x->id ? rt_do_GRAPH_INSTANTIATE(g->vgpu, g->id, x->id, flags) : cudaErrorMemoryAllocation;
+	x->flags = flags;
+	if (!x->id) {
+		e = cudaErrorMemoryAllocation;
+	} else if (g->built) {
+		/* replayed into a capture (graphnodes.c); the copy stays for updates */
+		struct rt_graph *cap;
+
+		e = rt_graph_clone(call, g, &x->shape);
+		if (!e) {
+			e = rt_graph_replay(x->shape, &cap);
+			if (!e) {
+				e = rt_do_GRAPH_INSTANTIATE(g->vgpu, cap->id, x->id, flags);
+				rt_graph_destroy(cap);
+			}
+			if (e)
+				rt_graph_free(x->shape);
+		}
+	} else {
+		e = rt_do_GRAPH_INSTANTIATE(g->vgpu, g->id, x->id, flags);
+	}
 	if (e) {
 		free(x);
 		return e;
@@ -119,7 +140,7 @@ cudaError_t rt_graph_upload(struct rt_graph_exec *x, const struct rt_stream_ref 
 
 cudaError_t rt_graph_destroy(struct rt_graph *g)
 {
-	cudaError_t e = rt_do_GRAPH_DESTROY(g->vgpu, g->id);
+	cudaError_t e = g->built ? cudaSuccess : rt_do_GRAPH_DESTROY(g->vgpu, g->id);
 
 	rt_graph_free(g);
 	return e;
@@ -129,6 +150,8 @@ cudaError_t rt_graph_exec_destroy(struct rt_graph_exec *x)
 {
 	cudaError_t e = rt_do_GRAPH_EXEC_DESTROY(x->vgpu, x->id);
 
+	if (x->shape)
+		rt_graph_free(x->shape);
 	x->magic = 0;
 	free(x);
 	return e;
@@ -137,7 +160,13 @@ cudaError_t rt_graph_exec_destroy(struct rt_graph_exec *x)
 cudaError_t rt_graph_node_count(struct rt_graph *g, size_t *n)
 {
 	uint64_t count;
-	cudaError_t e = rt_do_GRAPH_NODE_COUNT(g->vgpu, g->id, &count);
+	cudaError_t e;
+
+	if (g->built) {
+		*n = g->nnodes;
+		return cudaSuccess;
+	}
+	e = rt_do_GRAPH_NODE_COUNT(g->vgpu, g->id, &count);
 
 	if (!e)
 		*n = (size_t)count;

@@ -96,6 +96,12 @@ struct cu_function {
 CU_HIDDEN CUresult cu_function_of(CUfunction f, struct cu_function **out);
 CU_HIDDEN void cu_modules_forget_vgpu(int vgpu);
 
+/* launches (launch.c): the configuration checked against vgpu's limits;
+ * kernelParams (one pointer per parameter) or extra's one buffer packed */
+CU_HIDDEN CUresult cu_launch_check(int vgpu, const unsigned grid[3], const unsigned block[3], unsigned smem);
+CU_HIDDEN CUresult cu_launch_pack(const struct cu_function *f, void **params, void **extra, uint8_t *buf,
+				  uint32_t *len);
+
 /* streams (stream.c): a CUstream as the core's reference, on the current context */
 CU_HIDDEN CUresult cu_stream_ref(CUstream s, struct rt_stream_ref *out);
 

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * Graphs made by stream capture: the core's objects (a CUgraph is a struct
- * rt_graph, a CUgraphExec a struct rt_graph_exec, the same handles as the
- * runtime's). Graphs cannot be built node by node (cuGraphCreate and the
- * cuGraphAdd*Node calls stay NotSupported stubs): the back end knows a
- * graph only as a capture made it, and its nodes have no handles here.
+ * Graphs: the core's objects (a CUgraph is a struct rt_graph, a CUgraphExec
+ * a struct rt_graph_exec, the same handles as the runtime's). Instantiation,
+ * launch and destruction of graphs made by stream capture or built node by
+ * node (graphnodes.c). The nodes of a captured graph have no handles here.
  */
 /* cuda.h as the driver's own build sees it: every ABI declared under its
  * exported name (the older ones too), no name #defined to another */
@@ -141,6 +140,8 @@ CU_EXPORT CUresult CUDAAPI cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, s
 	g = rt_graph_get(hGraph);
 	if (!g || !numNodes)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (g->built)
+		return cu_result(rt_graph_nodes(g, false, (void **)nodes, numNodes));
 	if (nodes) {
 		log_warn("cuGraphGetNodes with a node array (node handles) is not supported by mearas: "
 			 "returning CUDA_ERROR_NOT_SUPPORTED");

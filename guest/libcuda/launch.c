@@ -11,7 +11,7 @@
 #include "ptds.h"
 #include "cu.h"
 
-static CUresult check_config(int vgpu, const unsigned grid[3], const unsigned block[3], unsigned smem)
+CUresult cu_launch_check(int vgpu, const unsigned grid[3], const unsigned block[3], unsigned smem)
 {
 	const int32_t *a = rt.v[vgpu].info->attrs;
 	uint64_t threads = (uint64_t)block[0] * block[1] * block[2];
@@ -34,7 +34,7 @@ static CUresult check_config(int vgpu, const unsigned grid[3], const unsigned bl
 }
 
 /* kernelParams (one pointer per parameter), or extra's one buffer */
-static CUresult pack(const struct cu_function *f, void **params, void **extra, uint8_t *buf, uint32_t *len)
+CUresult cu_launch_pack(const struct cu_function *f, void **params, void **extra, uint8_t *buf, uint32_t *len)
 {
 	const struct mearas_kernel_info *k = f->info;
 
@@ -90,9 +90,9 @@ static CUresult launch(CUfunction h, const unsigned grid[3], const unsigned bloc
 		return r;
 	if (f->m->vgpu != st.vgpu)
 		return CUDA_ERROR_INVALID_HANDLE;       /* a function of another context */
-	r = check_config(st.vgpu, grid, block, smem);
+	r = cu_launch_check(st.vgpu, grid, block, smem);
 	if (!r)
-		r = pack(f, params, extra, buf, &len);
+		r = cu_launch_pack(f, params, extra, buf, &len);
 	if (r)
 		return r;
 	return cu_result(rt_do_LAUNCH(st.vgpu, &st, f->id, grid, block, cluster, smem, cooperative ? 1 : 0, buf, len,

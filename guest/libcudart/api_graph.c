@@ -155,6 +155,8 @@ RT_EXPORT cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *node
 		return rt_set_error(e);
 	if (!g || !numNodes)
 		return rt_set_error(cudaErrorInvalidValue);
+	if (g->built)
+		return rt_set_error(rt_graph_nodes(g, false, (void **)nodes, numNodes));
 	if (nodes) {
 		rt_log_unsupported("cudaGraphGetNodes with a node array (node handles)");
 		return rt_set_error(cudaErrorNotSupported);

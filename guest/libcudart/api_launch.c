@@ -41,7 +41,7 @@ RT_EXPORT cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, 
 	return cudaSuccess;
 }
 
-static cudaError_t check_config(int vgpu, dim3 g, dim3 b, size_t smem)
+cudaError_t rt_launch_check(int vgpu, dim3 g, dim3 b, size_t smem)
 {
 	const struct cudaDeviceProp *p = &rt.v[vgpu].prop;
 	uint64_t threads = (uint64_t)b.x * b.y * b.z;
@@ -76,7 +76,7 @@ static cudaError_t launch(struct rt_func *f, dim3 grid, dim3 block, const uint32
 	e = rt_stream_ref(stream, &st);
 	if (e)
 		return e;
-	e = check_config(st.vgpu, grid, block, smem);
+	e = rt_launch_check(st.vgpu, grid, block, smem);
 	if (e)
 		return e;
 	e = rt_func_ready(f, st.vgpu);

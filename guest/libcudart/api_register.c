@@ -315,6 +315,11 @@ out:
 	return e;
 }
 
+const struct mearas_kernel_info *rt_func_info(const struct rt_func *f)
+{
+	return f->info;
+}
+
 cudaError_t rt_func_pack(const struct rt_func *f, void **args, uint8_t *buf, uint32_t *len)
 {
 	const struct mearas_kernel_info *k = f->info;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "assembly.h"
+#include "attached.h"
 #include "control.h"
 #include "control_internal.h"
 #include "mearas/log.h"
@@ -239,25 +240,12 @@ static void *control_main(void *arg)
 }
 
 /* Another live server on path? Then do not take its socket away. */
-static bool path_in_use(const char *path)
-{
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	bool used;
-
-	if (fd < 0)
-		return false;
-	strcpy(a.sun_path, path);
-	used = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
-	close(fd);
-	return used;
-}
-
 int control_start(const struct backend_config *cfg, const char *path, const char *node, const char *vm_dir)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	sigset_t all, old;
 	pthread_t t;
+	pid_t holder;
 	int fd, e;
 
 	if (control_vm_init(cfg, vm_dir))
@@ -266,8 +254,9 @@ int control_start(const struct backend_config *cfg, const char *path, const char
 		log_err("control socket path too long: %s", path);
 		return -1;
 	}
-	if (path_in_use(path)) {
-		log_err("control socket %s is served by another process already", path);
+	if (mearas_socket_live(path, &holder)) {
+		log_err("control socket %s is served by another process already (pid %d): not taken over", path,
+			(int)holder);
 		return -1;
 	}
 	strcpy(a.sun_path, path);
@@ -292,6 +281,8 @@ int control_start(const struct backend_config *cfg, const char *path, const char
 	listen_fd = fd;
 	sock_path = strdup(path);
 	assembly_table_init();
+	if (attached_init())
+		log_warn("no shared table of assembly users: ListAssemblies names no processes");
 	if (vstats_init())
 		log_warn("no shared call-rate table: vGPU call rates are reported as 0");
 	control_proto_init(cfg, node);

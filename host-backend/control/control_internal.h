@@ -25,7 +25,7 @@ int control_vm_detach(const char *domain, Mearas__ErrorCode *code, char *err, si
 void control_vm_unlink_all(void);
 
 /* control_profile.c */
-void profile_init(const struct mdev_ops *ops, const char *node);
+void profile_init(const struct mdev_ops *ops, const char *node, const struct remote_config *remote);
 /* the node's GPUs, probed again when older than max_age_ms */
 const struct probe_result *profile_gpus(int max_age_ms);
 /* sample the workers' call counters (about once a second) */

@@ -3,7 +3,10 @@
  * GetProfile: the node's GPUs (from a probe child, cached) and their load:
  * the vGPUs of instantiated assemblies per GPU, with each vGPU's call rate
  * over the last second from the workers' shared counters (vgpustats.h).
- * GPU utilization is not measured (no NVML here): always reported as 0.
+ * GPU utilization is not measured here (no NVML): always reported as 0 (the
+ * metrics endpoint, control/metrics_gpu.c, reads NVML).
+ * The link server's port, bind address and whether a cluster key is loaded
+ * let the node agent tell whether other nodes can reach this node's GPUs.
  */
 #include <errno.h>
 #include <signal.h>
@@ -22,6 +25,8 @@
 
 static const struct mdev_ops *dev_ops;
 static const char *node_name;
+static const struct remote_config *remote_cfg;
+static Mearas__LinkServer link_server;
 static struct probe_result probe;
 static int64_t probe_at_ms = -1;
 
@@ -38,10 +43,11 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void profile_init(const struct mdev_ops *ops, const char *node)
+void profile_init(const struct mdev_ops *ops, const char *node, const struct remote_config *remote)
 {
 	dev_ops = ops;
 	node_name = node;
+	remote_cfg = remote;
 }
 
 const struct probe_result *profile_gpus(int max_age_ms)
@@ -73,14 +79,12 @@ void profile_sample_rates(void)
 			continue;
 		}
 		if (kill(pid, 0) && errno == ESRCH) {
-			/* the worker was killed before it could give its slot back */
-			__atomic_compare_exchange_n(&t[i].pid, &pid, 0, false, __ATOMIC_RELEASE,
-						    __ATOMIC_RELAXED);
+			/* the worker is gone; mearasd's main process folds and frees its slot */
 			prev_pid[i] = 0;
 			continue;
 		}
 		for (unsigned v = 0; v < MEARAS_MAX_VGPUS; v++) {
-			uint64_t r = __atomic_load_n(&t[i].records[v], __ATOMIC_RELAXED);
+			uint64_t r = __atomic_load_n(&t[i].v[v].records, __ATOMIC_RELAXED);
 
 			rate[i][v] = prev_pid[i] == pid && r >= prev_records[i][v] ?
 					     (double)(r - prev_records[i][v]) / dt : 0.0;
@@ -150,6 +154,13 @@ int profile_reply(Mearas__GetProfileReply *out, char *err, size_t errlen)
 
 	mearas__get_profile_reply__init(out);
 	out->node = (char *)node_name;
+	mearas__link_server__init(&link_server);
+	if (remote_cfg) {
+		link_server.port = remote_cfg->link_port;
+		link_server.bind = (char *)(remote_cfg->link_bind ? remote_cfg->link_bind : "");
+		link_server.key_configured = remote_cfg->key_len > 0;
+	}
+	out->link = &link_server;
 	if (p->status) {
 		snprintf(err, errlen, "cannot read this node's GPUs: %s", p->error);
 		return -1;

@@ -4,18 +4,16 @@
  * Release, List, AttachVm, DetachVm (control_vm.c). Every request gets exactly one ControlReply; anything
  * wrong gets an Error with a code and a message for the user.
  */
-#include <errno.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "assembly.h"
+#include "attached.h"
 #include "control_internal.h"
 #include "mearas/log.h"
 #include "remote/config.h"
-#include "vgpustats.h"
 
 #define CONTROL_MAJOR 1
 #define CONTROL_MINOR 0
@@ -25,7 +23,7 @@ static const char *node_name;
 void control_proto_init(const struct backend_config *cfg, const char *node)
 {
 	node_name = node;
-	profile_init(cfg->dev, node);
+	profile_init(cfg->dev, node, &cfg->remote);
 }
 
 static uint8_t *pack(const Mearas__ControlReply *r, size_t *len)
@@ -287,39 +285,61 @@ struct list_builder {
 	bool failed;
 };
 
-/* The live workers serving assembly id (vgpustats.h): one block for the
+struct attached_list {
+	struct attached_slot *e;
+	size_t n, cap;
+	bool failed;
+};
+
+static void collect_attached(const struct attached_slot *s, void *ctx)
+{
+	struct attached_list *l = ctx;
+
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 8;
+		struct attached_slot *grown = realloc(l->e, cap * sizeof(*grown));
+
+		if (!grown) {
+			l->failed = true;
+			return;
+		}
+		l->e = grown;
+		l->cap = cap;
+	}
+	l->e[l->n++] = *s;
+}
+
+/* The processes served assembly id now (attached.h): one block for the
  * attachments, their pointers and VM names; freed with info. */
 static int add_attached(Mearas__AssemblyInfo *info, const char *id)
 {
-	struct vstat_slot *t = vstats_table();
+	struct attached_list l = { 0 };
 	Mearas__Attachment *at, **ptrs;
 	char *names;
-	size_t n = 0, k = 0;
+	size_t namelen = sizeof(l.e->vm);
 
-	for (unsigned i = 0; t && i < VSTAT_SLOTS; i++)
-		n += t[i].pid > 0 && !strncmp(t[i].assembly, id, sizeof(t[i].assembly));
-	if (!n)
-		return 0;
-	ptrs = calloc(1, n * (sizeof(*ptrs) + sizeof(*at) + sizeof(t->vm)));
-	if (!ptrs)
+	attached_foreach(id, collect_attached, &l);
+	if (l.failed || !l.n) {
+		free(l.e);
+		return l.failed ? -1 : 0;
+	}
+	ptrs = calloc(1, l.n * (sizeof(*ptrs) + sizeof(*at) + namelen));
+	if (!ptrs) {
+		free(l.e);
 		return -1;
-	at = (Mearas__Attachment *)(ptrs + n);
-	names = (char *)(at + n);
-	for (unsigned i = 0; i < VSTAT_SLOTS && k < n; i++) {
-		int32_t pid = __atomic_load_n(&t[i].pid, __ATOMIC_ACQUIRE);
-
-		if (pid <= 0 || strncmp(t[i].assembly, id, sizeof(t[i].assembly)) || (kill(pid, 0) && errno == ESRCH))
-			continue;
+	}
+	at = (Mearas__Attachment *)(ptrs + l.n);
+	names = (char *)(at + l.n);
+	for (size_t k = 0; k < l.n; k++) {
 		mearas__attachment__init(&at[k]);
-		at[k].pid = t[i].client_pid > 0 ? (uint32_t)t[i].client_pid : 0;
-		memcpy(names + k * sizeof(t->vm), t[i].vm, sizeof(t->vm));
-		names[(k + 1) * sizeof(t->vm) - 1] = 0;
-		at[k].vm = names + k * sizeof(t->vm);
+		at[k].pid = (uint32_t)l.e[k].client_pid;
+		memcpy(names + k * namelen, l.e[k].vm, namelen);
+		at[k].vm = names + k * namelen;
 		ptrs[k] = &at[k];
-		k++;
 	}
 	info->attached = ptrs;
-	info->n_attached = k;
+	info->n_attached = l.n;
+	free(l.e);
 	return 0;
 }
 

@@ -16,6 +16,7 @@
 
 #include "client.h"
 #include "control/assembly.h"
+#include "control/attached.h"
 #include "control/vgpustats.h"
 #include "engine.h"
 #include "mearas/fdpass.h"
@@ -35,6 +36,49 @@ static void refuse(int sock, int status, const char *fmt, const char *arg)
 	mearas_send_fds(sock, &wl, sizeof(wl), NULL, 0);
 }
 
+/* What the vGPU's thread keeps in its own fields, into the shared counters. */
+static void publish_vgpu(struct vgpu *v)
+{
+	struct vstat_vgpu *s = vstats_vgpu(v->index);
+
+	vstats_publish(v->index, __atomic_load_n(&v->records, __ATOMIC_RELAXED));
+	if (!s)
+		return;
+	if (v->engine->local) {
+		vstat_set(&s->mem_used, __atomic_load_n(&v->heap.used, __ATOMIC_RELAXED));
+		vstat_set(&s->mem_quota, v->heap.quota);
+	}
+	if (v->engine->publish)
+		v->engine->publish(v, s);
+}
+
+/* The shared counters of each vGPU: labels, before the vGPUs' threads start. */
+static void claim_stats(struct worker *w, const struct tenant_peer *peer, unsigned slot, const char *assembly)
+{
+	char owner[VSTAT_OWNER];
+
+	if (!peer)
+		return; /* only clients that mearasd's main process sees end are counted */
+	if (peer->id.kind == TENANT_VM)
+		snprintf(owner, sizeof(owner), "vm:%.*s", (int)sizeof(peer->id.vm), peer->id.vm);
+	else
+		snprintf(owner, sizeof(owner), "uid:%u", peer->id.uid);
+	vstats_claim(assembly, owner, slot, w->nvgpus);
+	for (unsigned i = 0; i < w->nvgpus; i++) {
+		struct vgpu *v = &w->vgpus[i];
+		struct vstat_vgpu *s = vstats_vgpu(i);
+
+		v->stats = s;
+		if (!s)
+			continue;
+		s->remote = !v->engine->local;
+		s->gpu = v->engine->local ? v->phys : w->cfg->remote.target[i].gpu;
+		if (!v->engine->local)
+			snprintf(s->peer, sizeof(s->peer), "%s:%u", w->cfg->remote.target[i].host,
+				 w->cfg->remote.target[i].port);
+	}
+}
+
 static void *watch_stop(struct worker *w)
 {
 	struct pollfd p = { .fd = w->sock, .events = POLLIN | POLLRDHUP };
@@ -43,7 +87,7 @@ static void *watch_stop(struct worker *w)
 		int r = poll(&p, 1, 200);
 
 		for (unsigned v = 0; v < w->nvgpus; v++)
-			vstats_publish(v, __atomic_load_n(&w->vgpus[v].records, __ATOMIC_RELAXED));
+			publish_vgpu(&w->vgpus[v]);
 		if (w->cfg->kernel_timeout_ms && watchdog_pollers_stuck(w))
 			break;
 		if (r > 0) {
@@ -78,6 +122,12 @@ int worker_serve_client(const struct backend_config *cfg, int sock, const struct
 	struct backend_config client_cfg; /* this client's: its assembly's GPUs and quotas */
 
 	r = mearas_recv_fds(sock, &h, sizeof(h), fds, 0, &got, 5000);
+	if (r == -EPIPE) {
+		/* closed with nothing sent: e.g. another mearasd checking whether
+		 * this one is alive (mearas_socket_live) */
+		log_debug("client closed the connection before its hello");
+		return 1;
+	}
 	if (r) {
 		log_warn("client sent no hello: %s", strerror(-r));
 		return 1;
@@ -192,7 +242,8 @@ int worker_serve_client(const struct backend_config *cfg, int sock, const struct
 		 h.assembly[0] ? h.assembly : "");
 	snprintf(w->tenant, sizeof(w->tenant), "client pid %d%s%.32s", peer ? peer->pid : h.pid,
 		 h.assembly[0] ? " of assembly " : "", h.assembly);
-	vstats_claim(h.assembly, w->nvgpus, peer ? peer->pid : h.pid, "");
+	claim_stats(w, peer, slot, h.assembly);
+	attached_claim(h.assembly, peer ? peer->pid : h.pid, "");
 	if (watchdog_arm(w)) {
 		log_err("%s: no memory for the GPU time limit: client not served", w->tenant);
 		return 1;
@@ -200,7 +251,6 @@ int worker_serve_client(const struct backend_config *cfg, int sock, const struct
 	for (unsigned i = 0; i < w->nvgpus; i++)
 		pthread_create(&w->vgpus[i].thread, NULL, w->vgpus[i].engine->thread_main, &w->vgpus[i]);
 	watch_stop(w);
-	vstats_release();
 	if (w->timed_out) {
 		/* a poller may be stuck in the driver behind the kernel: no join */
 		watchdog_teardown(w);
@@ -209,6 +259,10 @@ int worker_serve_client(const struct backend_config *cfg, int sock, const struct
 	w->stop = 1;
 	for (unsigned i = 0; i < w->nvgpus; i++)
 		pthread_join(w->vgpus[i].thread, NULL);
+	for (unsigned i = 0; i < w->nvgpus; i++)
+		publish_vgpu(&w->vgpus[i]);
+	vstats_release();
+	attached_release();
 	for (unsigned i = 0; i < w->nvgpus; i++) {
 		struct vgpu *v = &w->vgpus[i];
 

@@ -15,6 +15,7 @@
 
 struct vgpu;
 struct mearas_devinfo;
+struct vstat_vgpu;
 
 struct vgpu_engine {
 	const char *name;
@@ -29,6 +30,9 @@ struct vgpu_engine {
 	void *(*thread_main)(void *vgpu);
 	/* After the thread has ended: frees what the vGPU's records made. */
 	void (*close)(struct vgpu *v);
+	/* Optional: every 200 ms on the worker's main thread, and once after the
+	 * thread has ended: what the engine knows (the link) into s. */
+	void (*publish)(struct vgpu *v, struct vstat_vgpu *s);
 	/* The records run on this process's device: its data area is
 	 * registered with it, its kernels are under the GPU time limit. */
 	bool local;

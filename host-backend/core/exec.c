@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "control/vgpustats.h"
 #include "deferred.h"
 #include "exec_internal.h"
 #include "mearas/clock.h"
@@ -29,8 +30,11 @@
 /* Host-side cost of one synchronizing call, for the VM worker's report. */
 static void account_sync(struct vgpu *v, uint64_t fetched_ns)
 {
+	uint64_t ns = mearas_mono_ns() - fetched_ns;
+
 	v->sync_calls++;
-	v->sync_ns += mearas_mono_ns() - fetched_ns;
+	v->sync_ns += ns;
+	vstat_sync_done(v->stats, ns);
 }
 
 /* Posts c to thread slot cq; with seq, c's user_data becomes the vGPU's next
@@ -157,8 +161,11 @@ int exec_poll_pending(struct vgpu *v)
 			v->pend[keep++] = p;
 			continue;
 		}
-		if (p.poll_status && !p.cqe.status)
+		if (p.poll_status && !p.cqe.status) {
 			p.cqe.status = p.poll_status;
+			if (v->stats)
+				vstat_add(&v->stats->errors, 1);
+		}
 		/* the fence outlives complete(): it may flush output through it, and
 		 * a reset there (teardown) must see the client event still held */
 		complete(v, &p);
@@ -264,7 +271,10 @@ void exec_record(struct vgpu *v, const struct mearas_sqe *e)
 	} else {
 		r = exec_handlers[e->op](v, e, &c, &f);
 		log_debug("vGPU %u: %s -> %d", v->index, mearas_op_name(e->op), r);
+		vstat_record(v->stats, e, v->w->data_size, r == 0);
 	}
+	if (r && v->stats)
+		vstat_add(&v->stats->errors, 1);
 	if (r == 0 && v->watch)
 		watch_record(v, e, &f);
 	if (want)
@@ -317,7 +327,7 @@ void vgpu_teardown(struct vgpu *v)
 	/* graphs before what they use; modules after their kernels */
 	static const enum mearas_handle_kind order[] = { MEARAS_KIND_EXEC, MEARAS_KIND_GRAPH, MEARAS_KIND_EVENT,
 							 MEARAS_KIND_STREAM, MEARAS_KIND_FUNC, MEARAS_KIND_MODULE,
-							 MEARAS_KIND_POOL };
+							 MEARAS_KIND_POOL, MEARAS_KIND_PHYS };
 
 	_Static_assert(sizeof(order) / sizeof(order[0]) == MEARAS_KIND_COUNT, "teardown names every kind");
 	for (size_t k = 0; k < MEARAS_KIND_COUNT; k++) {
@@ -343,9 +353,12 @@ void vgpu_teardown(struct vgpu *v)
 	/* captured host functions no graph took: nothing captures any more */
 	exec_hf_free_list(v, v->hf_loose);
 	v->hf_loose = NULL;
+	/* mappings give their physical memory back (its handles went above) */
+	exec_vmm_teardown(v);
 	/* allocations made through pools give the pools back */
 	for (size_t i = 0; i < v->heap.nallocs; i++)
-		exec_pool_put(v, v->heap.allocs[i].tag, false);
+		if (!v->heap.allocs[i].vmm)
+			exec_pool_put(v, v->heap.allocs[i].tag, false);
 	{
 		uint64_t base = v->heap.base, size = v->heap.size, gran = v->heap.granularity, quota = v->heap.quota;
 		const struct vaheap_ops *hops = v->heap.ops;

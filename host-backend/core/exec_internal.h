@@ -79,6 +79,13 @@ void exec_pool_put(struct vgpu *v, struct exec_pool *p, bool table);
 /* free an allocation once the device is done with it (its pool gets its bytes back) */
 int exec_mem_free(struct vgpu *v, uint64_t va);
 
+/* ---- exec_vmm.c ---- */
+struct exec_phys;
+/* drop a reference to physical memory: its handle's or a mapping's */
+void exec_phys_put(struct vgpu *v, struct exec_phys *p);
+/* unmap every mapping of the vGPU (teardown, after the handle tables) */
+void exec_vmm_teardown(struct vgpu *v);
+
 /* ---- exec_stream.c ---- */
 /* a host function's trampoline (run in stream order by the device) */
 void exec_host_func_trampoline(void *arg);

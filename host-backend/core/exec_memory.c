@@ -60,7 +60,7 @@ int exec_mem_free(struct vgpu *v, uint64_t va)
 	struct exec_pool *p;
 	uint64_t size;
 
-	if (!r || r->va != va)
+	if (!r || r->va != va || r->vmm)
 		return cudaErrorInvalidValue;
 	p = r->tag;
 	size = r->size;
@@ -77,7 +77,8 @@ static int check_free(struct vgpu *v, uint64_t va)
 {
 	const struct vaheap_range *r = vaheap_find(&v->heap, va, 1);
 
-	return (r && r->va == va) ? 0 : cudaErrorInvalidValue;
+	/* a VMM mapping is not cudaFree's (cuMemUnmap's): refused as on a GPU */
+	return (r && r->va == va && !r->vmm) ? 0 : cudaErrorInvalidValue;
 }
 
 int exec_op_MEM_FREE(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_MEM_FREE *in,

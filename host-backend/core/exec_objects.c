@@ -148,6 +148,9 @@ int exec_destroy_obj(struct vgpu *v, enum mearas_handle_kind k, void *obj, uint6
 	case MEARAS_KIND_POOL:
 		exec_pool_put(v, obj, true);
 		return 0;
+	case MEARAS_KIND_PHYS:
+		exec_phys_put(v, obj);
+		return 0;
 	case MEARAS_KIND_COUNT:
 		break;
 	}

@@ -21,6 +21,7 @@
 struct worker;
 struct vgpu_engine;
 struct watchdog;
+struct vstat_vgpu;
 
 enum pending_action {
 	PENDING_POST,           /* post the completion */
@@ -133,6 +134,8 @@ struct vgpu {
 	_Atomic bool poller_done;       /* its poller has left its loop */
 	_Atomic uint64_t alive_ns;      /* watched vGPUs: when its poller last went round */
 	struct mearas_devinfo info;     /* ours; the client's copy is in its region */
+	int phys;                       /* the GPU behind it (this node's, or the remote node's) */
+	struct vstat_vgpu *stats;       /* its shared counters (control/vgpustats.h), NULL: not counted */
 };
 
 #endif

@@ -64,8 +64,25 @@ static void heap_uncharge(void *ctx, uint64_t bytes)
 	tenant_uncharge_dev(v->w->tenant_slot, v->index, bytes);
 }
 
+static int heap_reserve(void *ctx, uint64_t va, uint64_t size, void **cookie)
+{
+	struct vgpu *v = ctx;
+
+	*cookie = NULL;
+	return v->ops->va_reserve ? v->ops->va_reserve(v->dev, va, size, cookie) : 0;
+}
+
+static void heap_release(void *ctx, uint64_t va, uint64_t size, void *cookie)
+{
+	struct vgpu *v = ctx;
+
+	if (v->ops->va_release)
+		v->ops->va_release(v->dev, va, size, cookie);
+}
+
 static const struct vaheap_ops heap_ops = {
 	.map = heap_map, .unmap = heap_unmap, .charge = heap_charge, .uncharge = heap_uncharge,
+	.reserve = heap_reserve, .release = heap_release,
 };
 
 const struct vgpu_engine *worker_engine(const struct backend_config *cfg, unsigned i)
@@ -120,6 +137,7 @@ int worker_setup_vgpu(struct worker *w, unsigned i, int ndev, char *err, size_t 
 	}
 	v->engine = engine;
 	phys = cfg->gpu_map[i] >= 0 ? cfg->gpu_map[i] : !engine->local ? 0 : (int)(i % (unsigned)ndev);
+	v->phys = phys;
 	r = engine->open(v, phys, base, VA_WINDOW_SIZE, info, &gran, err, errlen);
 	if (r)
 		return r;
@@ -130,6 +148,9 @@ int worker_setup_vgpu(struct worker *w, unsigned i, int ndev, char *err, size_t 
 	info->total_mem = quota;
 	info->va_base = base;
 	info->va_size = VA_WINDOW_SIZE;
+	/* a remote vGPU's comes with its devinfo from the serving node */
+	if (!info->vmm_granularity)
+		info->vmm_granularity = gran ? gran : VAHEAP_DEFAULT_GRANULARITY;
 	memcpy(blk + l.devinfo, info, sizeof(*info));
 	if (vgpu_wire(v, blk, &l, base, VA_WINDOW_SIZE, gran, quota)) {
 		snprintf(err, errlen, "eventfd: %s", strerror(errno));

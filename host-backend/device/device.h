@@ -51,6 +51,19 @@ struct mdev_ops {
 	int (*chunk_map)(struct mdev *d, uint64_t va, uint64_t size, void **cookie);
 	void (*chunk_unmap)(struct mdev *d, uint64_t va, uint64_t size, void *cookie);
 	int (*mem_info)(struct mdev *d, uint64_t *free, uint64_t *total);
+	/* Virtual memory management (core/exec_vmm.c), all in the vGPU's window,
+	 * sizes, addresses and offsets multiples of the granularity open gave.
+	 * va_reserve/va_release: a stretch set aside for mappings (a GPU's
+	 * window is reserved whole at open: nothing to do there). phys_create/
+	 * phys_release: physical memory of this device. phys_map: [offset,
+	 * offset+size) of phys at va, read-write for this device; phys_unmap
+	 * takes it out once the device is done with the range. */
+	int (*va_reserve)(struct mdev *d, uint64_t va, uint64_t size, void **cookie);
+	void (*va_release)(struct mdev *d, uint64_t va, uint64_t size, void *cookie);
+	int (*phys_create)(struct mdev *d, uint64_t size, void **phys);
+	void (*phys_release)(struct mdev *d, void *phys);
+	int (*phys_map)(struct mdev *d, uint64_t va, uint64_t size, void *phys, uint64_t offset, void **cookie);
+	void (*phys_unmap)(struct mdev *d, uint64_t va, uint64_t size, void *cookie);
 
 	/* copies: host sides are host pointers, device sides window addresses */
 	int (*copy)(struct mdev *d, void *stream, int dir, uint64_t dst, uint64_t src, uint64_t size);

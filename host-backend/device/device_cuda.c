@@ -253,6 +253,65 @@ static void cuda_chunk_unmap(struct mdev *d, uint64_t va, uint64_t size, void *c
 	p_cuMemRelease((CUmemGenericAllocationHandle)(uintptr_t)cookie);
 }
 
+/* ---- virtual memory management: the window is reserved whole at open, so
+ * reservations need nothing here; physical memory is the vGPU's device's ---- */
+
+static int cuda_phys_create(struct mdev *d, uint64_t size, void **phys)
+{
+	CUmemAllocationProp prop = alloc_prop(d->phys);
+	CUmemGenericAllocationHandle h = 0;
+	CUresult r = p_cuMemCreate(&h, size, &prop, 0);
+
+	if (r)
+		return r == CUDA_ERROR_OUT_OF_MEMORY ? cudaErrorMemoryAllocation : cu_err(r);
+	*phys = (void *)(uintptr_t)h;
+	return 0;
+}
+
+static void cuda_phys_release(struct mdev *d, void *phys)
+{
+	(void)d;
+	p_cuMemRelease((CUmemGenericAllocationHandle)(uintptr_t)phys);
+}
+
+static int cuda_phys_map(struct mdev *d, uint64_t va, uint64_t size, void *phys, uint64_t offset, void **cookie)
+{
+	CUmemAccessDesc acc;
+	CUresult r;
+
+	memset(&acc, 0, sizeof(acc));
+	acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	acc.location.id = d->phys;
+	acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	r = p_cuMemMap((CUdeviceptr)va, size, offset, (CUmemGenericAllocationHandle)(uintptr_t)phys, 0);
+	if (r)
+		return cu_err(r);
+	r = p_cuMemSetAccess((CUdeviceptr)va, size, &acc, 1);
+	if (r) {
+		p_cuMemUnmap((CUdeviceptr)va, size);
+		return cu_err(r);
+	}
+	*cookie = NULL;
+	return 0;
+}
+
+static void cuda_phys_unmap(struct mdev *d, uint64_t va, uint64_t size, void *cookie)
+{
+	CUresult r;
+
+	(void)cookie;
+	/* work already queued may still use the range: let it finish first (the
+	 * memory could otherwise go back to the driver under a running kernel) */
+	r = p_cuCtxSynchronize();
+	if (r)
+		log_warn("GPU %d: synchronizing before an unmap at %#llx: error %d", d->phys, (unsigned long long)va,
+			 (int)r);
+	r = p_cuMemUnmap((CUdeviceptr)va, size);
+	if (r)
+		log_err("GPU %d: cuMemUnmap of %llu bytes at %#llx: error %d", d->phys, (unsigned long long)size,
+			(unsigned long long)va, (int)r);
+}
+
 static int cuda_mem_info(struct mdev *d, uint64_t *free_b, uint64_t *total)
 {
 	size_t f = 0, t = 0;
@@ -752,6 +811,10 @@ const struct mdev_ops mdev_cuda_ops = {
 	.host_unregister = cuda_host_unregister,
 	.chunk_map = cuda_chunk_map,
 	.chunk_unmap = cuda_chunk_unmap,
+	.phys_create = cuda_phys_create,
+	.phys_release = cuda_phys_release,
+	.phys_map = cuda_phys_map,
+	.phys_unmap = cuda_phys_unmap,
 	.mem_info = cuda_mem_info,
 	.copy = cuda_copy,
 	.copy_2d = cuda_copy_2d,

@@ -14,7 +14,11 @@
  *    bytes at once);
  *  - capture: work put on a capturing stream is recorded as graph nodes
  *    (copies, memsets, launches, host functions) and replayed at each
- *    launch of the instantiated graph. Captures are single-stream here.
+ *    launch of the instantiated graph. A stream that waits for an event
+ *    recorded in a capture joins it (CUDA's fork), and its work goes into
+ *    the same graph; the graph runs its nodes in the order they were
+ *    captured, which keeps every dependency the capture expressed. Ending
+ *    the capture (on the stream that began it) ends it for all its streams.
  * And one kernel never finishes (mearas_sim_hang), for the GPU time limit.
  */
 #include <errno.h>
@@ -25,6 +29,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "device.h"
 #include "mearas/fatbin.h"
@@ -36,6 +41,21 @@
 struct sim_chunk {
 	uint64_t va, size;
 	uint8_t *host;
+	/* a VMM reservation: host is an inaccessible mapping of its size, and
+	 * only the stretches in mdev.vmaps (physical memory mapped over it)
+	 * are memory */
+	bool resv;
+};
+
+/* VMM physical memory: a memfd, so one piece can be mapped at several
+ * addresses and every mapping sees the same bytes */
+struct sim_phys {
+	int fd;
+	uint64_t size;
+};
+
+struct sim_vmap {
+	uint64_t va, size;
 };
 
 struct sim_global {
@@ -53,6 +73,7 @@ struct sim_event {
 	struct timespec when;
 	int recorded;
 	int in_capture;         /* last recorded on a capturing stream */
+	struct sim_graph *cap;  /* that capture's graph (a reference) */
 	unsigned flags;
 	uint64_t ready_ns;      /* passes at this monotonic time */
 };
@@ -82,6 +103,8 @@ struct sim_graph {
 	struct sim_node *nodes;
 	size_t n, cap;
 	unsigned refs;
+	int ended;              /* its capture is over */
+	void *origin;           /* the stream that began the capture */
 };
 
 struct sim_exec {
@@ -102,6 +125,8 @@ struct mdev {
 	pthread_mutex_t lock;   /* chunks are changed by one poller, read by others (peer copies) */
 	struct sim_chunk *chunks;
 	size_t nchunks, cap;
+	struct sim_vmap *vmaps;         /* sorted by va */
+	size_t nvmaps, cap_vmaps;
 	uint64_t launches;
 	struct sim_stream legacy;       /* the default stream */
 	uint64_t globals_next, globals_end;
@@ -207,6 +232,7 @@ static void sim_close(struct mdev *d)
 	for (size_t i = 0; i < d->nchunks; i++)
 		munmap(d->chunks[i].host, d->chunks[i].size);
 	free(d->chunks);
+	free(d->vmaps);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
 }
@@ -229,12 +255,12 @@ static void sim_host_unregister(struct mdev *d, void *base)
 	(void)base;
 }
 
-static int sim_chunk_map(struct mdev *d, uint64_t va, uint64_t size, void **cookie)
+static int sim_chunk_add(struct mdev *d, uint64_t va, uint64_t size, int prot, bool resv, void **cookie)
 {
-	struct sim_chunk c = { .va = va, .size = size };
+	struct sim_chunk c = { .va = va, .size = size, .resv = resv };
 	size_t at;
 
-	c.host = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	c.host = mmap(NULL, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (c.host == MAP_FAILED)
 		return cudaErrorMemoryAllocation;
 	pthread_mutex_lock(&d->lock);
@@ -258,6 +284,11 @@ static int sim_chunk_map(struct mdev *d, uint64_t va, uint64_t size, void **cook
 	pthread_mutex_unlock(&d->lock);
 	*cookie = c.host;
 	return 0;
+}
+
+static int sim_chunk_map(struct mdev *d, uint64_t va, uint64_t size, void **cookie)
+{
+	return sim_chunk_add(d, va, size, PROT_READ | PROT_WRITE, false, cookie);
 }
 
 static void sim_chunk_unmap(struct mdev *d, uint64_t va, uint64_t size, void *cookie)
@@ -292,6 +323,25 @@ static void sim_chunk_unmap_va(struct mdev *d, uint64_t va)
 		sim_chunk_unmap(d, va, size, host);
 }
 
+/* [va, va+len) lies in VMM mappings end to end (d->lock held). */
+static bool vmm_covered(const struct mdev *d, uint64_t va, uint64_t len)
+{
+	uint64_t end = va;
+
+	for (size_t i = 0; i < d->nvmaps; i++) {
+		const struct sim_vmap *m = &d->vmaps[i];
+
+		if (m->va + m->size <= end)
+			continue;
+		if (m->va > end)
+			return false;
+		end = m->va + m->size;
+		if (end - va >= len)
+			return true;
+	}
+	return len == 0;
+}
+
 /* Host address of [va, va+len) if it lies in one mapped chunk. The poller
  * validated the range against the allocations already; this is the
  * model's own guard. */
@@ -304,12 +354,123 @@ static uint8_t *sim_host(struct mdev *d, uint64_t va, uint64_t len)
 		struct sim_chunk *c = &d->chunks[i];
 
 		if (va >= c->va && va - c->va < c->size && len <= c->size - (va - c->va)) {
-			p = c->host + (va - c->va);
+			if (!c->resv || vmm_covered(d, va, len))
+				p = c->host + (va - c->va);
 			break;
 		}
 	}
 	pthread_mutex_unlock(&d->lock);
 	return p;
+}
+
+/* ---- virtual memory management ---- */
+
+static int sim_va_reserve(struct mdev *d, uint64_t va, uint64_t size, void **cookie)
+{
+	/* address space only: nothing is memory until physical memory is mapped over it */
+	return sim_chunk_add(d, va, size, PROT_NONE, true, cookie);
+}
+
+static void sim_va_release(struct mdev *d, uint64_t va, uint64_t size, void *cookie)
+{
+	sim_chunk_unmap(d, va, size, cookie);
+}
+
+static int sim_phys_create(struct mdev *d, uint64_t size, void **phys)
+{
+	struct sim_phys *p = calloc(1, sizeof(*p));
+
+	(void)d;
+	if (!p)
+		return cudaErrorMemoryAllocation;
+	p->fd = memfd_create("mearas-sim-vmm", MFD_CLOEXEC);
+	if (p->fd < 0 || ftruncate(p->fd, (off_t)size)) {
+		log_warn("sim: physical memory of %llu bytes: %s", (unsigned long long)size, strerror(errno));
+		if (p->fd >= 0)
+			close(p->fd);
+		free(p);
+		return cudaErrorMemoryAllocation;
+	}
+	p->size = size;
+	*phys = p;
+	return 0;
+}
+
+static void sim_phys_release(struct mdev *d, void *phys)
+{
+	struct sim_phys *p = phys;
+
+	(void)d;
+	close(p->fd);
+	free(p);
+}
+
+/*
+ * The physical memory's pages go over the reservation's own inaccessible
+ * mapping (MAP_FIXED inside a range this model mapped itself, never at an
+ * address a client names), so adjacent mappings are one contiguous stretch
+ * of host memory as they are one stretch of device memory, and copies over
+ * them need nothing special.
+ */
+static int sim_phys_map(struct mdev *d, uint64_t va, uint64_t size, void *phys, uint64_t offset, void **cookie)
+{
+	struct sim_phys *p = phys;
+	struct sim_chunk *c = NULL;
+	size_t at;
+	int r = 0;
+
+	pthread_mutex_lock(&d->lock);
+	for (size_t i = 0; i < d->nchunks; i++)
+		if (d->chunks[i].resv && va >= d->chunks[i].va && va - d->chunks[i].va < d->chunks[i].size &&
+		    size <= d->chunks[i].size - (va - d->chunks[i].va))
+			c = &d->chunks[i];
+	if (!c || offset > p->size || size > p->size - offset) {
+		r = cudaErrorInvalidValue;
+		goto out;
+	}
+	if (d->nvmaps == d->cap_vmaps) {
+		size_t ncap = d->cap_vmaps ? d->cap_vmaps * 2 : 16;
+		struct sim_vmap *n = realloc(d->vmaps, ncap * sizeof(*n));
+
+		if (!n) {
+			r = cudaErrorMemoryAllocation;
+			goto out;
+		}
+		d->vmaps = n;
+		d->cap_vmaps = ncap;
+	}
+	if (mmap(c->host + (va - c->va), size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, p->fd,
+		 (off_t)offset) == MAP_FAILED) {
+		log_warn("sim: mapping %llu bytes of physical memory: %s", (unsigned long long)size, strerror(errno));
+		r = cudaErrorMemoryAllocation;
+		goto out;
+	}
+	for (at = 0; at < d->nvmaps && d->vmaps[at].va < va; at++)
+		;
+	memmove(&d->vmaps[at + 1], &d->vmaps[at], (d->nvmaps - at) * sizeof(d->vmaps[0]));
+	d->vmaps[at] = (struct sim_vmap){ va, size };
+	d->nvmaps++;
+	*cookie = c->host + (va - c->va);
+out:
+	pthread_mutex_unlock(&d->lock);
+	return r;
+}
+
+static void sim_phys_unmap(struct mdev *d, uint64_t va, uint64_t size, void *cookie)
+{
+	pthread_mutex_lock(&d->lock);
+	for (size_t i = 0; i < d->nvmaps; i++) {
+		if (d->vmaps[i].va == va) {
+			memmove(&d->vmaps[i], &d->vmaps[i + 1], (d->nvmaps - i - 1) * sizeof(d->vmaps[0]));
+			d->nvmaps--;
+			break;
+		}
+	}
+	/* back to inaccessible address space of the reservation */
+	if (mmap(cookie, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
+		log_err("sim: unmapping %llu bytes at %#llx: %s", (unsigned long long)size, (unsigned long long)va,
+			strerror(errno));
+	pthread_mutex_unlock(&d->lock);
 }
 
 static int sim_mem_info(struct mdev *d, uint64_t *free_b, uint64_t *total)
@@ -346,7 +507,9 @@ static uint64_t sim_now_ns(void)
 /* The graph a stream captures into, or NULL. */
 static struct sim_graph *capturing(void *stream)
 {
-	return stream ? ((struct sim_stream *)stream)->capture : NULL;
+	struct sim_graph *g = stream ? ((struct sim_stream *)stream)->capture : NULL;
+
+	return g && !g->ended ? g : NULL;
 }
 
 static int graph_add(struct sim_graph *g, const struct sim_node *n)
@@ -629,12 +792,15 @@ static int sim_global_get(struct mdev *d, void *module, const char *name, uint64
  * node's copy of it). Its CUDA source, for programs built with nvcc:
  *   extern "C" __global__ void mearas_sim_add_u32(unsigned *p, unsigned n, unsigned v)
  *   { for (unsigned i = 0; i < n; i++) p[i] += v; }
- * Only pointers into the mapped host range are modelled.
+ * Pointers into the mapped host range and into this vGPU's device memory
+ * (allocations and mapped VMM memory) are modelled; anything else is an
+ * illegal address, as a GPU's fault.
  */
 #define SIM_KERNEL_ADD_U32 "mearas_sim_add_u32"
 
 static int sim_add_u32(struct mdev *d, const void *params, uint32_t len)
 {
+	uint8_t *dp;
 	uint64_t p;
 	uint32_t n, v;
 
@@ -643,6 +809,17 @@ static int sim_add_u32(struct mdev *d, const void *params, uint32_t len)
 	memcpy(&p, params, 8);
 	memcpy(&n, (const uint8_t *)params + 8, 4);
 	memcpy(&v, (const uint8_t *)params + 12, 4);
+	if (n && !(p & 3) && (dp = sim_host(d, p, 4ull * n)) != NULL) {
+		/* device memory of this vGPU (allocations, mapped VMM memory) */
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t x;
+
+			memcpy(&x, dp + 4ull * i, 4);
+			x += v;
+			memcpy(dp + 4ull * i, &x, 4);
+		}
+		return 0;
+	}
 	if (!d->host_base || p < (uint64_t)(uintptr_t)d->host_base || (p & 3) ||
 	    p - (uint64_t)(uintptr_t)d->host_base > d->host_size ||
 	    (uint64_t)n * 4 > d->host_size - (p - (uint64_t)(uintptr_t)d->host_base)) {
@@ -771,9 +948,16 @@ static int sim_stream_wait_event(struct mdev *d, void *s, void *ev, unsigned fla
 	struct sim_stream *st = s;
 	struct sim_event *e = ev;
 
-	(void)d;
 	(void)flags;
-	if (!st->capture && e->ready_ns > st->busy_until)
+	if (e->in_capture && e->cap && !e->cap->ended && !capturing(st) && st != &d->legacy) {
+		/* joins the capture the event was recorded in */
+		if (st->capture)
+			graph_put(st->capture);
+		st->capture = e->cap;
+		st->capture->refs++;
+		return 0;
+	}
+	if (!capturing(st) && e->ready_ns > st->busy_until)
 		st->busy_until = e->ready_ns;
 	return 0;
 }
@@ -792,7 +976,11 @@ static int sim_event_create(struct mdev *d, unsigned flags, void **e)
 
 static int sim_event_destroy(struct mdev *d, void *e)
 {
+	struct sim_event *ev = e;
+
 	(void)d;
+	if (ev->cap)
+		graph_put(ev->cap);
 	free(e);
 	return 0;
 }
@@ -804,9 +992,14 @@ static int sim_event_record(struct mdev *d, void *e, void *s)
 	uint64_t now = sim_now_ns();
 
 	(void)d;
-	if (st->capture) {
+	if (ev->cap)
+		graph_put(ev->cap);
+	ev->cap = NULL;
+	if (capturing(st)) {
 		/* a dependency inside the graph, not a point the host can wait for */
 		ev->in_capture = 1;
+		ev->cap = st->capture;
+		ev->cap->refs++;
 		return 0;
 	}
 	ev->in_capture = 0;
@@ -864,12 +1057,15 @@ static int sim_capture_begin(struct mdev *d, void *s, int mode)
 	(void)mode;
 	if (st == &d->legacy)
 		return cudaErrorStreamCaptureUnsupported;
-	if (st->capture)
+	if (capturing(st))
 		return cudaErrorIllegalState;
+	if (st->capture)
+		graph_put(st->capture); /* a capture it joined, over */
 	st->capture = calloc(1, sizeof(*st->capture));
 	if (!st->capture)
 		return cudaErrorMemoryAllocation;
 	st->capture->refs = 1;
+	st->capture->origin = st;
 	return 0;
 }
 
@@ -878,9 +1074,12 @@ static int sim_capture_end(struct mdev *d, void *s, void **graph)
 	struct sim_stream *st = s;
 
 	(void)d;
-	if (!st->capture)
+	if (!capturing(st))
 		return cudaErrorIllegalState;
+	if (st->capture->origin != st)
+		return cudaErrorStreamCaptureUnmatched; /* a joined stream, not the one that began it */
 	*graph = st->capture;
+	st->capture->ended = 1;
 	st->capture = NULL;
 	return 0;
 }
@@ -1032,6 +1231,12 @@ const struct mdev_ops mdev_sim_ops = {
 	.host_unregister = sim_host_unregister,
 	.chunk_map = sim_chunk_map,
 	.chunk_unmap = sim_chunk_unmap,
+	.va_reserve = sim_va_reserve,
+	.va_release = sim_va_release,
+	.phys_create = sim_phys_create,
+	.phys_release = sim_phys_release,
+	.phys_map = sim_phys_map,
+	.phys_unmap = sim_phys_unmap,
 	.mem_info = sim_mem_info,
 	.copy = sim_copy,
 	.copy_2d = sim_copy_2d,

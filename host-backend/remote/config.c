@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "mearas/log.h"
 #include "remote_link.h"
 
 int remote_parse_target(struct remote_config *rc, const char *spec)
@@ -68,6 +69,14 @@ int remote_load_key(struct remote_config *rc, const char *path)
 	return 0;
 }
 
+/* remote-link's messages in mearasd's log, at mearasd's level and in its format */
+static void link_log_to_mearas(void *ctx, enum mearas_link_log_level level, const char *msg)
+{
+	(void)ctx;
+	mearas_log(level == MEARAS_LINK_LOG_ERR ? MEARAS_LOG_ERR :
+		   level == MEARAS_LINK_LOG_WARN ? MEARAS_LOG_WARN : MEARAS_LOG_INFO, "%s", msg);
+}
+
 void remote_link_config(const struct remote_config *rc, struct mearas_link_config *lc)
 {
 	mearas_link_config_init(lc);
@@ -87,6 +96,7 @@ void remote_link_config(const struct remote_config *rc, struct mearas_link_confi
 	GIVEN(fd_reserve, rc->fd_reserve);
 #undef GIVEN
 	lc->node_name = "mearasd";
+	lc->log = link_log_to_mearas;
 }
 
 unsigned remote_spin_us(unsigned cfg_spin_us)

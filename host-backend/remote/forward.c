@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "control/vgpustats.h"
 #include "core/engine.h"
 #include "core/exec.h"
 #include "core/poller.h"
@@ -132,7 +133,10 @@ void forward_post(struct vgpu *v, uint16_t cq, const struct mearas_cqe *c)
 static void fail_one(void *ctx, const struct remote_token *e)
 {
 	struct mearas_cqe c = { .user_data = e->user_data, .status = cudaErrorDevicesUnavailable };
+	struct vgpu *v = ctx;
 
+	if (v->stats)
+		vstat_add(&v->stats->errors, 1);
 	forward_post(ctx, e->cq, &c);
 }
 
@@ -141,6 +145,8 @@ void forward_fail_link(struct vgpu *v, int rc, const char *why)
 	struct remote_vgpu *rv = rv_of(v);
 	int expected = 0;
 
+	if (v->stats)
+		__atomic_store_n(&v->stats->link_state, VSTAT_LINK_BROKEN, __ATOMIC_RELAXED);
 	if (__atomic_compare_exchange_n(&rv->failed, &expected, rc ? rc : -1, false, __ATOMIC_ACQ_REL,
 					__ATOMIC_ACQUIRE))
 		log_err("vGPU %u: remote %s lost (%s): its calls fail from now on", v->index, rv->peer, why);
@@ -199,7 +205,8 @@ static void forward_one(struct vgpu *v, const struct mearas_sqe *e, uint32_t ext
 		}
 	}
 	if (e->flags & MEARAS_SQE_WANT_CQE) {
-		struct remote_token t = { .user_data = e->user_data, .cq = e->cq, .op = e->op, .want_cqe = 1 };
+		struct remote_token t = { .user_data = e->user_data, .cq = e->cq, .op = e->op, .want_cqe = 1,
+					  .taken_ns = v->stats ? mearas_mono_ns() : 0 };
 		uint64_t tok;
 
 		while (!(tok = remote_tokens_add(&rv->tokens, &t))) {
@@ -280,6 +287,7 @@ static void forward(struct vgpu *v, const struct mearas_sqe *e)
 static bool forward_record(struct vgpu *v, const struct mearas_sqe *e, void *urgent)
 {
 	v->records++;
+	vstat_record(v->stats, e, v->w->data_size, true);
 	if ((e->flags & MEARAS_SQE_WANT_CQE) || mearas_op_props(e->op)->urgent)
 		*(bool *)urgent = true;
 	forward(v, e);
@@ -344,6 +352,25 @@ static void forward_close(struct vgpu *v)
 	(void)v;
 }
 
+/* The link's figures into the vGPU's shared counters (the worker's main thread). */
+static void forward_publish(struct vgpu *v, struct vstat_vgpu *s)
+{
+	struct remote_vgpu *rv = rv_of(v);
+	struct mearas_link_stats st;
+
+	if (!rv || !rv->link)
+		return;
+	mearas_link_get_stats(rv->link, &st);
+	vstat_set(&s->link_bytes_sent, st.bytes_sent);
+	vstat_set(&s->link_bytes_received, st.bytes_received);
+	vstat_set(&s->link_batches, st.batches_sent);
+	vstat_set(&s->link_msgs, st.msgs_posted + st.calls);
+	vstat_set(&s->link_rtt_ns, st.rtt_ns);
+	__atomic_store_n(&s->link_state, __atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE) ? VSTAT_LINK_BROKEN : VSTAT_LINK_UP,
+			 __ATOMIC_RELAXED);
+}
+
 const struct vgpu_engine remote_forward_engine = {
-	.name = "remote", .open = forward_open, .thread_main = forward_main, .close = forward_close, .local = false,
+	.name = "remote", .open = forward_open, .thread_main = forward_main, .close = forward_close,
+	.publish = forward_publish, .local = false,
 };

@@ -12,9 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "control/vgpustats.h"
 #include "core/worker.h"
 #include "forward.h"
 #include "mapped.h"
+#include "mearas/clock.h"
 #include "mearas/log.h"
 #include "messages.h"
 #include "remote_link.h"
@@ -45,6 +47,12 @@ static void apply_cqe(struct vgpu *v, struct remote_item_cqe *ic)
 		forward_post(v, 0, &ic->cqe);
 	} else if (remote_tokens_take(&rv->tokens, ic->cqe.user_data, &t)) {
 		ic->cqe.user_data = t.user_data;
+		if (v->stats) {
+			if (ic->cqe.status)
+				vstat_add(&v->stats->errors, 1);
+			if (t.taken_ns)
+				vstat_sync_done(v->stats, mearas_mono_ns() - t.taken_ns);
+		}
 		forward_post(v, t.cq, &ic->cqe);
 	} else {
 		log_warn("vGPU %u: remote completion for unknown record %llu dropped", v->index,

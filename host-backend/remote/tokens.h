@@ -24,6 +24,7 @@ struct remote_token {
 	uint8_t want_done;      /* send a DONE item with done_id after its data */
 	uint32_t done_id;
 	uint64_t stream_key;
+	uint64_t taken_ns;       /* when the record was taken from the ring (metrics) */
 };
 
 struct remote_tokens {

@@ -146,6 +146,10 @@ int vm_parse_spec(const char *arg, struct vm_spec *out, char *err, size_t errlen
 int vm_resolve_user(const char *user, struct vm_spec *specs, unsigned n, char *err, size_t errlen);
 int vm_compute_layout(uint64_t size, unsigned nvgpus, struct vm_layout *l, char *err, size_t errlen);
 /* forks one supervisor per VM; 0 or -1 */
+/* 0, or -1 (said why) when a live server listens on a --vm socket already:
+ * never taken over. Asked of /proc/net/unix, not by connecting (which the
+ * VM server would take for its QEMU). */
+int vm_sockets_check(const struct vm_spec *specs, unsigned n);
 int vm_servers_start(const struct backend_config *cfg, const struct vm_spec *specs, unsigned n);
 /*
  * One VM server started while mearasd runs (the control socket's AttachVm):

@@ -210,6 +210,41 @@ static void supervise(const struct backend_config *cfg, const struct vm_spec *sp
 	_exit(0);
 }
 
+/* a listening socket bound at path, in this network namespace */
+static bool socket_listening(const char *path)
+{
+	FILE *f = fopen("/proc/net/unix", "re");
+	char line[512];
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long flags;
+		char *nl = strchr(line, '\n');
+		int off = 0;
+
+		if (nl)
+			*nl = 0;
+		/* Num RefCount Protocol Flags Type St Inode Path; Flags 0x10000: listening */
+		if (sscanf(line, "%*s %*s %*s %lx %*s %*s %*s %n", &flags, &off) == 1 && off > 0)
+			found = (flags & 0x10000) && !strcmp(line + off, path);
+	}
+	fclose(f);
+	return found;
+}
+
+int vm_sockets_check(const struct vm_spec *specs, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (socket_listening(specs[i].socket)) {
+			fprintf(stderr, "mearasd: VM %s: %s is served by a live process already, another mearasd: not "
+				"taken over\n", specs[i].name, specs[i].socket);
+			return -1;
+		}
+	return 0;
+}
+
 int vm_servers_start(const struct backend_config *cfg, const struct vm_spec *specs, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++) {

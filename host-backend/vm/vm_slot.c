@@ -33,7 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "control/vgpustats.h"
+#include "control/attached.h"
 #include "core/engine.h"
 #include "core/watchdog.h"
 #include "ivshmem/ivshmem_server.h"
@@ -268,12 +268,9 @@ static void __attribute__((noreturn)) slot_main(struct vm *vm, struct vm_slot *s
 	}
 	((struct mearas_region_hdr *)s->w.region)->state = MEARAS_BACKEND_READY;
 	report(ctl, 0, "");
-	vstats_claim(vm->spec->assembly, s->w.nvgpus, guest_pid > 0 ? guest_pid : 0, vm->spec->name);
+	attached_claim(vm->spec->assembly, guest_pid, vm->spec->name);
 	for (;;) {
 		struct pollfd p = { .fd = ctl, .events = POLLIN };
-
-		for (unsigned v = 0; v < s->w.nvgpus; v++)
-			vstats_publish(v, __atomic_load_n(&s->w.vgpus[v].records, __ATOMIC_RELAXED));
 
 		if (poll(&p, 1, 100) > 0 && p.revents)
 			break; /* a stop byte, or the VM worker is gone */
@@ -293,7 +290,7 @@ static void __attribute__((noreturn)) slot_main(struct vm *vm, struct vm_slot *s
 			signal_guest(s, MEARAS_VM_VEC_WAKE);
 		}
 	}
-	vstats_release();
+	attached_release();
 	slot_close(vm, s);
 	_exit(0);
 }

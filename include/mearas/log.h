@@ -2,13 +2,22 @@
 #ifndef MEARAS_LOG_H
 #define MEARAS_LOG_H
 
-/* Messages go to stderr, prefixed with the component name set by
- * mearas_log_init(). MEARAS_LOG=debug enables debug messages. */
+/* Messages go to stderr, one line each in the format of mearas/log_line.h
+ * (timestamp, component[pid], level), or to syslog after
+ * mearas_log_to_syslog(). The level comes from MEARAS_LOG (debug, info,
+ * the default, warn, error) unless mearas_log_set_level() sets it. */
 void mearas_log_init(const char *component);
 /* write messages to fd instead of stderr */
 void mearas_log_set_fd(int fd);
 void mearas_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int mearas_log_debug_enabled(void);
+/* MEARAS_LOG_* of "error", "warn" (or "warning"), "info", "debug"; -1 for anything else */
+int mearas_log_level_of(const char *name);
+void mearas_log_set_level(int level);
+/* From now on to syslog(3) (LOG_PID, the component as ident) instead of the fd */
+void mearas_log_to_syslog(int facility);
+/* 1 when stderr is the journal stream systemd gave this process (JOURNAL_STREAM) */
+int mearas_log_journal_stderr(void);
 
 #define MEARAS_LOG_ERR   0
 #define MEARAS_LOG_WARN  1

@@ -143,6 +143,9 @@ struct mearas_devinfo {
 	uint32_t is_remote;
 	uint32_t is_sim;
 	int32_t attrs[MEARAS_NUM_ATTRS]; /* indexed by cudaDeviceAttr / CUdevice_attribute */
+	/* virtual memory management (cuMemCreate, cuMemMap...): sizes, addresses
+	 * and offsets are multiples of this (the heap's chunk granularity) */
+	uint64_t vmm_granularity;
 };
 
 /* region_hdr.state (backend-owned) */

@@ -9,7 +9,10 @@
 #define MEARAS_SOCKPATH_H
 
 #include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 /* 0: removed or not there; -1 with errno (EEXIST: not a socket, kept) */
@@ -24,6 +27,33 @@ static inline int mearas_unlink_socket(const char *path)
 		return -1;
 	}
 	return unlink(path);
+}
+
+/*
+ * 1 when a live server accepts connections on the unix socket at path (its
+ * pid in *pid where the kernel says, else 0), 0 when none does: no socket
+ * there, or a stale one that refuses connections (its server is gone). A
+ * server whose backlog is full counts as live. Never blocks.
+ */
+static inline int mearas_socket_live(const char *path, pid_t *pid)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	int fd, live;
+
+	*pid = 0;
+	if (strlen(path) >= sizeof(a.sun_path))
+		return 0;
+	strcpy(a.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return 0;
+	live = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0 || errno == EAGAIN;
+	if (live && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && len == sizeof(cr))
+		*pid = cr.pid;
+	close(fd);
+	return live;
 }
 
 #endif

@@ -144,6 +144,8 @@ int mearas_link_health(struct mearas_link *l);
 struct mearas_link_stats {
 	uint64_t msgs_posted, batches_sent, calls, bulk_chunks, heartbeats_sent;
 	uint64_t bytes_sent, bytes_received;
+	uint64_t rtt_ns;        /* round trip of the last heartbeat answered (0: none yet); heartbeats
+				 * go on a link quiet for heartbeat_ms, so a busy link keeps an older one */
 };
 void mearas_link_get_stats(struct mearas_link *l, struct mearas_link_stats *out);
 /* Flushes queued messages (best effort), closes, frees. */

@@ -450,6 +450,7 @@ void mearas_link_get_stats(struct mearas_link *l, struct mearas_link_stats *out)
 	out->heartbeats_sent = __atomic_load_n(&l->stats.heartbeats_sent, __ATOMIC_RELAXED);
 	out->bytes_sent = __atomic_load_n(&l->stats.bytes_sent, __ATOMIC_RELAXED);
 	out->bytes_received = __atomic_load_n(&l->stats.bytes_received, __ATOMIC_RELAXED);
+	out->rtt_ns = __atomic_load_n(&l->stats.rtt_ns, __ATOMIC_RELAXED);
 }
 
 static int send_simple_frame(struct mearas_link *l, uint8_t type)
@@ -519,6 +520,25 @@ static int skip_bytes(struct mearas_link *l, size_t n, uint32_t poll_ms)
 		n -= k;
 	}
 	return MEARAS_LINK_OK;
+}
+
+/* A heartbeat's answer echoes the time it was sent at: the link's round trip. */
+static int heartbeat_ack(struct mearas_link *l, uint32_t body_len, uint32_t poll_ms)
+{
+	uint8_t stamp[8];
+	uint64_t sent, now;
+	int rc;
+
+	if (body_len < sizeof(stamp))
+		return skip_bytes(l, body_len, poll_ms);
+	rc = link_read_exact(l->t, stamp, sizeof(stamp), poll_ms, l->cfg.dead_ms, &l->last_rx_ns, &l->stop);
+	if (rc)
+		return rc;
+	sent = wire_get_u64(stamp);
+	now = link_now_ns();
+	if (sent && sent <= now)
+		__atomic_store_n(&l->stats.rtt_ns, now - sent, __ATOMIC_RELAXED);
+	return skip_bytes(l, body_len - sizeof(stamp), poll_ms);
 }
 
 static int handle_reply(struct mearas_link *l, const struct link_frame_hdr *fh, uint32_t poll_ms)
@@ -600,7 +620,7 @@ static void *rx_main(void *arg)
 		if (fh.type == LINK_FRAME_REPLY) {
 			rc = handle_reply(l, &fh, poll_ms);
 		} else if (fh.type == LINK_FRAME_HEARTBEAT_ACK && fh.body_len <= 64) {
-			rc = skip_bytes(l, fh.body_len, poll_ms);
+			rc = heartbeat_ack(l, fh.body_len, poll_ms);
 		} else if (fh.type == LINK_FRAME_CLOSE) {
 			link_log(&l->cfg, MEARAS_LINK_LOG_WARN, "server closed the link");
 			rc = MEARAS_LINK_E_BROKEN;

@@ -4,6 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+#include "mearas/log_line.h"
 
 uint64_t link_now_ns(void)
 {
@@ -24,8 +27,18 @@ void link_log(const struct mearas_link_config *cfg, enum mearas_link_log_level l
 		cfg->log(cfg->log_ctx, level, msg);
 		return;
 	}
-	static const char *const names[] = { "error", "warning", "info" };
-	fprintf(stderr, "remote-link %s: %s\n", names[level], msg);
+	/* mearas's log line (mearas/log_line.h), one write per line */
+	char line[640];
+	int n = mearas_log_line_prefix(line, sizeof(line), "remote-link", (int)level);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		return;
+	n += snprintf(line + n, sizeof(line) - (size_t)n, "%s\n", msg);
+	if ((size_t)n >= sizeof(line)) {
+		n = (int)sizeof(line) - 1;
+		line[n - 1] = '\n';
+	}
+	if (write(STDERR_FILENO, line, (size_t)n) < 0)
+		return;
 }
 
 void mearas_link_config_init(struct mearas_link_config *cfg)

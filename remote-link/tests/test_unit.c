@@ -211,6 +211,29 @@ static void t_echo_and_orderly_close(void)
 	CHECK(srv.st.opened == 1);
 }
 
+/* A quiet link's heartbeats measure its round trip (stats.rtt_ns). */
+static void t_heartbeat_round_trip(void)
+{
+	struct mearas_link_config cfg;
+	struct mearas_link_stats st;
+
+	serve();
+	base_cfg(&cfg, KEY);
+	cfg.heartbeat_ms = 50;
+	link_close();
+	REQUIRE_RC(mearas_link_connect("127.0.0.1", srv.port, &cfg, &lnk), MEARAS_LINK_OK);
+	mearas_link_get_stats(lnk, &st);
+	CHECK(st.rtt_ns == 0); /* none answered yet */
+	for (int i = 0; i < 100 && (!st.rtt_ns || st.heartbeats_sent < 2); i++) {
+		usleep(20000);
+		mearas_link_get_stats(lnk, &st);
+	}
+	printf("  heartbeat round trip %.1f us after %llu heartbeats\n", st.rtt_ns / 1e3,
+	       (unsigned long long)st.heartbeats_sent);
+	CHECK(st.heartbeats_sent >= 2);
+	CHECK(st.rtt_ns > 0 && st.rtt_ns < 1000000000ull);
+}
+
 static int post_ordered(struct mearas_link *l, uint8_t thread, uint32_t counter)
 {
 	uint8_t m[24] = { 'O', thread };
@@ -1556,6 +1579,7 @@ static void setup(void)
 #define T(fn) { #fn + 2, fn }
 static const struct check_case cases[] = {
 	T(t_echo_and_orderly_close),
+	T(t_heartbeat_round_trip),
 	T(t_order_across_batches),
 	T(t_eight_threads_one_link),
 	T(t_batching_on_and_off_deliver_all),

@@ -348,17 +348,16 @@ def test_profile_reports_call_rate(mearasd: Daemon) -> None:
 
 def test_mearas_run_end_to_end(mearasd: Daemon, tmp_path: Path) -> None:
     cfg = tmp_path / "am.toml"
-    gpu = ['[[node.gpus]]', 'name = "mearas-sim"', 'compute_capability = "9.0"',
-           'memory = "16GiB"', "sm_count = 132", 'interconnect = "pcie"']
     cfg.write_text("\n".join([
         "[node]", f'name = "{NODE}"', 'address = "127.0.0.1:7100"', "max_vgpus_per_gpu = 2",
-        "use_nvml = false", *gpu, "index = 0", *gpu, "index = 1",
         "[registry]", 'backend = "file"', f'path = "{tmp_path / "registry.json"}"',
-        "[mearasd]", f'control_socket = "{mearasd.control_socket}"', "timeout = 10",
+        "[mearasd]", f'control_socket = "{mearasd.control_socket}"',
+        f'client_socket = "{mearasd.data_socket}"', "timeout = 10",
         "[runtime]", f'libdir = "{LIBDIR}"']) + "\n")
-    env = dict(os.environ, PYTHONPATH=str(TOP / "assembly-manager"),
-               MEARAS_SOCKET=mearasd.data_socket, MEARAS_DATA_MB="16")
+    # the GPUs come from mearasd's profile, the client socket from the config
+    env = dict(os.environ, PYTHONPATH=str(TOP / "assembly-manager"), MEARAS_DATA_MB="16")
     env.pop("LD_LIBRARY_PATH", None)
+    env.pop("MEARAS_SOCKET", None)
 
     def mearas(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "mearas_am.cli", "--config", str(cfg),

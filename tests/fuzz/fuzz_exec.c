@@ -67,6 +67,10 @@ static void setup(struct fixture *fx)
 	must(fixture_run(fx, 0, &e, NULL) == 0, "event");
 	e.args.a[0] = FUZZ_EVENT2;
 	must(fixture_run(fx, 0, &e, NULL) == 0, "event");
+	e = sqe_of(MEARAS_OP_VMM_CREATE);
+	e.args.VMM_CREATE.handle = FUZZ_PHYS;
+	e.args.VMM_CREATE.size = 2u << 20;
+	must(fixture_run(fx, 0, &e, NULL) == 0, "physical memory");
 	memcpy(fx->w->data + FUZZ_FATBIN_OFF, fatbin, fatbin_size);
 	e = sqe_of(MEARAS_OP_MODULE_LOAD);
 	e.args.a[0] = FUZZ_MODULE;

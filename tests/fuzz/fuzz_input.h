@@ -24,6 +24,7 @@
 #define FUZZ_STREAM      1u
 #define FUZZ_EVENT       1u
 #define FUZZ_EVENT2      2u
+#define FUZZ_PHYS        1u       /* 2 MiB of VMM physical memory on vGPU 0 */
 #define FUZZ_MODULE      1u
 #define FUZZ_FUNC_THREE  1u           /* k_three(int *, float, double): 24 bytes */
 #define FUZZ_FUNC_NONE   2u           /* k_none(void) */

@@ -81,3 +81,22 @@ def test_unchanged_output_is_not_rewritten(tmp_path: Path) -> None:
     before = f.stat().st_mtime_ns
     assert run(tmp_path, BASE + "op A\n").returncode == 0
     assert f.stat().st_mtime_ns == before
+
+
+def test_op_classes_follow_flags_and_arguments(tmp_path: Path) -> None:
+    """The accounting class of an op (mearasd's metrics) comes from its flags and arguments."""
+    body = BASE + "kind pool cudaErrorInvalidValue\n" + (
+        "op K pends_sync kernel capture\n  stream\n"
+        "op C deferred pends_sync capture\n  stream\n  u64 dst\n"
+        "op S sync deferred pends_sync\n"
+        "op M sync\n  u64 p dptr\n"
+        "op P\n  u64 pool id(pool)\n"
+        "op O sync\n  u64 x\n")
+    r = run(tmp_path, body)
+    assert r.returncode == 0, r.stderr
+    props = (tmp_path / "gen/mearas/ops_inline.gen.h").read_text()
+    want = {"K": "LAUNCH", "C": "COPY", "S": "SYNC", "M": "MEMORY", "P": "MEMORY", "O": "OTHER"}
+    for op, cls in want.items():
+        line = next(x for x in props.splitlines() if f'.name = "{op}"' in x)
+        assert f".cls = MEARAS_OPCLASS_{cls} " in line, line
+    assert '"launch", "copy", "sync", "memory", "other"' in props

@@ -172,6 +172,21 @@ functional loopback-functional "$work/lo-client.sock"
 if wait_no_workers "$lo_remote" 5; then ok loopback-remote-worker-freed; else bad loopback-remote-worker-freed "$(workers_of "$lo_remote")"; fi
 bench loopback-bench "$work/lo-client.sock"
 
+# virtual memory management on a remote vGPU: tests/sim's drv_vmm with its
+# device 0 on the other node (reservations, mappings, aliasing, the quota,
+# a reset), then the remote worker is gone
+start_node lo-vmm - --socket="$work/lo-vmm.sock" --vgpus=2 --remote=0=127.0.0.1:$port \
+	--cluster-key-file="$work/key"
+lo_vmm=$NODE_PID
+if LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET="$work/lo-vmm.sock" timeout 120 "$top/build/tests-remote/drv_vmm" \
+	>"$work/vmm.out" 2>&1 && [ "$(tail -n 1 "$work/vmm.out")" = PASS ]; then
+	ok loopback-vmm-remote
+else
+	bad loopback-vmm-remote "$(grep -m3 FAIL "$work/vmm.out" | tr '\n' ' ')"
+fi
+stop_node "$lo_vmm"
+if wait_no_workers "$lo_remote" 5; then ok loopback-vmm-remote-worker-freed; else bad loopback-vmm-remote-worker-freed "$(workers_of "$lo_remote")"; fi
+
 start_node lo-wrong - --socket="$work/lo-wrong.sock" --vgpus=2 --remote=1=127.0.0.1:$port \
 	--cluster-key-file="$work/wrongkey"
 lo_wrong=$NODE_PID

@@ -87,6 +87,7 @@ for v in plain asan; do
 	run $v/tenant 120 $B/$v/test_tenant
 	run $v/exec_framing 60 $B/$v/test_exec_framing
 	run $v/exec_memory 60 $B/$v/test_exec_memory
+	run $v/exec_vmm 60 $B/$v/test_exec_vmm
 	run $v/exec_objects 60 $B/$v/test_exec_objects --fatbin=$FATBIN
 	run $v/exec_order 60 $B/$v/test_exec_order
 	run $v/exec_lifetimes 120 $B/$v/test_exec_lifetimes

@@ -6,6 +6,9 @@
 # san_client prints PASS and no sanitizer report appears in any log.
 # device_query and misuse from tests/cuda run too; their own verdicts are
 # logged (the model runs no kernels) but only sanitizer reports fail this.
+# tests/sim's drv_vmm (virtual memory management; the daemon gives 2 vGPUs by
+# default) must pass too, and so must graph_nodes and drv_graph_nodes (graphs
+# built node by node, through both front ends).
 cd "$(dirname "$0")" || exit 1
 ROOT=$(cd ../.. && pwd)
 BUILD=$ROOT/tests/unit/build/san-daemon
@@ -23,6 +26,12 @@ for p in device_query misuse; do
 	"$NVCC" -O1 -std=c++17 -cudart shared -gencode arch=compute_90,code=sm_90 \
 		-o "$OUT/$p" "$ROOT/tests/cuda/src/$p.cu" || exit 1
 done
+"$NVCC" -O1 -std=c++17 -cudart shared -gencode arch=compute_90,code=sm_90 \
+	-o "$OUT/drv_vmm" "$ROOT/tests/sim/drv_vmm.cu" -lcuda || exit 1
+"$NVCC" -O1 -std=c++17 -cudart shared -gencode arch=compute_90,code=sm_90 \
+	-o "$OUT/graph_nodes" "$ROOT/tests/sim/graph_nodes.cu" || exit 1
+${CC:-cc} -std=gnu11 -O1 -I"$(dirname "$NVCC")/../include" -o "$OUT/drv_graph_nodes" \
+	"$ROOT/tests/sim/drv_graph_nodes.c" -L"$BUILD/lib" -lcuda || exit 1
 
 LIBASAN=$(gcc -print-file-name=libasan.so)
 SOCK=$OUT/mearasd.sock
@@ -36,13 +45,17 @@ done
 [ -S "$SOCK" ] || { echo "mearasd did not create $SOCK"; cat "$OUT/mearasd.log"; kill "$PID"; exit 1; }
 
 # the programs are not instrumented: libasan is preloaded for the library
-for p in san_client device_query misuse; do
-	MEARAS_SOCKET=$SOCK LD_LIBRARY_PATH=$BUILD/lib LD_PRELOAD=$LIBASAN \
+for p in san_client device_query misuse drv_vmm graph_nodes drv_graph_nodes; do
+	vgpus=
+	[ "$p" = drv_graph_nodes ] && vgpus=MEARAS_VGPUS=2 # it uses a second device
+	env $vgpus MEARAS_SOCKET=$SOCK LD_LIBRARY_PATH=$BUILD/lib LD_PRELOAD=$LIBASAN \
 		ASAN_OPTIONS=$SAN_OPTS UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		timeout 120 "$OUT/$p" >"$OUT/$p.log" 2>&1
 	echo "$p: exit $? ($(tail -n 1 "$OUT/$p.log"))"
 done
-grep -q '^PASS$' "$OUT/san_client.log" || { echo "san_client did not pass"; fail=1; }
+for p in san_client drv_vmm graph_nodes drv_graph_nodes; do
+	grep -q '^PASS$' "$OUT/$p.log" || { echo "$p did not pass"; fail=1; }
+done
 
 kill -TERM "$PID"
 wait "$PID"

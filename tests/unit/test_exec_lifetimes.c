@@ -10,6 +10,10 @@
  *   event_sync_reset     EVENT_SYNC outlives a reset that destroys its event
  *   func_get             FUNC_GET records freed with their module, bounded
  *   pending_bounded      completions behind a stream that never finishes
+ *   capture_fork_join    a stream joins a capture by waiting for an event
+ *                        recorded in it (sim): its work goes into the graph,
+ *                        only the first stream ends it, and the event and
+ *                        stream that hold the graph go first
  * (`test_exec_lifetimes NAME` runs one) */
 #include <fcntl.h>
 #include <unistd.h>
@@ -355,6 +359,64 @@ static void test_pending_bounded(void)
 	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 23, 0, 0), 0);
 }
 
+static int capture_status(uint32_t stream, uint64_t *status)
+{
+	struct mearas_sqe e = sqe_of(MEARAS_OP_CAPTURE_STATUS);
+	uint64_t val[2] = { 99, 99 };
+	int r;
+
+	e.stream = stream;
+	r = call(&e, val);
+	*status = val[0];
+	return r;
+}
+
+static void test_capture_fork_join(void)
+{
+	struct vgpu *v = &fx.w->vgpus[0];
+	struct mearas_sqe e;
+	struct mearas_cqe c;
+	uint64_t st;
+
+	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 25, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 26, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_EVENT_CREATE, 0, 43, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_EVENT_CREATE, 0, 44, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_BEGIN, 25, 0, 0, 0), 0);
+	CHECK_EQ(capture_status(26, &st), 0);
+	CHECK_EQ(st, cudaStreamCaptureStatusNone);
+	/* the fork: 26 waits for an event recorded in 25's capture */
+	CHECK_EQ(op(MEARAS_OP_EVENT_RECORD, 25, 43, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_STREAM_WAIT_EVENT, 26, 43, 0, 0), 0);
+	CHECK_EQ(capture_status(26, &st), 0);
+	CHECK_EQ(st, cudaStreamCaptureStatusActive);
+	e = sqe_of(MEARAS_OP_HOST_FUNC);
+	e.stream = 26;
+	e.args.a[0] = 78;
+	exec_record(v, &e);
+	CHECK_EQ(v->deferred_error, 0);
+	CHECK_EQ(fixture_cq_ready(&fx, 0, 0), 0);       /* captured: not run */
+	CHECK_EQ(v->hf_ncaptured, 1);
+	/* the join, then the end: on the stream that began it only */
+	CHECK_EQ(op(MEARAS_OP_EVENT_RECORD, 26, 44, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_STREAM_WAIT_EVENT, 25, 44, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_END, 26, 35, 0, 0), cudaErrorStreamCaptureUnmatched);
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_END, 25, 35, 0, 0), 0);
+	CHECK_EQ(capture_status(26, &st), 0);
+	CHECK_EQ(st, cudaStreamCaptureStatusNone);      /* over for the joined stream too */
+	/* what holds the graph goes first: the event, the joined stream, the graph */
+	CHECK_EQ(op(MEARAS_OP_EVENT_DESTROY, 0, 43, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 26, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_INSTANTIATE, 0, 35, 36, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_DESTROY, 0, 35, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_LAUNCH, 25, 36, 0, 0), 0);
+	CHECK(fixture_cq_pop(&fx, 0, 0, &c) && c.val[0] == 78);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_EXEC_DESTROY, 0, 36, 0, 0), 0);
+	CHECK_EQ(v->hf_ncaptured, 0);
+	CHECK_EQ(op(MEARAS_OP_EVENT_DESTROY, 0, 44, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 25, 0, 0), 0);
+}
+
 /* every case's worker: 1 MiB allocated and the spin kernel loaded */
 static void alloc_and_load_spin(void)
 {
@@ -372,5 +434,6 @@ static const struct check_case cases[] = {
 	{ "pending_bounded", test_pending_bounded },
 	{ "func_get", test_func_get },
 	{ "event_sync_reset", test_event_sync_reset },
+	{ "capture_fork_join", test_capture_fork_join },
 };
 FIXTURE_MAIN(cases, 1, 0, alloc_and_load_spin)

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* host-backend/core/vaheap.c: allocation patterns, alignment, quota, frees of
  * bad pointers, find() bounds, chunk reuse and release, window exhaustion,
- * map failures, and a randomized run against a simple reference model.
+ * map failures, virtual memory management (reservations, mappings, spans over
+ * adjacent mappings, unmaps, physical memory against the quota), and a
+ * randomized run against a simple reference model.
  * usage: test_vaheap [--steps=N] [CASE...] */
 #include <string.h>
 
@@ -393,6 +395,180 @@ static void test_random_model(unsigned steps)
 	CHECK_EQ(d.nlive, 0);
 }
 
+/* ---- virtual memory management ---- */
+
+static int nreserve, nrelease;
+
+static int count_reserve(void *ctx, uint64_t va, uint64_t size, void **cookie)
+{
+	(void)ctx;
+	CHECK(va % (2 * MiB) == 0 && size % (2 * MiB) == 0);
+	nreserve++;
+	*cookie = (void *)(uintptr_t)va;
+	return 0;
+}
+
+static void count_release(void *ctx, uint64_t va, uint64_t size, void *cookie)
+{
+	(void)ctx, (void)size;
+	CHECK_EQ((uint64_t)(uintptr_t)cookie, va);
+	nrelease++;
+}
+
+static const struct vaheap_ops vmm_ops = {
+	.map = fake_map, .unmap = fake_unmap, .reserve = count_reserve, .release = count_release,
+};
+
+static void setup_vmm(struct vaheap *h, struct fake_dev *d, uint64_t size, uint64_t quota)
+{
+	setup(h, d, size, quota);
+	h->ops = &vmm_ops;
+	nreserve = nrelease = 0;
+}
+
+static void test_vmm_reserve(void)
+{
+	struct vaheap h;
+	struct fake_dev d;
+	uint64_t r1, r2, r3, a;
+
+	setup_vmm(&h, &d, 1 * GiB, 64 * MiB);
+	CHECK_EQ(vaheap_reserve(&h, 0, 0, 0, &r1), 1);
+	CHECK_EQ(vaheap_reserve(&h, 3 * MiB, 0, 0, &r1), 1);          /* not a multiple of 2 MiB */
+	CHECK_EQ(vaheap_reserve(&h, 4 * MiB, 3 * MiB, 0, &r1), 1);    /* alignment not a power of two */
+	CHECK_EQ(vaheap_reserve(&h, 2 * GiB, 0, 0, &r1), 2);          /* more than the window */
+	CHECK_EQ(nreserve, 0);
+	CHECK_EQ(vaheap_reserve(&h, 16 * MiB, 0, 0, &r1), 0);
+	CHECK_EQ(r1, BASE);
+	CHECK_EQ(nreserve, 1);
+	CHECK_EQ(d.nlive, 0);                                          /* nothing mapped for it */
+	CHECK_EQ(h.used, 0);                                           /* nor charged */
+	/* allocations never come from a reservation */
+	CHECK_EQ(vaheap_alloc(&h, 4096, &a), 0);
+	CHECK(a >= r1 + 16 * MiB);
+	CHECK(vaheap_reservation(&h, a, 1) == NULL);
+	CHECK(vaheap_reservation(&h, r1 + 2 * MiB, 14 * MiB) != NULL);
+	CHECK(vaheap_reservation(&h, r1 + 2 * MiB, 14 * MiB + 1) == NULL);
+	/* a free, aligned hint is taken; one over a chunk or misaligned is not */
+	CHECK_EQ(vaheap_reserve(&h, 4 * MiB, 0, BASE + 512 * MiB, &r2), 0);
+	CHECK_EQ(r2, BASE + 512 * MiB);
+	CHECK_EQ(vaheap_reserve(&h, 4 * MiB, 0, r1 + 2 * MiB, &r3), 0);
+	CHECK(r3 + 4 * MiB <= r1 || r3 >= r1 + 16 * MiB);
+	CHECK(r3 + 4 * MiB <= a || r3 > a);
+	CHECK_EQ(vaheap_reserve_free(&h, r3, 4 * MiB), 0);
+	CHECK_EQ(vaheap_reserve(&h, 4 * MiB, 0, BASE + 700 * MiB + 4096, &r3), 0);
+	CHECK(r3 % (2 * MiB) == 0 && r3 != BASE + 700 * MiB + 4096);
+	CHECK_EQ(vaheap_reserve_free(&h, r3, 4 * MiB), 0);
+	/* alignment */
+	CHECK_EQ(vaheap_reserve(&h, 2 * MiB, 64 * MiB, 0, &r3), 0);
+	CHECK_EQ(r3 % (64 * MiB), 0);
+	/* frees: the whole reservation only, never an allocation's chunk */
+	CHECK_EQ(vaheap_reserve_free(&h, r3, 4 * MiB), 1);
+	CHECK_EQ(vaheap_reserve_free(&h, r3 + 2 * MiB, 2 * MiB), 1);
+	CHECK_EQ(vaheap_reserve_free(&h, vaheap_chunk_of(&h, a)->va, vaheap_chunk_of(&h, a)->size), 1);
+	CHECK_EQ(vaheap_reserve_free(&h, r3, 2 * MiB), 0);
+	CHECK_EQ(nrelease, 3);
+	/* the window fills: a reservation that fits nowhere is refused */
+	CHECK_EQ(vaheap_reserve(&h, 512 * MiB, 0, 0, &r3), 2);
+	CHECK_EQ(vaheap_free(&h, a), 0);
+	vaheap_destroy(&h);
+	CHECK_EQ(nrelease, 5);                                         /* r1 and r2 given back */
+	CHECK_EQ(d.nlive, 0);
+}
+
+static int unmapped_calls;
+static uint64_t unmapped_bytes;
+
+static void on_unmap(void *arg, const struct vaheap_range *r)
+{
+	CHECK(arg == &unmapped_calls);
+	CHECK(r->vmm);
+	unmapped_calls++;
+	unmapped_bytes += r->size;
+}
+
+static void test_vmm_map(void)
+{
+	struct vaheap h;
+	struct fake_dev d;
+	uint64_t r, r2, r3, a;
+	int tag;
+	const struct vaheap_range *f;
+
+	setup_vmm(&h, &d, 1 * GiB, 64 * MiB);
+	CHECK_EQ(vaheap_reserve(&h, 16 * MiB, 0, 0, &r), 0);
+	CHECK_EQ(vaheap_alloc(&h, 4096, &a), 0);
+	CHECK_EQ(vaheap_map(&h, r, 4 * MiB, &tag), 0);
+	CHECK_EQ(vaheap_map(&h, r + 2 * MiB, 4 * MiB, &tag), 1);      /* over the first */
+	CHECK_EQ(vaheap_map(&h, r - 2 * MiB, 4 * MiB, &tag), 1);      /* starts before the reservation */
+	CHECK_EQ(vaheap_map(&h, r + 4 * MiB, 4 * MiB, &tag), 0);      /* adjacent */
+	CHECK_EQ(vaheap_map(&h, r + 8 * MiB + 4096, 2 * MiB, &tag), 1); /* misaligned address */
+	CHECK_EQ(vaheap_map(&h, r + 8 * MiB, 3 * MiB, &tag), 1);      /* misaligned size */
+	CHECK_EQ(vaheap_map(&h, r + 8 * MiB, 0, &tag), 1);
+	CHECK_EQ(vaheap_map(&h, r + 14 * MiB, 4 * MiB, &tag), 1);     /* past its end */
+	CHECK_EQ(vaheap_map(&h, vaheap_chunk_of(&h, a)->va, 2 * MiB, &tag), 1); /* not a reservation */
+	CHECK_EQ(vaheap_map(&h, r + 14 * MiB, UINT64_MAX - 2 * MiB + 1, &tag), 1); /* wraps */
+	CHECK_EQ(h.used, 4096);                                         /* mappings charge nothing */
+	/* the two mappings are one stretch; the unmapped rest is not memory */
+	f = vaheap_find(&h, r + 3 * MiB, 2 * MiB);
+	CHECK(f && f->va == r && f->vmm && f->tag == &tag);
+	CHECK(vaheap_find(&h, r, 8 * MiB) != NULL);
+	CHECK(vaheap_find(&h, r + 3 * MiB, 6 * MiB) == NULL);
+	CHECK(vaheap_find(&h, r + 10 * MiB, 1) == NULL);
+	/* cudaFree's and the pools' calls do not touch mappings */
+	CHECK_EQ(vaheap_free(&h, r), 1);
+	CHECK_EQ(vaheap_set_tag(&h, r, NULL), 1);
+	CHECK(vaheap_find(&h, r, 1) != NULL);
+	/* unmaps take whole mappings, end to end */
+	CHECK_EQ(vaheap_reserve_free(&h, r, 16 * MiB), 1);
+	CHECK_EQ(vaheap_unmap(&h, r + 2 * MiB, 2 * MiB, on_unmap, &unmapped_calls), 1);
+	CHECK_EQ(vaheap_unmap(&h, r, 2 * MiB, on_unmap, &unmapped_calls), 1);
+	CHECK_EQ(vaheap_unmap(&h, r, 10 * MiB, on_unmap, &unmapped_calls), 1);
+	CHECK_EQ(unmapped_calls, 0);
+	CHECK_EQ(vaheap_unmap(&h, r, 8 * MiB, on_unmap, &unmapped_calls), 0);
+	CHECK_EQ(unmapped_calls, 2);
+	CHECK_EQ(unmapped_bytes, 8 * MiB);
+	CHECK(vaheap_find(&h, r, 1) == NULL);
+	CHECK(vaheap_find(&h, a, 4096) != NULL);
+	CHECK_EQ(vaheap_reserve_free(&h, r, 16 * MiB), 0);
+	/* mappings of two reservations side by side are not one stretch */
+	CHECK_EQ(vaheap_reserve(&h, 4 * MiB, 0, BASE + 256 * MiB, &r2), 0);
+	CHECK_EQ(vaheap_reserve(&h, 4 * MiB, 0, BASE + 260 * MiB, &r3), 0);
+	CHECK_EQ(r3, r2 + 4 * MiB);
+	CHECK_EQ(vaheap_map(&h, r2, 4 * MiB, &tag), 0);
+	CHECK_EQ(vaheap_map(&h, r3, 4 * MiB, &tag), 0);
+	CHECK(vaheap_find(&h, r2 + 3 * MiB, 1 * MiB) != NULL);
+	CHECK(vaheap_find(&h, r2 + 3 * MiB, 2 * MiB) == NULL);
+	CHECK_EQ(vaheap_unmap(&h, r2, 8 * MiB, NULL, NULL), 1);
+	CHECK_EQ(vaheap_unmap(&h, r3, 4 * MiB, NULL, NULL), 0);
+	CHECK_EQ(vaheap_unmap(&h, r2, 4 * MiB, NULL, NULL), 0);
+	CHECK_EQ(vaheap_free(&h, a), 0);
+	vaheap_destroy(&h);
+	CHECK_EQ(nrelease, 3);
+	CHECK_EQ(d.nlive, 0);
+}
+
+static void test_vmm_charge(void)
+{
+	struct vaheap h;
+	struct fake_dev d;
+	uint64_t a;
+
+	setup_vmm(&h, &d, 1 * GiB, 8 * MiB);
+	CHECK_EQ(vaheap_charge(&h, 6 * MiB), 0);
+	CHECK_EQ(h.used, 6 * MiB);
+	CHECK_EQ(vaheap_alloc(&h, 4 * MiB, &a), 2);                    /* the quota is shared */
+	CHECK_EQ(vaheap_charge(&h, 4 * MiB), 2);
+	CHECK_EQ(vaheap_charge(&h, UINT64_MAX - 2 * MiB), 2);          /* no wrap past the quota */
+	CHECK_EQ(h.used, 6 * MiB);
+	vaheap_uncharge(&h, 6 * MiB);
+	CHECK_EQ(h.used, 0);
+	CHECK_EQ(vaheap_alloc(&h, 4 * MiB, &a), 0);
+	CHECK_EQ(vaheap_free(&h, a), 0);
+	vaheap_destroy(&h);
+	CHECK_EQ(d.nlive, 0);
+}
+
 static void random_model(void)
 {
 	unsigned steps = (unsigned)check_opt_u64("steps", 20000);
@@ -409,6 +585,9 @@ static const struct check_case cases[] = {
 	{ "chunks", test_chunks },
 	{ "map_failure_and_window", test_map_failure_and_window },
 	{ "shared_charge", test_shared_charge },
+	{ "vmm_reserve", test_vmm_reserve },
+	{ "vmm_map", test_vmm_map },
+	{ "vmm_charge", test_vmm_charge },
 	{ "random_model", random_model },
 };
 CHECK_MAIN(cases)

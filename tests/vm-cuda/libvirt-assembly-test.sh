@@ -70,17 +70,6 @@ for n in a b; do
 name = "node-$n"
 address = "$addr"
 max_vgpus_per_gpu = 2
-use_nvml = false
-[[node.gpus]]
-index = 0
-name = "mearas-sim"
-compute_capability = "9.0"
-memory = "16GiB"
-[[node.gpus]]
-index = 1
-name = "mearas-sim"
-compute_capability = "9.0"
-memory = "16GiB"
 [registry]
 backend = "file"
 path = "$work/registry.json"

@@ -10,7 +10,8 @@ from google.protobuf.message import DecodeError
 
 from .. import PROTOCOL_MAJOR, PROTOCOL_MINOR, __version__
 from ..errors import MearasdError
-from ..model import (Assembly, GpuLoad, GpuProfile, GpuStatic, VgpuLoad, VgpuPlacement)
+from ..model import (Assembly, GpuLoad, GpuProfile, GpuStatic, LinkServer, MearasdProfile,
+                     VgpuLoad, VgpuPlacement)
 from .framing import FramingError, recv_frame, send_frame
 from .pb import common_pb2, control_pb2
 
@@ -21,6 +22,7 @@ class MearasdClient(Protocol):
 
     def hello(self) -> tuple[str, tuple[int, int]]: ...
     def get_profile(self) -> tuple[str, list[GpuProfile]]: ...
+    def profile(self) -> MearasdProfile: ...
     def instantiate(self, assembly: Assembly) -> None: ...
     def release(self, assembly_id: str) -> None: ...
     def list_assemblies(self) -> list[tuple[str, str, list[VgpuPlacement]]]: ...
@@ -120,6 +122,10 @@ class SocketMearasdClient:
         return r.node, (r.version.major, r.version.minor)
 
     def get_profile(self) -> tuple[str, list[GpuProfile]]:
+        p = self.profile()
+        return p.node, list(p.gpus)
+
+    def profile(self) -> MearasdProfile:
         req = control_pb2.ControlRequest(get_profile=control_pb2.GetProfileRequest())
         p = self._roundtrip(req, "profile").profile
         loads = {d.index: d for d in p.load}
@@ -131,7 +137,9 @@ class SocketMearasdClient:
                 tuple(VgpuLoad(v.assembly_id, v.ordinal, v.calls_per_second) for v in d.vgpus))
             gpus.append(GpuProfile(GpuStatic(g.index, g.name, g.cc_major, g.cc_minor,
                                              g.memory_bytes, g.sm_count, g.interconnect), load))
-        return p.node, gpus
+        link = (LinkServer(p.link.port, p.link.bind, p.link.key_configured)
+                if p.HasField("link") else None)
+        return MearasdProfile(p.node, tuple(gpus), link)
 
     def instantiate(self, assembly: Assembly) -> None:
         req = control_pb2.ControlRequest(instantiate=control_pb2.InstantiateAssemblyRequest(

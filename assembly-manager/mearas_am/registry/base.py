@@ -26,6 +26,10 @@ class Snapshot:
     versions: dict[GpuRef, int]  # opaque per-ledger version; 0 for a ledger never written
     assemblies: dict[str, Assembly]
     assembly_versions: dict[str, int] = field(default_factory=dict)
+    node_versions: dict[str, int] = field(default_factory=dict)  # etcd: node key mod revision
+    # nodes whose heartbeat lapsed, for people to see (never booked): name -> (last profile,
+    # time of its last heartbeat). Only the file store keeps them; etcd drops them with the lease.
+    lapsed: dict[str, tuple[NodeProfile, float]] = field(default_factory=dict)
 
     def ledger(self, ref: GpuRef) -> Ledger:
         return self.ledgers.get(ref, {})
@@ -65,7 +69,8 @@ class Registry(ABC):
     @abstractmethod
     def commit_booking(self, snap: Snapshot, assembly: Assembly) -> bool:
         """Atomically adds ASSEMBLY and its ledger entries if every touched ledger is unchanged
-        since SNAP and every node it uses is still alive; False on a conflict."""
+        since SNAP and every node it uses is still alive and as SNAP saw it (a node that went
+        down since is not booked); False on a conflict."""
 
     @abstractmethod
     def commit_release(self, snap: Snapshot, assembly: Assembly) -> bool:

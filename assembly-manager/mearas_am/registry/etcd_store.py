@@ -107,6 +107,7 @@ class EtcdRegistry(Registry):
                 rev = int(meta["mod_revision"])
                 if kind == "nodes":
                     snap.nodes[rest] = NodeProfile.from_dict(data)
+                    snap.node_versions[rest] = rev
                 elif kind == "ledger":
                     node, _, idx = rest.rpartition("/")
                     ref = GpuRef(node, int(idx))
@@ -145,9 +146,12 @@ class EtcdRegistry(Registry):
         compare, ops = self._ledger_ops(snap, ledgers_after_booking(snap, assembly))
         compare.append({"key": _b64(self._asm_key(assembly.id)), "result": "EQUAL",
                         "target": "CREATE", "create_revision": 0})
-        for node in sorted(assembly.nodes()):  # node still alive (its key exists)
-            compare.append({"key": _b64(self._node_key(node)), "result": "GREATER",
-                            "target": "VERSION", "version": 0})
+        for node in sorted(assembly.nodes()):
+            if node in snap.node_versions:  # alive and unchanged (not gone down since)
+                compare.append(self._mod_equal(self._node_key(node), snap.node_versions[node]))
+            else:  # still alive (its key exists)
+                compare.append({"key": _b64(self._node_key(node)), "result": "GREATER",
+                                "target": "VERSION", "version": 0})
         ops.append(self._put(self._asm_key(assembly.id), json.dumps(assembly.to_dict())))
         return self._txn(compare, ops)
 

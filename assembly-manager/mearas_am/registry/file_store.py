@@ -1,4 +1,7 @@
-"""Embedded registry: one JSON file guarded by an exclusive flock (single node, no daemon)."""
+"""Embedded registry: one JSON file guarded by an exclusive flock (single node, no daemon).
+
+Writers take the lock and replace the file atomically (rename), so readers need no lock:
+reading (snapshot) creates nothing, neither the directory nor the lock file."""
 
 from __future__ import annotations
 
@@ -16,21 +19,24 @@ from ..model import Assembly, GpuRef, NodeProfile
 from .base import Registry, Snapshot, ledgers_after_booking, ledgers_after_release
 
 
+LAPSED_KEPT_S = 86400  # how long `mearas nodes` keeps showing a node whose heartbeat lapsed
+
+
 class FileRegistry(Registry):
     def __init__(self, path: str, node_ttl: int, clock: Callable[[], float] = time.time) -> None:
         self._path = Path(path)
         self._lock_path = Path(path + ".lock")
         self._ttl = node_ttl
         self._clock = clock
+
+    @contextmanager
+    def _locked(self) -> Iterator[dict[str, Any]]:
+        """Yields the whole state under the lock; changes to it are written back on exit."""
         try:
             self._path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise RegistryError(
                 f"cannot create registry directory {self._path.parent}: {e}") from None
-
-    @contextmanager
-    def _locked(self) -> Iterator[dict[str, Any]]:
-        """Yields the whole state under the lock; changes to it are written back on exit."""
         try:
             fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as e:
@@ -80,8 +86,13 @@ class FileRegistry(Registry):
 
     def publish_node(self, profile: NodeProfile) -> None:
         with self._locked() as st:
+            # a node lapsed for a day is forgotten (etcd forgets it with its lease at once)
+            forget = self._clock() - LAPSED_KEPT_S
+            for name in [n for n, rec in st["nodes"].items() if rec["expires_at"] < forget]:
+                del st["nodes"][name]
             st["nodes"][profile.name] = {
                 "profile": profile.to_dict(),
+                "published_at": self._clock(),
                 "expires_at": self._clock() + self._ttl,
             }
 
@@ -90,8 +101,7 @@ class FileRegistry(Registry):
             st["nodes"].pop(name, None)
 
     def snapshot(self) -> Snapshot:
-        with self._locked() as st:
-            return self._snapshot_of(st)
+        return self._snapshot_of(self._read())
 
     def _snapshot_of(self, st: dict[str, Any]) -> Snapshot:
         ledgers = {}
@@ -101,12 +111,17 @@ class FileRegistry(Registry):
             ledgers[ref] = {k: int(v) for k, v in rec["entries"].items()}
             versions[ref] = int(rec["version"])
         assemblies = {k: Assembly.from_dict(v) for k, v in st["assemblies"].items()}
+        now = self._clock()
+        lapsed = {name: (NodeProfile.from_dict(rec["profile"]),
+                         float(rec.get("published_at", rec["expires_at"] - self._ttl)))
+                  for name, rec in st["nodes"].items() if rec["expires_at"] <= now}
         return Snapshot(
             nodes=self._live(st),
             ledgers=ledgers,
             versions=versions,
             assemblies=assemblies,
             assembly_versions={k: 1 for k in assemblies},
+            lapsed=lapsed,
         )
 
     def _unchanged(self, st: dict[str, Any], snap: Snapshot, refs: list[GpuRef]) -> bool:
@@ -128,7 +143,11 @@ class FileRegistry(Registry):
             if assembly.id in st["assemblies"] or not self._unchanged(st, snap, list(new)):
                 return False
             live = self._live(st)
-            if any(n not in live for n in assembly.nodes()):
+            # alive, and not gone down since SNAP (a new snapshot says why, if it did)
+            if any(n not in live or live[n].down for n in assembly.nodes()):
+                return False
+            if any(v.node != assembly.origin and live[v.node].link_down
+                   for v in assembly.vgpus):
                 return False
             self._store_ledgers(st, new)
             st["assemblies"][assembly.id] = assembly.to_dict()

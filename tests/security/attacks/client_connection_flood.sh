@@ -14,8 +14,8 @@ setpriv --reuid=65533 --regid=65534 --clear-groups \
 	"$SEC_BIN/client_connection_flood" "$SOCK" 40 $CAP "$FULL" "$GO" &
 ATTACKER=$!
 for _ in $(seq 300); do [ -e "$FULL" ] && break; kill -0 $ATTACKER 2>/dev/null || break; sleep 0.1; done
-# SIGKILL one of the attacker's workers (its pid prefixes its log lines)
-victim=$(grep -E 'client uid 65533 pid [0-9]+: 1 vGPU' "$DAEMON_LOG" | tail -1 | sed -E 's/^mearasd\[([0-9]+)\].*/\1/')
+# SIGKILL one of the attacker's workers (its pid is in its log lines' prefix)
+victim=$(grep -E 'client uid 65533 pid [0-9]+: 1 vGPU' "$DAEMON_LOG" | tail -1 | sed -E 's/^[^ ]* mearasd\[([0-9]+)\]: .*/\1/')
 if [ -n "$victim" ] && kill -0 "$victim" 2>/dev/null; then
 	sec_log "killing worker $victim of uid 65533"
 	kill -KILL "$victim"

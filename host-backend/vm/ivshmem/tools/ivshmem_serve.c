@@ -15,9 +15,11 @@
  */
 #define _GNU_SOURCE
 #include "ivshmem_server.h"
+#include "mearas_version.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -72,7 +74,7 @@ static bool parse_size(const char *s, unsigned long long *out)
 static int usage(const char *argv0)
 {
 	fprintf(stderr, "usage: %s -s SOCKET -f SHM_FILE -z SIZE [-v VECTORS] [-e] "
-		"[-t SECONDS] [-m MODE]\n", argv0);
+		"[-t SECONDS] [-m MODE]\n       %s --version\n", argv0, argv0);
 	return 2;
 }
 
@@ -85,8 +87,13 @@ int main(int argc, char **argv)
 	bool echo = false;
 	int opt, fd;
 
-	while ((opt = getopt(argc, argv, "s:f:z:v:et:m:")) != -1) {
+	static const struct option longopts[] = { { "version", no_argument, NULL, 'V' }, { 0 } };
+
+	while ((opt = getopt_long(argc, argv, "s:f:z:v:et:m:", longopts, NULL)) != -1) {
 		switch (opt) {
+		case 'V':
+			printf("mearas-ivshmem-serve %s\n", MEARAS_VERSION);
+			return 0;
 		case 's': sock = optarg; break;
 		case 'f': file = optarg; break;
 		case 'z':

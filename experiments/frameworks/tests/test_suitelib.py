@@ -1,0 +1,163 @@
+"""The suite's bookkeeping (suitelib.py) on canned run outputs and log lines."""
+from __future__ import annotations
+
+from typing import Any
+
+import suitelib as sl
+from suitelib import Config, RunResult
+
+DEV, DATE = "Test GPU", "2026-11-26"
+
+
+def run(place: str, median: float | None = 0.01, loss: float = 6.25, ok: bool = True,
+        **more: Any) -> RunResult:
+    out: dict[str, Any] = {"ok": ok, "steps": 30, "loss_finite": True, **more}
+    if median is not None:
+        out["median_step_s"] = median
+    out["final_loss"] = loss
+    return RunResult(name="x", place=place, rc=0 if ok else 1, out=out, error=None if ok else "boom")
+
+
+def test_records_served_reads_both_label_forms_behind_any_prefix() -> None:
+    log = "\n".join([
+        "mearasd[10]: info: client uid 0 pid 4242: 1 vGPU(s), data area 1024 MiB",
+        "mearasd[11]: info: client uid 0 pid 4242 vGPU 0: 1234 records served",
+        "2026-11-26T00:01:02.345Z mearasd[12] info: client pid 77 vGPU 1: 5 records served (client misbehaved)",
+        "mearasd[13]: info: client uid 0 pid 999 vGPU 0: 8 records served",
+    ])
+    got = sl.records_served(log, [4242, 77, 5])
+    assert got == {4242: {0: 1234}, 77: {1: 5}, 5: {}}
+
+
+def test_through_mearas_wants_each_vgpu_served_enough() -> None:
+    assert sl.through_mearas({0: 500, 1: 300}, [0, 1], 300) is None
+    assert "no records served to vGPU 1" in str(sl.through_mearas({0: 500}, [0, 1], 10))
+    assert "only 9 records served to vGPU 0, at least 10" in str(sl.through_mearas({0: 9}, [0], 10))
+
+
+def test_failure_names_the_calls_mearas_did_not_serve() -> None:
+    lines = sl.unsupported_lines("\n".join([
+        "mearas[7]: warning: cuMemCreate is not supported by mearas yet: returning CUDA_ERROR_NOT_SUPPORTED",
+        "something else",
+        "mearas[7]: error: export table 6e163fbe slot 7 was called: not supported by mearas, returning X",
+        "mearas[7]: warning: cuMemCreate is not supported by mearas yet: returning CUDA_ERROR_NOT_SUPPORTED",
+    ]))
+    assert len(lines) == 3
+    text = sl.failure_text("RuntimeError: CUDA error: operation not supported", lines)
+    assert text.startswith("cuMemCreate, export table 6e163fbe slot 7 not supported by mearas;")
+    assert text.endswith("the framework said: RuntimeError: CUDA error: operation not supported")
+    # nothing logged: the framework's error, and a word that no call was named
+    assert sl.failure_text("CuFFTError: CUFFT_INTERNAL_ERROR", []) == \
+        "CuFFTError: CUFFT_INTERNAL_ERROR (no unsupported CUDA call was logged)"
+
+
+def test_run_error_from_exit_status_and_json_line() -> None:
+    assert sl.run_error(0, {"ok": True}, None, [], "") is None
+    assert sl.run_error(0, {"pass": True}, None, [], "") is None
+    assert sl.run_error(1, {"pass": False, "error": "fft: CuFFTError: X"}, None, [], "") == \
+        "fft: CuFFTError: X (no unsupported CUDA call was logged)"
+    # a zero exit without ok in its line is no pass
+    assert sl.run_error(0, {"ok": False}, None, [], "") is not None
+    assert str(sl.run_error(-11, None, None, [], "Segmentation fault")).startswith("exit -11, no JSON line: Segm")
+    assert str(sl.run_error(-9, None, "timed out after 5 s", [], "")).startswith("timed out after 5 s")
+
+
+def test_last_json_takes_the_last_object_line() -> None:
+    assert sl.last_json('noise\n{"a": 1}\n{"b": 2}\ntrailing text\n') == {"b": 2}
+    assert sl.last_json("{broken\n[1, 2]\n") is None
+
+
+def test_metric_names_are_issue_14s() -> None:
+    names = {c.metric(p) for c in sl.RATIO_CONFIGS for p in ("local", "remote")}
+    assert names == {f"torch_{s}_step_ratio_{p}{x}" for s in ("small", "gpt2") for p in ("local", "remote")
+                     for x in ("", "_fp32")}
+    assert names == set(sl.TARGETS)
+    assert sl.TARGETS["torch_small_step_ratio_remote"] == 1.15 and sl.TARGETS["torch_gpt2_step_ratio_local_fp32"] == 1.01
+    assert [c.label for c in sl.INFER_CONFIGS] == ["small bf16 infer", "gpt2 bf16 infer"]
+
+
+def test_ratio_record_best_medians_and_target() -> None:
+    cfg = Config("small", "bf16")
+    native = [run("native", 0.0100), run("native", 0.0102)]
+    local = [run("local", 0.0104), run("local", 0.0103)]
+    rec = sl.ratio_record(cfg, "local", native, local, DEV, DATE)
+    assert rec["metric"] == "torch_small_step_ratio_local" and rec["unit"] == "s"
+    assert rec["native"] == 0.0100 and rec["mearas"] == 0.0103 and rec["ratio"] == 1.03
+    assert rec["device"] == DEV and rec["date"] == DATE and "error" not in rec
+    assert "loss 6.25 in every run (identical)" in rec["note"] and "target <= 1.05" in rec["note"]
+    assert sl.record_ok(rec) is True
+    slow = sl.ratio_record(cfg, "local", native, [run("local", 0.0111)], DEV, DATE)
+    assert slow["ratio"] == 1.11 and sl.record_ok(slow) is False
+
+
+def test_ratio_record_fails_on_a_different_loss() -> None:
+    rec = sl.ratio_record(Config("gpt2", "fp32"), "remote", [run("native", 0.2)],
+                          [run("remote", 0.2, loss=6.250000000000001)], DEV, DATE)
+    assert rec["ratio"] == 1.0 and rec["loss_identical"] is False
+    assert "DIFFERENT" in rec["note"] and "6.250000000000001" in rec["note"]
+    assert sl.record_ok(rec) is False
+
+
+def test_ratio_record_fails_on_a_failed_run() -> None:
+    rec = sl.ratio_record(Config("small", "fp32"), "remote", [run("native")],
+                          [run("remote", None, ok=False)], DEV, DATE)
+    assert rec["ratio"] is None and rec["mearas"] is None and rec["error"] == "remote: boom"
+    assert sl.record_ok(rec) is False
+
+
+def test_torch_capability_verdicts() -> None:
+    good = sl.torch_capability("torch_compile", [run("native")], [run("local")], DEV, DATE, "what")
+    assert good["pass"] is True and good["error"] is None and "ratio" not in good
+    assert good["native"] == 0.01 and good["mearas"] == 0.01 and good["unit"] == "s"
+    differs = sl.torch_capability("torch_compile", [run("native")], [run("local", loss=7.0)], DEV, DATE, "w")
+    assert differs["pass"] is False and "the loss differs" in differs["error"]
+    native_bad = sl.torch_capability("torch_cuda_graphs", [run("native", ok=False)], [run("local")], DEV, DATE, "w")
+    assert native_bad["pass"] is False and native_bad["error"] == "fails natively too (native: boom)"
+    flag = sl.torch_capability("torch_expandable_segments", [run("native")],
+                               [run("local", expandable_segments=False)], DEV, DATE, "w",
+                               extra_check="expandable_segments")
+    assert flag["pass"] is False and "expandable_segments is not true" in flag["error"]
+    nan = sl.torch_capability("torch_two_vgpus", [], [run("local", loss_finite=False)], DEV, DATE, "w",
+                              compare_loss=False)
+    assert nan["pass"] is False and nan["error"] == "the loss is not finite"
+
+
+def test_check_capability_needs_mearas_and_native_passes() -> None:
+    ok = RunResult("cupy", "local", rc=0, out={"pass": True})
+    bad = RunResult("cupy", "native", rc=1, out={"pass": False}, error="fft: X")
+    assert sl.check_capability("cupy", [ok], [ok], DEV, DATE, "w")["pass"] is True
+    rec = sl.check_capability("cupy", [ok], [RunResult("cupy", "local", rc=1, error="fft: cufftPlan1d")],
+                              DEV, DATE, "w")
+    assert rec["pass"] is False and rec["error"] == "local: fft: cufftPlan1d"
+    rec = sl.check_capability("jax", [bad], [ok], DEV, DATE, "w")
+    assert rec["pass"] is False and "fails natively" in rec["error"]
+    assert "native: not run" in sl.check_capability("torch_nccl_two_vgpus", [], [ok], DEV, DATE, "w")["note"]
+
+
+def test_loss_identity_over_configurations_and_places() -> None:
+    cfg, big = Config("small", "bf16"), Config("gpt2", "bf16")
+    runs = {(cfg, "native"): [run("native")], (cfg, "local"): [run("local")], (cfg, "remote"): [run("remote")],
+            (big, "native"): [run("native", loss=3.0)], (big, "local"): [run("local", loss=3.0)]}
+    rec = sl.loss_identity_record("torch_bf16_loss_identical", "bf16", runs, DEV, DATE)
+    assert rec["pass"] is True and "3 configurations" in rec["note"]
+    runs[(big, "remote")] = [run("remote", loss=3.5)]
+    rec = sl.loss_identity_record("torch_bf16_loss_identical", "bf16", runs, DEV, DATE)
+    assert rec["pass"] is False and rec["error"].startswith("gpt2 bf16 remote:")
+    assert sl.loss_identity_record("torch_fp32_loss_identical", "fp32", runs, DEV, DATE)["pass"] is False
+
+
+def test_table_counts_passes_failures_and_not_run() -> None:
+    recs = [sl.ratio_record(Config("small", "bf16"), "local", [run("native")], [run("local", 0.0101)], DEV, DATE),
+            sl.ratio_record(Config("small", "bf16"), "remote", [run("native")], [run("remote", 0.02)], DEV, DATE),
+            sl.capability_record("cupy", False, "fft: cufftPlan1d not supported", "n", DEV, DATE),
+            sl.capability_record("guest_torch", None, sl.NOT_RUN_GUEST, "not run", DEV, DATE)]
+    text, passed, failed = sl.table(recs, ["plot not made: X"])
+    lines = text.splitlines()
+    assert (passed, failed) == (1, 2)
+    assert lines[-1] == "1 passed, 2 failed, 1 not run"
+    row = next(ln for ln in lines if ln.startswith("torch_small_step_ratio_remote"))
+    assert row.endswith("MISSED") and "2.000" in row
+    assert any(ln.startswith("cupy") and ln.endswith("FAILED") for ln in lines)
+    assert "    fft: cufftPlan1d not supported" in lines
+    assert any(ln.startswith("guest_torch") and ln.endswith("not run") for ln in lines)
+    assert "not run: plot not made: X" in lines

@@ -1,0 +1,851 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Graphs built node by node, through the driver API: the entry points turn
+ * the driver's structs into the core's node parameters and back
+ * (guest/core/graphnodes.c keeps the graphs and replays them into a capture
+ * at instantiation). A CUgraphNode is a core node, the runtime's
+ * cudaGraphNode_t too. A graph belongs to the device of the context current
+ * when it was created; kernel functions, memcpy and memset contexts of
+ * other devices are refused (CUDA_ERROR_INVALID_VALUE). Event record/wait,
+ * memory allocation, external semaphore, batch memop and conditional nodes
+ * stay NotSupported stubs (gen_unsupported.sh).
+ */
+#define __CUDA_API_VERSION_INTERNAL
+#include <stdlib.h>
+#include <string.h>
+
+#include "mearas/fatbin.h"
+#include "mearas/log.h"
+#include "cu.h"
+
+static CUresult graph_of(CUgraph h, struct rt_graph **g)
+{
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	*g = rt_graph_get(h);
+	return *g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult node_of(CUgraphNode h, int type, struct rt_gnode **n)
+{
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	*n = rt_gnode_get(h);
+	if (!*n || (type >= 0 && rt_gnode_type(*n) != type))
+		return CUDA_ERROR_INVALID_VALUE;
+	return CUDA_SUCCESS;
+}
+
+/* a context given with a node's parameters: NULL is the current one */
+static CUresult ctx_vgpu(CUcontext ctx, int *vgpu)
+{
+	struct cu_ctx *c = ctx ? cu_ctx_get(ctx) : cu_current();
+
+	if (!c)
+		return ctx ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_CONTEXT;
+	*vgpu = c->vgpu;
+	return CUDA_SUCCESS;
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphCreate(CUgraph *phGraph, unsigned int flags)
+{
+	struct cu_ctx *c;
+	struct rt_graph *g;
+	CUresult r = cu_current_ctx(&c);
+
+	if (r)
+		return r;
+	if (!phGraph)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = cu_result(rt_graph_create(c->vgpu, flags, &g));
+	if (!r)
+		*phGraph = (CUgraph)g;
+	return r;
+}
+
+static CUresult add(const char *call, CUgraphNode *out, CUgraph hGraph, const CUgraphNode *deps, size_t n,
+		    const struct rt_node_params *p)
+{
+	struct rt_graph *g;
+	struct rt_gnode *node;
+	CUresult r = graph_of(hGraph, &g);
+
+	if (r)
+		return r;
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = cu_result(rt_graph_add(call, g, (void *const *)deps, n, p, &node));
+	if (!r)
+		*out = (CUgraphNode)node;
+	return r;
+}
+
+/* ---- kernel nodes ---- */
+
+/* the core's kernel node of a driver kernel node's fields, for a graph of
+ * vgpu; buf and offsets hold what it points at until it is copied */
+static CUresult kernel_params(int vgpu, CUfunction func, CUkernel kern, CUcontext ctx, const unsigned grid[3],
+			      const unsigned block[3], unsigned smem, void **params, void **extra, uint8_t *buf,
+			      uint32_t *offsets, struct rt_node_params *p)
+{
+	const struct mearas_kernel_info *k;
+	struct cu_function *f;
+	uint32_t len = 0;
+	CUresult r = cu_function_of(func ? func : (CUfunction)kern, &f);
+
+	if (r)
+		return r;
+	if (f->m->vgpu != vgpu)
+		return CUDA_ERROR_INVALID_VALUE; /* a function of another device's context */
+	r = cu_launch_check(vgpu, grid, block, smem);
+	if (!r)
+		r = cu_launch_pack(f, params, extra, buf, &len);
+	if (r)
+		return r;
+	memset(p, 0, sizeof(*p));
+	p->type = cudaGraphNodeTypeKernel;
+	p->u.k.func = func;
+	p->u.k.kern = kern;
+	p->u.k.ctx = ctx;
+	p->u.k.func_id = f->id;
+	p->u.k.vgpu = vgpu;
+	memcpy(p->u.k.grid, grid, sizeof(p->u.k.grid));
+	memcpy(p->u.k.block, block, sizeof(p->u.k.block));
+	p->u.k.smem = smem;
+	p->u.k.params = buf;
+	p->u.k.len = len;
+	k = f->info;
+	if (!extra && k) {
+		p->u.k.nparams = k->nparams;
+		for (uint32_t i = 0; i < k->nparams; i++)
+			offsets[i] = k->params[i].offset;
+		p->u.k.offsets = offsets;
+	}
+	return CUDA_SUCCESS;
+}
+
+/* the v1 struct is the v2 struct's first fields */
+static CUresult kernel_v2(int vgpu, const CUDA_KERNEL_NODE_PARAMS_v2 *q, bool v2, uint8_t *buf, uint32_t *offsets,
+			  struct rt_node_params *p)
+{
+	if (!q)
+		return CUDA_ERROR_INVALID_VALUE;
+	return kernel_params(vgpu, q->func, v2 ? q->kern : NULL, v2 ? q->ctx : NULL,
+			     (const unsigned[3]){ q->gridDimX, q->gridDimY, q->gridDimZ },
+			     (const unsigned[3]){ q->blockDimX, q->blockDimY, q->blockDimZ }, q->sharedMemBytes,
+			     q->kernelParams, q->extra, buf, offsets, p);
+}
+
+/* room for a kernel node's packed parameters and layout */
+struct kbuf {
+	uint8_t buf[MEARAS_MAX_PARAM_BYTES];
+	uint32_t offsets[MEARAS_MAX_PARAM_BYTES / 4 + 1];
+};
+
+static CUresult add_kernel(const char *call, CUgraphNode *out, CUgraph hGraph, const CUgraphNode *deps, size_t n,
+			   const void *q, bool v2)
+{
+	struct kbuf *kb;
+	struct rt_node_params p;
+	struct rt_graph *g;
+	CUresult r = graph_of(hGraph, &g);
+
+	if (r)
+		return r;
+	kb = malloc(sizeof(*kb));
+	if (!kb)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r = kernel_v2(g->vgpu, q, v2, kb->buf, kb->offsets, &p);
+	if (!r)
+		r = add(call, out, hGraph, deps, n, &p);
+	free(kb);
+	return r;
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n,
+						const CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+	return add_kernel("cuGraphAddKernelNode", o, g, d, n, p, false);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphAddKernelNode_v2(CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n,
+						   const CUDA_KERNEL_NODE_PARAMS_v2 *p);
+CU_EXPORT CUresult CUDAAPI cuGraphAddKernelNode_v2(CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n,
+						   const CUDA_KERNEL_NODE_PARAMS_v2 *p)
+{
+	return add_kernel("cuGraphAddKernelNode_v2", o, g, d, n, p, true);
+}
+
+static CUresult get_kernel(CUgraphNode h, CUDA_KERNEL_NODE_PARAMS_v2 *q, bool v2)
+{
+	const struct rt_kernel_node *k;
+	struct rt_gnode *n;
+	CUresult r = node_of(h, cudaGraphNodeTypeKernel, &n);
+
+	if (r)
+		return r;
+	if (!q)
+		return CUDA_ERROR_INVALID_VALUE;
+	k = &rt_gnode_params(n)->u.k;
+	q->func = (CUfunction)k->func;
+	q->gridDimX = k->grid[0];
+	q->gridDimY = k->grid[1];
+	q->gridDimZ = k->grid[2];
+	q->blockDimX = k->block[0];
+	q->blockDimY = k->block[1];
+	q->blockDimZ = k->block[2];
+	q->sharedMemBytes = k->smem;
+	q->kernelParams = k->nparams ? k->args : NULL;
+	q->extra = NULL;
+	if (v2) {
+		q->kern = (CUkernel)k->kern;
+		q->ctx = (CUcontext)k->ctx;
+	}
+	return CUDA_SUCCESS;
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetParams(CUgraphNode h, CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+	return get_kernel(h, (CUDA_KERNEL_NODE_PARAMS_v2 *)p, false);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetParams_v2(CUgraphNode h, CUDA_KERNEL_NODE_PARAMS_v2 *p);
+CU_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetParams_v2(CUgraphNode h, CUDA_KERNEL_NODE_PARAMS_v2 *p)
+{
+	return get_kernel(h, p, true);
+}
+
+/* exec NULL: the graph's node; else the node in that executable graph */
+static CUresult set_kernel(const char *call, CUgraphExec hExec, CUgraphNode h, const void *q, bool v2)
+{
+	struct kbuf *kb;
+	struct rt_node_params p;
+	struct rt_graph_exec *x = NULL;
+	struct rt_gnode *n;
+	CUresult r = node_of(h, cudaGraphNodeTypeKernel, &n);
+
+	if (r)
+		return r;
+	if (hExec && !(x = rt_graph_exec_get(hExec)))
+		return CUDA_ERROR_INVALID_VALUE;
+	kb = malloc(sizeof(*kb));
+	if (!kb)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r = kernel_v2(rt_gnode_graph(n)->vgpu, q, v2, kb->buf, kb->offsets, &p);
+	if (!r)
+		r = cu_result(x ? rt_graph_exec_set(call, x, n, &p) : rt_gnode_set(call, n, &p));
+	free(kb);
+	return r;
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphKernelNodeSetParams(CUgraphNode h, const CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+	return set_kernel("cuGraphKernelNodeSetParams", NULL, h, p, false);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphKernelNodeSetParams_v2(CUgraphNode h, const CUDA_KERNEL_NODE_PARAMS_v2 *p);
+CU_EXPORT CUresult CUDAAPI cuGraphKernelNodeSetParams_v2(CUgraphNode h, const CUDA_KERNEL_NODE_PARAMS_v2 *p)
+{
+	return set_kernel("cuGraphKernelNodeSetParams_v2", NULL, h, p, true);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphExecKernelNodeSetParams(CUgraphExec x, CUgraphNode h,
+							  const CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+	return set_kernel("cuGraphExecKernelNodeSetParams", x, h, p, false);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphExecKernelNodeSetParams_v2(CUgraphExec x, CUgraphNode h,
+							     const CUDA_KERNEL_NODE_PARAMS_v2 *p);
+CU_EXPORT CUresult CUDAAPI cuGraphExecKernelNodeSetParams_v2(CUgraphExec x, CUgraphNode h,
+							     const CUDA_KERNEL_NODE_PARAMS_v2 *p)
+{
+	return set_kernel("cuGraphExecKernelNodeSetParams_v2", x, h, p, true);
+}
+
+/* ---- memcpy nodes: one 2D region of host or device memory (no arrays, depth 1) ---- */
+
+static CUresult side(const char *call, CUmemorytype type, const void *host, CUdeviceptr dev, size_t x, size_t y,
+		     size_t z, size_t pitch, size_t height, const void **ptr, bool *is_host)
+{
+	const char *base;
+
+	switch (type) {
+	case CU_MEMORYTYPE_HOST:
+		base = host;
+		*is_host = true;
+		break;
+	case CU_MEMORYTYPE_DEVICE:
+	case CU_MEMORYTYPE_UNIFIED:
+		base = (const char *)(uintptr_t)dev;
+		*is_host = false;
+		break;
+	case CU_MEMORYTYPE_ARRAY:
+		log_warn("%s: memcpy nodes with CUDA arrays are not supported by mearas", call);
+		return CUDA_ERROR_NOT_SUPPORTED;
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (!base)
+		return CUDA_ERROR_INVALID_VALUE;
+	*ptr = base + x + pitch * (y + z * height);
+	return CUDA_SUCCESS;
+}
+
+static CUresult memcpy_params(const char *call, int vgpu, const CUDA_MEMCPY3D *c, CUcontext ctx,
+			      struct rt_node_params *p)
+{
+	const void *src, *dst;
+	bool sh, dh;
+	int cv;
+	CUresult r;
+
+	if (!c)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = ctx_vgpu(ctx, &cv);
+	if (r)
+		return r;
+	if (cv != vgpu)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (c->Depth != 1 || c->Height < 1) {
+		if (c->Depth > 1)
+			log_warn("%s: 3D memcpy nodes (Depth > 1) are not supported by mearas", call);
+		return c->Depth > 1 ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE;
+	}
+	r = side(call, c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcZ, c->srcPitch,
+		 c->srcHeight, &src, &sh);
+	if (!r)
+		r = side(call, c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, c->dstZ,
+			 c->dstPitch, c->dstHeight, &dst, &dh);
+	if (r)
+		return r;
+	memset(p, 0, sizeof(*p));
+	p->type = cudaGraphNodeTypeMemcpy;
+	p->u.c.dst = (void *)dst;
+	p->u.c.src = src;
+	p->u.c.width = c->WidthInBytes;
+	p->u.c.height = c->Height;
+	p->u.c.dpitch = c->Height > 1 ? c->dstPitch : c->WidthInBytes;
+	p->u.c.spitch = c->Height > 1 ? c->srcPitch : c->WidthInBytes;
+	if (c->srcMemoryType == CU_MEMORYTYPE_UNIFIED || c->dstMemoryType == CU_MEMORYTYPE_UNIFIED)
+		p->u.c.kind = cudaMemcpyDefault;
+	else
+		p->u.c.kind = sh ? (dh ? cudaMemcpyHostToHost : cudaMemcpyHostToDevice)
+				 : (dh ? cudaMemcpyDeviceToHost : cudaMemcpyDeviceToDevice);
+	return CUDA_SUCCESS;
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphAddMemcpyNode(CUgraphNode *o, CUgraph hGraph, const CUgraphNode *d, size_t n,
+						const CUDA_MEMCPY3D *copyParams, CUcontext ctx)
+{
+	struct rt_node_params p;
+	struct rt_graph *g;
+	CUresult r = graph_of(hGraph, &g);
+
+	if (!r)
+		r = memcpy_params("cuGraphAddMemcpyNode", g->vgpu, copyParams, ctx, &p);
+	return r ? r : add("cuGraphAddMemcpyNode", o, hGraph, d, n, &p);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphMemcpyNodeGetParams(CUgraphNode h, CUDA_MEMCPY3D *q)
+{
+	const struct rt_memcpy_node *c;
+	struct rt_gnode *n;
+	CUresult r = node_of(h, cudaGraphNodeTypeMemcpy, &n);
+
+	if (r)
+		return r;
+	if (!q)
+		return CUDA_ERROR_INVALID_VALUE;
+	c = &rt_gnode_params(n)->u.c;
+	memset(q, 0, sizeof(*q));
+	q->srcMemoryType = c->kind == cudaMemcpyDefault ? CU_MEMORYTYPE_UNIFIED
+			   : (c->kind == cudaMemcpyHostToDevice || c->kind == cudaMemcpyHostToHost) ? CU_MEMORYTYPE_HOST
+												       : CU_MEMORYTYPE_DEVICE;
+	q->dstMemoryType = c->kind == cudaMemcpyDefault ? CU_MEMORYTYPE_UNIFIED
+			   : (c->kind == cudaMemcpyDeviceToHost || c->kind == cudaMemcpyHostToHost) ? CU_MEMORYTYPE_HOST
+												       : CU_MEMORYTYPE_DEVICE;
+	if (q->srcMemoryType == CU_MEMORYTYPE_HOST)
+		q->srcHost = c->src;
+	else
+		q->srcDevice = (CUdeviceptr)(uintptr_t)c->src;
+	if (q->dstMemoryType == CU_MEMORYTYPE_HOST)
+		q->dstHost = c->dst;
+	else
+		q->dstDevice = (CUdeviceptr)(uintptr_t)c->dst;
+	q->srcPitch = c->spitch;
+	q->dstPitch = c->dpitch;
+	q->srcHeight = q->dstHeight = c->height;
+	q->WidthInBytes = c->width;
+	q->Height = c->height;
+	q->Depth = 1;
+	return CUDA_SUCCESS;
+}
+
+static CUresult set_memcpy(const char *call, CUgraphExec hExec, CUgraphNode h, const CUDA_MEMCPY3D *c, CUcontext ctx)
+{
+	struct rt_node_params p;
+	struct rt_graph_exec *x = NULL;
+	struct rt_gnode *n;
+	CUresult r = node_of(h, cudaGraphNodeTypeMemcpy, &n);
+
+	if (r)
+		return r;
+	if (hExec && !(x = rt_graph_exec_get(hExec)))
+		return CUDA_ERROR_INVALID_VALUE;
+	r = memcpy_params(call, rt_gnode_graph(n)->vgpu, c, ctx, &p);
+	if (r)
+		return r;
+	return cu_result(x ? rt_graph_exec_set(call, x, n, &p) : rt_gnode_set(call, n, &p));
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphMemcpyNodeSetParams(CUgraphNode h, const CUDA_MEMCPY3D *p)
+{
+	return set_memcpy("cuGraphMemcpyNodeSetParams", NULL, h, p, NULL);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphExecMemcpyNodeSetParams(CUgraphExec x, CUgraphNode h, const CUDA_MEMCPY3D *p,
+							  CUcontext ctx)
+{
+	return set_memcpy("cuGraphExecMemcpyNodeSetParams", x, h, p, ctx);
+}
+
+/* ---- memset nodes ---- */
+
+static CUresult memset_params(int vgpu, const CUDA_MEMSET_NODE_PARAMS *m, CUcontext ctx, struct rt_node_params *p)
+{
+	int cv;
+	CUresult r;
+
+	if (!m)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = ctx_vgpu(ctx, &cv);
+	if (r)
+		return r;
+	if (cv != vgpu)
+		return CUDA_ERROR_INVALID_VALUE;
+	memset(p, 0, sizeof(*p));
+	p->type = cudaGraphNodeTypeMemset;
+	p->u.s.dst = (void *)(uintptr_t)m->dst;
+	p->u.s.pitch = m->pitch;
+	p->u.s.value = m->value;
+	p->u.s.elem = m->elementSize;
+	p->u.s.width = m->width;
+	p->u.s.height = m->height;
+	return CUDA_SUCCESS;
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphAddMemsetNode(CUgraphNode *o, CUgraph hGraph, const CUgraphNode *d, size_t n,
+						const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx)
+{
+	struct rt_node_params p;
+	struct rt_graph *g;
+	CUresult r = graph_of(hGraph, &g);
+
+	if (!r)
+		r = memset_params(g->vgpu, memsetParams, ctx, &p);
+	return r ? r : add("cuGraphAddMemsetNode", o, hGraph, d, n, &p);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphMemsetNodeGetParams(CUgraphNode h, CUDA_MEMSET_NODE_PARAMS *q)
+{
+	const struct rt_memset_node *m;
+	struct rt_gnode *n;
+	CUresult r = node_of(h, cudaGraphNodeTypeMemset, &n);
+
+	if (r)
+		return r;
+	if (!q)
+		return CUDA_ERROR_INVALID_VALUE;
+	m = &rt_gnode_params(n)->u.s;
+	q->dst = (CUdeviceptr)(uintptr_t)m->dst;
+	q->pitch = m->pitch;
+	q->value = m->value;
+	q->elementSize = m->elem;
+	q->width = m->width;
+	q->height = m->height;
+	return CUDA_SUCCESS;
+}
+
+static CUresult set_memset(const char *call, CUgraphExec hExec, CUgraphNode h, const CUDA_MEMSET_NODE_PARAMS *m,
+			   CUcontext ctx)
+{
+	struct rt_node_params p;
+	struct rt_graph_exec *x = NULL;
+	struct rt_gnode *n;
+	CUresult r = node_of(h, cudaGraphNodeTypeMemset, &n);
+
+	if (r)
+		return r;
+	if (hExec && !(x = rt_graph_exec_get(hExec)))
+		return CUDA_ERROR_INVALID_VALUE;
+	r = memset_params(rt_gnode_graph(n)->vgpu, m, ctx, &p);
+	if (r)
+		return r;
+	return cu_result(x ? rt_graph_exec_set(call, x, n, &p) : rt_gnode_set(call, n, &p));
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphMemsetNodeSetParams(CUgraphNode h, const CUDA_MEMSET_NODE_PARAMS *p)
+{
+	return set_memset("cuGraphMemsetNodeSetParams", NULL, h, p, NULL);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphExecMemsetNodeSetParams(CUgraphExec x, CUgraphNode h,
+							  const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx)
+{
+	return set_memset("cuGraphExecMemsetNodeSetParams", x, h, p, ctx);
+}
+
+/* ---- host, empty and child graph nodes ---- */
+
+static CUresult host_params(const CUDA_HOST_NODE_PARAMS *h, struct rt_node_params *p)
+{
+	if (!h)
+		return CUDA_ERROR_INVALID_VALUE;
+	memset(p, 0, sizeof(*p));
+	p->type = cudaGraphNodeTypeHost;
+	p->u.h.fn = h->fn;
+	p->u.h.user = h->userData;
+	return CUDA_SUCCESS;
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphAddHostNode(CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n,
+					      const CUDA_HOST_NODE_PARAMS *nodeParams)
+{
+	struct rt_node_params p;
+	CUresult r = host_params(nodeParams, &p);
+
+	return r ? r : add("cuGraphAddHostNode", o, g, d, n, &p);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphHostNodeGetParams(CUgraphNode h, CUDA_HOST_NODE_PARAMS *q)
+{
+	struct rt_gnode *n;
+	CUresult r = node_of(h, cudaGraphNodeTypeHost, &n);
+
+	if (r)
+		return r;
+	if (!q)
+		return CUDA_ERROR_INVALID_VALUE;
+	q->fn = rt_gnode_params(n)->u.h.fn;
+	q->userData = rt_gnode_params(n)->u.h.user;
+	return CUDA_SUCCESS;
+}
+
+static CUresult set_host(const char *call, CUgraphExec hExec, CUgraphNode h, const CUDA_HOST_NODE_PARAMS *q)
+{
+	struct rt_node_params p;
+	struct rt_graph_exec *x = NULL;
+	struct rt_gnode *n;
+	CUresult r = node_of(h, cudaGraphNodeTypeHost, &n);
+
+	if (!r)
+		r = host_params(q, &p);
+	if (r)
+		return r;
+	if (hExec && !(x = rt_graph_exec_get(hExec)))
+		return CUDA_ERROR_INVALID_VALUE;
+	return cu_result(x ? rt_graph_exec_set(call, x, n, &p) : rt_gnode_set(call, n, &p));
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphHostNodeSetParams(CUgraphNode h, const CUDA_HOST_NODE_PARAMS *p)
+{
+	return set_host("cuGraphHostNodeSetParams", NULL, h, p);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphExecHostNodeSetParams(CUgraphExec x, CUgraphNode h, const CUDA_HOST_NODE_PARAMS *p)
+{
+	return set_host("cuGraphExecHostNodeSetParams", x, h, p);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphAddEmptyNode(CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n)
+{
+	struct rt_node_params p = { .type = cudaGraphNodeTypeEmpty };
+
+	return add("cuGraphAddEmptyNode", o, g, d, n, &p);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphAddChildGraphNode(CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n,
+						    CUgraph childGraph)
+{
+	struct rt_node_params p = { .type = cudaGraphNodeTypeGraph };
+
+	p.u.child = (struct rt_graph *)childGraph;
+	return add("cuGraphAddChildGraphNode", o, g, d, n, &p);
+}
+
+/* the node's own copy, valid as long as the node */
+CU_EXPORT CUresult CUDAAPI cuGraphChildGraphNodeGetGraph(CUgraphNode h, CUgraph *phGraph)
+{
+	struct rt_gnode *n;
+	CUresult r = node_of(h, cudaGraphNodeTypeGraph, &n);
+
+	if (r)
+		return r;
+	if (!phGraph)
+		return CUDA_ERROR_INVALID_VALUE;
+	*phGraph = (CUgraph)rt_gnode_params(n)->u.child;
+	return CUDA_SUCCESS;
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphExecChildGraphNodeSetParams(CUgraphExec hExec, CUgraphNode h, CUgraph childGraph)
+{
+	struct rt_node_params p = { .type = cudaGraphNodeTypeGraph };
+	struct rt_graph_exec *x;
+	struct rt_gnode *n;
+	CUresult r = node_of(h, cudaGraphNodeTypeGraph, &n);
+
+	if (r)
+		return r;
+	x = rt_graph_exec_get(hExec);
+	if (!x)
+		return CUDA_ERROR_INVALID_VALUE;
+	p.u.child = (struct rt_graph *)childGraph;
+	return cu_result(rt_graph_exec_set("cuGraphExecChildGraphNodeSetParams", x, n, &p));
+}
+
+/* ---- structure ---- */
+
+CU_EXPORT CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode h, CUgraphNodeType *type)
+{
+	struct rt_gnode *n;
+	CUresult r = node_of(h, -1, &n);
+
+	if (r)
+		return r;
+	if (!type)
+		return CUDA_ERROR_INVALID_VALUE;
+	*type = (CUgraphNodeType)rt_gnode_type(n);
+	return CUDA_SUCCESS;
+}
+
+/* lists of nodes exist for built graphs only */
+static CUresult built(const char *call, struct rt_graph *g)
+{
+	if (g->built)
+		return CUDA_SUCCESS;
+	log_warn("%s: the nodes of a graph made by stream capture have no handles in mearas", call);
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode *rootNodes, size_t *numRootNodes)
+{
+	struct rt_graph *g;
+	CUresult r = graph_of(hGraph, &g);
+
+	if (!r)
+		r = built("cuGraphGetRootNodes", g);
+	return r ? r : cu_result(rt_graph_nodes(g, true, (void **)rootNodes, numRootNodes));
+}
+
+/* the edges mearas keeps are the default kind: their data is all zeros */
+static void zero_edges(CUgraphEdgeData *e, size_t n)
+{
+	if (e)
+		memset(e, 0, n * sizeof(*e));
+}
+
+static CUresult no_edge_data(const CUgraphEdgeData *e, size_t n)
+{
+	static const CUgraphEdgeData zero;
+
+	for (size_t i = 0; e && i < n; i++) {
+		if (memcmp(&e[i], &zero, sizeof(zero))) {
+			log_warn("graph edges with data (ports, programmatic types) are not supported by mearas");
+			return CUDA_ERROR_NOT_SUPPORTED;
+		}
+	}
+	return CUDA_SUCCESS;
+}
+
+static CUresult get_edges(const char *call, CUgraph hGraph, CUgraphNode *from, CUgraphNode *to, CUgraphEdgeData *e,
+			  size_t *n)
+{
+	struct rt_graph *g;
+	size_t cap = n ? *n : 0;
+	CUresult r = graph_of(hGraph, &g);
+
+	if (!r)
+		r = built(call, g);
+	if (!r)
+		r = cu_result(rt_graph_edges(g, (void **)from, (void **)to, n));
+	if (!r && from)
+		zero_edges(e, cap);
+	return r;
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphGetEdges(CUgraph g, CUgraphNode *from, CUgraphNode *to, size_t *n)
+{
+	return get_edges("cuGraphGetEdges", g, from, to, NULL, n);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphGetEdges_v2(CUgraph g, CUgraphNode *from, CUgraphNode *to, CUgraphEdgeData *e,
+					      size_t *n);
+CU_EXPORT CUresult CUDAAPI cuGraphGetEdges_v2(CUgraph g, CUgraphNode *from, CUgraphNode *to, CUgraphEdgeData *e,
+					      size_t *n)
+{
+	return get_edges("cuGraphGetEdges_v2", g, from, to, e, n);
+}
+
+static CUresult node_edges(CUgraphNode h, bool dependents, CUgraphNode *out, CUgraphEdgeData *e, size_t *n)
+{
+	struct rt_gnode *node;
+	size_t cap = n ? *n : 0;
+	CUresult r = node_of(h, -1, &node);
+
+	if (!r)
+		r = cu_result(rt_gnode_edges(node, dependents, (void **)out, n));
+	if (!r && out)
+		zero_edges(e, cap);
+	return r;
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphNodeGetDependencies(CUgraphNode h, CUgraphNode *d, size_t *n)
+{
+	return node_edges(h, false, d, NULL, n);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphNodeGetDependencies_v2(CUgraphNode h, CUgraphNode *d, CUgraphEdgeData *e, size_t *n);
+CU_EXPORT CUresult CUDAAPI cuGraphNodeGetDependencies_v2(CUgraphNode h, CUgraphNode *d, CUgraphEdgeData *e, size_t *n)
+{
+	return node_edges(h, false, d, e, n);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphNodeGetDependentNodes(CUgraphNode h, CUgraphNode *d, size_t *n)
+{
+	return node_edges(h, true, d, NULL, n);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphNodeGetDependentNodes_v2(CUgraphNode h, CUgraphNode *d, CUgraphEdgeData *e,
+							   size_t *n);
+CU_EXPORT CUresult CUDAAPI cuGraphNodeGetDependentNodes_v2(CUgraphNode h, CUgraphNode *d, CUgraphEdgeData *e,
+							   size_t *n)
+{
+	return node_edges(h, true, d, e, n);
+}
+
+static CUresult change_deps(const char *call, CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,
+			    const CUgraphEdgeData *e, size_t n, bool add_them)
+{
+	struct rt_graph *g;
+	CUresult r = graph_of(hGraph, &g);
+
+	if (!r)
+		r = built(call, g);
+	if (!r)
+		r = no_edge_data(e, n);
+	if (r)
+		return r;
+	return cu_result(add_them ? rt_graph_add_deps(g, (void *const *)from, (void *const *)to, n)
+				  : rt_graph_remove_deps(g, (void *const *)from, (void *const *)to, n));
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphAddDependencies(CUgraph g, const CUgraphNode *from, const CUgraphNode *to, size_t n)
+{
+	return change_deps("cuGraphAddDependencies", g, from, to, NULL, n, true);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphAddDependencies_v2(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
+						     const CUgraphEdgeData *e, size_t n);
+CU_EXPORT CUresult CUDAAPI cuGraphAddDependencies_v2(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
+						     const CUgraphEdgeData *e, size_t n)
+{
+	return change_deps("cuGraphAddDependencies_v2", g, from, to, e, n, true);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphRemoveDependencies(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
+						     size_t n)
+{
+	return change_deps("cuGraphRemoveDependencies", g, from, to, NULL, n, false);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphRemoveDependencies_v2(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
+							const CUgraphEdgeData *e, size_t n);
+CU_EXPORT CUresult CUDAAPI cuGraphRemoveDependencies_v2(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
+							const CUgraphEdgeData *e, size_t n)
+{
+	return change_deps("cuGraphRemoveDependencies_v2", g, from, to, e, n, false);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphDestroyNode(CUgraphNode h)
+{
+	struct rt_gnode *n;
+	CUresult r = node_of(h, -1, &n);
+
+	return r ? r : cu_result(rt_gnode_destroy(n));
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
+{
+	struct rt_graph *g, *c;
+	CUresult r = graph_of(originalGraph, &g);
+
+	if (!r)
+		r = cu_result(rt_graph_clone("cuGraphClone", g, &c));
+	if (!r && phGraphClone)
+		*phGraphClone = (CUgraph)c;
+	return r;
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphNodeFindInClone(CUgraphNode *phNode, CUgraphNode hOriginalNode, CUgraph hClonedGraph)
+{
+	struct rt_graph *g;
+	struct rt_gnode *n;
+	CUresult r = graph_of(hClonedGraph, &g);
+
+	if (r)
+		return r;
+	if (!phNode)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = cu_result(rt_gnode_find_in_clone(g, (struct rt_gnode *)hOriginalNode, &n));
+	if (!r)
+		*phNode = (CUgraphNode)n;
+	return r;
+}
+
+/* ---- updates of executable graphs ---- */
+
+static CUresult update(CUgraphExec hExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *info)
+{
+	struct rt_graph_exec *x;
+	struct rt_graph *g;
+	void *err = NULL, *err_from = NULL;
+	int result = CU_GRAPH_EXEC_UPDATE_ERROR;
+	CUresult r = graph_of(hGraph, &g);
+
+	if (r)
+		return r;
+	x = rt_graph_exec_get(hExec);
+	if (!x || !info)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = cu_result(rt_graph_exec_update(x, g, &result, &err, &err_from));
+	info->result = (CUgraphExecUpdateResult)result;
+	info->errorNode = (CUgraphNode)err;
+	info->errorFromNode = (CUgraphNode)err_from;
+	return r;
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphExecUpdate_v2(CUgraphExec x, CUgraph g, CUgraphExecUpdateResultInfo *info);
+CU_EXPORT CUresult CUDAAPI cuGraphExecUpdate_v2(CUgraphExec x, CUgraph g, CUgraphExecUpdateResultInfo *info)
+{
+	return update(x, g, info);
+}
+
+/* CUDA 10.2's: the node to blame and the result, both required */
+CU_EXPORT CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec x, CUgraph g, CUgraphNode *hErrorNode_out,
+					     CUgraphExecUpdateResult *updateResult_out)
+{
+	CUgraphExecUpdateResultInfo info = { 0 };
+	CUresult r;
+
+	if (!hErrorNode_out || !updateResult_out)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = update(x, g, &info);
+	*hErrorNode_out = info.errorNode;
+	*updateResult_out = info.result;
+	return r;
+}

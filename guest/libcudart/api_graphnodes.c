@@ -1,0 +1,706 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Graphs built node by node, through the runtime API: the runtime's structs
+ * to the core's node parameters and back (guest/core/graphnodes.c keeps
+ * the graphs and replays them into a capture at instantiation). A graph
+ * belongs to the device current when it was created. Event record/wait,
+ * memory allocation, external semaphore and conditional nodes, and memcpy
+ * nodes to or from symbols, stay NotSupported stubs (gen_unsupported.sh).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mearas/fatbin.h"
+#include "mearas/log.h"
+#include "rt.h"
+
+static cudaError_t graph_of(cudaGraph_t h, struct rt_graph **g)
+{
+	cudaError_t e = rt_ensure();
+
+	if (e)
+		return e;
+	*g = rt_graph_get(h);
+	return *g ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+static cudaError_t node_of(cudaGraphNode_t h, int type, struct rt_gnode **n)
+{
+	cudaError_t e = rt_ensure();
+
+	if (e)
+		return e;
+	*n = rt_gnode_get(h);
+	if (!*n || (type >= 0 && rt_gnode_type(*n) != type))
+		return cudaErrorInvalidValue;
+	return cudaSuccess;
+}
+
+/* exec NULL: the graph's node; else the node in that executable graph */
+static cudaError_t exec_of(cudaGraphExec_t h, struct rt_graph_exec **x)
+{
+	*x = NULL;
+	if (!h)
+		return cudaSuccess;
+	*x = rt_graph_exec_get(h);
+	return *x ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+static cudaError_t set(const char *call, struct rt_graph_exec *x, struct rt_gnode *n, const struct rt_node_params *p)
+{
+	return x ? rt_graph_exec_set(call, x, n, p) : rt_gnode_set(call, n, p);
+}
+
+RT_EXPORT cudaError_t cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags)
+{
+	struct rt_graph *g;
+	int dev;
+	cudaError_t e = rt_ensure_device(&dev);
+
+	if (!e && !pGraph)
+		e = cudaErrorInvalidValue;
+	if (!e)
+		e = rt_graph_create(dev, flags, &g);
+	if (!e)
+		*pGraph = (cudaGraph_t)g;
+	return rt_set_error(e);
+}
+
+static cudaError_t add(const char *call, cudaGraphNode_t *out, cudaGraph_t graph, const cudaGraphNode_t *deps,
+		       size_t n, const struct rt_node_params *p)
+{
+	struct rt_graph *g;
+	struct rt_gnode *node;
+	cudaError_t e = graph_of(graph, &g);
+
+	if (e)
+		return e;
+	if (!out)
+		return cudaErrorInvalidValue;
+	e = rt_graph_add(call, g, (void *const *)deps, n, p, &node);
+	if (!e)
+		*out = (cudaGraphNode_t)node;
+	return e;
+}
+
+/* ---- kernel nodes ---- */
+
+struct kbuf {
+	uint8_t buf[MEARAS_MAX_PARAM_BYTES];
+	uint32_t offsets[MEARAS_MAX_PARAM_BYTES / 4 + 1];
+};
+
+static cudaError_t kernel_params(const char *call, int vgpu, const struct cudaKernelNodeParams *q, struct kbuf *kb,
+				 struct rt_node_params *p)
+{
+	const struct mearas_kernel_info *k;
+	struct rt_func *f;
+	uint32_t len;
+	cudaError_t e;
+
+	if (!q)
+		return cudaErrorInvalidValue;
+	if (q->extra) {
+		log_warn("%s: kernel node parameters passed through `extra` are not supported by mearas "
+			 "(use kernelParams)", call);
+		return cudaErrorNotSupported;
+	}
+	f = rt_func_by_host(q->func);
+	if (!f)
+		return cudaErrorInvalidDeviceFunction;
+	e = rt_launch_check(vgpu, q->gridDim, q->blockDim, q->sharedMemBytes);
+	if (!e)
+		e = rt_func_ready(f, vgpu);
+	if (!e)
+		e = rt_func_pack(f, q->kernelParams, kb->buf, &len);
+	if (e)
+		return e;
+	k = rt_func_info(f);
+	memset(p, 0, sizeof(*p));
+	p->type = cudaGraphNodeTypeKernel;
+	p->u.k.func = q->func;
+	p->u.k.func_id = rt_func_id(f);
+	p->u.k.vgpu = vgpu;
+	p->u.k.grid[0] = q->gridDim.x;
+	p->u.k.grid[1] = q->gridDim.y;
+	p->u.k.grid[2] = q->gridDim.z;
+	p->u.k.block[0] = q->blockDim.x;
+	p->u.k.block[1] = q->blockDim.y;
+	p->u.k.block[2] = q->blockDim.z;
+	p->u.k.smem = q->sharedMemBytes;
+	p->u.k.params = kb->buf;
+	p->u.k.len = len;
+	p->u.k.nparams = k->nparams;
+	for (uint32_t i = 0; i < k->nparams; i++)
+		kb->offsets[i] = k->params[i].offset;
+	p->u.k.offsets = kb->offsets;
+	return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+					     const cudaGraphNode_t *pDependencies, size_t numDependencies,
+					     const struct cudaKernelNodeParams *pNodeParams)
+{
+	struct rt_node_params p;
+	struct rt_graph *g;
+	struct kbuf *kb;
+	cudaError_t e = graph_of(graph, &g);
+
+	if (e)
+		return rt_set_error(e);
+	kb = malloc(sizeof(*kb));
+	if (!kb)
+		return rt_set_error(cudaErrorMemoryAllocation);
+	e = kernel_params("cudaGraphAddKernelNode", g->vgpu, pNodeParams, kb, &p);
+	if (!e)
+		e = add("cudaGraphAddKernelNode", pGraphNode, graph, pDependencies, numDependencies, &p);
+	free(kb);
+	return rt_set_error(e);
+}
+
+RT_EXPORT cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, struct cudaKernelNodeParams *q)
+{
+	const struct rt_kernel_node *k;
+	struct rt_gnode *n;
+	cudaError_t e = node_of(node, cudaGraphNodeTypeKernel, &n);
+
+	if (!e && !q)
+		e = cudaErrorInvalidValue;
+	if (e)
+		return rt_set_error(e);
+	k = &rt_gnode_params(n)->u.k;
+	q->func = k->func;
+	q->gridDim = (dim3){ k->grid[0], k->grid[1], k->grid[2] };
+	q->blockDim = (dim3){ k->block[0], k->block[1], k->block[2] };
+	q->sharedMemBytes = k->smem;
+	q->kernelParams = k->nparams ? k->args : NULL;
+	q->extra = NULL;
+	return cudaSuccess;
+}
+
+static cudaError_t set_kernel(const char *call, cudaGraphExec_t hExec, cudaGraphNode_t node,
+			      const struct cudaKernelNodeParams *q)
+{
+	struct rt_node_params p;
+	struct rt_graph_exec *x;
+	struct rt_gnode *n;
+	struct kbuf *kb;
+	cudaError_t e = node_of(node, cudaGraphNodeTypeKernel, &n);
+
+	if (!e)
+		e = exec_of(hExec, &x);
+	if (e)
+		return e;
+	kb = malloc(sizeof(*kb));
+	if (!kb)
+		return cudaErrorMemoryAllocation;
+	e = kernel_params(call, rt_gnode_graph(n)->vgpu, q, kb, &p);
+	if (!e)
+		e = set(call, x, n, &p);
+	free(kb);
+	return e;
+}
+
+RT_EXPORT cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node, const struct cudaKernelNodeParams *p)
+{
+	return rt_set_error(set_kernel("cudaGraphKernelNodeSetParams", NULL, node, p));
+}
+
+RT_EXPORT cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t x, cudaGraphNode_t node,
+						       const struct cudaKernelNodeParams *p)
+{
+	return rt_set_error(x ? set_kernel("cudaGraphExecKernelNodeSetParams", x, node, p) : cudaErrorInvalidValue);
+}
+
+/* ---- memcpy nodes: one 2D region (no arrays, depth 1) ---- */
+
+static const char *at(const struct cudaPitchedPtr *p, const struct cudaPos *pos)
+{
+	return (const char *)p->ptr + pos->x + p->pitch * (pos->y + pos->z * p->ysize);
+}
+
+static cudaError_t memcpy_params(const char *call, const struct cudaMemcpy3DParms *c, struct rt_node_params *p)
+{
+	if (!c)
+		return cudaErrorInvalidValue;
+	if (c->srcArray || c->dstArray) {
+		log_warn("%s: memcpy nodes with CUDA arrays are not supported by mearas", call);
+		return cudaErrorNotSupported;
+	}
+	if (c->extent.depth > 1) {
+		log_warn("%s: 3D memcpy nodes (depth > 1) are not supported by mearas", call);
+		return cudaErrorNotSupported;
+	}
+	if (c->extent.depth != 1 || c->extent.height < 1 || !c->srcPtr.ptr || !c->dstPtr.ptr)
+		return cudaErrorInvalidValue;
+	memset(p, 0, sizeof(*p));
+	p->type = cudaGraphNodeTypeMemcpy;
+	p->u.c.src = at(&c->srcPtr, &c->srcPos);
+	p->u.c.dst = (void *)at(&c->dstPtr, &c->dstPos);
+	p->u.c.width = c->extent.width;
+	p->u.c.height = c->extent.height;
+	p->u.c.spitch = c->extent.height > 1 ? c->srcPtr.pitch : c->extent.width;
+	p->u.c.dpitch = c->extent.height > 1 ? c->dstPtr.pitch : c->extent.width;
+	p->u.c.kind = c->kind;
+	return cudaSuccess;
+}
+
+static void memcpy_1d(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, struct rt_node_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->type = cudaGraphNodeTypeMemcpy;
+	p->u.c.dst = dst;
+	p->u.c.src = src;
+	p->u.c.width = p->u.c.dpitch = p->u.c.spitch = count;
+	p->u.c.height = 1;
+	p->u.c.kind = kind;
+}
+
+RT_EXPORT cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+					     const cudaGraphNode_t *pDependencies, size_t numDependencies,
+					     const struct cudaMemcpy3DParms *pCopyParams)
+{
+	struct rt_node_params p;
+	cudaError_t e = memcpy_params("cudaGraphAddMemcpyNode", pCopyParams, &p);
+
+	if (!e)
+		e = add("cudaGraphAddMemcpyNode", pGraphNode, graph, pDependencies, numDependencies, &p);
+	return rt_set_error(e);
+}
+
+RT_EXPORT cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+					       const cudaGraphNode_t *pDependencies, size_t numDependencies, void *dst,
+					       const void *src, size_t count, enum cudaMemcpyKind kind)
+{
+	struct rt_node_params p;
+
+	memcpy_1d(dst, src, count, kind, &p);
+	return rt_set_error(add("cudaGraphAddMemcpyNode1D", pGraphNode, graph, pDependencies, numDependencies, &p));
+}
+
+RT_EXPORT cudaError_t cudaGraphMemcpyNodeGetParams(cudaGraphNode_t node, struct cudaMemcpy3DParms *q)
+{
+	const struct rt_memcpy_node *c;
+	struct rt_gnode *n;
+	cudaError_t e = node_of(node, cudaGraphNodeTypeMemcpy, &n);
+
+	if (!e && !q)
+		e = cudaErrorInvalidValue;
+	if (e)
+		return rt_set_error(e);
+	c = &rt_gnode_params(n)->u.c;
+	memset(q, 0, sizeof(*q));
+	q->srcPtr = (struct cudaPitchedPtr){ (void *)c->src, c->spitch, c->width, c->height };
+	q->dstPtr = (struct cudaPitchedPtr){ c->dst, c->dpitch, c->width, c->height };
+	q->extent = (struct cudaExtent){ c->width, c->height, 1 };
+	q->kind = c->kind;
+	return cudaSuccess;
+}
+
+static cudaError_t set_memcpy(const char *call, cudaGraphExec_t hExec, cudaGraphNode_t node,
+			      const struct rt_node_params *p)
+{
+	struct rt_graph_exec *x;
+	struct rt_gnode *n;
+	cudaError_t e = node_of(node, cudaGraphNodeTypeMemcpy, &n);
+
+	if (!e)
+		e = exec_of(hExec, &x);
+	return e ? e : set(call, x, n, p);
+}
+
+RT_EXPORT cudaError_t cudaGraphMemcpyNodeSetParams(cudaGraphNode_t node, const struct cudaMemcpy3DParms *q)
+{
+	struct rt_node_params p;
+	cudaError_t e = memcpy_params("cudaGraphMemcpyNodeSetParams", q, &p);
+
+	return rt_set_error(e ? e : set_memcpy("cudaGraphMemcpyNodeSetParams", NULL, node, &p));
+}
+
+RT_EXPORT cudaError_t cudaGraphMemcpyNodeSetParams1D(cudaGraphNode_t node, void *dst, const void *src, size_t count,
+						     enum cudaMemcpyKind kind)
+{
+	struct rt_node_params p;
+
+	memcpy_1d(dst, src, count, kind, &p);
+	return rt_set_error(set_memcpy("cudaGraphMemcpyNodeSetParams1D", NULL, node, &p));
+}
+
+RT_EXPORT cudaError_t cudaGraphExecMemcpyNodeSetParams(cudaGraphExec_t x, cudaGraphNode_t node,
+						       const struct cudaMemcpy3DParms *q)
+{
+	struct rt_node_params p;
+	cudaError_t e = x ? memcpy_params("cudaGraphExecMemcpyNodeSetParams", q, &p) : cudaErrorInvalidValue;
+
+	return rt_set_error(e ? e : set_memcpy("cudaGraphExecMemcpyNodeSetParams", x, node, &p));
+}
+
+RT_EXPORT cudaError_t cudaGraphExecMemcpyNodeSetParams1D(cudaGraphExec_t x, cudaGraphNode_t node, void *dst,
+							 const void *src, size_t count, enum cudaMemcpyKind kind)
+{
+	struct rt_node_params p;
+
+	if (!x)
+		return rt_set_error(cudaErrorInvalidValue);
+	memcpy_1d(dst, src, count, kind, &p);
+	return rt_set_error(set_memcpy("cudaGraphExecMemcpyNodeSetParams1D", x, node, &p));
+}
+
+/* ---- memset nodes ---- */
+
+static cudaError_t memset_params(const struct cudaMemsetParams *m, struct rt_node_params *p)
+{
+	if (!m)
+		return cudaErrorInvalidValue;
+	memset(p, 0, sizeof(*p));
+	p->type = cudaGraphNodeTypeMemset;
+	p->u.s.dst = m->dst;
+	p->u.s.pitch = m->pitch;
+	p->u.s.value = m->value;
+	p->u.s.elem = m->elementSize;
+	p->u.s.width = m->width;
+	p->u.s.height = m->height;
+	return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+					     const cudaGraphNode_t *pDependencies, size_t numDependencies,
+					     const struct cudaMemsetParams *pMemsetParams)
+{
+	struct rt_node_params p;
+	cudaError_t e = memset_params(pMemsetParams, &p);
+
+	if (!e)
+		e = add("cudaGraphAddMemsetNode", pGraphNode, graph, pDependencies, numDependencies, &p);
+	return rt_set_error(e);
+}
+
+RT_EXPORT cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, struct cudaMemsetParams *q)
+{
+	const struct rt_memset_node *m;
+	struct rt_gnode *n;
+	cudaError_t e = node_of(node, cudaGraphNodeTypeMemset, &n);
+
+	if (!e && !q)
+		e = cudaErrorInvalidValue;
+	if (e)
+		return rt_set_error(e);
+	m = &rt_gnode_params(n)->u.s;
+	q->dst = m->dst;
+	q->pitch = m->pitch;
+	q->value = m->value;
+	q->elementSize = m->elem;
+	q->width = m->width;
+	q->height = m->height;
+	return cudaSuccess;
+}
+
+static cudaError_t set_memset(const char *call, cudaGraphExec_t hExec, cudaGraphNode_t node,
+			      const struct cudaMemsetParams *m)
+{
+	struct rt_node_params p;
+	struct rt_graph_exec *x;
+	struct rt_gnode *n;
+	cudaError_t e = node_of(node, cudaGraphNodeTypeMemset, &n);
+
+	if (!e)
+		e = exec_of(hExec, &x);
+	if (!e)
+		e = memset_params(m, &p);
+	return e ? e : set(call, x, n, &p);
+}
+
+RT_EXPORT cudaError_t cudaGraphMemsetNodeSetParams(cudaGraphNode_t node, const struct cudaMemsetParams *p)
+{
+	return rt_set_error(set_memset("cudaGraphMemsetNodeSetParams", NULL, node, p));
+}
+
+RT_EXPORT cudaError_t cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t x, cudaGraphNode_t node,
+						       const struct cudaMemsetParams *p)
+{
+	return rt_set_error(x ? set_memset("cudaGraphExecMemsetNodeSetParams", x, node, p) : cudaErrorInvalidValue);
+}
+
+/* ---- host, empty and child graph nodes ---- */
+
+static cudaError_t host_params(const struct cudaHostNodeParams *h, struct rt_node_params *p)
+{
+	if (!h)
+		return cudaErrorInvalidValue;
+	memset(p, 0, sizeof(*p));
+	p->type = cudaGraphNodeTypeHost;
+	p->u.h.fn = h->fn;
+	p->u.h.user = h->userData;
+	return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaGraphAddHostNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+					   const cudaGraphNode_t *pDependencies, size_t numDependencies,
+					   const struct cudaHostNodeParams *pNodeParams)
+{
+	struct rt_node_params p;
+	cudaError_t e = host_params(pNodeParams, &p);
+
+	if (!e)
+		e = add("cudaGraphAddHostNode", pGraphNode, graph, pDependencies, numDependencies, &p);
+	return rt_set_error(e);
+}
+
+RT_EXPORT cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node, struct cudaHostNodeParams *q)
+{
+	struct rt_gnode *n;
+	cudaError_t e = node_of(node, cudaGraphNodeTypeHost, &n);
+
+	if (!e && !q)
+		e = cudaErrorInvalidValue;
+	if (e)
+		return rt_set_error(e);
+	q->fn = rt_gnode_params(n)->u.h.fn;
+	q->userData = rt_gnode_params(n)->u.h.user;
+	return cudaSuccess;
+}
+
+static cudaError_t set_host(const char *call, cudaGraphExec_t hExec, cudaGraphNode_t node,
+			    const struct cudaHostNodeParams *h)
+{
+	struct rt_node_params p;
+	struct rt_graph_exec *x;
+	struct rt_gnode *n;
+	cudaError_t e = node_of(node, cudaGraphNodeTypeHost, &n);
+
+	if (!e)
+		e = exec_of(hExec, &x);
+	if (!e)
+		e = host_params(h, &p);
+	return e ? e : set(call, x, n, &p);
+}
+
+RT_EXPORT cudaError_t cudaGraphHostNodeSetParams(cudaGraphNode_t node, const struct cudaHostNodeParams *p)
+{
+	return rt_set_error(set_host("cudaGraphHostNodeSetParams", NULL, node, p));
+}
+
+RT_EXPORT cudaError_t cudaGraphExecHostNodeSetParams(cudaGraphExec_t x, cudaGraphNode_t node,
+						     const struct cudaHostNodeParams *p)
+{
+	return rt_set_error(x ? set_host("cudaGraphExecHostNodeSetParams", x, node, p) : cudaErrorInvalidValue);
+}
+
+RT_EXPORT cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+					    const cudaGraphNode_t *pDependencies, size_t numDependencies)
+{
+	struct rt_node_params p = { .type = cudaGraphNodeTypeEmpty };
+
+	return rt_set_error(add("cudaGraphAddEmptyNode", pGraphNode, graph, pDependencies, numDependencies, &p));
+}
+
+RT_EXPORT cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+						 const cudaGraphNode_t *pDependencies, size_t numDependencies,
+						 cudaGraph_t childGraph)
+{
+	struct rt_node_params p = { .type = cudaGraphNodeTypeGraph };
+
+	p.u.child = (struct rt_graph *)childGraph;
+	return rt_set_error(add("cudaGraphAddChildGraphNode", pGraphNode, graph, pDependencies, numDependencies, &p));
+}
+
+RT_EXPORT cudaError_t cudaGraphChildGraphNodeGetGraph(cudaGraphNode_t node, cudaGraph_t *pGraph)
+{
+	struct rt_gnode *n;
+	cudaError_t e = node_of(node, cudaGraphNodeTypeGraph, &n);
+
+	if (!e && !pGraph)
+		e = cudaErrorInvalidValue;
+	if (!e)
+		*pGraph = (cudaGraph_t)rt_gnode_params(n)->u.child;
+	return rt_set_error(e);
+}
+
+RT_EXPORT cudaError_t cudaGraphExecChildGraphNodeSetParams(cudaGraphExec_t hExec, cudaGraphNode_t node,
+							   cudaGraph_t childGraph)
+{
+	struct rt_node_params p = { .type = cudaGraphNodeTypeGraph };
+	struct rt_graph_exec *x;
+	struct rt_gnode *n;
+	cudaError_t e = node_of(node, cudaGraphNodeTypeGraph, &n);
+
+	if (!e)
+		e = hExec ? exec_of(hExec, &x) : cudaErrorInvalidValue;
+	p.u.child = (struct rt_graph *)childGraph;
+	return rt_set_error(e ? e : rt_graph_exec_set("cudaGraphExecChildGraphNodeSetParams", x, n, &p));
+}
+
+/* ---- structure ---- */
+
+RT_EXPORT cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *pType)
+{
+	struct rt_gnode *n;
+	cudaError_t e = node_of(node, -1, &n);
+
+	if (!e && !pType)
+		e = cudaErrorInvalidValue;
+	if (!e)
+		*pType = (enum cudaGraphNodeType)rt_gnode_type(n);
+	return rt_set_error(e);
+}
+
+static cudaError_t built(const char *call, struct rt_graph *g)
+{
+	if (g->built)
+		return cudaSuccess;
+	log_warn("%s: the nodes of a graph made by stream capture have no handles in mearas", call);
+	return cudaErrorNotSupported;
+}
+
+RT_EXPORT cudaError_t cudaGraphGetRootNodes(cudaGraph_t graph, cudaGraphNode_t *pRootNodes, size_t *pNumRootNodes)
+{
+	struct rt_graph *g;
+	cudaError_t e = graph_of(graph, &g);
+
+	if (!e)
+		e = built("cudaGraphGetRootNodes", g);
+	return rt_set_error(e ? e : rt_graph_nodes(g, true, (void **)pRootNodes, pNumRootNodes));
+}
+
+/* the edges mearas keeps are the default kind: their data is all zeros */
+static void zero_edges(cudaGraphEdgeData *e, size_t n)
+{
+	if (e)
+		memset(e, 0, n * sizeof(*e));
+}
+
+RT_EXPORT cudaError_t cudaGraphGetEdges(cudaGraph_t graph, cudaGraphNode_t *from, cudaGraphNode_t *to,
+					cudaGraphEdgeData *edgeData, size_t *numEdges)
+{
+	struct rt_graph *g;
+	size_t cap = numEdges ? *numEdges : 0;
+	cudaError_t e = graph_of(graph, &g);
+
+	if (!e)
+		e = built("cudaGraphGetEdges", g);
+	if (!e)
+		e = rt_graph_edges(g, (void **)from, (void **)to, numEdges);
+	if (!e && from)
+		zero_edges(edgeData, cap);
+	return rt_set_error(e);
+}
+
+static cudaError_t node_edges(cudaGraphNode_t node, bool dependents, cudaGraphNode_t *out, cudaGraphEdgeData *ed,
+			      size_t *n)
+{
+	struct rt_gnode *nd;
+	size_t cap = n ? *n : 0;
+	cudaError_t e = node_of(node, -1, &nd);
+
+	if (!e)
+		e = rt_gnode_edges(nd, dependents, (void **)out, n);
+	if (!e && out)
+		zero_edges(ed, cap);
+	return e;
+}
+
+RT_EXPORT cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t *pDependencies,
+						   cudaGraphEdgeData *edgeData, size_t *pNumDependencies)
+{
+	return rt_set_error(node_edges(node, false, pDependencies, edgeData, pNumDependencies));
+}
+
+RT_EXPORT cudaError_t cudaGraphNodeGetDependentNodes(cudaGraphNode_t node, cudaGraphNode_t *pDependentNodes,
+						     cudaGraphEdgeData *edgeData, size_t *pNumDependentNodes)
+{
+	return rt_set_error(node_edges(node, true, pDependentNodes, edgeData, pNumDependentNodes));
+}
+
+static cudaError_t change_deps(const char *call, cudaGraph_t graph, const cudaGraphNode_t *from,
+			       const cudaGraphNode_t *to, const cudaGraphEdgeData *ed, size_t n, bool add_them)
+{
+	static const cudaGraphEdgeData zero;
+	struct rt_graph *g;
+	cudaError_t e = graph_of(graph, &g);
+
+	if (!e)
+		e = built(call, g);
+	for (size_t i = 0; !e && ed && i < n; i++) {
+		if (memcmp(&ed[i], &zero, sizeof(zero))) {
+			log_warn("%s: graph edges with data (ports, programmatic types) are not supported by mearas",
+				 call);
+			e = cudaErrorNotSupported;
+		}
+	}
+	if (e)
+		return e;
+	return add_them ? rt_graph_add_deps(g, (void *const *)from, (void *const *)to, n)
+			: rt_graph_remove_deps(g, (void *const *)from, (void *const *)to, n);
+}
+
+RT_EXPORT cudaError_t cudaGraphAddDependencies(cudaGraph_t graph, const cudaGraphNode_t *from,
+					       const cudaGraphNode_t *to, const cudaGraphEdgeData *edgeData,
+					       size_t numDependencies)
+{
+	return rt_set_error(change_deps("cudaGraphAddDependencies", graph, from, to, edgeData, numDependencies, true));
+}
+
+RT_EXPORT cudaError_t cudaGraphRemoveDependencies(cudaGraph_t graph, const cudaGraphNode_t *from,
+						  const cudaGraphNode_t *to, const cudaGraphEdgeData *edgeData,
+						  size_t numDependencies)
+{
+	return rt_set_error(
+		change_deps("cudaGraphRemoveDependencies", graph, from, to, edgeData, numDependencies, false));
+}
+
+RT_EXPORT cudaError_t cudaGraphDestroyNode(cudaGraphNode_t node)
+{
+	struct rt_gnode *n;
+	cudaError_t e = node_of(node, -1, &n);
+
+	return rt_set_error(e ? e : rt_gnode_destroy(n));
+}
+
+RT_EXPORT cudaError_t cudaGraphClone(cudaGraph_t *pGraphClone, cudaGraph_t originalGraph)
+{
+	struct rt_graph *g, *c;
+	cudaError_t e = graph_of(originalGraph, &g);
+
+	if (!e)
+		e = rt_graph_clone("cudaGraphClone", g, &c);
+	if (!e && pGraphClone)
+		*pGraphClone = (cudaGraph_t)c;
+	return rt_set_error(e);
+}
+
+RT_EXPORT cudaError_t cudaGraphNodeFindInClone(cudaGraphNode_t *pNode, cudaGraphNode_t originalNode,
+					       cudaGraph_t clonedGraph)
+{
+	struct rt_graph *g;
+	struct rt_gnode *n;
+	cudaError_t e = graph_of(clonedGraph, &g);
+
+	if (!e && !pNode)
+		e = cudaErrorInvalidValue;
+	if (!e)
+		e = rt_gnode_find_in_clone(g, (struct rt_gnode *)originalNode, &n);
+	if (!e)
+		*pNode = (cudaGraphNode_t)n;
+	return rt_set_error(e);
+}
+
+RT_EXPORT cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph,
+					  cudaGraphExecUpdateResultInfo *resultInfo)
+{
+	struct rt_graph_exec *x;
+	struct rt_graph *g;
+	void *err = NULL, *err_from = NULL;
+	int result = cudaGraphExecUpdateError;
+	cudaError_t e = graph_of(hGraph, &g);
+
+	if (e)
+		return rt_set_error(e);
+	x = rt_graph_exec_get(hGraphExec);
+	if (!x || !resultInfo)
+		return rt_set_error(cudaErrorInvalidValue);
+	e = rt_graph_exec_update(x, g, &result, &err, &err_from);
+	resultInfo->result = (enum cudaGraphExecUpdateResult)result;
+	resultInfo->errorNode = (cudaGraphNode_t)err;
+	resultInfo->errorFromNode = (cudaGraphNode_t)err_from;
+	return rt_set_error(e);
+}

@@ -1,0 +1,169 @@
+// Virtual memory management through the driver API (cuMemAddressReserve,
+// cuMemCreate, cuMemMap, cuMemSetAccess...), the calls JAX/XLA and PyTorch's
+// expandable segments make: two handles mapped end to end in one
+// reservation, kernels writing across the seam, copies over both, one
+// handle aliased at a second address (written through one, read through the
+// other), pointer attributes of mapped memory, and the errors for
+// misaligned sizes, overlapping maps, maps past the reservation, cuMemFree
+// of mapped memory, partial unmaps and memory beyond the device's. Prints
+// only what a GPU and a vGPU must agree on (error names, checksums).
+#include <cstdint>
+#include <cstring>
+#include <cuda.h>
+#include "check.cuh"
+
+#define CHECK_CU(call)                                                                              \
+    do {                                                                                            \
+        CUresult r_ = (call);                                                                       \
+        const char *n_ = nullptr;                                                                   \
+        if (r_ != CUDA_SUCCESS) {                                                                   \
+            cuGetErrorName(r_, &n_);                                                                \
+            std::printf("FAIL: %s returned %s at %s:%d\n", #call, n_ ? n_ : "?", __FILE__, __LINE__); \
+            std::exit(1);                                                                           \
+        }                                                                                           \
+    } while (0)
+
+// what a call returned, by name
+static void report(const char *what, CUresult r)
+{
+    const char *n = nullptr;
+
+    cuGetErrorName(r, &n);
+    std::printf("%s: %s\n", what, n ? n : "?");
+}
+
+__global__ void fill(unsigned *p, size_t n, unsigned base)
+{
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i < n)
+        p[i] = base + (unsigned)i;
+}
+
+__global__ void add(unsigned *p, size_t n, unsigned v)
+{
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i < n)
+        p[i] += v;
+}
+
+static unsigned long long checksum(CUdeviceptr d, size_t bytes)
+{
+    static unsigned host[(8u << 20) / sizeof(unsigned)];
+    unsigned long long t = 0;
+    size_t n = bytes / sizeof(unsigned);
+
+    REQUIRE(bytes <= sizeof(host), "checksum of %zu bytes", bytes);
+    CHECK_CU(cuMemcpyDtoH(host, d, bytes));
+    for (size_t i = 0; i < n; i++)
+        t = t * 31 + host[i];
+    return t;
+}
+
+static void set_rw(CUdeviceptr va, size_t size, int dev)
+{
+    CUmemAccessDesc a;
+
+    std::memset(&a, 0, sizeof(a));
+    a.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    a.location.id = dev;
+    a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    CHECK_CU(cuMemSetAccess(va, size, &a, 1));
+}
+
+int main()
+{
+    CUdevice dev;
+    CUcontext ctx;
+    CUmemAllocationProp prop;
+    CUmemGenericAllocationHandle h1, h2, h3, again;
+    CUmemLocation loc;
+    CUdeviceptr va, rva;
+    size_t gmin = 0, g = 0, free_b, total, rsize;
+    unsigned long long flags;
+    unsigned mtype;
+    int ordinal;
+
+    CHECK_CUDA(cudaSetDevice(0));
+    CHECK_CUDA(cudaFree(0));
+    CHECK_CU(cuCtxGetCurrent(&ctx));
+    CHECK_CU(cuCtxGetDevice(&dev));
+    std::memset(&prop, 0, sizeof(prop));
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = dev;
+    CHECK_CU(cuMemGetAllocationGranularity(&gmin, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    CHECK_CU(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
+    std::printf("granularity: minimum divides recommended %s, 2 MiB multiple of it %s\n",
+                gmin && g % gmin == 0 ? "yes" : "no", gmin && (2u << 20) % gmin == 0 ? "yes" : "no");
+    g = 2u << 20; // what both must take (a multiple of the minimum)
+
+    // a reservation, two handles end to end, access for this device
+    CHECK_CU(cuMemAddressReserve(&va, 8 * g, 0, 0, 0));
+    CHECK_CU(cuMemCreate(&h1, 2 * g, &prop, 0));
+    CHECK_CU(cuMemCreate(&h2, 2 * g, &prop, 0));
+    CHECK_CU(cuMemMap(va, 2 * g, 0, h1, 0));
+    CHECK_CU(cuMemMap(va + 2 * g, 2 * g, 0, h2, 0));
+    loc.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    loc.id = dev;
+    CHECK_CU(cuMemGetAccess(&flags, &loc, va));
+    std::printf("access before cuMemSetAccess: %llu\n", flags);
+    set_rw(va, 4 * g, dev);
+    CHECK_CU(cuMemGetAccess(&flags, &loc, va + 3 * g));
+    std::printf("access after cuMemSetAccess: %llu\n", flags);
+
+    // kernels over both handles at once, and across the seam
+    {
+        size_t n = 4 * g / sizeof(unsigned);
+        unsigned *p = (unsigned *)(uintptr_t)va;
+
+        fill<<<(unsigned)((n + 255) / 256), 256>>>(p, n, 7);
+        CHECK_LAUNCH();
+        std::printf("checksum after fill: %llx\n", checksum(va, 4 * g));
+        add<<<1, 64>>>(p + 2 * g / sizeof(unsigned) - 32, 64, 1000);
+        CHECK_LAUNCH();
+        std::printf("checksum after add across the seam: %llx\n", checksum(va, 4 * g));
+        CHECK_CU(cuMemsetD32(va + 2 * g - 64, 5, 32));
+        std::printf("checksum after memset below the seam: %llx\n", checksum(va, 4 * g));
+    }
+
+    // pointer attributes of mapped memory
+    CHECK_CU(cuPointerGetAttribute(&mtype, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, va + 2 * g + 100));
+    CHECK_CU(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, va + 2 * g + 100));
+    CHECK_CU(cuPointerGetAttribute(&rva, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, va + 2 * g + 100));
+    CHECK_CU(cuPointerGetAttribute(&rsize, CU_POINTER_ATTRIBUTE_RANGE_SIZE, va + 2 * g + 100));
+    std::printf("pointer: memory type %u, device %d, range at +%llu MiB, %zu MiB\n", mtype, ordinal,
+                (unsigned long long)((rva - va) >> 20), rsize >> 20);
+
+    // h1 at a second address: a kernel writes through it, the first address sees it
+    CHECK_CU(cuMemMap(va + 4 * g, 2 * g, 0, h1, 0));
+    set_rw(va + 4 * g, 2 * g, dev);
+    add<<<1, 16>>>((unsigned *)(uintptr_t)(va + 4 * g + 4096), 16, 1u << 20);
+    CHECK_LAUNCH();
+    std::printf("alias: checksum through the first address %llx, through the second %llx\n",
+                checksum(va, 2 * g), checksum(va + 4 * g, 2 * g));
+    CHECK_CU(cuMemRetainAllocationHandle(&again, (void *)(uintptr_t)(va + 4 * g + 10)));
+    std::printf("retained handle is h1: %s\n", again == h1 ? "yes" : "no");
+    CHECK_CU(cuMemRelease(again));
+
+    // the refusals
+    report("reserve of a size that is no multiple", cuMemAddressReserve(&rva, g + 4096, 0, 0, 0));
+    report("create of half a granule", cuMemCreate(&h3, g / 2, &prop, 0));
+    report("map over a mapping", cuMemMap(va + g, 2 * g, 0, h2, 0));
+    report("map past the reservation", cuMemMap(va + 7 * g, 2 * g, 0, h2, 0));
+    report("map at a misaligned address", cuMemMap(va + 6 * g + 4096, g, 0, h2, 0));
+    report("cuMemFree of mapped memory", cuMemFree(va));
+    report("unmap of part of a mapping", cuMemUnmap(va + g, g));
+    CHECK_CU(cuMemGetInfo(&free_b, &total));
+    report("create of more than the device's memory", cuMemCreate(&h3, (total / g + 1) * g, &prop, 0));
+    std::printf("data after the refusals: %llx\n", checksum(va, 4 * g));
+
+    // memory outlives its released handle while mapped
+    CHECK_CU(cuMemUnmap(va, 2 * g));
+    CHECK_CU(cuMemRelease(h1));
+    std::printf("released h1, still mapped: checksum %llx\n", checksum(va + 4 * g, 2 * g));
+    CHECK_CU(cuMemUnmap(va + 4 * g, 2 * g));
+    CHECK_CU(cuMemUnmap(va + 2 * g, 2 * g));
+    CHECK_CU(cuMemRelease(h2));
+    CHECK_CU(cuMemAddressFree(va, 8 * g));
+    return pass();
+}
