@@ -60,7 +60,7 @@ static struct tenant_limits limits = {
 };
 static struct vm_spec vm_specs[VM_MAX_SPECS];
 static unsigned n_vm_specs;
-static const char *vm_user;
+static const char *vm_user, *vm_dir;
 static uint32_t metrics_port;           /* 0: no metrics endpoint */
 static const char *metrics_bind;
 
@@ -138,6 +138,8 @@ static void usage(FILE *f)
 		"  --vm-user=USER       the user QEMU runs as: owns every --vm socket (mode 0600) and, with\n"
 		"                       root, is the only one mearasd admits on it (default: " VM_DEFAULT_QEMU_USER "\n"
 		"                       where that user exists, else root only)\n"
+		"  --vm-dir=DIR         where the sockets of VMs attached through the control socket\n"
+		"                       (AttachVm: the libvirt hook) are made (default " CONTROL_DEFAULT_VM_DIR ")\n"
 		"  --metrics-port=N     serve Prometheus metrics on http://ADDR:N/metrics (0, the default: off)\n"
 		"  --metrics-bind=ADDR  address the metrics endpoint binds (default " METRICS_DEFAULT_BIND "; anyone\n"
 		"                       who reaches it sees every identity's and assembly's figures)\n");
@@ -158,7 +160,7 @@ static int parse_u64(const char *s, uint64_t *out)
 
 /* long options without a short letter */
 enum { OPT_LINK_HANDSHAKE_MS = 1000, OPT_LINK_MAX_PENDING, OPT_LINK_MAX, OPT_LINK_FD_RESERVE, OPT_LINK_MEM_MB,
-       OPT_VM_USER, OPT_METRICS_PORT, OPT_METRICS_BIND };
+       OPT_VM_USER, OPT_METRICS_PORT, OPT_METRICS_BIND, OPT_VM_DIR };
 
 /* daemon hygiene options (config file, version, logs) */
 enum { OPT_CONFIG = 2000, OPT_PRINT_CONFIG, OPT_VERSION, OPT_LOG_LEVEL, OPT_LOG };
@@ -203,6 +205,7 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		{ "max-clients-per-user", required_argument, NULL, 'P' },
 		{ "user-data-mb", required_argument, NULL, 'U' },
 		{ "vm-user", required_argument, NULL, OPT_VM_USER },
+		{ "vm-dir", required_argument, NULL, OPT_VM_DIR },
 		{ "metrics-port", required_argument, NULL, OPT_METRICS_PORT },
 		{ "metrics-bind", required_argument, NULL, OPT_METRICS_BIND },
 		{ "help", no_argument, NULL, 'h' }, { 0 }
@@ -403,6 +406,11 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 			break;
 		case OPT_VM_USER:
 			vm_user = optarg;
+			break;
+		case OPT_VM_DIR:
+			if (optarg[0] != '/')
+				return fprintf(stderr, "mearasd: --vm-dir must be an absolute path\n"), -1;
+			vm_dir = optarg;
 			break;
 		case OPT_METRICS_PORT:
 			if (parse_range("metrics-port", optarg, 0, 65535, &metrics_port))
@@ -849,7 +857,7 @@ static int start_control(const struct backend_config *cfg)
 			snprintf(host, sizeof(host), "localhost");
 		node_name = host;
 	}
-	if (!control_start(cfg, path, node_name))
+	if (!control_start(cfg, path, node_name, vm_dir))
 		return 0;
 	if (explicit)
 		return -1;

@@ -27,7 +27,8 @@ REMOTE_SESSION_SRC := $(addprefix $(HB)/remote/,session.c session_feed.c session
                       $(REMOTE_TRACK_SRC)
 REMOTE_SRC := $(addprefix $(HB)/remote/,config.c forward.c forward_d2h.c forward_mapped.c reap.c serve.c \
               serve_worker.c) $(REMOTE_SESSION_SRC)
-CONTROL_SRC := $(addprefix $(HB)/control/,control.c control_proto.c control_profile.c assembly.c vgpustats.c)
+CONTROL_SRC := $(addprefix $(HB)/control/,control.c control_proto.c control_profile.c control_vm.c assembly.c \
+               attached.c vgpustats.c)
 # the metrics endpoint (libmicrohttpd; NVML by dlopen)
 METRICS_SRC := $(addprefix $(HB)/control/,metrics_http.c metrics_text.c metrics_gpu.c)
 MEARASD_SRC := $(HB)/mearasd.c $(CLIENT_SRC) $(EXEC_SRC) $(CORE_SRC) $(TENANT_SRC) $(DEVICE_SRC) \

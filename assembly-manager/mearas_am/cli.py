@@ -10,7 +10,7 @@ import sys
 import time
 from collections import Counter
 
-from . import VERSION_FULL, booking, slurm
+from . import VERSION_FULL, booking, slurm, vmdomain
 from .agent import run_agent
 from .config import load_config
 from .errors import MearasError, RequestError
@@ -18,7 +18,7 @@ from .hook import run_hook
 from .install import DEFAULT_HOOK, install_hook
 from .manager import Manager
 from .model import AssemblyRequest, GpuRef
-from .policies import POLICIES
+from .policies import POLICIES, validate_request
 from .render import (assemblies_table, candidates_text, node_views, nodes_json, nodes_table,
                      to_json)
 from .runner import run_app, user_identity
@@ -95,6 +95,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"mearas node-agent {VERSION_FULL}")
     p.add_argument("--once", action="store_true")
     p.add_argument("--interval", type=float, help="seconds between publications")
+    p = sub.add_parser("vm", help="a libvirt domain's assembly: its metadata and mearas device")
+    vsub = p.add_subparsers(dest="vm_cmd", required=True)
+    q = vsub.add_parser("attach", help="put the assembly request and the ivshmem-doorbell device "
+                        "into the domain's persistent XML (used from its next start)")
+    q.add_argument("domain")
+    _request_args(q)
+    q.add_argument("--shared-memory", default="256MiB", help="the device's shared memory (a "
+                   "power of two, 4MiB..1TiB; default 256MiB)")
+    q = vsub.add_parser("detach", help="remove both from the domain's persistent XML")
+    q.add_argument("domain")
     p = sub.add_parser("top", help="live view of mearasd's metrics: nodes, GPUs, vGPUs, links")
     p.add_argument("--url", action="append", default=[],
                    help="a mearasd metrics endpoint (repeatable; default: [mearasd] metrics_url)")
@@ -120,6 +130,8 @@ def _dispatch(a: argparse.Namespace) -> int:
         cfg = a.config or "/etc/mearas/am.toml"
         print(f"installed {install_hook(a.hook_path, cfg, a.force, a.pythonpath)} (config {cfg})")
         return 0
+    if a.cmd == "vm":
+        return _vm(a)
     config = load_config(a.config)
     for w in config.warnings:
         print(f"mearas: warning: {w}", file=sys.stderr)
@@ -139,7 +151,7 @@ def _dispatch(a: argparse.Namespace) -> int:
                       f"{config.source}): is a node agent running?", file=sys.stderr)
         elif a.cmd == "assemblies":
             asms = booking.list_assemblies(mgr.registry, a.owner)
-            print(to_json(asms) if a.json else assemblies_table(asms))
+            print(to_json(asms) if a.json else assemblies_table(asms, mgr.attachments()))
         elif a.cmd == "compose":
             req = _request(a)
             if a.dry_run:
@@ -166,6 +178,25 @@ def _dispatch(a: argparse.Namespace) -> int:
             return run_agent(mgr, a.interval, a.once)
     finally:
         mgr.close()
+    return 0
+
+
+def _vm(a: argparse.Namespace) -> int:
+    vm = load_config(a.config).vm
+    if a.vm_cmd == "attach":
+        req = _request(a)
+        validate_request(req)
+        try:
+            size = parse_size(a.shared_memory)
+        except ValueError as e:
+            raise RequestError(f"--shared-memory: {e}") from None
+        sock = vmdomain.attach(vm, a.domain, req, size)
+        print(f"domain {a.domain}: {req.vgpus} vGPU(s) ({req.policy}), ivshmem-doorbell on {sock}, "
+              f"{size >> 20} MiB; from its next start")
+    elif vmdomain.detach(vm, a.domain):
+        print(f"domain {a.domain}: mearas assembly and device removed; from its next start")
+    else:
+        print(f"domain {a.domain} had no mearas assembly or device")
     return 0
 
 

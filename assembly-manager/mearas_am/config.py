@@ -44,6 +44,16 @@ class MearasdConfig:
 
 
 @dataclass(frozen=True)
+class VmConfig:
+    """Where mearasd serves the VMs of the libvirt hook (its --vm-dir) and who QEMU runs as."""
+    socket_dir: str
+    qemu_user: str
+
+
+DEFAULT_VM = VmConfig("/run/mearas/vm", "libvirt-qemu")
+
+
+@dataclass(frozen=True)
 class Config:
     node: NodeConfig
     registry: RegistryConfig
@@ -51,6 +61,7 @@ class Config:
     libdir: str
     source: str = field(default="<defaults>")
     warnings: tuple[str, ...] = ()  # things in the file that are ignored, for the user
+    vm: VmConfig = field(default=DEFAULT_VM)
 
 
 def _table(d: dict[str, Any], key: str) -> dict[str, Any]:
@@ -73,6 +84,7 @@ def parse_config(d: dict[str, Any], source: str = "<dict>") -> Config:
         reg = _table(d, "registry")
         md = _table(d, "mearasd")
         rt = _table(d, "runtime")
+        vm = _table(d, "vm")
         warnings = tuple(
             f"{source}: [node] {k} is ignored: the node agent publishes the GPUs mearasd "
             "reports (its GetProfile reply); remove it" for k in _RETIRED_NODE_KEYS if k in node)
@@ -88,6 +100,9 @@ def parse_config(d: dict[str, Any], source: str = "<dict>") -> Config:
         ttl = int(reg.get("node_ttl", 10))
         if ttl < 2:
             raise ConfigError("registry.node_ttl must be >= 2 seconds")
+        vm_dir = str(vm.get("socket_dir", DEFAULT_VM.socket_dir)).rstrip("/")
+        if not vm_dir.startswith("/"):
+            raise ConfigError("vm.socket_dir must be an absolute path (mearasd's --vm-dir)")
         prefix = str(reg.get("prefix", "/mearas/"))
         if not prefix.endswith("/"):
             prefix += "/"
@@ -114,6 +129,7 @@ def parse_config(d: dict[str, Any], source: str = "<dict>") -> Config:
             libdir=str(rt.get("libdir", "/usr/local/lib/mearas")),
             source=source,
             warnings=warnings,
+            vm=VmConfig(socket_dir=vm_dir, qemu_user=str(vm.get("qemu_user", DEFAULT_VM.qemu_user))),
         )
     except (TypeError, ValueError) as e:
         raise ConfigError(f"{source}: {e}") from None

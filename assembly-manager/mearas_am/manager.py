@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import pwd
 
 from . import booking
 from .config import Config
-from .control.client import MearasdClient, SocketMearasdClient
+from .control.client import MearasdClient, SocketMearasdClient, VmAttachment
 from .errors import MearasdError, MearasError
 from .model import ASSEMBLY_ACTIVE, Assembly, AssemblyRequest, VgpuPlacement
 from .registry import Registry, open_registry
@@ -60,6 +61,51 @@ class Manager:
             if r is not None:
                 done.append(r)
         return done, problems
+
+    def attachments(self) -> dict[str, list[tuple[int, str]]] | None:
+        """What this node's mearasd serves each assembly to now; None when it cannot be asked."""
+        try:
+            return self.mearasd.attachments()
+        except MearasdError:
+            return None
+
+    def qemu_ids(self) -> tuple[int, int]:
+        """uid and gid of the user libvirt runs QEMU as ([vm] qemu_user); root when absent."""
+        try:
+            pw = pwd.getpwnam(self.config.vm.qemu_user)
+        except KeyError:
+            return 0, 0
+        return pw.pw_uid, pw.pw_gid
+
+    def start_vm(self, request: AssemblyRequest, domain: str, socket: str,
+                 shared_memory: int) -> tuple[Assembly, int, int]:
+        """Books and instantiates the domain's assembly (bound to "vm:<domain>"), then has mearasd
+        serve the domain's VM socket with it. Whatever fails, nothing stays booked, instantiated
+        or served. Returns the assembly, vGPUs per guest process and guest processes at once."""
+        owner = f"vm:{domain}"
+        self.stop_vm(domain)  # leftovers of a VM that died without its release
+        a = self.start(request, owner, owner)
+        uid, gid = self.qemu_ids()
+        try:
+            vgpus, slots = self.mearasd.attach_vm(VmAttachment(domain, a.id, socket, shared_memory,
+                                                               uid, gid))
+        except MearasError as e:
+            _, problems = self.stop(a.id)
+            more = "; ".join(problems)
+            raise MearasdError(f"{e} (assembly {a.id} released{': ' + more if more else ''})") \
+                from None
+        return a, vgpus, slots
+
+    def stop_vm(self, domain: str) -> tuple[list[Assembly], list[str]]:
+        """mearasd stops serving the domain's VM, then its assemblies are released."""
+        problems = []
+        try:
+            self.mearasd.detach_vm(domain)
+        except MearasdError as e:
+            if "ERROR_NOT_FOUND" not in str(e):
+                problems.append(str(e))
+        done, more = self.stop_owner(f"vm:{domain}")
+        return done, problems + more
 
     def close(self) -> None:
         self.registry.close()

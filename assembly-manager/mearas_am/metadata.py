@@ -11,7 +11,8 @@ from .units import parse_cc, parse_size
 
 XMLNS = "https://mearas.dev/xmlns/assembly/1"
 _ATTRS = ("vgpus", "policy", "memory-per-vgpu", "min-compute-capability", "local-only",
-          "max-remote", "nodes", "placement")
+          "max-remote", "nodes", "placement",
+          "shared-memory")  # the VM's <shmem> device's memory (vmdomain.py), not the booking's
 
 
 def _bool(name: str, v: str) -> bool:

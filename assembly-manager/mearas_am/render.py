@@ -71,11 +71,20 @@ def _vgpus(vs: tuple[VgpuPlacement, ...] | list[VgpuPlacement]) -> str:
                     f"/{format_size(v.memory_quota_bytes)}" for v in vs)
 
 
-def assemblies_table(assemblies: list[Assembly]) -> str:
+def assemblies_table(assemblies: list[Assembly],
+                     attached: dict[str, list[tuple[int, str]]] | None = None) -> str:
+    """attached (this node's mearasd, when it answered): the processes on each assembly's
+    vGPUs, every one of them on all of its vGPUs."""
     rows = [[a.id, a.owner, a.identity or "-", a.origin, a.policy,
              a.state + (f" (lost {','.join(a.lost_nodes)})" if a.lost_nodes else ""),
              _vgpus(a.vgpus)] for a in assemblies]
-    return table(["ID", "OWNER", "FOR", "ORIGIN", "POLICY", "STATE", "VGPUS"], rows)
+    head = ["ID", "OWNER", "FOR", "ORIGIN", "POLICY", "STATE", "VGPUS"]
+    if attached is not None:
+        head.append("ON EACH VGPU")
+        for a, row in zip(assemblies, rows):
+            procs = sorted(attached.get(a.id, []), key=lambda p: (p[1], p[0]))
+            row.append(", ".join(f"{vm + ' ' if vm else ''}pid {pid}" for pid, vm in procs) or "-")
+    return table(head, rows)
 
 
 def candidates_text(cands: list[list[VgpuPlacement]]) -> str:

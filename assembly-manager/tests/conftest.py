@@ -87,7 +87,8 @@ def write_config(path: Path, node: str = "node-a", backend: str = "file",
                  registry_path: Path | None = None, endpoints: tuple[str, ...] = (),
                  prefix: str = "/mearas/", socket_path: str = "/nonexistent/control.sock",
                  factor: int = 2, ttl: int = 10, libdir: str = "/usr/local/lib/mearas",
-                 address: str | None = None, client_socket: str | None = None) -> Path:
+                 address: str | None = None, client_socket: str | None = None,
+                 vm_dir: Path | None = None) -> Path:
     lines = [
         "[node]", f'name = "{node}"',
         f'address = "{address if address is not None else f"{node}.example:7100"}"',
@@ -100,5 +101,7 @@ def write_config(path: Path, node: str = "node-a", backend: str = "file",
               "[mearasd]", f'control_socket = "{socket_path}"', "timeout = 5",
               f'client_socket = "{client_socket}"' if client_socket else "",
               "[runtime]", f'libdir = "{libdir}"']
+    if vm_dir is not None:
+        lines += ["[vm]", f'socket_dir = "{vm_dir}"', 'qemu_user = "libvirt-qemu"']
     path.write_text("\n".join(lines) + "\n")
     return path

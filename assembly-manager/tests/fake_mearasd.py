@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+import struct
 import threading
 from pathlib import Path
 
@@ -20,6 +21,68 @@ from mearas_am.model import LinkServer, VgpuPlacement
 E = control_pb2
 
 
+class FakeVmServer:
+    """Stands in for mearasd's VM server so that QEMU's ivshmem-doorbell device can start: the
+    server side of QEMU's ivshmem protocol (version, the peer's id, the shared memory fd, then
+    one eventfd per vector for the host and for the peer), nothing of mearas behind it."""
+
+    VECTORS = 2
+
+    def __init__(self, path: str, size: int, uid: int, gid: int) -> None:
+        self.path = path
+        self.memfd = os.memfd_create("fake-vm")
+        os.ftruncate(self.memfd, size)
+        self.peers: list[socket.socket] = []
+        self.fds: list[int] = []
+        if os.path.exists(path):
+            os.unlink(path)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(path)
+        os.chown(path, uid, gid)
+        os.chmod(path, 0o600)
+        self.sock.listen(4)
+        self.closed = False
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _msg(self, conn: socket.socket, value: int, fd: int = -1) -> None:
+        data = struct.pack("<q", value)
+        if fd < 0:
+            conn.sendall(data)
+        else:
+            socket.send_fds(conn, [data], [fd])
+
+    def _serve(self) -> None:
+        peer_id = 1
+        while not self.closed:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            try:
+                self._msg(conn, 0)
+                self._msg(conn, peer_id)
+                self._msg(conn, -1, self.memfd)
+                for who in (0, peer_id):
+                    for _ in range(self.VECTORS):
+                        fd = os.eventfd(0)
+                        self.fds.append(fd)
+                        self._msg(conn, who, fd)
+            except OSError:
+                conn.close()
+                continue
+            self.peers.append(conn)
+            peer_id += 1
+
+    def close(self) -> None:
+        self.closed = True
+        self.sock.close()
+        for c in self.peers:
+            c.close()
+        for fd in [self.memfd, *self.fds]:
+            os.close(fd)
+        Path(self.path).unlink(missing_ok=True)
+
+
 class FakeMearasd:
     def __init__(self, path: str, node: str = "node-a", gpus: int = 2) -> None:
         self.path = path
@@ -29,6 +92,8 @@ class FakeMearasd:
         self.identities: dict[str, str] = {}  # assembly id -> "uid:<N>" / "vm:<domain>"
         self.identity_log: dict[str, str] = {}  # the same, kept after release
         self.refuse_instantiate: str | None = None  # message of an ERROR_NO_RESOURCES reply
+        self.refuse_attach: str | None = None  # message of an ERROR_NO_RESOURCES AttachVm reply
+        self.vms: dict[str, tuple[str, FakeVmServer]] = {}  # domain -> (assembly, server)
         self.requests: list[str] = []
         # what GetProfile says of the link server (None: leave the field out, as an older
         # mearasd does); the tests' configs give node addresses on port 7100
@@ -51,6 +116,8 @@ class FakeMearasd:
         self._closed = True
         self._sock.close()
         Path(self.path).unlink(missing_ok=True)
+        for _, vm in self.vms.values():
+            vm.close()
 
     def _serve(self) -> None:
         while not self._closed:
@@ -113,6 +180,29 @@ class FakeMearasd:
                 if self.assemblies.pop(aid, None) is None:
                     return self._error(E.ERROR_NOT_FOUND, f"no assembly {aid}")
                 return E.ControlReply(released=E.ReleaseAssemblyReply(assembly_id=aid))
+            if kind == "attach_vm":
+                v = req.attach_vm
+                if self.refuse_attach:
+                    return self._error(E.ERROR_NO_RESOURCES, self.refuse_attach)
+                if v.domain in self.vms:
+                    return self._error(E.ERROR_ALREADY_EXISTS, f"VM {v.domain} is attached already")
+                if self.identities.get(v.assembly_id) != f"vm:{v.domain}":
+                    return self._error(E.ERROR_NOT_FOUND, f"no assembly {v.assembly_id} for "
+                                       f"vm:{v.domain}")
+                try:
+                    vm = FakeVmServer(v.socket, v.bar_size_bytes, v.qemu_uid, v.qemu_gid)
+                except OSError as e:
+                    return self._error(E.ERROR_NO_RESOURCES, f"cannot serve {v.socket}: {e}")
+                self.vms[v.domain] = (v.assembly_id, vm)
+                return E.ControlReply(vm_attached=E.AttachVmReply(
+                    domain=v.domain, socket=v.socket,
+                    vgpus=len(self.assemblies[v.assembly_id][1]), slots=8))
+            if kind == "detach_vm":
+                gone = self.vms.pop(req.detach_vm.domain, None)
+                if gone is None:
+                    return self._error(E.ERROR_NOT_FOUND, f"no VM {req.detach_vm.domain}")
+                gone[1].close()
+                return E.ControlReply(vm_detached=E.DetachVmReply(domain=req.detach_vm.domain))
             if kind == "list":
                 return E.ControlReply(assemblies=E.ListAssembliesReply(assemblies=[
                     E.AssemblyInfo(assembly_id=k, owner=o, vgpus=[vgpu_spec(v) for v in vs])

@@ -73,6 +73,7 @@ class Libvirt:
             raise RuntimeError("the libvirt tests need root (libvirtd qemu:///system)")
         self._cleanup_leftovers()
         STATE.mkdir(parents=True, exist_ok=True)
+        VM_DIR.mkdir(mode=0o755, exist_ok=True)
         if HOOK.exists():
             self.hook_backup = STATE / "qemu-hook.backup"
             shutil.copy2(HOOK, self.hook_backup)
@@ -118,10 +119,24 @@ class Libvirt:
             HOOK.unlink(missing_ok=True)
 
 
-def domain_xml(name: str, assembly_attrs: str | None) -> str:
+VM_DIR = STATE / "vm"  # the hook's [vm] socket_dir in these tests (QEMU must reach it)
+
+
+def shmem_xml(name: str, model: str = "ivshmem-doorbell", vectors: int = 2,
+              path: str | None = None) -> str:
+    return (f"<shmem name='mearas-{name}'><model type='{model}'/>"
+            f"<server path='{path or VM_DIR / (name + '.sock')}'/>"
+            f"<msi vectors='{vectors}' ioeventfd='on'/></shmem>")
+
+
+def domain_xml(name: str, assembly_attrs: str | None, shmem: str | None = None) -> str:
+    """A domain with the metadata ASSEMBLY_ATTRS (when given) and, with it, its mearas device
+    (shmem_xml(), unless SHMEM says otherwise: "" for none)."""
     meta = ("" if assembly_attrs is None else
             '<metadata><mearas:assembly xmlns:mearas="https://mearas.dev/xmlns/assembly/1" '
             f"{assembly_attrs}/></metadata>")
+    if shmem is None:
+        shmem = "" if assembly_attrs is None else shmem_xml(name)
     # no disk, no guest OS: SeaBIOS finds nothing to boot, QEMU keeps running (TCG)
     return f"""<domain type='qemu'>
   <name>{name}</name>
@@ -132,6 +147,7 @@ def domain_xml(name: str, assembly_attrs: str | None) -> str:
   <features><acpi/></features>
   <devices>
     <emulator>/usr/bin/qemu-system-x86_64</emulator>
+    {shmem}
     <memballoon model='none'/>
   </devices>
 </domain>

@@ -4,11 +4,13 @@ from pathlib import Path
 
 import pytest
 
+from mearas_am.config import DEFAULT_VM
 from mearas_am.errors import RequestError
 from mearas_am.metadata import parse_domain
 from mearas_am.model import AssemblyRequest, GpuRef
 from mearas_am.policies import compose
 from mearas_am.registry.base import Snapshot
+from mearas_am.vmdomain import vm_request
 
 from .conftest import make_profile
 
@@ -76,3 +78,27 @@ def test_vm_config_examples_compose(path: Path) -> None:
 
 def test_vm_config_examples_exist() -> None:
     assert len(list(VM_CONFIGS.glob("assembly-*.xml"))) >= 4
+
+
+@pytest.mark.parametrize("path", sorted(VM_CONFIGS.glob("*.xml")), ids=lambda p: p.name)
+def test_vm_config_examples_device_agrees(path: Path) -> None:
+    """Every example with assembly metadata has the <shmem> device the hook requires (the
+    default [vm] socket_dir); the --vm example (mearas-vm.xml) has neither."""
+    text = path.read_text()
+    want = vm_request(DEFAULT_VM, text)
+    if path.name == "mearas-vm.xml":
+        assert want is None
+        return
+    assert want is not None and want.socket == f"/run/mearas/vm/{want.domain}.sock"
+    assert want.shared_memory >= 256 << 20
+
+
+def test_mismatched_device_named() -> None:
+    text = (VM_CONFIGS / "assembly-spread.xml").read_text()
+    with pytest.raises(RequestError, match="has <msi vectors='1'>, mearasd serves 2"):
+        vm_request(DEFAULT_VM, text.replace("vectors='2'", "vectors='1'"))
+    with pytest.raises(RequestError, match="model ivshmem-plain, mearas needs ivshmem-doorbell"):
+        vm_request(DEFAULT_VM, text.replace("'ivshmem-doorbell'", "'ivshmem-plain'"))
+    with pytest.raises(RequestError, match="two <shmem> devices|2 <shmem> devices"):
+        dev = text[text.index("<shmem name"):text.index("</shmem>") + 8]
+        vm_request(DEFAULT_VM, text.replace(dev, dev + dev))

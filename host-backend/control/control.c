@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "assembly.h"
+#include "attached.h"
 #include "control.h"
 #include "control_internal.h"
 #include "mearas/log.h"
@@ -239,7 +240,7 @@ static void *control_main(void *arg)
 }
 
 /* Another live server on path? Then do not take its socket away. */
-int control_start(const struct backend_config *cfg, const char *path, const char *node)
+int control_start(const struct backend_config *cfg, const char *path, const char *node, const char *vm_dir)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	sigset_t all, old;
@@ -247,6 +248,8 @@ int control_start(const struct backend_config *cfg, const char *path, const char
 	pid_t holder;
 	int fd, e;
 
+	if (control_vm_init(cfg, vm_dir))
+		return -1;
 	if (strlen(path) >= sizeof(a.sun_path)) {
 		log_err("control socket path too long: %s", path);
 		return -1;
@@ -278,6 +281,8 @@ int control_start(const struct backend_config *cfg, const char *path, const char
 	listen_fd = fd;
 	sock_path = strdup(path);
 	assembly_table_init();
+	if (attached_init())
+		log_warn("no shared table of assembly users: ListAssemblies names no processes");
 	if (vstats_init())
 		log_warn("no shared call-rate table: vGPU call rates are reported as 0");
 	control_proto_init(cfg, node);
@@ -300,4 +305,5 @@ void control_stop(void)
 {
 	if (sock_path)
 		mearas_unlink_socket(sock_path);
+	control_vm_unlink_all();
 }

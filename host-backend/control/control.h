@@ -14,12 +14,15 @@ struct backend_config;
 
 #define CONTROL_DEFAULT_SOCKET "/run/mearas/control.sock"
 #define CONTROL_MAX_FRAME (16u << 20)
+/* where the sockets of VMs attached through the control socket are (--vm-dir) */
+#define CONTROL_DEFAULT_VM_DIR "/run/mearas/vm"
 
 /*
  * Listens on path and starts the control thread. Call before the first
- * worker is forked. Returns 0, or -1 after logging why.
+ * worker is forked. vm_dir: where AttachVm's sockets must be (NULL: the
+ * default). Returns 0, or -1 after logging why.
  */
-int control_start(const struct backend_config *cfg, const char *path, const char *node);
+int control_start(const struct backend_config *cfg, const char *path, const char *node, const char *vm_dir);
 /* removes the socket file (at exit) */
 void control_stop(void);
 

@@ -14,6 +14,16 @@
 void control_proto_init(const struct backend_config *cfg, const char *node);
 uint8_t *control_handle(const uint8_t *req, size_t len, size_t *reply_len);
 
+/* control_vm.c: VM servers of AttachVm/DetachVm. dir: where their sockets
+ * must be (NULL: CONTROL_DEFAULT_VM_DIR); 0, or -1 when dir is unusable */
+int control_vm_init(const struct backend_config *cfg, const char *dir);
+/* 0 with the VM's vGPUs per guest process and slots, or -1 with code and err */
+int control_vm_attach(const Mearas__AttachVmRequest *q, unsigned *vgpus, unsigned *slots,
+		      Mearas__ErrorCode *code, char *err, size_t errlen);
+int control_vm_detach(const char *domain, Mearas__ErrorCode *code, char *err, size_t errlen);
+/* at mearasd's exit: the sockets of VM servers a kill left behind */
+void control_vm_unlink_all(void);
+
 /* control_profile.c */
 void profile_init(const struct mdev_ops *ops, const char *node, const struct remote_config *remote);
 /* the node's GPUs, probed again when older than max_age_ms */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The requests of proto/control.proto: Hello, GetProfile, Instantiate,
- * Release, List. Every request gets exactly one ControlReply; anything
+ * Release, List, AttachVm, DetachVm (control_vm.c). Every request gets exactly one ControlReply; anything
  * wrong gets an Error with a code and a message for the user.
  */
 #include <stdarg.h>
@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "assembly.h"
+#include "attached.h"
 #include "control_internal.h"
 #include "mearas/log.h"
 #include "remote/config.h"
@@ -244,11 +245,103 @@ static uint8_t *do_release(const Mearas__ReleaseAssemblyRequest *q, size_t *len)
 	return pack(&r, len);
 }
 
+static uint8_t *do_attach_vm(const Mearas__AttachVmRequest *q, size_t *len)
+{
+	Mearas__ControlReply r = MEARAS__CONTROL_REPLY__INIT;
+	Mearas__AttachVmReply ar = MEARAS__ATTACH_VM_REPLY__INIT;
+	Mearas__ErrorCode code;
+	unsigned vgpus = 0, slots = 0;
+	char err[480];
+
+	if (control_vm_attach(q, &vgpus, &slots, &code, err, sizeof(err)))
+		return error_reply(code, len, "%s", err);
+	ar.domain = q->domain;
+	ar.socket = q->socket;
+	ar.vgpus = vgpus;
+	ar.slots = slots;
+	r.body_case = MEARAS__CONTROL_REPLY__BODY_VM_ATTACHED;
+	r.vm_attached = &ar;
+	return pack(&r, len);
+}
+
+static uint8_t *do_detach_vm(const Mearas__DetachVmRequest *q, size_t *len)
+{
+	Mearas__ControlReply r = MEARAS__CONTROL_REPLY__INIT;
+	Mearas__DetachVmReply dr = MEARAS__DETACH_VM_REPLY__INIT;
+	Mearas__ErrorCode code;
+	char err[320];
+
+	if (control_vm_detach(q->domain, &code, err, sizeof(err)))
+		return error_reply(code, len, "%s", err);
+	dr.domain = q->domain;
+	r.body_case = MEARAS__CONTROL_REPLY__BODY_VM_DETACHED;
+	r.vm_detached = &dr;
+	return pack(&r, len);
+}
+
 struct list_builder {
 	Mearas__AssemblyInfo **infos;
 	size_t n, cap;
 	bool failed;
 };
+
+struct attached_list {
+	struct attached_slot *e;
+	size_t n, cap;
+	bool failed;
+};
+
+static void collect_attached(const struct attached_slot *s, void *ctx)
+{
+	struct attached_list *l = ctx;
+
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 8;
+		struct attached_slot *grown = realloc(l->e, cap * sizeof(*grown));
+
+		if (!grown) {
+			l->failed = true;
+			return;
+		}
+		l->e = grown;
+		l->cap = cap;
+	}
+	l->e[l->n++] = *s;
+}
+
+/* The processes served assembly id now (attached.h): one block for the
+ * attachments, their pointers and VM names; freed with info. */
+static int add_attached(Mearas__AssemblyInfo *info, const char *id)
+{
+	struct attached_list l = { 0 };
+	Mearas__Attachment *at, **ptrs;
+	char *names;
+	size_t namelen = sizeof(l.e->vm);
+
+	attached_foreach(id, collect_attached, &l);
+	if (l.failed || !l.n) {
+		free(l.e);
+		return l.failed ? -1 : 0;
+	}
+	ptrs = calloc(1, l.n * (sizeof(*ptrs) + sizeof(*at) + namelen));
+	if (!ptrs) {
+		free(l.e);
+		return -1;
+	}
+	at = (Mearas__Attachment *)(ptrs + l.n);
+	names = (char *)(at + l.n);
+	for (size_t k = 0; k < l.n; k++) {
+		mearas__attachment__init(&at[k]);
+		at[k].pid = (uint32_t)l.e[k].client_pid;
+		memcpy(names + k * namelen, l.e[k].vm, namelen);
+		at[k].vm = names + k * namelen;
+		ptrs[k] = &at[k];
+	}
+	info->attached = ptrs;
+	info->n_attached = l.n;
+	free(l.e);
+	return 0;
+}
 
 static void add_info(const struct assembly *a, void *ctx)
 {
@@ -311,6 +404,8 @@ static void add_info(const struct assembly *a, void *ctx)
 	}
 	info->n_vgpus = a->nvgpus;
 	b->infos[b->n++] = info;
+	if (add_attached(info, a->id))
+		b->failed = true;
 }
 
 static uint8_t *do_list(size_t *len)
@@ -330,8 +425,10 @@ static uint8_t *do_list(size_t *len)
 		r.assemblies = &lr;
 		out = pack(&r, len);
 	}
-	for (size_t i = 0; i < b.n; i++)
+	for (size_t i = 0; i < b.n; i++) {
+		free(b.infos[i]->attached);
 		free(b.infos[i]);
+	}
 	free(b.infos);
 	return out;
 }
@@ -359,6 +456,12 @@ uint8_t *control_handle(const uint8_t *data, size_t n, size_t *len)
 		break;
 	case MEARAS__CONTROL_REQUEST__BODY_LIST:
 		out = do_list(len);
+		break;
+	case MEARAS__CONTROL_REQUEST__BODY_ATTACH_VM:
+		out = do_attach_vm(q->attach_vm, len);
+		break;
+	case MEARAS__CONTROL_REQUEST__BODY_DETACH_VM:
+		out = do_detach_vm(q->detach_vm, len);
 		break;
 	default:
 		out = error_reply(MEARAS__ERROR_CODE__ERROR_BAD_REQUEST, len,

@@ -16,6 +16,7 @@
 
 #include "client.h"
 #include "control/assembly.h"
+#include "control/attached.h"
 #include "control/vgpustats.h"
 #include "engine.h"
 #include "mearas/fdpass.h"
@@ -244,6 +245,7 @@ int worker_serve_client(const struct backend_config *cfg, int sock, const struct
 	snprintf(w->tenant, sizeof(w->tenant), "client pid %d%s%.32s", peer ? peer->pid : h.pid,
 		 h.assembly[0] ? " of assembly " : "", h.assembly);
 	claim_stats(w, peer, slot, h.assembly);
+	attached_claim(h.assembly, peer ? peer->pid : h.pid, "");
 	if (watchdog_arm(w)) {
 		log_err("%s: no memory for the GPU time limit: client not served", w->tenant);
 		return 1;
@@ -262,6 +264,7 @@ int worker_serve_client(const struct backend_config *cfg, int sock, const struct
 	for (unsigned i = 0; i < w->nvgpus; i++)
 		publish_vgpu(&w->vgpus[i]);
 	vstats_release();
+	attached_release();
 	for (unsigned i = 0; i < w->nvgpus; i++) {
 		struct vgpu *v = &w->vgpus[i];
 

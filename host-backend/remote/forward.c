@@ -39,7 +39,9 @@ static int forward_open(struct vgpu *v, int phys, uint64_t va_base, uint64_t va_
 	struct mearas_link_config lc;
 	struct remote_vgpu *rv = calloc(1, sizeof(*rv));
 	struct remote_open_req req = { .magic = REMOTE_MAGIC, .version = REMOTE_VERSION,
-				       .kind = REMOTE_MSG_OPEN, .gpu = t->gpu, .va_window = v->index,
+				       .kind = REMOTE_MSG_OPEN, .gpu = t->gpu,
+				       /* VM slots: their own windows, as on this node */
+				       .va_window = v->w->va_index0 + v->index,
 				       .nthreads = v->w->nthreads, .data_size = v->w->data_size,
 				       .quota = cfg->quota[v->index] };
 	struct remote_open_reply rep;
@@ -99,6 +101,24 @@ static int forward_open(struct vgpu *v, int phys, uint64_t va_base, uint64_t va_
 	}
 	v->engine_data = rv;
 	log_info("vGPU %u -> remote %s GPU %d (%s)", v->index, rv->peer, t->gpu, info->name);
+	return 0;
+}
+
+int remote_probe(const struct remote_config *rc, unsigned vgpu, char *err, size_t errlen)
+{
+	const struct remote_target *t = &rc->target[vgpu];
+	struct mearas_link_config lc;
+	struct mearas_link *link;
+	int r;
+
+	remote_link_config(rc, &lc);
+	r = mearas_link_connect(t->host, t->port, &lc, &link);
+	if (r)
+		return snprintf(err, errlen, "remote vGPU %u: link to %s:%u failed: %s%s", vgpu, t->host, t->port,
+				mearas_link_strerror(r),
+				r == MEARAS_LINK_E_AUTH ? " (cluster key refused: check --cluster-key-file on both nodes)"
+							: ""), -1;
+	mearas_link_close(link);
 	return 0;
 }
 

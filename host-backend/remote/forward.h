@@ -83,6 +83,10 @@ struct remote_vgpu {
 /* the engine of remote vGPUs (core/engine.h), set as the configuration's remote_engine */
 extern const struct vgpu_engine remote_forward_engine;
 
+/* Whether remote vGPU vgpu of rc can be had now: its node answers and admits
+ * this one (cluster key, encryption). 0, or -1 with the reason in err. */
+int remote_probe(const struct remote_config *rc, unsigned vgpu, char *err, size_t errlen);
+
 static inline struct remote_vgpu *rv_of(struct vgpu *v)
 {
 	return v->engine_data;

@@ -32,6 +32,7 @@ struct vm_spec {
 	char socket[108];
 	uint64_t size;          /* bytes; a power of two (a PCI BAR) */
 	unsigned vgpus;         /* per guest process; 0 = mearasd's default */
+	char assembly[64];      /* AttachVm: the assembly it serves ("" for --vm) */
 	/* the user QEMU runs as (--vm-user): owns the socket and, with root,
 	 * is the only one admitted on it; 0 = root only */
 	uid_t qemu_uid;
@@ -150,11 +151,27 @@ int vm_compute_layout(uint64_t size, unsigned nvgpus, struct vm_layout *l, char 
  * VM server would take for its QEMU). */
 int vm_sockets_check(const struct vm_spec *specs, unsigned n);
 int vm_servers_start(const struct backend_config *cfg, const struct vm_spec *specs, unsigned n);
+/*
+ * One VM server started while mearasd runs (the control socket's AttachVm):
+ * forks its supervisor and returns once the VM's first worker serves
+ * spec->socket (at most timeout_ms), with the supervisor's pid and a pidfd
+ * of it. cfg and spec must stay valid in the caller until the fork (the
+ * supervisor has its own copies after). On failure nothing is left running
+ * and err says why; -1.
+ */
+int vm_server_spawn(const struct backend_config *cfg, const struct vm_spec *spec, unsigned timeout_ms,
+		    pid_t *pid, int *pidfd, char *err, size_t errlen);
+/* Stops a VM server of vm_server_spawn: its supervisor, worker and slot
+ * workers end, its memory is marked dead and its socket removed. Waits for
+ * the supervisor's exit (SIGKILL after grace_ms); closes pidfd. */
+void vm_server_stop(pid_t pid, int pidfd, unsigned grace_ms);
 /* at mearasd's exit: a socket a killed worker left behind */
 void vm_servers_unlink(const struct vm_spec *specs, unsigned n);
 
-/* vm_worker.c: serves one VM connection on memfd; returns the exit status */
-int vm_worker_run(const struct backend_config *cfg, const struct vm_spec *spec, int memfd);
+/* vm_worker.c: serves one VM connection on memfd; returns the exit status.
+ * ready_fd >= 0: once the socket is served, one empty message is written
+ * there, or the reason it cannot be; then it is closed. */
+int vm_worker_run(const struct backend_config *cfg, const struct vm_spec *spec, int memfd, int ready_fd);
 
 /* vm_slot.c (VM worker side): fork a slot worker for token; ask it to
  * stop; react to its status/exit on its ctl fd (readable) */

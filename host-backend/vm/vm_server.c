@@ -6,6 +6,8 @@
  * that memory dead and starts a fresh worker for the next VM.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -145,13 +148,20 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000ull + (uint64_t)ts.tv_nsec / 1000000ull;
 }
 
-static void supervise(const struct backend_config *cfg, const struct vm_spec *spec, const struct vm_layout *l)
+/* ready_fd >= 0: handed to the first worker, which says there when it serves
+ * the socket (vm_server_spawn waits for it) */
+static void supervise(const struct backend_config *cfg, const struct vm_spec *spec, const struct vm_layout *l,
+		      int ready_fd)
 {
 	struct sigaction sa = { .sa_handler = sup_on_signal };
+	sigset_t none;
 
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGCHLD, SIG_DFL);
+	/* forked by the control thread, which blocks every signal */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	while (!sup_quit) {
 		int memfd = memfd_create("mearas-vm", MFD_CLOEXEC), st = 0;
@@ -168,7 +178,11 @@ static void supervise(const struct backend_config *cfg, const struct vm_spec *sp
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			signal(SIGTERM, SIG_DFL);
 			signal(SIGINT, SIG_DFL);
-			_exit(vm_worker_run(cfg, spec, memfd));
+			_exit(vm_worker_run(cfg, spec, memfd, ready_fd));
+		}
+		if (ready_fd >= 0) {
+			close(ready_fd); /* the worker has it; EOF if it ends without a word */
+			ready_fd = -1;
 		}
 		if (pid < 0) {
 			log_err("VM %s: fork: %s", spec->name, strerror(errno));
@@ -245,13 +259,105 @@ int vm_servers_start(const struct backend_config *cfg, const struct vm_spec *spe
 		}
 		pid = fork();
 		if (pid == 0)
-			supervise(cfg, &specs[i], &l);
+			supervise(cfg, &specs[i], &l, -1);
 		if (pid < 0) {
 			log_err("fork: %s", strerror(errno));
 			return -1;
 		}
 	}
 	return 0;
+}
+
+int vm_server_spawn(const struct backend_config *cfg, const struct vm_spec *spec, unsigned timeout_ms,
+		    pid_t *pidp, int *pidfdp, char *err, size_t errlen)
+{
+	struct vm_layout l;
+	char msg[256];
+	struct pollfd p;
+	ssize_t n = 0;
+	int ready[2], pidfd, r;
+	pid_t pid;
+
+	if (vm_compute_layout(spec->size, spec->vgpus ? spec->vgpus : cfg->vgpus_default, &l, err, errlen))
+		return -1;
+	if (pipe2(ready, O_CLOEXEC))
+		return snprintf(err, errlen, "pipe: %s", strerror(errno)), -1;
+	pid = fork();
+	if (pid == 0) {
+		/* nothing of mearasd's (client connections, the listening
+		 * sockets) stays open in the VM's processes */
+		close(ready[0]);
+		if (ready[1] > 3)
+			close_range(3, (unsigned)ready[1] - 1, 0);
+		close_range((unsigned)ready[1] + 1, ~0u, 0);
+		supervise(cfg, spec, &l, ready[1]);
+	}
+	close(ready[1]);
+	if (pid < 0) {
+		close(ready[0]);
+		return snprintf(err, errlen, "fork: %s", strerror(errno)), -1;
+	}
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0) {
+		snprintf(err, errlen, "pidfd_open: %s", strerror(errno));
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, WNOHANG);
+		close(ready[0]);
+		return -1;
+	}
+	p = (struct pollfd){ .fd = ready[0], .events = POLLIN };
+	do
+		r = poll(&p, 1, (int)timeout_ms);
+	while (r < 0 && errno == EINTR);
+	if (r > 0)
+		n = read(ready[0], msg, sizeof(msg) - 1);
+	close(ready[0]);
+	if (n > 0 && msg[0] == 0) {
+		*pidp = pid;
+		*pidfdp = pidfd;
+		return 0;
+	}
+	if (n > 0) {
+		msg[n] = 0;
+		snprintf(err, errlen, "%s", msg);
+	} else if (r == 0) {
+		snprintf(err, errlen, "the VM server did not serve %s within %u ms", spec->socket, timeout_ms);
+	} else {
+		snprintf(err, errlen, "the VM server ended before serving %s (see mearasd's log)", spec->socket);
+	}
+	vm_server_stop(pid, pidfd, 2000);
+	mearas_unlink_socket(spec->socket);
+	return -1;
+}
+
+/* true when the process of pidfd ended within ms */
+static bool ended_within(int pidfd, unsigned ms)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+	uint64_t until = now_ms() + ms;
+	int r;
+
+	for (;;) {
+		uint64_t now = now_ms();
+
+		r = poll(&p, 1, now < until ? (int)(until - now) : 0);
+		if (r > 0)
+			return true;
+		if (r == 0 || errno != EINTR)
+			return false;
+	}
+}
+
+void vm_server_stop(pid_t pid, int pidfd, unsigned grace_ms)
+{
+	kill(pid, SIGTERM);
+	if (!ended_within(pidfd, grace_ms)) {
+		log_warn("VM server %d did not stop within %u ms: killed", (int)pid, grace_ms);
+		kill(pid, SIGKILL);
+		ended_within(pidfd, 5000);
+	}
+	waitpid(pid, NULL, WNOHANG); /* where mearasd reaps its own children */
+	close(pidfd);
 }
 
 void vm_servers_unlink(const struct vm_spec *specs, unsigned n)

@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "control/attached.h"
 #include "core/engine.h"
 #include "core/watchdog.h"
 #include "ivshmem/ivshmem_server.h"
@@ -130,7 +131,8 @@ static int slot_open(struct vm *vm, struct vm_slot *s, char *err, size_t errlen)
 {
 	const struct backend_config *cfg = vm->cfg;
 	struct worker *w = &s->w;
-	int ndev, r;
+	unsigned local;
+	int ndev = 1, r;
 
 	w->cfg = cfg;
 	w->sock = -1;
@@ -146,11 +148,16 @@ static int slot_open(struct vm *vm, struct vm_slot *s, char *err, size_t errlen)
 		log_warn("VM %s slot %u: device printf output is not carried to the guest: %s", vm->spec->name,
 			 s->index, err);
 	vm_output_attach(vm, s);
-	if (cfg->dev->init(err, errlen))
-		return cudaErrorNoDevice;
-	ndev = cfg->dev->count();
-	if (ndev <= 0)
-		return snprintf(err, errlen, "no GPU on this node"), cudaErrorNoDevice;
+	/* an assembly's vGPUs may all be on other nodes: no device here then */
+	for (local = 0; local < w->nvgpus && remote_vgpu_is_remote(&cfg->remote, local); local++)
+		;
+	if (local < w->nvgpus) {
+		if (cfg->dev->init(err, errlen))
+			return cudaErrorNoDevice;
+		ndev = cfg->dev->count();
+		if (ndev <= 0)
+			return snprintf(err, errlen, "no GPU on this node"), cudaErrorNoDevice;
+	}
 	worker_init_region(w, vm->lay.region_fixed);
 	for (unsigned i = 0; i < w->nvgpus; i++) {
 		r = worker_setup_vgpu(w, i, ndev, err, errlen);
@@ -163,7 +170,7 @@ static int slot_open(struct vm *vm, struct vm_slot *s, char *err, size_t errlen)
 	/* this slot's data area only: a kernel of this guest process cannot
 	 * reach another slot's (nor, on a GPU, its device memory: other
 	 * contexts) */
-	r = w->vgpus[0].ops->host_register(w->vgpus[0].dev, w->data, w->data_size);
+	r = local < w->nvgpus ? w->vgpus[local].ops->host_register(w->vgpus[local].dev, w->data, w->data_size) : 0;
 	if (r)
 		return snprintf(err, errlen, "cannot register the slot's data area with the device (error %d)", r), r;
 	return 0;
@@ -222,6 +229,7 @@ static void __attribute__((noreturn)) slot_main(struct vm *vm, struct vm_slot *s
 	int keep[2 + MEARAS_MAX_VGPUS + MEARAS_VM_VECTORS];
 	unsigned nkeep = 0;
 	char err[256];
+	int32_t guest_pid;
 	int r;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -236,6 +244,8 @@ static void __attribute__((noreturn)) slot_main(struct vm *vm, struct vm_slot *s
 		}
 		keep[nkeep++] = s->wake_fd[v];
 	}
+	/* the guest's word, shown to people only (ListAssemblies) */
+	guest_pid = __atomic_load_n(&vm->hdr->slots[s->index].owner_pid, __ATOMIC_RELAXED);
 	keep[nkeep++] = ctl;
 	keep[nkeep++] = vm->memfd;
 	for (unsigned i = 0; i < vm->lay.nvgpus; i++)
@@ -258,6 +268,7 @@ static void __attribute__((noreturn)) slot_main(struct vm *vm, struct vm_slot *s
 	}
 	((struct mearas_region_hdr *)s->w.region)->state = MEARAS_BACKEND_READY;
 	report(ctl, 0, "");
+	attached_claim(vm->spec->assembly, guest_pid, vm->spec->name);
 	for (;;) {
 		struct pollfd p = { .fd = ctl, .events = POLLIN };
 
@@ -279,6 +290,7 @@ static void __attribute__((noreturn)) slot_main(struct vm *vm, struct vm_slot *s
 			signal_guest(s, MEARAS_VM_VEC_WAKE);
 		}
 	}
+	attached_release();
 	slot_close(vm, s);
 	_exit(0);
 }

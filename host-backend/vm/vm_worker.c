@@ -150,7 +150,8 @@ static int map_memory(struct vm *vm, int memfd)
 
 /* The socket is born 0600 (umask), then given to the QEMU user: nobody
  * else may connect at any moment (admit() checks again). */
-static int open_socket(struct vm *vm, int memfd, const struct ivshmem_server_callbacks *cb)
+static int open_socket(struct vm *vm, int memfd, const struct ivshmem_server_callbacks *cb, char *err,
+		       size_t errlen)
 {
 	const struct vm_spec *spec = vm->spec;
 	mode_t old = umask(0177);
@@ -158,19 +159,31 @@ static int open_socket(struct vm *vm, int memfd, const struct ivshmem_server_cal
 	vm->srv = ivshmem_server_new(spec->socket, memfd, MEARAS_VM_VECTORS, cb);
 	umask(old);
 	if (!vm->srv) {
-		log_err("VM %s: cannot serve %s: %s", spec->name, spec->socket, strerror(errno));
+		snprintf(err, errlen, "cannot serve %s: %s", spec->socket, strerror(errno));
 		return -1;
 	}
 	if (chown(spec->socket, spec->qemu_uid, spec->qemu_gid) || chmod(spec->socket, 0600)) {
-		log_err("VM %s: cannot give %s to uid %u: %s", spec->name, spec->socket, (unsigned)spec->qemu_uid,
-			strerror(errno));
+		snprintf(err, errlen, "cannot give %s to uid %u: %s", spec->socket, (unsigned)spec->qemu_uid,
+			 strerror(errno));
 		ivshmem_server_free(vm->srv);
 		return -1;
 	}
 	return 0;
 }
 
-int vm_worker_run(const struct backend_config *cfg, const struct vm_spec *spec, int memfd)
+/* Tells whoever waits for this VM server (vm_server_spawn) that it serves
+ * its socket (msg "") or why it cannot. */
+static void tell_ready(int *ready_fd, const char *msg)
+{
+	if (*ready_fd < 0)
+		return;
+	if (write(*ready_fd, msg, strlen(msg) + 1) < 0)
+		log_warn("VM server: cannot report readiness: %s", strerror(errno));
+	close(*ready_fd);
+	*ready_fd = -1;
+}
+
+int vm_worker_run(const struct backend_config *cfg, const struct vm_spec *spec, int memfd, int ready_fd)
 {
 	static struct vm vmstate; /* large: one per process */
 	struct vm *vm = &vmstate;
@@ -185,19 +198,26 @@ int vm_worker_run(const struct backend_config *cfg, const struct vm_spec *spec, 
 	if (vm_compute_layout(spec->size, spec->vgpus ? spec->vgpus : cfg->vgpus_default, &vm->lay, err,
 			      sizeof(err))) {
 		log_err("VM %s: %s", spec->name, err);
+		tell_ready(&ready_fd, err);
 		return 1;
 	}
-	if (map_memory(vm, memfd))
+	if (map_memory(vm, memfd)) {
+		tell_ready(&ready_fd, "cannot map the VM's shared memory (see mearasd's log)");
 		return 1;
+	}
 	vm->memfd = memfd;
 	write_header(vm);
-	if (open_socket(vm, memfd, &cb))
+	if (open_socket(vm, memfd, &cb, err, sizeof(err))) {
+		log_err("VM %s: %s", spec->name, err);
+		tell_ready(&ready_fd, err);
 		return 1;
+	}
 	doorbell = ivshmem_server_host_eventfd(vm->srv, MEARAS_VM_VEC_HOST);
 	vm->hdr->state = MEARAS_BACKEND_READY;
 	log_info("VM %s: serving %s (QEMU uid %u or root, one at a time): %llu MiB, %u slot(s) of %u vGPU(s), %llu MiB data area each",
 		 spec->name, spec->socket, (unsigned)spec->qemu_uid, (unsigned long long)(spec->size >> 20), vm->lay.nslots, vm->lay.nvgpus,
 		 (unsigned long long)(vm->lay.data_size >> 20));
+	tell_ready(&ready_fd, "");
 	while (!vm->gone) {
 		struct pollfd p[2 + MEARAS_VM_MAX_SLOTS] = {
 			{ .fd = ivshmem_server_poll_fd(vm->srv), .events = POLLIN },

@@ -436,3 +436,27 @@ def test_assembly_with_remote_vgpu(tmp_path: Path) -> None:
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait()
+
+
+def test_list_shows_the_processes_on_an_assembly(mearasd: Daemon) -> None:
+    c = client(mearasd)
+    c.instantiate(assembly("seen", (0, 64 * MiB), (1, 64 * MiB)))
+    assert c.attachments() == {"seen": []}
+    p = subprocess.Popen([str(PROBE), "hold"], env=mearasd.client_env("seen"),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        assert p.stdout is not None
+        for line in p.stdout:
+            if line.strip() == "ready":
+                break
+        assert c.attachments() == {"seen": [(p.pid, "")]}  # the kernel's pid of the client
+        p.communicate("go\n", timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    deadline = time.monotonic() + 5
+    while c.attachments()["seen"] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert c.attachments() == {"seen": []}

@@ -211,6 +211,24 @@ while IFS= read -r line; do
 	esac
 done < <("$(dirname "$0")/suite-test.sh" 2>&1)
 
+echo "== assembly: a VM given 1 local + 1 remote vGPU by AttachVm on a running mearasd"
+while IFS= read -r line; do
+	case $line in
+	PASS\ *) pass "${line#PASS }" ;;
+	FAIL\ *) line=${line#FAIL }; fail "${line%%: *}" "${line#*: }" ;;
+	*) echo "$line" ;;
+	esac
+done < <("$(dirname "$0")/assembly-test.sh" "$guest" "$work" 2>&1)
+
+echo "== libvirt + hook: virsh create of a domain with assembly metadata (1 local + 1 remote vGPU)"
+while IFS= read -r line; do
+	case $line in
+	PASS\ *) pass "${line#PASS }" ;;
+	FAIL\ *) line=${line#FAIL }; fail "${line%%: *}" "${line#*: }" ;;
+	*) echo "$line" ;;
+	esac
+done < <("$(dirname "$0")/libvirt-assembly-test.sh" "$guest" "$work" 2>&1)
+
 echo "== took $(( $(date +%s) - start )) s"
 if [ "$failed" -eq 0 ]; then rm -rf "$work"; else echo "logs kept in $work"; fi
 echo "$passed passed, $failed failed"

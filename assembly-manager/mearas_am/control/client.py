@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from dataclasses import dataclass
 from typing import Protocol
 
 from google.protobuf.message import DecodeError
@@ -25,6 +26,21 @@ class MearasdClient(Protocol):
     def instantiate(self, assembly: Assembly) -> None: ...
     def release(self, assembly_id: str) -> None: ...
     def list_assemblies(self) -> list[tuple[str, str, list[VgpuPlacement]]]: ...
+    def attachments(self) -> dict[str, list[tuple[int, str]]]: ...
+    def attach_vm(self, vm: VmAttachment) -> tuple[int, int]: ...
+    def detach_vm(self, domain: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class VmAttachment:
+    """What mearasd needs to serve a domain's QEMU: its ivshmem-doorbell socket (a file in
+    mearasd's --vm-dir), the shared memory size (the <shmem> <size>), and the user QEMU runs as."""
+    domain: str
+    assembly_id: str
+    socket: str
+    bar_size_bytes: int
+    qemu_uid: int = 0
+    qemu_gid: int = 0
 
 
 def vgpu_spec(v: VgpuPlacement) -> control_pb2.VgpuSpec:
@@ -145,3 +161,23 @@ class SocketMearasdClient:
         r = self._roundtrip(req, "assemblies").assemblies
         return [(a.assembly_id, a.owner, [placement_of(v) for v in a.vgpus])
                 for a in r.assemblies]
+
+    def attachments(self) -> dict[str, list[tuple[int, str]]]:
+        """Assembly id -> the processes mearasd serves its vGPUs to now: (pid, VM), VM "" for a
+        process client, else the guest process's pid (the guest's word) in that VM."""
+        req = control_pb2.ControlRequest(list=control_pb2.ListAssembliesRequest())
+        r = self._roundtrip(req, "assemblies").assemblies
+        return {a.assembly_id: [(p.pid, p.vm) for p in a.attached] for a in r.assemblies}
+
+    def attach_vm(self, vm: VmAttachment) -> tuple[int, int]:
+        """Has mearasd serve the domain's VM socket with the assembly's vGPUs; returns
+        (vGPUs per guest process, guest processes served at once)."""
+        req = control_pb2.ControlRequest(attach_vm=control_pb2.AttachVmRequest(
+            domain=vm.domain, assembly_id=vm.assembly_id, socket=vm.socket,
+            bar_size_bytes=vm.bar_size_bytes, qemu_uid=vm.qemu_uid, qemu_gid=vm.qemu_gid))
+        r = self._roundtrip(req, "vm_attached").vm_attached
+        return r.vgpus, r.slots
+
+    def detach_vm(self, domain: str) -> None:
+        req = control_pb2.ControlRequest(detach_vm=control_pb2.DetachVmRequest(domain=domain))
+        self._roundtrip(req, "vm_detached")

@@ -103,6 +103,18 @@ slotdead)
 hostile)
 	/bin/hostile
 	;;
+assembly)
+	# a VM attached to an assembly (assembly-test.sh): $2 vGPUs, their names and
+	# memory (the quotas), data through each; then two guest processes at once
+	WANT_DEVICES=${2:-2} $t props
+	$t memcpy
+	$t memcpy > /tmp/a.out 2>&1 & a=$!
+	$t memcpy > /tmp/b.out 2>&1 & b=$!
+	wait $a; ra=$?; wait $b; rb=$?
+	sed 's/GUEST-\(PASS\|FAIL\) /&two-procs-A-/' /tmp/a.out | grep GUEST-
+	sed 's/GUEST-\(PASS\|FAIL\) /&two-procs-B-/' /tmp/b.out | grep GUEST-
+	[ $ra = 0 ] && [ $rb = 0 ] && pass two-processes || fail two-processes "exit $ra $rb"
+	;;
 suite)
 	# $2: microbench copy size in MiB (kernel command line mearas_secs=)
 	sh /bin/suite.sh "${2:-256}"

@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# `virsh create` of vm-configs/mearas-assembly-vm.xml (domain type qemu, TCG)
+# through the mearas libvirt hook, installed for this test before a libvirtd
+# of its own starts, against two real mearasd on the sim device: node-a serves
+# the VM (--vm-dir), node-b the assembly's remote vGPU over loopback (cluster
+# key); both nodes are in a file registry. The hook books vGPU 0 on node-a and
+# vGPU 1 on node-b (policy exact), mearasd serves the domain's socket, the
+# guest sees 2 vGPUs of the booked quota and moves data through each; the
+# guest's poweroff, and `virsh destroy` of a second domain holding GPU memory,
+# free everything on both nodes. Ten domains of 1 vGPU started at once get
+# the 8 vGPU slots there are, never more. A domain whose device disagrees with its
+# metadata, and one whose remote node is down, do not start and leave
+# nothing booked or served. Restores the previous hook and stops what it started (by
+# PID). Usage: libvirt-assembly-test.sh GUEST_DIR WORK_DIR. Prints PASS/FAIL lines.
+set -uo pipefail
+guest=${1:?} work=${2:?}/lva
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+mearasd=$repo/build/bin/mearasd
+hook=/etc/libvirt/hooks/qemu uri=qemu:///system
+dom=mearas-lva-$$
+started=() pids=() hook_backup=""
+
+pass() { echo "PASS libvirt-assembly/$1"; }
+fail() { echo "FAIL libvirt-assembly/$1${2:+: $2}"; }
+check() { if eval "$2"; then pass "$1"; else fail "$1" "${3:-}"; fi; }
+wait_for() {
+	local i=0
+	while ! eval "$1"; do
+		i=$((i + 1))
+		[ $i -gt $(( ${2:-20} * 10 )) ] && return 1
+		sleep 0.1
+	done
+}
+cleanup() {
+	for d in "$dom" "$dom-d" "$dom-x" "$dom-r" "$dom"-c{0..9}; do virsh -c "$uri" destroy "$d" >/dev/null 2>&1; done
+	for p in "${started[@]+"${started[@]}"}"; do kill "$p" 2>/dev/null; done
+	if [ -n "$hook_backup" ]; then cp "$hook_backup" "$hook"; else rm -f "$hook"; fi
+	for p in "${pids[@]+"${pids[@]}"}"; do kill "$p" 2>/dev/null; done
+	return 0
+}
+mearas() { PYTHONPATH=$repo/assembly-manager python3 -m mearas_am.cli "$@"; }
+
+for b in libvirtd virtlogd virsh; do
+	command -v $b >/dev/null || { fail available "$b missing (scripts/deps/apt-vm-cuda.txt)"; exit 0; }
+done
+if pgrep -x libvirtd >/dev/null; then
+	fail own-libvirtd "a libvirtd runs already: the hook is read when libvirtd starts (stop it first)"
+	exit 0
+fi
+trap cleanup EXIT
+mkdir -p "$work/vm"
+chmod 755 "$(dirname "$work")" "$work" "$work/vm"   # QEMU (libvirt-qemu) reaches its socket
+cp "$guest/initramfs.cpio.gz" "$work/"
+if [ -f "$guest/vmlinux" ]; then cp "$guest/vmlinux" "$work/kernel"; else cp "$guest/vmlinuz" "$work/kernel"; fi
+chmod 644 "$work/kernel" "$work/initramfs.cpio.gz"
+
+head -c 32 /dev/urandom | base64 > "$work/key"
+port=$((42000 + $$ % 20000))
+"$mearasd" --device=sim --socket="$work/b.sock" --control="$work/bc.sock" --node-name=node-b \
+	--link-port=$port --link-bind=127.0.0.1 --cluster-key-file="$work/key" > "$work/b.log" 2>&1 &
+pids+=($!) bpid=$!
+"$mearasd" --device=sim --socket="$work/a.sock" --control="$work/ac.sock" --node-name=node-a \
+	--vm-dir="$work/vm" --cluster-key-file="$work/key" > "$work/a.log" 2>&1 &
+pids+=($!) apid=$!
+wait_for "[ -S '$work/ac.sock' ] && [ -S '$work/bc.sock' ]" 20 || { fail daemons-up; exit 0; }
+for n in a b; do
+	addr=""; [ $n = b ] && addr=127.0.0.1:$port
+	cat > "$work/$n.toml" <<EOF
+[node]
+name = "node-$n"
+address = "$addr"
+max_vgpus_per_gpu = 2
+[registry]
+backend = "file"
+path = "$work/registry.json"
+node_ttl = 3600
+[mearasd]
+control_socket = "$work/${n}c.sock"
+[vm]
+socket_dir = "$work/vm"
+qemu_user = "libvirt-qemu"
+EOF
+	out=$(mearas --config "$work/$n.toml" node-agent --once 2>&1) || { fail "publish-node-$n" "$out"; exit 0; }
+done
+[ -e "$hook" ] && { hook_backup=$work/qemu-hook.backup; cp "$hook" "$hook_backup"; }
+out=$(mearas --config "$work/a.toml" install-hook --force --hook-path "$hook" \
+	--pythonpath "$repo/assembly-manager" 2>&1) || { fail install-hook "$out"; exit 0; }
+if ! pgrep -x virtlogd >/dev/null; then virtlogd -d; sleep 0.3; started+=("$(pgrep -nx virtlogd)"); fi
+libvirtd -d; sleep 1; started+=("$(pgrep -nx libvirtd)")
+wait_for "virsh -c $uri version >/dev/null 2>&1" 90 || { fail libvirtd-up; exit 0; }
+
+# domain NAME CMDLINE_ARG METADATA_SED SOCKET_DIR: the example with this test's paths
+domain() {
+	sed -e "s|<name>mearas-NAME</name>|<name>$1</name>|" \
+	    -e "s|/var/lib/mearas/guest-NAME/vmlinux|$work/kernel|" \
+	    -e "s|/var/lib/mearas/guest-NAME/initramfs.cpio.gz|$work/initramfs.cpio.gz|" \
+	    -e "s|mearas_arg=props|mearas_arg=$2|" \
+	    -e "s|/var/log/mearas/vm-NAME.console|$work/$1.console|" \
+	    -e "s|<shmem name='mearas-mearas-NAME'>|<shmem name='mearas-$1'>|" \
+	    -e "s|/run/mearas/vm/mearas-NAME.sock|${4:-$work/vm}/$1.sock|" \
+	    -e "s|vgpus=\"2\"|vgpus=\"2\" $3|" -e 's|policy="local-first"|policy="exact"|' \
+	    -e 's|memory-per-vgpu="8GiB"|memory-per-vgpu="1GiB"|' \
+	    "$repo/vm-configs/mearas-assembly-vm.xml" > "$work/$1.xml"
+}
+booked() { mearas --config "$work/a.toml" assemblies --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))'; }
+nothing_left() { # PIDs of the daemons: no VM or link processes, nothing booked, no socket
+	[ "$(booked)" = 0 ] && [ -z "$(pgrep -P $apid)" ] && [ -z "$(pgrep -P $bpid)" ] && [ -z "$(ls "$work/vm")" ]
+}
+
+domain "$dom" "assembly mearas_secs=2" 'placement="node-a:1,node-b:0"'
+if out=$(virsh -c "$uri" create "$work/$dom.xml" 2>&1); then pass domain-started; else fail domain-started "$out"; exit 0; fi
+check assembly-booked "[ \"\$(booked)\" = 1 ]"
+check vm-socket-served "grep -q 'control: VM $dom attached' '$work/a.log'"
+wait_for "! virsh -c $uri domstate $dom >/dev/null 2>&1" 300 || fail domain-finished "still running after 300 s"
+tr -d '\r' < "$work/$dom.console" > "$work/$dom.txt" 2>/dev/null
+while IFS= read -r line; do
+	case $line in
+	GUEST-PASS*) pass "guest/${line#GUEST-PASS }" ;;
+	GUEST-FAIL*) line=${line#GUEST-FAIL }; fail "guest/${line%%:*}" "${line#*: }" ;;
+	"  device "*) echo "$line" ;;
+	esac
+done < "$work/$dom.txt"
+check guest-exit-0 "grep -q '^MEARAS-EXIT 0' '$work/$dom.txt'" "see $work/$dom.console"
+check guest-sees-quotas "[ \$(grep -c '^  device [01]: .*, 1024 MiB' '$work/$dom.txt') = 2 ]"
+check remote-vgpu-linked "grep -q 'vGPU 1 -> remote 127.0.0.1:$port' '$work/a.log'"
+check poweroff-frees-both-nodes "wait_for nothing_left 15" "booked $(booked); left on a: $(pgrep -P $apid | tr '\n' ' '); on b: $(pgrep -P $bpid | tr '\n' ' ')"
+
+# virsh destroy while a guest program holds GPU memory on both vGPUs
+domain "$dom-d" "sleep mearas_secs=120" 'placement="node-a:0,node-b:1"'
+if out=$(virsh -c "$uri" create "$work/$dom-d.xml" 2>&1); then
+	if wait_for "grep -qs GUEST-READY '$work/$dom-d.console'" 120; then
+		check destroy-holder-linked "[ -n \"\$(pgrep -P $bpid)\" ]"
+		gpid=$(tr -d '\r' < "$work/$dom-d.console" | sed -n 's/^GUEST-READY //p' | head -n1)
+		out=$(mearas --config "$work/a.toml" assemblies 2>&1)
+		check assemblies-shows-guest-process "grep -q 'vm:$dom-d .* $dom-d pid $gpid\$' <<< \"\$out\"" "$out"
+		virsh -c "$uri" destroy "$dom-d" >/dev/null 2>&1
+		check destroy-frees-both-nodes "wait_for nothing_left 15" "booked $(booked); left on a: $(pgrep -P $apid | tr '\n' ' '); on b: $(pgrep -P $bpid | tr '\n' ' ')"
+	else
+		fail destroy-guest-ready "no GUEST-READY"
+	fi
+else
+	fail destroy-domain-started "$out"
+fi
+
+# ten domains (no guest OS) of 1 vGPU each start at once: the 8 vGPU slots of the two
+# nodes (2 GPUs x 2 each) go to 8 of them, the other 2 are refused; never over-booked
+bare() { # NAME: a domain with the metadata and its device, SeaBIOS idling
+	cat > "$work/$1.xml" <<EOF
+<domain type='qemu'><name>$1</name><memory unit='MiB'>32</memory><vcpu>1</vcpu>
+<metadata><mearas:assembly xmlns:mearas="https://mearas.dev/xmlns/assembly/1" vgpus="1"
+ policy="spread" memory-per-vgpu="1GiB" shared-memory="16MiB"/></metadata>
+<os><type arch='x86_64' machine='pc'>hvm</type></os><features><acpi/></features>
+<devices><emulator>/usr/bin/qemu-system-x86_64</emulator>
+<shmem name='mearas-$1'><model type='ivshmem-doorbell'/><server path='$work/vm/$1.sock'/>
+<msi vectors='2' ioeventfd='on'/></shmem><memballoon model='none'/></devices></domain>
+EOF
+}
+for i in 0 1 2 3 4 5 6 7 8 9; do bare "$dom-c$i"; done
+creates=()
+for i in 0 1 2 3 4 5 6 7 8 9; do
+	virsh -c "$uri" create "$work/$dom-c$i.xml" > "$work/c$i.out" 2>&1 &
+	creates+=($!)
+done
+wait "${creates[@]}"
+up=$(virsh -c "$uri" list --name | grep -- "^$dom-c")
+served=$(ls "$work/vm" | wc -l)
+check concurrent-eight-start "[ \$(echo \"\$up\" | grep -c .) = 8 ] && [ \"\$(booked)\" = 8 ] && [ $served = 8 ]" "running: $(echo $up), booked $(booked), sockets $served"
+check concurrent-others-refused "[ \$(cat $work/c?.out | grep -c 'cannot place 1 vGPU') = 2 ]" "$(grep -h mearas "$work"/c?.out | head -3)"
+for d in "$dom"-c{0..9}; do virsh -c "$uri" destroy "$d" >/dev/null 2>&1; done
+check concurrent-all-freed "wait_for nothing_left 20" "booked $(booked); left on a: $(pgrep -P $apid | tr '\n' ' ')"
+
+# a device on another socket than the metadata's domain: refused, nothing booked
+domain "$dom-x" "props" 'placement="node-a:1,node-b:0"' "$work/vm/other"
+out=$(virsh -c "$uri" create "$work/$dom-x.xml" 2>&1)
+check mismatch-refused "[[ \"\$out\" == *'mearas: cannot start domain $dom-x: '*'but mearasd serves this domain on $work/vm/$dom-x.sock'* ]]" "$out"
+check mismatch-leaves-nothing nothing_left
+
+# the remote node down: mearasd tries the link before it serves the VM, so the start fails
+kill "$bpid"; wait "$bpid" 2>/dev/null
+domain "$dom-r" "props mearas_secs=2" 'placement="node-a:1,node-b:0"'
+out=$(virsh -c "$uri" create "$work/$dom-r.xml" 2>&1)
+check remote-down-refused "[[ \"\$out\" == *'mearas: cannot start domain $dom-r: '*'link to 127.0.0.1:$port failed'*released* ]]" "$out"
+check remote-down-leaves-nothing "wait_for '[ \"\$(booked)\" = 0 ] && [ -z \"\$(pgrep -P $apid)\" ]' 15"
+check mearasd-kept-running "kill -0 $apid"
