@@ -21,6 +21,16 @@ void mearas_log_set_fd(int fd)
 		log_fd = fd;
 }
 
+int mearas_log_fd(void)
+{
+	return log_fd;
+}
+
+const char *mearas_log_component(void)
+{
+	return log_component;
+}
+
 void mearas_log_init(const char *component)
 {
 	log_component = component;

@@ -19,6 +19,7 @@
 #include "control/attached.h"
 #include "control/vgpustats.h"
 #include "engine.h"
+#include "fatal.h"
 #include "mearas/fdpass.h"
 #include "mearas/log.h"
 #include "output.h"
@@ -121,6 +122,13 @@ int worker_serve_client(const struct backend_config *cfg, int sock, const struct
 	struct mearas_welcome wl = { .magic = MEARAS_WELCOME_MAGIC, .version = MEARAS_PROTO_VERSION };
 	struct backend_config client_cfg; /* this client's: its assembly's GPUs and quotas */
 
+	/* a worker of the remote node's session names its peer itself (serve_worker.c) */
+	if (peer) {
+		char dying[96];
+
+		snprintf(dying, sizeof(dying), "worker of client uid %u pid %d", peer->id.uid, peer->pid);
+		fatal_log_install(dying);
+	}
 	r = mearas_recv_fds(sock, &h, sizeof(h), fds, 0, &got, 5000);
 	if (r == -EPIPE) {
 		/* closed with nothing sent: e.g. another mearasd checking whether

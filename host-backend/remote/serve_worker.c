@@ -24,6 +24,7 @@
 
 #include "core/client.h"
 #include "core/config.h"
+#include "core/fatal.h"
 #include "mearas/clock.h"
 #include "mearas/fdpass.h"
 #include "mearas/log.h"
@@ -62,9 +63,13 @@ static int start_worker(struct remote_session *s, char *msg, size_t msglen)
 	s->child = fork();
 	if (s->child == 0) {
 		/* the worker: tied to this session thread, nothing else of ours kept */
+		char dying[160];
+
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
+		snprintf(dying, sizeof(dying), "worker of the remote vGPU of %s", mearas_link_conn_peer(s->conn));
+		fatal_log_install(dying);
 		if (dup2(sv[1], 3) < 0)
 			_exit(1);
 		close_range(4, ~0u, 0);

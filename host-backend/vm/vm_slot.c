@@ -35,6 +35,7 @@
 
 #include "control/attached.h"
 #include "core/engine.h"
+#include "core/fatal.h"
 #include "core/watchdog.h"
 #include "ivshmem/ivshmem_server.h"
 #include "mearas/log.h"
@@ -232,10 +233,14 @@ static void __attribute__((noreturn)) slot_main(struct vm *vm, struct vm_slot *s
 	int32_t guest_pid;
 	int r;
 
+	char dying[160];
+
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
 		_exit(1);
 	prctl(PR_SET_NAME, "mearas-slot");
+	snprintf(dying, sizeof(dying), "worker of VM %s slot %u", vm->spec->name, s->index);
+	fatal_log_install(dying);
 	for (unsigned v = 0; v < MEARAS_VM_VECTORS; v++) {
 		s->wake_fd[v] = ivshmem_server_peer_eventfd(vm->srv, vm->peer, v);
 		if (s->wake_fd[v] < 0) {

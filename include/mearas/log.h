@@ -9,6 +9,10 @@
 void mearas_log_init(const char *component);
 /* write messages to fd instead of stderr */
 void mearas_log_set_fd(int fd);
+/* where messages go (stderr or the fd of mearas_log_set_fd), and the
+ * component named in them: plain reads, fit for a signal handler */
+int mearas_log_fd(void);
+const char *mearas_log_component(void);
 void mearas_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int mearas_log_debug_enabled(void);
 /* MEARAS_LOG_* of "error", "warn" (or "warning"), "info", "debug"; -1 for anything else */
