@@ -113,9 +113,11 @@ run_test() {
 }
 
 # prog [VAR=value...] NAME [ARGS...]: a program against the shared daemon,
-# with a time limit
+# with a time limit; its worker is gone when it returns (memory a program
+# leaves allocated counts against this user's quota until then, and the next
+# program's cudaMemGetInfo would see it in use)
 prog() {
-	local envs=() p
+	local envs=() p rc
 	while [[ $1 == *=* ]]; do
 		envs+=("$1")
 		shift
@@ -123,6 +125,9 @@ prog() {
 	p=$1
 	shift
 	env MEARAS_SOCKET="$SHARED_SOCK" "${envs[@]}" timeout 120 "$BIN/$p" "$@"
+	rc=$?
+	wait_gone 10 $(workers_of "$SHARED_PID") || echo "workers of the shared daemon still alive after $p"
+	return $rc
 }
 
 # the shared daemon is still up and every finished client's worker is gone
