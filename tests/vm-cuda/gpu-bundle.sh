@@ -31,9 +31,13 @@ mkdir -p "$stage/lib/qemu"
 cp -L /usr/lib/x86_64-linux-gnu/qemu/*.so "$stage/lib/qemu/" 2>/dev/null || true
 for m in "$stage"/lib/qemu/*.so; do [ -e "$m" ] && copy_libs "$m"; done
 cp "$here/build/guest/vmlinuz" "$here/build/guest/initramfs.cpio.gz" "$stage/guest/"
-# the same binaries the guest image holds, for the native runs
-find "$repo/tests/cuda/build" -maxdepth 1 -type f -perm -u+x -exec cp {} "$stage/suite/" \;
-find "$repo/tests/cuda/build/static" -maxdepth 1 -type f -perm -u+x -exec cp {} "$stage/suite-static/" \;
+# the same binaries the guest image holds (run-suite.sh's `programs`, not the
+# library programs), for the native runs
+programs=$(sed -n '/^programs=(/,/)/p' "$repo/tests/cuda/run-suite.sh" | tr -d '()' | sed 's/programs=//')
+for p in $programs; do
+	cp "$repo/tests/cuda/build/$p" "$stage/suite/"
+	cp "$repo/tests/cuda/build/static/$p" "$stage/suite-static/"
+done
 cp "$repo/build/experiments/microbench" "$stage/suite/"
 tar -C "$stage" -czf "$out/vmgpu.tar.gz" .
 cp "$here/gpu-run.sh" "$out/"
