@@ -457,11 +457,12 @@ static cudaError_t edge_nodes(struct rt_graph *g, void *f, void *t, struct rt_gn
 	return cudaSuccess;
 }
 
-/* all or nothing: every edge is checked first */
-cudaError_t rt_graph_add_deps(struct rt_graph *g, void *const *from, void *const *to, size_t n)
+/* all or nothing: every edge of the lists is checked first; for adding,
+ * none is there yet nor twice in the lists; for removing, each is there */
+static cudaError_t check_edges(struct rt_graph *g, void *const *from, void *const *to, size_t n, bool adding)
 {
 	struct rt_gnode *f, *t;
-	cudaError_t e = cudaSuccess;
+	cudaError_t e;
 
 	if (!g->built)
 		return cudaErrorNotSupported;
@@ -471,12 +472,19 @@ cudaError_t rt_graph_add_deps(struct rt_graph *g, void *const *from, void *const
 		e = edge_nodes(g, from[i], to[i], &f, &t);
 		if (e)
 			return e;
-		if (has_dep(t, f))
-			return cudaErrorInvalidValue; /* exists already */
-		for (size_t j = 0; j < i; j++)
+		if (has_dep(t, f) == adding)
+			return cudaErrorInvalidValue; /* exists already, or not at all */
+		for (size_t j = 0; adding && j < i; j++)
 			if (from[j] == from[i] && to[j] == to[i])
 				return cudaErrorInvalidValue;
 	}
+	return cudaSuccess;
+}
+
+cudaError_t rt_graph_add_deps(struct rt_graph *g, void *const *from, void *const *to, size_t n)
+{
+	cudaError_t e = check_edges(g, from, to, n, true);
+
 	for (size_t i = 0; i < n && !e; i++)
 		e = add_dep(to[i], from[i]);
 	return e;
@@ -495,23 +503,11 @@ static void drop_dep(struct rt_gnode *t, const struct rt_gnode *f)
 
 cudaError_t rt_graph_remove_deps(struct rt_graph *g, void *const *from, void *const *to, size_t n)
 {
-	struct rt_gnode *f, *t;
-	cudaError_t e;
+	cudaError_t e = check_edges(g, from, to, n, false);
 
-	if (!g->built)
-		return cudaErrorNotSupported;
-	if (n && (!from || !to))
-		return cudaErrorInvalidValue;
-	for (size_t i = 0; i < n; i++) {
-		e = edge_nodes(g, from[i], to[i], &f, &t);
-		if (e)
-			return e;
-		if (!has_dep(t, f))
-			return cudaErrorInvalidValue;
-	}
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n && !e; i++)
 		drop_dep(to[i], from[i]);
-	return cudaSuccess;
+	return e;
 }
 
 cudaError_t rt_gnode_destroy(struct rt_gnode *n)

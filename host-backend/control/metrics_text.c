@@ -8,6 +8,8 @@
  * opened; per GPU: what NVML says (metrics_gpu.c).
  */
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +185,39 @@ static void render_vgpus(struct mtext *t, const struct vstat_series *ss, int n)
 		}
 }
 
+/* the links' counters, remote vGPU series only: one sample each, or two
+ * (label[0] and label[1], by direction); at: their offsets in the series */
+static const struct link_counter {
+	const char *name, *help, *label[2];
+	size_t at[2];
+} link_counters[] = {
+	{ "mearas_link_opened_total",
+	  "Links opened to the peer for this vGPU (one per client process; more than one: reconnections).",
+	  { NULL, NULL },
+	  { offsetof(struct vstat_series, links_opened), 0 } },
+	{ "mearas_link_bytes_total",
+	  "Bytes on the link, by direction.",
+	  { "direction=\"sent\"", "direction=\"received\"" },
+	  { offsetof(struct vstat_series, sum.link_bytes_sent),
+	    offsetof(struct vstat_series, sum.link_bytes_received) } },
+	{ "mearas_link_batches_total",
+	  "Batches of records sent on the link.",
+	  { NULL, NULL },
+	  { offsetof(struct vstat_series, sum.link_batches), 0 } },
+	{ "mearas_link_messages_total",
+	  "Messages (records and calls) sent on the link.",
+	  { NULL, NULL },
+	  { offsetof(struct vstat_series, sum.link_msgs), 0 } },
+};
+
+static uint64_t field_u64(const struct vstat_series *s, size_t at)
+{
+	uint64_t v;
+
+	memcpy(&v, (const char *)s + at, sizeof(v));
+	return v;
+}
+
 static void render_links(struct mtext *t, const struct vstat_series *ss, int n)
 {
 	family(t, "mearas_link_state", "gauge",
@@ -200,33 +235,16 @@ static void render_links(struct mtext *t, const struct vstat_series *ss, int n)
 			continue;
 		seconds(t, "mearas_link_rtt_seconds", link_labels, &ss[i], NULL, ss[i].sum.link_rtt_ns);
 	}
-	family(t, "mearas_link_opened_total", "counter",
-	       "Links opened to the peer for this vGPU (one per client process; more than one: reconnections).");
-	for (int i = 0; i < n; i++) {
-		if (!ss[i].remote)
-			continue;
-		sample(t, "mearas_link_opened_total", link_labels, &ss[i], NULL, ss[i].links_opened);
-	}
-	family(t, "mearas_link_bytes_total", "counter", "Bytes on the link, by direction.");
-	for (int i = 0; i < n; i++) {
-		if (!ss[i].remote)
-			continue;
-		sample(t, "mearas_link_bytes_total", link_labels, &ss[i], "direction=\"sent\"",
-		       ss[i].sum.link_bytes_sent);
-		sample(t, "mearas_link_bytes_total", link_labels, &ss[i], "direction=\"received\"",
-		       ss[i].sum.link_bytes_received);
-	}
-	family(t, "mearas_link_batches_total", "counter", "Batches of records sent on the link.");
-	for (int i = 0; i < n; i++) {
-		if (!ss[i].remote)
-			continue;
-		sample(t, "mearas_link_batches_total", link_labels, &ss[i], NULL, ss[i].sum.link_batches);
-	}
-	family(t, "mearas_link_messages_total", "counter", "Messages (records and calls) sent on the link.");
-	for (int i = 0; i < n; i++) {
-		if (!ss[i].remote)
-			continue;
-		sample(t, "mearas_link_messages_total", link_labels, &ss[i], NULL, ss[i].sum.link_msgs);
+	for (size_t c = 0; c < sizeof(link_counters) / sizeof(link_counters[0]); c++) {
+		const struct link_counter *lc = &link_counters[c];
+
+		family(t, lc->name, "counter", lc->help);
+		for (int i = 0; i < n; i++) {
+			if (!ss[i].remote)
+				continue;
+			for (int k = 0; k < (lc->label[1] ? 2 : 1); k++)
+				sample(t, lc->name, link_labels, &ss[i], lc->label[k], field_u64(&ss[i], lc->at[k]));
+		}
 	}
 }
 
