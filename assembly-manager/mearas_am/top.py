@@ -114,6 +114,32 @@ def _lkey(lb: dict[str, str]) -> tuple[str, str, str, int, int]:
             int(lb.get("vgpu", "0")), int(lb.get("gpu", "-1")))
 
 
+# metric -> the figures it sets (vgpu, link or gpu) and which of them
+_FIELDS: dict[str, tuple[str, str]] = {
+    "mearas_vgpu_clients": ("vgpu", "clients"),
+    "mearas_vgpu_errors_total": ("vgpu", "errors"),
+    "mearas_vgpu_sync_latency_seconds_count": ("vgpu", "sync_count"),
+    "mearas_vgpu_sync_latency_seconds_sum": ("vgpu", "sync_seconds"),
+    "mearas_vgpu_memory_used_bytes": ("vgpu", "memory_used"),
+    "mearas_vgpu_memory_quota_bytes": ("vgpu", "memory_quota"),
+    "mearas_link_rtt_seconds": ("link", "rtt_seconds"),
+    "mearas_link_opened_total": ("link", "opened"),
+    "mearas_link_batches_total": ("link", "batches"),
+    "mearas_link_messages_total": ("link", "messages"),
+    "mearas_gpu_utilization_ratio": ("gpu", "utilization"),
+    "mearas_gpu_memory_used_bytes": ("gpu", "memory_used"),
+    "mearas_gpu_memory_total_bytes": ("gpu", "memory_total"),
+}
+# metric -> figures, the label that picks the field, its value for the first field, the first, the other
+_SPLIT: dict[str, tuple[str, str, str, str, str]] = {
+    "mearas_vgpu_copy_bytes_total": ("vgpu", "direction", "h2d", "bytes_h2d", "bytes_d2h"),
+    "mearas_link_state": ("link", "state", "up", "up", "broken"),
+    "mearas_link_bytes_total": ("link", "direction", "sent", "bytes_sent", "bytes_received"),
+}
+# the fields that count things (the others keep the sample's float)
+_INTS = {"clients", "up", "broken"}
+
+
 def parse(url: str, text: str) -> NodeFigures:
     """One endpoint's figures from its exposition (prometheus-client's parser)."""
     n = NodeFigures(url=url, scraped_at=time.time())
@@ -148,50 +174,17 @@ def parse(url: str, text: str) -> NodeFigures:
             lb, v, name = s.labels, float(s.value), s.name
             if name == "mearas_info":
                 n.node, n.device = lb.get("node", "?"), lb.get("device", "?")
-            elif name == "mearas_vgpu_clients":
-                vgpu(lb).clients = int(v)
             elif name == "mearas_vgpu_calls_total":
                 vgpu(lb).calls[lb.get("class", "other")] = v
-            elif name == "mearas_vgpu_copy_bytes_total":
-                f = vgpu(lb)
-                if lb.get("direction") == "h2d":
-                    f.bytes_h2d = v
+            elif name in _FIELDS or name in _SPLIT:
+                if name in _SPLIT:
+                    kind, label, first, attr, other = _SPLIT[name]
+                    attr = attr if lb.get(label) == first else other
                 else:
-                    f.bytes_d2h = v
-            elif name == "mearas_vgpu_errors_total":
-                vgpu(lb).errors = v
-            elif name == "mearas_vgpu_sync_latency_seconds_count":
-                vgpu(lb).sync_count = v
-            elif name == "mearas_vgpu_sync_latency_seconds_sum":
-                vgpu(lb).sync_seconds = v
-            elif name == "mearas_vgpu_memory_used_bytes":
-                vgpu(lb).memory_used = v
-            elif name == "mearas_vgpu_memory_quota_bytes":
-                vgpu(lb).memory_quota = v
-            elif name == "mearas_link_state":
-                if lb.get("state") == "up":
-                    link(lb).up = int(v)
-                else:
-                    link(lb).broken = int(v)
-            elif name == "mearas_link_rtt_seconds":
-                link(lb).rtt_seconds = v
-            elif name == "mearas_link_opened_total":
-                link(lb).opened = v
-            elif name == "mearas_link_bytes_total":
-                if lb.get("direction") == "sent":
-                    link(lb).bytes_sent = v
-                else:
-                    link(lb).bytes_received = v
-            elif name == "mearas_link_batches_total":
-                link(lb).batches = v
-            elif name == "mearas_link_messages_total":
-                link(lb).messages = v
-            elif name == "mearas_gpu_utilization_ratio":
-                gpu(lb).utilization = v
-            elif name == "mearas_gpu_memory_used_bytes":
-                gpu(lb).memory_used = v
-            elif name == "mearas_gpu_memory_total_bytes":
-                gpu(lb).memory_total = v
+                    kind, attr = _FIELDS[name]
+                fig: VgpuFigures | LinkFigures | GpuFigures = (
+                    vgpu(lb) if kind == "vgpu" else link(lb) if kind == "link" else gpu(lb))
+                setattr(fig, attr, int(v) if attr in _INTS else v)
     n.vgpus = sorted(vg.values(), key=lambda f: (f.owner, f.assembly, f.vgpu))
     n.links = sorted(lk.values(), key=lambda f: (f.peer, f.owner, f.assembly, f.vgpu))
     n.gpus = [gp[i] for i in sorted(gp)]

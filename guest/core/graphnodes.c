@@ -219,17 +219,30 @@ static cudaError_t own(struct rt_node_params *dst, const struct rt_node_params *
 
 /* ---- structure ---- */
 
+/* v (of *cap elements of size elem, n of them used) with room for one more:
+ * v itself, or v grown to twice its capacity (first when empty); NULL when
+ * out of memory, v then unchanged */
+static void *room(void *v, size_t *cap, size_t n, size_t elem, size_t first)
+{
+	size_t c;
+	void *nv;
+
+	if (n < *cap)
+		return v;
+	c = *cap ? *cap * 2 : first;
+	nv = realloc(v, c * elem);
+	if (nv)
+		*cap = c;
+	return nv;
+}
+
 static cudaError_t add_dep(struct rt_gnode *n, struct rt_gnode *d)
 {
-	if (n->ndeps == n->capdeps) {
-		size_t cap = n->capdeps ? n->capdeps * 2 : 4;
-		struct rt_gnode **nd = realloc(n->deps, cap * sizeof(*nd));
+	struct rt_gnode **nd = room(n->deps, &n->capdeps, n->ndeps, sizeof(*nd), 4);
 
-		if (!nd)
-			return cudaErrorMemoryAllocation;
-		n->deps = nd;
-		n->capdeps = cap;
-	}
+	if (!nd)
+		return cudaErrorMemoryAllocation;
+	n->deps = nd;
 	n->deps[n->ndeps++] = d;
 	return cudaSuccess;
 }
@@ -246,17 +259,12 @@ static bool has_dep(const struct rt_gnode *n, const struct rt_gnode *d)
 static cudaError_t new_node(struct rt_graph *g, const struct rt_node_params *p, struct rt_gnode **out)
 {
 	struct rt_gnode *n;
+	struct rt_gnode **nn = room(g->nodes, &g->cap, g->nnodes, sizeof(*nn), 8);
 	cudaError_t e;
 
-	if (g->nnodes == g->cap) {
-		size_t cap = g->cap ? g->cap * 2 : 8;
-		struct rt_gnode **nn = realloc(g->nodes, cap * sizeof(*nn));
-
-		if (!nn)
-			return cudaErrorMemoryAllocation;
-		g->nodes = nn;
-		g->cap = cap;
-	}
+	if (!nn)
+		return cudaErrorMemoryAllocation;
+	g->nodes = nn;
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return cudaErrorMemoryAllocation;
@@ -449,11 +457,12 @@ static cudaError_t edge_nodes(struct rt_graph *g, void *f, void *t, struct rt_gn
 	return cudaSuccess;
 }
 
-/* all or nothing: every edge is checked first */
-cudaError_t rt_graph_add_deps(struct rt_graph *g, void *const *from, void *const *to, size_t n)
+/* all or nothing: every edge of the lists is checked first; for adding,
+ * none is there yet nor twice in the lists; for removing, each is there */
+static cudaError_t check_edges(struct rt_graph *g, void *const *from, void *const *to, size_t n, bool adding)
 {
 	struct rt_gnode *f, *t;
-	cudaError_t e = cudaSuccess;
+	cudaError_t e;
 
 	if (!g->built)
 		return cudaErrorNotSupported;
@@ -463,12 +472,19 @@ cudaError_t rt_graph_add_deps(struct rt_graph *g, void *const *from, void *const
 		e = edge_nodes(g, from[i], to[i], &f, &t);
 		if (e)
 			return e;
-		if (has_dep(t, f))
-			return cudaErrorInvalidValue; /* exists already */
-		for (size_t j = 0; j < i; j++)
+		if (has_dep(t, f) == adding)
+			return cudaErrorInvalidValue; /* exists already, or not at all */
+		for (size_t j = 0; adding && j < i; j++)
 			if (from[j] == from[i] && to[j] == to[i])
 				return cudaErrorInvalidValue;
 	}
+	return cudaSuccess;
+}
+
+cudaError_t rt_graph_add_deps(struct rt_graph *g, void *const *from, void *const *to, size_t n)
+{
+	cudaError_t e = check_edges(g, from, to, n, true);
+
 	for (size_t i = 0; i < n && !e; i++)
 		e = add_dep(to[i], from[i]);
 	return e;
@@ -487,23 +503,11 @@ static void drop_dep(struct rt_gnode *t, const struct rt_gnode *f)
 
 cudaError_t rt_graph_remove_deps(struct rt_graph *g, void *const *from, void *const *to, size_t n)
 {
-	struct rt_gnode *f, *t;
-	cudaError_t e;
+	cudaError_t e = check_edges(g, from, to, n, false);
 
-	if (!g->built)
-		return cudaErrorNotSupported;
-	if (n && (!from || !to))
-		return cudaErrorInvalidValue;
-	for (size_t i = 0; i < n; i++) {
-		e = edge_nodes(g, from[i], to[i], &f, &t);
-		if (e)
-			return e;
-		if (!has_dep(t, f))
-			return cudaErrorInvalidValue;
-	}
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n && !e; i++)
 		drop_dep(to[i], from[i]);
-	return cudaSuccess;
+	return e;
 }
 
 cudaError_t rt_gnode_destroy(struct rt_gnode *n)
@@ -592,15 +596,11 @@ struct flatten {
 
 static size_t push(struct flatten *F, const struct rt_node_params *p)
 {
-	if (F->n == F->cap) {
-		size_t cap = F->cap ? F->cap * 2 : 16;
-		struct flat *nv = realloc(F->v, cap * sizeof(*nv));
+	struct flat *nv = room(F->v, &F->cap, F->n, sizeof(*nv), 16);
 
-		if (!nv)
-			return NONE;
-		F->v = nv;
-		F->cap = cap;
-	}
+	if (!nv)
+		return NONE;
+	F->v = nv;
 	memset(&F->v[F->n], 0, sizeof(F->v[0]));
 	F->v[F->n].p = p;
 	F->v[F->n].stream = -1;
@@ -691,17 +691,12 @@ struct replay {
 
 static cudaError_t new_event(struct replay *R, struct rt_event **out)
 {
+	struct rt_event **ne = room(R->events, &R->capevents, R->nevents, sizeof(*ne), 16);
 	cudaError_t e;
 
-	if (R->nevents == R->capevents) {
-		size_t cap = R->capevents ? R->capevents * 2 : 16;
-		struct rt_event **ne = realloc(R->events, cap * sizeof(*ne));
-
-		if (!ne)
-			return cudaErrorMemoryAllocation;
-		R->events = ne;
-		R->capevents = cap;
-	}
+	if (!ne)
+		return cudaErrorMemoryAllocation;
+	R->events = ne;
 	e = rt_event_create(R->vgpu, cudaEventDisableTiming, out);
 	if (!e)
 		R->events[R->nevents++] = *out;

@@ -40,6 +40,37 @@ static CUresult node_of(CUgraphNode h, int type, struct rt_gnode **n)
 	return CUDA_SUCCESS;
 }
 
+/* node_of, then the pointer a Get call fills in */
+static CUresult node_get(CUgraphNode h, int type, const void *out, struct rt_gnode **n)
+{
+	CUresult r = node_of(h, type, n);
+
+	if (r)
+		return r;
+	return out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* the node h of type and, hExec given, that executable graph (else NULL) */
+static CUresult set_target(CUgraphExec hExec, CUgraphNode h, int type, struct rt_graph_exec **x,
+			   struct rt_gnode **n)
+{
+	CUresult r = node_of(h, type, n);
+
+	if (r)
+		return r;
+	*x = NULL;
+	if (hExec && !(*x = rt_graph_exec_get(hExec)))
+		return CUDA_ERROR_INVALID_VALUE;
+	return CUDA_SUCCESS;
+}
+
+/* x NULL: the graph's node; else the node in that executable graph */
+static CUresult set_params(const char *call, struct rt_graph_exec *x, struct rt_gnode *n,
+			   const struct rt_node_params *p)
+{
+	return cu_result(x ? rt_graph_exec_set(call, x, n, p) : rt_gnode_set(call, n, p));
+}
+
 /* a context given with a node's parameters: NULL is the current one */
 static CUresult ctx_vgpu(CUcontext ctx, int *vgpu)
 {
@@ -49,6 +80,17 @@ static CUresult ctx_vgpu(CUcontext ctx, int *vgpu)
 		return ctx ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_CONTEXT;
 	*vgpu = c->vgpu;
 	return CUDA_SUCCESS;
+}
+
+/* a context given with a node's parameters is one of the graph's device */
+static CUresult same_ctx(int vgpu, CUcontext ctx)
+{
+	int cv;
+	CUresult r = ctx_vgpu(ctx, &cv);
+
+	if (r)
+		return r;
+	return cv == vgpu ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 CU_EXPORT CUresult CUDAAPI cuGraphCreate(CUgraph *phGraph, unsigned int flags)
@@ -184,12 +226,10 @@ static CUresult get_kernel(CUgraphNode h, CUDA_KERNEL_NODE_PARAMS_v2 *q, bool v2
 {
 	const struct rt_kernel_node *k;
 	struct rt_gnode *n;
-	CUresult r = node_of(h, cudaGraphNodeTypeKernel, &n);
+	CUresult r = node_get(h, cudaGraphNodeTypeKernel, q, &n);
 
 	if (r)
 		return r;
-	if (!q)
-		return CUDA_ERROR_INVALID_VALUE;
 	k = &rt_gnode_params(n)->u.k;
 	q->func = (CUfunction)k->func;
 	q->gridDimX = k->grid[0];
@@ -224,20 +264,18 @@ static CUresult set_kernel(const char *call, CUgraphExec hExec, CUgraphNode h, c
 {
 	struct kbuf *kb;
 	struct rt_node_params p;
-	struct rt_graph_exec *x = NULL;
+	struct rt_graph_exec *x;
 	struct rt_gnode *n;
-	CUresult r = node_of(h, cudaGraphNodeTypeKernel, &n);
+	CUresult r = set_target(hExec, h, cudaGraphNodeTypeKernel, &x, &n);
 
 	if (r)
 		return r;
-	if (hExec && !(x = rt_graph_exec_get(hExec)))
-		return CUDA_ERROR_INVALID_VALUE;
 	kb = malloc(sizeof(*kb));
 	if (!kb)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	r = kernel_v2(rt_gnode_graph(n)->vgpu, q, v2, kb->buf, kb->offsets, &p);
 	if (!r)
-		r = cu_result(x ? rt_graph_exec_set(call, x, n, &p) : rt_gnode_set(call, n, &p));
+		r = set_params(call, x, n, &p);
 	free(kb);
 	return r;
 }
@@ -296,21 +334,48 @@ static CUresult side(const char *call, CUmemorytype type, const void *host, CUde
 	return CUDA_SUCCESS;
 }
 
-static CUresult memcpy_params(const char *call, int vgpu, const CUDA_MEMCPY3D *c, CUcontext ctx,
-			      struct rt_node_params *p)
+/* the core's node of the driver's parameters of a kind that come with a
+ * context (memcpy, memset), for a graph of vgpu: shared by Add, Set and ExecSet */
+typedef CUresult (*ctx_params_fn)(const char *call, int vgpu, const void *q, CUcontext ctx,
+				  struct rt_node_params *p);
+
+static CUresult add_ctx_node(const char *call, CUgraphNode *o, CUgraph hGraph, const CUgraphNode *d, size_t n,
+			     ctx_params_fn conv, const void *q, CUcontext ctx)
 {
+	struct rt_node_params p;
+	struct rt_graph *g;
+	CUresult r = graph_of(hGraph, &g);
+
+	if (!r)
+		r = conv(call, g->vgpu, q, ctx, &p);
+	return r ? r : add(call, o, hGraph, d, n, &p);
+}
+
+static CUresult set_ctx_node(const char *call, CUgraphExec hExec, CUgraphNode h, int type, ctx_params_fn conv,
+			     const void *q, CUcontext ctx)
+{
+	struct rt_node_params p;
+	struct rt_graph_exec *x;
+	struct rt_gnode *n;
+	CUresult r = set_target(hExec, h, type, &x, &n);
+
+	if (!r)
+		r = conv(call, rt_gnode_graph(n)->vgpu, q, ctx, &p);
+	return r ? r : set_params(call, x, n, &p);
+}
+
+static CUresult memcpy_params(const char *call, int vgpu, const void *q, CUcontext ctx, struct rt_node_params *p)
+{
+	const CUDA_MEMCPY3D *c = q;
 	const void *src, *dst;
 	bool sh, dh;
-	int cv;
 	CUresult r;
 
 	if (!c)
 		return CUDA_ERROR_INVALID_VALUE;
-	r = ctx_vgpu(ctx, &cv);
+	r = same_ctx(vgpu, ctx);
 	if (r)
 		return r;
-	if (cv != vgpu)
-		return CUDA_ERROR_INVALID_VALUE;
 	if (c->Depth != 1 || c->Height < 1) {
 		if (c->Depth > 1)
 			log_warn("%s: 3D memcpy nodes (Depth > 1) are not supported by mearas", call);
@@ -342,25 +407,17 @@ static CUresult memcpy_params(const char *call, int vgpu, const CUDA_MEMCPY3D *c
 CU_EXPORT CUresult CUDAAPI cuGraphAddMemcpyNode(CUgraphNode *o, CUgraph hGraph, const CUgraphNode *d, size_t n,
 						const CUDA_MEMCPY3D *copyParams, CUcontext ctx)
 {
-	struct rt_node_params p;
-	struct rt_graph *g;
-	CUresult r = graph_of(hGraph, &g);
-
-	if (!r)
-		r = memcpy_params("cuGraphAddMemcpyNode", g->vgpu, copyParams, ctx, &p);
-	return r ? r : add("cuGraphAddMemcpyNode", o, hGraph, d, n, &p);
+	return add_ctx_node("cuGraphAddMemcpyNode", o, hGraph, d, n, memcpy_params, copyParams, ctx);
 }
 
 CU_EXPORT CUresult CUDAAPI cuGraphMemcpyNodeGetParams(CUgraphNode h, CUDA_MEMCPY3D *q)
 {
 	const struct rt_memcpy_node *c;
 	struct rt_gnode *n;
-	CUresult r = node_of(h, cudaGraphNodeTypeMemcpy, &n);
+	CUresult r = node_get(h, cudaGraphNodeTypeMemcpy, q, &n);
 
 	if (r)
 		return r;
-	if (!q)
-		return CUDA_ERROR_INVALID_VALUE;
 	c = &rt_gnode_params(n)->u.c;
 	memset(q, 0, sizeof(*q));
 	q->srcMemoryType = c->kind == cudaMemcpyDefault ? CU_MEMORYTYPE_UNIFIED
@@ -386,48 +443,30 @@ CU_EXPORT CUresult CUDAAPI cuGraphMemcpyNodeGetParams(CUgraphNode h, CUDA_MEMCPY
 	return CUDA_SUCCESS;
 }
 
-static CUresult set_memcpy(const char *call, CUgraphExec hExec, CUgraphNode h, const CUDA_MEMCPY3D *c, CUcontext ctx)
-{
-	struct rt_node_params p;
-	struct rt_graph_exec *x = NULL;
-	struct rt_gnode *n;
-	CUresult r = node_of(h, cudaGraphNodeTypeMemcpy, &n);
-
-	if (r)
-		return r;
-	if (hExec && !(x = rt_graph_exec_get(hExec)))
-		return CUDA_ERROR_INVALID_VALUE;
-	r = memcpy_params(call, rt_gnode_graph(n)->vgpu, c, ctx, &p);
-	if (r)
-		return r;
-	return cu_result(x ? rt_graph_exec_set(call, x, n, &p) : rt_gnode_set(call, n, &p));
-}
-
 CU_EXPORT CUresult CUDAAPI cuGraphMemcpyNodeSetParams(CUgraphNode h, const CUDA_MEMCPY3D *p)
 {
-	return set_memcpy("cuGraphMemcpyNodeSetParams", NULL, h, p, NULL);
+	return set_ctx_node("cuGraphMemcpyNodeSetParams", NULL, h, cudaGraphNodeTypeMemcpy, memcpy_params, p, NULL);
 }
 
 CU_EXPORT CUresult CUDAAPI cuGraphExecMemcpyNodeSetParams(CUgraphExec x, CUgraphNode h, const CUDA_MEMCPY3D *p,
 							  CUcontext ctx)
 {
-	return set_memcpy("cuGraphExecMemcpyNodeSetParams", x, h, p, ctx);
+	return set_ctx_node("cuGraphExecMemcpyNodeSetParams", x, h, cudaGraphNodeTypeMemcpy, memcpy_params, p, ctx);
 }
 
 /* ---- memset nodes ---- */
 
-static CUresult memset_params(int vgpu, const CUDA_MEMSET_NODE_PARAMS *m, CUcontext ctx, struct rt_node_params *p)
+static CUresult memset_params(const char *call, int vgpu, const void *q, CUcontext ctx, struct rt_node_params *p)
 {
-	int cv;
+	const CUDA_MEMSET_NODE_PARAMS *m = q;
 	CUresult r;
 
+	(void)call;
 	if (!m)
 		return CUDA_ERROR_INVALID_VALUE;
-	r = ctx_vgpu(ctx, &cv);
+	r = same_ctx(vgpu, ctx);
 	if (r)
 		return r;
-	if (cv != vgpu)
-		return CUDA_ERROR_INVALID_VALUE;
 	memset(p, 0, sizeof(*p));
 	p->type = cudaGraphNodeTypeMemset;
 	p->u.s.dst = (void *)(uintptr_t)m->dst;
@@ -442,25 +481,17 @@ static CUresult memset_params(int vgpu, const CUDA_MEMSET_NODE_PARAMS *m, CUcont
 CU_EXPORT CUresult CUDAAPI cuGraphAddMemsetNode(CUgraphNode *o, CUgraph hGraph, const CUgraphNode *d, size_t n,
 						const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx)
 {
-	struct rt_node_params p;
-	struct rt_graph *g;
-	CUresult r = graph_of(hGraph, &g);
-
-	if (!r)
-		r = memset_params(g->vgpu, memsetParams, ctx, &p);
-	return r ? r : add("cuGraphAddMemsetNode", o, hGraph, d, n, &p);
+	return add_ctx_node("cuGraphAddMemsetNode", o, hGraph, d, n, memset_params, memsetParams, ctx);
 }
 
 CU_EXPORT CUresult CUDAAPI cuGraphMemsetNodeGetParams(CUgraphNode h, CUDA_MEMSET_NODE_PARAMS *q)
 {
 	const struct rt_memset_node *m;
 	struct rt_gnode *n;
-	CUresult r = node_of(h, cudaGraphNodeTypeMemset, &n);
+	CUresult r = node_get(h, cudaGraphNodeTypeMemset, q, &n);
 
 	if (r)
 		return r;
-	if (!q)
-		return CUDA_ERROR_INVALID_VALUE;
 	m = &rt_gnode_params(n)->u.s;
 	q->dst = (CUdeviceptr)(uintptr_t)m->dst;
 	q->pitch = m->pitch;
@@ -471,33 +502,15 @@ CU_EXPORT CUresult CUDAAPI cuGraphMemsetNodeGetParams(CUgraphNode h, CUDA_MEMSET
 	return CUDA_SUCCESS;
 }
 
-static CUresult set_memset(const char *call, CUgraphExec hExec, CUgraphNode h, const CUDA_MEMSET_NODE_PARAMS *m,
-			   CUcontext ctx)
-{
-	struct rt_node_params p;
-	struct rt_graph_exec *x = NULL;
-	struct rt_gnode *n;
-	CUresult r = node_of(h, cudaGraphNodeTypeMemset, &n);
-
-	if (r)
-		return r;
-	if (hExec && !(x = rt_graph_exec_get(hExec)))
-		return CUDA_ERROR_INVALID_VALUE;
-	r = memset_params(rt_gnode_graph(n)->vgpu, m, ctx, &p);
-	if (r)
-		return r;
-	return cu_result(x ? rt_graph_exec_set(call, x, n, &p) : rt_gnode_set(call, n, &p));
-}
-
 CU_EXPORT CUresult CUDAAPI cuGraphMemsetNodeSetParams(CUgraphNode h, const CUDA_MEMSET_NODE_PARAMS *p)
 {
-	return set_memset("cuGraphMemsetNodeSetParams", NULL, h, p, NULL);
+	return set_ctx_node("cuGraphMemsetNodeSetParams", NULL, h, cudaGraphNodeTypeMemset, memset_params, p, NULL);
 }
 
 CU_EXPORT CUresult CUDAAPI cuGraphExecMemsetNodeSetParams(CUgraphExec x, CUgraphNode h,
 							  const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx)
 {
-	return set_memset("cuGraphExecMemsetNodeSetParams", x, h, p, ctx);
+	return set_ctx_node("cuGraphExecMemsetNodeSetParams", x, h, cudaGraphNodeTypeMemset, memset_params, p, ctx);
 }
 
 /* ---- host, empty and child graph nodes ---- */
@@ -525,12 +538,10 @@ CU_EXPORT CUresult CUDAAPI cuGraphAddHostNode(CUgraphNode *o, CUgraph g, const C
 CU_EXPORT CUresult CUDAAPI cuGraphHostNodeGetParams(CUgraphNode h, CUDA_HOST_NODE_PARAMS *q)
 {
 	struct rt_gnode *n;
-	CUresult r = node_of(h, cudaGraphNodeTypeHost, &n);
+	CUresult r = node_get(h, cudaGraphNodeTypeHost, q, &n);
 
 	if (r)
 		return r;
-	if (!q)
-		return CUDA_ERROR_INVALID_VALUE;
 	q->fn = rt_gnode_params(n)->u.h.fn;
 	q->userData = rt_gnode_params(n)->u.h.user;
 	return CUDA_SUCCESS;
@@ -539,17 +550,14 @@ CU_EXPORT CUresult CUDAAPI cuGraphHostNodeGetParams(CUgraphNode h, CUDA_HOST_NOD
 static CUresult set_host(const char *call, CUgraphExec hExec, CUgraphNode h, const CUDA_HOST_NODE_PARAMS *q)
 {
 	struct rt_node_params p;
-	struct rt_graph_exec *x = NULL;
+	struct rt_graph_exec *x;
 	struct rt_gnode *n;
-	CUresult r = node_of(h, cudaGraphNodeTypeHost, &n);
+	CUresult r = set_target(hExec, h, cudaGraphNodeTypeHost, &x, &n);
 
+	/* both checks fail with CUDA_ERROR_INVALID_VALUE: their order is not seen */
 	if (!r)
 		r = host_params(q, &p);
-	if (r)
-		return r;
-	if (hExec && !(x = rt_graph_exec_get(hExec)))
-		return CUDA_ERROR_INVALID_VALUE;
-	return cu_result(x ? rt_graph_exec_set(call, x, n, &p) : rt_gnode_set(call, n, &p));
+	return r ? r : set_params(call, x, n, &p);
 }
 
 CU_EXPORT CUresult CUDAAPI cuGraphHostNodeSetParams(CUgraphNode h, const CUDA_HOST_NODE_PARAMS *p)
@@ -582,12 +590,10 @@ CU_EXPORT CUresult CUDAAPI cuGraphAddChildGraphNode(CUgraphNode *o, CUgraph g, c
 CU_EXPORT CUresult CUDAAPI cuGraphChildGraphNodeGetGraph(CUgraphNode h, CUgraph *phGraph)
 {
 	struct rt_gnode *n;
-	CUresult r = node_of(h, cudaGraphNodeTypeGraph, &n);
+	CUresult r = node_get(h, cudaGraphNodeTypeGraph, phGraph, &n);
 
 	if (r)
 		return r;
-	if (!phGraph)
-		return CUDA_ERROR_INVALID_VALUE;
 	*phGraph = (CUgraph)rt_gnode_params(n)->u.child;
 	return CUDA_SUCCESS;
 }
@@ -613,12 +619,10 @@ CU_EXPORT CUresult CUDAAPI cuGraphExecChildGraphNodeSetParams(CUgraphExec hExec,
 CU_EXPORT CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode h, CUgraphNodeType *type)
 {
 	struct rt_gnode *n;
-	CUresult r = node_of(h, -1, &n);
+	CUresult r = node_get(h, -1, type, &n);
 
 	if (r)
 		return r;
-	if (!type)
-		return CUDA_ERROR_INVALID_VALUE;
 	*type = (CUgraphNodeType)rt_gnode_type(n);
 	return CUDA_SUCCESS;
 }

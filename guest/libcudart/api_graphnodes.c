@@ -51,6 +51,23 @@ static cudaError_t set(const char *call, struct rt_graph_exec *x, struct rt_gnod
 	return x ? rt_graph_exec_set(call, x, n, p) : rt_gnode_set(call, n, p);
 }
 
+/* node_of, then the pointer a Get call fills in */
+static cudaError_t node_get(cudaGraphNode_t h, int type, const void *out, struct rt_gnode **n)
+{
+	cudaError_t e = node_of(h, type, n);
+
+	return !e && !out ? cudaErrorInvalidValue : e;
+}
+
+/* the node of type that a Set or ExecSet call changes, and exec_of */
+static cudaError_t set_target(cudaGraphExec_t hExec, cudaGraphNode_t h, int type, struct rt_graph_exec **x,
+			      struct rt_gnode **n)
+{
+	cudaError_t e = node_of(h, type, n);
+
+	return e ? e : exec_of(hExec, x);
+}
+
 RT_EXPORT cudaError_t cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags)
 {
 	struct rt_graph *g;
@@ -162,10 +179,8 @@ RT_EXPORT cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, struct 
 {
 	const struct rt_kernel_node *k;
 	struct rt_gnode *n;
-	cudaError_t e = node_of(node, cudaGraphNodeTypeKernel, &n);
+	cudaError_t e = node_get(node, cudaGraphNodeTypeKernel, q, &n);
 
-	if (!e && !q)
-		e = cudaErrorInvalidValue;
 	if (e)
 		return rt_set_error(e);
 	k = &rt_gnode_params(n)->u.k;
@@ -185,10 +200,8 @@ static cudaError_t set_kernel(const char *call, cudaGraphExec_t hExec, cudaGraph
 	struct rt_graph_exec *x;
 	struct rt_gnode *n;
 	struct kbuf *kb;
-	cudaError_t e = node_of(node, cudaGraphNodeTypeKernel, &n);
+	cudaError_t e = set_target(hExec, node, cudaGraphNodeTypeKernel, &x, &n);
 
-	if (!e)
-		e = exec_of(hExec, &x);
 	if (e)
 		return e;
 	kb = malloc(sizeof(*kb));
@@ -212,6 +225,33 @@ RT_EXPORT cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t x, cudaGr
 	return rt_set_error(x ? set_kernel("cudaGraphExecKernelNodeSetParams", x, node, p) : cudaErrorInvalidValue);
 }
 
+/* the core's node of the runtime's parameters of a kind (memcpy, memset,
+ * host): shared by Add, Set and ExecSet */
+typedef cudaError_t (*params_fn)(const char *call, const void *q, struct rt_node_params *p);
+
+static cudaError_t add_node(const char *call, cudaGraphNode_t *out, cudaGraph_t graph, const cudaGraphNode_t *deps,
+			    size_t n, params_fn conv, const void *q)
+{
+	struct rt_node_params p;
+	cudaError_t e = conv(call, q, &p);
+
+	return rt_set_error(e ? e : add(call, out, graph, deps, n, &p));
+}
+
+/* hExec NULL: Set; else ExecSet, which takes no NULL executable graph */
+static cudaError_t set_node(const char *call, bool exec, cudaGraphExec_t hExec, cudaGraphNode_t node, int type,
+			    params_fn conv, const void *q)
+{
+	struct rt_node_params p;
+	struct rt_graph_exec *x;
+	struct rt_gnode *n;
+	cudaError_t e = exec && !hExec ? cudaErrorInvalidValue : set_target(hExec, node, type, &x, &n);
+
+	if (!e)
+		e = conv(call, q, &p);
+	return rt_set_error(e ? e : set(call, x, n, &p));
+}
+
 /* ---- memcpy nodes: one 2D region (no arrays, depth 1) ---- */
 
 static const char *at(const struct cudaPitchedPtr *p, const struct cudaPos *pos)
@@ -219,8 +259,10 @@ static const char *at(const struct cudaPitchedPtr *p, const struct cudaPos *pos)
 	return (const char *)p->ptr + pos->x + p->pitch * (pos->y + pos->z * p->ysize);
 }
 
-static cudaError_t memcpy_params(const char *call, const struct cudaMemcpy3DParms *c, struct rt_node_params *p)
+static cudaError_t memcpy_params(const char *call, const void *q, struct rt_node_params *p)
 {
+	const struct cudaMemcpy3DParms *c = q;
+
 	if (!c)
 		return cudaErrorInvalidValue;
 	if (c->srcArray || c->dstArray) {
@@ -260,12 +302,8 @@ RT_EXPORT cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t *pGraphNode, cudaGr
 					     const cudaGraphNode_t *pDependencies, size_t numDependencies,
 					     const struct cudaMemcpy3DParms *pCopyParams)
 {
-	struct rt_node_params p;
-	cudaError_t e = memcpy_params("cudaGraphAddMemcpyNode", pCopyParams, &p);
-
-	if (!e)
-		e = add("cudaGraphAddMemcpyNode", pGraphNode, graph, pDependencies, numDependencies, &p);
-	return rt_set_error(e);
+	return add_node("cudaGraphAddMemcpyNode", pGraphNode, graph, pDependencies, numDependencies, memcpy_params,
+			pCopyParams);
 }
 
 RT_EXPORT cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
@@ -282,10 +320,8 @@ RT_EXPORT cudaError_t cudaGraphMemcpyNodeGetParams(cudaGraphNode_t node, struct 
 {
 	const struct rt_memcpy_node *c;
 	struct rt_gnode *n;
-	cudaError_t e = node_of(node, cudaGraphNodeTypeMemcpy, &n);
+	cudaError_t e = node_get(node, cudaGraphNodeTypeMemcpy, q, &n);
 
-	if (!e && !q)
-		e = cudaErrorInvalidValue;
 	if (e)
 		return rt_set_error(e);
 	c = &rt_gnode_params(n)->u.c;
@@ -302,10 +338,8 @@ static cudaError_t set_memcpy(const char *call, cudaGraphExec_t hExec, cudaGraph
 {
 	struct rt_graph_exec *x;
 	struct rt_gnode *n;
-	cudaError_t e = node_of(node, cudaGraphNodeTypeMemcpy, &n);
+	cudaError_t e = set_target(hExec, node, cudaGraphNodeTypeMemcpy, &x, &n);
 
-	if (!e)
-		e = exec_of(hExec, &x);
 	return e ? e : set(call, x, n, p);
 }
 
@@ -348,8 +382,11 @@ RT_EXPORT cudaError_t cudaGraphExecMemcpyNodeSetParams1D(cudaGraphExec_t x, cuda
 
 /* ---- memset nodes ---- */
 
-static cudaError_t memset_params(const struct cudaMemsetParams *m, struct rt_node_params *p)
+static cudaError_t memset_params(const char *call, const void *q, struct rt_node_params *p)
 {
+	const struct cudaMemsetParams *m = q;
+
+	(void)call;
 	if (!m)
 		return cudaErrorInvalidValue;
 	memset(p, 0, sizeof(*p));
@@ -367,22 +404,16 @@ RT_EXPORT cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t *pGraphNode, cudaGr
 					     const cudaGraphNode_t *pDependencies, size_t numDependencies,
 					     const struct cudaMemsetParams *pMemsetParams)
 {
-	struct rt_node_params p;
-	cudaError_t e = memset_params(pMemsetParams, &p);
-
-	if (!e)
-		e = add("cudaGraphAddMemsetNode", pGraphNode, graph, pDependencies, numDependencies, &p);
-	return rt_set_error(e);
+	return add_node("cudaGraphAddMemsetNode", pGraphNode, graph, pDependencies, numDependencies, memset_params,
+			pMemsetParams);
 }
 
 RT_EXPORT cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, struct cudaMemsetParams *q)
 {
 	const struct rt_memset_node *m;
 	struct rt_gnode *n;
-	cudaError_t e = node_of(node, cudaGraphNodeTypeMemset, &n);
+	cudaError_t e = node_get(node, cudaGraphNodeTypeMemset, q, &n);
 
-	if (!e && !q)
-		e = cudaErrorInvalidValue;
 	if (e)
 		return rt_set_error(e);
 	m = &rt_gnode_params(n)->u.s;
@@ -395,36 +426,24 @@ RT_EXPORT cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, struct 
 	return cudaSuccess;
 }
 
-static cudaError_t set_memset(const char *call, cudaGraphExec_t hExec, cudaGraphNode_t node,
-			      const struct cudaMemsetParams *m)
-{
-	struct rt_node_params p;
-	struct rt_graph_exec *x;
-	struct rt_gnode *n;
-	cudaError_t e = node_of(node, cudaGraphNodeTypeMemset, &n);
-
-	if (!e)
-		e = exec_of(hExec, &x);
-	if (!e)
-		e = memset_params(m, &p);
-	return e ? e : set(call, x, n, &p);
-}
-
 RT_EXPORT cudaError_t cudaGraphMemsetNodeSetParams(cudaGraphNode_t node, const struct cudaMemsetParams *p)
 {
-	return rt_set_error(set_memset("cudaGraphMemsetNodeSetParams", NULL, node, p));
+	return set_node("cudaGraphMemsetNodeSetParams", false, NULL, node, cudaGraphNodeTypeMemset, memset_params, p);
 }
 
 RT_EXPORT cudaError_t cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t x, cudaGraphNode_t node,
 						       const struct cudaMemsetParams *p)
 {
-	return rt_set_error(x ? set_memset("cudaGraphExecMemsetNodeSetParams", x, node, p) : cudaErrorInvalidValue);
+	return set_node("cudaGraphExecMemsetNodeSetParams", true, x, node, cudaGraphNodeTypeMemset, memset_params, p);
 }
 
 /* ---- host, empty and child graph nodes ---- */
 
-static cudaError_t host_params(const struct cudaHostNodeParams *h, struct rt_node_params *p)
+static cudaError_t host_params(const char *call, const void *q, struct rt_node_params *p)
 {
+	const struct cudaHostNodeParams *h = q;
+
+	(void)call;
 	if (!h)
 		return cudaErrorInvalidValue;
 	memset(p, 0, sizeof(*p));
@@ -438,21 +457,15 @@ RT_EXPORT cudaError_t cudaGraphAddHostNode(cudaGraphNode_t *pGraphNode, cudaGrap
 					   const cudaGraphNode_t *pDependencies, size_t numDependencies,
 					   const struct cudaHostNodeParams *pNodeParams)
 {
-	struct rt_node_params p;
-	cudaError_t e = host_params(pNodeParams, &p);
-
-	if (!e)
-		e = add("cudaGraphAddHostNode", pGraphNode, graph, pDependencies, numDependencies, &p);
-	return rt_set_error(e);
+	return add_node("cudaGraphAddHostNode", pGraphNode, graph, pDependencies, numDependencies, host_params,
+			pNodeParams);
 }
 
 RT_EXPORT cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node, struct cudaHostNodeParams *q)
 {
 	struct rt_gnode *n;
-	cudaError_t e = node_of(node, cudaGraphNodeTypeHost, &n);
+	cudaError_t e = node_get(node, cudaGraphNodeTypeHost, q, &n);
 
-	if (!e && !q)
-		e = cudaErrorInvalidValue;
 	if (e)
 		return rt_set_error(e);
 	q->fn = rt_gnode_params(n)->u.h.fn;
@@ -460,30 +473,15 @@ RT_EXPORT cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node, struct cu
 	return cudaSuccess;
 }
 
-static cudaError_t set_host(const char *call, cudaGraphExec_t hExec, cudaGraphNode_t node,
-			    const struct cudaHostNodeParams *h)
-{
-	struct rt_node_params p;
-	struct rt_graph_exec *x;
-	struct rt_gnode *n;
-	cudaError_t e = node_of(node, cudaGraphNodeTypeHost, &n);
-
-	if (!e)
-		e = exec_of(hExec, &x);
-	if (!e)
-		e = host_params(h, &p);
-	return e ? e : set(call, x, n, &p);
-}
-
 RT_EXPORT cudaError_t cudaGraphHostNodeSetParams(cudaGraphNode_t node, const struct cudaHostNodeParams *p)
 {
-	return rt_set_error(set_host("cudaGraphHostNodeSetParams", NULL, node, p));
+	return set_node("cudaGraphHostNodeSetParams", false, NULL, node, cudaGraphNodeTypeHost, host_params, p);
 }
 
 RT_EXPORT cudaError_t cudaGraphExecHostNodeSetParams(cudaGraphExec_t x, cudaGraphNode_t node,
 						     const struct cudaHostNodeParams *p)
 {
-	return rt_set_error(x ? set_host("cudaGraphExecHostNodeSetParams", x, node, p) : cudaErrorInvalidValue);
+	return set_node("cudaGraphExecHostNodeSetParams", true, x, node, cudaGraphNodeTypeHost, host_params, p);
 }
 
 RT_EXPORT cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
@@ -507,10 +505,8 @@ RT_EXPORT cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t *pGraphNode, cu
 RT_EXPORT cudaError_t cudaGraphChildGraphNodeGetGraph(cudaGraphNode_t node, cudaGraph_t *pGraph)
 {
 	struct rt_gnode *n;
-	cudaError_t e = node_of(node, cudaGraphNodeTypeGraph, &n);
+	cudaError_t e = node_get(node, cudaGraphNodeTypeGraph, pGraph, &n);
 
-	if (!e && !pGraph)
-		e = cudaErrorInvalidValue;
 	if (!e)
 		*pGraph = (cudaGraph_t)rt_gnode_params(n)->u.child;
 	return rt_set_error(e);
@@ -535,10 +531,8 @@ RT_EXPORT cudaError_t cudaGraphExecChildGraphNodeSetParams(cudaGraphExec_t hExec
 RT_EXPORT cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *pType)
 {
 	struct rt_gnode *n;
-	cudaError_t e = node_of(node, -1, &n);
+	cudaError_t e = node_get(node, -1, pType, &n);
 
-	if (!e && !pType)
-		e = cudaErrorInvalidValue;
 	if (!e)
 		*pType = (enum cudaGraphNodeType)rt_gnode_type(n);
 	return rt_set_error(e);

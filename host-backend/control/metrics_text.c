@@ -8,6 +8,8 @@
  * opened; per GPU: what NVML says (metrics_gpu.c).
  */
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +101,31 @@ static void link_labels(struct mtext *t, const struct vstat_series *s, const cha
 	mtext_printf(t, ",vgpu=\"%u\",gpu=\"%d\"%s%s}", s->vgpu, s->gpu, extra ? "," : "", extra ? extra : "");
 }
 
+typedef void (*labels_fn)(struct mtext *t, const struct vstat_series *s, const char *extra);
+
+/* name{labels} of a vGPU series or of its link: a sample's value follows */
+static void series(struct mtext *t, const char *name, labels_fn labels, const struct vstat_series *s,
+		   const char *extra)
+{
+	mtext_printf(t, "%s", name);
+	labels(t, s, extra);
+}
+
+static void sample(struct mtext *t, const char *name, labels_fn labels, const struct vstat_series *s,
+		   const char *extra, unsigned long long v)
+{
+	series(t, name, labels, s, extra);
+	mtext_printf(t, " %llu\n", v);
+}
+
+/* a sample in seconds of a count of nanoseconds */
+static void seconds(struct mtext *t, const char *name, labels_fn labels, const struct vstat_series *s,
+		    const char *extra, uint64_t ns)
+{
+	series(t, name, labels, s, extra);
+	mtext_printf(t, " %.9f\n", (double)ns / 1e9);
+}
+
 static void render_vgpus(struct mtext *t, const struct vstat_series *ss, int n)
 {
 	static const uint32_t bounds_us[VSTAT_LAT_BUCKETS] = VSTAT_LAT_BOUNDS_US;
@@ -106,34 +133,26 @@ static void render_vgpus(struct mtext *t, const struct vstat_series *ss, int n)
 
 	family(t, "mearas_vgpu_clients", "gauge", "Client processes using the vGPU now.");
 	for (int i = 0; i < n; i++) {
-		mtext_printf(t, "mearas_vgpu_clients");
-		vgpu_labels(t, &ss[i], NULL);
-		mtext_printf(t, " %u\n", ss[i].live);
+		sample(t, "mearas_vgpu_clients", vgpu_labels, &ss[i], NULL, ss[i].live);
 	}
 	family(t, "mearas_vgpu_calls_total", "counter",
 	       "Calls (records) run on the vGPU, by op class (include/mearas/ops.spec).");
 	for (int i = 0; i < n; i++)
 		for (unsigned c = 0; c < MEARAS_OPCLASS_COUNT; c++) {
 			snprintf(extra, sizeof(extra), "class=\"%s\"", mearas_op_class_name(c));
-			mtext_printf(t, "mearas_vgpu_calls_total");
-			vgpu_labels(t, &ss[i], extra);
-			mtext_printf(t, " %llu\n", (unsigned long long)ss[i].sum.calls[c]);
+			sample(t, "mearas_vgpu_calls_total", vgpu_labels, &ss[i], extra, ss[i].sum.calls[c]);
 		}
 	family(t, "mearas_vgpu_copy_bytes_total", "counter",
 	       "Bytes copied between the client's host memory and the vGPU, by direction.");
 	for (int i = 0; i < n; i++) {
-		mtext_printf(t, "mearas_vgpu_copy_bytes_total");
-		vgpu_labels(t, &ss[i], "direction=\"h2d\"");
-		mtext_printf(t, " %llu\n", (unsigned long long)ss[i].sum.bytes_h2d);
-		mtext_printf(t, "mearas_vgpu_copy_bytes_total");
-		vgpu_labels(t, &ss[i], "direction=\"d2h\"");
-		mtext_printf(t, " %llu\n", (unsigned long long)ss[i].sum.bytes_d2h);
+		sample(t, "mearas_vgpu_copy_bytes_total", vgpu_labels, &ss[i], "direction=\"h2d\"",
+		       ss[i].sum.bytes_h2d);
+		sample(t, "mearas_vgpu_copy_bytes_total", vgpu_labels, &ss[i], "direction=\"d2h\"",
+		       ss[i].sum.bytes_d2h);
 	}
 	family(t, "mearas_vgpu_errors_total", "counter", "Calls on the vGPU that failed.");
 	for (int i = 0; i < n; i++) {
-		mtext_printf(t, "mearas_vgpu_errors_total");
-		vgpu_labels(t, &ss[i], NULL);
-		mtext_printf(t, " %llu\n", (unsigned long long)ss[i].sum.errors);
+		sample(t, "mearas_vgpu_errors_total", vgpu_labels, &ss[i], NULL, ss[i].sum.errors);
 	}
 	family(t, "mearas_vgpu_sync_latency_seconds", "histogram",
 	       "Synchronizing calls: from taking the record off the ring to posting its completion.");
@@ -146,34 +165,57 @@ static void render_vgpus(struct mtext *t, const struct vstat_series *ss, int n)
 				snprintf(extra, sizeof(extra), "le=\"%g\"", bounds_us[b] / 1e6);
 			else
 				snprintf(extra, sizeof(extra), "le=\"+Inf\"");
-			mtext_printf(t, "mearas_vgpu_sync_latency_seconds_bucket");
-			vgpu_labels(t, &ss[i], extra);
-			mtext_printf(t, " %llu\n", (unsigned long long)cum);
+			sample(t, "mearas_vgpu_sync_latency_seconds_bucket", vgpu_labels, &ss[i], extra, cum);
 		}
-		mtext_printf(t, "mearas_vgpu_sync_latency_seconds_sum");
-		vgpu_labels(t, &ss[i], NULL);
-		mtext_printf(t, " %.9f\n", (double)ss[i].sum.sync_ns / 1e9);
+		seconds(t, "mearas_vgpu_sync_latency_seconds_sum", vgpu_labels, &ss[i], NULL, ss[i].sum.sync_ns);
 		/* the buckets' total, read in the same pass (the count field may be a step ahead) */
-		mtext_printf(t, "mearas_vgpu_sync_latency_seconds_count");
-		vgpu_labels(t, &ss[i], NULL);
-		mtext_printf(t, " %llu\n", (unsigned long long)cum);
+		sample(t, "mearas_vgpu_sync_latency_seconds_count", vgpu_labels, &ss[i], NULL, cum);
 	}
 	/* memory: local vGPUs with clients now (a remote vGPU's memory is the serving node's) */
 	family(t, "mearas_vgpu_memory_used_bytes", "gauge", "Device memory the vGPU's clients hold now.");
 	for (int i = 0; i < n; i++)
 		if (ss[i].live && !ss[i].remote) {
-			mtext_printf(t, "mearas_vgpu_memory_used_bytes");
-			vgpu_labels(t, &ss[i], NULL);
-			mtext_printf(t, " %llu\n", (unsigned long long)ss[i].sum.mem_used);
+			sample(t, "mearas_vgpu_memory_used_bytes", vgpu_labels, &ss[i], NULL, ss[i].sum.mem_used);
 		}
 	family(t, "mearas_vgpu_memory_quota_bytes", "gauge",
 	       "Device memory quota of the vGPU (shared by the identity's clients of one assembly).");
 	for (int i = 0; i < n; i++)
 		if (ss[i].live && !ss[i].remote) {
-			mtext_printf(t, "mearas_vgpu_memory_quota_bytes");
-			vgpu_labels(t, &ss[i], NULL);
-			mtext_printf(t, " %llu\n", (unsigned long long)ss[i].sum.mem_quota);
+			sample(t, "mearas_vgpu_memory_quota_bytes", vgpu_labels, &ss[i], NULL, ss[i].sum.mem_quota);
 		}
+}
+
+/* the links' counters, remote vGPU series only: one sample each, or two
+ * (label[0] and label[1], by direction); at: their offsets in the series */
+static const struct link_counter {
+	const char *name, *help, *label[2];
+	size_t at[2];
+} link_counters[] = {
+	{ "mearas_link_opened_total",
+	  "Links opened to the peer for this vGPU (one per client process; more than one: reconnections).",
+	  { NULL, NULL },
+	  { offsetof(struct vstat_series, links_opened), 0 } },
+	{ "mearas_link_bytes_total",
+	  "Bytes on the link, by direction.",
+	  { "direction=\"sent\"", "direction=\"received\"" },
+	  { offsetof(struct vstat_series, sum.link_bytes_sent),
+	    offsetof(struct vstat_series, sum.link_bytes_received) } },
+	{ "mearas_link_batches_total",
+	  "Batches of records sent on the link.",
+	  { NULL, NULL },
+	  { offsetof(struct vstat_series, sum.link_batches), 0 } },
+	{ "mearas_link_messages_total",
+	  "Messages (records and calls) sent on the link.",
+	  { NULL, NULL },
+	  { offsetof(struct vstat_series, sum.link_msgs), 0 } },
+};
+
+static uint64_t field_u64(const struct vstat_series *s, size_t at)
+{
+	uint64_t v;
+
+	memcpy(&v, (const char *)s + at, sizeof(v));
+	return v;
 }
 
 static void render_links(struct mtext *t, const struct vstat_series *ss, int n)
@@ -183,57 +225,26 @@ static void render_links(struct mtext *t, const struct vstat_series *ss, int n)
 	for (int i = 0; i < n; i++) {
 		if (!ss[i].remote || !ss[i].live)
 			continue;
-		mtext_printf(t, "mearas_link_state");
-		link_labels(t, &ss[i], "state=\"up\"");
-		mtext_printf(t, " %u\n", ss[i].links_up);
-		mtext_printf(t, "mearas_link_state");
-		link_labels(t, &ss[i], "state=\"broken\"");
-		mtext_printf(t, " %u\n", ss[i].links_broken);
+		sample(t, "mearas_link_state", link_labels, &ss[i], "state=\"up\"", ss[i].links_up);
+		sample(t, "mearas_link_state", link_labels, &ss[i], "state=\"broken\"", ss[i].links_broken);
 	}
 	family(t, "mearas_link_rtt_seconds", "gauge",
 	       "Round trip of the link's last heartbeat (sent when the link is quiet).");
 	for (int i = 0; i < n; i++) {
 		if (!ss[i].remote || !ss[i].live || !ss[i].sum.link_rtt_ns)
 			continue;
-		mtext_printf(t, "mearas_link_rtt_seconds");
-		link_labels(t, &ss[i], NULL);
-		mtext_printf(t, " %.9f\n", (double)ss[i].sum.link_rtt_ns / 1e9);
+		seconds(t, "mearas_link_rtt_seconds", link_labels, &ss[i], NULL, ss[i].sum.link_rtt_ns);
 	}
-	family(t, "mearas_link_opened_total", "counter",
-	       "Links opened to the peer for this vGPU (one per client process; more than one: reconnections).");
-	for (int i = 0; i < n; i++) {
-		if (!ss[i].remote)
-			continue;
-		mtext_printf(t, "mearas_link_opened_total");
-		link_labels(t, &ss[i], NULL);
-		mtext_printf(t, " %llu\n", (unsigned long long)ss[i].links_opened);
-	}
-	family(t, "mearas_link_bytes_total", "counter", "Bytes on the link, by direction.");
-	for (int i = 0; i < n; i++) {
-		if (!ss[i].remote)
-			continue;
-		mtext_printf(t, "mearas_link_bytes_total");
-		link_labels(t, &ss[i], "direction=\"sent\"");
-		mtext_printf(t, " %llu\n", (unsigned long long)ss[i].sum.link_bytes_sent);
-		mtext_printf(t, "mearas_link_bytes_total");
-		link_labels(t, &ss[i], "direction=\"received\"");
-		mtext_printf(t, " %llu\n", (unsigned long long)ss[i].sum.link_bytes_received);
-	}
-	family(t, "mearas_link_batches_total", "counter", "Batches of records sent on the link.");
-	for (int i = 0; i < n; i++) {
-		if (!ss[i].remote)
-			continue;
-		mtext_printf(t, "mearas_link_batches_total");
-		link_labels(t, &ss[i], NULL);
-		mtext_printf(t, " %llu\n", (unsigned long long)ss[i].sum.link_batches);
-	}
-	family(t, "mearas_link_messages_total", "counter", "Messages (records and calls) sent on the link.");
-	for (int i = 0; i < n; i++) {
-		if (!ss[i].remote)
-			continue;
-		mtext_printf(t, "mearas_link_messages_total");
-		link_labels(t, &ss[i], NULL);
-		mtext_printf(t, " %llu\n", (unsigned long long)ss[i].sum.link_msgs);
+	for (size_t c = 0; c < sizeof(link_counters) / sizeof(link_counters[0]); c++) {
+		const struct link_counter *lc = &link_counters[c];
+
+		family(t, lc->name, "counter", lc->help);
+		for (int i = 0; i < n; i++) {
+			if (!ss[i].remote)
+				continue;
+			for (int k = 0; k < (lc->label[1] ? 2 : 1); k++)
+				sample(t, lc->name, link_labels, &ss[i], lc->label[k], field_u64(&ss[i], lc->at[k]));
+		}
 	}
 }
 

@@ -142,6 +142,18 @@ static CUmemAllocationProp alloc_prop(int phys)
 	return p;
 }
 
+/* read and write access of the device phys to a mapping */
+static CUmemAccessDesc rw_access(int phys)
+{
+	CUmemAccessDesc a;
+
+	memset(&a, 0, sizeof(a));
+	a.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	a.location.id = phys;
+	a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	return a;
+}
+
 static int cuda_open(struct mdev **out, int phys, uint64_t va_base, uint64_t va_size,
 		     struct mearas_devinfo *info, uint64_t *granularity)
 {
@@ -223,14 +235,10 @@ static void cuda_host_unregister(struct mdev *d, void *base)
 static int cuda_chunk_map(struct mdev *d, uint64_t va, uint64_t size, void **cookie)
 {
 	CUmemAllocationProp prop = alloc_prop(d->phys);
-	CUmemAccessDesc acc;
+	CUmemAccessDesc acc = rw_access(d->phys);
 	CUmemGenericAllocationHandle h;
 	CUresult r;
 
-	memset(&acc, 0, sizeof(acc));
-	acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-	acc.location.id = d->phys;
-	acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
 	r = p_cuMemCreate(&h, size, &prop, 0);
 	if (r)
 		return r == CUDA_ERROR_OUT_OF_MEMORY ? cudaErrorMemoryAllocation : cu_err(r);
@@ -276,13 +284,9 @@ static void cuda_phys_release(struct mdev *d, void *phys)
 
 static int cuda_phys_map(struct mdev *d, uint64_t va, uint64_t size, void *phys, uint64_t offset, void **cookie)
 {
-	CUmemAccessDesc acc;
+	CUmemAccessDesc acc = rw_access(d->phys);
 	CUresult r;
 
-	memset(&acc, 0, sizeof(acc));
-	acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-	acc.location.id = d->phys;
-	acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
 	r = p_cuMemMap((CUdeviceptr)va, size, offset, (CUmemGenericAllocationHandle)(uintptr_t)phys, 0);
 	if (r)
 		return cu_err(r);
