@@ -105,13 +105,16 @@ static inline void vstat_record(struct vstat_vgpu *s, const struct mearas_sqe *e
 	if (cls != MEARAS_OPCLASS_COPY || !ok)
 		return;
 	/* the data-area rows a copy reads are bytes to the device, those it
-	 * writes bytes from it (ops.spec's reads/writes); inline bytes go to it */
+	 * writes bytes from it (ops.spec's reads/writes); a payload's bytes
+	 * (MEMCPY_INLINE's, in the arena or in the record itself) go to it */
 	if (record_reads_data(e, data_size, &r, &len))
 		vstat_add(&s->bytes_h2d, r.width * r.rows);
 	else if (record_writes_data(e, data_size, &r, &len))
 		vstat_add(&s->bytes_d2h, r.width * r.rows);
 	else if (e->flags & MEARAS_SQE_PAYLOAD_ARENA)
 		vstat_add(&s->bytes_h2d, e->payload_len);
+	else
+		vstat_add(&s->bytes_h2d, e->payload_len < MEARAS_SQE_INLINE ? e->payload_len : MEARAS_SQE_INLINE);
 }
 
 /* a synchronizing call completed ns after its record was taken */
