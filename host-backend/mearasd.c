@@ -814,6 +814,10 @@ static void serve_clients(const struct backend_config *cfg, int lfd)
 			if (timeout < 0 || left < timeout)
 				timeout = (int)left;
 		}
+		/* VM guests' slot workers that ended: their counters into the
+		 * totals, looked for every second while any is live */
+		if (vstats_fold_ended() && (timeout < 0 || timeout > 1000))
+			timeout = 1000;
 		/* live[] has room: a worker holds a tenant slot until its pidfd is
 		 * dropped here, and there are max_workers slots */
 		r = poll(pfd, 1 + nl + nr, timeout);

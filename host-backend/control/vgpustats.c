@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +61,7 @@ void vstats_claim(const char *assembly, const char *owner, unsigned owner_slot, 
 		snprintf(s->assembly, sizeof(s->assembly), "%s", assembly);
 		snprintf(s->owner, sizeof(s->owner), "%s", owner);
 		s->owner_slot = owner_slot;
+		s->ended = 0;
 		s->nvgpus = nvgpus;
 		memset(s->v, 0, sizeof(s->v));
 		__atomic_store_n(&s->pid, self, __ATOMIC_RELEASE);
@@ -187,9 +190,29 @@ static struct vstat_series *done_find(const char *owner, const char *assembly, c
 	return a;
 }
 
+/* s's process is gone: what it wrote is final; into the totals, then freed
+ * (under done_lock) */
+static void fold_slot(struct vstat_slot *s)
+{
+	s->assembly[sizeof(s->assembly) - 1] = 0;
+	s->owner[sizeof(s->owner) - 1] = 0;
+	for (unsigned k = 0; k < s->nvgpus && k < MEARAS_MAX_VGPUS; k++) {
+		struct vstat_vgpu v;
+		struct vstat_series *a;
+
+		read_vgpu(&s->v[k], &v);
+		a = done_find(s->owner, s->assembly, &v, k);
+		if (a) {
+			series_add(a, &v, false);
+			a->last_seen = ++fold_clock;
+		}
+	}
+	__atomic_store_n(&s->pid, 0, __ATOMIC_RELEASE);
+}
+
 void vstats_worker_gone(unsigned owner_slot)
 {
-	if (!table)
+	if (!table || owner_slot == VSTAT_NO_OWNER_SLOT)
 		return;
 	pthread_mutex_lock(&done_lock);
 	for (unsigned i = 0; i < VSTAT_SLOTS; i++) {
@@ -200,24 +223,54 @@ void vstats_worker_gone(unsigned owner_slot)
 		if (pid <= 0 || s->owner_slot != owner_slot)
 			continue;
 		/* the worker is gone: what it wrote is final */
-		{
-			s->assembly[sizeof(s->assembly) - 1] = 0;
-			s->owner[sizeof(s->owner) - 1] = 0;
-			for (unsigned k = 0; k < s->nvgpus && k < MEARAS_MAX_VGPUS; k++) {
-				struct vstat_vgpu v;
-				struct vstat_series *a;
-
-				read_vgpu(&s->v[k], &v);
-				a = done_find(s->owner, s->assembly, &v, k);
-				if (a) {
-					series_add(a, &v, false);
-					a->last_seen = ++fold_clock;
-				}
-			}
-		}
-		__atomic_store_n(&s->pid, 0, __ATOMIC_RELEASE);
+		fold_slot(s);
 	}
 	pthread_mutex_unlock(&done_lock);
+}
+
+void vstats_child_ended(int32_t pid)
+{
+	if (!table || pid <= 0)
+		return;
+	/* not reaped yet: no other process has this pid, so every slot with it is the child's */
+	for (unsigned i = 0; i < VSTAT_SLOTS; i++)
+		if (__atomic_load_n(&table[i].pid, __ATOMIC_ACQUIRE) == pid &&
+		    table[i].owner_slot == VSTAT_NO_OWNER_SLOT)
+			__atomic_store_n(&table[i].ended, 1, __ATOMIC_RELEASE);
+}
+
+/* under done_lock */
+static unsigned fold_ended_locked(void)
+{
+	unsigned live = 0;
+
+	for (unsigned i = 0; i < VSTAT_SLOTS; i++) {
+		struct vstat_slot *s = &table[i];
+		int32_t pid = __atomic_load_n(&s->pid, __ATOMIC_ACQUIRE);
+
+		if (pid <= 0 || s->owner_slot != VSTAT_NO_OWNER_SLOT)
+			continue;
+		/* ended: marked by its VM worker before reaping it; gone: no such
+		 * process (its VM worker died, and it with it); a pid taken by
+		 * another process since only delays the fold */
+		if (__atomic_load_n(&s->ended, __ATOMIC_ACQUIRE) || (kill(pid, 0) && errno == ESRCH))
+			fold_slot(s);
+		else
+			live++;
+	}
+	return live;
+}
+
+unsigned vstats_fold_ended(void)
+{
+	unsigned live;
+
+	if (!table)
+		return 0;
+	pthread_mutex_lock(&done_lock);
+	live = fold_ended_locked();
+	pthread_mutex_unlock(&done_lock);
+	return live;
 }
 
 int vstats_snapshot(struct vstat_series **out)
@@ -229,6 +282,8 @@ int vstats_snapshot(struct vstat_series **out)
 	if (!table)
 		return 0;
 	pthread_mutex_lock(&done_lock);
+	/* an ended slot worker's counters are in the totals before anything is read */
+	fold_ended_locked();
 	cap = ndone;
 	for (unsigned i = 0; i < VSTAT_SLOTS; i++)
 		if (__atomic_load_n(&table[i].pid, __ATOMIC_ACQUIRE) > 0)

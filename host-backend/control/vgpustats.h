@@ -11,6 +11,13 @@
  * ended, mearasd's main process folds the slot into totals kept per series
  * (identity, assembly, vGPU, GPU, local or remote) and frees it, so the
  * counters of a series only ever grow.
+ *
+ * A VM's slot workers (one per guest process) are not mearasd's children:
+ * their slots carry no tenant slot (VSTAT_NO_OWNER_SLOT). The VM worker that
+ * forked one marks its slot ended once it has exited (a zombie, its pid not
+ * yet free for reuse); mearasd's main process folds the ended ones, and any
+ * whose process is gone altogether (its VM worker died first), when it is
+ * scraped and at least every second while such slots are live.
  */
 #ifndef MEARAS_VGPUSTATS_H
 #define MEARAS_VGPUSTATS_H
@@ -24,6 +31,7 @@
 #define VSTAT_SLOTS 1024
 #define VSTAT_NAME 64
 #define VSTAT_OWNER 80  /* "vm:" and a VM name (tenant.h) */
+#define VSTAT_NO_OWNER_SLOT UINT32_MAX /* a VM's slot worker: no tenant slot */
 /* synchronizing-call latency buckets: upper bounds in microseconds (and +Inf) */
 #define VSTAT_LAT_BUCKETS 12
 #define VSTAT_LAT_BOUNDS_US { 10, 25, 50, 100, 250, 500, 1000, 2500, 10000, 100000, 1000000, 10000000 }
@@ -51,7 +59,8 @@ struct vstat_vgpu {
 struct vstat_slot {
 	int32_t pid;                    /* 0 = free, -1 = being filled in; claimed with compare-and-swap */
 	uint32_t nvgpus;
-	uint32_t owner_slot;            /* the worker's tenant slot (mearasd frees by it) */
+	uint32_t owner_slot;            /* the worker's tenant slot (mearasd frees by it), or VSTAT_NO_OWNER_SLOT */
+	uint32_t ended;                 /* a VM slot worker's: it has exited (its VM worker says) */
 	char assembly[VSTAT_NAME];
 	char owner[VSTAT_OWNER];        /* "uid:1000", "vm:NAME" */
 	struct vstat_vgpu v[MEARAS_MAX_VGPUS];
@@ -96,13 +105,16 @@ static inline void vstat_record(struct vstat_vgpu *s, const struct mearas_sqe *e
 	if (cls != MEARAS_OPCLASS_COPY || !ok)
 		return;
 	/* the data-area rows a copy reads are bytes to the device, those it
-	 * writes bytes from it (ops.spec's reads/writes); inline bytes go to it */
+	 * writes bytes from it (ops.spec's reads/writes); a payload's bytes
+	 * (MEMCPY_INLINE's, in the arena or in the record itself) go to it */
 	if (record_reads_data(e, data_size, &r, &len))
 		vstat_add(&s->bytes_h2d, r.width * r.rows);
 	else if (record_writes_data(e, data_size, &r, &len))
 		vstat_add(&s->bytes_d2h, r.width * r.rows);
 	else if (e->flags & MEARAS_SQE_PAYLOAD_ARENA)
 		vstat_add(&s->bytes_h2d, e->payload_len);
+	else
+		vstat_add(&s->bytes_h2d, e->payload_len < MEARAS_SQE_INLINE ? e->payload_len : MEARAS_SQE_INLINE);
 }
 
 /* a synchronizing call completed ns after its record was taken */
@@ -125,6 +137,16 @@ static inline void vstat_sync_done(struct vstat_vgpu *s, uint64_t ns)
  * its slot is folded into the series totals and freed.
  */
 void vstats_worker_gone(unsigned owner_slot);
+
+/* a VM worker: its child pid (a slot worker) has exited and is not reaped yet */
+void vstats_child_ended(int32_t pid);
+
+/*
+ * mearasd's main process: folds the slots of VM slot workers that ended (or
+ * whose process is gone) into the totals and frees them. The number of VM
+ * slot workers' slots still live.
+ */
+unsigned vstats_fold_ended(void);
 
 /* A series: the totals of finished clients plus the live ones with the same labels. */
 struct vstat_series {

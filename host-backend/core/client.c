@@ -53,18 +53,15 @@ static void publish_vgpu(struct vgpu *v)
 		v->engine->publish(v, s);
 }
 
-/* The shared counters of each vGPU: labels, before the vGPUs' threads start. */
-static void claim_stats(struct worker *w, const struct tenant_peer *peer, unsigned slot, const char *assembly)
+void worker_stats_publish(struct worker *w)
 {
-	char owner[VSTAT_OWNER];
+	for (unsigned v = 0; v < w->nvgpus; v++)
+		publish_vgpu(&w->vgpus[v]);
+}
 
-	if (!peer)
-		return; /* only clients that mearasd's main process sees end are counted */
-	if (peer->id.kind == TENANT_VM)
-		snprintf(owner, sizeof(owner), "vm:%.*s", (int)sizeof(peer->id.vm), peer->id.vm);
-	else
-		snprintf(owner, sizeof(owner), "uid:%u", peer->id.uid);
-	vstats_claim(assembly, owner, slot, w->nvgpus);
+void worker_stats_claim(struct worker *w, const char *assembly, const char *owner, unsigned owner_slot)
+{
+	vstats_claim(assembly, owner, owner_slot, w->nvgpus);
 	for (unsigned i = 0; i < w->nvgpus; i++) {
 		struct vgpu *v = &w->vgpus[i];
 		struct vstat_vgpu *s = vstats_vgpu(i);
@@ -80,6 +77,20 @@ static void claim_stats(struct worker *w, const struct tenant_peer *peer, unsign
 	}
 }
 
+/* The shared counters of each vGPU: labels, before the vGPUs' threads start. */
+static void claim_stats(struct worker *w, const struct tenant_peer *peer, unsigned slot, const char *assembly)
+{
+	char owner[VSTAT_OWNER];
+
+	if (!peer)
+		return; /* only clients that mearasd's main process sees end are counted */
+	if (peer->id.kind == TENANT_VM)
+		snprintf(owner, sizeof(owner), "vm:%.*s", (int)sizeof(peer->id.vm), peer->id.vm);
+	else
+		snprintf(owner, sizeof(owner), "uid:%u", peer->id.uid);
+	worker_stats_claim(w, assembly, owner, slot);
+}
+
 static void *watch_stop(struct worker *w)
 {
 	struct pollfd p = { .fd = w->sock, .events = POLLIN | POLLRDHUP };
@@ -87,8 +98,7 @@ static void *watch_stop(struct worker *w)
 	while (!w->broken && !w->timed_out) {
 		int r = poll(&p, 1, 200);
 
-		for (unsigned v = 0; v < w->nvgpus; v++)
-			publish_vgpu(&w->vgpus[v]);
+		worker_stats_publish(w);
 		if (w->cfg->kernel_timeout_ms && watchdog_pollers_stuck(w))
 			break;
 		if (r > 0) {
@@ -269,8 +279,7 @@ int worker_serve_client(const struct backend_config *cfg, int sock, const struct
 	w->stop = 1;
 	for (unsigned i = 0; i < w->nvgpus; i++)
 		pthread_join(w->vgpus[i].thread, NULL);
-	for (unsigned i = 0; i < w->nvgpus; i++)
-		publish_vgpu(&w->vgpus[i]);
+	worker_stats_publish(w);
 	vstats_release();
 	attached_release();
 	for (unsigned i = 0; i < w->nvgpus; i++) {

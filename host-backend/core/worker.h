@@ -64,4 +64,14 @@ void worker_init_region(struct worker *w, uint64_t data_off);
  * mapped where the client can map it too; its header written. */
 int worker_build_region(struct worker *w, char *err, size_t errlen);
 
+/* The shared counters (control/vgpustats.h) of w's vGPUs: a slot claimed
+ * under these labels and each vGPU's counters wired to it, before the vGPUs'
+ * threads start (owner_slot: the worker's tenant slot, or
+ * VSTAT_NO_OWNER_SLOT for a VM's slot worker). Nothing is counted when the
+ * table has no room. */
+void worker_stats_claim(struct worker *w, const char *assembly, const char *owner, unsigned owner_slot);
+/* What the vGPUs' threads keep in their own fields (records, memory, link
+ * figures), into the shared counters. */
+void worker_stats_publish(struct worker *w);
+
 #endif

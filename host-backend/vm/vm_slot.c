@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "control/attached.h"
+#include "control/vgpustats.h"
 #include "core/engine.h"
 #include "core/fatal.h"
 #include "core/watchdog.h"
@@ -213,6 +214,8 @@ static void slot_close(struct vm *vm, struct vm_slot *s)
 	}
 	for (unsigned i = 0; i < w->nvgpus; i++)
 		pthread_join(w->vgpus[i].thread, NULL);
+	worker_stats_publish(w);
+	vstats_release();
 	for (unsigned i = 0; i < w->nvgpus; i++) {
 		struct vgpu *v = &w->vgpus[i];
 
@@ -265,8 +268,15 @@ static void __attribute__((noreturn)) slot_main(struct vm *vm, struct vm_slot *s
 		snprintf(err, sizeof(err), "no memory for the GPU time limit");
 		r = cudaErrorMemoryAllocation;
 	}
-	if (!r)
+	if (!r) {
+		char owner[VSTAT_OWNER];
+
+		/* counted like a process client of the VM (mearasd folds the slot
+		 * once this process has ended: its VM worker says so) */
+		snprintf(owner, sizeof(owner), "vm:%s", vm->spec->name);
+		worker_stats_claim(&s->w, vm->spec->assembly, owner, VSTAT_NO_OWNER_SLOT);
 		r = start_pollers(&s->w, err, sizeof(err));
+	}
 	if (r) {
 		report(ctl, r, err);
 		_exit(1);
@@ -279,6 +289,7 @@ static void __attribute__((noreturn)) slot_main(struct vm *vm, struct vm_slot *s
 
 		if (poll(&p, 1, 100) > 0 && p.revents)
 			break; /* a stop byte, or the VM worker is gone */
+		worker_stats_publish(&s->w);
 		if (s->w.timed_out || (vm->cfg->kernel_timeout_ms && watchdog_pollers_stuck(&s->w))) {
 			/* the GPU time limit: this process's exit frees its context,
 			 * a poller may be stuck in the driver behind the kernel (no
@@ -356,7 +367,13 @@ static void slot_exited(struct vm *vm, struct vm_slot *s)
 {
 	unsigned vectors;
 	int st = 0;
+	siginfo_t si;
 
+	/* exited but not reaped: its pid is not anyone else's yet, so its
+	 * counter slot is marked ended for mearasd to fold (vgpustats.h) */
+	while (waitid(P_PID, (id_t)s->pid, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+		;
+	vstats_child_ended(s->pid);
 	while (waitpid(s->pid, &st, 0) < 0 && errno == EINTR)
 		;
 	close(s->ctl);

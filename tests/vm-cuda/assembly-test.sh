@@ -66,14 +66,36 @@ except MearasdError as e:
 EOF
 }
 
+# Prometheus text from mearasd A's metrics endpoint into FILE; checked by promtool
+scrape() {
+	curl -sf --max-time 10 "http://127.0.0.1:$mport/metrics" > "$1" && promtool check metrics < "$1" > "$1.promtool" 2>&1
+}
+# A figure from a scrape file, through Prometheus' own Python parser:
+# FILE NAME LABEL=VALUE... -> the sum of the samples of NAME with those labels
+figure() {
+	python3 - "$@" <<'EOF'
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+path, name, want = sys.argv[1], sys.argv[2], dict(a.split("=", 1) for a in sys.argv[3:])
+total = 0.0
+with open(path) as f:
+    for fam in text_string_to_metric_families(f.read()):
+        for s in fam.samples:
+            if s.name == name and all(s.labels.get(k) == v for k, v in want.items()):
+                total += s.value
+print(int(total))
+EOF
+}
+
 mkdir -p "$work"
 head -c 32 /dev/urandom | base64 > "$work/key"
 port=$((41000 + $$ % 20000))
+mport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$mearasd" --device=sim --socket="$work/b.sock" --control="$work/bc.sock" --node-name=node-b \
 	--link-port=$port --link-bind=127.0.0.1 --cluster-key-file="$work/key" > "$work/b.log" 2>&1 &
 pids+=($!) bpid=$!
 "$mearasd" --device=sim --socket="$work/a.sock" --control="$work/ac.sock" --node-name=node-a \
-	--vm-dir="$work/vm" --cluster-key-file="$work/key" > "$work/a.log" 2>&1 &
+	--vm-dir="$work/vm" --cluster-key-file="$work/key" --metrics-port=$mport > "$work/a.log" 2>&1 &
 pids+=($!) apid=$!
 if ! wait_for "[ -S '$work/ac.sock' ] && [ -S '$work/bc.sock' ] && grep -q 'link' '$work/b.log'" 20; then
 	fail daemons-up "$(tail -n3 "$work/a.log" "$work/b.log")"
@@ -87,6 +109,7 @@ check other-domain-refused "[[ \"\$out\" == *'not booked for VM other-dom'* ]]" 
 out=$(ctl "$work/ac.sock" attach $dom "$work/vm/$dom.sock") || { fail attach "$out"; exit 0; }
 check attach-reply "[ '${out%% *}' = 2 ]" "$out"
 check socket-served "[ -S '$work/vm/$dom.sock' ]"
+check metrics-before "scrape '$work/m0.txt'" "$(cat "$work/m0.txt.promtool" 2>/dev/null)"
 
 "$qemu" -accel tcg -m 256 -smp 1 -nodefaults -display none -no-reboot -net none \
 	-serial "file:$work/console.log" -kernel "$kernel" -initrd "$guest/initramfs.cpio.gz" \
@@ -116,10 +139,39 @@ check guest-sees-quotas "grep -q '^  device 0: .*, 192 MiB' '$work/console.txt' 
 check remote-vgpu-linked "grep -q 'vGPU 1 -> remote 127.0.0.1:$port' '$work/a.log'"
 check remote-node-served "grep -q 'open over tcp' '$work/b.log'"
 
+# the guest's three memcpy runs (one, then two at once), each a round trip of
+# every size on each vGPU: the sizes once to the device, twice back
+sizes=33628236
+vg() { figure "$1" "$2" owner=vm:$dom assembly=asm-vm vgpu="$3" "${@:4}"; }
+# a slot worker's last counts are folded once it has exited: the guest's clients go to 0
+check metrics-after-guest "wait_for 'scrape \"$work/m1.txt\" && [ \$(vg \"$work/m1.txt\" mearas_vgpu_clients 0) = 0 ]' 10" \
+	"see $work/m1.txt and its .promtool"
+for v in 0 1; do
+	kind=local; [ $v = 1 ] && kind=remote
+	h2d=$(( $(vg "$work/m1.txt" mearas_vgpu_copy_bytes_total $v direction=h2d kind=$kind) - $(vg "$work/m0.txt" mearas_vgpu_copy_bytes_total $v direction=h2d) ))
+	d2h=$(( $(vg "$work/m1.txt" mearas_vgpu_copy_bytes_total $v direction=d2h kind=$kind) - $(vg "$work/m0.txt" mearas_vgpu_copy_bytes_total $v direction=d2h) ))
+	calls=$(( $(vg "$work/m1.txt" mearas_vgpu_calls_total $v class=copy kind=$kind) - $(vg "$work/m0.txt" mearas_vgpu_calls_total $v class=copy) ))
+	check metrics-vgpu$v-$kind-h2d "[ $h2d -ge $((3 * sizes)) ]" "grew by $h2d, the guest copied $((3 * sizes))"
+	check metrics-vgpu$v-$kind-d2h "[ $d2h -ge $((6 * sizes)) ]" "grew by $d2h, the guest copied $((6 * sizes))"
+	# 10 sizes: 3 copies each (to, within, from the device) and one back after a memset; 3 runs
+	check metrics-vgpu$v-$kind-copy-calls "[ $calls -ge 120 ]" "grew by $calls"
+done
 out=$(ctl "$work/ac.sock" detach $dom) || fail detach "$out"
 check detach-removes-socket "[ ! -e '$work/vm/$dom.sock' ]"
 check detach-stops-vm-processes "wait_for '[ -z \"\$(pgrep -P $apid)\" ]' 10" "left: $(pgrep -P $apid | tr '\n' ' ')"
 check remote-node-freed "wait_for '[ -z \"\$(pgrep -P $bpid)\" ]' 10" "left: $(pgrep -P $bpid | tr '\n' ' ')"
+# the VM stopped: its vGPUs' counters stay where they were
+check metrics-after-detach "scrape '$work/m2.txt'" "$(cat "$work/m2.txt.promtool" 2>/dev/null)"
+kept=1
+for m in "mearas_vgpu_calls_total class=copy" "mearas_vgpu_copy_bytes_total direction=h2d" \
+	"mearas_vgpu_copy_bytes_total direction=d2h" mearas_vgpu_sync_latency_seconds_count; do
+	for v in 0 1; do
+		# shellcheck disable=SC2086
+		[ "$(figure "$work/m2.txt" $m owner=vm:$dom vgpu=$v)" -ge "$(figure "$work/m1.txt" $m owner=vm:$dom vgpu=$v)" ] ||
+			kept="$m vGPU $v went back"
+	done
+done
+check metrics-kept-after-vm-stops "[ '$kept' = 1 ]" "$kept"
 out=$(ctl "$work/ac.sock" release) || fail release "$out"
 check mearasd-kept-running "kill -0 $apid"
 
