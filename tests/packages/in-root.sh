@@ -188,9 +188,12 @@ fi
 took "mearasd, programs, mearas run, etcd"
 # ---- the libvirt hook drop-in, as libvirtd runs it (arguments, the
 # domain's XML on stdin, no environment): "prepare begin" books the
-# assembly the XML declares for vm:<domain>, "release end" frees it
+# assembly the XML declares for vm:<domain> and has mearasd serve the
+# domain's socket, which its <shmem> device names; "release end" frees it
 xml='<domain type="kvm"><name>smoke</name><metadata><mearas:assembly
- xmlns:mearas="https://mearas.dev/xmlns/assembly/1" vgpus="1" memory-per-vgpu="1GiB"/></metadata></domain>'
+ xmlns:mearas="https://mearas.dev/xmlns/assembly/1" vgpus="1" memory-per-vgpu="1GiB"/></metadata>
+ <devices><shmem name="mearas-smoke"><model type="ivshmem-doorbell"/>
+ <server path="/run/mearas/vm/smoke.sock"/><msi vectors="2" ioeventfd="on"/></shmem></devices></domain>'
 hook=/etc/libvirt/hooks/qemu.d/mearas
 owners() { mearas assemblies --json 2>>"$log/hook" | python3 -c 'import json, sys; print(" ".join(sorted(a["owner"] for a in json.load(sys.stdin))))'; }
 mearas node-agent --once >"$log/hook" 2>&1 # as the running agent would: the node is live
@@ -200,8 +203,13 @@ if ! echo "$xml" | env -i "$hook" smoke prepare begin - >>"$log/hook" 2>&1; then
 elif [ "$(owners)" != vm:smoke ]; then
 	fail libvirt_hook "after prepare begin the bookings are '$(owners)', not vm:smoke"
 	show "$log/hook"
-elif ! echo "$xml" | env -i "$hook" smoke release end - >>"$log/hook" 2>&1 || [ -n "$(owners)" ]; then
-	fail libvirt_hook "release end did not free vm:smoke's assembly"
+elif [ ! -S /run/mearas/vm/smoke.sock ]; then
+	fail libvirt_hook "after prepare begin mearasd serves no /run/mearas/vm/smoke.sock"
+	show "$log/hook"
+	show "$log/mearasd" 5
+elif ! echo "$xml" | env -i "$hook" smoke release end - >>"$log/hook" 2>&1 || [ -n "$(owners)" ] ||
+	[ -e /run/mearas/vm/smoke.sock ]; then
+	fail libvirt_hook "release end did not free vm:smoke's assembly and socket"
 	show "$log/hook"
 else
 	pass libvirt_hook
