@@ -64,6 +64,9 @@ static const char *vm_user, *vm_dir;
 static uint32_t metrics_port;           /* 0: no metrics endpoint */
 static const char *metrics_bind;
 
+/* the accept loop's stop signals, and its mask while it waits (them let in) */
+static sigset_t stop_signals, in_wait;
+
 static void on_signal(int sig)
 {
 	(void)sig;
@@ -735,6 +738,7 @@ static void accept_client(const struct backend_config *cfg, int lfd)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
+		pthread_sigmask(SIG_UNBLOCK, &stop_signals, NULL); /* blocked in the accept loop */
 		_exit(worker_serve_client(cfg, c, &peer, slot));
 	}
 	close(c);
@@ -795,9 +799,19 @@ static void serve_clients(const struct backend_config *cfg, int lfd)
 		log_err("out of memory for %u client workers", limits.max_workers);
 		return;
 	}
+	/* SIGINT and SIGTERM are let in only inside ppoll: one that came between
+	 * the loop's test of quit and the wait would otherwise be missed, and
+	 * mearasd would sleep on until the next connection */
+	sigemptyset(&stop_signals);
+	sigaddset(&stop_signals, SIGINT);
+	sigaddset(&stop_signals, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &stop_signals, &in_wait);
+	sigdelset(&in_wait, SIGINT);
+	sigdelset(&in_wait, SIGTERM);
 	/* everything listens (the client and control sockets, the link server) */
 	notify_systemd("READY=1\nSTATUS=serving");
 	while (!quit) {
+		struct timespec ts;
 		int r, timeout = -1;
 		unsigned nl = nlive, nr = nrefused;
 		int64_t now = now_ms();
@@ -820,11 +834,12 @@ static void serve_clients(const struct backend_config *cfg, int lfd)
 			timeout = 1000;
 		/* live[] has room: a worker holds a tenant slot until its pidfd is
 		 * dropped here, and there are max_workers slots */
-		r = poll(pfd, 1 + nl + nr, timeout);
+		ts = (struct timespec){ .tv_sec = timeout / 1000, .tv_nsec = (long)(timeout % 1000) * 1000000L };
+		r = ppoll(pfd, 1 + nl + nr, timeout < 0 ? NULL : &ts, &in_wait);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
-			log_err("poll: %s", strerror(errno));
+			log_err("ppoll: %s", strerror(errno));
 			break;
 		}
 		now = now_ms();

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -281,3 +282,22 @@ def test_units_verify() -> None:
         assert re.search(r"^Type=notify$", text, re.M), unit
         assert re.search(r"^Restart=on-failure$", text, re.M), unit
     assert re.search(r"^RuntimeDirectory=mearas$", UNITS[0].read_text(), re.M)
+
+
+def test_sigterm_as_the_accept_loop_begins_stops_it(tmp_path: Path) -> None:
+    # a SIGTERM that came between the accept loop's test of its stop flag and its wait used to
+    # leave mearasd asleep in poll until the next connection (systemd would SIGKILL it after
+    # its stop timeout): signals now reach it only inside ppoll. The log line that comes just
+    # before the loop is where the race is widest.
+    for i in range(20):
+        proc, log = start(tmp_path, name=f"s{i}")
+        deadline = time.monotonic() + 10
+        while "per user:" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.002)
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            assert proc.wait(3) == 0
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise AssertionError(f"start {i}: mearasd still running 3 s after SIGTERM") from None
