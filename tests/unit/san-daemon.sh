@@ -45,7 +45,6 @@ done
 [ -S "$SOCK" ] || { echo "mearasd did not create $SOCK"; cat "$OUT/mearasd.log"; kill "$PID"; exit 1; }
 
 # the programs are not instrumented: libasan is preloaded for the library
-served=0
 for p in san_client device_query misuse drv_vmm graph_nodes drv_graph_nodes; do
 	vgpus=
 	[ "$p" = drv_graph_nodes ] && vgpus=MEARAS_VGPUS=2 # it uses a second device
@@ -53,12 +52,11 @@ for p in san_client device_query misuse drv_vmm graph_nodes drv_graph_nodes; do
 		ASAN_OPTIONS=$SAN_OPTS UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		timeout 120 "$OUT/$p" >"$OUT/$p.log" 2>&1
 	echo "$p: exit $? ($(tail -n 1 "$OUT/$p.log"))"
-	# its worker gone before the next program starts: memory a program
-	# leaves behind stays charged to this user (root) until then, and the
-	# next one's cudaMemGetInfo would count it
-	served=$((served + 1))
+	# its worker gone before the next program starts (as tests/sim's prog
+	# does): memory a program leaves behind stays charged to this user (root)
+	# until then, and the next one's cudaMemGetInfo would count it
 	for _ in $(seq 100); do
-		[ "$(grep -c 'vGPU 0: [0-9]* records served' "$OUT/mearasd.log")" -ge "$served" ] && break
+		pgrep -P "$PID" >/dev/null || break
 		sleep 0.1
 	done
 done
