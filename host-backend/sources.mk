@@ -6,7 +6,7 @@
 HB := host-backend
 # record execution (the op handlers; decoding generated from the op spec)
 EXEC_SRC := $(addprefix $(HB)/core/,exec.c exec_check.c exec_objects.c exec_memory.c exec_module.c \
-            exec_stream.c exec_graph.c exec_vmm.c)
+            exec_stream.c exec_graph.c exec_vmm.c exec_tensormap.c)
 EXEC_GEN := exec_ops.gen.c
 # a worker and its vGPUs besides exec: region and vGPU setup, handles, device
 # memory, the poller (the local engine), GPU time limit, output

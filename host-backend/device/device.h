@@ -19,6 +19,7 @@
 #include "mearas/region.h"
 
 struct mdev;
+struct mearas_tmap_args;
 
 /* The top of each vGPU's window is kept out of the heap for module globals
  * (used by the device model; a GPU places globals itself). */
@@ -123,6 +124,12 @@ struct mdev_ops {
 	 * to max of them in args, their number in *n */
 	int (*graph_host_funcs)(struct mdev *d, void *graph, void (*fn)(void *), void **args, size_t max,
 				size_t *n);
+	/* a tensor map (include/mearas/tensormap.h): kind an enum
+	 * mearas_tmap_kind; the rank, enums, unused entries and the tensor's
+	 * place in this client's memory are checked (core/exec_tensormap.c),
+	 * the finer rules of cuda.h are the device's. Writes the map's 128
+	 * bytes to out. NULL: the device has none (cudaErrorNotSupported). */
+	int (*tensor_map_encode)(struct mdev *d, unsigned kind, const struct mearas_tmap_args *a, uint8_t *out);
 };
 
 extern const struct mdev_ops mdev_sim_ops;

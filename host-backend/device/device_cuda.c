@@ -16,6 +16,7 @@
 
 #include "device.h"
 #include "mearas/log.h"
+#include "mearas/tensormap.h"
 
 /* The driver functions used: one table gives the pointer declarations and
  * the lookups. Names go through the macros of cuda.h (cuMemAlloc ->
@@ -78,6 +79,10 @@ struct cuda_module {
 static void *libcuda;
 /* optional (CUDA 12.3 and later): kernel names in log lines */
 static CUresult (*p_cuFuncGetName)(const char **name, CUfunction f);
+/* optional: tensor maps (CUDA 12.0; Im2colWide 12.8), NULL in older drivers */
+static __typeof__(&cuTensorMapEncodeTiled) p_cuTensorMapEncodeTiled;
+static __typeof__(&cuTensorMapEncodeIm2col) p_cuTensorMapEncodeIm2col;
+static __typeof__(&cuTensorMapEncodeIm2colWide) p_cuTensorMapEncodeIm2colWide;
 
 static int cuda_init(char *err, size_t errlen)
 {
@@ -114,6 +119,10 @@ static int cuda_init(char *err, size_t errlen)
 	CUDA_SYMS(SYM_LOAD)
 #undef SYM_LOAD
 	p_cuFuncGetName = (CUresult (*)(const char **, CUfunction))dlsym(libcuda, "cuFuncGetName");
+	p_cuTensorMapEncodeTiled = (__typeof__(&cuTensorMapEncodeTiled))dlsym(libcuda, "cuTensorMapEncodeTiled");
+	p_cuTensorMapEncodeIm2col = (__typeof__(&cuTensorMapEncodeIm2col))dlsym(libcuda, "cuTensorMapEncodeIm2col");
+	p_cuTensorMapEncodeIm2colWide =
+		(__typeof__(&cuTensorMapEncodeIm2colWide))dlsym(libcuda, "cuTensorMapEncodeIm2colWide");
 	r = p_cuInit(0);
 	if (r) {
 		snprintf(err, errlen, "cuInit failed with error %d", (int)r);
@@ -768,6 +777,69 @@ static int cuda_graph_host_funcs(struct mdev *d, void *graph, void (*fn)(void *)
 	return r;
 }
 
+/* The host's driver encodes the map (its format is NVIDIA's): the
+ * arguments have been checked for their shape and the tensor's place in the
+ * client's memory (core/exec_tensormap.c); the driver checks the rest. The
+ * guest's device addresses are this GPU's, so the map is valid for its
+ * kernels. */
+static int cuda_tensor_map_encode(struct mdev *d, unsigned kind, const struct mearas_tmap_args *a, uint8_t *out)
+{
+	CUtensorMap map;
+	cuuint64_t dims[MEARAS_TMAP_MAX_RANK], strides[MEARAS_TMAP_MAX_RANK - 1];
+	cuuint32_t box[MEARAS_TMAP_MAX_RANK], estrides[MEARAS_TMAP_MAX_RANK];
+	int lower[3], upper[3];
+	void *addr = (void *)(uintptr_t)a->addr;
+	CUresult r;
+
+	(void)d;
+	for (unsigned i = 0; i < MEARAS_TMAP_MAX_RANK; i++) {
+		dims[i] = a->dims[i];
+		box[i] = a->box[i];
+		estrides[i] = a->estrides[i];
+		if (i + 1 < MEARAS_TMAP_MAX_RANK)
+			strides[i] = a->strides[i];
+	}
+	for (unsigned i = 0; i < 3; i++) {
+		lower[i] = a->lower[i];
+		upper[i] = a->upper[i];
+	}
+	memset(&map, 0, sizeof(map));
+	switch (kind) {
+	case MEARAS_TMAP_TILED:
+		if (!p_cuTensorMapEncodeTiled)
+			return cudaErrorNotSupported;
+		r = p_cuTensorMapEncodeTiled(&map, (CUtensorMapDataType)a->dtype, a->rank, addr, dims, strides, box,
+					     estrides, (CUtensorMapInterleave)a->interleave,
+					     (CUtensorMapSwizzle)a->swizzle, (CUtensorMapL2promotion)a->l2promo,
+					     (CUtensorMapFloatOOBfill)a->oobfill);
+		break;
+	case MEARAS_TMAP_IM2COL:
+		if (!p_cuTensorMapEncodeIm2col)
+			return cudaErrorNotSupported;
+		r = p_cuTensorMapEncodeIm2col(&map, (CUtensorMapDataType)a->dtype, a->rank, addr, dims, strides, lower,
+					      upper, a->channels, a->pixels, estrides,
+					      (CUtensorMapInterleave)a->interleave, (CUtensorMapSwizzle)a->swizzle,
+					      (CUtensorMapL2promotion)a->l2promo, (CUtensorMapFloatOOBfill)a->oobfill);
+		break;
+	case MEARAS_TMAP_IM2COL_WIDE:
+		if (!p_cuTensorMapEncodeIm2colWide)
+			return cudaErrorNotSupported;
+		r = p_cuTensorMapEncodeIm2colWide(&map, (CUtensorMapDataType)a->dtype, a->rank, addr, dims, strides,
+						  lower[0], upper[0], a->channels, a->pixels, estrides,
+						  (CUtensorMapInterleave)a->interleave,
+						  (CUtensorMapIm2ColWideMode)a->wide_mode, (CUtensorMapSwizzle)a->swizzle,
+						  (CUtensorMapL2promotion)a->l2promo, (CUtensorMapFloatOOBfill)a->oobfill);
+		break;
+	default:
+		return cudaErrorInvalidValue;
+	}
+	if (r)
+		return cu_err(r);
+	_Static_assert(sizeof(map) == MEARAS_TMAP_BYTES, "a CUtensorMap is 128 bytes");
+	memcpy(out, &map, sizeof(map));
+	return 0;
+}
+
 /* ---- ops with a generated handler (include/mearas/ops.spec `dev` lines);
  * the poller's thread has the vGPU's context current (cuda_bind_thread) ---- */
 
@@ -855,4 +927,5 @@ const struct mdev_ops mdev_cuda_ops = {
 	.func_put = cuda_func_put,
 	.flush_output = cuda_flush_output,
 	.graph_node_count = cuda_graph_node_count,
+	.tensor_map_encode = cuda_tensor_map_encode,
 };

@@ -34,6 +34,7 @@
 #include "device.h"
 #include "mearas/fatbin.h"
 #include "mearas/log.h"
+#include "mearas/tensormap.h"
 
 #define SIM_MEMORY      (16ull << 30)   /* reported total memory */
 #define SIM_GRANULARITY (2ull << 20)
@@ -1180,6 +1181,157 @@ static int sim_graph_host_funcs(struct mdev *d, void *graph, void (*fn)(void *),
 	return 0;
 }
 
+/*
+ * Tensor maps. The model has no TMA unit and NVIDIA's descriptor format is
+ * not public: it checks the arguments as cuda.h documents them for a device
+ * of compute capability 9.0 (what the model reports), then writes its own
+ * encoding (struct mearas_sim_tmap, include/mearas/tensormap.h), which is the
+ * model's and not the hardware's. The back end has already checked the rank,
+ * the enums, the unused entries and the tensor's place in device memory
+ * (core/exec_tensormap.c). Not modelled: the bounding box of im2col having
+ * a non-zero area (cuda.h does not say how it is measured).
+ */
+#define TMAP_DT_16U4_ALIGN8B  13u
+#define TMAP_DT_16U4_ALIGN16B 14u
+#define TMAP_DT_16U6_ALIGN16B 15u
+#define TMAP_INTERLEAVE_NONE  0u
+#define TMAP_INTERLEAVE_32B   2u
+#define TMAP_SWIZZLE_NONE     0u
+#define TMAP_SWIZZLE_32B      1u
+#define TMAP_SWIZZLE_64B      2u
+#define TMAP_SWIZZLE_128B     3u
+#define TMAP_SWIZZLE_128B_ATOM_32B 4u
+#define TMAP_SWIZZLE_128B_ATOM_64B 6u
+
+static bool tmap_float(uint32_t dtype)
+{
+	return dtype >= 6 && dtype <= 12; /* FLOAT16 .. TFLOAT32_FTZ */
+}
+
+/* bytes of n elements of dtype, rounded up */
+static uint64_t tmap_bytes(uint32_t dtype, uint64_t n)
+{
+	return (n * mearas_tmap_elem_bits(dtype) + 7) / 8;
+}
+
+/* the rules every encode call shares: the address, dimensions, strides,
+ * element strides, interleave, swizzle and fill; inner: the bytes of the
+ * box's inner dimension (boxDim[0], or channelsPerPixel for im2col) */
+static bool tmap_common_ok(const struct mearas_tmap_args *a, uint64_t inner)
+{
+	bool packed16 = a->dtype == TMAP_DT_16U4_ALIGN16B || a->dtype == TMAP_DT_16U6_ALIGN16B;
+	bool wide32 = a->interleave == TMAP_INTERLEAVE_32B || packed16;
+	uint64_t swz = a->swizzle == TMAP_SWIZZLE_NONE ? 0 : a->swizzle == TMAP_SWIZZLE_32B ? 32 :
+		       a->swizzle == TMAP_SWIZZLE_64B ? 64 : 128;
+
+	if (a->addr % (wide32 ? 32 : 16))
+		return false;
+	if (a->interleave != TMAP_INTERLEAVE_NONE && a->rank < 3)
+		return false;
+	if ((packed16 && a->dims[0] % 128) || (a->dtype == TMAP_DT_16U4_ALIGN8B && a->dims[0] % 2))
+		return false;
+	for (unsigned i = 0; i + 1 < a->rank; i++)
+		if (a->strides[i] % (wide32 ? 32 : 16))
+			return false;
+	for (unsigned i = 0; i < a->rank; i++)
+		if (a->estrides[i] < 1 || a->estrides[i] > 8)
+			return false;
+	if (a->interleave == TMAP_INTERLEAVE_32B && a->swizzle != TMAP_SWIZZLE_32B)
+		return false;
+	if (a->interleave == TMAP_INTERLEAVE_NONE && swz && inner > swz)
+		return false;
+	if (a->dtype == TMAP_DT_16U6_ALIGN16B &&
+	    (a->interleave != TMAP_INTERLEAVE_NONE ||
+	     (a->swizzle != TMAP_SWIZZLE_NONE && a->swizzle != TMAP_SWIZZLE_128B &&
+	      a->swizzle != TMAP_SWIZZLE_128B_ATOM_32B && a->swizzle != TMAP_SWIZZLE_128B_ATOM_64B)))
+		return false;
+	if (a->dtype == TMAP_DT_16U4_ALIGN16B && a->swizzle != TMAP_SWIZZLE_NONE &&
+	    a->swizzle != TMAP_SWIZZLE_128B && a->swizzle != TMAP_SWIZZLE_128B_ATOM_32B)
+		return false;
+	if (a->oobfill && !tmap_float(a->dtype))
+		return false;
+	return true;
+}
+
+static bool tmap_tiled_ok(const struct mearas_tmap_args *a)
+{
+	bool packed16 = a->dtype == TMAP_DT_16U4_ALIGN16B || a->dtype == TMAP_DT_16U6_ALIGN16B;
+
+	for (unsigned i = 0; i < a->rank; i++)
+		if (a->box[i] < 1 || a->box[i] > 256)
+			return false;
+	if (a->interleave == TMAP_INTERLEAVE_NONE && tmap_bytes(a->dtype, a->box[0]) % 16)
+		return false;
+	if (packed16 && a->box[0] != 128)
+		return false;
+	return tmap_common_ok(a, tmap_bytes(a->dtype, a->box[0]));
+}
+
+static bool tmap_im2col_ok(const struct mearas_tmap_args *a)
+{
+	/* corner offsets: rank 3 one in [-32768, 32767], rank 4 two in
+	 * [-128, 127], rank 5 three in [-16, 15] */
+	int32_t lim = a->rank == 3 ? 32768 : a->rank == 4 ? 128 : 16;
+	bool packed16 = a->dtype == TMAP_DT_16U4_ALIGN16B || a->dtype == TMAP_DT_16U6_ALIGN16B;
+
+	for (unsigned i = 0; i + 2 < a->rank; i++)
+		if (a->lower[i] < -lim || a->lower[i] >= lim || a->upper[i] < -lim || a->upper[i] >= lim)
+			return false;
+	if (a->channels < 1 || a->channels > 256 || (packed16 && a->channels != 128))
+		return false;
+	if (a->pixels < 1 || a->pixels > 1024)
+		return false;
+	return tmap_common_ok(a, tmap_bytes(a->dtype, a->channels));
+}
+
+static int sim_tensor_map_encode(struct mdev *d, unsigned kind, const struct mearas_tmap_args *a, uint8_t *out)
+{
+	struct mearas_sim_tmap m;
+	bool ok;
+
+	(void)d;
+	switch (kind) {
+	case MEARAS_TMAP_TILED:
+		ok = tmap_tiled_ok(a);
+		break;
+	case MEARAS_TMAP_IM2COL:
+		ok = tmap_im2col_ok(a);
+		break;
+	case MEARAS_TMAP_IM2COL_WIDE:
+		/* compute capability 10.0 and later; the model is a 9.0 device */
+		return cudaErrorNotSupported;
+	default:
+		return cudaErrorInvalidValue;
+	}
+	if (!ok)
+		return cudaErrorInvalidValue;
+	memset(&m, 0, sizeof(m));
+	m.magic = MEARAS_SIM_TMAP_MAGIC;
+	m.kind = (uint8_t)kind;
+	m.dtype = (uint8_t)a->dtype;
+	m.rank = (uint8_t)a->rank;
+	m.interleave = (uint8_t)a->interleave;
+	m.swizzle = (uint8_t)a->swizzle;
+	m.l2promo = (uint8_t)a->l2promo;
+	m.oobfill = (uint8_t)a->oobfill;
+	m.channels = (uint16_t)a->channels;
+	m.pixels = (uint16_t)a->pixels;
+	m.addr = a->addr;
+	for (unsigned i = 0; i < a->rank; i++) {
+		m.dims[i] = a->dims[i];
+		m.box[i] = (uint8_t)(a->box[i] ? a->box[i] - 1 : 0);
+		m.estrides[i] = (uint8_t)a->estrides[i];
+		if (i + 1 < a->rank)
+			m.strides[i] = a->strides[i];
+	}
+	for (unsigned i = 0; i + 2 < a->rank && kind == MEARAS_TMAP_IM2COL; i++) {
+		m.lower[i] = (int16_t)a->lower[i];
+		m.upper[i] = (int16_t)a->upper[i];
+	}
+	memcpy(out, &m, sizeof(m));
+	return 0;
+}
+
 /* ---- ops with a generated handler (include/mearas/ops.spec `dev` lines) ---- */
 
 int sim_set_limit(struct mdev *d, uint32_t limit, uint64_t value)
@@ -1272,4 +1424,5 @@ const struct mdev_ops mdev_sim_ops = {
 	.graph_exec_destroy = sim_graph_exec_destroy,
 	.graph_node_count = sim_graph_node_count,
 	.graph_host_funcs = sim_graph_host_funcs,
+	.tensor_map_encode = sim_tensor_map_encode,
 };
