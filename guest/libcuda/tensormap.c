@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Tensor maps (TMA descriptors): cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col,
+ * cuTensorMapEncodeIm2colWide and cuTensorMapReplaceAddress.
+ *
+ * A CUtensorMap is 128 opaque bytes in NVIDIA's format: mearas never builds
+ * one. The arguments go to mearasd (TENSOR_MAP_ENCODE), which checks them,
+ * the tensor's place in this process's device memory among them, and has
+ * the vGPU's device encode the map (the host's driver on a GPU); the bytes
+ * come back through the data area. The device addresses this process sees
+ * are the GPU's, so the map is valid for its kernels as it is.
+ *
+ * cuTensorMapReplaceAddress cannot edit opaque bytes; it re-encodes the map
+ * from the arguments that made it with the new address. This process
+ * remembers the arguments of the last TMAP_MEMO maps it encoded, found by
+ * the map's bytes; a map it did not encode (or has forgotten) is refused
+ * with CUDA_ERROR_INVALID_VALUE and a log line.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mearas/log.h"
+#include "mearas/tensormap.h"
+#include "cu.h"
+
+#define TMAP_MEMO 512
+
+struct tmap_memo {
+	uint8_t map[MEARAS_TMAP_BYTES];
+	struct mearas_tmap_args a;
+	uint32_t kind;
+	int vgpu;
+	uint64_t used;                  /* 0: empty; else a use stamp (the oldest goes first) */
+};
+
+static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tmap_memo *memo;
+static uint64_t memo_clock;
+
+/* Remembers how map was made (replacing what the same bytes came from before). */
+static void memo_put(const uint8_t *map, uint32_t kind, int vgpu, const struct mearas_tmap_args *a)
+{
+	struct tmap_memo *slot = NULL;
+
+	pthread_mutex_lock(&memo_lock);
+	if (!memo)
+		memo = calloc(TMAP_MEMO, sizeof(*memo));
+	for (size_t i = 0; memo && i < TMAP_MEMO; i++) {
+		if (memo[i].used && !memcmp(memo[i].map, map, MEARAS_TMAP_BYTES)) {
+			slot = &memo[i];
+			break;
+		}
+		if (!slot || memo[i].used < slot->used)
+			slot = &memo[i];
+	}
+	if (slot) {
+		memcpy(slot->map, map, MEARAS_TMAP_BYTES);
+		slot->a = *a;
+		slot->kind = kind;
+		slot->vgpu = vgpu;
+		slot->used = ++memo_clock;
+	}
+	pthread_mutex_unlock(&memo_lock);
+}
+
+/* The arguments map was made from: false when this process did not make it. */
+static bool memo_get(const uint8_t *map, uint32_t *kind, int *vgpu, struct mearas_tmap_args *a)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&memo_lock);
+	for (size_t i = 0; memo && i < TMAP_MEMO; i++) {
+		if (memo[i].used && !memcmp(memo[i].map, map, MEARAS_TMAP_BYTES)) {
+			*a = memo[i].a;
+			*kind = memo[i].kind;
+			*vgpu = memo[i].vgpu;
+			memo[i].used = ++memo_clock;
+			found = true;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&memo_lock);
+	return found;
+}
+
+/* The vGPU that encodes: the current context's, else the one whose memory
+ * holds the tensor (the driver's encoding needs no context). */
+static CUresult tmap_vgpu(uint64_t addr, int *vgpu)
+{
+	struct cu_ctx *c;
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	c = cu_current();
+	*vgpu = c ? c->vgpu : dm_window_owner(addr);
+	return *vgpu < 0 ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
+}
+
+/* Has the vGPU encode a (kind: enum mearas_tmap_kind) into out. */
+static CUresult tmap_encode(int vgpu, uint32_t kind, const struct mearas_tmap_args *a, CUtensorMap *out)
+{
+	uint8_t *buf = dh_alloc(MEARAS_TMAP_BYTES);
+	CUresult r;
+
+	if (!buf)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r = cu_result(rt_do_TENSOR_MAP_ENCODE(vgpu, kind, dh_offset(buf), MEARAS_TMAP_BYTES, a, sizeof(*a)));
+	if (!r) {
+		memcpy(out, buf, MEARAS_TMAP_BYTES);
+		memo_put(buf, kind, vgpu, a);
+	}
+	dh_free(buf);
+	return r;
+}
+
+/* The arguments every call shares, after the checks cuda.h states for the
+ * pointers: the map 64-byte aligned, the rank (minrank..5) before any array
+ * is read, the arrays present (globalStrides may be NULL for rank 1). */
+static CUresult tmap_common(CUtensorMap *map, CUtensorMapDataType dtype, cuuint32_t rank, unsigned minrank,
+			    void *addr, const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *estrides,
+			    CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
+			    CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob, struct mearas_tmap_args *a)
+{
+	if (!map || ((uintptr_t)map & 63) || rank < minrank || rank > MEARAS_TMAP_MAX_RANK || !dims || !estrides ||
+	    (rank > 1 && !strides))
+		return CUDA_ERROR_INVALID_VALUE;
+	memset(a, 0, sizeof(*a));
+	a->addr = (uint64_t)(uintptr_t)addr;
+	a->rank = rank;
+	a->dtype = (uint32_t)dtype;
+	a->interleave = (uint32_t)interleave;
+	a->swizzle = (uint32_t)swizzle;
+	a->l2promo = (uint32_t)l2;
+	a->oobfill = (uint32_t)oob;
+	for (unsigned i = 0; i < rank; i++) {
+		a->dims[i] = dims[i];
+		a->estrides[i] = estrides[i];
+		if (i + 1 < rank)
+			a->strides[i] = strides[i];
+	}
+	return CUDA_SUCCESS;
+}
+
+CU_EXPORT CUresult CUDAAPI cuTensorMapEncodeTiled(CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType,
+						  cuuint32_t tensorRank, void *globalAddress, const cuuint64_t *globalDim,
+						  const cuuint64_t *globalStrides, const cuuint32_t *boxDim,
+						  const cuuint32_t *elementStrides, CUtensorMapInterleave interleave,
+						  CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion,
+						  CUtensorMapFloatOOBfill oobFill)
+{
+	struct mearas_tmap_args a;
+	int vgpu;
+	CUresult r = tmap_vgpu((uint64_t)(uintptr_t)globalAddress, &vgpu);
+
+	if (r)
+		return r;
+	r = tmap_common(tensorMap, tensorDataType, tensorRank, 1, globalAddress, globalDim, globalStrides,
+			elementStrides, interleave, swizzle, l2Promotion, oobFill, &a);
+	if (r)
+		return r;
+	if (!boxDim)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (unsigned i = 0; i < tensorRank; i++)
+		a.box[i] = boxDim[i];
+	return tmap_encode(vgpu, MEARAS_TMAP_TILED, &a, tensorMap);
+}
+
+CU_EXPORT CUresult CUDAAPI cuTensorMapEncodeIm2col(CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType,
+						   cuuint32_t tensorRank, void *globalAddress, const cuuint64_t *globalDim,
+						   const cuuint64_t *globalStrides, const int *pixelBoxLowerCorner,
+						   const int *pixelBoxUpperCorner, cuuint32_t channelsPerPixel,
+						   cuuint32_t pixelsPerColumn, const cuuint32_t *elementStrides,
+						   CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
+						   CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill)
+{
+	struct mearas_tmap_args a;
+	int vgpu;
+	CUresult r = tmap_vgpu((uint64_t)(uintptr_t)globalAddress, &vgpu);
+
+	if (r)
+		return r;
+	r = tmap_common(tensorMap, tensorDataType, tensorRank, 3, globalAddress, globalDim, globalStrides,
+			elementStrides, interleave, swizzle, l2Promotion, oobFill, &a);
+	if (r)
+		return r;
+	if (!pixelBoxLowerCorner || !pixelBoxUpperCorner)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (unsigned i = 0; i + 2 < tensorRank; i++) {
+		a.lower[i] = pixelBoxLowerCorner[i];
+		a.upper[i] = pixelBoxUpperCorner[i];
+	}
+	a.channels = channelsPerPixel;
+	a.pixels = pixelsPerColumn;
+	return tmap_encode(vgpu, MEARAS_TMAP_IM2COL, &a, tensorMap);
+}
+
+CU_EXPORT CUresult CUDAAPI cuTensorMapEncodeIm2colWide(CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType,
+						       cuuint32_t tensorRank, void *globalAddress,
+						       const cuuint64_t *globalDim, const cuuint64_t *globalStrides,
+						       int pixelBoxLowerCornerWidth, int pixelBoxUpperCornerWidth,
+						       cuuint32_t channelsPerPixel, cuuint32_t pixelsPerColumn,
+						       const cuuint32_t *elementStrides, CUtensorMapInterleave interleave,
+						       CUtensorMapIm2ColWideMode mode, CUtensorMapSwizzle swizzle,
+						       CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill)
+{
+	struct mearas_tmap_args a;
+	int vgpu;
+	CUresult r = tmap_vgpu((uint64_t)(uintptr_t)globalAddress, &vgpu);
+
+	if (r)
+		return r;
+	r = tmap_common(tensorMap, tensorDataType, tensorRank, 3, globalAddress, globalDim, globalStrides,
+			elementStrides, interleave, swizzle, l2Promotion, oobFill, &a);
+	if (r)
+		return r;
+	a.lower[0] = pixelBoxLowerCornerWidth;
+	a.upper[0] = pixelBoxUpperCornerWidth;
+	a.channels = channelsPerPixel;
+	a.pixels = pixelsPerColumn;
+	a.wide_mode = (uint32_t)mode;
+	return tmap_encode(vgpu, MEARAS_TMAP_IM2COL_WIDE, &a, tensorMap);
+}
+
+CU_EXPORT CUresult CUDAAPI cuTensorMapReplaceAddress(CUtensorMap *tensorMap, void *globalAddress)
+{
+	static int said;
+	struct mearas_tmap_args a;
+	uint32_t kind;
+	int vgpu;
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	if (!tensorMap || ((uintptr_t)tensorMap & 63))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!memo_get((const uint8_t *)tensorMap, &kind, &vgpu, &a)) {
+		if (__atomic_fetch_add(&said, 1, __ATOMIC_RELAXED) < 5)
+			log_warn("cuTensorMapReplaceAddress: the map was not encoded by this process (or was among more "
+				 "than %d encoded since): mearas re-encodes a map from its arguments and cannot edit "
+				 "its opaque bytes; returning CUDA_ERROR_INVALID_VALUE", TMAP_MEMO);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	a.addr = (uint64_t)(uintptr_t)globalAddress;
+	return tmap_encode(vgpu, kind, &a, tensorMap);
+}
