@@ -300,6 +300,10 @@ run_test drv_pools prog MEARAS_VGPUS=2 drv_pools
 run_test drv_pools_ptsz prog MEARAS_VGPUS=2 drv_pools_ptsz
 run_test drv_exptables prog drv_exptables
 run_test drv_vmm prog MEARAS_VGPUS=2 drv_vmm
+for m in encode replace refuse_pointers refuse_enums refuse_memory refuse_rules wide; do
+	run_test "drv_tensormap_$m" prog drv_tensormap "$m"
+done
+run_test drv_tensormap_no_context prog MEARAS_VGPUS=2 drv_tensormap no_context
 # the same programs built with nvcc's default static runtime: NVIDIA's own
 # runtime in the program, through mearas's libcuda.so.1
 declare -A static_env=([conc_threads]=MEARAS_VGPUS=2 [conc_cross_event]=MEARAS_VGPUS=2 [dev_props]=MEARAS_VGPUS=3
