@@ -187,6 +187,23 @@ fi
 stop_node "$lo_vmm"
 if wait_no_workers "$lo_remote" 5; then ok loopback-vmm-remote-worker-freed; else bad loopback-vmm-remote-worker-freed "$(workers_of "$lo_remote")"; fi
 
+# tensor maps on a remote vGPU: tests/sim's drv_tensormap (encode and
+# replace, 200 rounds, and a refusal) with its device 0 on the other node:
+# the record goes over the link, the serving node checks it against its own
+# memory and the 128 bytes come back through the data area
+start_node lo-tmap - --socket="$work/lo-tmap.sock" --vgpus=2 --remote=0=127.0.0.1:$port \
+	--cluster-key-file="$work/key"
+lo_tmap=$NODE_PID
+if LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET="$work/lo-tmap.sock" timeout 60 \
+	"$top/build/tests-remote/drv_tensormap" remote >"$work/tmap.out" 2>&1 && [ "$(tail -n 1 "$work/tmap.out")" = PASS ] &&
+	grep -q "tiled tensor map of 0x[0-9a-f]* bytes at 0x[0-9a-f]* refused: not inside device memory" "$work/lo-remote.log"; then
+	ok loopback-tensormap-remote
+else
+	bad loopback-tensormap-remote "$(grep -m3 FAIL "$work/tmap.out" | tr '\n' ' ')"
+fi
+stop_node "$lo_tmap"
+if wait_no_workers "$lo_remote" 5; then ok loopback-tensormap-remote-worker-freed; else bad loopback-tensormap-remote-worker-freed "$(workers_of "$lo_remote")"; fi
+
 start_node lo-wrong - --socket="$work/lo-wrong.sock" --vgpus=2 --remote=1=127.0.0.1:$port \
 	--cluster-key-file="$work/wrongkey"
 lo_wrong=$NODE_PID
