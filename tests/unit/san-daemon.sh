@@ -8,7 +8,8 @@
 # logged (the model runs no kernels) but only sanitizer reports fail this.
 # tests/sim's drv_vmm (virtual memory management; the daemon gives 2 vGPUs by
 # default) must pass too, and so must graph_nodes and drv_graph_nodes (graphs
-# built node by node, through both front ends).
+# built node by node, through both front ends), and tests/sim's drv_tensormap
+# in each of its modes that reach mearasd (tensor map records, refused and not).
 cd "$(dirname "$0")" || exit 1
 ROOT=$(cd ../.. && pwd)
 BUILD=$ROOT/tests/unit/build/san-daemon
@@ -32,6 +33,9 @@ done
 	-o "$OUT/graph_nodes" "$ROOT/tests/sim/graph_nodes.cu" || exit 1
 ${CC:-cc} -std=gnu11 -O1 -I"$(dirname "$NVCC")/../include" -o "$OUT/drv_graph_nodes" \
 	"$ROOT/tests/sim/drv_graph_nodes.c" -L"$BUILD/lib" -lcuda || exit 1
+${CC:-cc} -std=gnu11 -O1 -I"$(dirname "$NVCC")/../include" -I"$ROOT/include" -o "$OUT/drv_tensormap" \
+	"$ROOT/tests/sim/drv_tensormap.c" -L"$BUILD/lib" -lcuda || exit 1
+TMAP_MODES="encode replace refuse_enums refuse_memory refuse_rules wide"
 
 LIBASAN=$(gcc -print-file-name=libasan.so)
 SOCK=$OUT/mearasd.sock
@@ -60,7 +64,17 @@ for p in san_client device_query misuse drv_vmm graph_nodes drv_graph_nodes; do
 		sleep 0.1
 	done
 done
-for p in san_client drv_vmm graph_nodes drv_graph_nodes; do
+for m in $TMAP_MODES; do
+	env MEARAS_SOCKET=$SOCK LD_LIBRARY_PATH=$BUILD/lib LD_PRELOAD=$LIBASAN \
+		ASAN_OPTIONS=$SAN_OPTS UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		timeout 60 "$OUT/drv_tensormap" "$m" >"$OUT/drv_tensormap_$m.log" 2>&1
+	echo "drv_tensormap $m: exit $? ($(tail -n 1 "$OUT/drv_tensormap_$m.log"))"
+	for _ in $(seq 100); do
+		pgrep -P "$PID" >/dev/null || break
+		sleep 0.1
+	done
+done
+for p in san_client drv_vmm graph_nodes drv_graph_nodes $(for m in $TMAP_MODES; do echo "drv_tensormap_$m"; done); do
 	grep -q '^PASS$' "$OUT/$p.log" || { echo "$p did not pass"; fail=1; }
 done
 

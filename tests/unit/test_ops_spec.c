@@ -71,6 +71,12 @@ static void test_spans(void)
 	mearas_prep_LAUNCH(&e, 1, (const uint32_t[3]){ 1, 1, 1 }, (const uint32_t[3]){ 1, 1, 1 },
 			   (const uint32_t[3]){ 0, 0, 0 }, 0, 0);
 	CHECK(!mearas_op_reads(&e, &s) && !mearas_op_writes(&e, &s));
+	/* an encoded tensor map comes back through the data area (a remote
+	 * vGPU's forwarder follows the span back) */
+	e = blank();
+	mearas_prep_TENSOR_MAP_ENCODE(&e, 1, 8192, 128);
+	CHECK(!mearas_op_reads(&e, &s));
+	CHECK(mearas_op_writes(&e, &s) && s.off == 8192 && s.width == 128 && s.pitch == 128 && s.rows == 1);
 }
 
 static void test_props(void)
@@ -91,6 +97,7 @@ static void test_props(void)
 	CHECK(mearas_op_props(MEARAS_OP_MEM_FREE)->pends && !mearas_op_props(MEARAS_OP_MEM_FREE)->pends_sync);
 	CHECK(mearas_op_props(MEARAS_OP_LAUNCH)->pends_sync && mearas_op_props(MEARAS_OP_LAUNCH)->stream);
 	CHECK(mearas_op_props(MEARAS_OP_MEM_ALLOC)->sync && !mearas_op_props(MEARAS_OP_MEMCPY)->sync);
+	CHECK(mearas_op_props(MEARAS_OP_TENSOR_MAP_ENCODE)->sync && !mearas_op_props(MEARAS_OP_TENSOR_MAP_ENCODE)->stream);
 	CHECK(strcmp(mearas_op_name(MEARAS_OP_EVENT_ELAPSED), "EVENT_ELAPSED") == 0);
 	CHECK(strcmp(mearas_op_name(MEARAS_OP_COUNT), "INVALID") == 0);
 	CHECK(strcmp(mearas_op_name(60000), "INVALID") == 0);
