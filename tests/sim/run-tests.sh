@@ -301,6 +301,11 @@ run_test drv_pools_ptsz prog MEARAS_VGPUS=2 drv_pools_ptsz
 run_test drv_exptables prog drv_exptables
 run_test drv_vmm prog MEARAS_VGPUS=2 drv_vmm
 run_test launch_attrs prog launch_attrs
+run_test drv_vmm_ranges_mapped prog drv_vmm_ranges mapped
+run_test drv_vmm_ranges_unmapped prog drv_vmm_ranges unmapped
+run_test drv_vmm_ranges_address_range prog drv_vmm_ranges address_range
+run_test drv_vmm_ranges_freed prog drv_vmm_ranges freed
+run_test drv_vmm_ranges_unknown_plural prog drv_vmm_ranges unknown_plural
 # the same programs built with nvcc's default static runtime: NVIDIA's own
 # runtime in the program, through mearas's libcuda.so.1
 declare -A static_env=([conc_threads]=MEARAS_VGPUS=2 [conc_cross_event]=MEARAS_VGPUS=2 [dev_props]=MEARAS_VGPUS=3
