@@ -13,10 +13,11 @@
 # restarted under the running domain). mearasd restarting under a guest
 # program: the program's calls fail with a CUDA error (never hang), and the
 # domain's end frees everything. Ten domains of 1 vGPU started at once get the
-# 8 vGPU slots there are, never more. A domain whose device disagrees
-# with its metadata, whose remote node refuses the cluster key or is down, or
-# started while etcd or mearasd is down, does not start, `virsh create` says
-# why, and nothing is left booked or served. Restores the previous hook and
+# 8 vGPU slots there are, never more. The examples vm-configs/assembly-*.xml
+# start as they are. A domain whose device disagrees with its metadata, whose
+# remote node refuses the cluster key or is down, or started while etcd or
+# mearasd is down, does not start, `virsh create` says why, and nothing is
+# left booked or served. Restores the previous hook and
 # stops what it started (by PID). Usage: libvirt-assembly-test.sh GUEST_DIR
 # WORK_DIR. Prints PASS/FAIL lines.
 set -uo pipefail
@@ -27,7 +28,7 @@ hook=/etc/libvirt/hooks/qemu uri=qemu:///system
 dom=mearas-lva-$$
 nsa=mlva-a-$$ nsb=mlva-b-$$ addra=10.231.7.1 addrb=10.231.7.2
 netns=$repo/scripts/netns-pair.sh
-started=() pids=() hook_backup="" ns_up=""
+started=() pids=() examples=() hook_backup="" ns_up=""
 
 pass() { echo "PASS libvirt-assembly/$1"; }
 fail() { echo "FAIL libvirt-assembly/$1${2:+: $2}"; }
@@ -41,7 +42,7 @@ wait_for() {
 	done
 }
 cleanup() {
-	for d in "$dom" "$dom-d" "$dom-m" "$dom-x" "$dom-k" "$dom-r" "$dom-e" "$dom-n" "$dom"-c{0..9}; do
+	for d in "$dom" "$dom-d" "$dom-m" "$dom-x" "$dom-k" "$dom-r" "$dom-e" "$dom-n" "$dom"-c{0..9} "${examples[@]+"${examples[@]}"}"; do
 		virsh -c "$uri" destroy "$d" >/dev/null 2>&1
 	done
 	for p in "${started[@]+"${started[@]}"}"; do kill "$p" 2>/dev/null; done
@@ -229,6 +230,21 @@ check concurrent-eight-start "[ \$(echo \"\$up\" | grep -c .) = 8 ] && [ \"\$(bo
 check concurrent-others-refused "[ \$(cat $work/c?.out | grep -c 'cannot place 1 vGPU') = 2 ]" "$(grep -h mearas "$work"/c?.out | head -3)"
 for d in "$dom"-c{0..9}; do virsh -c "$uri" destroy "$d" >/dev/null 2>&1; done
 check concurrent-all-freed "wait_for nothing_left 20" "booked $(booked); left on a: $(pgrep -P $apid | tr '\n' ' ')"
+
+# the examples vm-configs/assembly-*.xml start as they are (only the socket directory is
+# this test's [vm] socket_dir) on these two nodes, each booked and served, then all freed
+for x in "$repo"/vm-configs/assembly-*.xml; do
+	name=$(sed -n 's|.*<name>\(.*\)</name>.*|\1|p' "$x")
+	sed "s|/run/mearas/vm/|$work/vm/|" "$x" > "$work/example.xml"
+	examples+=("$name")
+	if out=$(virsh -c "$uri" create "$work/example.xml" 2>&1); then
+		check "example/${x##*/}" "[ \"\$(booked)\" = 1 ] && [ -S '$work/vm/$name.sock' ]" "booked $(booked)"
+	else
+		fail "example/${x##*/}" "$out"
+	fi
+	virsh -c "$uri" destroy "$name" >/dev/null 2>&1
+	check "example/${x##*/}-freed" "wait_for nothing_left 15" "booked $(booked); left on a: $(pgrep -P $apid | tr '\n' ' ')"
+done
 
 # a device on another socket than the metadata's domain: refused, nothing booked
 domain "$dom-x" "props" 'placement="node-a:1,node-b:0"' "$work/vm/other"
