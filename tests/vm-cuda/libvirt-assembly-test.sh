@@ -13,13 +13,13 @@
 # restarted under the running domain). mearasd restarting under a guest
 # program: the program's calls fail with a CUDA error (never hang), and the
 # domain's end frees everything. Ten domains of 1 vGPU started at once get the
-# 8 vGPU slots there are, never more. The examples vm-configs/assembly-*.xml
-# start as they are. A domain whose device disagrees with its metadata, whose
-# remote node refuses the cluster key or is down, or started while etcd or
-# mearasd is down, does not start, `virsh create` says why, and nothing is
-# left booked or served. Restores the previous hook and
-# stops what it started (by PID). Usage: libvirt-assembly-test.sh GUEST_DIR
-# WORK_DIR. Prints PASS/FAIL lines.
+# 8 vGPU slots there are, never more, and stopped at once free them all. The
+# examples vm-configs/assembly-*.xml start as they are. A domain whose device
+# disagrees with its metadata, whose remote node refuses the cluster key or is
+# down, or started while etcd or mearasd is down, does not start, `virsh
+# create` says why, and nothing is left booked or served. Restores the
+# previous hook and stops what it started (by PID). Usage:
+# libvirt-assembly-test.sh GUEST_DIR WORK_DIR. Prints PASS/FAIL lines.
 set -uo pipefail
 guest=${1:?} work=${2:?}/lva
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -228,7 +228,13 @@ up=$(virsh -c "$uri" list --name | grep -- "^$dom-c")
 served=$(ls "$work/vm" | wc -l)
 check concurrent-eight-start "[ \$(echo \"\$up\" | grep -c .) = 8 ] && [ \"\$(booked)\" = 8 ] && [ $served = 8 ]" "running: $(echo $up), booked $(booked), sockets $served"
 check concurrent-others-refused "[ \$(cat $work/c?.out | grep -c 'cannot place 1 vGPU') = 2 ]" "$(grep -h mearas "$work"/c?.out | head -3)"
-for d in "$dom"-c{0..9}; do virsh -c "$uri" destroy "$d" >/dev/null 2>&1; done
+# and all ten stopped at once (the refused ones' destroy fails): every booking is freed
+destroys=()
+for d in "$dom"-c{0..9}; do
+	virsh -c "$uri" destroy "$d" >/dev/null 2>&1 &
+	destroys+=($!)
+done
+wait "${destroys[@]}"
 check concurrent-all-freed "wait_for nothing_left 20" "booked $(booked); left on a: $(pgrep -P $apid | tr '\n' ' ')"
 
 # the examples vm-configs/assembly-*.xml start as they are (only the socket directory is
