@@ -13,7 +13,8 @@
 # restarted under the running domain). mearasd restarting under a guest
 # program: the program's calls fail with a CUDA error (never hang), and the
 # domain's end frees everything. Ten domains of 1 vGPU started at once get the
-# 8 vGPU slots there are, never more, and stopped at once free them all. The
+# 8 vGPU slots there are, never more, and stopped at once free them all. A
+# QEMU that died while libvirtd was down is released at libvirtd's restart. The
 # examples vm-configs/assembly-*.xml start as they are. A domain whose device
 # disagrees with its metadata, whose remote node refuses the cluster key or is
 # down, or started while etcd or mearasd is down, does not start, `virsh
@@ -42,7 +43,7 @@ wait_for() {
 	done
 }
 cleanup() {
-	for d in "$dom" "$dom-d" "$dom-m" "$dom-x" "$dom-k" "$dom-r" "$dom-e" "$dom-n" "$dom"-c{0..9} "${examples[@]+"${examples[@]}"}"; do
+	for d in "$dom" "$dom-d" "$dom-m" "$dom-x" "$dom-k" "$dom-r" "$dom-e" "$dom-n" "$dom-l" "$dom"-c{0..9} "${examples[@]+"${examples[@]}"}"; do
 		virsh -c "$uri" destroy "$d" >/dev/null 2>&1
 	done
 	for p in "${started[@]+"${started[@]}"}"; do kill "$p" 2>/dev/null; done
@@ -138,6 +139,9 @@ domain "$dom" "assembly mearas_secs=3" 'placement="node-a:1,node-b:0,node-b:1"' 
 if out=$(virsh -c "$uri" create "$work/$dom.xml" 2>&1); then pass domain-started; else fail domain-started "$out"; exit 0; fi
 check assembly-booked "[ \"\$(booked)\" = 1 ]"
 check vm-socket-served "grep -q 'control: VM $dom attached' '$work/a.log'"
+# the domain's socket is its QEMU's ([vm] qemu_user) alone: mode 0600
+quid=$(id -u libvirt-qemu 2>/dev/null || echo 0)
+check vm-socket-for-its-qemu-only "[ \"\$(stat -c '%u %a' '$work/vm/$dom.sock')\" = '$quid 600' ]" "$(stat -c '%u %a' "$work/vm/$dom.sock" 2>&1)"
 wait_for "! virsh -c $uri domstate $dom >/dev/null 2>&1" 300 || fail domain-finished "still running after 300 s"
 tr -d '\r' < "$work/$dom.console" > "$work/$dom.txt" 2>/dev/null
 while IFS= read -r line; do
@@ -236,6 +240,21 @@ for d in "$dom"-c{0..9}; do
 done
 wait "${destroys[@]}"
 check concurrent-all-freed "wait_for nothing_left 20" "booked $(booked); left on a: $(pgrep -P $apid | tr '\n' ' ')"
+
+# QEMU dies while libvirtd is down: the restarted libvirtd finds it gone at its reconnect
+# and runs the release hook, which frees everything
+bare "$dom-l"
+if out=$(virsh -c "$uri" create "$work/$dom-l.xml" 2>&1); then
+	qemu_pid=$(cat "/run/libvirt/qemu/$dom-l.pid")
+	lpid=$(pgrep -nx libvirtd)
+	kill "$lpid" && wait_for "! kill -0 $lpid 2>/dev/null" 20
+	kill -9 "$qemu_pid"
+	libvirtd -d; sleep 1; started+=("$(pgrep -nx libvirtd)")
+	wait_for "virsh -c $uri version >/dev/null 2>&1" 90 || fail libvirtd-restarted-again
+	check qemu-dead-at-reconnect-frees "wait_for nothing_left 30" "booked $(booked); left on a: $(pgrep -P $apid | tr '\n' ' ')"
+else
+	fail qemu-dead-at-reconnect-started "$out"
+fi
 
 # the examples vm-configs/assembly-*.xml start as they are (only the socket directory is
 # this test's [vm] socket_dir) on these two nodes, each booked and served, then all freed
