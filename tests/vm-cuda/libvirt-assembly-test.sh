@@ -160,22 +160,25 @@ check remote-vgpus-linked "grep -q 'vGPU 1 -> remote $addrb:$port GPU 0 ' '$work
 check remote-node-served-both-gpus "grep -q 'remote vGPU for $addra:[0-9]* (vm): GPU 0,' '$work/b.log' && grep -q 'remote vGPU for $addra:[0-9]* (vm): GPU 1,' '$work/b.log'"
 check poweroff-frees-both-nodes "wait_for nothing_left 15" "booked $(booked); left on a: $(pgrep -P $apid | tr '\n' ' '); on b: $(pgrep -P $bpid | tr '\n' ' ')"
 
-# virsh destroy while a guest program holds GPU memory on both vGPUs
-domain "$dom-d" "sleep mearas_secs=120" 'placement="node-a:0,node-b:1"'
+# virsh destroy while two guest programs hold GPU memory on both vGPUs
+domain "$dom-d" "holders mearas_secs=120" 'placement="node-a:0,node-b:1"'
 if out=$(virsh -c "$uri" create "$work/$dom-d.xml" 2>&1); then
-	if wait_for "grep -qs GUEST-READY '$work/$dom-d.console'" 120; then
+	if wait_for "[ \$(grep -cs GUEST-READY '$work/$dom-d.console') = 2 ]" 120; then
 		check destroy-holder-linked "[ -n \"\$(pgrep -P $bpid)\" ]"
-		gpid=$(tr -d '\r' < "$work/$dom-d.console" | sed -n 's/^GUEST-READY //p' | head -n1)
+		# the guest's two processes, in the order of their pids: the column ON EACH VGPU
+		# of `mearas assemblies` lists both on the VM's assembly
+		gpids=$(tr -d '\r' < "$work/$dom-d.console" | sed -n 's/^GUEST-READY //p' | sort -n | tr '\n' ' ')
+		read -r gpid gpid2 <<< "$gpids"
 		out=$(mearas --config "$work/a.toml" assemblies 2>&1)
-		check assemblies-shows-guest-process "grep -q 'vm:$dom-d .* $dom-d pid $gpid\$' <<< \"\$out\"" "$out"
+		check assemblies-shows-guest-processes "grep -q 'vm:$dom-d .* $dom-d pid $gpid, $dom-d pid $gpid2\$' <<< \"\$out\"" "$out (guest pids $gpids)"
 		# libvirtd restarts (the hook's `reconnect`): the domain keeps its assembly, mearasd its
-		# guest process, and the release hook of the new libvirtd frees them at the destroy below
+		# guest processes, and the release hook of the new libvirtd frees them at the destroy below
 		lpid=$(pgrep -nx libvirtd)
 		kill "$lpid" && wait_for "! kill -0 $lpid 2>/dev/null" 20
 		libvirtd -d; sleep 1; started+=("$(pgrep -nx libvirtd)")
 		wait_for "virsh -c $uri version >/dev/null 2>&1" 90 || fail libvirtd-restarted
 		out=$(mearas --config "$work/a.toml" assemblies 2>&1)
-		check libvirtd-restart-keeps-vm "[ \"\$(virsh -c $uri domstate $dom-d)\" = running ] && [ \"\$(booked)\" = 1 ] && grep -q 'vm:$dom-d .* $dom-d pid $gpid\$' <<< \"\$out\"" "$out"
+		check libvirtd-restart-keeps-vm "[ \"\$(virsh -c $uri domstate $dom-d)\" = running ] && [ \"\$(booked)\" = 1 ] && grep -q 'vm:$dom-d .* $dom-d pid $gpid, $dom-d pid $gpid2\$' <<< \"\$out\"" "$out"
 		virsh -c "$uri" destroy "$dom-d" >/dev/null 2>&1
 		check destroy-frees-both-nodes "wait_for nothing_left 15" "booked $(booked); left on a: $(pgrep -P $apid | tr '\n' ' '); on b: $(pgrep -P $bpid | tr '\n' ' ')"
 	else
