@@ -156,6 +156,9 @@ struct mearas_devinfo {
 		uint32_t pad;
 	} pcie;
 };
+/* the devinfo keeps its 4 KiB slot (mearas_layout): an older front end
+ * finds the rings where it expects them */
+_Static_assert(sizeof(struct mearas_devinfo) <= 4096, "mearas_devinfo outgrew its 4 KiB slot");
 
 /* region_hdr.state (backend-owned) */
 #define MEARAS_BACKEND_READY   1u
