@@ -179,16 +179,25 @@ def best_median(runs: list[RunResult]) -> float | None:
 
 def losses_equal(native: list[RunResult], mearas: list[RunResult]) -> tuple[bool, str]:
     """Whether every run's final loss is the same float (bit for bit) as the
-    first native run's; the text says what was compared."""
-    ref = next((r.loss() for r in native if r.ok and r.loss() is not None), None)
-    got = [r.loss() for r in mearas if r.ok]
-    if ref is None or not got:
+    first native run's of the same configuration (runs of different
+    configurations, e.g. a whole-step graph and graphed callables, need not
+    agree with each other); the text says what was compared."""
+    names = list(dict.fromkeys(r.name for r in mearas if r.ok))
+    if not names:
         return False, "no loss to compare"
-    same = all(x is not None and x == ref for x in got) and all(
-        r.loss() == ref for r in native if r.ok)
-    return same, (f"loss {ref!r} in every run" if same else
-                  f"loss native {sorted({repr(r.loss()) for r in native if r.ok})}, "
-                  f"mearas {sorted({repr(x) for x in got})}")
+    same_all, texts = True, []
+    for name in names:
+        nat = [r for r in native if r.ok and r.name == name]
+        ref = next((r.loss() for r in nat if r.loss() is not None), None)
+        got = [r.loss() for r in mearas if r.ok and r.name == name]
+        if ref is None or not got:
+            return False, f"no loss to compare ({name})" if len(names) > 1 else "no loss to compare"
+        same = all(x is not None and x == ref for x in got) and all(r.loss() == ref for r in nat)
+        same_all = same_all and same
+        what = (f"loss {ref!r} in every run" if same else
+                f"loss native {sorted({repr(r.loss()) for r in nat})}, mearas {sorted({repr(x) for x in got})}")
+        texts.append(f"{name}: {what}" if len(names) > 1 else what)
+    return same_all, "; ".join(texts)
 
 
 def fmt_s(x: float | None) -> str:

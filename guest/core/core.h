@@ -350,6 +350,12 @@ CORE_API cudaError_t rt_graph_exec_update(struct rt_graph_exec *x, struct rt_gra
 					  void **err_from);
 /* internal: graphs.c's instantiation of a built graph, and its freeing */
 cudaError_t rt_graph_replay(struct rt_graph *g, struct rt_graph **captured);
+
+/* launch attributes into a LAUNCH record's flags and cluster shape
+ * (launchattr.c); caller names the API call in the log line of an
+ * attribute mearas does not carry */
+cudaError_t rt_launch_attrs(const cudaLaunchAttribute *attrs, unsigned n, const char *caller, uint32_t *flags,
+			    uint32_t cluster[3]);
 void rt_graph_free_nodes(struct rt_graph *g);
 
 /* device memory (memory.c): an allocation on vgpu from pool id `pool` (0:

@@ -108,6 +108,11 @@ CU_HIDDEN CUresult cu_stream_ref(CUstream s, struct rt_stream_ref *out);
 /* a _ptsz/_ptds entry point: call with the per-thread default stream in effect */
 #define CU_PTSZ(call) WITH_PTDS(1, call)
 
+/* virtual memory management (vmm.c): the cuMemAddressReserve reservation
+ * holding ptr, which the range pointer attributes report for an address in
+ * it (mapped or not); false if no reservation holds ptr */
+CU_HIDDEN bool cu_vmm_reservation_of(CUdeviceptr ptr, uint64_t *va, uint64_t *size);
+
 /* export tables (exptables.c) */
 CU_HIDDEN CUresult cu_export_table(const void **table, const CUuuid *id);
 

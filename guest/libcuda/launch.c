@@ -4,6 +4,7 @@
  * with the layout read from the module's image (or passed as one buffer
  * through `extra`), the configuration checked against the vGPU's limits.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "mearas/fatbin.h"
@@ -75,7 +76,7 @@ CUresult cu_launch_pack(const struct cu_function *f, void **params, void **extra
 }
 
 static CUresult launch(CUfunction h, const unsigned grid[3], const unsigned block[3], const unsigned cluster[3],
-		       unsigned smem, CUstream s, void **params, void **extra, bool cooperative)
+		       unsigned smem, CUstream s, void **params, void **extra, uint32_t flags)
 {
 	uint8_t buf[MEARAS_MAX_PARAM_BYTES];
 	struct rt_stream_ref st;
@@ -95,7 +96,7 @@ static CUresult launch(CUfunction h, const unsigned grid[3], const unsigned bloc
 		r = cu_launch_pack(f, params, extra, buf, &len);
 	if (r)
 		return r;
-	return cu_result(rt_do_LAUNCH(st.vgpu, &st, f->id, grid, block, cluster, smem, cooperative ? 1 : 0, buf, len,
+	return cu_result(rt_do_LAUNCH(st.vgpu, &st, f->id, grid, block, cluster, smem, flags, buf, len,
 				      false));
 }
 
@@ -108,57 +109,47 @@ static CUresult launch(CUfunction h, const unsigned grid[3], const unsigned bloc
 
 CU_EXPORT CUresult CUDAAPI cuLaunchKernel(LAUNCH_ARGS, void **kernelParams, void **extra)
 {
-	return launch(f, GRID, BLOCK, NO_CLUSTER, smem, s, kernelParams, extra, false);
+	return launch(f, GRID, BLOCK, NO_CLUSTER, smem, s, kernelParams, extra, 0);
 }
 
 CU_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(LAUNCH_ARGS, void **kernelParams, void **extra)
 {
-	return CU_PTSZ(launch(f, GRID, BLOCK, NO_CLUSTER, smem, s, kernelParams, extra, false));
+	return CU_PTSZ(launch(f, GRID, BLOCK, NO_CLUSTER, smem, s, kernelParams, extra, 0));
 }
 
 CU_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel(LAUNCH_ARGS, void **kernelParams)
 {
-	return launch(f, GRID, BLOCK, NO_CLUSTER, smem, s, kernelParams, NULL, true);
+	return launch(f, GRID, BLOCK, NO_CLUSTER, smem, s, kernelParams, NULL, MEARAS_LAUNCH_COOPERATIVE);
 }
 
 CU_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(LAUNCH_ARGS, void **kernelParams)
 {
-	return CU_PTSZ(launch(f, GRID, BLOCK, NO_CLUSTER, smem, s, kernelParams, NULL, true));
+	return CU_PTSZ(launch(f, GRID, BLOCK, NO_CLUSTER, smem, s, kernelParams, NULL, MEARAS_LAUNCH_COOPERATIVE));
 }
 
-/* a cluster-dimension attribute's shape; false when a dimension is 0 */
-static bool cluster_of(const CUlaunchAttribute *a, unsigned cluster[3])
-{
-	cluster[0] = a->value.clusterDim.x;
-	cluster[1] = a->value.clusterDim.y;
-	cluster[2] = a->value.clusterDim.z;
-	return cluster[0] && cluster[1] && cluster[2];
-}
+/* the driver's and the runtime's launch attributes share ids and layout */
+_Static_assert(sizeof(CUlaunchAttribute) == sizeof(cudaLaunchAttribute), "launch attribute layout");
+_Static_assert(offsetof(CUlaunchAttribute, value) == offsetof(cudaLaunchAttribute, val), "launch attribute layout");
+_Static_assert(CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION ==
+		       (int)cudaLaunchAttributeProgrammaticStreamSerialization &&
+	       CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT ==
+		       (int)cudaLaunchAttributePreferredSharedMemoryCarveout,
+	       "launch attribute ids");
 
 static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 {
-	unsigned cluster[3] = { 0, 0, 0 };
-	bool coop = false;
+	uint32_t cluster[3] = { 0, 0, 0 }, flags = 0;
+	cudaError_t e;
 
-	if (!config || (config->numAttrs && !config->attrs))
+	if (!config)
 		return CUDA_ERROR_INVALID_VALUE;
-	for (unsigned i = 0; i < config->numAttrs; i++) {
-		const CUlaunchAttribute *a = &config->attrs[i];
-
-		if (a->id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
-			coop = a->value.cooperative != 0;
-		} else if (a->id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
-			/* Hopper kernels of cuBLASLt are launched in clusters */
-			if (!cluster_of(a, cluster))
-				return CUDA_ERROR_INVALID_VALUE;
-		} else if (a->id != CU_LAUNCH_ATTRIBUTE_IGNORE) {
-			log_warn("cuLaunchKernelEx: launch attribute %d is not supported by mearas", (int)a->id);
-			return CUDA_ERROR_NOT_SUPPORTED;
-		}
-	}
+	e = rt_launch_attrs((const cudaLaunchAttribute *)config->attrs, config->numAttrs, "cuLaunchKernelEx", &flags,
+			    cluster);
+	if (e)
+		return cu_result(e);
 	return launch(f, (const unsigned[3]){ config->gridDimX, config->gridDimY, config->gridDimZ },
 		      (const unsigned[3]){ config->blockDimX, config->blockDimY, config->blockDimZ }, cluster,
-		      config->sharedMemBytes, config->hStream, kernelParams, extra, coop);
+		      config->sharedMemBytes, config->hStream, kernelParams, extra, flags);
 }
 
 CU_EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
@@ -260,9 +251,17 @@ CU_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveClusters(int *numClusters, CUfunc
 		return r;
 	if (!numClusters || !config || (config->numAttrs && !config->attrs))
 		return CUDA_ERROR_INVALID_VALUE;
-	for (unsigned i = 0; i < config->numAttrs; i++)
-		if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION && !cluster_of(&config->attrs[i], cluster))
+	for (unsigned i = 0; i < config->numAttrs; i++) {
+		const CUlaunchAttribute *a = &config->attrs[i];
+
+		if (a->id != CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+			continue;
+		cluster[0] = a->value.clusterDim.x;
+		cluster[1] = a->value.clusterDim.y;
+		cluster[2] = a->value.clusterDim.z;
+		if (!cluster[0] || !cluster[1] || !cluster[2])
 			return CUDA_ERROR_INVALID_VALUE;
+	}
 	r = cu_function_of(func, &f);
 	if (!r)
 		r = cu_result(rt_do_OCCUPANCY_CLUSTERS(

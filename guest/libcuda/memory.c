@@ -181,13 +181,43 @@ CU_EXPORT CUresult CUDAAPI cuMemHostUnregister(void *p)
 
 /* ---- pointer attributes ---- */
 
+/* The range attributes of an address in a cuMemAddressReserve reservation
+ * are the reservation's, mapped or not (cuda.h: "the mappable address range
+ * ptr references"; measured on an H200: an address in one of two mappings
+ * answers the whole reservation), while cuMemGetAddressRange answers the
+ * mapping. An unmapped address of a reservation answers those two and
+ * MAPPED (0) only. */
+static CUresult reserved_attribute(void *data, CUpointer_attribute attribute, uint64_t rbase, uint64_t rsize)
+{
+	switch (attribute) {
+	case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+		*(CUdeviceptr *)data = rbase;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+		*(size_t *)data = rsize;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_MAPPED:
+		*(unsigned *)data = 0;
+		return CUDA_SUCCESS;
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+}
+
 static CUresult pointer_attribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
 {
-	uint64_t base = 0, size = 0;
+	uint64_t base = 0, size = 0, rbase, rsize;
 	void *hbase, *twin = NULL;
 	int vgpu = dm_find(ptr, 1, &base, &size);
-	bool host = false;
+	bool host = false, reserved = cu_vmm_reservation_of(ptr, &rbase, &rsize);
 
+	if (vgpu < 0 && reserved)
+		return reserved_attribute(data, attribute, rbase, rsize);
+	if (reserved) {
+		/* a mapping: the range is its reservation's */
+		if (attribute == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR || attribute == CU_POINTER_ATTRIBUTE_RANGE_SIZE)
+			return reserved_attribute(data, attribute, rbase, rsize);
+	}
 	if (vgpu < 0) {
 		host = dh_block(PTR(ptr), &hbase, &size);
 		if (host)
@@ -289,6 +319,17 @@ CU_EXPORT CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes, CU
 				*(int *)data[i] = -2;
 			else if (attributes[i] == CU_POINTER_ATTRIBUTE_CONTEXT)
 				*(CUcontext *)data[i] = NULL;
+			else if (attributes[i] == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR ||
+				 attributes[i] == CU_POINTER_ATTRIBUTE_DEVICE_POINTER)
+				*(CUdeviceptr *)data[i] = 0;
+			else if (attributes[i] == CU_POINTER_ATTRIBUTE_RANGE_SIZE)
+				*(size_t *)data[i] = 0;
+			else if (attributes[i] == CU_POINTER_ATTRIBUTE_HOST_POINTER)
+				*(void **)data[i] = NULL;
+			else if (attributes[i] == CU_POINTER_ATTRIBUTE_BUFFER_ID)
+				*(unsigned long long *)data[i] = 0;
+			else if (attributes[i] == CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE)
+				*(CUmemoryPool *)data[i] = NULL;
 			else
 				*(unsigned *)data[i] = 0;
 		} else if (r) {

@@ -177,6 +177,20 @@ static uint64_t granularity_of(int vgpu)
 	return g ? g : 2ull << 20;
 }
 
+bool cu_vmm_reservation_of(CUdeviceptr ptr, uint64_t *va, uint64_t *size)
+{
+	const struct vmm_resv *rv;
+
+	pthread_mutex_lock(&vmm_lock);
+	rv = resv_of(ptr, 1);
+	if (rv) {
+		*va = rv->va;
+		*size = rv->size;
+	}
+	pthread_mutex_unlock(&vmm_lock);
+	return rv != NULL;
+}
+
 CU_EXPORT CUresult CUDAAPI cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
 							 CUmemAllocationGranularity_flags option)
 {

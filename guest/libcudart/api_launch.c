@@ -62,7 +62,7 @@ cudaError_t rt_launch_check(int vgpu, dim3 g, dim3 b, size_t smem)
 #define NO_CLUSTER ((const uint32_t[3]){ 0, 0, 0 })
 
 static cudaError_t launch(struct rt_func *f, dim3 grid, dim3 block, const uint32_t cluster[3], void **args,
-			  size_t smem, cudaStream_t stream, int cooperative)
+			  size_t smem, cudaStream_t stream, uint32_t flags)
 {
 	struct rt_stream_ref st;
 	uint8_t params[MEARAS_MAX_PARAM_BYTES];
@@ -86,7 +86,7 @@ static cudaError_t launch(struct rt_func *f, dim3 grid, dim3 block, const uint32
 	if (e)
 		return e;
 	return rt_do_LAUNCH(st.vgpu, &st, rt_func_id(f), (const uint32_t[3]){ grid.x, grid.y, grid.z },
-			    (const uint32_t[3]){ block.x, block.y, block.z }, cluster, smem, cooperative ? 1 : 0, params,
+			    (const uint32_t[3]){ block.x, block.y, block.z }, cluster, smem, flags, params,
 			    len, false);
 }
 
@@ -99,7 +99,8 @@ RT_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 bloc
 RT_EXPORT cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
 						  size_t sharedMem, cudaStream_t stream)
 {
-	return rt_set_error(launch(rt_func_by_host(func), gridDim, blockDim, NO_CLUSTER, args, sharedMem, stream, 1));
+	return rt_set_error(launch(rt_func_by_host(func), gridDim, blockDim, NO_CLUSTER, args, sharedMem, stream,
+				   MEARAS_LAUNCH_COOPERATIVE));
 }
 
 /* CUDA 13 stubs: __cudaGetKernel once, then __cudaLaunchKernel with the handle */
@@ -119,37 +120,18 @@ RT_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3
 	return rt_set_error(launch((struct rt_func *)kernel, gridDim, blockDim, NO_CLUSTER, args, sharedMem, stream, 0));
 }
 
-/* a cluster-dimension attribute's shape; false when a dimension is 0 */
-static bool cluster_of(const cudaLaunchAttribute *a, uint32_t cluster[3])
-{
-	cluster[0] = a->val.clusterDim.x;
-	cluster[1] = a->val.clusterDim.y;
-	cluster[2] = a->val.clusterDim.z;
-	return cluster[0] && cluster[1] && cluster[2];
-}
-
 RT_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
 {
-	uint32_t cluster[3] = { 0, 0, 0 };
-	int coop = 0;
+	uint32_t cluster[3] = { 0, 0, 0 }, flags = 0;
+	cudaError_t e;
 
-	if (!config || (config->numAttrs && !config->attrs))
+	if (!config)
 		return rt_set_error(cudaErrorInvalidValue);
-	for (unsigned i = 0; i < config->numAttrs; i++) {
-		const cudaLaunchAttribute *a = &config->attrs[i];
-
-		if (a->id == cudaLaunchAttributeCooperative) {
-			coop = a->val.cooperative != 0;
-		} else if (a->id == cudaLaunchAttributeClusterDimension) {
-			if (!cluster_of(a, cluster))
-				return rt_set_error(cudaErrorInvalidValue);
-		} else if (a->id != cudaLaunchAttributeIgnore) {
-			log_warn("cudaLaunchKernelExC: launch attribute %d is not supported by mearas", (int)a->id);
-			return rt_set_error(cudaErrorNotSupported);
-		}
-	}
+	e = rt_launch_attrs(config->attrs, config->numAttrs, "cudaLaunchKernelExC", &flags, cluster);
+	if (e)
+		return rt_set_error(e);
 	return rt_set_error(launch(rt_func_by_host(func), config->gridDim, config->blockDim, cluster, args,
-				   config->dynamicSmemBytes, config->stream, coop));
+				   config->dynamicSmemBytes, config->stream, flags));
 }
 
 static cudaError_t func_on_device(const void *func, struct rt_func **f, int *dev)
@@ -244,6 +226,15 @@ RT_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBloc
 {
 	return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize,
 								      dynamicSMemSize, 0);
+}
+
+/* a cluster-dimension attribute's shape; false when a dimension is 0 */
+static bool cluster_of(const cudaLaunchAttribute *a, uint32_t cluster[3])
+{
+	cluster[0] = a->val.clusterDim.x;
+	cluster[1] = a->val.clusterDim.y;
+	cluster[2] = a->val.clusterDim.z;
+	return cluster[0] && cluster[1] && cluster[2];
 }
 
 /* answered by the host's driver for the configuration's cluster shape (or,

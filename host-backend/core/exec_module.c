@@ -180,7 +180,20 @@ int exec_op_LAUNCH(struct vgpu *v, const struct mearas_sqe *e, const struct exec
 	if (a->smem > (1u << 30))
 		return cudaErrorInvalidConfiguration;
 	l.smem = (uint32_t)a->smem;
-	l.cooperative = (a->flags & 1) != 0;
+	if (a->flags & ~MEARAS_LAUNCH_KNOWN)
+		return cudaErrorInvalidValue;
+	l.cooperative = (a->flags & MEARAS_LAUNCH_COOPERATIVE) != 0;
+	l.programmatic = (a->flags & MEARAS_LAUNCH_PROGRAMMATIC) != 0;
+	l.sync_domain_remote = (a->flags & MEARAS_LAUNCH_SYNC_DOMAIN_REMOTE) != 0;
+	l.cluster_policy = (int)((a->flags & MEARAS_LAUNCH_POLICY_MASK) >> MEARAS_LAUNCH_POLICY_SHIFT);
+	if (l.cluster_policy > 2)       /* default, spread, load balancing */
+		return cudaErrorInvalidValue;
+	l.has_priority = (a->flags & MEARAS_LAUNCH_PRIORITY) != 0;
+	l.priority = l.has_priority ? (int8_t)(uint8_t)(a->flags >> MEARAS_LAUNCH_PRIORITY_SHIFT) : 0;
+	l.has_carveout = (a->flags & MEARAS_LAUNCH_CARVEOUT) != 0;
+	l.carveout = l.has_carveout ? (int)(uint8_t)(a->flags >> MEARAS_LAUNCH_CARVEOUT_SHIFT) : 0;
+	if (l.carveout > 100)
+		return cudaErrorInvalidValue;
 	if (!cluster_shape_ok(a->cluster))
 		return cudaErrorInvalidConfiguration;
 	for (int i = 0; i < 3; i++)

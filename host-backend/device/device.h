@@ -29,6 +29,12 @@ struct mdev_launch {
 	uint32_t smem;
 	int cooperative;
 	uint32_t cluster[3];    /* thread-block cluster shape; all 0: none */
+	/* the other launch attributes the record carried (MEARAS_LAUNCH_*) */
+	int programmatic;       /* programmatic stream serialization allowed */
+	int sync_domain_remote; /* memory synchronization domain: remote */
+	int cluster_policy;     /* cluster scheduling policy preference, 0: default */
+	int has_priority, priority;
+	int has_carveout, carveout;     /* preferred shared memory carveout, percent */
 	void *params;           /* packed parameter buffer */
 	uint32_t param_bytes;
 };

@@ -515,14 +515,16 @@ static int cuda_occupancy(struct mdev *d, void *func, int block, size_t smem, in
 	return cu_err(p_cuOccupancyMaxActiveBlocksPerMultiprocessor(blocks, f->f, block, smem));
 }
 
-/* l as the driver's launch configuration: its shape, and its cooperative
- * flag and cluster shape as attributes (attr holds both) */
-static void launch_config(const struct mdev_launch *l, CUstream s, CUlaunchAttribute attr[2], CUlaunchConfig *cfg)
+/* l as the driver's launch configuration: its shape, and the attributes the
+ * record carried (attr holds them all) */
+#define LAUNCH_ATTRS 7
+static void launch_config(const struct mdev_launch *l, CUstream s, CUlaunchAttribute attr[LAUNCH_ATTRS],
+			  CUlaunchConfig *cfg)
 {
 	unsigned n = 0;
 
 	memset(cfg, 0, sizeof(*cfg));
-	memset(attr, 0, 2 * sizeof(*attr));
+	memset(attr, 0, LAUNCH_ATTRS * sizeof(*attr));
 	if (l->cooperative) {
 		attr[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
 		attr[n++].value.cooperative = 1;
@@ -532,6 +534,26 @@ static void launch_config(const struct mdev_launch *l, CUstream s, CUlaunchAttri
 		attr[n].value.clusterDim.x = l->cluster[0];
 		attr[n].value.clusterDim.y = l->cluster[1];
 		attr[n++].value.clusterDim.z = l->cluster[2];
+	}
+	if (l->programmatic) {
+		attr[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+		attr[n++].value.programmaticStreamSerializationAllowed = 1;
+	}
+	if (l->sync_domain_remote) {
+		attr[n].id = CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN;
+		attr[n++].value.memSyncDomain = CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE;
+	}
+	if (l->cluster_policy) {
+		attr[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE;
+		attr[n++].value.clusterSchedulingPolicyPreference = (CUclusterSchedulingPolicy)l->cluster_policy;
+	}
+	if (l->has_priority) {
+		attr[n].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+		attr[n++].value.priority = l->priority;
+	}
+	if (l->has_carveout) {
+		attr[n].id = CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
+		attr[n++].value.sharedMemCarveout = (unsigned)l->carveout;
 	}
 	cfg->gridDimX = l->grid[0];
 	cfg->gridDimY = l->grid[1];
@@ -549,7 +571,7 @@ static int cuda_occupancy_clusters(struct mdev *d, void *func, const struct mdev
 {
 	struct cuda_func *f = func;
 	CUlaunchConfig cfg;
-	CUlaunchAttribute attr[2];
+	CUlaunchAttribute attr[LAUNCH_ATTRS];
 
 	(void)d;
 	launch_config(l, NULL, attr, &cfg);
@@ -594,13 +616,14 @@ static int cuda_launch(struct mdev *d, void *func, void *stream, const struct md
 		kp[i] = (uint8_t *)l->params + f->offsets[i];
 	if (f->nparams && f->offsets[f->nparams - 1] >= size)
 		return cudaErrorInvalidValue;
-	if (!l->cooperative && !l->cluster[0])
+	if (!l->cooperative && !l->cluster[0] && !l->programmatic && !l->sync_domain_remote && !l->cluster_policy &&
+	    !l->has_priority && !l->has_carveout)
 		return cu_err(p_cuLaunchKernel(f->f, l->grid[0], l->grid[1], l->grid[2], l->block[0],
 					       l->block[1], l->block[2], l->smem, drv_stream(stream),
 					       f->nparams ? kp : NULL, NULL));
 	{
 		CUlaunchConfig cfg;
-		CUlaunchAttribute attr[2];
+		CUlaunchAttribute attr[LAUNCH_ATTRS];
 
 		launch_config(l, stream, attr, &cfg);
 		return cu_err(p_cuLaunchKernelEx(&cfg, f->f, kp, NULL));

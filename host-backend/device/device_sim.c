@@ -882,12 +882,52 @@ static bool sim_hung(const struct sim_stream *s)
 	return s->busy_until == SIM_NEVER;
 }
 
-/* Runs a kernel by name on stream s (a launch, or a graph's kernel node). */
-static int run_kernel(struct mdev *d, const char *name, void *stream, const void *params, uint32_t len)
+/*
+ * mearas_sim_launch_attrs(unsigned *out): writes the launch attributes its
+ * launch came with, so that tests see what reached the device: out[0..7] =
+ * cooperative, programmatic stream serialization, remote sync domain,
+ * cluster scheduling policy, priority given, priority, carveout given,
+ * carveout. A graph's kernel node replays without them (all 0). The model
+ * runs a stream's work in order, which every attribute allows.
+ */
+#define SIM_KERNEL_LAUNCH_ATTRS "mearas_sim_launch_attrs"
+
+static int sim_launch_attrs(struct mdev *d, const struct mdev_launch *l, const void *params, uint32_t len)
+{
+	static const struct mdev_launch none;
+	uint32_t w[8];
+	uint64_t p;
+	uint8_t *dp;
+
+	if (len != 8)
+		return cudaErrorInvalidValue;
+	memcpy(&p, params, 8);
+	if ((p & 3) || !(dp = sim_host(d, p, sizeof(w))))
+		return cudaErrorIllegalAddress;
+	if (!l)
+		l = &none;
+	w[0] = (uint32_t)l->cooperative;
+	w[1] = (uint32_t)l->programmatic;
+	w[2] = (uint32_t)l->sync_domain_remote;
+	w[3] = (uint32_t)l->cluster_policy;
+	w[4] = (uint32_t)l->has_priority;
+	w[5] = (uint32_t)l->priority;
+	w[6] = (uint32_t)l->has_carveout;
+	w[7] = (uint32_t)l->carveout;
+	memcpy(dp, w, sizeof(w));
+	return 0;
+}
+
+/* Runs a kernel by name on stream s (a launch with its configuration l, or
+ * a graph's kernel node: l NULL). */
+static int run_kernel(struct mdev *d, const char *name, void *stream, const struct mdev_launch *l,
+		      const void *params, uint32_t len)
 {
 	d->launches++;
 	if (!strcmp(name, SIM_KERNEL_ADD_U32))
 		return sim_add_u32(d, params, len);
+	if (!strcmp(name, SIM_KERNEL_LAUNCH_ATTRS))
+		return sim_launch_attrs(d, l, params, len);
 	if (!strcmp(name, SIM_KERNEL_SPIN) && !sim_hung(stream))
 		sim_spin(stream, params, len);
 	if (!strcmp(name, SIM_KERNEL_HANG))
@@ -913,7 +953,7 @@ static int sim_launch(struct mdev *d, void *func, void *stream, const struct mde
 		return cudaErrorInvalidValue;
 	}
 	if (!capturing(stream))
-		return run_kernel(d, k->name, stream, l->params, l->param_bytes);
+		return run_kernel(d, k->name, stream, l, l->params, l->param_bytes);
 	/* a graph node outlives the function and the caller's buffer: copies */
 	n.name = strdup(k->name);
 	n.params = malloc(l->param_bytes ? l->param_bytes : 1);
@@ -1131,7 +1171,7 @@ static int run_node(struct mdev *d, const struct sim_node *n, void *s)
 	case SN_MEMSET_2D:
 		return sim_memset_2d(d, NULL, n->dst, n->dpitch, (uint8_t)n->value, n->width, n->height);
 	case SN_LAUNCH:
-		return run_kernel(d, n->name, s, n->params, n->param_bytes);
+		return run_kernel(d, n->name, s, NULL, n->params, n->param_bytes);
 	case SN_HOST:
 		n->fn(n->arg);
 		return 0;

@@ -77,6 +77,23 @@ struct mearas_ring_ctl {
 #define MEARAS_SQE_PAYLOAD_ARENA 2u  /* payload at arena[payload_off] (else inline) */
 #define MEARAS_SQE_PER_THREAD    4u  /* "stream 0" means the per-thread default stream */
 
+/* args.LAUNCH.flags: the launch attributes a record carries. Only values
+ * travel (no handles, no pointers); the back end hands each to the driver
+ * as the attribute of the same name and refuses bits it does not know. */
+#define MEARAS_LAUNCH_COOPERATIVE        (1u << 0)
+#define MEARAS_LAUNCH_PROGRAMMATIC       (1u << 1)  /* programmatic stream serialization allowed */
+#define MEARAS_LAUNCH_SYNC_DOMAIN_REMOTE (1u << 2)  /* memory synchronization domain: remote */
+#define MEARAS_LAUNCH_PRIORITY           (1u << 3)  /* priority in bits 8..15 (signed) */
+#define MEARAS_LAUNCH_CARVEOUT           (1u << 4)  /* preferred shared memory carveout in bits 16..23 */
+#define MEARAS_LAUNCH_POLICY_SHIFT       5u         /* bits 5..6: cluster scheduling policy preference */
+#define MEARAS_LAUNCH_POLICY_MASK        (3u << MEARAS_LAUNCH_POLICY_SHIFT)
+#define MEARAS_LAUNCH_PRIORITY_SHIFT     8u
+#define MEARAS_LAUNCH_CARVEOUT_SHIFT     16u
+#define MEARAS_LAUNCH_KNOWN                                                                              \
+	(MEARAS_LAUNCH_COOPERATIVE | MEARAS_LAUNCH_PROGRAMMATIC | MEARAS_LAUNCH_SYNC_DOMAIN_REMOTE |     \
+	 MEARAS_LAUNCH_PRIORITY | MEARAS_LAUNCH_CARVEOUT | MEARAS_LAUNCH_POLICY_MASK |                    \
+	 (0xffu << MEARAS_LAUNCH_PRIORITY_SHIFT) | (0xffu << MEARAS_LAUNCH_CARVEOUT_SHIFT))
+
 /* The ops, their typed arguments and properties: generated from
  * include/mearas/ops.spec (scripts/opgen.py into build/gen). */
 #include "mearas/ops.gen.h"

@@ -105,7 +105,7 @@ int main()
     unsigned long long flags;
     unsigned mtype;
     int ordinal;
-    size_t g, n, rsize, fr, total;
+    size_t g, n, fr, total;
     unsigned char *in, *out;
 
     CHECK_CU(cuInit(0));
@@ -143,6 +143,8 @@ int main()
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemMap(va + 4 * g + 4096, g, 0, h1, 0));
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemMap(va + 4 * g, g + 4096, 0, h1, 0));
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemMap(va + g, 2 * g, 0, h2, 0));
+    // past the reservation: mearas refuses it; the H200's driver took this one (its own VA rounding
+    // covered it), which tests/cuda/src/vmm_api.cu therefore no longer probes
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemMap(va + 7 * g, 2 * g, 0, h1, 0));
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemMap(va + 4 * g, g, g, h1, 0));
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemMap(va + 4 * g, 4 * g, 0, h1, 0));
@@ -196,9 +198,7 @@ int main()
     REQUIRE(ordinal == 0, "device ordinal %d", ordinal);
     CHECK_CU(cuPointerGetAttribute(&got_ctx, CU_POINTER_ATTRIBUTE_CONTEXT, va + 100));
     REQUIRE(got_ctx == ctx, "context of mapped memory");
-    CHECK_CU(cuPointerGetAttribute(&base, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, va + 2 * g + 100));
-    CHECK_CU(cuPointerGetAttribute(&rsize, CU_POINTER_ATTRIBUTE_RANGE_SIZE, va + 2 * g + 100));
-    REQUIRE(base == va + 2 * g && rsize == 2 * g, "range %#llx + %zu", (unsigned long long)base, rsize);
+    // (the range attributes, the reservation's: drv_vmm_ranges)
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
               cuPointerGetAttribute(&mtype, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, va + 5 * g)); // reserved, unmapped
 

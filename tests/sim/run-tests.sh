@@ -301,6 +301,12 @@ run_test drv_pools_ptsz prog MEARAS_VGPUS=2 drv_pools_ptsz
 run_test drv_exptables prog drv_exptables
 run_test drv_attrs_offered prog MEARAS_VGPUS=2 drv_attrs_offered
 run_test drv_vmm prog MEARAS_VGPUS=2 drv_vmm
+run_test launch_attrs prog launch_attrs
+run_test drv_vmm_ranges_mapped prog drv_vmm_ranges mapped
+run_test drv_vmm_ranges_unmapped prog drv_vmm_ranges unmapped
+run_test drv_vmm_ranges_address_range prog drv_vmm_ranges address_range
+run_test drv_vmm_ranges_freed prog drv_vmm_ranges freed
+run_test drv_vmm_ranges_unknown_plural prog drv_vmm_ranges unknown_plural
 # the same programs built with nvcc's default static runtime: NVIDIA's own
 # runtime in the program, through mearas's libcuda.so.1
 declare -A static_env=([conc_threads]=MEARAS_VGPUS=2 [conc_cross_event]=MEARAS_VGPUS=2 [dev_props]=MEARAS_VGPUS=3
@@ -311,7 +317,7 @@ declare -A static_not_yet=(
 	[err_last_error]="which error the real driver gives a launch with an empty grid is not measured yet")
 for p in reg_plain reg_templates reg_extern_c reg_big_params reg_launch_apis reg_per_thread reg_rdc \
 	reg_symbols mem_memset mem_2d mem_register err_codes err_last_error graph_host_func mem_roundtrip \
-	conc_threads conc_cross_event dev_props dev_pointers dev_limits dev_profiler mem_pools graph_capture_api graph_nodes; do
+	conc_threads conc_cross_event dev_props dev_pointers dev_limits dev_profiler mem_pools graph_capture_api graph_nodes launch_attrs; do
 	if [ -n "${static_not_yet[$p]:-}" ]; then
 		printf 'SKIP  %-28s %s\n' "static/$p" "${static_not_yet[$p]}"
 		continue

@@ -199,6 +199,34 @@ static void test_functions_and_launch(void)
 	CHECK_EQ(run_named(MEARAS_OP_FUNC_GET, 1, 10, "k_three", NULL), cudaErrorInvalidResourceHandle);
 }
 
+/* the launch attributes a record's flags carry: known bits reach the
+ * device, an unknown bit or an out-of-range value is refused */
+static void test_launch_attribute_flags(void)
+{
+	struct mearas_sqe e;
+
+	stream_and_modules();
+	CHECK_EQ(run_named(MEARAS_OP_FUNC_GET, 1, 10, "k_three", NULL), 0);
+	e = sqe_of(MEARAS_OP_LAUNCH);
+	e.args.a[0] = 10;
+	e.args.a[1] = 1 | (1ull << 32);
+	e.args.a[2] = 1 | (32ull << 32);
+	e.args.a[3] = 1 | (1ull << 32);
+	e.payload_len = 24;
+	e.args.LAUNCH.flags = MEARAS_LAUNCH_PROGRAMMATIC | MEARAS_LAUNCH_SYNC_DOMAIN_REMOTE | MEARAS_LAUNCH_PRIORITY |
+			      (0xfdu << MEARAS_LAUNCH_PRIORITY_SHIFT) | MEARAS_LAUNCH_CARVEOUT |
+			      (100u << MEARAS_LAUNCH_CARVEOUT_SHIFT) | (2u << MEARAS_LAUNCH_POLICY_SHIFT);
+	CHECK_EQ(fixture_run(&fx, 0, &e, NULL), 0);
+	e.args.LAUNCH.flags = 1u << 7;                          /* no attribute of that bit */
+	CHECK_EQ(fixture_run(&fx, 0, &e, NULL), cudaErrorInvalidValue);
+	e.args.LAUNCH.flags = 1u << 31;
+	CHECK_EQ(fixture_run(&fx, 0, &e, NULL), cudaErrorInvalidValue);
+	e.args.LAUNCH.flags = 3u << MEARAS_LAUNCH_POLICY_SHIFT; /* policy 3 does not exist */
+	CHECK_EQ(fixture_run(&fx, 0, &e, NULL), cudaErrorInvalidValue);
+	e.args.LAUNCH.flags = MEARAS_LAUNCH_CARVEOUT | (101u << MEARAS_LAUNCH_CARVEOUT_SHIFT);
+	CHECK_EQ(fixture_run(&fx, 0, &e, NULL), cudaErrorInvalidValue);
+}
+
 static void test_globals(void)
 {
 	uint64_t val[2];
@@ -243,6 +271,7 @@ static const struct check_case cases[] = {
 	{ "streams_and_events", test_streams_events },
 	{ "module_load", test_module_load },
 	{ "functions_and_launch", test_functions_and_launch },
+	{ "launch_attribute_flags", test_launch_attribute_flags },
 	{ "module_globals", test_globals },
 	{ "device_reset_drops_everything", test_reset },
 };

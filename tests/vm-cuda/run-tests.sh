@@ -220,7 +220,7 @@ while IFS= read -r line; do
 	esac
 done < <("$(dirname "$0")/assembly-test.sh" "$guest" "$work" 2>&1)
 
-echo "== libvirt + hook: virsh create of a domain with assembly metadata (1 local + 1 remote vGPU)"
+echo "== libvirt + hook: virsh create of domains with assembly metadata (1 local + 2 remote vGPUs, nodes in network namespaces), restarts, failures"
 while IFS= read -r line; do
 	case $line in
 	PASS\ *) pass "${line#PASS }" ;;

@@ -122,6 +122,21 @@ def test_torch_capability_verdicts() -> None:
     assert nan["pass"] is False and nan["error"] == "the loss is not finite"
 
 
+def test_torch_capability_compares_each_configuration_with_its_own_native_run() -> None:
+    def named(name: str, place: str, loss: float) -> RunResult:
+        r = run(place, loss=loss)
+        r.name = name
+        return r
+
+    native = [named("graphs whole", "native", 9.25), named("graphs callables", "native", 9.5)]
+    same = [named("graphs whole", "local", 9.25), named("graphs callables", "local", 9.5)]
+    rec = sl.torch_capability("torch_cuda_graphs", native, same, DEV, DATE, "w")
+    assert rec["pass"] is True, rec["error"]
+    swapped = [named("graphs whole", "local", 9.5), named("graphs callables", "local", 9.25)]
+    rec = sl.torch_capability("torch_cuda_graphs", native, swapped, DEV, DATE, "w")
+    assert rec["pass"] is False and "graphs whole: loss native ['9.25'], mearas ['9.5']" in rec["error"]
+
+
 def test_check_capability_needs_mearas_and_native_passes() -> None:
     ok = RunResult("cupy", "local", rc=0, out={"pass": True})
     bad = RunResult("cupy", "native", rc=1, out={"pass": False}, error="fft: X")

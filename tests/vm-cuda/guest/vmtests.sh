@@ -85,6 +85,13 @@ xslot)
 dead)
 	$t dead "${2:-8}"
 	;;
+holders)
+	# two guest processes, each holding memory on every vGPU, idle for $2 s
+	# (libvirt-assembly-test.sh: `mearas assemblies` lists both)
+	$t sleep "${2:-6}" & a=$!
+	$t sleep "${2:-6}" & b=$!
+	wait $a; wait $b
+	;;
 slotdead)
 	# a VM after a hostile one works; then two processes, each in its own
 	# slot: the host kills the slot worker of the first (GUEST-VICTIM), the
