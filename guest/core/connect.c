@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "mearas/log.h"
+#include "attrs_offered.h"
 #include "core.h"
 
 struct rt rt;
@@ -92,12 +93,12 @@ static void fill_prop(struct rt_vgpu *v)
 	p->hostRegisterReadOnlySupported = a[cudaDevAttrHostRegisterReadOnlySupported];
 	p->timelineSemaphoreInteropSupported = a[cudaDevAttrTimelineSemaphoreInteropSupported];
 	p->memoryPoolsSupported = a[cudaDevAttrMemoryPoolsSupported];
-	p->gpuDirectRDMASupported = a[cudaDevAttrGPUDirectRDMASupported];
+	p->gpuDirectRDMASupported = core_offered_attr(cudaDevAttrGPUDirectRDMASupported, a[cudaDevAttrGPUDirectRDMASupported]);
 	p->gpuDirectRDMAFlushWritesOptions = (unsigned)a[cudaDevAttrGPUDirectRDMAFlushWritesOptions];
 	p->gpuDirectRDMAWritesOrdering = a[cudaDevAttrGPUDirectRDMAWritesOrdering];
 	p->memoryPoolSupportedHandleTypes = (unsigned)a[cudaDevAttrMemoryPoolSupportedHandleTypes];
 	p->deferredMappingCudaArraySupported = a[cudaDevAttrDeferredMappingCudaArraySupported];
-	p->ipcEventSupported = a[cudaDevAttrIpcEventSupport];
+	p->ipcEventSupported = core_offered_attr(cudaDevAttrIpcEventSupport, a[cudaDevAttrIpcEventSupport]);
 	p->clusterLaunch = a[cudaDevAttrClusterLaunch];
 	p->deviceNumaConfig = a[cudaDevAttrNumaConfig];
 	p->deviceNumaId = a[cudaDevAttrNumaId];
@@ -105,7 +106,8 @@ static void fill_prop(struct rt_vgpu *v)
 	p->hostNumaId = a[cudaDevAttrHostNumaId];
 	p->gpuPciDeviceID = (unsigned)a[cudaDevAttrGpuPciDeviceId];
 	p->gpuPciSubsystemID = (unsigned)a[cudaDevAttrGpuPciSubsystemId];
-	p->hostNumaMultinodeIpcSupported = a[cudaDevAttrHostNumaMultinodeIpcSupported];
+	p->hostNumaMultinodeIpcSupported =
+		core_offered_attr(cudaDevAttrHostNumaMultinodeIpcSupported, a[cudaDevAttrHostNumaMultinodeIpcSupported]);
 }
 
 static void slot_release(void *arg)

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "attrs_offered.h"
 #include "cu.h"
 
 /* a CUdevice is the vGPU's ordinal */
@@ -91,20 +92,11 @@ CU_EXPORT CUresult CUDAAPI cuDeviceTotalMem(size_t *bytes, CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
-/* What mearas does not offer, whatever the GPU behind the vGPU can do. */
+/* What mearas does not offer, whatever the GPU behind the vGPU can do
+ * (attrs_offered.h, shared with the runtime's cudaDeviceGetAttribute). */
 static int attribute(const struct mearas_devinfo *info, int attrib)
 {
-	switch (attrib) {
-	case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
-	case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS:
-	case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS:
-	case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM:
-	case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES:
-	case CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST:
-		return 0;
-	default:
-		return info->attrs[attrib];
-	}
+	return core_offered_attr(attrib, info->attrs[attrib]);
 }
 
 CU_EXPORT CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)

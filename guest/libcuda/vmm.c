@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mearas/log.h"
 #include "cu.h"
@@ -201,6 +202,20 @@ CU_EXPORT CUresult CUDAAPI cuMemGetAllocationGranularity(size_t *granularity, co
 	if (!granularity || !prop ||
 	    (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM && option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
 		return CUDA_ERROR_INVALID_VALUE;
+	/* Pinned host memory: the host's page size, what such memory is mapped
+	 * in. cuMemCreate refuses it (not served, logged there): a program that
+	 * probes with the granularity and a small cuMemCreate, as NCCL does
+	 * before it uses cuMem host memory, sees the create fail and takes its
+	 * fallback (NCCL: /dev/shm and cuMemHostRegister). NCCL 2.28 treats a
+	 * failed granularity query there as success and goes on into cuMem host
+	 * memory, which then fails its init. */
+	if (prop->type == CU_MEM_ALLOCATION_TYPE_PINNED &&
+	    (prop->location.type == CU_MEM_LOCATION_TYPE_HOST || prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA)) {
+		long page = sysconf(_SC_PAGESIZE);
+
+		*granularity = page > 0 ? (size_t)page : 4096;
+		return CUDA_SUCCESS;
+	}
 	r = prop_vgpu("cuMemGetAllocationGranularity", prop, &vgpu);
 	if (r)
 		return r;

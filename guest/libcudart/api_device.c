@@ -7,6 +7,7 @@
 #include <cuda_profiler_api.h>
 
 #include "mearas/log.h"
+#include "attrs_offered.h"
 #include "rt.h"
 
 #define CUDART_VERSION_13 13000
@@ -107,10 +108,8 @@ RT_EXPORT cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr att
 		return rt_set_error(e);
 	if ((int)attr <= 0 || (unsigned)attr >= MEARAS_NUM_ATTRS)
 		return rt_set_error(cudaErrorInvalidValue);
-	*value = rt.v[device].info->attrs[attr];
-	if (attr == cudaDevAttrManagedMemory || attr == cudaDevAttrConcurrentManagedAccess ||
-	    attr == cudaDevAttrPageableMemoryAccess)
-		*value = 0; /* not offered through mearas */
+	/* what mearas offers, as the driver API answers (attrs_offered.h) */
+	*value = core_offered_attr((int)attr, rt.v[device].info->attrs[attr]);
 	return cudaSuccess;
 }
 

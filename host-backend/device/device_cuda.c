@@ -17,6 +17,7 @@
 #include "device.h"
 #include "mearas/log.h"
 #include "mearas/tensormap.h"
+#include "pcie_link.h"
 
 /* The driver functions used: one table gives the pointer declarations and
  * the lookups. Names go through the macros of cuda.h (cuMemAlloc ->
@@ -203,6 +204,10 @@ static int cuda_open(struct mdev **out, int phys, uint64_t va_base, uint64_t va_
 	}
 	info->total_mem = total;
 	info->ordinal = phys;
+	/* for NVML's link queries: sysfs has the GPU's link at its PCI address */
+	pcie_link_read("/sys", (unsigned)info->attrs[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID],
+		       (unsigned)info->attrs[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID],
+		       (unsigned)info->attrs[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID], &info->pcie);
 	r = p_cuMemAddressReserve(&d->window, va_size, 0, (CUdeviceptr)va_base, 0);
 	if (r) {
 		free(d);

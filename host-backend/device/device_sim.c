@@ -31,6 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cuda.h>
+
 #include "device.h"
 #include "mearas/fatbin.h"
 #include "mearas/log.h"
@@ -181,6 +183,13 @@ static void fill_attrs(int32_t *a)
 		{ cudaDevAttrMaxBlocksPerMultiprocessor, 32 }, { cudaDevAttrReservedSharedMemoryPerBlock, 1024 },
 		{ cudaDevAttrHostRegisterSupported, 1 }, { cudaDevAttrMemoryPoolsSupported, 1 },
 		{ cudaDevAttrComputePreemptionSupported, 1 },
+		/* what an HGX H100 reports for sharing memory between processes and
+		 * devices; mearas's front ends answer 0 where they do not serve it
+		 * (guest/core/attrs_offered.h) */
+		{ CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, 1 },
+		{ CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED, 1 },
+		{ CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED, 1 }, { CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, 1 },
+		{ CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED, 1 }, { CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, 1 },
 	};
 	for (size_t i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++)
 		if (attrs[i].attr >= 0 && attrs[i].attr < (int)MEARAS_NUM_ATTRS)
@@ -210,6 +219,10 @@ static int sim_open(struct mdev **out, int phys, uint64_t va_base, uint64_t va_s
 	info->is_sim = 1;
 	fill_attrs(info->attrs);
 	info->attrs[cudaDevAttrPciBusId] = 0x10 + phys;
+	/* the modelled GPU's link (an H100 SXM's: PCIe 5.0 x16), trained to its
+	 * maximum; the host-memory model has no link of its own */
+	info->pcie = (struct mearas_pcie_link){ .cur_gen = 5, .max_gen = 5, .gpu_max_gen = 5,
+						.cur_width = 16, .max_width = 16 };
 	*granularity = SIM_GRANULARITY;
 	pthread_mutex_lock(&sim_all_lock);
 	for (unsigned i = 0; i < MEARAS_MAX_VGPUS; i++) {

@@ -41,8 +41,9 @@
 
 #define REMOTE_MAGIC    0x4d45524du /* "MREM" */
 /* the messages' number in the low byte, the records' layout (ops.spec)
- * above it: nodes built from different specs refuse the OPEN */
-#define REMOTE_VERSION  (3u | (MEARAS_OPS_LAYOUT << 8))
+ * above it: nodes built from different specs refuse the OPEN. 4: the OPEN
+ * reply's devinfo grew (the GPU's PCIe link) */
+#define REMOTE_VERSION  (4u | (MEARAS_OPS_LAYOUT << 8))
 
 /* data at most this large travels inside the RECORD message, larger by bulk */
 #define REMOTE_INLINE_DATA_MAX (256u << 10)

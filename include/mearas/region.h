@@ -163,7 +163,19 @@ struct mearas_devinfo {
 	/* virtual memory management (cuMemCreate, cuMemMap...): sizes, addresses
 	 * and offsets are multiples of this (the heap's chunk granularity) */
 	uint64_t vmm_granularity;
+	/* the PCIe link of the GPU behind the vGPU, as its node's sysfs gave
+	 * it when the vGPU was opened (generation 1..6, width in lanes; 0:
+	 * unknown). Zeros from a mearasd that predates them: the region is
+	 * zero-filled and the devinfo block keeps its 4 KiB slot. */
+	struct mearas_pcie_link {
+		uint32_t cur_gen, max_gen, gpu_max_gen;
+		uint32_t cur_width, max_width;
+		uint32_t pad;
+	} pcie;
 };
+/* the devinfo keeps its 4 KiB slot (mearas_layout): an older front end
+ * finds the rings where it expects them */
+_Static_assert(sizeof(struct mearas_devinfo) <= 4096, "mearas_devinfo outgrew its 4 KiB slot");
 
 /* region_hdr.state (backend-owned) */
 #define MEARAS_BACKEND_READY   1u

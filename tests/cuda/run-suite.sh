@@ -24,7 +24,7 @@ programs=(vector_add matmul_tiled streams_events multithread multidevice graph_c
 # `programs`, the list the VM guest image is built from (tests/vm-cuda), which
 # has no room for the libraries.
 libraries=(lib_cublas lib_cublaslt lib_cufft lib_curand lib_cusparse lib_cusolver lib_cudnn
-	lib_nvrtc)
+	lib_nvrtc lib_nvml)
 
 usage() {
 	sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2

@@ -446,6 +446,127 @@ static void test_driver_version(void)
 	CHECK_RC(nvmlSystemGetDriverVersion(tiny, sizeof(tiny)), NVML_ERROR_INSUFFICIENT_SIZE);
 }
 
+/* vGPUs do not reach each other's memory: every pair and capability is
+ * NVML_P2P_STATUS_NOT_SUPPORTED, with NVML_SUCCESS (NCCL asks all pairs) */
+static void test_p2p_status_not_supported(void)
+{
+	static const nvmlGpuP2PCapsIndex_t caps[] = { NVML_P2P_CAPS_INDEX_READ, NVML_P2P_CAPS_INDEX_WRITE,
+						      NVML_P2P_CAPS_INDEX_NVLINK, NVML_P2P_CAPS_INDEX_ATOMICS,
+						      NVML_P2P_CAPS_INDEX_PCI };
+
+	for (unsigned a = 0; a < NVGPUS; a++)
+		for (unsigned b = 0; b < NVGPUS; b++)
+			for (size_t c = 0; c < sizeof(caps) / sizeof(caps[0]); c++) {
+				nvmlGpuP2PStatus_t st = NVML_P2P_STATUS_OK;
+
+				NVML_OK(nvmlDeviceGetP2PStatus(handle(a), handle(b), caps[c], &st));
+				CHECK_EQ(st, NVML_P2P_STATUS_NOT_SUPPORTED);
+			}
+}
+
+/* the same answer as the driver API's cuDeviceCanAccessPeer */
+static void test_p2p_status_agrees_with_cuda(void)
+{
+	CU_OK(cuInit(0));
+	for (unsigned a = 0; a < NVGPUS; a++)
+		for (unsigned b = 0; b < NVGPUS; b++) {
+			nvmlGpuP2PStatus_t st;
+			int can = -1;
+
+			NVML_OK(nvmlDeviceGetP2PStatus(handle(a), handle(b), NVML_P2P_CAPS_INDEX_READ, &st));
+			CU_OK(cuDeviceCanAccessPeer(&can, (CUdevice)a, (CUdevice)b));
+			CHECK_EQ(st == NVML_P2P_STATUS_OK, can == 1);
+		}
+}
+
+static void test_p2p_status_bad_arguments(void)
+{
+	nvmlGpuP2PStatus_t st;
+	int x;
+
+	CHECK_RC(nvmlDeviceGetP2PStatus(handle(0), handle(1), NVML_P2P_CAPS_INDEX_UNKNOWN, &st),
+		 NVML_ERROR_INVALID_ARGUMENT);
+	CHECK_RC(nvmlDeviceGetP2PStatus(handle(0), handle(1), NVML_P2P_CAPS_INDEX_READ, NULL),
+		 NVML_ERROR_INVALID_ARGUMENT);
+	CHECK_RC(nvmlDeviceGetP2PStatus(handle(0), (nvmlDevice_t)(void *)&x, NVML_P2P_CAPS_INDEX_READ, &st),
+		 NVML_ERROR_INVALID_ARGUMENT);
+}
+
+/* the figures mearasd publishes: the sim device models an H100 SXM's
+ * PCIe 5.0 x16 link (host-backend/device/device_sim.c) */
+static void test_pcie_link_figures(void)
+{
+	for (unsigned i = 0; i < NVGPUS; i++) {
+		unsigned cg = 0, mg = 0, gg = 0, cw = 0, mw = 0;
+
+		NVML_OK(nvmlDeviceGetCurrPcieLinkGeneration(handle(i), &cg));
+		NVML_OK(nvmlDeviceGetMaxPcieLinkGeneration(handle(i), &mg));
+		NVML_OK(nvmlDeviceGetGpuMaxPcieLinkGeneration(handle(i), &gg));
+		NVML_OK(nvmlDeviceGetCurrPcieLinkWidth(handle(i), &cw));
+		NVML_OK(nvmlDeviceGetMaxPcieLinkWidth(handle(i), &mw));
+		CHECK_EQ(cg, 5);
+		CHECK_EQ(mg, 5);
+		CHECK_EQ(gg, 5);
+		CHECK_EQ(cw, 16);
+		CHECK_EQ(mw, 16);
+	}
+}
+
+static void test_pcie_link_null(void)
+{
+	CHECK_RC(nvmlDeviceGetCurrPcieLinkGeneration(handle(0), NULL), NVML_ERROR_INVALID_ARGUMENT);
+	CHECK_RC(nvmlDeviceGetMaxPcieLinkWidth(handle(1), NULL), NVML_ERROR_INVALID_ARGUMENT);
+}
+
+/* the link counts mearas knows (a vGPU has no NVLink, NVSwitch or C2C
+ * link), each field with its own NVML_SUCCESS */
+static void test_field_values_link_counts(void)
+{
+	nvmlFieldValue_t f[3];
+
+	memset(f, 0xff, sizeof(f));
+	f[0].fieldId = NVML_FI_DEV_NVLINK_LINK_COUNT;
+	f[1].fieldId = NVML_FI_DEV_NVSWITCH_CONNECTED_LINK_COUNT;
+	f[2].fieldId = NVML_FI_DEV_C2C_LINK_COUNT;
+	for (int i = 0; i < 3; i++)
+		f[i].scopeId = 0;
+	NVML_OK(nvmlDeviceGetFieldValues(handle(0), 3, f));
+	for (int i = 0; i < 3; i++) {
+		CHECK_RC(f[i].nvmlReturn, NVML_SUCCESS);
+		CHECK_EQ(f[i].valueType, NVML_VALUE_TYPE_UNSIGNED_INT);
+		CHECK_EQ(f[i].value.uiVal, 0);
+		CHECK(f[i].timestamp > 0);
+	}
+}
+
+/* fields mearas does not know: NOT_SUPPORTED each, the call itself succeeds
+ * and the known field among them is still answered */
+static void test_field_values_unknown_each_not_supported(void)
+{
+	nvmlFieldValue_t f[4];
+
+	memset(f, 0, sizeof(f));
+	f[0].fieldId = NVML_FI_DEV_MEMORY_TEMP;
+	f[1].fieldId = NVML_FI_DEV_NVLINK_GET_STATE;
+	f[2].fieldId = NVML_FI_DEV_NVLINK_LINK_COUNT;
+	f[3].fieldId = 99999;
+	NVML_OK(nvmlDeviceGetFieldValues(handle(1), 4, f));
+	CHECK_RC(f[0].nvmlReturn, NVML_ERROR_NOT_SUPPORTED);
+	CHECK_RC(f[1].nvmlReturn, NVML_ERROR_NOT_SUPPORTED);
+	CHECK_RC(f[2].nvmlReturn, NVML_SUCCESS);
+	CHECK_RC(f[3].nvmlReturn, NVML_ERROR_NOT_SUPPORTED);
+}
+
+static void test_field_values_bad_arguments(void)
+{
+	nvmlFieldValue_t f = { .fieldId = NVML_FI_DEV_NVLINK_LINK_COUNT };
+	int x;
+
+	CHECK_RC(nvmlDeviceGetFieldValues(handle(0), 1, NULL), NVML_ERROR_INVALID_ARGUMENT);
+	CHECK_RC(nvmlDeviceGetFieldValues(handle(0), -1, &f), NVML_ERROR_INVALID_ARGUMENT);
+	CHECK_RC(nvmlDeviceGetFieldValues((nvmlDevice_t)(void *)&x, 1, &f), NVML_ERROR_INVALID_ARGUMENT);
+}
+
 /* mearasd does not measure utilization: no made-up numbers */
 static void test_utilization_not_supported(void)
 {
@@ -554,6 +675,14 @@ static const struct check_case cases[] = {
 	{ "handle_by_pci_bus_id", test_handle_by_pci_bus_id },
 	{ "cuda_driver_version", test_cuda_driver_version },
 	{ "driver_version", test_driver_version },
+	{ "p2p_status_not_supported", test_p2p_status_not_supported },
+	{ "p2p_status_agrees_with_cuda", test_p2p_status_agrees_with_cuda },
+	{ "p2p_status_bad_arguments", test_p2p_status_bad_arguments },
+	{ "pcie_link_figures", test_pcie_link_figures },
+	{ "pcie_link_null", test_pcie_link_null },
+	{ "field_values_link_counts", test_field_values_link_counts },
+	{ "field_values_unknown_each_not_supported", test_field_values_unknown_each_not_supported },
+	{ "field_values_bad_arguments", test_field_values_bad_arguments },
 	{ "utilization_not_supported", test_utilization_not_supported },
 	{ "unsupported_logged_once", test_unsupported_logged_once },
 	{ "error_string", test_error_string },

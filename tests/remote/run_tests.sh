@@ -169,6 +169,14 @@ start_node lo-client - --socket="$work/lo-client.sock" --vgpus=2 --remote=1=127.
 	--cluster-key-file="$work/key"
 lo_client=$NODE_PID
 functional loopback-functional "$work/lo-client.sock"
+# NVML on the remote vGPU (1): the PCIe figures come in the serving node's
+# devinfo, and the P2P status is answered (tests/nvml's cases)
+if MEARAS_SOCKET="$work/lo-client.sock" timeout 60 "$top/tests/nvml/build/nvml_query" pcie_link_figures \
+	p2p_status_not_supported >"$work/nvml.out" 2>&1; then
+	ok loopback-nvml-remote
+else
+	bad loopback-nvml-remote "$(grep -m3 FAIL "$work/nvml.out" | tr '\n' ' ')"
+fi
 if wait_no_workers "$lo_remote" 5; then ok loopback-remote-worker-freed; else bad loopback-remote-worker-freed "$(workers_of "$lo_remote")"; fi
 bench loopback-bench "$work/lo-client.sock"
 

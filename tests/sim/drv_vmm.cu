@@ -11,6 +11,7 @@
 // outside the reservation, memory of another device, access for another
 // device, freeing a reservation that is still mapped.
 #include <cuda.h>
+#include <unistd.h>
 
 #include "sim_check.cuh"
 
@@ -66,8 +67,16 @@ static size_t granularity(void)
     p.type = CU_MEM_ALLOCATION_TYPE_MANAGED;
     EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, cuMemGetAllocationGranularity(&min, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
     p = prop_of(0);
-    p.location.type = CU_MEM_LOCATION_TYPE_HOST;
-    EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, cuMemGetAllocationGranularity(&min, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    /* host memory: a granularity (the page size), but cuMemCreate does not
+     * serve it, so a probe of both (NCCL's) takes its fallback */
+    p.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+    CHECK_CU(cuMemGetAllocationGranularity(&min, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    REQUIRE(min == (size_t)sysconf(_SC_PAGESIZE), "host granularity %zu, expected the page size", min);
+    {
+        CUmemGenericAllocationHandle h;
+
+        EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, cuMemCreate(&h, min, &p, 0));
+    }
     p = prop_of(1);
     CHECK_CU(cuMemGetAllocationGranularity(&min, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
     return rec;

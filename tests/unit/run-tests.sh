@@ -86,6 +86,7 @@ for v in plain asan; do
 	run $v/handles 60 $B/$v/test_handles
 	run $v/tenant 120 $B/$v/test_tenant
 	run $v/vgpustats 60 $B/$v/test_vgpustats
+	run $v/pcie_link 60 $B/$v/test_pcie_link
 	# sanitizer builds keep their own fault handlers (fatal.c steps aside there)
 	[ $v = plain ] && run $v/fatal 60 $B/$v/test_fatal
 	run $v/exec_framing 60 $B/$v/test_exec_framing
