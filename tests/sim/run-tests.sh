@@ -279,7 +279,7 @@ SHARED_SOCK=$SOCK
 SHARED_PID=$DAEMON_PID
 
 for p in reg_plain reg_templates reg_extern_c reg_big_params reg_launch_apis reg_per_thread reg_rdc \
-	reg_symbols mem_memset mem_2d mem_register err_codes err_last_error; do
+	reg_symbols mem_memset mem_2d mem_register mem_register_shared err_codes err_last_error; do
 	run_test "$p" prog "$p"
 done
 run_test graph_host_func prog graph_host_func
@@ -316,7 +316,7 @@ declare -A static_args=([conc_threads]=500)
 declare -A static_not_yet=(
 	[err_last_error]="which error the real driver gives a launch with an empty grid is not measured yet")
 for p in reg_plain reg_templates reg_extern_c reg_big_params reg_launch_apis reg_per_thread reg_rdc \
-	reg_symbols mem_memset mem_2d mem_register err_codes err_last_error graph_host_func mem_roundtrip \
+	reg_symbols mem_memset mem_2d mem_register mem_register_shared err_codes err_last_error graph_host_func mem_roundtrip \
 	conc_threads conc_cross_event dev_props dev_pointers dev_limits dev_profiler mem_pools graph_capture_api graph_nodes launch_attrs; do
 	if [ -n "${static_not_yet[$p]:-}" ]; then
 		printf 'SKIP  %-28s %s\n' "static/$p" "${static_not_yet[$p]}"
