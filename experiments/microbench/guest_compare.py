@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Combine native microbench runs with runs inside a VM guest (through mearas'
 VM transport) into experiments/results/guest.json, in microbench.json's
-record format ("mearas" holds the guest's value) plus a "note", and add the
-host-side time per synchronizing call that mearasd's VM worker logged.
-Prints a table; exits non-zero when a value is missing."""
+record format ("mearas" holds the guest's value) plus a "note" and a "vgpu"
+field ("local": runs on a vGPU of the node serving the VM; "remote": runs on
+a vGPU that node forwards to another mearasd, --remote-guest), and add the
+host-side time per synchronizing call that mearasd's VM worker logged (local
+vGPU). Prints a table; exits non-zero when a value is missing."""
 from __future__ import annotations
 
 import argparse
@@ -40,7 +42,11 @@ def sync_run_report(log: Path, min_calls: int) -> tuple[int, float] | None:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--native", type=Path, nargs="+", required=True, help="native runs")
-    ap.add_argument("--guest", type=Path, nargs="+", required=True, help="runs inside the guest")
+    ap.add_argument("--guest", type=Path, nargs="+", required=True,
+                    help="runs inside the guest on a local vGPU")
+    ap.add_argument("--remote-guest", type=Path, nargs="+", default=[],
+                    help="runs inside the guest on a remote vGPU (records with \"vgpu\": \"remote\")")
+    ap.add_argument("--remote-note", default="", help="added to the remote records' note")
     ap.add_argument("--mearasd-log", type=Path, required=True, help="log of mearasd --vm")
     ap.add_argument("--min-sync-calls", type=int, default=3000,
                     help="synchronizing calls of the sync-only run at least (it makes 3000)")
@@ -49,23 +55,31 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     native, _ = best_of(args.native)
-    guest, _ = best_of(args.guest)
     date = datetime.date.today().isoformat()
     note = TCG_NOTE + (f"; {args.note}" if args.note else "")
     records: list[dict[str, Any]] = []
     missing = 0
-    print(f"{'metric':24} {'native':>12} {'guest':>12} {'guest/native':>12}")
-    for name in METRICS:
-        nv = native.get(name)
-        gv = guest.get(name)
-        unit = (nv or gv or ("?", 0.0))[0]
-        ratio = round(gv[1] / nv[1], 4) if nv and gv and nv[1] else None
-        records.append({"metric": name, "unit": unit, "native": nv[1] if nv else None,
-                        "mearas": gv[1] if gv else None, "ratio": ratio, "device": args.device,
-                        "date": date, "note": note + ("; lower is better" if name in LOWER_IS_BETTER
-                                                      or name.endswith("_us") else "")})
-        missing += nv is None or gv is None
-        print(f"{name:24} {fmt(nv[1] if nv else None):>12} {fmt(gv[1] if gv else None):>12} {fmt(ratio):>12}")
+    sets = [("local", args.guest, note)]
+    if args.remote_guest:
+        sets.append(("remote", args.remote_guest, note + (f"; {args.remote_note}" if args.remote_note else "")))
+    label = "" if len(sets) == 1 else " (vgpu)"
+    w = 24 if not label else 31
+    print(f"{'metric' + label:{w}} {'native':>12} {'guest':>12} {'guest/native':>12}")
+    for vgpu, runs, vnote in sets:
+        guest, _ = best_of(runs)
+        for name in METRICS:
+            nv = native.get(name)
+            gv = guest.get(name)
+            unit = (nv or gv or ("?", 0.0))[0]
+            ratio = round(gv[1] / nv[1], 4) if nv and gv and nv[1] else None
+            records.append({"metric": name, "unit": unit, "native": nv[1] if nv else None,
+                            "mearas": gv[1] if gv else None, "ratio": ratio, "device": args.device,
+                            "date": date, "vgpu": vgpu,
+                            "note": vnote + ("; lower is better" if name in LOWER_IS_BETTER
+                                             or name.endswith("_us") else "")})
+            missing += nv is None or gv is None
+            shown = name + (f" ({vgpu})" if label else "")
+            print(f"{shown:{w}} {fmt(nv[1] if nv else None):>12} {fmt(gv[1] if gv else None):>12} {fmt(ratio):>12}")
     report = sync_run_report(args.mearasd_log, args.min_sync_calls)
     host_us = None
     if report is None:
@@ -75,13 +89,13 @@ def main() -> int:
     else:
         host_us = report[1]
     records.append({"metric": "host_us_per_sync_call", "unit": "us", "native": None, "mearas": host_us,
-                    "ratio": None, "device": args.device, "date": date,
+                    "ratio": None, "device": args.device, "date": date, "vgpu": "local",
                     "sync_calls": report[0] if report else None,
                     "note": "mean host time (mearasd VM worker) from taking a synchronizing record off "
                             "the ring to posting its completion, device time included, over the guest's "
                             "sync-only microbench run; the rest of sync_roundtrip_mean_us is guest "
                             "(TCG) and doorbell/interrupt time"})
-    print(f"{'host_us_per_sync_call':24} {'-':>12} {fmt(host_us):>12} {'-':>12}"
+    print(f"{'host_us_per_sync_call':{w}} {'-':>12} {fmt(host_us):>12} {'-':>12}"
           + (f"  ({report[0]} calls)" if report else ""))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(records, indent=1) + "\n")

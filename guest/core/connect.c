@@ -137,9 +137,56 @@ static unsigned wait_spin_us(const struct mearas_devinfo *info)
 	return 20;
 }
 
+/*
+ * MEARAS_VISIBLE_VGPUS=I,J,...: the process sees only those of mearasd's
+ * vGPUs, in that order, as devices 0, 1, ... (as CUDA_VISIBLE_DEVICES does
+ * for GPUs, which libcuda.so.1 does not apply: a program sees its assembly).
+ * Unset or empty: all of them. Fills map[] with mearasd's indices and
+ * returns how many; 0 after logging why the value is refused (an index that
+ * is not a decimal number below `total`, one given twice, an empty entry).
+ */
+static unsigned visible_vgpus(unsigned total, unsigned map[MEARAS_MAX_VGPUS])
+{
+	const char *env = getenv("MEARAS_VISIBLE_VGPUS");
+	const char *p = env;
+	unsigned n = 0, seen = 0;
+
+	if (!env || !*env) {
+		for (unsigned i = 0; i < total; i++)
+			map[i] = i;
+		return total;
+	}
+	for (;;) {
+		unsigned long v = 0;
+		const char *start = p;
+
+		while (*p >= '0' && *p <= '9' && p - start < 3)
+			v = v * 10 + (unsigned long)(*p++ - '0');
+		if (p == start || (*p && *p != ',')) {
+			log_err("MEARAS_VISIBLE_VGPUS=%.64s: not a comma-separated list of vGPU indices", env);
+			return 0;
+		}
+		if (v >= total) {
+			log_err("MEARAS_VISIBLE_VGPUS=%.64s: no vGPU %lu (this process has %u: 0..%u)", env, v, total,
+				total - 1);
+			return 0;
+		}
+		if (seen & (1u << v)) {
+			log_err("MEARAS_VISIBLE_VGPUS=%.64s: vGPU %lu given twice", env, v);
+			return 0;
+		}
+		seen |= 1u << v;
+		map[n++] = (unsigned)v;
+		if (!*p)
+			return n;
+		p++;
+	}
+}
+
 static void rt_connect(void)
 {
 	const struct mearas_region_hdr *hdr;
+	unsigned map[MEARAS_MAX_VGPUS];
 	uint64_t size, addr = 0;
 	int memfd = -1;
 	cudaError_t e;
@@ -191,15 +238,21 @@ static void rt_connect(void)
 		rt.init_err = cudaErrorNoDevice;
 		return;
 	}
+	rt.nvgpus = visible_vgpus(hdr->nvgpus, map);
+	if (!rt.nvgpus) {
+		rt.init_err = cudaErrorNoDevice;
+		return;
+	}
 	rt.data = rt.region + hdr->data_off;
 	rt.data_size = hdr->data_size;
 	for (unsigned i = 0; i < rt.nvgpus; i++) {
 		struct mearas_vgpu_layout l = mearas_vgpu_layout(hdr->sq_entries, hdr->cq_entries,
 								 hdr->arena_size, hdr->nthreads);
 		struct rt_vgpu *v = &rt.v[i];
-		uint8_t *blk = rt.region + hdr->vgpu_off[i];
+		uint8_t *blk = rt.region + hdr->vgpu_off[map[i]];
 
 		mearas_vgpu_rings_at(&v->rings, blk, &l, hdr->sq_entries, hdr->cq_entries, hdr->arena_size);
+		v->host = map[i];
 		v->info = v->rings.info;
 		mearas_sqp_init(&v->sq, &v->rings);
 		for (unsigned t = 0; t < rt.nthreads; t++)

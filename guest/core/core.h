@@ -49,6 +49,7 @@ struct rt_transport {
 
 struct rt_vgpu {
 	const struct mearas_devinfo *info;
+	unsigned host;                          /* its index in mearasd's region (MEARAS_VISIBLE_VGPUS) */
 	struct mearas_vgpu_rings rings;
 	pthread_mutex_t sq_lock;                /* the producer's: one thread posts at a time */
 	struct mearas_sq_producer sq;
@@ -65,7 +66,7 @@ struct rt {
 	uint64_t region_size;
 	int memfd;
 	uint64_t memfd_off;                     /* the region's offset in memfd */
-	unsigned nvgpus, nthreads;
+	unsigned nvgpus, nthreads;              /* nvgpus: the visible ones (MEARAS_VISIBLE_VGPUS) */
 	uint8_t *data;
 	uint64_t data_size;
 	struct rt_vgpu v[MEARAS_MAX_VGPUS];
@@ -107,7 +108,7 @@ CORE_API extern const char mearas_front_end[];
 CORE_API cudaError_t tp_connect(struct rt_transport *tp, int *memfd, uint64_t *memfd_off, uint64_t *region_size,
 				 uint64_t *region_addr, unsigned *nvgpus, unsigned *nthreads);
 CORE_API void tp_drain_output(struct rt_transport *tp);
-CORE_API void tp_kick(struct rt_transport *tp, unsigned vgpu);
+CORE_API void tp_kick(struct rt_transport *tp, unsigned vgpu); /* vgpu: mearasd's index (rt_vgpu.host) */
 /* sleep until slot's wake fd fires; returns false when the back end is gone */
 CORE_API bool tp_wait(struct rt_transport *tp, unsigned slot, int timeout_ms);
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Registration of ordinary process memory (cudaHostRegister, cuMemHostRegister). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -32,6 +33,34 @@ static void copy_pages(uint8_t *dst, const uint8_t *src, uint64_t len)
 	/* a word loop: memcpy would be intercepted and checked all the same */
 	for (uint64_t i = 0; i < len / 8; i++)
 		d[i] = s[i];
+}
+
+/*
+ * Whether any page of [start, end) belongs to a shared mapping (a file or
+ * shared memory other processes see, or one shared with a forked child):
+ * moving those pages into the data area would silently end the sharing
+ * (NCCL's /dev/shm buffers are registered this way), so such memory is
+ * refused instead. -1 where /proc/self/maps cannot be read.
+ */
+static int range_is_shared(const uint8_t *start, const uint8_t *end)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	int shared = 0;
+
+	if (!f)
+		return -1;
+	while (!shared && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		char perms[8];
+
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3)
+			continue;
+		if ((uintptr_t)start < hi && lo < (uintptr_t)end && perms[3] == 's')
+			shared = 1;
+	}
+	fclose(f);
+	return shared;
 }
 
 struct registered {
@@ -99,6 +128,23 @@ cudaError_t rt_host_register(void *ptr, size_t size, unsigned int flags)
 			pthread_mutex_unlock(&registered_lock);
 			return cudaErrorHostMemoryAlreadyRegistered;
 		}
+	}
+	/* after that test: registered pages are shared (the data area's) */
+	switch (range_is_shared(start, end)) {
+	case 0:
+		break;
+	case 1:
+		log_warn("cudaHostRegister of %p (%zu bytes): shared memory (MAP_SHARED: a file, /dev/shm, or memory "
+			 "shared with another process) is not supported by mearas: its pages cannot move into the "
+			 "data area without ending the sharing; register private memory or use cudaHostAlloc",
+			 ptr, size);
+		pthread_mutex_unlock(&registered_lock);
+		return cudaErrorNotSupported;
+	default:
+		log_warn("cudaHostRegister: /proc/self/maps cannot be read (%s), so shared memory cannot be told "
+			 "apart: refused", strerror(errno));
+		pthread_mutex_unlock(&registered_lock);
+		return cudaErrorNotSupported;
 	}
 	r = calloc(1, sizeof(*r));
 	if (!r)

@@ -33,8 +33,7 @@ void rt_call_init(struct rt_call *c, unsigned op, uint32_t stream)
 
 /* Wait (spinning a moment, then sleeping in short naps) until cond holds,
  * with the back end told to wake up. False when the back end is gone. */
-static bool wait_for_backend(struct rt_vgpu *v, unsigned vgpu, bool (*cond)(struct rt_vgpu *, uint32_t),
-			     uint32_t arg)
+static bool wait_for_backend(struct rt_vgpu *v, bool (*cond)(struct rt_vgpu *, uint32_t), uint32_t arg)
 {
 	uint64_t start = now_us();
 
@@ -43,7 +42,7 @@ static bool wait_for_backend(struct rt_vgpu *v, unsigned vgpu, bool (*cond)(stru
 			return false;
 		/* make sure the poller is awake: it will drain and free space */
 		if (mearas_ring_needs_wakeup(v->rings.sq))
-			tp_kick(&rt.tp, vgpu);
+			tp_kick(&rt.tp, v->host);
 		/* a full ring holds milliseconds of work: sleep rather than spin, so
 		 * this thread does not slow the poller (it may share a core with it) */
 		if (now_us() - start < 2) {
@@ -87,18 +86,18 @@ static cudaError_t submit(int vgpu, struct rt_call *c)
 	if (len > MEARAS_SQE_INLINE && len > MEARAS_ARENA_SIZE / 2)
 		return cudaErrorInvalidValue;
 	pthread_mutex_lock(&v->sq_lock);
-	if (!sq_has_slot(v, 0) && !wait_for_backend(v, (unsigned)vgpu, sq_has_slot, 0))
+	if (!sq_has_slot(v, 0) && !wait_for_backend(v, sq_has_slot, 0))
 		goto dead;
 	if (len > MEARAS_SQE_INLINE) {
 		uint32_t need = mearas_sqp_arena_need(&v->sq, len);
 
-		if (!arena_has(v, need) && !wait_for_backend(v, (unsigned)vgpu, arena_has, need))
+		if (!arena_has(v, need) && !wait_for_backend(v, arena_has, need))
 			goto dead;
 	}
 	wake = mearas_sqp_push(&v->sq, &c->sqe, c->payload, len);
 	pthread_mutex_unlock(&v->sq_lock);
 	if (wake)
-		tp_kick(&rt.tp, (unsigned)vgpu);
+		tp_kick(&rt.tp, v->host);
 	return cudaSuccess;
 dead:
 	pthread_mutex_unlock(&v->sq_lock);

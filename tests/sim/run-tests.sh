@@ -271,6 +271,39 @@ socket_path_not_a_socket() {
 	[ ! -e "$TMP/nas.sock" ] || { echo "the client socket was left behind"; return 1; }
 }
 
+# MEARAS_VISIBLE_VGPUS=2,0 with 3 vGPUs: the process's devices are vGPU 2
+# then vGPU 0 (the same GPU and address window as without the variable),
+# =1 vGPU 1 alone, and data goes through each (BUILD: '' or 'static/')
+visible_vgpus() {
+	local b=$1 all sel want got
+	all=$(prog MEARAS_VGPUS=3 "${b}dev_visible" list) || { echo "$all"; return 1; }
+	echo "$all"
+	for sel in 2,0 1; do
+		want="devices: $(tr ',' '\n' <<<"$sel" | wc -l)"
+		local i=0 v
+		for v in ${sel//,/ }; do
+			want+=$'\n'$(grep "^device $v:" <<<"$all" | sed "s/^device $v:/device $i:/")
+			i=$((i + 1))
+		done
+		want+=$'\n'PASS
+		got=$(prog MEARAS_VGPUS=3 MEARAS_VISIBLE_VGPUS=$sel "${b}dev_visible" list) || { echo "$got"; return 1; }
+		[ "$got" = "$want" ] || { printf 'MEARAS_VISIBLE_VGPUS=%s: got\n%s\nwant\n%s\n' "$sel" "$got" "$want"; return 1; }
+	done
+}
+
+# a value naming no vGPU of the process, one twice, or not a list: no
+# device, and the log says why
+visible_vgpus_refused() {
+	local v out
+	for v in 3 1,1 x 0,,1 -1 1,; do
+		out=$(prog MEARAS_VGPUS=3 MEARAS_VISIBLE_VGPUS=$v dev_visible count 2>&1)
+		grep -qx 'cudaGetDeviceCount: cudaErrorNoDevice, -1' <<<"$out" &&
+			grep -q "error: MEARAS_VISIBLE_VGPUS=$v: " <<<"$out" || { echo "$v: $out"; return 1; }
+	done
+	out=$(prog MEARAS_VGPUS=3 MEARAS_VISIBLE_VGPUS= dev_visible count 2>&1)
+	[ "$out" = 'cudaGetDeviceCount: cudaSuccess, 3' ] || { echo "empty: $out"; return 1; }
+}
+
 # ---- run ----
 [ -x "$MEARASD" ] || { echo "no $MEARASD: run make at the top first"; exit 2; }
 [ -x "$BIN/reg_plain" ] && [ -x "$BIN/static/reg_plain" ] || { echo "test programs not built: run make -C tests/sim"; exit 2; }
@@ -279,7 +312,7 @@ SHARED_SOCK=$SOCK
 SHARED_PID=$DAEMON_PID
 
 for p in reg_plain reg_templates reg_extern_c reg_big_params reg_launch_apis reg_per_thread reg_rdc \
-	reg_symbols mem_memset mem_2d mem_register err_codes err_last_error; do
+	reg_symbols mem_memset mem_2d mem_register mem_register_shared err_codes err_last_error; do
 	run_test "$p" prog "$p"
 done
 run_test graph_host_func prog graph_host_func
@@ -307,6 +340,8 @@ run_test drv_vmm_ranges_unmapped prog drv_vmm_ranges unmapped
 run_test drv_vmm_ranges_address_range prog drv_vmm_ranges address_range
 run_test drv_vmm_ranges_freed prog drv_vmm_ranges freed
 run_test drv_vmm_ranges_unknown_plural prog drv_vmm_ranges unknown_plural
+run_test visible_vgpus visible_vgpus ''
+run_test visible_vgpus_refused visible_vgpus_refused
 for m in encode replace refuse_pointers refuse_enums refuse_memory refuse_rules wide; do
 	run_test "drv_tensormap_$m" prog drv_tensormap "$m"
 done
@@ -320,7 +355,7 @@ declare -A static_args=([conc_threads]=500)
 declare -A static_not_yet=(
 	[err_last_error]="which error the real driver gives a launch with an empty grid is not measured yet")
 for p in reg_plain reg_templates reg_extern_c reg_big_params reg_launch_apis reg_per_thread reg_rdc \
-	reg_symbols mem_memset mem_2d mem_register err_codes err_last_error graph_host_func mem_roundtrip \
+	reg_symbols mem_memset mem_2d mem_register mem_register_shared err_codes err_last_error graph_host_func mem_roundtrip \
 	conc_threads conc_cross_event dev_props dev_pointers dev_limits dev_profiler mem_pools graph_capture_api graph_nodes launch_attrs; do
 	if [ -n "${static_not_yet[$p]:-}" ]; then
 		printf 'SKIP  %-28s %s\n' "static/$p" "${static_not_yet[$p]}"
@@ -328,6 +363,7 @@ for p in reg_plain reg_templates reg_extern_c reg_big_params reg_launch_apis reg
 	fi
 	run_test "static/$p" prog ${static_env[$p]:-} "static/$p" ${static_args[$p]:-}
 done
+run_test static/visible_vgpus visible_vgpus static/
 run_test shared_daemon_clean shared_daemon_clean
 run_test robust_client_dies client_dies
 run_test robust_killed_in_sync daemon_killed sync

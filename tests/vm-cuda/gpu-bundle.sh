@@ -2,7 +2,10 @@
 # Packs what the GPU machine lacks for the VM test (it has no QEMU): this
 # machine's QEMU with its non-glibc libraries and firmware, mearasd, and the
 # guest image, plus the tests/cuda programs and microbench for the native runs
-# (suite/), into OUT/vmgpu.tar.gz; gpu-suite.sh (or OUT/gpu-run.sh) runs it there.
+# (suite/), and the assembly manager's package with its generated protobuf
+# modules (am/: gpu-suite.sh --remote attaches the VM through the control
+# socket with it), into OUT/vmgpu.tar.gz; gpu-suite.sh (or OUT/gpu-run.sh)
+# runs it there.
 #   gpu-bundle.sh OUT_DIR     (after make -C tests/vm-cuda all)
 set -euo pipefail
 out=${1:?usage: gpu-bundle.sh OUT_DIR}
@@ -39,6 +42,10 @@ for p in $programs; do
 	cp "$repo/tests/cuda/build/static/$p" "$stage/suite-static/"
 done
 cp "$repo/build/experiments/microbench" "$stage/suite/"
+[ -f "$repo/assembly-manager/mearas_am/generated/control_pb2.py" ] ||
+	{ echo "gpu-bundle: no generated protobuf modules: make -C assembly-manager proto" >&2; exit 1; }
+mkdir -p "$stage/am"
+tar -C "$repo/assembly-manager" --exclude=__pycache__ -cf - mearas_am | tar -C "$stage/am" -xf -
 tar -C "$stage" -czf "$out/vmgpu.tar.gz" .
 cp "$here/gpu-run.sh" "$out/"
 echo "gpu-bundle: $out/vmgpu.tar.gz ($(du -h "$out/vmgpu.tar.gz" | cut -f1))"

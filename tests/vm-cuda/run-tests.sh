@@ -201,7 +201,7 @@ check stop/vm-processes-exit "wait_for '(for p in $kids; do kill -0 \$p 2>/dev/n
 check stop/socket-removed "wait_for '[ ! -e $work/a.sock ]' 5"
 mpid=""
 
-echo "== GPU-machine suite script (gpu-bundle.sh + gpu-suite.sh) against mearasd --device=sim"
+echo "== GPU-machine suite script (gpu-bundle.sh + gpu-suite.sh, local and --remote) against mearasd --device=sim"
 while IFS= read -r line; do
 	case $line in
 	PASS\ *) pass "suite/${line#PASS }" ;;

@@ -123,8 +123,10 @@ assembly)
 	[ $ra = 0 ] && [ $rb = 0 ] && pass two-processes || fail two-processes "exit $ra $rb"
 	;;
 suite)
-	# $2: microbench copy size in MiB (kernel command line mearas_secs=)
-	sh /bin/suite.sh "${2:-256}"
+	# $2: microbench copy size in MiB (kernel command line mearas_secs=);
+	# mearas_rounds=remote on the kernel command line (in the environment):
+	# every program on vGPU 0, then on vGPU 1 (suite.sh)
+	sh /bin/suite.sh "${2:-256}" 200 "${mearas_rounds:-}"
 	;;
 *)
 	$t "$@"
