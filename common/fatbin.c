@@ -128,7 +128,7 @@ int fb_builder_add(struct fb_builder *b, const char *name, size_t namelen,
 			bytes = params[i].offset + params[i].size;
 	b->recs[b->n++] = (struct fb_record){ .name = copy, .nparams = nparams,
 					      .param_bytes = bytes, .params = params,
-					      .entry = b->entry };
+					      .entry = b->entry, .from_ptx = b->ptx };
 	return 0;
 }
 
@@ -225,6 +225,24 @@ static int same_layout(const struct fb_record *a, const struct fb_record *b)
 		memcmp(a->params, b->params, a->nparams * sizeof(*a->params)) == 0);
 }
 
+/*
+ * A cubin and PTX of one kernel that agree on every parameter's size but not
+ * on offsets: a parameter aligned more than the constant bank's parameter
+ * base (a __grid_constant__ CUtensorMap, 128 bytes at 64-byte alignment) is
+ * padded in the cubin so that its absolute address is aligned, while PTX
+ * counts from 0. The cubin's is the device-side layout the driver launches
+ * with (cuFuncGetParamInfo), so it is the one kept.
+ */
+static int ptx_and_cubin_differ_in_padding(const struct fb_record *a, const struct fb_record *b)
+{
+	if (a->from_ptx == b->from_ptx || a->nparams != b->nparams)
+		return 0;
+	for (uint32_t i = 0; i < a->nparams; i++)
+		if (a->params[i].size != b->params[i].size)
+			return 0;
+	return 1;
+}
+
 /* Sort records by name, check that duplicates agree, move one of each into idx. */
 static int merge(struct fb_builder *b, struct mearas_fatbin_index *idx, char *err,
 		 size_t errlen)
@@ -240,6 +258,20 @@ static int merge(struct fb_builder *b, struct mearas_fatbin_index *idx, char *er
 		struct fb_record *r = &b->recs[i];
 		if (idx->n > 0 && strcmp(idx->kernels[idx->n - 1].name, r->name) == 0) {
 			const struct fb_record *first = &b->recs[i - 1];
+			struct mearas_kernel_info *kept = &idx->kernels[idx->n - 1];
+
+			if (!same_layout(first, r) && ptx_and_cubin_differ_in_padding(first, r)) {
+				if (!r->from_ptx) {
+					/* the cubin's layout replaces PTX's; r, still
+					 * named, frees the one it gives up */
+					struct mearas_kparam *ptx = (struct mearas_kparam *)kept->params;
+
+					kept->params = r->params;
+					kept->param_bytes = r->param_bytes;
+					r->params = ptx;
+				}
+				continue;
+			}
 			if (!same_layout(first, r)) {
 				fb_seterr(err, errlen,
 					  "kernel %s: entry %u says %u params (%u bytes), entry %u says %u params (%u bytes) or other offsets",

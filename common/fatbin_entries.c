@@ -135,6 +135,7 @@ static int parse_entry(const uint8_t *e, size_t avail, size_t *consumed, struct 
 		payload = owned;
 		plen = (size_t)usize;
 	}
+	b->ptx = kind == FB_KIND_PTX;
 	int rc = kind == FB_KIND_ELF ?
 			 fb_parse_cubin(payload, plen, b, why, sizeof(why)) :
 			 fb_parse_ptx((const char *)payload, plen, b, why, sizeof(why));

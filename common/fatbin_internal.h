@@ -19,6 +19,7 @@ struct fb_record {
 	uint32_t param_bytes;
 	struct mearas_kparam *params;
 	uint32_t entry;		/* entry number, for error messages */
+	int from_ptx;		/* the layout came from PTX text, not a cubin */
 };
 
 /* a device variable's size, as a cubin's symbol table gives it */
@@ -33,6 +34,7 @@ struct fb_builder {
 	struct fb_global *globals;
 	size_t nglobals, capglobals;
 	uint32_t entry;		/* entry being parsed now */
+	int ptx;		/* it is PTX text */
 };
 
 void fb_seterr(char *err, size_t errlen, const char *fmt, ...)

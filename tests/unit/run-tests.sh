@@ -93,6 +93,7 @@ for v in plain asan; do
 	run $v/exec_memory 60 $B/$v/test_exec_memory
 	run $v/exec_vmm 60 $B/$v/test_exec_vmm
 	run $v/exec_objects 60 $B/$v/test_exec_objects --fatbin=$FATBIN
+	run $v/fatbin_padding 60 $B/$v/test_fatbin_padding --fatbin=$B/kernels_tmap.fatbin
 	run $v/exec_order 60 $B/$v/test_exec_order
 	run $v/exec_lifetimes 120 $B/$v/test_exec_lifetimes
 	run $v/remote_mapped 60 $B/$v/test_remote_mapped
