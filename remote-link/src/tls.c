@@ -192,7 +192,7 @@ void link_tls_error_text(char *out, size_t cap)
 }
 
 int link_tls_step(SSL *ssl, pthread_mutex_t *lock, bool write, void *buf, size_t len, size_t *done,
-		  short *wait_events)
+		  short *wait_events, bool *pending)
 {
 	if (lock)
 		pthread_mutex_lock(lock);
@@ -200,6 +200,8 @@ int link_tls_step(SSL *ssl, pthread_mutex_t *lock, bool write, void *buf, size_t
 	errno = 0;
 	int ok = write ? SSL_write_ex(ssl, buf, len, done) : SSL_read_ex(ssl, buf, len, done);
 	int err = ok ? SSL_ERROR_NONE : SSL_get_error(ssl, 0);
+	if (pending)
+		*pending = ok && SSL_has_pending(ssl);
 	if (lock)
 		pthread_mutex_unlock(lock);
 	switch (err) {
@@ -243,7 +245,7 @@ static int io_step(SSL *ssl, int fd, bool write, uint8_t **p, size_t *len, uint6
 {
 	size_t n = 0;
 	short ev = 0;
-	int rc = link_tls_step(ssl, NULL, write, *p, *len, &n, &ev);
+	int rc = link_tls_step(ssl, NULL, write, *p, *len, &n, &ev, NULL);
 	if (rc < 0)
 		return rc;
 	if (rc == 0)

@@ -37,6 +37,7 @@ struct tls_transport {
 	int down;             /* atomic */
 	int logged;           /* atomic: the refusal of peer data was logged */
 	bool guard_sigpipe;   /* SIGPIPE was not ignored when the link opened (link_sigpipe_block) */
+	bool rx_pending;      /* the reader's: TLS held received bytes after its last read */
 	uint32_t send_timeout_ms;
 	const struct mearas_link_config *cfg;
 	char peer[80];
@@ -67,7 +68,7 @@ static int write_all(struct tls_transport *tt, const uint8_t *p, size_t len)
 			return MEARAS_LINK_E_BROKEN;
 		size_t n = 0;
 		short ev = 0;
-		int rc = link_tls_step(tt->ssl, &tt->lock, true, (void *)p, len, &n, &ev);
+		int rc = link_tls_step(tt->ssl, &tt->lock, true, (void *)p, len, &n, &ev, NULL);
 		if (rc < 0)
 			return step_failed(tt, rc);
 		if (rc > 0) {
@@ -139,27 +140,34 @@ static int tls_recv(struct link_transport *t, void *buf, size_t len, uint32_t ti
 		return MEARAS_LINK_E_BROKEN;
 	if (len > (1u << 30))
 		len = 1u << 30;
-	/* TLS may hold decrypted or read-ahead bytes: ask it before waiting on the socket */
+	/* Ask TLS first only when it holds received bytes (decrypted, or read
+	 * ahead from the socket); else wait on the socket without the lock. An
+	 * SSL_read that can only fail with "want read" would take the lock
+	 * (which the link's senders need) and cost a read() for nothing: on
+	 * every message, and on every turn of a receive thread that spins
+	 * (rx_spin_us) waiting for the next one. */
+	short ev = POLLIN;
 	for (int attempt = 0; attempt < 2; attempt++) {
+		if (attempt || !tt->rx_pending) {
+			struct pollfd pfd = { .fd = tt->fd, .events = ev };
+			int pr = poll(&pfd, 1, (int)timeout_ms);
+			if (pr < 0)
+				return errno == EINTR ? 0 : MEARAS_LINK_E_BROKEN;
+			if (pr == 0)
+				return 0;
+			attempt = 1;
+		}
 		size_t n = 0;
-		short ev = 0;
 		sigset_t oldmask;
 		/* a read writes too: an alert when it refuses what the peer sent */
 		bool blocked = tt->guard_sigpipe && link_sigpipe_block(&oldmask);
-		int rc = link_tls_step(tt->ssl, &tt->lock, false, buf, len, &n, &ev);
+		int rc = link_tls_step(tt->ssl, &tt->lock, false, buf, len, &n, &ev, &tt->rx_pending);
 		link_sigpipe_restore(blocked, &oldmask);
 		if (rc > 0)
 			return (int)n;
 		if (rc < 0)
 			return step_failed(tt, rc);
-		if (attempt)
-			return 0; /* a partial record so far */
-		struct pollfd pfd = { .fd = tt->fd, .events = ev };
-		int pr = poll(&pfd, 1, (int)timeout_ms);
-		if (pr < 0)
-			return errno == EINTR ? 0 : MEARAS_LINK_E_BROKEN;
-		if (pr == 0)
-			return 0;
+		/* only part of a record so far: the socket has the rest */
 	}
 	return 0;
 }
@@ -202,9 +210,16 @@ int link_tls_transport_create(int fd, SSL *ssl, const struct mearas_link_config 
 	link_tls_describe(ssl, tt->base.security, sizeof(tt->base.security));
 	tt->fd = fd;
 	tt->ssl = ssl;
-	pthread_mutex_init(&tt->lock, NULL);
+	/* held for one record's crypto at a time: a thread that finds it taken
+	 * spins a little before sleeping in the kernel */
+	pthread_mutexattr_t ma;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(&tt->lock, &ma);
+	pthread_mutexattr_destroy(&ma);
 	tt->send_timeout_ms = cfg->dead_ms;
 	tt->guard_sigpipe = !link_sigpipe_ignored();
+	tt->rx_pending = true; /* the handshake may have read application data ahead */
 	tt->cfg = cfg;
 	snprintf(tt->peer, sizeof(tt->peer), "%s", peer);
 	*out = &tt->base;
