@@ -93,7 +93,9 @@ bool link_sigpipe_ignored(void);
 void link_sigpipe_restore(bool blocked, const sigset_t *old);
 /* OpenSSL's reason for the last failure of this thread, for a log line. */
 void link_tls_error_text(char *out, size_t cap);
-/* "encrypted: TLSv1.3 TLS_AES_128_GCM_SHA256, kTLS ..." for the link's log line. */
-void link_tls_describe(SSL *ssl, char *out, size_t cap);
+/* "encrypted: TLSv1.3 TLS_AES_128_GCM_SHA256, kTLS ..." for the link's log line:
+ * where kTLS is off, why (not asked for: no_ktls; no tls module; OpenSSL
+ * kept the keys). */
+void link_tls_describe(SSL *ssl, bool no_ktls, char *out, size_t cap);
 
 #endif

@@ -21,6 +21,7 @@
 #include <openssl/ssl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 
 #define PSK_BYTES 32
@@ -348,15 +349,37 @@ int link_tls_handshake(int fd, const struct mearas_link_config *cfg, bool server
 	return MEARAS_LINK_OK;
 }
 
-void link_tls_describe(SSL *ssl, char *out, size_t cap)
+/* Whether the kernel has the TCP "tls" upper layer protocol (the tls module)
+ * loaded: OpenSSL asks for it when it hands the keys over (which loads the
+ * module where the kernel can). */
+static bool kernel_has_tls_ulp(void)
+{
+	char ulps[256] = "";
+	FILE *f = fopen("/proc/sys/net/ipv4/tcp_available_ulp", "re");
+	if (!f)
+		return false;
+	bool ok = fgets(ulps, sizeof(ulps), f) != NULL;
+	fclose(f);
+	for (char *tok = ok ? strtok(ulps, " \n") : NULL; tok; tok = strtok(NULL, " \n"))
+		if (strcmp(tok, "tls") == 0)
+			return true;
+	return false;
+}
+
+void link_tls_describe(SSL *ssl, bool no_ktls, char *out, size_t cap)
 {
 #ifndef OPENSSL_NO_KTLS
 	bool ktx = BIO_get_ktls_send(SSL_get_wbio(ssl)), krx = BIO_get_ktls_recv(SSL_get_rbio(ssl));
+	const char *why = no_ktls ? "not asked for" :
+			  !kernel_has_tls_ulp() ? "the kernel has no tls module" : "OpenSSL kept the keys";
 #else
-	bool ktx = false, krx = false; /* this OpenSSL was built without kTLS */
+	bool ktx = false, krx = false;
+	const char *why = "this OpenSSL has no kTLS";
 #endif
+	char off[80];
+	snprintf(off, sizeof(off), "off (TLS in user space: %s)", why);
 	snprintf(out, cap, "encrypted: %s %s, kTLS %s", SSL_get_version(ssl),
 		 SSL_CIPHER_get_name(SSL_get_current_cipher(ssl)),
 		 ktx && krx ? "send and receive" : ktx ? "send (receive in user space)" :
-		 krx ? "receive (send in user space)" : "off (TLS in user space)");
+		 krx ? "receive (send in user space)" : off);
 }

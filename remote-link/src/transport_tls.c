@@ -207,7 +207,7 @@ int link_tls_transport_create(int fd, SSL *ssl, const struct mearas_link_config 
 	}
 	tt->base.ops = &tls_ops;
 	tt->base.rx_spin_ns = (uint64_t)cfg->rx_spin_us * 1000ull;
-	link_tls_describe(ssl, tt->base.security, sizeof(tt->base.security));
+	link_tls_describe(ssl, cfg->no_ktls, tt->base.security, sizeof(tt->base.security));
 	tt->fd = fd;
 	tt->ssl = ssl;
 	/* held for one record's crypto at a time: a thread that finds it taken
