@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -164,7 +165,17 @@ static int cmp_double(const void *a, const void *b)
 
 struct tls_figures {
 	double rtt_us, up_mbs, down_mbs;
+	double up_cpu, down_cpu; /* CPU seconds per GiB of this process (both ends on loopback) */
 };
+
+/* CPU time (user and system, all threads) of this process, seconds */
+static double cpu_s(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
 
 /* One link with encryption enc to host:port: the figures of link_bench tls. */
 static int tls_figures(const char *host, uint16_t port, enum mearas_link_encryption enc, uint32_t rounds,
@@ -196,20 +207,22 @@ static int tls_figures(const char *host, uint16_t port, enum mearas_link_encrypt
 		memset(data, 0x5a, bytes);
 		uint64_t before = 0, after = 0;
 		rc = mearas_link_call(l, "S", 1, &before, sizeof(before), NULL, 30000);
-		double t0 = now_s();
+		double t0 = now_s(), c0 = cpu_s();
 		rc = rc || mearas_link_bulk(l, 1, data, bytes) ||
 		     mearas_link_call(l, "S", 1, &after, sizeof(after), NULL, 30000) || after - before != bytes;
 		f->up_mbs = bytes / (now_s() - t0) / 1e6;
+		f->up_cpu = (cpu_s() - c0) / ((double)bytes / (1u << 30));
 	}
 	if (!rc) {
 		uint8_t big[5] = { 'B' };
 		uint32_t n = (uint32_t)chunk;
 		memcpy(big + 1, &n, 4);
-		double t0 = now_s();
+		double t0 = now_s(), c0 = cpu_s();
 		size_t got = 0;
 		for (size_t i = 0; i < mib && !rc; i++)
 			rc = mearas_link_call(l, big, sizeof(big), data, chunk, &got, 30000) || got != chunk;
 		f->down_mbs = bytes / (now_s() - t0) / 1e6;
+		f->down_cpu = (cpu_s() - c0) / ((double)bytes / (1u << 30));
 	}
 	free(data);
 	mearas_link_close(l);
@@ -219,7 +232,7 @@ static int tls_figures(const char *host, uint16_t port, enum mearas_link_encrypt
 static int tls_cost(const char *host, const uint16_t port[2], uint32_t rounds, size_t mib, int only)
 {
 	struct ts_local s[2];
-	struct tls_figures f[2] = { { 0, 0, 0 }, { 0, 0, 0 } };
+	struct tls_figures f[2] = { { 0, 0, 0, 0, 0 }, { 0, 0, 0, 0, 0 } };
 	const enum mearas_link_encryption enc[2] = { MEARAS_LINK_ENCRYPTION_TLS, MEARAS_LINK_ENCRYPTION_OFF };
 	int failed = 0;
 	for (int i = 0; i < 2; i++) {
@@ -242,6 +255,11 @@ static int tls_cost(const char *host, const uint16_t port[2], uint32_t rounds, s
 	printf("MEASURE link %s, %zu MiB down (1 MiB replies): encrypted %.0f MB/s, encryption off %.0f MB/s "
 	       "(ratio %.2f)\n", host ? host : "loopback", mib, f[0].down_mbs, f[1].down_mbs,
 	       f[1].down_mbs > 0 ? f[0].down_mbs / f[1].down_mbs : 0);
+	/* CPU per byte does not depend on what else runs on the machine, the rates do */
+	printf("MEASURE link %s, CPU seconds per GiB (%s): up encrypted %.2f, encryption off %.2f; "
+	       "down encrypted %.2f, encryption off %.2f\n", host ? host : "loopback",
+	       host ? "this process: the client end" : "both ends", f[0].up_cpu, f[1].up_cpu, f[0].down_cpu,
+	       f[1].down_cpu);
 	return failed ? 1 : 0;
 }
 
