@@ -30,8 +30,13 @@ static const char PSK_INFO[] = "mearas-link tls13 external psk v1";
 /* TLS_AES_128_GCM_SHA256 (the PSK's hash is SHA-256: the suites below use it) */
 static const unsigned char PSK_CIPHER[2] = { 0x13, 0x01 };
 static const char SUITES[] = "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256";
-/* OpenSSL reads this much from the socket at once (read-ahead): several records per read call */
-#define TLS_READ_BUF (256u << 10)
+/* OpenSSL reads up to this much from the socket at once (read-ahead): two
+ * whole TLS 1.3 records (5-byte header, 16 KiB of plaintext, at most 256
+ * bytes of expansion). Not more: before each SSL_read OpenSSL 3.0 moves all
+ * the bytes it holds to the front of this buffer (to align the next record's
+ * payload), so a buffer of n records copies each byte about n/2 times more;
+ * at 256 KiB memmove took as much of a bulk receiver as the decryption. */
+#define TLS_READ_BUF (2u * (5u + 16384u + 256u))
 
 struct link_psk {
 	uint8_t psk[PSK_BYTES];
