@@ -261,13 +261,7 @@ int link_tls_transport_create(int fd, SSL *ssl, const struct mearas_link_config 
 	}
 	tt->fd = fd;
 	tt->ssl = ssl;
-	/* held for one record's crypto at a time: a thread that finds it taken
-	 * spins a little before sleeping in the kernel */
-	pthread_mutexattr_t ma;
-	pthread_mutexattr_init(&ma);
-	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
-	pthread_mutex_init(&tt->lock, &ma);
-	pthread_mutexattr_destroy(&ma);
+	pthread_mutex_init(&tt->lock, NULL);
 	tt->send_timeout_ms = cfg->dead_ms;
 	tt->guard_sigpipe = !link_sigpipe_ignored();
 	tt->rx_pending = true; /* the handshake may have read application data ahead */
