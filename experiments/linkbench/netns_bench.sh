@@ -38,6 +38,10 @@ start_server "$TMP/server.log" || { echo "server did not start"; exit 1; }
 measure_pair "veth encrypted" 512
 start_server "$TMP/plain.log" "$PLAINPORT" LINK_ENCRYPTION=off || bad=1
 measure_pair "veth encryption off" 512 "$PLAINPORT" LINK_ENCRYPTION=off
+# what encryption costs over veth, both links in the same run: round trip, up, down
+tls=$(inb "$BENCH" tls --host="$ADDR_A" --port="$PORT" --plain-port="$PLAINPORT" --key="$KEY" --mib=256 2>/dev/null) ||
+	bad=1
+echo "$tls" | sed 's/^MEASURE link /MEASURE veth link /'
 for mode in on off; do
 	n=200000; [ $mode = off ] && n=50000
 	inb "$NODE" rate "$ADDR_A" "$PORT" "$KEY" $n $mode | sed 's/^MEASURE/MEASURE veth/' || bad=1

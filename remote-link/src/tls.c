@@ -21,6 +21,7 @@
 #include <openssl/ssl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 
 #define PSK_BYTES 32
@@ -29,8 +30,13 @@ static const char PSK_INFO[] = "mearas-link tls13 external psk v1";
 /* TLS_AES_128_GCM_SHA256 (the PSK's hash is SHA-256: the suites below use it) */
 static const unsigned char PSK_CIPHER[2] = { 0x13, 0x01 };
 static const char SUITES[] = "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256";
-/* OpenSSL reads this much from the socket at once (read-ahead): several records per read call */
-#define TLS_READ_BUF (256u << 10)
+/* OpenSSL reads up to this much from the socket at once (read-ahead): two
+ * whole TLS 1.3 records (5-byte header, 16 KiB of plaintext, at most 256
+ * bytes of expansion). Not more: before each SSL_read OpenSSL 3.0 moves all
+ * the bytes it holds to the front of this buffer (to align the next record's
+ * payload), so a buffer of n records copies each byte about n/2 times more;
+ * at 256 KiB memmove took as much of a bulk receiver as the decryption. */
+#define TLS_READ_BUF (2u * (5u + 16384u + 256u))
 
 struct link_psk {
 	uint8_t psk[PSK_BYTES];
@@ -192,7 +198,7 @@ void link_tls_error_text(char *out, size_t cap)
 }
 
 int link_tls_step(SSL *ssl, pthread_mutex_t *lock, bool write, void *buf, size_t len, size_t *done,
-		  short *wait_events)
+		  short *wait_events, bool *pending)
 {
 	if (lock)
 		pthread_mutex_lock(lock);
@@ -200,6 +206,8 @@ int link_tls_step(SSL *ssl, pthread_mutex_t *lock, bool write, void *buf, size_t
 	errno = 0;
 	int ok = write ? SSL_write_ex(ssl, buf, len, done) : SSL_read_ex(ssl, buf, len, done);
 	int err = ok ? SSL_ERROR_NONE : SSL_get_error(ssl, 0);
+	if (pending)
+		*pending = ok && SSL_has_pending(ssl);
 	if (lock)
 		pthread_mutex_unlock(lock);
 	switch (err) {
@@ -243,7 +251,7 @@ static int io_step(SSL *ssl, int fd, bool write, uint8_t **p, size_t *len, uint6
 {
 	size_t n = 0;
 	short ev = 0;
-	int rc = link_tls_step(ssl, NULL, write, *p, *len, &n, &ev);
+	int rc = link_tls_step(ssl, NULL, write, *p, *len, &n, &ev, NULL);
 	if (rc < 0)
 		return rc;
 	if (rc == 0)
@@ -346,15 +354,37 @@ int link_tls_handshake(int fd, const struct mearas_link_config *cfg, bool server
 	return MEARAS_LINK_OK;
 }
 
-void link_tls_describe(SSL *ssl, char *out, size_t cap)
+/* Whether the kernel has the TCP "tls" upper layer protocol (the tls module)
+ * loaded: OpenSSL asks for it when it hands the keys over (which loads the
+ * module where the kernel can). */
+static bool kernel_has_tls_ulp(void)
+{
+	char ulps[256] = "";
+	FILE *f = fopen("/proc/sys/net/ipv4/tcp_available_ulp", "re");
+	if (!f)
+		return false;
+	bool ok = fgets(ulps, sizeof(ulps), f) != NULL;
+	fclose(f);
+	for (char *tok = ok ? strtok(ulps, " \n") : NULL; tok; tok = strtok(NULL, " \n"))
+		if (strcmp(tok, "tls") == 0)
+			return true;
+	return false;
+}
+
+void link_tls_describe(SSL *ssl, bool no_ktls, char *out, size_t cap)
 {
 #ifndef OPENSSL_NO_KTLS
 	bool ktx = BIO_get_ktls_send(SSL_get_wbio(ssl)), krx = BIO_get_ktls_recv(SSL_get_rbio(ssl));
+	const char *why = no_ktls ? "not asked for" :
+			  !kernel_has_tls_ulp() ? "the kernel has no tls module" : "OpenSSL kept the keys";
 #else
-	bool ktx = false, krx = false; /* this OpenSSL was built without kTLS */
+	bool ktx = false, krx = false;
+	const char *why = "this OpenSSL has no kTLS";
 #endif
+	char off[80];
+	snprintf(off, sizeof(off), "off (TLS in user space: %s)", why);
 	snprintf(out, cap, "encrypted: %s %s, kTLS %s", SSL_get_version(ssl),
 		 SSL_CIPHER_get_name(SSL_get_current_cipher(ssl)),
 		 ktx && krx ? "send and receive" : ktx ? "send (receive in user space)" :
-		 krx ? "receive (send in user space)" : "off (TLS in user space)");
+		 krx ? "receive (send in user space)" : off);
 }

@@ -792,6 +792,33 @@ static void t_encrypted_calls_and_bulk(void)
 	CHECK(ts_wait_closed(&srv.st, 1, 2.0) && srv.st.last_close_status == MEARAS_LINK_OK);
 }
 
+/* Where kTLS is off, the link's line says why: not asked for (no_ktls), or
+ * the kernel has no tls module (none in tcp_available_ulp), or OpenSSL kept
+ * the keys (the module is there). */
+static void t_ktls_mode_logged(void)
+{
+	struct mearas_link_config cfg;
+	base_cfg(&cfg, KEY);
+	cfg.no_ktls = true;
+	serve_cfg(&cfg);
+	link_up();
+	CHECK(log_wait("link from 127.0.0.1", "kTLS off (TLS in user space: not asked for)", 2.0));
+	char ulps[256] = "";
+	FILE *f = fopen("/proc/sys/net/ipv4/tcp_available_ulp", "r");
+	if (f) {
+		if (!fgets(ulps, sizeof(ulps), f))
+			ulps[0] = 0;
+		fclose(f);
+	}
+	bool module = false;
+	for (char *tok = strtok(ulps, " \n"); tok; tok = strtok(NULL, " \n"))
+		module |= strcmp(tok, "tls") == 0;
+	CHECK(log_has("link to 127.0.0.1", "kTLS send") ||
+	      log_has("link to 127.0.0.1", module ? "kTLS off (TLS in user space: OpenSSL kept the keys)" :
+						    "kTLS off (TLS in user space: the kernel has no tls module)"));
+	CHECK_RC(echo_call(lnk, "either way"), MEARAS_LINK_OK);
+}
+
 /* Both ends off: the link works in clear text, and both ends say so loudly. */
 static void t_encryption_off_both_ends(void)
 {
@@ -1607,6 +1634,7 @@ static const struct check_case cases[] = {
 	T(t_rx_spin),
 	T(t_call_stream),
 	T(t_encrypted_calls_and_bulk),
+	T(t_ktls_mode_logged),
 	T(t_encryption_off_both_ends),
 	T(t_encryption_off_on_client_only),
 	T(t_encryption_off_on_server_only),
