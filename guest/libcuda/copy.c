@@ -5,6 +5,8 @@
  * "synchronous" calls and stream 0 on the legacy default stream, the
  * _ptds/_ptsz one on the calling thread's default stream.
  */
+#include <stdlib.h>
+
 #include "mearas/log.h"
 #include "ptds.h"
 #include "cu.h"
@@ -163,8 +165,66 @@ COPY2D(cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D *pCopy, CUstream hStream), (pCop
 
 /* ---- memsets: n elements of 1, 2 or 4 bytes, rows pitch apart ---- */
 
+/*
+ * A memset whose destination is pinned host memory (the data area, or
+ * registered memory), which the driver allows: the GPU reaches it, and
+ * XLA's autotuner clears flags there. mearas fills it from a host function
+ * on the stream, so it lands in stream order; a blocking memset (the
+ * non-Async calls, synchronous for pinned host memory) waits for the
+ * stream's earlier work and fills it before returning.
+ */
+struct host_memset {
+	uint8_t *dst;
+	size_t pitch, width, height;    /* width in elements */
+	unsigned value, elem;
+};
+
+static void host_memset_run(void *arg)
+{
+	struct host_memset *m = arg;
+
+	for (size_t row = 0; row < m->height; row++) {
+		uint8_t *p = m->dst + row * m->pitch;
+
+		for (size_t i = 0; i < m->width; i++) {
+			if (m->elem == 1)
+				p[i] = (uint8_t)m->value;
+			else if (m->elem == 2)
+				((uint16_t *)p)[i] = (uint16_t)m->value;
+			else
+				((uint32_t *)p)[i] = m->value;
+		}
+	}
+	free(m);
+}
+
+static CUresult host_memset(CUdeviceptr dst, size_t pitch, unsigned value, unsigned elem, size_t width,
+			    size_t height, CUstream s, bool blocking)
+{
+	struct host_memset *m = malloc(sizeof(*m));
+	CUresult r;
+
+	if (!m)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*m = (struct host_memset){ (uint8_t *)(uintptr_t)dst, height > 1 ? pitch : 0, width, height, value, elem };
+	if (blocking) {
+		/* after the stream's earlier work, before returning */
+		r = cuStreamSynchronize(s);
+		if (r) {
+			free(m);
+			return r;
+		}
+		host_memset_run(m);
+		return CUDA_SUCCESS;
+	}
+	r = cu_result(rt_post_host_fn((cudaStream_t)s, host_memset_run, NULL, m));
+	if (r)
+		free(m);
+	return r;
+}
+
 static CUresult memset_rows(CUdeviceptr dst, size_t pitch, unsigned value, unsigned elem, size_t width,
-			    size_t height, CUstream s)
+			    size_t height, CUstream s, bool blocking)
 {
 	struct rt_stream_ref st;
 	uint64_t span, bytes = (uint64_t)width * elem;
@@ -177,12 +237,23 @@ static CUresult memset_rows(CUdeviceptr dst, size_t pitch, unsigned value, unsig
 		return CUDA_ERROR_INVALID_CONTEXT;
 	if (!width || !height)
 		return CUDA_SUCCESS;
-	if (dst % elem || (height > 1 && (bytes > pitch || pitch % elem)))
+	if (dst % elem || (height > 1 && (bytes > pitch || pitch % elem))) {
+		log_info("cuMemset%s%u: destination %#llx or pitch %zu not a multiple of %u bytes: invalid value",
+			 height > 1 ? "D2D" : "D", elem * 8, (unsigned long long)dst, pitch, elem);
 		return CUDA_ERROR_INVALID_VALUE;
+	}
 	span = height > 1 ? pitch * (height - 1) + bytes : bytes;
 	vgpu = dm_find(dst, span, NULL, NULL);
-	if (vgpu < 0)
+	if (vgpu < 0) {
+		void *p = (void *)(uintptr_t)dst;
+
+		if (dh_contains(p, span) || rt_registered_twin(p, span))
+			return host_memset(dst, pitch, value, elem, width, height, s, blocking);
+		log_info("cuMemset%s%u of %llu bytes at %#llx: not within one device allocation or pinned host "
+			 "memory of this process: invalid value", height > 1 ? "D2D" : "D", elem * 8,
+			 (unsigned long long)span, (unsigned long long)dst);
 		return CUDA_ERROR_INVALID_VALUE;
+	}
 	r = cu_result(rt_stream_ref((cudaStream_t)s, &st));
 	if (r)
 		return r;
@@ -203,30 +274,30 @@ static CUresult memset_rows(CUdeviceptr dst, size_t pitch, unsigned value, unsig
 	CU_EXPORT CUresult CUDAAPI name##_ptsz sig { return WITH_PTDS(1, memset_rows args); }
 
 MEMSET_PAIR(cuMemsetD8_v2, (CUdeviceptr dstDevice, unsigned char uc, size_t N),
-	    (dstDevice, 0, uc, 1, N, 1, NULL))
+	    (dstDevice, 0, uc, 1, N, 1, NULL, true))
 MEMSET_PAIR(cuMemsetD16_v2, (CUdeviceptr dstDevice, unsigned short us, size_t N),
-	    (dstDevice, 0, us, 2, N, 1, NULL))
+	    (dstDevice, 0, us, 2, N, 1, NULL, true))
 MEMSET_PAIR(cuMemsetD32_v2, (CUdeviceptr dstDevice, unsigned int ui, size_t N),
-	    (dstDevice, 0, ui, 4, N, 1, NULL))
+	    (dstDevice, 0, ui, 4, N, 1, NULL, true))
 MEMSET_PAIR(cuMemsetD2D8_v2, (CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height),
-	    (dstDevice, dstPitch, uc, 1, Width, Height, NULL))
+	    (dstDevice, dstPitch, uc, 1, Width, Height, NULL, true))
 MEMSET_PAIR(cuMemsetD2D16_v2,
 	    (CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height),
-	    (dstDevice, dstPitch, us, 2, Width, Height, NULL))
+	    (dstDevice, dstPitch, us, 2, Width, Height, NULL, true))
 MEMSET_PAIR(cuMemsetD2D32_v2, (CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height),
-	    (dstDevice, dstPitch, ui, 4, Width, Height, NULL))
+	    (dstDevice, dstPitch, ui, 4, Width, Height, NULL, true))
 MEMSET_PAIR_ASYNC(cuMemsetD8Async, (CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream),
-		  (dstDevice, 0, uc, 1, N, 1, hStream))
+		  (dstDevice, 0, uc, 1, N, 1, hStream, false))
 MEMSET_PAIR_ASYNC(cuMemsetD16Async, (CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream),
-		  (dstDevice, 0, us, 2, N, 1, hStream))
+		  (dstDevice, 0, us, 2, N, 1, hStream, false))
 MEMSET_PAIR_ASYNC(cuMemsetD32Async, (CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream),
-		  (dstDevice, 0, ui, 4, N, 1, hStream))
+		  (dstDevice, 0, ui, 4, N, 1, hStream, false))
 MEMSET_PAIR_ASYNC(cuMemsetD2D8Async, (CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
 				      size_t Height, CUstream hStream),
-		  (dstDevice, dstPitch, uc, 1, Width, Height, hStream))
+		  (dstDevice, dstPitch, uc, 1, Width, Height, hStream, false))
 MEMSET_PAIR_ASYNC(cuMemsetD2D16Async, (CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,
 				       size_t Height, CUstream hStream),
-		  (dstDevice, dstPitch, us, 2, Width, Height, hStream))
+		  (dstDevice, dstPitch, us, 2, Width, Height, hStream, false))
 MEMSET_PAIR_ASYNC(cuMemsetD2D32Async, (CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
 				       size_t Height, CUstream hStream),
-		  (dstDevice, dstPitch, ui, 4, Width, Height, hStream))
+		  (dstDevice, dstPitch, ui, 4, Width, Height, hStream, false))

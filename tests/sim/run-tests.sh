@@ -335,6 +335,10 @@ run_test drv_exptables prog drv_exptables
 run_test drv_attrs_offered prog MEARAS_VGPUS=2 drv_attrs_offered
 run_test drv_vmm prog MEARAS_VGPUS=2 drv_vmm
 run_test launch_attrs prog launch_attrs
+run_test drv_memset_host_blocking prog drv_memset_host blocking
+run_test drv_memset_host_ordered prog drv_memset_host ordered
+run_test drv_memset_host_rows prog drv_memset_host rows
+run_test drv_memset_host_refused prog drv_memset_host refused
 run_test drv_vmm_ranges_mapped prog drv_vmm_ranges mapped
 run_test drv_vmm_ranges_unmapped prog drv_vmm_ranges unmapped
 run_test drv_vmm_ranges_address_range prog drv_vmm_ranges address_range
