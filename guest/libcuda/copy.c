@@ -5,8 +5,6 @@
  * "synchronous" calls and stream 0 on the legacy default stream, the
  * _ptds/_ptsz one on the calling thread's default stream.
  */
-#include <stdlib.h>
-
 #include "mearas/log.h"
 #include "ptds.h"
 #include "cu.h"
@@ -167,60 +165,50 @@ COPY2D(cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D *pCopy, CUstream hStream), (pCop
 
 /*
  * A memset whose destination is pinned host memory (the data area, or
- * registered memory), which the driver allows: the GPU reaches it, and
- * XLA's autotuner clears flags there. mearas fills it from a host function
- * on the stream, so it lands in stream order; a blocking memset (the
- * non-Async calls, synchronous for pinned host memory) waits for the
- * stream's earlier work and fills it before returning.
+ * registered memory), which the driver allows. The blocking calls
+ * (synchronous for pinned host memory, as documented) wait for the stream's
+ * earlier work and fill the bytes from this thread. The Async ones are not
+ * served: XLA's autotuner clears flags in pinned host memory with
+ * cuMemsetD32Async, and neither a fill from a host function on the stream
+ * (JAX hung on an H200) nor one measured otherwise is in yet; they fail
+ * with CUDA_ERROR_NOT_SUPPORTED and a log line naming the call.
  */
-struct host_memset {
-	uint8_t *dst;
-	size_t pitch, width, height;    /* width in elements */
-	unsigned value, elem;
-};
-
-static void host_memset_run(void *arg)
-{
-	struct host_memset *m = arg;
-
-	for (size_t row = 0; row < m->height; row++) {
-		uint8_t *p = m->dst + row * m->pitch;
-
-		for (size_t i = 0; i < m->width; i++) {
-			if (m->elem == 1)
-				p[i] = (uint8_t)m->value;
-			else if (m->elem == 2)
-				((uint16_t *)p)[i] = (uint16_t)m->value;
-			else
-				((uint32_t *)p)[i] = m->value;
-		}
-	}
-	free(m);
-}
-
 static CUresult host_memset(CUdeviceptr dst, size_t pitch, unsigned value, unsigned elem, size_t width,
 			    size_t height, CUstream s, bool blocking)
 {
-	struct host_memset *m = malloc(sizeof(*m));
+	CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
 	CUresult r;
 
-	if (!m)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	*m = (struct host_memset){ (uint8_t *)(uintptr_t)dst, height > 1 ? pitch : 0, width, height, value, elem };
-	if (blocking) {
-		/* after the stream's earlier work, before returning */
-		r = cuStreamSynchronize(s);
-		if (r) {
-			free(m);
-			return r;
-		}
-		host_memset_run(m);
-		return CUDA_SUCCESS;
+	if (!blocking) {
+		log_warn("cuMemset%s%uAsync into pinned host memory at %#llx is not supported by mearas (device memory "
+			 "and the blocking cuMemset calls only)", height > 1 ? "D2D" : "D", elem * 8,
+			 (unsigned long long)dst);
+		return CUDA_ERROR_NOT_SUPPORTED;
 	}
-	r = cu_result(rt_post_host_fn((cudaStream_t)s, host_memset_run, NULL, m));
+	r = cuStreamIsCapturing(s, &cs);
 	if (r)
-		free(m);
-	return r;
+		return r;
+	if (cs != CU_STREAM_CAPTURE_STATUS_NONE) {
+		log_warn("cuMemset into pinned host memory at %#llx while the stream captures a graph: not supported by "
+			 "mearas (device memory only there)", (unsigned long long)dst);
+		return CUDA_ERROR_NOT_SUPPORTED;
+	}
+	r = cuStreamSynchronize(s);
+	if (r)
+		return r;
+	for (size_t row = 0; row < height; row++) {
+		uint8_t *p = (uint8_t *)(uintptr_t)dst + row * (height > 1 ? pitch : 0);
+
+		for (size_t i = 0; i < width; i++) {
+			if (elem == 1)
+				p[i] = (uint8_t)value;
+			else if (elem == 2)
+				((uint16_t *)p)[i] = (uint16_t)value;
+			else
+				((uint32_t *)p)[i] = value;
+		}
+	}
+	return CUDA_SUCCESS;
 }
 
 static CUresult memset_rows(CUdeviceptr dst, size_t pitch, unsigned value, unsigned elem, size_t width,
