@@ -958,11 +958,25 @@ int main(int argc, char **argv)
 	/* before anything listens: whoever sees a socket may stop mearasd cleanly */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	/* the endpoint is up before the client socket appears: whoever waits
+	 * for that socket may scrape at once (its threads block every signal) */
+	if (metrics_port) {
+		struct metrics_source ms = { .node = node_name, .device = cfg.dev->name,
+					     .nvml = cfg.dev == &mdev_cuda_ops };
+
+		if (metrics_start(metrics_bind, (uint16_t)metrics_port, &ms))
+			return 1;
+	} else if (metrics_bind) {
+		log_warn("--metrics-bind without --metrics-port: no metrics endpoint");
+	}
 	lfd = listen_on(sock);
-	if (lfd < 0)
+	if (lfd < 0) {
+		metrics_stop();
 		return 1;
+	}
 	if (start_control(&cfg)) {
 		mearas_unlink_socket(sock);
+		metrics_stop();
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);
@@ -979,18 +993,6 @@ int main(int argc, char **argv)
 			 "(process clients; not VM slots or remote links)", cfg.kernel_timeout_ms);
 	if (cfg.remote.link_port && remote_serve_start(&cfg))
 		return 1;
-	if (metrics_port) {
-		struct metrics_source ms = { .node = node_name, .device = cfg.dev->name,
-					     .nvml = cfg.dev == &mdev_cuda_ops };
-
-		if (metrics_start(metrics_bind, (uint16_t)metrics_port, &ms)) {
-			mearas_unlink_socket(sock);
-			control_stop();
-			return 1;
-		}
-	} else if (metrics_bind) {
-		log_warn("--metrics-bind without --metrics-port: no metrics endpoint");
-	}
 	serve_clients(&cfg, lfd);
 	metrics_stop();
 	mearas_unlink_socket(sock);
