@@ -424,7 +424,10 @@ def test_top_refreshes(served: tuple[Daemon, str], tmp_path: Path) -> None:
     p = subprocess.Popen([sys.executable, "-m", "mearas_am.cli", "--config",
                           str(top_config(tmp_path, url)), "top", "--interval", "0.3"],
                          env=dict(os.environ, PYTHONPATH=str(TOP / "assembly-manager")),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         # Ctrl-C as at a terminal, even where this runs with SIGINT
+                         # ignored (a background job of a shell without job control)
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     seen: list[str] = []
     try:
         assert p.stdout is not None
@@ -436,7 +439,7 @@ def test_top_refreshes(served: tuple[Daemon, str], tmp_path: Path) -> None:
             seen.append(line)
     finally:
         p.send_signal(signal.SIGINT)
-        rest, _ = p.communicate(timeout=10)
+        rest, _ = p.communicate(timeout=30)
     out = "".join(seen) + rest
     assert p.returncode == 130
     assert out.count("mearas top") >= 3  # one header per refresh
