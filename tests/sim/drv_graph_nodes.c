@@ -13,36 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CHECK(call)                                                                          \
-	do {                                                                                 \
-		CUresult r_ = (call);                                                        \
-		if (r_ != CUDA_SUCCESS) {                                                    \
-			const char *n_ = NULL;                                               \
-			cuGetErrorName(r_, &n_);                                             \
-			printf("FAIL: %s returned %s at line %d\n", #call, n_ ? n_ : "?", __LINE__); \
-			exit(1);                                                             \
-		}                                                                            \
-	} while (0)
-
-#define EXPECT(want, call)                                                                   \
-	do {                                                                                 \
-		CUresult r_ = (call);                                                        \
-		if (r_ != (want)) {                                                          \
-			printf("FAIL: %s returned %d, expected %d at line %d\n", #call, (int)r_, \
-			       (int)(want), __LINE__);                                       \
-			exit(1);                                                             \
-		}                                                                            \
-	} while (0)
-
-#define REQUIRE(cond, ...)                                                                   \
-	do {                                                                                 \
-		if (!(cond)) {                                                               \
-			printf("FAIL: line %d: ", __LINE__);                                 \
-			printf(__VA_ARGS__);                                                 \
-			printf("\n");                                                        \
-			exit(1);                                                             \
-		}                                                                            \
-	} while (0)
+#include "drv_check.h"
 
 static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
 			  ".visible .entry mearas_sim_add_u32(.param .u64 p, .param .u32 n, .param .u32 v)\n"

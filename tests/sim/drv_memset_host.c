@@ -14,24 +14,7 @@
 
 #include <cuda.h>
 
-#define CHECK_CU(call)                                                                              \
-	do {                                                                                        \
-		CUresult r_ = (call);                                                               \
-		if (r_ != CUDA_SUCCESS) {                                                           \
-			printf("FAIL: %s returned %d at line %d\n", #call, (int)r_, __LINE__);     \
-			exit(1);                                                                    \
-		}                                                                                   \
-	} while (0)
-
-#define REQUIRE(cond, ...)                                                                          \
-	do {                                                                                        \
-		if (!(cond)) {                                                                      \
-			printf("FAIL (line %d): ", __LINE__);                                       \
-			printf(__VA_ARGS__);                                                        \
-			printf("\n");                                                               \
-			exit(1);                                                                    \
-		}                                                                                   \
-	} while (0)
+#include "drv_check.h"
 
 int main(int argc, char **argv)
 {
@@ -40,32 +23,32 @@ int main(int argc, char **argv)
 	CUcontext ctx;
 	uint8_t *h;
 
-	CHECK_CU(cuInit(0));
-	CHECK_CU(cuDeviceGet(&dev, 0));
-	CHECK_CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-	CHECK_CU(cuCtxSetCurrent(ctx));
-	CHECK_CU(cuMemHostAlloc((void **)&h, 1 << 16, 0));
+	CHECK(cuInit(0));
+	CHECK(cuDeviceGet(&dev, 0));
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+	CHECK(cuCtxSetCurrent(ctx));
+	CHECK(cuMemHostAlloc((void **)&h, 1 << 16, 0));
 	memset(h, 0xee, 1 << 16);
 	if (!strcmp(mode, "blocking")) {
 		uint32_t w[4];
 
-		CHECK_CU(cuMemsetD32((CUdeviceptr)(uintptr_t)(h + 64), 0x01020304u, 2));
+		CHECK(cuMemsetD32((CUdeviceptr)(uintptr_t)(h + 64), 0x01020304u, 2));
 		memcpy(w, h + 60, sizeof(w));
 		REQUIRE(w[0] == 0xeeeeeeeeu && w[1] == 0x01020304u && w[2] == 0x01020304u && w[3] == 0xeeeeeeeeu,
 			"words %x %x %x %x", w[0], w[1], w[2], w[3]);
 	} else if (!strcmp(mode, "async")) {
 		CUstream s;
 
-		CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+		CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
 		REQUIRE(cuMemsetD8Async((CUdeviceptr)(uintptr_t)h, 1, 4096, s) == CUDA_ERROR_NOT_SUPPORTED,
 			"async memset into pinned host memory accepted");
-		CHECK_CU(cuStreamSynchronize(s));
+		CHECK(cuStreamSynchronize(s));
 		REQUIRE(h[0] == 0xee && h[4095] == 0xee, "bytes changed: %u %u", h[0], h[4095]);
-		CHECK_CU(cuStreamDestroy(s));
+		CHECK(cuStreamDestroy(s));
 	} else if (!strcmp(mode, "rows")) {
 		uint16_t row[8];
 
-		CHECK_CU(cuMemsetD2D16((CUdeviceptr)(uintptr_t)h, 16, 0x0707, 4, 3));
+		CHECK(cuMemsetD2D16((CUdeviceptr)(uintptr_t)h, 16, 0x0707, 4, 3));
 		for (int r = 0; r < 3; r++) {
 			memcpy(row, h + 16 * r, sizeof(row));
 			for (int i = 0; i < 8; i++)
@@ -82,7 +65,7 @@ int main(int argc, char **argv)
 		printf("usage: drv_memset_host blocking|async|rows|refused\n");
 		return 2;
 	}
-	CHECK_CU(cuMemFreeHost(h));
+	CHECK(cuMemFreeHost(h));
 	printf("PASS\n");
 	return 0;
 }

@@ -20,24 +20,7 @@
 
 #include <cuda.h>
 
-#define CHECK_CU(call)                                                                              \
-	do {                                                                                        \
-		CUresult r_ = (call);                                                               \
-		if (r_ != CUDA_SUCCESS) {                                                           \
-			printf("FAIL: %s returned %d at line %d\n", #call, (int)r_, __LINE__);     \
-			exit(1);                                                                    \
-		}                                                                                   \
-	} while (0)
-
-#define REQUIRE(cond, ...)                                                                          \
-	do {                                                                                        \
-		if (!(cond)) {                                                                      \
-			printf("FAIL (line %d): ", __LINE__);                                       \
-			printf(__VA_ARGS__);                                                        \
-			printf("\n");                                                               \
-			exit(1);                                                                    \
-		}                                                                                   \
-	} while (0)
+#include "drv_check.h"
 
 static CUmemAllocationProp prop;
 static size_t g;
@@ -57,21 +40,21 @@ static void make(struct resv *r, size_t granules, const size_t *at, int nat)
 	memset(r, 0, sizeof(*r));
 	r->size = granules * g;
 	r->nat = nat;
-	CHECK_CU(cuMemAddressReserve(&r->va, r->size, 0, 0, 0));
+	CHECK(cuMemAddressReserve(&r->va, r->size, 0, 0, 0));
 	for (int i = 0; i < nat; i++) {
 		r->at[i] = at[i];
-		CHECK_CU(cuMemCreate(&r->h[i], 2 * g, &prop, 0));
-		CHECK_CU(cuMemMap(r->va + at[i] * g, 2 * g, 0, r->h[i], 0));
+		CHECK(cuMemCreate(&r->h[i], 2 * g, &prop, 0));
+		CHECK(cuMemMap(r->va + at[i] * g, 2 * g, 0, r->h[i], 0));
 	}
 }
 
 static void destroy(struct resv *r)
 {
 	for (int i = 0; i < r->nat; i++) {
-		CHECK_CU(cuMemUnmap(r->va + r->at[i] * g, 2 * g));
-		CHECK_CU(cuMemRelease(r->h[i]));
+		CHECK(cuMemUnmap(r->va + r->at[i] * g, 2 * g));
+		CHECK(cuMemRelease(r->h[i]));
 	}
-	CHECK_CU(cuMemAddressFree(r->va, r->size));
+	CHECK(cuMemAddressFree(r->va, r->size));
 }
 
 /* the range attributes at p are [va, va+size) */
@@ -80,8 +63,8 @@ static void expect_range(CUdeviceptr p, CUdeviceptr va, size_t size)
 	CUdeviceptr start = 0;
 	size_t rsize = 0;
 
-	CHECK_CU(cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p));
-	CHECK_CU(cuPointerGetAttribute(&rsize, CU_POINTER_ATTRIBUTE_RANGE_SIZE, p));
+	CHECK(cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p));
+	CHECK(cuPointerGetAttribute(&rsize, CU_POINTER_ATTRIBUTE_RANGE_SIZE, p));
 	REQUIRE(start == va && rsize == size, "range at %#llx: %#llx + %#zx, expected %#llx + %#zx",
 		(unsigned long long)p, (unsigned long long)start, rsize, (unsigned long long)va, size);
 }
@@ -98,7 +81,7 @@ static int mapped(void)
 	expect_range(a.va + 2 * g + 100, a.va, 8 * g);
 	expect_range(a.va + 4 * g - 1, a.va, 8 * g);
 	expect_range(b.va + 3 * g, b.va, 4 * g);
-	CHECK_CU(cuPointerGetAttribute(&m, CU_POINTER_ATTRIBUTE_MAPPED, a.va + 2 * g + 100));
+	CHECK(cuPointerGetAttribute(&m, CU_POINTER_ATTRIBUTE_MAPPED, a.va + 2 * g + 100));
 	REQUIRE(m == 1, "MAPPED of a mapped address: %u", m);
 	destroy(&b);
 	destroy(&a);
@@ -119,13 +102,13 @@ static int unmapped(void)
 	make(&a, 8, at, 1);
 	expect_range(a.va + 100, a.va, 8 * g);
 	expect_range(a.va + 7 * g + 100, a.va, 8 * g);
-	CHECK_CU(cuPointerGetAttribute(&m, CU_POINTER_ATTRIBUTE_MAPPED, a.va + 5 * g));
+	CHECK(cuPointerGetAttribute(&m, CU_POINTER_ATTRIBUTE_MAPPED, a.va + 5 * g));
 	REQUIRE(m == 0, "MAPPED of an unmapped address: %u", m);
 	REQUIRE(cuPointerGetAttribute(&mtype, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, a.va + 5 * g) ==
 			CUDA_ERROR_INVALID_VALUE,
 		"memory type of an unmapped address answered");
 	m = 7;
-	CHECK_CU(cuPointerGetAttributes(4, attrs, data, a.va + 5 * g + 1234));
+	CHECK(cuPointerGetAttributes(4, attrs, data, a.va + 5 * g + 1234));
 	REQUIRE(start == a.va && rsize == 8 * g && m == 0 && mtype == 0,
 		"cuPointerGetAttributes of an unmapped address: %#llx + %#zx, mapped %u, memory type %u",
 		(unsigned long long)start, rsize, m, mtype);
@@ -141,7 +124,7 @@ static int address_range(void)
 	struct resv a;
 
 	make(&a, 8, at, 2);
-	CHECK_CU(cuMemGetAddressRange(&base, &size, a.va + 2 * g + 100));
+	CHECK(cuMemGetAddressRange(&base, &size, a.va + 2 * g + 100));
 	REQUIRE(base == a.va + 2 * g && size == 2 * g, "cuMemGetAddressRange: %#llx + %#zx, expected the mapping",
 		(unsigned long long)base, size);
 	REQUIRE(cuMemGetAddressRange(&base, &size, a.va + 5 * g) == CUDA_ERROR_NOT_FOUND,
@@ -177,7 +160,7 @@ static int unknown_plural(void)
 
 	memset(&start, 0xff, sizeof(start));
 	memset(&rsize, 0xff, sizeof(rsize));
-	CHECK_CU(cuPointerGetAttributes(2, attrs, data, (CUdeviceptr)(uintptr_t)nowhere));
+	CHECK(cuPointerGetAttributes(2, attrs, data, (CUdeviceptr)(uintptr_t)nowhere));
 	REQUIRE(start == 0 && rsize == 0, "range of an unknown address: %#llx + %#zx, expected zeros",
 		(unsigned long long)start, rsize);
 	return 0;
@@ -200,20 +183,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s mapped|unmapped|address_range|freed|unknown_plural\n", argv[0]);
 		return 2;
 	}
-	CHECK_CU(cuInit(0));
-	CHECK_CU(cuDeviceGet(&dev, 0));
-	CHECK_CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-	CHECK_CU(cuCtxSetCurrent(ctx));
+	CHECK(cuInit(0));
+	CHECK(cuDeviceGet(&dev, 0));
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+	CHECK(cuCtxSetCurrent(ctx));
 	memset(&prop, 0, sizeof(prop));
 	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
 	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
 	prop.location.id = 0;
-	CHECK_CU(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+	CHECK(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		if (strcmp(argv[1], cases[i].name) == 0) {
 			int rc = cases[i].fn();
 
-			CHECK_CU(cuDevicePrimaryCtxRelease(dev));
+			CHECK(cuDevicePrimaryCtxRelease(dev));
 			if (rc == 0)
 				printf("PASS\n");
 			return rc;
