@@ -357,6 +357,8 @@ cudaError_t rt_graph_replay(struct rt_graph *g, struct rt_graph **captured);
  * attribute mearas does not carry */
 cudaError_t rt_launch_attrs(const cudaLaunchAttribute *attrs, unsigned n, const char *caller, uint32_t *flags,
 			    uint32_t cluster[3]);
+/* only the cluster shape among them (the occupancy queries) */
+cudaError_t rt_launch_cluster(const cudaLaunchAttribute *attrs, unsigned n, uint32_t cluster[3]);
 void rt_graph_free_nodes(struct rt_graph *g);
 
 /* device memory (memory.c): an allocation on vgpu from pool id `pool` (0:

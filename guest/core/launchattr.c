@@ -79,3 +79,23 @@ CORE_API cudaError_t rt_launch_attrs(const cudaLaunchAttribute *attrs, unsigned 
 	}
 	return cudaSuccess;
 }
+
+/* the cluster shape among attrs (all 0 without one), as the occupancy
+ * queries take it: the other attributes do not matter there */
+CORE_API cudaError_t rt_launch_cluster(const cudaLaunchAttribute *attrs, unsigned n, uint32_t cluster[3])
+{
+	if (n && !attrs)
+		return cudaErrorInvalidValue;
+	for (unsigned i = 0; i < n; i++) {
+		const cudaLaunchAttributeValue *v = &attrs[i].val;
+
+		if (attrs[i].id != cudaLaunchAttributeClusterDimension)
+			continue;
+		cluster[0] = v->clusterDim.x;
+		cluster[1] = v->clusterDim.y;
+		cluster[2] = v->clusterDim.z;
+		if (!cluster[0] || !cluster[1] || !cluster[2])
+			return cudaErrorInvalidValue;
+	}
+	return cudaSuccess;
+}

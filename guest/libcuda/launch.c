@@ -249,19 +249,11 @@ CU_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveClusters(int *numClusters, CUfunc
 
 	if (r)
 		return r;
-	if (!numClusters || !config || (config->numAttrs && !config->attrs))
+	if (!numClusters || !config)
 		return CUDA_ERROR_INVALID_VALUE;
-	for (unsigned i = 0; i < config->numAttrs; i++) {
-		const CUlaunchAttribute *a = &config->attrs[i];
-
-		if (a->id != CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
-			continue;
-		cluster[0] = a->value.clusterDim.x;
-		cluster[1] = a->value.clusterDim.y;
-		cluster[2] = a->value.clusterDim.z;
-		if (!cluster[0] || !cluster[1] || !cluster[2])
-			return CUDA_ERROR_INVALID_VALUE;
-	}
+	r = cu_result(rt_launch_cluster((const cudaLaunchAttribute *)config->attrs, config->numAttrs, cluster));
+	if (r)
+		return r;
 	r = cu_function_of(func, &f);
 	if (!r)
 		r = cu_result(rt_do_OCCUPANCY_CLUSTERS(

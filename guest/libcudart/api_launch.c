@@ -228,15 +228,6 @@ RT_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBloc
 								      dynamicSMemSize, 0);
 }
 
-/* a cluster-dimension attribute's shape; false when a dimension is 0 */
-static bool cluster_of(const cudaLaunchAttribute *a, uint32_t cluster[3])
-{
-	cluster[0] = a->val.clusterDim.x;
-	cluster[1] = a->val.clusterDim.y;
-	cluster[2] = a->val.clusterDim.z;
-	return cluster[0] && cluster[1] && cluster[2];
-}
-
 /* answered by the host's driver for the configuration's cluster shape (or,
  * without one, the kernel's own) */
 RT_EXPORT cudaError_t cudaOccupancyMaxActiveClusters(int *numClusters, const void *func,
@@ -248,11 +239,11 @@ RT_EXPORT cudaError_t cudaOccupancyMaxActiveClusters(int *numClusters, const voi
 	int dev;
 	cudaError_t e;
 
-	if (!numClusters || !config || (config->numAttrs && !config->attrs))
+	if (!numClusters || !config)
 		return rt_set_error(cudaErrorInvalidValue);
-	for (unsigned i = 0; i < config->numAttrs; i++)
-		if (config->attrs[i].id == cudaLaunchAttributeClusterDimension && !cluster_of(&config->attrs[i], cluster))
-			return rt_set_error(cudaErrorInvalidValue);
+	e = rt_launch_cluster(config->attrs, config->numAttrs, cluster);
+	if (e)
+		return rt_set_error(e);
 	e = func_on_device(func, &f, &dev);
 	if (!e)
 		e = rt_do_OCCUPANCY_CLUSTERS(dev, rt_func_id(f),
