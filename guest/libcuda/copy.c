@@ -165,13 +165,13 @@ COPY2D(cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D *pCopy, CUstream hStream), (pCop
 
 /*
  * A memset whose destination is pinned host memory (the data area, or
- * registered memory), which the driver allows. The blocking calls
- * (synchronous for pinned host memory, as documented) wait for the stream's
- * earlier work and fill the bytes from this thread. The Async ones are not
- * served: XLA's autotuner clears flags in pinned host memory with
- * cuMemsetD32Async, and neither a fill from a host function on the stream
- * (JAX hung on an H200) nor one measured otherwise is in yet; they fail
- * with CUDA_ERROR_NOT_SUPPORTED and a log line naming the call.
+ * registered memory), which the driver allows (XLA's autotuner clears flags
+ * in pinned host memory with cuMemsetD32Async). The bytes are filled from
+ * this thread once the stream's earlier work is done, for the Async calls
+ * too: the call then returns after its work, which an Async call may (a
+ * fill from a host function on the stream made JAX hang on an H200). Not
+ * while the stream captures a graph: a graph node cannot be a host thread's
+ * fill at replay.
  */
 static CUresult host_memset(CUdeviceptr dst, size_t pitch, unsigned value, unsigned elem, size_t width,
 			    size_t height, CUstream s, bool blocking)
@@ -179,18 +179,13 @@ static CUresult host_memset(CUdeviceptr dst, size_t pitch, unsigned value, unsig
 	CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
 	CUresult r;
 
-	if (!blocking) {
-		log_warn("cuMemset%s%uAsync into pinned host memory at %#llx is not supported by mearas (device memory "
-			 "and the blocking cuMemset calls only)", height > 1 ? "D2D" : "D", elem * 8,
-			 (unsigned long long)dst);
-		return CUDA_ERROR_NOT_SUPPORTED;
-	}
 	r = cuStreamIsCapturing(s, &cs);
 	if (r)
 		return r;
 	if (cs != CU_STREAM_CAPTURE_STATUS_NONE) {
-		log_warn("cuMemset into pinned host memory at %#llx while the stream captures a graph: not supported by "
-			 "mearas (device memory only there)", (unsigned long long)dst);
+		log_warn("cuMemset%s%u%s into pinned host memory at %#llx while the stream captures a graph: not "
+			 "supported by mearas (device memory only there)", height > 1 ? "D2D" : "D", elem * 8,
+			 blocking ? "" : "Async", (unsigned long long)dst);
 		return CUDA_ERROR_NOT_SUPPORTED;
 	}
 	r = cuStreamSynchronize(s);

@@ -23,6 +23,8 @@ struct backend_config {
 	uint64_t quota[MEARAS_MAX_VGPUS]; /* 0 = the GPU's memory */
 	unsigned spin_us;               /* poller busy-polls this long before sleeping */
 	unsigned va_window_first;       /* VA window of vGPU 0 (remote sessions: the client's ordinal) */
+	uint64_t data_va;               /* remote sessions: where the client's data area is, so where
+					 * this worker's copy goes if it can (worker_build_region) */
 	unsigned kernel_timeout_ms;     /* GPU time limit of one kernel (watchdog.c); 0 = none */
 	struct remote_config remote;    /* remote vGPUs and the link server */
 	/* what runs the vGPUs remote.target names (the forwarder, set by

@@ -25,6 +25,26 @@
  * own address reservations avoid it), and the client maps it at the same
  * address when it can: then pinned host pointers are valid on the device. */
 #define REGION_ADDR_HINT 0x600000000000ull
+/* where regions go: a remote session's wanted address (the client's, which
+ * its own hint put near REGION_ADDR_HINT; a VM slot's data area sits closer
+ * to the start of its region than ours, so ours may begin a little below) is
+ * taken only inside this zone */
+#define REGION_ZONE_START (REGION_ADDR_HINT - 0x1000000000ull)
+#define REGION_ZONE_END 0x700000000000ull
+
+/* A remote session's worker maps its region so that its data area lies at the
+ * client's address (cfg->data_va): mapped host pointers then mean the same on
+ * both nodes. 0 when there is none or it is not a page-aligned address in the
+ * zone (the client fell back to another address, or a hostile peer). */
+static uint64_t region_wanted(const struct backend_config *cfg, uint64_t data_off, uint64_t size)
+{
+	uint64_t start = cfg->data_va - data_off;
+
+	if (!cfg->data_va || cfg->data_va < REGION_ZONE_START + data_off || (cfg->data_va & 4095) ||
+	    start > REGION_ZONE_END || size > REGION_ZONE_END - start)
+		return 0;
+	return start;
+}
 
 static int heap_map(void *ctx, uint64_t va, uint64_t size, void **cookie)
 {
@@ -174,7 +194,7 @@ int worker_build_region(struct worker *w, char *err, size_t errlen)
 {
 	struct mearas_vgpu_layout l = mearas_vgpu_layout(MEARAS_SQ_ENTRIES, MEARAS_CQ_ENTRIES,
 							 MEARAS_ARENA_SIZE, w->nthreads);
-	uint64_t off = 4096, data_off;
+	uint64_t off = 4096, data_off, want;
 
 	/* room for the most vGPUs, whatever this client has (unused pages cost
 	 * nothing): the data area then sits at the same address in every
@@ -188,8 +208,12 @@ int worker_build_region(struct worker *w, char *err, size_t errlen)
 			 (unsigned long long)w->region_size, strerror(errno));
 		return -1;
 	}
-	w->region = mmap((void *)REGION_ADDR_HINT, w->region_size, PROT_READ | PROT_WRITE,
-			 MAP_SHARED | MAP_FIXED_NOREPLACE, w->memfd, 0);
+	want = region_wanted(w->cfg, data_off, w->region_size);
+	w->region = mmap((void *)(uintptr_t)(want ? want : REGION_ADDR_HINT), w->region_size,
+			 PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, w->memfd, 0);
+	if (w->region == MAP_FAILED && want)
+		w->region = mmap((void *)REGION_ADDR_HINT, w->region_size, PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_FIXED_NOREPLACE, w->memfd, 0);
 	if (w->region == MAP_FAILED)
 		w->region = mmap(NULL, w->region_size, PROT_READ | PROT_WRITE, MAP_SHARED, w->memfd, 0);
 	if (w->region == MAP_FAILED) {

@@ -43,7 +43,8 @@ static int forward_open(struct vgpu *v, int phys, uint64_t va_base, uint64_t va_
 				       /* VM slots: their own windows, as on this node */
 				       .va_window = v->w->va_index0 + v->index,
 				       .nthreads = v->w->nthreads, .data_size = v->w->data_size,
-				       .quota = cfg->quota[v->index] };
+				       .quota = cfg->quota[v->index],
+				       .data_va = (uint64_t)(uintptr_t)v->w->data };
 	struct remote_open_reply rep;
 	size_t len = 0;
 	int rc;

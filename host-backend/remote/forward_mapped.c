@@ -46,12 +46,19 @@ uint32_t forward_mapped_before(struct vgpu *v, const struct mearas_sqe *e)
 	bool launch = mearas_op_props(e->op)->kernel;
 
 	/* most records are neither: nothing else is looked at for them */
-	if ((!launch && e->op != MEARAS_OP_HOST_MAPPED) || !rv->can_map ||
-	    __atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE))
+	if ((!launch && e->op != MEARAS_OP_HOST_MAPPED) || __atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE))
 		return 0;
 	if (e->op == MEARAS_OP_HOST_MAPPED) {
 		if (!host_mapped_valid(e, v->w->data_size))
 			return 0; /* the serving node refuses it */
+		if (!rv->can_map && a->mapped) {
+			/* its device pointer would reach nothing of ours on the other node */
+			log_warn("vGPU %u: mapped host memory refused: the remote node's copy of the data area is "
+				 "not at this node's address", v->index);
+			return REMOTE_REC_REFUSED;
+		}
+		if (!rv->can_map)
+			return 0;
 		/* the shadow first: bytes the host writes meanwhile are sent again at the next launch */
 		if (!remote_mapped_set(rv->mapped, v->w->data, a->off, a->size, a->mapped != 0)) {
 			log_warn("vGPU %u: a mapped range of %llu bytes is refused (memory or --link-mem-mb)", v->index,
@@ -60,7 +67,7 @@ uint32_t forward_mapped_before(struct vgpu *v, const struct mearas_sqe *e)
 		}
 		if (a->mapped)
 			push_mapped(v, a->off, v->w->data + a->off, a->size);
-	} else if (remote_mapped_any(rv->mapped)) {
+	} else if (rv->can_map && remote_mapped_any(rv->mapped)) {
 		remote_mapped_diff(rv->mapped, v->w->data, push_mapped, v);
 	}
 	return 0;

@@ -42,8 +42,9 @@
 #define REMOTE_MAGIC    0x4d45524du /* "MREM" */
 /* the messages' number in the low byte, the records' layout (ops.spec)
  * above it: nodes built from different specs refuse the OPEN. 4: the OPEN
- * reply's devinfo grew (the GPU's PCIe link) */
-#define REMOTE_VERSION  (4u | (MEARAS_OPS_LAYOUT << 8))
+ * reply's devinfo grew (the GPU's PCIe link); 5: the OPEN names the client's
+ * data-area address */
+#define REMOTE_VERSION  (5u | (MEARAS_OPS_LAYOUT << 8))
 
 /* data at most this large travels inside the RECORD message, larger by bulk */
 #define REMOTE_INLINE_DATA_MAX (256u << 10)
@@ -71,6 +72,8 @@ struct remote_open_req {
 	uint32_t nthreads;
 	uint64_t data_size;     /* the client's data area: the remote one matches it */
 	uint64_t quota;         /* 0 = the serving node's own quota */
+	uint64_t data_va;       /* the client's data area: the serving node puts its copy there
+				 * if it can (mapped host memory needs it; the reply says) */
 	char node[64];
 };
 

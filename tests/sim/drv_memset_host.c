@@ -2,7 +2,10 @@
 // the driver allows and XLA's autotuner does; one behaviour per argument:
 //   blocking  cuMemsetD32 returns with the words set (synchronous for
 //             pinned host memory)
-//   async     cuMemsetD8Async into it is not served yet: NOT_SUPPORTED,
+//   async     cuMemsetD8Async into it runs after the stream's earlier work
+//             (a device-to-host copy into the same bytes) and is done when
+//             the stream is
+//   captured  the same while the stream captures a graph: NOT_SUPPORTED,
 //             bytes untouched
 //   rows      cuMemsetD2D16 sets each row's width and leaves the pitch gap
 //   refused   a pointer that is neither device nor pinned host memory is
@@ -38,11 +41,27 @@ int main(int argc, char **argv)
 			"words %x %x %x %x", w[0], w[1], w[2], w[3]);
 	} else if (!strcmp(mode, "async")) {
 		CUstream s;
+		CUdeviceptr d;
 
 		CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-		REQUIRE(cuMemsetD8Async((CUdeviceptr)(uintptr_t)h, 1, 4096, s) == CUDA_ERROR_NOT_SUPPORTED,
-			"async memset into pinned host memory accepted");
+		CHECK(cuMemAlloc(&d, 4096));
+		CHECK(cuMemsetD8(d, 0x55, 4096));
+		CHECK(cuMemcpyDtoHAsync(h, d, 4096, s));
+		CHECK(cuMemsetD8Async((CUdeviceptr)(uintptr_t)h, 1, 2048, s));
 		CHECK(cuStreamSynchronize(s));
+		REQUIRE(h[0] == 1 && h[2047] == 1 && h[2048] == 0x55 && h[4095] == 0x55 && h[4096] == 0xee,
+			"bytes %x %x %x %x %x", h[0], h[2047], h[2048], h[4095], h[4096]);
+		CHECK(cuMemFree(d));
+		CHECK(cuStreamDestroy(s));
+	} else if (!strcmp(mode, "captured")) {
+		CUstream s;
+		CUgraph g;
+
+		CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+		CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+		REQUIRE(cuMemsetD8Async((CUdeviceptr)(uintptr_t)h, 1, 4096, s) == CUDA_ERROR_NOT_SUPPORTED,
+			"memset into pinned host memory captured");
+		cuStreamEndCapture(s, &g);
 		REQUIRE(h[0] == 0xee && h[4095] == 0xee, "bytes changed: %u %u", h[0], h[4095]);
 		CHECK(cuStreamDestroy(s));
 	} else if (!strcmp(mode, "rows")) {
@@ -62,7 +81,7 @@ int main(int argc, char **argv)
 			"pageable memory accepted");
 		free(plain);
 	} else {
-		printf("usage: drv_memset_host blocking|async|rows|refused\n");
+		printf("usage: drv_memset_host blocking|async|captured|rows|refused\n");
 		return 2;
 	}
 	CHECK(cuMemFreeHost(h));

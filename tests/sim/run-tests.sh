@@ -337,6 +337,7 @@ run_test drv_vmm prog MEARAS_VGPUS=2 drv_vmm
 run_test launch_attrs prog launch_attrs
 run_test drv_memset_host_blocking prog drv_memset_host blocking
 run_test drv_memset_host_async prog drv_memset_host async
+run_test drv_memset_host_captured prog drv_memset_host captured
 run_test drv_memset_host_rows prog drv_memset_host rows
 run_test drv_memset_host_refused prog drv_memset_host refused
 run_test drv_vmm_ranges_mapped prog drv_vmm_ranges mapped

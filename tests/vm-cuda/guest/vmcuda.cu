@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // CUDA checks run inside a guest VM through mearas' VM transport.
-// Usage: vmcuda props|memcpy|errors|pinned|sleep SECONDS|hold SECONDS|dead SECONDS|
+// Usage: vmcuda props|memcpy|mapped|errors|pinned|sleep SECONDS|hold SECONDS|dead SECONDS|
 //        xowner SECONDS|xread DEVICE_POINTER
 // Prints "GUEST-PASS name" / "GUEST-FAIL name: why" lines, then "N passed, M failed,
 // K skipped"; exit status 1 on any failure.
@@ -40,6 +40,13 @@ __global__ void add_one(unsigned *p, int n)
 	int i = blockIdx.x * blockDim.x + threadIdx.x;
 	if (i < n)
 		p[i] += 1;
+}
+
+// also the one kernel mearasd's host-memory model runs (by this name)
+extern "C" __global__ void mearas_sim_add_u32(unsigned *p, unsigned n, unsigned v)
+{
+	for (unsigned i = 0; i < n; i++)
+		p[i] += v;
 }
 
 static bool on_sim(void)
@@ -109,6 +116,51 @@ static void fill(std::vector<unsigned char> &b, unsigned seed)
 	for (auto &c : b) {
 		s = s * 1103515245u + 12345u;
 		c = (unsigned char)(s >> 16);
+	}
+}
+
+#define MWORDS 1024
+
+// Mapped host memory on every vGPU: a kernel adds to words the host wrote,
+// the host sees the sums, a second round sees the host's change between
+// them (on a remote vGPU the serving node's copy of the memory must be
+// where the guest's pointer points)
+static void mapped(void)
+{
+	int n = 0;
+	cudaGetDeviceCount(&n);
+	for (int d = 0; d < n; d++) {
+		char name[64];
+		unsigned *h = nullptr, *dp = nullptr;
+		int can = 0;
+		bool ok = true;
+		cudaSetDevice(d);
+		cudaDeviceGetAttribute(&can, cudaDevAttrCanMapHostMemory, d);
+		snprintf(name, sizeof(name), "mapped-dev%d-can-map", d);
+		CHECK_NAMED(can == 1, name, "canMapHostMemory %d", can);
+		cudaError_t e = cudaHostAlloc((void **)&h, MWORDS * sizeof(unsigned), cudaHostAllocMapped);
+		if (!e)
+			e = cudaHostGetDevicePointer((void **)&dp, h, 0);
+		snprintf(name, sizeof(name), "mapped-dev%d-alloc", d);
+		CHECK_NAMED(e == cudaSuccess, name, "error %d (%s)", (int)e, cudaGetErrorString(e));
+		if (e)
+			continue;
+		for (unsigned i = 0; i < MWORDS; i++)
+			h[i] = i;
+		mearas_sim_add_u32<<<1, 1>>>(dp, MWORDS, 5);
+		e = cudaDeviceSynchronize();
+		for (unsigned i = 0; i < MWORDS && !e; i++)
+			ok = ok && h[i] == i + 5;
+		snprintf(name, sizeof(name), "mapped-dev%d-kernel-writes", d);
+		CHECK_NAMED(e == cudaSuccess && ok, name, "error %d (%s), word 7 is %u", (int)e, cudaGetErrorString(e),
+			    h[7]);
+		h[3] = 100;
+		mearas_sim_add_u32<<<1, 1>>>(dp, MWORDS, 1);
+		e = cudaDeviceSynchronize();
+		snprintf(name, sizeof(name), "mapped-dev%d-host-writes-seen", d);
+		CHECK_NAMED(e == cudaSuccess && h[3] == 101 && h[4] == 10, name, "error %d, words %u %u", (int)e, h[3],
+			    h[4]);
+		cudaFreeHost(h);
 	}
 }
 
@@ -337,6 +389,8 @@ int main(int argc, char **argv)
 		props();
 	} else if (!strcmp(what, "memcpy")) {
 		round_trips();
+	} else if (!strcmp(what, "mapped")) {
+		mapped();
 	} else if (!strcmp(what, "errors")) {
 		errors();
 	} else if (!strcmp(what, "threads")) {

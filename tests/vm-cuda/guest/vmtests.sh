@@ -115,6 +115,7 @@ assembly)
 	# memory (the quotas), data through each; then two guest processes at once
 	WANT_DEVICES=${2:-2} $t props
 	$t memcpy
+	$t mapped
 	$t memcpy > /tmp/a.out 2>&1 & a=$!
 	$t memcpy > /tmp/b.out 2>&1 & b=$!
 	wait $a; ra=$?; wait $b; rb=$?
