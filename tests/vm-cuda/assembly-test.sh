@@ -136,6 +136,9 @@ done < "$work/console.txt"
 check guest-exit-0 "grep -q '^MEARAS-EXIT 0' '$work/console.txt'" "see $work/console.txt"
 # the quotas are the guest's device memory: local 192 MiB, remote 320 MiB
 check guest-sees-quotas "grep -q '^  device 0: .*, 192 MiB' '$work/console.txt' && grep -q '^  device 1: .*, 320 MiB' '$work/console.txt'"
+# device printf of each vGPU reaches the guest process (the remote one's from node B)
+check guest-printf-local "grep -q '^mearas-sim device printf: 100$' '$work/console.txt'"
+check guest-printf-remote "grep -q '^mearas-sim device printf: 101$' '$work/console.txt'"
 check remote-vgpu-linked "grep -q 'vGPU 1 -> remote 127.0.0.1:$port' '$work/a.log'"
 check remote-node-served "grep -q 'open over tcp' '$work/b.log'"
 

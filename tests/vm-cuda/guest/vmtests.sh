@@ -116,6 +116,7 @@ assembly)
 	WANT_DEVICES=${2:-2} $t props
 	$t memcpy
 	$t mapped
+	$t printf
 	$t memcpy > /tmp/a.out 2>&1 & a=$!
 	$t memcpy > /tmp/b.out 2>&1 & b=$!
 	wait $a; ra=$?; wait $b; rb=$?
