@@ -54,9 +54,6 @@ int main(void)
         REQUIRE(*flag == d + 1, "flag %d after device %d, want %d", *flag, d, d + 1);
         CHECK_CUDA(cudaEventSynchronize(end[d]));
         CHECK_CUDA(cudaEventQuery(begin[d]));
-        float ms = -1;
-        CHECK_CUDA(cudaEventElapsedTime(&ms, begin[d], end[d]));
-        REQUIRE(ms >= 0, "elapsed %f ms", ms);
     }
     REQUIRE(*flag == ndev, "flag %d after every device, want %d", *flag, ndev);
     printf("every device raised the portable flag through its host pointer, streams and events done\n");
