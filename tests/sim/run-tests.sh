@@ -332,6 +332,8 @@ run_test mem_pools prog MEARAS_VGPUS=2 mem_pools
 run_test drv_pools prog MEARAS_VGPUS=2 drv_pools
 run_test drv_pools_ptsz prog MEARAS_VGPUS=2 drv_pools_ptsz
 run_test drv_exptables prog drv_exptables
+run_test drv_module_functions_enumerate prog drv_module_functions enumerate
+run_test drv_module_functions_slot7 prog drv_module_functions slot7
 run_test drv_attrs_offered prog MEARAS_VGPUS=2 drv_attrs_offered
 run_test drv_vmm prog MEARAS_VGPUS=2 drv_vmm
 run_test launch_attrs prog launch_attrs
