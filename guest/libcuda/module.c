@@ -289,11 +289,13 @@ static pthread_mutex_t module_fns_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* m->fns made once: one function per kernel of the image's index (sorted
  * by name), so that every enumeration hands out the same handles, as the
- * driver does */
+ * driver does. A kernel the device does not find is left out: the index
+ * covers every entry of a fat binary, the device loaded one of them (a
+ * kernel built for another architecture only is not in the module). */
 static CUresult module_functions(struct cu_module *m)
 {
 	struct cu_function **fns;
-	size_t n;
+	size_t n, k = 0;
 	CUresult r = CUDA_SUCCESS;
 
 	if (m->gone)
@@ -311,15 +313,24 @@ static CUresult module_functions(struct cu_module *m)
 		r = CUDA_ERROR_OUT_OF_MEMORY;
 		goto out;
 	}
-	for (size_t i = 0; i < n && !r; i++)
-		r = function_get(m, mearas_fatbin_kernel_at(m->index, i)->name, &fns[i]);
+	for (size_t i = 0; i < n && !r; i++) {
+		const char *name = mearas_fatbin_kernel_at(m->index, i)->name;
+
+		r = function_get(m, name, &fns[k]);
+		if (r == CUDA_ERROR_NOT_FOUND) {
+			log_debug("module enumeration: kernel %s of the image is not in the loaded module", name);
+			r = CUDA_SUCCESS;
+		} else if (!r) {
+			k++;
+		}
+	}
 	if (r) {
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < k; i++)
 			function_free(fns[i]);
 		free(fns);
 		goto out;
 	}
-	m->nfns = (unsigned)n;
+	m->nfns = (unsigned)k;
 	m->fns = fns;
 out:
 	pthread_mutex_unlock(&module_fns_lock);
