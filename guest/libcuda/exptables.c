@@ -536,7 +536,8 @@ static slot_fn startup[3] = { SIZE_SLOT(3), SLOT(startup_report), SLOT(startup_2
  * cuModuleLoadData, calls slot 7 with the current context, the module, a
  * visit that stores its second argument into *user, and user, and takes
  * a return of 1 as success (anything else is its CUFFT_INTERNAL_ERROR);
- * the real driver answered 1 there and wrote the function. The return as a
+ * an earlier GPU run saw the real driver answer 1 there and write a
+ * pointer (no log of it was kept). The return as a
  * count (rather than a flag) and the third argument of visit (cuFFT's
  * reads only two) are not measured yet. The functions are those of
  * cuModuleEnumerateFunctions; ctx is not needed to find them. */
