@@ -209,11 +209,10 @@ fi
 
 for i in 1 2; do
 	build/experiments/microbench >"$out/micro-rnative-$i.txt" 2>&1
-	LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$csock CUDA_VISIBLE_DEVICES= "${cx[@]}" timeout 300 build/experiments/microbench >"$out/micro-remote-$i.txt" 2>&1 &
-	mb=$!
-	# the link's TCP connections while it runs (the forwarding node's, to the link port)
-	python3 experiments/microbench/link_streams.py --node "$cnode" --port $port --until $mb >"$out/link-streams-$i.txt" 2>&1
-	wait $mb
+	# and the link's TCP connections while it runs (the forwarding node's, to the link port)
+	python3 experiments/microbench/link_streams.py --node "$cnode" --port $port --out "$out/link-streams-$i.txt" -- \
+		env LD_LIBRARY_PATH="$lib" MEARAS_SOCKET=$csock CUDA_VISIBLE_DEVICES= "${cx[@]}" timeout 300 \
+		build/experiments/microbench >"$out/micro-remote-$i.txt" 2>&1
 	# raw TCP between the same namespaces: each direction between two 256 MiB
 	# buffers, as the copies move them (up: client to remote node, as
 	# host-to-device; down: as device-to-host), and from a 4 MiB buffer that
@@ -258,12 +257,10 @@ python3 experiments/microbench/remote_compare.py --native "$micro_native" "$out"
 stop_nodes
 start_nodes -encryption-off --link-encryption=off
 for i in 1 2; do
-	LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$csock CUDA_VISIBLE_DEVICES= "${cx[@]}" timeout 300 build/experiments/microbench \
-		>"$out/micro-remote-encryption-off-$i.txt" 2>&1 &
-	mb=$!
-	python3 experiments/microbench/link_streams.py --node "$cnode" --port $port --until $mb \
-		>"$out/link-streams-encryption-off-$i.txt" 2>&1
-	wait $mb
+	python3 experiments/microbench/link_streams.py --node "$cnode" --port $port \
+		--out "$out/link-streams-encryption-off-$i.txt" -- env LD_LIBRARY_PATH="$lib" MEARAS_SOCKET=$csock \
+		CUDA_VISIBLE_DEVICES= "${cx[@]}" timeout 300 build/experiments/microbench \
+		>"$out/micro-remote-encryption-off-$i.txt" 2>&1
 done
 echo "== link encryption off (--link-encryption=off on both nodes)"
 # shellcheck disable=SC2046 # file lists, no spaces in $out

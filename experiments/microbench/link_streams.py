@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
-"""How many TCP connections a mearasd node's links used: samples, until a
-process ends, the established TCP connections of the node's process tree
-(mearasd and its workers) whose peer port is the link port, and prints the
-most seen at once as "METRIC link_streams streams N" (scripts/gpu-remote.sh:
-iperf3 then runs with as many streams).
+"""How many TCP connections a mearasd node's links used for one program:
+runs the program and, until it ends, samples the established TCP connections
+of the node's process tree (mearasd and its workers) whose peer port is the
+link port, leaving out those open before the program started (an earlier
+client's link still closing); writes the most seen at once to OUT as
+"METRIC link_streams streams N" (scripts/gpu-remote.sh: iperf3 then runs with
+as many streams). Exits with the program's status.
 
-  link_streams.py --node PID --port PORT --until PID [--interval S]
+  link_streams.py --node PID --port PORT --out OUT -- PROGRAM [ARGS...]
 """
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -56,11 +59,11 @@ def socket_inodes(pids: list[int]) -> set[str]:
     return inodes
 
 
-def count(node: int, port: int) -> int:
-    """Established connections of the node's tree to PORT, read in the node's
-    own network namespace (/proc/NODE/net)."""
+def links(node: int, port: int) -> set[str]:
+    """Socket inodes of the node's tree's established connections to PORT,
+    read in the node's own network namespace (/proc/NODE/net)."""
     inodes = socket_inodes(tree(node))
-    n = 0
+    found: set[str] = set()
     for table in ("tcp", "tcp6"):
         try:
             lines = Path(f"/proc/{node}/net/{table}").read_text().splitlines()[1:]
@@ -70,32 +73,26 @@ def count(node: int, port: int) -> int:
             f = line.split()
             # sl local rem st ... uid timeout inode
             if len(f) > 9 and f[3] == ESTABLISHED and int(f[2].rsplit(":", 1)[1], 16) == port and f[9] in inodes:
-                n += 1
-    return n
-
-
-def running(pid: int) -> bool:
-    """Alive and not a zombie (the shell may not have reaped it yet)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2:].split()[0] != "Z"
+                found.add(f[9])
+    return found
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--node", type=int, required=True, help="the forwarding mearasd's PID")
     ap.add_argument("--port", type=int, required=True, help="the remote node's link port")
-    ap.add_argument("--until", type=int, required=True, help="sample until this process ends")
+    ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--interval", type=float, default=0.05)
+    ap.add_argument("command", nargs="+", help="the program (after --)")
     a = ap.parse_args()
+    before = links(a.node, a.port)
+    prog = subprocess.Popen(a.command)  # its output where ours goes
     most = 0
-    while running(a.until):
-        most = max(most, count(a.node, a.port))
+    while prog.poll() is None:
+        most = max(most, len(links(a.node, a.port) - before))
         time.sleep(a.interval)
-    print(f"METRIC link_streams streams {most}")
-    return 0 if most else 1
+    a.out.write_text(f"METRIC link_streams streams {most}\n")
+    return prog.returncode
 
 
 if __name__ == "__main__":

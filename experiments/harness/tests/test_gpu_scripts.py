@@ -89,7 +89,7 @@ def test_gpu_remote_dry_run(tool: str, tmp_path: Path) -> None:
         assert sorted(yard) == sorted(f"{w}_gbps{p}_vs_iperf3{m}" for w in ("h2d", "d2h") for p, m in
                                       (("", ""), ("_pageable", ""), ("", "_multi")))
         for name, x in yard.items():
-            assert "error" not in x and x["native"] > 0 and x["mearas"] > 0, x
+            assert "error" not in x and x["native"] > 0 and x["mearas"] > 0, (x.get("error"), x)
             assert x["ratio"] == round(x["mearas"] / x["native"], 4)
             assert x["streams"] == (streams if name.endswith("_multi") else 1)
             assert "plain TCP" in x["baseline"]
