@@ -10,6 +10,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 bin=$top/build/bin/mearasd
 prog=$top/build/tests-remote/remote_vgpu
+stress_prog=$top/build/tests-remote/stress_mix
 work=$(mktemp -d /tmp/mearas-remote.XXXXXX)
 tag=$$
 nsa=mra$tag
@@ -102,6 +103,28 @@ functional() { # NAME SOCKET
 	fi
 }
 
+# stress NAME SOCKET: tests/cuda's stress mix (8 threads, streams, events,
+# host functions, callbacks, registered and mapped memory; its sim mode) on
+# the remote vGPU (1) alone, its output equal to that of a run on the local
+# vGPU (0) of the same node
+stress() {
+	local name=$1 rc
+	LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$2 MEARAS_VISIBLE_VGPUS=0 timeout 120 "$stress_prog" \
+		>"$work/$name-local.out" 2>&1
+	LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$2 MEARAS_VISIBLE_VGPUS=1 timeout 300 "$stress_prog" \
+		>"$work/$name.out" 2>&1
+	rc=$?
+	if [ $rc -ne 0 ] || [ "$(tail -n 1 "$work/$name.out")" != PASS ]; then
+		bad "$name" "remote vGPU: rc $rc: $(grep -m3 -E '^FAIL|error' "$work/$name.out" | tr '\n' ' ')"
+	elif [ "$(tail -n 1 "$work/$name-local.out")" != PASS ]; then
+		bad "$name" "local vGPU: $(grep -m3 -E '^FAIL|error' "$work/$name-local.out" | tr '\n' ' ')"
+	elif ! cmp -s "$work/$name.out" "$work/$name-local.out"; then
+		bad "$name" "output differs from the local vGPU's: $(diff "$work/$name-local.out" "$work/$name.out" | head -4 | tr '\n' ' ')"
+	else
+		ok "$name ($(grep -c '^thread' "$work/$name.out") threads, output equal to the local vGPU's)"
+	fi
+}
+
 bench() { # NAME SOCKET
 	if run_prog "$2" bench "$1"; then
 		sed -n 's/^BENCH /  measured '"$1"': /p' "$work/$1.out"
@@ -169,6 +192,7 @@ start_node lo-client - --socket="$work/lo-client.sock" --vgpus=2 --remote=1=127.
 	--cluster-key-file="$work/key"
 lo_client=$NODE_PID
 functional loopback-functional "$work/lo-client.sock"
+stress loopback-stress-mix "$work/lo-client.sock"
 # NVML on the remote vGPU (1): the PCIe figures come in the serving node's
 # devinfo, and the P2P status is answered (tests/nvml's cases)
 if MEARAS_SOCKET="$work/lo-client.sock" timeout 60 "$top/tests/nvml/build/nvml_query" pcie_link_figures \
@@ -297,6 +321,7 @@ else
 		--cluster-key-file="$work/key"
 	ns_client=$NODE_PID
 	functional netns-1gbit-functional "$work/ns-client.sock"
+	stress netns-1gbit-stress-mix "$work/ns-client.sock"
 	bench netns-1gbit-bench "$work/ns-client.sock"
 	cut_test netns-veth-deleted-mid-copy "$work/ns-client.sock" "$ns_client" "$ns_remote" \
 		"ip -n $nsa link del va$tag"

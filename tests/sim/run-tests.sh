@@ -316,6 +316,7 @@ for p in reg_plain reg_templates reg_extern_c reg_big_params reg_launch_apis reg
 	run_test "$p" prog "$p"
 done
 run_test graph_host_func prog graph_host_func
+run_test stress_mix prog stress_mix
 run_test graph_capture_api prog graph_capture_api
 run_test graph_nodes prog graph_nodes
 run_test drv_graph_nodes prog MEARAS_VGPUS=2 drv_graph_nodes
