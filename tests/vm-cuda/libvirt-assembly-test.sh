@@ -31,17 +31,8 @@ nsa=mlva-a-$$ nsb=mlva-b-$$ addra=10.231.7.1 addrb=10.231.7.2
 netns=$repo/scripts/netns-pair.sh
 started=() pids=() examples=() hook_backup="" ns_up=""
 
-pass() { echo "PASS libvirt-assembly/$1"; }
-fail() { echo "FAIL libvirt-assembly/$1${2:+: $2}"; }
-check() { if eval "$2"; then pass "$1"; else fail "$1" "${3:-}"; fi; }
-wait_for() {
-	local i=0
-	while ! eval "$1"; do
-		i=$((i + 1))
-		[ $i -gt $(( ${2:-20} * 10 )) ] && return 1
-		sleep 0.1
-	done
-}
+result_prefix=libvirt-assembly/
+. "$(dirname "$0")/lib.sh"
 cleanup() {
 	for d in "$dom" "$dom-d" "$dom-m" "$dom-x" "$dom-k" "$dom-r" "$dom-e" "$dom-n" "$dom-l" "$dom"-c{0..9} "${examples[@]+"${examples[@]}"}"; do
 		virsh -c "$uri" destroy "$d" >/dev/null 2>&1
