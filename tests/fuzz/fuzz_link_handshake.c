@@ -64,8 +64,7 @@ static void feed(int fd, const uint8_t *data, size_t size)
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc, (void)argv;
-	signal(SIGPIPE, SIG_IGN); /* as in mearasd */
-	fuzz_seeds_if_asked(seeds_link_handshake);
+	fuzz_link_init(seeds_link_handshake);
 	return 0;
 }
 

@@ -267,8 +267,7 @@ static void run_client(uint8_t frag, const uint8_t *data, size_t size)
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc, (void)argv;
-	signal(SIGPIPE, SIG_IGN); /* as in mearasd */
-	fuzz_seeds_if_asked(seeds_link_msg);
+	fuzz_link_init(seeds_link_msg);
 	return 0;
 }
 
