@@ -105,13 +105,7 @@ check metrics-before "scrape '$work/m0.txt'" "$(cat "$work/m0.txt.promtool" 2>/d
 vm_start "$work/vm/$dom.sock" "$work/console.log" "$work/qemu.err" assembly 2
 qemu_wait 300
 tr -d '\r' < "$work/console.log" > "$work/console.txt"
-while IFS= read -r line; do
-	case $line in
-	GUEST-PASS*) pass "guest/${line#GUEST-PASS }" ;;
-	GUEST-FAIL*) line=${line#GUEST-FAIL }; fail "guest/${line%%:*}" "${line#*: }" ;;
-	"  device "*) echo "$line" ;;
-	esac
-done < "$work/console.txt"
+guest_lines guest/ '^  device ' "$work/console.txt"
 check guest-exit-0 "grep -q '^MEARAS-EXIT 0' '$work/console.txt'" "see $work/console.txt"
 # the quotas are the guest's device memory: local 192 MiB, remote 320 MiB
 check guest-sees-quotas "grep -q '^  device 0: .*, 192 MiB' '$work/console.txt' && grep -q '^  device 1: .*, 320 MiB' '$work/console.txt'"

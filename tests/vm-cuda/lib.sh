@@ -42,3 +42,17 @@ qemu_wait() {
 	wait "$qpid" 2>/dev/null
 	qpid=""
 }
+
+# guest_lines PREFIX SHOW FILE: the guest's lines in the console FILE (\r
+# stripped): GUEST-PASS/GUEST-FAIL NAME as results PREFIX+NAME, other lines
+# matching the regular expression SHOW echoed
+guest_lines() {
+	local prefix=$1 show=$2 line
+	while IFS= read -r line; do
+		case $line in
+		GUEST-PASS*) pass "$prefix${line#GUEST-PASS }" ;;
+		GUEST-FAIL*) line=${line#GUEST-FAIL }; fail "$prefix${line%%:*}" "${line#*: }" ;;
+		*) if [[ $line =~ $show ]]; then echo "$line"; fi ;;
+		esac
+	done < <(tr -d '\r' < "$3")
+}

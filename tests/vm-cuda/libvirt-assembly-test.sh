@@ -135,13 +135,7 @@ quid=$(id -u libvirt-qemu 2>/dev/null || echo 0)
 check vm-socket-for-its-qemu-only "[ \"\$(stat -c '%u %a' '$work/vm/$dom.sock')\" = '$quid 600' ]" "$(stat -c '%u %a' "$work/vm/$dom.sock" 2>&1)"
 wait_for "! virsh -c $uri domstate $dom >/dev/null 2>&1" 300 || fail domain-finished "still running after 300 s"
 tr -d '\r' < "$work/$dom.console" > "$work/$dom.txt" 2>/dev/null
-while IFS= read -r line; do
-	case $line in
-	GUEST-PASS*) pass "guest/${line#GUEST-PASS }" ;;
-	GUEST-FAIL*) line=${line#GUEST-FAIL }; fail "guest/${line%%:*}" "${line#*: }" ;;
-	"  device "*) echo "$line" ;;
-	esac
-done < "$work/$dom.txt"
+guest_lines guest/ '^  device ' "$work/$dom.txt"
 check guest-exit-0 "grep -q '^MEARAS-EXIT 0' '$work/$dom.txt'" "see $work/$dom.console"
 check guest-sees-quotas "[ \$(grep -c '^  device [012]: .*, 1024 MiB' '$work/$dom.txt') = 3 ]"
 # bytes went to and back from each of the 3 vGPUs intact, in each of the guest's 3 runs

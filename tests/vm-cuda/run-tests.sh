@@ -47,14 +47,8 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 qemu_start() { vm_start "$work/a.sock" "$work/$1.log" "$work/$1.err" "$2" "${3:-0}"; }
 # the guest's own PASS/FAIL lines, its exit and a clean kernel
 collect() {
-	local name=$1 f=$work/$1.log line
-	while IFS= read -r line; do
-		case $line in
-		GUEST-PASS*) pass "$name/${line#GUEST-PASS }" ;;
-		GUEST-FAIL*) line=${line#GUEST-FAIL }; fail "$name/${line%%:*}" "${line#*: }" ;;
-		"  "*round\ trip*|"  "*MB/s*|"  "*error\ after*) echo "$line" ;;
-		esac
-	done < <(tr -d '\r' < "$f")
+	local name=$1 f=$work/$1.log
+	guest_lines "$name/" '^  .*(round trip|MB/s|error after)' "$f"
 	check "$name/guest-exit-0" "grep -q '^MEARAS-EXIT 0' '$f'"
 	check "$name/guest-kernel-clean" "grep -q '^MEARAS-KERNEL-CLEAN' '$f'"
 }
