@@ -204,37 +204,39 @@ fi
 if wait_no_workers "$lo_remote" 5; then ok loopback-remote-worker-freed; else bad loopback-remote-worker-freed "$(workers_of "$lo_remote")"; fi
 bench loopback-bench "$work/lo-client.sock"
 
+# on_remote_device0 NAME NODE SECS CHECK PROG [ARGS...]: the program PROG of
+# build/tests-remote with its device 0 on the other node, through a node NODE of
+# its own (stopped after): NAME passes when PROG ends with PASS within SECS
+# and CHECK (eval'd) holds; NAME-worker-freed when the remote worker is gone then
+on_remote_device0() {
+	local name=$1 node=$2 secs=$3 check=$4 prog=$5 pid
+	shift 5
+	start_node "$node" - --socket="$work/$node.sock" --vgpus=2 --remote=0=127.0.0.1:$port \
+		--cluster-key-file="$work/key"
+	pid=$NODE_PID
+	if LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET="$work/$node.sock" timeout "$secs" \
+		"$top/build/tests-remote/$prog" "$@" >"$work/$node.out" 2>&1 &&
+		[ "$(tail -n 1 "$work/$node.out")" = PASS ] && eval "$check"; then
+		ok "$name"
+	else
+		bad "$name" "$(grep -m3 FAIL "$work/$node.out" | tr '\n' ' ')"
+	fi
+	stop_node "$pid"
+	if wait_no_workers "$lo_remote" 5; then ok "$name-worker-freed"; else bad "$name-worker-freed" "$(workers_of "$lo_remote")"; fi
+}
+
 # virtual memory management on a remote vGPU: tests/sim's drv_vmm with its
 # device 0 on the other node (reservations, mappings, aliasing, the quota,
 # a reset), then the remote worker is gone
-start_node lo-vmm - --socket="$work/lo-vmm.sock" --vgpus=2 --remote=0=127.0.0.1:$port \
-	--cluster-key-file="$work/key"
-lo_vmm=$NODE_PID
-if LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET="$work/lo-vmm.sock" timeout 120 "$top/build/tests-remote/drv_vmm" \
-	>"$work/vmm.out" 2>&1 && [ "$(tail -n 1 "$work/vmm.out")" = PASS ]; then
-	ok loopback-vmm-remote
-else
-	bad loopback-vmm-remote "$(grep -m3 FAIL "$work/vmm.out" | tr '\n' ' ')"
-fi
-stop_node "$lo_vmm"
-if wait_no_workers "$lo_remote" 5; then ok loopback-vmm-remote-worker-freed; else bad loopback-vmm-remote-worker-freed "$(workers_of "$lo_remote")"; fi
+on_remote_device0 loopback-vmm-remote lo-vmm 120 true drv_vmm
 
 # tensor maps on a remote vGPU: tests/sim's drv_tensormap (encode and
 # replace, 200 rounds, and a refusal) with its device 0 on the other node:
 # the record goes over the link, the serving node checks it against its own
 # memory and the 128 bytes come back through the data area
-start_node lo-tmap - --socket="$work/lo-tmap.sock" --vgpus=2 --remote=0=127.0.0.1:$port \
-	--cluster-key-file="$work/key"
-lo_tmap=$NODE_PID
-if LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET="$work/lo-tmap.sock" timeout 60 \
-	"$top/build/tests-remote/drv_tensormap" remote >"$work/tmap.out" 2>&1 && [ "$(tail -n 1 "$work/tmap.out")" = PASS ] &&
-	grep -q "tiled tensor map of 0x[0-9a-f]* bytes at 0x[0-9a-f]* refused: not inside device memory" "$work/lo-remote.log"; then
-	ok loopback-tensormap-remote
-else
-	bad loopback-tensormap-remote "$(grep -m3 FAIL "$work/tmap.out" | tr '\n' ' ')"
-fi
-stop_node "$lo_tmap"
-if wait_no_workers "$lo_remote" 5; then ok loopback-tensormap-remote-worker-freed; else bad loopback-tensormap-remote-worker-freed "$(workers_of "$lo_remote")"; fi
+on_remote_device0 loopback-tensormap-remote lo-tmap 60 \
+	"grep -q 'tiled tensor map of 0x[0-9a-f]* bytes at 0x[0-9a-f]* refused: not inside device memory' '$work/lo-remote.log'" \
+	drv_tensormap remote
 
 start_node lo-wrong - --socket="$work/lo-wrong.sock" --vgpus=2 --remote=1=127.0.0.1:$port \
 	--cluster-key-file="$work/wrongkey"

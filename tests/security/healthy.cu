@@ -4,14 +4,7 @@
 // byte, until SECONDS have passed (or STOPFILE exists), then prints
 // "healthy: N rounds ok" and exits 0; any error or wrong byte exits 1.
 //   healthy SECONDS [STOPFILE]
-#include <chrono>
-#include <sys/stat.h>
 #include "../sim/sim_check.cuh"
-
-static double now_s(void)
-{
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 int main(int argc, char **argv)
 {
@@ -20,7 +13,6 @@ int main(int argc, char **argv)
     const char *stop = argc > 2 ? argv[2] : nullptr;
     unsigned char *host = (unsigned char *)malloc(n), *pinned, *dev;
     unsigned rounds = 0;
-    struct stat st;
 
     REQUIRE(host, "malloc");
     CHECK_CUDA(cudaMallocHost((void **)&pinned, n));
@@ -28,7 +20,7 @@ int main(int argc, char **argv)
     /* timed from here: connecting (a worker started) can take seconds on a
      * loaded machine, and at least one round must run to say anything */
     t0 = now_s();
-    while (rounds == 0 || (now_s() - t0 < secs && !(stop && stat(stop, &st) == 0))) {
+    while (rounds == 0 || (now_s() - t0 < secs && !(stop && exists(stop)))) {
         uint32_t seed = rounds * 7u + 1u;
         long long bad;
 

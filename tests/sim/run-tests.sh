@@ -19,29 +19,7 @@ passed=0
 failed=0
 failed_names=()
 
-# workers_of PID: the child processes of mearasd (from /proc, no procps needed)
-workers_of() {
-	local f line fields
-	for f in /proc/[0-9]*/stat; do
-		read -r line 2>/dev/null <"$f" || continue
-		fields=(${line##*) }) # after the command name, which may hold spaces
-		if [ "${fields[1]}" = "$1" ]; then
-			f=${f#/proc/}
-			echo "${f%/stat}"
-		fi
-	done
-}
-
-stop_daemon() {
-	local pid=$1 w
-	kill -0 "$pid" 2>/dev/null || return 0
-	kill -TERM "$pid" 2>/dev/null
-	for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	for w in $(workers_of "$pid"); do kill -KILL "$w" 2>/dev/null; done
-	kill -KILL "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
-	return 0
-}
+. "$(dirname "$0")/../procs.sh" # workers_of, stop_daemon
 
 cleanup() {
 	local pid

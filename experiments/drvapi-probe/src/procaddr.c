@@ -230,17 +230,24 @@ out:
     return res;
 }
 
-CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, uint64_t flags,
-                             int *symbolStatus) {
-    const void *ret = __builtin_return_address(0);
-    probe_need_real((const void *)probe_real.cuGetProcAddress_v2, "cuGetProcAddress_v2");
-    CUresult rc = probe_real.cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, symbolStatus);
+/* What both entry points do with the real driver's answer: the pointer
+ * handed out instead where one is redirected, and the log line. */
+static void hand_out(const char *api, const void *ret, const char *symbol, void **pfn, int cudaVersion,
+                     uint64_t flags, CUresult rc, const int *status) {
     void *p = pfn ? *pfn : NULL;
     const char *how = "real";
     void *q = redirect(probe_cfg.wrap_procs ? intern(symbol) : symbol, p, cudaVersion, &how);
     if (pfn && q != p)
         *pfn = q;
-    log_proc("v2", ret, symbol, cudaVersion, flags, rc, symbolStatus, p, q, how);
+    log_proc(api, ret, symbol, cudaVersion, flags, rc, status, p, q, how);
+}
+
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, uint64_t flags,
+                             int *symbolStatus) {
+    const void *ret = __builtin_return_address(0);
+    probe_need_real((const void *)probe_real.cuGetProcAddress_v2, "cuGetProcAddress_v2");
+    CUresult rc = probe_real.cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, symbolStatus);
+    hand_out("v2", ret, symbol, pfn, cudaVersion, flags, rc, symbolStatus);
     return rc;
 }
 
@@ -248,11 +255,6 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, uint6
     const void *ret = __builtin_return_address(0);
     probe_need_real((const void *)probe_real.cuGetProcAddress, "cuGetProcAddress");
     CUresult rc = probe_real.cuGetProcAddress(symbol, pfn, cudaVersion, flags);
-    void *p = pfn ? *pfn : NULL;
-    const char *how = "real";
-    void *q = redirect(probe_cfg.wrap_procs ? intern(symbol) : symbol, p, cudaVersion, &how);
-    if (pfn && q != p)
-        *pfn = q;
-    log_proc("v1", ret, symbol, cudaVersion, flags, rc, NULL, p, q, how);
+    hand_out("v1", ret, symbol, pfn, cudaVersion, flags, rc, NULL);
     return rc;
 }
