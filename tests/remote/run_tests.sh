@@ -3,7 +3,8 @@
 # vGPU 0 (local) and vGPU 1 (on the other node's mearasd). First over
 # loopback (with link encryption on, as by default; off on both ends; and a
 # mismatch refused), then between two network namespaces joined by a veth pair shaped
-# to 1 Gbit/s (root needed). Every daemon is stopped by PID, namespaces are
+# to 1 Gbit/s (root needed), then over RDMA verbs in a QEMU TCG guest with
+# Soft-RoCE (verbs_guest.sh; GUEST=0 leaves it out). Every daemon is stopped by PID, namespaces are
 # deleted, even on failure. Last line: "N passed, N failed".
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -341,6 +342,21 @@ else
 	cut_test netns-remote-sigkill-mid-copy "$work/ns-client.sock" "$ns_client" "$ns_remote" "kill -KILL $ns_remote"
 	start_node ns-remote2 "$nsb" --socket="$work/ns-remote.sock" --link-port=$port --cluster-key-file="$work/key"
 	functional netns-after-remote-restart "$work/ns-client.sock"
+fi
+
+# ---------------- verbs links in a QEMU TCG guest (Soft-RoCE) ----------------
+# verbs_guest.sh: two mearasd over --link-transport=verbs|tcp|auto in one guest,
+# the serving one killed mid-copy (a few minutes; GUEST=0 leaves it out)
+if [ "${GUEST:-1}" = 1 ]; then
+	timeout 600 "$top/tests/remote/verbs_guest.sh" >"$work/verbs-guest.out" 2>&1
+	grep -E '^  (GUEST (.* rc=|nodev: mearasd)|guest ran)' "$work/verbs-guest.out"
+	while read -r verdict name rest; do
+		if [ "$verdict" = PASS ]; then ok "verbs-guest-$name"; else bad "verbs-guest-$name" "$rest"; fi
+	done < <(grep -E '^(PASS|FAIL) ' "$work/verbs-guest.out")
+	grep -qE '^[0-9]+ passed, 0 failed$' "$work/verbs-guest.out" ||
+		bad verbs-guest "$(tail -3 "$work/verbs-guest.out" | tr '\n' ' ')"
+else
+	echo "verbs-guest: not run in this configuration (GUEST=0)"
 fi
 
 echo
