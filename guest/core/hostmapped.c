@@ -12,7 +12,8 @@
  * by kernels without the mapped flag. Following a range costs a comparison
  * of it at every launch, so such allocations are followed only while small
  * (flags, counters: HOST_IMPLICIT_MAX each, HOST_IMPLICIT_TOTAL in all);
- * larger ones are not, which is logged once.
+ * larger ones are not, which is logged once (at debug level: most large
+ * pinned buffers only carry copies).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -67,8 +68,9 @@ static void follow(const void *p, uint64_t size, bool implicit)
 		r->implicit = false; /* asked for now: no longer counted against the implicit bound */
 		implicit_bytes -= r->size;
 	} else if (!r && implicit && (size > HOST_IMPLICIT_MAX || implicit_bytes + size > HOST_IMPLICIT_TOTAL)) {
+		/* debug: most large pinned buffers only carry copies */
 		if (!implicit_refusal_logged)
-			log_info("pinned allocations without the mapped flag are followed on remote vGPUs only up to "
+			log_debug("pinned allocations without the mapped flag are followed on remote vGPUs only up to "
 				 "%u KiB each and %u KiB in all: one of %llu bytes is not, so kernels of a remote vGPU "
 				 "that use its host pointer directly see stale bytes (allocate it with "
 				 "cudaHostAllocMapped, or pass it to cudaHostGetDevicePointer, to have it followed)",
