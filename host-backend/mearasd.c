@@ -890,19 +890,26 @@ static void serve_clients(const struct backend_config *cfg, int lfd)
 
 /* An explicit control socket must work; the default one is skipped with a
  * warning where it cannot be had (no /run/mearas, another mearasd on it). */
-static int start_control(const struct backend_config *cfg)
+/* --node-name, else the host's name: the control socket and the metrics
+ * labels name the node so (set before either starts) */
+static void default_node_name(void)
 {
 	static char host[256];
+
+	if (node_name)
+		return;
+	if (gethostname(host, sizeof(host) - 1))
+		snprintf(host, sizeof(host), "localhost");
+	node_name = host;
+}
+
+static int start_control(const struct backend_config *cfg)
+{
 	const char *path = control_path ? control_path : getenv("MEARAS_CONTROL_SOCKET");
 	bool explicit = path != NULL;
 
 	if (!path)
 		path = CONTROL_DEFAULT_SOCKET;
-	if (!node_name) {
-		if (gethostname(host, sizeof(host) - 1))
-			snprintf(host, sizeof(host), "localhost");
-		node_name = host;
-	}
 	if (!control_start(cfg, path, node_name, vm_dir))
 		return 0;
 	if (explicit)
@@ -974,6 +981,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	start_logging();
+	default_node_name();
 	if (remote_check_transport(&cfg.remote))
 		return 1;
 	if (cfg.dev == &mdev_cuda_ops && check_gpus(&cfg))

@@ -144,6 +144,17 @@ def test_metrics_off_by_default(tmp_path: Path) -> None:
         assert "metrics: http" not in d.log.read_text()
 
 
+def test_metrics_name_the_host_without_node_name(tmp_path: Path) -> None:
+    # the node label defaults to the host's name, as the control socket's
+    # node does (a scrape crashed mearasd when the name was still unset)
+    port = free_port()
+    with daemon(tmp_path, "d", f"--metrics-port={port}") as d:
+        text = scrape(f"http://127.0.0.1:{port}/metrics")
+        assert d.proc.poll() is None
+        nodes = {s.labels.get("node") for fam in text_string_to_metric_families(text) for s in fam.samples}
+        assert socket.gethostname() in nodes, nodes
+
+
 def test_metrics_pass_promtool_and_move_when_a_program_runs(served: tuple[Daemon, str]) -> None:
     d, url = served
     before_text = scrape(url)
