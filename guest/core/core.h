@@ -362,9 +362,11 @@ cudaError_t rt_launch_cluster(const cudaLaunchAttribute *attrs, unsigned n, uint
 void rt_graph_free_nodes(struct rt_graph *g);
 
 /* device memory (memory.c): an allocation on vgpu from pool id `pool` (0:
- * none); a free of an allocation of vgpu, ordered on stream when async */
+ * none); a free of the allocation devPtr on the vGPU it is of, ordered on
+ * stream when async (NULL: nothing to free; not an allocation:
+ * cudaErrorInvalidValue) */
 CORE_API cudaError_t rt_malloc_on(int vgpu, void **devPtr, size_t size, uint32_t pool);
-CORE_API cudaError_t rt_free_on(int vgpu, void *devPtr, cudaStream_t stream, bool async);
+CORE_API cudaError_t rt_free(void *devPtr, cudaStream_t stream, bool async);
 
 /* memory pools (pools.c): a pool is mearasd's accounting and attributes of
  * the allocations made through it. A cudaMemPool_t and a CUmemoryPool are

@@ -37,6 +37,13 @@ CU_HIDDEN CUresult cu_result(cudaError_t e);
  * back end still serves us */
 CU_HIDDEN CUresult cu_ready(void);
 
+/* the core's objects a driver-API handle names */
+enum cu_kind { CU_STREAM_OBJ, CU_EVENT_OBJ, CU_GRAPH_OBJ, CU_GRAPH_EXEC_OBJ, CU_NODE_OBJ, CU_POOL_OBJ };
+
+/* cu_ready, then the live object of that kind behind h into *obj (NULL and
+ * bad when h names none) */
+CU_HIDDEN CUresult cu_handle(void *h, enum cu_kind kind, CUresult bad, void **obj);
+
 /*
  * Contexts (context.c). A context is one vGPU; each vGPU has one primary
  * context (retained and released by count) and may have created ones

@@ -110,24 +110,18 @@ CU_EXPORT CUresult CUDAAPI cuGraphUpload_ptsz(CUgraphExec x, CUstream s) { retur
 
 CU_EXPORT CUresult CUDAAPI cuGraphDestroy(CUgraph hGraph)
 {
-	struct rt_graph *g;
-	CUresult r = cu_ready();
+	void *o;
+	CUresult r = cu_handle(hGraph, CU_GRAPH_OBJ, CUDA_ERROR_INVALID_VALUE, &o);
 
-	if (r)
-		return r;
-	g = rt_graph_get(hGraph);
-	return g ? cu_result(rt_graph_destroy(g)) : CUDA_ERROR_INVALID_VALUE;
+	return r ? r : cu_result(rt_graph_destroy(o));
 }
 
 CU_EXPORT CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec)
 {
-	struct rt_graph_exec *x;
-	CUresult r = cu_ready();
+	void *o;
+	CUresult r = cu_handle(hGraphExec, CU_GRAPH_EXEC_OBJ, CUDA_ERROR_INVALID_VALUE, &o);
 
-	if (r)
-		return r;
-	x = rt_graph_exec_get(hGraphExec);
-	return x ? cu_result(rt_graph_exec_destroy(x)) : CUDA_ERROR_INVALID_VALUE;
+	return r ? r : cu_result(rt_graph_exec_destroy(o));
 }
 
 CU_EXPORT CUresult CUDAAPI cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)

@@ -20,24 +20,20 @@
 
 static CUresult graph_of(CUgraph h, struct rt_graph **g)
 {
-	CUresult r = cu_ready();
+	void *o;
+	CUresult r = cu_handle(h, CU_GRAPH_OBJ, CUDA_ERROR_INVALID_VALUE, &o);
 
-	if (r)
-		return r;
-	*g = rt_graph_get(h);
-	return *g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	*g = o;
+	return r;
 }
 
 static CUresult node_of(CUgraphNode h, int type, struct rt_gnode **n)
 {
-	CUresult r = cu_ready();
+	void *o;
+	CUresult r = cu_handle(h, CU_NODE_OBJ, CUDA_ERROR_INVALID_VALUE, &o);
 
-	if (r)
-		return r;
-	*n = rt_gnode_get(h);
-	if (!*n || (type >= 0 && rt_gnode_type(*n) != type))
-		return CUDA_ERROR_INVALID_VALUE;
-	return CUDA_SUCCESS;
+	*n = o;
+	return !r && type >= 0 && rt_gnode_type(*n) != type ? CUDA_ERROR_INVALID_VALUE : r;
 }
 
 /* node_of, then the pointer a Get call fills in */

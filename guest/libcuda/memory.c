@@ -38,17 +38,9 @@ CU_EXPORT CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr *dptr, size_t *pPitch, si
 
 CU_EXPORT CUresult CUDAAPI cuMemFree(CUdeviceptr dptr)
 {
-	int vgpu;
 	CUresult r = cu_ready();
 
-	if (r)
-		return r;
-	if (!dptr)
-		return CUDA_SUCCESS;
-	vgpu = dm_find(dptr, 1, NULL, NULL);
-	if (vgpu < 0)
-		return CUDA_ERROR_INVALID_VALUE;
-	return cu_result(rt_free_on(vgpu, PTR(dptr), NULL, false));
+	return r ? r : cu_result(rt_free(PTR(dptr), NULL, false));
 }
 
 CU_EXPORT CUresult CUDAAPI cuMemGetInfo(size_t *free, size_t *total)

@@ -31,12 +31,11 @@ static struct cudaMemLocation location_of(const CUmemLocation *l)
 /* cuInit done, then the live pool behind h */
 static CUresult pool_of(CUmemoryPool h, struct rt_pool **out)
 {
-	CUresult r = cu_ready();
+	void *o;
+	CUresult r = cu_handle(h, CU_POOL_OBJ, CUDA_ERROR_INVALID_VALUE, &o);
 
-	if (r)
-		return r;
-	*out = rt_pool_get(h);
-	return *out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	*out = o;
+	return r;
 }
 
 /* the pool the getter gives for dev into *pool */
@@ -235,17 +234,9 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool h, 
 static CUresult free_async(CUdeviceptr dptr, CUstream hStream)
 {
 	struct rt_stream_ref st;
-	int vgpu;
 	CUresult r = cu_stream_ref(hStream, &st);
 
-	if (r)
-		return r;
-	if (!dptr)
-		return CUDA_SUCCESS;
-	vgpu = dm_find(dptr, 1, NULL, NULL);
-	if (vgpu < 0)
-		return CUDA_ERROR_INVALID_VALUE;
-	return cu_result(rt_free_on(vgpu, (void *)(uintptr_t)dptr, (cudaStream_t)hStream, true));
+	return r ? r : cu_result(rt_free((void *)(uintptr_t)dptr, (cudaStream_t)hStream, true));
 }
 
 CU_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
