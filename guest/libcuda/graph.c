@@ -16,15 +16,14 @@
 static CUresult instantiate(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags,
 			    const struct rt_stream_ref *upload, const char *call)
 {
-	struct rt_graph *g;
+	void *g;
 	struct rt_graph_exec *x;
-	CUresult r = cu_ready();
+	CUresult r = cu_handle(hGraph, CU_GRAPH_OBJ, CUDA_ERROR_INVALID_VALUE, &g);
 
+	if (!r && !phGraphExec)
+		r = CUDA_ERROR_INVALID_VALUE;
 	if (r)
 		return r;
-	g = rt_graph_get(hGraph);
-	if (!phGraphExec || !g)
-		return CUDA_ERROR_INVALID_VALUE;
 	r = cu_result(rt_graph_instantiate(g, flags, upload, call, &x));
 	if (!r)
 		*phGraphExec = (CUgraphExec)x;
@@ -127,13 +126,14 @@ CU_EXPORT CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec)
 CU_EXPORT CUresult CUDAAPI cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
 {
 	struct rt_graph *g;
-	CUresult r = cu_ready();
+	void *o;
+	CUresult r = cu_handle(hGraph, CU_GRAPH_OBJ, CUDA_ERROR_INVALID_VALUE, &o);
 
+	if (!r && !numNodes)
+		r = CUDA_ERROR_INVALID_VALUE;
 	if (r)
 		return r;
-	g = rt_graph_get(hGraph);
-	if (!g || !numNodes)
-		return CUDA_ERROR_INVALID_VALUE;
+	g = o;
 	if (g->built)
 		return cu_result(rt_graph_nodes(g, false, (void **)nodes, numNodes));
 	if (nodes) {

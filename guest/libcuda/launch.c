@@ -245,12 +245,10 @@ CU_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveClusters(int *numClusters, CUfunc
 	unsigned cluster[3] = { 0, 0, 0 };
 	struct cu_function *f;
 	int32_t n = 0;
-	CUresult r = cu_ready();
+	CUresult r = cu_need(cu_ready(), numClusters && config);
 
 	if (r)
 		return r;
-	if (!numClusters || !config)
-		return CUDA_ERROR_INVALID_VALUE;
 	r = cu_result(rt_launch_cluster((const cudaLaunchAttribute *)config->attrs, config->numAttrs, cluster));
 	if (r)
 		return r;

@@ -151,15 +151,30 @@ CU_EXPORT CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream h, CUevent e, unsigne
 	return CU_PTSZ(stream_wait(h, e, f));
 }
 CU_EXPORT CUresult CUDAAPI cuStreamGetFlags(CUstream h, unsigned int *f) { return stream_attr(h, STREAM_FLAGS, f); }
-CU_EXPORT CUresult CUDAAPI cuStreamGetFlags_ptsz(CUstream h, unsigned int *f) { return CU_PTSZ(stream_attr(h, STREAM_FLAGS, f)); }
+CU_EXPORT CUresult CUDAAPI cuStreamGetFlags_ptsz(CUstream h, unsigned int *f)
+{
+	return CU_PTSZ(stream_attr(h, STREAM_FLAGS, f));
+}
 CU_EXPORT CUresult CUDAAPI cuStreamGetPriority(CUstream h, int *p) { return stream_attr(h, STREAM_PRIORITY, p); }
-CU_EXPORT CUresult CUDAAPI cuStreamGetPriority_ptsz(CUstream h, int *p) { return CU_PTSZ(stream_attr(h, STREAM_PRIORITY, p)); }
+CU_EXPORT CUresult CUDAAPI cuStreamGetPriority_ptsz(CUstream h, int *p)
+{
+	return CU_PTSZ(stream_attr(h, STREAM_PRIORITY, p));
+}
 CU_EXPORT CUresult CUDAAPI cuStreamGetId(CUstream h, unsigned long long *id) { return stream_attr(h, STREAM_ID, id); }
-CU_EXPORT CUresult CUDAAPI cuStreamGetId_ptsz(CUstream h, unsigned long long *id) { return CU_PTSZ(stream_attr(h, STREAM_ID, id)); }
+CU_EXPORT CUresult CUDAAPI cuStreamGetId_ptsz(CUstream h, unsigned long long *id)
+{
+	return CU_PTSZ(stream_attr(h, STREAM_ID, id));
+}
 CU_EXPORT CUresult CUDAAPI cuStreamGetCtx(CUstream h, CUcontext *c) { return stream_attr(h, STREAM_CTX, c); }
-CU_EXPORT CUresult CUDAAPI cuStreamGetCtx_ptsz(CUstream h, CUcontext *c) { return CU_PTSZ(stream_attr(h, STREAM_CTX, c)); }
+CU_EXPORT CUresult CUDAAPI cuStreamGetCtx_ptsz(CUstream h, CUcontext *c)
+{
+	return CU_PTSZ(stream_attr(h, STREAM_CTX, c));
+}
 CU_EXPORT CUresult CUDAAPI cuStreamGetDevice(CUstream h, CUdevice *d) { return stream_attr(h, STREAM_DEVICE, d); }
-CU_EXPORT CUresult CUDAAPI cuStreamGetDevice_ptsz(CUstream h, CUdevice *d) { return CU_PTSZ(stream_attr(h, STREAM_DEVICE, d)); }
+CU_EXPORT CUresult CUDAAPI cuStreamGetDevice_ptsz(CUstream h, CUdevice *d)
+{
+	return CU_PTSZ(stream_attr(h, STREAM_DEVICE, d));
+}
 CU_EXPORT CUresult CUDAAPI cuLaunchHostFunc(CUstream h, CUhostFn fn, void *u) { return host_func(h, fn, u); }
 CU_EXPORT CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream h, CUhostFn fn, void *u)
 {
@@ -231,12 +246,10 @@ CU_EXPORT CUresult CUDAAPI cuEventQuery(CUevent hEvent) { return event_op(hEvent
 static CUresult elapsed(float *pMilliseconds, CUevent hStart, CUevent hEnd)
 {
 	struct rt_event *a, *b;
-	CUresult r = cu_ready();
+	CUresult r = cu_need(cu_ready(), pMilliseconds);
 
 	if (r)
 		return r;
-	if (!pMilliseconds)
-		return CUDA_ERROR_INVALID_VALUE;
 	a = rt_event_get(hStart);
 	b = rt_event_get(hEnd);
 	if (!a || !b)

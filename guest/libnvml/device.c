@@ -199,15 +199,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *i
  * the vGPU's index, which is what a minor number tells apart */
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNumber)
 {
-	unsigned i;
-	nvmlReturn_t r = nvml_device(device, &i, NULL);
-
-	if (r)
-		return r;
-	if (!minorNumber)
-		return NVML_ERROR_INVALID_ARGUMENT;
-	*minorNumber = i;
-	return NVML_SUCCESS;
+	return nvmlDeviceGetIndex(device, minorNumber);
 }
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major, int *minor)
