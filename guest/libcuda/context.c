@@ -78,15 +78,14 @@ CUresult cu_current_ctx(struct cu_ctx **out)
 /* ctx, or the current context when ctx is NULL */
 static CUresult ctx_or_current(CUcontext ctx, struct cu_ctx **out)
 {
+	void *c;
 	CUresult r;
 
 	if (!ctx)
 		return cu_current_ctx(out);
-	r = cu_ready();
-	if (r)
-		return r;
-	*out = cu_ctx_get(ctx);
-	return *out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+	r = cu_handle(ctx, CU_CTX_OBJ, CUDA_ERROR_INVALID_CONTEXT, &c);
+	*out = c;
+	return r;
 }
 
 static CUresult check_dev(CUdevice dev)
@@ -252,14 +251,11 @@ CU_EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx)
 
 CU_EXPORT CUresult CUDAAPI cuCtxPushCurrent(CUcontext ctx)
 {
-	struct cu_ctx *c;
-	CUresult r = cu_ready();
+	void *c;
+	CUresult r = cu_handle(ctx, CU_CTX_OBJ, CUDA_ERROR_INVALID_CONTEXT, &c);
 
 	if (r)
 		return r;
-	c = cu_ctx_get(ctx);
-	if (!c)
-		return CUDA_ERROR_INVALID_CONTEXT;
 	if (depth == STACK_MAX)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	stack[depth++] = c;
@@ -387,12 +383,13 @@ CU_EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ct
 CU_EXPORT CUresult CUDAAPI cuCtxDestroy(CUcontext ctx)
 {
 	struct cu_ctx *c;
-	CUresult r = cu_ready();
+	void *o;
+	CUresult r = cu_handle(ctx, CU_CTX_OBJ, CUDA_ERROR_INVALID_CONTEXT, &o);
 
 	if (r)
 		return r;
-	c = cu_ctx_get(ctx);
-	if (!c || c->primary)
+	c = o;
+	if (c->primary)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	cu_cls_destroy(c);
 	for (unsigned i = 0; i < depth; i++)

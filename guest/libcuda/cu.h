@@ -44,7 +44,7 @@ static inline CUresult cu_need(CUresult r, bool ok)
 }
 
 /* the core's objects a driver-API handle names */
-enum cu_kind { CU_STREAM_OBJ, CU_EVENT_OBJ, CU_GRAPH_OBJ, CU_GRAPH_EXEC_OBJ, CU_NODE_OBJ, CU_POOL_OBJ };
+enum cu_kind { CU_STREAM_OBJ, CU_EVENT_OBJ, CU_GRAPH_OBJ, CU_GRAPH_EXEC_OBJ, CU_NODE_OBJ, CU_POOL_OBJ, CU_CTX_OBJ };
 
 /* cu_ready, then the live object of that kind behind h into *obj (NULL and
  * bad when h names none) */

@@ -42,6 +42,9 @@ CUresult cu_handle(void *h, enum cu_kind kind, CUresult bad, void **obj)
 	case CU_POOL_OBJ:
 		*obj = rt_pool_get(h);
 		break;
+	case CU_CTX_OBJ:
+		*obj = cu_ctx_get(h);
+		break;
 	}
 	return *obj ? CUDA_SUCCESS : bad;
 }

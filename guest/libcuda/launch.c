@@ -63,16 +63,7 @@ CUresult cu_launch_pack(const struct cu_function *f, void **params, void **extra
 		log_err("launch of %s: its parameter layout is unknown (the module image was not readable)", f->name);
 		return CUDA_ERROR_NOT_SUPPORTED;
 	}
-	if (k->param_bytes > MEARAS_MAX_PARAM_BYTES || (k->nparams && !params))
-		return CUDA_ERROR_INVALID_VALUE;
-	memset(buf, 0, k->param_bytes);
-	for (uint32_t i = 0; i < k->nparams; i++) {
-		if (!params[i])
-			return CUDA_ERROR_INVALID_VALUE;
-		memcpy(buf + k->params[i].offset, params[i], k->params[i].size);
-	}
-	*len = k->param_bytes;
-	return CUDA_SUCCESS;
+	return cu_result(rt_launch_pack(k, params, buf, len));
 }
 
 static CUresult launch(CUfunction h, const unsigned grid[3], const unsigned block[3], const unsigned cluster[3],
