@@ -99,6 +99,10 @@ CORE_API bool rt_stopped(void);
 CORE_API cudaError_t rt_gone(void);
 CORE_API cudaError_t rt_ensure_device(int *dev);      /* connect + current device */
 CORE_API int rt_slot(void);
+/* connect.c: the name of a cudaError_t (NULL: not one); the first of the
+ * first n vGPUs at PCI domain:bus:device (-1: none) */
+CORE_API const char *rt_error_name(cudaError_t e);
+CORE_API int rt_vgpu_at_pci(unsigned n, unsigned dom, unsigned bus, unsigned slot);
 CORE_API uint32_t rt_new_handle(void);
 CORE_API void rt_log_unsupported(const char *name);
 CORE_API extern const char mearas_front_end[];

@@ -140,6 +140,7 @@ CU_EXPORT CUresult CUDAAPI cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice
 CU_EXPORT CUresult CUDAAPI cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId)
 {
 	unsigned dom = 0, bus, slot;
+	int found;
 	CUresult r = cu_need(cu_ready(), dev && pciBusId);
 
 	if (r)
@@ -150,17 +151,11 @@ CU_EXPORT CUresult CUDAAPI cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciB
 		if (sscanf(pciBusId, "%x:%x", &bus, &slot) != 2)
 			return CUDA_ERROR_INVALID_VALUE;
 	}
-	for (unsigned i = 0; i < rt.nvgpus; i++) {
-		const int32_t *a = rt.v[i].info->attrs;
-
-		if ((unsigned)a[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID] == dom &&
-		    (unsigned)a[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID] == bus &&
-		    (unsigned)a[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID] == slot) {
-			*dev = (CUdevice)i;
-			return CUDA_SUCCESS;
-		}
-	}
-	return CUDA_ERROR_INVALID_DEVICE;
+	found = rt_vgpu_at_pci(rt.nvgpus, dom, bus, slot);
+	if (found < 0)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*dev = found;
+	return CUDA_SUCCESS;
 }
 
 /* vGPUs do not reach each other's memory (yet): no peer access */
