@@ -363,10 +363,6 @@ cudaError_t rt_launch_attrs(const cudaLaunchAttribute *attrs, unsigned n, const 
 			    uint32_t cluster[3]);
 /* only the cluster shape among them (the occupancy queries) */
 cudaError_t rt_launch_cluster(const cudaLaunchAttribute *attrs, unsigned n, uint32_t cluster[3]);
-/* a kernel's parameters, one pointer each (params), into buf by the layout k
- * (len: the bytes); cudaErrorInvalidValue when too long or a pointer is missing */
-struct mearas_kernel_info;
-CORE_API cudaError_t rt_launch_pack(const struct mearas_kernel_info *k, void **params, uint8_t *buf, uint32_t *len);
 void rt_graph_free_nodes(struct rt_graph *g);
 
 /* device memory (memory.c): an allocation on vgpu from pool id `pool` (0:

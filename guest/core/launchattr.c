@@ -8,9 +8,6 @@
  * stream- or graph-only ones are not carried: the caller gets
  * cudaErrorNotSupported and a log line naming the attribute.
  */
-#include <string.h>
-
-#include "mearas/fatbin.h"
 #include "mearas/log.h"
 #include "core.h"
 
@@ -100,19 +97,5 @@ CORE_API cudaError_t rt_launch_cluster(const cudaLaunchAttribute *attrs, unsigne
 		if (!cluster[0] || !cluster[1] || !cluster[2])
 			return cudaErrorInvalidValue;
 	}
-	return cudaSuccess;
-}
-
-cudaError_t rt_launch_pack(const struct mearas_kernel_info *k, void **params, uint8_t *buf, uint32_t *len)
-{
-	if (k->param_bytes > MEARAS_MAX_PARAM_BYTES || (k->nparams && !params))
-		return cudaErrorInvalidValue;
-	memset(buf, 0, k->param_bytes);
-	for (uint32_t i = 0; i < k->nparams; i++) {
-		if (!params[i])
-			return cudaErrorInvalidValue;
-		memcpy(buf + k->params[i].offset, params[i], k->params[i].size);
-	}
-	*len = k->param_bytes;
 	return cudaSuccess;
 }

@@ -63,7 +63,16 @@ CUresult cu_launch_pack(const struct cu_function *f, void **params, void **extra
 		log_err("launch of %s: its parameter layout is unknown (the module image was not readable)", f->name);
 		return CUDA_ERROR_NOT_SUPPORTED;
 	}
-	return cu_result(rt_launch_pack(k, params, buf, len));
+	if (k->param_bytes > MEARAS_MAX_PARAM_BYTES || (k->nparams && !params))
+		return CUDA_ERROR_INVALID_VALUE;
+	memset(buf, 0, k->param_bytes);
+	for (uint32_t i = 0; i < k->nparams; i++) {
+		if (!params[i])
+			return CUDA_ERROR_INVALID_VALUE;
+		memcpy(buf + k->params[i].offset, params[i], k->params[i].size);
+	}
+	*len = k->param_bytes;
+	return CUDA_SUCCESS;
 }
 
 static CUresult launch(CUfunction h, const unsigned grid[3], const unsigned block[3], const unsigned cluster[3],
@@ -236,10 +245,12 @@ CU_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveClusters(int *numClusters, CUfunc
 	unsigned cluster[3] = { 0, 0, 0 };
 	struct cu_function *f;
 	int32_t n = 0;
-	CUresult r = cu_need(cu_ready(), numClusters && config);
+	CUresult r = cu_ready();
 
 	if (r)
 		return r;
+	if (!numClusters || !config)
+		return CUDA_ERROR_INVALID_VALUE;
 	r = cu_result(rt_launch_cluster((const cudaLaunchAttribute *)config->attrs, config->numAttrs, cluster));
 	if (r)
 		return r;

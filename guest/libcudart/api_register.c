@@ -322,7 +322,20 @@ const struct mearas_kernel_info *rt_func_info(const struct rt_func *f)
 
 cudaError_t rt_func_pack(const struct rt_func *f, void **args, uint8_t *buf, uint32_t *len)
 {
-	return rt_launch_pack(f->info, args, buf, len);
+	const struct mearas_kernel_info *k = f->info;
+
+	if (k->param_bytes > MEARAS_MAX_PARAM_BYTES)
+		return cudaErrorInvalidValue;
+	if (k->nparams && !args)
+		return cudaErrorInvalidValue;
+	memset(buf, 0, k->param_bytes);
+	for (uint32_t i = 0; i < k->nparams; i++) {
+		if (!args[i])
+			return cudaErrorInvalidValue;
+		memcpy(buf + k->params[i].offset, args[i], k->params[i].size);
+	}
+	*len = k->param_bytes;
+	return cudaSuccess;
 }
 
 cudaError_t rt_symbol(const void *symbol, int vgpu, uint64_t *dptr, uint64_t *size)
