@@ -285,7 +285,19 @@ busybox:
 		echo "busybox: $(BUSYBOX) -> $(BUILD)/tools/busybox"; \
 	fi
 
-gpu-build: all busybox $(BUILD)/experiments/microbench $(BUILD)/experiments/microbench-static $(BUILD)/experiments/drvcost \
+# iperf3 (the remote step's bandwidth yardstick) and iproute2's tc (its shaped
+# run: tbf on the veth pair) travel the same way, each with the shared
+# libraries the GPU machine may lack (scripts/carry-tool.sh: not glibc's, not
+# mearasd's): build/tools/iperf3/, build/tools/tc/. Debian's iperf3 and iproute2
+# (scripts/deps/apt-core.txt); without one, that step says so and goes on.
+IPERF3 ?= /usr/bin/iperf3
+TC ?= /usr/sbin/tc
+.PHONY: tools
+tools: all
+	-@scripts/carry-tool.sh $(IPERF3) $(BUILD)/tools/iperf3
+	-@scripts/carry-tool.sh $(TC) $(BUILD)/tools/tc
+
+gpu-build: all busybox tools $(BUILD)/experiments/microbench $(BUILD)/experiments/microbench-static $(BUILD)/experiments/drvcost \
 	   $(BUILD)/tests/gpu/isolation $(BUILD)/tests/gpu/tcp_bench \
 	   $(BUILD)/tests/gpu/watchdog $(BUILD)/tests/gpu/event_destroy_wait
 	$(MAKE) -C tests/cuda

@@ -122,6 +122,14 @@ static void usage(FILE *f)
 		"  --link-encryption=on|off  TLS 1.3 on every TCP link after the handshake (default on; kTLS where\n"
 		"                       the kernel has it); off: clear text with no integrity, for a trusted\n"
 		"                       fabric only; both nodes of a link need the same setting\n"
+		"  --link-transport=tcp|verbs|auto  transport of the links this node opens (--remote): tcp (the\n"
+		"                       default); verbs: RDMA (an RC queue pair, the TCP connection kept as side\n"
+		"                       channel; needs an RDMA device and --link-encryption=off, else mearasd\n"
+		"                       does not start); auto: verbs where it works, else TCP with a log line\n"
+		"                       saying why. A link server (--link-port) takes both kinds; with verbs it\n"
+		"                       too needs its RDMA device at startup\n"
+		"  --verbs-device=NAME  RDMA device of verbs links (default: the first, as ibv_devices lists)\n"
+		"  --verbs-gid-index=N  GID table index of verbs links (default 0)\n"
 		"  --link-dead-ms=MS    a silent link is declared dead after this long (default 3000)\n"
 		"  --link-batch=N       records sent per link batch at most (1 = no batching; default 256)\n"
 		"  --link-batch-us=N    hold records with no host-visible result up to N us to fill a batch\n"
@@ -163,7 +171,8 @@ static int parse_u64(const char *s, uint64_t *out)
 
 /* long options without a short letter */
 enum { OPT_LINK_HANDSHAKE_MS = 1000, OPT_LINK_MAX_PENDING, OPT_LINK_MAX, OPT_LINK_FD_RESERVE, OPT_LINK_MEM_MB,
-       OPT_VM_USER, OPT_METRICS_PORT, OPT_METRICS_BIND, OPT_VM_DIR };
+       OPT_VM_USER, OPT_METRICS_PORT, OPT_METRICS_BIND, OPT_VM_DIR, OPT_LINK_TRANSPORT, OPT_VERBS_DEVICE,
+       OPT_VERBS_GID_INDEX };
 
 /* daemon hygiene options (config file, version, logs) */
 enum { OPT_CONFIG = 2000, OPT_PRINT_CONFIG, OPT_VERSION, OPT_LOG_LEVEL, OPT_LOG };
@@ -203,6 +212,9 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		{ "link-max", required_argument, NULL, OPT_LINK_MAX },
 		{ "link-fd-reserve", required_argument, NULL, OPT_LINK_FD_RESERVE },
 		{ "link-mem-mb", required_argument, NULL, OPT_LINK_MEM_MB },
+		{ "link-transport", required_argument, NULL, OPT_LINK_TRANSPORT },
+		{ "verbs-device", required_argument, NULL, OPT_VERBS_DEVICE },
+		{ "verbs-gid-index", required_argument, NULL, OPT_VERBS_GID_INDEX },
 		{ "vm", required_argument, NULL, 'V' },
 		{ "socket-group", required_argument, NULL, 'G' }, { "max-clients", required_argument, NULL, 'C' },
 		{ "max-clients-per-user", required_argument, NULL, 'P' },
@@ -365,6 +377,21 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 			cfg->remote.link_mem = (uint64_t)mb << 20;
 			break;
 		}
+		case OPT_LINK_TRANSPORT:
+			if (remote_parse_transport(&cfg->remote, optarg))
+				return fprintf(stderr, "mearasd: bad --link-transport '%s' (tcp, verbs or auto)\n", optarg),
+				       -1;
+			break;
+		case OPT_VERBS_DEVICE:
+			if (!optarg[0] || strlen(optarg) >= REMOTE_HOST_MAX)
+				return fprintf(stderr, "mearasd: bad --verbs-device '%s' (an RDMA device name, as "
+					       "ibv_devices lists)\n", optarg), -1;
+			cfg->remote.verbs_device = optarg;
+			break;
+		case OPT_VERBS_GID_INDEX:
+			if (parse_range("verbs-gid-index", optarg, 0, 4095, &cfg->remote.verbs_gid_index))
+				return -1;
+			break;
 		case 'e':
 			if (!strcmp(optarg, "on")) {
 				cfg->remote.encryption_off = false;
@@ -947,6 +974,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	start_logging();
+	if (remote_check_transport(&cfg.remote))
+		return 1;
 	if (cfg.dev == &mdev_cuda_ops && check_gpus(&cfg))
 		return 1;
 	if (!cfg.vgpus_default)

@@ -15,7 +15,7 @@ CORE_SRC := $(addprefix $(HB)/core/,worker.c handles.c vaheap.c watchdog.c outpu
 TENANT_SRC := $(HB)/core/tenant.c
 # serving a client (a CUDA process) on its connection
 CLIENT_SRC := $(HB)/core/client.c
-DEVICE_SRC := $(addprefix $(HB)/device/,device_sim.c device_cuda.c pcie_link.c)
+DEVICE_SRC := $(addprefix $(HB)/device/,device_sim.c device_cuda.c pcie_link.c kmd_version.c)
 GPUPROBE_SRC := $(HB)/device/gpuprobe.c
 VM_SRC := $(addprefix $(HB)/vm/,vm_server.c vm_worker.c vm_slot.c vm_scan.c vm_output.c)
 IVSHMEM_SRC := $(addprefix $(HB)/vm/ivshmem/,ivshmem_server.c ivshmem_msg.c)

@@ -121,6 +121,9 @@ echo "$remote" >"$out/remote-table.txt"
 # the suite through the remote vGPU, and the remote targets of the encrypted
 # (default) run: its table's first "N passed, N failed" line
 grep -Eq '^remote suite: [0-9]+ passed, 0 failed' "$out/remote-table.txt" || failed_steps+=("remote suite")
+# the same programs with the link shaped (tbf): passed, or skipped with its reason
+grep -Eq '^remote shaped suite( \(.*\))?: ([0-9]+ passed, 0 failed|skipped: )' "$out/remote-table.txt" ||
+	failed_steps+=("remote shaped suite")
 grep -E '^[0-9]+ passed, [0-9]+ failed' "$out/remote-table.txt" | head -1 | grep -q ' 0 failed' ||
 	failed_steps+=("remote targets")
 fresh experiments/results/remote.json

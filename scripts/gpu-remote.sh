@@ -7,9 +7,17 @@
 # the same two namespaces, in the same run) run in the forwarding node's namespace
 # and reach the client mearasd by its unix socket. Where namespaces cannot be
 # made (not root, no veth, no tool), it says so loudly and uses loopback TCP in
-# the host's namespace. Runs the program suite through the remote vGPU
+# the host's namespace. Some programs run again with the link shaped (tc tbf on
+# the veth pair; see "shaped" below). Runs the program suite through the remote vGPU
 # (compared with the native outputs in NATIVE_DIR) and the microbenchmarks, and
 # writes experiments/results/remote.json (its "network" field says which).
+# The standard yardstick too: iperf3 (Debian's, carried with its libraries in
+# build/tools/iperf3 by `make tools`, else one on PATH; MEARAS_IPERF3=PATH picks
+# another) between the same namespaces and addresses, after each run of the
+# microbenchmarks: one stream each way, and as many streams as the link used
+# (experiments/microbench/link_streams.py counts the forwarding node's
+# connections to the link port while the microbenchmarks run); IPERF3_SECONDS
+# each (default 3). Where iperf3 is missing or cannot start, the records say why.
 #   scripts/gpu-remote.sh OUTDIR NATIVE_DIR MICRO_NATIVE DEVICE_NAME
 # MEARAS_REMOTE_DEVICE=sim runs the nodes on the host-memory model (a dry run
 # of the orchestration on a machine without a GPU; the numbers mean nothing,
@@ -23,7 +31,8 @@ results=experiments/results/remote.json
 [ "$kind" = cuda ] || results=$out/remote.json
 rsock=/tmp/mearas-remote-node.$$.sock csock=/tmp/mearas-client-node.$$.sock
 key=$out/cluster.key
-port=$((20000 + $$ % 20000)) tport=$((40000 + $$ % 20000))
+port=$((20000 + $$ % 20000)) tport=$((40000 + $$ % 20000)) iport=$((40000 + ($$ + 1) % 20000))
+iperf3_secs=${IPERF3_SECONDS:-3}
 rns=mxgr$$ cns=mxgc$$
 head -c 32 /dev/urandom | base64 >"$key"
 # two GPUs: the remote node serves the second, so each node has its own GPU
@@ -58,6 +67,46 @@ raw_tcp() {
 	"${to[@]}" build/tests/gpu/tcp_bench --buffer-mb "$5" --listen "$addr:$tport" >"$6.sink" 2>&1 &
 	sink=$!
 	"${from[@]}" timeout 60 build/tests/gpu/tcp_bench --buffer-mb "$5" --connect "$addr:$tport" 4096 >"$6" 2>&1
+	kill $sink 2>/dev/null
+	wait $sink 2>/dev/null
+	sink=''
+}
+# iperf3: the carried copy (its libraries beside it), else Debian's on PATH;
+# iperf3_why says why it cannot run
+iperf3_cmd=() iperf3_why=
+if [ -n "${MEARAS_IPERF3:-}" ]; then
+	iperf3_cmd=("$MEARAS_IPERF3")
+elif [ -x build/tools/iperf3/iperf3 ]; then
+	iperf3_cmd=(env "LD_LIBRARY_PATH=$top/build/tools/iperf3/lib" "$top/build/tools/iperf3/iperf3")
+elif command -v iperf3 >/dev/null; then
+	iperf3_cmd=("$(command -v iperf3)")
+fi
+if [ ${#iperf3_cmd[@]} -eq 0 ]; then
+	iperf3_why="no iperf3 (neither build/tools/iperf3, made by 'make tools', nor iperf3 on PATH)"
+elif ! "${iperf3_cmd[@]}" --version >"$out/iperf3-version.txt" 2>&1; then
+	iperf3_why="iperf3 does not start: $(grep -m1 . "$out/iperf3-version.txt")"
+fi
+# iperf3_run FROM_NS TO_NS TO_ADDR STREAMS DIRECTION FILE: the server in TO_NS
+# (the remote node's), the client in FROM_NS connecting to TO_ADDR, as the
+# link does; DIRECTION up: the client sends (as host-to-device), down: the
+# server sends (-R, as device-to-host). FILE: iperf3's JSON, or why not
+iperf3_run() {
+	local from=() to=() addr=$3 rev=()
+	[ "$5" = down ] && rev=(-R)
+	if [ -n "$iperf3_why" ]; then
+		echo "iperf3 not run: $iperf3_why" >"$6"
+		return
+	fi
+	if [ -n "$rns" ]; then
+		from=(scripts/netns-pair.sh exec "$1") to=(scripts/netns-pair.sh exec "$2")
+	else
+		addr=127.0.0.1
+	fi
+	"${to[@]}" "${iperf3_cmd[@]}" -s -1 -B "$addr" -p $iport >"$6.server" 2>&1 &
+	sink=$!
+	for _ in $(seq 50); do grep -q 'listening' "$6.server" 2>/dev/null && break; sleep 0.1; done
+	"${from[@]}" timeout $((iperf3_secs + 30)) "${iperf3_cmd[@]}" -c "$addr" -p $iport -t "$iperf3_secs" \
+		-P "$4" "${rev[@]}" -J >"$6" 2>"$6.err" || { [ -s "$6" ] || echo "iperf3 failed: $(grep -m1 . "$6.err")" >"$6"; }
 	kill $sink 2>/dev/null
 	wait $sink 2>/dev/null
 	sink=''
@@ -110,9 +159,60 @@ if [ -d "$out/static-native" ]; then
 		>"$out/static-suite-remote-compare.txt" 2>&1
 	tail -1 "$out/static-suite-remote-compare.txt" | sed 's/^/remote static-runtime suite: /'
 fi
+
+# Programs of the suite (GPU_SHAPED_PROGRAMS, default the stress mix and the
+# stream-heavy ones) again through the remote vGPU with the veth pair shaped:
+# tc tbf, SHAPED_RATE (default 1gbit) each way. iproute2's tc, carried in
+# build/tools/tc with its libraries by `make tools`, else tc on PATH (busybox's
+# tc cannot add tbf). Compared with their native outputs in NATIVE_DIR. Without
+# namespaces, tc or tbf in the kernel it prints "remote shaped suite: skipped:
+# REASON". The shaping is gone before the microbenchmarks.
+shaped_rate=${SHAPED_RATE:-1gbit}
+read -r -a shaped_progs <<<"${GPU_SHAPED_PROGRAMS:-stress_mix streams_events multithread stream_callbacks memory_api}"
+tc_cmd=()
+if [ -x build/tools/tc/tc ]; then
+	tc_cmd=(env "LD_LIBRARY_PATH=$top/build/tools/tc/lib" "$top/build/tools/tc/tc")
+elif command -v tc >/dev/null; then
+	tc_cmd=("$(command -v tc)")
+fi
+shaped_skip=
+if [ -z "$rns" ]; then
+	shaped_skip="no network namespaces ($(tail -1 "$out/netns.txt"))"
+elif [ ${#tc_cmd[@]} -eq 0 ]; then
+	shaped_skip="no tc (iproute2): neither build/tools/tc (make tools) nor tc on PATH"
+else
+	for dev in "$rns:mxva" "$cns:mxvb"; do
+		if ! scripts/netns-pair.sh exec "${dev%%:*}" "${tc_cmd[@]}" qdisc add dev "${dev#*:}" root tbf \
+			rate "$shaped_rate" burst 256kb latency 50ms >>"$out/shaped-tc.txt" 2>&1; then
+			shaped_skip="tc cannot add tbf here: $(tail -1 "$out/shaped-tc.txt")"
+			break
+		fi
+		scripts/netns-pair.sh exec "${dev%%:*}" "${tc_cmd[@]}" qdisc show dev "${dev#*:}" >>"$out/shaped-qdisc.txt" 2>&1
+	done
+fi
+if [ -z "$shaped_skip" ]; then
+	mkdir -p "$out/shaped-native"
+	for p in "${shaped_progs[@]}"; do cp "$native/$p".* "$out/shaped-native/" 2>/dev/null; done
+	LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$csock CUDA_VISIBLE_DEVICES= "${cx[@]}" tests/cuda/run-suite.sh \
+		--run "$out/remote-shaped" --timeout 300 "${shaped_progs[@]}" >"$out/suite-remote-shaped.txt" 2>&1
+	tests/cuda/run-suite.sh --compare "$out/shaped-native" "$out/remote-shaped" \
+		>"$out/suite-remote-shaped-compare.txt" 2>&1
+	echo "remote shaped suite (tbf $shaped_rate each way on the veth pair): $(tail -1 "$out/suite-remote-shaped-compare.txt")"
+else
+	echo "remote shaped suite: skipped: $shaped_skip"
+fi
+if [ -n "$rns" ] && [ ${#tc_cmd[@]} -gt 0 ]; then
+	for dev in "$rns:mxva" "$cns:mxvb"; do
+		scripts/netns-pair.sh exec "${dev%%:*}" "${tc_cmd[@]}" qdisc del dev "${dev#*:}" root >/dev/null 2>&1
+	done
+fi
+
 for i in 1 2; do
 	build/experiments/microbench >"$out/micro-rnative-$i.txt" 2>&1
-	LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$csock CUDA_VISIBLE_DEVICES= "${cx[@]}" timeout 300 build/experiments/microbench >"$out/micro-remote-$i.txt" 2>&1
+	# and the link's TCP connections while it runs (the forwarding node's, to the link port)
+	python3 experiments/microbench/link_streams.py --node "$cnode" --port $port --out "$out/link-streams-$i.txt" -- \
+		env LD_LIBRARY_PATH="$lib" MEARAS_SOCKET=$csock CUDA_VISIBLE_DEVICES= "${cx[@]}" timeout 300 \
+		build/experiments/microbench >"$out/micro-remote-$i.txt" 2>&1
 	# raw TCP between the same namespaces: each direction between two 256 MiB
 	# buffers, as the copies move them (up: client to remote node, as
 	# host-to-device; down: as device-to-host), and from a 4 MiB buffer that
@@ -120,10 +220,34 @@ for i in 1 2; do
 	raw_tcp up "$cns" "$rns" 10.251.0.1 256 "$out/raw-tcp-up-$i.txt"
 	raw_tcp down "$rns" "$cns" 10.251.0.2 256 "$out/raw-tcp-down-$i.txt"
 	raw_tcp up "$cns" "$rns" 10.251.0.1 4 "$out/raw-tcp-hot-$i.txt"
+	# iperf3, the standard yardstick: one stream, then as many as the link used
+	streams=$(awk '$1 == "METRIC" && $2 == "link_streams" { print $4 }' "$out/link-streams-$i.txt")
+	for way in up down; do
+		iperf3_run "$cns" "$rns" 10.251.0.1 1 $way "$out/iperf3-$way-$i.json"
+		if [ "${streams:-0}" -gt 1 ]; then
+			iperf3_run "$cns" "$rns" 10.251.0.1 "$streams" $way "$out/iperf3-$way-multi-$i.json"
+		fi
+	done
 done
+# the yardstick's files: iperf3 with as many streams as the link used is iperf3
+# with one stream where the link used one
+yardstick() { # LINK_STREAMS_FILES_PREFIX
+	local way multi=()
+	for way in up down; do
+		echo --iperf3-$way "$out"/iperf3-$way-?.json
+		multi=("$out"/iperf3-$way-multi-?.json)
+		[ -e "${multi[0]}" ] || multi=("$out"/iperf3-$way-?.json)
+		echo --iperf3-$way-multi "${multi[@]}"
+	done
+	echo --link-streams "$1"-?.txt
+}
+# tls where the remote node's log says the link is encrypted, else tcp
+transport() { case $(link_security "$1") in encrypted*) echo tls ;; *) echo tcp ;; esac; }
+# shellcheck disable=SC2046 # file lists, no spaces in $out
 python3 experiments/microbench/remote_compare.py --native "$micro_native" "$out"/micro-rnative-?.txt \
 	--remote "$out"/micro-remote-?.txt --raw-tcp-up "$out"/raw-tcp-up-?.txt \
-	--raw-tcp-down "$out"/raw-tcp-down-?.txt --raw-tcp-hot "$out"/raw-tcp-hot-?.txt \
+	--raw-tcp-down "$out"/raw-tcp-down-?.txt --raw-tcp-hot "$out"/raw-tcp-hot-?.txt $(yardstick "$out/link-streams") \
+	--transport "$(transport "$out/remote-node.log")" \
 	--device "$device" --network "$network; link $(link_security "$out/remote-node.log")" --out "$results"
 
 # The same remote microbenchmarks with link encryption off on both nodes
@@ -133,12 +257,16 @@ python3 experiments/microbench/remote_compare.py --native "$micro_native" "$out"
 stop_nodes
 start_nodes -encryption-off --link-encryption=off
 for i in 1 2; do
-	LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$csock CUDA_VISIBLE_DEVICES= "${cx[@]}" timeout 300 build/experiments/microbench \
+	python3 experiments/microbench/link_streams.py --node "$cnode" --port $port \
+		--out "$out/link-streams-encryption-off-$i.txt" -- env LD_LIBRARY_PATH="$lib" MEARAS_SOCKET=$csock \
+		CUDA_VISIBLE_DEVICES= "${cx[@]}" timeout 300 build/experiments/microbench \
 		>"$out/micro-remote-encryption-off-$i.txt" 2>&1
 done
 echo "== link encryption off (--link-encryption=off on both nodes)"
+# shellcheck disable=SC2046 # file lists, no spaces in $out
 python3 experiments/microbench/remote_compare.py --native "$micro_native" "$out"/micro-rnative-?.txt \
 	--remote "$out"/micro-remote-encryption-off-?.txt --raw-tcp-up "$out"/raw-tcp-up-?.txt \
-	--raw-tcp-down "$out"/raw-tcp-down-?.txt --raw-tcp-hot "$out"/raw-tcp-hot-?.txt \
+	--raw-tcp-down "$out"/raw-tcp-down-?.txt --raw-tcp-hot "$out"/raw-tcp-hot-?.txt $(yardstick "$out/link-streams-encryption-off") \
+	--transport "$(transport "$out/remote-node-encryption-off.log")" \
 	--device "$device" --network "$network; link $(link_security "$out/remote-node-encryption-off.log")" \
 	--out "${results%.json}-encryption-off.json"

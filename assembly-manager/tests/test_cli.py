@@ -39,6 +39,13 @@ def cluster_configs(tmp: Path, sock: str, backend: str = "file",
             for n in ("node-a", "node-b", "node-c")]
 
 
+def published_cluster(tmp: Path, fake: FakeMearasd) -> list[Path]:
+    """cluster_configs on FAKE's socket, node-a's agent run once (the node published)."""
+    cfgs = cluster_configs(tmp, fake.path)
+    mearas(cfgs[0], "node-agent", "--once")
+    return cfgs
+
+
 def test_nodes_compose_assemblies_release(tmp_path: Path, fake_mearasd: FakeMearasd,
                                           fake_peers: dict[str, FakeMearasd]) -> None:
     cfgs = cluster_configs(tmp_path, fake_mearasd.path, peers=fake_peers)
@@ -78,8 +85,7 @@ def test_nodes_compose_assemblies_release(tmp_path: Path, fake_mearasd: FakeMear
 
 
 def test_compose_binds_the_named_user_or_vm(tmp_path: Path, fake_mearasd: FakeMearasd) -> None:
-    cfgs = cluster_configs(tmp_path, fake_mearasd.path)
-    mearas(cfgs[0], "node-agent", "--once")
+    cfgs = published_cluster(tmp_path, fake_mearasd)
     a = json.loads(mearas(cfgs[0], "compose", "--vgpus", "1", "--user", "4242", "--json").stdout)
     b = json.loads(mearas(cfgs[0], "compose", "--vgpus", "1", "--user", "nobody", "--json").stdout)
     c = json.loads(mearas(cfgs[0], "compose", "--vgpus", "1", "--vm", "guest7", "--json").stdout)
@@ -108,8 +114,7 @@ def test_compose_errors_are_clear(tmp_path: Path, fake_mearasd: FakeMearasd) -> 
 
 def test_compose_without_mearasd_releases_booking(tmp_path: Path,
                                                   fake_mearasd: FakeMearasd) -> None:
-    cfgs = cluster_configs(tmp_path, fake_mearasd.path)
-    mearas(cfgs[0], "node-agent", "--once")
+    cfgs = published_cluster(tmp_path, fake_mearasd)
     fake_mearasd.close()  # gone after its node was published: booked, then not instantiated
     r = mearas(cfgs[0], "compose", "--vgpus", "2", check=False)
     assert r.returncode == 1 and "is mearasd running?" in r.stderr
@@ -117,8 +122,7 @@ def test_compose_without_mearasd_releases_booking(tmp_path: Path,
 
 
 def test_run_sets_env_and_releases(tmp_path: Path, fake_mearasd: FakeMearasd) -> None:
-    cfgs = cluster_configs(tmp_path, fake_mearasd.path)
-    mearas(cfgs[0], "node-agent", "--once")
+    cfgs = published_cluster(tmp_path, fake_mearasd)
     env_out = tmp_path / "env.txt"
     os.environ["LD_LIBRARY_PATH"] = "/opt/prev"
     try:
@@ -142,8 +146,7 @@ def test_run_sets_env_and_releases(tmp_path: Path, fake_mearasd: FakeMearasd) ->
 
 
 def test_run_releases_on_signal(tmp_path: Path, fake_mearasd: FakeMearasd) -> None:
-    cfgs = cluster_configs(tmp_path, fake_mearasd.path)
-    mearas(cfgs[0], "node-agent", "--once")
+    cfgs = published_cluster(tmp_path, fake_mearasd)
     marker = tmp_path / "got-term"
     script = f"trap 'echo term > {marker}; exit 0' TERM; while :; do sleep 0.1; done"
     p = subprocess.Popen([sys.executable, "-m", "mearas_am.cli", "--config", str(cfgs[0]),
@@ -164,8 +167,7 @@ def test_run_releases_on_signal(tmp_path: Path, fake_mearasd: FakeMearasd) -> No
 
 def test_agent_reaps_bookings_of_dead_processes(tmp_path: Path,
                                                 fake_mearasd: FakeMearasd) -> None:
-    cfgs = cluster_configs(tmp_path, fake_mearasd.path)
-    mearas(cfgs[0], "node-agent", "--once")
+    cfgs = published_cluster(tmp_path, fake_mearasd)
     dead = subprocess.Popen(["true"])
     dead.wait()
     mearas(cfgs[0], "compose", "--vgpus", "1", "--owner", f"pid:{dead.pid}@node-a")

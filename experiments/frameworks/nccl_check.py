@@ -12,20 +12,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 from typing import Any
 
+from suitelib import free_port, last_json
 from verdict import Verdict, one_line, run_check
 
 WORLD = 2
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def rank_main(rank: int, port: int, timeout: float) -> int:
@@ -59,18 +53,6 @@ def rank_main(rank: int, port: int, timeout: float) -> int:
         out["error"] = one_line(e)
     print(json.dumps(out), flush=True)
     return 0 if out["ok"] else 1
-
-
-def last_json(text: str) -> dict[str, Any] | None:
-    for line in reversed(text.splitlines()):
-        if line.startswith("{"):
-            try:
-                d = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(d, dict):
-                return d
-    return None
 
 
 def body(v: Verdict, timeout: float) -> None:

@@ -94,12 +94,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return a
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class Daemons:
     """mearasd nodes of the suite: "local" (vGPUs of this machine's GPU) and,
     with remote, a remote node serving GPU 0 over remote-link on loopback and
@@ -154,7 +148,7 @@ class Daemons:
         key = self.dir / "cluster.key"
         key.write_text(os.urandom(32).hex() + "\n")
         key.chmod(0o600)
-        port = free_port()
+        port = sl.free_port()
 
         def listening() -> bool:
             try:

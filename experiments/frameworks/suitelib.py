@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -86,6 +87,13 @@ class RunResult:
     def loss(self) -> float | None:
         x = self.out.get("final_loss") if self.out else None
         return float(x) if isinstance(x, (int, float)) else None
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 just now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def last_json(text: str) -> dict[str, Any] | None:

@@ -315,6 +315,11 @@ cudaError_t rt_ensure_device(int *dev)
 	if (rt_tls.device < 0 || (unsigned)rt_tls.device >= rt.nvgpus)
 		return cudaErrorInvalidDevice;
 	*dev = rt_tls.device;
+	/* a runtime call binds the thread to its device: the driver front end
+	 * makes the device's primary context current unless a context is,
+	 * as NVIDIA's runtime does, so that a library calling the driver on
+	 * this thread (cuFFT's launches) finds it current */
+	rt_set_device(*dev);
 	return cudaSuccess;
 }
 

@@ -148,6 +148,9 @@ CORE_API cudaError_t rt_wait(int vgpu, uint64_t user_data, struct mearas_cqe *ou
 
 /* hostmapped.c: pinned ranges kernels may use (told to remote vGPUs) */
 CORE_API void rt_host_mapped(const void *p, uint64_t size);
+/* a pinned allocation (cudaHostAlloc, cuMemHostAlloc): followed as asked
+ * with the mapped flag, else while small (unified addressing) */
+CORE_API void rt_host_allocated(const void *p, uint64_t size, bool mapped);
 CORE_API void rt_host_unmapped(const void *p);
 
 /* dataheap.c: the data area (pinned, DMA-able) */

@@ -74,6 +74,9 @@ CORE_API cudaError_t rt_launch_attrs(const cudaLaunchAttribute *attrs, unsigned 
 	for (unsigned i = 0; i < n; i++) {
 		cudaError_t e = one(attrs[i].id, &attrs[i].val, caller, flags, cluster);
 
+		if (e == cudaErrorInvalidValue)
+			log_info("%s: launch attribute %d has a value out of its range: invalid value", caller,
+				 (int)attrs[i].id);
 		if (e)
 			return e;
 	}

@@ -95,6 +95,10 @@ struct cu_module {
 	struct mearas_fatbin_index *index;
 	struct cu_library *lib; /* the library it was loaded for, or NULL */
 	bool gone;              /* its vGPU was reset */
+	/* every kernel of the image as a function, made on first enumeration
+	 * (cuModuleEnumerateFunctions) and kept with the module */
+	struct cu_function **fns;
+	unsigned nfns;
 };
 
 struct cu_function {

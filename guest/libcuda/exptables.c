@@ -528,6 +528,48 @@ static slot_fn context_identity[93] = {
 
 static slot_fn startup[3] = { SIZE_SLOT(3), SLOT(startup_report), SLOT(startup_2) };
 
+/* ---- 6e163fbe (cuFFT), served in part (exptables_unserved.list) ---- */
+
+/* slot 7: calls visit(user, function, module) for every function of
+ * module and returns how many it visited. Read from cuFFT's call site
+ * (libcufft.so.12 of CUDA 13.0): it loads a module of one kernel with
+ * cuModuleLoadData, calls slot 7 with the current context, the module, a
+ * visit that stores its second argument into *user, and user, and takes
+ * a return of 1 as success (anything else is its CUFFT_INTERNAL_ERROR);
+ * an earlier GPU run saw the real driver answer 1 there and write a
+ * pointer (no log of it was kept). The return as a
+ * count (rather than a flag) and the third argument of visit (cuFFT's
+ * reads only two) are not measured yet. The functions are those of
+ * cuModuleEnumerateFunctions; ctx is not needed to find them. */
+typedef void (*module_visit_fn)(void *user, CUfunction f, CUmodule mod);
+
+static unsigned fn_module_functions(CUcontext ctx, CUmodule mod, module_visit_fn visit, void *user)
+{
+	CUfunction *fns;
+	unsigned n;
+	CUresult r;
+	const char *name = NULL;
+
+	(void)ctx;
+	r = cuModuleGetFunctionCount(&n, mod);
+	fns = r ? NULL : calloc(n ? n : 1, sizeof(*fns));
+	if (!r && !fns)
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	if (!r)
+		r = cuModuleEnumerateFunctions(fns, n, mod);
+	if (r) {
+		cuGetErrorName(r, &name);
+		log_err("export table 6e163fbe slot 7 (the functions of module %p): %s, none visited", (void *)mod,
+			name ? name : "unknown error");
+		free(fns);
+		return 0;
+	}
+	for (unsigned i = 0; visit && i < n; i++)
+		visit(user, fns[i], mod);
+	free(fns);
+	return n;
+}
+
 #include "exptables_unserved.gen.h"
 
 /* ---- the lookup ---- */

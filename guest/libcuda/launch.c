@@ -16,22 +16,27 @@ CUresult cu_launch_check(int vgpu, const unsigned grid[3], const unsigned block[
 {
 	const int32_t *a = rt.v[vgpu].info->attrs;
 	uint64_t threads = (uint64_t)block[0] * block[1] * block[2];
+	const char *why = NULL;
 
 	for (unsigned i = 0; i < 3; i++)
 		if (!grid[i] || !block[i])
-			return CUDA_ERROR_INVALID_VALUE;
+			why = "a zero grid or block dimension";
 	if (threads > (uint64_t)a[CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK] ||
 	    block[0] > (unsigned)a[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X] ||
 	    block[1] > (unsigned)a[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y] ||
 	    block[2] > (unsigned)a[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z])
-		return CUDA_ERROR_INVALID_VALUE;
+		why = "a block over the device's limits";
 	if (grid[0] > (unsigned)a[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X] ||
 	    grid[1] > (unsigned)a[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y] ||
 	    grid[2] > (unsigned)a[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z])
-		return CUDA_ERROR_INVALID_VALUE;
+		why = "a grid over the device's limits";
 	if (smem > (unsigned)a[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN])
-		return CUDA_ERROR_INVALID_VALUE;
-	return CUDA_SUCCESS;
+		why = "more dynamic shared memory than a block may opt in to";
+	if (!why)
+		return CUDA_SUCCESS;
+	log_info("launch refused: %s (grid %ux%ux%u, block %ux%ux%u, %u bytes of shared memory): invalid value", why,
+		 grid[0], grid[1], grid[2], block[0], block[1], block[2], smem);
+	return CUDA_ERROR_INVALID_VALUE;
 }
 
 /* kernelParams (one pointer per parameter), or extra's one buffer */
@@ -39,8 +44,10 @@ CUresult cu_launch_pack(const struct cu_function *f, void **params, void **extra
 {
 	const struct mearas_kernel_info *k = f->info;
 
-	if (params && extra)
+	if (params && extra) {
+		log_info("launch of %s refused: both kernelParams and extra given: invalid value", f->name);
 		return CUDA_ERROR_INVALID_VALUE;
+	}
 	if (extra) {
 		void *p = NULL;
 		size_t *size = NULL;
@@ -51,10 +58,14 @@ CUresult cu_launch_pack(const struct cu_function *f, void **params, void **extra
 			else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
 				size = extra[i + 1];
 			else
-				return CUDA_ERROR_INVALID_VALUE;
+				return log_info("launch of %s refused: unknown extra option %p: invalid value", f->name,
+						extra[i]), CUDA_ERROR_INVALID_VALUE;
 		}
-		if (!p || !size || *size > MEARAS_MAX_PARAM_BYTES)
+		if (!p || !size || *size > MEARAS_MAX_PARAM_BYTES) {
+			log_info("launch of %s refused: extra without a parameter buffer and its size, or over %u bytes: "
+				 "invalid value", f->name, MEARAS_MAX_PARAM_BYTES);
 			return CUDA_ERROR_INVALID_VALUE;
+		}
 		memcpy(buf, p, *size);
 		*len = (uint32_t)*size;
 		return CUDA_SUCCESS;
@@ -63,12 +74,17 @@ CUresult cu_launch_pack(const struct cu_function *f, void **params, void **extra
 		log_err("launch of %s: its parameter layout is unknown (the module image was not readable)", f->name);
 		return CUDA_ERROR_NOT_SUPPORTED;
 	}
-	if (k->param_bytes > MEARAS_MAX_PARAM_BYTES || (k->nparams && !params))
+	if (k->param_bytes > MEARAS_MAX_PARAM_BYTES || (k->nparams && !params)) {
+		log_info("launch of %s refused: %s: invalid value", f->name,
+			 k->nparams && !params ? "no kernelParams for its parameters" : "parameters over the limit");
 		return CUDA_ERROR_INVALID_VALUE;
+	}
 	memset(buf, 0, k->param_bytes);
 	for (uint32_t i = 0; i < k->nparams; i++) {
-		if (!params[i])
+		if (!params[i]) {
+			log_info("launch of %s refused: kernelParams[%u] is NULL: invalid value", f->name, i);
 			return CUDA_ERROR_INVALID_VALUE;
+		}
 		memcpy(buf + k->params[i].offset, params[i], k->params[i].size);
 	}
 	*len = k->param_bytes;

@@ -90,8 +90,7 @@ CU_EXPORT CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize, unsigned i
 			 "raise MEARAS_DATA_MB", bytesize, (unsigned long long)(rt.data_size >> 20));
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	if (Flags & CU_MEMHOSTALLOC_DEVICEMAP)
-		rt_host_mapped(*pp, bytesize);
+	rt_host_allocated(*pp, bytesize, (Flags & CU_MEMHOSTALLOC_DEVICEMAP) != 0);
 	return CUDA_SUCCESS;
 }
 

@@ -103,11 +103,16 @@ static CUresult module_load(int vgpu, const void *image, size_t size, struct cu_
 	return CUDA_SUCCESS;
 }
 
+static void function_free(struct cu_function *f);
+
 static void module_free(struct cu_module *m)
 {
 	if (!m->gone)
 		rt_do_MODULE_UNLOAD(m->vgpu, m->id);
 	m->magic = 0;
+	for (unsigned i = 0; i < m->nfns; i++)
+		function_free(m->fns[i]);
+	free(m->fns);
 	mearas_fatbin_index_free(m->index);
 	free(m);
 }
@@ -269,6 +274,98 @@ CU_EXPORT CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod,
 	r = function_get(m, name, &f);
 	if (!r)
 		*hfunc = (CUfunction)f;
+	return r;
+}
+
+/* ---- the functions of a module: every kernel its image holds ---- */
+
+static pthread_mutex_t module_fns_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* m->fns made once: one function per kernel of the image's index (sorted
+ * by name), so that every enumeration hands out the same handles, as the
+ * driver does. A kernel the device does not find is left out: the index
+ * covers every entry of a fat binary, the device loaded one of them (a
+ * kernel built for another architecture only is not in the module). */
+static CUresult module_functions(struct cu_module *m)
+{
+	struct cu_function **fns;
+	size_t n, k = 0;
+	CUresult r = CUDA_SUCCESS;
+
+	if (m->gone)
+		return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+	if (!m->index) {
+		log_err("the kernels of a module whose image mearas could not read cannot be enumerated: returning "
+			"CUDA_ERROR_NOT_SUPPORTED");
+		return CUDA_ERROR_NOT_SUPPORTED;
+	}
+	pthread_mutex_lock(&module_fns_lock);
+	if (m->fns)
+		goto out;
+	n = mearas_fatbin_kernel_count(m->index);
+	if (n > UINT32_MAX || !(fns = calloc(n ? n : 1, sizeof(*fns)))) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
+	for (size_t i = 0; i < n && !r; i++) {
+		const char *name = mearas_fatbin_kernel_at(m->index, i)->name;
+
+		r = function_get(m, name, &fns[k]);
+		if (r == CUDA_ERROR_NOT_FOUND) {
+			log_debug("module enumeration: kernel %s of the image is not in the loaded module", name);
+			r = CUDA_SUCCESS;
+		} else if (!r) {
+			k++;
+		}
+	}
+	if (r) {
+		for (size_t i = 0; i < k; i++)
+			function_free(fns[i]);
+		free(fns);
+		goto out;
+	}
+	m->nfns = (unsigned)k;
+	m->fns = fns;
+out:
+	pthread_mutex_unlock(&module_fns_lock);
+	return r;
+}
+
+CU_EXPORT CUresult CUDAAPI cuModuleGetFunctionCount(unsigned int *count, CUmodule hmod)
+{
+	struct cu_module *m;
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	if (!count)
+		return CUDA_ERROR_INVALID_VALUE;
+	m = module_get(hmod);
+	if (!m)
+		return CUDA_ERROR_INVALID_HANDLE;
+	r = module_functions(m);
+	if (!r)
+		*count = m->nfns;
+	return r;
+}
+
+/* at most numFunctions handles, in the order of the image's index */
+CU_EXPORT CUresult CUDAAPI cuModuleEnumerateFunctions(CUfunction *functions, unsigned int numFunctions,
+						      CUmodule hmod)
+{
+	struct cu_module *m;
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	if (!functions && numFunctions)
+		return CUDA_ERROR_INVALID_VALUE;
+	m = module_get(hmod);
+	if (!m)
+		return CUDA_ERROR_INVALID_HANDLE;
+	r = module_functions(m);
+	for (unsigned i = 0; !r && i < numFunctions && i < m->nfns; i++)
+		functions[i] = (CUfunction)m->fns[i];
 	return r;
 }
 

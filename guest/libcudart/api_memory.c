@@ -78,8 +78,7 @@ RT_EXPORT cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flag
 			 "raise MEARAS_DATA_MB", size, (unsigned long long)(rt.data_size >> 20));
 		return rt_set_error(cudaErrorMemoryAllocation);
 	}
-	if (flags & cudaHostAllocMapped)
-		rt_host_mapped(*pHost, size);
+	rt_host_allocated(*pHost, size, (flags & cudaHostAllocMapped) != 0);
 	return cudaSuccess;
 }
 

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: MIT
 /* System queries: the driver, NVML and CUDA versions.
  *
- * The driver a guest process talks to is mearas's libcuda.so.1, which
- * implements the CUDA driver API of the version cuDriverGetVersion reports
- * (13000); the host's NVIDIA driver and its version are not published to
- * guests. So the driver version is "mearas-13.0" (NVML documents it as an
- * alphanumeric string of at most 80 bytes), and the NVML version follows
- * NVIDIA's form "<NVML API version>.<driver version>": "13.mearas-13.0". */
+ * The driver version is the NVIDIA kernel driver's on the node of the
+ * first vGPU ("580.159.04", which frameworks parse as numbers: XLA reads
+ * the kernel driver's version so), as mearasd publishes it. Where that is
+ * unknown (the sim device; before the library has connected, which
+ * nvmlSystemGetNVMLVersion allows) it is "mearas-13.0": the CUDA driver API
+ * version of mearas's libcuda.so.1 (NVML documents an alphanumeric string
+ * of at most 80 bytes). The NVML version follows NVIDIA's form
+ * "<NVML API version>.<driver version>". */
 #include <stdio.h>
+#include <string.h>
 
 #include <cuda.h>
 
@@ -17,6 +20,11 @@ static void driver_version(char *out, size_t len)
 {
 	int v = 0;
 
+	if (rt.nvgpus && rt.v[0].info && rt.v[0].info->kmd_version[0] &&
+	    memchr(rt.v[0].info->kmd_version, 0, sizeof(rt.v[0].info->kmd_version))) {
+		snprintf(out, len, "%s", rt.v[0].info->kmd_version);
+		return;
+	}
 	cuDriverGetVersion(&v);
 	snprintf(out, len, "mearas-%d.%d", v / 1000, v % 1000 / 10);
 }

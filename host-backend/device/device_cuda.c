@@ -17,6 +17,7 @@
 #include "device.h"
 #include "mearas/log.h"
 #include "mearas/tensormap.h"
+#include "kmd_version.h"
 #include "pcie_link.h"
 
 /* The driver functions used: one table gives the pointer declarations and
@@ -208,6 +209,8 @@ static int cuda_open(struct mdev **out, int phys, uint64_t va_base, uint64_t va_
 	pcie_link_read("/sys", (unsigned)info->attrs[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID],
 		       (unsigned)info->attrs[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID],
 		       (unsigned)info->attrs[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID], &info->pcie);
+	if (!kmd_version_read("/proc/driver/nvidia/version", info->kmd_version, sizeof(info->kmd_version)))
+		info->kmd_version[0] = 0;
 	r = p_cuMemAddressReserve(&d->window, va_size, 0, (CUdeviceptr)va_base, 0);
 	if (r) {
 		free(d);

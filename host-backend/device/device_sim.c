@@ -137,6 +137,9 @@ struct mdev {
 	size_t host_size;
 	uint64_t limits[SIM_LIMITS];    /* cudaLimit values, as an H100's context starts */
 	bool profiling;
+	/* device printf (mearas_sim_printf) not yet flushed; under lock */
+	char printf_buf[4096];
+	size_t printf_len;
 };
 
 /* Every model of this worker, so copies can reach a peer vGPU's memory. */
@@ -919,6 +922,46 @@ static int sim_launch_attrs(struct mdev *d, const struct mdev_launch *l, const v
 	return 0;
 }
 
+/*
+ * mearas_sim_printf(unsigned v): device printf. Its line waits in the
+ * model's buffer until a synchronizing call flushes it to the worker's
+ * stdout, as a GPU's printf buffer does (a full buffer drops lines, as
+ * there). On a GPU:
+ *   extern "C" __global__ void mearas_sim_printf(unsigned v)
+ *   { printf("mearas-sim device printf: %u\n", v); }
+ * launched with one thread.
+ */
+#define SIM_KERNEL_PRINTF "mearas_sim_printf"
+
+static int sim_printf(struct mdev *d, const void *params, uint32_t len)
+{
+	size_t room;
+	uint32_t v;
+	int n;
+
+	if (len != 4)
+		return cudaErrorInvalidValue;
+	memcpy(&v, params, 4);
+	pthread_mutex_lock(&d->lock);
+	room = sizeof(d->printf_buf) - d->printf_len;
+	n = snprintf(d->printf_buf + d->printf_len, room, "mearas-sim device printf: %u\n", v);
+	if (n > 0 && (size_t)n < room)
+		d->printf_len += (size_t)n;
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
+static void sim_flush_output(struct mdev *d, void *stream, void *event)
+{
+	(void)stream;
+	(void)event;
+	pthread_mutex_lock(&d->lock);
+	if (d->printf_len && write(STDOUT_FILENO, d->printf_buf, d->printf_len) < 0)
+		log_warn("sim: device printf: %s", strerror(errno));
+	d->printf_len = 0;
+	pthread_mutex_unlock(&d->lock);
+}
+
 /* Runs a kernel by name on stream s (a launch with its configuration l, or
  * a graph's kernel node: l NULL). */
 static int run_kernel(struct mdev *d, const char *name, void *stream, const struct mdev_launch *l,
@@ -929,6 +972,8 @@ static int run_kernel(struct mdev *d, const char *name, void *stream, const stru
 		return sim_add_u32(d, params, len);
 	if (!strcmp(name, SIM_KERNEL_LAUNCH_ATTRS))
 		return sim_launch_attrs(d, l, params, len);
+	if (!strcmp(name, SIM_KERNEL_PRINTF))
+		return sim_printf(d, params, len);
 	if (!strcmp(name, SIM_KERNEL_SPIN) && !sim_hung(stream))
 		sim_spin(stream, params, len);
 	if (!strcmp(name, SIM_KERNEL_HANG))
@@ -1468,6 +1513,7 @@ const struct mdev_ops mdev_sim_ops = {
 	.event_query = sim_event_query,
 	.event_elapsed = sim_event_elapsed,
 	.host_func = sim_host_func,
+	.flush_output = sim_flush_output,
 	.capture_begin = sim_capture_begin,
 	.capture_end = sim_capture_end,
 	.capture_status = sim_capture_status,

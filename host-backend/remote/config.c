@@ -69,6 +69,55 @@ int remote_load_key(struct remote_config *rc, const char *path)
 	return 0;
 }
 
+int remote_parse_transport(struct remote_config *rc, const char *word)
+{
+	if (!strcmp(word, "tcp"))
+		rc->transport = MEARAS_LINK_TRANSPORT_TCP;
+	else if (!strcmp(word, "verbs"))
+		rc->transport = MEARAS_LINK_TRANSPORT_VERBS;
+	else if (!strcmp(word, "auto"))
+		rc->transport = MEARAS_LINK_TRANSPORT_AUTO;
+	else
+		return -1;
+	return 0;
+}
+
+int remote_check_transport(const struct remote_config *rc)
+{
+	struct mearas_link_config lc;
+	bool links = rc->link_port != 0;
+	char why[256];
+
+	for (unsigned i = 0; i < MEARAS_MAX_VGPUS; i++)
+		links |= rc->target[i].host[0] != 0;
+	if (rc->transport == MEARAS_LINK_TRANSPORT_TCP || !links)
+		return 0;
+	mearas_link_config_init(&lc);
+	lc.verbs_device = rc->verbs_device;
+	lc.verbs_gid_index = rc->verbs_gid_index;
+	int probe = mearas_link_verbs_probe(&lc, why, sizeof(why));
+	if (rc->transport == MEARAS_LINK_TRANSPORT_VERBS) {
+		if (!rc->encryption_off) {
+			fprintf(stderr, "mearasd: --link-transport=verbs needs --link-encryption=off on both nodes "
+				"(link encryption covers TCP links only)\n");
+			return -1;
+		}
+		if (probe) {
+			fprintf(stderr, "mearasd: --link-transport=verbs: %s\n", why);
+			return -1;
+		}
+		log_info("links over verbs: %s", why);
+	} else if (!rc->encryption_off) {
+		log_info("--link-transport=auto: links use TCP (link encryption is on, and it covers TCP links only; "
+			 "verbs needs --link-encryption=off on both nodes)");
+	} else if (probe) {
+		log_info("--link-transport=auto: links use TCP (%s)", why);
+	} else {
+		log_info("--link-transport=auto: links use verbs where the peer takes them (%s), else TCP", why);
+	}
+	return 0;
+}
+
 /* remote-link's messages in mearasd's log, at mearasd's level and in its format */
 static void link_log_to_mearas(void *ctx, enum mearas_link_log_level level, const char *msg)
 {
@@ -95,6 +144,9 @@ void remote_link_config(const struct remote_config *rc, struct mearas_link_confi
 	GIVEN(max_links, rc->max_links);
 	GIVEN(fd_reserve, rc->fd_reserve);
 #undef GIVEN
+	lc->transport = (enum mearas_link_transport)rc->transport;
+	lc->verbs_device = rc->verbs_device;
+	lc->verbs_gid_index = rc->verbs_gid_index;
 	lc->node_name = "mearasd";
 	lc->log = link_log_to_mearas;
 }

@@ -47,11 +47,20 @@ struct remote_config {
 	uint32_t fd_reserve;    /* fds kept free for the rest of mearasd */
 	uint64_t link_mem;      /* bytes one link may make this node allocate (0 = REMOTE_LINK_MEM_EXTRA more than its data area) */
 	bool encryption_off;    /* --link-encryption=off: links in clear text (both ends must agree) */
+	int transport;          /* --link-transport: enum mearas_link_transport (0 = tcp) */
+	const char *verbs_device; /* --verbs-device (NULL = the first RDMA device) */
+	uint32_t verbs_gid_index; /* --verbs-gid-index */
 };
 
 /* --remote=VGPU=HOST:PORT[/GPU] */
 int remote_parse_target(struct remote_config *rc, const char *spec);
 int remote_load_key(struct remote_config *rc, const char *path);
+/* --link-transport=tcp|verbs|auto: 0, or -1 for another word */
+int remote_parse_transport(struct remote_config *rc, const char *word);
+/* At startup, on a node that opens or serves links: verbs asked for without
+ * an RDMA device, or with link encryption on, is an error (-1, said on
+ * stderr); auto says in the log what its links will use. */
+int remote_check_transport(const struct remote_config *rc);
 struct mearas_link_config;
 /* the remote-link settings of either end */
 void remote_link_config(const struct remote_config *rc, struct mearas_link_config *lc);

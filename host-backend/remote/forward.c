@@ -125,6 +125,11 @@ int remote_probe(const struct remote_config *rc, unsigned vgpu, char *err, size_
 
 void forward_post(struct vgpu *v, uint16_t cq, const struct mearas_cqe *c)
 {
+	/* the serving node's device output reached our stdout (reap.c) before
+	 * this completion: a VM slot moves it to the guest with it, as exec.c's
+	 * complete() does for a local vGPU */
+	if ((c->flags & MEARAS_CQE_OUTPUT) && v->w->take_output)
+		v->w->take_output(v->w);
 	if (!post_cqe(v, cq, c)) {
 		log_err("vGPU %u: completion slot %u overflows: the client is misbehaving", v->index, cq);
 		v->w->broken = true;

@@ -172,6 +172,10 @@ struct mearas_devinfo {
 		uint32_t cur_width, max_width;
 		uint32_t pad;
 	} pcie;
+	/* the NVIDIA kernel driver's version on the GPU's node ("580.159.04"),
+	 * for nvmlSystemGetDriverVersion; empty when unknown (the sim device, a
+	 * mearasd that predates it) */
+	char kmd_version[32];
 };
 /* the devinfo keeps its 4 KiB slot (mearas_layout): an older front end
  * finds the rings where it expects them */

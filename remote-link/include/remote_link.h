@@ -56,6 +56,9 @@ const char *mearas_link_strerror(int status);
 enum mearas_link_transport {
 	MEARAS_LINK_TRANSPORT_TCP = 0,
 	MEARAS_LINK_TRANSPORT_VERBS = 1, /* RDMA RC queue pair, TCP side channel */
+	/* client only: verbs where this node has the RDMA device, link encryption
+	 * is off and the peer accepts verbs, else TCP, with a log line saying why */
+	MEARAS_LINK_TRANSPORT_AUTO = 2,
 };
 
 enum mearas_link_encryption {
@@ -97,6 +100,11 @@ struct mearas_link_config {
 
 /* Fills defaults; call before setting fields. */
 void mearas_link_config_init(struct mearas_link_config *cfg);
+
+/* MEARAS_LINK_OK when cfg's RDMA device (verbs_device, or the first one)
+ * opens and has GID verbs_gid_index on its port 1; else MEARAS_LINK_E_NODEV
+ * with why (if not NULL) saying what is missing. */
+int mearas_link_verbs_probe(const struct mearas_link_config *cfg, char *why, size_t why_len);
 
 /* ---- client side ---- */
 struct mearas_link;

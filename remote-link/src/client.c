@@ -747,12 +747,10 @@ static uint32_t retry_pause_us(uint32_t *backoff_us, uint64_t *seed)
 	return base / 2 + (uint32_t)(*seed % (base / 2 + 1)); /* base/2 .. base */
 }
 
-int mearas_link_connect(const char *host, uint16_t port, const struct mearas_link_config *cfg,
+/* One link over cfg's transport (TCP or verbs). */
+static int connect_with(const char *host, uint16_t port, const struct mearas_link_config *cfg,
 			struct mearas_link **out)
 {
-	if (!host || !port || !cfg || !out || (cfg->key_len && !cfg->key))
-		return MEARAS_LINK_E_INVAL;
-	*out = NULL;
 	struct mearas_link *l = link_new(cfg);
 	if (!l)
 		return MEARAS_LINK_E_NOMEM;
@@ -817,6 +815,62 @@ int mearas_link_connect(const char *host, uint16_t port, const struct mearas_lin
 	if (!rc)
 		*out = l;
 	return rc;
+}
+
+/* Would TCP work where verbs failed with rc? Not for a refused key, version
+ * or encryption setting, nor an unreachable peer: TCP meets the same. */
+static bool tcp_may_help(int rc)
+{
+	return rc != MEARAS_LINK_E_AUTH && rc != MEARAS_LINK_E_VERSION && rc != MEARAS_LINK_E_ENCRYPTION &&
+	       rc != MEARAS_LINK_E_CONNECT && rc != MEARAS_LINK_E_INVAL && rc != MEARAS_LINK_E_NOMEM;
+}
+
+/* MEARAS_LINK_TRANSPORT_AUTO: verbs where it can work, else TCP; each
+ * fallback says why in the log. */
+static int connect_auto(const char *host, uint16_t port, const struct mearas_link_config *cfg,
+			struct mearas_link **out)
+{
+	struct mearas_link_config c = *cfg;
+	char why[256];
+	int rc;
+
+	c.transport = MEARAS_LINK_TRANSPORT_TCP;
+	if (c.encryption != MEARAS_LINK_ENCRYPTION_OFF) {
+		link_log(cfg, MEARAS_LINK_LOG_INFO,
+			 "link to %s:%u: transport auto: TCP (verbs not tried: link encryption is on, and it covers "
+			 "TCP links only)", host, (unsigned)port);
+		return connect_with(host, port, &c, out);
+	}
+	if (mearas_link_verbs_probe(cfg, why, sizeof(why)) != MEARAS_LINK_OK) {
+		link_log(cfg, MEARAS_LINK_LOG_INFO, "link to %s:%u: transport auto: TCP (verbs not tried: %s)", host,
+			 (unsigned)port, why);
+		return connect_with(host, port, &c, out);
+	}
+	c.transport = MEARAS_LINK_TRANSPORT_VERBS;
+	rc = connect_with(host, port, &c, out);
+	if (!rc || !tcp_may_help(rc))
+		return rc;
+	link_log(cfg, MEARAS_LINK_LOG_WARN, "link to %s:%u: transport auto: verbs failed (%s%s), falling back to TCP",
+		 host, (unsigned)port, mearas_link_strerror(rc),
+		 rc == MEARAS_LINK_E_NODEV ? ": the peer has no RDMA device" : "");
+	c.transport = MEARAS_LINK_TRANSPORT_TCP;
+	return connect_with(host, port, &c, out);
+}
+
+int mearas_link_connect(const char *host, uint16_t port, const struct mearas_link_config *cfg,
+			struct mearas_link **out)
+{
+	if (!host || !port || !cfg || !out || (cfg->key_len && !cfg->key))
+		return MEARAS_LINK_E_INVAL;
+	*out = NULL;
+	switch (cfg->transport) {
+	case MEARAS_LINK_TRANSPORT_TCP:
+	case MEARAS_LINK_TRANSPORT_VERBS:
+		return connect_with(host, port, cfg, out);
+	case MEARAS_LINK_TRANSPORT_AUTO:
+		return connect_auto(host, port, cfg, out);
+	}
+	return MEARAS_LINK_E_INVAL;
 }
 
 void mearas_link_close(struct mearas_link *l)

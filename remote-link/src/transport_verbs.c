@@ -53,6 +53,65 @@ static struct ibv_context *open_device(const struct mearas_link_config *cfg)
 	return ctx;
 }
 
+int mearas_link_verbs_probe(const struct mearas_link_config *cfg, char *why, size_t why_len)
+{
+	char names[128] = "";
+	int n = 0, rc = MEARAS_LINK_E_NODEV;
+	char scratch[2];
+
+	if (!why) {
+		why = scratch;
+		why_len = sizeof(scratch);
+	}
+	if (!cfg)
+		return snprintf(why, why_len, "no configuration"), MEARAS_LINK_E_INVAL;
+	struct ibv_device **list = ibv_get_device_list(&n);
+	if (!list || n == 0) {
+		snprintf(why, why_len, "no RDMA device on this node (%s%s; Soft-RoCE: modprobe rdma_rxe, then "
+			 "rdma link add rxe0 type rxe netdev IFACE)", list ? "none found" : "ibv_get_device_list: ",
+			 list ? "" : strerror(errno));
+		if (list)
+			ibv_free_device_list(list);
+		return MEARAS_LINK_E_NODEV;
+	}
+	struct ibv_device *dev = NULL;
+	for (int i = 0; i < n; i++) {
+		const char *name = ibv_get_device_name(list[i]);
+		size_t used = strlen(names);
+		if (used + strlen(name) + 3 < sizeof(names))
+			snprintf(names + used, sizeof(names) - used, "%s%s", used ? ", " : "", name);
+		if (!dev && (!cfg->verbs_device || strcmp(name, cfg->verbs_device) == 0))
+			dev = list[i];
+	}
+	if (!dev) {
+		snprintf(why, why_len, "RDMA device %s not found (this node has: %s)", cfg->verbs_device, names);
+		ibv_free_device_list(list);
+		return MEARAS_LINK_E_NODEV;
+	}
+	const char *name = ibv_get_device_name(dev);
+	struct ibv_context *ctx = ibv_open_device(dev);
+	struct ibv_port_attr pa;
+	union ibv_gid gid;
+	static const uint8_t zero[sizeof(gid.raw)];
+	if (!ctx) {
+		snprintf(why, why_len, "RDMA device %s does not open: %s", name, strerror(errno));
+	} else if (ibv_query_port(ctx, VERBS_PORT, &pa)) {
+		snprintf(why, why_len, "RDMA device %s: port %d not queryable", name, VERBS_PORT);
+	} else if (cfg->verbs_gid_index >= (uint32_t)pa.gid_tbl_len ||
+		   ibv_query_gid(ctx, VERBS_PORT, (int)cfg->verbs_gid_index, &gid) ||
+		   !memcmp(gid.raw, zero, sizeof(zero))) {
+		snprintf(why, why_len, "RDMA device %s: no GID at index %u (table of %d; is its netdev up with an "
+			 "address?)", name, cfg->verbs_gid_index, pa.gid_tbl_len);
+	} else {
+		snprintf(why, why_len, "RDMA device %s, GID index %u", name, cfg->verbs_gid_index);
+		rc = MEARAS_LINK_OK;
+	}
+	if (ctx)
+		ibv_close_device(ctx);
+	ibv_free_device_list(list);
+	return rc;
+}
+
 int link_verbs_available(const struct mearas_link_config *cfg)
 {
 	struct ibv_context *ctx = open_device(cfg);

@@ -1296,6 +1296,51 @@ static void t_verbs_transport_choice(void)
 		CHECK_RC(echo_call(lnk, "over tcp"), MEARAS_LINK_OK);
 }
 
+/* Auto with link encryption on: TCP at once, and the log says why. */
+static void t_auto_encrypted_uses_tcp(void)
+{
+	serve();
+	struct mearas_link_config cfg;
+	base_cfg(&cfg, KEY);
+	cfg.transport = MEARAS_LINK_TRANSPORT_AUTO;
+	CHECK_RC(mearas_link_connect("127.0.0.1", srv.port, &cfg, &lnk), MEARAS_LINK_OK);
+	CHECK(log_has("transport auto: TCP", "verbs not tried: link encryption is on"));
+	CHECK(log_has("link to 127.0.0.1", "open over tcp, encrypted"));
+	if (lnk)
+		CHECK_RC(echo_call(lnk, "auto, encrypted"), MEARAS_LINK_OK);
+}
+
+/* Auto where this node lacks the RDMA device named: TCP, saying which is missing. */
+static void t_auto_without_device_uses_tcp(void)
+{
+	serve_enc(MEARAS_LINK_ENCRYPTION_OFF);
+	struct mearas_link_config cfg;
+	base_cfg(&cfg, KEY);
+	cfg.encryption = MEARAS_LINK_ENCRYPTION_OFF;
+	cfg.transport = MEARAS_LINK_TRANSPORT_AUTO;
+	cfg.verbs_device = "no-such-rdma-device";
+	CHECK_RC(mearas_link_connect("127.0.0.1", srv.port, &cfg, &lnk), MEARAS_LINK_OK);
+	CHECK(log_has("transport auto: TCP (verbs not tried:", "RDMA device")); /* none here, or not that one */
+	CHECK(log_has("link to 127.0.0.1", "open over tcp, UNENCRYPTED"));
+	if (lnk)
+		CHECK_RC(echo_call(lnk, "auto, no device"), MEARAS_LINK_OK);
+}
+
+/* The probe names what is missing; a bad transport value is refused. */
+static void t_verbs_probe_and_bad_transport(void)
+{
+	struct mearas_link_config cfg;
+	char why[256] = "";
+	base_cfg(&cfg, KEY);
+	cfg.verbs_device = "no-such-rdma-device";
+	CHECK_RC(mearas_link_verbs_probe(&cfg, why, sizeof(why)), MEARAS_LINK_E_NODEV);
+	CHECK(strstr(why, "no RDMA device") || strstr(why, "RDMA device no-such-rdma-device not found"));
+	CHECK_RC(mearas_link_verbs_probe(&cfg, NULL, 0), MEARAS_LINK_E_NODEV);
+	cfg.transport = (enum mearas_link_transport)7;
+	CHECK_RC(mearas_link_connect("127.0.0.1", 9, &cfg, &lnk), MEARAS_LINK_E_INVAL);
+	CHECK(lnk == NULL);
+}
+
 /* ---- admission: what a peer gets before it has proven the key ---- */
 
 static int raw_connect(uint16_t port)
@@ -1651,5 +1696,8 @@ static const struct check_case cases[] = {
 	T(t_client_killed_server_closed_callback),
 	T(t_client_hung_server_closed_callback),
 	T(t_verbs_transport_choice),
+	T(t_auto_encrypted_uses_tcp),
+	T(t_auto_without_device_uses_tcp),
+	T(t_verbs_probe_and_bad_transport),
 };
 CHECK_MAIN_FIXTURE(cases, setup, teardown)

@@ -6,69 +6,20 @@
 set -u
 # $1: the directory of link_node (absolute, or from the repository's top)
 NODE=$(cd "$(dirname "$0")/../.." && cd "${1:-build/remote-link}" && pwd)/link_node
-KVER=${KVER:-$(ls /usr/lib/modules | sort | tail -1)}
-KERNEL=/boot/vmlinuz-$KVER
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-IR=$WORK/root
+[ -x "$NODE" ] || { echo "FAIL guest_setup (no $NODE)"; echo "0 passed, 1 failed"; exit 1; }
+. "$(dirname "$0")/guest_lib.sh"
+trap 'rm -rf "$GUEST_WORK"' EXIT
 passed=0 failed=0
 
-fail_setup() { echo "FAIL guest_setup ($1)"; echo "0 passed, 1 failed"; exit 1; }
-for tool in qemu-system-x86_64 busybox cpio modinfo; do
-	command -v $tool >/dev/null || fail_setup "$tool missing"
-done
-[ -r "$KERNEL" ] || fail_setup "no kernel $KERNEL"
-[ -x "$NODE" ] || fail_setup "no $NODE"
-
-copy_with_libs() {
-	for f in "$@"; do
-		mkdir -p "$IR$(dirname "$f")" && cp -L "$f" "$IR$f" || return 1
-		for lib in $(ldd "$f" | awk '/=> \// {print $3} /^\t\/.*ld-linux/ {print $1}'); do
-			mkdir -p "$IR$(dirname "$lib")" && cp -Ln "$lib" "$IR$lib" 2>/dev/null
-		done
-	done
-}
-
-# Modules and their dependencies, dependencies first.
-declare -A seen
-order=()
-add_module() {
-	[ -n "${seen[$1]:-}" ] && return
-	seen[$1]=1
-	local d
-	for d in $(modinfo -k "$KVER" -F depends "$1" | tr ',' ' '); do add_module "$d"; done
-	order+=("$1")
-}
-for m in crc32_generic virtio_pci virtio_net udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe; do
-	add_module $m
-done
-
-mkdir -p "$IR"/{bin,proc,sys,dev,tmp,modules,etc/libibverbs.d}
-cp /usr/bin/busybox "$IR/bin/busybox" || fail_setup "busybox copy"
-provider=$(ls /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so 2>/dev/null | head -1)
-[ -n "$provider" ] || fail_setup "rxe provider (ibverbs-providers) missing"
-copy_with_libs "$NODE" /usr/bin/rdma "$provider" || fail_setup "copy binaries"
-cp /etc/libibverbs.d/rxe.driver "$IR/etc/libibverbs.d/"
+guest_init
+guest_copy "$NODE" || guest_fail_setup "copy binaries"
 mv "$IR$NODE" "$IR/link_node"
-for m in "${order[@]}"; do
-	f=$(modinfo -k "$KVER" -F filename "$m")
-	case "$f" in
-	*.ko) cp "$f" "$IR/modules/$m.ko" ;;
-	*.ko.xz) xz -dc "$f" >"$IR/modules/$m.ko" ;;
-	*) ;; # built into the kernel
-	esac
-	[ -f "$IR/modules/$m.ko" ] && echo "$m" >>"$IR/modules/order"
-done
 
-cat >"$IR/init" <<'INIT'
+cat >"$GUEST_WORK/init" <<'INIT'
 #!/bin/busybox sh
-/bin/busybox --install -s /bin
-mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
-for m in $(cat /modules/order); do insmod /modules/$m.ko || echo "GUEST insmod $m failed"; done
-ip link set lo up
-ip link set eth0 up && ip addr add 10.250.0.1/24 dev eth0
-sleep 1
-/usr/bin/rdma link add rxe0 type rxe netdev eth0 && echo "GUEST rxe ready"
+. /guest_lib_init.sh
+guest_modules_up
+guest_rxe_up
 K=guest-cluster-key
 # an emulated guest runs the first handshake of a process far slower than 3 s
 export LINK_HANDSHAKE_MS=20000
@@ -100,17 +51,12 @@ kill $SRV; wait $SRV
 echo "GUEST done"
 poweroff -f
 INIT
-chmod +x "$IR/init"
-(cd "$IR" && find . | cpio -o -H newc --quiet | gzip -1) >"$WORK/initramfs.gz" || fail_setup "cpio"
-
-timeout 400 qemu-system-x86_64 -accel tcg -m 1024 -smp 1 -nographic -no-reboot \
-	-kernel "$KERNEL" -initrd "$WORK/initramfs.gz" -append "console=ttyS0 panic=-1 quiet" \
-	-netdev hubport,id=n0,hubid=0 -device virtio-net-pci,netdev=n0 >"$WORK/console.log" 2>&1
-grep -E "GUEST|MEASURE|RESULT|remote-link" "$WORK/console.log" | tr -d '\r' |
-	sed -e 's/\x1bc//g' -e 's/\x1b\[[0-9;?]*[a-zA-Z]//g' -e 's/^/  /'
+guest_pack "$GUEST_WORK/init"
+guest_run 400 1024 1
+guest_lines | sed 's/^/  /'
 
 check() { # name pattern
-	if grep -q "$2" "$WORK/console.log"; then passed=$((passed + 1)); echo "PASS $1"
+	if grep -q "$2" "$GUEST_WORK/console.log"; then passed=$((passed + 1)); echo "PASS $1"
 	else failed=$((failed + 1)); echo "FAIL $1"; fi
 }
 check guest_rxe_ready "GUEST rxe ready"

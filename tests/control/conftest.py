@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,23 +64,44 @@ def wait_for_socket(path: str, proc: subprocess.Popen[bytes], timeout: float = 1
     raise RuntimeError(f"mearasd did not listen on {path} within {timeout} s")
 
 
-@pytest.fixture
-def mearasd(tmp_path: Path) -> Iterator[Daemon]:
-    data, control, log = tmp_path / "d.sock", tmp_path / "c.sock", tmp_path / "mearasd.log"
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 just now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def stop_process(proc: subprocess.Popen[bytes], timeout: float = 5) -> None:
+    """SIGTERM to PROC (by its PID), SIGKILL when it has not exited within TIMEOUT s."""
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@contextmanager
+def running_mearasd(data: Path, control: Path, log: Path, *args: str) -> Iterator[Daemon]:
+    """build/bin/mearasd --device=sim ARGS on the sockets DATA and CONTROL, its output into
+    LOG, once both listen; stopped by PID at the end, its log then copied to stderr."""
     with open(log, "wb") as out:
         proc = subprocess.Popen([str(MEARASD), "--device=sim", f"--socket={data}",
-                                 f"--control={control}", f"--node-name={NODE}",
-                                 "--quota-mb=1024"], stdout=out, stderr=subprocess.STDOUT)
+                                 f"--control={control}", *args], stdout=out,
+                                stderr=subprocess.STDOUT)
     try:
         wait_for_socket(str(control), proc)
         wait_for_socket(str(data), proc)
         yield Daemon(proc, str(data), str(control), log)
     finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_process(proc)
         sys.stderr.write(log.read_text(errors="replace"))
+
+
+@pytest.fixture
+def mearasd(tmp_path: Path) -> Iterator[Daemon]:
+    with running_mearasd(tmp_path / "d.sock", tmp_path / "c.sock", tmp_path / "mearasd.log",
+                         f"--node-name={NODE}", "--quota-mb=1024") as d:
+        yield d

@@ -19,7 +19,7 @@ from mearas_am.control.pb import common_pb2, control_pb2
 from mearas_am.errors import MearasdError
 from mearas_am.model import Assembly, VgpuPlacement
 
-from .conftest import LIBDIR, MEARASD, NODE, PROBE, TOP, Daemon, wait_for_socket
+from .conftest import LIBDIR, NODE, PROBE, TOP, Daemon, free_port, running_mearasd
 
 MiB = 1 << 20
 SIM_MEMORY = 16 << 30
@@ -391,26 +391,11 @@ def test_stop_leaves_no_socket(mearasd: Daemon) -> None:
 def test_assembly_with_remote_vgpu(tmp_path: Path) -> None:
     key = tmp_path / "cluster.key"
     key.write_text("test cluster key 0123456789abcdef\n")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    procs: list[subprocess.Popen[bytes]] = []
-    logs = [tmp_path / "remote.log", tmp_path / "client.log"]
-    try:
-        with open(logs[0], "wb") as out:
-            procs.append(subprocess.Popen(
-                [str(MEARASD), "--device=sim", f"--socket={tmp_path / 'r.sock'}",
-                 f"--control={tmp_path / 'rc.sock'}", f"--link-port={port}",
-                 f"--cluster-key-file={key}"], stdout=out, stderr=subprocess.STDOUT))
-        with open(logs[1], "wb") as out:
-            procs.append(subprocess.Popen(
-                [str(MEARASD), "--device=sim", f"--socket={tmp_path / 'd.sock'}",
-                 f"--control={tmp_path / 'c.sock'}", f"--node-name={NODE}",
-                 f"--cluster-key-file={key}"], stdout=out, stderr=subprocess.STDOUT))
-        wait_for_socket(str(tmp_path / "r.sock"), procs[0])
-        wait_for_socket(str(tmp_path / "c.sock"), procs[1])
-        wait_for_socket(str(tmp_path / "d.sock"), procs[1])
-        d = Daemon(procs[1], str(tmp_path / "d.sock"), str(tmp_path / "c.sock"), logs[1])
+    port = free_port()
+    with running_mearasd(tmp_path / "r.sock", tmp_path / "rc.sock", tmp_path / "remote.log",
+                         f"--link-port={port}", f"--cluster-key-file={key}"), \
+            running_mearasd(tmp_path / "d.sock", tmp_path / "c.sock", tmp_path / "client.log",
+                            f"--node-name={NODE}", f"--cluster-key-file={key}") as d:
         c = client(d)
         mixed = Assembly("mix", "pid:1@node-a", "test", "exact",
                          (VgpuPlacement(0, NODE, 0, 256 * MiB, ""),
@@ -426,16 +411,7 @@ def test_assembly_with_remote_vgpu(tmp_path: Path) -> None:
         assert seen["dev0_total"] == str(256 * MiB)         # local: the quota
         assert seen["dev1_within_quota_status"] == "0"      # remote vGPU: allocations work
         assert seen["dev1_memset_status"] == "0"
-        assert "remote" in logs[1].read_text() or "link" in logs[1].read_text()
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(5)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+        assert "remote" in d.log.read_text() or "link" in d.log.read_text()
 
 
 def test_list_shows_the_processes_on_an_assembly(mearasd: Daemon) -> None:

@@ -23,7 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from mearas_am.control.client import SocketMearasdClient
 from mearas_am.model import Assembly, VgpuPlacement
 
-from .conftest import LIBDIR, MEARASD, NODE, TOP, Daemon, wait_for_socket
+from .conftest import LIBDIR, MEARASD, NODE, TOP, Daemon, free_port, running_mearasd, wait_for_socket
 
 PROBE = TOP / "build" / "tests" / "control" / "metrics_probe"
 MiB = 1 << 20
@@ -31,33 +31,11 @@ ME = f"uid:{os.getuid()}"
 Labels = tuple[tuple[str, str], ...]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @contextmanager
 def daemon(tmp: Path, name: str, *args: str) -> Iterator[Daemon]:
-    data, control, log = tmp / f"{name}.sock", tmp / f"{name}-c.sock", tmp / f"{name}.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([str(MEARASD), "--device=sim", f"--socket={data}",
-                                 f"--control={control}", "--quota-mb=1024", *args],
-                                stdout=out, stderr=subprocess.STDOUT)
-    try:
-        wait_for_socket(str(control), proc)
-        wait_for_socket(str(data), proc)
-        yield Daemon(proc, str(data), str(control), log)
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        sys.stderr.write(log.read_text(errors="replace"))
+    with running_mearasd(tmp / f"{name}.sock", tmp / f"{name}-c.sock", tmp / f"{name}.log",
+                         "--quota-mb=1024", *args) as d:
+        yield d
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from mearas_am.control.client import SocketMearasdClient
 from mearas_am.model import Assembly
 from mearas_am.registry import open_registry
 
-from .conftest import LIBDIR, MEARASD, NODE, PROBE, TOP, wait_for_socket
+from .conftest import LIBDIR, MEARASD, NODE, PROBE, TOP, free_port, stop_process, wait_for_socket
 
 SLURM_NODE = "mtest"
 GiB = 1 << 30
@@ -33,12 +32,6 @@ pytestmark = pytest.mark.skipif(
             for b in ("slurmctld", "slurmd", "srun", "munged", "mungekey")),
     reason="SKIP: slurm-wlm (slurmctld, slurmd, slurm-client) or munge is not installed "
            "(scripts/deps/apt-slurm.txt)")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -112,16 +105,6 @@ def slurm_conf(d: Path, scripts: Path) -> str:
         "PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP", ""])
 
 
-def stop(p: subprocess.Popen[bytes]) -> None:
-    if p.poll() is None:
-        os.kill(p.pid, signal.SIGTERM)
-        try:
-            p.wait(10)
-        except subprocess.TimeoutExpired:
-            os.kill(p.pid, signal.SIGKILL)
-            p.wait()
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     d = tmp_path_factory.mktemp("slurm")
@@ -191,7 +174,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield c
     finally:
         for p in reversed(procs):
-            stop(p)
+            stop_process(p, 10)
         for log in logs:
             if log.exists():
                 sys.stderr.write(f"---- {log.name}\n{log.read_text(errors='replace')[-6000:]}")

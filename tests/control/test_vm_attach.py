@@ -4,11 +4,9 @@ domain's assembly, refused requests that leave nothing behind, and removal."""
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import stat
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +17,7 @@ from mearas_am.control.client import SocketMearasdClient, VmAttachment
 from mearas_am.errors import MearasdError
 from mearas_am.model import Assembly, VgpuPlacement
 
-from .conftest import MEARASD, NODE, Daemon, wait_for_socket
+from .conftest import MEARASD, NODE, Daemon, running_mearasd, wait_for_socket
 
 MiB = 1 << 20
 NOBODY = 65534
@@ -31,27 +29,12 @@ class VmDaemon(Daemon):
 
 @pytest.fixture
 def vmd(tmp_path: Path) -> Iterator[VmDaemon]:
-    data, control, log = tmp_path / "d.sock", tmp_path / "c.sock", tmp_path / "mearasd.log"
     vm_dir = tmp_path / "vm"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([str(MEARASD), "--device=sim", f"--socket={data}",
-                                 f"--control={control}", f"--node-name={NODE}",
-                                 f"--vm-dir={vm_dir}"], stdout=out, stderr=subprocess.STDOUT)
-    try:
-        wait_for_socket(str(control), proc)
-        wait_for_socket(str(data), proc)
-        d = VmDaemon(proc, str(data), str(control), log)
+    with running_mearasd(tmp_path / "d.sock", tmp_path / "c.sock", tmp_path / "mearasd.log",
+                         f"--node-name={NODE}", f"--vm-dir={vm_dir}") as base:
+        d = VmDaemon(base.proc, base.data_socket, base.control_socket, base.log)
         d.vm_dir = vm_dir
         yield d
-    finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait()
-        sys.stderr.write(log.read_text(errors="replace"))
 
 
 def vm_assembly(aid: str, domain: str, *quotas: int, identity: str | None = None) -> Assembly:

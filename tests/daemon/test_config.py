@@ -172,3 +172,17 @@ def test_file_drives_the_daemon(tmp_path: Path) -> None:
         assert stop(proc) == 0
     # log-level = "warn" from the file: none of the startup's info lines
     assert not re.search(r": info: ", log.read_text()), log.read_text()
+
+
+def test_verbs_links_need_encryption_off(tmp_path: Path) -> None:
+    """link-transport = "verbs" from the file: with link encryption on (the default) mearasd does
+    not start and says why, before it listens on anything."""
+    key = tmp_path / "key"
+    key.write_text("cluster-key\n")
+    sock = tmp_path / "verbs.sock"
+    f = write(tmp_path, f'device = "sim"\nsocket = "{sock}"\ncontrol = "{tmp_path / "ctl.sock"}"\n'
+                        f'link-port = 7999\ncluster-key-file = "{key}"\nlink-transport = "verbs"\n')
+    r = subprocess.run([str(MEARASD), f"--config={f}"], capture_output=True, text=True, timeout=20)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "--link-transport=verbs needs --link-encryption=off on both nodes" in r.stderr, r.stderr
+    assert not sock.exists()

@@ -15,6 +15,17 @@ static inline void die(const char *what)
 	abort();
 }
 
+/* The start of a target's LLVMFuzzerInitialize: with FUZZ_WRITE_SEEDS=DIR
+ * in the environment, write its seeds into DIR (write_seeds returns 0 or -1)
+ * and exit (status 1 when that failed) instead of fuzzing. */
+static inline void fuzz_seeds_if_asked(int (*write_seeds)(const char *dir))
+{
+	const char *dir = getenv("FUZZ_WRITE_SEEDS");
+
+	if (dir)
+		exit(write_seeds(dir) ? 1 : 0);
+}
+
 static inline void must(bool ok, const char *what)
 {
 	if (!ok)

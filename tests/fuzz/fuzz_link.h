@@ -19,10 +19,12 @@
 #ifndef MEARAS_FUZZ_LINK_H
 #define MEARAS_FUZZ_LINK_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fuzz_die.h"
 #include "link_internal.h"
 
 #define LINKF_CLIENT     1u  /* the peer is a server: it sends replies to our calls */
@@ -53,5 +55,13 @@ void fuzz_link_log(void *ctx, enum mearas_link_log_level level, const char *msg)
 /* Seed writers (FUZZ_WRITE_SEEDS=DIR build/fuzz_link_*): 0 or -1. */
 int seeds_link_msg(const char *dir);
 int seeds_link_handshake(const char *dir);
+
+/* LLVMFuzzerInitialize of the link targets: SIGPIPE ignored (as in
+ * mearasd), then their seeds written when asked (fuzz_seeds_if_asked). */
+static inline void fuzz_link_init(int (*write_seeds)(const char *dir))
+{
+	signal(SIGPIPE, SIG_IGN);
+	fuzz_seeds_if_asked(write_seeds);
+}
 
 #endif

@@ -63,12 +63,8 @@ static void feed(int fd, const uint8_t *data, size_t size)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	const char *dir = getenv("FUZZ_WRITE_SEEDS");
-
 	(void)argc, (void)argv;
-	signal(SIGPIPE, SIG_IGN); /* as in mearasd */
-	if (dir)
-		exit(seeds_link_handshake(dir) ? 1 : 0);
+	fuzz_link_init(seeds_link_handshake);
 	return 0;
 }
 

@@ -266,12 +266,8 @@ static void run_client(uint8_t frag, const uint8_t *data, size_t size)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	const char *dir = getenv("FUZZ_WRITE_SEEDS");
-
 	(void)argc, (void)argv;
-	signal(SIGPIPE, SIG_IGN); /* as in mearasd */
-	if (dir)
-		exit(seeds_link_msg(dir) ? 1 : 0);
+	fuzz_link_init(seeds_link_msg);
 	return 0;
 }
 

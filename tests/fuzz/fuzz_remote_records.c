@@ -326,11 +326,8 @@ static void flush(struct run *r)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	const char *dir = getenv("FUZZ_WRITE_SEEDS");
-
 	(void)argc, (void)argv;
-	if (dir)
-		exit(seeds_remote(dir) ? 1 : 0);
+	fuzz_seeds_if_asked(seeds_remote);
 	if (!getenv("FUZZ_VERBOSE"))
 		mearas_log_set_fd(open("/dev/null", O_WRONLY | O_CLOEXEC));
 	return 0;

@@ -275,11 +275,8 @@ static void one_step(uint8_t op, const uint8_t *a)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	const char *dir = getenv("FUZZ_WRITE_SEEDS");
-
 	(void)argc, (void)argv;
-	if (dir)
-		exit(seeds_vm(dir) ? 1 : 0);
+	fuzz_seeds_if_asked(seeds_vm);
 	if (!getenv("FUZZ_VERBOSE"))
 		mearas_log_set_fd(open("/dev/null", O_WRONLY | O_CLOEXEC));
 	mem = malloc(SLOT_OFF + MEARAS_VM_MAX_SLOTS * SLOT_SIZE);

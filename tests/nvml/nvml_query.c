@@ -464,6 +464,28 @@ static void test_p2p_status_not_supported(void)
 			}
 }
 
+/* no vGPU is on a fabric: success with the state NOT_SUPPORTED (v3 and
+ * v2 structures, and the unversioned call), a wrong version refused */
+static void test_fabric_not_supported(void)
+{
+	for (unsigned a = 0; a < NVGPUS; a++) {
+		nvmlGpuFabricInfoV_t v = { .version = nvmlGpuFabricInfo_v3, .state = 99, .cliqueId = 7 };
+		nvmlGpuFabricInfo_t old = { .state = 99 };
+
+		NVML_OK(nvmlDeviceGetGpuFabricInfoV(handle(a), &v));
+		CHECK_EQ(v.state, NVML_GPU_FABRIC_STATE_NOT_SUPPORTED);
+		CHECK_EQ(v.cliqueId, 0);
+		v.version = NVML_STRUCT_VERSION(GpuFabricInfo, 2);
+		v.state = 99;
+		NVML_OK(nvmlDeviceGetGpuFabricInfoV(handle(a), &v));
+		CHECK_EQ(v.state, NVML_GPU_FABRIC_STATE_NOT_SUPPORTED);
+		v.version = 12345;
+		CHECK_RC(nvmlDeviceGetGpuFabricInfoV(handle(a), &v), NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+		NVML_OK(nvmlDeviceGetGpuFabricInfo(handle(a), &old));
+		CHECK_EQ(old.state, NVML_GPU_FABRIC_STATE_NOT_SUPPORTED);
+	}
+}
+
 /* the same answer as the driver API's cuDeviceCanAccessPeer */
 static void test_p2p_status_agrees_with_cuda(void)
 {
@@ -676,6 +698,7 @@ static const struct check_case cases[] = {
 	{ "cuda_driver_version", test_cuda_driver_version },
 	{ "driver_version", test_driver_version },
 	{ "p2p_status_not_supported", test_p2p_status_not_supported },
+	{ "fabric_not_supported", test_fabric_not_supported },
 	{ "p2p_status_agrees_with_cuda", test_p2p_status_agrees_with_cuda },
 	{ "p2p_status_bad_arguments", test_p2p_status_bad_arguments },
 	{ "pcie_link_figures", test_pcie_link_figures },

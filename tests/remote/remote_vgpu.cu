@@ -496,6 +496,22 @@ static bool test_mapped()
 		ok = ok && h[i] == i + 5;
 	report(ok, "mapped-kernel-write");
 
+	{
+		/* unified addressing: a small cudaHostAlloc block without the
+		 * mapped flag goes to a kernel through its host pointer */
+		unsigned *flag;
+		CK(cudaHostAlloc(&flag, 4 * sizeof(unsigned), cudaHostAllocPortable));
+		flag[0] = 40;
+		flag[3] = 43;
+		mearas_sim_add_u32<<<1, 1>>>(flag, 4, 2);
+		CK(cudaDeviceSynchronize());
+		flag[3] = 50;
+		mearas_sim_add_u32<<<1, 1>>>(flag + 3, 1, 1);
+		CK(cudaDeviceSynchronize());
+		report(flag[0] == 42 && flag[3] == 51, "mapped-unflagged-small-allocation");
+		CK(cudaFreeHost(flag));
+	}
+
 	h[3] = 1000; // the host's change, next to the device's
 	mearas_sim_add_u32<<<1, 1>>>(d + 1, 2, 1);
 	CK(cudaDeviceSynchronize());

@@ -3,13 +3,15 @@
 # vGPU 0 (local) and vGPU 1 (on the other node's mearasd). First over
 # loopback (with link encryption on, as by default; off on both ends; and a
 # mismatch refused), then between two network namespaces joined by a veth pair shaped
-# to 1 Gbit/s (root needed). Every daemon is stopped by PID, namespaces are
+# to 1 Gbit/s (root needed), then over RDMA verbs in a QEMU TCG guest with
+# Soft-RoCE (verbs_guest.sh; GUEST=0 leaves it out). Every daemon is stopped by PID, namespaces are
 # deleted, even on failure. Last line: "N passed, N failed".
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 bin=$top/build/bin/mearasd
 prog=$top/build/tests-remote/remote_vgpu
+stress_prog=$top/build/tests-remote/stress_mix
 work=$(mktemp -d /tmp/mearas-remote.XXXXXX)
 tag=$$
 nsa=mra$tag
@@ -102,6 +104,28 @@ functional() { # NAME SOCKET
 	fi
 }
 
+# stress NAME SOCKET: tests/cuda's stress mix (8 threads, streams, events,
+# host functions, callbacks, registered and mapped memory; its sim mode) on
+# the remote vGPU (1) alone, its output equal to that of a run on the local
+# vGPU (0) of the same node
+stress() {
+	local name=$1 rc
+	LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$2 MEARAS_VISIBLE_VGPUS=0 timeout 120 "$stress_prog" \
+		>"$work/$name-local.out" 2>&1
+	LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$2 MEARAS_VISIBLE_VGPUS=1 timeout 300 "$stress_prog" \
+		>"$work/$name.out" 2>&1
+	rc=$?
+	if [ $rc -ne 0 ] || [ "$(tail -n 1 "$work/$name.out")" != PASS ]; then
+		bad "$name" "remote vGPU: rc $rc: $(grep -m3 -E '^FAIL|error' "$work/$name.out" | tr '\n' ' ')"
+	elif [ "$(tail -n 1 "$work/$name-local.out")" != PASS ]; then
+		bad "$name" "local vGPU: $(grep -m3 -E '^FAIL|error' "$work/$name-local.out" | tr '\n' ' ')"
+	elif ! cmp -s "$work/$name.out" "$work/$name-local.out"; then
+		bad "$name" "output differs from the local vGPU's: $(diff "$work/$name-local.out" "$work/$name.out" | head -4 | tr '\n' ' ')"
+	else
+		ok "$name ($(grep -c '^thread' "$work/$name.out") threads, output equal to the local vGPU's)"
+	fi
+}
+
 bench() { # NAME SOCKET
 	if run_prog "$2" bench "$1"; then
 		sed -n 's/^BENCH /  measured '"$1"': /p' "$work/$1.out"
@@ -169,6 +193,7 @@ start_node lo-client - --socket="$work/lo-client.sock" --vgpus=2 --remote=1=127.
 	--cluster-key-file="$work/key"
 lo_client=$NODE_PID
 functional loopback-functional "$work/lo-client.sock"
+stress loopback-stress-mix "$work/lo-client.sock"
 # NVML on the remote vGPU (1): the PCIe figures come in the serving node's
 # devinfo, and the P2P status is answered (tests/nvml's cases)
 if MEARAS_SOCKET="$work/lo-client.sock" timeout 60 "$top/tests/nvml/build/nvml_query" pcie_link_figures \
@@ -180,37 +205,39 @@ fi
 if wait_no_workers "$lo_remote" 5; then ok loopback-remote-worker-freed; else bad loopback-remote-worker-freed "$(workers_of "$lo_remote")"; fi
 bench loopback-bench "$work/lo-client.sock"
 
+# on_remote_device0 NAME NODE SECS CHECK PROG [ARGS...]: the program PROG of
+# build/tests-remote with its device 0 on the other node, through a node NODE of
+# its own (stopped after): NAME passes when PROG ends with PASS within SECS
+# and CHECK (eval'd) holds; NAME-worker-freed when the remote worker is gone then
+on_remote_device0() {
+	local name=$1 node=$2 secs=$3 check=$4 prog=$5 pid
+	shift 5
+	start_node "$node" - --socket="$work/$node.sock" --vgpus=2 --remote=0=127.0.0.1:$port \
+		--cluster-key-file="$work/key"
+	pid=$NODE_PID
+	if LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET="$work/$node.sock" timeout "$secs" \
+		"$top/build/tests-remote/$prog" "$@" >"$work/$node.out" 2>&1 &&
+		[ "$(tail -n 1 "$work/$node.out")" = PASS ] && eval "$check"; then
+		ok "$name"
+	else
+		bad "$name" "$(grep -m3 FAIL "$work/$node.out" | tr '\n' ' ')"
+	fi
+	stop_node "$pid"
+	if wait_no_workers "$lo_remote" 5; then ok "$name-worker-freed"; else bad "$name-worker-freed" "$(workers_of "$lo_remote")"; fi
+}
+
 # virtual memory management on a remote vGPU: tests/sim's drv_vmm with its
 # device 0 on the other node (reservations, mappings, aliasing, the quota,
 # a reset), then the remote worker is gone
-start_node lo-vmm - --socket="$work/lo-vmm.sock" --vgpus=2 --remote=0=127.0.0.1:$port \
-	--cluster-key-file="$work/key"
-lo_vmm=$NODE_PID
-if LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET="$work/lo-vmm.sock" timeout 120 "$top/build/tests-remote/drv_vmm" \
-	>"$work/vmm.out" 2>&1 && [ "$(tail -n 1 "$work/vmm.out")" = PASS ]; then
-	ok loopback-vmm-remote
-else
-	bad loopback-vmm-remote "$(grep -m3 FAIL "$work/vmm.out" | tr '\n' ' ')"
-fi
-stop_node "$lo_vmm"
-if wait_no_workers "$lo_remote" 5; then ok loopback-vmm-remote-worker-freed; else bad loopback-vmm-remote-worker-freed "$(workers_of "$lo_remote")"; fi
+on_remote_device0 loopback-vmm-remote lo-vmm 120 true drv_vmm
 
 # tensor maps on a remote vGPU: tests/sim's drv_tensormap (encode and
 # replace, 200 rounds, and a refusal) with its device 0 on the other node:
 # the record goes over the link, the serving node checks it against its own
 # memory and the 128 bytes come back through the data area
-start_node lo-tmap - --socket="$work/lo-tmap.sock" --vgpus=2 --remote=0=127.0.0.1:$port \
-	--cluster-key-file="$work/key"
-lo_tmap=$NODE_PID
-if LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET="$work/lo-tmap.sock" timeout 60 \
-	"$top/build/tests-remote/drv_tensormap" remote >"$work/tmap.out" 2>&1 && [ "$(tail -n 1 "$work/tmap.out")" = PASS ] &&
-	grep -q "tiled tensor map of 0x[0-9a-f]* bytes at 0x[0-9a-f]* refused: not inside device memory" "$work/lo-remote.log"; then
-	ok loopback-tensormap-remote
-else
-	bad loopback-tensormap-remote "$(grep -m3 FAIL "$work/tmap.out" | tr '\n' ' ')"
-fi
-stop_node "$lo_tmap"
-if wait_no_workers "$lo_remote" 5; then ok loopback-tensormap-remote-worker-freed; else bad loopback-tensormap-remote-worker-freed "$(workers_of "$lo_remote")"; fi
+on_remote_device0 loopback-tensormap-remote lo-tmap 60 \
+	"grep -q 'tiled tensor map of 0x[0-9a-f]* bytes at 0x[0-9a-f]* refused: not inside device memory' '$work/lo-remote.log'" \
+	drv_tensormap remote
 
 start_node lo-wrong - --socket="$work/lo-wrong.sock" --vgpus=2 --remote=1=127.0.0.1:$port \
 	--cluster-key-file="$work/wrongkey"
@@ -297,6 +324,7 @@ else
 		--cluster-key-file="$work/key"
 	ns_client=$NODE_PID
 	functional netns-1gbit-functional "$work/ns-client.sock"
+	stress netns-1gbit-stress-mix "$work/ns-client.sock"
 	bench netns-1gbit-bench "$work/ns-client.sock"
 	cut_test netns-veth-deleted-mid-copy "$work/ns-client.sock" "$ns_client" "$ns_remote" \
 		"ip -n $nsa link del va$tag"
@@ -314,6 +342,21 @@ else
 	cut_test netns-remote-sigkill-mid-copy "$work/ns-client.sock" "$ns_client" "$ns_remote" "kill -KILL $ns_remote"
 	start_node ns-remote2 "$nsb" --socket="$work/ns-remote.sock" --link-port=$port --cluster-key-file="$work/key"
 	functional netns-after-remote-restart "$work/ns-client.sock"
+fi
+
+# ---------------- verbs links in a QEMU TCG guest (Soft-RoCE) ----------------
+# verbs_guest.sh: two mearasd over --link-transport=verbs|tcp|auto in one guest,
+# the serving one killed mid-copy (a few minutes; GUEST=0 leaves it out)
+if [ "${GUEST:-1}" = 1 ]; then
+	timeout 600 "$top/tests/remote/verbs_guest.sh" >"$work/verbs-guest.out" 2>&1
+	grep -E '^  (GUEST (.* rc=|nodev: mearasd)|guest ran)' "$work/verbs-guest.out"
+	while read -r verdict name rest; do
+		if [ "$verdict" = PASS ]; then ok "verbs-guest-$name"; else bad "verbs-guest-$name" "$rest"; fi
+	done < <(grep -E '^(PASS|FAIL) ' "$work/verbs-guest.out")
+	grep -qE '^[0-9]+ passed, 0 failed$' "$work/verbs-guest.out" ||
+		bad verbs-guest "$(tail -3 "$work/verbs-guest.out" | tr '\n' ' ')"
+else
+	echo "verbs-guest: not run in this configuration (GUEST=0)"
 fi
 
 echo

@@ -17,31 +17,12 @@ SEC_REFUSED=
 
 sec_log() { echo "  [$SEC_NAME] $*"; }
 
-# workers_of PID: child processes of PID, from /proc
-sec_children() {
-	local f line fields
-	for f in /proc/[0-9]*/stat; do
-		read -r line 2>/dev/null <"$f" || continue
-		fields=(${line##*) })
-		[ "${fields[1]}" = "$1" ] && { f=${f#/proc/}; echo "${f%/stat}"; }
-	done
-}
-
-sec_stop_daemon() {
-	local pid=$1 w
-	kill -0 "$pid" 2>/dev/null || return 0
-	kill -TERM "$pid" 2>/dev/null
-	for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	for w in $(sec_children "$pid"); do kill -KILL "$w" 2>/dev/null; done
-	kill -KILL "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
-	return 0
-}
+. "$ROOT/tests/procs.sh" # workers_of, stop_daemon
 
 sec_cleanup() {
 	local pid
 	[ -n "$SEC_HEALTHY_PID" ] && kill -KILL "$SEC_HEALTHY_PID" 2>/dev/null
-	for pid in "${SEC_DAEMONS[@]}"; do sec_stop_daemon "$pid"; done
+	for pid in "${SEC_DAEMONS[@]}"; do stop_daemon "$pid"; done
 	return 0
 }
 trap sec_cleanup EXIT
@@ -99,6 +80,18 @@ sec_expect_log() {
 
 # sec_refused: the attack was refused (call when every check of it held)
 sec_refused() { SEC_REFUSED=1; }
+
+# sec_refused_when STATUS PATTERN...: refused when STATUS (the attack
+# program's exit status) is 0 and mearasd logged a line matching every
+# PATTERN (sec_expect_log, each one looked for)
+sec_refused_when() {
+	local ok=1 pat
+	[ "$1" = 0 ] || ok=0
+	shift
+	for pat in "$@"; do sec_expect_log "$pat" || ok=0; done
+	[ $ok = 1 ] && sec_refused
+	return 0
+}
 
 # sec_finish: checks the daemon and the healthy client, writes the result
 # line; exit status 0 only if refused, survived and healthy

@@ -41,7 +41,7 @@ sec_remote_vgpu_open() {
 # sec_rss_kib PID: resident memory of PID and its children (KiB)
 sec_rss_kib() {
 	local total=0 p kb
-	for p in "$1" $(sec_children "$1"); do
+	for p in "$1" $(workers_of "$1"); do
 		kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null)
 		total=$((total + ${kb:-0}))
 	done

@@ -11,6 +11,7 @@
 
 #include "hostile.h"
 #include "ptx_fatbin.h"
+#include "sqe_build.h"
 
 /* cudaError_t values the attacks expect (this suite builds without the toolkit's headers) */
 enum {
@@ -49,15 +50,8 @@ static inline int sim_func_get(struct hostile *h, unsigned v, uint64_t mod, uint
 /* Posts a launch of func (one u32 parameter) on stream, one block of one thread. */
 static inline void sim_launch_u32(struct hostile *h, unsigned v, uint64_t func, uint32_t stream, uint32_t arg)
 {
-	struct mearas_sqe e = hostile_sqe(MEARAS_OP_LAUNCH);
+	struct mearas_sqe e = sqe_launch_u32(func, stream, arg);
 
-	e.stream = stream;
-	e.args.a[0] = func;
-	e.args.a[1] = 1 | (1ull << 32);
-	e.args.a[2] = 1 | (1ull << 32);
-	e.args.a[3] = 1 | (1ull << 32);
-	e.payload_len = 4;
-	memcpy(e.inline_payload, &arg, 4);
 	hostile_submit(h, v, &e);
 }
 

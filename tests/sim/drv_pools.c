@@ -15,36 +15,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
-#define CHECK(call)                                                                                  \
-	do {                                                                                         \
-		CUresult r_ = (call);                                                                \
-		if (r_ != CUDA_SUCCESS) {                                                            \
-			const char *n_ = NULL;                                                       \
-			cuGetErrorName(r_, &n_);                                                     \
-			printf("FAIL: %s returned %s at %s:%d\n", #call, n_ ? n_ : "?", __FILE__,    \
-			       __LINE__);                                                            \
-			exit(1);                                                                     \
-		}                                                                                    \
-	} while (0)
-
-#define EXPECT(expected, call)                                                                       \
-	do {                                                                                         \
-		CUresult r_ = (call);                                                                \
-		if (r_ != (expected)) {                                                              \
-			printf("FAIL: %s returned %d, expected %s at %s:%d\n", #call, (int)r_,       \
-			       #expected, __FILE__, __LINE__);                                       \
-			exit(1);                                                                     \
-		}                                                                                    \
-	} while (0)
-
-#define REQUIRE(cond, ...)                                                                           \
-	do {                                                                                         \
-		if (!(cond)) {                                                                       \
-			printf("FAIL: " __VA_ARGS__);                                                \
-			printf(" at %s:%d\n", __FILE__, __LINE__);                                   \
-			exit(1);                                                                     \
-		}                                                                                    \
-	} while (0)
+#include "drv_check.h"
 
 #define MIB (1ull << 20)
 

@@ -14,24 +14,7 @@
 #include <unistd.h>
 
 #include "sim_check.cuh"
-
-#define CHECK_CU(call)                                                                              \
-    do {                                                                                            \
-        CUresult r_ = (call);                                                                       \
-        const char *n_ = nullptr;                                                                   \
-        if (r_ != CUDA_SUCCESS) {                                                                   \
-            cuGetErrorName(r_, &n_);                                                                \
-            std::printf("FAIL: %s returned %s at %s:%d\n", #call, n_ ? n_ : "?", __FILE__, __LINE__); \
-            std::exit(1);                                                                           \
-        }                                                                                           \
-    } while (0)
-
-#define EXPECT_CU(expected, call)                                                                   \
-    do {                                                                                            \
-        CUresult r_ = (call);                                                                       \
-        REQUIRE(r_ == (expected), "%s returned %d, expected %s (%d)", #call, (int)r_, #expected,    \
-                (int)(expected));                                                                   \
-    } while (0)
+#include "../cuda/src/cu_check.cuh"
 
 // Adds v to n words at p; the sim models this kernel by name (device_sim.c).
 extern "C" __global__ void mearas_sim_add_u32(unsigned *p, unsigned n, unsigned v)
@@ -80,17 +63,6 @@ static size_t granularity(void)
     p = prop_of(1);
     CHECK_CU(cuMemGetAllocationGranularity(&min, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
     return rec;
-}
-
-static void access_rw(CUdeviceptr va, size_t size, int dev)
-{
-    CUmemAccessDesc a;
-
-    std::memset(&a, 0, sizeof(a));
-    a.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    a.location.id = dev;
-    a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    CHECK_CU(cuMemSetAccess(va, size, &a, 1));
 }
 
 int main()
@@ -155,7 +127,7 @@ int main()
     loc.id = 0;
     CHECK_CU(cuMemGetAccess(&flags, &loc, va));
     REQUIRE(flags == CU_MEM_ACCESS_FLAGS_PROT_NONE, "access before cuMemSetAccess: %llu", flags);
-    access_rw(va, 4 * g, 0);
+    cu_access_rw(va, 4 * g, 0);
     CHECK_CU(cuMemGetAccess(&flags, &loc, va + 3 * g));
     REQUIRE(flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE, "access after cuMemSetAccess: %llu", flags);
     loc.id = 1;
@@ -210,7 +182,7 @@ int main()
 
     // h1 aliased at a second address: written through one, read through the other
     CHECK_CU(cuMemMap(va + 4 * g, 2 * g, 0, h1, 0));
-    access_rw(va + 4 * g, 2 * g, 0);
+    cu_access_rw(va + 4 * g, 2 * g, 0);
     CHECK_CU(cuMemcpyDtoH(out, va + 4 * g, 2 * g));
     REQUIRE(check_pattern(out, 2 * g - 16, 13) < 0, "the alias does not show h1's bytes");
     CHECK_CU(cuMemsetD8(va + 4 * g + 1000, 0xab, 24));

@@ -24,24 +24,6 @@ extern "C" __global__ void mearas_sim_hang(volatile unsigned *flag)
 
 __global__ void k_noop(int *p) { p[0] = 0; }
 
-static double now_s(void)
-{
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-static void touch(const char *path)
-{
-    FILE *f = fopen(path, "w");
-    REQUIRE(f, "cannot create %s", path);
-    fclose(f);
-}
-
-static bool exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
 // copies on a stream of its own until a call fails; returns that error
 static std::atomic<int> copier_err{-1};
 static std::atomic<unsigned> copier_rounds{0};

@@ -11,23 +11,7 @@
 #include <thread>
 
 #include "sim_check.cuh"
-
-#define CHECK_CU(call)                                                                              \
-    do {                                                                                            \
-        CUresult r_ = (call);                                                                       \
-        const char *n_ = nullptr;                                                                   \
-        if (r_ != CUDA_SUCCESS) {                                                                   \
-            cuGetErrorName(r_, &n_);                                                                \
-            std::printf("FAIL: %s returned %s at %s:%d\n", #call, n_ ? n_ : "?", __FILE__, __LINE__); \
-            std::exit(1);                                                                           \
-        }                                                                                           \
-    } while (0)
-
-#define EXPECT_CU(expected, call)                                                                   \
-    do {                                                                                            \
-        CUresult r_ = (call);                                                                       \
-        REQUIRE(r_ == (expected), "%s returned %d, expected %d", #call, (int)r_, (int)(expected));  \
-    } while (0)
+#include "../cuda/src/cu_check.cuh"
 
 static void runtime_capture(cudaStream_t s, int *dev)
 {

@@ -372,8 +372,6 @@ int main(void)
     clone_and_destroy(s);
     CHECK_CUDA(cudaStreamDestroy(s));
     CHECK_CUDA(cudaFreeHost(pinned));
-    CHECK_CUDA(cudaFree(dev3));
-    CHECK_CUDA(cudaFree(dev2));
-    CHECK_CUDA(cudaFree(dev1));
+    FREE_DEVICE(dev3, dev2, dev1);
     return pass();
 }

@@ -67,8 +67,7 @@ static void shape(size_t width, size_t height, cudaStream_t s)
     REQUIRE(memcmp(packed.data(), pinned, width * height) == 0, "2D pinned async H2D / Default D2H");
 
     CHECK_CUDA(cudaFreeHost(pinned));
-    CHECK_CUDA(cudaFree(d));
-    CHECK_CUDA(cudaFree(d2));
+    FREE_DEVICE(d, d2);
 }
 
 int main(void)

@@ -57,8 +57,7 @@ int main(void)
     CHECK_CUDA(cudaMemcpy(b2.data(), p, b2.size(), cudaMemcpyDeviceToHost));
     REQUIRE(b2 == m2, "memset2D (pitch %zu)", pitch);
 
-    CHECK_CUDA(cudaFree(p));
-    CHECK_CUDA(cudaFree(d));
+    FREE_DEVICE(p, d);
     CHECK_CUDA(cudaStreamDestroy(s));
     return pass();
 }

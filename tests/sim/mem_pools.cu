@@ -71,11 +71,7 @@ int main(void)
     CHECK_CUDA(cudaMemPoolTrimTo(def, 0));
 
     // a pool of our own, made current
-    cudaMemPoolProps props = {};
-    props.allocType = cudaMemAllocationTypePinned;
-    props.location.type = cudaMemLocationTypeDevice;
-    props.location.id = 0;
-    CHECK_CUDA(cudaMemPoolCreate(&mine, &props));
+    mine = new_device_pool(0);
     CHECK_CUDA(cudaDeviceSetMemPool(0, mine));
     CHECK_CUDA(cudaDeviceGetMemPool(&cur, 0));
     REQUIRE(cur == mine, "cudaDeviceSetMemPool did not take");
@@ -112,6 +108,10 @@ int main(void)
     REQUIRE(used_of(def) == 0, "used %llu after freeing all", (unsigned long long)used_of(def));
 
     // pools for other processes are not supported
+    cudaMemPoolProps props = {};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = 0;
     props.handleTypes = cudaMemHandleTypePosixFileDescriptor;
     EXPECT_ERR(cudaErrorNotSupported, cudaMemPoolCreate(&mine, &props));
     CHECK_CUDA(cudaStreamDestroy(s));

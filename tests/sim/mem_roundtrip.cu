@@ -94,10 +94,8 @@ static void roundtrip(size_t n, cudaStream_t s)
         expect_same(host.data() + 7, ref_b.data() + 5, m, "offset D2H", n);
     }
 
-    CHECK_CUDA(cudaFree(d1));
-    CHECK_CUDA(cudaFree(d2));
-    CHECK_CUDA(cudaFreeHost(p1));
-    CHECK_CUDA(cudaFreeHost(p2));
+    FREE_DEVICE(d1, d2);
+    FREE_HOST(p1, p2);
 }
 
 int main(int argc, char **argv)

@@ -6,14 +6,9 @@
 #include <cuda_runtime.h>
 
 #include "sim_check.cuh"
+#include "../cuda/src/cu_check.cuh"
 
 #include <vector>
-
-#define CHECK_CU(call)                                                                         \
-    do {                                                                                       \
-        CUresult r_ = (call);                                                                  \
-        REQUIRE(r_ == CUDA_SUCCESS, "%s returned %d", #call, (int)r_);                         \
-    } while (0)
 
 int main()
 {

@@ -87,8 +87,6 @@ int main(void)
     CHECK_CUDA(cudaStreamSynchronize(s));
 
     CHECK_CUDA(cudaStreamDestroy(s));
-    CHECK_CUDA(cudaFree(x));
-    CHECK_CUDA(cudaFree(y));
-    CHECK_CUDA(cudaFree(o));
+    FREE_DEVICE(x, y, o);
     return pass();
 }

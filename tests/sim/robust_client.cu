@@ -18,24 +18,6 @@
 
 __global__ void k_noop(int *p) { p[0] = 0; }
 
-static double now_s(void)
-{
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-static void touch(const char *path)
-{
-    FILE *f = fopen(path, "w");
-    REQUIRE(f, "cannot create %s", path);
-    fclose(f);
-}
-
-static bool exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
 // after mearasd is gone, every call fails at once with the same error
 static void expect_all_fail(void)
 {

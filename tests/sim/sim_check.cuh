@@ -2,11 +2,13 @@
 // program checks itself; any failure prints one "FAIL: ..." line and exits 1.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <cuda_runtime.h>
+#include <sys/stat.h>
 
 // CHECK_CUDA, CHECK_LAUNCH, REQUIRE and pass(): the GPU-lane suite's own helpers
 #include "../cuda/src/check.cuh"
@@ -46,4 +48,24 @@ static inline long long check_pattern(const void *buf, size_t n, uint32_t seed)
             return (long long)i;
     }
     return -1;
+}
+
+// seconds on the monotonic clock
+static inline double now_s(void)
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// marker files, for programs the suite's script steps through a scenario
+static inline void touch(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    REQUIRE(f, "cannot create %s", path);
+    fclose(f);
+}
+
+static inline bool exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
 }

@@ -115,6 +115,17 @@ static int is_row_symbol(const struct row *r, void *fn)
 	       fn == dlsym(RTLD_DEFAULT, r->symbol);
 }
 
+/* each measured row through check (which calls differs() for a row that
+ * differs); fails the case when any did */
+static void check_rows(void (*check)(const struct row *))
+{
+	unsigned rows;
+
+	differing = 0;
+	rows = for_each_row(check);
+	CHECK_MSG(!differing, "%u of %u rows differ", differing, rows);
+}
+
 static void check_row_v2(const struct row *r)
 {
 	void *fn = NULL;
@@ -128,11 +139,7 @@ static void check_row_v2(const struct row *r)
 /* every measured answer, through cuGetProcAddress_v2 */
 static void test_measured_rows_v2(void)
 {
-	unsigned rows;
-
-	differing = 0;
-	rows = for_each_row(check_row_v2);
-	CHECK_MSG(!differing, "%u of %u rows differ", differing, rows);
+	check_rows(check_row_v2);
 }
 
 static void check_row_v1(const struct row *r)
@@ -147,11 +154,7 @@ static void check_row_v1(const struct row *r)
 /* the 4-argument ABI gives the same rc and pointer for every row */
 static void test_measured_rows_v1(void)
 {
-	unsigned rows;
-
-	differing = 0;
-	rows = for_each_row(check_row_v1);
-	CHECK_MSG(!differing, "%u of %u rows differ", differing, rows);
+	check_rows(check_row_v1);
 }
 
 static void check_row_between(const struct row *r)
@@ -175,11 +178,7 @@ static void check_row_between(const struct row *r)
  * measured versions are those where some entry point changed its ABI) */
 static void test_between_measured_versions(void)
 {
-	unsigned rows;
-
-	differing = 0;
-	rows = for_each_row(check_row_between);
-	CHECK_MSG(!differing, "%u of %u rows differ", differing, rows);
+	check_rows(check_row_between);
 }
 
 /* a NULL name or pointer: CUDA_ERROR_INVALID_VALUE, nothing found; the

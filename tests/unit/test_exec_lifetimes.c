@@ -20,6 +20,7 @@
 
 #include "../security/ptx_fatbin.h"
 #include "check.h"
+#include "sqe_build.h"
 #include "core/ranges.h"
 #include "fixture_cases.h"
 #include "mearas/log.h"
@@ -61,15 +62,8 @@ static int func_get(uint64_t mod, uint64_t id, const char *name)
 /* mearas_sim_spin(ms) on stream, posted (no completion) */
 static void spin(uint64_t func, uint32_t stream, uint32_t ms)
 {
-	struct mearas_sqe e = sqe_of(MEARAS_OP_LAUNCH);
+	struct mearas_sqe e = sqe_launch_u32(func, stream, ms);
 
-	e.stream = stream;
-	e.args.a[0] = func;
-	e.args.a[1] = 1 | (1ull << 32);
-	e.args.a[2] = 1 | (1ull << 32);
-	e.args.a[3] = 1 | (1ull << 32);
-	e.payload_len = 4;
-	memcpy(e.inline_payload, &ms, 4);
 	exec_record(&fx.w->vgpus[0], &e);
 	CHECK_EQ(fx.w->vgpus[0].deferred_error, 0);
 }
@@ -81,6 +75,15 @@ static void post_want(struct mearas_sqe *e, unsigned slot, uint64_t ud)
 	e->cq = (uint16_t)slot;
 	e->user_data = ud;
 	exec_record(&fx.w->vgpus[0], e);
+}
+
+/* Posts an EVENT_SYNC of event ev, its completion wanted on slot (see post_want). */
+static void post_event_sync(uint32_t ev, unsigned slot, uint64_t ud)
+{
+	struct mearas_sqe e = sqe_of(MEARAS_OP_EVENT_SYNC);
+
+	e.args.a[0] = ev;
+	post_want(&e, slot, ud);
 }
 
 /* Polls pending completions until slot has one (at most 5 s). */
@@ -252,7 +255,6 @@ static void test_host_func_graph(void)
 
 static void test_event_sync_destroy(void)
 {
-	struct mearas_sqe e;
 	struct mearas_cqe c;
 
 	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 21, 0, 0), 0);
@@ -260,9 +262,7 @@ static void test_event_sync_destroy(void)
 	spin(SPIN_FN, 21, 200);
 	CHECK_EQ(op(MEARAS_OP_EVENT_RECORD, 21, 40, 0, 0), 0);
 	CHECK_EQ(op(MEARAS_OP_EVENT_QUERY, 0, 40, 0, 0), cudaErrorNotReady);
-	e = sqe_of(MEARAS_OP_EVENT_SYNC);
-	e.args.a[0] = 40;
-	post_want(&e, 2, 4242);
+	post_event_sync(40, 2, 4242);
 	CHECK_EQ(fixture_cq_ready(&fx, 0, 2), 0);       /* waits on the device */
 	/* another thread of the client destroys the event meanwhile */
 	CHECK_EQ(op(MEARAS_OP_EVENT_DESTROY, 0, 40, 0, 0), 0);
@@ -287,9 +287,7 @@ static void test_event_sync_reset(void)
 	/* after the reset record, before it is done: work it will not wait for */
 	spin(SPIN_FN, 22, 300);
 	CHECK_EQ(op(MEARAS_OP_EVENT_RECORD, 22, 41, 0, 0), 0);
-	e = sqe_of(MEARAS_OP_EVENT_SYNC);
-	e.args.a[0] = 41;
-	post_want(&e, 2, 4343);
+	post_event_sync(41, 2, 4343);
 	c = wait_slot(3);                               /* the reset destroys event 41 */
 	CHECK_EQ(c.status, 0);
 	CHECK_EQ(op(MEARAS_OP_EVENT_QUERY, 0, 41, 0, 0), cudaErrorInvalidResourceHandle);

@@ -70,7 +70,8 @@ static void check_line(const char *line, int sig, const char *name)
 	CHECK_EQ(strchr(line, '\n') - line + 1, (long)strlen(line)); /* one line */
 }
 
-static void fault_is_logged_and_kills(void)
+/* a child dying HOW is killed by SIG and logs its one line naming it */
+static void dies_logged(enum how how, int sig, const char *name)
 {
 	char line[512];
 	int status;
@@ -78,22 +79,19 @@ static void fault_is_logged_and_kills(void)
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 	CHECK_SKIP("the sanitizer's own handler reports faults in this build");
 #endif
-	die_in_child(BY_FAULT, line, sizeof(line), &status);
-	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
-	check_line(line, SIGSEGV, "SIGSEGV");
+	die_in_child(how, line, sizeof(line), &status);
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == sig);
+	check_line(line, sig, name);
+}
+
+static void fault_is_logged_and_kills(void)
+{
+	dies_logged(BY_FAULT, SIGSEGV, "SIGSEGV");
 }
 
 static void abort_is_logged_and_kills(void)
 {
-	char line[512];
-	int status;
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-	CHECK_SKIP("the sanitizer's own handler reports faults in this build");
-#endif
-	die_in_child(BY_ABORT, line, sizeof(line), &status);
-	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
-	check_line(line, SIGABRT, "SIGABRT");
+	dies_logged(BY_ABORT, SIGABRT, "SIGABRT");
 }
 
 static const struct check_case cases[] = {

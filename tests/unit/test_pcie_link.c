@@ -74,65 +74,81 @@ static void teardown(void)
 	remove_tree();
 }
 
+struct speed_case {
+	const char *text;   /* sysfs current/max_link_speed */
+	unsigned gen;       /* the generation it names, 0: unknown */
+};
+
+static void check_speeds(const struct speed_case *t, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		CHECK_MSG(pcie_gen_of_speed(t[i].text) == t[i].gen, "\"%s\": Gen%u, want Gen%u", t[i].text,
+			  pcie_gen_of_speed(t[i].text), t[i].gen);
+}
+
 static void speeds_to_generations(void)
 {
-	CHECK_EQ(pcie_gen_of_speed("2.5 GT/s PCIe"), 1);
-	CHECK_EQ(pcie_gen_of_speed("5.0 GT/s PCIe"), 2);
-	CHECK_EQ(pcie_gen_of_speed("8.0 GT/s PCIe"), 3);
-	CHECK_EQ(pcie_gen_of_speed("16.0 GT/s PCIe"), 4);
-	CHECK_EQ(pcie_gen_of_speed("32.0 GT/s PCIe"), 5);
-	CHECK_EQ(pcie_gen_of_speed("64.0 GT/s PCIe"), 6);
-	/* older kernels write no " PCIe" */
-	CHECK_EQ(pcie_gen_of_speed("16.0 GT/s"), 4);
+	static const struct speed_case known[] = {
+		{ "2.5 GT/s PCIe", 1 }, { "5.0 GT/s PCIe", 2 }, { "8.0 GT/s PCIe", 3 },
+		{ "16.0 GT/s PCIe", 4 }, { "32.0 GT/s PCIe", 5 }, { "64.0 GT/s PCIe", 6 },
+		{ "16.0 GT/s", 4 }, /* older kernels write no " PCIe" */
+	};
+
+	check_speeds(known, sizeof(known) / sizeof(known[0]));
 }
 
 static void unknown_speeds_are_zero(void)
 {
-	CHECK_EQ(pcie_gen_of_speed("Unknown"), 0);
-	CHECK_EQ(pcie_gen_of_speed("Unknown speed"), 0);
-	CHECK_EQ(pcie_gen_of_speed("12.0 GT/s PCIe"), 0);
-	CHECK_EQ(pcie_gen_of_speed(""), 0);
-	CHECK_EQ(pcie_gen_of_speed("16.0"), 0);
+	static const struct speed_case unknown[] = {
+		{ "Unknown", 0 }, { "Unknown speed", 0 }, { "12.0 GT/s PCIe", 0 }, { "", 0 }, { "16.0", 0 },
+	};
+
+	check_speeds(unknown, sizeof(unknown) / sizeof(unknown[0]));
+}
+
+/* all five figures of link l (at the caller's line when one differs) */
+#define CHECK_LINK(l, cur_gen_, gpu_max_gen_, max_gen_, cur_width_, max_width_) \
+	do {                                                                     \
+		CHECK_EQ((l).cur_gen, cur_gen_);                                 \
+		CHECK_EQ((l).gpu_max_gen, gpu_max_gen_);                         \
+		CHECK_EQ((l).max_gen, max_gen_);                                 \
+		CHECK_EQ((l).cur_width, cur_width_);                             \
+		CHECK_EQ((l).max_width, max_width_);                             \
+	} while (0)
+
+/* a Gen5 x16 GPU running at Gen4 x8 behind a port whose maxima are given;
+ * reads the link into *l */
+static void read_gen5_gpu_behind(const char *port_speed, const char *port_width,
+				 struct mearas_pcie_link *l)
+{
+	char gpu[PATH_MAX], port[PATH_MAX];
+
+	make_tree(gpu, port, sizeof(gpu));
+	put(gpu, "current_link_speed", "16.0 GT/s PCIe\n");
+	put(gpu, "max_link_speed", "32.0 GT/s PCIe\n");
+	put(gpu, "current_link_width", "8\n");
+	put(gpu, "max_link_width", "16\n");
+	put(port, "max_link_speed", port_speed);
+	put(port, "max_link_width", port_width);
+	pcie_link_read(root, 0, 0x17, 0, l);
 }
 
 /* the GPU's figures; the port allows more: the GPU's maxima stand */
 static void reads_the_gpus_link(void)
 {
-	char gpu[PATH_MAX], port[PATH_MAX];
 	struct mearas_pcie_link l;
 
-	make_tree(gpu, port, sizeof(gpu));
-	put(gpu, "current_link_speed", "16.0 GT/s PCIe\n");
-	put(gpu, "max_link_speed", "32.0 GT/s PCIe\n");
-	put(gpu, "current_link_width", "8\n");
-	put(gpu, "max_link_width", "16\n");
-	put(port, "max_link_speed", "64.0 GT/s PCIe\n");
-	put(port, "max_link_width", "32\n");
-	pcie_link_read(root, 0, 0x17, 0, &l);
-	CHECK_EQ(l.cur_gen, 4);
-	CHECK_EQ(l.gpu_max_gen, 5);
-	CHECK_EQ(l.max_gen, 5);
-	CHECK_EQ(l.cur_width, 8);
-	CHECK_EQ(l.max_width, 16);
+	read_gen5_gpu_behind("64.0 GT/s PCIe\n", "32\n", &l);
+	CHECK_LINK(l, 4, 5, 5, 8, 16);
 }
 
 /* a Gen5 GPU behind a Gen4 x8 port: the link allows Gen4 x8 at most */
 static void port_limits_the_maximum(void)
 {
-	char gpu[PATH_MAX], port[PATH_MAX];
 	struct mearas_pcie_link l;
 
-	make_tree(gpu, port, sizeof(gpu));
-	put(gpu, "current_link_speed", "16.0 GT/s PCIe\n");
-	put(gpu, "max_link_speed", "32.0 GT/s PCIe\n");
-	put(gpu, "current_link_width", "8\n");
-	put(gpu, "max_link_width", "16\n");
-	put(port, "max_link_speed", "16.0 GT/s PCIe\n");
-	put(port, "max_link_width", "8\n");
-	pcie_link_read(root, 0, 0x17, 0, &l);
-	CHECK_EQ(l.gpu_max_gen, 5);
-	CHECK_EQ(l.max_gen, 4);
-	CHECK_EQ(l.max_width, 8);
+	read_gen5_gpu_behind("16.0 GT/s PCIe\n", "8\n", &l);
+	CHECK_LINK(l, 4, 5, 4, 8, 8);
 }
 
 /* files missing or unreadable, a GPU not in sysfs: zeros (unknown) */
@@ -147,11 +163,7 @@ static void missing_figures_are_zero(void)
 	put(gpu, "max_link_width", "x16\n");
 	memset(&l, 0x55, sizeof(l));
 	pcie_link_read(root, 0, 0x17, 0, &l);
-	CHECK_EQ(l.cur_gen, 0);
-	CHECK_EQ(l.gpu_max_gen, 0);
-	CHECK_EQ(l.max_gen, 0);
-	CHECK_EQ(l.cur_width, 0);
-	CHECK_EQ(l.max_width, 0);
+	CHECK_LINK(l, 0, 0, 0, 0, 0);
 	memset(&l, 0x55, sizeof(l));
 	pcie_link_read(root, 0, 0x42, 0, &l);
 	CHECK_EQ(l.cur_gen, 0);

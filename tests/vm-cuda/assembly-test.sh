@@ -18,23 +18,14 @@ kernel=$guest/vmlinux
 [ -f "$kernel" ] || kernel=$guest/vmlinuz
 pids=() qpid=""
 
-pass() { echo "PASS assembly/$1"; }
-fail() { echo "FAIL assembly/$1${2:+: $2}"; }
-check() { if eval "$2"; then pass "$1"; else fail "$1" "${3:-}"; fi; }
+result_prefix=assembly/
+. "$(dirname "$0")/lib.sh"
 cleanup() {
 	[ -n "$qpid" ] && kill -9 "$qpid" 2>/dev/null
 	for p in "${pids[@]+"${pids[@]}"}"; do kill "$p" 2>/dev/null; done
 	return 0
 }
 trap cleanup EXIT
-wait_for() {
-	local i=0
-	while ! eval "$1"; do
-		i=$((i + 1))
-		[ $i -gt $(( ${2:-20} * 10 )) ] && return 1
-		sleep 0.1
-	done
-}
 # the manager's own control client (assembly-manager/mearas_am), one request
 ctl() {
 	PYTHONPATH=$repo/assembly-manager python3 - "$@" <<'EOF'
@@ -111,31 +102,16 @@ check attach-reply "[ '${out%% *}' = 2 ]" "$out"
 check socket-served "[ -S '$work/vm/$dom.sock' ]"
 check metrics-before "scrape '$work/m0.txt'" "$(cat "$work/m0.txt.promtool" 2>/dev/null)"
 
-"$qemu" -accel tcg -m 256 -smp 1 -nodefaults -display none -no-reboot -net none \
-	-serial "file:$work/console.log" -kernel "$kernel" -initrd "$guest/initramfs.cpio.gz" \
-	-append "console=ttyS0 quiet panic=-1 mearas_arg=assembly mearas_secs=2" \
-	-chardev "socket,path=$work/vm/$dom.sock,id=ivs" \
-	-device ivshmem-doorbell,chardev=ivs,vectors=2 > "$work/qemu.err" 2>&1 &
-qpid=$!
-i=0
-while kill -0 "$qpid" 2>/dev/null; do
-	i=$((i + 1))
-	[ $i -gt 3000 ] && { kill -9 "$qpid"; echo "  (guest timed out)"; }
-	sleep 0.1
-done
-wait "$qpid" 2>/dev/null
-qpid=""
+vm_start "$work/vm/$dom.sock" "$work/console.log" "$work/qemu.err" assembly 2
+qemu_wait 300
 tr -d '\r' < "$work/console.log" > "$work/console.txt"
-while IFS= read -r line; do
-	case $line in
-	GUEST-PASS*) pass "guest/${line#GUEST-PASS }" ;;
-	GUEST-FAIL*) line=${line#GUEST-FAIL }; fail "guest/${line%%:*}" "${line#*: }" ;;
-	"  device "*) echo "$line" ;;
-	esac
-done < "$work/console.txt"
+guest_lines guest/ '^  device ' "$work/console.txt"
 check guest-exit-0 "grep -q '^MEARAS-EXIT 0' '$work/console.txt'" "see $work/console.txt"
 # the quotas are the guest's device memory: local 192 MiB, remote 320 MiB
 check guest-sees-quotas "grep -q '^  device 0: .*, 192 MiB' '$work/console.txt' && grep -q '^  device 1: .*, 320 MiB' '$work/console.txt'"
+# device printf of each vGPU reaches the guest process (the remote one's from node B)
+check guest-printf-local "grep -q '^mearas-sim device printf: 100$' '$work/console.txt'"
+check guest-printf-remote "grep -q '^mearas-sim device printf: 101$' '$work/console.txt'"
 check remote-vgpu-linked "grep -q 'vGPU 1 -> remote 127.0.0.1:$port' '$work/a.log'"
 check remote-node-served "grep -q 'open over tcp' '$work/b.log'"
 
@@ -179,12 +155,7 @@ check mearasd-kept-running "kill -0 $apid"
 # CUDA error within the heartbeat timeout, never hang; nothing of the VM is left on either node
 out=$(ctl "$work/ac.sock" instantiate $dom 127.0.0.1:$port) || fail re-instantiate "$out"
 out=$(ctl "$work/ac.sock" attach $dom "$work/vm/$dom.sock") || fail re-attach "$out"
-"$qemu" -accel tcg -m 256 -smp 1 -nodefaults -display none -no-reboot -net none \
-	-serial "file:$work/dead.log" -kernel "$kernel" -initrd "$guest/initramfs.cpio.gz" \
-	-append "console=ttyS0 quiet panic=-1 mearas_arg=dead mearas_secs=6" \
-	-chardev "socket,path=$work/vm/$dom.sock,id=ivs" \
-	-device ivshmem-doorbell,chardev=ivs,vectors=2 > "$work/qemu-dead.err" 2>&1 &
-qpid=$!
+vm_start "$work/vm/$dom.sock" "$work/dead.log" "$work/qemu-dead.err" dead 6
 if wait_for "grep -qs GUEST-READY '$work/dead.log'" 120; then
 	gpid=$(tr -d '\r' < "$work/dead.log" | sed -n 's/^GUEST-READY //p' | head -n1)
 	out=$(ctl "$work/ac.sock" attachments)
@@ -193,12 +164,7 @@ if wait_for "grep -qs GUEST-READY '$work/dead.log'" 120; then
 	kill "$apid"
 	check mearasd-stop-takes-vm-along "wait_for '! kill -0 $apid 2>/dev/null && (for p in $kids; do kill -0 \$p 2>/dev/null && exit 1; done; exit 0)' 15"
 	check mearasd-stop-frees-remote "wait_for '[ -z \"\$(pgrep -P $bpid)\" ]' 10"
-	i=0
-	while kill -0 "$qpid" 2>/dev/null; do
-		i=$((i + 1)); [ $i -gt 1200 ] && { kill -9 "$qpid"; echo "  (guest timed out)"; }
-		sleep 0.1
-	done
-	qpid=""
+	qemu_wait 120
 	tr -d '\r' < "$work/dead.log" > "$work/dead.txt"
 	check dead/guest-call-fails "grep -q '^GUEST-PASS error-after-backend-death' '$work/dead.txt'" "$(grep GUEST- "$work/dead.txt" | tr '\n' ' ')"
 	check dead/guest-exit-0 "grep -q '^MEARAS-EXIT 0' '$work/dead.txt'"

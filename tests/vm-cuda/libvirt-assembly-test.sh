@@ -31,17 +31,8 @@ nsa=mlva-a-$$ nsb=mlva-b-$$ addra=10.231.7.1 addrb=10.231.7.2
 netns=$repo/scripts/netns-pair.sh
 started=() pids=() examples=() hook_backup="" ns_up=""
 
-pass() { echo "PASS libvirt-assembly/$1"; }
-fail() { echo "FAIL libvirt-assembly/$1${2:+: $2}"; }
-check() { if eval "$2"; then pass "$1"; else fail "$1" "${3:-}"; fi; }
-wait_for() {
-	local i=0
-	while ! eval "$1"; do
-		i=$((i + 1))
-		[ $i -gt $(( ${2:-20} * 10 )) ] && return 1
-		sleep 0.1
-	done
-}
+result_prefix=libvirt-assembly/
+. "$(dirname "$0")/lib.sh"
 cleanup() {
 	for d in "$dom" "$dom-d" "$dom-m" "$dom-x" "$dom-k" "$dom-r" "$dom-e" "$dom-n" "$dom-l" "$dom"-c{0..9} "${examples[@]+"${examples[@]}"}"; do
 		virsh -c "$uri" destroy "$d" >/dev/null 2>&1
@@ -144,13 +135,7 @@ quid=$(id -u libvirt-qemu 2>/dev/null || echo 0)
 check vm-socket-for-its-qemu-only "[ \"\$(stat -c '%u %a' '$work/vm/$dom.sock')\" = '$quid 600' ]" "$(stat -c '%u %a' "$work/vm/$dom.sock" 2>&1)"
 wait_for "! virsh -c $uri domstate $dom >/dev/null 2>&1" 300 || fail domain-finished "still running after 300 s"
 tr -d '\r' < "$work/$dom.console" > "$work/$dom.txt" 2>/dev/null
-while IFS= read -r line; do
-	case $line in
-	GUEST-PASS*) pass "guest/${line#GUEST-PASS }" ;;
-	GUEST-FAIL*) line=${line#GUEST-FAIL }; fail "guest/${line%%:*}" "${line#*: }" ;;
-	"  device "*) echo "$line" ;;
-	esac
-done < "$work/$dom.txt"
+guest_lines guest/ '^  device ' "$work/$dom.txt"
 check guest-exit-0 "grep -q '^MEARAS-EXIT 0' '$work/$dom.txt'" "see $work/$dom.console"
 check guest-sees-quotas "[ \$(grep -c '^  device [012]: .*, 1024 MiB' '$work/$dom.txt') = 3 ]"
 # bytes went to and back from each of the 3 vGPUs intact, in each of the guest's 3 runs

@@ -10,8 +10,8 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 dir=$work/libvirt name=mearas-vmcuda-$$ uri=qemu:///system
 started=()
 
-pass() { echo "PASS libvirt/$1"; }
-fail() { echo "FAIL libvirt/$1${2:+: $2}"; }
+result_prefix=libvirt/
+. "$(dirname "$0")/lib.sh"
 stop_started() {
 	virsh -c "$uri" destroy "$name" >/dev/null 2>&1
 	for p in "${started[@]+"${started[@]}"}"; do kill "$p" 2>/dev/null; done

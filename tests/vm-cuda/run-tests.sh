@@ -15,9 +15,7 @@ work=$(mktemp -d /tmp/mvc.XXXXXX)   # short: socket paths must fit sun_path
 log=$work/mearasd.log
 passed=0 failed=0 mpid=""
 
-pass() { echo "PASS $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1${2:+: $2}"; failed=$((failed + 1)); }
-check() { if eval "$2"; then pass "$1"; else fail "$1" "${3:-}"; fi; }
+. "$(dirname "$0")/lib.sh"
 
 cleanup() {
 	[ -n "$mpid" ] && kill "$mpid" 2>/dev/null
@@ -26,48 +24,31 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# waits (up to $2 s) until the command $1 succeeds
-wait_for() {
-	local i=0
-	while ! eval "$1"; do
-		i=$((i + 1))
-		[ $i -gt $(( ${2:-20} * 10 )) ] && return 1
-		sleep 0.1
-	done
+# relay PREFIX COMMAND...: runs a sub-script, counting its PASS/FAIL lines
+# here under PREFIX+NAME (its own closing count line is dropped)
+relay() {
+	local prefix=$1 line
+	shift
+	while IFS= read -r line; do
+		case $line in
+		PASS\ *) pass "$prefix${line#PASS }" ;;
+		FAIL\ *) line=${line#FAIL }; fail "$prefix${line%%: *}" "${line#*: }" ;;
+		*\ passed,\ *\ failed) ;;
+		*) echo "$line" ;;
+		esac
+	done < <("$@" 2>&1)
 }
 serving() { grep -c 'VM a: serving' "$log"; }
 worker_pid() { grep 'VM a: worker pid' "$log" | tail -n1 | awk '{print $NF}'; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-# qemu_start NAME ARG [SECS]: boots the guest in the background, sets qpid
-qemu_start() {
-	"$qemu" -accel tcg -m 256 -smp 1 -nodefaults -display none -no-reboot -net none \
-		-serial "file:$work/$1.log" -kernel "$kernel" -initrd "$guest/initramfs.cpio.gz" \
-		-append "console=ttyS0 quiet panic=-1 mearas_arg=$2 mearas_secs=${3:-0}" \
-		-chardev "socket,path=$work/a.sock,id=ivs" \
-		-device ivshmem-doorbell,chardev=ivs,vectors=2 > "$work/$1.err" 2>&1 &
-	qpid=$!
-}
-qemu_wait() {
-	local i=0
-	while kill -0 "$qpid" 2>/dev/null; do
-		i=$((i + 1))
-		if [ $i -gt $(( ${1:-180} * 10 )) ]; then kill -9 "$qpid"; echo "  (guest timed out)"; fi
-		sleep 0.1
-	done
-	wait "$qpid" 2>/dev/null
-	qpid=""
-}
+# qemu_start NAME ARG [SECS]: boots the guest on mearasd's VM socket in the
+# background (console in $work/NAME.log), sets qpid
+qemu_start() { vm_start "$work/a.sock" "$work/$1.log" "$work/$1.err" "$2" "${3:-0}"; }
 # the guest's own PASS/FAIL lines, its exit and a clean kernel
 collect() {
-	local name=$1 f=$work/$1.log line
-	while IFS= read -r line; do
-		case $line in
-		GUEST-PASS*) pass "$name/${line#GUEST-PASS }" ;;
-		GUEST-FAIL*) line=${line#GUEST-FAIL }; fail "$name/${line%%:*}" "${line#*: }" ;;
-		"  "*round\ trip*|"  "*MB/s*|"  "*error\ after*) echo "$line" ;;
-		esac
-	done < <(tr -d '\r' < "$f")
+	local name=$1 f=$work/$1.log
+	guest_lines "$name/" '^  .*(round trip|MB/s|error after)' "$f"
 	check "$name/guest-exit-0" "grep -q '^MEARAS-EXIT 0' '$f'"
 	check "$name/guest-kernel-clean" "grep -q '^MEARAS-KERNEL-CLEAN' '$f'"
 }
@@ -167,13 +148,7 @@ check dead/supervisor-restarts-worker "wait_for '[ \$(serving) -ge 7 ]' 20"
 
 echo "== libvirt: a domain of type qemu (vm-configs/mearas-vm.xml) on mearasd's VM socket"
 wait_for "[ \$(serving) -ge 7 ]" 20
-while IFS= read -r line; do
-	case $line in
-	PASS\ *) pass "${line#PASS }" ;;
-	FAIL\ *) line=${line#FAIL }; fail "${line%%: *}" "${line#*: }" ;;
-	*) echo "$line" ;;
-	esac
-done < <("$(dirname "$0")/libvirt-test.sh" "$guest" "$work/a.sock" "$work" 2>&1)
+relay "" "$(dirname "$0")/libvirt-test.sh" "$guest" "$work/a.sock" "$work"
 check libvirt/next-worker-serves "wait_for '[ \$(serving) -ge 8 ]' 20"
 
 echo "== orphan: the VM's supervisor and worker SIGKILLed under a sleeping guest program"
@@ -202,32 +177,13 @@ check stop/socket-removed "wait_for '[ ! -e $work/a.sock ]' 5"
 mpid=""
 
 echo "== GPU-machine suite script (gpu-bundle.sh + gpu-suite.sh, local and --remote) against mearasd --device=sim"
-while IFS= read -r line; do
-	case $line in
-	PASS\ *) pass "suite/${line#PASS }" ;;
-	FAIL\ *) line=${line#FAIL }; fail "suite/${line%%: *}" "${line#*: }" ;;
-	*\ passed,\ *\ failed) ;;
-	*) echo "$line" ;;
-	esac
-done < <("$(dirname "$0")/suite-test.sh" 2>&1)
+relay "suite/" "$(dirname "$0")/suite-test.sh"
 
 echo "== assembly: a VM given 1 local + 1 remote vGPU by AttachVm on a running mearasd"
-while IFS= read -r line; do
-	case $line in
-	PASS\ *) pass "${line#PASS }" ;;
-	FAIL\ *) line=${line#FAIL }; fail "${line%%: *}" "${line#*: }" ;;
-	*) echo "$line" ;;
-	esac
-done < <("$(dirname "$0")/assembly-test.sh" "$guest" "$work" 2>&1)
+relay "" "$(dirname "$0")/assembly-test.sh" "$guest" "$work"
 
 echo "== libvirt + hook: virsh create of domains with assembly metadata (1 local + 2 remote vGPUs, nodes in network namespaces), restarts, failures"
-while IFS= read -r line; do
-	case $line in
-	PASS\ *) pass "${line#PASS }" ;;
-	FAIL\ *) line=${line#FAIL }; fail "${line%%: *}" "${line#*: }" ;;
-	*) echo "$line" ;;
-	esac
-done < <("$(dirname "$0")/libvirt-assembly-test.sh" "$guest" "$work" 2>&1)
+relay "" "$(dirname "$0")/libvirt-assembly-test.sh" "$guest" "$work"
 
 echo "== took $(( $(date +%s) - start )) s"
 if [ "$failed" -eq 0 ]; then rm -rf "$work"; else echo "logs kept in $work"; fi

@@ -18,9 +18,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 work=$(mktemp -d /tmp/mst.XXXXXX)
 passed=0 failed=0 mpid=""
-pass() { echo "PASS $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1${2:+: $2}"; failed=$((failed + 1)); }
-check() { if eval "$2"; then pass "$1"; else fail "$1" "${3:-}"; fi; }
+. "$(dirname "$0")/lib.sh"
 trap '[ -n "$mpid" ] && kill $mpid 2>/dev/null' EXIT
 programs=$(sed -n '/^programs=(/,/)/p' "$repo/tests/cuda/run-suite.sh" | tr -d '()' | sed 's/programs=//' | tr -s ' \t\n' ' ')
 nprog=$(wc -w <<<"$programs")

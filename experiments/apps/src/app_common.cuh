@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <cuda_runtime.h>
+#include <initializer_list>
 
 #define APP_CHECK(call)                                                      \
     do {                                                                     \
@@ -34,6 +35,7 @@ struct app_option_spec {
     long long default_size;
     int default_iterations;
     bool has_launches;
+    long long max_size;  // --size at most this
 };
 
 static inline void app_usage(const app_option_spec &spec)
@@ -111,6 +113,10 @@ static inline app_options app_parse(int argc, char **argv, const app_option_spec
             std::exit(2);
         }
     }
+    if (o.size > spec.max_size) {
+        std::fprintf(stderr, "%s: --size at most %lld\n", spec.name, spec.max_size);
+        std::exit(2);
+    }
     int count = 0;
     APP_CHECK(cudaGetDeviceCount(&count));
     if (o.device >= count) {
@@ -120,6 +126,37 @@ static inline app_options app_parse(int argc, char **argv, const app_option_spec
     APP_CHECK(cudaSetDevice(o.device));
     APP_CHECK(cudaFree(nullptr)); // create the context outside the timed region
     return o;
+}
+
+// The apps' deterministic inputs: a linear congruential generator.
+struct app_lcg {
+    unsigned int state;
+
+    unsigned int next()
+    {
+        state = state * 1664525u + 1013904223u;
+        return state;
+    }
+    // uniform in [lo, hi), from the generator's top 24 bits
+    template <typename T> T uniform(T lo, T hi)
+    {
+        return lo + (hi - lo) * (T)(next() >> 8) / (T)16777216;
+    }
+};
+
+// cudaFree of each device pointer, in order (an app's closing cleanup)
+#define APP_FREE(...) app_free_each({__VA_ARGS__}, __FILE__, __LINE__)
+
+static inline void app_free_each(std::initializer_list<void *> ptrs, const char *file, int line)
+{
+    for (void *p : ptrs) {
+        cudaError_t err = cudaFree(p);
+        if (err != cudaSuccess) {
+            std::fprintf(stderr, "error: cudaFree returned %s (%s) at %s:%d\n", cudaGetErrorName(err),
+                         cudaGetErrorString(err), file, line);
+            std::exit(1);
+        }
+    }
 }
 
 static inline double app_now(void)
@@ -158,6 +195,14 @@ static long long app_timed_loop(const app_options &o, int batch, double *seconds
     }
     *seconds = now - start;
     return done;
+}
+
+// For apps whose iteration ends in a synchronizing call: one warm-up
+// iteration, then app_timed_loop with batch 1 and nothing more to synchronize.
+template <typename F> static long long app_timed_sync_loop(const app_options &o, double *seconds, F one_iteration)
+{
+    one_iteration(); // warm-up
+    return app_timed_loop(o, 1, seconds, one_iteration, []() {});
 }
 
 static inline void app_device_sync(void)

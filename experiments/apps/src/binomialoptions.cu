@@ -70,23 +70,16 @@ static double binomial_reference(const option_params &p)
 
 int main(int argc, char **argv)
 {
-    const app_option_spec spec = {"binomialoptions", "number of options", 4096, 10, true};
+    const app_option_spec spec = {"binomialoptions", "number of options", 4096, 10, true, 1 << 24};
     app_options o = app_parse(argc, argv, spec);
-    if (o.size > (1 << 24)) {
-        std::fprintf(stderr, "binomialoptions: --size at most %d\n", 1 << 24);
-        return 2;
-    }
     const int n = (int)o.size;
     if (o.launches > n) {
         std::fprintf(stderr, "binomialoptions: --launches %d exceeds the %d options\n", o.launches, n);
         return 2;
     }
     std::vector<option_params> options(n);
-    unsigned int seed = 7u;
-    auto uniform = [&seed](double lo, double hi) {
-        seed = seed * 1664525u + 1013904223u;
-        return lo + (hi - lo) * (double)(seed >> 8) / 16777216.0;
-    };
+    app_lcg rng{7u};
+    auto uniform = [&rng](double lo, double hi) { return rng.uniform(lo, hi); };
     for (auto &p : options)
         p = {uniform(5.0, 30.0), uniform(1.0, 100.0), uniform(0.25, 10.0), 0.06, 0.10};
 
@@ -108,9 +101,8 @@ int main(int argc, char **argv)
         }
         APP_CHECK(cudaMemcpy(prices.data(), d_prices, n * sizeof(double), cudaMemcpyDeviceToHost));
     };
-    iteration(); // warm-up
     double seconds = 0.0;
-    long long iterations = app_timed_loop(o, 1, &seconds, iteration, []() {});
+    long long iterations = app_timed_sync_loop(o, &seconds, iteration);
 
     int check = -1;
     if (!o.skip_check) {
@@ -138,7 +130,6 @@ int main(int argc, char **argv)
                   o.launches, iterations * o.launches);
     app_report("binomialoptions", o, (double)n * (double)iterations, iterations, seconds, "options/s",
                check, extra);
-    APP_CHECK(cudaFree(d_options));
-    APP_CHECK(cudaFree(d_prices));
+    APP_FREE(d_options, d_prices);
     return check == 0 ? 1 : 0;
 }

@@ -32,20 +32,13 @@ static double cnd_ref(double d)
 
 int main(int argc, char **argv)
 {
-    const app_option_spec spec = {"blackscholes", "number of options", 1 << 20, 512, false};
+    const app_option_spec spec = {"blackscholes", "number of options", 1 << 20, 512, false, 1 << 28};
     app_options o = app_parse(argc, argv, spec);
     const int n = (int)o.size;
-    if (o.size > (1 << 28)) {
-        std::fprintf(stderr, "blackscholes: --size at most %d\n", 1 << 28);
-        return 2;
-    }
     const float rate = 0.02f, volatility = 0.30f;
     std::vector<float> spot(n), strike(n), years(n), call(n), put(n);
-    unsigned int seed = 42u;
-    auto uniform = [&seed](float lo, float hi) {
-        seed = seed * 1664525u + 1013904223u;
-        return lo + (hi - lo) * (float)(seed >> 8) / 16777216.0f;
-    };
+    app_lcg rng{42u};
+    auto uniform = [&rng](float lo, float hi) { return rng.uniform(lo, hi); };
     for (int i = 0; i < n; i++) {
         spot[i] = uniform(5.0f, 30.0f);
         strike[i] = uniform(1.0f, 100.0f);
@@ -106,10 +99,6 @@ int main(int argc, char **argv)
     std::snprintf(extra, sizeof(extra), "launches=%lld", iterations);
     app_report("blackscholes", o, (double)n * (double)iterations, iterations, seconds, "options/s",
                check, extra);
-    APP_CHECK(cudaFree(d_spot));
-    APP_CHECK(cudaFree(d_strike));
-    APP_CHECK(cudaFree(d_years));
-    APP_CHECK(cudaFree(d_call));
-    APP_CHECK(cudaFree(d_put));
+    APP_FREE(d_spot, d_strike, d_years, d_call, d_put);
     return check == 0 ? 1 : 0;
 }

@@ -48,21 +48,14 @@ __global__ void coulomb_chunk(float *lattice, int n, int count)
 
 int main(int argc, char **argv)
 {
-    const app_option_spec spec = {"cp", "lattice edge N (N x N points)", 512, 10, false};
+    const app_option_spec spec = {"cp", "lattice edge N (N x N points)", 512, 10, false, 16384};
     app_options o = app_parse(argc, argv, spec);
-    if (o.size > 16384) {
-        std::fprintf(stderr, "cp: --size at most 16384\n");
-        return 2;
-    }
     const int n = (int)o.size;
     const int num_atoms = 40000;
     const float extent = n * SPACING;
     std::vector<float4> atoms(num_atoms);
-    unsigned int seed = 23u;
-    auto uniform = [&seed](float lo, float hi) {
-        seed = seed * 1664525u + 1013904223u;
-        return lo + (hi - lo) * (float)(seed >> 8) / 16777216.0f;
-    };
+    app_lcg rng{23u};
+    auto uniform = [&rng](float lo, float hi) { return rng.uniform(lo, hi); };
     for (auto &a : atoms)
         a = make_float4(uniform(0.0f, extent), uniform(0.0f, extent), uniform(0.5f, 5.0f),
                         uniform(-1.0f, 1.0f));
@@ -87,19 +80,16 @@ int main(int argc, char **argv)
         APP_CHECK(cudaMemcpy(lattice.data(), d_lattice, lattice.size() * sizeof(float),
                              cudaMemcpyDeviceToHost));
     };
-    iteration(); // warm-up
     double seconds = 0.0;
-    long long iterations = app_timed_loop(o, 1, &seconds, iteration, []() {});
+    long long iterations = app_timed_sync_loop(o, &seconds, iteration);
 
     int check = -1;
     if (!o.skip_check) {
         check = 1;
-        unsigned int pick = 5u;
+        app_lcg pick{5u};
         for (int s = 0; s < 256 && check; s++) {
-            pick = pick * 1664525u + 1013904223u;
-            int x = (int)((pick >> 8) % (unsigned int)n);
-            pick = pick * 1664525u + 1013904223u;
-            int y = (int)((pick >> 8) % (unsigned int)n);
+            int x = (int)((pick.next() >> 8) % (unsigned int)n);
+            int y = (int)((pick.next() >> 8) % (unsigned int)n);
             double ref = 0.0, magnitude = 0.0;
             for (const float4 &a : atoms) {
                 double dx = x * (double)SPACING - a.x, dy = y * (double)SPACING - a.y;

@@ -30,20 +30,13 @@ __global__ void matmul_tiled(const float *a, const float *b, float *c, int n)
 
 int main(int argc, char **argv)
 {
-    const app_option_spec spec = {"matrixmul", "matrix dimension N (N x N floats)", 2048, 20, false};
+    const app_option_spec spec = {"matrixmul", "matrix dimension N (N x N floats)", 2048, 20, false, 32768};
     app_options o = app_parse(argc, argv, spec);
-    if (o.size > 32768) {
-        std::fprintf(stderr, "matrixmul: --size at most 32768\n");
-        return 2;
-    }
     const int n = (int)o.size;
     const size_t elems = (size_t)n * n;
     std::vector<float> a(elems), b(elems), c(elems);
-    unsigned int seed = 3u;
-    auto uniform = [&seed]() {
-        seed = seed * 1664525u + 1013904223u;
-        return (float)(seed >> 8) / 8388608.0f - 1.0f;
-    };
+    app_lcg rng{3u};
+    auto uniform = [&rng]() { return (float)(rng.next() >> 8) / 8388608.0f - 1.0f; };
     for (auto &x : a)
         x = uniform();
     for (auto &x : b)
@@ -70,12 +63,10 @@ int main(int argc, char **argv)
     int check = -1;
     if (!o.skip_check) {
         check = 1;
-        unsigned int pick = 11u;
+        app_lcg pick{11u};
         for (int s = 0; s < 512; s++) {
-            pick = pick * 1664525u + 1013904223u;
-            int i = (int)((pick >> 8) % (unsigned int)n);
-            pick = pick * 1664525u + 1013904223u;
-            int j = (int)((pick >> 8) % (unsigned int)n);
+            int i = (int)((pick.next() >> 8) % (unsigned int)n);
+            int j = (int)((pick.next() >> 8) % (unsigned int)n);
             double ref = 0.0, magnitude = 0.0;
             for (int k = 0; k < n; k++) {
                 double term = (double)a[(size_t)i * n + k] * (double)b[(size_t)k * n + j];
@@ -95,8 +86,6 @@ int main(int argc, char **argv)
     std::snprintf(extra, sizeof(extra), "n=%d gflops=%.1f", n,
                   seconds > 0 ? flops * (double)iterations / seconds / 1e9 : 0.0);
     app_report("matrixmul", o, flops * (double)iterations, iterations, seconds, "flop/s", check, extra);
-    APP_CHECK(cudaFree(d_a));
-    APP_CHECK(cudaFree(d_b));
-    APP_CHECK(cudaFree(d_c));
+    APP_FREE(d_a, d_b, d_c);
     return check == 0 ? 1 : 0;
 }

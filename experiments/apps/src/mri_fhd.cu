@@ -56,18 +56,11 @@ __global__ void accumulate_fhd(const float *x, const float *y, const float *z, f
 
 int main(int argc, char **argv)
 {
-    const app_option_spec spec = {"mri_fhd", "number of voxels", 262144, 10, false};
+    const app_option_spec spec = {"mri_fhd", "number of voxels", 262144, 10, false, 1 << 26};
     app_options o = app_parse(argc, argv, spec);
-    if (o.size > (1 << 26)) {
-        std::fprintf(stderr, "mri_fhd: --size at most %d\n", 1 << 26);
-        return 2;
-    }
     const int num_x = (int)o.size;
-    unsigned int seed = 17u;
-    auto uniform = [&seed](float lo, float hi) {
-        seed = seed * 1664525u + 1013904223u;
-        return lo + (hi - lo) * (float)(seed >> 8) / 16777216.0f;
-    };
+    app_lcg rng{17u};
+    auto uniform = [&rng](float lo, float hi) { return rng.uniform(lo, hi); };
     // k-space inputs: kx, ky, kz, phi_re, phi_im, d_re, d_im (NUM_K each).
     std::vector<float> kin(7 * NUM_K);
     for (int i = 0; i < 3 * NUM_K; i++)
@@ -104,9 +97,8 @@ int main(int argc, char **argv)
         }
         APP_CHECK(cudaMemcpy(out.data(), d_out, out.size() * sizeof(float), cudaMemcpyDeviceToHost));
     };
-    iteration(); // warm-up
     double seconds = 0.0;
-    long long iterations = app_timed_loop(o, 1, &seconds, iteration, []() {});
+    long long iterations = app_timed_sync_loop(o, &seconds, iteration);
 
     int check = -1;
     if (!o.skip_check) {
@@ -140,9 +132,6 @@ int main(int argc, char **argv)
                   (NUM_K + CHUNK - 1) / CHUNK);
     app_report("mri_fhd", o, (double)num_x * (double)iterations, iterations, seconds, "voxels/s",
                check, extra);
-    APP_CHECK(cudaFree(d_kin));
-    APP_CHECK(cudaFree(d_xin));
-    APP_CHECK(cudaFree(d_out));
-    APP_CHECK(cudaFree(d_samples));
+    APP_FREE(d_kin, d_xin, d_out, d_samples);
     return check == 0 ? 1 : 0;
 }

@@ -33,7 +33,7 @@ static unsigned env_uint(const char *name, unsigned dflt) {
 }
 
 static void read_settings(void) {
-    probe_cfg.wrap_procs = env_uint("PROBE_WRAP_PROCS", 0) != 0;
+    probe_cfg.wrap_procs = (int)env_uint("PROBE_WRAP_PROCS", 0) > 1 ? 2 : env_uint("PROBE_WRAP_PROCS", 0) != 0;
     probe_cfg.xt_wrap = env_uint("PROBE_XT_WRAP", 1) != 0;
     probe_cfg.dump_bytes = env_uint("PROBE_DUMP", 64);
     if (probe_cfg.dump_bytes > PROBE_DUMP_MAX)

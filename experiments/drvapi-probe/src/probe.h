@@ -21,7 +21,7 @@ typedef struct {
 
 /* ---- settings (init.c) ---- */
 struct probe_settings {
-    int wrap_procs;        /* PROBE_WRAP_PROCS=1 */
+    int wrap_procs;        /* PROBE_WRAP_PROCS: 1 counting thunks, 2 also logging errors */
     int xt_wrap;           /* PROBE_XT_WRAP (default 1): wrap export tables */
     int hashed_mode;       /* PROBE_HASHED_TABLES: 0 patch, 1 copy, 2 raw */
     unsigned dump_bytes;   /* PROBE_DUMP (default 64, max PROBE_DUMP_MAX) */

@@ -22,8 +22,9 @@ PROBE_EXPORT CUresult cuInit(unsigned flags);
 PROBE_EXPORT CUresult cuDriverGetVersion(int *version);
 PROBE_EXPORT CUresult cuDeviceGetCount(int *count);
 
-/* Counting thunks (thunks.S). */
+/* Counting thunks and error-logging thunks (thunks.S). */
 extern char probe_pw_thunks[] PROBE_HIDDEN;
+extern char probe_pe_thunks[] PROBE_HIDDEN;
 extern void *probe_pw_target[] PROBE_HIDDEN;
 extern _Atomic uint64_t probe_pw_count[] PROBE_HIDDEN;
 
@@ -47,7 +48,7 @@ void *probe_count_wrap(void *target, const char *name) {
         pw_used++;
     }
     if (i < pw_used)
-        res = probe_pw_thunks + (size_t)i * PROBE_THUNK_STRIDE;
+        res = (probe_cfg.wrap_procs > 1 ? probe_pe_thunks : probe_pw_thunks) + (size_t)i * PROBE_THUNK_STRIDE;
     else if (!pw_full_logged) {
         pw_full_logged = 1;
         char buf[512];
@@ -58,6 +59,40 @@ void *probe_count_wrap(void *target, const char *name) {
     }
     pthread_mutex_unlock(&pw_lock);
     return res;
+}
+
+/* PROBE_WRAP_PROCS=2: the calling thunks' two halves. rec is the
+ * thunk frame's record area (at least 16 bytes, 16-aligned). */
+struct pe_rec {
+    uint32_t idx;
+    const void *retaddr;
+};
+#define PE_ERRORS_LOGGED 20 /* per function; later errors are only counted */
+static _Atomic uint32_t pe_errors[PROBE_PW_NTHUNK];
+
+PROBE_HIDDEN void *probe_pe_pre(uint32_t idx, const uint64_t *gp, const void *retaddr, struct pe_rec *rec);
+PROBE_HIDDEN void probe_pe_post(struct pe_rec *rec, uint64_t rax);
+
+void *probe_pe_pre(uint32_t idx, const uint64_t *gp, const void *retaddr, struct pe_rec *rec) {
+    (void)gp;
+    rec->idx = idx;
+    rec->retaddr = retaddr;
+    atomic_fetch_add(&probe_pw_count[idx], 1);
+    return probe_pw_target[idx];
+}
+
+void probe_pe_post(struct pe_rec *rec, uint64_t rax) {
+    CUresult rc = (CUresult)(uint32_t)rax;
+    if (rc == 0 || atomic_fetch_add(&pe_errors[rec->idx], 1) >= PE_ERRORS_LOGGED)
+        return;
+    char buf[1024], sym[256];
+    struct jb j;
+    jb_begin(&j, buf, sizeof buf, "proc_error", rec->retaddr);
+    jb_kstr(&j, "sym", pw_name[rec->idx] ? pw_name[rec->idx] : "?");
+    probe_symname(probe_pw_target[rec->idx], sym, sizeof sym);
+    jb_kstr(&j, "target", sym);
+    jb_ki64(&j, "rc", rc);
+    jb_end(&j);
 }
 
 void probe_dump_counts(void) {
@@ -195,17 +230,24 @@ out:
     return res;
 }
 
-CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, uint64_t flags,
-                             int *symbolStatus) {
-    const void *ret = __builtin_return_address(0);
-    probe_need_real((const void *)probe_real.cuGetProcAddress_v2, "cuGetProcAddress_v2");
-    CUresult rc = probe_real.cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, symbolStatus);
+/* What both entry points do with the real driver's answer: the pointer
+ * handed out instead where one is redirected, and the log line. */
+static void hand_out(const char *api, const void *ret, const char *symbol, void **pfn, int cudaVersion,
+                     uint64_t flags, CUresult rc, const int *status) {
     void *p = pfn ? *pfn : NULL;
     const char *how = "real";
     void *q = redirect(probe_cfg.wrap_procs ? intern(symbol) : symbol, p, cudaVersion, &how);
     if (pfn && q != p)
         *pfn = q;
-    log_proc("v2", ret, symbol, cudaVersion, flags, rc, symbolStatus, p, q, how);
+    log_proc(api, ret, symbol, cudaVersion, flags, rc, status, p, q, how);
+}
+
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, uint64_t flags,
+                             int *symbolStatus) {
+    const void *ret = __builtin_return_address(0);
+    probe_need_real((const void *)probe_real.cuGetProcAddress_v2, "cuGetProcAddress_v2");
+    CUresult rc = probe_real.cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, symbolStatus);
+    hand_out("v2", ret, symbol, pfn, cudaVersion, flags, rc, symbolStatus);
     return rc;
 }
 
@@ -213,11 +255,6 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, uint6
     const void *ret = __builtin_return_address(0);
     probe_need_real((const void *)probe_real.cuGetProcAddress, "cuGetProcAddress");
     CUresult rc = probe_real.cuGetProcAddress(symbol, pfn, cudaVersion, flags);
-    void *p = pfn ? *pfn : NULL;
-    const char *how = "real";
-    void *q = redirect(probe_cfg.wrap_procs ? intern(symbol) : symbol, p, cudaVersion, &how);
-    if (pfn && q != p)
-        *pfn = q;
-    log_proc("v1", ret, symbol, cudaVersion, flags, rc, NULL, p, q, how);
+    hand_out("v1", ret, symbol, pfn, cudaVersion, flags, rc, NULL);
     return rc;
 }

@@ -14,35 +14,21 @@
  *
  * probe_pw_thunks: PROBE_PW_NTHUNK entries of 16 bytes; entry i increments
  * probe_pw_count[i] and jumps to probe_pw_target[i]; no register but the
- * flags is touched. */
+ * flags is touched.
+ *
+ * probe_pe_thunks (PROBE_WRAP_PROCS=2): the same PROBE_PW_NTHUNK targets
+ * through a calling common part like probe_xt_common's (CALLING_COMMON),
+ * whose probe_pe_pre counts the call and returns probe_pw_target[i] and
+ * whose probe_pe_post logs a call that returned non-zero (a CUresult error)
+ * with its caller. */
 #include "probe_abi.h"
 
     .text
 
-    .globl probe_xt_thunks
-    .hidden probe_xt_thunks
-    .type probe_xt_thunks, @function
+    .macro CALLING_COMMON name, pre, post
+    .type \name, @function
     .p2align 4
-probe_xt_thunks:
-    .cfi_startproc
-    .set i, 0
-    .rept PROBE_XT_NTHUNK
-    movl $i, %r11d                  /* 6 bytes */
-    .byte 0xe9                      /* jmp rel32, 5 bytes (no relaxation) */
-    .long probe_xt_common - . - 4
-    .byte 0xcc, 0xcc, 0xcc, 0xcc, 0xcc
-    .set i, i + 1
-    .endr
-    .cfi_endproc
-probe_xt_thunks_end:
-    .size probe_xt_thunks, probe_xt_thunks_end - probe_xt_thunks
-    .if (probe_xt_thunks_end - probe_xt_thunks) - PROBE_XT_NTHUNK * PROBE_THUNK_STRIDE
-    .error "an export-table thunk is longer than PROBE_THUNK_STRIDE"
-    .endif
-
-    .type probe_xt_common, @function
-    .p2align 4
-probe_xt_common:
+\name:
     .cfi_startproc
     pushq %rbp
     .cfi_def_cfa_offset 16
@@ -72,7 +58,7 @@ probe_xt_common:
     leaq XT_OFF_GP(%rsp), %rsi
     movq 8(%rbp), %rdx
     leaq XT_OFF_REC(%rsp), %rcx
-    call probe_xt_pre
+    call \pre
     movq %rax, XT_OFF_FN(%rsp)
 
     /* Stack arguments: the caller's start at 16(%rbp); the original must
@@ -108,7 +94,7 @@ probe_xt_common:
     movaps %xmm1, XT_OFF_XMM+16(%rsp)
     leaq XT_OFF_REC(%rsp), %rdi
     movq %rax, %rsi
-    call probe_xt_post
+    call \post
     movq XT_OFF_RAX(%rsp), %rax
     movq XT_OFF_RDX(%rsp), %rdx
     movaps XT_OFF_XMM+0(%rsp), %xmm0
@@ -119,7 +105,54 @@ probe_xt_common:
     .cfi_def_cfa %rsp, 8
     ret
     .cfi_endproc
-    .size probe_xt_common, . - probe_xt_common
+    .size \name, . - \name
+    .endm
+
+    .globl probe_xt_thunks
+    .hidden probe_xt_thunks
+    .type probe_xt_thunks, @function
+    .p2align 4
+probe_xt_thunks:
+    .cfi_startproc
+    .set i, 0
+    .rept PROBE_XT_NTHUNK
+    movl $i, %r11d                  /* 6 bytes */
+    .byte 0xe9                      /* jmp rel32, 5 bytes (no relaxation) */
+    .long probe_xt_common - . - 4
+    .byte 0xcc, 0xcc, 0xcc, 0xcc, 0xcc
+    .set i, i + 1
+    .endr
+    .cfi_endproc
+probe_xt_thunks_end:
+    .size probe_xt_thunks, probe_xt_thunks_end - probe_xt_thunks
+    .if (probe_xt_thunks_end - probe_xt_thunks) - PROBE_XT_NTHUNK * PROBE_THUNK_STRIDE
+    .error "an export-table thunk is longer than PROBE_THUNK_STRIDE"
+    .endif
+
+    CALLING_COMMON probe_xt_common, probe_xt_pre, probe_xt_post
+
+    .globl probe_pe_thunks
+    .hidden probe_pe_thunks
+    .type probe_pe_thunks, @function
+    .p2align 4
+probe_pe_thunks:
+    .cfi_startproc
+    .set i, 0
+    .rept PROBE_PW_NTHUNK
+    movl $i, %r11d                  /* 6 bytes */
+    .byte 0xe9                      /* jmp rel32, 5 bytes (no relaxation) */
+    .long probe_pe_common - . - 4
+    .byte 0xcc, 0xcc, 0xcc, 0xcc, 0xcc
+    .set i, i + 1
+    .endr
+    .cfi_endproc
+probe_pe_thunks_end:
+    .size probe_pe_thunks, probe_pe_thunks_end - probe_pe_thunks
+    .if (probe_pe_thunks_end - probe_pe_thunks) - PROBE_PW_NTHUNK * PROBE_THUNK_STRIDE
+    .error "an error-logging thunk is longer than PROBE_THUNK_STRIDE"
+    .endif
+
+    CALLING_COMMON probe_pe_common, probe_pe_pre, probe_pe_post
 
     .globl probe_pw_thunks
     .hidden probe_pw_thunks

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks the JSONL logs that probe_test left (see run-tests.sh).
 
-    check_log.py PLAIN.jsonl WRAP.jsonl SELF.jsonl
+    check_log.py PLAIN.jsonl WRAP.jsonl SELF.jsonl ERRORS.jsonl
 
 Prints one PASS/FAIL line per check and exits 1 if any failed.
 """
@@ -248,6 +248,28 @@ def check_wrap(path: str) -> None:
     )
 
 
+def check_errors(path: str) -> None:
+    ev, bad = read(path)
+    check("errors: every line is JSON", lambda: bad == 0 and len(ev) > 20)
+    frees = find(ev, ev="proc_error", sym="cuMemFree_v2")
+    check(
+        "errors: a forwarder's failing call is logged with its name and result",
+        lambda: len(frees) >= 1 and all(e["rc"] == 1 for e in frees),
+        str(frees[:2]),
+    )
+    check(
+        "errors: calls that succeed are not logged",
+        lambda: not find(ev, ev="proc_error", sym="cuMemAlloc_v2"),
+    )
+    pc = first(ev, ev="proc_counts")
+    by = {c["real_sym"]: c["n"] for c in pc["counts"]}
+    check(
+        "errors: calls are still counted",
+        lambda: by.get("cuMemAlloc_v2") == 2 and by.get("cuMemFree_v2") == 4,
+        str(by),
+    )
+
+
 def check_self(path: str) -> None:
     ev, bad = read(path)
     hdr = first(ev, ev="header")
@@ -262,12 +284,13 @@ def check_self(path: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 4:
+    if len(argv) != 5:
         print(__doc__, file=sys.stderr)
         return 2
     check_plain(argv[1])
     check_wrap(argv[2])
     check_self(argv[3])
+    check_errors(argv[4])
     return 1 if failures else 0
 
 

@@ -87,7 +87,7 @@ int main(int argc, char **argv) {
     }
     const char *real_path = getenv("PROBE_REAL_LIBCUDA");
     const char *wrap = getenv("PROBE_WRAP_PROCS");
-    int wrap_mode = wrap && !strcmp(wrap, "1");
+    int wrap_mode = wrap && (!strcmp(wrap, "1") || !strcmp(wrap, "2"));
     if (!real_path) {
         printf("FAIL setup: PROBE_REAL_LIBCUDA unset\n");
         return 1;

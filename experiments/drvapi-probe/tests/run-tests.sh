@@ -20,6 +20,10 @@ echo "-- probe_test (PROBE_WRAP_PROCS=1)" | tee -a "$OUT"
 env LD_LIBRARY_PATH="$PROBE_DIR" PROBE_REAL_LIBCUDA="$FAKE" PROBE_LOG="$T/wrap.jsonl" \
     PROBE_WRAP_PROCS=1 "$T/probe_test" 2>&1 | sed 's/^\(PASS\|FAIL\) /\1 wrap: /' | tee -a "$OUT"
 
+echo "-- probe_test (PROBE_WRAP_PROCS=2: calling thunks that log errors)" | tee -a "$OUT"
+env LD_LIBRARY_PATH="$PROBE_DIR" PROBE_REAL_LIBCUDA="$FAKE" PROBE_LOG="$T/errors.jsonl" \
+    PROBE_WRAP_PROCS=2 "$T/probe_test" 2>&1 | sed 's/^\(PASS\|FAIL\) /\1 errors: /' | tee -a "$OUT"
+
 echo "-- PROBE_REAL_LIBCUDA naming the probe itself" | tee -a "$OUT"
 env LD_LIBRARY_PATH="$PROBE_DIR" PROBE_REAL_LIBCUDA="$PROBE_DIR/libcuda.so.1" \
     PROBE_LOG="$T/self.jsonl" "$T/probe_test" --call-init >/dev/null 2>&1
@@ -31,7 +35,7 @@ else
 fi
 
 echo "-- log checks" | tee -a "$OUT"
-"$PY" tests/check_log.py "$T/plain.jsonl" "$T/wrap.jsonl" "$T/self.jsonl" 2>&1 | tee -a "$OUT"
+"$PY" tests/check_log.py "$T/plain.jsonl" "$T/wrap.jsonl" "$T/self.jsonl" "$T/errors.jsonl" 2>&1 | tee -a "$OUT"
 
 echo "-- mypy --strict" | tee -a "$OUT"
 if command -v mypy >/dev/null 2>&1; then

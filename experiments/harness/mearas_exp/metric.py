@@ -46,11 +46,14 @@ def metric_records(results: list[PointResult], device: str) -> list[dict[str, An
     return records
 
 
-def write_metric(out: Path, records: list[dict[str, Any]]) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "assembly.json"
+def _write_records(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(records, indent=1) + "\n")
     return path
+
+
+def write_metric(out: Path, records: list[dict[str, Any]]) -> Path:
+    return _write_records(out / "assembly.json", records)
 
 
 SCALING_APPS = {"binomialoptions": "binomial", "blackscholes": "blackscholes"}
@@ -87,7 +90,4 @@ def scaling_records(results: list[PointResult], device: str) -> list[dict[str, A
 
 
 def write_scaling(out: Path, records: list[dict[str, Any]]) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "scaling.json"
-    path.write_text(json.dumps(records, indent=1) + "\n")
-    return path
+    return _write_records(out / "scaling.json", records)

@@ -9,6 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 from .latency import PARTS, breakdown, LatencyPoint  # noqa: E402
 from .records import PointResult  # noqa: E402
@@ -19,6 +20,15 @@ SIM_NOTE = "sim device: timings mean nothing"
 def _title(ax: Axes, text: str, device: str) -> None:
     ax.set_title(text + (f"\n({SIM_NOTE})" if device.startswith("sim") else f"\n({device})"),
                  fontsize=10)
+
+
+def _finish(fig: Figure, ax: Axes, title: str, device: str, path: Path) -> Path:
+    """Titles the figure, writes it to path (PNG) and closes it."""
+    _title(ax, title, device)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def _series(points: list[PointResult], x_key: str, group: tuple[str, ...]
@@ -61,11 +71,7 @@ def relative_plot(points: list[PointResult], x_key: str, group: tuple[str, ...],
     ax.set_xticks(xs, [f"{x:g}" for x in xs])
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    _title(ax, title, device)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _finish(fig, ax, title, device, path)
 
 
 def network_plot(points: list[PointResult], path: Path, device: str) -> Path | None:
@@ -87,11 +93,7 @@ def network_plot(points: list[PointResult], path: Path, device: str) -> Path | N
     ax.set_xticks([a + 0.4 - width / 2 for a in range(len(by))], list(by), fontsize=8)
     ax.set_ylabel("throughput / local vGPU")
     ax.legend(fontsize=7)
-    _title(ax, "one vGPU: local vs remote per network class", device)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _finish(fig, ax, "one vGPU: local vs remote per network class", device, path)
 
 
 def latency_plot(points: list[LatencyPoint], path: Path, device: str) -> Path | None:
@@ -108,11 +110,7 @@ def latency_plot(points: list[LatencyPoint], path: Path, device: str) -> Path | 
     ax.set_ylabel("4-byte D2H cudaMemcpy round trip (us)")
     ax.tick_params(axis="x", labelsize=8)
     ax.legend(fontsize=7)
-    _title(ax, "Fig. 10: per-call latency (totals measured, parts derived)", device)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _finish(fig, ax, "Fig. 10: per-call latency (totals measured, parts derived)", device, path)
 
 
 FIGURES = {"demo": "fig5-demo.png", "contention": "fig5-6a-contention.png",

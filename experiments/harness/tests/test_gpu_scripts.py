@@ -48,7 +48,7 @@ def test_gpu_remote_dry_run(tool: str, tmp_path: Path) -> None:
     (tmp_path / "native").mkdir()
     before = mearasd_pids()
     # "none": an unknown tool makes namespaces fail, as on a machine without them
-    env = {**os.environ, "MEARAS_REMOTE_DEVICE": "sim",
+    env = {**os.environ, "MEARAS_REMOTE_DEVICE": "sim", "IPERF3_SECONDS": "1", "GPU_SHAPED_PROGRAMS": "stress_mix",
            "MEARAS_NETNS_TOOL": tool if tool != "none" else "no-such-tool"}
     r = subprocess.run([str(SCRIPTS / "gpu-remote.sh"), str(tmp_path), str(tmp_path / "native"),
                         "/dev/null", "sim dry run"], env=env, capture_output=True, text=True,
@@ -67,6 +67,37 @@ def test_gpu_remote_dry_run(tool: str, tmp_path: Path) -> None:
         for way in ("up", "down", "hot"):
             assert "METRIC raw_tcp_gbps" in (tmp_path / f"raw-tcp-{way}-{i}.txt").read_text()
         assert "METRIC sync_roundtrip_us" in (tmp_path / f"micro-remote-{i}.txt").read_text()
+    # the stress mix again with the veth pair shaped (tbf, by the carried tc),
+    # or the reason it was not
+    if tool == "none":
+        assert "remote shaped suite: skipped: no network namespaces" in out
+    else:
+        assert "remote shaped suite (tbf 1gbit each way on the veth pair): " in out
+        assert (tmp_path / "shaped-qdisc.txt").read_text().count("qdisc tbf") == 2
+        assert (tmp_path / "remote-shaped/stress_mix.rc").read_text().strip() == "0"
+        assert (tmp_path / "remote-shaped/stress_mix.out").read_text().endswith("\nPASS\n")
+    # the iperf3 yardstick over the same path (the carried copy of `make tools`,
+    # run with its own libraries), one stream and as many as the link used,
+    # against the remote copies; every record says its transport
+    assert {x["transport"] for x in rows} == {"tls"} and {x["transport"] for x in rows_off} == {"tcp"}
+    streams = max(int(ln.split()[3]) for i in (1, 2)
+                  for ln in (tmp_path / f"link-streams-{i}.txt").read_text().splitlines()
+                  if ln.startswith("METRIC link_streams"))
+    assert streams >= 1
+    for doc in (rows, rows_off):
+        yard = {x["metric"]: x for x in doc if "iperf3" in x["metric"]}
+        assert sorted(yard) == sorted(f"{w}_gbps{p}_vs_iperf3{m}" for w in ("h2d", "d2h") for p, m in
+                                      (("", ""), ("_pageable", ""), ("", "_multi")))
+        for name, x in yard.items():
+            assert "error" not in x and x["native"] > 0 and x["mearas"] > 0, (x.get("error"), x)
+            assert x["ratio"] == round(x["mearas"] / x["native"], 4)
+            assert x["streams"] == (streams if name.endswith("_multi") else 1)
+            assert "plain TCP" in x["baseline"]
+    # the first run's address, port and direction: the server in the remote node's namespace
+    up = json.loads((tmp_path / "iperf3-up-1.json").read_text())
+    assert up["start"]["connecting_to"]["host"] == ("127.0.0.1" if tool == "none" else "10.251.0.1")
+    assert up["start"]["test_start"]["reverse"] == 0
+    assert json.loads((tmp_path / "iperf3-down-1.json").read_text())["start"]["test_start"]["reverse"] == 1
     # the client node reached the remote node from its own namespace's address
     peer = "127.0.0.1" if tool == "none" else "10.251.0.2"
     assert f"link from {peer}:" in (tmp_path / "remote-node.log").read_text()
@@ -85,3 +116,21 @@ def test_gpu_batch_dry_run(tmp_path: Path) -> None:
     assert doc["device"].startswith("sim") and len(doc["points"]) == 11
     assert (tmp_path / "batch-size.png").read_bytes()[:4] == b"\x89PNG"
     assert (tmp_path / "batch-logs/batch/p011/node-client.log").is_file()
+
+
+def test_carry_tool_iperf3(tmp_path: Path) -> None:
+    """iperf3 carried with the libraries a GPU machine may lack (not glibc's, not
+    mearasd's) runs from the carried folder with LD_LIBRARY_PATH."""
+    iperf3 = shutil.which("iperf3")
+    assert iperf3, "Debian's iperf3 is missing (scripts/deps/apt-core.txt)"
+    dest = tmp_path / "iperf3"
+    r = subprocess.run([str(SCRIPTS / "carry-tool.sh"), iperf3, str(dest)], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    carried = sorted(p.name for p in (dest / "lib").iterdir())
+    assert "libiperf.so.0" in carried and "libc.so.6" not in carried and "libcrypto.so.3" not in carried
+    env = {**os.environ, "LD_LIBRARY_PATH": str(dest / "lib")}
+    ldd = subprocess.run(["ldd", str(dest / "iperf3")], env=env, capture_output=True, text=True, timeout=60).stdout
+    assert f"libiperf.so.0 => {dest}/lib/libiperf.so.0" in ldd, ldd
+    v = subprocess.run([str(dest / "iperf3"), "--version"], env=env, capture_output=True, text=True, timeout=60)
+    assert v.returncode == 0 and v.stdout.startswith("iperf 3"), v.stdout + v.stderr

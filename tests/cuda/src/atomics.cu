@@ -114,11 +114,6 @@ int main(void)
     REQUIRE(total == expect, "CAS sum %llu expected %llu", total, expect);
     std::printf("atomicCAS 64-bit sum=%llu\n", total);
 
-    CHECK_CUDA(cudaFree(ddata));
-    CHECK_CUDA(cudaFree(dbins));
-    CHECK_CUDA(cudaFree(dslots));
-    CHECK_CUDA(cudaFree(dwins));
-    CHECK_CUDA(cudaFree(dvalues));
-    CHECK_CUDA(cudaFree(dtotal));
+    FREE_DEVICE(ddata, dbins, dslots, dwins, dvalues, dtotal);
     return pass();
 }

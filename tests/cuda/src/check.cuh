@@ -5,17 +5,22 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cuda_runtime.h>
+#include <initializer_list>
 
-#define CHECK_CUDA(call)                                                     \
+// The call must return `ok`; else "FAIL: <text> returned <name_of(status)>
+// at FILE:LINE" and exit 1 (CHECK_CUDA, CHECK_STATUS).
+#define CHECK_STATUS_AS(call, text, ok, name_of)                             \
     do {                                                                     \
-        cudaError_t check_err_ = (call);                                     \
-        if (check_err_ != cudaSuccess) {                                     \
-            std::printf("FAIL: %s returned %s at %s:%d\n", #call,            \
-                        cudaGetErrorName(check_err_), __FILE__, __LINE__);   \
+        auto check_st_ = (call);                                             \
+        if (check_st_ != (ok)) {                                             \
+            std::printf("FAIL: %s returned %s at %s:%d\n", text,             \
+                        name_of(check_st_), __FILE__, __LINE__);             \
             std::fflush(stdout);                                             \
             std::exit(1);                                                    \
         }                                                                    \
     } while (0)
+
+#define CHECK_CUDA(call) CHECK_STATUS_AS(call, #call, cudaSuccess, cudaGetErrorName)
 
 // Checks both the launch itself and any error raised while the kernel ran.
 #define CHECK_LAUNCH()                                                       \
@@ -35,6 +40,41 @@
         }                                                                    \
     } while (0)
 
+// A program's closing cleanup: cudaFree (FREE_DEVICE) or cudaFreeHost
+// (FREE_HOST) on each pointer, in the order given, each checked; a failure
+// names the pointer's position and the caller's line.
+#define FREE_DEVICE(...) free_each_at(cudaFree, "cudaFree", {__VA_ARGS__}, __FILE__, __LINE__)
+#define FREE_HOST(...) free_each_at(cudaFreeHost, "cudaFreeHost", {__VA_ARGS__}, __FILE__, __LINE__)
+
+static inline void free_each_at(cudaError_t (*free_fn)(void *), const char *what,
+                                std::initializer_list<void *> ptrs, const char *file, int line)
+{
+    size_t i = 0;
+    for (void *p : ptrs) {
+        i++;
+        cudaError_t err = free_fn(p);
+        if (err != cudaSuccess) {
+            std::printf("FAIL: %s of pointer %zu returned %s at %s:%d\n", what, i,
+                        cudaGetErrorName(err), file, line);
+            std::fflush(stdout);
+            std::exit(1);
+        }
+    }
+}
+
+// a new memory pool of pinned memory on device dev
+static inline cudaMemPool_t new_device_pool(int dev)
+{
+    cudaMemPoolProps props = {};
+    cudaMemPool_t pool;
+
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = dev;
+    CHECK_CUDA(cudaMemPoolCreate(&pool, &props));
+    return pool;
+}
+
 static inline int pass(void)
 {
     std::printf("PASS\n");
@@ -52,16 +92,7 @@ static inline unsigned int lcg_next(unsigned int *state)
 // For the CUDA libraries' status codes (the lib_* programs): `ok` is the
 // library's success value, `name_of` turns a status into its name, e.g.
 //   #define CHECK_CUBLAS(call) CHECK_STATUS(call, CUBLAS_STATUS_SUCCESS, cublasGetStatusName)
-#define CHECK_STATUS(call, ok, name_of)                                      \
-    do {                                                                     \
-        auto check_st_ = (call);                                             \
-        if (check_st_ != (ok)) {                                             \
-            std::printf("FAIL: %s returned %s at %s:%d\n", #call,            \
-                        name_of(check_st_), __FILE__, __LINE__);             \
-            std::fflush(stdout);                                             \
-            std::exit(1);                                                    \
-        }                                                                    \
-    } while (0)
+#define CHECK_STATUS(call, ok, name_of) CHECK_STATUS_AS(call, #call, ok, name_of)
 
 // For libraries without a status-name function: a switch of
 //   STATUS_CASE(CUFFT_SUCCESS);

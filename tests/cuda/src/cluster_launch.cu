@@ -79,8 +79,7 @@ int main()
             }
         }
         std::printf("clusters of %u: %d blocks summed their peers' shared memory\n", csize, blocks);
-        CHECK_CUDA(cudaFree(din));
-        CHECK_CUDA(cudaFree(dout));
+        FREE_DEVICE(din, dout);
     }
 
     // a cluster that does not divide the grid is the driver's error, as natively

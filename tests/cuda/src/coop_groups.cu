@@ -129,10 +129,6 @@ int main(void)
         REQUIRE(seen[b] == expect, "block %d saw total %lld expected %lld", b, seen[b], expect);
     std::printf("grid.sync: every block saw total=%lld\n", expect);
 
-    CHECK_CUDA(cudaFree(din));
-    CHECK_CUDA(cudaFree(dblock_sums));
-    CHECK_CUDA(cudaFree(dtile4));
-    CHECK_CUDA(cudaFree(dpartials));
-    CHECK_CUDA(cudaFree(dseen));
+    FREE_DEVICE(din, dblock_sums, dtile4, dpartials, dseen);
     return pass();
 }

@@ -1,23 +1,10 @@
 // Builds a graph by stream capture, launches it 10 times and checks the
 // accumulated effect of every launch.
 #include "check.cuh"
+#include "int_kernels.cuh"
 
 #define N 4096
 #define LAUNCHES 10
-
-__global__ void add_const(int *x, int n, int c)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n)
-        x[i] += c;
-}
-
-__global__ void add_index(int *x, int n)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n)
-        x[i] += i;
-}
 
 int main(void)
 {

@@ -73,7 +73,6 @@ int main(void)
     CHECK_CUDA(cudaGraphExecDestroy(exec));
     CHECK_CUDA(cudaStreamDestroy(stream));
     CHECK_CUDA(cudaFreeHost(pinned));
-    CHECK_CUDA(cudaFree(dev2));
-    CHECK_CUDA(cudaFree(dev));
+    FREE_DEVICE(dev2, dev);
     return pass();
 }

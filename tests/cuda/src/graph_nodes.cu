@@ -5,23 +5,10 @@
 // executable graph, then updates the executable graph from a second graph of
 // the same topology (cudaGraphExecUpdate), checking every launch on the host.
 #include "check.cuh"
+#include "int_kernels.cuh"
 
 #define N 4096
 #define HALF (N / 2)
-
-__global__ void add_const(int *x, int n, int c)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n)
-        x[i] += c;
-}
-
-__global__ void add_index(int *x, int n)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n)
-        x[i] += i;
-}
 
 __global__ void scale(int *x, int n, int f)
 {
@@ -181,7 +168,6 @@ int main(void)
     CHECK_CUDA(cudaGraphDestroy(g));
     CHECK_CUDA(cudaStreamDestroy(s));
     CHECK_CUDA(cudaFreeHost(p.host));
-    CHECK_CUDA(cudaFree(p.other));
-    CHECK_CUDA(cudaFree(p.dev));
+    FREE_DEVICE(p.other, p.dev);
     return pass();
 }

@@ -113,7 +113,6 @@ int main(void)
     cudaGetLastError();
 
     CHECK_CUDA(cudaStreamDestroy(s));
-    CHECK_CUDA(cudaFree(buf));
-    CHECK_CUDA(cudaFree(sum));
+    FREE_DEVICE(buf, sum);
     return pass();
 }

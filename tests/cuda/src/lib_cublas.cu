@@ -28,9 +28,7 @@ static void sgemm_case(cublasHandle_t h, bool ta, bool tb, int m, int n, int k, 
                  gemm_err(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c0.data(),
                           c.data(), ldc),
                  1e-5);
-    CHECK_CUDA(cudaFree(da));
-    CHECK_CUDA(cudaFree(db));
-    CHECK_CUDA(cudaFree(dc));
+    FREE_DEVICE(da, db, dc);
 }
 
 // bf16 x bf16 -> fp32 on tensor cores, C = A^T B. The reference uses the same
@@ -59,9 +57,7 @@ static void gemmex_bf16_case(cublasHandle_t h, int m, int n, int k)
                  gemm_err(true, false, m, n, k, 1.0, af.data(), k, bf.data(), k, 0.0, c0.data(),
                           c.data(), m),
                  1e-4);
-    CHECK_CUDA(cudaFree(da));
-    CHECK_CUDA(cudaFree(db));
-    CHECK_CUDA(cudaFree(dc));
+    FREE_DEVICE(da, db, dc);
 }
 
 // 8 independent NT products; alpha and beta read from device memory.
@@ -86,10 +82,7 @@ static void batched_case(cublasHandle_t h, int m, int n, int k, int batch)
     std::snprintf(what, sizeof what, "sgemm strided batched x%d NT %dx%dx%d (device alpha/beta)",
                   batch, m, n, k);
     check_within(what, "max scaled err", worst, 1e-5);
-    CHECK_CUDA(cudaFree(da));
-    CHECK_CUDA(cudaFree(db));
-    CHECK_CUDA(cudaFree(dc));
-    CHECK_CUDA(cudaFree(dab));
+    FREE_DEVICE(da, db, dc, dab);
 }
 
 int main(void)

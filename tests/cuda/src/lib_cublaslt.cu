@@ -74,10 +74,7 @@ static void run_case(cublasLtHandle_t lt, cudaStream_t s, void *ws, bool bf16, b
                  gemm_err(ta, false, m, n, k, alpha, a.data(), ta ? k : m, b.data(), k, beta,
                           c.data(), d.data(), m),
                  tol);
-    CHECK_CUDA(cudaFree(da));
-    CHECK_CUDA(cudaFree(db));
-    CHECK_CUDA(cudaFree(dc));
-    CHECK_CUDA(cudaFree(dd));
+    FREE_DEVICE(da, db, dc, dd);
 }
 
 int main(void)

@@ -116,9 +116,7 @@ int main(void)
     check_within("conv backward filter ALGO_1", "max scaled err",
                  scaled_err(to_host(dout_dw, w.size(), st), dw, dwm), 1e-4);
 
-    for (void *p : {(void *)dx_in, (void *)dw_in, (void *)ddy, (void *)dout_y, (void *)dout_dx,
-                    (void *)dout_dw, ws})
-        CHECK_CUDA(cudaFree(p));
+    FREE_DEVICE(dx_in, dw_in, ddy, dout_y, dout_dx, dout_dw, ws);
     CHECK_CUDNN(cudnnDestroyConvolutionDescriptor(cd));
     CHECK_CUDNN(cudnnDestroyFilterDescriptor(wd));
     CHECK_CUDNN(cudnnDestroyTensorDescriptor(xd));

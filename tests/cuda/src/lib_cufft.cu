@@ -100,8 +100,7 @@ static void c2c_1d(cudaStream_t s, int n, int batch)
     std::snprintf(what, sizeof what, "c2c 1d n=%d batch=%d inverse/n", n, batch);
     report(what, rel_l2(to_host(dout, h.size(), s), x, n));
     CHECK_CUFFT(cufftDestroy(p));
-    CHECK_CUDA(cudaFree(din));
-    CHECK_CUDA(cudaFree(dout));
+    FREE_DEVICE(din, dout);
 }
 
 // Row-major nx x ny (ny contiguous), transformed in place.
@@ -160,8 +159,7 @@ static void r2c_c2r(cudaStream_t s, int n, int batch)
     report(what, rel_l2(got, xd, n));
     CHECK_CUFFT(cufftDestroy(fwd));
     CHECK_CUFFT(cufftDestroy(inv));
-    CHECK_CUDA(cudaFree(dr));
-    CHECK_CUDA(cudaFree(dc));
+    FREE_DEVICE(dr, dc);
 }
 
 int main(void)

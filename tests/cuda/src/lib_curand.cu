@@ -160,8 +160,7 @@ static void device_api(cudaStream_t s, int blocks, int threads)
     xorwow_kernel<<<blocks, threads, 0, s>>>(seed, duni);
     CHECK_CUDA(cudaGetLastError());
     check_stats("device xorwow uniform", to_host(duni, n, s), 0.5, 1.0 / 12, 4e-3, 1e-3, true);
-    CHECK_CUDA(cudaFree(dbits));
-    CHECK_CUDA(cudaFree(duni));
+    FREE_DEVICE(dbits, duni);
 }
 
 int main(void)

@@ -77,8 +77,7 @@ static void lu_solve(cusolverDnHandle_t h, cudaStream_t s, int n, int nrhs)
     char what[80];
     std::snprintf(what, sizeof what, "getrf+getrs %dx%d nrhs=%d", n, n, nrhs);
     check_within(what, "backward err", worst, 5e-5);
-    for (void *p : {(void *)da, (void *)db, (void *)work, (void *)dipiv, (void *)dinfo})
-        CHECK_CUDA(cudaFree(p));
+    FREE_DEVICE(da, db, work, dipiv, dinfo);
 }
 
 // Solves the normal equations A^T A x = A^T b in double by Cholesky.
@@ -168,8 +167,7 @@ static void qr_least_squares(cusolverDnHandle_t h, cublasHandle_t bh, cudaStream
     char what[80];
     std::snprintf(what, sizeof what, "geqrf+ormqr+trsm least squares %dx%d nrhs=%d", m, n, nrhs);
     check_within(what, "rel err vs double", worst, 1e-4);
-    for (void *p : {(void *)da, (void *)db, (void *)tau, (void *)work, (void *)dinfo})
-        CHECK_CUDA(cudaFree(p));
+    FREE_DEVICE(da, db, tau, work, dinfo);
 }
 
 int main(void)

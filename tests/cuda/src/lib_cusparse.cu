@@ -131,9 +131,7 @@ int main(void)
     CHECK_CUSPARSE(cusparseDestroyDnVec(vy));
     CHECK_CUSPARSE(cusparseDestroySpMat(ma));
     CHECK_CUSPARSE(cusparseDestroy(h));
-    for (void *p :
-         {(void *)dptr, (void *)dcol, (void *)dval, (void *)dx, (void *)dy, (void *)db, (void *)dc})
-        CHECK_CUDA(cudaFree(p));
+    FREE_DEVICE(dptr, dcol, dval, dx, dy, db, dc);
     CHECK_CUDA(cudaStreamDestroy(s));
     return pass();
 }

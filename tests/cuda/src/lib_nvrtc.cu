@@ -111,8 +111,7 @@ int main(void)
     std::printf("nvrtc sm_90 cubin, cuModuleLoadData, axpy<int> n=%d on a runtime stream: exact: "
                 "yes\n",
                 n);
-    CHECK_CUDA(cudaFree(dx));
-    CHECK_CUDA(cudaFree(dy));
+    FREE_DEVICE(dx, dy);
     CHECK_CUDA(cudaStreamDestroy(s));
     CHECK_CU(cuModuleUnload(mod));
 

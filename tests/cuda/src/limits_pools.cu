@@ -95,11 +95,7 @@ static void test_pools(void)
     std::printf("pool opportunistic reuse %d\n", flag);
     CHECK_CUDA(cudaMemPoolTrimTo(def, 0));
 
-    cudaMemPoolProps props = {};
-    props.allocType = cudaMemAllocationTypePinned;
-    props.location.type = cudaMemLocationTypeDevice;
-    props.location.id = 0;
-    CHECK_CUDA(cudaMemPoolCreate(&mine, &props));
+    mine = new_device_pool(0);
     CHECK_CUDA(cudaDeviceSetMemPool(0, mine));
     CHECK_CUDA(cudaDeviceGetMemPool(&cur, 0));
     std::printf("pool current is ours: %d\n", cur == mine);

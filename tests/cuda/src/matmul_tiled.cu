@@ -58,9 +58,7 @@ static void run_case(int m, int k, int n)
         }
     }
     std::printf("matmul %dx%dx%d checksum=%lld\n", m, k, n, checksum);
-    CHECK_CUDA(cudaFree(da));
-    CHECK_CUDA(cudaFree(db));
-    CHECK_CUDA(cudaFree(dc));
+    FREE_DEVICE(da, db, dc);
 }
 
 int main(void)

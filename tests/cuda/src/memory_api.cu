@@ -56,8 +56,7 @@ static void test_pitched(void)
             REQUIRE(sub[r * 100 + c] == src[(size_t)(r + 5) * width + c + 10],
                     "sub-rectangle mismatch at %d,%d", r, c);
     std::printf("cudaMallocPitch + cudaMemcpy2D H2D/D2D/D2H/sub-rect: ok\n");
-    CHECK_CUDA(cudaFree(a));
-    CHECK_CUDA(cudaFree(b));
+    FREE_DEVICE(a, b);
 }
 
 static void test_memset(void)
@@ -141,8 +140,7 @@ static void test_default_kind(void)
     REQUIRE(back == pageable, "cudaMemcpyDefault chain differs");
     std::printf("cudaMemcpyDefault H2D/D2D/D2H/H2H: ok\n");
     CHECK_CUDA(cudaFreeHost(pinned));
-    CHECK_CUDA(cudaFree(d1));
-    CHECK_CUDA(cudaFree(d2));
+    FREE_DEVICE(d1, d2);
 }
 
 static const char *memory_type_name(cudaMemoryType t)
@@ -267,8 +265,7 @@ static void test_sizes(void)
             REQUIRE(dst[size] == 0, "copy of %zu bytes wrote past its end", size);
         std::printf("round trip %zu bytes: ok\n", size);
     }
-    CHECK_CUDA(cudaFree(d1));
-    CHECK_CUDA(cudaFree(d2));
+    FREE_DEVICE(d1, d2);
 }
 
 int main(void)

@@ -116,9 +116,7 @@ int main(void)
     }
     for (int d = 0; d < count; d++) {
         CHECK_CUDA(cudaSetDevice(d));
-        CHECK_CUDA(cudaFree(slots[d].src));
-        CHECK_CUDA(cudaFree(slots[d].dst));
-        CHECK_CUDA(cudaFree(slots[d].bad));
+        FREE_DEVICE(slots[d].src, slots[d].dst, slots[d].bad);
     }
     REQUIRE(all_ok, "data mismatch after device-to-device transfer");
     std::printf("every device filled, forwarded and verified %d ints\n", N);

@@ -45,7 +45,6 @@ int main(void)
         sum += out[i];
     }
     std::printf("cross-file __device__ function sum=%lld\n", sum);
-    CHECK_CUDA(cudaFree(din));
-    CHECK_CUDA(cudaFree(dout));
+    FREE_DEVICE(din, dout);
     return pass();
 }

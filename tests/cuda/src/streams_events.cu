@@ -110,9 +110,7 @@ int main(void)
     }
     CHECK_CUDA(cudaEventDestroy(start));
     CHECK_CUDA(cudaEventDestroy(stop));
-    CHECK_CUDA(cudaFree(neighbour_copy));
-    CHECK_CUDA(cudaFree(dev));
-    CHECK_CUDA(cudaFreeHost(host_in));
-    CHECK_CUDA(cudaFreeHost(host_out));
+    FREE_DEVICE(neighbour_copy, dev);
+    FREE_HOST(host_in, host_out);
     return pass();
 }

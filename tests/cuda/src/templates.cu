@@ -34,8 +34,7 @@ static double run_axpy(const char *type_name, T alpha)
         sum += (double)out[i];
     }
     std::printf("axpy<%s> sizeof=%zu sum=%.2f\n", type_name, sizeof(T), sum);
-    CHECK_CUDA(cudaFree(dx));
-    CHECK_CUDA(cudaFree(dy));
+    FREE_DEVICE(dx, dy);
     return sum;
 }
 

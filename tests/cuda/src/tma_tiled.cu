@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 #include "check.cuh"
+#include "cu_check.cuh"
 
 #define COLS 250        // globalDim[0]
 #define ROWS 100        // globalDim[1]
@@ -27,18 +28,6 @@
 
 using block_barrier = cuda::barrier<cuda::thread_scope_block>;
 namespace cde = cuda::device::experimental;
-
-#define CHECK_CU(call)                                                       \
-    do {                                                                     \
-        CUresult check_r_ = (call);                                          \
-        if (check_r_ != CUDA_SUCCESS) {                                      \
-            const char *check_n_ = "?";                                      \
-            cuGetErrorName(check_r_, &check_n_);                             \
-            std::printf("FAIL: %s returned %s at %s:%d\n", #call, check_n_,  \
-                        __FILE__, __LINE__);                                 \
-            std::exit(1);                                                    \
-        }                                                                    \
-    } while (0)
 
 // sums[block]: the sum of its tile's elements, each weighted by its place
 // in the tile (1 + row * BOX_X + column), in 64 bits
@@ -142,8 +131,6 @@ int main()
     CHECK_CU(cuTensorMapReplaceAddress(&map, db));
     std::printf("address replaced, checksum B %llu\n", run(map, dsums, hb, "buffer B"));
 
-    CHECK_CUDA(cudaFree(da));
-    CHECK_CUDA(cudaFree(db));
-    CHECK_CUDA(cudaFree(dsums));
+    FREE_DEVICE(da, db, dsums);
     return pass();
 }

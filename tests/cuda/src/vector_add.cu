@@ -34,9 +34,7 @@ static void run_size(int n)
         sum += c[i];
     }
     std::printf("n=%d sum=%.1f\n", n, sum);
-    CHECK_CUDA(cudaFree(da));
-    CHECK_CUDA(cudaFree(db));
-    CHECK_CUDA(cudaFree(dc));
+    FREE_DEVICE(da, db, dc);
 }
 
 int main(void)

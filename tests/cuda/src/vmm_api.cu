@@ -15,17 +15,7 @@
 #include <cstring>
 #include <cuda.h>
 #include "check.cuh"
-
-#define CHECK_CU(call)                                                                              \
-    do {                                                                                            \
-        CUresult r_ = (call);                                                                       \
-        const char *n_ = nullptr;                                                                   \
-        if (r_ != CUDA_SUCCESS) {                                                                   \
-            cuGetErrorName(r_, &n_);                                                                \
-            std::printf("FAIL: %s returned %s at %s:%d\n", #call, n_ ? n_ : "?", __FILE__, __LINE__); \
-            std::exit(1);                                                                           \
-        }                                                                                           \
-    } while (0)
+#include "cu_check.cuh"
 
 // what a call returned, by name
 static void report(const char *what, CUresult r)
@@ -73,17 +63,6 @@ static unsigned long long checksum(CUdeviceptr d, size_t bytes)
     return t;
 }
 
-static void set_rw(CUdeviceptr va, size_t size, int dev)
-{
-    CUmemAccessDesc a;
-
-    std::memset(&a, 0, sizeof(a));
-    a.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    a.location.id = dev;
-    a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    CHECK_CU(cuMemSetAccess(va, size, &a, 1));
-}
-
 int main()
 {
     CUdevice dev;
@@ -122,7 +101,7 @@ int main()
     loc.id = dev;
     CHECK_CU(cuMemGetAccess(&flags, &loc, va));
     std::printf("access before cuMemSetAccess: %llu\n", flags);
-    set_rw(va, 4 * g, dev);
+    cu_access_rw(va, 4 * g, dev);
     CHECK_CU(cuMemGetAccess(&flags, &loc, va + 3 * g));
     std::printf("access after cuMemSetAccess: %llu\n", flags);
 
@@ -173,7 +152,7 @@ int main()
 
     // h1 at a second address: a kernel writes through it, the first address sees it
     CHECK_CU(cuMemMap(va + 4 * g, 2 * g, 0, h1, 0));
-    set_rw(va + 4 * g, 2 * g, dev);
+    cu_access_rw(va + 4 * g, 2 * g, dev);
     add<<<1, 16>>>((unsigned *)(uintptr_t)(va + 4 * g + 4096), 16, 1u << 20);
     CHECK_LAUNCH();
     std::printf("alias: checksum through the first address %llx, through the second %llx\n",

@@ -5,18 +5,12 @@
 // fail with cudaErrorLaunchTimeout within the limit plus a margin, and
 // nothing hangs. Exit 0 when all of that held.
 //   kernel_timeout LIMIT_MS
-#include <chrono>
 #include "../../sim/sim_check.cuh"
 
 extern "C" __global__ void mearas_sim_hang(volatile unsigned *flag)
 {
     while (!*flag)
         ;
-}
-
-static double now_s(void)
-{
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 int main(int argc, char **argv)

@@ -5,8 +5,6 @@
 . "$SEC_DIR/lib.sh"
 sec_start_daemon main --socket-group=nogroup --quota-mb=500 || exit 1
 sec_start_healthy "$SOCK"
-ok=1
-setpriv --reuid=65533 --regid=65534 --clear-groups "$SEC_BIN/quota_per_user" "$SOCK" 500 || ok=0
-sec_expect_log "vGPU 0: allocation of [0-9]+ bytes refused: this user's clients hold its quota of 500 MiB together" || ok=0
-[ $ok = 1 ] && sec_refused
+setpriv --reuid=65533 --regid=65534 --clear-groups "$SEC_BIN/quota_per_user" "$SOCK" 500
+sec_refused_when $? "vGPU 0: allocation of [0-9]+ bytes refused: this user's clients hold its quota of 500 MiB together"
 sec_finish

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // CUDA checks run inside a guest VM through mearas' VM transport.
-// Usage: vmcuda props|memcpy|mapped|errors|pinned|sleep SECONDS|hold SECONDS|dead SECONDS|
+// Usage: vmcuda props|memcpy|mapped|printf|errors|pinned|sleep SECONDS|hold SECONDS|dead SECONDS|
 //        xowner SECONDS|xread DEVICE_POINTER
 // Prints "GUEST-PASS name" / "GUEST-FAIL name: why" lines, then "N passed, M failed,
 // K skipped"; exit status 1 on any failure.
@@ -47,6 +47,12 @@ extern "C" __global__ void mearas_sim_add_u32(unsigned *p, unsigned n, unsigned 
 {
 	for (unsigned i = 0; i < n; i++)
 		p[i] += v;
+}
+
+// device printf, one line (also modelled by the host-memory model, by name)
+extern "C" __global__ void mearas_sim_printf(unsigned v)
+{
+	printf("mearas-sim device printf: %u\n", v);
 }
 
 static bool on_sim(void)
@@ -161,6 +167,24 @@ static void mapped(void)
 		CHECK_NAMED(e == cudaSuccess && h[3] == 101 && h[4] == 10, name, "error %d, words %u %u", (int)e, h[3],
 			    h[4]);
 		cudaFreeHost(h);
+	}
+}
+
+// a device printf on every vGPU, flushed by a synchronize: the host side
+// (assembly-test.sh) looks for each line on the guest's console
+static void device_printf(void)
+{
+	int n = 0;
+	cudaGetDeviceCount(&n);
+	for (int d = 0; d < n; d++) {
+		char name[64];
+		cudaSetDevice(d);
+		fflush(stdout);
+		mearas_sim_printf<<<1, 1>>>(100 + (unsigned)d);
+		cudaError_t e = cudaDeviceSynchronize();
+		fflush(stdout);
+		snprintf(name, sizeof(name), "printf-dev%d-synchronized", d);
+		CHECK_NAMED(e == cudaSuccess, name, "error %d (%s)", (int)e, cudaGetErrorString(e));
 	}
 }
 
@@ -391,6 +415,8 @@ int main(int argc, char **argv)
 		round_trips();
 	} else if (!strcmp(what, "mapped")) {
 		mapped();
+	} else if (!strcmp(what, "printf")) {
+		device_printf();
 	} else if (!strcmp(what, "errors")) {
 		errors();
 	} else if (!strcmp(what, "threads")) {

@@ -14,6 +14,17 @@ wait_ready() {
 	done
 }
 
+# two guest processes running `vmcuda memcpy` at once, each in its own slot:
+# their lines as two-procs-A-/two-procs-B-NAME, then two-processes
+two_processes() {
+	$t memcpy > /tmp/a.out 2>&1 & a=$!
+	$t memcpy > /tmp/b.out 2>&1 & b=$!
+	wait $a; ra=$?; wait $b; rb=$?
+	sed 's/GUEST-\(PASS\|FAIL\) /&two-procs-A-/' /tmp/a.out | grep GUEST-
+	sed 's/GUEST-\(PASS\|FAIL\) /&two-procs-B-/' /tmp/b.out | grep GUEST-
+	[ $ra = 0 ] && [ $rb = 0 ] && pass two-processes || fail two-processes "exit $ra $rb"
+}
+
 case "$1" in
 basic)
 	[ -c /dev/mearas0 ] && pass device-node || fail device-node "no /dev/mearas0"
@@ -23,12 +34,7 @@ basic)
 	$t threads
 	$t bench
 	# two guest processes at once, each in its own slot
-	$t memcpy > /tmp/a.out 2>&1 & a=$!
-	$t memcpy > /tmp/b.out 2>&1 & b=$!
-	wait $a; ra=$?; wait $b; rb=$?
-	sed 's/GUEST-\(PASS\|FAIL\) /&two-procs-A-/' /tmp/a.out | grep GUEST-
-	sed 's/GUEST-\(PASS\|FAIL\) /&two-procs-B-/' /tmp/b.out | grep GUEST-
-	[ $ra = 0 ] && [ $rb = 0 ] && pass two-processes || fail two-processes "exit $ra $rb"
+	two_processes
 	# one of two processes reaching for the other's device memory
 	sh /bin/vmtests.sh xslot
 	# module unload while a CUDA process holds the device: refused
@@ -116,12 +122,8 @@ assembly)
 	WANT_DEVICES=${2:-2} $t props
 	$t memcpy
 	$t mapped
-	$t memcpy > /tmp/a.out 2>&1 & a=$!
-	$t memcpy > /tmp/b.out 2>&1 & b=$!
-	wait $a; ra=$?; wait $b; rb=$?
-	sed 's/GUEST-\(PASS\|FAIL\) /&two-procs-A-/' /tmp/a.out | grep GUEST-
-	sed 's/GUEST-\(PASS\|FAIL\) /&two-procs-B-/' /tmp/b.out | grep GUEST-
-	[ $ra = 0 ] && [ $rb = 0 ] && pass two-processes || fail two-processes "exit $ra $rb"
+	$t printf
+	two_processes
 	;;
 suite)
 	# $2: microbench copy size in MiB (kernel command line mearas_secs=);

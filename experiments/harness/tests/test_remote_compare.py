@@ -1,0 +1,58 @@
+"""experiments/microbench/remote_compare.py's iperf3 records where the
+yardstick did not give a figure: no number is made up, the record says why."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from mearas_exp.config import REPO
+
+COMPARE = REPO / "experiments/microbench/remote_compare.py"
+
+
+def run(tmp_path: Path, up: str, down: str, streams: int) -> list[dict[str, object]]:
+    (tmp_path / "native.txt").write_text("METRIC sync_roundtrip_us us 7.0\n")
+    (tmp_path / "remote.txt").write_text("METRIC sync_roundtrip_us us 30.0\nMETRIC h2d_pinned_gbps GB/s 2.0\n"
+                                         "METRIC d2h_pinned_gbps GB/s 2.5\n")
+    (tmp_path / "tcp.txt").write_text("METRIC raw_tcp_gbps GB/s 3.0\n")
+    (tmp_path / "up.json").write_text(up)
+    (tmp_path / "down.json").write_text(down)
+    (tmp_path / "streams.txt").write_text(f"METRIC link_streams streams {streams}\n")
+    out = tmp_path / "remote.json"
+    r = subprocess.run([sys.executable, str(COMPARE), "--native", str(tmp_path / "native.txt"),
+                        "--remote", str(tmp_path / "remote.txt"), "--raw-tcp-up", str(tmp_path / "tcp.txt"),
+                        "--raw-tcp-down", str(tmp_path / "tcp.txt"), "--iperf3-up", str(tmp_path / "up.json"),
+                        "--iperf3-down", str(tmp_path / "down.json"), "--iperf3-up-multi", str(tmp_path / "up.json"),
+                        "--iperf3-down-multi", str(tmp_path / "down.json"),
+                        "--link-streams", str(tmp_path / "streams.txt"), "--transport", "tls",
+                        "--device", "test", "--out", str(out)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    rows: list[dict[str, object]] = json.loads(out.read_text())
+    return rows
+
+
+def iperf3_json(gbps: float, streams: int) -> str:
+    return json.dumps({"start": {"version": "iperf 3.12", "test_start": {"num_streams": streams, "duration": 3}},
+                       "end": {"sum_received": {"bits_per_second": gbps * 8e9}}})
+
+
+def test_iperf3_missing_says_why(tmp_path: Path) -> None:
+    why = "iperf3 not run: iperf3 does not start: error while loading shared libraries: libiperf.so.0"
+    rows = run(tmp_path, why, why, 1)
+    yard = [x for x in rows if "iperf3" in str(x["metric"])]
+    assert len(yard) == 4  # pinned both ways, one stream and multi (no pageable figures given)
+    for x in yard:
+        assert x["native"] is None and x["ratio"] is None and x["error"] == why and x["transport"] == "tls"
+    # the native figure of the synchronous round trip stays
+    sync = next(x for x in rows if x["metric"] == "sync_roundtrip_us")
+    assert sync["native"] == 7.0 and sync["mearas"] == 30.0
+
+
+def test_iperf3_streams_must_match_the_link(tmp_path: Path) -> None:
+    rows = run(tmp_path, iperf3_json(4.0, 1), iperf3_json(5.0, 1), 4)
+    by = {x["metric"]: x for x in rows}
+    assert by["h2d_gbps_vs_iperf3"]["ratio"] == 0.5 and by["d2h_gbps_vs_iperf3"]["ratio"] == 0.5
+    assert by["h2d_gbps_vs_iperf3_multi"]["native"] is None
+    assert by["h2d_gbps_vs_iperf3_multi"]["error"] == "iperf3 ran with 1 streams, the link used 4"
