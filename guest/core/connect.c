@@ -364,3 +364,27 @@ void rt_log_unsupported(const char *name)
 {
 	log_warn("%s is not supported by mearas yet: returning cudaErrorNotSupported", name);
 }
+
+const char *rt_error_name(cudaError_t e)
+{
+	switch ((int)e) {
+#define X(name, value, text) case value: return #name;
+#include "cuda_errors.gen.h"
+#undef X
+	default:
+		return NULL;
+	}
+}
+
+int rt_vgpu_at_pci(unsigned n, unsigned dom, unsigned bus, unsigned slot)
+{
+	for (unsigned i = 0; i < n && i < rt.nvgpus; i++) {
+		const int32_t *a = rt.v[i].info->attrs;
+
+		if ((unsigned)a[cudaDevAttrPciDomainId] == dom &&
+		    (unsigned)a[cudaDevAttrPciBusId] == bus &&
+		    (unsigned)a[cudaDevAttrPciDeviceId] == slot)
+			return (int)i;
+	}
+	return -1;
+}

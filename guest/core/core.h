@@ -99,6 +99,10 @@ CORE_API bool rt_stopped(void);
 CORE_API cudaError_t rt_gone(void);
 CORE_API cudaError_t rt_ensure_device(int *dev);      /* connect + current device */
 CORE_API int rt_slot(void);
+/* connect.c: the name of a cudaError_t (NULL: not one); the first of the
+ * first n vGPUs at PCI domain:bus:device (-1: none) */
+CORE_API const char *rt_error_name(cudaError_t e);
+CORE_API int rt_vgpu_at_pci(unsigned n, unsigned dom, unsigned bus, unsigned slot);
 CORE_API uint32_t rt_new_handle(void);
 CORE_API void rt_log_unsupported(const char *name);
 CORE_API extern const char mearas_front_end[];
@@ -365,9 +369,11 @@ cudaError_t rt_launch_cluster(const cudaLaunchAttribute *attrs, unsigned n, uint
 void rt_graph_free_nodes(struct rt_graph *g);
 
 /* device memory (memory.c): an allocation on vgpu from pool id `pool` (0:
- * none); a free of an allocation of vgpu, ordered on stream when async */
+ * none); a free of the allocation devPtr on the vGPU it is of, ordered on
+ * stream when async (NULL: nothing to free; not an allocation:
+ * cudaErrorInvalidValue) */
 CORE_API cudaError_t rt_malloc_on(int vgpu, void **devPtr, size_t size, uint32_t pool);
-CORE_API cudaError_t rt_free_on(int vgpu, void *devPtr, cudaStream_t stream, bool async);
+CORE_API cudaError_t rt_free(void *devPtr, cudaStream_t stream, bool async);
 
 /* memory pools (pools.c): a pool is mearasd's accounting and attributes of
  * the allocations made through it. A cudaMemPool_t and a CUmemoryPool are

@@ -24,12 +24,17 @@ cudaError_t rt_malloc_on(int vgpu, void **devPtr, size_t size, uint32_t pool)
 	return cudaSuccess;
 }
 
-cudaError_t rt_free_on(int vgpu, void *devPtr, cudaStream_t stream, bool async)
+cudaError_t rt_free(void *devPtr, cudaStream_t stream, bool async)
 {
-	struct rt_stream_ref s = { .vgpu = vgpu };
 	uint64_t ptr = (uint64_t)(uintptr_t)devPtr;
+	int vgpu = devPtr ? dm_find(ptr, 1, NULL, NULL) : 0;
+	struct rt_stream_ref s = { .vgpu = vgpu };
 	cudaError_t e;
 
+	if (!devPtr)
+		return cudaSuccess;
+	if (vgpu < 0)
+		return cudaErrorInvalidValue;
 	if (async) {
 		e = rt_stream_ref(stream, &s);
 		if (e)

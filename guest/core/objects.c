@@ -55,6 +55,14 @@ cudaError_t rt_stream_of(cudaStream_t stream, struct rt_stream_ref *st)
 	return e ? e : rt_stream_ref(stream, st);
 }
 
+/* e, the outcome of creating obj on the back end: obj freed when it failed */
+static cudaError_t kept(void *obj, cudaError_t e)
+{
+	if (e)
+		free(obj);
+	return e;
+}
+
 cudaError_t rt_stream_create(int vgpu, unsigned flags, int priority, struct rt_stream **out)
 {
 	struct rt_stream *s = calloc(1, sizeof(*s));
@@ -68,13 +76,10 @@ cudaError_t rt_stream_create(int vgpu, unsigned flags, int priority, struct rt_s
 	s->flags = flags;
 	/* the range every current GPU reports: 0 (lowest) .. -5 */
 	s->priority = priority < -5 ? -5 : priority > 0 ? 0 : priority;
-	e = s->id ? rt_do_STREAM_CREATE(vgpu, s->id, flags, s->priority) : cudaErrorMemoryAllocation;
-	if (e) {
-		free(s);
-		return e;
-	}
-	*out = s;
-	return cudaSuccess;
+	e = kept(s, s->id ? rt_do_STREAM_CREATE(vgpu, s->id, flags, s->priority) : cudaErrorMemoryAllocation);
+	if (!e)
+		*out = s;
+	return e;
 }
 
 cudaError_t rt_stream_destroy(struct rt_stream *s)
@@ -98,13 +103,10 @@ cudaError_t rt_event_create(int vgpu, unsigned flags, struct rt_event **out)
 	ev->id = rt_new_handle();
 	ev->vgpu = vgpu;
 	ev->flags = flags;
-	e = ev->id ? rt_do_EVENT_CREATE(vgpu, ev->id, flags) : cudaErrorMemoryAllocation;
-	if (e) {
-		free(ev);
-		return e;
-	}
-	*out = ev;
-	return cudaSuccess;
+	e = kept(ev, ev->id ? rt_do_EVENT_CREATE(vgpu, ev->id, flags) : cudaErrorMemoryAllocation);
+	if (!e)
+		*out = ev;
+	return e;
 }
 
 cudaError_t rt_event_destroy(struct rt_event *ev)

@@ -22,12 +22,10 @@ static CUresult end(CUstream hStream, CUgraph *phGraph)
 {
 	struct rt_stream_ref st;
 	struct rt_graph *g;
-	CUresult r = cu_stream_ref(hStream, &st);
+	CUresult r = cu_need(cu_stream_ref(hStream, &st), phGraph);
 
 	if (r)
 		return r;
-	if (!phGraph)
-		return CUDA_ERROR_INVALID_VALUE;
 	r = cu_result(rt_capture_end(&st, &g));
 	if (!r)
 		*phGraph = (CUgraph)g;
@@ -40,12 +38,10 @@ static CUresult info(const char *call, CUstream hStream, CUstreamCaptureStatus *
 	struct rt_stream_ref st;
 	enum cudaStreamCaptureStatus s;
 	unsigned long long id;
-	CUresult r = cu_stream_ref(hStream, &st);
+	CUresult r = cu_need(cu_stream_ref(hStream, &st), status);
 
 	if (r)
 		return r;
-	if (!status)
-		return CUDA_ERROR_INVALID_VALUE;
 	/* CUgraph and CUgraphNode are the runtime's types; the edge data
 	 * structs differ in name only */
 	r = cu_result(rt_capture_info(&st, call, &s, &id, graph, deps, (const cudaGraphEdgeData **)edges, ndeps));
@@ -114,12 +110,10 @@ CU_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v3_ptsz(CUstream h, CUstreamCa
 CU_EXPORT CUresult CUDAAPI cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
 {
 	enum cudaStreamCaptureMode m;
-	CUresult r = cu_ready();
+	CUresult r = cu_need(cu_ready(), mode);
 
 	if (r)
 		return r;
-	if (!mode)
-		return CUDA_ERROR_INVALID_VALUE;
 	m = (enum cudaStreamCaptureMode)*mode;
 	r = cu_result(rt_capture_mode_exchange(&m));
 	if (!r)

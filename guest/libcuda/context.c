@@ -78,15 +78,14 @@ CUresult cu_current_ctx(struct cu_ctx **out)
 /* ctx, or the current context when ctx is NULL */
 static CUresult ctx_or_current(CUcontext ctx, struct cu_ctx **out)
 {
+	void *c;
 	CUresult r;
 
 	if (!ctx)
 		return cu_current_ctx(out);
-	r = cu_ready();
-	if (r)
-		return r;
-	*out = cu_ctx_get(ctx);
-	return *out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+	r = cu_handle(ctx, CU_CTX_OBJ, CUDA_ERROR_INVALID_CONTEXT, &c);
+	*out = c;
+	return r;
 }
 
 static CUresult check_dev(CUdevice dev)
@@ -98,17 +97,61 @@ static CUresult check_dev(CUdevice dev)
 	return dev >= 0 && (unsigned)dev < rt.nvgpus ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
+/* op on the vGPU of ctx (the current context when ctx is NULL) */
+static CUresult ctx_op(CUcontext ctx, cudaError_t (*op)(int))
+{
+	struct cu_ctx *c;
+	CUresult r = ctx_or_current(ctx, &c);
+
+	return r ? r : cu_result(op(c->vgpu));
+}
+
+/* what cuCtxGet* answer */
+enum ctx_attr { CTX_DEVICE, CTX_FLAGS, CTX_ID, CTX_API_VERSION, CTX_CACHE_CONFIG };
+
+/* the capabilities level every current driver reports */
+#define CTX_API_LEVEL 3020
+
+/* cuCtxGet*: of ctx (the current context when ctx is NULL), the answer into out */
+static CUresult ctx_attr(CUcontext ctx, enum ctx_attr what, void *out)
+{
+	struct cu_ctx *c;
+	CUresult r = cu_need(ctx_or_current(ctx, &c), out);
+
+	if (r)
+		return r;
+	switch (what) {
+	case CTX_DEVICE:
+		*(CUdevice *)out = c->vgpu;
+		break;
+	case CTX_FLAGS:
+		*(unsigned int *)out = c->flags;
+		break;
+	case CTX_ID:
+		*(unsigned long long *)out = c->id;
+		break;
+	case CTX_API_VERSION:
+		/* a primary context nobody retained or made current is not usable yet */
+		if (c->primary && !c->active)
+			return CUDA_ERROR_INVALID_CONTEXT;
+		*(unsigned int *)out = CTX_API_LEVEL;
+		break;
+	case CTX_CACHE_CONFIG:
+		*(CUfunc_cache *)out = CU_FUNC_CACHE_PREFER_NONE;
+		break;
+	}
+	return CUDA_SUCCESS;
+}
+
 /* ---- primary contexts ---- */
 
 CU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
 	struct cu_ctx *c;
-	CUresult r = check_dev(dev);
+	CUresult r = cu_need(check_dev(dev), pctx);
 
 	if (r)
 		return r;
-	if (!pctx)
-		return CUDA_ERROR_INVALID_VALUE;
 	c = cu_primary(dev);
 	pthread_mutex_lock(&ctx_lock);
 	c->refs++;
@@ -159,12 +202,10 @@ CU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev)
 CU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
 {
 	struct cu_ctx *c;
-	CUresult r = check_dev(dev);
+	CUresult r = cu_need(check_dev(dev), flags && active);
 
 	if (r)
 		return r;
-	if (!flags || !active)
-		return CUDA_ERROR_INVALID_VALUE;
 	c = cu_primary(dev);
 	*flags = c->flags;
 	*active = c->active;
@@ -187,12 +228,10 @@ CU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int
 
 CU_EXPORT CUresult CUDAAPI cuCtxGetCurrent(CUcontext *pctx)
 {
-	CUresult r = cu_ready();
+	CUresult r = cu_need(cu_ready(), pctx);
 
 	if (r)
 		return r;
-	if (!pctx)
-		return CUDA_ERROR_INVALID_VALUE;
 	*pctx = (CUcontext)cu_current();
 	return CUDA_SUCCESS;
 }
@@ -212,14 +251,11 @@ CU_EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx)
 
 CU_EXPORT CUresult CUDAAPI cuCtxPushCurrent(CUcontext ctx)
 {
-	struct cu_ctx *c;
-	CUresult r = cu_ready();
+	void *c;
+	CUresult r = cu_handle(ctx, CU_CTX_OBJ, CUDA_ERROR_INVALID_CONTEXT, &c);
 
 	if (r)
 		return r;
-	c = cu_ctx_get(ctx);
-	if (!c)
-		return CUDA_ERROR_INVALID_CONTEXT;
 	if (depth == STACK_MAX)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	stack[depth++] = c;
@@ -243,76 +279,32 @@ CU_EXPORT CUresult CUDAAPI cuCtxPopCurrent(CUcontext *pctx)
 
 CU_EXPORT CUresult CUDAAPI cuCtxGetDevice(CUdevice *device)
 {
-	struct cu_ctx *c;
-	CUresult r = cu_current_ctx(&c);
-
-	if (r)
-		return r;
-	if (!device)
-		return CUDA_ERROR_INVALID_VALUE;
-	*device = c->vgpu;
-	return CUDA_SUCCESS;
+	return ctx_attr(NULL, CTX_DEVICE, device);
 }
 
 CU_EXPORT CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
 {
-	struct cu_ctx *c;
-	CUresult r = ctx_or_current(ctx, &c);
-
-	if (r)
-		return r;
-	if (!device)
-		return CUDA_ERROR_INVALID_VALUE;
-	*device = c->vgpu;
-	return CUDA_SUCCESS;
+	return ctx_attr(ctx, CTX_DEVICE, device);
 }
 
 CU_EXPORT CUresult CUDAAPI cuCtxSynchronize(void)
 {
-	struct cu_ctx *c;
-	CUresult r = cu_current_ctx(&c);
-
-	return r ? r : cu_result(rt_do_CTX_SYNC(c->vgpu));
+	return ctx_op(NULL, rt_do_CTX_SYNC);
 }
 
 CU_EXPORT CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx)
 {
-	struct cu_ctx *c;
-	CUresult r = ctx_or_current(ctx, &c);
-
-	return r ? r : cu_result(rt_do_CTX_SYNC(c->vgpu));
+	return ctx_op(ctx, rt_do_CTX_SYNC);
 }
-
-/* the capabilities level every current driver reports */
-#define CTX_API_VERSION 3020
 
 CU_EXPORT CUresult CUDAAPI cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 {
-	struct cu_ctx *c;
-	CUresult r = ctx_or_current(ctx, &c);
-
-	if (r)
-		return r;
-	if (!version)
-		return CUDA_ERROR_INVALID_VALUE;
-	/* a primary context nobody retained or made current is not usable yet */
-	if (c->primary && !c->active)
-		return CUDA_ERROR_INVALID_CONTEXT;
-	*version = CTX_API_VERSION;
-	return CUDA_SUCCESS;
+	return ctx_attr(ctx, CTX_API_VERSION, version);
 }
 
 CU_EXPORT CUresult CUDAAPI cuCtxGetFlags(unsigned int *flags)
 {
-	struct cu_ctx *c;
-	CUresult r = cu_current_ctx(&c);
-
-	if (r)
-		return r;
-	if (!flags)
-		return CUDA_ERROR_INVALID_VALUE;
-	*flags = c->flags;
-	return CUDA_SUCCESS;
+	return ctx_attr(NULL, CTX_FLAGS, flags);
 }
 
 CU_EXPORT CUresult CUDAAPI cuCtxSetFlags(unsigned int flags)
@@ -330,15 +322,7 @@ CU_EXPORT CUresult CUDAAPI cuCtxSetFlags(unsigned int flags)
 
 CU_EXPORT CUresult CUDAAPI cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
 {
-	struct cu_ctx *c;
-	CUresult r = ctx_or_current(ctx, &c);
-
-	if (r)
-		return r;
-	if (!ctxId)
-		return CUDA_ERROR_INVALID_VALUE;
-	*ctxId = c->id;
-	return CUDA_SUCCESS;
+	return ctx_attr(ctx, CTX_ID, ctxId);
 }
 
 /* ---- created contexts ---- */
@@ -399,12 +383,13 @@ CU_EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ct
 CU_EXPORT CUresult CUDAAPI cuCtxDestroy(CUcontext ctx)
 {
 	struct cu_ctx *c;
-	CUresult r = cu_ready();
+	void *o;
+	CUresult r = cu_handle(ctx, CU_CTX_OBJ, CUDA_ERROR_INVALID_CONTEXT, &o);
 
 	if (r)
 		return r;
-	c = cu_ctx_get(ctx);
-	if (!c || c->primary)
+	c = o;
+	if (c->primary)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	cu_cls_destroy(c);
 	for (unsigned i = 0; i < depth; i++)
@@ -435,12 +420,10 @@ CU_EXPORT CUresult CUDAAPI cuCtxGetLimit(size_t *pvalue, CUlimit limit)
 {
 	struct cu_ctx *c;
 	uint64_t v;
-	CUresult r = cu_current_ctx(&c);
+	CUresult r = cu_need(cu_current_ctx(&c), pvalue);
 
 	if (r)
 		return r;
-	if (!pvalue)
-		return CUDA_ERROR_INVALID_VALUE;
 	r = cu_result(rt_do_DEVICE_GET_LIMIT(c->vgpu, (uint32_t)limit, &v));
 	if (!r)
 		*pvalue = (size_t)v;
@@ -464,15 +447,7 @@ CU_EXPORT CUresult CUDAAPI cuCtxGetStreamPriorityRange(int *leastPriority, int *
 
 CU_EXPORT CUresult CUDAAPI cuCtxGetCacheConfig(CUfunc_cache *pconfig)
 {
-	struct cu_ctx *c;
-	CUresult r = cu_current_ctx(&c);
-
-	if (r)
-		return r;
-	if (!pconfig)
-		return CUDA_ERROR_INVALID_VALUE;
-	*pconfig = CU_FUNC_CACHE_PREFER_NONE;
-	return CUDA_SUCCESS;
+	return ctx_attr(NULL, CTX_CACHE_CONFIG, pconfig);
 }
 
 /* a preference only: the GPU behind the vGPU chooses */
@@ -512,18 +487,12 @@ CU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int
 
 CU_EXPORT CUresult CUDAAPI cuProfilerStart(void)
 {
-	struct cu_ctx *c;
-	CUresult r = cu_current_ctx(&c);
-
-	return r ? r : cu_result(rt_do_PROFILER_START(c->vgpu));
+	return ctx_op(NULL, rt_do_PROFILER_START);
 }
 
 CU_EXPORT CUresult CUDAAPI cuProfilerStop(void)
 {
-	struct cu_ctx *c;
-	CUresult r = cu_current_ctx(&c);
-
-	return r ? r : cu_result(rt_do_PROFILER_STOP(c->vgpu));
+	return ctx_op(NULL, rt_do_PROFILER_STOP);
 }
 
 /* ---- peer access: vGPUs do not reach each other's memory (device.c) ---- */

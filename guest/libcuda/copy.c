@@ -25,13 +25,17 @@ static CUresult copy(void *dst, const void *src, size_t n, enum cudaMemcpyKind k
 	return cu_result(rt_memcpy(dst, src, n, kind, (cudaStream_t)s, async));
 }
 
+/* An export and its per-thread twin name##suffix (_ptds, or _ptsz for the
+ * Async ones): sig, their parameters; call, the one body, run with the core's
+ * per-thread-stream flag off in the export, on in the twin. A macro: C has no
+ * other way to define two exported functions from one body. */
+#define PTDS_PAIR(name, suffix, sig, call)                                         \
+	CU_EXPORT CUresult CUDAAPI name sig { return WITH_PTDS(0, call); }        \
+	CU_EXPORT CUresult CUDAAPI name##suffix sig { return WITH_PTDS(1, call); }
+
 /* name: the export; sig: its parameters; args: copy()'s arguments */
-#define COPY_PAIR(name, sig, args)                                                        \
-	CU_EXPORT CUresult CUDAAPI name sig { return WITH_PTDS(0, copy args); }          \
-	CU_EXPORT CUresult CUDAAPI name##_ptds sig { return WITH_PTDS(1, copy args); }
-#define COPY_PAIR_ASYNC(name, sig, args)                                                  \
-	CU_EXPORT CUresult CUDAAPI name sig { return WITH_PTDS(0, copy args); }          \
-	CU_EXPORT CUresult CUDAAPI name##_ptsz sig { return WITH_PTDS(1, copy args); }
+#define COPY_PAIR(name, sig, args)       PTDS_PAIR(name, _ptds, sig, copy args)
+#define COPY_PAIR_ASYNC(name, sig, args) PTDS_PAIR(name, _ptsz, sig, copy args)
 
 COPY_PAIR(cuMemcpyHtoD_v2, (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount),
 	  (PTR(dstDevice), srcHost, ByteCount, cudaMemcpyHostToDevice, NULL, false))
@@ -95,9 +99,7 @@ CU_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(PEER_SIG, CUstream hStream)
 	return WITH_PTDS(1, copy_peer(PEER_ARGS, hStream, true));
 }
 
-#define COPY2D(name, sig, args, suffix)                                                    \
-	CU_EXPORT CUresult CUDAAPI name sig { return WITH_PTDS(0, copy_2d args); }        \
-	CU_EXPORT CUresult CUDAAPI name##suffix sig { return WITH_PTDS(1, copy_2d args); }
+#define COPY2D(name, sig, args, suffix) PTDS_PAIR(name, suffix, sig, copy_2d args)
 
 /* ---- 2D copies ---- */
 
@@ -249,12 +251,8 @@ static CUresult memset_rows(CUdeviceptr dst, size_t pitch, unsigned value, unsig
 	return r;
 }
 
-#define MEMSET_PAIR(name, sig, args)                                                          \
-	CU_EXPORT CUresult CUDAAPI name sig { return WITH_PTDS(0, memset_rows args); }       \
-	CU_EXPORT CUresult CUDAAPI name##_ptds sig { return WITH_PTDS(1, memset_rows args); }
-#define MEMSET_PAIR_ASYNC(name, sig, args)                                                    \
-	CU_EXPORT CUresult CUDAAPI name sig { return WITH_PTDS(0, memset_rows args); }       \
-	CU_EXPORT CUresult CUDAAPI name##_ptsz sig { return WITH_PTDS(1, memset_rows args); }
+#define MEMSET_PAIR(name, sig, args)       PTDS_PAIR(name, _ptds, sig, memset_rows args)
+#define MEMSET_PAIR_ASYNC(name, sig, args) PTDS_PAIR(name, _ptsz, sig, memset_rows args)
 
 MEMSET_PAIR(cuMemsetD8_v2, (CUdeviceptr dstDevice, unsigned char uc, size_t N),
 	    (dstDevice, 0, uc, 1, N, 1, NULL, true))

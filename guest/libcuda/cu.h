@@ -36,6 +36,19 @@ CU_HIDDEN CUresult cu_result(cudaError_t e);
 /* init.c: cuInit has succeeded (else CUDA_ERROR_NOT_INITIALIZED), and the
  * back end still serves us */
 CU_HIDDEN CUresult cu_ready(void);
+/* an entry point's first check r (cu_ready, a handle's lookup ...), then
+ * ok: the pointers it must have are there (else CUDA_ERROR_INVALID_VALUE) */
+static inline CUresult cu_need(CUresult r, bool ok)
+{
+	return r ? r : ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* the core's objects a driver-API handle names */
+enum cu_kind { CU_STREAM_OBJ, CU_EVENT_OBJ, CU_GRAPH_OBJ, CU_GRAPH_EXEC_OBJ, CU_NODE_OBJ, CU_POOL_OBJ, CU_CTX_OBJ };
+
+/* cu_ready, then the live object of that kind behind h into *obj (NULL and
+ * bad when h names none) */
+CU_HIDDEN CUresult cu_handle(void *h, enum cu_kind kind, CUresult bad, void **obj);
 
 /*
  * Contexts (context.c). A context is one vGPU; each vGPU has one primary

@@ -18,12 +18,10 @@ static CUresult check_dev(CUdevice dev)
 
 CU_EXPORT CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal)
 {
-	CUresult r = cu_ready();
+	CUresult r = cu_need(cu_ready(), device);
 
 	if (r)
 		return r;
-	if (!device)
-		return CUDA_ERROR_INVALID_VALUE;
 	if (ordinal < 0 || (unsigned)ordinal >= rt.nvgpus)
 		return CUDA_ERROR_INVALID_DEVICE;
 	*device = ordinal;
@@ -32,36 +30,20 @@ CU_EXPORT CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal)
 
 CU_EXPORT CUresult CUDAAPI cuDeviceGetCount(int *count)
 {
-	CUresult r = cu_ready();
+	CUresult r = cu_need(cu_ready(), count);
 
 	if (r)
 		return r;
-	if (!count)
-		return CUDA_ERROR_INVALID_VALUE;
 	*count = (int)rt.nvgpus;
-	return CUDA_SUCCESS;
-}
-
-CU_EXPORT CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice dev)
-{
-	CUresult r = check_dev(dev);
-
-	if (r)
-		return r;
-	if (!name || len <= 0)
-		return CUDA_ERROR_INVALID_VALUE;
-	snprintf(name, (size_t)len, "%s", rt.v[dev].info->name);
 	return CUDA_SUCCESS;
 }
 
 static CUresult get_uuid(CUuuid *uuid, CUdevice dev)
 {
-	CUresult r = check_dev(dev);
+	CUresult r = cu_need(check_dev(dev), uuid);
 
 	if (r)
 		return r;
-	if (!uuid)
-		return CUDA_ERROR_INVALID_VALUE;
 	memcpy(uuid->bytes, rt.v[dev].info->uuid, sizeof(uuid->bytes));
 	return CUDA_SUCCESS;
 }
@@ -82,12 +64,10 @@ CU_EXPORT CUresult CUDAAPI cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 
 CU_EXPORT CUresult CUDAAPI cuDeviceTotalMem(size_t *bytes, CUdevice dev)
 {
-	CUresult r = check_dev(dev);
+	CUresult r = cu_need(check_dev(dev), bytes);
 
 	if (r)
 		return r;
-	if (!bytes)
-		return CUDA_ERROR_INVALID_VALUE;
 	*bytes = rt.v[dev].info->total_mem;
 	return CUDA_SUCCESS;
 }
@@ -114,12 +94,10 @@ CU_EXPORT CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attr
 
 CU_EXPORT CUresult CUDAAPI cuDeviceComputeCapability(int *major, int *minor, CUdevice dev)
 {
-	CUresult r = check_dev(dev);
+	CUresult r = cu_need(check_dev(dev), major && minor);
 
 	if (r)
 		return r;
-	if (!major || !minor)
-		return CUDA_ERROR_INVALID_VALUE;
 	*major = rt.v[dev].info->attrs[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR];
 	*minor = rt.v[dev].info->attrs[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR];
 	return CUDA_SUCCESS;
@@ -132,44 +110,52 @@ static void bus_id(const struct mearas_devinfo *info, char *out, size_t len)
 		 (unsigned)info->attrs[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID]);
 }
 
-CU_EXPORT CUresult CUDAAPI cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
+/* cuDeviceGetName (the device's name) and cuDeviceGetPCIBusId (pci: its bus
+ * id): the string into out, len bytes at most */
+static CUresult dev_string(char *out, int len, CUdevice dev, bool pci)
 {
 	CUresult r = check_dev(dev);
 
 	if (r)
 		return r;
-	if (!pciBusId || len <= 0)
+	if (!out || len <= 0)
 		return CUDA_ERROR_INVALID_VALUE;
-	bus_id(rt.v[dev].info, pciBusId, (size_t)len);
+	if (pci)
+		bus_id(rt.v[dev].info, out, (size_t)len);
+	else
+		snprintf(out, (size_t)len, "%s", rt.v[dev].info->name);
 	return CUDA_SUCCESS;
+}
+
+CU_EXPORT CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+	return dev_string(name, len, dev, false);
+}
+
+CU_EXPORT CUresult CUDAAPI cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
+{
+	return dev_string(pciBusId, len, dev, true);
 }
 
 CU_EXPORT CUresult CUDAAPI cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId)
 {
 	unsigned dom = 0, bus, slot;
-	CUresult r = cu_ready();
+	int found;
+	CUresult r = cu_need(cu_ready(), dev && pciBusId);
 
 	if (r)
 		return r;
-	if (!dev || !pciBusId)
-		return CUDA_ERROR_INVALID_VALUE;
 	/* domain:bus:device.function or bus:device.function, in hex */
 	if (sscanf(pciBusId, "%x:%x:%x", &dom, &bus, &slot) != 3) {
 		dom = 0;
 		if (sscanf(pciBusId, "%x:%x", &bus, &slot) != 2)
 			return CUDA_ERROR_INVALID_VALUE;
 	}
-	for (unsigned i = 0; i < rt.nvgpus; i++) {
-		const int32_t *a = rt.v[i].info->attrs;
-
-		if ((unsigned)a[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID] == dom &&
-		    (unsigned)a[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID] == bus &&
-		    (unsigned)a[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID] == slot) {
-			*dev = (CUdevice)i;
-			return CUDA_SUCCESS;
-		}
-	}
-	return CUDA_ERROR_INVALID_DEVICE;
+	found = rt_vgpu_at_pci(rt.nvgpus, dom, bus, slot);
+	if (found < 0)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*dev = found;
+	return CUDA_SUCCESS;
 }
 
 /* vGPUs do not reach each other's memory (yet): no peer access */

@@ -41,12 +41,13 @@ CUresult cu_result(cudaError_t e)
 	}
 }
 
-CU_EXPORT CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr)
+/* cuGetErrorName (name: the enumerator's name) and cuGetErrorString (its text) */
+static CUresult error_text(CUresult error, const char **pStr, bool name)
 {
 	if (!pStr)
 		return CUDA_ERROR_INVALID_VALUE;
 	switch ((int)error) {
-#define X(name, value, text) case value: *pStr = #name; return CUDA_SUCCESS;
+#define X(name_, value, text) case value: *pStr = name ? #name_ : text; return CUDA_SUCCESS;
 #include "cu_errors.gen.h"
 #undef X
 	default:
@@ -55,16 +56,9 @@ CU_EXPORT CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr)
 	}
 }
 
+CU_EXPORT CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr) { return error_text(error, pStr, true); }
+
 CU_EXPORT CUresult CUDAAPI cuGetErrorString(CUresult error, const char **pStr)
 {
-	if (!pStr)
-		return CUDA_ERROR_INVALID_VALUE;
-	switch ((int)error) {
-#define X(name, value, text) case value: *pStr = text; return CUDA_SUCCESS;
-#include "cu_errors.gen.h"
-#undef X
-	default:
-		*pStr = NULL;
-		return CUDA_ERROR_INVALID_VALUE;
-	}
+	return error_text(error, pStr, false);
 }

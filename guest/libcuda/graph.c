@@ -16,15 +16,14 @@
 static CUresult instantiate(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags,
 			    const struct rt_stream_ref *upload, const char *call)
 {
-	struct rt_graph *g;
+	void *g;
 	struct rt_graph_exec *x;
-	CUresult r = cu_ready();
+	CUresult r = cu_handle(hGraph, CU_GRAPH_OBJ, CUDA_ERROR_INVALID_VALUE, &g);
 
+	if (!r && !phGraphExec)
+		r = CUDA_ERROR_INVALID_VALUE;
 	if (r)
 		return r;
-	g = rt_graph_get(hGraph);
-	if (!phGraphExec || !g)
-		return CUDA_ERROR_INVALID_VALUE;
 	r = cu_result(rt_graph_instantiate(g, flags, upload, call, &x));
 	if (!r)
 		*phGraphExec = (CUgraphExec)x;
@@ -110,36 +109,31 @@ CU_EXPORT CUresult CUDAAPI cuGraphUpload_ptsz(CUgraphExec x, CUstream s) { retur
 
 CU_EXPORT CUresult CUDAAPI cuGraphDestroy(CUgraph hGraph)
 {
-	struct rt_graph *g;
-	CUresult r = cu_ready();
+	void *o;
+	CUresult r = cu_handle(hGraph, CU_GRAPH_OBJ, CUDA_ERROR_INVALID_VALUE, &o);
 
-	if (r)
-		return r;
-	g = rt_graph_get(hGraph);
-	return g ? cu_result(rt_graph_destroy(g)) : CUDA_ERROR_INVALID_VALUE;
+	return r ? r : cu_result(rt_graph_destroy(o));
 }
 
 CU_EXPORT CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec)
 {
-	struct rt_graph_exec *x;
-	CUresult r = cu_ready();
+	void *o;
+	CUresult r = cu_handle(hGraphExec, CU_GRAPH_EXEC_OBJ, CUDA_ERROR_INVALID_VALUE, &o);
 
-	if (r)
-		return r;
-	x = rt_graph_exec_get(hGraphExec);
-	return x ? cu_result(rt_graph_exec_destroy(x)) : CUDA_ERROR_INVALID_VALUE;
+	return r ? r : cu_result(rt_graph_exec_destroy(o));
 }
 
 CU_EXPORT CUresult CUDAAPI cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
 {
 	struct rt_graph *g;
-	CUresult r = cu_ready();
+	void *o;
+	CUresult r = cu_handle(hGraph, CU_GRAPH_OBJ, CUDA_ERROR_INVALID_VALUE, &o);
 
+	if (!r && !numNodes)
+		r = CUDA_ERROR_INVALID_VALUE;
 	if (r)
 		return r;
-	g = rt_graph_get(hGraph);
-	if (!g || !numNodes)
-		return CUDA_ERROR_INVALID_VALUE;
+	g = o;
 	if (g->built)
 		return cu_result(rt_graph_nodes(g, false, (void **)nodes, numNodes));
 	if (nodes) {

@@ -20,24 +20,20 @@
 
 static CUresult graph_of(CUgraph h, struct rt_graph **g)
 {
-	CUresult r = cu_ready();
+	void *o;
+	CUresult r = cu_handle(h, CU_GRAPH_OBJ, CUDA_ERROR_INVALID_VALUE, &o);
 
-	if (r)
-		return r;
-	*g = rt_graph_get(h);
-	return *g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	*g = o;
+	return r;
 }
 
 static CUresult node_of(CUgraphNode h, int type, struct rt_gnode **n)
 {
-	CUresult r = cu_ready();
+	void *o;
+	CUresult r = cu_handle(h, CU_NODE_OBJ, CUDA_ERROR_INVALID_VALUE, &o);
 
-	if (r)
-		return r;
-	*n = rt_gnode_get(h);
-	if (!*n || (type >= 0 && rt_gnode_type(*n) != type))
-		return CUDA_ERROR_INVALID_VALUE;
-	return CUDA_SUCCESS;
+	*n = o;
+	return !r && type >= 0 && rt_gnode_type(*n) != type ? CUDA_ERROR_INVALID_VALUE : r;
 }
 
 /* node_of, then the pointer a Get call fills in */
@@ -97,12 +93,10 @@ CU_EXPORT CUresult CUDAAPI cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 {
 	struct cu_ctx *c;
 	struct rt_graph *g;
-	CUresult r = cu_current_ctx(&c);
+	CUresult r = cu_need(cu_current_ctx(&c), phGraph);
 
 	if (r)
 		return r;
-	if (!phGraph)
-		return CUDA_ERROR_INVALID_VALUE;
 	r = cu_result(rt_graph_create(c->vgpu, flags, &g));
 	if (!r)
 		*phGraph = (CUgraph)g;
@@ -114,12 +108,10 @@ static CUresult add(const char *call, CUgraphNode *out, CUgraph hGraph, const CU
 {
 	struct rt_graph *g;
 	struct rt_gnode *node;
-	CUresult r = graph_of(hGraph, &g);
+	CUresult r = cu_need(graph_of(hGraph, &g), out);
 
 	if (r)
 		return r;
-	if (!out)
-		return CUDA_ERROR_INVALID_VALUE;
 	r = cu_result(rt_graph_add(call, g, (void *const *)deps, n, p, &node));
 	if (!r)
 		*out = (CUgraphNode)node;
@@ -799,12 +791,10 @@ CU_EXPORT CUresult CUDAAPI cuGraphNodeFindInClone(CUgraphNode *phNode, CUgraphNo
 {
 	struct rt_graph *g;
 	struct rt_gnode *n;
-	CUresult r = graph_of(hClonedGraph, &g);
+	CUresult r = cu_need(graph_of(hClonedGraph, &g), phNode);
 
 	if (r)
 		return r;
-	if (!phNode)
-		return CUDA_ERROR_INVALID_VALUE;
 	r = cu_result(rt_gnode_find_in_clone(g, (struct rt_gnode *)hOriginalNode, &n));
 	if (!r)
 		*phNode = (CUgraphNode)n;

@@ -16,6 +16,39 @@ CUresult cu_ready(void)
 	return CUDA_SUCCESS;
 }
 
+CUresult cu_handle(void *h, enum cu_kind kind, CUresult bad, void **obj)
+{
+	CUresult r = cu_ready();
+
+	*obj = NULL;
+	if (r)
+		return r;
+	switch (kind) {
+	case CU_STREAM_OBJ:
+		*obj = rt_stream_get(h);
+		break;
+	case CU_EVENT_OBJ:
+		*obj = rt_event_get(h);
+		break;
+	case CU_GRAPH_OBJ:
+		*obj = rt_graph_get(h);
+		break;
+	case CU_GRAPH_EXEC_OBJ:
+		*obj = rt_graph_exec_get(h);
+		break;
+	case CU_NODE_OBJ:
+		*obj = rt_gnode_get(h);
+		break;
+	case CU_POOL_OBJ:
+		*obj = rt_pool_get(h);
+		break;
+	case CU_CTX_OBJ:
+		*obj = cu_ctx_get(h);
+		break;
+	}
+	return *obj ? CUDA_SUCCESS : bad;
+}
+
 CU_EXPORT CUresult CUDAAPI cuInit(unsigned int Flags)
 {
 	cudaError_t e;

@@ -11,12 +11,10 @@ CU_EXPORT CUresult CUDAAPI cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
 {
 	struct cu_ctx *c;
 	void *p;
-	CUresult r = cu_current_ctx(&c);
+	CUresult r = cu_need(cu_current_ctx(&c), dptr && bytesize);
 
 	if (r)
 		return r;
-	if (!dptr || !bytesize)
-		return CUDA_ERROR_INVALID_VALUE;
 	r = cu_result(rt_malloc_on(c->vgpu, &p, bytesize, 0));
 	if (!r)
 		*dptr = (CUdeviceptr)(uintptr_t)p;
@@ -38,29 +36,19 @@ CU_EXPORT CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr *dptr, size_t *pPitch, si
 
 CU_EXPORT CUresult CUDAAPI cuMemFree(CUdeviceptr dptr)
 {
-	int vgpu;
 	CUresult r = cu_ready();
 
-	if (r)
-		return r;
-	if (!dptr)
-		return CUDA_SUCCESS;
-	vgpu = dm_find(dptr, 1, NULL, NULL);
-	if (vgpu < 0)
-		return CUDA_ERROR_INVALID_VALUE;
-	return cu_result(rt_free_on(vgpu, PTR(dptr), NULL, false));
+	return r ? r : cu_result(rt_free(PTR(dptr), NULL, false));
 }
 
 CU_EXPORT CUresult CUDAAPI cuMemGetInfo(size_t *free, size_t *total)
 {
 	struct cu_ctx *c;
 	uint64_t f, t;
-	CUresult r = cu_current_ctx(&c);
+	CUresult r = cu_need(cu_current_ctx(&c), free && total);
 
 	if (r)
 		return r;
-	if (!free || !total)
-		return CUDA_ERROR_INVALID_VALUE;
 	r = cu_result(rt_do_MEM_GET_INFO(c->vgpu, &f, &t));
 	if (!r) {
 		*free = f;
@@ -287,12 +275,10 @@ static CUresult pointer_attribute(void *data, CUpointer_attribute attribute, CUd
 
 CU_EXPORT CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
 {
-	CUresult r = cu_ready();
+	CUresult r = cu_need(cu_ready(), data);
 
 	if (r)
 		return r;
-	if (!data)
-		return CUDA_ERROR_INVALID_VALUE;
 	return pointer_attribute(data, attribute, ptr);
 }
 
@@ -300,12 +286,10 @@ CU_EXPORT CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute
 CU_EXPORT CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes,
 						  void **data, CUdeviceptr ptr)
 {
-	CUresult r = cu_ready();
+	CUresult r = cu_need(cu_ready(), attributes && data);
 
 	if (r)
 		return r;
-	if (!attributes || !data)
-		return CUDA_ERROR_INVALID_VALUE;
 	for (unsigned i = 0; i < numAttributes; i++) {
 		if (!data[i])
 			continue;

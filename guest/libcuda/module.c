@@ -130,12 +130,10 @@ CU_EXPORT CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image)
 	struct cu_module *m;
 	const void *start;
 	size_t size;
-	CUresult r = cu_current_ctx(&c);
+	CUresult r = cu_need(cu_current_ctx(&c), module);
 
 	if (r)
 		return r;
-	if (!module)
-		return CUDA_ERROR_INVALID_VALUE;
 	r = image_of(image, &start, &size);
 	if (!r)
 		r = module_load(c->vgpu, start, size, NULL, &m);
@@ -213,12 +211,10 @@ CU_EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule hmod)
 /* lazy, as the driver loads by default since CUDA 12.2 */
 CU_EXPORT CUresult CUDAAPI cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
 {
-	CUresult r = cu_ready();
+	CUresult r = cu_need(cu_ready(), mode);
 
 	if (r)
 		return r;
-	if (!mode)
-		return CUDA_ERROR_INVALID_VALUE;
 	*mode = CU_MODULE_LAZY_LOADING;
 	return CUDA_SUCCESS;
 }
@@ -268,12 +264,10 @@ CU_EXPORT CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod,
 {
 	struct cu_module *m;
 	struct cu_function *f;
-	CUresult r = cu_ready();
+	CUresult r = cu_need(cu_ready(), hfunc && name);
 
 	if (r)
 		return r;
-	if (!hfunc || !name)
-		return CUDA_ERROR_INVALID_VALUE;
 	m = module_get(hmod);
 	if (!m)
 		return CUDA_ERROR_INVALID_HANDLE;
@@ -402,12 +396,10 @@ static CUresult global_get(struct cu_module *m, const char *name, CUdeviceptr *d
 CU_EXPORT CUresult CUDAAPI cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name)
 {
 	struct cu_module *m;
-	CUresult r = cu_ready();
+	CUresult r = cu_need(cu_ready(), name);
 
 	if (r)
 		return r;
-	if (!name)
-		return CUDA_ERROR_INVALID_VALUE;
 	m = module_get(hmod);
 	return m ? global_get(m, name, dptr, bytes) : CUDA_ERROR_INVALID_HANDLE;
 }
@@ -426,6 +418,47 @@ static struct cu_kernel *kernel_get(CUkernel h)
 	struct cu_kernel *k = (struct cu_kernel *)h;
 
 	return k && k->magic == KERNEL_MAGIC ? k : NULL;
+}
+
+/* what cuFuncGetName, cuFuncGetModule, cuFuncIsLoaded (of a CUfunction) and
+ * cuKernelGetName, cuKernelGetLibrary (of a CUkernel) answer */
+enum func_attr { FUNC_NAME, FUNC_MODULE, FUNC_LOADED, KERNEL_NAME, KERNEL_LIBRARY };
+
+static CUresult func_attr(void *h, enum func_attr what, void *out)
+{
+	struct cu_function *f = NULL;
+	struct cu_kernel *k = NULL;
+	CUresult r = cu_need(cu_ready(), out);
+
+	if (r)
+		return r;
+	if (what == KERNEL_NAME || what == KERNEL_LIBRARY) {
+		k = kernel_get(h);
+		if (!k)
+			return CUDA_ERROR_INVALID_HANDLE;
+	} else {
+		r = cu_function_of(h, &f);
+		if (r)
+			return r;
+	}
+	switch (what) {
+	case FUNC_NAME:
+		*(const char **)out = f->name;
+		break;
+	case FUNC_MODULE:
+		*(CUmodule *)out = (CUmodule)f->m;
+		break;
+	case FUNC_LOADED:
+		*(CUfunctionLoadingState *)out = CU_FUNCTION_LOADING_STATE_LOADED;
+		break;
+	case KERNEL_NAME:
+		*(const char **)out = k->name;
+		break;
+	case KERNEL_LIBRARY:
+		*(CUlibrary *)out = (CUlibrary)k->lib;
+		break;
+	}
+	return CUDA_SUCCESS;
 }
 
 static CUresult library_module(struct cu_library *l, int vgpu, struct cu_module **out)
@@ -544,12 +577,10 @@ CU_EXPORT CUresult CUDAAPI cuLibraryGetKernel(CUkernel *pKernel, CUlibrary libra
 	struct cu_kernel *k;
 	struct mearas_fatbin_index *idx;
 	char err[256];
-	CUresult r = cu_ready();
+	CUresult r = cu_need(cu_ready(), pKernel && name);
 
 	if (r)
 		return r;
-	if (!pKernel || !name)
-		return CUDA_ERROR_INVALID_VALUE;
 	l = library_get(library);
 	if (!l)
 		return CUDA_ERROR_INVALID_HANDLE;
@@ -587,12 +618,10 @@ static CUresult library_here(CUlibrary library, const void *arg, struct cu_modul
 {
 	struct cu_ctx *c;
 	struct cu_library *l;
-	CUresult r = cu_current_ctx(&c);
+	CUresult r = cu_need(cu_current_ctx(&c), arg);
 
 	if (r)
 		return r;
-	if (!arg)
-		return CUDA_ERROR_INVALID_VALUE;
 	l = library_get(library);
 	return l ? library_module(l, c->vgpu, m) : CUDA_ERROR_INVALID_HANDLE;
 }
@@ -644,12 +673,10 @@ CU_EXPORT CUresult CUDAAPI cuKernelGetFunction(CUfunction *pFunc, CUkernel kerne
 	struct cu_ctx *c;
 	struct cu_kernel *k;
 	struct cu_function *f;
-	CUresult r = cu_current_ctx(&c);
+	CUresult r = cu_need(cu_current_ctx(&c), pFunc);
 
 	if (r)
 		return r;
-	if (!pFunc)
-		return CUDA_ERROR_INVALID_VALUE;
 	k = kernel_get(kernel);
 	if (!k)
 		return CUDA_ERROR_INVALID_HANDLE;
@@ -661,34 +688,12 @@ CU_EXPORT CUresult CUDAAPI cuKernelGetFunction(CUfunction *pFunc, CUkernel kerne
 
 CU_EXPORT CUresult CUDAAPI cuKernelGetName(const char **name, CUkernel hfunc)
 {
-	struct cu_kernel *k;
-	CUresult r = cu_ready();
-
-	if (r)
-		return r;
-	if (!name)
-		return CUDA_ERROR_INVALID_VALUE;
-	k = kernel_get(hfunc);
-	if (!k)
-		return CUDA_ERROR_INVALID_HANDLE;
-	*name = k->name;
-	return CUDA_SUCCESS;
+	return func_attr(hfunc, KERNEL_NAME, name);
 }
 
 CU_EXPORT CUresult CUDAAPI cuKernelGetLibrary(CUlibrary *pLib, CUkernel kernel)
 {
-	struct cu_kernel *k;
-	CUresult r = cu_ready();
-
-	if (r)
-		return r;
-	if (!pLib)
-		return CUDA_ERROR_INVALID_VALUE;
-	k = kernel_get(kernel);
-	if (!k)
-		return CUDA_ERROR_INVALID_HANDLE;
-	*pLib = (CUlibrary)k->lib;
-	return CUDA_SUCCESS;
+	return func_attr(kernel, KERNEL_LIBRARY, pLib);
 }
 
 /* ---- functions ---- */
@@ -752,12 +757,10 @@ static CUresult function_attribute(int *pi, CUfunction_attribute attrib, struct 
 CU_EXPORT CUresult CUDAAPI cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc)
 {
 	struct cu_function *f;
-	CUresult r = cu_ready();
+	CUresult r = cu_need(cu_ready(), pi);
 
 	if (r)
 		return r;
-	if (!pi)
-		return CUDA_ERROR_INVALID_VALUE;
 	r = cu_function_of(hfunc, &f);
 	return r ? r : function_attribute(pi, attrib, f);
 }
@@ -800,17 +803,7 @@ CU_EXPORT CUresult CUDAAPI cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache c
 
 CU_EXPORT CUresult CUDAAPI cuFuncGetName(const char **name, CUfunction hfunc)
 {
-	struct cu_function *f;
-	CUresult r = cu_ready();
-
-	if (r)
-		return r;
-	if (!name)
-		return CUDA_ERROR_INVALID_VALUE;
-	r = cu_function_of(hfunc, &f);
-	if (!r)
-		*name = f->name;
-	return r;
+	return func_attr(hfunc, FUNC_NAME, name);
 }
 
 CU_EXPORT CUresult CUDAAPI cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset,
@@ -837,32 +830,12 @@ CU_EXPORT CUresult CUDAAPI cuFuncGetParamInfo(CUfunction func, size_t paramIndex
 
 CU_EXPORT CUresult CUDAAPI cuFuncGetModule(CUmodule *hmod, CUfunction hfunc)
 {
-	struct cu_function *f;
-	CUresult r = cu_ready();
-
-	if (r)
-		return r;
-	if (!hmod)
-		return CUDA_ERROR_INVALID_VALUE;
-	r = cu_function_of(hfunc, &f);
-	if (!r)
-		*hmod = (CUmodule)f->m;
-	return r;
+	return func_attr(hfunc, FUNC_MODULE, hmod);
 }
 
 CU_EXPORT CUresult CUDAAPI cuFuncIsLoaded(CUfunctionLoadingState *state, CUfunction function)
 {
-	struct cu_function *f;
-	CUresult r = cu_ready();
-
-	if (r)
-		return r;
-	if (!state)
-		return CUDA_ERROR_INVALID_VALUE;
-	r = cu_function_of(function, &f);
-	if (!r)
-		*state = CU_FUNCTION_LOADING_STATE_LOADED;
-	return r;
+	return func_attr(function, FUNC_LOADED, state);
 }
 
 CU_EXPORT CUresult CUDAAPI cuFuncLoad(CUfunction function)

@@ -31,24 +31,21 @@ static struct cudaMemLocation location_of(const CUmemLocation *l)
 /* cuInit done, then the live pool behind h */
 static CUresult pool_of(CUmemoryPool h, struct rt_pool **out)
 {
-	CUresult r = cu_ready();
+	void *o;
+	CUresult r = cu_handle(h, CU_POOL_OBJ, CUDA_ERROR_INVALID_VALUE, &o);
 
-	if (r)
-		return r;
-	*out = rt_pool_get(h);
-	return *out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	*out = o;
+	return r;
 }
 
 /* the pool the getter gives for dev into *pool */
 static CUresult hand_out(CUmemoryPool *pool, int dev, cudaError_t (*get)(int, struct rt_pool **))
 {
 	struct rt_pool *p;
-	CUresult r = cu_ready();
+	CUresult r = cu_need(cu_ready(), pool);
 
 	if (r)
 		return r;
-	if (!pool)
-		return CUDA_ERROR_INVALID_VALUE;
 	r = cu_result(get(dev, &p));
 	if (!r)
 		*pool = (CUmemoryPool)p;
@@ -76,12 +73,10 @@ CU_EXPORT CUresult CUDAAPI cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
 static CUresult location_vgpu(const char *call, const CUmemLocation *location, CUmemAllocationType type, int *vgpu)
 {
 	struct cudaMemLocation l;
-	CUresult r = cu_ready();
+	CUresult r = cu_need(cu_ready(), location);
 
 	if (r)
 		return r;
-	if (!location)
-		return CUDA_ERROR_INVALID_VALUE;
 	l = location_of(location);
 	return cu_result(rt_pool_location(call, &l, (int)type, vgpu));
 }
@@ -115,12 +110,10 @@ CU_EXPORT CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolPr
 {
 	struct cudaMemPoolProps props = { 0 };
 	struct rt_pool *p;
-	CUresult r = cu_ready();
+	CUresult r = cu_need(cu_ready(), pool && poolProps);
 
 	if (r)
 		return r;
-	if (!pool || !poolProps)
-		return CUDA_ERROR_INVALID_VALUE;
 	props.allocType = (enum cudaMemAllocationType)poolProps->allocType;
 	props.handleTypes = (enum cudaMemAllocationHandleType)poolProps->handleTypes;
 	props.location = location_of(&poolProps->location);
@@ -189,12 +182,10 @@ CU_EXPORT CUresult CUDAAPI cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemory
 	struct cudaMemLocation l;
 	enum cudaMemAccessFlags f;
 	struct rt_pool *p;
-	CUresult r = pool_of(memPool, &p);
+	CUresult r = cu_need(pool_of(memPool, &p), flags && location);
 
 	if (r)
 		return r;
-	if (!flags || !location)
-		return CUDA_ERROR_INVALID_VALUE;
 	l = location_of(location);
 	r = cu_result(rt_pool_get_access(p, &l, &f));
 	if (!r)
@@ -211,12 +202,10 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool h, 
 	struct rt_stream_ref st;
 	struct rt_pool *p;
 	void *ptr;
-	CUresult r = cu_stream_ref(hStream, &st);
+	CUresult r = cu_need(cu_stream_ref(hStream, &st), dptr && bytesize);
 
 	if (r)
 		return r;
-	if (!dptr || !bytesize)
-		return CUDA_ERROR_INVALID_VALUE;
 	if (h) {
 		p = rt_pool_get(h);
 		if (!p)
@@ -235,17 +224,9 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool h, 
 static CUresult free_async(CUdeviceptr dptr, CUstream hStream)
 {
 	struct rt_stream_ref st;
-	int vgpu;
 	CUresult r = cu_stream_ref(hStream, &st);
 
-	if (r)
-		return r;
-	if (!dptr)
-		return CUDA_SUCCESS;
-	vgpu = dm_find(dptr, 1, NULL, NULL);
-	if (vgpu < 0)
-		return CUDA_ERROR_INVALID_VALUE;
-	return cu_result(rt_free_on(vgpu, (void *)(uintptr_t)dptr, (cudaStream_t)hStream, true));
+	return r ? r : cu_result(rt_free((void *)(uintptr_t)dptr, (cudaStream_t)hStream, true));
 }
 
 CU_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)

@@ -41,45 +41,42 @@ CU_EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *phStream, unsigned int Flags
 
 CU_EXPORT CUresult CUDAAPI cuStreamDestroy(CUstream hStream)
 {
-	struct rt_stream *s;
-	CUresult r = cu_ready();
+	void *s;
+	CUresult r = cu_handle(hStream, CU_STREAM_OBJ, CUDA_ERROR_INVALID_HANDLE, &s);
+
+	return r ? r : cu_result(rt_stream_destroy(s));
+}
+
+/* a stream operation that takes only the stream (sync, query) */
+static CUresult stream_op(CUstream hStream, cudaError_t (*op)(int, const struct rt_stream_ref *))
+{
+	struct rt_stream_ref st;
+	CUresult r = cu_stream_ref(hStream, &st);
+
+	return r ? r : cu_result(op(st.vgpu, &st));
+}
+
+/* the stream and the event of a wait or a record, with no flag beyond allowed */
+static CUresult stream_event(CUstream hStream, CUevent hEvent, unsigned int flags, unsigned int allowed,
+			     struct rt_stream_ref *st, struct rt_event **ev)
+{
+	CUresult r = cu_stream_ref(hStream, st);
 
 	if (r)
 		return r;
-	s = rt_stream_get(hStream);
-	return s ? cu_result(rt_stream_destroy(s)) : CUDA_ERROR_INVALID_HANDLE;
-}
-
-static CUresult stream_sync(CUstream hStream)
-{
-	struct rt_stream_ref st;
-	CUresult r = cu_stream_ref(hStream, &st);
-
-	return r ? r : cu_result(rt_do_STREAM_SYNC(st.vgpu, &st));
-}
-
-static CUresult stream_query(CUstream hStream)
-{
-	struct rt_stream_ref st;
-	CUresult r = cu_stream_ref(hStream, &st);
-
-	return r ? r : cu_result(rt_do_STREAM_QUERY(st.vgpu, &st));
+	*ev = rt_event_get(hEvent);
+	if (!*ev)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return flags & ~allowed ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 
 static CUresult stream_wait(CUstream hStream, CUevent hEvent, unsigned int Flags)
 {
 	struct rt_stream_ref st;
 	struct rt_event *ev;
-	CUresult r = cu_stream_ref(hStream, &st);
+	CUresult r = stream_event(hStream, hEvent, Flags, CU_EVENT_WAIT_EXTERNAL, &st, &ev);
 
-	if (r)
-		return r;
-	ev = rt_event_get(hEvent);
-	if (!ev)
-		return CUDA_ERROR_INVALID_HANDLE;
-	if (Flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL)
-		return CUDA_ERROR_INVALID_VALUE;
-	return cu_result(rt_stream_wait(&st, ev, 0));
+	return r ? r : cu_result(rt_stream_wait(&st, ev, 0));
 }
 
 /* the stream (*st), and arg (what the call writes or runs) is there */
@@ -90,54 +87,36 @@ static CUresult stream_with(CUstream h, const void *arg, struct rt_stream_ref *s
 	return r ? r : arg ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-static CUresult stream_flags(CUstream h, unsigned int *flags)
+/* what cuStreamGet* reads of a stream */
+enum stream_attr { STREAM_FLAGS, STREAM_PRIORITY, STREAM_ID, STREAM_CTX, STREAM_DEVICE };
+
+static CUresult stream_attr(CUstream h, enum stream_attr what, void *out)
 {
 	struct rt_stream_ref st;
-	CUresult r = stream_with(h, flags, &st);
+	struct rt_stream *s;
+	CUresult r = stream_with(h, out, &st);
 
-	if (!r)
-		*flags = rt_stream_get(h) ? rt_stream_get(h)->flags : CU_STREAM_DEFAULT;
-	return r;
-}
-
-static CUresult stream_priority(CUstream h, int *priority)
-{
-	struct rt_stream_ref st;
-	CUresult r = stream_with(h, priority, &st);
-
-	if (!r)
-		*priority = rt_stream_get(h) ? rt_stream_get(h)->priority : 0;
-	return r;
-}
-
-static CUresult stream_id(CUstream h, unsigned long long *id)
-{
-	struct rt_stream_ref st;
-	CUresult r = stream_with(h, id, &st);
-
-	if (!r)
-		*id = h == CU_STREAM_PER_THREAD || (!h && rt_tls.ptds) ? 2 : st.id;
-	return r;
-}
-
-static CUresult stream_ctx(CUstream h, CUcontext *pctx)
-{
-	struct rt_stream_ref st;
-	CUresult r = stream_with(h, pctx, &st);
-
-	if (!r)
-		*pctx = rt_stream_get(h) ? (CUcontext)cu_primary(st.vgpu) : (CUcontext)cu_current();
-	return r;
-}
-
-static CUresult stream_device(CUstream h, CUdevice *device)
-{
-	struct rt_stream_ref st;
-	CUresult r = stream_with(h, device, &st);
-
-	if (!r)
-		*device = st.vgpu;
-	return r;
+	if (r)
+		return r;
+	s = rt_stream_get(h);
+	switch (what) {
+	case STREAM_FLAGS:
+		*(unsigned int *)out = s ? s->flags : CU_STREAM_DEFAULT;
+		break;
+	case STREAM_PRIORITY:
+		*(int *)out = s ? s->priority : 0;
+		break;
+	case STREAM_ID:
+		*(unsigned long long *)out = h == CU_STREAM_PER_THREAD || (!h && rt_tls.ptds) ? 2 : st.id;
+		break;
+	case STREAM_CTX:
+		*(CUcontext *)out = s ? (CUcontext)cu_primary(st.vgpu) : (CUcontext)cu_current();
+		break;
+	case STREAM_DEVICE:
+		*(CUdevice *)out = st.vgpu;
+		break;
+	}
+	return CUDA_SUCCESS;
 }
 
 static CUresult host_func(CUstream hStream, CUhostFn fn, void *userData)
@@ -162,25 +141,40 @@ static CUresult add_callback(CUstream hStream, CUstreamCallback callback, void *
 }
 
 /* plain and per-thread-default-stream exports of each */
-CU_EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream h) { return stream_sync(h); }
-CU_EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream h) { return CU_PTSZ(stream_sync(h)); }
-CU_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream h) { return stream_query(h); }
-CU_EXPORT CUresult CUDAAPI cuStreamQuery_ptsz(CUstream h) { return CU_PTSZ(stream_query(h)); }
+CU_EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream h) { return stream_op(h, rt_do_STREAM_SYNC); }
+CU_EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream h) { return CU_PTSZ(stream_op(h, rt_do_STREAM_SYNC)); }
+CU_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream h) { return stream_op(h, rt_do_STREAM_QUERY); }
+CU_EXPORT CUresult CUDAAPI cuStreamQuery_ptsz(CUstream h) { return CU_PTSZ(stream_op(h, rt_do_STREAM_QUERY)); }
 CU_EXPORT CUresult CUDAAPI cuStreamWaitEvent(CUstream h, CUevent e, unsigned int f) { return stream_wait(h, e, f); }
 CU_EXPORT CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream h, CUevent e, unsigned int f)
 {
 	return CU_PTSZ(stream_wait(h, e, f));
 }
-CU_EXPORT CUresult CUDAAPI cuStreamGetFlags(CUstream h, unsigned int *f) { return stream_flags(h, f); }
-CU_EXPORT CUresult CUDAAPI cuStreamGetFlags_ptsz(CUstream h, unsigned int *f) { return CU_PTSZ(stream_flags(h, f)); }
-CU_EXPORT CUresult CUDAAPI cuStreamGetPriority(CUstream h, int *p) { return stream_priority(h, p); }
-CU_EXPORT CUresult CUDAAPI cuStreamGetPriority_ptsz(CUstream h, int *p) { return CU_PTSZ(stream_priority(h, p)); }
-CU_EXPORT CUresult CUDAAPI cuStreamGetId(CUstream h, unsigned long long *id) { return stream_id(h, id); }
-CU_EXPORT CUresult CUDAAPI cuStreamGetId_ptsz(CUstream h, unsigned long long *id) { return CU_PTSZ(stream_id(h, id)); }
-CU_EXPORT CUresult CUDAAPI cuStreamGetCtx(CUstream h, CUcontext *c) { return stream_ctx(h, c); }
-CU_EXPORT CUresult CUDAAPI cuStreamGetCtx_ptsz(CUstream h, CUcontext *c) { return CU_PTSZ(stream_ctx(h, c)); }
-CU_EXPORT CUresult CUDAAPI cuStreamGetDevice(CUstream h, CUdevice *d) { return stream_device(h, d); }
-CU_EXPORT CUresult CUDAAPI cuStreamGetDevice_ptsz(CUstream h, CUdevice *d) { return CU_PTSZ(stream_device(h, d)); }
+CU_EXPORT CUresult CUDAAPI cuStreamGetFlags(CUstream h, unsigned int *f) { return stream_attr(h, STREAM_FLAGS, f); }
+CU_EXPORT CUresult CUDAAPI cuStreamGetFlags_ptsz(CUstream h, unsigned int *f)
+{
+	return CU_PTSZ(stream_attr(h, STREAM_FLAGS, f));
+}
+CU_EXPORT CUresult CUDAAPI cuStreamGetPriority(CUstream h, int *p) { return stream_attr(h, STREAM_PRIORITY, p); }
+CU_EXPORT CUresult CUDAAPI cuStreamGetPriority_ptsz(CUstream h, int *p)
+{
+	return CU_PTSZ(stream_attr(h, STREAM_PRIORITY, p));
+}
+CU_EXPORT CUresult CUDAAPI cuStreamGetId(CUstream h, unsigned long long *id) { return stream_attr(h, STREAM_ID, id); }
+CU_EXPORT CUresult CUDAAPI cuStreamGetId_ptsz(CUstream h, unsigned long long *id)
+{
+	return CU_PTSZ(stream_attr(h, STREAM_ID, id));
+}
+CU_EXPORT CUresult CUDAAPI cuStreamGetCtx(CUstream h, CUcontext *c) { return stream_attr(h, STREAM_CTX, c); }
+CU_EXPORT CUresult CUDAAPI cuStreamGetCtx_ptsz(CUstream h, CUcontext *c)
+{
+	return CU_PTSZ(stream_attr(h, STREAM_CTX, c));
+}
+CU_EXPORT CUresult CUDAAPI cuStreamGetDevice(CUstream h, CUdevice *d) { return stream_attr(h, STREAM_DEVICE, d); }
+CU_EXPORT CUresult CUDAAPI cuStreamGetDevice_ptsz(CUstream h, CUdevice *d)
+{
+	return CU_PTSZ(stream_attr(h, STREAM_DEVICE, d));
+}
 CU_EXPORT CUresult CUDAAPI cuLaunchHostFunc(CUstream h, CUhostFn fn, void *u) { return host_func(h, fn, u); }
 CU_EXPORT CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream h, CUhostFn fn, void *u)
 {
@@ -214,31 +208,24 @@ CU_EXPORT CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags)
 	return r;
 }
 
-CU_EXPORT CUresult CUDAAPI cuEventDestroy(CUevent hEvent)
+/* an event operation that takes only the event (destroy, sync, query) */
+static CUresult event_op(CUevent hEvent, cudaError_t (*op)(struct rt_event *))
 {
-	struct rt_event *ev;
-	CUresult r = cu_ready();
+	void *ev;
+	CUresult r = cu_handle(hEvent, CU_EVENT_OBJ, CUDA_ERROR_INVALID_HANDLE, &ev);
 
-	if (r)
-		return r;
-	ev = rt_event_get(hEvent);
-	return ev ? cu_result(rt_event_destroy(ev)) : CUDA_ERROR_INVALID_HANDLE;
+	return r ? r : cu_result(op(ev));
 }
+
+CU_EXPORT CUresult CUDAAPI cuEventDestroy(CUevent hEvent) { return event_op(hEvent, rt_event_destroy); }
 
 static CUresult event_record(CUevent hEvent, CUstream hStream, unsigned flags)
 {
 	struct rt_stream_ref st;
 	struct rt_event *ev;
-	CUresult r = cu_stream_ref(hStream, &st);
+	CUresult r = stream_event(hStream, hEvent, flags, CU_EVENT_RECORD_EXTERNAL, &st, &ev);
 
-	if (r)
-		return r;
-	ev = rt_event_get(hEvent);
-	if (!ev)
-		return CUDA_ERROR_INVALID_HANDLE;
-	if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL)
-		return CUDA_ERROR_INVALID_VALUE;
-	return cu_result(rt_event_record(ev, &st));
+	return r ? r : cu_result(rt_event_record(ev, &st));
 }
 
 CU_EXPORT CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) { return event_record(e, s, 0); }
@@ -252,37 +239,17 @@ CU_EXPORT CUresult CUDAAPI cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, un
 	return CU_PTSZ(event_record(e, s, f));
 }
 
-CU_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent hEvent)
-{
-	struct rt_event *ev;
-	CUresult r = cu_ready();
+CU_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) { return event_op(hEvent, rt_event_sync); }
 
-	if (r)
-		return r;
-	ev = rt_event_get(hEvent);
-	return ev ? cu_result(rt_event_sync(ev)) : CUDA_ERROR_INVALID_HANDLE;
-}
-
-CU_EXPORT CUresult CUDAAPI cuEventQuery(CUevent hEvent)
-{
-	struct rt_event *ev;
-	CUresult r = cu_ready();
-
-	if (r)
-		return r;
-	ev = rt_event_get(hEvent);
-	return ev ? cu_result(rt_event_query(ev)) : CUDA_ERROR_INVALID_HANDLE;
-}
+CU_EXPORT CUresult CUDAAPI cuEventQuery(CUevent hEvent) { return event_op(hEvent, rt_event_query); }
 
 static CUresult elapsed(float *pMilliseconds, CUevent hStart, CUevent hEnd)
 {
 	struct rt_event *a, *b;
-	CUresult r = cu_ready();
+	CUresult r = cu_need(cu_ready(), pMilliseconds);
 
 	if (r)
 		return r;
-	if (!pMilliseconds)
-		return CUDA_ERROR_INVALID_VALUE;
 	a = rt_event_get(hStart);
 	b = rt_event_get(hEnd);
 	if (!a || !b)

@@ -115,14 +115,19 @@ static CUresult tmap_encode(int vgpu, uint32_t kind, const struct mearas_tmap_ar
 	return r;
 }
 
-/* The arguments every call shares, after the checks cuda.h states for the
+/* The encoding vGPU (tmap_vgpu), then the arguments every call shares, after the checks cuda.h states for the
  * pointers: the map 64-byte aligned, the rank (minrank..5) before any array
  * is read, the arrays present (globalStrides may be NULL for rank 1). */
 static CUresult tmap_common(CUtensorMap *map, CUtensorMapDataType dtype, cuuint32_t rank, unsigned minrank,
 			    void *addr, const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *estrides,
 			    CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
-			    CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob, struct mearas_tmap_args *a)
+			    CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob, struct mearas_tmap_args *a,
+			    int *vgpu)
 {
+	CUresult r = tmap_vgpu((uint64_t)(uintptr_t)addr, vgpu);
+
+	if (r)
+		return r;
 	if (!map || ((uintptr_t)map & 63) || rank < minrank || rank > MEARAS_TMAP_MAX_RANK || !dims || !estrides ||
 	    (rank > 1 && !strides))
 		return CUDA_ERROR_INVALID_VALUE;
@@ -143,6 +148,57 @@ static CUresult tmap_common(CUtensorMap *map, CUtensorMapDataType dtype, cuuint3
 	return CUDA_SUCCESS;
 }
 
+/* what each kind of encoding adds to the arguments they share */
+struct tmap_extra {
+	const cuuint32_t *box;          /* tiled: the box, per dimension */
+	const int *lower, *upper;       /* im2col: the pixel box's corners, per spatial dimension */
+	int lower_w, upper_w;           /* im2col wide: the box's corners in width */
+	cuuint32_t channels, pixels;    /* the im2col kinds: channels per pixel, pixels per column */
+	uint32_t wide_mode;             /* im2col wide: CUtensorMapIm2ColWideMode */
+};
+
+/* One encoding of kind (enum mearas_tmap_kind): the arguments every kind
+ * shares (tmap_common), then the kind's own (x), then the vGPU encodes. */
+static CUresult tmap_make(uint32_t kind, CUtensorMap *map, CUtensorMapDataType dtype, cuuint32_t rank, void *addr,
+			  const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *estrides,
+			  CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2,
+			  CUtensorMapFloatOOBfill oob, const struct tmap_extra *x)
+{
+	struct mearas_tmap_args a;
+	int vgpu;
+	CUresult r = tmap_common(map, dtype, rank, kind == MEARAS_TMAP_TILED ? 1 : 3, addr, dims, strides, estrides,
+				 interleave, swizzle, l2, oob, &a, &vgpu);
+
+	if (r)
+		return r;
+	switch (kind) {
+	case MEARAS_TMAP_TILED:
+		if (!x->box)
+			return CUDA_ERROR_INVALID_VALUE;
+		for (unsigned i = 0; i < rank; i++)
+			a.box[i] = x->box[i];
+		break;
+	case MEARAS_TMAP_IM2COL:
+		if (!x->lower || !x->upper)
+			return CUDA_ERROR_INVALID_VALUE;
+		for (unsigned i = 0; i + 2 < rank; i++) {
+			a.lower[i] = x->lower[i];
+			a.upper[i] = x->upper[i];
+		}
+		break;
+	default: /* MEARAS_TMAP_IM2COL_WIDE */
+		a.lower[0] = x->lower_w;
+		a.upper[0] = x->upper_w;
+		a.wide_mode = x->wide_mode;
+		break;
+	}
+	if (kind != MEARAS_TMAP_TILED) {
+		a.channels = x->channels;
+		a.pixels = x->pixels;
+	}
+	return tmap_encode(vgpu, kind, &a, map);
+}
+
 CU_EXPORT CUresult CUDAAPI cuTensorMapEncodeTiled(CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType,
 						  cuuint32_t tensorRank, void *globalAddress, const cuuint64_t *globalDim,
 						  const cuuint64_t *globalStrides, const cuuint32_t *boxDim,
@@ -150,21 +206,10 @@ CU_EXPORT CUresult CUDAAPI cuTensorMapEncodeTiled(CUtensorMap *tensorMap, CUtens
 						  CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion,
 						  CUtensorMapFloatOOBfill oobFill)
 {
-	struct mearas_tmap_args a;
-	int vgpu;
-	CUresult r = tmap_vgpu((uint64_t)(uintptr_t)globalAddress, &vgpu);
+	const struct tmap_extra x = { .box = boxDim };
 
-	if (r)
-		return r;
-	r = tmap_common(tensorMap, tensorDataType, tensorRank, 1, globalAddress, globalDim, globalStrides,
-			elementStrides, interleave, swizzle, l2Promotion, oobFill, &a);
-	if (r)
-		return r;
-	if (!boxDim)
-		return CUDA_ERROR_INVALID_VALUE;
-	for (unsigned i = 0; i < tensorRank; i++)
-		a.box[i] = boxDim[i];
-	return tmap_encode(vgpu, MEARAS_TMAP_TILED, &a, tensorMap);
+	return tmap_make(MEARAS_TMAP_TILED, tensorMap, tensorDataType, tensorRank, globalAddress, globalDim,
+			 globalStrides, elementStrides, interleave, swizzle, l2Promotion, oobFill, &x);
 }
 
 CU_EXPORT CUresult CUDAAPI cuTensorMapEncodeIm2col(CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType,
@@ -175,25 +220,11 @@ CU_EXPORT CUresult CUDAAPI cuTensorMapEncodeIm2col(CUtensorMap *tensorMap, CUten
 						   CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
 						   CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill)
 {
-	struct mearas_tmap_args a;
-	int vgpu;
-	CUresult r = tmap_vgpu((uint64_t)(uintptr_t)globalAddress, &vgpu);
+	const struct tmap_extra x = { .lower = pixelBoxLowerCorner, .upper = pixelBoxUpperCorner,
+				      .channels = channelsPerPixel, .pixels = pixelsPerColumn };
 
-	if (r)
-		return r;
-	r = tmap_common(tensorMap, tensorDataType, tensorRank, 3, globalAddress, globalDim, globalStrides,
-			elementStrides, interleave, swizzle, l2Promotion, oobFill, &a);
-	if (r)
-		return r;
-	if (!pixelBoxLowerCorner || !pixelBoxUpperCorner)
-		return CUDA_ERROR_INVALID_VALUE;
-	for (unsigned i = 0; i + 2 < tensorRank; i++) {
-		a.lower[i] = pixelBoxLowerCorner[i];
-		a.upper[i] = pixelBoxUpperCorner[i];
-	}
-	a.channels = channelsPerPixel;
-	a.pixels = pixelsPerColumn;
-	return tmap_encode(vgpu, MEARAS_TMAP_IM2COL, &a, tensorMap);
+	return tmap_make(MEARAS_TMAP_IM2COL, tensorMap, tensorDataType, tensorRank, globalAddress, globalDim,
+			 globalStrides, elementStrides, interleave, swizzle, l2Promotion, oobFill, &x);
 }
 
 CU_EXPORT CUresult CUDAAPI cuTensorMapEncodeIm2colWide(CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType,
@@ -205,22 +236,12 @@ CU_EXPORT CUresult CUDAAPI cuTensorMapEncodeIm2colWide(CUtensorMap *tensorMap, C
 						       CUtensorMapIm2ColWideMode mode, CUtensorMapSwizzle swizzle,
 						       CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill)
 {
-	struct mearas_tmap_args a;
-	int vgpu;
-	CUresult r = tmap_vgpu((uint64_t)(uintptr_t)globalAddress, &vgpu);
+	const struct tmap_extra x = { .lower_w = pixelBoxLowerCornerWidth, .upper_w = pixelBoxUpperCornerWidth,
+				      .channels = channelsPerPixel, .pixels = pixelsPerColumn,
+				      .wide_mode = (uint32_t)mode };
 
-	if (r)
-		return r;
-	r = tmap_common(tensorMap, tensorDataType, tensorRank, 3, globalAddress, globalDim, globalStrides,
-			elementStrides, interleave, swizzle, l2Promotion, oobFill, &a);
-	if (r)
-		return r;
-	a.lower[0] = pixelBoxLowerCornerWidth;
-	a.upper[0] = pixelBoxUpperCornerWidth;
-	a.channels = channelsPerPixel;
-	a.pixels = pixelsPerColumn;
-	a.wide_mode = (uint32_t)mode;
-	return tmap_encode(vgpu, MEARAS_TMAP_IM2COL_WIDE, &a, tensorMap);
+	return tmap_make(MEARAS_TMAP_IM2COL_WIDE, tensorMap, tensorDataType, tensorRank, globalAddress, globalDim,
+			 globalStrides, elementStrides, interleave, swizzle, l2Promotion, oobFill, &x);
 }
 
 CU_EXPORT CUresult CUDAAPI cuTensorMapReplaceAddress(CUtensorMap *tensorMap, void *globalAddress)

@@ -409,12 +409,10 @@ CU_EXPORT CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CU
 	unsigned long long prot = CU_MEM_ACCESS_FLAGS_PROT_NONE;
 	size_t first, n;
 	int vgpu;
-	CUresult r = cu_ready();
+	CUresult r = cu_need(cu_ready(), desc && count && size);
 
 	if (r)
 		return r;
-	if (!desc || !count || !size)
-		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&vmm_lock);
 	if (!maps_cover(ptr, size, false, &first, &n)) {
 		r = CUDA_ERROR_INVALID_VALUE;
@@ -463,12 +461,10 @@ out:
 CU_EXPORT CUresult CUDAAPI cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr)
 {
 	long i;
-	CUresult r = cu_ready();
+	CUresult r = cu_need(cu_ready(), flags && location);
 
 	if (r)
 		return r;
-	if (!flags || !location)
-		return CUDA_ERROR_INVALID_VALUE;
 	if (location->type != CU_MEM_LOCATION_TYPE_DEVICE)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (location->id < 0 || (unsigned)location->id >= rt.nvgpus)
@@ -487,12 +483,10 @@ CU_EXPORT CUresult CUDAAPI cuMemGetAccess(unsigned long long *flags, const CUmem
 CU_EXPORT CUresult CUDAAPI cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
 {
 	long i;
-	CUresult r = cu_ready();
+	CUresult r = cu_need(cu_ready(), handle);
 
 	if (r)
 		return r;
-	if (!handle)
-		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&vmm_lock);
 	i = map_at((uint64_t)(uintptr_t)addr);
 	if (i < 0) {
@@ -509,12 +503,10 @@ CU_EXPORT CUresult CUDAAPI cuMemGetAllocationPropertiesFromHandle(CUmemAllocatio
 								  CUmemGenericAllocationHandle handle)
 {
 	struct vmm_handle *h;
-	CUresult r = cu_ready();
+	CUresult r = cu_need(cu_ready(), prop);
 
 	if (r)
 		return r;
-	if (!prop)
-		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&vmm_lock);
 	h = handle_of(handle);
 	if (h && h->refs)

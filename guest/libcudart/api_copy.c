@@ -80,52 +80,45 @@ static cudaError_t symbol_range(const void *symbol, size_t count, size_t offset,
 	return cudaSuccess;
 }
 
-static cudaError_t to_symbol(const void *symbol, const void *src, size_t count, size_t offset,
-			     enum cudaMemcpyKind kind, cudaStream_t stream, bool async)
-{
-	uint64_t d;
-	cudaError_t e;
-
-	if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
-		return cudaErrorInvalidMemcpyDirection;
-	e = symbol_range(symbol, count, offset, &d);
-	return e ? e : rt_memcpy((void *)(uintptr_t)d, src, count, kind, stream, async);
-}
-
-static cudaError_t from_symbol(void *dst, const void *symbol, size_t count, size_t offset,
+/* a copy to the symbol's bytes at offset from src (to), or from them to dst */
+static cudaError_t symbol_copy(bool to, void *dst, const void *src, const void *symbol, size_t count, size_t offset,
 			       enum cudaMemcpyKind kind, cudaStream_t stream, bool async)
 {
 	uint64_t d;
 	cudaError_t e;
 
-	if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+	if (kind != (to ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost) && kind != cudaMemcpyDeviceToDevice &&
+	    kind != cudaMemcpyDefault)
 		return cudaErrorInvalidMemcpyDirection;
 	e = symbol_range(symbol, count, offset, &d);
-	return e ? e : rt_memcpy(dst, (void *)(uintptr_t)d, count, kind, stream, async);
+	if (e)
+		return e;
+	return rt_memcpy(to ? (void *)(uintptr_t)d : dst, to ? src : (const void *)(uintptr_t)d, count, kind, stream,
+			 async);
 }
 
 RT_EXPORT cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count, size_t offset,
 					 enum cudaMemcpyKind kind)
 {
-	return rt_set_error(to_symbol(symbol, src, count, offset, kind, 0, false));
+	return rt_set_error(symbol_copy(true, NULL, src, symbol, count, offset, kind, 0, false));
 }
 
 RT_EXPORT cudaError_t cudaMemcpyToSymbolAsync(const void *symbol, const void *src, size_t count,
 					      size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream)
 {
-	return rt_set_error(to_symbol(symbol, src, count, offset, kind, stream, true));
+	return rt_set_error(symbol_copy(true, NULL, src, symbol, count, offset, kind, stream, true));
 }
 
 RT_EXPORT cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t count, size_t offset,
 					   enum cudaMemcpyKind kind)
 {
-	return rt_set_error(from_symbol(dst, symbol, count, offset, kind, 0, false));
+	return rt_set_error(symbol_copy(false, dst, NULL, symbol, count, offset, kind, 0, false));
 }
 
 RT_EXPORT cudaError_t cudaMemcpyFromSymbolAsync(void *dst, const void *symbol, size_t count, size_t offset,
 						enum cudaMemcpyKind kind, cudaStream_t stream)
 {
-	return rt_set_error(from_symbol(dst, symbol, count, offset, kind, stream, true));
+	return rt_set_error(symbol_copy(false, dst, NULL, symbol, count, offset, kind, stream, true));
 }
 
 RT_EXPORT cudaError_t cudaGetSymbolAddress(void **devPtr, const void *symbol)

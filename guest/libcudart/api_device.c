@@ -190,23 +190,18 @@ RT_EXPORT cudaError_t cudaGetDeviceFlags(unsigned int *flags)
 	return cudaSuccess;
 }
 
-RT_EXPORT cudaError_t cudaDeviceSynchronize(void)
+/* connects, then op on the current device */
+static cudaError_t on_device(cudaError_t (*op)(int))
 {
 	int dev;
 	cudaError_t e = rt_ensure_device(&dev);
 
-	return rt_set_error(e ? e : rt_do_CTX_SYNC(dev));
+	return rt_set_error(e ? e : op(dev));
 }
 
-RT_EXPORT cudaError_t cudaDeviceReset(void)
-{
-	int dev;
-	cudaError_t e = rt_ensure_device(&dev);
+RT_EXPORT cudaError_t cudaDeviceSynchronize(void) { return on_device(rt_do_CTX_SYNC); }
 
-	if (e)
-		return rt_set_error(e);
-	return rt_set_error(rt_device_reset(dev));
-}
+RT_EXPORT cudaError_t cudaDeviceReset(void) { return on_device(rt_device_reset); }
 
 RT_EXPORT cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
 {
@@ -304,21 +299,9 @@ RT_EXPORT cudaError_t cudaDeviceSetLimit(enum cudaLimit limit, size_t value)
 	return rt_set_error(e ? e : rt_do_DEVICE_SET_LIMIT(dev, (uint32_t)limit, value));
 }
 
-RT_EXPORT cudaError_t cudaProfilerStart(void)
-{
-	int dev;
-	cudaError_t e = rt_ensure_device(&dev);
+RT_EXPORT cudaError_t cudaProfilerStart(void) { return on_device(rt_do_PROFILER_START); }
 
-	return rt_set_error(e ? e : rt_do_PROFILER_START(dev));
-}
-
-RT_EXPORT cudaError_t cudaProfilerStop(void)
-{
-	int dev;
-	cudaError_t e = rt_ensure_device(&dev);
-
-	return rt_set_error(e ? e : rt_do_PROFILER_STOP(dev));
-}
+RT_EXPORT cudaError_t cudaProfilerStop(void) { return on_device(rt_do_PROFILER_STOP); }
 
 RT_EXPORT cudaError_t cudaDeviceSetCacheConfig(enum cudaFuncCache cacheConfig)
 {

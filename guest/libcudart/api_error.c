@@ -16,13 +16,9 @@ RT_EXPORT cudaError_t cudaPeekAtLastError(void)
 
 RT_EXPORT const char *cudaGetErrorName(cudaError_t error)
 {
-	switch ((int)error) {
-#define X(name, value, text) case value: return #name;
-#include "cuda_errors.gen.h"
-#undef X
-	default:
-		return "cudaErrorUnknown";
-	}
+	const char *name = rt_error_name(error);
+
+	return name ? name : "cudaErrorUnknown";
 }
 
 RT_EXPORT const char *cudaGetErrorString(cudaError_t error)

@@ -102,7 +102,9 @@ RT_EXPORT cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t *pGraphExec
 	return rt_set_error(e);
 }
 
-RT_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
+/* a launch or an upload (run) of graphExec into stream */
+static cudaError_t graph_run(cudaGraphExec_t graphExec, cudaStream_t stream,
+			     cudaError_t (*run)(struct rt_graph_exec *, const struct rt_stream_ref *))
 {
 	struct rt_graph_exec *x = rt_graph_exec_get(graphExec);
 	struct rt_stream_ref st;
@@ -111,39 +113,35 @@ RT_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t st
 	if (!x)
 		return rt_set_error(cudaErrorInvalidValue);
 	e = rt_stream_of(stream, &st);
-	return rt_set_error(e ? e : rt_graph_launch(x, &st));
+	return rt_set_error(e ? e : run(x, &st));
+}
+
+RT_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+	return graph_run(graphExec, stream, rt_graph_launch);
 }
 
 RT_EXPORT cudaError_t cudaGraphUpload(cudaGraphExec_t graphExec, cudaStream_t stream)
 {
-	struct rt_graph_exec *x = rt_graph_exec_get(graphExec);
-	struct rt_stream_ref st;
-	cudaError_t e;
-
-	if (!x)
-		return rt_set_error(cudaErrorInvalidValue);
-	e = rt_stream_of(stream, &st);
-	return rt_set_error(e ? e : rt_graph_upload(x, &st));
+	return graph_run(graphExec, stream, rt_graph_upload);
 }
 
-RT_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t graph)
+/* connects, then destroys the graph g or the executable graph x (the one
+ * given: NULL where the handle named none) */
+static cudaError_t graph_destroy(struct rt_graph *g, struct rt_graph_exec *x)
 {
-	struct rt_graph *g = rt_graph_get(graph);
 	cudaError_t e = rt_ensure();
 
-	if (!e && !g)
+	if (!e && !g && !x)
 		e = cudaErrorInvalidValue;
-	return rt_set_error(e ? e : rt_graph_destroy(g));
+	return rt_set_error(e ? e : g ? rt_graph_destroy(g) : rt_graph_exec_destroy(x));
 }
+
+RT_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t graph) { return graph_destroy(rt_graph_get(graph), NULL); }
 
 RT_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec)
 {
-	struct rt_graph_exec *x = rt_graph_exec_get(graphExec);
-	cudaError_t e = rt_ensure();
-
-	if (!e && !x)
-		e = cudaErrorInvalidValue;
-	return rt_set_error(e ? e : rt_graph_exec_destroy(x));
+	return graph_destroy(NULL, rt_graph_exec_get(graphExec));
 }
 
 RT_EXPORT cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes)

@@ -37,14 +37,7 @@ RT_EXPORT cudaError_t cudaFree(void *devPtr)
 	int dev;
 	cudaError_t e = rt_ensure_device(&dev);
 
-	if (e)
-		return rt_set_error(e);
-	if (!devPtr)
-		return cudaSuccess;
-	dev = dm_find((uint64_t)(uintptr_t)devPtr, 1, NULL, NULL);
-	if (dev < 0)
-		return rt_set_error(cudaErrorInvalidValue);
-	return rt_set_error(rt_free_on(dev, devPtr, 0, false));
+	return rt_set_error(e ? e : rt_free(devPtr, 0, false));
 }
 
 /* Stream-ordered allocation from the stream's device's current pool,
@@ -65,17 +58,9 @@ RT_EXPORT cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t h
 
 RT_EXPORT cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream)
 {
-	int dev;
 	cudaError_t e = rt_ensure();
 
-	if (e)
-		return rt_set_error(e);
-	if (!devPtr)
-		return cudaSuccess;
-	dev = dm_find((uint64_t)(uintptr_t)devPtr, 1, NULL, NULL);
-	if (dev < 0)
-		return rt_set_error(cudaErrorInvalidValue);
-	return rt_set_error(rt_free_on(dev, devPtr, hStream, true));
+	return rt_set_error(e ? e : rt_free(devPtr, hStream, true));
 }
 
 RT_EXPORT cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)

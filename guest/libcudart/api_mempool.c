@@ -17,32 +17,35 @@ static cudaError_t pool_of(cudaMemPool_t h, struct rt_pool **out)
 	return *out ? cudaSuccess : cudaErrorInvalidValue;
 }
 
-RT_EXPORT cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device)
+/* connects, then the pool get gives for a vGPU into *memPool: for call's
+ * location (rt_pool_location) where call is named, else for device */
+static cudaError_t hand_pool(cudaMemPool_t *memPool, int device, const char *call,
+			     const struct cudaMemLocation *location, int type,
+			     cudaError_t (*get)(int, struct rt_pool **))
 {
 	struct rt_pool *p;
+	int vgpu = device;
 	cudaError_t e = rt_ensure();
 
 	if (!e && !memPool)
 		e = cudaErrorInvalidValue;
+	if (!e && call)
+		e = rt_pool_location(call, location, type, &vgpu);
 	if (!e)
-		e = rt_pool_default(device, &p);
+		e = get(vgpu, &p);
 	if (!e)
 		*memPool = (cudaMemPool_t)p;
 	return rt_set_error(e);
 }
 
+RT_EXPORT cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device)
+{
+	return hand_pool(memPool, device, NULL, NULL, 0, rt_pool_default);
+}
+
 RT_EXPORT cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *memPool, int device)
 {
-	struct rt_pool *p;
-	cudaError_t e = rt_ensure();
-
-	if (!e && !memPool)
-		e = cudaErrorInvalidValue;
-	if (!e)
-		e = rt_pool_current(device, &p);
-	if (!e)
-		*memPool = (cudaMemPool_t)p;
-	return rt_set_error(e);
+	return hand_pool(memPool, device, NULL, NULL, 0, rt_pool_current);
 }
 
 RT_EXPORT cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t memPool)
@@ -55,37 +58,13 @@ RT_EXPORT cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t memPool)
 RT_EXPORT cudaError_t cudaMemGetDefaultMemPool(cudaMemPool_t *memPool, struct cudaMemLocation *location,
 					       enum cudaMemAllocationType type)
 {
-	struct rt_pool *p;
-	int vgpu;
-	cudaError_t e = rt_ensure();
-
-	if (!e && !memPool)
-		e = cudaErrorInvalidValue;
-	if (!e)
-		e = rt_pool_location("cudaMemGetDefaultMemPool", location, type, &vgpu);
-	if (!e)
-		e = rt_pool_default(vgpu, &p);
-	if (!e)
-		*memPool = (cudaMemPool_t)p;
-	return rt_set_error(e);
+	return hand_pool(memPool, -1, "cudaMemGetDefaultMemPool", location, type, rt_pool_default);
 }
 
 RT_EXPORT cudaError_t cudaMemGetMemPool(cudaMemPool_t *memPool, struct cudaMemLocation *location,
 					enum cudaMemAllocationType type)
 {
-	struct rt_pool *p;
-	int vgpu;
-	cudaError_t e = rt_ensure();
-
-	if (!e && !memPool)
-		e = cudaErrorInvalidValue;
-	if (!e)
-		e = rt_pool_location("cudaMemGetMemPool", location, type, &vgpu);
-	if (!e)
-		e = rt_pool_current(vgpu, &p);
-	if (!e)
-		*memPool = (cudaMemPool_t)p;
-	return rt_set_error(e);
+	return hand_pool(memPool, -1, "cudaMemGetMemPool", location, type, rt_pool_current);
 }
 
 RT_EXPORT cudaError_t cudaMemSetMemPool(struct cudaMemLocation *location, enum cudaMemAllocationType type,

@@ -110,26 +110,30 @@ static cudaError_t user_stream(cudaStream_t h, const void *out, const struct rt_
 	return *s ? cudaSuccess : cudaErrorInvalidResourceHandle;
 }
 
-RT_EXPORT cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int *flags)
+/* cudaStreamGetFlags (flags) and cudaStreamGetPriority (priority): the
+ * program's stream's, 0 for a default stream */
+static cudaError_t stream_attr(cudaStream_t hStream, unsigned int *flags, int *priority)
 {
 	const struct rt_stream *s;
-	cudaError_t e = user_stream(hStream, flags, &s);
+	cudaError_t e = user_stream(hStream, flags ? (const void *)flags : (const void *)priority, &s);
 
 	if (e)
 		return rt_set_error(e);
-	*flags = s ? s->flags : 0;
+	if (flags)
+		*flags = s ? s->flags : 0;
+	else
+		*priority = s ? s->priority : 0;
 	return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int *flags)
+{
+	return stream_attr(hStream, flags, NULL);
 }
 
 RT_EXPORT cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int *priority)
 {
-	const struct rt_stream *s;
-	cudaError_t e = user_stream(hStream, priority, &s);
-
-	if (e)
-		return rt_set_error(e);
-	*priority = s ? s->priority : 0;
-	return cudaSuccess;
+	return stream_attr(hStream, NULL, priority);
 }
 
 RT_EXPORT cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int *device)

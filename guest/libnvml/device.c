@@ -130,22 +130,17 @@ static nvmlReturn_t by_pci(const char *pciBusId, nvmlDevice_t *device)
 {
 	nvmlReturn_t r = nvml_ready();
 	unsigned dom, bus, dev, fn;
+	int i;
 
 	if (r)
 		return r;
 	if (!pciBusId || !device || !parse_bus_id(pciBusId, &dom, &bus, &dev, &fn))
 		return NVML_ERROR_INVALID_ARGUMENT;
-	for (unsigned i = 0; i < nvml_count() && fn == 0; i++) {
-		const int32_t *a = rt.v[i].info->attrs;
-
-		if ((unsigned)a[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID] == dom &&
-		    (unsigned)a[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID] == bus &&
-		    (unsigned)a[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID] == dev) {
-			*device = nvml_handle(i);
-			return NVML_SUCCESS;
-		}
-	}
-	return NVML_ERROR_NOT_FOUND;
+	i = fn == 0 ? rt_vgpu_at_pci(nvml_count(), dom, bus, dev) : -1;
+	if (i < 0)
+		return NVML_ERROR_NOT_FOUND;
+	*device = nvml_handle((unsigned)i);
+	return NVML_SUCCESS;
 }
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, nvmlDevice_t *device)
@@ -199,15 +194,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *i
  * the vGPU's index, which is what a minor number tells apart */
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNumber)
 {
-	unsigned i;
-	nvmlReturn_t r = nvml_device(device, &i, NULL);
-
-	if (r)
-		return r;
-	if (!minorNumber)
-		return NVML_ERROR_INVALID_ARGUMENT;
-	*minorNumber = i;
-	return NVML_SUCCESS;
+	return nvmlDeviceGetIndex(device, minorNumber);
 }
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major, int *minor)

@@ -24,13 +24,9 @@ unsigned nvml_count(void)
 
 static const char *cuda_name(cudaError_t e)
 {
-	switch ((int)e) {
-#define X(name, value, text) case value: return #name;
-#include "cuda_errors.gen.h"
-#undef X
-	default:
-		return "an unknown CUDA error";
-	}
+	const char *name = rt_error_name(e);
+
+	return name ? name : "an unknown CUDA error";
 }
 
 /* what a failed connection means to an NVML caller */

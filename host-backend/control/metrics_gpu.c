@@ -85,15 +85,49 @@ static void open_nvml(void)
 	nv.ok = true;
 }
 
+/* what NVML answered for one GPU (ok: all of it) */
+struct gpu_sample {
+	bool ok;
+	char name[96], bus[32];
+	struct nvml_utilization u;
+	struct nvml_memory m;
+};
+
+/* the gauges, in the order they are written */
+enum gpu_gauge { GAUGE_UTILIZATION, GAUGE_MEMORY_USED, GAUGE_MEMORY_TOTAL };
+
+static const struct {
+	const char *name, *help;
+} gauges[] = {
+	[GAUGE_UTILIZATION] = { "mearas_gpu_utilization_ratio",
+				"Fraction of the last sample period a kernel ran (NVML)." },
+	[GAUGE_MEMORY_USED] = { "mearas_gpu_memory_used_bytes",
+				"Device memory in use on the GPU, all processes (NVML)." },
+	[GAUGE_MEMORY_TOTAL] = { "mearas_gpu_memory_total_bytes", "Device memory of the GPU (NVML)." },
+};
+
+/* One gauge: its HELP and TYPE lines, then a sample a GPU NVML answered for. */
+static void render_gauge(struct mtext *t, enum gpu_gauge k, const struct gpu_sample *g, unsigned int n)
+{
+	mtext_printf(t, "# HELP %s %s\n# TYPE %s gauge\n", gauges[k].name, gauges[k].help, gauges[k].name);
+	for (unsigned int i = 0; i < n; i++) {
+		if (!g[i].ok)
+			continue;
+		mtext_printf(t, "%s{nvml_index=\"%u\",", gauges[k].name, i);
+		mtext_label(t, "pci_bus_id", g[i].bus);
+		mtext_printf(t, ",");
+		mtext_label(t, "name", g[i].name);
+		if (k == GAUGE_UTILIZATION)
+			mtext_printf(t, "} %.2f\n", g[i].u.gpu / 100.0);
+		else
+			mtext_printf(t, "} %llu\n", k == GAUGE_MEMORY_USED ? g[i].m.used : g[i].m.total);
+	}
+}
+
 void metrics_render_gpus(struct mtext *t)
 {
 	unsigned int n = 0;
-	struct {
-		bool ok;
-		char name[96], bus[32];
-		struct nvml_utilization u;
-		struct nvml_memory m;
-	} g[64];
+	struct gpu_sample g[64];
 
 	if (!nv.tried)
 		open_nvml();
@@ -118,37 +152,7 @@ void metrics_render_gpus(struct mtext *t)
 		g[i].name[sizeof(g[i].name) - 1] = 0;
 		g[i].ok = true;
 	}
-	mtext_printf(t, "# HELP mearas_gpu_utilization_ratio Fraction of the last sample period a kernel ran (NVML).\n"
-			"# TYPE mearas_gpu_utilization_ratio gauge\n");
-	for (unsigned int i = 0; i < n; i++) {
-		if (!g[i].ok)
-			continue;
-		mtext_printf(t, "mearas_gpu_utilization_ratio{nvml_index=\"%u\",", i);
-		mtext_label(t, "pci_bus_id", g[i].bus);
-		mtext_printf(t, ",");
-		mtext_label(t, "name", g[i].name);
-		mtext_printf(t, "} %.2f\n", g[i].u.gpu / 100.0);
-	}
-	mtext_printf(t, "# HELP mearas_gpu_memory_used_bytes Device memory in use on the GPU, all processes (NVML).\n"
-			"# TYPE mearas_gpu_memory_used_bytes gauge\n");
-	for (unsigned int i = 0; i < n; i++) {
-		if (!g[i].ok)
-			continue;
-		mtext_printf(t, "mearas_gpu_memory_used_bytes{nvml_index=\"%u\",", i);
-		mtext_label(t, "pci_bus_id", g[i].bus);
-		mtext_printf(t, ",");
-		mtext_label(t, "name", g[i].name);
-		mtext_printf(t, "} %llu\n", g[i].m.used);
-	}
-	mtext_printf(t, "# HELP mearas_gpu_memory_total_bytes Device memory of the GPU (NVML).\n"
-			"# TYPE mearas_gpu_memory_total_bytes gauge\n");
-	for (unsigned int i = 0; i < n; i++) {
-		if (!g[i].ok)
-			continue;
-		mtext_printf(t, "mearas_gpu_memory_total_bytes{nvml_index=\"%u\",", i);
-		mtext_label(t, "pci_bus_id", g[i].bus);
-		mtext_printf(t, ",");
-		mtext_label(t, "name", g[i].name);
-		mtext_printf(t, "} %llu\n", g[i].m.total);
-	}
+	render_gauge(t, GAUGE_UTILIZATION, g, n);
+	render_gauge(t, GAUGE_MEMORY_USED, g, n);
+	render_gauge(t, GAUGE_MEMORY_TOTAL, g, n);
 }

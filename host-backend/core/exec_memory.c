@@ -81,33 +81,32 @@ static int check_free(struct vgpu *v, uint64_t va)
 	return (r && r->va == va && !r->vmm) ? 0 : cudaErrorInvalidValue;
 }
 
+/* a free of ptr once everything before it on stream is done */
+static int free_after(struct vgpu *v, uint64_t ptr, void *stream, struct fence_req *f)
+{
+	int r = check_free(v, ptr);
+
+	if (r)
+		return r;
+	f->stream = stream;
+	f->action = PENDING_FREE;
+	f->arg = ptr;
+	return 0;
+}
+
 int exec_op_MEM_FREE(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_MEM_FREE *in,
 		     struct mearas_cqe *c, struct fence_req *f)
 {
-	int r = check_free(v, in->a->ptr);
-
 	(void)e, (void)c;
-	if (r)
-		return r;
 	/* cudaFree waits for the device: free once everything before it is done */
-	f->stream = v->ops->stream_default(v->dev);
-	f->action = PENDING_FREE;
-	f->arg = in->a->ptr;
-	return 0;
+	return free_after(v, in->a->ptr, v->ops->stream_default(v->dev), f);
 }
 
 int exec_op_MEM_FREE_ASYNC(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_MEM_FREE_ASYNC *in,
 			   struct mearas_cqe *c, struct fence_req *f)
 {
-	int r = check_free(v, in->a->ptr);
-
 	(void)e, (void)c;
-	if (r)
-		return r;
-	f->stream = in->stream;
-	f->action = PENDING_FREE;
-	f->arg = in->a->ptr;
-	return 0;
+	return free_after(v, in->a->ptr, in->stream, f);
 }
 
 int exec_op_MEM_GET_INFO(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_MEM_GET_INFO *in,

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "mearas/clock.h"
 #include "mearas/log.h"
@@ -54,6 +55,28 @@ static inline void remote_budget_give(struct remote_budget *b, uint64_t n)
 {
 	if (b)
 		__atomic_fetch_sub(&b->used, n, __ATOMIC_RELAXED);
+}
+
+/* A full array arr of *cap elements of elem bytes made twice as long (first
+ * elements when it has none), the growth taken from b for what: the new
+ * array, with *cap updated; NULL, with arr and *cap as they were, when b
+ * refuses it or memory is short. */
+static inline void *remote_budget_grow(struct remote_budget *b, void *arr, uint32_t *cap, size_t elem, uint32_t first,
+				       const char *what)
+{
+	uint32_t ncap = *cap ? *cap * 2 : first;
+	uint64_t grow = (uint64_t)(ncap - *cap) * elem;
+	void *na;
+
+	if (!remote_budget_take(b, grow, what))
+		return NULL;
+	na = realloc(arr, ncap * elem);
+	if (!na) {
+		remote_budget_give(b, grow);
+		return NULL;
+	}
+	*cap = ncap;
+	return na;
 }
 
 #endif

@@ -102,19 +102,11 @@ static struct cap_entry *get(struct remote_budget *b, struct cap_table *t, uint6
 	if (e)
 		return e;
 	if (t->n == t->cap) {
-		uint32_t ncap = t->cap ? t->cap * 2 : 8;
-		uint64_t grow = (uint64_t)(ncap - t->cap) * sizeof(*t->e);
-		struct cap_entry *ne;
+		struct cap_entry *ne = remote_budget_grow(b, t->e, &t->cap, sizeof(*t->e), 8, "a capture table");
 
-		if (!remote_budget_take(b, grow, "a capture table"))
+		if (!ne)
 			return NULL;
-		ne = realloc(t->e, ncap * sizeof(*ne));
-		if (!ne) {
-			remote_budget_give(b, grow);
-			return NULL;
-		}
 		t->e = ne;
-		t->cap = ncap;
 	}
 	e = &t->e[t->n++];
 	*e = (struct cap_entry){ .key = key };
@@ -130,19 +122,11 @@ static void drop(struct remote_budget *b, struct cap_table *t, struct cap_entry 
 static bool ranges_add(struct remote_budget *b, struct cap_ranges *r, const struct mearas_span *x)
 {
 	if (r->n == r->cap) {
-		uint32_t ncap = r->cap ? r->cap * 2 : 4;
-		uint64_t grow = (uint64_t)(ncap - r->cap) * sizeof(*r->r);
-		struct mearas_span *nr;
+		struct mearas_span *nr = remote_budget_grow(b, r->r, &r->cap, sizeof(*r->r), 4, "a capture's copies");
 
-		if (!remote_budget_take(b, grow, "a capture's copies"))
+		if (!nr)
 			return false;
-		nr = realloc(r->r, ncap * sizeof(*nr));
-		if (!nr) {
-			remote_budget_give(b, grow);
-			return false;
-		}
 		r->r = nr;
-		r->cap = ncap;
 	}
 	r->r[r->n++] = *x;
 	return true;

@@ -102,22 +102,15 @@ bool remote_mapped_set(struct remote_mapped *m, const uint8_t *base, uint64_t of
 		if (!shadow) {
 			ok = false;
 		} else if (m->n == m->cap) {
-			uint32_t ncap = m->cap ? m->cap * 2 : 8;
-			uint64_t grow = (uint64_t)(ncap - m->cap) * sizeof(*m->e);
-			struct mapped_entry *ne = NULL;
+			struct mapped_entry *ne = remote_budget_grow(m->budget, m->e, &m->cap, sizeof(*m->e), 8,
+								     "the mapped-range table");
 
-			if (remote_budget_take(m->budget, grow, "the mapped-range table")) {
-				ne = realloc(m->e, ncap * sizeof(*ne));
-				if (!ne)
-					remote_budget_give(m->budget, grow);
-			}
 			if (!ne) {
 				free(shadow);
 				remote_budget_give(m->budget, size);
 				ok = false;
 			} else {
 				m->e = ne;
-				m->cap = ncap;
 			}
 		}
 		if (ok) {

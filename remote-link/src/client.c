@@ -214,28 +214,12 @@ static int flush_locked(struct mearas_link *l, const struct iovec *iov, int iovc
 	return rc;
 }
 
-static int sum_iov(const struct iovec *iov, int iovcnt, size_t *total)
-{
-	if (iovcnt < 0 || iovcnt > 32 || (iovcnt > 0 && !iov))
-		return MEARAS_LINK_E_INVAL;
-	size_t s = 0;
-	for (int i = 0; i < iovcnt; i++) {
-		if (iov[i].iov_len && !iov[i].iov_base)
-			return MEARAS_LINK_E_INVAL;
-		s += iov[i].iov_len;
-		if (s > MEARAS_LINK_MAX_MSG)
-			return MEARAS_LINK_E_INVAL;
-	}
-	*total = s;
-	return MEARAS_LINK_OK;
-}
-
 static int postv(struct mearas_link *l, const struct iovec *iov, int iovcnt, bool wake_timer)
 {
 	size_t total;
 	if (!l)
 		return MEARAS_LINK_E_INVAL;
-	int rc = sum_iov(iov, iovcnt, &total);
+	int rc = link_iov_total(iov, iovcnt, 32, &total);
 	if (rc)
 		return rc;
 	if (total + LINK_MSG_HDR > l->cfg.batch_max_bytes) {
@@ -677,14 +661,9 @@ static struct mearas_link *link_new(const struct mearas_link_config *cfg)
 	pthread_mutex_init(&l->pend_lock, NULL);
 	init_cond_monotonic(&l->batch_cond);
 	init_cond_monotonic(&l->pend_cond);
-	if (cfg->key_len) {
-		l->key = malloc(cfg->key_len);
-		if (!l->key) {
-			free_link(l);
-			return NULL;
-		}
-		memcpy(l->key, cfg->key, cfg->key_len);
-		l->cfg.key = l->key;
+	if (!link_key_copy(cfg, &l->cfg, &l->key)) {
+		free_link(l);
+		return NULL;
 	}
 	return l;
 }

@@ -195,6 +195,16 @@ static const char *encryption_name(Mearas__LinkEncryption e)
 	return e == MEARAS__LINK_ENCRYPTION__LINK_ENCRYPTION_TLS13 ? "on (TLS 1.3)" : "off";
 }
 
+/* the protocol version this node speaks, as sent */
+static Mearas__Version version_of(const struct mearas_link_config *cfg)
+{
+	Mearas__Version v = MEARAS__VERSION__INIT;
+
+	v.major = cfg->version_major;
+	v.minor = cfg->version_minor;
+	return v;
+}
+
 /* Reads the challenge; fills snonce. Logs and maps the server's refusals. */
 static int client_challenge(struct hs_chan *ch, const struct mearas_link_config *cfg, const char *peer,
 			    uint8_t *buf, size_t *n, uint8_t snonce[NONCE_BYTES])
@@ -317,9 +327,7 @@ int link_handshake_client(int fd, const struct mearas_link_config *cfg, const ch
 	if (RAND_bytes(cnonce, sizeof(cnonce)) != 1)
 		return MEARAS_LINK_E_SYS;
 
-	Mearas__Version ver = MEARAS__VERSION__INIT;
-	ver.major = cfg->version_major;
-	ver.minor = cfg->version_minor;
+	Mearas__Version ver = version_of(cfg);
 	Mearas__LinkHello hello = MEARAS__LINK_HELLO__INIT;
 	hello.version = &ver;
 	hello.client_nonce.data = cnonce;
@@ -355,18 +363,30 @@ int link_handshake_client(int fd, const struct mearas_link_config *cfg, const ch
 	return rc;
 }
 
-static int refuse_challenge(struct hs_chan *ch, const struct mearas_link_config *cfg, Mearas__LinkStatus st,
-			    const char *detail)
+/* The challenge: st, with detail (a refusal's) or with the server's nonce
+ * snonce (NULL: none); sent from buf, which keeps it (*len bytes), or from a
+ * buffer of its own when buf is NULL. */
+static int challenge(struct hs_chan *ch, const struct mearas_link_config *cfg, Mearas__LinkStatus st,
+		     const char *detail, const uint8_t *snonce, uint8_t *buf, size_t *len)
 {
-	Mearas__Version ver = MEARAS__VERSION__INIT;
-	ver.major = cfg->version_major;
-	ver.minor = cfg->version_minor;
+	Mearas__Version ver = version_of(cfg);
 	Mearas__LinkChallenge c = MEARAS__LINK_CHALLENGE__INIT;
 	c.version = &ver;
 	c.status = st;
 	c.detail = (char *)detail;
+	if (snonce) {
+		c.server_nonce.data = (uint8_t *)snonce;
+		c.server_nonce.len = NONCE_BYTES;
+	}
 	c.encryption = wire_encryption(cfg);
-	return send_msg_tmp(ch, &c.base);
+	return buf ? send_msg(ch, &c.base, buf, len) : send_msg_tmp(ch, &c.base);
+}
+
+/* a challenge that refuses the hello with st, saying why (detail) */
+static int refuse_challenge(struct hs_chan *ch, const struct mearas_link_config *cfg, Mearas__LinkStatus st,
+			    const char *detail)
+{
+	return challenge(ch, cfg, st, detail, NULL, NULL, NULL);
 }
 
 static int send_accept(struct hs_chan *ch, Mearas__LinkStatus st, const uint8_t *mac, const char *detail)
@@ -458,16 +478,7 @@ int link_handshake_server(int fd, const struct mearas_link_config *cfg, const ch
 
 	if (RAND_bytes(snonce, sizeof(snonce)) != 1)
 		return MEARAS_LINK_E_SYS;
-	Mearas__Version ver = MEARAS__VERSION__INIT;
-	ver.major = cfg->version_major;
-	ver.minor = cfg->version_minor;
-	Mearas__LinkChallenge c = MEARAS__LINK_CHALLENGE__INIT;
-	c.version = &ver;
-	c.status = MEARAS__LINK_STATUS__LINK_STATUS_OK;
-	c.server_nonce.data = snonce;
-	c.server_nonce.len = NONCE_BYTES;
-	c.encryption = wire_encryption(cfg);
-	rc = send_msg(&ch, &c.base, ch_buf, &ch_len);
+	rc = challenge(&ch, cfg, MEARAS__LINK_STATUS__LINK_STATUS_OK, NULL, snonce, ch_buf, &ch_len);
 	if (rc)
 		return rc;
 	if (encrypts(cfg)) {

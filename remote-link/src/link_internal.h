@@ -17,6 +17,13 @@ void link_log(const struct mearas_link_config *cfg, enum mearas_link_log_level l
 	      const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Copy of cfg with zero fields replaced by defaults; key is not copied. */
 void link_config_effective(const struct mearas_link_config *in, struct mearas_link_config *out);
+/* in's cluster key (none when key_len is 0: nothing done) copied into memory
+ * of its own (*key, which the caller frees), which out then names: false
+ * when out of memory */
+bool link_key_copy(const struct mearas_link_config *in, struct mearas_link_config *out, uint8_t **key);
+/* the bytes of iovcnt (0..max) iovecs, none NULL with a length, at most
+ * MEARAS_LINK_MAX_MSG in all: MEARAS_LINK_OK, else MEARAS_LINK_E_INVAL */
+int link_iov_total(const struct iovec *iov, int iovcnt, int max, size_t *total);
 
 /* Longest dead bound a link takes (the --link-dead-ms range of mearasd). */
 #define LINK_DEAD_MS_MAX 600000u

@@ -108,15 +108,8 @@ static void log_limited(struct mearas_link_server *s, struct ratelimit *rl, cons
 int mearas_link_replyv(struct mearas_link_conn *c, uint64_t seq, const struct iovec *data, int n)
 {
 	size_t len = 0;
-	if (!c || n < 0 || n > MEARAS_LINK_REPLY_IOV_MAX || (n && !data))
+	if (!c || link_iov_total(data, n, MEARAS_LINK_REPLY_IOV_MAX, &len))
 		return MEARAS_LINK_E_INVAL;
-	for (int i = 0; i < n; i++) {
-		if (data[i].iov_len && !data[i].iov_base)
-			return MEARAS_LINK_E_INVAL;
-		len += data[i].iov_len;
-		if (len > MEARAS_LINK_MAX_MSG)
-			return MEARAS_LINK_E_INVAL;
-	}
 	uint8_t fhdr[LINK_FRAME_HDR], rhdr[LINK_MSG_HDR];
 	struct link_frame_hdr fh = { .type = LINK_FRAME_REPLY, .count = 1,
 				     .body_len = (uint32_t)(LINK_MSG_HDR + len) };
@@ -689,17 +682,12 @@ int mearas_link_server_start(const char *bind_addr, uint16_t port,
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->rl_lock, NULL);
 	s->cfg.key = NULL;
-	if (cfg->key_len) {
-		s->key = malloc(cfg->key_len);
-		if (!s->key) {
-			free_server(s);
-			return MEARAS_LINK_E_NOMEM;
-		}
-		memcpy(s->key, cfg->key, cfg->key_len);
-		s->cfg.key = s->key;
-	} else {
-		link_log(&s->cfg, MEARAS_LINK_LOG_WARN, "no cluster key configured: every link is refused");
+	if (!link_key_copy(cfg, &s->cfg, &s->key)) {
+		free_server(s);
+		return MEARAS_LINK_E_NOMEM;
 	}
+	if (!cfg->key_len)
+		link_log(&s->cfg, MEARAS_LINK_LOG_WARN, "no cluster key configured: every link is refused");
 	if (s->cfg.encryption == MEARAS_LINK_ENCRYPTION_OFF)
 		link_log(&s->cfg, MEARAS_LINK_LOG_WARN,
 			 "LINK ENCRYPTION IS OFF: after the handshake, link messages travel in clear text with no "

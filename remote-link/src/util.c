@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -99,6 +100,18 @@ void link_config_effective(const struct mearas_link_config *in, struct mearas_li
 		out->node_name = "";
 }
 
+bool link_key_copy(const struct mearas_link_config *in, struct mearas_link_config *out, uint8_t **key)
+{
+	if (!in->key_len)
+		return true;
+	*key = malloc(in->key_len);
+	if (!*key)
+		return false;
+	memcpy(*key, in->key, in->key_len);
+	out->key = *key;
+	return true;
+}
+
 uint32_t link_peer_dead_ms(uint32_t dead_ms, uint32_t peer_heartbeat_ms)
 {
 	/* 64-bit: three periods of a 32-bit interval do not fit 32 bits */
@@ -170,4 +183,20 @@ const char *mearas_link_strerror(int status)
 	case MEARAS_LINK_E_ENCRYPTION: return "link encryption differs between the nodes (--link-encryption)";
 	default: return "unknown error";
 	}
+}
+
+int link_iov_total(const struct iovec *iov, int iovcnt, int max, size_t *total)
+{
+	if (iovcnt < 0 || iovcnt > max || (iovcnt > 0 && !iov))
+		return MEARAS_LINK_E_INVAL;
+	size_t s = 0;
+	for (int i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len && !iov[i].iov_base)
+			return MEARAS_LINK_E_INVAL;
+		s += iov[i].iov_len;
+		if (s > MEARAS_LINK_MAX_MSG)
+			return MEARAS_LINK_E_INVAL;
+	}
+	*total = s;
+	return MEARAS_LINK_OK;
 }

@@ -328,6 +328,10 @@ run_test drv_vmm_ranges_unmapped prog drv_vmm_ranges unmapped
 run_test drv_vmm_ranges_address_range prog drv_vmm_ranges address_range
 run_test drv_vmm_ranges_freed prog drv_vmm_ranges freed
 run_test drv_vmm_ranges_unknown_plural prog drv_vmm_ranges unknown_plural
+run_test drv_queries_uninit prog drv_queries uninit
+run_test drv_queries_answers prog drv_queries answers
+run_test drv_queries_nullout prog drv_queries nullout
+run_test drv_queries_handles prog drv_queries handles
 run_test visible_vgpus visible_vgpus ''
 run_test visible_vgpus_refused visible_vgpus_refused
 for m in encode replace refuse_pointers refuse_enums refuse_memory refuse_rules wide; do
