@@ -7,14 +7,20 @@
 
 #include "nvml_int.h"
 
-NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabricInfoV_t *info)
+/* both calls: a vGPU of ours and somewhere to answer */
+static nvmlReturn_t fabric_query(nvmlDevice_t device, const void *info)
 {
 	nvmlReturn_t r = nvml_device(device, NULL, NULL);
 
+	return r ? r : info ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT;
+}
+
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabricInfoV_t *info)
+{
+	nvmlReturn_t r = fabric_query(device, info);
+
 	if (r)
 		return r;
-	if (!info)
-		return NVML_ERROR_INVALID_ARGUMENT;
 	/* v2 is v3 without its last member (healthSummary) */
 	if (info->version != nvmlGpuFabricInfo_v3 && info->version != NVML_STRUCT_VERSION(GpuFabricInfo, 2))
 		return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
@@ -30,12 +36,10 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGp
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device, nvmlGpuFabricInfo_t *info)
 {
-	nvmlReturn_t r = nvml_device(device, NULL, NULL);
+	nvmlReturn_t r = fabric_query(device, info);
 
 	if (r)
 		return r;
-	if (!info)
-		return NVML_ERROR_INVALID_ARGUMENT;
 	memset(info, 0, sizeof(*info));
 	info->status = NVML_SUCCESS;
 	info->state = NVML_GPU_FABRIC_STATE_NOT_SUPPORTED;
