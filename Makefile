@@ -153,9 +153,12 @@ $(BUILD)/gen/cu_errors.gen.h: guest/libcudart/gen_errors.py $(CUDA_HOME)/include
 	@mkdir -p $(dir $@)
 	python3 $< --driver $(CUDA_HOME)/include/cuda.h $@
 
+# no sibling calls: an entry point that ends in a call to a helper keeps its
+# frame, so a refusal's log line can name it (guest/libcuda/errors.c)
 $(BUILD)/obj-rt/%.o: %.c $(BUILD)/gen/cuda_errors.gen.h $(BUILD)/gen/cu_errors.gen.h | $(OPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) -I$(BUILD)/gen -Iguest/core -Iguest/libcudart -Iguest/libcuda -fvisibility=hidden $(CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(BASEFLAGS) -I$(BUILD)/gen -Iguest/core -Iguest/libcudart -Iguest/libcuda -fvisibility=hidden \
+		-fno-optimize-sibling-calls $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/gen/unsupported.gen.c: guest/libcudart/gen_unsupported.sh guest/libcudart/cudart13.symbols $(CUDART_OBJ)
 	sh guest/libcudart/gen_unsupported.sh guest/libcudart/cudart13.symbols $(CUDART_OBJ) > $@

@@ -72,7 +72,7 @@ CUresult cu_current_ctx(struct cu_ctx **out)
 	if (r)
 		return r;
 	*out = cu_current();
-	return *out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+	return *out ? CUDA_SUCCESS : CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
 }
 
 /* ctx, or the current context when ctx is NULL */
@@ -94,7 +94,7 @@ static CUresult check_dev(CUdevice dev)
 
 	if (r)
 		return r;
-	return dev >= 0 && (unsigned)dev < rt.nvgpus ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+	return dev >= 0 && (unsigned)dev < rt.nvgpus ? CUDA_SUCCESS : CU_REFUSE(CUDA_ERROR_INVALID_DEVICE);
 }
 
 /* op on the vGPU of ctx (the current context when ctx is NULL) */
@@ -133,7 +133,7 @@ static CUresult ctx_attr(CUcontext ctx, enum ctx_attr what, void *out)
 	case CTX_API_VERSION:
 		/* a primary context nobody retained or made current is not usable yet */
 		if (c->primary && !c->active)
-			return CUDA_ERROR_INVALID_CONTEXT;
+			return CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
 		*(unsigned int *)out = CTX_API_LEVEL;
 		break;
 	case CTX_CACHE_CONFIG:
@@ -173,7 +173,7 @@ CU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev)
 	pthread_mutex_lock(&ctx_lock);
 	if (!c->refs) {
 		pthread_mutex_unlock(&ctx_lock);
-		return CUDA_ERROR_INVALID_CONTEXT;
+		return CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
 	}
 	if (--c->refs == 0) {
 		c->active = false;
@@ -219,7 +219,7 @@ CU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int
 	if (r)
 		return r;
 	if (flags & ~(unsigned)CU_CTX_FLAGS_MASK)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	cu_primary(dev)->flags = flags;
 	return CUDA_SUCCESS;
 }
@@ -244,7 +244,7 @@ CU_EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx)
 	if (r)
 		return r;
 	if (ctx && !(c = cu_ctx_get(ctx)))
-		return CUDA_ERROR_INVALID_CONTEXT;
+		return CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
 	cu_set_current(c);
 	return CUDA_SUCCESS;
 }
@@ -257,7 +257,7 @@ CU_EXPORT CUresult CUDAAPI cuCtxPushCurrent(CUcontext ctx)
 	if (r)
 		return r;
 	if (depth == STACK_MAX)
-		return CUDA_ERROR_OUT_OF_MEMORY;
+		return CU_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
 	stack[depth++] = c;
 	cu_set_current(c);
 	return CUDA_SUCCESS;
@@ -270,7 +270,7 @@ CU_EXPORT CUresult CUDAAPI cuCtxPopCurrent(CUcontext *pctx)
 	if (r)
 		return r;
 	if (!depth)
-		return CUDA_ERROR_INVALID_CONTEXT;
+		return CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
 	if (pctx)
 		*pctx = (CUcontext)stack[depth - 1];
 	cu_set_current(NULL);
@@ -315,7 +315,7 @@ CU_EXPORT CUresult CUDAAPI cuCtxSetFlags(unsigned int flags)
 	if (r)
 		return r;
 	if (flags & ~(unsigned)CU_CTX_FLAGS_MASK)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	c->flags = flags;
 	return CUDA_SUCCESS;
 }
@@ -335,10 +335,10 @@ static CUresult create(CUcontext *pctx, unsigned int flags, CUdevice dev)
 	if (r)
 		return r;
 	if (!pctx || (flags & ~(unsigned)CU_CTX_FLAGS_MASK))
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	c = calloc(1, sizeof(*c));
 	if (!c)
-		return CUDA_ERROR_OUT_OF_MEMORY;
+		return CU_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
 	c->vgpu = dev;
 	c->flags = flags;
 	c->refs = 1;
@@ -351,7 +351,7 @@ static CUresult create(CUcontext *pctx, unsigned int flags, CUdevice dev)
 	if (depth == STACK_MAX) {
 		c->magic = 0;
 		free(c);
-		return CUDA_ERROR_OUT_OF_MEMORY;
+		return CU_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
 	}
 	stack[depth++] = c;
 	cu_set_current(c);
@@ -370,7 +370,7 @@ CU_EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ct
 {
 	if (ctxCreateParams && (ctxCreateParams->execAffinityParams || ctxCreateParams->cigParams)) {
 		log_warn("cuCtxCreate with execution affinity or CIG parameters is not supported by mearas");
-		return CUDA_ERROR_NOT_SUPPORTED;
+		return CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
 	}
 	return create(pctx, flags, dev);
 }
@@ -390,7 +390,7 @@ CU_EXPORT CUresult CUDAAPI cuCtxDestroy(CUcontext ctx)
 		return r;
 	c = o;
 	if (c->primary)
-		return CUDA_ERROR_INVALID_CONTEXT;
+		return CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
 	cu_cls_destroy(c);
 	for (unsigned i = 0; i < depth; i++)
 		if (stack[i] == c) {
@@ -458,7 +458,7 @@ CU_EXPORT CUresult CUDAAPI cuCtxSetCacheConfig(CUfunc_cache config)
 
 	if (r)
 		return r;
-	return (unsigned)config <= CU_FUNC_CACHE_PREFER_EQUAL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	return (unsigned)config <= CU_FUNC_CACHE_PREFER_EQUAL ? CUDA_SUCCESS : CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 }
 
 /* the names before CUDA 11 (_v2 since): the same calls */
@@ -505,10 +505,10 @@ CU_EXPORT CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peerContext, unsigned
 	if (r)
 		return r;
 	if (!cu_ctx_get(peerContext))
-		return CUDA_ERROR_INVALID_CONTEXT;
+		return CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
 	if (Flags)
-		return CUDA_ERROR_INVALID_VALUE;
-	return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
+	return CU_REFUSE(CUDA_ERROR_PEER_ACCESS_UNSUPPORTED);
 }
 
 CU_EXPORT CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peerContext)
@@ -518,7 +518,7 @@ CU_EXPORT CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peerContext)
 
 	if (r)
 		return r;
-	return cu_ctx_get(peerContext) ? CUDA_ERROR_PEER_ACCESS_NOT_ENABLED : CUDA_ERROR_INVALID_CONTEXT;
+	return CU_REFUSE(cu_ctx_get(peerContext) ? CUDA_ERROR_PEER_ACCESS_NOT_ENABLED : CUDA_ERROR_INVALID_CONTEXT);
 }
 
 /* The runtime chose a device (cudaSetDevice): its primary context becomes

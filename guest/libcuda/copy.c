@@ -19,9 +19,9 @@ static CUresult copy(void *dst, const void *src, size_t n, enum cudaMemcpyKind k
 	if (r)
 		return r;
 	if (!cu_current())
-		return CUDA_ERROR_INVALID_CONTEXT;
+		return CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
 	if (s && !rt_stream_get(s) && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD)
-		return CUDA_ERROR_INVALID_HANDLE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 	return cu_result(rt_memcpy(dst, src, n, kind, (cudaStream_t)s, async));
 }
 
@@ -69,9 +69,9 @@ static CUresult copy_peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, C
 	dc = cu_ctx_get(dst_ctx);
 	sc = cu_ctx_get(src_ctx);
 	if (!dc || !sc)
-		return CUDA_ERROR_INVALID_CONTEXT;
+		return CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
 	if (s && !rt_stream_get(s) && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD)
-		return CUDA_ERROR_INVALID_HANDLE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 	return cu_result(rt_memcpy_peer(PTR(dst), dc->vgpu, CPTR(src), sc->vgpu, n, (cudaStream_t)s, async));
 }
 
@@ -109,7 +109,7 @@ static CUresult side(CUmemorytype type, const void *host, CUdeviceptr dev, CUarr
 {
 	if (array || type == CU_MEMORYTYPE_ARRAY) {
 		log_warn("2D copies of CUDA arrays are not supported by mearas");
-		return CUDA_ERROR_NOT_SUPPORTED;
+		return CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
 	}
 	switch (type) {
 	case CU_MEMORYTYPE_HOST:
@@ -122,7 +122,7 @@ static CUresult side(CUmemorytype type, const void *host, CUdeviceptr dev, CUarr
 		*is_host = type == CU_MEMORYTYPE_DEVICE ? 0 : -1;
 		break;
 	default:
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	}
 	*at += y * pitch + x;
 	return CUDA_SUCCESS;
@@ -138,9 +138,9 @@ static CUresult copy_2d(const CUDA_MEMCPY2D *p, CUstream s, bool async)
 	if (r)
 		return r;
 	if (!cu_current())
-		return CUDA_ERROR_INVALID_CONTEXT;
+		return CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
 	if (!p)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	r = side(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray, p->srcXInBytes, p->srcY, p->srcPitch, &src,
 		 &src_host);
 	if (!r)
@@ -188,7 +188,7 @@ static CUresult host_memset(CUdeviceptr dst, size_t pitch, unsigned value, unsig
 		log_warn("cuMemset%s%u%s into pinned host memory at %#llx while the stream captures a graph: not "
 			 "supported by mearas (device memory only there)", height > 1 ? "D2D" : "D", elem * 8,
 			 blocking ? "" : "Async", (unsigned long long)dst);
-		return CUDA_ERROR_NOT_SUPPORTED;
+		return CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
 	}
 	r = cuStreamSynchronize(s);
 	if (r)
@@ -219,13 +219,13 @@ static CUresult memset_rows(CUdeviceptr dst, size_t pitch, unsigned value, unsig
 	if (r)
 		return r;
 	if (!cu_current())
-		return CUDA_ERROR_INVALID_CONTEXT;
+		return CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
 	if (!width || !height)
 		return CUDA_SUCCESS;
 	if (dst % elem || (height > 1 && (bytes > pitch || pitch % elem))) {
 		log_info("cuMemset%s%u: destination %#llx or pitch %zu not a multiple of %u bytes: invalid value",
 			 height > 1 ? "D2D" : "D", elem * 8, (unsigned long long)dst, pitch, elem);
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	}
 	span = height > 1 ? pitch * (height - 1) + bytes : bytes;
 	vgpu = dm_find(dst, span, NULL, NULL);
@@ -237,7 +237,7 @@ static CUresult memset_rows(CUdeviceptr dst, size_t pitch, unsigned value, unsig
 		log_info("cuMemset%s%u of %llu bytes at %#llx: not within one device allocation or pinned host "
 			 "memory of this process: invalid value", height > 1 ? "D2D" : "D", elem * 8,
 			 (unsigned long long)span, (unsigned long long)dst);
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	}
 	r = cu_result(rt_stream_ref((cudaStream_t)s, &st));
 	if (r)

@@ -30,18 +30,31 @@
 		r_;                           \
 	})
 
-/* errors.c: the back end's error as the driver API's */
-CU_HIDDEN CUresult cu_result(cudaError_t e);
+/*
+ * errors.c: refusals named. Every error this library makes goes through
+ * CU_REFUSE (or cu_result, cu_need, cu_handle), which logs it at debug level
+ * (MEARAS_LOG=debug) with the entry point the program called, found on the
+ * stack, and the place that refused: "cuLaunchKernelEx: CUDA_ERROR_INVALID_VALUE
+ * (launch.c:78 cu_launch_pack)". A framework's failure then names the call.
+ * CUDA_ERROR_NOT_READY (a query's answer) is not logged. Returns r.
+ */
+CU_HIDDEN CUresult cu_refused(CUresult r, const char *fn, const char *file, int line);
+#define CU_REFUSE(r) cu_refused((r), __func__, __FILE_NAME__, __LINE__)
+
+/* the back end's error as the driver API's (refused as above unless success) */
+CU_HIDDEN CUresult cu_result_at(cudaError_t e, const char *fn, const char *file, int line);
+#define cu_result(e) cu_result_at((e), __func__, __FILE_NAME__, __LINE__)
 
 /* init.c: cuInit has succeeded (else CUDA_ERROR_NOT_INITIALIZED), and the
  * back end still serves us */
 CU_HIDDEN CUresult cu_ready(void);
 /* an entry point's first check r (cu_ready, a handle's lookup ...), then
  * ok: the pointers it must have are there (else CUDA_ERROR_INVALID_VALUE) */
-static inline CUresult cu_need(CUresult r, bool ok)
-{
-	return r ? r : ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
+#define cu_need(r, ok)                                                         \
+	({                                                                     \
+		CUresult need_r_ = (r);                                        \
+		need_r_ ? need_r_ : (ok) ? CUDA_SUCCESS : CU_REFUSE(CUDA_ERROR_INVALID_VALUE); \
+	})
 
 /* the core's objects a driver-API handle names */
 enum cu_kind { CU_STREAM_OBJ, CU_EVENT_OBJ, CU_GRAPH_OBJ, CU_GRAPH_EXEC_OBJ, CU_NODE_OBJ, CU_POOL_OBJ, CU_CTX_OBJ };

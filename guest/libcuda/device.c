@@ -13,7 +13,7 @@ static CUresult check_dev(CUdevice dev)
 
 	if (r)
 		return r;
-	return dev >= 0 && (unsigned)dev < rt.nvgpus ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+	return dev >= 0 && (unsigned)dev < rt.nvgpus ? CUDA_SUCCESS : CU_REFUSE(CUDA_ERROR_INVALID_DEVICE);
 }
 
 CU_EXPORT CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal)
@@ -23,7 +23,7 @@ CU_EXPORT CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal)
 	if (r)
 		return r;
 	if (ordinal < 0 || (unsigned)ordinal >= rt.nvgpus)
-		return CUDA_ERROR_INVALID_DEVICE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_DEVICE);
 	*device = ordinal;
 	return CUDA_SUCCESS;
 }
@@ -87,7 +87,7 @@ CU_EXPORT CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attr
 		return r;
 	if (!pi || (int)attrib <= 0 || (int)attrib >= (int)CU_DEVICE_ATTRIBUTE_MAX ||
 	    (unsigned)attrib >= MEARAS_NUM_ATTRS)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	*pi = attribute(rt.v[dev].info, (int)attrib);
 	return CUDA_SUCCESS;
 }
@@ -119,7 +119,7 @@ static CUresult dev_string(char *out, int len, CUdevice dev, bool pci)
 	if (r)
 		return r;
 	if (!out || len <= 0)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	if (pci)
 		bus_id(rt.v[dev].info, out, (size_t)len);
 	else
@@ -149,11 +149,11 @@ CU_EXPORT CUresult CUDAAPI cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciB
 	if (sscanf(pciBusId, "%x:%x:%x", &dom, &bus, &slot) != 3) {
 		dom = 0;
 		if (sscanf(pciBusId, "%x:%x", &bus, &slot) != 2)
-			return CUDA_ERROR_INVALID_VALUE;
+			return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	}
 	found = rt_vgpu_at_pci(rt.nvgpus, dom, bus, slot);
 	if (found < 0)
-		return CUDA_ERROR_INVALID_DEVICE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_DEVICE);
 	*dev = found;
 	return CUDA_SUCCESS;
 }
@@ -168,7 +168,7 @@ CU_EXPORT CUresult CUDAAPI cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice de
 	if (r)
 		return r;
 	if (!canAccessPeer)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	*canAccessPeer = 0;
 	return CUDA_SUCCESS;
 }
@@ -183,7 +183,7 @@ CU_EXPORT CUresult CUDAAPI cuDeviceGetP2PAttribute(int *value, CUdevice_P2PAttri
 	if (r)
 		return r;
 	if (!value || srcDevice == dstDevice)
-		return CUDA_ERROR_INVALID_DEVICE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_DEVICE);
 	*value = 0;
 	return CUDA_SUCCESS;
 }

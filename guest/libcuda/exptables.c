@@ -61,7 +61,7 @@ static CUresult unserved(const struct table_id *t, unsigned slot)
 {
 	log_err("export table %s slot %u was called: not supported by mearas, returning CUDA_ERROR_NOT_SUPPORTED",
 		t->name, slot);
-	return CUDA_ERROR_NOT_SUPPORTED;
+	return CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
 }
 
 #define UNSERVED(tag, table, n) \
@@ -195,7 +195,7 @@ static CUresult rtif_module_from_wrapper_ex(CUmodule *out, const void *wrapper, 
 {
 	if (a3 || a4 || n) {
 		log_err("export table CUDART_INTERFACE slot 6 with host variables: not supported by mearas");
-		return CUDA_ERROR_NOT_SUPPORTED;
+		return CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
 	}
 	return cuModuleLoadData(out, wrapper);
 }
@@ -208,9 +208,9 @@ static CUresult rtif_primary_context(CUcontext *out, CUdevice dev)
 	if (r)
 		return r;
 	if (!out)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	if (dev < 0 || (unsigned)dev >= rt.nvgpus)
-		return CUDA_ERROR_INVALID_DEVICE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_DEVICE);
 	*out = (CUcontext)cu_primary(dev);
 	return CUDA_SUCCESS;
 }
@@ -226,7 +226,7 @@ static CUresult rtif_module_from_fatbin(const void *fatbin, CUmodule *out, void 
 {
 	if (a3 || a4 || n) {
 		log_err("export table CUDART_INTERFACE slot 8 with host variables: not supported by mearas");
-		return CUDA_ERROR_NOT_SUPPORTED;
+		return CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
 	}
 	return cuModuleLoadData(out, fatbin);
 }
@@ -310,7 +310,7 @@ static CUresult cls_ctx(CUcontext ctx, struct cu_ctx **out)
 	if (r)
 		return r;
 	*out = ctx ? cu_ctx_get(ctx) : cu_current();
-	return *out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+	return *out ? CUDA_SUCCESS : CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
 }
 
 static CUresult cls_put(CUcontext ctx, void *key, void *value, void (*dtor)(CUcontext, void *, void *))
@@ -334,7 +334,7 @@ static CUresult cls_put(CUcontext ctx, void *key, void *value, void (*dtor)(CUco
 		e->dtor = dtor;
 	}
 	pthread_mutex_unlock(&cls_lock);
-	return e ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+	return e ? CUDA_SUCCESS : CU_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
 }
 
 static CUresult cls_delete(CUcontext ctx, void *key)
@@ -354,7 +354,7 @@ static CUresult cls_delete(CUcontext ctx, void *key)
 		}
 	pthread_mutex_unlock(&cls_lock);
 	free(e);
-	return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+	return e ? CUDA_SUCCESS : CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 }
 
 /* measured: no context gives CUDA_ERROR_INVALID_CONTEXT, an unknown key
@@ -368,14 +368,14 @@ static CUresult cls_get(void **value, CUcontext ctx, void *key)
 	if (r)
 		return r;
 	if (!value)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	pthread_mutex_lock(&cls_lock);
 	for (e = c->cls; e && e->key != key; e = e->next)
 		;
 	if (e)
 		*value = e->value;
 	pthread_mutex_unlock(&cls_lock);
-	return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+	return e ? CUDA_SUCCESS : CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 }
 
 void cu_cls_destroy(struct cu_ctx *c)
@@ -447,7 +447,7 @@ static CUresult integrity_answer(uint32_t version, uint64_t unix_seconds, uint64
 	if (r)
 		return r;
 	if (!result)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	/* every device as this front end reports it (device.c) */
 	for (unsigned i = 0; i < rt.nvgpus; i++) {
 		const int32_t *a = rt.v[i].info->attrs;
@@ -489,7 +489,7 @@ static CUresult ident_stream_object(CUcontext ctx, CUstream s, void **out)
 
 	(void)ctx;
 	if (!out)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	r = cuStreamGetId(s, &id);     /* a stream it names, or an error */
 	if (!r)
 		*out = s;
@@ -503,7 +503,7 @@ static CUresult ident_stream_id(CUcontext ctx, void *object, unsigned long long 
 {
 	(void)ctx;
 	if (!out)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	return cuStreamGetId((CUstream)object, out);
 }
 
@@ -554,7 +554,7 @@ static unsigned fn_module_functions(CUcontext ctx, CUmodule mod, module_visit_fn
 	r = cuModuleGetFunctionCount(&n, mod);
 	fns = r ? NULL : calloc(n ? n : 1, sizeof(*fns));
 	if (!r && !fns)
-		r = CUDA_ERROR_OUT_OF_MEMORY;
+		r = CU_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
 	if (!r)
 		r = cuModuleEnumerateFunctions(fns, n, mod);
 	if (r) {
@@ -610,12 +610,12 @@ CUresult cu_export_table(const void **table, const CUuuid *id)
 			 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
 			 b[15]);
 	}
-	return CUDA_ERROR_NOT_FOUND;
+	return CU_REFUSE(CUDA_ERROR_NOT_FOUND);
 }
 
 CU_EXPORT CUresult CUDAAPI cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId)
 {
 	if (!ppExportTable || !pExportTableId)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	return cu_export_table(ppExportTable, pExportTableId);
 }

@@ -21,7 +21,7 @@ static CUresult instantiate(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned l
 	CUresult r = cu_handle(hGraph, CU_GRAPH_OBJ, CUDA_ERROR_INVALID_VALUE, &g);
 
 	if (!r && !phGraphExec)
-		r = CUDA_ERROR_INVALID_VALUE;
+		r = CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	if (r)
 		return r;
 	r = cu_result(rt_graph_instantiate(g, flags, upload, call, &x));
@@ -65,7 +65,7 @@ static CUresult instantiate_params(CUgraphExec *phGraphExec, CUgraph hGraph, CUD
 	CUresult r;
 
 	if (!p)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	/* the upload stream means something only with the upload flag */
 	upload = p->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD;
 	r = upload ? cu_stream_ref(p->hUploadStream, &st) : CUDA_SUCCESS;
@@ -98,7 +98,7 @@ static CUresult launch(CUgraphExec hGraphExec, CUstream hStream, bool upload)
 		return r;
 	x = rt_graph_exec_get(hGraphExec);
 	if (!x)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	return cu_result(upload ? rt_graph_upload(x, &st) : rt_graph_launch(x, &st));
 }
 
@@ -130,7 +130,7 @@ CU_EXPORT CUresult CUDAAPI cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, s
 	CUresult r = cu_handle(hGraph, CU_GRAPH_OBJ, CUDA_ERROR_INVALID_VALUE, &o);
 
 	if (!r && !numNodes)
-		r = CUDA_ERROR_INVALID_VALUE;
+		r = CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	if (r)
 		return r;
 	g = o;
@@ -139,7 +139,7 @@ CU_EXPORT CUresult CUDAAPI cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, s
 	if (nodes) {
 		log_warn("cuGraphGetNodes with a node array (node handles) is not supported by mearas: "
 			 "returning CUDA_ERROR_NOT_SUPPORTED");
-		return CUDA_ERROR_NOT_SUPPORTED;
+		return CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
 	}
 	return cu_result(rt_graph_node_count(g, numNodes));
 }

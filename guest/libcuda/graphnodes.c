@@ -33,7 +33,7 @@ static CUresult node_of(CUgraphNode h, int type, struct rt_gnode **n)
 	CUresult r = cu_handle(h, CU_NODE_OBJ, CUDA_ERROR_INVALID_VALUE, &o);
 
 	*n = o;
-	return !r && type >= 0 && rt_gnode_type(*n) != type ? CUDA_ERROR_INVALID_VALUE : r;
+	return !r && type >= 0 && rt_gnode_type(*n) != type ? CU_REFUSE(CUDA_ERROR_INVALID_VALUE) : r;
 }
 
 /* node_of, then the pointer a Get call fills in */
@@ -43,7 +43,7 @@ static CUresult node_get(CUgraphNode h, int type, const void *out, struct rt_gno
 
 	if (r)
 		return r;
-	return out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	return out ? CUDA_SUCCESS : CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 }
 
 /* the node h of type and, hExec given, that executable graph (else NULL) */
@@ -56,7 +56,7 @@ static CUresult set_target(CUgraphExec hExec, CUgraphNode h, int type, struct rt
 		return r;
 	*x = NULL;
 	if (hExec && !(*x = rt_graph_exec_get(hExec)))
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	return CUDA_SUCCESS;
 }
 
@@ -73,7 +73,7 @@ static CUresult ctx_vgpu(CUcontext ctx, int *vgpu)
 	struct cu_ctx *c = ctx ? cu_ctx_get(ctx) : cu_current();
 
 	if (!c)
-		return ctx ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_CONTEXT;
+		return CU_REFUSE(ctx ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_CONTEXT);
 	*vgpu = c->vgpu;
 	return CUDA_SUCCESS;
 }
@@ -86,7 +86,7 @@ static CUresult same_ctx(int vgpu, CUcontext ctx)
 
 	if (r)
 		return r;
-	return cv == vgpu ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	return cv == vgpu ? CUDA_SUCCESS : CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 }
 
 CU_EXPORT CUresult CUDAAPI cuGraphCreate(CUgraph *phGraph, unsigned int flags)
@@ -134,7 +134,7 @@ static CUresult kernel_params(int vgpu, CUfunction func, CUkernel kern, CUcontex
 	if (r)
 		return r;
 	if (f->m->vgpu != vgpu)
-		return CUDA_ERROR_INVALID_VALUE; /* a function of another device's context */
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE); /* a function of another device's context */
 	r = cu_launch_check(vgpu, grid, block, smem);
 	if (!r)
 		r = cu_launch_pack(f, params, extra, buf, &len);
@@ -167,7 +167,7 @@ static CUresult kernel_v2(int vgpu, const CUDA_KERNEL_NODE_PARAMS_v2 *q, bool v2
 			  struct rt_node_params *p)
 {
 	if (!q)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	return kernel_params(vgpu, q->func, v2 ? q->kern : NULL, v2 ? q->ctx : NULL,
 			     (const unsigned[3]){ q->gridDimX, q->gridDimY, q->gridDimZ },
 			     (const unsigned[3]){ q->blockDimX, q->blockDimY, q->blockDimZ }, q->sharedMemBytes,
@@ -192,7 +192,7 @@ static CUresult add_kernel(const char *call, CUgraphNode *out, CUgraph hGraph, c
 		return r;
 	kb = malloc(sizeof(*kb));
 	if (!kb)
-		return CUDA_ERROR_OUT_OF_MEMORY;
+		return CU_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
 	r = kernel_v2(g->vgpu, q, v2, kb->buf, kb->offsets, &p);
 	if (!r)
 		r = add(call, out, hGraph, deps, n, &p);
@@ -264,7 +264,7 @@ static CUresult set_kernel(const char *call, CUgraphExec hExec, CUgraphNode h, c
 		return r;
 	kb = malloc(sizeof(*kb));
 	if (!kb)
-		return CUDA_ERROR_OUT_OF_MEMORY;
+		return CU_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
 	r = kernel_v2(rt_gnode_graph(n)->vgpu, q, v2, kb->buf, kb->offsets, &p);
 	if (!r)
 		r = set_params(call, x, n, &p);
@@ -316,12 +316,12 @@ static CUresult side(const char *call, CUmemorytype type, const void *host, CUde
 		break;
 	case CU_MEMORYTYPE_ARRAY:
 		log_warn("%s: memcpy nodes with CUDA arrays are not supported by mearas", call);
-		return CUDA_ERROR_NOT_SUPPORTED;
+		return CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
 	default:
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	}
 	if (!base)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	*ptr = base + x + pitch * (y + z * height);
 	return CUDA_SUCCESS;
 }
@@ -364,14 +364,14 @@ static CUresult memcpy_params(const char *call, int vgpu, const void *q, CUconte
 	CUresult r;
 
 	if (!c)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	r = same_ctx(vgpu, ctx);
 	if (r)
 		return r;
 	if (c->Depth != 1 || c->Height < 1) {
 		if (c->Depth > 1)
 			log_warn("%s: 3D memcpy nodes (Depth > 1) are not supported by mearas", call);
-		return c->Depth > 1 ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(c->Depth > 1 ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE);
 	}
 	r = side(call, c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcZ, c->srcPitch,
 		 c->srcHeight, &src, &sh);
@@ -455,7 +455,7 @@ static CUresult memset_params(const char *call, int vgpu, const void *q, CUconte
 
 	(void)call;
 	if (!m)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	r = same_ctx(vgpu, ctx);
 	if (r)
 		return r;
@@ -510,7 +510,7 @@ CU_EXPORT CUresult CUDAAPI cuGraphExecMemsetNodeSetParams(CUgraphExec x, CUgraph
 static CUresult host_params(const CUDA_HOST_NODE_PARAMS *h, struct rt_node_params *p)
 {
 	if (!h)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	memset(p, 0, sizeof(*p));
 	p->type = cudaGraphNodeTypeHost;
 	p->u.h.fn = h->fn;
@@ -601,7 +601,7 @@ CU_EXPORT CUresult CUDAAPI cuGraphExecChildGraphNodeSetParams(CUgraphExec hExec,
 		return r;
 	x = rt_graph_exec_get(hExec);
 	if (!x)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	p.u.child = (struct rt_graph *)childGraph;
 	return cu_result(rt_graph_exec_set("cuGraphExecChildGraphNodeSetParams", x, n, &p));
 }
@@ -625,7 +625,7 @@ static CUresult built(const char *call, struct rt_graph *g)
 	if (g->built)
 		return CUDA_SUCCESS;
 	log_warn("%s: the nodes of a graph made by stream capture have no handles in mearas", call);
-	return CUDA_ERROR_NOT_SUPPORTED;
+	return CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
 }
 
 CU_EXPORT CUresult CUDAAPI cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode *rootNodes, size_t *numRootNodes)
@@ -652,7 +652,7 @@ static CUresult no_edge_data(const CUgraphEdgeData *e, size_t n)
 	for (size_t i = 0; e && i < n; i++) {
 		if (memcmp(&e[i], &zero, sizeof(zero))) {
 			log_warn("graph edges with data (ports, programmatic types) are not supported by mearas");
-			return CUDA_ERROR_NOT_SUPPORTED;
+			return CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
 		}
 	}
 	return CUDA_SUCCESS;
@@ -815,7 +815,7 @@ static CUresult update(CUgraphExec hExec, CUgraph hGraph, CUgraphExecUpdateResul
 		return r;
 	x = rt_graph_exec_get(hExec);
 	if (!x || !info)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	r = cu_result(rt_graph_exec_update(x, g, &result, &err, &err_from));
 	info->result = (CUgraphExecUpdateResult)result;
 	info->errorNode = (CUgraphNode)err;
@@ -837,7 +837,7 @@ CU_EXPORT CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec x, CUgraph g, CUgraphNo
 	CUresult r;
 
 	if (!hErrorNode_out || !updateResult_out)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	r = update(x, g, &info);
 	*hErrorNode_out = info.errorNode;
 	*updateResult_out = info.result;

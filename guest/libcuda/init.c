@@ -10,7 +10,7 @@ CUresult cu_ready(void)
 	/* a runtime call of mearas's libcudart connected the core: NVIDIA's
 	 * runtime calls cuInit there too, so the driver is initialized */
 	if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE) && !(rt.region && !rt.init_err && rt.nvgpus))
-		return CUDA_ERROR_NOT_INITIALIZED;
+		return CU_REFUSE(CUDA_ERROR_NOT_INITIALIZED);
 	if (rt_stopped())
 		return cu_result(rt_gone());
 	return CUDA_SUCCESS;
@@ -46,7 +46,7 @@ CUresult cu_handle(void *h, enum cu_kind kind, CUresult bad, void **obj)
 		*obj = cu_ctx_get(h);
 		break;
 	}
-	return *obj ? CUDA_SUCCESS : bad;
+	return *obj ? CUDA_SUCCESS : CU_REFUSE(bad);
 }
 
 CU_EXPORT CUresult CUDAAPI cuInit(unsigned int Flags)
@@ -54,16 +54,16 @@ CU_EXPORT CUresult CUDAAPI cuInit(unsigned int Flags)
 	cudaError_t e;
 
 	if (Flags)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	e = rt_ensure();
 	if (e) {
 		/* no mearasd to reach: to the program, a machine without GPUs */
 		if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || e == cudaErrorInitializationError)
-			return CUDA_ERROR_NO_DEVICE;
+			return CU_REFUSE(CUDA_ERROR_NO_DEVICE);
 		return cu_result(e);
 	}
 	if (!rt.nvgpus)
-		return CUDA_ERROR_NO_DEVICE;
+		return CU_REFUSE(CUDA_ERROR_NO_DEVICE);
 	__atomic_store_n(&initialized, 1, __ATOMIC_RELEASE);
 	return CUDA_SUCCESS;
 }
@@ -71,7 +71,7 @@ CU_EXPORT CUresult CUDAAPI cuInit(unsigned int Flags)
 CU_EXPORT CUresult CUDAAPI cuDriverGetVersion(int *driverVersion)
 {
 	if (!driverVersion)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	*driverVersion = CU_DRIVER_VERSION;
 	return CUDA_SUCCESS;
 }

@@ -36,7 +36,7 @@ CUresult cu_launch_check(int vgpu, const unsigned grid[3], const unsigned block[
 		return CUDA_SUCCESS;
 	log_info("launch refused: %s (grid %ux%ux%u, block %ux%ux%u, %u bytes of shared memory): invalid value", why,
 		 grid[0], grid[1], grid[2], block[0], block[1], block[2], smem);
-	return CUDA_ERROR_INVALID_VALUE;
+	return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 }
 
 /* kernelParams (one pointer per parameter), or extra's one buffer */
@@ -46,7 +46,7 @@ CUresult cu_launch_pack(const struct cu_function *f, void **params, void **extra
 
 	if (params && extra) {
 		log_info("launch of %s refused: both kernelParams and extra given: invalid value", f->name);
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	}
 	if (extra) {
 		void *p = NULL;
@@ -59,12 +59,12 @@ CUresult cu_launch_pack(const struct cu_function *f, void **params, void **extra
 				size = extra[i + 1];
 			else
 				return log_info("launch of %s refused: unknown extra option %p: invalid value", f->name,
-						extra[i]), CUDA_ERROR_INVALID_VALUE;
+						extra[i]), CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 		}
 		if (!p || !size || *size > MEARAS_MAX_PARAM_BYTES) {
 			log_info("launch of %s refused: extra without a parameter buffer and its size, or over %u bytes: "
 				 "invalid value", f->name, MEARAS_MAX_PARAM_BYTES);
-			return CUDA_ERROR_INVALID_VALUE;
+			return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 		}
 		memcpy(buf, p, *size);
 		*len = (uint32_t)*size;
@@ -72,18 +72,18 @@ CUresult cu_launch_pack(const struct cu_function *f, void **params, void **extra
 	}
 	if (!k) {
 		log_err("launch of %s: its parameter layout is unknown (the module image was not readable)", f->name);
-		return CUDA_ERROR_NOT_SUPPORTED;
+		return CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
 	}
 	if (k->param_bytes > MEARAS_MAX_PARAM_BYTES || (k->nparams && !params)) {
 		log_info("launch of %s refused: %s: invalid value", f->name,
 			 k->nparams && !params ? "no kernelParams for its parameters" : "parameters over the limit");
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	}
 	memset(buf, 0, k->param_bytes);
 	for (uint32_t i = 0; i < k->nparams; i++) {
 		if (!params[i]) {
 			log_info("launch of %s refused: kernelParams[%u] is NULL: invalid value", f->name, i);
-			return CUDA_ERROR_INVALID_VALUE;
+			return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 		}
 		memcpy(buf + k->params[i].offset, params[i], k->params[i].size);
 	}
@@ -106,7 +106,7 @@ static CUresult launch(CUfunction h, const unsigned grid[3], const unsigned bloc
 	if (r)
 		return r;
 	if (f->m->vgpu != st.vgpu)
-		return CUDA_ERROR_INVALID_HANDLE;       /* a function of another context */
+		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);       /* a function of another context */
 	r = cu_launch_check(st.vgpu, grid, block, smem);
 	if (!r)
 		r = cu_launch_pack(f, params, extra, buf, &len);
@@ -158,7 +158,7 @@ static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, void **ker
 	cudaError_t e;
 
 	if (!config)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	e = rt_launch_attrs((const cudaLaunchAttribute *)config->attrs, config->numAttrs, "cuLaunchKernelEx", &flags,
 			    cluster);
 	if (e)
@@ -191,7 +191,7 @@ static CUresult occupancy(int *numBlocks, CUfunction func, int blockSize, size_t
 	if (r)
 		return r;
 	if (!numBlocks || blockSize <= 0)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	r = cu_function_of(func, &f);
 	if (!r)
 		r = cu_result(rt_do_OCCUPANCY(f->m->vgpu, f->id, (uint64_t)blockSize, dynamicSMemSize, &blocks));
@@ -233,7 +233,7 @@ CU_EXPORT CUresult CUDAAPI cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynam
 	if (r)
 		return r;
 	if (!dynamicSmemSize || numBlocks <= 0 || blockSize <= 0)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	r = cu_function_of(func, &f);
 	if (!r)
 		r = cuFuncGetAttribute(&shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, func);
@@ -266,7 +266,7 @@ CU_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveClusters(int *numClusters, CUfunc
 	if (r)
 		return r;
 	if (!numClusters || !config)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	r = cu_result(rt_launch_cluster((const cudaLaunchAttribute *)config->attrs, config->numAttrs, cluster));
 	if (r)
 		return r;

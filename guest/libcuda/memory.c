@@ -28,7 +28,7 @@ CU_EXPORT CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr *dptr, size_t *pPitch, si
 
 	if (!pPitch || !WidthInBytes || !Height ||
 	    (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16))
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	pitch = (WidthInBytes + 511) / 512 * 512; /* the GPUs' texture pitch alignment */
 	*pPitch = pitch;
 	return cuMemAlloc(dptr, pitch * Height);
@@ -65,7 +65,7 @@ CU_EXPORT CUresult CUDAAPI cuMemGetAddressRange(CUdeviceptr *pbase, size_t *psiz
 	if (r)
 		return r;
 	if (dm_find(dptr, 1, &base, &size) < 0)
-		return CUDA_ERROR_NOT_FOUND;
+		return CU_REFUSE(CUDA_ERROR_NOT_FOUND);
 	if (pbase)
 		*pbase = base;
 	if (psize)
@@ -83,12 +83,12 @@ CU_EXPORT CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize, unsigned i
 		return r;
 	if (!pp || !bytesize ||
 	    (Flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED)))
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	*pp = dh_alloc(bytesize);
 	if (!*pp) {
 		log_warn("page-locked allocation of %zu bytes does not fit the data area (%llu MiB): "
 			 "raise MEARAS_DATA_MB", bytesize, (unsigned long long)(rt.data_size >> 20));
-		return CUDA_ERROR_OUT_OF_MEMORY;
+		return CU_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
 	}
 	rt_host_allocated(*pp, bytesize, (Flags & CU_MEMHOSTALLOC_DEVICEMAP) != 0);
 	return CUDA_SUCCESS;
@@ -106,7 +106,7 @@ CU_EXPORT CUresult CUDAAPI cuMemFreeHost(void *p)
 	if (r)
 		return r;
 	rt_host_unmapped(p);
-	return dh_free(p) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+	return dh_free(p) ? CU_REFUSE(CUDA_ERROR_INVALID_VALUE) : CUDA_SUCCESS;
 }
 
 CU_EXPORT CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p, unsigned int Flags)
@@ -118,16 +118,16 @@ CU_EXPORT CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p
 	if (r)
 		return r;
 	if (!pdptr || Flags)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	if (!rt.same_address)
-		return CUDA_ERROR_NOT_SUPPORTED;
+		return CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
 	if (dh_block(p, &base, &size)) {
 		*pdptr = (CUdeviceptr)(uintptr_t)p;
 		return CUDA_SUCCESS;
 	}
 	twin = rt_registered_twin(p, 1);
 	if (!twin)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	*pdptr = (CUdeviceptr)(uintptr_t)twin;
 	return CUDA_SUCCESS;
 }
@@ -141,7 +141,7 @@ CU_EXPORT CUresult CUDAAPI cuMemHostGetFlags(unsigned int *pFlags, void *p)
 	if (r)
 		return r;
 	if (!pFlags || !dh_block(p, &base, &size))
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	*pFlags = CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE;
 	return CUDA_SUCCESS;
 }
@@ -154,7 +154,7 @@ CU_EXPORT CUresult CUDAAPI cuMemHostRegister(void *p, size_t bytesize, unsigned 
 		return r;
 	if (Flags & ~(unsigned)(CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
 				CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY))
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	/* the same bits as cudaHostRegister's */
 	return cu_result(rt_host_register(p, bytesize, Flags));
 }
@@ -187,7 +187,7 @@ static CUresult reserved_attribute(void *data, CUpointer_attribute attribute, ui
 		*(unsigned *)data = 0;
 		return CUDA_SUCCESS;
 	default:
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	}
 }
 
@@ -214,7 +214,7 @@ static CUresult pointer_attribute(void *data, CUpointer_attribute attribute, CUd
 		host = host || twin;
 	}
 	if (vgpu < 0 && !host)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	switch (attribute) {
 	case CU_POINTER_ATTRIBUTE_CONTEXT:
 		*(CUcontext *)data = (CUcontext)(vgpu >= 0 ? cu_primary(vgpu) : NULL);
@@ -224,12 +224,12 @@ static CUresult pointer_attribute(void *data, CUpointer_attribute attribute, CUd
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
 		if (vgpu < 0 && !rt.same_address)
-			return CUDA_ERROR_INVALID_VALUE;
+			return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 		*(CUdeviceptr *)data = twin ? (CUdeviceptr)(uintptr_t)twin : ptr;
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_HOST_POINTER:
 		if (vgpu >= 0)
-			return CUDA_ERROR_INVALID_VALUE;
+			return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 		*(void **)data = PTR(ptr);
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_IS_MANAGED:
@@ -240,12 +240,12 @@ static CUresult pointer_attribute(void *data, CUpointer_attribute attribute, CUd
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
 		if (twin)
-			return CUDA_ERROR_NOT_SUPPORTED;
+			return CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
 		*(CUdeviceptr *)data = base;
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
 		if (twin)
-			return CUDA_ERROR_NOT_SUPPORTED;
+			return CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
 		*(size_t *)data = size;
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_MAPPED:
@@ -269,7 +269,7 @@ static CUresult pointer_attribute(void *data, CUpointer_attribute attribute, CUd
 		*(unsigned *)data = CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE;
 		return CUDA_SUCCESS;
 	default:
-		return CUDA_ERROR_NOT_SUPPORTED;
+		return CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
 	}
 }
 

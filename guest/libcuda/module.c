@@ -53,14 +53,14 @@ static CUresult image_of(const void *image, const void **start, size_t *size)
 	const void *fatbin;
 
 	if (!image)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	if (mearas_fatbin_locate(image, &fatbin, size) == 0) {
 		*start = fatbin;
 		return CUDA_SUCCESS;
 	}
 	*start = image;
 	if (mearas_module_image_size(image, size))
-		return CUDA_ERROR_INVALID_IMAGE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_IMAGE);
 	return CUDA_SUCCESS;
 }
 
@@ -73,7 +73,7 @@ static CUresult module_load(int vgpu, const void *image, size_t size, struct cu_
 	CUresult r;
 
 	if (!m)
-		return CUDA_ERROR_OUT_OF_MEMORY;
+		return CU_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
 	m->index = mearas_fatbin_index_new(image, size, err, sizeof(err));
 	if (!m->index)
 		log_warn("module image (%zu bytes): kernel parameters unreadable, its kernels cannot be launched: %s",
@@ -88,7 +88,7 @@ static CUresult module_load(int vgpu, const void *image, size_t size, struct cu_
 				 size, (unsigned long long)(rt.data_size >> 20));
 		mearas_fatbin_index_free(m->index);
 		free(m);
-		return CUDA_ERROR_OUT_OF_MEMORY;
+		return CU_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
 	}
 	memcpy(copy, image, size);
 	r = cu_result(rt_do_MODULE_LOAD(vgpu, m->id, dh_offset(copy), size));
@@ -163,20 +163,20 @@ static CUresult read_file(const char *fname, void **data)
 	long len;
 
 	if (!fname)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	f = fopen(fname, "rb");
 	if (!f)
-		return CUDA_ERROR_FILE_NOT_FOUND;
+		return CU_REFUSE(CUDA_ERROR_FILE_NOT_FOUND);
 	if (fseek(f, 0, SEEK_END) || (len = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
 		fclose(f);
-		return CUDA_ERROR_FILE_NOT_FOUND;
+		return CU_REFUSE(CUDA_ERROR_FILE_NOT_FOUND);
 	}
 	/* one more zero byte: PTX text is then terminated */
 	*data = calloc(1, (size_t)len + 1);
 	if (!*data || fread(*data, 1, (size_t)len, f) != (size_t)len) {
 		free(*data);
 		fclose(f);
-		return *data ? CUDA_ERROR_FILE_NOT_FOUND : CUDA_ERROR_OUT_OF_MEMORY;
+		return CU_REFUSE(*data ? CUDA_ERROR_FILE_NOT_FOUND : CUDA_ERROR_OUT_OF_MEMORY);
 	}
 	fclose(f);
 	return CUDA_SUCCESS;
@@ -203,7 +203,7 @@ CU_EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule hmod)
 		return r;
 	m = module_get(hmod);
 	if (!m || m->lib)
-		return CUDA_ERROR_INVALID_HANDLE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 	module_free(m);
 	return CUDA_SUCCESS;
 }
@@ -233,24 +233,24 @@ static CUresult function_get(struct cu_module *m, const char *name, struct cu_fu
 	CUresult r;
 
 	if (m->gone)
-		return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+		return CU_REFUSE(CUDA_ERROR_CONTEXT_IS_DESTROYED);
 	n = name_len(name);
 	if (!n)
-		return CUDA_ERROR_NOT_FOUND;
+		return CU_REFUSE(CUDA_ERROR_NOT_FOUND);
 	f = calloc(1, sizeof(*f));
 	if (!f || !(f->name = strdup(name))) {
 		free(f);
-		return CUDA_ERROR_OUT_OF_MEMORY;
+		return CU_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
 	}
 	f->m = m;
 	f->info = m->index ? mearas_fatbin_find_kernel(m->index, name) : NULL;
 	f->id = rt_new_handle();
 	r = f->id ? cu_result(rt_do_FUNC_GET(m->vgpu, m->id, f->id, name, n, &nparams, &pbytes))
-		  : CUDA_ERROR_OUT_OF_MEMORY;
+		  : CU_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
 	if (r) {
 		free(f->name);
 		free(f);
-		return r == CUDA_ERROR_INVALID_HANDLE ? CUDA_ERROR_NOT_FOUND : r;
+		return r == CUDA_ERROR_INVALID_HANDLE ? CU_REFUSE(CUDA_ERROR_NOT_FOUND) : r;
 	}
 	if (f->info && pbytes != 0xffffffffu && (nparams != f->info->nparams || pbytes != f->info->param_bytes))
 		log_err("kernel %s: the image says %u parameters / %u bytes, the device %u / %u", name,
@@ -270,7 +270,7 @@ CU_EXPORT CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod,
 		return r;
 	m = module_get(hmod);
 	if (!m)
-		return CUDA_ERROR_INVALID_HANDLE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 	r = function_get(m, name, &f);
 	if (!r)
 		*hfunc = (CUfunction)f;
@@ -293,18 +293,18 @@ static CUresult module_functions(struct cu_module *m)
 	CUresult r = CUDA_SUCCESS;
 
 	if (m->gone)
-		return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+		return CU_REFUSE(CUDA_ERROR_CONTEXT_IS_DESTROYED);
 	if (!m->index) {
 		log_err("the kernels of a module whose image mearas could not read cannot be enumerated: returning "
 			"CUDA_ERROR_NOT_SUPPORTED");
-		return CUDA_ERROR_NOT_SUPPORTED;
+		return CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
 	}
 	pthread_mutex_lock(&module_fns_lock);
 	if (m->fns)
 		goto out;
 	n = mearas_fatbin_kernel_count(m->index);
 	if (n > UINT32_MAX || !(fns = calloc(n ? n : 1, sizeof(*fns)))) {
-		r = CUDA_ERROR_OUT_OF_MEMORY;
+		r = CU_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
 		goto out;
 	}
 	for (size_t i = 0; i < n && !r; i++) {
@@ -339,10 +339,10 @@ CU_EXPORT CUresult CUDAAPI cuModuleGetFunctionCount(unsigned int *count, CUmodul
 	if (r)
 		return r;
 	if (!count)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	m = module_get(hmod);
 	if (!m)
-		return CUDA_ERROR_INVALID_HANDLE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 	r = module_functions(m);
 	if (!r)
 		*count = m->nfns;
@@ -359,10 +359,10 @@ CU_EXPORT CUresult CUDAAPI cuModuleEnumerateFunctions(CUfunction *functions, uns
 	if (r)
 		return r;
 	if (!functions && numFunctions)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	m = module_get(hmod);
 	if (!m)
-		return CUDA_ERROR_INVALID_HANDLE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 	r = module_functions(m);
 	for (unsigned i = 0; !r && i < numFunctions && i < m->nfns; i++)
 		functions[i] = (CUfunction)m->fns[i];
@@ -376,15 +376,15 @@ static CUresult global_get(struct cu_module *m, const char *name, CUdeviceptr *d
 	CUresult r;
 
 	if (m->gone)
-		return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+		return CU_REFUSE(CUDA_ERROR_CONTEXT_IS_DESTROYED);
 	if (!n)
-		return CUDA_ERROR_NOT_FOUND;
+		return CU_REFUSE(CUDA_ERROR_NOT_FOUND);
 	/* the image's size of it: a GPU knows better, the sim device needs it */
 	if (m->index)
 		mearas_fatbin_find_global(m->index, name, &hint);
 	r = cu_result(rt_do_GLOBAL_GET(m->vgpu, m->id, hint, name, n, &ptr, &size));
 	if (r)
-		return r == CUDA_ERROR_INVALID_VALUE ? CUDA_ERROR_NOT_FOUND : r;
+		return r == CUDA_ERROR_INVALID_VALUE ? CU_REFUSE(CUDA_ERROR_NOT_FOUND) : r;
 	dm_add(m->vgpu, ptr, size, 1);
 	if (dptr)
 		*dptr = ptr;
@@ -401,7 +401,7 @@ CU_EXPORT CUresult CUDAAPI cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, C
 	if (r)
 		return r;
 	m = module_get(hmod);
-	return m ? global_get(m, name, dptr, bytes) : CUDA_ERROR_INVALID_HANDLE;
+	return m ? global_get(m, name, dptr, bytes) : CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 }
 
 /* ---- libraries: context-independent, a module per vGPU on demand ---- */
@@ -435,7 +435,7 @@ static CUresult func_attr(void *h, enum func_attr what, void *out)
 	if (what == KERNEL_NAME || what == KERNEL_LIBRARY) {
 		k = kernel_get(h);
 		if (!k)
-			return CUDA_ERROR_INVALID_HANDLE;
+			return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 	} else {
 		r = cu_function_of(h, &f);
 		if (r)
@@ -488,14 +488,14 @@ CU_EXPORT CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *cod
 	if (r)
 		return r;
 	if (!library || (numJitOptions && !jitOptions))
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	r = image_of(code, &start, &size);
 	if (r)
 		return r;
 	l = calloc(1, sizeof(*l));
 	if (!l || !(l->image = malloc(size))) {
 		free(l);
-		return CUDA_ERROR_OUT_OF_MEMORY;
+		return CU_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
 	}
 	memcpy(l->image, start, size);
 	l->size = size;
@@ -543,7 +543,7 @@ CU_EXPORT CUresult CUDAAPI cuLibraryUnload(CUlibrary library)
 		return r;
 	l = library_get(library);
 	if (!l)
-		return CUDA_ERROR_INVALID_HANDLE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 	pthread_mutex_lock(&libraries_lock);
 	for (pp = &libraries; *pp; pp = &(*pp)->next)
 		if (*pp == l) {
@@ -583,7 +583,7 @@ CU_EXPORT CUresult CUDAAPI cuLibraryGetKernel(CUkernel *pKernel, CUlibrary libra
 		return r;
 	l = library_get(library);
 	if (!l)
-		return CUDA_ERROR_INVALID_HANDLE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 	pthread_mutex_lock(&l->lock);
 	for (k = l->kernels; k; k = k->next)
 		if (!strcmp(k->name, name))
@@ -592,13 +592,13 @@ CU_EXPORT CUresult CUDAAPI cuLibraryGetKernel(CUkernel *pKernel, CUlibrary libra
 		/* the name must be in the image, as the driver checks */
 		idx = mearas_fatbin_index_new(l->image, l->size, err, sizeof(err));
 		if (idx && !mearas_fatbin_find_kernel(idx, name))
-			r = CUDA_ERROR_NOT_FOUND;
+			r = CU_REFUSE(CUDA_ERROR_NOT_FOUND);
 		mearas_fatbin_index_free(idx);
 		k = r ? NULL : calloc(1, sizeof(*k));
 		if (!r && (!k || !(k->name = strdup(name)))) {
 			free(k);
 			k = NULL;
-			r = CUDA_ERROR_OUT_OF_MEMORY;
+			r = CU_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
 		}
 		if (k) {
 			k->lib = l;
@@ -623,7 +623,7 @@ static CUresult library_here(CUlibrary library, const void *arg, struct cu_modul
 	if (r)
 		return r;
 	l = library_get(library);
-	return l ? library_module(l, c->vgpu, m) : CUDA_ERROR_INVALID_HANDLE;
+	return l ? library_module(l, c->vgpu, m) : CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 }
 
 CU_EXPORT CUresult CUDAAPI cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
@@ -679,7 +679,7 @@ CU_EXPORT CUresult CUDAAPI cuKernelGetFunction(CUfunction *pFunc, CUkernel kerne
 		return r;
 	k = kernel_get(kernel);
 	if (!k)
-		return CUDA_ERROR_INVALID_HANDLE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 	r = kernel_function(k, c->vgpu, &f);
 	if (!r)
 		*pFunc = (CUfunction)f;
@@ -707,12 +707,12 @@ CUresult cu_function_of(CUfunction h, struct cu_function **out)
 
 	if (f && f->magic == FUNCTION_MAGIC) {
 		*out = f;
-		return f->m->gone ? CUDA_ERROR_CONTEXT_IS_DESTROYED : CUDA_SUCCESS;
+		return f->m->gone ? CU_REFUSE(CUDA_ERROR_CONTEXT_IS_DESTROYED) : CUDA_SUCCESS;
 	}
 	/* a CUkernel stands for its function in the current context */
 	k = kernel_get((CUkernel)h);
 	if (!k)
-		return CUDA_ERROR_INVALID_HANDLE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 	r = cu_current_ctx(&c);
 	return r ? r : kernel_function(k, c->vgpu, out);
 }
@@ -749,7 +749,7 @@ static CUresult function_attribute(int *pi, CUfunction_attribute attrib, struct 
 		*pi = 0;        /* no cluster launches through mearas */
 		break;
 	default:
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	}
 	return CUDA_SUCCESS;
 }
@@ -771,9 +771,9 @@ static CUresult set_attribute(struct cu_function *f, CUfunction_attribute attrib
 
 	if (attrib == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES &&
 	    (value < 0 || value > a[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN]))
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	if (attrib == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT && (value < -1 || value > 100))
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	/* the runtime's attribute numbers are the driver's */
 	return cu_result(rt_do_FUNC_SET_ATTR(f->m->vgpu, f->id, (int)attrib, value));
 }
@@ -818,9 +818,9 @@ CU_EXPORT CUresult CUDAAPI cuFuncGetParamInfo(CUfunction func, size_t paramIndex
 	if (r)
 		return r;
 	if (!f->info)
-		return CUDA_ERROR_NOT_SUPPORTED;
+		return CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
 	if (paramIndex >= f->info->nparams)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	if (paramOffset)
 		*paramOffset = f->info->params[paramIndex].offset;
 	if (paramSize)
@@ -855,9 +855,9 @@ static CUresult kernel_on_device(CUkernel kernel, CUdevice dev, struct cu_functi
 	if (r)
 		return r;
 	if (dev < 0 || (unsigned)dev >= rt.nvgpus)
-		return CUDA_ERROR_INVALID_DEVICE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_DEVICE);
 	k = kernel_get(kernel);
-	return k ? kernel_function(k, dev, f) : CUDA_ERROR_INVALID_HANDLE;
+	return k ? kernel_function(k, dev, f) : CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 }
 
 CU_EXPORT CUresult CUDAAPI cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev)
@@ -866,7 +866,7 @@ CU_EXPORT CUresult CUDAAPI cuKernelGetAttribute(int *pi, CUfunction_attribute at
 	CUresult r = kernel_on_device(kernel, dev, &f);
 
 	if (!r && !pi)
-		r = CUDA_ERROR_INVALID_VALUE;
+		r = CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	return r ? r : function_attribute(pi, attrib, f);
 }
 

@@ -166,7 +166,7 @@ CU_EXPORT CUresult CUDAAPI cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAcce
 	if (r)
 		return r;
 	if (count && !map)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	/* each entry is checked on its own: one at a time, in the runtime's type */
 	for (size_t i = 0; i < count && !r; i++) {
 		struct cudaMemAccessDesc d = { .location = location_of(&map[i].location),
@@ -209,7 +209,7 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool h, 
 	if (h) {
 		p = rt_pool_get(h);
 		if (!p)
-			return CUDA_ERROR_INVALID_VALUE;
+			return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	} else {
 		r = cu_result(rt_pool_current(st.vgpu, &p));
 		if (r)
@@ -243,7 +243,7 @@ CU_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t byt
 						   CUstream hStream)
 {
 	if (!pool)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	return WITH_PTDS(0, alloc_async(dptr, bytesize, pool, hStream));
 }
 
@@ -251,7 +251,7 @@ CU_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_
 							CUstream hStream)
 {
 	if (!pool)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	return WITH_PTDS(1, alloc_async(dptr, bytesize, pool, hStream));
 }
 

@@ -78,11 +78,12 @@ static CUresult get_proc(const char *symbol, void **pfn, int cuda_version, cuuin
 
 	if (pfn)
 		*pfn = NULL;
-	if (!symbol || !pfn || cuda_version > CU_DRIVER_VERSION)
-		return CUDA_ERROR_INVALID_VALUE;
 	/* flags beyond the three measured values (unmeasured): refused too */
-	if (flags > CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)
+	if (!symbol || !pfn || cuda_version > CU_DRIVER_VERSION || flags > CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) {
+		log_debug("cuGetProcAddress(%s, %d, %llu): CUDA_ERROR_INVALID_VALUE%s", symbol ? symbol : "NULL",
+			  cuda_version, (unsigned long long)flags, pfn ? "" : " (no pfn)");
 		return CUDA_ERROR_INVALID_VALUE;
+	}
 	found = cu_proc_find(symbol, cuda_version, (unsigned)flags);
 	if (found >= 0) {
 		/* a function pointer handed out as void *, as the API has it */

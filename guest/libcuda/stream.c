@@ -14,7 +14,7 @@ CUresult cu_stream_ref(CUstream s, struct rt_stream_ref *out)
 	if (r)
 		return r;
 	if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD && !rt_stream_get(s))
-		return CUDA_ERROR_INVALID_HANDLE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 	return cu_result(rt_stream_ref((cudaStream_t)s, out));
 }
 
@@ -27,7 +27,7 @@ CU_EXPORT CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *phStream, unsign
 	if (r)
 		return r;
 	if (!phStream || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	r = cu_result(rt_stream_create(c->vgpu, flags, priority, &s));
 	if (!r)
 		*phStream = (CUstream)s;
@@ -66,8 +66,8 @@ static CUresult stream_event(CUstream hStream, CUevent hEvent, unsigned int flag
 		return r;
 	*ev = rt_event_get(hEvent);
 	if (!*ev)
-		return CUDA_ERROR_INVALID_HANDLE;
-	return flags & ~allowed ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
+	return flags & ~allowed ? CU_REFUSE(CUDA_ERROR_INVALID_VALUE) : CUDA_SUCCESS;
 }
 
 static CUresult stream_wait(CUstream hStream, CUevent hEvent, unsigned int Flags)
@@ -84,7 +84,7 @@ static CUresult stream_with(CUstream h, const void *arg, struct rt_stream_ref *s
 {
 	CUresult r = cu_stream_ref(h, st);
 
-	return r ? r : arg ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	return r ? r : arg ? CUDA_SUCCESS : CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 }
 
 /* what cuStreamGet* reads of a stream */
@@ -135,7 +135,7 @@ static CUresult add_callback(CUstream hStream, CUstreamCallback callback, void *
 	CUresult r = stream_with(hStream, (const void *)callback, &st);
 
 	if (!r && flags)
-		r = CUDA_ERROR_INVALID_VALUE;
+		r = CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	return r ? r : cu_result(rt_post_host_fn((cudaStream_t)hStream, NULL,
 						 (cudaStreamCallback_t)(void (*)(void))callback, userData));
 }
@@ -201,7 +201,7 @@ CU_EXPORT CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags)
 		return r;
 	if (!phEvent ||
 	    (Flags & ~(unsigned)(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS)))
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	r = cu_result(rt_event_create(c->vgpu, Flags, &ev));
 	if (!r)
 		*phEvent = (CUevent)ev;
@@ -253,7 +253,7 @@ static CUresult elapsed(float *pMilliseconds, CUevent hStart, CUevent hEnd)
 	a = rt_event_get(hStart);
 	b = rt_event_get(hEnd);
 	if (!a || !b)
-		return CUDA_ERROR_INVALID_HANDLE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 	return cu_result(rt_event_elapsed(a, b, pMilliseconds));
 }
 

@@ -95,7 +95,7 @@ static CUresult tmap_vgpu(uint64_t addr, int *vgpu)
 		return r;
 	c = cu_current();
 	*vgpu = c ? c->vgpu : dm_window_owner(addr);
-	return *vgpu < 0 ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
+	return *vgpu < 0 ? CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT) : CUDA_SUCCESS;
 }
 
 /* Has the vGPU encode a (kind: enum mearas_tmap_kind) into out. */
@@ -105,7 +105,7 @@ static CUresult tmap_encode(int vgpu, uint32_t kind, const struct mearas_tmap_ar
 	CUresult r;
 
 	if (!buf)
-		return CUDA_ERROR_OUT_OF_MEMORY;
+		return CU_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
 	r = cu_result(rt_do_TENSOR_MAP_ENCODE(vgpu, kind, dh_offset(buf), MEARAS_TMAP_BYTES, a, sizeof(*a)));
 	if (!r) {
 		memcpy(out, buf, MEARAS_TMAP_BYTES);
@@ -130,7 +130,7 @@ static CUresult tmap_common(CUtensorMap *map, CUtensorMapDataType dtype, cuuint3
 		return r;
 	if (!map || ((uintptr_t)map & 63) || rank < minrank || rank > MEARAS_TMAP_MAX_RANK || !dims || !estrides ||
 	    (rank > 1 && !strides))
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	memset(a, 0, sizeof(*a));
 	a->addr = (uint64_t)(uintptr_t)addr;
 	a->rank = rank;
@@ -174,13 +174,13 @@ static CUresult tmap_make(uint32_t kind, CUtensorMap *map, CUtensorMapDataType d
 	switch (kind) {
 	case MEARAS_TMAP_TILED:
 		if (!x->box)
-			return CUDA_ERROR_INVALID_VALUE;
+			return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 		for (unsigned i = 0; i < rank; i++)
 			a.box[i] = x->box[i];
 		break;
 	case MEARAS_TMAP_IM2COL:
 		if (!x->lower || !x->upper)
-			return CUDA_ERROR_INVALID_VALUE;
+			return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 		for (unsigned i = 0; i + 2 < rank; i++) {
 			a.lower[i] = x->lower[i];
 			a.upper[i] = x->upper[i];
@@ -255,13 +255,13 @@ CU_EXPORT CUresult CUDAAPI cuTensorMapReplaceAddress(CUtensorMap *tensorMap, voi
 	if (r)
 		return r;
 	if (!tensorMap || ((uintptr_t)tensorMap & 63))
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	if (!memo_get((const uint8_t *)tensorMap, &kind, &vgpu, &a)) {
 		if (__atomic_fetch_add(&said, 1, __ATOMIC_RELAXED) < 5)
 			log_warn("cuTensorMapReplaceAddress: the map was not encoded by this process (or was among more "
 				 "than %d encoded since): mearas re-encodes a map from its arguments and cannot edit "
 				 "its opaque bytes; returning CUDA_ERROR_INVALID_VALUE", TMAP_MEMO);
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	}
 	a.addr = (uint64_t)(uintptr_t)globalAddress;
 	return tmap_encode(vgpu, kind, &a, tensorMap);

@@ -149,22 +149,22 @@ static bool maps_cover(uint64_t va, uint64_t size, bool whole, size_t *first, si
 static CUresult prop_vgpu(const char *call, const CUmemAllocationProp *prop, int *vgpu)
 {
 	if (prop->type == CU_MEM_ALLOCATION_TYPE_INVALID || prop->type >= CU_MEM_ALLOCATION_TYPE_MAX)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	if (prop->type != CU_MEM_ALLOCATION_TYPE_PINNED) {
 		log_warn("%s: only pinned device memory is served (allocation type %d asked)", call, (int)prop->type);
-		return CUDA_ERROR_NOT_SUPPORTED;
+		return CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
 	}
 	if (prop->location.type == CU_MEM_LOCATION_TYPE_HOST || prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA) {
 		log_warn("%s: host memory through cuMemCreate is not served by mearas, device memory only", call);
-		return CUDA_ERROR_NOT_SUPPORTED;
+		return CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
 	}
 	if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	if (prop->location.id < 0 || (unsigned)prop->location.id >= rt.nvgpus)
-		return CUDA_ERROR_INVALID_DEVICE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_DEVICE);
 	if (prop->allocFlags.compressionType) {
 		log_warn("%s: compressible memory is not served by mearas", call);
-		return CUDA_ERROR_NOT_SUPPORTED;
+		return CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
 	}
 	*vgpu = prop->location.id;
 	return CUDA_SUCCESS;
@@ -201,7 +201,7 @@ CU_EXPORT CUresult CUDAAPI cuMemGetAllocationGranularity(size_t *granularity, co
 		return r;
 	if (!granularity || !prop ||
 	    (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM && option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	/* Pinned host memory: the host's page size, what such memory is mapped
 	 * in. cuMemCreate refuses it (not served, logged there): a program that
 	 * probes with the granularity and a small cuMemCreate, as NCCL does
@@ -235,20 +235,20 @@ CU_EXPORT CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr *ptr, size_t size, si
 	if (r)
 		return r;
 	if (!ptr || !size || flags || (alignment & (alignment - 1)))
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	vgpu = addr ? dm_window_owner(addr) : -1;
 	if (vgpu < 0) {
 		c = cu_current();
 		vgpu = c ? c->vgpu : rt_tls.device >= 0 ? rt_tls.device : 0;
 	}
 	if ((unsigned)vgpu >= rt.nvgpus)
-		return CUDA_ERROR_INVALID_CONTEXT;
+		return CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
 	if (size % granularity_of(vgpu))
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	pthread_mutex_lock(&vmm_lock);
 	if (!grow((void **)&resvs, &cap_resvs, nresvs + 1, sizeof(*resvs))) {
 		pthread_mutex_unlock(&vmm_lock);
-		return CUDA_ERROR_OUT_OF_MEMORY;
+		return CU_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
 	}
 	r = cu_result(rt_do_VMM_RESERVE(vgpu, size, alignment, addr, &va));
 	if (!r) {
@@ -270,7 +270,7 @@ CU_EXPORT CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t size)
 	rv = resv_of(ptr, 1);
 	if (!rv || rv->va != ptr || rv->size != size) {
 		pthread_mutex_unlock(&vmm_lock);
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	}
 	r = cu_result(rt_do_VMM_ADDRESS_FREE(rv->vgpu, ptr, size));
 	if (!r)
@@ -289,20 +289,20 @@ CU_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, siz
 	if (r)
 		return r;
 	if (!handle || !prop || flags || !size)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	r = prop_vgpu("cuMemCreate", prop, &vgpu);
 	if (r)
 		return r;
 	if (size % granularity_of(vgpu))
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	h = calloc(1, sizeof(*h));
 	if (!h)
-		return CUDA_ERROR_OUT_OF_MEMORY;
+		return CU_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
 	*h = (struct vmm_handle){ .magic = VMM_MAGIC, .vgpu = vgpu, .id = rt_new_handle(), .size = size,
 				  .prop = *prop, .refs = 1 };
 	pthread_mutex_lock(&vmm_lock);
 	if (!h->id || !grow((void **)&handles, &cap_handles, nhandles + 1, sizeof(*handles)))
-		r = CUDA_ERROR_OUT_OF_MEMORY;
+		r = CU_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
 	else
 		r = cu_result(rt_do_VMM_CREATE(vgpu, h->id, size));
 	if (r) {
@@ -327,7 +327,7 @@ CU_EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
 	h = handle_of(handle);
 	if (!h || !h->refs) {
 		pthread_mutex_unlock(&vmm_lock);
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	}
 	/* mappings keep the memory until they are unmapped */
 	h->refs--;
@@ -348,18 +348,18 @@ CU_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 		return r;
 	/* the driver takes offset 0 only (cuda.h: "currently must be zero") */
 	if (!size || flags || offset)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	pthread_mutex_lock(&vmm_lock);
 	h = handle_of(handle);
 	rv = resv_of(ptr, size);
 	if (!h || !rv || size > h->size || !grow((void **)&maps, &cap_maps, nmaps + 1, sizeof(*maps))) {
-		r = CUDA_ERROR_INVALID_VALUE;
+		r = CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 		goto out;
 	}
 	if (rv->vgpu != h->vgpu) {
 		log_warn("cuMemMap: memory of device %d into a reservation of device %d: each mearas vGPU has its "
 			 "own address window, so a reservation holds its own device's memory only", h->vgpu, rv->vgpu);
-		r = CUDA_ERROR_NOT_SUPPORTED;
+		r = CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
 		goto out;
 	}
 	r = cu_result(rt_do_VMM_MAP(h->vgpu, ptr, size, offset, h->id));
@@ -388,7 +388,7 @@ CU_EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
 	pthread_mutex_lock(&vmm_lock);
 	if (!maps_cover(ptr, size, true, &first, &n)) {
 		pthread_mutex_unlock(&vmm_lock);
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	}
 	r = cu_result(rt_do_VMM_UNMAP(maps[first].vgpu, ptr, size));
 	if (!r) {
@@ -415,7 +415,7 @@ CU_EXPORT CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CU
 		return r;
 	pthread_mutex_lock(&vmm_lock);
 	if (!maps_cover(ptr, size, false, &first, &n)) {
-		r = CUDA_ERROR_INVALID_VALUE;
+		r = CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 		goto out;
 	}
 	vgpu = maps[first].vgpu;
@@ -424,21 +424,21 @@ CU_EXPORT CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CU
 
 		if (d->flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && d->flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
 		    d->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) {
-			r = CUDA_ERROR_INVALID_VALUE;
+			r = CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 			goto out;
 		}
 		if (d->location.type == CU_MEM_LOCATION_TYPE_HOST || d->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
 		    d->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT) {
 			log_warn("cuMemSetAccess: host access to device memory is not served by mearas");
-			r = CUDA_ERROR_NOT_SUPPORTED;
+			r = CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
 			goto out;
 		}
 		if (d->location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
-			r = CUDA_ERROR_INVALID_VALUE;
+			r = CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 			goto out;
 		}
 		if (d->location.id < 0 || (unsigned)d->location.id >= rt.nvgpus) {
-			r = CUDA_ERROR_INVALID_DEVICE;
+			r = CU_REFUSE(CUDA_ERROR_INVALID_DEVICE);
 			goto out;
 		}
 		if (d->location.id != vgpu) {
@@ -446,7 +446,7 @@ CU_EXPORT CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CU
 				continue; /* no access for another device: what it has */
 			log_warn("cuMemSetAccess: access for device %d to memory of device %d: mearas vGPUs do not map "
 				 "each other's memory (copy between them instead)", d->location.id, vgpu);
-			r = CUDA_ERROR_NOT_SUPPORTED;
+			r = CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
 			goto out;
 		}
 		prot = d->flags;
@@ -466,13 +466,13 @@ CU_EXPORT CUresult CUDAAPI cuMemGetAccess(unsigned long long *flags, const CUmem
 	if (r)
 		return r;
 	if (location->type != CU_MEM_LOCATION_TYPE_DEVICE)
-		return CUDA_ERROR_INVALID_VALUE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	if (location->id < 0 || (unsigned)location->id >= rt.nvgpus)
-		return CUDA_ERROR_INVALID_DEVICE;
+		return CU_REFUSE(CUDA_ERROR_INVALID_DEVICE);
 	pthread_mutex_lock(&vmm_lock);
 	i = map_at(ptr);
 	if (i < 0) {
-		r = CUDA_ERROR_INVALID_VALUE;
+		r = CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	} else {
 		*flags = maps[i].vgpu == location->id ? maps[i].prot : CU_MEM_ACCESS_FLAGS_PROT_NONE;
 	}
@@ -490,7 +490,7 @@ CU_EXPORT CUresult CUDAAPI cuMemRetainAllocationHandle(CUmemGenericAllocationHan
 	pthread_mutex_lock(&vmm_lock);
 	i = map_at((uint64_t)(uintptr_t)addr);
 	if (i < 0) {
-		r = CUDA_ERROR_INVALID_VALUE;
+		r = CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	} else {
 		maps[i].h->refs++;
 		*handle = (CUmemGenericAllocationHandle)(uintptr_t)maps[i].h;
@@ -512,7 +512,7 @@ CU_EXPORT CUresult CUDAAPI cuMemGetAllocationPropertiesFromHandle(CUmemAllocatio
 	if (h && h->refs)
 		*prop = h->prop;
 	else
-		r = CUDA_ERROR_INVALID_VALUE;
+		r = CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	pthread_mutex_unlock(&vmm_lock);
 	return r;
 }

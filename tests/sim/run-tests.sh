@@ -332,6 +332,10 @@ run_test drv_queries_uninit prog drv_queries uninit
 run_test drv_queries_answers prog drv_queries answers
 run_test drv_queries_nullout prog drv_queries nullout
 run_test drv_queries_handles prog drv_queries handles
+for m in direct helper backend; do
+	run_test "drv_refusals_$m" prog MEARAS_LOG=debug drv_refusals "$m"
+done
+run_test drv_refusals_quiet prog MEARAS_LOG=info drv_refusals quiet
 run_test visible_vgpus visible_vgpus ''
 run_test visible_vgpus_refused visible_vgpus_refused
 for m in encode replace refuse_pointers refuse_enums refuse_memory refuse_rules wide; do
