@@ -158,6 +158,7 @@ void mearas_cqp_init(struct mearas_cq_producer *p, const struct mearas_vgpu_ring
 	p->cqes = (struct mearas_cqe *)(p->ctl + 1);
 	p->entries = r->cq_entries;
 	p->tail = 0;
+	__atomic_store_n(&p->ctl->consumer_done, 0, __ATOMIC_RELAXED);
 }
 
 bool mearas_cqp_push(struct mearas_cq_producer *p, const struct mearas_cqe *c)

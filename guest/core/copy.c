@@ -203,7 +203,59 @@ static int classify(const void *p, uint64_t n)
 	return dm_window_owner((uint64_t)(uintptr_t)p) >= 0 ? -2 : -1;
 }
 
-static cudaError_t resolve_kind(enum cudaMemcpyKind *kind, int dv, int sv)
+static const char *side_name(int v)
+{
+	return v >= 0 ? "device memory" : v == -2 ? "in a device window but in no live allocation" : "host memory";
+}
+
+static cudaError_t kind_of(enum cudaMemcpyKind *kind, int dv, int sv);
+
+static bool pinned(const void *p, uint64_t n)
+{
+	return dh_contains(p, n) || rt_registered_twin(p, n);
+}
+
+/*
+ * Unified addressing: pinned host memory (the data area, registered pages) is
+ * also a device pointer, as the driver has it (cuMemcpyDtoHAsync from a
+ * cuMemHostAlloc pointer, which XLA's autotuner does). A side the kind names
+ * as device memory that is pinned host memory is taken as the host side it
+ * is; true when one was.
+ */
+static bool pinned_sides(enum cudaMemcpyKind *kind, const void *dst, int dv, uint64_t dn, const void *src, int sv,
+			 uint64_t sn)
+{
+	bool dd = *kind == cudaMemcpyHostToDevice || *kind == cudaMemcpyDeviceToDevice;
+	bool sd = *kind == cudaMemcpyDeviceToHost || *kind == cudaMemcpyDeviceToDevice;
+	bool dh = dd && dv == -1 && pinned(dst, dn), sh = sd && sv == -1 && pinned(src, sn);
+
+	if (!dh && !sh)
+		return false;
+	dd = dd && !dh;
+	sd = sd && !sh;
+	*kind = dd ? (sd ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
+		   : (sd ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
+	return true;
+}
+
+/* the copy's kind from where its two sides are (classify, pinned_sides: *moved
+ * then); a refusal says at debug level what each side was found to be */
+static cudaError_t resolve_kind(enum cudaMemcpyKind *kind, const void *dst, int dv, uint64_t dn, const void *src,
+				int sv, uint64_t sn, bool *moved)
+{
+	enum cudaMemcpyKind asked = *kind;
+	cudaError_t e;
+
+	*moved = pinned_sides(kind, dst, dv, dn, src, sv, sn);
+	e = kind_of(kind, dv, sv);
+
+	if (e == cudaErrorInvalidValue)
+		log_debug("copy of %llu bytes refused (kind %d): destination %p is %s, source %p is %s",
+			  (unsigned long long)sn, (int)asked, dst, side_name(dv), src, side_name(sv));
+	return e;
+}
+
+static cudaError_t kind_of(enum cudaMemcpyKind *kind, int dv, int sv)
 {
 	if (*kind == cudaMemcpyDefault) {
 		if (dv == -2 || sv == -2)
@@ -231,6 +283,7 @@ cudaError_t rt_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind 
 {
 	struct rt_stream_ref st;
 	int dv, sv, vgpu;
+	bool moved;
 	cudaError_t e = rt_ensure();
 
 	if (e)
@@ -243,7 +296,7 @@ cudaError_t rt_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind 
 		return cudaErrorInvalidValue;
 	dv = classify(dst, n);
 	sv = classify(src, n);
-	e = resolve_kind(&kind, dv, sv);
+	e = resolve_kind(&kind, dst, dv, n, src, sv, n, &moved);
 	if (e)
 		return e;
 	e = rt_stream_ref(stream, &st);
@@ -261,9 +314,13 @@ cudaError_t rt_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind 
 		if (t)
 			dst = t;
 	}
+	if (moved)
+		log_debug("copy of %zu bytes %p <- %p: pinned host memory asked as device memory, copied as kind %d%s", n,
+			  dst, src, (int)kind, kind == cudaMemcpyHostToHost ? " after the stream's work" : "");
 	if (kind == cudaMemcpyHostToHost) {
-		if (async || stream) {
-			/* keep stream order: host copies wait for earlier work */
+		if (async || stream || moved) {
+			/* keep stream order: host copies wait for earlier work
+			 * (all of them when a side was asked as device memory) */
 			e = rt_do_STREAM_SYNC(st.vgpu, &st);
 			if (e)
 				return e;
@@ -349,6 +406,7 @@ cudaError_t rt_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitc
 	struct rt_stream_ref st;
 	struct rt_call c;
 	int dv, sv, vgpu, dir;
+	bool moved;
 	uint64_t dspan, sspan;
 	cudaError_t e = rt_ensure();
 
@@ -362,7 +420,7 @@ cudaError_t rt_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitc
 	sspan = spitch * (height - 1) + width;
 	dv = classify(dst, dspan);
 	sv = classify(src, sspan);
-	e = resolve_kind(&kind, dv, sv);
+	e = resolve_kind(&kind, dst, dv, dspan, src, sv, sspan, &moved);
 	if (!e)
 		e = rt_stream_ref(stream, &st);
 	if (e)

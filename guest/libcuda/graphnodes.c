@@ -645,15 +645,37 @@ static void zero_edges(CUgraphEdgeData *e, size_t n)
 		memset(e, 0, n * sizeof(*e));
 }
 
+/*
+ * Edge data given to mearas. A programmatic edge (type PROGRAMMATIC, from a
+ * kernel's PROGRAMMATIC or LAUNCH_ORDER port) lets the downstream kernel
+ * start before its upstream one ends; waiting for the end instead is one of
+ * the schedules the driver may pick (no kernel can count on the overlap), so
+ * such an edge is kept as a full dependency, said once at info level. Other
+ * data (unknown types or ports) is refused.
+ */
 static CUresult no_edge_data(const CUgraphEdgeData *e, size_t n)
 {
-	static const CUgraphEdgeData zero;
+	static int said;
 
 	for (size_t i = 0; e && i < n; i++) {
-		if (memcmp(&e[i], &zero, sizeof(zero))) {
-			log_warn("graph edges with data (ports, programmatic types) are not supported by mearas");
-			return CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
+		const CUgraphEdgeData *d = &e[i];
+		bool reserved = false;
+
+		for (size_t k = 0; k < sizeof(d->reserved); k++)
+			reserved |= d->reserved[k] != 0;
+		if (!d->type && !d->from_port && !d->to_port && !reserved)
+			continue;
+		if (d->type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC && !d->to_port && !reserved &&
+		    (d->from_port == CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC ||
+		     d->from_port == CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER)) {
+			if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+				log_info("programmatic graph edges are kept by mearas as full dependencies "
+					 "(the downstream kernel starts when the upstream one has ended)");
+			continue;
 		}
+		log_warn("graph edge data (type %u, ports %u -> %u) is not supported by mearas", d->type, d->from_port,
+			 d->to_port);
+		return CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
 	}
 	return CUDA_SUCCESS;
 }
@@ -842,4 +864,113 @@ CU_EXPORT CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec x, CUgraph g, CUgraphNo
 	*hErrorNode_out = info.errorNode;
 	*updateResult_out = info.result;
 	return r;
+}
+
+/* ---- the generic calls (cuGraphAddNode, cuGraphNodeSetParams,
+ * cuGraphExecNodeSetParams): a CUgraphNodeParams of a kind served above goes
+ * to that kind's code; other kinds are refused with a log line ---- */
+
+static CUresult generic_unserved(const char *call, CUgraphNodeType type)
+{
+	log_warn("%s: graph nodes of type %d are not supported by mearas: returning CUDA_ERROR_NOT_SUPPORTED", call,
+		 (int)type);
+	return CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
+}
+
+/* the reserved fields are zero, as the driver requires */
+static bool generic_reserved_zero(const CUgraphNodeParams *q)
+{
+	return !q->reserved0[0] && !q->reserved0[1] && !q->reserved0[2] && !q->reserved2;
+}
+
+static CUresult generic_add(const char *call, CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n,
+			    CUgraphNodeParams *q)
+{
+	struct rt_node_params p;
+	CUresult r;
+
+	if (!q || !generic_reserved_zero(q))
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
+	switch (q->type) {
+	case CU_GRAPH_NODE_TYPE_KERNEL:
+		/* CUDA_KERNEL_NODE_PARAMS_v3 has v2's fields */
+		return add_kernel(call, o, g, d, n, &q->kernel, true);
+	case CU_GRAPH_NODE_TYPE_MEMCPY:
+		if (q->memcpy.flags || q->memcpy.reserved)
+			return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
+		return add_ctx_node(call, o, g, d, n, memcpy_params, &q->memcpy.copyParams, q->memcpy.copyCtx);
+	case CU_GRAPH_NODE_TYPE_MEMSET:
+		/* CUDA_MEMSET_NODE_PARAMS_v2: v1's fields, then the context */
+		return add_ctx_node(call, o, g, d, n, memset_params, &q->memset, q->memset.ctx);
+	case CU_GRAPH_NODE_TYPE_HOST:
+		r = host_params((const CUDA_HOST_NODE_PARAMS *)&q->host, &p);
+		return r ? r : add(call, o, g, d, n, &p);
+	case CU_GRAPH_NODE_TYPE_EMPTY:
+		p = (struct rt_node_params){ .type = cudaGraphNodeTypeEmpty };
+		return add(call, o, g, d, n, &p);
+	case CU_GRAPH_NODE_TYPE_GRAPH:
+		if (q->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE) {
+			log_warn("%s: child graph nodes that take their graph over (ownership %d) are not supported "
+				 "by mearas: returning CUDA_ERROR_NOT_SUPPORTED", call, (int)q->graph.ownership);
+			return CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
+		}
+		p = (struct rt_node_params){ .type = cudaGraphNodeTypeGraph };
+		p.u.child = (struct rt_graph *)q->graph.graph;
+		return add(call, o, g, d, n, &p);
+	default:
+		return generic_unserved(call, q->type);
+	}
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphAddNode(CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n,
+					  CUgraphNodeParams *q);
+CU_EXPORT CUresult CUDAAPI cuGraphAddNode(CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n,
+					  CUgraphNodeParams *q)
+{
+	return generic_add("cuGraphAddNode", o, g, d, n, q);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphAddNode_v2(CUgraphNode *o, CUgraph g, const CUgraphNode *d,
+					     const CUgraphEdgeData *e, size_t n, CUgraphNodeParams *q)
+{
+	CUresult r = no_edge_data(e, n);
+
+	return r ? r : generic_add("cuGraphAddNode_v2", o, g, d, n, q);
+}
+
+/* x: the executable graph's copy of the node, or NULL: the node itself */
+static CUresult generic_set(const char *call, CUgraphExec x, CUgraphNode h, CUgraphNodeParams *q)
+{
+	if (!q || !generic_reserved_zero(q))
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
+	switch (q->type) {
+	case CU_GRAPH_NODE_TYPE_KERNEL:
+		return set_kernel(call, x, h, &q->kernel, true);
+	case CU_GRAPH_NODE_TYPE_MEMCPY:
+		if (q->memcpy.flags || q->memcpy.reserved)
+			return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
+		return set_ctx_node(call, x, h, cudaGraphNodeTypeMemcpy, memcpy_params, &q->memcpy.copyParams,
+				    q->memcpy.copyCtx);
+	case CU_GRAPH_NODE_TYPE_MEMSET:
+		return set_ctx_node(call, x, h, cudaGraphNodeTypeMemset, memset_params, &q->memset, q->memset.ctx);
+	case CU_GRAPH_NODE_TYPE_HOST:
+		return x ? cuGraphExecHostNodeSetParams(x, h, (const CUDA_HOST_NODE_PARAMS *)&q->host)
+			 : cuGraphHostNodeSetParams(h, (const CUDA_HOST_NODE_PARAMS *)&q->host);
+	case CU_GRAPH_NODE_TYPE_GRAPH:
+		if (x)
+			return cuGraphExecChildGraphNodeSetParams(x, h, q->graph.graph);
+		return generic_unserved(call, q->type); /* the driver has no setter for it either */
+	default:
+		return generic_unserved(call, q->type);
+	}
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphNodeSetParams(CUgraphNode h, CUgraphNodeParams *q)
+{
+	return generic_set("cuGraphNodeSetParams", NULL, h, q);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphExecNodeSetParams(CUgraphExec x, CUgraphNode h, CUgraphNodeParams *q)
+{
+	return generic_set("cuGraphExecNodeSetParams", x, h, q);
 }

@@ -214,7 +214,7 @@ static CUresult pointer_attribute(void *data, CUpointer_attribute attribute, CUd
 		host = host || twin;
 	}
 	if (vgpu < 0 && !host)
-		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
+		return CUDA_ERROR_INVALID_VALUE; /* memory mearas does not know: the caller says */
 	switch (attribute) {
 	case CU_POINTER_ATTRIBUTE_CONTEXT:
 		*(CUcontext *)data = (CUcontext)(vgpu >= 0 ? cu_primary(vgpu) : NULL);
@@ -279,7 +279,8 @@ CU_EXPORT CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute
 
 	if (r)
 		return r;
-	return pointer_attribute(data, attribute, ptr);
+	r = pointer_attribute(data, attribute, ptr);
+	return r == CUDA_ERROR_INVALID_VALUE ? CU_REFUSE(r) : r;
 }
 
 /* several at once; an attribute of an unknown pointer reads as zero */

@@ -194,11 +194,15 @@ void exec_host_func_trampoline(void *arg)
 	if (v->ops == &mdev_sim_ops)
 		goto out; /* the model runs this on the poller itself: it cannot wait */
 	pthread_mutex_lock(&v->hf_lock);
-	while (v->hf_done_token < seq && !v->w->stop && !v->w->broken) {
+	/* done: the HOST_FUNC_DONE record (the poller signals hf_cond), or the
+	 * client's word in CQ 0 (region.h), looked at every millisecond: the
+	 * poller may be inside a driver call that waits for this function */
+	while (v->hf_done_token < seq && __atomic_load_n(&v->cq[0].ctl->consumer_done, __ATOMIC_ACQUIRE) < seq &&
+	       !v->w->stop && !v->w->broken) {
 		struct timespec ts;
 
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 50 * 1000 * 1000;
+		ts.tv_nsec += 1000 * 1000;
 		if (ts.tv_nsec >= 1000000000) {
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000;

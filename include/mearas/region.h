@@ -69,8 +69,17 @@ struct mearas_ring_ctl {
 	uint32_t tail;          /* producer's index */
 	uint32_t pad1[15];
 	uint32_t flags;         /* written by the consumer */
-	uint32_t pad2[15];
+	uint32_t pad2;
+	/* CQ 0 only, written by its consumer (the client): the highest host-
+	 * function run it has finished. The back end's waiting host function
+	 * reads it, so a finished run is seen even while the poller that would
+	 * take the HOST_FUNC_DONE record is held up in the driver (which can
+	 * wait for that very host function: cuModuleLoadData does). Zeroed when
+	 * the back end wires the rings. */
+	uint64_t consumer_done;
+	uint32_t pad3[12];
 };
+_Static_assert(sizeof(struct mearas_ring_ctl) == 192, "ring control: three cache lines");
 
 /* sqe.flags */
 #define MEARAS_SQE_WANT_CQE      1u  /* post a completion to cqe slot sqe.cq */

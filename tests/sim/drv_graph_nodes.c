@@ -5,8 +5,10 @@
 // on the result and a host node, branches joined by an empty node; edges
 // and dependencies with their (default) edge data, parameters read back,
 // relaunches, exec node updates (kernel, memset, memcpy) and
-// cuGraphExecUpdate_v2 with its result info; a node of another graph, a
-// function or context of the other device, edge data, 3D copies: refused.
+// cuGraphExecUpdate_v2 with its result info; the generic cuGraphAddNode,
+// cuGraphNodeSetParams and cuGraphExecNodeSetParams, with a programmatic
+// edge kept as a full dependency; a node of another graph, a function or
+// context of the other device, other edge data, 3D copies: refused.
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,6 +139,51 @@ static struct graph build(unsigned value, unsigned add)
 	return x;
 }
 
+/* build's graph through the generic cuGraphAddNode, with a second kernel
+ * node (row 2 += add again) after the first over a programmatic edge, which
+ * mearas keeps as a full dependency */
+static struct graph build_generic(unsigned value, unsigned add, CUgraphNode *kern2)
+{
+	struct graph x;
+	CUDA_MEMSET_NODE_PARAMS m = memset_of(value);
+	unsigned *p = row(2), n = COLS;
+	void *args[] = { &p, &n, &add };
+	CUDA_KERNEL_NODE_PARAMS k = kernel_of(args);
+	CUgraphEdgeData programmatic = { .from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC,
+					 .type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC };
+	CUgraphNodeParams q;
+	CUgraphNode ends[2];
+
+	CHECK(cuGraphCreate(&x.g, 0));
+	memset(&q, 0, sizeof(q));
+	q.type = CU_GRAPH_NODE_TYPE_MEMSET;
+	memcpy(&q.memset, &m, sizeof(m));
+	q.memset.ctx = ctx0;
+	CHECK(cuGraphAddNode(&x.set, x.g, NULL, NULL, 0, &q));
+	memset(&q, 0, sizeof(q));
+	q.type = CU_GRAPH_NODE_TYPE_MEMCPY;
+	q.memcpy.copyParams = up_of(dev);
+	CHECK(cuGraphAddNode(&x.up, x.g, &x.set, NULL, 1, &q));
+	q.memcpy.copyParams = back_of();
+	q.memcpy.copyCtx = ctx0;
+	CHECK(cuGraphAddNode(&x.back, x.g, &x.up, NULL, 1, &q));
+	memset(&q, 0, sizeof(q));
+	q.type = CU_GRAPH_NODE_TYPE_KERNEL;
+	memcpy(&q.kernel, &k, sizeof(k));
+	CHECK(cuGraphAddNode(&x.kern, x.g, &x.back, NULL, 1, &q));
+	CHECK(cuGraphAddNode(kern2, x.g, &x.kern, &programmatic, 1, &q));
+	memset(&q, 0, sizeof(q));
+	q.type = CU_GRAPH_NODE_TYPE_HOST;
+	q.host.fn = host_fn;
+	CHECK(cuGraphAddNode(&x.host, x.g, &x.set, NULL, 1, &q));
+	memset(&q, 0, sizeof(q));
+	q.type = CU_GRAPH_NODE_TYPE_EMPTY;
+	ends[0] = *kern2;
+	ends[1] = x.host;
+	CHECK(cuGraphAddNode(&x.join, x.g, ends, NULL, 2, &q));
+	return x;
+}
+
 static void run(CUgraphExec exec, CUstream s, unsigned value, unsigned add, const char *what)
 {
 	int before = host_runs;
@@ -224,6 +271,19 @@ static void errors(struct graph *x)
 	memset(&ed, 0, sizeof(ed));
 	ed.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
 	EXPECT(CUDA_ERROR_NOT_SUPPORTED, cuGraphAddDependencies(x->g, &x->host, &x->kern, &ed, 1));
+	ed.from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
+	ed.to_port = 1;
+	EXPECT(CUDA_ERROR_NOT_SUPPORTED, cuGraphAddDependencies(x->g, &x->host, &x->kern, &ed, 1));
+	{
+		CUgraphNodeParams q;
+
+		memset(&q, 0, sizeof(q));
+		q.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+		EXPECT(CUDA_ERROR_NOT_SUPPORTED, cuGraphAddNode(&n, other, NULL, NULL, 0, &q));
+		q.type = CU_GRAPH_NODE_TYPE_EMPTY;
+		q.reserved2 = 1;
+		EXPECT(CUDA_ERROR_INVALID_VALUE, cuGraphAddNode(&n, other, NULL, NULL, 0, &q));
+	}
 	EXPECT(CUDA_ERROR_INVALID_VALUE, cuGraphKernelNodeGetParams(x->set, &k));
 	CHECK(cuGraphDestroy(other));
 }
@@ -292,6 +352,34 @@ int main(void)
 			info.errorFromNode == z.up,
 		"a changed edge: result %d", (int)info.result);
 	run(exec, s, 9, 2, "after a refused update");
+
+	/* the generic calls: the same graph, then a kernel node updated */
+	{
+		CUgraphNode kern2;
+		struct graph w = build_generic(0x0badf00du, 3, &kern2);
+		CUgraphExec we;
+		unsigned *q_p = row(2), q_n = COLS, q_add = 10;
+		void *q_args[] = { &q_p, &q_n, &q_add };
+		CUgraphNodeParams q;
+
+		CHECK(cuGraphInstantiateWithFlags(&we, w.g, 0));
+		run(we, s, 0x0badf00du, 6, "generic nodes");
+		memset(&q, 0, sizeof(q));
+		q.type = CU_GRAPH_NODE_TYPE_KERNEL;
+		k = kernel_of(q_args);
+		memcpy(&q.kernel, &k, sizeof(k));
+		CHECK(cuGraphExecNodeSetParams(we, kern2, &q));
+		run(we, s, 0x0badf00du, 13, "generic exec node update");
+		memset(&q, 0, sizeof(q));
+		q.type = CU_GRAPH_NODE_TYPE_MEMSET;
+		m = memset_of(77);
+		memcpy(&q.memset, &m, sizeof(m));
+		CHECK(cuGraphNodeSetParams(w.set, &q));
+		CHECK(cuGraphMemsetNodeGetParams(w.set, &m));
+		REQUIRE(m.value == 77, "cuGraphNodeSetParams: memset value %u", m.value);
+		CHECK(cuGraphExecDestroy(we));
+		CHECK(cuGraphDestroy(w.g));
+	}
 
 	errors(&x);
 	CHECK(cuGraphExecDestroy(exec));

@@ -336,6 +336,9 @@ for m in direct helper backend; do
 	run_test "drv_refusals_$m" prog MEARAS_LOG=debug drv_refusals "$m"
 done
 run_test drv_refusals_quiet prog MEARAS_LOG=info drv_refusals quiet
+for m in dtoh htod dtod registered pageable; do
+	run_test "drv_pinned_copies_$m" prog drv_pinned_copies "$m"
+done
 run_test visible_vgpus visible_vgpus ''
 run_test visible_vgpus_refused visible_vgpus_refused
 for m in encode replace refuse_pointers refuse_enums refuse_memory refuse_rules wide; do
