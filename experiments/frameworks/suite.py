@@ -273,8 +273,8 @@ class Runner:
             with open(log, "rb") as f:
                 f.seek(offset)
                 r.unsupported += sl.unsupported_lines(f.read().decode(errors="replace"))
-        tail = stderr.strip().splitlines()[-1:]
-        r.error = sl.run_error(r.rc, r.out, r.error, r.unsupported, tail[0] if tail else "")
+        tail = [ln for ln in stderr.strip().splitlines() if " debug: " not in ln][-1:]
+        r.error = sl.run_error(r.rc, r.out, r.error, r.unsupported, tail[0] if tail else "", sl.refusals(stderr))
         if log is not None:
             pids = [int(x) for x in (r.out or {}).get(pid_key, [])] if pid_key else [p.pid]
             used = vgpus_used if vgpus_used is not None else list(range(vgpus))
@@ -434,7 +434,9 @@ def run_suite(a: argparse.Namespace, runner: Runner, device: str, date: str, ngp
         if part in a.parts:
             runner.progress(f"== {part}")
             n = [runner.run(part, "native", script, [])]
-            m = [runner.run(part, "local", script, [], min_records=a.min_records_check)]
+            # debug level: a failure's record names the calls libcuda refused
+            m = [runner.run(part, "local", script, [], min_records=a.min_records_check,
+                            env_extra={"MEARAS_LOG": "debug"})]
             records.append(sl.check_capability(part, n, m, device, date, what))
     records.append(sl.capability_record("guest_torch", None, sl.NOT_RUN_GUEST, "not run", device, date))
     return records

@@ -138,6 +138,23 @@ def through_mearas(records: dict[int, int], vgpus: Iterable[int], minimum: int) 
     return None
 
 
+# libcuda's refusals, logged at debug level (MEARAS_LOG=debug, which the suite
+# sets for capability checks): "debug: cuXxx: CUDA_ERROR_YYY (file.c:N fn)"
+REFUSAL_RE = re.compile(r"debug: (cu[A-Za-z0-9_]+): (CUDA_ERROR_[A-Z_]+) \(")
+
+
+def refusals(text: str) -> list[str]:
+    """The driver calls libcuda refused and how ("cuXxx: CUDA_ERROR_YYY"),
+    each once, in the order of their last refusal (the latest last: nearest
+    to the failure)."""
+    seen: dict[str, None] = {}
+    for m in REFUSAL_RE.finditer(text):
+        key = f"{m.group(1)}: {m.group(2)}"
+        seen.pop(key, None)
+        seen[key] = None
+    return list(seen)
+
+
 def unsupported_lines(text: str) -> list[str]:
     """mearas's lines naming calls it does not serve."""
     return [ln.strip() for ln in text.splitlines() if "not supported" in ln]
@@ -153,28 +170,31 @@ def cuda_calls(lines: Iterable[str]) -> list[str]:
     return seen
 
 
-def failure_text(error: str, unsupported: list[str]) -> str:
+def failure_text(error: str, unsupported: list[str], refused: list[str] | None = None) -> str:
     """A failure's error for the record: the CUDA calls mearas did not serve
-    first (the likely cause), then the framework's own error."""
+    first (the likely cause), else the last calls it refused, then the
+    framework's own error."""
     calls = cuda_calls(unsupported)
     if calls:
         return f"{', '.join(calls[:5])} not supported by mearas; the framework said: {error}"
+    if refused:
+        return f"mearas refused {', '.join(refused[-5:])}; the framework said: {error}"
     named = cuda_calls([error])
     return error if named else f"{error} (no unsupported CUDA call was logged)"
 
 
 def run_error(rc: int | None, out: dict[str, Any] | None, error: str | None, unsupported: list[str],
-              stderr_tail: str) -> str | None:
+              stderr_tail: str, refused: list[str] | None = None) -> str | None:
     """Why a run failed, from its exit status, its JSON line (gpt.py's "ok",
     a check's "pass", their "error") and the runner's own error (a timeout);
     None when it passed. The CUDA calls mearas logged as not supported come
     first in the text."""
     if error is not None:
-        return failure_text(error, unsupported)
+        return failure_text(error, unsupported, refused)
     if out is None:
-        return failure_text(f"exit {rc}, no JSON line: {stderr_tail}", unsupported)
+        return failure_text(f"exit {rc}, no JSON line: {stderr_tail}", unsupported, refused)
     if rc != 0 or not (out.get("ok") is True or out.get("pass") is True):
-        return failure_text(str(out.get("error") or f"exit {rc}"), unsupported)
+        return failure_text(str(out.get("error") or f"exit {rc}"), unsupported, refused)
     return None
 
 

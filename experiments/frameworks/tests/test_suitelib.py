@@ -51,6 +51,25 @@ def test_failure_names_the_calls_mearas_did_not_serve() -> None:
         "CuFFTError: CUFFT_INTERNAL_ERROR (no unsupported CUDA call was logged)"
 
 
+def test_failure_names_the_calls_mearas_refused_last() -> None:
+    err = "\n".join([
+        "2026-11-26T09:02:00.119Z mearas[461]: debug: cls_get: CUDA_ERROR_INVALID_HANDLE (exptables.c:378 cls_get)",
+        "2026-11-26T09:02:00.121Z mearas[461]: debug: cuMemcpyDtoHAsync_v2: CUDA_ERROR_INVALID_VALUE (copy.c:25 copy)",
+        "2026-11-26T09:02:00.122Z mearas[461]: debug: cuStreamQuery: CUDA_ERROR_INVALID_HANDLE (stream.c:17 x)",
+        "2026-11-26T09:02:00.123Z mearas[461]: debug: cuMemcpyDtoHAsync_v2: CUDA_ERROR_INVALID_VALUE (copy.c:25 copy)",
+        "2026-11-26T09:02:00.124Z mearas[461]: debug: cuGetProcAddress(cuFoo, 13000, 0) = cuFoo",
+    ])
+    refused = sl.refusals(err)
+    # each once, the latest last; lines that are no refusal are not taken
+    assert refused == ["cuStreamQuery: CUDA_ERROR_INVALID_HANDLE", "cuMemcpyDtoHAsync_v2: CUDA_ERROR_INVALID_VALUE"]
+    assert sl.run_error(1, {"pass": False, "error": "jit: NOT_FOUND"}, None, [], "", refused) == \
+        ("mearas refused cuStreamQuery: CUDA_ERROR_INVALID_HANDLE, cuMemcpyDtoHAsync_v2: CUDA_ERROR_INVALID_VALUE; "
+         "the framework said: jit: NOT_FOUND")
+    # a call mearas does not serve at all is named first, as before
+    assert sl.failure_text("E", ["cuMemCreate is not supported by mearas"], refused).startswith(
+        "cuMemCreate not supported by mearas")
+
+
 def test_run_error_from_exit_status_and_json_line() -> None:
     assert sl.run_error(0, {"ok": True}, None, [], "") is None
     assert sl.run_error(0, {"pass": True}, None, [], "") is None
