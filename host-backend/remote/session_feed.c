@@ -106,15 +106,6 @@ void session_feed_record(struct remote_session *s, const uint8_t *msg, size_t le
 		session_drop_record(s, &sqe, cudaErrorDevicesUnavailable, done_owed, h.done_id);
 		return;
 	}
-	if (sqe.op == MEARAS_OP_HOST_FUNC_DONE) {
-		/* this session is CQ 0's consumer: its word lets the waiting host
-		 * function go on even while the worker's poller is held up in the
-		 * driver, which can wait for that function (region.h) */
-		uint64_t run = sqe.args.HOST_FUNC_DONE.run;
-
-		if (run > __atomic_load_n(&s->cq[0].ctl->consumer_done, __ATOMIC_RELAXED))
-			__atomic_store_n(&s->cq[0].ctl->consumer_done, run, __ATOMIC_RELEASE);
-	}
 	if ((h.flags & REMOTE_REC_DATA_INLINE) && h.data_off <= s->data_size &&
 	    h.data_len <= s->data_size - h.data_off)
 	{

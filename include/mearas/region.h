@@ -75,7 +75,8 @@ struct mearas_ring_ctl {
 	 * reads it, so a finished run is seen even while the poller that would
 	 * take the HOST_FUNC_DONE record is held up in the driver (which can
 	 * wait for that very host function: cuModuleLoadData does). Zeroed when
-	 * the back end wires the rings. */
+	 * the back end wires the rings; a remote serving session leaves it
+	 * alone (docs/architecture.md says why). */
 	uint64_t consumer_done;
 	uint32_t pad3[12];
 };
