@@ -5,7 +5,7 @@
 # files and an init that loads the module, runs a command and powers off.
 #
 #   build-guest.sh -o OUTDIR [-k KVER] [-m mearas.ko] [-c COMMAND]
-#                  [-f SRC[:DEST]]... [-n]
+#                  [-f SRC[:DEST]]... [-K MODULE]... [-n]
 #
 #   -o OUTDIR   output directory (created): vmlinuz, vmlinux, initramfs.cpio.gz
 #   -k KVER     Debian kernel version (default: newest under /lib/modules)
@@ -15,22 +15,29 @@
 #   -f SRC[:DEST] extra file, DEST an absolute guest path (default /bin/NAME);
 #               shared libraries a dynamic ELF file needs (ldd) and the
 #               dynamic loader are copied along to their host paths
+#   -K MODULE   a module of the kernel (/lib/modules/KVER) loaded at boot,
+#               before mearas.ko, after the modules it depends on (modinfo
+#               -F depends), which come along; built-in ones are skipped.
+#               Default: none. For a virtio-9p share of the host:
+#               -K virtio_pci -K 9pnet_virtio -K 9p
 #   -n          do not insmod mearas.ko at boot (it stays at /lib/mearas/mearas.ko)
 #
 # The guest prints "MEARAS-EXIT <rc>" after the command and then either
-# "MEARAS-KERNEL-CLEAN" or "MEARAS-KERNEL-OOPS <line>" from dmesg.
+# "MEARAS-KERNEL-CLEAN" or "MEARAS-KERNEL-OOPS <line>" from dmesg; a -K
+# module that does not load prints "MEARAS-MODULE-FAILED <name>".
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 out="" kver="" ko="" cmd="sh" insmod=1
-files=()
-while getopts "o:k:m:c:f:n" opt; do
+files=() kmods=()
+while getopts "o:k:m:c:f:K:n" opt; do
 	case $opt in
 	o) out=$OPTARG ;;
 	k) kver=$OPTARG ;;
 	m) ko=$OPTARG ;;
 	c) cmd=$OPTARG ;;
 	f) files+=("$OPTARG") ;;
+	K) kmods+=("$OPTARG") ;;
 	n) insmod=0 ;;
 	*) echo "usage: see the header of $0" >&2; exit 2 ;;
 	esac
@@ -83,6 +90,33 @@ for spec in "${files[@]+"${files[@]}"}"; do
 done
 printf '%s\n' "$cmd" > "$root/etc/mearas-cmd"
 
+# -K: each module after its dependencies, into /lib/kmods, their order in
+# /etc/mearas-kmods (the init loads them with busybox insmod: uncompressed)
+: > "$root/etc/mearas-kmods"
+add_kmod() {
+	local name=$1 dep file
+	grep -qx "$name" "$root/etc/mearas-kmods" && return 0
+	file=$(modinfo -k "$kver" -F filename "$name" 2>/dev/null) || {
+		echo "build-guest.sh: no module $name in kernel $kver" >&2; exit 1; }
+	case $file in
+	"(builtin)"|"") return 0 ;;
+	esac
+	for dep in $(modinfo -k "$kver" -F depends "$name" | tr ',' ' '); do
+		add_kmod "$dep"
+	done
+	mkdir -p "$root/lib/kmods"
+	case $file in
+	*.ko) cp "$file" "$root/lib/kmods/$name.ko" ;;
+	*.ko.xz) xz -dc "$file" > "$root/lib/kmods/$name.ko" ;;
+	*.ko.zst) zstd -qdc "$file" > "$root/lib/kmods/$name.ko" ;;
+	*) echo "build-guest.sh: $file: unknown module compression" >&2; exit 1 ;;
+	esac
+	echo "$name" >> "$root/etc/mearas-kmods"
+}
+for m in "${kmods[@]+"${kmods[@]}"}"; do
+	add_kmod "${m//-/_}"
+done
+
 cat > "$root/init" <<INIT
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -91,6 +125,9 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t tmpfs tmpfs /tmp
+for m in \$(cat /etc/mearas-kmods); do
+	insmod /lib/kmods/\$m.ko || echo "MEARAS-MODULE-FAILED \$m"
+done
 if [ $insmod = 1 ]; then
 	insmod /lib/mearas/mearas.ko || echo "MEARAS-INSMOD-FAILED"
 fi
@@ -115,4 +152,5 @@ if [ -n "$offset" ]; then
 	tail -c +"$((offset + 1))" "$out/vmlinuz" | xz -dcq > "$out/vmlinux" 2>/dev/null || true
 	file "$out/vmlinux" | grep -q ELF || rm -f "$out/vmlinux"
 fi
-echo "build-guest.sh: $out (kernel $kver$( [ -f "$out/vmlinux" ] && echo ', vmlinux'))"
+echo "build-guest.sh: $out (kernel $kver$( [ -f "$out/vmlinux" ] && echo ', vmlinux')$(
+	[ -s "$root/etc/mearas-kmods" ] && echo ", modules: $(tr '\n' ' ' < "$root/etc/mearas-kmods" | sed 's/ $//')"))"

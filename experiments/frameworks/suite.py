@@ -11,7 +11,11 @@ is that remote GPU, with a fresh cluster key), then runs:
     natively and on a local vGPU;
   - torch.compile, CUDA graphs (whole step, make_graphed_callables), the
     caching allocator with expandable_segments, two vGPUs in one process,
-    torch.distributed/NCCL across two vGPUs, CuPy and JAX: one pass/fail each.
+    torch.distributed/NCCL across two vGPUs, CuPy and JAX: one pass/fail each;
+  - with --vm-bundle (tests/vm-cuda/gpu-bundle.sh's QEMU and guest image),
+    the small model's bf16 training and inference in a TCG guest served by
+    mearasd --vm, the guest running this machine's Python over a read-only
+    virtio-9p share of its root (tests/vm-cuda/guestpy.py): guest_torch.
 Every run through mearas must show in mearasd's log ("client ... vGPU N: K
 records served") with enough records, or it fails: a framework that reached
 the GPU around mearas would leave none. Failures name the CUDA calls that
@@ -22,7 +26,8 @@ and frameworks.png (step time per configuration), logs under --work, prints
 one progress line per run and a table last; exit status 1 when a run failed
 or a target was missed, 2 when mearasd could not start.
   python3 experiments/frameworks/suite.py [--repeats N] [--only PART,...] [--no-remote]
-The VM-guest part (guest_torch) is not run: its record says so.
+                                         [--vm-bundle vmgpu.tar.gz]
+Without --vm-bundle the VM-guest part (guest_torch) is not run: its record says so.
 """
 from __future__ import annotations
 
@@ -42,13 +47,19 @@ from pathlib import Path
 from typing import Any, Callable
 
 HERE = Path(__file__).resolve().parent
+TOP = HERE.parents[1]
 sys.path.insert(0, str(HERE))
+sys.path.insert(1, str(TOP / "tests/vm-cuda"))
 
+import guestpy  # noqa: E402
 import suitelib as sl  # noqa: E402
 from suitelib import Config, RunResult  # noqa: E402
 
-TOP = HERE.parents[1]
-PARTS = ("ratios", "inference", "compile", "graphs", "expandable", "two_vgpus", "nccl", "cupy", "jax")
+PARTS = ("ratios", "inference", "compile", "graphs", "expandable", "two_vgpus", "nccl", "cupy", "jax", "guest")
+# the guest part: the small model's training, then its inference (gpt.py)
+GUEST_CONFIGS: tuple[Config, ...] = (Config("small", "bf16"), Config("small", "bf16", "infer"))
+# variables of this process that a guest run gets too (guestpy.run_env adds PATH, HOME, ...)
+GUEST_PASS_ENV = ("PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "LD_LIBRARY_PATH")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -81,6 +92,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="sim: mearasd on the host-memory model, a dry run of the orchestration on a "
                          "machine without a GPU (the CPU lane's tests; nothing it measures means anything)")
     ap.add_argument("--device-name", default=None, help="device named in the records (default: nvidia-smi)")
+    ap.add_argument("--vm-bundle", type=Path, default=None,
+                    help="guest part: tests/vm-cuda/gpu-bundle.sh's vmgpu.tar.gz (or a folder of its layout); "
+                         "without it guest_torch is not run")
+    ap.add_argument("--guest-warmup", type=int, default=1)
+    ap.add_argument("--guest-steps", type=int, default=3)
+    ap.add_argument("--guest-memory-mb", type=int, default=8192, help="guest RAM (default 8192)")
+    ap.add_argument("--guest-smp", type=int, default=4, help="guest CPUs (default 4)")
+    ap.add_argument("--guest-bar-mb", type=int, default=2048,
+                    help="mearasd --vm BAR size in MiB (a power of two; default 2048: 250 MiB data area a slot)")
+    ap.add_argument("--guest-timeout-s", type=float, default=500.0,
+                    help="boot to power-off at most (default 500; the guest's CPU is emulated)")
     ap.add_argument("--pack", type=Path, default=Path(os.environ["OUT"]) if os.environ.get("OUT") else None,
                     help="also copy the results, the table and a tarball of the logs here (default $OUT)")
     a = ap.parse_args(argv)
@@ -88,8 +110,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     bad = [p for p in parts if p not in PARTS]
     if bad or not parts:
         ap.error(f"--only: unknown part(s) {bad}; choose from {','.join(PARTS)}")
-    if a.repeats < 1 or min(a.small_steps, a.gpt2_steps) < 1 or min(a.small_warmup, a.gpt2_warmup) < 0:
+    if a.repeats < 1 or min(a.small_steps, a.gpt2_steps, a.guest_steps) < 1 or \
+            min(a.small_warmup, a.gpt2_warmup, a.guest_warmup) < 0:
         ap.error("--repeats and the step counts must be >= 1, warmups >= 0")
+    if min(a.guest_memory_mb, a.guest_smp, a.guest_bar_mb) < 1 or a.guest_bar_mb & (a.guest_bar_mb - 1):
+        ap.error("--guest-memory-mb and --guest-smp must be >= 1, --guest-bar-mb a power of two")
     a.parts = parts
     return a
 
@@ -438,8 +463,143 @@ def run_suite(a: argparse.Namespace, runner: Runner, device: str, date: str, ngp
             m = [runner.run(part, "local", script, [], min_records=a.min_records_check,
                             env_extra={"MEARAS_LOG": "debug"})]
             records.append(sl.check_capability(part, n, m, device, date, what))
-    records.append(sl.capability_record("guest_torch", None, sl.NOT_RUN_GUEST, "not run", device, date))
+    if "guest" in a.parts:
+        records.append(guest_part(a, runner, device, date))
     return records
+
+
+def open_bundle(bundle: Path, into: Path) -> Path:
+    """The bundle's folder: bundle itself, or the tarball unpacked into into."""
+    if not bundle.is_dir():
+        r = subprocess.run(["tar", "-C", str(into), "-xzf", str(bundle)], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"cannot unpack {bundle}: {r.stderr.strip()}")
+        bundle = into
+    for f in ("bin/qemu-system-x86_64", "bin/mearasd", "guest/initramfs.cpio.gz"):
+        if not (bundle / f).exists():
+            raise RuntimeError(f"{f} missing from the bundle {bundle} (tests/vm-cuda/gpu-bundle.sh)")
+    return bundle
+
+
+def guest_part(a: argparse.Namespace, runner: Runner, device: str, date: str) -> dict[str, Any]:
+    """guest_torch: the small model natively, then in one TCG boot of the
+    bundle's guest served by the bundle's mearasd --vm (its log
+    mearasd-guest.log), the guest running this machine's python and gpt.py
+    over a read-only virtio-9p share of / (tests/vm-cuda/guestpy.py)."""
+    if a.vm_bundle is None:
+        return sl.capability_record("guest_torch", None, sl.NOT_RUN_GUEST, "not run", device, date)
+    runner.progress("== PyTorch in a VM guest (TCG), this machine's Python over a virtio-9p share of /")
+    steps = ["--warmup", str(a.guest_warmup), "--steps", str(a.guest_steps)]
+
+    def args(cfg: Config) -> list[str]:
+        return ["--shape", cfg.shape, "--precision", cfg.precision, "--mode", cfg.mode, *steps]
+
+    def label(cfg: Config) -> str:
+        return f"{cfg.label}, {a.guest_warmup}+{a.guest_steps} steps"
+
+    native = [runner.run(label(c), "native", "gpt.py", args(c)) for c in GUEST_CONFIGS]
+    guest = run_in_guest(a, runner, [(label(c), args(c)) for c in GUEST_CONFIGS])
+    what = (f"small model, bf16 autocast, training then inference ({a.guest_warmup} warm-up + {a.guest_steps} "
+            f"timed steps) in a QEMU TCG guest (-cpu max, -smp {a.guest_smp}, {a.guest_memory_mb} MiB; the CPU "
+            "is emulated: times reported, not targeted) running this machine's python over a read-only "
+            f"virtio-9p share of / with the guest's mearas libraries, served by mearasd --vm "
+            f"(BAR {a.guest_bar_mb} MiB)")
+    return sl.guest_torch_record(native, guest, device, date, what)
+
+
+def run_in_guest(a: argparse.Namespace, runner: Runner, runs: list[tuple[str, list[str]]]) -> list[RunResult]:
+    """The runs (name, gpt.py arguments) in one boot of the guest; each
+    RunResult's records are those mearasd --vm served to its guest pid."""
+    results = [RunResult(name=n, place="guest") for n, _ in runs]
+    runner.runs += results
+
+    def fail_all(why: str) -> list[RunResult]:
+        for r in results:
+            r.error = why
+            runner.progress(f"{r.name} [guest]: FAILED {why}")
+        return results
+
+    if runner.elapsed() > a.deadline_s:
+        return fail_all(f"not run: past the suite's time budget (--deadline-s {a.deadline_s:.0f})")
+    python = shutil.which(a.python) or a.python
+    tmp = Path(tempfile.mkdtemp(prefix="mearas-fwvm."))  # short: socket paths must fit sun_path
+    gwork = a.work / "guest"
+    shutil.rmtree(gwork, ignore_errors=True)
+    gwork.mkdir(parents=True)
+    log = a.work / "mearasd-guest.log"
+    mearasd: subprocess.Popen[bytes] | None = None
+    try:
+        try:
+            bundle = open_bundle(a.vm_bundle.resolve(), tmp)
+        except RuntimeError as e:
+            return fail_all(str(e))
+        sock = tmp / "g.sock"
+        cmd = [str(bundle / "bin/mearasd"), f"--device={a.mearasd_device}", f"--socket={tmp / 'm.sock'}",
+               f"--control={tmp / 'c.sock'}", f"--vm=g:{sock}:{a.guest_bar_mb}:1"]
+        with open(log, "wb") as lf:
+            lf.write((" ".join(cmd) + "\n").encode())
+            lf.flush()
+            mearasd = subprocess.Popen(cmd, stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                       env={**os.environ, "LD_LIBRARY_PATH": str(bundle / "lib")})
+        end = time.monotonic() + 20
+        while not ("VM g: serving" in log.read_text(errors="replace") and sock.exists()):
+            if mearasd.poll() is not None or time.monotonic() > end:
+                tail = " | ".join(log.read_text(errors="replace").strip().splitlines()[-3:])
+                return fail_all(f"mearasd --vm did not serve the VM: {tail}")
+            time.sleep(0.1)
+        limit = max(60, int((a.guest_timeout_s - 30) / len(runs)))
+        spec = guestpy.GuestSpec(bundle / "guest", sock, gwork, a.guest_memory_mb, a.guest_smp, a.guest_timeout_s)
+        gruns = [guestpy.GuestRun(f"run{i}", [python, str(HERE / "gpt.py"), *args], limit)
+                 for i, (_, args) in enumerate(runs)]
+        variables = {k: os.environ[k] for k in GUEST_PASS_ENV if k in os.environ}
+        runner.progress(f"guest: booting (QEMU TCG, -smp {a.guest_smp}, {a.guest_memory_mb} MiB, "
+                        f"at most {a.guest_timeout_s:.0f} s; {len(runs)} runs of {python})")
+        try:
+            res = guestpy.run_guest(guestpy.Qemu.from_bundle(bundle), spec, gruns, variables)
+        except (OSError, ValueError) as e:
+            return fail_all(f"the guest did not start: {e}")
+        guestpy.save(res, gwork)
+        for line in guestpy.describe(res):
+            runner.progress(line)
+    finally:
+        if mearasd is not None:
+            time.sleep(0.5)  # the slot worker logs its report when it sees the slot given back
+            mearasd.send_signal(signal.SIGTERM)
+            try:
+                mearasd.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                mearasd.kill()
+                mearasd.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+    text = log.read_text(errors="replace")
+    pids = [o.guest_pid for o in res.runs if o.guest_pid is not None]
+    served = sl.vm_records_served(text, "g", pids)
+    vm_unsupported = sl.unsupported_lines(text)
+    per_step = a.min_records_per_step
+    for (name, _args), r, g in zip(runs, results, gruns):
+        o = res.run(g.name) or guestpy.RunOutcome(g.name)
+        (runner.runs_dir / f"guest-{g.name}.out").write_bytes(o.stdout)
+        (runner.runs_dir / f"guest-{g.name}.err").write_bytes(o.stderr)
+        stderr = o.stderr.decode(errors="replace")
+        r.rc, r.seconds = o.rc, o.seconds or 0.0
+        r.out = sl.last_json(o.stdout.decode(errors="replace"))
+        r.unsupported = sl.unsupported_lines(stderr) + vm_unsupported
+        unfinished = None if o.rc is not None else "did not finish in the guest: " + "; ".join(res.errors)
+        last = stderr.strip().splitlines()[-1:]
+        r.error = sl.run_error(r.rc, r.out, unfinished, r.unsupported, last[0] if last else "")
+        if o.guest_pid is not None:
+            r.records = served.get(o.guest_pid, {})
+            need = per_step * (a.guest_warmup + a.guest_steps) // (2 if "infer" in name else 1)
+            why = sl.through_mearas(r.records, [0], need)
+            if why and r.error is None:
+                r.error = f"guest pid {o.guest_pid}: {why}"
+        if r.error is None and res.errors:
+            r.error = "the guest: " + "; ".join(res.errors)
+        med, loss = r.median(), r.loss()
+        runner.progress(f"{name} [guest]: {'ok' if r.ok else 'FAILED ' + str(r.error)} ({r.seconds:.1f} s"
+                        + (f", median {sl.fmt_s(med)}" if med is not None else "")
+                        + (f", loss {loss!r}" if loss is not None else "") + f", records {r.records})")
+    return results
 
 
 def plot(records: list[dict[str, Any]], path: Path, device: str) -> None:

@@ -22,8 +22,8 @@ TARGETS: dict[str, float] = {
 TARGETS.update({f"{k}_fp32": v for k, v in list(TARGETS.items())})
 
 PLACES = ("native", "local", "remote")
-NOT_RUN_GUEST = ("not run: the VM-guest part (PyTorch in a guest reaching the host's Python over "
-                 "virtio-9p or virtiofs) is not part of this suite yet")
+NOT_RUN_GUEST = ("not run: no --vm-bundle (PyTorch in a VM guest needs QEMU and the guest image: "
+                 "tests/vm-cuda/gpu-bundle.sh makes the bundle; experiments/frameworks/README.md)")
 
 # mearasd's line when a client's worker ends (host-backend/core/client.c):
 #   client uid U pid P vGPU N: K records served[ (client misbehaved)]
@@ -32,6 +32,9 @@ NOT_RUN_GUEST = ("not run: the VM-guest part (PyTorch in a guest reaching the ho
 RECORDS_RE = re.compile(r"client (?:uid \d+ )?pid (\d+) vGPU (\d+): (\d+) records served")
 # its line when a client connects: "client uid U pid P: N vGPU(s), ..."
 HELLO_RE = re.compile(r"client (?:uid \d+ )?pid (\d+): \d+ vGPU")
+# mearasd --vm's line when a guest process's slot is freed (host-backend/vm/vm_slot.c):
+#   VM NAME slot S vGPU N: K records served, ... ; freed (guest pid P)
+VM_RECORDS_RE = re.compile(r"VM (\S+) slot \d+ vGPU (\d+): (\d+) records served.*; freed \(guest pid (-?\d+)\)")
 # names of CUDA calls (driver, runtime, libraries) and export-table slots in
 # mearas's "not supported" lines and in frameworks' errors
 CALL_RE = re.compile(r"\b(?:cu|cuda|cublas|cublasLt|cudnn|cufft|curand|cusparse|cusolver|nvrtc|nccl|nvml)"
@@ -117,6 +120,18 @@ def records_served(log: str, pids: Iterable[int]) -> dict[int, dict[int, int]]:
     for m in RECORDS_RE.finditer(log):
         pid, vgpu, n = int(m.group(1)), int(m.group(2)), int(m.group(3))
         if pid in want:
+            out[pid][vgpu] = out[pid].get(vgpu, 0) + n
+    return out
+
+
+def vm_records_served(log: str, vm: str, guest_pids: Iterable[int]) -> dict[int, dict[int, int]]:
+    """guest pid -> {vGPU: records served} from mearasd's log, for the VM
+    named vm (a guest's pids are its own: another VM's may be the same)."""
+    want = set(guest_pids)
+    out: dict[int, dict[int, int]] = {p: {} for p in want}
+    for m in VM_RECORDS_RE.finditer(log):
+        name, vgpu, n, pid = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
+        if name == vm and pid in want:
             out[pid][vgpu] = out[pid].get(vgpu, 0) + n
     return out
 
@@ -336,6 +351,46 @@ def check_capability(metric: str, native: list[RunResult], mearas: list[RunResul
     if err is None and native and not all(r.ok for r in native):
         err = f"passes through mearas but fails natively ({first_error(native)})"
     return capability_record(metric, err is None, err, f"{what}; {nat}", device, date)
+
+
+def guest_torch_record(native: list[RunResult], guest: list[RunResult], device: str, date: str,
+                       what: str) -> dict[str, Any]:
+    """guest_torch: every run in the VM guest passed (its records through
+    mearasd --vm checked by the caller) with a finite loss equal, bit for
+    bit, to the native run's of the same configuration (the same name).
+    native/mearas: the training runs' median step times (the guest's CPU is
+    emulated: reported, not targeted); the note holds the guest's step times."""
+    err = None
+    g_ok = [r for r in guest if r.ok]
+    if not guest:
+        err = "no run in the guest"
+    elif len(g_ok) < len(guest):
+        err = first_error(guest)
+    elif not all(r.out and r.out.get("loss_finite") for r in g_ok):
+        err = "the loss is not finite in the guest"
+    note = what
+    if err is None:
+        if not native or not all(r.ok for r in native):
+            err = f"passes in the guest, but fails natively ({first_error(native) or 'no native run'})"
+        else:
+            same, text = losses_equal(native, guest)
+            note += f"; {text}"
+            if not same:
+                err = f"the loss differs from native's: {text}"
+    elif native and not all(r.ok for r in native):
+        err += f"; fails natively too ({first_error(native)})"
+    for r in guest:
+        times = r.out.get("step_times_s") if r.out else None
+        if isinstance(times, list) and times:
+            note += (f"; guest {r.name}: median step {fmt_s(r.median())} "
+                     f"(steps {', '.join(fmt_s(float(t)) for t in times)}), whole run {r.seconds:.1f} s")
+    for r in native:
+        if r.ok:
+            note += f"; native {r.name}: median step {fmt_s(r.median())}, whole run {r.seconds:.1f} s"
+    train = [r for r in guest if r.out and r.out.get("mode") == "train"]
+    n_train = [r for r in native if r.out and r.out.get("mode") == "train"]
+    return capability_record("guest_torch", err is None, err, note, device, date,
+                             best_median(n_train), best_median(train), "s")
 
 
 def loss_identity_record(metric: str, precision: str, ratio_runs: dict[tuple[Config, str], list[RunResult]],

@@ -195,8 +195,10 @@ static int start_pollers(struct worker *w, char *err, size_t errlen)
 }
 
 /* Stops the pollers and frees every device object (the process's exit
- * would too; this way the statistics are logged and the driver is told). */
-static void slot_close(struct vm *vm, struct vm_slot *s)
+ * would too; this way the statistics are logged and the driver is told).
+ * guest_pid: the guest's word for the process, named in the report (the
+ * framework suite finds a guest run's records by it). */
+static void slot_close(struct vm *vm, struct vm_slot *s, int32_t guest_pid)
 {
 	struct worker *w = &s->w;
 	uint64_t one = 1;
@@ -220,11 +222,12 @@ static void slot_close(struct vm *vm, struct vm_slot *s)
 		struct vgpu *v = &w->vgpus[i];
 
 		v->engine->close(v);
-		/* parsed by tests/vm-cuda/gpu-suite.sh (host_us_per_sync_call) */
-		log_info("VM %s slot %u vGPU %u: %llu records served, %llu synchronizing in %.3f us of host time each%s; freed",
+		/* parsed by tests/vm-cuda/gpu-suite.sh (host_us_per_sync_call) and
+		 * experiments/frameworks/suitelib.py (records per guest pid) */
+		log_info("VM %s slot %u vGPU %u: %llu records served, %llu synchronizing in %.3f us of host time each%s; freed (guest pid %d)",
 			 vm->spec->name, s->index, i, (unsigned long long)v->records, (unsigned long long)v->sync_calls,
 			 v->sync_calls ? (double)v->sync_ns / 1e3 / (double)v->sync_calls : 0.0,
-			 w->broken ? " (client misbehaved)" : "");
+			 w->broken ? " (client misbehaved)" : "", (int)guest_pid);
 	}
 }
 
@@ -307,7 +310,7 @@ static void __attribute__((noreturn)) slot_main(struct vm *vm, struct vm_slot *s
 		}
 	}
 	attached_release();
-	slot_close(vm, s);
+	slot_close(vm, s, guest_pid);
 	_exit(0);
 }
 

@@ -28,6 +28,11 @@ copy_libs "$stage/bin/qemu-system-x86_64"
 cp -L "$repo/build/bin/mearasd" "$stage/bin/"
 copy_libs "$stage/bin/mearasd"
 cp -rL /usr/share/qemu "$stage/share/qemu"
+# other machines' firmware (PowerPC, SPARC, s390, RISC-V, PA-RISC, Alpha, ARM
+# boards): an x86 TCG guest loads none of it, and the bundle must stay small
+rm -f "$stage"/share/qemu/{openbios-*,skiboot.lid,slof.bin,vof*.bin,s390-*,opensbi-*,hppa-firmware.img,palcode-*} \
+	"$stage"/share/qemu/{*.dtb,npcm7xx_bootrom.bin,u-boot*,qemu_vga.ndrv} \
+	"$stage/share/qemu/QEMU,cgthree.bin" "$stage/share/qemu/QEMU,tcx.bin"
 cp -rL /usr/share/seabios "$stage/share/seabios" # Debian keeps the PC BIOS there
 # Debian's QEMU loads its accelerators (TCG too) as modules
 mkdir -p "$stage/lib/qemu"

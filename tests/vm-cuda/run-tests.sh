@@ -179,6 +179,9 @@ mpid=""
 echo "== GPU-machine suite script (gpu-bundle.sh + gpu-suite.sh, local and --remote) against mearasd --device=sim"
 relay "suite/" "$(dirname "$0")/suite-test.sh"
 
+echo "== hostpy: this machine's python3 in a guest, over a virtio-9p share of its root (guestpy.py, guest/hostpy.sh)"
+relay "" "$(dirname "$0")/hostpy-test.sh" "$guest" "$work"
+
 echo "== assembly: a VM given 1 local + 1 remote vGPU by AttachVm on a running mearasd"
 relay "" "$(dirname "$0")/assembly-test.sh" "$guest" "$work"
 

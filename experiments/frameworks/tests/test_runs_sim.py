@@ -6,7 +6,9 @@ unsupported call or hung fails. The framework stand-in is drv_client.py (a
 driver-API client in ctypes) and a tests/sim program."""
 from __future__ import annotations
 
+import importlib.util
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +22,7 @@ import suitelib as sl
 TOP = Path(__file__).resolve().parents[3]
 CLIENT = str(Path(__file__).resolve().parent / "drv_client.py")
 SIM_PROGRAM = TOP / "tests/sim/build/mem_roundtrip"
+GUEST = TOP / "tests/vm-cuda/build/guest"
 
 pytestmark = pytest.mark.skipif(not (TOP / "build/bin/mearasd").exists(), reason="build/bin/mearasd not built")
 
@@ -106,16 +109,17 @@ def test_past_the_deadline_nothing_starts(nodes: suite.Daemons, tmp_path: Path) 
 def test_suite_dry_run_writes_records_table_and_plot(tmp_path: Path) -> None:
     """The whole driver on sim nodes, with the parts that need no torch: CuPy
     and JAX are missing here, so both fail natively and through mearas, and
-    the suite says so and exits 1; guest_torch is not run."""
+    the suite says so and exits 1; guest_torch is not run (no --vm-bundle)."""
     out, png, pack = tmp_path / "frameworks.json", tmp_path / "frameworks.png", tmp_path / "pack"
     r = subprocess.run([sys.executable, str(TOP / "experiments/frameworks/suite.py"), "--mearasd-device", "sim",
-                        "--only", "cupy,jax", "--work", str(tmp_path / "work"), "--out", str(out),
+                        "--only", "cupy,jax,guest", "--work", str(tmp_path / "work"), "--out", str(out),
                         "--plot", str(png), "--pack", str(pack)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 1, r.stdout + r.stderr
     recs = {x["metric"]: x for x in json.loads(out.read_text())}
     assert set(recs) == {"cupy", "jax", "guest_torch"}
     assert recs["cupy"]["pass"] is False and "No module named 'cupy'" in recs["cupy"]["error"]
-    assert recs["guest_torch"]["pass"] is None and recs["guest_torch"]["error"].startswith("not run")
+    assert recs["guest_torch"]["pass"] is None
+    assert recs["guest_torch"]["error"].startswith("not run: no --vm-bundle")
     assert all(x["device"] == "sim dry run" for x in recs.values())
     lines = r.stdout.strip().splitlines()
     assert lines[-1] == "0 passed, 2 failed, 1 not run"
@@ -123,3 +127,43 @@ def test_suite_dry_run_writes_records_table_and_plot(tmp_path: Path) -> None:
     assert png.stat().st_size > 0
     assert {p.name for p in pack.iterdir()} == {"frameworks.json", "frameworks.png", "frameworks-table.txt",
                                                 "frameworks-logs.tar.gz"}
+
+
+def test_guest_part_runs_this_machines_python_in_a_vm(tmp_path: Path) -> None:
+    """The guest part on sim: a bundle folder of gpu-bundle.sh's layout made of
+    this machine's QEMU and the tests/vm-cuda guest image; gpt.py runs natively
+    and in the TCG guest, which reads it and this machine's python over the
+    virtio-9p share. torch is not here, so both fail at its import, and the
+    record says so for each side."""
+    if not (GUEST / "initramfs.cpio.gz").exists():
+        pytest.skip(f"no guest image in {GUEST} (make -C tests/vm-cuda all)")
+    qemu = shutil.which("qemu-system-x86_64")
+    if qemu is None:
+        pytest.skip("no qemu-system-x86_64 (scripts/deps/apt-vm-cuda.txt)")
+    if importlib.util.find_spec("torch") is not None:
+        pytest.skip("torch is installed here: this dry run expects its import to fail")
+    bundle = tmp_path / "bundle"
+    for link, target in (("bin/qemu-system-x86_64", Path(qemu)), ("bin/mearasd", TOP / "build/bin/mearasd"),
+                         ("share/qemu", Path("/usr/share/qemu")), ("share/seabios", Path("/usr/share/seabios")),
+                         ("lib/qemu", Path("/usr/lib/x86_64-linux-gnu/qemu")), ("guest", GUEST)):
+        (bundle / link).parent.mkdir(parents=True, exist_ok=True)
+        (bundle / link).symlink_to(target)
+    out, work = tmp_path / "frameworks.json", tmp_path / "work"
+    r = subprocess.run([sys.executable, str(TOP / "experiments/frameworks/suite.py"), "--mearasd-device", "sim",
+                        "--only", "guest", "--vm-bundle", str(bundle), "--guest-memory-mb", "1024",
+                        "--guest-smp", "2", "--guest-bar-mb", "256", "--work", str(work), "--out", str(out),
+                        "--plot", str(tmp_path / "frameworks.png")], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr
+    (rec,) = json.loads(out.read_text())
+    assert rec["metric"] == "guest_torch" and rec["pass"] is False
+    assert rec["error"].startswith("guest: ModuleNotFoundError: No module named 'torch'"), rec["error"]
+    assert "; fails natively too (native: ModuleNotFoundError: No module named 'torch'" in rec["error"]
+    assert "guest: QEMU exit 0 after" in r.stdout and ", guest exit 0, kernel clean" in r.stdout
+    result = json.loads((work / "guest/result.json").read_text())
+    assert [(x["name"], x["rc"]) for x in result["runs"]] == [("run0", 1), ("run1", 1)]
+    assert all(isinstance(x["guest_pid"], int) for x in result["runs"])
+    # the guest's python read gpt.py from this machine's root
+    gpt = TOP / "experiments/frameworks/gpt.py"
+    for n in ("run0", "run1"):
+        assert f'File "{gpt}"' in (work / f"runs/guest-{n}.err").read_text()
+    assert "VM g: serving" in (work / "mearasd-guest.log").read_text()

@@ -29,6 +29,24 @@ def test_records_served_reads_both_label_forms_behind_any_prefix() -> None:
     assert got == {4242: {0: 1234}, 77: {1: 5}, 5: {}}
 
 
+def test_vm_records_served_by_guest_pid_of_that_vm() -> None:
+    log = "\n".join([
+        "2026-11-26T09:04:53.718Z mearasd[18416]: info: VM g: slot 0 claimed (token 0xfda78b99, guest pid 124): "
+        "slot worker 18505",
+        "2026-11-26T09:04:53.845Z mearasd[18505]: info: VM g slot 0 vGPU 0: 812 records served, 40 synchronizing "
+        "in 12.500 us of host time each; freed (guest pid 124)",
+        "mearasd[18505]: info: VM g slot 0 vGPU 1: 0 records served, 0 synchronizing in 0.000 us of host time each; "
+        "freed (guest pid 124)",
+        "mearasd[18506]: info: VM g slot 1 vGPU 0: 5 records served, 1 synchronizing in 1.000 us of host time each "
+        "(client misbehaved); freed (guest pid 136)",
+        # another VM's guest has its own pids; a process client is no guest
+        "mearasd[18507]: info: VM h slot 0 vGPU 0: 99 records served, 9 synchronizing in 1.000 us of host time "
+        "each; freed (guest pid 124)",
+        "mearasd[13]: info: client uid 0 pid 136 vGPU 0: 8 records served",
+    ])
+    assert sl.vm_records_served(log, "g", [124, 136, 150]) == {124: {0: 812, 1: 0}, 136: {0: 5}, 150: {}}
+
+
 def test_through_mearas_wants_each_vgpu_served_enough() -> None:
     assert sl.through_mearas({0: 500, 1: 300}, [0, 1], 300) is None
     assert "no records served to vGPU 1" in str(sl.through_mearas({0: 500}, [0, 1], 10))
@@ -195,3 +213,36 @@ def test_table_counts_passes_failures_and_not_run() -> None:
     assert "    fft: cufftPlan1d not supported" in lines
     assert any(ln.startswith("guest_torch") and ln.endswith("not run") for ln in lines)
     assert "not run: plot not made: X" in lines
+
+
+def test_guest_torch_record_compares_each_guest_run_with_native() -> None:
+    def named(name: str, place: str, loss: float, mode: str, ok: bool = True, median: float = 0.01) -> RunResult:
+        r = run(place, median, loss=loss, ok=ok, mode=mode, step_times_s=[median, median * 2])
+        r.name, r.seconds = name, 12.0
+        return r
+
+    native = [named("small bf16", "native", 6.5, "train", median=0.004),
+              named("small bf16 infer", "native", 7.25, "infer", median=0.002)]
+    guest = [named("small bf16", "guest", 6.5, "train", median=0.9),
+             named("small bf16 infer", "guest", 7.25, "infer", median=0.5)]
+    rec = sl.guest_torch_record(native, guest, DEV, DATE, "in a TCG guest")
+    assert rec["metric"] == "guest_torch" and rec["pass"] is True, rec["error"]
+    assert rec["native"] == 0.004 and rec["mearas"] == 0.9 and rec["unit"] == "s"  # the training runs
+    assert rec["note"].startswith("in a TCG guest; small bf16: loss 6.5 in every run; small bf16 infer: loss 7.25")
+    assert "guest small bf16: median step 900.000 ms (steps 900.000 ms, 1800.000 ms), whole run 12.0 s" in rec["note"]
+    assert "native small bf16 infer: median step 2.000 ms" in rec["note"]
+
+    differs = [guest[0], named("small bf16 infer", "guest", 7.5, "infer")]
+    rec = sl.guest_torch_record(native, differs, DEV, DATE, "w")
+    assert rec["pass"] is False and rec["error"].startswith("the loss differs from native's: ")
+    assert "small bf16 infer: loss native ['7.25'], mearas ['7.5']" in rec["error"]
+
+    broken = [named("small bf16", "guest", 6.5, "train", ok=False), guest[1]]
+    rec = sl.guest_torch_record(native, broken, DEV, DATE, "w")
+    assert rec["pass"] is False and rec["error"] == "guest: boom"
+    both = sl.guest_torch_record([named("small bf16", "native", 6.5, "train", ok=False)], broken, DEV, DATE, "w")
+    assert both["error"] == "guest: boom; fails natively too (native: boom)"
+    only_guest = sl.guest_torch_record([named("small bf16", "native", 6.5, "train", ok=False)], guest, DEV, DATE, "w")
+    assert only_guest["pass"] is False
+    assert only_guest["error"] == "passes in the guest, but fails natively (native: boom)"
+    assert sl.guest_torch_record(native, [], DEV, DATE, "w")["error"] == "no run in the guest"

@@ -125,6 +125,12 @@ assembly)
 	$t printf
 	two_processes
 	;;
+hostpy)
+	# the host's programs (its Python) over a virtio-9p share of its root,
+	# on this guest's mearas libraries (hostpy.sh; kernel command line
+	# mearas_job=, mearas_share=); its exit status is the guest's
+	exec sh /bin/hostpy.sh
+	;;
 suite)
 	# $2: microbench copy size in MiB (kernel command line mearas_secs=);
 	# mearas_rounds=remote on the kernel command line (in the environment):
