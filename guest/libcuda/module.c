@@ -722,10 +722,20 @@ static CUresult function_attribute(int *pi, CUfunction_attribute attrib, struct 
 	const struct mearas_devinfo *info = rt.v[f->m->vgpu].info;
 	uint64_t p0, p1;
 	int shared;
-	CUresult r = cu_result(rt_do_FUNC_ATTRS(f->m->vgpu, f->id, &p0, &p1));
 
-	if (r)
-		return r;
+	if (__atomic_load_n(&f->attrs_known, __ATOMIC_ACQUIRE)) {
+		p0 = f->attrs[0];
+		p1 = f->attrs[1];
+	} else {
+		CUresult r = cu_result(rt_do_FUNC_ATTRS(f->m->vgpu, f->id, &p0, &p1));
+
+		if (r)
+			return r;
+		/* threads that race here store the same answer */
+		f->attrs[0] = p0;
+		f->attrs[1] = p1;
+		__atomic_store_n(&f->attrs_known, true, __ATOMIC_RELEASE);
+	}
 	shared = (int)(p1 & 0xffffff);
 	switch (attrib) {
 	case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = (int)((p0 >> 16) & 0xffff); break;
@@ -774,6 +784,8 @@ static CUresult set_attribute(struct cu_function *f, CUfunction_attribute attrib
 		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	if (attrib == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT && (value < -1 || value > 100))
 		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
+	/* occupancy depends on the attributes set (dynamic shared memory, carveout) */
+	cu_occupancy_forget(f);
 	/* the runtime's attribute numbers are the driver's */
 	return cu_result(rt_do_FUNC_SET_ATTR(f->m->vgpu, f->id, (int)attrib, value));
 }

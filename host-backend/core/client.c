@@ -19,6 +19,7 @@
 #include "control/attached.h"
 #include "control/vgpustats.h"
 #include "engine.h"
+#include "exec.h"
 #include "fatal.h"
 #include "mearas/fdpass.h"
 #include "mearas/log.h"
@@ -287,6 +288,7 @@ int worker_serve_client(const struct backend_config *cfg, int sock, const struct
 
 		log_info("client %s vGPU %u: %llu records served%s", label, i,
 			 (unsigned long long)v->records, w->broken ? " (client misbehaved)" : "");
+		vgpu_log_sync_ops(v, label);
 	}
 	/* The process exits right after: the driver frees the client's contexts,
 	 * memory and registrations with it; the model's memory goes with the process. */

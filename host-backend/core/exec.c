@@ -27,11 +27,14 @@
 
 /* ---- completions ---- */
 
-/* Host-side cost of one synchronizing call, for the VM worker's report. */
-static void account_sync(struct vgpu *v, uint64_t fetched_ns)
+/* Host-side cost of one synchronizing call, for the VM worker's report, and
+ * its op for the client's (the calls a program waits for, by op). */
+static void account_sync(struct vgpu *v, uint64_t fetched_ns, unsigned op)
 {
 	uint64_t ns = mearas_mono_ns() - fetched_ns;
 
+	if (op < MEARAS_OP_COUNT)
+		v->sync_by_op[op]++;
 	v->sync_calls++;
 	v->sync_ns += ns;
 	vstat_sync_done(v->stats, ns);
@@ -106,7 +109,7 @@ static void complete(struct vgpu *v, struct pending *p)
 		v->w->broken = true;
 		return;
 	}
-	account_sync(v, p->fetched_ns);
+	account_sync(v, p->fetched_ns, p->op);
 }
 
 /* A fence of our own: a passed one kept for reuse, or a new event. */
@@ -283,7 +286,7 @@ void exec_record(struct vgpu *v, const struct mearas_sqe *e)
 	/* a fence only for records that wait for the device or act after it */
 	if (r == 0 && (f.stream || f.event) && (want || f.action != PENDING_POST)) {
 		struct pending p = { .want_cqe = want, .action = f.action, .arg = f.arg, .cqe = c, .cq = e->cq,
-				     .fetched_ns = fetched_ns, .flush = f.flush, .flush_event = f.event,
+				     .fetched_ns = fetched_ns, .op = e->op, .flush = f.flush, .flush_event = f.event,
 				     .flush_stream = f.stream == v->ops->stream_default(v->dev) && e->op == MEARAS_OP_CTX_SYNC
 						     ? NULL : f.stream };
 
@@ -317,7 +320,35 @@ void exec_record(struct vgpu *v, const struct mearas_sqe *e)
 		v->w->broken = true;
 		return;
 	}
-	account_sync(v, fetched_ns);
+	account_sync(v, fetched_ns, e->op);
+}
+
+void vgpu_log_sync_ops(const struct vgpu *v, const char *label)
+{
+	char line[512];
+	size_t n = 0;
+	bool taken[MEARAS_OP_COUNT] = { false };
+
+	if (!v->sync_calls)
+		return;
+	/* the six most frequent, by selection: the table is small */
+	for (int k = 0; k < 6; k++) {
+		unsigned best = MEARAS_OP_COUNT;
+
+		for (unsigned op = 0; op < MEARAS_OP_COUNT; op++)
+			if (!taken[op] && v->sync_by_op[op] && (best == MEARAS_OP_COUNT ||
+								 v->sync_by_op[op] > v->sync_by_op[best]))
+				best = op;
+		if (best == MEARAS_OP_COUNT)
+			break;
+		taken[best] = true;
+		n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s %u", k ? ", " : "", mearas_op_props(best)->name,
+				      v->sync_by_op[best]);
+		if (n >= sizeof(line))
+			break;
+	}
+	log_info("client %s vGPU %u: %llu synchronizing records, %.1f us of host time each; by op: %s", label, v->index,
+		 (unsigned long long)v->sync_calls, (double)v->sync_ns / 1e3 / (double)v->sync_calls, line);
 }
 
 /* Frees every object and all memory of the vGPU (cudaDeviceReset, or the

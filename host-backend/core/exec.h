@@ -27,5 +27,8 @@ void exec_fail_pending(struct vgpu *v, int status);
 bool post_cqe(struct vgpu *v, uint16_t cq, const struct mearas_cqe *c);
 /* frees every object and all memory of the vGPU (a reset, or its end) */
 void vgpu_teardown(struct vgpu *v);
+/* One info line: the ops of the records the client waited for, most first
+ * (what a program's synchronizing calls were), if any. */
+void vgpu_log_sync_ops(const struct vgpu *v, const char *label);
 
 #endif

@@ -79,6 +79,7 @@ struct pending {
 	struct mearas_cqe cqe;
 	uint16_t cq;
 	uint64_t fetched_ns;    /* when the record was taken from the ring */
+	uint16_t op;            /* the record's op (the per-op count of synchronizing records) */
 	int poll_status;        /* exec_poll_pending: the fence's state this pass */
 };
 
@@ -116,6 +117,7 @@ struct vgpu {
 	/* synchronizing records (WANT_CQE) completed, and the host time from
 	 * taking each from the ring to posting its completion (device time included) */
 	uint64_t sync_calls, sync_ns;
+	uint32_t sync_by_op[MEARAS_OP_COUNT]; /* synchronizing records per op, for the client's report */
 	/* host functions waiting for the client (cudaLaunchHostFunc): each run
 	 * gets a sequence number (cqe.user_data of its request, `run` of the
 	 * client's HOST_FUNC_DONE); hf_done_token is the highest one done */

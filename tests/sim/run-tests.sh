@@ -147,6 +147,25 @@ kill_hard() {
 	kill -KILL "$1" $w
 }
 
+# function attributes and occupancy asked 100 times each: the back end is
+# asked once per function (FUNC_ATTRS) and once per block size until an
+# attribute is set (OCCUPANCY: 2 sizes, then 1 again); read from mearasd's
+# per-op count of the client's synchronizing records
+func_queries() {
+	local d line
+	start_daemon func-queries || return 1
+	d=$DAEMON_PID
+	env MEARAS_SOCKET="$SOCK" timeout 30 "$BIN/drv_func_queries" || { echo "drv_func_queries: exit $?"; return 1; }
+	for _ in $(seq 50); do
+		line=$(grep 'vGPU 0: [0-9]* synchronizing records' "$TMP/func-queries-mearasd.log") && break
+		sleep 0.1
+	done
+	echo "$line"
+	stop_daemon $d
+	[[ $line == *"FUNC_ATTRS 1"* ]] || { echo "FUNC_ATTRS asked other than once"; return 1; }
+	[[ $line == *"OCCUPANCY 3"* ]] || { echo "OCCUPANCY asked other than 3 times"; return 1; }
+}
+
 # (b) mearasd is SIGKILLed while the client waits in a synchronizing call,
 # or while it posts asynchronous work: the client gets
 # cudaErrorDevicesUnavailable within 5 s
@@ -336,6 +355,7 @@ for m in direct helper backend; do
 	run_test "drv_refusals_$m" prog MEARAS_LOG=debug drv_refusals "$m"
 done
 run_test drv_refusals_quiet prog MEARAS_LOG=info drv_refusals quiet
+run_test func_queries func_queries
 for m in dtoh htod dtod registered pageable; do
 	run_test "drv_pinned_copies_$m" prog drv_pinned_copies "$m"
 done
