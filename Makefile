@@ -326,8 +326,8 @@ gpu-test: gpu-build
 	scripts/gpu-lane.sh
 
 # the framework suite alone (PyTorch, CuPy, JAX natively and through mearas,
-# experiments/frameworks/README.md): about 8 minutes, too long to share the
-# lane's 10-minute call (GPU_LANE_FRAMEWORKS=1 puts it in gpu-test); results
+# experiments/frameworks/README.md): about 8 minutes, part of gpu-test too
+# (GPU_LANE_FRAMEWORKS=0 leaves it out there, for 10-minute calls); results
 # in experiments/results/frameworks.json and frameworks.png, logs in
 # build/frameworks; FW_ARGS passes options (e.g. FW_ARGS='--only cupy,jax')
 FW_ARGS ?=

@@ -7,11 +7,14 @@
 # last. Logs: build/gpu-lane (GPU_LANE_WORK); results: experiments/results
 # (microbench.json, remote.json, batch.json, batch-size.png, watchdog.json: the
 # GPU time limit, scripts/gpu-watchdog.sh; drvapi.json and drvapi-programs.json:
-# NVIDIA's static runtime over mearas's libcuda.so.1, scripts/gpu-drvapi.sh; with
-# GPU_LANE_FRAMEWORKS=1, frameworks.json and frameworks.png: PyTorch, CuPy and JAX,
-# experiments/frameworks/suite.py, about 8 minutes of its own, so off by default:
-# the whole lane would not fit one 10-minute call; `make gpu-frameworks` runs it
-# alone). Where OUT is set
+# NVIDIA's static runtime over mearas's libcuda.so.1, scripts/gpu-drvapi.sh;
+# frameworks.json and frameworks.png: PyTorch, CuPy and JAX,
+# experiments/frameworks/suite.py, about 8 minutes more, and PyTorch in a VM
+# guest (guest_torch) where a bundle is at build-vm/vmgpu.tar.gz or
+# GPU_LANE_VM_BUNDLE (tests/vm-cuda/gpu-bundle.sh, made on a machine with QEMU),
+# else that record says not run; GPU_LANE_FRAMEWORKS=0 leaves the suite out, as
+# for the device tool's 10-minute calls, where `make gpu-frameworks` runs it in a
+# call of its own). Where OUT is set
 # (the device tool's folder, which brings back at most 8 files), only these go
 # there: table.txt, gpu-lane.tar.gz (all logs and results), and the
 # results; without OUT they go to the logs folder too.
@@ -142,16 +145,19 @@ fresh experiments/results/drvapi-programs.json
 echo "== batch-size sweep (one remote vGPU, mearasd --link-batch 1..1024)"
 scripts/gpu-batch.sh "$out" cuda >"$out/batch-table.txt" 2>&1 || failed_steps+=("batch sweep")
 
-if [ "${GPU_LANE_FRAMEWORKS:-0}" = 1 ]; then
+if [ "${GPU_LANE_FRAMEWORKS:-1}" = 1 ]; then
 	echo "== frameworks: PyTorch, CuPy and JAX natively and through mearas (experiments/frameworks/suite.py)"
+	bundle=${GPU_LANE_VM_BUNDLE:-build-vm/vmgpu.tar.gz}
+	fw_args=()
+	[ -f "$bundle" ] && fw_args=(--vm-bundle "$bundle")
 	# its own mearasd nodes; OUT emptied: the lane packs its results itself
-	OUT='' python3 experiments/frameworks/suite.py --work "$out/frameworks" >"$out/frameworks-table.txt" 2>&1 ||
-		failed_steps+=("frameworks")
+	OUT='' python3 experiments/frameworks/suite.py --work "$out/frameworks" "${fw_args[@]}" \
+		>"$out/frameworks-table.txt" 2>&1 || failed_steps+=("frameworks")
 	fresh experiments/results/frameworks.json
 	fresh experiments/results/frameworks.png
 else
-	echo "frameworks: not run (about 8 minutes of its own: GPU_LANE_FRAMEWORKS=1 adds it to the lane," \
-		"make gpu-frameworks runs it alone)" >"$out/frameworks-table.txt"
+	echo "frameworks: not run (GPU_LANE_FRAMEWORKS=0; make gpu-frameworks runs it alone)" \
+		>"$out/frameworks-table.txt"
 fi
 
 python3 experiments/microbench/compare.py --native "$out"/micro-native-?.txt --mearas "$out"/micro-mearas-?.txt \
