@@ -42,4 +42,17 @@
 		}                                                                            \
 	} while (0)
 
+/* cuInit, then device 0's primary context retained and made current: the
+ * start of most programs here (release it with cuDevicePrimaryCtxRelease) */
+static inline CUdevice drv_primary_current(CUcontext *ctx)
+{
+	CUdevice dev;
+
+	CHECK(cuInit(0));
+	CHECK(cuDeviceGet(&dev, 0));
+	CHECK(cuDevicePrimaryCtxRetain(ctx, dev));
+	CHECK(cuCtxSetCurrent(*ctx));
+	return dev;
+}
+
 #endif

@@ -20,15 +20,11 @@ static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
 int main(void)
 {
 	CUcontext ctx;
-	CUdevice dev;
 	CUmodule mod;
 	CUfunction fn;
 	int regs0, threads0, blocks0, blocks_big0, v;
 
-	CHECK(cuInit(0));
-	CHECK(cuDeviceGet(&dev, 0));
-	CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-	CHECK(cuCtxSetCurrent(ctx));
+	CUdevice dev = drv_primary_current(&ctx);
 	CHECK(cuModuleLoadData(&mod, ptx));
 	CHECK(cuModuleGetFunction(&fn, mod, "mearas_sim_add_u32"));
 	CHECK(cuFuncGetAttribute(&regs0, CU_FUNC_ATTRIBUTE_NUM_REGS, fn));

@@ -22,14 +22,10 @@
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
-	CUdevice dev;
 	CUcontext ctx;
 	uint8_t *h;
 
-	CHECK(cuInit(0));
-	CHECK(cuDeviceGet(&dev, 0));
-	CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-	CHECK(cuCtxSetCurrent(ctx));
+	(void)drv_primary_current(&ctx);
 	CHECK(cuMemHostAlloc((void **)&h, 1 << 16, 0));
 	memset(h, 0xee, 1 << 16);
 	if (!strcmp(mode, "blocking")) {

@@ -81,13 +81,9 @@ int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
 	CUcontext ctx;
-	CUdevice dev;
 	void *p = NULL;
 
-	CHECK(cuInit(0));
-	CHECK(cuDeviceGet(&dev, 0));
-	CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-	CHECK(cuCtxSetCurrent(ctx));
+	CUdevice dev = drv_primary_current(&ctx);
 	if (!strcmp(mode, "dtoh") || !strcmp(mode, "htod") || !strcmp(mode, "dtod")) {
 		CHECK(cuMemHostAlloc(&p, N, 0));
 		if (mode[1] == 't' && mode[3] == 'h')

@@ -57,13 +57,9 @@ int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
 	CUcontext ctx;
-	CUdevice dev;
 	char *text;
 
-	CHECK(cuInit(0));
-	CHECK(cuDeviceGet(&dev, 0));
-	CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-	CHECK(cuCtxSetCurrent(ctx));
+	CUdevice dev = drv_primary_current(&ctx);
 	if (!strcmp(mode, "direct")) {
 		catch_stderr();
 		EXPECT(CUDA_ERROR_INVALID_VALUE, cuMemAlloc(NULL, 16));

@@ -176,17 +176,13 @@ int main(int argc, char **argv)
 		      { "address_range", address_range },
 		      { "freed", freed },
 		      { "unknown_plural", unknown_plural } };
-	CUdevice dev;
 	CUcontext ctx;
 
 	if (argc != 2) {
 		fprintf(stderr, "usage: %s mapped|unmapped|address_range|freed|unknown_plural\n", argv[0]);
 		return 2;
 	}
-	CHECK(cuInit(0));
-	CHECK(cuDeviceGet(&dev, 0));
-	CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-	CHECK(cuCtxSetCurrent(ctx));
+	CUdevice dev = drv_primary_current(&ctx);
 	memset(&prop, 0, sizeof(prop));
 	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
 	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
