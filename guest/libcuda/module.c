@@ -801,6 +801,14 @@ CU_EXPORT CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attri
 	return r ? r : set_attribute(f, attrib, value);
 }
 
+/* the cache preference may change occupancy too: its answers are forgotten */
+static CUresult set_cache_config(struct cu_function *f, int vgpu, CUfunc_cache config)
+{
+	cu_occupancy_forget(f);
+	/* attribute -1 carries the cache preference to the back end */
+	return cu_result(rt_do_FUNC_SET_ATTR(vgpu, f->id, -1, (int)config));
+}
+
 CU_EXPORT CUresult CUDAAPI cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config)
 {
 	struct cu_function *f;
@@ -809,8 +817,7 @@ CU_EXPORT CUresult CUDAAPI cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache c
 	if (r)
 		return r;
 	r = cu_function_of(hfunc, &f);
-	/* attribute -1 carries the cache preference to the back end */
-	return r ? r : cu_result(rt_do_FUNC_SET_ATTR(f->m->vgpu, f->id, -1, (int)config));
+	return r ? r : set_cache_config(f, f->m->vgpu, config);
 }
 
 CU_EXPORT CUresult CUDAAPI cuFuncGetName(const char **name, CUfunction hfunc)
@@ -895,7 +902,7 @@ CU_EXPORT CUresult CUDAAPI cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache 
 	struct cu_function *f;
 	CUresult r = kernel_on_device(kernel, dev, &f);
 
-	return r ? r : cu_result(rt_do_FUNC_SET_ATTR(dev, f->id, -1, (int)config));
+	return r ? r : set_cache_config(f, dev, config);
 }
 
 /* ---- resets: what was loaded on the vGPU is gone ---- */
