@@ -3,7 +3,8 @@
  * Function attributes and occupancy asked many times, as frameworks do
  * before launches: the answers stay the same, and mearas's library asks the
  * back end once per function (attributes) and once per block size and
- * dynamic shared memory until an attribute is set (occupancy).
+ * dynamic shared memory until an attribute or the cache preference is set
+ * (occupancy).
  * run-tests.sh's func_queries scenario counts the back end's records (its
  * "synchronizing records ... by op" line).
  */
@@ -43,6 +44,10 @@ int main(void)
 	}
 	/* an attribute set: occupancy is asked again (once) */
 	CHECK(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 1024));
+	for (int i = 0; i < ASKS; i++)
+		CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&v, fn, 256, 0));
+	/* so does a cache preference */
+	CHECK(cuFuncSetCacheConfig(fn, CU_FUNC_CACHE_PREFER_SHARED));
 	for (int i = 0; i < ASKS; i++)
 		CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&v, fn, 256, 0));
 	EXPECT(CUDA_ERROR_INVALID_VALUE, cuOccupancyMaxActiveBlocksPerMultiprocessor(&v, fn, 0, 0));

@@ -149,7 +149,8 @@ kill_hard() {
 
 # function attributes and occupancy asked 100 times each: the back end is
 # asked once per function (FUNC_ATTRS) and once per block size until an
-# attribute is set (OCCUPANCY: 2 sizes, then 1 again); read from mearasd's
+# attribute is set, and after a cache preference (OCCUPANCY: 2 sizes, then 1
+# again twice); read from mearasd's
 # per-op count of the client's synchronizing records
 func_queries() {
 	local d line
@@ -163,7 +164,7 @@ func_queries() {
 	echo "$line"
 	stop_daemon $d
 	[[ $line == *"FUNC_ATTRS 1"* ]] || { echo "FUNC_ATTRS asked other than once"; return 1; }
-	[[ $line == *"OCCUPANCY 3"* ]] || { echo "OCCUPANCY asked other than 3 times"; return 1; }
+	[[ $line == *"OCCUPANCY 4"* ]] || { echo "OCCUPANCY asked other than 4 times"; return 1; }
 }
 
 # (b) mearasd is SIGKILLed while the client waits in a synchronizing call,
