@@ -149,7 +149,7 @@ static cudaError_t func_on_device(const void *func, struct rt_func **f, int *dev
 RT_EXPORT cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func)
 {
 	struct rt_func *f;
-	uint64_t p0, p1;
+	uint64_t p[2], p0, p1;
 	int dev;
 	cudaError_t e;
 
@@ -158,9 +158,11 @@ RT_EXPORT cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, con
 	e = func_on_device(func, &f, &dev);
 	if (e)
 		return rt_set_error(e);
-	e = rt_do_FUNC_ATTRS(dev, rt_func_id(f), &p0, &p1);
+	e = rt_func_attrs(dev, rt_func_id(f), p);
 	if (e)
 		return rt_set_error(e);
+	p0 = p[0];
+	p1 = p[1];
 	memset(attr, 0, sizeof(*attr));
 	attr->numRegs = (int)(p0 & 0xffff);
 	attr->maxThreadsPerBlock = (int)((p0 >> 16) & 0xffff);
@@ -185,6 +187,8 @@ static cudaError_t set_attr(const void *func, int attr, int value)
 	if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize &&
 	    (value < 0 || (size_t)value > rt.v[dev].prop.sharedMemPerBlockOptin))
 		return cudaErrorInvalidValue;
+	/* occupancy depends on what is set here (the cache preference too) */
+	rt_func_forget(dev, rt_func_id(f));
 	return rt_do_FUNC_SET_ATTR(dev, rt_func_id(f), attr, value);
 }
 
@@ -214,7 +218,7 @@ RT_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int
 	e = func_on_device(func, &f, &dev);
 	if (e)
 		return rt_set_error(e);
-	e = rt_do_OCCUPANCY(dev, rt_func_id(f), (uint64_t)blockSize, dynamicSMemSize, &blocks);
+	e = rt_func_occupancy(dev, rt_func_id(f), (uint64_t)blockSize, dynamicSMemSize, &blocks);
 	if (e)
 		return rt_set_error(e);
 	*numBlocks = blocks;

@@ -380,6 +380,7 @@ void rt_modules_forget_vgpu(int vgpu)
 {
 	uint32_t mask = ~(1u << vgpu);
 
+	rt_func_forget(vgpu, 0); /* what was set on its functions is gone */
 	pthread_rwlock_rdlock(&reg_lock);
 	for (size_t i = 0; i < nmodules; i++)
 		__atomic_and_fetch(&modules[i]->loaded, mask, __ATOMIC_ACQ_REL);

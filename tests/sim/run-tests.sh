@@ -152,13 +152,15 @@ kill_hard() {
 # attribute is set, and after a cache preference (OCCUPANCY: 2 sizes, then 1
 # again twice); read from mearasd's
 # per-op count of the client's synchronizing records
+# (func_queries PROGRAM: drv_func_queries through libcuda, rt_func_queries
+# through mearas's runtime)
 func_queries() {
-	local d line
-	start_daemon func-queries || return 1
+	local p=$1 d line
+	start_daemon "$p" || return 1
 	d=$DAEMON_PID
-	env MEARAS_SOCKET="$SOCK" timeout 30 "$BIN/drv_func_queries" || { echo "drv_func_queries: exit $?"; return 1; }
+	env MEARAS_SOCKET="$SOCK" timeout 30 "$BIN/$p" || { echo "$p: exit $?"; return 1; }
 	for _ in $(seq 50); do
-		line=$(grep 'vGPU 0: [0-9]* synchronizing records' "$TMP/func-queries-mearasd.log") && break
+		line=$(grep 'vGPU 0: [0-9]* synchronizing records' "$TMP/$p-mearasd.log") && break
 		sleep 0.1
 	done
 	echo "$line"
@@ -356,7 +358,8 @@ for m in direct helper backend; do
 	run_test "drv_refusals_$m" prog MEARAS_LOG=debug drv_refusals "$m"
 done
 run_test drv_refusals_quiet prog MEARAS_LOG=info drv_refusals quiet
-run_test func_queries func_queries
+run_test drv_func_queries func_queries drv_func_queries
+run_test rt_func_queries func_queries rt_func_queries
 for m in dtoh htod dtod registered pageable; do
 	run_test "drv_pinned_copies_$m" prog drv_pinned_copies "$m"
 done

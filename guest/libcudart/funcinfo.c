@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Answers about a kernel that stay the same (api_launch.c): its attributes
+ * (FUNC_ATTRS's answer is fixed for a loaded function) and its occupancy per
+ * block size and dynamic shared memory (until an attribute or the cache
+ * preference of the function is set on that vGPU, or the vGPU is reset).
+ * Libraries such as CUB ask before every launch, and each answer from the
+ * back end is a round trip. Two small direct-mapped tables keyed by the
+ * function's handle (handles are never reused) and the vGPU.
+ */
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "rt.h"
+
+#define ATTR_SLOTS 1024u
+#define OCC_SLOTS 1024u
+
+struct attr_slot {
+	uint32_t id;
+	int vgpu;
+	uint64_t p[2];
+};
+
+struct occ_slot {
+	uint32_t id;
+	int vgpu;
+	uint64_t block, smem;
+	int32_t blocks;
+};
+
+/* id 0 marks a free slot (handles start at 1) */
+static struct attr_slot attr_slots[ATTR_SLOTS];
+static struct occ_slot occ_slots[OCC_SLOTS];
+static pthread_mutex_t info_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static unsigned slot_of(uint64_t a, uint64_t b, uint64_t c, unsigned n)
+{
+	uint64_t h = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull) * 0xbf58476d1ce4e5b9ull ^
+		     c * 0x94d049bb133111ebull;
+
+	return (unsigned)((h ^ (h >> 29)) % n);
+}
+
+cudaError_t rt_func_attrs(int vgpu, uint32_t id, uint64_t p[2])
+{
+	struct attr_slot *s = &attr_slots[slot_of(id, (uint64_t)vgpu, 0, ATTR_SLOTS)];
+	bool known;
+	cudaError_t e;
+
+	pthread_mutex_lock(&info_lock);
+	known = s->id == id && s->vgpu == vgpu;
+	if (known) {
+		p[0] = s->p[0];
+		p[1] = s->p[1];
+	}
+	pthread_mutex_unlock(&info_lock);
+	if (known)
+		return cudaSuccess;
+	e = rt_do_FUNC_ATTRS(vgpu, id, &p[0], &p[1]);
+	if (e)
+		return e;
+	pthread_mutex_lock(&info_lock);
+	*s = (struct attr_slot){ .id = id, .vgpu = vgpu, .p = { p[0], p[1] } };
+	pthread_mutex_unlock(&info_lock);
+	return cudaSuccess;
+}
+
+cudaError_t rt_func_occupancy(int vgpu, uint32_t id, uint64_t block, uint64_t smem, int32_t *blocks)
+{
+	struct occ_slot *s = &occ_slots[slot_of(id, (uint64_t)vgpu << 32 | block, smem, OCC_SLOTS)];
+	bool known;
+	cudaError_t e;
+
+	pthread_mutex_lock(&info_lock);
+	known = s->id == id && s->vgpu == vgpu && s->block == block && s->smem == smem;
+	if (known)
+		*blocks = s->blocks;
+	pthread_mutex_unlock(&info_lock);
+	if (known)
+		return cudaSuccess;
+	e = rt_do_OCCUPANCY(vgpu, id, block, smem, blocks);
+	if (e)
+		return e;
+	pthread_mutex_lock(&info_lock);
+	*s = (struct occ_slot){ .id = id, .vgpu = vgpu, .block = block, .smem = smem, .blocks = *blocks };
+	pthread_mutex_unlock(&info_lock);
+	return cudaSuccess;
+}
+
+void rt_func_forget(int vgpu, uint32_t id)
+{
+	pthread_mutex_lock(&info_lock);
+	for (unsigned i = 0; i < OCC_SLOTS; i++)
+		if (occ_slots[i].vgpu == vgpu && (!id || occ_slots[i].id == id))
+			occ_slots[i].id = 0;
+	for (unsigned i = 0; i < ATTR_SLOTS && !id; i++)
+		if (attr_slots[i].vgpu == vgpu)
+			attr_slots[i].id = 0;
+	pthread_mutex_unlock(&info_lock);
+}
