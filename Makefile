@@ -160,8 +160,9 @@ $(BUILD)/obj-rt/%.o: %.c $(BUILD)/gen/cuda_errors.gen.h $(BUILD)/gen/cu_errors.g
 	$(CC) $(BASEFLAGS) -I$(BUILD)/gen -Iguest/core -Iguest/libcudart -Iguest/libcuda -fvisibility=hidden \
 		-fno-optimize-sibling-calls $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/gen/unsupported.gen.c: guest/libcudart/gen_unsupported.sh guest/libcudart/cudart13.symbols $(CUDART_OBJ)
-	sh guest/libcudart/gen_unsupported.sh guest/libcudart/cudart13.symbols $(CUDART_OBJ) > $@
+$(BUILD)/gen/unsupported.gen.c: scripts/gen_unsupported.sh guest/libcudart/cudart13.symbols $(CUDART_OBJ)
+	sh scripts/gen_unsupported.sh mearas_unsupported_call guest/libcudart/cudart13.symbols $(CUDART_OBJ) > $@.tmp
+	mv $@.tmp $@
 
 $(BUILD)/gen/libcudart.map: guest/libcudart/cudart13.symbols
 	@mkdir -p $(dir $@)
@@ -203,7 +204,7 @@ $(BUILD)/lib/libcudart.so.13: $(CUDART_OBJ) $(BUILD)/obj-rt/unsupported.gen.o $(
 
 # ---- NVML (libnvidia-ml.so.1): NVIDIA's entry points, unversioned as in
 # NVIDIA's library; those guest/libnvml does not define are stubs returning
-# NVML_ERROR_NOT_SUPPORTED (gen_unsupported.sh over nvml.symbols). The core
+# NVML_ERROR_NOT_SUPPORTED (scripts/gen_unsupported.sh over nvml.symbols). The core
 # comes from libcuda.so.1 (MEARAS_CORE_1), found beside it through $ORIGIN.
 .PHONY: nvml-header
 nvml-header:
@@ -216,9 +217,9 @@ $(BUILD)/obj-nvml/%.o: %.c $(BUILD)/gen/cuda_errors.gen.h | $(OPS_STAMP) nvml-he
 	$(CC) $(BASEFLAGS) -I$(NVML_INC) -I$(BUILD)/gen -Iguest/core -Iguest/libnvml -DNVML_NO_UNVERSIONED_FUNC_DEFS \
 		-fvisibility=hidden $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/gen/nvml_unsupported.gen.c: guest/libnvml/gen_unsupported.sh guest/libnvml/nvml.symbols $(NVML_OBJ)
+$(BUILD)/gen/nvml_unsupported.gen.c: scripts/gen_unsupported.sh guest/libnvml/nvml.symbols $(NVML_OBJ)
 	@mkdir -p $(dir $@)
-	sh guest/libnvml/gen_unsupported.sh guest/libnvml/nvml.symbols $(NVML_OBJ) > $@.tmp
+	sh scripts/gen_unsupported.sh nvml_unsupported_call guest/libnvml/nvml.symbols $(NVML_OBJ) > $@.tmp
 	mv $@.tmp $@
 
 $(BUILD)/obj-nvml/nvml_unsupported.gen.o: $(BUILD)/gen/nvml_unsupported.gen.c

@@ -40,10 +40,10 @@ $(LIBCUDA_GEN_DIR)/procaddr.gen.c: $(LIBCUDA_TOP)scripts/procgen.py $(LIBCUDA_PR
 	@mkdir -p $(dir $@)
 	python3 $(LIBCUDA_TOP)scripts/procgen.py $(LIBCUDA_PROCTABLE) $(LIBCUDA_SYMBOLS) $@
 
-$(LIBCUDA_GEN_DIR)/cu_unsupported.gen.c: $(LIBCUDA_TOP)guest/libcuda/gen_unsupported.sh $(LIBCUDA_SYMBOLS) \
+$(LIBCUDA_GEN_DIR)/cu_unsupported.gen.c: $(LIBCUDA_TOP)scripts/gen_unsupported.sh $(LIBCUDA_SYMBOLS) \
 		$(LIBCUDA_IMPL_OBJ)
 	@mkdir -p $(dir $@)
-	sh $(LIBCUDA_TOP)guest/libcuda/gen_unsupported.sh $(LIBCUDA_SYMBOLS) $(LIBCUDA_IMPL_OBJ) > $@.tmp
+	sh $(LIBCUDA_TOP)scripts/gen_unsupported.sh cu_unsupported_call $(LIBCUDA_SYMBOLS) $(LIBCUDA_IMPL_OBJ) > $@.tmp
 	mv $@.tmp $@
 
 $(LIBCUDA_GEN_DIR)/exptables_unserved.gen.h: $(LIBCUDA_TOP)guest/libcuda/gen_exptables.py \
