@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "exec_internal.h"
+#include "mearas/clock.h"
 
 int exec_op_STREAM_CREATE(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_STREAM_CREATE *in,
 			  struct mearas_cqe *c, struct fence_req *f)
@@ -199,14 +200,8 @@ void exec_host_func_trampoline(void *arg)
 	 * poller may be inside a driver call that waits for this function */
 	while (v->hf_done_token < seq && __atomic_load_n(&v->cq[0].ctl->consumer_done, __ATOMIC_ACQUIRE) < seq &&
 	       !v->w->stop && !v->w->broken) {
-		struct timespec ts;
+		struct timespec ts = mearas_realtime_after_ms(1);
 
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 1000 * 1000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
 		pthread_cond_timedwait(&v->hf_cond, &v->hf_lock, &ts);
 	}
 	pthread_mutex_unlock(&v->hf_lock);

@@ -182,14 +182,8 @@ static void *reaper_main(void *arg)
 		int rc;
 
 		if (!slot) {
-			struct timespec ts;
+			struct timespec ts = mearas_realtime_after_ms(200);
 
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 200 * 1000 * 1000;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
 			pthread_cond_timedwait(&rv->reap_cond, &rv->reap_lock, &ts);
 			continue;
 		}

@@ -20,6 +20,7 @@
 
 #include "fuzz_die.h"
 #include "fuzz_link.h"
+#include "mearas/clock.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -201,14 +202,8 @@ static void wait_calls(struct mearas_link *l, struct call *calls, unsigned n)
 {
 	pthread_mutex_lock(&calls_lock);
 	while (!all_done(calls, n) || mearas_link_health(l) == MEARAS_LINK_OK) {
-		struct timespec ts;
+		struct timespec ts = mearas_realtime_after_ms(1);
 
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
 		pthread_cond_timedwait(&calls_cond, &calls_lock, &ts);
 	}
 	pthread_mutex_unlock(&calls_lock);

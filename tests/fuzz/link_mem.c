@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "fuzz_link.h"
+#include "mearas/clock.h"
 
 struct mem_transport {
 	struct link_transport base;
@@ -44,15 +45,8 @@ static int mem_send_iov(struct link_transport *t, const struct iovec *iov, int i
 /* Waits on the gate for timeout_ms at most; lock held. */
 static void wait_gate(struct mem_transport *m, uint32_t timeout_ms)
 {
-	struct timespec ts;
+	struct timespec ts = mearas_realtime_after_ms(timeout_ms);
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
 	while (m->closed_gate && !m->down)
 		if (pthread_cond_timedwait(&m->cond, &m->lock, &ts))
 			break;

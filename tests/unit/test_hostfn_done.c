@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "core/exec_internal.h"
+#include "mearas/clock.h"
 #include "vgpu_fixture.h"
 
 static struct fixture fx;
@@ -60,15 +61,8 @@ static pthread_t start(uint64_t *run)
 
 static bool joined_within(pthread_t t, int ms)
 {
-	struct timespec ts;
+	struct timespec ts = mearas_realtime_after_ms((uint64_t)ms);
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
 	return pthread_timedjoin_np(t, NULL, &ts) == 0;
 }
 
