@@ -2,35 +2,8 @@
 // (cufftPlan2d), R2C + C2R 1D with explicit batch layouts (cufftPlanMany); every
 // plan on a non-blocking stream (cufftSetStream). Checked against a double DFT.
 #include <complex>
-#include <cufft.h>
+#include "cufft_check.cuh"
 #include "lib_ref.h"
-
-static const char *cufft_name(cufftResult r)
-{
-    switch (r) {
-        STATUS_CASE(CUFFT_SUCCESS);
-        STATUS_CASE(CUFFT_INVALID_PLAN);
-        STATUS_CASE(CUFFT_ALLOC_FAILED);
-        STATUS_CASE(CUFFT_INVALID_TYPE);
-        STATUS_CASE(CUFFT_INVALID_VALUE);
-        STATUS_CASE(CUFFT_INTERNAL_ERROR);
-        STATUS_CASE(CUFFT_EXEC_FAILED);
-        STATUS_CASE(CUFFT_SETUP_FAILED);
-        STATUS_CASE(CUFFT_INVALID_SIZE);
-        STATUS_CASE(CUFFT_UNALIGNED_DATA);
-        STATUS_CASE(CUFFT_INVALID_DEVICE);
-        STATUS_CASE(CUFFT_NO_WORKSPACE);
-        STATUS_CASE(CUFFT_NOT_IMPLEMENTED);
-        STATUS_CASE(CUFFT_NOT_SUPPORTED);
-        STATUS_CASE(CUFFT_MISSING_DEPENDENCY);
-        STATUS_CASE(CUFFT_NVRTC_FAILURE);
-        STATUS_CASE(CUFFT_NVJITLINK_FAILURE);
-        STATUS_CASE(CUFFT_NVSHMEM_FAILURE);
-    }
-    return "unknown cufftResult";
-}
-
-#define CHECK_CUFFT(call) CHECK_STATUS(call, CUFFT_SUCCESS, cufft_name)
 
 typedef std::complex<double> cd;
 
