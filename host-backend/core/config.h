@@ -25,6 +25,7 @@ struct backend_config {
 	unsigned va_window_first;       /* VA window of vGPU 0 (remote sessions: the client's ordinal) */
 	uint64_t data_va;               /* remote sessions: where the client's data area is, so where
 					 * this worker's copy goes if it can (worker_build_region) */
+	bool serves_remote;             /* a remote session's worker (remote/serve_worker.c) */
 	unsigned kernel_timeout_ms;     /* GPU time limit of one kernel (watchdog.c); 0 = none */
 	struct remote_config remote;    /* remote vGPUs and the link server */
 	/* what runs the vGPUs remote.target names (the forwarder, set by

@@ -4,6 +4,8 @@
  * functions. Waits never block the poller: a synchronizing record becomes a
  * fence that exec.c polls.
  */
+#include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -11,6 +13,7 @@
 
 #include "exec_internal.h"
 #include "mearas/clock.h"
+#include "mearas/log.h"
 
 int exec_op_STREAM_CREATE(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_STREAM_CREATE *in,
 			  struct mearas_cqe *c, struct fence_req *f)
@@ -176,6 +179,39 @@ int exec_op_SYNC_ERROR(struct vgpu *v, const struct mearas_sqe *e, const struct 
 
 /* ---- host functions ---- */
 
+/*
+ * A remote session's host function reads what the work before it wrote, and
+ * those bytes go to the client with that work's completions, which the
+ * poller posts when it next polls: the request waits for a round of the
+ * poller that began after the function's turn came (the poller kicked, in
+ * case it sleeps), so the session sends the bytes first. At most
+ * HOST_FUNC_CATCH_UP_MS: the poller may be inside a driver call that waits
+ * for this function (then it goes as before, said once).
+ */
+#define HOST_FUNC_CATCH_UP_MS 500
+
+static void await_poller_round(struct vgpu *v)
+{
+	uint64_t start = atomic_load_explicit(&v->poll_rounds, memory_order_acquire);
+	uint64_t deadline = mearas_mono_ns() + HOST_FUNC_CATCH_UP_MS * 1000000ull, one = 1;
+	static int said;
+
+	if (write(v->kick_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_warn("vGPU %u: kick: %s", v->index, strerror(errno));
+	/* two rounds: the first may have begun before this function's turn */
+	while (atomic_load_explicit(&v->poll_rounds, memory_order_acquire) < start + 2) {
+		if (v->w->stop || v->w->broken)
+			return;
+		if (mearas_mono_ns() > deadline) {
+			if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+				log_info("vGPU %u: a host function is asked for before the poller caught up "
+					 "(busy for %u ms)", v->index, HOST_FUNC_CATCH_UP_MS);
+			return;
+		}
+		usleep(20);
+	}
+}
+
 /* Runs in stream order (a driver thread on a GPU), once per run: at every
  * launch of a graph it was captured into. Asks the client to run its
  * function and holds the stream until the client says this run is done. */
@@ -187,6 +223,9 @@ void exec_host_func_trampoline(void *arg)
 				.val = { req->token, v->index } };
 	uint64_t seq;
 
+	/* the model runs this on the poller itself: no round to wait for */
+	if (v->w->cfg->serves_remote && v->ops != &mdev_sim_ops)
+		await_poller_round(v);
 	while (!exec_post_cqe_seq(v, 0, &c, &seq)) {
 		if (v->w->stop || v->w->broken)
 			goto out;

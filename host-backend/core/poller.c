@@ -105,6 +105,7 @@ void *poller_main(void *arg)
 		}
 		if (v->npend)
 			n += exec_poll_pending(v);
+		atomic_fetch_add_explicit(&v->poll_rounds, 1, memory_order_release);
 		if (v->watch)
 			n += watchdog_poll(v);
 		if (n > 0) {

@@ -135,6 +135,9 @@ struct vgpu {
 	struct watchdog *watch;         /* GPU time limit (watchdog.c), NULL when off */
 	_Atomic bool poller_done;       /* its poller has left its loop */
 	_Atomic uint64_t alive_ns;      /* watched vGPUs: when its poller last went round */
+	/* rounds of its poller (each polls the pending completions): a remote
+	 * session's host function waits for one before asking (exec_stream.c) */
+	_Atomic uint64_t poll_rounds;
 	struct mearas_devinfo info;     /* ours; the client's copy is in its region */
 	int phys;                       /* the GPU behind it (this node's, or the remote node's) */
 	struct vstat_vgpu *stats;       /* its shared counters (control/vgpustats.h), NULL: not counted */

@@ -55,6 +55,7 @@ static int start_worker(struct remote_session *s, char *msg, size_t msglen)
 		child.spin_us = remote_spin_us(child.spin_us);
 	child.va_window_first = s->open.va_window;
 	child.data_va = s->open.data_va;
+	child.serves_remote = true;
 	if (s->open.quota && (!child.quota[0] || s->open.quota < child.quota[0]))
 		child.quota[0] = s->open.quota;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
