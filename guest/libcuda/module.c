@@ -778,16 +778,20 @@ CU_EXPORT CUresult CUDAAPI cuFuncGetAttribute(int *pi, CUfunction_attribute attr
 static CUresult set_attribute(struct cu_function *f, CUfunction_attribute attrib, int value)
 {
 	const int32_t *a = rt.v[f->m->vgpu].info->attrs;
+	CUresult r;
 
 	if (attrib == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES &&
 	    (value < 0 || value > a[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN]))
 		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	if (attrib == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT && (value < -1 || value > 100))
 		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
-	/* occupancy depends on the attributes set (dynamic shared memory, carveout) */
+	/* occupancy depends on the attributes set (dynamic shared memory,
+	 * carveout): forgotten before and after, for a thread asking meanwhile */
 	cu_occupancy_forget(f);
 	/* the runtime's attribute numbers are the driver's */
-	return cu_result(rt_do_FUNC_SET_ATTR(f->m->vgpu, f->id, (int)attrib, value));
+	r = cu_result(rt_do_FUNC_SET_ATTR(f->m->vgpu, f->id, (int)attrib, value));
+	cu_occupancy_forget(f);
+	return r;
 }
 
 CU_EXPORT CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value)
@@ -804,9 +808,13 @@ CU_EXPORT CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attri
 /* the cache preference may change occupancy too: its answers are forgotten */
 static CUresult set_cache_config(struct cu_function *f, int vgpu, CUfunc_cache config)
 {
+	CUresult r;
+
 	cu_occupancy_forget(f);
 	/* attribute -1 carries the cache preference to the back end */
-	return cu_result(rt_do_FUNC_SET_ATTR(vgpu, f->id, -1, (int)config));
+	r = cu_result(rt_do_FUNC_SET_ATTR(vgpu, f->id, -1, (int)config));
+	cu_occupancy_forget(f);
+	return r;
 }
 
 CU_EXPORT CUresult CUDAAPI cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config)

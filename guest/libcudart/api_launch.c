@@ -187,9 +187,12 @@ static cudaError_t set_attr(const void *func, int attr, int value)
 	if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize &&
 	    (value < 0 || (size_t)value > rt.v[dev].prop.sharedMemPerBlockOptin))
 		return cudaErrorInvalidValue;
-	/* occupancy depends on what is set here (the cache preference too) */
+	/* occupancy depends on what is set here (the cache preference too):
+	 * forgotten before and after, for a thread asking meanwhile */
 	rt_func_forget(dev, rt_func_id(f));
-	return rt_do_FUNC_SET_ATTR(dev, rt_func_id(f), attr, value);
+	e = rt_do_FUNC_SET_ATTR(dev, rt_func_id(f), attr, value);
+	rt_func_forget(dev, rt_func_id(f));
+	return e;
 }
 
 RT_EXPORT cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, int value)
