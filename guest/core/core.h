@@ -151,6 +151,11 @@ CORE_API void rt_host_mapped(const void *p, uint64_t size);
 /* a pinned allocation (cudaHostAlloc, cuMemHostAlloc): followed as asked
  * with the mapped flag, else while small (unified addressing) */
 CORE_API void rt_host_allocated(const void *p, uint64_t size, bool mapped);
+/* managed.c: managed memory as zero-copy blocks of the data area; free:
+ * false when p is no managed block's start; find: [p, p+len) is managed */
+CORE_API cudaError_t rt_managed_alloc(void **p, uint64_t size);
+CORE_API bool rt_managed_free(void *p);
+CORE_API bool rt_managed_find(const void *p, uint64_t len);
 CORE_API void rt_host_unmapped(const void *p);
 
 /* dataheap.c: the data area (pinned, DMA-able) */

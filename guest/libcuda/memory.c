@@ -38,7 +38,12 @@ CU_EXPORT CUresult CUDAAPI cuMemFree(CUdeviceptr dptr)
 {
 	CUresult r = cu_ready();
 
-	return r ? r : cu_result(rt_free(PTR(dptr), NULL, false));
+	if (r)
+		return r;
+	/* managed memory (managed.c) is the core's, in the data area */
+	if (dptr && rt_managed_free(PTR(dptr)))
+		return CUDA_SUCCESS;
+	return cu_result(rt_free(PTR(dptr), NULL, false));
 }
 
 CU_EXPORT CUresult CUDAAPI cuMemGetInfo(size_t *free, size_t *total)
@@ -233,7 +238,7 @@ static CUresult pointer_attribute(void *data, CUpointer_attribute attribute, CUd
 		*(void **)data = PTR(ptr);
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-		*(unsigned *)data = 0;
+		*(unsigned *)data = vgpu < 0 && rt_managed_find(PTR(ptr), 1);
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
 		*(int *)data = vgpu >= 0 ? vgpu : rt_tls.device;

@@ -37,6 +37,8 @@ RT_EXPORT cudaError_t cudaFree(void *devPtr)
 	int dev;
 	cudaError_t e = rt_ensure_device(&dev);
 
+	if (!e && devPtr && rt_managed_free(devPtr))
+		return cudaSuccess; /* managed memory (cudaMallocManaged) */
 	return rt_set_error(e ? e : rt_free(devPtr, 0, false));
 }
 
@@ -175,7 +177,8 @@ RT_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *att
 		return cudaSuccess;
 	}
 	if (dh_block(ptr, &hbase, &size)) {
-		attr->type = cudaMemoryTypeHost;
+		/* managed memory is kept there too (guest/core/managed.c) */
+		attr->type = rt_managed_find(ptr, 1) ? cudaMemoryTypeManaged : cudaMemoryTypeHost;
 		attr->device = rt_tls.device;
 		attr->hostPointer = (void *)ptr;
 		attr->devicePointer = rt.same_address ? (void *)ptr : NULL;
@@ -194,11 +197,43 @@ RT_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *att
 	return cudaSuccess;
 }
 
+/* Managed memory: the core's zero-copy blocks (guest/core/managed.c); host
+ * and device reach the same bytes, hints change nothing */
 RT_EXPORT cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
 {
-	(void)devPtr;
-	(void)size;
-	(void)flags;
-	rt_log_unsupported("cudaMallocManaged (managed memory)");
-	return rt_set_error(cudaErrorNotSupported);
+	if (!devPtr || !size || (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost))
+		return rt_set_error(cudaErrorInvalidValue);
+	return rt_set_error(rt_managed_alloc(devPtr, size));
+}
+
+static cudaError_t managed_hint(const void *devPtr, size_t count)
+{
+	cudaError_t e = rt_ensure();
+
+	if (e)
+		return e;
+	return count && rt_managed_find(devPtr, count) ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+RT_EXPORT cudaError_t cudaMemPrefetchAsync(const void *devPtr, size_t count, struct cudaMemLocation location,
+					   unsigned int flags, cudaStream_t stream)
+{
+	struct rt_stream_ref st;
+	cudaError_t e = managed_hint(devPtr, count);
+
+	(void)location;
+	if (!e && flags)
+		e = cudaErrorInvalidValue;
+	if (!e)
+		e = rt_stream_ref(stream, &st); /* the stream must be one */
+	return rt_set_error(e);
+}
+
+RT_EXPORT cudaError_t cudaMemAdvise(const void *devPtr, size_t count, enum cudaMemoryAdvise advice,
+				    struct cudaMemLocation location)
+{
+	(void)location;
+	if (advice < cudaMemAdviseSetReadMostly || advice > cudaMemAdviseUnsetAccessedBy)
+		return rt_set_error(cudaErrorInvalidValue);
+	return rt_set_error(managed_hint(devPtr, count));
 }

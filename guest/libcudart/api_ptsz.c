@@ -35,6 +35,8 @@
 	  (d, y, n, o, k, st))                                                                            \
 	X(cudaMemset, _ptds, (void *p, int v, size_t n), (p, v, n))                                    \
 	X(cudaMemsetAsync, _ptsz, (void *p, int v, size_t n, cudaStream_t s), (p, v, n, s))             \
+	X(cudaMemPrefetchAsync, _ptsz,                                                                  \
+	  (const void *p, size_t n, struct cudaMemLocation l, unsigned f, cudaStream_t s), (p, n, l, f, s)) \
 	X(cudaMemset2D, _ptds, (void *p, size_t pi, int v, size_t w, size_t h), (p, pi, v, w, h))      \
 	X(cudaMemset2DAsync, _ptsz, (void *p, size_t pi, int v, size_t w, size_t h, cudaStream_t s),    \
 	  (p, pi, v, w, h, s))                                                                            \
