@@ -13,12 +13,18 @@
 
 #include <cuda.h>
 
+#include "core.h"
+
 /* the value the vGPU reports for attribute attr, whose GPU's value is v */
 static inline int core_offered_attr(int attr, int v)
 {
 	switch (attr) {
-	/* no managed memory (cudaMallocManaged) and no access to pageable host memory */
+	/* managed memory is zero-copy memory of the data area (managed.c):
+	 * offered where its host addresses are device addresses too */
 	case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
+		return v && rt.same_address;
+	/* but not accessed concurrently with the device (the host synchronizes
+	 * first), and no access to pageable host memory */
 	case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS:
 	case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS:
 	case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM:

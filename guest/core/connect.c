@@ -72,8 +72,7 @@ static void fill_prop(struct rt_vgpu *v)
 	p->localL1CacheSupported = a[cudaDevAttrLocalL1CacheSupported];
 	p->sharedMemPerMultiprocessor = (size_t)a[cudaDevAttrMaxSharedMemoryPerMultiprocessor];
 	p->regsPerMultiprocessor = a[cudaDevAttrMaxRegistersPerMultiprocessor];
-	/* managed memory is not offered through mearas */
-	p->managedMemory = 0;
+	p->managedMemory = core_offered_attr(cudaDevAttrManagedMemory, a[cudaDevAttrManagedMemory]);
 	p->isMultiGpuBoard = a[cudaDevAttrIsMultiGpuBoard];
 	p->multiGpuBoardGroupID = a[cudaDevAttrMultiGpuBoardGroupID];
 	p->hostNativeAtomicSupported = a[cudaDevAttrHostNativeAtomicSupported];
