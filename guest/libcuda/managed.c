@@ -44,11 +44,17 @@ static CUresult hint(CUdeviceptr p, size_t count, CUstream s, bool stream)
 	return CUDA_SUCCESS;
 }
 
+/* flags: none are defined yet */
+static CUresult prefetch(CUdeviceptr p, size_t count, unsigned int flags, CUstream s)
+{
+	return flags ? CU_REFUSE(CUDA_ERROR_INVALID_VALUE) : hint(p, count, s, true);
+}
+
 CU_EXPORT CUresult CUDAAPI cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream);
 CU_EXPORT CUresult CUDAAPI cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream)
 {
 	(void)dstDevice;
-	return WITH_PTDS(0, hint(devPtr, count, hStream, true));
+	return WITH_PTDS(0, prefetch(devPtr, count, 0, hStream));
 }
 
 CU_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count, CUdevice dstDevice,
@@ -57,7 +63,7 @@ CU_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t co
 						  CUstream hStream)
 {
 	(void)dstDevice;
-	return CU_PTSZ(hint(devPtr, count, hStream, true));
+	return CU_PTSZ(prefetch(devPtr, count, 0, hStream));
 }
 
 CU_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count, CUmemLocation location,
@@ -66,9 +72,7 @@ CU_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t coun
 						unsigned int flags, CUstream hStream)
 {
 	(void)location;
-	if (flags)
-		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
-	return WITH_PTDS(0, hint(devPtr, count, hStream, true));
+	return WITH_PTDS(0, prefetch(devPtr, count, flags, hStream));
 }
 
 CU_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count, CUmemLocation location,
@@ -77,9 +81,7 @@ CU_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t
 						     unsigned int flags, CUstream hStream)
 {
 	(void)location;
-	if (flags)
-		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
-	return CU_PTSZ(hint(devPtr, count, hStream, true));
+	return CU_PTSZ(prefetch(devPtr, count, flags, hStream));
 }
 
 static bool advice_known(CUmem_advise advice)
@@ -88,10 +90,15 @@ static bool advice_known(CUmem_advise advice)
 }
 
 CU_EXPORT CUresult CUDAAPI cuMemAdvise(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUdevice device);
+static CUresult advise(CUdeviceptr p, size_t count, CUmem_advise advice)
+{
+	return advice_known(advice) ? hint(p, count, NULL, false) : CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
+}
+
 CU_EXPORT CUresult CUDAAPI cuMemAdvise(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUdevice device)
 {
 	(void)device;
-	return advice_known(advice) ? hint(devPtr, count, NULL, false) : CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
+	return advise(devPtr, count, advice);
 }
 
 CU_EXPORT CUresult CUDAAPI cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUmem_advise advice,
@@ -100,5 +107,5 @@ CU_EXPORT CUresult CUDAAPI cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUme
 					 CUmemLocation location)
 {
 	(void)location;
-	return advice_known(advice) ? hint(devPtr, count, NULL, false) : CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
+	return advise(devPtr, count, advice);
 }
