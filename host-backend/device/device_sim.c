@@ -181,7 +181,7 @@ static void fill_attrs(int32_t *a)
 		{ cudaDevAttrStreamPrioritiesSupported, 1 }, { cudaDevAttrGlobalL1CacheSupported, 1 },
 		{ cudaDevAttrLocalL1CacheSupported, 1 },
 		{ cudaDevAttrMaxSharedMemoryPerMultiprocessor, 233472 },
-		{ cudaDevAttrMaxRegistersPerMultiprocessor, 65536 }, { cudaDevAttrManagedMemory, 0 },
+		{ cudaDevAttrMaxRegistersPerMultiprocessor, 65536 }, { cudaDevAttrManagedMemory, 1 },
 		{ cudaDevAttrCooperativeLaunch, 1 }, { cudaDevAttrMaxSharedMemoryPerBlockOptin, 232448 },
 		{ cudaDevAttrMaxBlocksPerMultiprocessor, 32 }, { cudaDevAttrReservedSharedMemoryPerBlock, 1024 },
 		{ cudaDevAttrHostRegisterSupported, 1 }, { cudaDevAttrMemoryPoolsSupported, 1 },
