@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Public API: locating a registered fat binary and the per-kernel layout index. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memmem */
+#endif
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,6 +26,26 @@ void fb_seterr(char *err, size_t errlen, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
+}
+
+int fb_text_prints(const uint8_t *text, size_t size)
+{
+	return memmem(text, size, "vprintf", 7) || memmem(text, size, "__assertfail", 12);
+}
+
+int mearas_image_may_print(const void *image, size_t size)
+{
+	const uint8_t *d = image;
+	struct fb_builder b = { .scan_only = 1 };
+
+	if (!image)
+		return 1;
+	/* a cubin or PTX text: searched as it is */
+	if (size < 4 || fb_rd32(d) != MEARAS_FATBIN_MAGIC)
+		return fb_text_prints(d, size);
+	if (fb_parse_fatbins(d, size, &b, NULL, 0))
+		return 1;
+	return b.prints;
 }
 
 int mearas_fatbin_locate(const void *wrapper_or_fatbin, const void **fatbin, size_t *size)

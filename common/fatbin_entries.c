@@ -26,6 +26,8 @@
 #define FB_FLAG_LZ4 0x2000u
 #define FB_FLAG_ZSTD 0x8000u
 #define FB_MAX_DECOMPRESSED (1ull << 30)
+/* a search decompresses less (the daemon's memory): larger entries may print */
+#define FB_SCAN_MAX_DECOMPRESSED (64ull << 20)
 
 static const char *kind_name(uint16_t kind)
 {
@@ -119,6 +121,11 @@ static int parse_entry(const uint8_t *e, size_t avail, size_t *consumed, struct 
 	const uint8_t *payload = e + hsize;
 	size_t plen = (size_t)psize;
 	uint8_t *owned = NULL;
+	if (b->scan_only && (b->prints || ((flags & (FB_FLAG_LZ4 | FB_FLAG_ZSTD)) &&
+					   usize > FB_SCAN_MAX_DECOMPRESSED))) {
+		b->prints = 1;
+		return 0;
+	}
 	if (flags & (FB_FLAG_LZ4 | FB_FLAG_ZSTD)) {
 		if (csize == 0 || csize > psize) {
 			fb_seterr(err, errlen,
@@ -134,6 +141,11 @@ static int parse_entry(const uint8_t *e, size_t avail, size_t *consumed, struct 
 		}
 		payload = owned;
 		plen = (size_t)usize;
+	}
+	if (b->scan_only) {
+		b->prints = fb_text_prints(payload, plen);
+		free(owned);
+		return 0;
 	}
 	b->ptx = kind == FB_KIND_PTX;
 	int rc = kind == FB_KIND_ELF ?

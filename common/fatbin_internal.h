@@ -35,6 +35,8 @@ struct fb_builder {
 	size_t nglobals, capglobals;
 	uint32_t entry;		/* entry being parsed now */
 	int ptx;		/* it is PTX text */
+	int scan_only;		/* mearas_image_may_print: entries are searched, not parsed */
+	int prints;		/* a searched entry names printf's or assert's device function */
 };
 
 void fb_seterr(char *err, size_t errlen, const char *fmt, ...)
@@ -50,6 +52,11 @@ int fb_builder_add(struct fb_builder *b, const char *name, size_t namelen,
 
 /* Append a device variable (name[0..namelen), size bytes). 0 or -ENOMEM. */
 int fb_builder_add_global(struct fb_builder *b, const char *name, size_t namelen, uint64_t size);
+
+/* Whether code text (a cubin, PTX) names vprintf or __assertfail, the
+ * functions device printf and assert call: code that names neither cannot
+ * print. 1 or 0. */
+int fb_text_prints(const uint8_t *text, size_t size);
 
 /* Parsers: 0 or negative errno with err set. */
 int fb_parse_cubin(const uint8_t *data, size_t size, struct fb_builder *b,

@@ -82,14 +82,18 @@ bool post_cqe(struct vgpu *v, uint16_t cq, const struct mearas_cqe *c)
 
 static void complete(struct vgpu *v, struct pending *p)
 {
-	if (p->flush && v->ops->flush_output)
+	/* the flush costs a driver call per synchronization (a third of a
+	 * launch and synchronize): made only once loaded code may print */
+	bool flush = p->flush && v->may_print;
+
+	if (flush && v->ops->flush_output)
 		/* the work is done: this returns at once, having flushed printf output */
 		v->ops->flush_output(v->dev, p->flush_event ? NULL : p->flush_stream, p->flush_event);
-	if (p->flush && v->w->take_output) {
+	if (flush && v->w->take_output) {
 		/* before the completion is posted: the client sees both together */
 		if (v->w->take_output(v->w))
 			p->cqe.flags |= MEARAS_CQE_OUTPUT;
-	} else if (p->flush && v->ops->flush_output && worker_output_pending(v->w)) {
+	} else if (flush && v->ops->flush_output && worker_output_pending(v->w)) {
 		p->cqe.flags |= MEARAS_CQE_OUTPUT;
 	}
 	if (p->action == PENDING_FREE) {

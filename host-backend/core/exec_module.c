@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "exec_internal.h"
+#include "mearas/fatbin.h"
 
 int exec_op_MODULE_LOAD(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_MODULE_LOAD *in,
 			struct mearas_cqe *c, struct fence_req *f)
@@ -26,6 +27,9 @@ int exec_op_MODULE_LOAD(struct vgpu *v, const struct mearas_sqe *e, const struct
 		return cudaErrorMemoryAllocation;
 	memcpy(copy, img, size);
 	r = v->ops->module_load(v->dev, copy, size, &mod);
+	/* searched once the driver took it (a module it refuses cannot print) */
+	if (!r && !v->may_print)
+		v->may_print = mearas_image_may_print(copy, size);
 	free(copy);
 	if (r)
 		return r;

@@ -118,6 +118,10 @@ struct vgpu {
 	 * taking each from the ring to posting its completion (device time included) */
 	uint64_t sync_calls, sync_ns;
 	uint32_t sync_by_op[MEARAS_OP_COUNT]; /* synchronizing records per op, for the client's report */
+	/* a module loaded since the vGPU opened may print (device printf,
+	 * assert): synchronizations flush the driver's printf buffer from then
+	 * on (exec_module.c, exec.c) */
+	bool may_print;
 	/* host functions waiting for the client (cudaLaunchHostFunc): each run
 	 * gets a sequence number (cqe.user_data of its request, `run` of the
 	 * client's HOST_FUNC_DONE); hf_done_token is the highest one done */

@@ -49,6 +49,16 @@ int mearas_fatbin_locate(const void *wrapper_or_fatbin, const void **fatbin,
  */
 int mearas_module_image_size(const void *image, size_t *size);
 
+/*
+ * Whether code in a module image (as mearas_module_image_size takes it, size
+ * bytes) may print: device printf and assert write into a buffer that the
+ * driver empties into stdout when the host synchronizes, and only code that
+ * calls vprintf or __assertfail writes there. Compressed entries are
+ * decompressed to be searched (larger than 64 MiB: taken to print). 1 when it
+ * may, or when the image cannot be read; 0 when no code in it can print.
+ */
+int mearas_image_may_print(const void *image, size_t size);
+
 struct mearas_kparam {
 	uint32_t offset;	/* byte offset in the parameter buffer */
 	uint32_t size;		/* byte size of the parameter */

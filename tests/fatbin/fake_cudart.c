@@ -46,6 +46,7 @@ struct module {
 	int wrapper_version;
 	int ended;
 	int locate_rc;          /* registration happens before main: checked there */
+	int may_print;          /* mearas_image_may_print's answer */
 	char err[256];
 };
 
@@ -84,8 +85,10 @@ void **__cudaRegisterFatBinary(void *wrapper)
 	size_t size;
 	m->locate_rc = mearas_fatbin_locate(wrapper, &fatbin, &size);
 	m->wrapper_version = ((const int *)wrapper)[1];
-	if (m->locate_rc == 0)
+	if (m->locate_rc == 0) {
 		m->idx = mearas_fatbin_index_new(fatbin, size, m->err, sizeof(m->err));
+		m->may_print = mearas_image_may_print(fatbin, size);
+	}
 	return (void **)m;
 }
 
@@ -283,6 +286,18 @@ static void registration(void *arg)
 	}
 }
 
+/* samples/kernels.cu calls printf: the fat binary that holds it (whatever
+ * nvcc's compression) is found to print */
+static void printf_found(void *arg)
+{
+	int any = 0;
+
+	(void)arg;
+	for (size_t i = 0; i < nmodules; i++)
+		any |= modules[i].may_print;
+	CHECK_MSG(any, "no registered fat binary was found to call vprintf");
+}
+
 /* Every registered function has a layout in the fat binary it came with,
  * and every one has an expectation. */
 static void functions_indexed(void *arg)
@@ -319,6 +334,7 @@ int main(int argc, char **argv)
 
 	check_init(argc, argv);
 	check_run_one("registration", registration, NULL);
+	check_run_one("printf_found", printf_found, NULL);
 	check_run_one("functions_indexed", functions_indexed, NULL);
 	for (size_t s = 0; s < nsets; s++) {
 		for (size_t i = 0; i < sets[s].n; i++) {

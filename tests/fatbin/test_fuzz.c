@@ -35,7 +35,10 @@ static void try_one(const uint8_t *data, size_t len, struct tally *t)
 	char err[256];
 	err[0] = '\0';
 	struct mearas_fatbin_index *idx = mearas_fatbin_index_new(copy, len, err, sizeof(err));
+	int prints = mearas_image_may_print(copy, len); /* the daemon's search of the same bytes */
 	free(copy);
+	if (prints != 0 && prints != 1)
+		t->bad++;
 	if (!idx) {
 		if (err[0] == '\0')
 			t->bad++;	/* refused without a reason */

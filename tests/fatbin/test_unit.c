@@ -304,6 +304,59 @@ static void test_bad_input(void)
 	      "error text truncated to its buffer");
 }
 
+/* ---- mearas_image_may_print ---- */
+
+static const char ptx_prints[] =
+	".version 9.0\n.target sm_90\n.address_size 64\n"
+	".extern .func (.param .b32 func_retval0) vprintf(.param .b64 a, .param .b64 b);\n"
+	".visible .entry k_p() { ret; }\n";
+
+static const char ptx_asserts[] =
+	".version 9.0\n.target sm_90\n.address_size 64\n"
+	".extern .func __assertfail(.param .b64 m, .param .b64 f, .param .b32 l, .param .b64 fn, "
+	".param .b64 s);\n.visible .entry k_q() { ret; }\n";
+
+static int may_print(const struct ent *e, size_t n)
+{
+	return mearas_image_may_print(buf, build(buf, sizeof(buf), e, n));
+}
+
+static void test_may_print_quiet_code(void)
+{
+	struct ent three[] = { raw, lz, zs };
+
+	CHECK_MSG(may_print(three, 3) == 0, "kernels naming neither vprintf nor __assertfail");
+}
+
+static void test_may_print_printf_compressed(void)
+{
+	struct ent lz4[] = { raw, { 1, ptx_prints, LZ4, 0 } }, zstd[] = { zs, { 1, ptx_prints, ZSTD, 0 } };
+
+	CHECK_MSG(may_print(lz4, 2) == 1, "vprintf in an LZ4 entry after a quiet one");
+	CHECK_MSG(may_print(zstd, 2) == 1, "vprintf in a zstd entry after a quiet one");
+}
+
+static void test_may_print_assert(void)
+{
+	struct ent e = { 1, ptx_asserts, RAW, 0 };
+
+	CHECK_MSG(may_print(&e, 1) == 1, "__assertfail");
+}
+
+static void test_may_print_bare_ptx(void)
+{
+	CHECK_MSG(mearas_image_may_print(ptx_prints, sizeof(ptx_prints)) == 1, "PTX text naming vprintf");
+	CHECK_MSG(mearas_image_may_print(ptx_a, sizeof(ptx_a)) == 0, "quiet PTX text");
+}
+
+static void test_may_print_unreadable(void)
+{
+	struct ent bad = { 1, ptx_a, ZSTD, 5 };
+
+	CHECK_MSG(may_print(&bad, 1) == 1, "an entry that does not decompress is taken to print");
+	CHECK_MSG(mearas_image_may_print(NULL, 64) == 1, "no image");
+}
+
 static const struct check_case cases[] = {
 	{ "locate", test_locate },
 	{ "layouts_raw_ptx", test_layouts_raw_ptx },
@@ -318,5 +371,10 @@ static const struct check_case cases[] = {
 	{ "elf_entry_without_image", test_elf_entry_without_image },
 	{ "bad_compressed_payload", test_bad_compressed_payload },
 	{ "bad_input", test_bad_input },
+	{ "may_print_quiet_code", test_may_print_quiet_code },
+	{ "may_print_printf_compressed", test_may_print_printf_compressed },
+	{ "may_print_assert", test_may_print_assert },
+	{ "may_print_bare_ptx", test_may_print_bare_ptx },
+	{ "may_print_unreadable", test_may_print_unreadable },
 };
 CHECK_MAIN(cases)

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* libFuzzer target: the fat binary parser (common/fatbin*.c) on hostile
  * bytes. An index that is built must be self-consistent: every kernel is
- * found by its name, and its parameters lie inside its parameter bytes. */
+ * found by its name, and its parameters lie inside its parameter bytes. The
+ * daemon's search for printing code (mearas_image_may_print) answers 0 or 1. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +16,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char err[256];
 	struct mearas_fatbin_index *idx = mearas_fatbin_index_new(data, size, err, sizeof(err));
 	size_t n;
+	int prints = mearas_image_may_print(data, size);
 
+	if (prints != 0 && prints != 1)
+		abort();
 	if (!idx) {
 		if (strnlen(err, sizeof(err)) == sizeof(err) || err[0] == 0)
 			abort(); /* a failure must come with a reason */

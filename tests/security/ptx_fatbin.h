@@ -15,10 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Writes the fat binary to out (cap bytes); its size, or 0 when it does not fit. */
-static inline size_t ptx_fatbin(uint8_t *out, size_t cap, const char *name, unsigned nparams)
+/* Writes the fat binary to out (cap bytes); its size, or 0 when it does not
+ * fit. `decls` (PTX, may be "") goes before the kernel: an .extern of
+ * vprintf makes a module that may print, as nvcc's code with printf is. */
+static inline size_t ptx_fatbin_with(uint8_t *out, size_t cap, const char *decls, const char *name,
+				     unsigned nparams)
 {
-	size_t ptx_cap = 256 + strlen(name) + 24ull * nparams, n, padded, total;
+	size_t ptx_cap = 256 + strlen(decls) + strlen(name) + 24ull * nparams, n, padded, total;
 	char *ptx = malloc(ptx_cap);
 	uint64_t entries;
 	uint32_t u32;
@@ -27,7 +30,7 @@ static inline size_t ptx_fatbin(uint8_t *out, size_t cap, const char *name, unsi
 	if (!ptx)
 		return 0;
 	n = (size_t)snprintf(ptx, ptx_cap, ".version 8.0\n.target sm_90\n.address_size 64\n"
-			     ".visible .entry %s(", name);
+			     "%s.visible .entry %s(", decls, name);
 	for (unsigned i = 0; i < nparams; i++)
 		n += (size_t)snprintf(ptx + n, ptx_cap - n, "%s\n.param .u32 p%u", i ? "," : "", i);
 	n += (size_t)snprintf(ptx + n, ptx_cap - n, ")\n{\nret;\n}\n");
@@ -59,6 +62,11 @@ static inline size_t ptx_fatbin(uint8_t *out, size_t cap, const char *name, unsi
 	memcpy(out + 16 + 0x40, ptx, n);
 	free(ptx);
 	return total;
+}
+
+static inline size_t ptx_fatbin(uint8_t *out, size_t cap, const char *name, unsigned nparams)
+{
+	return ptx_fatbin_with(out, cap, "", name, nparams);
 }
 
 #endif

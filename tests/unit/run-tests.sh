@@ -105,7 +105,19 @@ for v in plain asan; do
 	run $v/ops_spec 60 $B/$v/test_ops_spec
 	run $v/cu_procaddr 60 $B/$v/test_cu_procaddr
 	run $v/cu_integrity 60 $B/$v/test_cu_integrity
+	run $v/kmd_version 60 $B/$v/test_kmd_version
+	run $v/hostfn_done 60 $B/$v/test_hostfn_done
+	run $v/region_address 60 $B/$v/test_region_address
+	run $v/printf_flush 60 $B/$v/test_printf_flush
 done
+# every test program the Makefile builds is run above
+unlisted=
+for t in $(make -s print-tests); do
+	grep -q "run \$v/${t#test_} " run-tests.sh || unlisted="$unlisted $t"
+done
+start=$(date +%s)
+[ -z "$unlisted" ] || echo "built but not run by run-tests.sh:$unlisted" >"$LOGS/tests_listed.log"
+report tests_listed "$([ -z "$unlisted" ]; echo $?)" "$start"
 # the op generator's refusals of a malformed spec
 run opgen 120 python3 -m pytest -q -p no:cacheprovider ../opgen
 run opgen_types 120 python3 -m mypy --strict ../../scripts/opgen.py ../opgen/test_opgen.py
