@@ -208,7 +208,29 @@ static const char *side_name(int v)
 	return v >= 0 ? "device memory" : v == -2 ? "in a device window but in no live allocation" : "host memory";
 }
 
-static cudaError_t kind_of(enum cudaMemcpyKind *kind, int dv, int sv);
+/* the kind asked for checked against where the sides are (cudaMemcpyDefault: taken from them) */
+static cudaError_t kind_of(enum cudaMemcpyKind *kind, int dv, int sv)
+{
+	if (*kind == cudaMemcpyDefault) {
+		if (dv == -2 || sv == -2)
+			return cudaErrorInvalidValue;
+		*kind = dv >= 0 ? (sv >= 0 ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
+				: (sv >= 0 ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
+		return cudaSuccess;
+	}
+	switch (*kind) {
+	case cudaMemcpyHostToHost:
+		return cudaSuccess;
+	case cudaMemcpyHostToDevice:
+		return dv >= 0 ? cudaSuccess : cudaErrorInvalidValue;
+	case cudaMemcpyDeviceToHost:
+		return sv >= 0 ? cudaSuccess : cudaErrorInvalidValue;
+	case cudaMemcpyDeviceToDevice:
+		return dv >= 0 && sv >= 0 ? cudaSuccess : cudaErrorInvalidValue;
+	default:
+		return cudaErrorInvalidMemcpyDirection;
+	}
+}
 
 static bool pinned(const void *p, uint64_t n)
 {
@@ -239,15 +261,16 @@ static bool pinned_sides(enum cudaMemcpyKind *kind, const void *dst, int dv, uin
 }
 
 /* the copy's kind from where its two sides are (classify, pinned_sides: *moved
- * then); a refusal says at debug level what each side was found to be */
+ * then, when asked); a refusal says at debug level what each side was found to be */
 static cudaError_t resolve_kind(enum cudaMemcpyKind *kind, const void *dst, int dv, uint64_t dn, const void *src,
 				int sv, uint64_t sn, bool *moved)
 {
 	enum cudaMemcpyKind asked = *kind;
-	cudaError_t e;
+	bool was_pinned = pinned_sides(kind, dst, dv, dn, src, sv, sn);
+	cudaError_t e = kind_of(kind, dv, sv);
 
-	*moved = pinned_sides(kind, dst, dv, dn, src, sv, sn);
-	e = kind_of(kind, dv, sv);
+	if (moved)
+		*moved = was_pinned;
 
 	if (e == cudaErrorInvalidValue)
 		log_debug("copy of %llu bytes refused (kind %d): destination %p is %s, source %p is %s",
@@ -255,28 +278,6 @@ static cudaError_t resolve_kind(enum cudaMemcpyKind *kind, const void *dst, int 
 	return e;
 }
 
-static cudaError_t kind_of(enum cudaMemcpyKind *kind, int dv, int sv)
-{
-	if (*kind == cudaMemcpyDefault) {
-		if (dv == -2 || sv == -2)
-			return cudaErrorInvalidValue;
-		*kind = dv >= 0 ? (sv >= 0 ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
-				: (sv >= 0 ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
-		return cudaSuccess;
-	}
-	switch (*kind) {
-	case cudaMemcpyHostToHost:
-		return cudaSuccess;
-	case cudaMemcpyHostToDevice:
-		return dv >= 0 ? cudaSuccess : cudaErrorInvalidValue;
-	case cudaMemcpyDeviceToHost:
-		return sv >= 0 ? cudaSuccess : cudaErrorInvalidValue;
-	case cudaMemcpyDeviceToDevice:
-		return dv >= 0 && sv >= 0 ? cudaSuccess : cudaErrorInvalidValue;
-	default:
-		return cudaErrorInvalidMemcpyDirection;
-	}
-}
 
 cudaError_t rt_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t stream,
 		      bool async)
@@ -406,7 +407,6 @@ cudaError_t rt_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitc
 	struct rt_stream_ref st;
 	struct rt_call c;
 	int dv, sv, vgpu, dir;
-	bool moved;
 	uint64_t dspan, sspan;
 	cudaError_t e = rt_ensure();
 
@@ -420,7 +420,7 @@ cudaError_t rt_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitc
 	sspan = spitch * (height - 1) + width;
 	dv = classify(dst, dspan);
 	sv = classify(src, sspan);
-	e = resolve_kind(&kind, dst, dv, dspan, src, sv, sspan, &moved);
+	e = resolve_kind(&kind, dst, dv, dspan, src, sv, sspan, NULL);
 	if (!e)
 		e = rt_stream_ref(stream, &st);
 	if (e)

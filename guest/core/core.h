@@ -426,6 +426,14 @@ CORE_API cudaError_t rt_host_unregister(void *ptr);
 CORE_API void rt_set_device(int vgpu);
 CORE_API void rt_on_set_device(void (*hook)(int vgpu));
 
+/* a kernel's attributes (FUNC_ATTRS's two words) and occupancy per block
+ * size and dynamic shared memory, asked of the back end once and kept
+ * (funcinfo.c), for both front ends: rt_func_forget drops what is kept for
+ * function id on vgpu (id 0: all of vgpu's; a reset does) */
+CORE_API cudaError_t rt_func_attrs(int vgpu, uint32_t id, uint64_t p[2]);
+CORE_API cudaError_t rt_func_occupancy(int vgpu, uint32_t id, uint64_t block, uint64_t smem, int32_t *blocks);
+CORE_API void rt_func_forget(int vgpu, uint32_t id);
+
 /* device reset (reset.c): resets vgpu on the back end, forgets its
  * allocations and pools, and tells every front end (its hook, registered once) that
  * what it loaded or created there is gone */

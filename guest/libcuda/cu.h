@@ -114,34 +114,17 @@ struct cu_module {
 	unsigned nfns;
 };
 
-/* a function's occupancy answers, kept until one of its attributes is set */
-#define CU_OCC_CACHE 8
-struct cu_occupancy {
-	uint64_t block, smem;
-	int32_t blocks;
-	bool used;
-};
-
 struct cu_function {
 	uint32_t magic;
 	uint32_t id;
 	struct cu_module *m;
 	const struct mearas_kernel_info *info;
 	char *name;
-	/* FUNC_ATTRS's answer, fixed for a loaded function: asked of the back
-	 * end once (frameworks ask for attributes at every launch: a round trip
-	 * each was most of a small model's overhead) */
-	bool attrs_known;
-	uint64_t attrs[2];
-	struct cu_occupancy occ[CU_OCC_CACHE]; /* under launch.c's occupancy lock */
 };
 
 /* a CUfunction, or a CUkernel resolved on the current context's vGPU */
 CU_HIDDEN CUresult cu_function_of(CUfunction f, struct cu_function **out);
 CU_HIDDEN void cu_modules_forget_vgpu(int vgpu);
-
-/* occupancy answers (launch.c): forgotten when an attribute of f is set */
-CU_HIDDEN void cu_occupancy_forget(struct cu_function *f);
 
 /* launches (launch.c): the configuration checked against vgpu's limits;
  * kernelParams (one pointer per parameter) or extra's one buffer packed */

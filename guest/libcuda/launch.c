@@ -182,43 +182,6 @@ CU_EXPORT CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, C
 
 /* ---- occupancy ---- */
 
-/* The back end's occupancy answer for (f, block, smem) is the same until an
- * attribute of f is set: kept in f (a few entries, the oldest replaced), as
- * frameworks ask before many launches. */
-static pthread_mutex_t occupancy_lock = PTHREAD_MUTEX_INITIALIZER;
-
-void cu_occupancy_forget(struct cu_function *f)
-{
-	pthread_mutex_lock(&occupancy_lock);
-	memset(f->occ, 0, sizeof(f->occ));
-	pthread_mutex_unlock(&occupancy_lock);
-}
-
-static bool occupancy_known(struct cu_function *f, uint64_t block, uint64_t smem, int32_t *blocks)
-{
-	bool found = false;
-
-	pthread_mutex_lock(&occupancy_lock);
-	for (unsigned i = 0; i < CU_OCC_CACHE && !found; i++) {
-		const struct cu_occupancy *o = &f->occ[i];
-
-		if (o->used && o->block == block && o->smem == smem) {
-			*blocks = o->blocks;
-			found = true;
-		}
-	}
-	pthread_mutex_unlock(&occupancy_lock);
-	return found;
-}
-
-static void occupancy_keep(struct cu_function *f, uint64_t block, uint64_t smem, int32_t blocks)
-{
-	pthread_mutex_lock(&occupancy_lock);
-	memmove(&f->occ[1], &f->occ[0], (CU_OCC_CACHE - 1) * sizeof(f->occ[0]));
-	f->occ[0] = (struct cu_occupancy){ .block = block, .smem = smem, .blocks = blocks, .used = true };
-	pthread_mutex_unlock(&occupancy_lock);
-}
-
 static CUresult occupancy(int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize)
 {
 	struct cu_function *f;
@@ -232,12 +195,9 @@ static CUresult occupancy(int *numBlocks, CUfunction func, int blockSize, size_t
 	r = cu_function_of(func, &f);
 	if (r)
 		return r;
-	if (!occupancy_known(f, (uint64_t)blockSize, dynamicSMemSize, &blocks)) {
-		r = cu_result(rt_do_OCCUPANCY(f->m->vgpu, f->id, (uint64_t)blockSize, dynamicSMemSize, &blocks));
-		if (r)
-			return r;
-		occupancy_keep(f, (uint64_t)blockSize, dynamicSMemSize, blocks);
-	}
+	r = cu_result(rt_func_occupancy(f->m->vgpu, f->id, (uint64_t)blockSize, dynamicSMemSize, &blocks));
+	if (r)
+		return r;
 	*numBlocks = blocks;
 	return CUDA_SUCCESS;
 }

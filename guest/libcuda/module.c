@@ -720,22 +720,14 @@ CUresult cu_function_of(CUfunction h, struct cu_function **out)
 static CUresult function_attribute(int *pi, CUfunction_attribute attrib, struct cu_function *f)
 {
 	const struct mearas_devinfo *info = rt.v[f->m->vgpu].info;
-	uint64_t p0, p1;
+	uint64_t p[2], p0, p1;
 	int shared;
+	CUresult r = cu_result(rt_func_attrs(f->m->vgpu, f->id, p));
 
-	if (__atomic_load_n(&f->attrs_known, __ATOMIC_ACQUIRE)) {
-		p0 = f->attrs[0];
-		p1 = f->attrs[1];
-	} else {
-		CUresult r = cu_result(rt_do_FUNC_ATTRS(f->m->vgpu, f->id, &p0, &p1));
-
-		if (r)
-			return r;
-		/* threads that race here store the same answer */
-		f->attrs[0] = p0;
-		f->attrs[1] = p1;
-		__atomic_store_n(&f->attrs_known, true, __ATOMIC_RELEASE);
-	}
+	if (r)
+		return r;
+	p0 = p[0];
+	p1 = p[1];
 	shared = (int)(p1 & 0xffffff);
 	switch (attrib) {
 	case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = (int)((p0 >> 16) & 0xffff); break;
@@ -787,10 +779,10 @@ static CUresult set_attribute(struct cu_function *f, CUfunction_attribute attrib
 		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	/* occupancy depends on the attributes set (dynamic shared memory,
 	 * carveout): forgotten before and after, for a thread asking meanwhile */
-	cu_occupancy_forget(f);
+	rt_func_forget(f->m->vgpu, f->id);
 	/* the runtime's attribute numbers are the driver's */
 	r = cu_result(rt_do_FUNC_SET_ATTR(f->m->vgpu, f->id, (int)attrib, value));
-	cu_occupancy_forget(f);
+	rt_func_forget(f->m->vgpu, f->id);
 	return r;
 }
 
@@ -810,10 +802,10 @@ static CUresult set_cache_config(struct cu_function *f, int vgpu, CUfunc_cache c
 {
 	CUresult r;
 
-	cu_occupancy_forget(f);
+	rt_func_forget(vgpu, f->id);
 	/* attribute -1 carries the cache preference to the back end */
 	r = cu_result(rt_do_FUNC_SET_ATTR(vgpu, f->id, -1, (int)config));
-	cu_occupancy_forget(f);
+	rt_func_forget(vgpu, f->id);
 	return r;
 }
 

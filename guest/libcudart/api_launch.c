@@ -149,7 +149,7 @@ static cudaError_t func_on_device(const void *func, struct rt_func **f, int *dev
 RT_EXPORT cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func)
 {
 	struct rt_func *f;
-	uint64_t p[2], p0, p1;
+	uint64_t p[2];
 	int dev;
 	cudaError_t e;
 
@@ -161,16 +161,14 @@ RT_EXPORT cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, con
 	e = rt_func_attrs(dev, rt_func_id(f), p);
 	if (e)
 		return rt_set_error(e);
-	p0 = p[0];
-	p1 = p[1];
 	memset(attr, 0, sizeof(*attr));
-	attr->numRegs = (int)(p0 & 0xffff);
-	attr->maxThreadsPerBlock = (int)((p0 >> 16) & 0xffff);
-	attr->ptxVersion = (int)((p0 >> 32) & 0xffff);
-	attr->binaryVersion = (int)((p0 >> 48) & 0xffff);
-	attr->sharedSizeBytes = p1 & 0xffffff;
-	attr->localSizeBytes = (p1 >> 24) & 0xffffff;
-	attr->constSizeBytes = (p1 >> 48) & 0xffff;
+	attr->numRegs = (int)(p[0] & 0xffff);
+	attr->maxThreadsPerBlock = (int)((p[0] >> 16) & 0xffff);
+	attr->ptxVersion = (int)((p[0] >> 32) & 0xffff);
+	attr->binaryVersion = (int)((p[0] >> 48) & 0xffff);
+	attr->sharedSizeBytes = p[1] & 0xffffff;
+	attr->localSizeBytes = (p[1] >> 24) & 0xffffff;
+	attr->constSizeBytes = (p[1] >> 48) & 0xffff;
 	attr->maxDynamicSharedSizeBytes = (int)(rt.v[dev].prop.sharedMemPerBlock - attr->sharedSizeBytes);
 	attr->preferredShmemCarveout = -1;
 	return cudaSuccess;

@@ -24,12 +24,6 @@ RT_HIDDEN uint32_t rt_func_id(const struct rt_func *f);
 RT_HIDDEN const char *rt_func_name(const struct rt_func *f);
 struct mearas_kernel_info;
 RT_HIDDEN const struct mearas_kernel_info *rt_func_info(const struct rt_func *f);
-/* a function's attributes (FUNC_ATTRS's two words) and occupancy, asked of
- * the back end once and kept (funcinfo.c); rt_func_forget drops what is kept
- * for function id on vgpu (id 0: all of vgpu's) */
-RT_HIDDEN cudaError_t rt_func_attrs(int vgpu, uint32_t id, uint64_t p[2]);
-RT_HIDDEN cudaError_t rt_func_occupancy(int vgpu, uint32_t id, uint64_t block, uint64_t smem, int32_t *blocks);
-RT_HIDDEN void rt_func_forget(int vgpu, uint32_t id);
 /* a launch configuration checked against vgpu's limits (api_launch.c) */
 RT_HIDDEN cudaError_t rt_launch_check(int vgpu, dim3 g, dim3 b, size_t smem);
 RT_HIDDEN cudaError_t rt_func_pack(const struct rt_func *f, void **args, uint8_t *buf, uint32_t *len);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Answers about a kernel that stay the same (api_launch.c): its attributes
+ * Answers about a kernel that stay the same, for the runtime's and the
+ * driver's front ends (libcudart/api_launch.c, libcuda/module.c, launch.c): its attributes
  * (FUNC_ATTRS's answer is fixed for a loaded function) and its occupancy per
  * block size and dynamic shared memory (until an attribute or the cache
  * preference of the function is set on that vGPU, or the vGPU is reset).
@@ -11,7 +12,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
-#include "rt.h"
+#include "core.h"
 
 #define ATTR_SLOTS 1024u
 #define OCC_SLOTS 1024u
