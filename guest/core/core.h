@@ -433,6 +433,12 @@ CORE_API void rt_on_set_device(void (*hook)(int vgpu));
 CORE_API cudaError_t rt_func_attrs(int vgpu, uint32_t id, uint64_t p[2]);
 CORE_API cudaError_t rt_func_occupancy(int vgpu, uint32_t id, uint64_t block, uint64_t smem, int32_t *blocks);
 CORE_API void rt_func_forget(int vgpu, uint32_t id);
+/* attributes a program set on a function (the driver's numbers, which are
+ * the runtime's): noted once the back end took them, read back as set;
+ * rt_func_gone drops a function's when its module goes */
+CORE_API cudaError_t rt_func_note_set(int vgpu, uint32_t id, int attr, int value);
+CORE_API bool rt_func_set_value(int vgpu, uint32_t id, int attr, int *value);
+CORE_API void rt_func_gone(int vgpu, uint32_t id);
 
 /* device reset (reset.c): resets vgpu on the back end, forgets its
  * allocations and pools, and tells every front end (its hook, registered once) that

@@ -8,9 +8,15 @@
  * Libraries such as CUB ask before every launch, and each answer from the
  * back end is a round trip. Two small direct-mapped tables keyed by the
  * function's handle (handles are never reused) and the vGPU.
+ *
+ * And the attributes a program set (dynamic shared memory, carveout,
+ * cluster shape ...): the driver reads them back as set, so the front ends
+ * answer them from here. Kept until the function's module goes or the vGPU
+ * is reset, never evicted.
  */
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdlib.h>
 
 #include "core.h"
 
@@ -30,9 +36,18 @@ struct occ_slot {
 	int32_t blocks;
 };
 
+struct set_attr {
+	uint32_t id;
+	int vgpu, attr, value;
+	struct set_attr *next;
+};
+
+#define SET_BUCKETS 256u
+
 /* id 0 marks a free slot (handles start at 1) */
 static struct attr_slot attr_slots[ATTR_SLOTS];
 static struct occ_slot occ_slots[OCC_SLOTS];
+static struct set_attr *set_attrs[SET_BUCKETS];
 static pthread_mutex_t info_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static unsigned slot_of(uint64_t a, uint64_t b, uint64_t c, unsigned n)
@@ -89,6 +104,26 @@ cudaError_t rt_func_occupancy(int vgpu, uint32_t id, uint64_t block, uint64_t sm
 	return cudaSuccess;
 }
 
+/* under info_lock: the values set for (vgpu, id), every function's of vgpu
+ * when id is 0, dropped */
+static void drop_set_values(int vgpu, uint32_t id)
+{
+	for (unsigned b = 0; b < SET_BUCKETS; b++) {
+		struct set_attr **pp = &set_attrs[b];
+
+		while (*pp) {
+			struct set_attr *a = *pp;
+
+			if (a->vgpu == vgpu && (!id || a->id == id)) {
+				*pp = a->next;
+				free(a);
+			} else {
+				pp = &a->next;
+			}
+		}
+	}
+}
+
 void rt_func_forget(int vgpu, uint32_t id)
 {
 	pthread_mutex_lock(&info_lock);
@@ -98,5 +133,58 @@ void rt_func_forget(int vgpu, uint32_t id)
 	for (unsigned i = 0; i < ATTR_SLOTS && !id; i++)
 		if (attr_slots[i].vgpu == vgpu)
 			attr_slots[i].id = 0;
+	if (!id)
+		drop_set_values(vgpu, 0);
 	pthread_mutex_unlock(&info_lock);
+}
+
+void rt_func_gone(int vgpu, uint32_t id)
+{
+	pthread_mutex_lock(&info_lock);
+	for (unsigned i = 0; i < OCC_SLOTS; i++)
+		if (occ_slots[i].vgpu == vgpu && occ_slots[i].id == id)
+			occ_slots[i].id = 0;
+	drop_set_values(vgpu, id);
+	pthread_mutex_unlock(&info_lock);
+}
+
+static struct set_attr **set_bucket(int vgpu, uint32_t id)
+{
+	return &set_attrs[slot_of(id, (uint64_t)vgpu, 0, SET_BUCKETS)];
+}
+
+cudaError_t rt_func_note_set(int vgpu, uint32_t id, int attr, int value)
+{
+	struct set_attr *a;
+
+	pthread_mutex_lock(&info_lock);
+	for (a = *set_bucket(vgpu, id); a; a = a->next)
+		if (a->id == id && a->vgpu == vgpu && a->attr == attr)
+			break;
+	if (!a) {
+		a = malloc(sizeof(*a));
+		if (!a) {
+			pthread_mutex_unlock(&info_lock);
+			return cudaErrorMemoryAllocation;
+		}
+		*a = (struct set_attr){ .id = id, .vgpu = vgpu, .attr = attr, .next = *set_bucket(vgpu, id) };
+		*set_bucket(vgpu, id) = a;
+	}
+	a->value = value;
+	pthread_mutex_unlock(&info_lock);
+	return cudaSuccess;
+}
+
+bool rt_func_set_value(int vgpu, uint32_t id, int attr, int *value)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&info_lock);
+	for (const struct set_attr *a = *set_bucket(vgpu, id); a && !found; a = a->next)
+		if (a->id == id && a->vgpu == vgpu && a->attr == attr) {
+			*value = a->value;
+			found = true;
+		}
+	pthread_mutex_unlock(&info_lock);
+	return found;
 }

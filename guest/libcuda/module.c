@@ -529,6 +529,8 @@ static void function_free(struct cu_function *f)
 {
 	if (!f)
 		return;
+	if (f->m)
+		rt_func_gone(f->m->vgpu, f->id);
 	f->magic = 0;
 	free(f->name);
 	free(f);
@@ -726,6 +728,9 @@ static CUresult function_attribute(int *pi, CUfunction_attribute attrib, struct 
 
 	if (r)
 		return r;
+	/* what the program set reads back as set */
+	if (rt_func_set_value(f->m->vgpu, f->id, (int)attrib, pi))
+		return CUDA_SUCCESS;
 	p0 = p[0];
 	p1 = p[1];
 	shared = (int)(p1 & 0xffffff);
@@ -783,6 +788,8 @@ static CUresult set_attribute(struct cu_function *f, CUfunction_attribute attrib
 	/* the runtime's attribute numbers are the driver's */
 	r = cu_result(rt_do_FUNC_SET_ATTR(f->m->vgpu, f->id, (int)attrib, value));
 	rt_func_forget(f->m->vgpu, f->id);
+	if (!r)
+		r = cu_result(rt_func_note_set(f->m->vgpu, f->id, (int)attrib, value));
 	return r;
 }
 

@@ -171,6 +171,19 @@ RT_EXPORT cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, con
 	attr->constSizeBytes = (p[1] >> 48) & 0xffff;
 	attr->maxDynamicSharedSizeBytes = (int)(rt.v[dev].prop.sharedMemPerBlock - attr->sharedSizeBytes);
 	attr->preferredShmemCarveout = -1;
+	/* what the program set reads back as set */
+	rt_func_set_value(dev, rt_func_id(f), cudaFuncAttributeMaxDynamicSharedMemorySize,
+			  &attr->maxDynamicSharedSizeBytes);
+	rt_func_set_value(dev, rt_func_id(f), cudaFuncAttributePreferredSharedMemoryCarveout,
+			  &attr->preferredShmemCarveout);
+	rt_func_set_value(dev, rt_func_id(f), cudaFuncAttributeClusterDimMustBeSet, &attr->clusterDimMustBeSet);
+	rt_func_set_value(dev, rt_func_id(f), cudaFuncAttributeRequiredClusterWidth, &attr->requiredClusterWidth);
+	rt_func_set_value(dev, rt_func_id(f), cudaFuncAttributeRequiredClusterHeight, &attr->requiredClusterHeight);
+	rt_func_set_value(dev, rt_func_id(f), cudaFuncAttributeRequiredClusterDepth, &attr->requiredClusterDepth);
+	rt_func_set_value(dev, rt_func_id(f), cudaFuncAttributeNonPortableClusterSizeAllowed,
+			  &attr->nonPortableClusterSizeAllowed);
+	rt_func_set_value(dev, rt_func_id(f), cudaFuncAttributeClusterSchedulingPolicyPreference,
+			  &attr->clusterSchedulingPolicyPreference);
 	return cudaSuccess;
 }
 
@@ -190,6 +203,9 @@ static cudaError_t set_attr(const void *func, int attr, int value)
 	rt_func_forget(dev, rt_func_id(f));
 	e = rt_do_FUNC_SET_ATTR(dev, rt_func_id(f), attr, value);
 	rt_func_forget(dev, rt_func_id(f));
+	/* attributes, unlike the cache preference (-1), read back as set */
+	if (!e && attr >= 0)
+		e = rt_func_note_set(dev, rt_func_id(f), attr, value);
 	return e;
 }
 

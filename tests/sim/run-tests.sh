@@ -362,6 +362,7 @@ for m in access refused; do
 	run_test "drv_managed_$m" prog drv_managed "$m"
 done
 run_test rt_managed prog rt_managed
+run_test fn_set_attrs prog fn_set_attrs
 run_test drv_func_queries func_queries drv_func_queries
 run_test rt_func_queries func_queries rt_func_queries
 for m in dtoh htod dtod registered pageable; do
@@ -385,7 +386,7 @@ declare -A static_not_yet=(
 for p in reg_plain reg_templates reg_extern_c reg_big_params reg_launch_apis reg_per_thread reg_rdc \
 	reg_symbols mem_memset mem_2d mem_register mem_register_shared err_codes err_last_error graph_host_func mem_roundtrip \
 	conc_threads conc_cross_event dev_props dev_pointers dev_limits dev_profiler mem_pools graph_capture_api graph_nodes launch_attrs \
-	ctx_runtime_binds lib_cufft rt_managed; do
+	ctx_runtime_binds lib_cufft rt_managed fn_set_attrs; do
 	if [ -n "${static_not_yet[$p]:-}" ]; then
 		printf 'SKIP  %-28s %s\n' "static/$p" "${static_not_yet[$p]}"
 		continue
