@@ -40,6 +40,13 @@ struct mdev_launch {
 	uint32_t param_bytes;
 };
 
+/* one input of a link (LINK record): a CUjitInputType and its bytes */
+struct mdev_link_input {
+	uint32_t type;
+	const void *data;
+	uint64_t size;
+};
+
 struct mdev_ops {
 	const char *name;
 	const char *startup_note;
@@ -82,6 +89,12 @@ struct mdev_ops {
 			 uint64_t width, uint64_t height);
 
 	int (*module_load)(struct mdev *d, const void *image, size_t size, void **module);
+	/* links n inputs with the JIT options opt[i] = val[i] (include/mearas/
+	 * link.h): the image goes to out when it fits cap bytes, *size its size;
+	 * a link error is *link_error (a CUDA error), its log then in out, *size
+	 * bytes. The return: the call's own failure (out of memory ...) */
+	int (*link)(struct mdev *d, const struct mdev_link_input *in, unsigned n, const uint32_t *opt,
+		    const uint32_t *val, unsigned nopt, void *out, uint64_t cap, uint64_t *size, int *link_error);
 	void (*module_unload)(struct mdev *d, void *module);
 	/* nparams/param_bytes: what the device says of the kernel's parameters
 	 * (0xffffffff when it cannot tell) */

@@ -16,6 +16,7 @@
 
 #include "device.h"
 #include "mearas/log.h"
+#include "mearas/link.h"
 #include "mearas/tensormap.h"
 #include "kmd_version.h"
 #include "pcie_link.h"
@@ -46,7 +47,8 @@
 	X(cuLaunchHostFunc) X(cuGetErrorName) X(cuDeviceCanAccessPeer)        \
 	X(cuCtxSynchronize) X(cuStreamSynchronize) X(cuEventSynchronize)        \
 	X(cuGraphGetNodes) X(cuGraphNodeGetType) X(cuGraphHostNodeGetParams)      \
-	X(cuCtxSetLimit) X(cuCtxGetLimit) X(cuProfilerStart) X(cuProfilerStop)
+	X(cuCtxSetLimit) X(cuCtxGetLimit) X(cuProfilerStart) X(cuProfilerStop)   \
+	X(cuLinkCreate) X(cuLinkAddData) X(cuLinkComplete) X(cuLinkDestroy)
 
 #define SYM_STR2(x) #x
 #define SYM_STR(x) SYM_STR2(x)
@@ -426,6 +428,57 @@ static int cuda_module_load(struct mdev *d, const void *image, size_t size, void
 		return cu_err(r);
 	}
 	*module = m;
+	return 0;
+}
+
+/* the host driver's linker, on this device's context (the caller's thread
+ * has it current), for the GPU behind the vGPU */
+static int cuda_link(struct mdev *d, const struct mdev_link_input *in, unsigned n, const uint32_t *opt,
+		     const uint32_t *val, unsigned nopt, void *out, uint64_t cap, uint64_t *size, int *link_error)
+{
+	char *log = malloc(MEARAS_LINK_LOG_BYTES);
+	CUjit_option o[MEARAS_LINK_MAX_OPTS + 2];
+	void *ov[MEARAS_LINK_MAX_OPTS + 2];
+	CUlinkState st;
+	void *image = NULL;
+	size_t isize = 0;
+	unsigned k = 0;
+	CUresult r;
+
+	(void)d;
+	if (!log)
+		return cudaErrorMemoryAllocation;
+	for (; k < nopt; k++) {
+		o[k] = (CUjit_option)opt[k];
+		ov[k] = (void *)(uintptr_t)val[k];
+	}
+	log[0] = '\0';
+	o[k] = CU_JIT_ERROR_LOG_BUFFER;
+	ov[k++] = log;
+	o[k] = CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES;
+	ov[k++] = (void *)(uintptr_t)MEARAS_LINK_LOG_BYTES;
+	r = p_cuLinkCreate(k, o, ov, &st);
+	if (r) {
+		free(log);
+		return cu_err(r);
+	}
+	for (unsigned i = 0; i < n && !r; i++)
+		r = p_cuLinkAddData(st, (CUjitInputType)in[i].type, (void *)in[i].data, in[i].size, NULL, 0, NULL,
+				    NULL);
+	if (!r)
+		r = p_cuLinkComplete(st, &image, &isize);
+	*link_error = cu_err(r);
+	if (r) {
+		/* the log's length, as the driver leaves it, bounded */
+		*size = strnlen(log, MEARAS_LINK_LOG_BYTES - 1);
+		memcpy(out, log, *size < cap ? *size : cap);
+	} else {
+		*size = isize;
+		if (isize <= cap)
+			memcpy(out, image, isize);
+	}
+	p_cuLinkDestroy(st);
+	free(log);
 	return 0;
 }
 
@@ -929,6 +982,7 @@ const struct mdev_ops mdev_cuda_ops = {
 	.memset_2d = cuda_memset_2d,
 	.module_load = cuda_module_load,
 	.module_unload = cuda_module_unload,
+	.link = cuda_link,
 	.func_get = cuda_func_get,
 	.func_attrs = cuda_func_attrs,
 	.func_set_attr = cuda_func_set_attr,

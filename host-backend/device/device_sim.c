@@ -37,6 +37,7 @@
 #include "mearas/fatbin.h"
 #include "mearas/log.h"
 #include "mearas/tensormap.h"
+#include "device_sim_link.h"
 
 #define SIM_MEMORY      (16ull << 30)   /* reported total memory */
 #define SIM_GRANULARITY (2ull << 20)
@@ -1494,6 +1495,7 @@ const struct mdev_ops mdev_sim_ops = {
 	.memset_2d = sim_memset_2d,
 	.module_load = sim_module_load,
 	.module_unload = sim_module_unload,
+	.link = sim_link,
 	.func_get = sim_func_get,
 	.func_put = sim_func_put,
 	.func_name = sim_func_name,

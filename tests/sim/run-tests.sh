@@ -362,6 +362,9 @@ for m in access refused; do
 	run_test "drv_managed_$m" prog drv_managed "$m"
 done
 run_test rt_managed prog rt_managed
+for m in linked unresolved refused; do
+	run_test "drv_link_$m" prog drv_link "$m"
+done
 run_test fn_set_attrs prog fn_set_attrs
 run_test drv_func_queries func_queries drv_func_queries
 run_test rt_func_queries func_queries rt_func_queries

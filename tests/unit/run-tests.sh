@@ -109,10 +109,11 @@ for v in plain asan; do
 	run $v/hostfn_done 60 $B/$v/test_hostfn_done
 	run $v/region_address 60 $B/$v/test_region_address
 	run $v/printf_flush 60 $B/$v/test_printf_flush
+	run $v/exec_link 60 $B/$v/test_exec_link
 done
 # every test program the Makefile builds is run above
 unlisted=
-for t in $(make -s print-tests); do
+for t in $(make -s --no-print-directory print-tests); do
 	grep -q "run \$v/${t#test_} " run-tests.sh || unlisted="$unlisted $t"
 done
 start=$(date +%s)

@@ -3,8 +3,10 @@
 // cuModuleLoadData and launched with cuLaunchKernel on a runtime stream with
 // runtime-allocated memory; an extern "C" kernel compiled to PTX (compute_90),
 // JIT-loaded with cuLibraryLoadData and launched through cuLibraryGetKernel +
-// cuKernelGetFunction on a driver stream with cuMemAlloc memory; a source with
-// an error fails with NVRTC_ERROR_COMPILATION. Integer kernels: exact checks.
+// cuKernelGetFunction on a driver stream with cuMemAlloc memory; a kernel and
+// the device function it calls compiled apart (relocatable PTX) and linked
+// with cuLinkCreate / cuLinkAddData / cuLinkComplete; a source with an error
+// fails with NVRTC_ERROR_COMPILATION. Integer kernels: exact checks.
 #include <string>
 #include <cuda.h>
 #include <nvrtc.h>
@@ -38,6 +40,26 @@ extern "C" __global__ void mix(unsigned int *v, int n)
 }
 )";
 
+// the same hash, its kernel and its device function in two sources, linked
+static const char *linked_kernel = R"(
+__device__ unsigned int scramble(unsigned int v, int i);
+extern "C" __global__ void linked(unsigned int *v, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        v[i] = scramble(v[i], i);
+}
+)";
+
+static const char *linked_helper = R"(
+__device__ unsigned int scramble(unsigned int v, int i)
+{
+    unsigned int h = v ^ (unsigned int)i;
+    h ^= h >> 16; h *= 0x7feb352du; h ^= h >> 15; h *= 0x846ca68bu; h ^= h >> 16;
+    return h;
+}
+)";
+
 static unsigned int mix_cpu(unsigned int v, int i)
 {
     unsigned int h = v ^ (unsigned int)i;
@@ -49,16 +71,17 @@ static unsigned int mix_cpu(unsigned int v, int i)
     return h;
 }
 
-// Compiles `src` with one option; returns the cubin or PTX, and the lowered
-// name of `expr` if given.
+// Compiles `src` with one option (and a second, if given); returns the cubin
+// or PTX, and the lowered name of `expr` if given.
 static std::string compile(const char *src, const char *option, bool cubin, const char *expr,
-                           std::string *lowered)
+                           std::string *lowered, const char *option2 = nullptr)
 {
+    const char *options[] = {option, option2};
     nvrtcProgram prog;
     CHECK_NVRTC(nvrtcCreateProgram(&prog, src, "lib_nvrtc.cu", 0, nullptr, nullptr));
     if (expr)
         CHECK_NVRTC(nvrtcAddNameExpression(prog, expr));
-    nvrtcResult res = nvrtcCompileProgram(prog, 1, &option);
+    nvrtcResult res = nvrtcCompileProgram(prog, option2 ? 2 : 1, options);
     if (res != NVRTC_SUCCESS) {
         size_t n = 0;
         CHECK_NVRTC(nvrtcGetProgramLogSize(prog, &n));
@@ -145,6 +168,44 @@ int main(void)
     CHECK_CU(cuMemFree(dv));
     CHECK_CU(cuStreamDestroy(ds));
     CHECK_CU(cuLibraryUnload(lib));
+
+    // separate compilation: cuLink on the device's context joins the two
+    std::string kptx = compile(linked_kernel, "--gpu-architecture=compute_90", false, nullptr, nullptr,
+                               "--relocatable-device-code=true");
+    std::string hptx = compile(linked_helper, "--gpu-architecture=compute_90", false, nullptr, nullptr,
+                               "--relocatable-device-code=true");
+    char link_log[4096] = "";
+    CUjit_option link_opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *link_vals[] = {link_log, (void *)(uintptr_t)sizeof(link_log)};
+    CUlinkState link;
+    void *image = nullptr;
+    size_t image_size = 0;
+    CHECK_CU(cuLinkCreate(2, link_opts, link_vals, &link));
+    CHECK_CU(cuLinkAddData(link, CU_JIT_INPUT_PTX, (void *)kptx.c_str(), kptx.size(), "kernel", 0, nullptr,
+                           nullptr));
+    CHECK_CU(cuLinkAddData(link, CU_JIT_INPUT_PTX, (void *)hptx.c_str(), hptx.size(), "helper", 0, nullptr,
+                           nullptr));
+    CUresult lr = cuLinkComplete(link, &image, &image_size);
+    REQUIRE(lr == CUDA_SUCCESS, "cuLinkComplete: %s: %s", cu_name(lr), link_log);
+    CUmodule linked_mod;
+    CUfunction linked_fn;
+    CHECK_CU(cuModuleLoadData(&linked_mod, image));
+    CHECK_CU(cuLinkDestroy(link));
+    CHECK_CU(cuModuleGetFunction(&linked_fn, linked_mod, "linked"));
+    CHECK_CU(cuStreamCreate(&ds, CU_STREAM_NON_BLOCKING));
+    CHECK_CU(cuMemAlloc(&dv, n * sizeof(unsigned int)));
+    CHECK_CU(cuMemcpyHtoDAsync(dv, v.data(), n * sizeof(unsigned int), ds));
+    void *linked_args[] = {&dv, &count};
+    CHECK_CU(cuLaunchKernel(linked_fn, blocks, 1, 1, threads, 1, 1, 0, ds, linked_args, nullptr));
+    CHECK_CU(cuMemcpyDtoHAsync(back.data(), dv, n * sizeof(unsigned int), ds));
+    CHECK_CU(cuStreamSynchronize(ds));
+    for (int i = 0; i < n; i++)
+        REQUIRE(back[i] == mix_cpu(v[i], i), "linked[%d] = %08x, expected %08x", i, back[i],
+                mix_cpu(v[i], i));
+    std::printf("nvrtc relocatable PTX x2, cuLinkComplete, linked n=%d: exact: yes\n", n);
+    CHECK_CU(cuMemFree(dv));
+    CHECK_CU(cuStreamDestroy(ds));
+    CHECK_CU(cuModuleUnload(linked_mod));
 
     nvrtcProgram bad;
     const char *opt = "--gpu-architecture=sm_90";
