@@ -124,6 +124,9 @@ struct cu_function {
 
 /* a CUfunction, or a CUkernel resolved on the current context's vGPU */
 CU_HIDDEN CUresult cu_function_of(CUfunction f, struct cu_function **out);
+/* a whole file (module.c), malloc'd with one zero byte more (PTX text ends
+ * there); *size (may be NULL) its length */
+CU_HIDDEN CUresult cu_read_file(const char *fname, void **data, size_t *size);
 CU_HIDDEN void cu_modules_forget_vgpu(int vgpu);
 
 /* launches (launch.c): the configuration checked against vgpu's limits;

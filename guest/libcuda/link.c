@@ -10,7 +10,6 @@
  * log fills the caller's error buffer; the info log is empty. The scalar JIT
  * options go to the host's linker; the others are not carried (said once).
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,30 +176,6 @@ CU_EXPORT CUresult CUDAAPI cuLinkAddData_v2(CUlinkState state, CUjitInputType ty
 	return add_data(state, type, data, size, numOptions);
 }
 
-/* the whole file at path, malloc'd */
-static CUresult read_file(const char *path, void **data, size_t *size)
-{
-	FILE *f = fopen(path, "rb");
-	long n;
-
-	if (!f)
-		return CU_REFUSE(CUDA_ERROR_FILE_NOT_FOUND);
-	if (fseek(f, 0, SEEK_END) || (n = ftell(f)) <= 0 || (uint64_t)n > MEARAS_LINK_MAX_BYTES ||
-	    fseek(f, 0, SEEK_SET)) {
-		fclose(f);
-		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
-	}
-	*data = malloc((size_t)n);
-	if (!*data || fread(*data, 1, (size_t)n, f) != (size_t)n) {
-		free(*data);
-		fclose(f);
-		return CU_REFUSE(*data ? CUDA_ERROR_FILE_NOT_FOUND : CUDA_ERROR_OUT_OF_MEMORY);
-	}
-	fclose(f);
-	*size = (size_t)n;
-	return CUDA_SUCCESS;
-}
-
 static CUresult add_file(CUlinkState state, CUjitInputType type, const char *path, unsigned n)
 {
 	static int said;
@@ -212,7 +187,11 @@ static CUresult add_file(CUlinkState state, CUjitInputType type, const char *pat
 	if (!r && !l)
 		r = CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 	if (!r)
-		r = read_file(path, &data, &size);
+		r = cu_read_file(path, &data, &size);
+	if (!r && (!size || size > MEARAS_LINK_MAX_BYTES)) {
+		free(data);
+		r = CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
+	}
 	if (r)
 		return r;
 	if (n)

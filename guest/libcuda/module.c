@@ -157,7 +157,7 @@ CU_EXPORT CUresult CUDAAPI cuModuleLoadFatBinary(CUmodule *module, const void *f
 	return cuModuleLoadData(module, fatCubin);
 }
 
-static CUresult read_file(const char *fname, void **data)
+CUresult cu_read_file(const char *fname, void **data, size_t *size)
 {
 	FILE *f;
 	long len;
@@ -179,13 +179,15 @@ static CUresult read_file(const char *fname, void **data)
 		return CU_REFUSE(*data ? CUDA_ERROR_FILE_NOT_FOUND : CUDA_ERROR_OUT_OF_MEMORY);
 	}
 	fclose(f);
+	if (size)
+		*size = (size_t)len;
 	return CUDA_SUCCESS;
 }
 
 CU_EXPORT CUresult CUDAAPI cuModuleLoad(CUmodule *module, const char *fname)
 {
 	void *data;
-	CUresult r = read_file(fname, &data);
+	CUresult r = cu_read_file(fname, &data, NULL);
 
 	if (r)
 		return r;
@@ -515,7 +517,7 @@ CU_EXPORT CUresult CUDAAPI cuLibraryLoadFromFile(CUlibrary *library, const char 
 						 unsigned int numLibraryOptions)
 {
 	void *data;
-	CUresult r = read_file(fileName, &data);
+	CUresult r = cu_read_file(fileName, &data, NULL);
 
 	if (r)
 		return r;

@@ -104,6 +104,31 @@ static std::string compile(const char *src, const char *option, bool cubin, cons
     return code;
 }
 
+// Runs hash kernel f (unsigned *v, int n) over n random words on a driver
+// stream with cuMemAlloc memory; every word must be mix_cpu's.
+static void run_hash(CUfunction f, const char *name, int n)
+{
+    const int threads = 256, blocks = (n + threads - 1) / threads;
+    std::vector<unsigned int> v(n), back(n);
+    unsigned int seed = 99u;
+    for (auto &e : v)
+        e = lcg_next(&seed);
+    CUstream ds;
+    CUdeviceptr dv;
+    CHECK_CU(cuStreamCreate(&ds, CU_STREAM_NON_BLOCKING));
+    CHECK_CU(cuMemAlloc(&dv, n * sizeof(unsigned int)));
+    CHECK_CU(cuMemcpyHtoDAsync(dv, v.data(), n * sizeof(unsigned int), ds));
+    void *args[] = {&dv, &n};
+    CHECK_CU(cuLaunchKernel(f, blocks, 1, 1, threads, 1, 1, 0, ds, args, nullptr));
+    CHECK_CU(cuMemcpyDtoHAsync(back.data(), dv, n * sizeof(unsigned int), ds));
+    CHECK_CU(cuStreamSynchronize(ds));
+    for (int i = 0; i < n; i++)
+        REQUIRE(back[i] == mix_cpu(v[i], i), "%s[%d] = %08x, expected %08x", name, i, back[i],
+                mix_cpu(v[i], i));
+    CHECK_CU(cuMemFree(dv));
+    CHECK_CU(cuStreamDestroy(ds));
+}
+
 int main(void)
 {
     const int n = 100003, threads = 256, blocks = (n + threads - 1) / threads;
@@ -146,27 +171,10 @@ int main(void)
     CHECK_CU(cuLibraryLoadData(&lib, ptx.c_str(), nullptr, nullptr, 0, nullptr, nullptr, 0));
     CHECK_CU(cuLibraryGetKernel(&kern, lib, "mix"));
     CHECK_CU(cuKernelGetFunction(&mix, kern));
-    std::vector<unsigned int> v(n), back(n);
-    unsigned int seed = 99u;
-    for (auto &e : v)
-        e = lcg_next(&seed);
-    CUstream ds;
-    CUdeviceptr dv;
-    CHECK_CU(cuStreamCreate(&ds, CU_STREAM_NON_BLOCKING));
-    CHECK_CU(cuMemAlloc(&dv, n * sizeof(unsigned int)));
-    CHECK_CU(cuMemcpyHtoDAsync(dv, v.data(), n * sizeof(unsigned int), ds));
-    void *mix_args[] = {&dv, &count};
-    CHECK_CU(cuLaunchKernel(mix, blocks, 1, 1, threads, 1, 1, 0, ds, mix_args, nullptr));
-    CHECK_CU(cuMemcpyDtoHAsync(back.data(), dv, n * sizeof(unsigned int), ds));
-    CHECK_CU(cuStreamSynchronize(ds));
-    for (int i = 0; i < n; i++)
-        REQUIRE(back[i] == mix_cpu(v[i], i), "mix[%d] = %08x, expected %08x", i, back[i],
-                mix_cpu(v[i], i));
+    run_hash(mix, "mix", n);
     std::printf("nvrtc compute_90 PTX, cuLibraryLoadData, mix n=%d on a driver stream: exact: "
                 "yes\n",
                 n);
-    CHECK_CU(cuMemFree(dv));
-    CHECK_CU(cuStreamDestroy(ds));
     CHECK_CU(cuLibraryUnload(lib));
 
     // separate compilation: cuLink on the device's context joins the two
@@ -192,19 +200,8 @@ int main(void)
     CHECK_CU(cuModuleLoadData(&linked_mod, image));
     CHECK_CU(cuLinkDestroy(link));
     CHECK_CU(cuModuleGetFunction(&linked_fn, linked_mod, "linked"));
-    CHECK_CU(cuStreamCreate(&ds, CU_STREAM_NON_BLOCKING));
-    CHECK_CU(cuMemAlloc(&dv, n * sizeof(unsigned int)));
-    CHECK_CU(cuMemcpyHtoDAsync(dv, v.data(), n * sizeof(unsigned int), ds));
-    void *linked_args[] = {&dv, &count};
-    CHECK_CU(cuLaunchKernel(linked_fn, blocks, 1, 1, threads, 1, 1, 0, ds, linked_args, nullptr));
-    CHECK_CU(cuMemcpyDtoHAsync(back.data(), dv, n * sizeof(unsigned int), ds));
-    CHECK_CU(cuStreamSynchronize(ds));
-    for (int i = 0; i < n; i++)
-        REQUIRE(back[i] == mix_cpu(v[i], i), "linked[%d] = %08x, expected %08x", i, back[i],
-                mix_cpu(v[i], i));
+    run_hash(linked_fn, "linked", n);
     std::printf("nvrtc relocatable PTX x2, cuLinkComplete, linked n=%d: exact: yes\n", n);
-    CHECK_CU(cuMemFree(dv));
-    CHECK_CU(cuStreamDestroy(ds));
     CHECK_CU(cuModuleUnload(linked_mod));
 
     nvrtcProgram bad;
