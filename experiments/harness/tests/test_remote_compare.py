@@ -12,9 +12,10 @@ from mearas_exp.config import REPO
 COMPARE = REPO / "experiments/microbench/remote_compare.py"
 
 
-def run(tmp_path: Path, up: str, down: str, streams: int) -> list[dict[str, object]]:
+def run(tmp_path: Path, up: str, down: str, streams: int, sync_us: float = 30.0,
+        out_lines: list[str] | None = None) -> list[dict[str, object]]:
     (tmp_path / "native.txt").write_text("METRIC sync_roundtrip_us us 7.0\n")
-    (tmp_path / "remote.txt").write_text("METRIC sync_roundtrip_us us 30.0\nMETRIC h2d_pinned_gbps GB/s 2.0\n"
+    (tmp_path / "remote.txt").write_text(f"METRIC sync_roundtrip_us us {sync_us}\nMETRIC h2d_pinned_gbps GB/s 2.0\n"
                                          "METRIC d2h_pinned_gbps GB/s 2.5\n")
     (tmp_path / "tcp.txt").write_text("METRIC raw_tcp_gbps GB/s 3.0\n")
     (tmp_path / "up.json").write_text(up)
@@ -29,6 +30,8 @@ def run(tmp_path: Path, up: str, down: str, streams: int) -> list[dict[str, obje
                         "--link-streams", str(tmp_path / "streams.txt"), "--transport", "tls",
                         "--device", "test", "--out", str(out)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
+    if out_lines is not None:
+        out_lines.extend(r.stdout.splitlines())
     rows: list[dict[str, object]] = json.loads(out.read_text())
     return rows
 
@@ -56,3 +59,11 @@ def test_iperf3_streams_must_match_the_link(tmp_path: Path) -> None:
     assert by["h2d_gbps_vs_iperf3"]["ratio"] == 0.5 and by["d2h_gbps_vs_iperf3"]["ratio"] == 0.5
     assert by["h2d_gbps_vs_iperf3_multi"]["native"] is None
     assert by["h2d_gbps_vs_iperf3_multi"]["error"] == "iperf3 ran with 1 streams, the link used 4"
+
+
+def test_sync_target_is_native_plus_15_us(tmp_path: Path) -> None:
+    for sync_us, verdict in ((22.0, "ok"), (22.5, "MISSED")):
+        lines: list[str] = []
+        run(tmp_path, iperf3_json(4.0, 1), iperf3_json(5.0, 1), 1, sync_us, lines)
+        row = next(x for x in lines if x.startswith("sync_roundtrip_us"))
+        assert "<= native + 15 us" in row and row.split()[-1] == verdict, row
