@@ -124,27 +124,31 @@ static void drop_set_values(int vgpu, uint32_t id)
 	}
 }
 
-void rt_func_forget(int vgpu, uint32_t id)
+/* under info_lock: what is kept for function id on vgpu (id 0: all of
+ * vgpu's) dropped; its set values too when set_values (always for id 0) */
+static void forget_locked(int vgpu, uint32_t id, bool set_values)
 {
-	pthread_mutex_lock(&info_lock);
 	for (unsigned i = 0; i < OCC_SLOTS; i++)
 		if (occ_slots[i].vgpu == vgpu && (!id || occ_slots[i].id == id))
 			occ_slots[i].id = 0;
 	for (unsigned i = 0; i < ATTR_SLOTS && !id; i++)
 		if (attr_slots[i].vgpu == vgpu)
 			attr_slots[i].id = 0;
-	if (!id)
-		drop_set_values(vgpu, 0);
+	if (set_values || !id)
+		drop_set_values(vgpu, id);
+}
+
+void rt_func_forget(int vgpu, uint32_t id)
+{
+	pthread_mutex_lock(&info_lock);
+	forget_locked(vgpu, id, false);
 	pthread_mutex_unlock(&info_lock);
 }
 
 void rt_func_gone(int vgpu, uint32_t id)
 {
 	pthread_mutex_lock(&info_lock);
-	for (unsigned i = 0; i < OCC_SLOTS; i++)
-		if (occ_slots[i].vgpu == vgpu && occ_slots[i].id == id)
-			occ_slots[i].id = 0;
-	drop_set_values(vgpu, id);
+	forget_locked(vgpu, id, true);
 	pthread_mutex_unlock(&info_lock);
 }
 

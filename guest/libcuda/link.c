@@ -112,60 +112,69 @@ CU_EXPORT CUresult CUDAAPI cuLinkCreate_v2(unsigned int numOptions, CUjit_option
 	return link_create(numOptions, options, optionValues, stateOut);
 }
 
-/* one input, its bytes copied (owned: taken as they are) */
-static CUresult add_input(struct cu_link *l, CUjitInputType type, void *data, size_t size, bool owned)
+/* one input: data, a malloc'd buffer of size bytes, is taken (freed when refused) */
+static CUresult add_input(struct cu_link *l, CUjitInputType type, void *data, size_t size)
 {
 	uint64_t total = 0;
-	void *copy;
+	CUresult r = CUDA_SUCCESS;
 
-	if (type == CU_JIT_INPUT_NVVM || (unsigned)type > MEARAS_LINK_INPUT_MAX) {
-		if (owned)
-			free(data);
-		return CU_REFUSE(type == CU_JIT_INPUT_NVVM ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE);
-	}
 	for (unsigned i = 0; i < l->n; i++)
 		total += l->in[i].size;
-	if (l->n == MEARAS_LINK_MAX_INPUTS || size > MEARAS_LINK_MAX_BYTES - total) {
-		if (owned)
-			free(data);
+	if (type == CU_JIT_INPUT_NVVM) {
+		r = CUDA_ERROR_NOT_SUPPORTED;
+	} else if ((unsigned)type > MEARAS_LINK_INPUT_MAX || !size) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	} else if (l->n == MEARAS_LINK_MAX_INPUTS || size > MEARAS_LINK_MAX_BYTES - total) {
 		log_warn("cuLinkAddData: a link of more than %u inputs or %llu MiB is not carried",
 			 MEARAS_LINK_MAX_INPUTS, MEARAS_LINK_MAX_BYTES >> 20);
-		return CU_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
-	}
-	if (l->n == l->cap) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	} else if (l->n == l->cap) {
 		unsigned cap = l->cap ? l->cap * 2 : 8;
 		struct link_input *in = realloc(l->in, cap * sizeof(*in));
 
-		if (!in) {
-			if (owned)
-				free(data);
-			return CU_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
+		if (in) {
+			l->in = in;
+			l->cap = cap;
+		} else {
+			r = CUDA_ERROR_OUT_OF_MEMORY;
 		}
-		l->in = in;
-		l->cap = cap;
 	}
-	copy = owned ? data : malloc(size);
-	if (!copy)
-		return CU_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
-	if (!owned)
-		memcpy(copy, data, size);
-	l->in[l->n++] = (struct link_input){ .type = (uint32_t)type, .data = copy, .size = size };
+	if (r) {
+		free(data);
+		return CU_REFUSE(r);
+	}
+	l->in[l->n++] = (struct link_input){ .type = (uint32_t)type, .data = data, .size = size };
 	return CUDA_SUCCESS;
+}
+
+/* the link state an input is added to, after the checks both ways of adding
+ * make (args_ok: the caller's arguments are there) */
+static CUresult link_for_input(CUlinkState state, bool args_ok, unsigned nopts, struct cu_link **out)
+{
+	static int said;
+	CUresult r = cu_need(cu_ready(), args_ok);
+
+	*out = link_of(state);
+	if (!r && !*out)
+		r = CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
+	if (!r && nopts)
+		said_once(&said, "cuLinkAddData / cuLinkAddFile: an input's own options, count", (int)nopts);
+	return r;
 }
 
 static CUresult add_data(CUlinkState state, CUjitInputType type, void *data, size_t size, unsigned n)
 {
-	static int said;
-	struct cu_link *l = link_of(state);
-	CUresult r = cu_need(cu_ready(), data && size);
+	struct cu_link *l;
+	CUresult r = link_for_input(state, data && size, n, &l);
+	void *copy;
 
-	if (!r && !l)
-		r = CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 	if (r)
 		return r;
-	if (n)
-		said_once(&said, "cuLinkAddData: an input's options, count", (int)n);
-	return add_input(l, type, data, size, false);
+	copy = malloc(size);
+	if (!copy)
+		return CU_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
+	memcpy(copy, data, size);
+	return add_input(l, type, copy, size);
 }
 
 CU_EXPORT CUresult CUDAAPI cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void *data, size_t size,
@@ -178,25 +187,18 @@ CU_EXPORT CUresult CUDAAPI cuLinkAddData_v2(CUlinkState state, CUjitInputType ty
 
 static CUresult add_file(CUlinkState state, CUjitInputType type, const char *path, unsigned n)
 {
-	static int said;
-	struct cu_link *l = link_of(state);
-	CUresult r = cu_need(cu_ready(), path);
-	void *data = NULL;
-	size_t size = 0;
+	struct cu_link *l;
+	CUresult r = link_for_input(state, path != NULL, n, &l);
+	void *data;
+	size_t size;
 
-	if (!r && !l)
-		r = CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 	if (!r)
 		r = cu_read_file(path, &data, &size);
-	if (!r && (!size || size > MEARAS_LINK_MAX_BYTES)) {
+	if (!r && size > MEARAS_LINK_MAX_BYTES) {
 		free(data);
 		r = CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	}
-	if (r)
-		return r;
-	if (n)
-		said_once(&said, "cuLinkAddFile: an input's options, count", (int)n);
-	return add_input(l, type, data, size, true);
+	return r ? r : add_input(l, type, data, size);
 }
 
 CU_EXPORT CUresult CUDAAPI cuLinkAddFile_v2(CUlinkState state, CUjitInputType type, const char *path,

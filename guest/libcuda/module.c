@@ -726,13 +726,14 @@ static CUresult function_attribute(int *pi, CUfunction_attribute attrib, struct 
 	const struct mearas_devinfo *info = rt.v[f->m->vgpu].info;
 	uint64_t p[2], p0, p1;
 	int shared;
-	CUresult r = cu_result(rt_func_attrs(f->m->vgpu, f->id, p));
+	CUresult r;
 
-	if (r)
-		return r;
-	/* what the program set reads back as set */
+	/* what the program set reads back as set, with no question to the back end */
 	if (rt_func_set_value(f->m->vgpu, f->id, (int)attrib, pi))
 		return CUDA_SUCCESS;
+	r = cu_result(rt_func_attrs(f->m->vgpu, f->id, p));
+	if (r)
+		return r;
 	p0 = p[0];
 	p1 = p[1];
 	shared = (int)(p1 & 0xffffff);

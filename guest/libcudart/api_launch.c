@@ -172,18 +172,21 @@ RT_EXPORT cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, con
 	attr->maxDynamicSharedSizeBytes = (int)(rt.v[dev].prop.sharedMemPerBlock - attr->sharedSizeBytes);
 	attr->preferredShmemCarveout = -1;
 	/* what the program set reads back as set */
-	rt_func_set_value(dev, rt_func_id(f), cudaFuncAttributeMaxDynamicSharedMemorySize,
-			  &attr->maxDynamicSharedSizeBytes);
-	rt_func_set_value(dev, rt_func_id(f), cudaFuncAttributePreferredSharedMemoryCarveout,
-			  &attr->preferredShmemCarveout);
-	rt_func_set_value(dev, rt_func_id(f), cudaFuncAttributeClusterDimMustBeSet, &attr->clusterDimMustBeSet);
-	rt_func_set_value(dev, rt_func_id(f), cudaFuncAttributeRequiredClusterWidth, &attr->requiredClusterWidth);
-	rt_func_set_value(dev, rt_func_id(f), cudaFuncAttributeRequiredClusterHeight, &attr->requiredClusterHeight);
-	rt_func_set_value(dev, rt_func_id(f), cudaFuncAttributeRequiredClusterDepth, &attr->requiredClusterDepth);
-	rt_func_set_value(dev, rt_func_id(f), cudaFuncAttributeNonPortableClusterSizeAllowed,
-			  &attr->nonPortableClusterSizeAllowed);
-	rt_func_set_value(dev, rt_func_id(f), cudaFuncAttributeClusterSchedulingPolicyPreference,
-			  &attr->clusterSchedulingPolicyPreference);
+	const struct {
+		enum cudaFuncAttribute attr;
+		int *field;
+	} settable[] = {
+		{ cudaFuncAttributeMaxDynamicSharedMemorySize, &attr->maxDynamicSharedSizeBytes },
+		{ cudaFuncAttributePreferredSharedMemoryCarveout, &attr->preferredShmemCarveout },
+		{ cudaFuncAttributeClusterDimMustBeSet, &attr->clusterDimMustBeSet },
+		{ cudaFuncAttributeRequiredClusterWidth, &attr->requiredClusterWidth },
+		{ cudaFuncAttributeRequiredClusterHeight, &attr->requiredClusterHeight },
+		{ cudaFuncAttributeRequiredClusterDepth, &attr->requiredClusterDepth },
+		{ cudaFuncAttributeNonPortableClusterSizeAllowed, &attr->nonPortableClusterSizeAllowed },
+		{ cudaFuncAttributeClusterSchedulingPolicyPreference, &attr->clusterSchedulingPolicyPreference },
+	};
+	for (size_t i = 0; i < sizeof(settable) / sizeof(settable[0]); i++)
+		rt_func_set_value(dev, rt_func_id(f), (int)settable[i].attr, settable[i].field);
 	return cudaSuccess;
 }
 

@@ -14,9 +14,10 @@
 #include "exec_internal.h"
 #include "mearas/link.h"
 
-/* the layout at buf (len bytes) into in[] (*n inputs); NULL when it holds,
- * else what is wrong */
-static const char *parse(const uint8_t *buf, uint64_t len, struct mdev_link_input *in, unsigned *n)
+/* the layout at buf (len bytes) into h and in[] (h.count inputs); NULL when
+ * it holds, else what is wrong */
+static const char *parse(const uint8_t *buf, uint64_t len, struct mearas_link_header *hp,
+			 struct mdev_link_input *in)
 {
 	struct mearas_link_header h;
 	uint64_t off = sizeof(h);
@@ -49,7 +50,7 @@ static const char *parse(const uint8_t *buf, uint64_t len, struct mdev_link_inpu
 	}
 	if (off != len)
 		return "bytes after the last input";
-	*n = h.count;
+	*hp = h;
 	return NULL;
 }
 
@@ -63,7 +64,6 @@ int exec_op_LINK(struct vgpu *v, const struct mearas_sqe *e, const struct exec_i
 	struct mearas_link_header h;
 	const char *why;
 	uint8_t *copy;
-	unsigned n = 0;
 	int r, link_error = 0;
 
 	(void)e, (void)f;
@@ -76,14 +76,13 @@ int exec_op_LINK(struct vgpu *v, const struct mearas_sqe *e, const struct exec_i
 	if (!copy)
 		return cudaErrorMemoryAllocation;
 	memcpy(copy, src, len);
-	why = parse(copy, len, inputs, &n);
+	why = parse(copy, len, &h, inputs);
 	if (why) {
 		exec_refuse_log(v, "LINK refused: its layout (%llu bytes): %s", (unsigned long long)len, why);
 		free(copy);
 		return cudaErrorInvalidValue;
 	}
-	memcpy(&h, copy, sizeof(h));
-	r = v->ops->link(v->dev, inputs, n, h.opt, h.val, h.nopts, out, cap, &size, &link_error);
+	r = v->ops->link(v->dev, inputs, h.count, h.opt, h.val, h.nopts, out, cap, &size, &link_error);
 	free(copy);
 	if (r)
 		return r;

@@ -89,7 +89,8 @@ static size_t func_name(const char *p, const char *end, const char **name)
 	if (p < end && *p == '(') {
 		while (p < end && *p != ')')
 			p++;
-		p++;
+		if (p < end)
+			p++;
 		while (p < end && isspace((unsigned char)*p))
 			p++;
 	}

@@ -10,8 +10,8 @@
  *   struct mearas_link_header
  *   count x { struct mearas_link_input, then its size bytes, padded to 8 }
  *
- * Options: the scalar JIT options (cuda.h's CUjit_option numbers listed in
- * MEARAS_LINK_OPTIONS) travel with their values; the log buffers stay with
+ * Options: the scalar JIT options (cuda.h's CUjit_option numbers that
+ * mearas_link_option_carried takes) travel with their values; the log buffers stay with
  * the front end (it fills them from the record's answer); any other option
  * is not carried (the front end says so once).
  */
@@ -32,7 +32,7 @@ struct mearas_link_header {
 	uint32_t count;                         /* inputs, 1..MEARAS_LINK_MAX_INPUTS */
 	uint32_t nopts;                         /* options, 0..MEARAS_LINK_MAX_OPTS */
 	uint32_t reserved;                      /* 0 */
-	uint32_t opt[MEARAS_LINK_MAX_OPTS];     /* CUjit_option, from MEARAS_LINK_OPTIONS */
+	uint32_t opt[MEARAS_LINK_MAX_OPTS];     /* CUjit_option, one mearas_link_option_carried takes */
 	uint32_t val[MEARAS_LINK_MAX_OPTS];     /* its value */
 };
 
