@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "mearas/array_cu.h"
 #include "mearas/log.h"
 
 #define ARRAY_MAGIC 0x6d417279u
@@ -71,11 +72,12 @@ cudaError_t rt_array_create(int vgpu, uint64_t width, uint64_t height, uint64_t 
 
 cudaError_t rt_array_destroy(struct rt_array *a)
 {
-	cudaError_t e = rt_do_ARRAY_DESTROY(a->vgpu, a->id);
+	int vgpu = a->vgpu;
+	uint32_t id = a->id;
 
-	a->magic = 0;
+	memset(a, 0, sizeof(*a)); /* no longer an array to rt_array_get */
 	free(a);
-	return e;
+	return rt_do_ARRAY_DESTROY(vgpu, id);
 }
 
 /* ---- copies ---- */
@@ -272,16 +274,20 @@ cudaError_t rt_texobj_destroy(uint64_t value, bool surface)
 	return e;
 }
 
-cudaError_t rt_texobj_describe(uint64_t value, bool surface, struct mearas_tex_args *t, struct rt_array **a)
+cudaError_t rt_texobj_describe(uint64_t value, bool surface, void *out,
+			       void (*fill)(void *out, const struct mearas_tex_args *t, struct rt_array *a))
 {
-	struct rt_texobj **p;
+	struct rt_texobj **p, o;
 
+	if (!out)
+		return cudaErrorInvalidValue;
 	pthread_mutex_lock(&texobj_lock);
 	p = find_locked(value, surface);
-	if (p) {
-		*t = (*p)->args;
-		*a = (*p)->array;
-	}
+	if (p)
+		o = **p;
 	pthread_mutex_unlock(&texobj_lock);
-	return p ? cudaSuccess : cudaErrorInvalidValue;
+	if (!p)
+		return cudaErrorInvalidValue;
+	fill(out, &o.args, o.array);
+	return cudaSuccess;
 }

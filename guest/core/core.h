@@ -264,10 +264,10 @@ CORE_API cudaError_t rt_array_copy(struct rt_array *a, const struct rt_array_box
 CORE_API cudaError_t rt_tex_create(int vgpu, const struct mearas_tex_args *t, struct rt_array *a, uint64_t *value);
 CORE_API cudaError_t rt_surf_create(struct rt_array *a, uint64_t *value);
 CORE_API cudaError_t rt_texobj_destroy(uint64_t value, bool surface);
-/* the arguments a texture (or surface) object was made with, and its array
- * (NULL for linear memory); cudaErrorInvalidValue for an unknown object */
-CORE_API cudaError_t rt_texobj_describe(uint64_t value, bool surface, struct mearas_tex_args *t,
-					struct rt_array **a);
+/* fill(out, the arguments a texture (or surface) object was made with, its
+ * array or NULL): cudaErrorInvalidValue for an unknown object or no out */
+CORE_API cudaError_t rt_texobj_describe(uint64_t value, bool surface, void *out,
+					void (*fill)(void *out, const struct mearas_tex_args *t, struct rt_array *a));
 
 /* graphs (capture.c, graphs.c, graphnodes.c): a cudaGraph_t or CUgraph
  * points at a struct rt_graph, a cudaGraphExec_t or CUgraphExec at a struct

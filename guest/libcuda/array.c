@@ -9,6 +9,7 @@
  */
 #include <string.h>
 
+#include "mearas/array_cu.h"
 #include "mearas/log.h"
 #include "ptds.h"
 #include "cu.h"
@@ -311,27 +312,6 @@ static CUresult resource_in(const CUDA_RESOURCE_DESC *d, int vgpu, struct mearas
 	}
 }
 
-static void resource_out(const struct mearas_tex_args *t, struct rt_array *a, CUDA_RESOURCE_DESC *d)
-{
-	memset(d, 0, sizeof(*d));
-	d->resType = (CUresourcetype)t->res;
-	if (t->res == MEARAS_RES_ARRAY) {
-		d->res.array.hArray = (CUarray)a;
-	} else if (t->res == MEARAS_RES_LINEAR) {
-		d->res.linear.devPtr = t->dptr;
-		d->res.linear.format = (CUarray_format)t->format;
-		d->res.linear.numChannels = t->channels;
-		d->res.linear.sizeInBytes = t->size;
-	} else {
-		d->res.pitch2D.devPtr = t->dptr;
-		d->res.pitch2D.format = (CUarray_format)t->format;
-		d->res.pitch2D.numChannels = t->channels;
-		d->res.pitch2D.width = t->width;
-		d->res.pitch2D.height = t->height;
-		d->res.pitch2D.pitchInBytes = t->pitch;
-	}
-}
-
 CU_EXPORT CUresult CUDAAPI cuTexObjectCreate(CUtexObject *pTexObject, const CUDA_RESOURCE_DESC *pResDesc,
 					     const CUDA_TEXTURE_DESC *pTexDesc,
 					     const CUDA_RESOURCE_VIEW_DESC *pResViewDesc)
@@ -348,27 +328,10 @@ CU_EXPORT CUresult CUDAAPI cuTexObjectCreate(CUtexObject *pTexObject, const CUDA
 	r = resource_in(pResDesc, vgpu, &t, &a);
 	if (r)
 		return r;
-	for (unsigned i = 0; i < 3; i++)
-		t.address[i] = (uint32_t)pTexDesc->addressMode[i];
-	t.filter = (uint32_t)pTexDesc->filterMode;
+	MEARAS_TEX_DESC_IN(&t, pTexDesc);
 	t.flags = pTexDesc->flags;
-	t.max_anisotropy = pTexDesc->maxAnisotropy;
-	t.mip_filter = (uint32_t)pTexDesc->mipmapFilterMode;
-	t.mip_bias = pTexDesc->mipmapLevelBias;
-	t.mip_min = pTexDesc->minMipmapLevelClamp;
-	t.mip_max = pTexDesc->maxMipmapLevelClamp;
-	memcpy(t.border, pTexDesc->borderColor, sizeof(t.border));
-	if (pResViewDesc) {
-		t.has_view = 1;
-		t.view_format = (uint32_t)pResViewDesc->format;
-		t.view_width = pResViewDesc->width;
-		t.view_height = pResViewDesc->height;
-		t.view_depth = pResViewDesc->depth;
-		t.view_first_mip = pResViewDesc->firstMipmapLevel;
-		t.view_last_mip = pResViewDesc->lastMipmapLevel;
-		t.view_first_layer = pResViewDesc->firstLayer;
-		t.view_last_layer = pResViewDesc->lastLayer;
-	}
+	if (pResViewDesc)
+		MEARAS_TEX_VIEW_IN(&t, pResViewDesc);
 	r = cu_result(rt_tex_create(vgpu, &t, a, &value));
 	if (!r)
 		*pTexObject = value;
@@ -382,66 +345,49 @@ CU_EXPORT CUresult CUDAAPI cuTexObjectDestroy(CUtexObject texObject)
 	return r ? r : cu_result(rt_texobj_destroy(texObject, false));
 }
 
-/* what object value was made with (r: cu_ready's, then the lookup's) */
-static CUresult describe(uint64_t value, bool surface, bool ok, struct mearas_tex_args *t, struct rt_array **a)
+/* the Get*Desc calls: the object's description as fill writes it */
+static CUresult describe(uint64_t value, bool surface, void *out,
+			 void (*fill)(void *out, const struct mearas_tex_args *t, struct rt_array *a))
 {
-	CUresult r = cu_need(cu_ready(), ok);
+	CUresult r = cu_ready();
 
-	return r ? r : cu_result(rt_texobj_describe(value, surface, t, a));
+	return r ? r : cu_result(rt_texobj_describe(value, surface, out, fill));
+}
+
+static void fill_resource(void *out, const struct mearas_tex_args *t, struct rt_array *a)
+{
+	mearas_tex_cu_resource(t, (CUarray)a, out);
+}
+
+static void fill_texture(void *out, const struct mearas_tex_args *t, struct rt_array *a)
+{
+	CUDA_TEXTURE_DESC *d = out;
+
+	(void)a;
+	MEARAS_TEX_DESC_OUT(d, t);
+	d->flags = t->flags;
+}
+
+static void fill_view(void *out, const struct mearas_tex_args *t, struct rt_array *a)
+{
+	(void)a;
+	MEARAS_TEX_VIEW_OUT((CUDA_RESOURCE_VIEW_DESC *)out, t);
 }
 
 CU_EXPORT CUresult CUDAAPI cuTexObjectGetResourceDesc(CUDA_RESOURCE_DESC *pResDesc, CUtexObject texObject)
 {
-	struct mearas_tex_args t;
-	struct rt_array *a;
-	CUresult r = describe(texObject, false, pResDesc, &t, &a);
-
-	if (!r)
-		resource_out(&t, a, pResDesc);
-	return r;
+	return describe(texObject, false, pResDesc, fill_resource);
 }
 
 CU_EXPORT CUresult CUDAAPI cuTexObjectGetTextureDesc(CUDA_TEXTURE_DESC *pTexDesc, CUtexObject texObject)
 {
-	struct mearas_tex_args t;
-	struct rt_array *a;
-	CUresult r = describe(texObject, false, pTexDesc, &t, &a);
-
-	if (r)
-		return r;
-	memset(pTexDesc, 0, sizeof(*pTexDesc));
-	for (unsigned i = 0; i < 3; i++)
-		pTexDesc->addressMode[i] = (CUaddress_mode)t.address[i];
-	pTexDesc->filterMode = (CUfilter_mode)t.filter;
-	pTexDesc->flags = t.flags;
-	pTexDesc->maxAnisotropy = t.max_anisotropy;
-	pTexDesc->mipmapFilterMode = (CUfilter_mode)t.mip_filter;
-	pTexDesc->mipmapLevelBias = t.mip_bias;
-	pTexDesc->minMipmapLevelClamp = t.mip_min;
-	pTexDesc->maxMipmapLevelClamp = t.mip_max;
-	memcpy(pTexDesc->borderColor, t.border, sizeof(t.border));
-	return CUDA_SUCCESS;
+	return describe(texObject, false, pTexDesc, fill_texture);
 }
 
 CU_EXPORT CUresult CUDAAPI cuTexObjectGetResourceViewDesc(CUDA_RESOURCE_VIEW_DESC *pResViewDesc,
 							  CUtexObject texObject)
 {
-	struct mearas_tex_args t;
-	struct rt_array *a;
-	CUresult r = describe(texObject, false, pResViewDesc, &t, &a);
-
-	if (r)
-		return r;
-	memset(pResViewDesc, 0, sizeof(*pResViewDesc));
-	pResViewDesc->format = (CUresourceViewFormat)t.view_format;
-	pResViewDesc->width = t.view_width;
-	pResViewDesc->height = t.view_height;
-	pResViewDesc->depth = t.view_depth;
-	pResViewDesc->firstMipmapLevel = t.view_first_mip;
-	pResViewDesc->lastMipmapLevel = t.view_last_mip;
-	pResViewDesc->firstLayer = t.view_first_layer;
-	pResViewDesc->lastLayer = t.view_last_layer;
-	return CUDA_SUCCESS;
+	return describe(texObject, false, pResViewDesc, fill_view);
 }
 
 CU_EXPORT CUresult CUDAAPI cuSurfObjectCreate(CUsurfObject *pSurfObject, const CUDA_RESOURCE_DESC *pResDesc)
@@ -472,11 +418,5 @@ CU_EXPORT CUresult CUDAAPI cuSurfObjectDestroy(CUsurfObject surfObject)
 
 CU_EXPORT CUresult CUDAAPI cuSurfObjectGetResourceDesc(CUDA_RESOURCE_DESC *pResDesc, CUsurfObject surfObject)
 {
-	struct mearas_tex_args t;
-	struct rt_array *a;
-	CUresult r = describe(surfObject, true, pResDesc, &t, &a);
-
-	if (!r)
-		resource_out(&t, a, pResDesc);
-	return r;
+	return describe(surfObject, true, pResDesc, fill_resource);
 }

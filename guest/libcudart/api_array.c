@@ -10,6 +10,7 @@
  */
 #include <string.h>
 
+#include "mearas/array_cu.h"
 #include "mearas/log.h"
 #include "rt.h"
 
@@ -30,28 +31,28 @@ static cudaError_t format_of(const struct cudaChannelFormatDesc *d, uint32_t *fo
 		return cudaErrorInvalidChannelDescriptor;
 	*channels = n;
 	if (d->f == cudaChannelFormatKindFloat)
-		*format = bits == 16 ? MEARAS_FMT_HALF : bits == 32 ? MEARAS_FMT_FLOAT : 0;
+		*format = bits == 16 ? CU_AD_FORMAT_HALF : bits == 32 ? CU_AD_FORMAT_FLOAT : 0;
 	else if (d->f == cudaChannelFormatKindSigned)
-		*format = bits == 8 ? MEARAS_FMT_S8 : bits == 16 ? MEARAS_FMT_S16 : bits == 32 ? MEARAS_FMT_S32 : 0;
+		*format = bits == 8 ? CU_AD_FORMAT_SIGNED_INT8 : bits == 16 ? CU_AD_FORMAT_SIGNED_INT16 : bits == 32 ? CU_AD_FORMAT_SIGNED_INT32 : 0;
 	else
-		*format = bits == 8 ? MEARAS_FMT_U8 : bits == 16 ? MEARAS_FMT_U16 : bits == 32 ? MEARAS_FMT_U32 : 0;
+		*format = bits == 8 ? CU_AD_FORMAT_UNSIGNED_INT8 : bits == 16 ? CU_AD_FORMAT_UNSIGNED_INT16 : bits == 32 ? CU_AD_FORMAT_UNSIGNED_INT32 : 0;
 	return *format ? cudaSuccess : cudaErrorInvalidChannelDescriptor;
+}
+
+static bool integer_format(uint32_t format)
+{
+	return format != CU_AD_FORMAT_HALF && format != CU_AD_FORMAT_FLOAT;
 }
 
 static struct cudaChannelFormatDesc desc_of(uint32_t format, uint32_t channels)
 {
 	int bits = (int)mearas_format_bytes(format) * 8;
-	enum cudaChannelFormatKind f = format == MEARAS_FMT_HALF || format == MEARAS_FMT_FLOAT ? cudaChannelFormatKindFloat
-				       : format >= MEARAS_FMT_S8 ? cudaChannelFormatKindSigned
-								 : cudaChannelFormatKindUnsigned;
+	enum cudaChannelFormatKind f = !integer_format(format)                  ? cudaChannelFormatKindFloat
+				       : format >= CU_AD_FORMAT_SIGNED_INT8 ? cudaChannelFormatKindSigned
+									    : cudaChannelFormatKindUnsigned;
 
 	return (struct cudaChannelFormatDesc){ .x = bits, .y = channels > 1 ? bits : 0, .z = channels > 2 ? bits : 0,
 					       .w = channels > 2 ? bits : 0, .f = f };
-}
-
-static bool integer_format(uint32_t format)
-{
-	return format != MEARAS_FMT_HALF && format != MEARAS_FMT_FLOAT;
 }
 
 /* ---- arrays ---- */
@@ -345,8 +346,10 @@ static cudaError_t resource_in(const struct cudaResourceDesc *d, int dev, struct
 	}
 }
 
-static void resource_out(const struct mearas_tex_args *t, struct rt_array *a, struct cudaResourceDesc *d)
+static void fill_resource(void *out, const struct mearas_tex_args *t, struct rt_array *a)
 {
+	struct cudaResourceDesc *d = out;
+
 	memset(d, 0, sizeof(*d));
 	if (t->res == MEARAS_RES_ARRAY) {
 		d->resType = cudaResourceTypeArray;
@@ -377,44 +380,38 @@ static uint32_t tex_flags(const struct cudaTextureDesc *d, const struct mearas_t
 	       (d->disableTrilinearOptimization ? 0x20u : 0) | (d->seamlessCubemap ? 0x40u : 0);
 }
 
+/* the current device and the resource of an object about to be made on it */
+static cudaError_t object_resource(const void *out, const struct cudaResourceDesc *res, int *dev,
+				   struct mearas_tex_args *t, struct rt_array **a)
+{
+	cudaError_t e = rt_ensure_device(dev);
+
+	if (e)
+		return e;
+	if (!out || !res)
+		return cudaErrorInvalidValue;
+	memset(t, 0, sizeof(*t));
+	*a = NULL;
+	return resource_in(res, *dev, t, a);
+}
+
 static cudaError_t create_texture(cudaTextureObject_t *out, const struct cudaResourceDesc *res,
 				  const struct cudaTextureDesc *tex, const struct cudaResourceViewDesc *view)
 {
 	struct mearas_tex_args t;
-	struct rt_array *a = NULL;
+	struct rt_array *a;
 	uint64_t value;
 	int dev;
-	cudaError_t e = rt_ensure_device(&dev);
+	cudaError_t e = object_resource(out, res, &dev, &t, &a);
 
+	if (!e && !tex)
+		e = cudaErrorInvalidValue;
 	if (e)
 		return e;
-	if (!out || !res || !tex)
-		return cudaErrorInvalidValue;
-	memset(&t, 0, sizeof(t));
-	e = resource_in(res, dev, &t, &a);
-	if (e)
-		return e;
-	for (unsigned i = 0; i < 3; i++)
-		t.address[i] = (uint32_t)tex->addressMode[i];
-	t.filter = (uint32_t)tex->filterMode;
+	MEARAS_TEX_DESC_IN(&t, tex);
 	t.flags = tex_flags(tex, &t, a);
-	t.max_anisotropy = tex->maxAnisotropy;
-	t.mip_filter = (uint32_t)tex->mipmapFilterMode;
-	t.mip_bias = tex->mipmapLevelBias;
-	t.mip_min = tex->minMipmapLevelClamp;
-	t.mip_max = tex->maxMipmapLevelClamp;
-	memcpy(t.border, tex->borderColor, sizeof(t.border));
-	if (view) {
-		t.has_view = 1;
-		t.view_format = (uint32_t)view->format;
-		t.view_width = view->width;
-		t.view_height = view->height;
-		t.view_depth = view->depth;
-		t.view_first_mip = view->firstMipmapLevel;
-		t.view_last_mip = view->lastMipmapLevel;
-		t.view_first_layer = view->firstLayer;
-		t.view_last_layer = view->lastLayer;
-	}
+	if (view)
+		MEARAS_TEX_VIEW_IN(&t, view);
 	e = rt_tex_create(dev, &t, a, &value);
 	if (!e)
 		*out = value;
@@ -435,89 +432,59 @@ RT_EXPORT cudaError_t cudaDestroyTextureObject(cudaTextureObject_t texObject)
 	return rt_set_error(e ? e : rt_texobj_destroy(texObject, false));
 }
 
-static cudaError_t describe(uint64_t value, bool surface, const void *out, struct mearas_tex_args *t,
-			    struct rt_array **a)
+/* the Get*Desc calls: the object's description as fill writes it */
+static cudaError_t describe(uint64_t value, bool surface, void *out,
+			    void (*fill)(void *out, const struct mearas_tex_args *t, struct rt_array *a))
 {
 	cudaError_t e = rt_ensure();
 
-	if (!e && !out)
-		e = cudaErrorInvalidValue;
-	return e ? e : rt_texobj_describe(value, surface, t, a);
+	return rt_set_error(e ? e : rt_texobj_describe(value, surface, out, fill));
+}
+
+static void fill_texture(void *out, const struct mearas_tex_args *t, struct rt_array *a)
+{
+	struct cudaTextureDesc *d = out;
+
+	MEARAS_TEX_DESC_OUT(d, t);
+	d->readMode = (t->flags & 0x01u) || !integer_format(a ? a->format : t->format) ? cudaReadModeElementType
+										       : cudaReadModeNormalizedFloat;
+	d->sRGB = !!(t->flags & 0x10u);
+	d->normalizedCoords = !!(t->flags & 0x02u);
+	d->disableTrilinearOptimization = !!(t->flags & 0x20u);
+	d->seamlessCubemap = !!(t->flags & 0x40u);
+}
+
+static void fill_view(void *out, const struct mearas_tex_args *t, struct rt_array *a)
+{
+	(void)a;
+	MEARAS_TEX_VIEW_OUT((struct cudaResourceViewDesc *)out, t);
 }
 
 RT_EXPORT cudaError_t cudaGetTextureObjectResourceDesc(struct cudaResourceDesc *pResDesc, cudaTextureObject_t texObject)
 {
-	struct mearas_tex_args t;
-	struct rt_array *a;
-	cudaError_t e = describe(texObject, false, pResDesc, &t, &a);
-
-	if (!e)
-		resource_out(&t, a, pResDesc);
-	return rt_set_error(e);
+	return describe(texObject, false, pResDesc, fill_resource);
 }
 
 RT_EXPORT cudaError_t cudaGetTextureObjectTextureDesc(struct cudaTextureDesc *pTexDesc, cudaTextureObject_t texObject)
 {
-	struct mearas_tex_args t;
-	struct rt_array *a;
-	cudaError_t e = describe(texObject, false, pTexDesc, &t, &a);
-
-	if (e)
-		return rt_set_error(e);
-	memset(pTexDesc, 0, sizeof(*pTexDesc));
-	for (unsigned i = 0; i < 3; i++)
-		pTexDesc->addressMode[i] = (enum cudaTextureAddressMode)t.address[i];
-	pTexDesc->filterMode = (enum cudaTextureFilterMode)t.filter;
-	pTexDesc->readMode = (t.flags & 0x01u) || !integer_format(a ? a->format : t.format) ? cudaReadModeElementType
-											     : cudaReadModeNormalizedFloat;
-	pTexDesc->sRGB = !!(t.flags & 0x10u);
-	memcpy(pTexDesc->borderColor, t.border, sizeof(t.border));
-	pTexDesc->normalizedCoords = !!(t.flags & 0x02u);
-	pTexDesc->maxAnisotropy = t.max_anisotropy;
-	pTexDesc->mipmapFilterMode = (enum cudaTextureFilterMode)t.mip_filter;
-	pTexDesc->mipmapLevelBias = t.mip_bias;
-	pTexDesc->minMipmapLevelClamp = t.mip_min;
-	pTexDesc->maxMipmapLevelClamp = t.mip_max;
-	pTexDesc->disableTrilinearOptimization = !!(t.flags & 0x20u);
-	pTexDesc->seamlessCubemap = !!(t.flags & 0x40u);
-	return cudaSuccess;
+	return describe(texObject, false, pTexDesc, fill_texture);
 }
 
 RT_EXPORT cudaError_t cudaGetTextureObjectResourceViewDesc(struct cudaResourceViewDesc *pResViewDesc,
 							   cudaTextureObject_t texObject)
 {
-	struct mearas_tex_args t;
-	struct rt_array *a;
-	cudaError_t e = describe(texObject, false, pResViewDesc, &t, &a);
-
-	if (e)
-		return rt_set_error(e);
-	memset(pResViewDesc, 0, sizeof(*pResViewDesc));
-	pResViewDesc->format = (enum cudaResourceViewFormat)t.view_format;
-	pResViewDesc->width = t.view_width;
-	pResViewDesc->height = t.view_height;
-	pResViewDesc->depth = t.view_depth;
-	pResViewDesc->firstMipmapLevel = t.view_first_mip;
-	pResViewDesc->lastMipmapLevel = t.view_last_mip;
-	pResViewDesc->firstLayer = t.view_first_layer;
-	pResViewDesc->lastLayer = t.view_last_layer;
-	return cudaSuccess;
+	return describe(texObject, false, pResViewDesc, fill_view);
 }
 
 static cudaError_t create_surface(cudaSurfaceObject_t *out, const struct cudaResourceDesc *res)
 {
 	struct mearas_tex_args t;
-	struct rt_array *a = NULL;
+	struct rt_array *a;
 	uint64_t value;
 	int dev;
-	cudaError_t e = rt_ensure_device(&dev);
+	cudaError_t e = res && res->resType != cudaResourceTypeArray ? cudaErrorInvalidValue
+								     : object_resource(out, res, &dev, &t, &a);
 
-	if (e)
-		return e;
-	if (!out || !res || res->resType != cudaResourceTypeArray)
-		return cudaErrorInvalidValue;
-	memset(&t, 0, sizeof(t));
-	e = resource_in(res, dev, &t, &a);
 	if (!e)
 		e = rt_surf_create(a, &value);
 	if (!e)
@@ -540,11 +507,5 @@ RT_EXPORT cudaError_t cudaDestroySurfaceObject(cudaSurfaceObject_t surfObject)
 RT_EXPORT cudaError_t cudaGetSurfaceObjectResourceDesc(struct cudaResourceDesc *pResDesc,
 						       cudaSurfaceObject_t surfObject)
 {
-	struct mearas_tex_args t;
-	struct rt_array *a;
-	cudaError_t e = describe(surfObject, true, pResDesc, &t, &a);
-
-	if (!e)
-		resource_out(&t, a, pResDesc);
-	return rt_set_error(e);
+	return describe(surfObject, true, pResDesc, fill_resource);
 }

@@ -21,7 +21,7 @@
 
 #include "exec_internal.h"
 #include "ranges.h"
-#include "mearas/array.h"
+#include "mearas/array_cu.h"
 
 struct exec_array {
 	void *dev;

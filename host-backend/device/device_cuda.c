@@ -17,7 +17,7 @@
 
 #include "device.h"
 #include "mearas/log.h"
-#include "mearas/array.h"
+#include "mearas/array_cu.h"
 #include "mearas/link.h"
 #include "mearas/tensormap.h"
 #include "kmd_version.h"
@@ -1034,45 +1034,10 @@ static int cuda_tex_create(struct mdev *d, const struct mearas_tex_args *t, void
 	int r;
 
 	(void)d;
-	memset(&res, 0, sizeof(res));
-	memset(&tex, 0, sizeof(tex));
-	memset(&view, 0, sizeof(view));
-	res.resType = (CUresourcetype)t->res;
-	if (t->res == MEARAS_RES_ARRAY) {
-		res.res.array.hArray = (CUarray)array;
-	} else if (t->res == MEARAS_RES_LINEAR) {
-		res.res.linear.devPtr = (CUdeviceptr)t->dptr;
-		res.res.linear.format = (CUarray_format)t->format;
-		res.res.linear.numChannels = t->channels;
-		res.res.linear.sizeInBytes = t->size;
-	} else {
-		res.res.pitch2D.devPtr = (CUdeviceptr)t->dptr;
-		res.res.pitch2D.format = (CUarray_format)t->format;
-		res.res.pitch2D.numChannels = t->channels;
-		res.res.pitch2D.width = t->width;
-		res.res.pitch2D.height = t->height;
-		res.res.pitch2D.pitchInBytes = t->pitch;
-	}
-	for (unsigned i = 0; i < 3; i++)
-		tex.addressMode[i] = (CUaddress_mode)t->address[i];
-	tex.filterMode = (CUfilter_mode)t->filter;
+	mearas_tex_cu_resource(t, (CUarray)array, &res);
+	MEARAS_TEX_DESC_OUT(&tex, t);
 	tex.flags = t->flags;
-	tex.maxAnisotropy = t->max_anisotropy;
-	tex.mipmapFilterMode = (CUfilter_mode)t->mip_filter;
-	tex.mipmapLevelBias = t->mip_bias;
-	tex.minMipmapLevelClamp = t->mip_min;
-	tex.maxMipmapLevelClamp = t->mip_max;
-	memcpy(tex.borderColor, t->border, sizeof(tex.borderColor));
-	if (t->has_view) {
-		view.format = (CUresourceViewFormat)t->view_format;
-		view.width = t->view_width;
-		view.height = t->view_height;
-		view.depth = t->view_depth;
-		view.firstMipmapLevel = t->view_first_mip;
-		view.lastMipmapLevel = t->view_last_mip;
-		view.firstLayer = t->view_first_layer;
-		view.lastLayer = t->view_last_layer;
-	}
+	MEARAS_TEX_VIEW_OUT(&view, t);
 	r = cu_err(p_cuTexObjectCreate(&obj, &res, &tex, t->has_view ? &view : NULL));
 	if (!r)
 		*value = obj;

@@ -14,7 +14,7 @@
 #include <driver_types.h>
 
 #include "device_sim_array.h"
-#include "mearas/array.h"
+#include "mearas/array_cu.h"
 #include "mearas/log.h"
 
 struct sim_array {

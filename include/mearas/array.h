@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * CUDA arrays, texture objects and surface objects: the formats and the
- * texture record's payload, shared by both front ends (guest/core/arrays.c),
- * the back end's checks (host-backend/core/exec_array.c) and the devices.
+ * CUDA arrays, texture objects and surface objects: the copy directions,
+ * the flags and the texture record's payload, shared by both front ends
+ * (guest/core/arrays.c), the back end's checks
+ * (host-backend/core/exec_array.c) and the devices. What needs cuda.h (the
+ * formats, the driver's structs) is in mearas/array_cu.h.
  *
  * An array lives on the host's device; the guest names it by an id of kind
  * `array` (include/mearas/ops.spec). Texture and surface objects are the
@@ -15,39 +17,6 @@
 #define MEARAS_ARRAY_H
 
 #include <stdint.h>
-
-/* Element formats: CUarray_format's values for the formats mearas carries
- * (the block-compressed, YUV and normalized packed formats are refused). */
-enum mearas_array_format {
-	MEARAS_FMT_U8 = 0x01,
-	MEARAS_FMT_U16 = 0x02,
-	MEARAS_FMT_U32 = 0x03,
-	MEARAS_FMT_S8 = 0x08,
-	MEARAS_FMT_S16 = 0x09,
-	MEARAS_FMT_S32 = 0x0a,
-	MEARAS_FMT_HALF = 0x10,
-	MEARAS_FMT_FLOAT = 0x20,
-};
-
-/* Bytes of one channel of a format, 0 for a format mearas does not carry. */
-static inline unsigned mearas_format_bytes(uint32_t format)
-{
-	switch (format) {
-	case MEARAS_FMT_U8:
-	case MEARAS_FMT_S8:
-		return 1;
-	case MEARAS_FMT_U16:
-	case MEARAS_FMT_S16:
-	case MEARAS_FMT_HALF:
-		return 2;
-	case MEARAS_FMT_U32:
-	case MEARAS_FMT_S32:
-	case MEARAS_FMT_FLOAT:
-		return 4;
-	default:
-		return 0;
-	}
-}
 
 /* Array flags carried (CUDA_ARRAY3D_LAYERED, _SURFACE_LDST, _CUBEMAP and
  * _TEXTURE_GATHER; the runtime's cudaArray* flags have the same values).

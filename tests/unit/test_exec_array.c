@@ -17,7 +17,7 @@
 
 #include "check.h"
 #include "fixture_cases.h"
-#include "mearas/array.h"
+#include "mearas/array_cu.h"
 
 #define QUOTA (64ull << 20)
 #define ARR 700                 /* the array id the cases use */
@@ -65,10 +65,10 @@ static void test_array_charged(void)
 	struct mearas_sqe e = sqe_of(MEARAS_OP_ARRAY_DESTROY);
 
 	/* 1024 x 1024 float4: 16 MiB */
-	CHECK_EQ(array_create(ARR, 1024, 1024, 0, MEARAS_FMT_FLOAT, 4, 0), 0);
+	CHECK_EQ(array_create(ARR, 1024, 1024, 0, CU_AD_FORMAT_FLOAT, 4, 0), 0);
 	CHECK_EQ(before - mem_free_bytes(), 16ull << 20);
 	/* 4096 x 2048 float4 (128 MiB) is past the 64 MiB quota */
-	CHECK_EQ(array_create(ARR + 1, 4096, 2048, 0, MEARAS_FMT_FLOAT, 4, 0), cudaErrorMemoryAllocation);
+	CHECK_EQ(array_create(ARR + 1, 4096, 2048, 0, CU_AD_FORMAT_FLOAT, 4, 0), cudaErrorMemoryAllocation);
 	mearas_prep_ARRAY_DESTROY(&e, ARR);
 	CHECK_EQ(fixture_run(&fx, 0, &e, NULL), 0);
 	CHECK_EQ(mem_free_bytes(), before);
@@ -77,13 +77,13 @@ static void test_array_charged(void)
 
 static void test_shape_refused(void)
 {
-	CHECK_EQ(array_create(ARR, 0, 4, 0, MEARAS_FMT_U8, 1, 0), cudaErrorInvalidValue);
-	CHECK_EQ(array_create(ARR, MEARAS_ARRAY_MAX_DIM + 1, 0, 0, MEARAS_FMT_U8, 1, 0), cudaErrorInvalidValue);
-	CHECK_EQ(array_create(ARR, 4, 4, MEARAS_ARRAY_MAX_DIM + 1, MEARAS_FMT_U8, 1, 0), cudaErrorInvalidValue);
+	CHECK_EQ(array_create(ARR, 0, 4, 0, CU_AD_FORMAT_UNSIGNED_INT8, 1, 0), cudaErrorInvalidValue);
+	CHECK_EQ(array_create(ARR, MEARAS_ARRAY_MAX_DIM + 1, 0, 0, CU_AD_FORMAT_UNSIGNED_INT8, 1, 0), cudaErrorInvalidValue);
+	CHECK_EQ(array_create(ARR, 4, 4, MEARAS_ARRAY_MAX_DIM + 1, CU_AD_FORMAT_UNSIGNED_INT8, 1, 0), cudaErrorInvalidValue);
 	CHECK_EQ(array_create(ARR, 4, 4, 0, 0xb0 /* NV12 */, 1, 0), cudaErrorInvalidValue);
-	CHECK_EQ(array_create(ARR, 4, 4, 0, MEARAS_FMT_U8, 3, 0), cudaErrorInvalidValue);
-	CHECK_EQ(array_create(ARR, 4, 4, 0, MEARAS_FMT_U8, 1, 0x40 /* sparse */), cudaErrorInvalidValue);
-	CHECK_EQ(array_create(ARR, 4, 4, 0, MEARAS_FMT_U8, 1, MEARAS_ARRAY_LAYERED), 0); /* still served */
+	CHECK_EQ(array_create(ARR, 4, 4, 0, CU_AD_FORMAT_UNSIGNED_INT8, 3, 0), cudaErrorInvalidValue);
+	CHECK_EQ(array_create(ARR, 4, 4, 0, CU_AD_FORMAT_UNSIGNED_INT8, 1, 0x40 /* sparse */), cudaErrorInvalidValue);
+	CHECK_EQ(array_create(ARR, 4, 4, 0, CU_AD_FORMAT_UNSIGNED_INT8, 1, MEARAS_ARRAY_LAYERED), 0); /* still served */
 }
 
 static void test_copy_round_trip(void)
@@ -93,7 +93,7 @@ static void test_copy_round_trip(void)
 
 	CHECK(dev != 0);
 	/* 8 x 6 x 3 array of u16 x 2 (4-byte elements, 32-byte rows) */
-	CHECK_EQ(array_create(ARR, 8, 6, 3, MEARAS_FMT_U16, 2, 0), 0);
+	CHECK_EQ(array_create(ARR, 8, 6, 3, CU_AD_FORMAT_UNSIGNED_INT16, 2, 0), 0);
 	for (unsigned i = 0; i < 64; i++)
 		data[i] = (uint8_t)(i * 7 + 1);
 	/* 4 rows of 12 bytes, 16 apart, into slice 2 at byte 8, row 1 */
@@ -110,7 +110,7 @@ static void test_copy_refused(void)
 {
 	uint64_t dev = fixture_alloc(&fx, 0, 4096);
 
-	CHECK_EQ(array_create(ARR, 8, 6, 3, MEARAS_FMT_U16, 2, 0), 0);
+	CHECK_EQ(array_create(ARR, 8, 6, 3, CU_AD_FORMAT_UNSIGNED_INT16, 2, 0), 0);
 	CHECK_EQ(array_copy(0, 32, 24, 0, 0, 12, 1, MEARAS_ARRAY_HTOA), cudaErrorInvalidValue);   /* past a row */
 	CHECK_EQ(array_copy(0, 32, 0, 4, 0, 32, 3, MEARAS_ARRAY_HTOA), cudaErrorInvalidValue);    /* past the rows */
 	CHECK_EQ(array_copy(0, 32, 0, 0, 3, 32, 1, MEARAS_ARRAY_HTOA), cudaErrorInvalidValue);    /* past the slices */
@@ -143,7 +143,7 @@ static void test_texture_made_destroyed(void)
 	struct mearas_sqe e = sqe_of(MEARAS_OP_TEX_DESTROY);
 	uint64_t val[2] = { 0, 0 };
 
-	CHECK_EQ(array_create(ARR, 16, 16, 0, MEARAS_FMT_FLOAT, 1, 0), 0);
+	CHECK_EQ(array_create(ARR, 16, 16, 0, CU_AD_FORMAT_FLOAT, 1, 0), 0);
 	CHECK_EQ(tex_create(900, &t, sizeof(t), val), 0);
 	CHECK(val[0] != 0);
 	CHECK_EQ(tex_create(900, &t, sizeof(t), val), cudaErrorInvalidValue);   /* the id is taken */
@@ -165,7 +165,7 @@ static void test_texture_refused(void)
 	uint64_t dev = fixture_alloc(&fx, 0, 4096), val[2];
 	struct mearas_tex_args t = array_tex(), u;
 
-	CHECK_EQ(array_create(ARR, 16, 16, 0, MEARAS_FMT_FLOAT, 1, 0), 0);
+	CHECK_EQ(array_create(ARR, 16, 16, 0, CU_AD_FORMAT_FLOAT, 1, 0), 0);
 	CHECK_EQ(tex_create(901, &t, sizeof(t) - 8, val), cudaErrorInvalidValue);
 	u = t, u.array = ARR + 5;
 	tex_refused(&u, cudaErrorInvalidResourceHandle, "an unknown array");
@@ -181,7 +181,7 @@ static void test_texture_refused(void)
 	tex_refused(&u, cudaErrorInvalidValue, "view fields without a view");
 	/* linear: all of it must be this client's */
 	memset(&u, 0, sizeof(u));
-	u.res = MEARAS_RES_LINEAR, u.format = MEARAS_FMT_FLOAT, u.channels = 1, u.dptr = dev, u.size = 4096;
+	u.res = MEARAS_RES_LINEAR, u.format = CU_AD_FORMAT_FLOAT, u.channels = 1, u.dptr = dev, u.size = 4096;
 	CHECK_EQ(tex_create(902, &u, sizeof(u), val), 0);
 	u.size = 4097;
 	tex_refused(&u, cudaErrorInvalidValue, "linear bytes past the allocation");
@@ -191,7 +191,7 @@ static void test_texture_refused(void)
 	tex_refused(&u, cudaErrorInvalidValue, "a view on linear memory");
 	/* pitched: every row */
 	memset(&u, 0, sizeof(u));
-	u.res = MEARAS_RES_PITCH2D, u.format = MEARAS_FMT_U8, u.channels = 4, u.dptr = dev, u.width = 16;
+	u.res = MEARAS_RES_PITCH2D, u.format = CU_AD_FORMAT_UNSIGNED_INT8, u.channels = 4, u.dptr = dev, u.width = 16;
 	u.height = 8, u.pitch = 512;
 	CHECK_EQ(tex_create(903, &u, sizeof(u), val), 0);
 	u.height = 9;
@@ -207,8 +207,8 @@ static void test_surface_needs_flag(void)
 	struct mearas_sqe e = sqe_of(MEARAS_OP_SURF_CREATE);
 	uint64_t val[2] = { 0, 0 };
 
-	CHECK_EQ(array_create(ARR, 16, 16, 0, MEARAS_FMT_FLOAT, 1, 0), 0);
-	CHECK_EQ(array_create(ARR + 1, 16, 16, 0, MEARAS_FMT_FLOAT, 1, MEARAS_ARRAY_SURFACE_LDST), 0);
+	CHECK_EQ(array_create(ARR, 16, 16, 0, CU_AD_FORMAT_FLOAT, 1, 0), 0);
+	CHECK_EQ(array_create(ARR + 1, 16, 16, 0, CU_AD_FORMAT_FLOAT, 1, MEARAS_ARRAY_SURFACE_LDST), 0);
 	mearas_prep_SURF_CREATE(&e, 910, ARR);
 	CHECK_EQ(fixture_run(&fx, 0, &e, val), cudaErrorInvalidValue);
 	mearas_prep_SURF_CREATE(&e, 910, ARR + 1);

@@ -63,6 +63,19 @@ static cudaTextureDesc tex_desc(cudaTextureFilterMode filter, cudaTextureReadMod
     return td;
 }
 
+// a texture object on array a
+static cudaTextureObject_t array_texture(cudaArray_t a, cudaTextureFilterMode filter, cudaTextureReadMode read,
+                                        int normalized)
+{
+    cudaResourceDesc rd = {};
+    rd.resType = cudaResourceTypeArray;
+    rd.res.array.array = a;
+    cudaTextureDesc td = tex_desc(filter, read, normalized);
+    cudaTextureObject_t t;
+    CHECK_CUDA(cudaCreateTextureObject(&t, &rd, &td, nullptr));
+    return t;
+}
+
 static void linear_filtered_2d(void)
 {
     const int w = 96, h = 40;
@@ -74,12 +87,7 @@ static void linear_filtered_2d(void)
     CHECK_CUDA(cudaMallocArray(&a, &desc, w, h));
     CHECK_CUDA(cudaMemcpy2DToArray(a, 0, 0, src.data(), w * sizeof(float), w * sizeof(float), h,
                                    cudaMemcpyHostToDevice));
-    cudaResourceDesc rd = {};
-    rd.resType = cudaResourceTypeArray;
-    rd.res.array.array = a;
-    cudaTextureDesc td = tex_desc(cudaFilterModeLinear, cudaReadModeElementType, 1);
-    cudaTextureObject_t t;
-    CHECK_CUDA(cudaCreateTextureObject(&t, &rd, &td, nullptr));
+    cudaTextureObject_t t = array_texture(a, cudaFilterModeLinear, cudaReadModeElementType, 1);
     float *d;
     CHECK_CUDA(cudaMalloc(&d, w * h * sizeof(float)));
     sample_2d<<<dim3((w + 15) / 16, (h + 15) / 16), dim3(16, 16)>>>(t, d, w, h);
@@ -108,12 +116,7 @@ static void normalized_3d(void)
     p.extent = make_cudaExtent(w, h, dd);
     p.kind = cudaMemcpyHostToDevice;
     CHECK_CUDA(cudaMemcpy3D(&p));
-    cudaResourceDesc rd = {};
-    rd.resType = cudaResourceTypeArray;
-    rd.res.array.array = a;
-    cudaTextureDesc td = tex_desc(cudaFilterModePoint, cudaReadModeNormalizedFloat, 0);
-    cudaTextureObject_t t;
-    CHECK_CUDA(cudaCreateTextureObject(&t, &rd, &td, nullptr));
+    cudaTextureObject_t t = array_texture(a, cudaFilterModePoint, cudaReadModeNormalizedFloat, 0);
     float4 *d;
     CHECK_CUDA(cudaMalloc(&d, out.size() * sizeof(float4)));
     sample_3d<<<dim3(h, dd), w>>>(t, d, w, h, dd);
