@@ -150,11 +150,14 @@ fresh experiments/results/remote-encryption-off.json
 
 grep -Eq '^remote static-runtime suite: [0-9]+ passed, 0 failed' "$out/remote-table.txt" ||
 	failed_steps+=("remote static-runtime suite")
+grep -Eq '^remote driver-API suite: [0-9]+ passed, 0 failed' "$out/remote-table.txt" ||
+	failed_steps+=("remote driver-API suite")
 # every program comparison of the lane, one record per program, build and place
 python3 scripts/drvapi_programs.py --device "${device:-unknown} (driver ${driver:-?})" \
 	--out experiments/results/drvapi-programs.json "shared:local:$out/suite-compare.txt" \
 	"static:local:$out/static-suite-compare.txt" "shared:remote:$out/suite-remote-compare.txt" \
-	"static:remote:$out/static-suite-remote-compare.txt" >"$out/drvapi-programs.txt" 2>&1 ||
+	"static:remote:$out/static-suite-remote-compare.txt" "driver:local:$out/driver-suite-compare.txt" \
+	"driver:remote:$out/driver-suite-remote-compare.txt" >"$out/drvapi-programs.txt" 2>&1 ||
 	failed_steps+=("driver-API program records")
 fresh experiments/results/drvapi-programs.json
 

@@ -6,7 +6,8 @@
 #       (default: build/ next to this script) under `timeout`, writing
 #       OUTDIR/NAME.out (stdout), OUTDIR/NAME.err (stderr) and OUTDIR/NAME.rc
 #       (exit status). SET: core (default), libraries (the lib_* programs
-#       calling cuBLAS, cuFFT, cuDNN, ...) or all. The environment is
+#       calling cuBLAS, cuFFT, cuDNN, ...), driver (the programs built with the
+#       driver API alone, in build/driver) or all. The environment is
 #       inherited, so LD_LIBRARY_PATH selects which libcudart.so.13 (native
 #       or mearas) the programs load.
 #   run-suite.sh --compare DIR_A DIR_B
@@ -20,6 +21,8 @@ programs=(vector_add matmul_tiled streams_events multithread multidevice graph_c
 	templates rdc thrust_sort atomics coop_groups device_printf memory_api device_query
 	stream_callbacks per_thread_stream misuse limits_pools cluster_launch portable_flag portable_uva vmm_api launch_attrs
 	graph_nodes tma_tiled stress_mix managed textures modules)
+# --set driver: the programs built with the driver API alone (build/driver)
+drivers=(modules)
 # --set libraries: programs calling NVIDIA's CUDA libraries. Kept apart from
 # `programs`, the list the VM guest image is built from (tests/vm-cuda), which
 # has no room for the libraries.
@@ -57,6 +60,7 @@ run_mode() {
 		case $set in
 		core) names=("${programs[@]}") ;;
 		libraries) names=("${libraries[@]}") ;;
+		driver) names=("${drivers[@]}") ;;
 		all) names=("${programs[@]}" "${libraries[@]}") ;;
 		esac
 	fi

@@ -5,6 +5,8 @@
 // cuLibraryLoadFromFile, a kernel's function and a module of a library);
 // each runs mod_scale and reads the module's global counter back. The
 // images are built from module_kernels.cu and embedded (tests/cuda/Makefile).
+// Built three ways: static and shared runtime (the runtime makes the context),
+// and with the driver API alone (MEARAS_DRIVER_ONLY, -cudart none).
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -75,7 +77,16 @@ static void as_module(const char *how, CUmodule m)
 
 int main(void)
 {
+#ifdef MEARAS_DRIVER_ONLY
+    CUdevice dev;
+    CUcontext ctx;
+    CHECK_CU(cuInit(0));
+    CHECK_CU(cuDeviceGet(&dev, 0));
+    CHECK_CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CHECK_CU(cuCtxSetCurrent(ctx));
+#else
     CHECK_CUDA(cudaFree(nullptr)); // the runtime makes the primary context current
+#endif
     CUmodule m;
     CHECK_CU(cuModuleLoadData(&m, mod_cubin));
     as_module("cubin, cuModuleLoadData", m);
@@ -116,6 +127,9 @@ int main(void)
     unlink(cubin.c_str());
     unlink(fatbin.c_str());
     unlink(ptx.c_str());
+#ifdef MEARAS_DRIVER_ONLY
+    CHECK_CU(cuDevicePrimaryCtxRelease(dev));
+#endif
     printf("PASS\n");
     return 0;
 }
