@@ -22,7 +22,7 @@ programs=(vector_add matmul_tiled streams_events multithread multidevice graph_c
 	stream_callbacks per_thread_stream misuse limits_pools cluster_launch portable_flag portable_uva vmm_api launch_attrs
 	graph_nodes tma_tiled stress_mix managed textures modules)
 # --set driver: the programs built with the driver API alone (build/driver)
-drivers=(modules)
+drivers=(modules drv_textures)
 # --set libraries: programs calling NVIDIA's CUDA libraries. Kept apart from
 # `programs`, the list the VM guest image is built from (tests/vm-cuda), which
 # has no room for the libraries.
@@ -140,11 +140,11 @@ case $1 in
 		esac
 	done
 	case $set in
-	core | libraries | all) ;;
-	*) echo "run-suite: unknown set: $set (core, libraries or all)" >&2; exit 2 ;;
+	core | libraries | driver | all) ;;
+	*) echo "run-suite: unknown set: $set (core, libraries, driver or all)" >&2; exit 2 ;;
 	esac
 	for name in "$@"; do
-		printf '%s\n' "${programs[@]}" "${libraries[@]}" | grep -qx -- "$name" ||
+		printf '%s\n' "${programs[@]}" "${libraries[@]}" "${drivers[@]}" | grep -qx -- "$name" ||
 			{ echo "run-suite: unknown program: $name" >&2; exit 2; }
 	done
 	run_mode "$outdir" "$build" "$limit" "$set" "$@"

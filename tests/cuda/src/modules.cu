@@ -6,21 +6,13 @@
 // each runs mod_scale and reads the module's global counter back. The
 // images are built from module_kernels.cu and embedded (tests/cuda/Makefile).
 // Built three ways: static and shared runtime (the runtime makes the context),
-// and with the driver API alone (MEARAS_DRIVER_ONLY, -cudart none).
+// and with the driver API alone (MEARAS_DRIVER_ONLY, compiled as host C++).
 #include <string>
 #include <unistd.h>
 #include <vector>
 #include "check.cuh"
 #include "cu_check.cuh"
-
-#define STR2(x) #x
-#define STR(x) STR2(x)
-#define EMBED(sym, file)                                                       \
-    ".global " #sym "\n" #sym ":\n.incbin \"" STR(MODULE_IMAGES) "/" file "\"\n" \
-    ".byte 0\n.global " #sym "_end\n" #sym "_end:\n"
-asm(".section .rodata\n.balign 64\n" EMBED(mod_cubin, "k.cubin") ".balign 64\n" EMBED(mod_fatbin, "k.fatbin")
-    ".balign 64\n" EMBED(mod_ptx, "k.ptx") ".previous\n");
-extern "C" const char mod_cubin[], mod_cubin_end[], mod_fatbin[], mod_fatbin_end[], mod_ptx[], mod_ptx_end[];
+#include "module_images.cuh"
 
 static const int N = 3000;
 
@@ -78,12 +70,7 @@ static void as_module(const char *how, CUmodule m)
 int main(void)
 {
 #ifdef MEARAS_DRIVER_ONLY
-    CUdevice dev;
-    CUcontext ctx;
-    CHECK_CU(cuInit(0));
-    CHECK_CU(cuDeviceGet(&dev, 0));
-    CHECK_CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CHECK_CU(cuCtxSetCurrent(ctx));
+    CUdevice dev = cu_primary_current();
 #else
     CHECK_CUDA(cudaFree(nullptr)); // the runtime makes the primary context current
 #endif
