@@ -88,16 +88,22 @@ echo "== assembly manager: mearas run --vgpus 2"
 assembly=$(scripts/gpu-assembly.sh "$sock" "$ctl" "$out" 2>&1 | tail -1)
 case "$assembly" in "assembly: ok"*) ;; *) suite_rc=1 ;; esac
 
-echo "== nvidia-smi -L: natively and over mearas's libnvidia-ml.so.1 (its stdout compared)"
+echo "== nvidia-smi: -L natively and over mearas's libnvidia-ml.so.1 (stdout compared), the default view over it"
 if command -v nvidia-smi >/dev/null; then
 	nvidia-smi -L >"$out/smi-native.txt" 2>&1
 	LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock CUDA_VISIBLE_DEVICES= timeout 60 nvidia-smi -L \
 		>"$out/smi-mearas.txt" 2>"$out/smi-mearas.err"
 	smi_rc=$?
-	if [ $smi_rc -eq 0 ] && [ -s "$out/smi-mearas.txt" ] && diff -q "$out/smi-native.txt" "$out/smi-mearas.txt" >/dev/null; then
-		smi="ok ($(head -1 "$out/smi-mearas.txt"), as native)"
+	# the default view too: it must list the device (what mearas does not answer is N/A there)
+	LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock CUDA_VISIBLE_DEVICES= timeout 60 nvidia-smi \
+		>"$out/smi-mearas-view.txt" 2>>"$out/smi-mearas.err"
+	view_rc=$?
+	name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+	if [ $smi_rc -eq 0 ] && [ -s "$out/smi-mearas.txt" ] && diff -q "$out/smi-native.txt" "$out/smi-mearas.txt" >/dev/null &&
+		[ $view_rc -eq 0 ] && grep -qF "$name" "$out/smi-mearas-view.txt"; then
+		smi="ok ($(head -1 "$out/smi-mearas.txt"), as native; the default view lists it)"
 	else
-		smi="FAILED (rc $smi_rc; see smi-*.txt)"
+		smi="FAILED (-L rc $smi_rc, view rc $view_rc; see smi-*.txt)"
 		suite_rc=1
 	fi
 else

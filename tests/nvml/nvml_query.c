@@ -665,6 +665,24 @@ static void test_internal_table_unserved(void)
 	CHECK_RC(nvmlInternalGetExportTable(NULL, SMI_TABLE_ID), NVML_ERROR_INVALID_ARGUMENT);
 }
 
+/* events: a vGPU has none; sets work, waits time out */
+static void test_events_none(void)
+{
+	nvmlEventSet_t set = NULL;
+	nvmlEventData_t data;
+	unsigned long long types = 99;
+
+	NVML_OK(nvmlEventSetCreate(&set));
+	NVML_OK(nvmlDeviceGetSupportedEventTypes(handle(0), &types));
+	CHECK_EQ(types, 0);
+	NVML_OK(nvmlDeviceRegisterEvents(handle(0), 0, set));
+	CHECK_RC(nvmlDeviceRegisterEvents(handle(0), nvmlEventTypeXidCriticalError, set), NVML_ERROR_NOT_SUPPORTED);
+	CHECK_RC(nvmlEventSetWait_v2(set, &data, 20), NVML_ERROR_TIMEOUT);
+	CHECK_RC(nvmlEventSetWait_v2(set, NULL, 0), NVML_ERROR_INVALID_ARGUMENT);
+	CHECK_RC(nvmlDeviceRegisterEvents(handle(0), 0, NULL), NVML_ERROR_INVALID_ARGUMENT);
+	NVML_OK(nvmlEventSetFree(set));
+}
+
 /* kills the processes whose parent is pid (mearasd's workers); how many */
 static unsigned kill_children(long pid)
 {
@@ -762,6 +780,7 @@ static const struct check_case cases[] = {
 	{ "unsupported_logged_once", test_unsupported_logged_once },
 	{ "internal_table_device_by_index", test_internal_table_device_by_index },
 	{ "internal_table_unserved", test_internal_table_unserved },
+	{ "events_none", test_events_none },
 	{ "error_string", test_error_string },
 	{ "gpu_lost", test_gpu_lost },
 };
