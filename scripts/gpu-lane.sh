@@ -26,7 +26,7 @@ pack=${OUT:-$out}
 mkdir -p "$out" "$pack"
 # results of an earlier run (or the committed ones) must not pass for this
 # run's: only files newer than this stamp are taken
-rm -f "$out"/{microbench,remote,batch,watchdog,drvapi,drvapi-programs,frameworks}.json "$out"/frameworks.png "$out"/batch.csv "$out"/batch-size.png "$out"/table.txt
+rm -f "$out"/{microbench,remote,batch,watchdog,drvapi,drvapi-programs,frameworks,runtime-choice}.json "$out"/frameworks.png "$out"/batch.csv "$out"/batch-size.png "$out"/table.txt
 touch "$out/.start"
 failed_steps=()
 fresh() { [ -f "$1" ] && [ "$1" -nt "$out/.start" ] && cp "$1" "$out/"; }
@@ -191,6 +191,11 @@ python3 experiments/microbench/compare.py --native "$out"/micro-native-?.txt --m
 tail -1 "$out/micro-table.txt" | grep -Eq '^[0-9]+ passed, 0 failed' || failed_steps+=("microbenchmark targets")
 fresh experiments/results/microbench.json
 
+echo "== runtime choice: ours or NVIDIA's libcudart.so.13 over our libcuda.so.1 (the same shared-runtime binary)"
+scripts/gpu-runtime-choice.sh "$out" "$sock" "${device:-unknown} (driver ${driver:-?})" >"$out/runtime-choice.txt" 2>&1
+grep -q '^runtime choice: ours better on' "$out/runtime-choice.txt" || failed_steps+=("runtime choice")
+fresh experiments/results/runtime-choice.json
+
 table_body() {
 	echo
 	echo "== program suite (native vs mearas, outputs compared)"
@@ -210,6 +215,9 @@ table_body() {
 	echo
 	echo "== microbenchmarks: ${device:-unknown}"
 	cat "$out/micro-table.txt"
+	echo
+	echo "== runtime choice (the same -cudart shared microbench: ours, and NVIDIA's runtime over our libcuda.so.1)"
+	cat "$out/runtime-choice.txt"
 	echo
 	echo "== driver-API front end (NVIDIA's static runtime over mearas's libcuda.so.1)"
 	grep -v '^==' "$out/drvapi-table.txt"
@@ -240,7 +248,7 @@ else
 	rm -f "$tmp"
 fi
 if [ "$(realpath "$pack")" != "$(realpath "$out")" ]; then
-	for f in microbench.json remote.json drvapi.json drvapi-programs.json watchdog.json frameworks.json table.txt; do
+	for f in microbench.json remote.json drvapi.json drvapi-programs.json watchdog.json frameworks.json runtime-choice.json table.txt; do
 		[ -f "$out/$f" ] && cp "$out/$f" "$pack/"
 	done
 fi
