@@ -151,6 +151,9 @@ CORE_API void rt_host_mapped(const void *p, uint64_t size);
 /* a pinned allocation (cudaHostAlloc, cuMemHostAlloc): followed as asked
  * with the mapped flag, else while small (unified addressing) */
 CORE_API void rt_host_allocated(const void *p, uint64_t size, bool mapped);
+/* a pinned allocation from the data area, then rt_host_allocated; NULL when
+ * it does not fit, logged as what ("pinned", "page-locked") allocation */
+CORE_API void *rt_host_alloc(const char *what, uint64_t size, bool mapped);
 /* managed.c: managed memory as zero-copy blocks of the data area; free:
  * false when p is no managed block's start; find: [p, p+len) is managed */
 CORE_API cudaError_t rt_managed_alloc(void **p, uint64_t size);
