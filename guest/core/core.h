@@ -344,6 +344,10 @@ CORE_API struct rt_graph *rt_gnode_graph(struct rt_gnode *n);
 CORE_API int rt_gnode_type(struct rt_gnode *n);
 /* the node's parameters, pointing into the node's own copies */
 CORE_API const struct rt_node_params *rt_gnode_params(struct rt_gnode *n);
+/* a memset node's parameters from the fields the driver's and the runtime's
+ * memset structs share (width in elements of elem bytes) */
+CORE_API void rt_memset_node_params(struct rt_node_params *p, void *dst, size_t pitch, unsigned value, unsigned elem,
+				    size_t width, size_t height);
 /* new parameters of the same kind */
 CORE_API cudaError_t rt_gnode_set(const char *call, struct rt_gnode *n, const struct rt_node_params *p);
 CORE_API cudaError_t rt_graph_nodes(struct rt_graph *g, bool roots, void **out, size_t *n);

@@ -356,19 +356,6 @@ static CUresult set_ctx_node(const char *call, CUgraphExec hExec, CUgraphNode h,
 	return r ? r : set_params(call, x, n, &p);
 }
 
-/* the driver's parameters of a kind from the core's node: shared by Get */
-typedef void (*params_out_fn)(const struct rt_node_params *p, void *q);
-
-static CUresult get_node(CUgraphNode h, int type, void *q, params_out_fn conv)
-{
-	const struct rt_node_params *p;
-	CUresult r = node_params(h, type, q, &p);
-
-	if (!r)
-		conv(p, q);
-	return r;
-}
-
 /*
  * cuGraphAdd<Kind>Node, cuGraph<Kind>NodeGetParams, cuGraph<Kind>NodeSetParams
  * and cuGraphExec<Kind>NodeSetParams of a kind that comes with a context:
@@ -383,7 +370,12 @@ static CUresult get_node(CUgraphNode h, int type, void *q, params_out_fn conv)
 	}                                                                                                          \
 	CU_EXPORT CUresult CUDAAPI cuGraph##Kind##NodeGetParams(CUgraphNode h, Params *q)                          \
 	{                                                                                                          \
-		return get_node(h, type, q, from_core);                                                            \
+		const struct rt_node_params *p;                                                                    \
+		CUresult r = node_params(h, type, q, &p);                                                          \
+                                                                                                                   \
+		if (!r)                                                                                            \
+			from_core(p, q);                                                                           \
+		return r;                                                                                          \
 	}                                                                                                          \
 	CU_EXPORT CUresult CUDAAPI cuGraph##Kind##NodeSetParams(CUgraphNode h, const Params *q)                    \
 	{                                                                                                          \
@@ -435,10 +427,9 @@ static CUresult memcpy_params(const char *call, int vgpu, const void *q, CUconte
 	return CUDA_SUCCESS;
 }
 
-static void memcpy_params_out(const struct rt_node_params *p, void *out)
+static void memcpy_params_out(const struct rt_node_params *p, CUDA_MEMCPY3D *q)
 {
 	const struct rt_memcpy_node *c = &p->u.c;
-	CUDA_MEMCPY3D *q = out;
 
 	memset(q, 0, sizeof(*q));
 	q->srcMemoryType = c->kind == cudaMemcpyDefault ? CU_MEMORYTYPE_UNIFIED
@@ -478,21 +469,13 @@ static CUresult memset_params(const char *call, int vgpu, const void *q, CUconte
 	r = same_ctx(vgpu, ctx);
 	if (r)
 		return r;
-	memset(p, 0, sizeof(*p));
-	p->type = cudaGraphNodeTypeMemset;
-	p->u.s.dst = (void *)(uintptr_t)m->dst;
-	p->u.s.pitch = m->pitch;
-	p->u.s.value = m->value;
-	p->u.s.elem = m->elementSize;
-	p->u.s.width = m->width;
-	p->u.s.height = m->height;
+	rt_memset_node_params(p, (void *)(uintptr_t)m->dst, m->pitch, m->value, m->elementSize, m->width, m->height);
 	return CUDA_SUCCESS;
 }
 
-static void memset_params_out(const struct rt_node_params *p, void *out)
+static void memset_params_out(const struct rt_node_params *p, CUDA_MEMSET_NODE_PARAMS *q)
 {
 	const struct rt_memset_node *m = &p->u.s;
-	CUDA_MEMSET_NODE_PARAMS *q = out;
 
 	q->dst = (CUdeviceptr)(uintptr_t)m->dst;
 	q->pitch = m->pitch;
