@@ -713,6 +713,14 @@ CUresult cu_function_of(CUfunction h, struct cu_function **out)
 	return r ? r : kernel_function(k, c->vgpu, out);
 }
 
+/* cu_ready, then cu_function_of */
+static CUresult ready_function(CUfunction h, struct cu_function **out)
+{
+	CUresult r = cu_ready();
+
+	return r ? r : cu_function_of(h, out);
+}
+
 static CUresult function_attribute(int *pi, CUfunction_attribute attrib, struct cu_function *f)
 {
 	const struct mearas_devinfo *info = rt.v[f->m->vgpu].info;
@@ -791,11 +799,8 @@ static CUresult set_attribute(struct cu_function *f, CUfunction_attribute attrib
 CU_EXPORT CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value)
 {
 	struct cu_function *f;
-	CUresult r = cu_ready();
+	CUresult r = ready_function(hfunc, &f);
 
-	if (r)
-		return r;
-	r = cu_function_of(hfunc, &f);
 	return r ? r : set_attribute(f, attrib, value);
 }
 
@@ -814,11 +819,8 @@ static CUresult set_cache_config(struct cu_function *f, int vgpu, CUfunc_cache c
 CU_EXPORT CUresult CUDAAPI cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config)
 {
 	struct cu_function *f;
-	CUresult r = cu_ready();
+	CUresult r = ready_function(hfunc, &f);
 
-	if (r)
-		return r;
-	r = cu_function_of(hfunc, &f);
 	return r ? r : set_cache_config(f, f->m->vgpu, config);
 }
 
@@ -831,11 +833,8 @@ CU_EXPORT CUresult CUDAAPI cuFuncGetParamInfo(CUfunction func, size_t paramIndex
 					      size_t *paramSize)
 {
 	struct cu_function *f;
-	CUresult r = cu_ready();
+	CUresult r = ready_function(func, &f);
 
-	if (r)
-		return r;
-	r = cu_function_of(func, &f);
 	if (r)
 		return r;
 	if (!f->info)
@@ -862,9 +861,8 @@ CU_EXPORT CUresult CUDAAPI cuFuncIsLoaded(CUfunctionLoadingState *state, CUfunct
 CU_EXPORT CUresult CUDAAPI cuFuncLoad(CUfunction function)
 {
 	struct cu_function *f;
-	CUresult r = cu_ready();
 
-	return r ? r : cu_function_of(function, &f);
+	return ready_function(function, &f);
 }
 
 /* the kernel's function on device dev (a context need not be current) */
