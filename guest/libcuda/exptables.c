@@ -198,12 +198,10 @@ static CUresult cls_get(void **value, CUcontext ctx, void *key)
 {
 	struct cu_ctx *c;
 	struct cu_cls *e;
-	CUresult r = cls_ctx(ctx, &c);
+	CUresult r = cu_need(cls_ctx(ctx, &c), value);
 
 	if (r)
 		return r;
-	if (!value)
-		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	pthread_mutex_lock(&cls_lock);
 	for (e = c->cls; e && e->key != key; e = e->next)
 		;
