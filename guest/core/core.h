@@ -98,6 +98,12 @@ CORE_API bool rt_stopped(void);
  * cudaErrorDevicesUnavailable */
 CORE_API cudaError_t rt_gone(void);
 CORE_API cudaError_t rt_ensure_device(int *dev);      /* connect + current device */
+/* a call's first check e (rt_ensure, a lookup ...), then ok: the pointers
+ * it must have are there (else cudaErrorInvalidValue); libcuda's cu_need */
+static inline cudaError_t rt_need(cudaError_t e, bool ok)
+{
+	return e ? e : ok ? cudaSuccess : cudaErrorInvalidValue;
+}
 CORE_API int rt_slot(void);
 /* connect.c: the name of a cudaError_t (NULL: not one); the first of the
  * first n vGPUs at PCI domain:bus:device (-1: none) */

@@ -105,12 +105,10 @@ static cudaError_t add(const char *call, cudaGraphNode_t *out, cudaGraph_t graph
 {
 	struct rt_graph *g;
 	struct rt_gnode *node;
-	cudaError_t e = graph_of(graph, &g);
+	cudaError_t e = rt_need(graph_of(graph, &g), out);
 
 	if (e)
 		return e;
-	if (!out)
-		return cudaErrorInvalidValue;
 	e = rt_graph_add(call, g, (void *const *)deps, n, p, &node);
 	if (!e)
 		*out = (cudaGraphNode_t)node;
