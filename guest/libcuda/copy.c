@@ -14,15 +14,12 @@
 
 static CUresult copy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, CUstream s, bool async)
 {
-	CUresult r = cu_ready();
+	struct cu_ctx *c;
+	CUresult r = cu_current_ctx(&c);
 
-	if (r)
-		return r;
-	if (!cu_current())
-		return CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
-	if (s && !rt_stream_get(s) && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD)
-		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
-	return cu_result(rt_memcpy(dst, src, n, kind, (cudaStream_t)s, async));
+	if (!r)
+		r = cu_stream_check(s);
+	return r ? r : cu_result(rt_memcpy(dst, src, n, kind, (cudaStream_t)s, async));
 }
 
 /* An export and its per-thread twin name##suffix (_ptds, or _ptsz for the
@@ -68,11 +65,8 @@ static CUresult copy_peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, C
 		return r;
 	dc = cu_ctx_get(dst_ctx);
 	sc = cu_ctx_get(src_ctx);
-	if (!dc || !sc)
-		return CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
-	if (s && !rt_stream_get(s) && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD)
-		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
-	return cu_result(rt_memcpy_peer(PTR(dst), dc->vgpu, CPTR(src), sc->vgpu, n, (cudaStream_t)s, async));
+	r = dc && sc ? cu_stream_check(s) : CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
+	return r ? r : cu_result(rt_memcpy_peer(PTR(dst), dc->vgpu, CPTR(src), sc->vgpu, n, (cudaStream_t)s, async));
 }
 
 #define PEER_SIG CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, \

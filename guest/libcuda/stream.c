@@ -6,16 +6,21 @@
 #include "ptds.h"
 #include "cu.h"
 
+CUresult cu_stream_check(CUstream s)
+{
+	if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD && !rt_stream_get(s))
+		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
+	return CUDA_SUCCESS;
+}
+
 CUresult cu_stream_ref(CUstream s, struct rt_stream_ref *out)
 {
 	struct cu_ctx *c;
 	CUresult r = cu_current_ctx(&c);
 
-	if (r)
-		return r;
-	if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD && !rt_stream_get(s))
-		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
-	return cu_result(rt_stream_ref((cudaStream_t)s, out));
+	if (!r)
+		r = cu_stream_check(s);
+	return r ? r : cu_result(rt_stream_ref((cudaStream_t)s, out));
 }
 
 CU_EXPORT CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
