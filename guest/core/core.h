@@ -461,13 +461,13 @@ CORE_API void rt_on_reset(void (*hook)(int vgpu));
 /* for a reset's forgetting: drops the entries of array a (n of them, n an
  * lvalue updated) whose .vgpu is vgpu, the others kept in order; a macro,
  * as the arrays are of different structs */
-#define RT_DROP_VGPU(a, n, vgpu)                                  \
-	do {                                                      \
-		size_t kept_ = 0;                                 \
-		for (size_t i_ = 0; i_ < (n); i_++)               \
-			if ((a)[i_].vgpu != (vgpu))               \
-				(a)[kept_++] = (a)[i_];           \
-		(n) = kept_;                                      \
+#define RT_DROP_VGPU(a, n, vgpu)                        \
+	do {                                            \
+		size_t kept_ = 0;                       \
+		for (size_t i_ = 0; i_ < (n); i_++)     \
+			if ((a)[i_].vgpu != (vgpu))     \
+				(a)[kept_++] = (a)[i_]; \
+		(n) = kept_;                            \
 	} while (0)
 
 /* copies (copy.c): kind cudaMemcpyDefault resolves by pointer; async

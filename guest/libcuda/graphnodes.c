@@ -362,7 +362,7 @@ static CUresult set_ctx_node(const char *call, CUgraphExec hExec, CUgraphNode h,
  * Params to the core's node of type by to_core, back by from_core. A macro:
  * C has no other way to define several exported functions from one body.
  */
-#define CTX_NODE_CALLS(Kind, Params, type, to_core, from_core)                                                      \
+#define CTX_NODE_CALLS(Kind, Params, type, to_core, from_core)                                                     \
 	CU_EXPORT CUresult CUDAAPI cuGraphAdd##Kind##Node(CUgraphNode *o, CUgraph hGraph, const CUgraphNode *d,    \
 							  size_t n, const Params *q, CUcontext ctx)                \
 	{                                                                                                          \
@@ -747,14 +747,14 @@ static CUresult change_deps(const char *call, CUgraph hGraph, const CUgraphNode 
 /* name (no edge data) and name##_v2 (edge data), as the driver exports
  * both; a macro: C has no other way to define two exported functions from
  * one body */
-#define DEPS_CALLS(name, add_them)                                                                            \
+#define DEPS_CALLS(name, add_them)                                                                           \
 	CU_EXPORT CUresult CUDAAPI name(CUgraph g, const CUgraphNode *from, const CUgraphNode *to, size_t n) \
 	{                                                                                                    \
 		return change_deps(#name, g, from, to, NULL, n, add_them);                                   \
 	}                                                                                                    \
-	CU_EXPORT CUresult CUDAAPI name##_v2(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,     \
+	CU_EXPORT CUresult CUDAAPI name##_v2(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,      \
 					     const CUgraphEdgeData *e, size_t n);                            \
-	CU_EXPORT CUresult CUDAAPI name##_v2(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,     \
+	CU_EXPORT CUresult CUDAAPI name##_v2(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,      \
 					     const CUgraphEdgeData *e, size_t n)                             \
 	{                                                                                                    \
 		return change_deps(#name "_v2", g, from, to, e, n, add_them);                                \

@@ -273,7 +273,7 @@ static cudaError_t set_node(const char *call, bool exec, cudaGraphExec_t hExec, 
  * to the core's node of type by to_core, back by from_core. A macro: C has
  * no other way to define several exported functions from one body.
  */
-#define NODE_CALLS(Kind, Params, type, to_core, from_core)                                                       \
+#define NODE_CALLS(Kind, Params, type, to_core, from_core)                                                      \
 	RT_EXPORT cudaError_t cudaGraphAdd##Kind##Node(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,          \
 						       const cudaGraphNode_t *pDependencies,                    \
 						       size_t numDependencies, const Params *q)                 \
