@@ -14,12 +14,15 @@
 
 static CUresult copy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, CUstream s, bool async)
 {
-	struct cu_ctx *c;
-	CUresult r = cu_current_ctx(&c);
+	CUresult r = cu_ready();
 
-	if (!r)
-		r = cu_stream_check(s);
-	return r ? r : cu_result(rt_memcpy(dst, src, n, kind, (cudaStream_t)s, async));
+	if (r)
+		return r;
+	if (!cu_current())
+		return CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
+	if (!cu_stream_known(s))
+		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
+	return cu_result(rt_memcpy(dst, src, n, kind, (cudaStream_t)s, async));
 }
 
 /* An export and its per-thread twin name##suffix (_ptds, or _ptsz for the
@@ -65,7 +68,10 @@ static CUresult copy_peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, C
 		return r;
 	dc = cu_ctx_get(dst_ctx);
 	sc = cu_ctx_get(src_ctx);
-	r = dc && sc ? cu_stream_check(s) : CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
+	if (!dc || !sc)
+		r = CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
+	else if (!cu_stream_known(s))
+		r = CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 	return r ? r : cu_result(rt_memcpy_peer(PTR(dst), dc->vgpu, CPTR(src), sc->vgpu, n, (cudaStream_t)s, async));
 }
 

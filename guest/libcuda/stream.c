@@ -6,11 +6,9 @@
 #include "ptds.h"
 #include "cu.h"
 
-CUresult cu_stream_check(CUstream s)
+bool cu_stream_known(CUstream s)
 {
-	if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD && !rt_stream_get(s))
-		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
-	return CUDA_SUCCESS;
+	return !s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD || rt_stream_get(s);
 }
 
 CUresult cu_stream_ref(CUstream s, struct rt_stream_ref *out)
@@ -18,8 +16,8 @@ CUresult cu_stream_ref(CUstream s, struct rt_stream_ref *out)
 	struct cu_ctx *c;
 	CUresult r = cu_current_ctx(&c);
 
-	if (!r)
-		r = cu_stream_check(s);
+	if (!r && !cu_stream_known(s))
+		r = CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 	return r ? r : cu_result(rt_stream_ref((cudaStream_t)s, out));
 }
 
