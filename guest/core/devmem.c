@@ -148,12 +148,7 @@ int dm_window_owner(uint64_t ptr)
 
 void dm_forget_vgpu(int vgpu)
 {
-	size_t j = 0;
-
 	pthread_rwlock_wrlock(&dm_lock);
-	for (size_t i = 0; i < nallocs; i++)
-		if (allocs[i].vgpu != vgpu)
-			allocs[j++] = allocs[i];
-	nallocs = j;
+	RT_DROP_VGPU(allocs, nallocs, vgpu);
 	pthread_rwlock_unlock(&dm_lock);
 }

@@ -20,7 +20,7 @@ static CUresult copy(void *dst, const void *src, size_t n, enum cudaMemcpyKind k
 		return r;
 	if (!cu_current())
 		return CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
-	if (s && !rt_stream_get(s) && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD)
+	if (!cu_stream_known(s))
 		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 	return cu_result(rt_memcpy(dst, src, n, kind, (cudaStream_t)s, async));
 }
@@ -61,10 +61,10 @@ static CUresult copy_peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, C
 	dc = cu_ctx_get(dst_ctx);
 	sc = cu_ctx_get(src_ctx);
 	if (!dc || !sc)
-		return CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
-	if (s && !rt_stream_get(s) && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD)
-		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
-	return cu_result(rt_memcpy_peer(PTR(dst), dc->vgpu, CPTR(src), sc->vgpu, n, (cudaStream_t)s, async));
+		r = CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
+	else if (!cu_stream_known(s))
+		r = CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
+	return r ? r : cu_result(rt_memcpy_peer(PTR(dst), dc->vgpu, CPTR(src), sc->vgpu, n, (cudaStream_t)s, async));
 }
 
 #define PEER_SIG CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, \

@@ -137,6 +137,8 @@ CU_HIDDEN CUresult cu_launch_pack(const struct cu_function *f, void **params, vo
 
 /* streams (stream.c): a CUstream as the core's reference, on the current context */
 CU_HIDDEN CUresult cu_stream_ref(CUstream s, struct rt_stream_ref *out);
+/* s is 0, the legacy or the per-thread default stream, or a live stream */
+CU_HIDDEN bool cu_stream_known(CUstream s);
 
 /* a _ptsz/_ptds entry point: call with the per-thread default stream in effect */
 #define CU_PTSZ(call) WITH_PTDS(1, call)
