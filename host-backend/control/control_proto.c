@@ -12,6 +12,7 @@
 #include "assembly.h"
 #include "attached.h"
 #include "control_internal.h"
+#include "mearas/array.h"
 #include "mearas/log.h"
 #include "remote/config.h"
 
@@ -294,18 +295,13 @@ struct attached_list {
 static void collect_attached(const struct attached_slot *s, void *ctx)
 {
 	struct attached_list *l = ctx;
+	struct attached_slot *grown = mearas_array_grow(l->e, &l->cap, l->n + 1, sizeof(*grown), 8);
 
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 8;
-		struct attached_slot *grown = realloc(l->e, cap * sizeof(*grown));
-
-		if (!grown) {
-			l->failed = true;
-			return;
-		}
-		l->e = grown;
-		l->cap = cap;
+	if (!grown) {
+		l->failed = true;
+		return;
 	}
+	l->e = grown;
 	l->e[l->n++] = *s;
 }
 
@@ -346,21 +342,16 @@ static int add_attached(Mearas__AssemblyInfo *info, const char *id)
 static void add_info(const struct assembly *a, void *ctx)
 {
 	struct list_builder *b = ctx;
-	Mearas__AssemblyInfo *info;
+	Mearas__AssemblyInfo *info, **grown;
 
 	if (b->failed)
 		return;
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 16;
-		Mearas__AssemblyInfo **grown = realloc(b->infos, cap * sizeof(*grown));
-
-		if (!grown) {
-			b->failed = true;
-			return;
-		}
-		b->infos = grown;
-		b->cap = cap;
+	grown = mearas_array_grow(b->infos, &b->cap, b->n + 1, sizeof(*grown), 16);
+	if (!grown) {
+		b->failed = true;
+		return;
 	}
+	b->infos = grown;
 	/* one block: the info, its spec pointers, its specs, and copies of the strings */
 	info = calloc(1, sizeof(*info) + sizeof(Mearas__Identity) +
 			      a->nvgpus * (sizeof(Mearas__VgpuSpec *) + sizeof(Mearas__VgpuSpec)) +
