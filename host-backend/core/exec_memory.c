@@ -300,14 +300,6 @@ int exec_op_POOL_CREATE(struct vgpu *v, const struct mearas_sqe *e, const struct
 	return exec_keep_or_destroy(v, MEARAS_KIND_POOL, in->a->pool, p, 0);
 }
 
-int exec_op_POOL_DESTROY(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_POOL_DESTROY *in,
-			 struct mearas_cqe *c, struct fence_req *f)
-{
-	(void)e, (void)c, (void)f;
-	/* allocations made through it keep its accounting until they are freed */
-	return exec_take_and_destroy(v, MEARAS_KIND_POOL, in->a->pool);
-}
-
 int exec_op_POOL_SET_ATTR(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_POOL_SET_ATTR *in,
 			  struct mearas_cqe *c, struct fence_req *f)
 {
