@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "core.h"
-#include "mearas/array.h"
+#include "mearas/dynarray.h"
 
 struct dm_alloc {
 	uint64_t ptr, size;
@@ -23,7 +23,7 @@ static size_t nallocs, cap;
 
 static size_t upper_bound(uint64_t ptr)
 {
-	return MEARAS_ARRAY_UPPER_BOUND(allocs, nallocs, ptr, ptr);
+	return MEARAS_DYNARRAY_UPPER_BOUND(allocs, nallocs, ptr, ptr);
 }
 
 void dm_add(int vgpu, uint64_t ptr, uint64_t size, int is_global)
@@ -31,10 +31,10 @@ void dm_add(int vgpu, uint64_t ptr, uint64_t size, int is_global)
 	struct dm_alloc a = { ptr, size, vgpu, is_global }, *p;
 
 	pthread_rwlock_wrlock(&dm_lock);
-	p = mearas_array_grow(allocs, &cap, nallocs + 1, sizeof(*allocs), 256);
+	p = mearas_dynarray_grow(allocs, &cap, nallocs + 1, sizeof(*allocs), 256);
 	if (p) {
 		allocs = p;
-		mearas_array_insert(allocs, &nallocs, upper_bound(ptr), &a, sizeof(a));
+		mearas_dynarray_insert(allocs, &nallocs, upper_bound(ptr), &a, sizeof(a));
 	}
 	pthread_rwlock_unlock(&dm_lock);
 }

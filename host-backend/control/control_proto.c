@@ -12,7 +12,7 @@
 #include "assembly.h"
 #include "attached.h"
 #include "control_internal.h"
-#include "mearas/array.h"
+#include "mearas/dynarray.h"
 #include "mearas/log.h"
 #include "remote/config.h"
 
@@ -288,7 +288,7 @@ struct attached_list {
 static void collect_attached(const struct attached_slot *s, void *ctx)
 {
 	struct attached_list *l = ctx;
-	struct attached_slot *grown = mearas_array_grow(l->e, &l->cap, l->n + 1, sizeof(*grown), 8);
+	struct attached_slot *grown = mearas_dynarray_grow(l->e, &l->cap, l->n + 1, sizeof(*grown), 8);
 
 	if (!grown) {
 		l->failed = true;
@@ -339,7 +339,7 @@ static void add_info(const struct assembly *a, void *ctx)
 
 	if (b->failed)
 		return;
-	grown = mearas_array_grow(b->infos, &b->cap, b->n + 1, sizeof(*grown), 16);
+	grown = mearas_dynarray_grow(b->infos, &b->cap, b->n + 1, sizeof(*grown), 16);
 	if (!grown) {
 		b->failed = true;
 		return;

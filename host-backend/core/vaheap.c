@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mearas/array.h"
+#include "mearas/dynarray.h"
 #include "vaheap.h"
 
 #define ALLOC_ALIGN 256u        /* cudaMalloc's alignment guarantee */
@@ -17,7 +17,7 @@ static uint64_t align_up(uint64_t v, uint64_t a)
 
 static int grow(void **arr, size_t *cap, size_t need, size_t elem)
 {
-	void *p = mearas_array_grow(*arr, cap, need, elem, 16);
+	void *p = mearas_dynarray_grow(*arr, cap, need, elem, 16);
 
 	if (!p)
 		return -ENOMEM;
@@ -28,14 +28,14 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem)
 /* First index whose va is > va. */
 static size_t upper_bound(const struct vaheap_range *r, size_t n, uint64_t va)
 {
-	return MEARAS_ARRAY_UPPER_BOUND(r, n, va, va);
+	return MEARAS_DYNARRAY_UPPER_BOUND(r, n, va, va);
 }
 
 static int range_insert(struct vaheap_range **arr, size_t *n, size_t *cap, struct vaheap_range v)
 {
 	if (grow((void **)arr, cap, *n + 1, sizeof(**arr)))
 		return -ENOMEM;
-	mearas_array_insert(*arr, n, upper_bound(*arr, *n, v.va), &v, sizeof(v));
+	mearas_dynarray_insert(*arr, n, upper_bound(*arr, *n, v.va), &v, sizeof(v));
 	return 0;
 }
 
@@ -86,7 +86,7 @@ static size_t insert_chunk(struct vaheap *h, struct vaheap_chunk c)
 
 	for (at = 0; at < h->nchunks && h->chunks[at].va < c.va; at++)
 		;
-	mearas_array_insert(h->chunks, &h->nchunks, at, &c, sizeof(c));
+	mearas_dynarray_insert(h->chunks, &h->nchunks, at, &c, sizeof(c));
 	/* chunk indices at and above shifted by one */
 	for (size_t i = 0; i < h->nallocs; i++)
 		if (h->allocs[i].chunk >= at)

@@ -34,7 +34,7 @@
 #include <cuda.h>
 
 #include "device.h"
-#include "mearas/array.h"
+#include "mearas/dynarray.h"
 #include "mearas/fatbin.h"
 #include "mearas/log.h"
 #include "mearas/tensormap.h"
@@ -283,7 +283,7 @@ static int sim_chunk_add(struct mdev *d, uint64_t va, uint64_t size, int prot, b
 	if (c.host == MAP_FAILED)
 		return cudaErrorMemoryAllocation;
 	pthread_mutex_lock(&d->lock);
-	n = mearas_array_grow(d->chunks, &d->cap, d->nchunks + 1, sizeof(c), 16);
+	n = mearas_dynarray_grow(d->chunks, &d->cap, d->nchunks + 1, sizeof(c), 16);
 	if (!n) {
 		pthread_mutex_unlock(&d->lock);
 		munmap(c.host, size);
@@ -292,7 +292,7 @@ static int sim_chunk_add(struct mdev *d, uint64_t va, uint64_t size, int prot, b
 	d->chunks = n;
 	for (at = 0; at < d->nchunks && d->chunks[at].va < va; at++)
 		;
-	mearas_array_insert(d->chunks, &d->nchunks, at, &c, sizeof(c));
+	mearas_dynarray_insert(d->chunks, &d->nchunks, at, &c, sizeof(c));
 	pthread_mutex_unlock(&d->lock);
 	*cookie = c.host;
 	return 0;

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 
 #include "forward.h"
-#include "mearas/array.h"
+#include "mearas/dynarray.h"
 
 /* A device-to-host copy goes out: its rows are in flight until its DONE. */
 bool d2h_track(struct remote_vgpu *rv, const struct mearas_span *r, uint64_t len, uint32_t *id)
@@ -24,7 +24,7 @@ bool d2h_track(struct remote_vgpu *rv, const struct mearas_span *r, uint64_t len
 	/* ids repeat after 2^32 copies: a copy in flight that long is not expected */
 	f.id = ++rv->next_done_id;
 	pthread_mutex_lock(&rv->d2h_lock);
-	n = mearas_array_grow(rv->d2h, &rv->cap_d2h, (size_t)rv->nd2h + 1, sizeof(f), 16);
+	n = mearas_dynarray_grow(rv->d2h, &rv->cap_d2h, (size_t)rv->nd2h + 1, sizeof(f), 16);
 	if (!n) {
 		pthread_mutex_unlock(&rv->d2h_lock);
 		return false;
@@ -61,7 +61,7 @@ void d2h_done(struct remote_vgpu *rv, uint32_t id)
 
 static bool spans_add(struct span **v, size_t *n, size_t *cap, uint64_t a, uint64_t b)
 {
-	struct span *nv = mearas_array_grow(*v, cap, *n + 1, sizeof(*nv), 16);
+	struct span *nv = mearas_dynarray_grow(*v, cap, *n + 1, sizeof(*nv), 16);
 
 	if (!nv)
 		return false;

@@ -5,8 +5,8 @@
  * the pieces they share. Header-only: the guest libraries, mearasd and the
  * tests all include it.
  */
-#ifndef MEARAS_ARRAY_H
-#define MEARAS_ARRAY_H
+#ifndef MEARAS_DYNARRAY_H
+#define MEARAS_DYNARRAY_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -17,7 +17,7 @@
  * when it has that room, else arr reallocated to twice its capacity (first
  * elements when it has none), doubled again until need fits, with *cap
  * updated. NULL, with arr and *cap as they were, when memory is short. */
-static inline void *mearas_array_grow(void *arr, size_t *cap, size_t need, size_t elem, size_t first)
+static inline void *mearas_dynarray_grow(void *arr, size_t *cap, size_t need, size_t elem, size_t first)
 {
 	size_t ncap, bytes;
 	void *na;
@@ -37,7 +37,7 @@ static inline void *mearas_array_grow(void *arr, size_t *cap, size_t need, size_
 
 /* e (elem bytes) goes in at index at of arr (*n elements, room for one
  * more): the elements from at on move up one. */
-static inline void mearas_array_insert(void *arr, size_t *n, size_t at, const void *e, size_t elem)
+static inline void mearas_dynarray_insert(void *arr, size_t *n, size_t at, const void *e, size_t elem)
 {
 	char *slot = (char *)arr + at * elem;
 
@@ -48,7 +48,7 @@ static inline void mearas_array_insert(void *arr, size_t *n, size_t at, const vo
 
 /* The first index of arr (n elements of elem bytes, sorted by the uint64_t
  * at key_off of each) whose key is greater than key; n when none is. */
-static inline size_t mearas_array_upper_bound(const void *arr, size_t n, size_t elem, size_t key_off, uint64_t key)
+static inline size_t mearas_dynarray_upper_bound(const void *arr, size_t n, size_t elem, size_t key_off, uint64_t key)
 {
 	size_t lo = 0, hi = n;
 
@@ -67,8 +67,7 @@ static inline size_t mearas_array_upper_bound(const void *arr, size_t n, size_t 
 
 /* The same for an array of structs sorted by their uint64_t member: a macro,
  * since it takes the member's name. */
-#define MEARAS_ARRAY_UPPER_BOUND(arr, n, member, key)                                             \
-	mearas_array_upper_bound((arr), (n), sizeof(*(arr)), offsetof(__typeof__(*(arr)), member), \
-				 (key))
+#define MEARAS_DYNARRAY_UPPER_BOUND(arr, n, member, key) \
+	mearas_dynarray_upper_bound((arr), (n), sizeof(*(arr)), offsetof(__typeof__(*(arr)), member), (key))
 
 #endif
