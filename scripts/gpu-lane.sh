@@ -88,6 +88,22 @@ echo "== assembly manager: mearas run --vgpus 2"
 assembly=$(scripts/gpu-assembly.sh "$sock" "$ctl" "$out" 2>&1 | tail -1)
 case "$assembly" in "assembly: ok"*) ;; *) suite_rc=1 ;; esac
 
+echo "== nvidia-smi -L: natively and over mearas's libnvidia-ml.so.1 (its stdout compared)"
+if command -v nvidia-smi >/dev/null; then
+	nvidia-smi -L >"$out/smi-native.txt" 2>&1
+	LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock CUDA_VISIBLE_DEVICES= timeout 60 nvidia-smi -L \
+		>"$out/smi-mearas.txt" 2>"$out/smi-mearas.err"
+	smi_rc=$?
+	if [ $smi_rc -eq 0 ] && [ -s "$out/smi-mearas.txt" ] && diff -q "$out/smi-native.txt" "$out/smi-mearas.txt" >/dev/null; then
+		smi="ok ($(head -1 "$out/smi-mearas.txt"), as native)"
+	else
+		smi="FAILED (rc $smi_rc; see smi-*.txt)"
+		suite_rc=1
+	fi
+else
+	smi="skipped: no nvidia-smi on this machine"
+fi
+
 echo "== microbenchmarks (native and mearas alternate, 3 runs each)"
 for i in 1 2 3; do
 	build/experiments/microbench >"$out/micro-native-$i.txt" 2>&1
@@ -175,6 +191,7 @@ table_body() {
 	echo "== GPU time limit: $watchdog"
 	echo "== record lifetimes: $lifetimes"
 	echo "== $assembly"
+	echo "== nvidia-smi -L: $smi"
 	echo
 	echo "== remote vGPU (issue 4 targets)"
 	cat "$out/remote-table.txt"
@@ -194,7 +211,7 @@ table_body() {
 	sed -n '/^== frameworks:/,$p' "$out/frameworks-table.txt" | grep . ||
 		{ echo "== frameworks (experiments/frameworks/suite.py)"; tail -20 "$out/frameworks-table.txt"; }
 }
-[ $suite_rc -eq 0 ] || failed_steps+=("program suite, isolation, watchdog, lifetimes or assembly (see above)")
+[ $suite_rc -eq 0 ] || failed_steps+=("program suite, isolation, watchdog, lifetimes, assembly or nvidia-smi (see above)")
 table() {
 	table_body
 	echo

@@ -230,6 +230,45 @@ CORE_API cudaError_t rt_event_sync(struct rt_event *ev);
 CORE_API cudaError_t rt_event_query(struct rt_event *ev);
 CORE_API cudaError_t rt_event_elapsed(struct rt_event *a, struct rt_event *b, float *ms);
 
+/* CUDA arrays, texture and surface objects (arrays.c): a cudaArray_t and a
+ * CUarray alike point at a struct rt_array; texture and surface objects are
+ * the device's values (kernels take them), kept here with their ids. */
+struct rt_array {
+	uint32_t magic;
+	uint32_t id;
+	int vgpu;
+	uint64_t width, height, depth;  /* elements; height, depth 0: fewer dimensions */
+	uint32_t format, channels, flags;       /* include/mearas/array.h */
+	uint32_t elem;                  /* bytes of one element */
+};
+
+/* a box of an array: bytes from x of each row, rows from y, slices from z */
+struct rt_array_box {
+	uint64_t x, y, z;
+	uint64_t width, height, depth;  /* bytes, rows, slices */
+};
+
+CORE_API cudaError_t rt_array_create(int vgpu, uint64_t width, uint64_t height, uint64_t depth, uint32_t format,
+				     uint32_t channels, uint32_t flags, struct rt_array **out);
+CORE_API cudaError_t rt_array_destroy(struct rt_array *a);
+/* NULL unless h is an array this process created and has not destroyed */
+CORE_API struct rt_array *rt_array_get(const void *h);
+/* A copy between box b of array a and linear memory at mem (host memory of
+ * any kind, or device memory), rows pitch bytes apart, slices slice_rows
+ * rows apart; to_array: which way. Async copies of pageable memory return
+ * once its bytes are read or written, as CUDA's do. */
+CORE_API cudaError_t rt_array_copy(struct rt_array *a, const struct rt_array_box *b, void *mem, uint64_t pitch,
+				   uint64_t slice_rows, bool to_array, cudaStream_t stream, bool async);
+/* a texture object (t: the payload of TEX_CREATE, its array t->array's id)
+ * or a surface object on array a, created on vgpu; *value: the object */
+CORE_API cudaError_t rt_tex_create(int vgpu, const struct mearas_tex_args *t, struct rt_array *a, uint64_t *value);
+CORE_API cudaError_t rt_surf_create(struct rt_array *a, uint64_t *value);
+CORE_API cudaError_t rt_texobj_destroy(uint64_t value, bool surface);
+/* the arguments a texture (or surface) object was made with, and its array
+ * (NULL for linear memory); cudaErrorInvalidValue for an unknown object */
+CORE_API cudaError_t rt_texobj_describe(uint64_t value, bool surface, struct mearas_tex_args *t,
+					struct rt_array **a);
+
 /* graphs (capture.c, graphs.c, graphnodes.c): a cudaGraph_t or CUgraph
  * points at a struct rt_graph, a cudaGraphExec_t or CUgraphExec at a struct
  * rt_graph_exec, a cudaGraphNode_t or CUgraphNode at a struct rt_gnode. A

@@ -86,6 +86,11 @@ void exec_phys_put(struct vgpu *v, struct exec_phys *p);
 /* unmap every mapping of the vGPU (teardown, after the handle tables) */
 void exec_vmm_teardown(struct vgpu *v);
 
+/* ---- exec_array.c ---- */
+/* destroy an array (its quota comes back), a texture or a surface object */
+void exec_array_destroy(struct vgpu *v, void *obj);
+void exec_texobj_destroy(struct vgpu *v, enum mearas_handle_kind k, void *obj);
+
 /* ---- exec_stream.c ---- */
 /* a host function's trampoline (run in stream order by the device) */
 void exec_host_func_trampoline(void *arg);

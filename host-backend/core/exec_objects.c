@@ -151,6 +151,13 @@ int exec_destroy_obj(struct vgpu *v, enum mearas_handle_kind k, void *obj, uint6
 	case MEARAS_KIND_PHYS:
 		exec_phys_put(v, obj);
 		return 0;
+	case MEARAS_KIND_ARRAY:
+		exec_array_destroy(v, obj);
+		return 0;
+	case MEARAS_KIND_TEXOBJ:
+	case MEARAS_KIND_SURFOBJ:
+		exec_texobj_destroy(v, k, obj);
+		return 0;
 	case MEARAS_KIND_COUNT:
 		break;
 	}

@@ -19,7 +19,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 programs=(vector_add matmul_tiled streams_events multithread multidevice graph_capture
 	templates rdc thrust_sort atomics coop_groups device_printf memory_api device_query
 	stream_callbacks per_thread_stream misuse limits_pools cluster_launch portable_flag portable_uva vmm_api launch_attrs
-	graph_nodes tma_tiled stress_mix managed)
+	graph_nodes tma_tiled stress_mix managed textures)
 # --set libraries: programs calling NVIDIA's CUDA libraries. Kept apart from
 # `programs`, the list the VM guest image is built from (tests/vm-cuda), which
 # has no room for the libraries.

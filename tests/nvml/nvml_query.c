@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -613,6 +614,57 @@ static void test_unsupported_logged_once(void)
 	CHECK_EQ(occurrences(log, "nvmlDeviceGetTemperature is not supported by mearas"), 1);
 }
 
+/* NVML's private table (nvml.h does not declare it), as nvidia-smi asks for it */
+nvmlReturn_t nvmlInternalGetExportTable(const void **table, const void *id);
+static const unsigned char SMI_TABLE_ID[16] = { 0xc4, 0xfe, 0x3e, 0x6c, 0xc9, 0x8f, 0x6c, 0x4e,
+						0xa3, 0x27, 0xee, 0x69, 0x6e, 0x12, 0xf7, 0xc4 };
+
+static const uintptr_t *smi_table(void)
+{
+	const void *t = NULL;
+
+	NVML_OK(nvmlInternalGetExportTable(&t, SMI_TABLE_ID));
+	REQUIRE(t != NULL);
+	return t;
+}
+
+/* slot 81 looks a device up by index (nvidia-smi -L lists devices so) */
+static void test_internal_table_device_by_index(void)
+{
+	const uintptr_t *t = smi_table();
+	nvmlReturn_t (*by_index)(unsigned, nvmlDevice_t *, unsigned) =
+		(nvmlReturn_t (*)(unsigned, nvmlDevice_t *, unsigned))t[81];
+	nvmlDevice_t d = NULL;
+
+	CHECK(t[0] >= 82 * sizeof(uintptr_t));
+	NVML_OK(by_index(1, &d, 0x22));
+	CHECK(d == handle(1));
+	CHECK_RC(by_index(99, &d, 0x22), NVML_ERROR_INVALID_ARGUMENT);
+}
+
+/* other slots and other tables: NOT_SUPPORTED, the slot's number logged once */
+static void test_internal_table_unserved(void)
+{
+	const uintptr_t *t = smi_table();
+	nvmlReturn_t (*slot5)(void) = (nvmlReturn_t (*)(void))t[5];
+	const void *other = NULL;
+	unsigned char id[16];
+	const char *log;
+	nvmlReturn_t r1, r2;
+
+	memcpy(id, SMI_TABLE_ID, sizeof(id));
+	id[15] ^= 1;
+	capture_begin();
+	r1 = slot5();
+	r2 = slot5();
+	log = capture_end();
+	CHECK_RC(r1, NVML_ERROR_NOT_SUPPORTED);
+	CHECK_RC(r2, NVML_ERROR_NOT_SUPPORTED);
+	CHECK_EQ(occurrences(log, "slot 5 is not served by mearas"), 1);
+	CHECK_RC(nvmlInternalGetExportTable(&other, id), NVML_ERROR_NOT_SUPPORTED);
+	CHECK_RC(nvmlInternalGetExportTable(NULL, SMI_TABLE_ID), NVML_ERROR_INVALID_ARGUMENT);
+}
+
 /* kills the processes whose parent is pid (mearasd's workers); how many */
 static unsigned kill_children(long pid)
 {
@@ -708,6 +760,8 @@ static const struct check_case cases[] = {
 	{ "field_values_bad_arguments", test_field_values_bad_arguments },
 	{ "utilization_not_supported", test_utilization_not_supported },
 	{ "unsupported_logged_once", test_unsupported_logged_once },
+	{ "internal_table_device_by_index", test_internal_table_device_by_index },
+	{ "internal_table_unserved", test_internal_table_unserved },
 	{ "error_string", test_error_string },
 	{ "gpu_lost", test_gpu_lost },
 };
