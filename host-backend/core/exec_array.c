@@ -110,13 +110,6 @@ int exec_op_ARRAY_CREATE(struct vgpu *v, const struct mearas_sqe *e, const struc
 	return exec_keep_or_destroy(v, MEARAS_KIND_ARRAY, in->a->array, arr, 0);
 }
 
-int exec_op_ARRAY_DESTROY(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_ARRAY_DESTROY *in,
-			  struct mearas_cqe *c, struct fence_req *f)
-{
-	(void)e, (void)c, (void)f;
-	return exec_take_and_destroy(v, MEARAS_KIND_ARRAY, in->a->array);
-}
-
 void exec_array_destroy(struct vgpu *v, void *obj)
 {
 	struct exec_array *arr = obj;
@@ -301,13 +294,6 @@ int exec_op_TEX_CREATE(struct vgpu *v, const struct mearas_sqe *e, const struct 
 	return keep_object(v, MEARAS_KIND_TEXOBJ, in->a->tex, value, c);
 }
 
-int exec_op_TEX_DESTROY(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_TEX_DESTROY *in,
-			struct mearas_cqe *c, struct fence_req *f)
-{
-	(void)e, (void)c, (void)f;
-	return exec_take_and_destroy(v, MEARAS_KIND_TEXOBJ, in->a->tex);
-}
-
 int exec_op_SURF_CREATE(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_SURF_CREATE *in,
 			struct mearas_cqe *c, struct fence_req *f)
 {
@@ -326,13 +312,6 @@ int exec_op_SURF_CREATE(struct vgpu *v, const struct mearas_sqe *e, const struct
 	if (r)
 		return r;
 	return keep_object(v, MEARAS_KIND_SURFOBJ, in->a->surf, value, c);
-}
-
-int exec_op_SURF_DESTROY(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_SURF_DESTROY *in,
-			 struct mearas_cqe *c, struct fence_req *f)
-{
-	(void)e, (void)c, (void)f;
-	return exec_take_and_destroy(v, MEARAS_KIND_SURFOBJ, in->a->surf);
 }
 
 void exec_texobj_destroy(struct vgpu *v, enum mearas_handle_kind k, void *obj)

@@ -102,14 +102,6 @@ int exec_op_VMM_CREATE(struct vgpu *v, const struct mearas_sqe *e, const struct 
 	return exec_keep_or_destroy(v, MEARAS_KIND_PHYS, in->a->handle, p, 0);
 }
 
-int exec_op_VMM_RELEASE(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_VMM_RELEASE *in,
-			struct mearas_cqe *c, struct fence_req *f)
-{
-	(void)e, (void)c, (void)f;
-	/* mappings keep the memory until they go */
-	return exec_take_and_destroy(v, MEARAS_KIND_PHYS, in->a->handle);
-}
-
 int exec_op_VMM_MAP(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_VMM_MAP *in,
 		    struct mearas_cqe *c, struct fence_req *f)
 {

@@ -34,6 +34,7 @@
 #include <cuda.h>
 
 #include "device.h"
+#include "mearas/dynarray.h"
 #include "mearas/fatbin.h"
 #include "mearas/log.h"
 #include "mearas/tensormap.h"
@@ -276,30 +277,23 @@ static void sim_host_unregister(struct mdev *d, void *base)
 
 static int sim_chunk_add(struct mdev *d, uint64_t va, uint64_t size, int prot, bool resv, void **cookie)
 {
-	struct sim_chunk c = { .va = va, .size = size, .resv = resv };
+	struct sim_chunk c = { .va = va, .size = size, .resv = resv }, *n;
 	size_t at;
 
 	c.host = mmap(NULL, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (c.host == MAP_FAILED)
 		return cudaErrorMemoryAllocation;
 	pthread_mutex_lock(&d->lock);
-	if (d->nchunks == d->cap) {
-		size_t ncap = d->cap ? d->cap * 2 : 16;
-		struct sim_chunk *n = realloc(d->chunks, ncap * sizeof(*n));
-
-		if (!n) {
-			pthread_mutex_unlock(&d->lock);
-			munmap(c.host, size);
-			return cudaErrorMemoryAllocation;
-		}
-		d->chunks = n;
-		d->cap = ncap;
+	n = mearas_dynarray_grow(d->chunks, &d->cap, d->nchunks + 1, sizeof(c), 16);
+	if (!n) {
+		pthread_mutex_unlock(&d->lock);
+		munmap(c.host, size);
+		return cudaErrorMemoryAllocation;
 	}
+	d->chunks = n;
 	for (at = 0; at < d->nchunks && d->chunks[at].va < va; at++)
 		;
-	memmove(&d->chunks[at + 1], &d->chunks[at], (d->nchunks - at) * sizeof(c));
-	d->chunks[at] = c;
-	d->nchunks++;
+	mearas_dynarray_insert(d->chunks, &d->nchunks, at, &c, sizeof(c));
 	pthread_mutex_unlock(&d->lock);
 	*cookie = c.host;
 	return 0;
