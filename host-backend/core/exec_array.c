@@ -90,21 +90,16 @@ int exec_op_ARRAY_CREATE(struct vgpu *v, const struct mearas_sqe *e, const struc
 				(unsigned long long)a->depth, a->format, a->channels, a->flags, why);
 		return cudaErrorInvalidValue;
 	}
-	if (bytes > v->heap.quota || vaheap_charge(&v->heap, bytes))
+	arr = exec_charged_new(v, bytes, sizeof(*arr));
+	if (!arr)
 		return cudaErrorMemoryAllocation;
-	arr = calloc(1, sizeof(*arr));
-	if (!arr) {
-		vaheap_uncharge(&v->heap, bytes);
-		return cudaErrorMemoryAllocation;
-	}
 	arr->shape = (struct mdev_array){ .width = a->width, .height = a->height, .depth = a->depth,
 					  .format = a->format, .channels = a->channels, .flags = a->flags };
 	arr->bytes = bytes;
 	arr->elem = mearas_format_bytes(a->format) * a->channels;
 	r = v->ops->array_create(v->dev, &arr->shape, &arr->dev);
 	if (r) {
-		vaheap_uncharge(&v->heap, bytes);
-		free(arr);
+		exec_charged_free(v, bytes, arr);
 		return r;
 	}
 	return exec_keep_or_destroy(v, MEARAS_KIND_ARRAY, in->a->array, arr, 0);
@@ -115,8 +110,7 @@ void exec_array_destroy(struct vgpu *v, void *obj)
 	struct exec_array *arr = obj;
 
 	v->ops->array_destroy(v->dev, arr->dev);
-	vaheap_uncharge(&v->heap, arr->bytes);
-	free(arr);
+	exec_charged_free(v, arr->bytes, arr);
 }
 
 /* the box [x, x+width) bytes x [y, y+height) rows of slice z lies in the array */

@@ -71,6 +71,12 @@ int exec_keep_or_destroy(struct vgpu *v, enum mearas_handle_kind k, uint64_t id,
 int exec_take_and_destroy(struct vgpu *v, enum mearas_handle_kind k, uint64_t id);
 /* destroy an object of kind k (its table entry is already gone) */
 int exec_destroy_obj(struct vgpu *v, enum mearas_handle_kind k, void *obj, uint64_t aux);
+/* objects that hold device memory outside the heap's allocations (VMM
+ * physical memory, CUDA arrays): `bytes` charged to the vGPU's quota and a
+ * zeroed object of objsize bytes, or NULL with nothing charged; and both
+ * given back */
+void *exec_charged_new(struct vgpu *v, uint64_t bytes, size_t objsize);
+void exec_charged_free(struct vgpu *v, uint64_t bytes, void *obj);
 
 /* ---- exec_memory.c ---- */
 struct exec_pool;

@@ -10,13 +10,12 @@
 #include "cu_check.cuh"
 #include "module_images.cuh"
 
-static unsigned hash_bytes(const void *p, size_t n)
+static CUDA_RESOURCE_DESC array_resource(CUarray a)
 {
-    const unsigned char *b = (const unsigned char *)p;
-    unsigned h = 2166136261u;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 16777619u;
-    return h;
+    CUDA_RESOURCE_DESC rd = {};
+    rd.resType = CU_RESOURCE_TYPE_ARRAY;
+    rd.res.array.hArray = a;
+    return rd;
 }
 
 static void launch_2d(CUfunction f, void **args, int w, int h)
@@ -47,9 +46,7 @@ static void sampled(CUmodule m)
     c.WidthInBytes = w * sizeof(float);
     c.Height = h;
     CHECK_CU(cuMemcpy2D(&c));
-    CUDA_RESOURCE_DESC rd = {};
-    rd.resType = CU_RESOURCE_TYPE_ARRAY;
-    rd.res.array.hArray = a;
+    CUDA_RESOURCE_DESC rd = array_resource(a);
     CUDA_TEXTURE_DESC td = {};
     td.addressMode[0] = CU_TR_ADDRESS_MODE_CLAMP;
     td.addressMode[1] = CU_TR_ADDRESS_MODE_WRAP;
@@ -113,9 +110,7 @@ static void surface(CUmodule m)
     d.Flags = CUDA_ARRAY3D_SURFACE_LDST;
     CUarray a;
     CHECK_CU(cuArray3DCreate(&a, &d));
-    CUDA_RESOURCE_DESC rd = {};
-    rd.resType = CU_RESOURCE_TYPE_ARRAY;
-    rd.res.array.hArray = a;
+    CUDA_RESOURCE_DESC rd = array_resource(a);
     CUsurfObject s;
     CHECK_CU(cuSurfObjectCreate(&s, &rd));
     CUDA_RESOURCE_DESC back;

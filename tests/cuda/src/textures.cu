@@ -7,15 +7,6 @@
 #include <vector>
 #include "check.cuh"
 
-static unsigned hash_bytes(const void *p, size_t n)
-{
-    const unsigned char *b = (const unsigned char *)p;
-    unsigned h = 2166136261u;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 16777619u;
-    return h;
-}
-
 __global__ void sample_2d(cudaTextureObject_t t, float *out, int w, int h)
 {
     int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
