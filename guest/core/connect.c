@@ -20,6 +20,51 @@ __thread struct rt_thread rt_tls = { .device = 0, .slot = -1 };
 static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
 static pthread_key_t slot_key;
 
+/* cudaDeviceProp's fields from the vGPU's attributes: G(field, attribute)
+ * as the GPU reports it, O(field, attribute) as mearas offers it */
+#define PROP_ATTRS(G, O)                                                                                \
+	G(sharedMemPerBlock, MaxSharedMemoryPerBlock) G(regsPerBlock, MaxRegistersPerBlock)             \
+	G(warpSize, WarpSize) G(memPitch, MaxPitch) G(maxThreadsPerBlock, MaxThreadsPerBlock)           \
+	G(maxThreadsDim[0], MaxBlockDimX) G(maxThreadsDim[1], MaxBlockDimY)                             \
+	G(maxThreadsDim[2], MaxBlockDimZ) G(maxGridSize[0], MaxGridDimX) G(maxGridSize[1], MaxGridDimY) \
+	G(maxGridSize[2], MaxGridDimZ) G(totalConstMem, TotalConstantMemory)                           \
+	G(major, ComputeCapabilityMajor) G(minor, ComputeCapabilityMinor)                               \
+	G(textureAlignment, TextureAlignment) G(texturePitchAlignment, TexturePitchAlignment)           \
+	G(multiProcessorCount, MultiProcessorCount) G(integrated, Integrated)                           \
+	G(canMapHostMemory, CanMapHostMemory) G(maxTexture1D, MaxTexture1DWidth)                        \
+	G(maxTexture2D[0], MaxTexture2DWidth) G(maxTexture2D[1], MaxTexture2DHeight)                    \
+	G(maxTexture3D[0], MaxTexture3DWidth) G(maxTexture3D[1], MaxTexture3DHeight)                    \
+	G(maxTexture3D[2], MaxTexture3DDepth) G(surfaceAlignment, SurfaceAlignment)                     \
+	G(concurrentKernels, ConcurrentKernels) G(ECCEnabled, EccEnabled) G(pciBusID, PciBusId)         \
+	G(pciDeviceID, PciDeviceId) G(pciDomainID, PciDomainId) G(tccDriver, TccDriver)                 \
+	G(asyncEngineCount, AsyncEngineCount) G(unifiedAddressing, UnifiedAddressing)                   \
+	G(memoryBusWidth, GlobalMemoryBusWidth) G(l2CacheSize, L2CacheSize)                             \
+	G(persistingL2CacheMaxSize, MaxPersistingL2CacheSize)                                           \
+	G(maxThreadsPerMultiProcessor, MaxThreadsPerMultiProcessor)                                     \
+	G(streamPrioritiesSupported, StreamPrioritiesSupported)                                         \
+	G(globalL1CacheSupported, GlobalL1CacheSupported) G(localL1CacheSupported, LocalL1CacheSupported) \
+	G(sharedMemPerMultiprocessor, MaxSharedMemoryPerMultiprocessor)                                 \
+	G(regsPerMultiprocessor, MaxRegistersPerMultiprocessor) O(managedMemory, ManagedMemory)         \
+	G(isMultiGpuBoard, IsMultiGpuBoard) G(multiGpuBoardGroupID, MultiGpuBoardGroupID)               \
+	G(hostNativeAtomicSupported, HostNativeAtomicSupported)                                         \
+	G(computePreemptionSupported, ComputePreemptionSupported) G(cooperativeLaunch, CooperativeLaunch) \
+	G(sharedMemPerBlockOptin, MaxSharedMemoryPerBlockOptin)                                         \
+	G(maxBlocksPerMultiProcessor, MaxBlocksPerMultiprocessor)                                       \
+	G(accessPolicyMaxWindowSize, MaxAccessPolicyWindowSize)                                         \
+	G(reservedSharedMemPerBlock, ReservedSharedMemoryPerBlock)                                      \
+	G(hostRegisterSupported, HostRegisterSupported) O(sparseCudaArraySupported, SparseCudaArraySupported) \
+	G(hostRegisterReadOnlySupported, HostRegisterReadOnlySupported)                                 \
+	G(timelineSemaphoreInteropSupported, TimelineSemaphoreInteropSupported)                         \
+	G(memoryPoolsSupported, MemoryPoolsSupported) O(gpuDirectRDMASupported, GPUDirectRDMASupported) \
+	G(gpuDirectRDMAFlushWritesOptions, GPUDirectRDMAFlushWritesOptions)                             \
+	G(gpuDirectRDMAWritesOrdering, GPUDirectRDMAWritesOrdering)                                     \
+	G(memoryPoolSupportedHandleTypes, MemoryPoolSupportedHandleTypes)                               \
+	O(deferredMappingCudaArraySupported, DeferredMappingCudaArraySupported)                         \
+	O(ipcEventSupported, IpcEventSupport) G(clusterLaunch, ClusterLaunch)                           \
+	G(deviceNumaConfig, NumaConfig) G(deviceNumaId, NumaId) G(mpsEnabled, MpsEnabled)               \
+	G(hostNumaId, HostNumaId) G(gpuPciDeviceID, GpuPciDeviceId) G(gpuPciSubsystemID, GpuPciSubsystemId) \
+	O(hostNumaMultinodeIpcSupported, HostNumaMultinodeIpcSupported)
+
 static void fill_prop(struct rt_vgpu *v)
 {
 	const int32_t *a = v->info->attrs;
@@ -29,84 +74,19 @@ static void fill_prop(struct rt_vgpu *v)
 	snprintf(p->name, sizeof(p->name), "%s", v->info->name);
 	memcpy(p->uuid.bytes, v->info->uuid, 16);
 	p->totalGlobalMem = v->info->total_mem;
-	p->sharedMemPerBlock = (size_t)a[cudaDevAttrMaxSharedMemoryPerBlock];
-	p->regsPerBlock = a[cudaDevAttrMaxRegistersPerBlock];
-	p->warpSize = a[cudaDevAttrWarpSize];
-	p->memPitch = (size_t)a[cudaDevAttrMaxPitch];
-	p->maxThreadsPerBlock = a[cudaDevAttrMaxThreadsPerBlock];
-	p->maxThreadsDim[0] = a[cudaDevAttrMaxBlockDimX];
-	p->maxThreadsDim[1] = a[cudaDevAttrMaxBlockDimY];
-	p->maxThreadsDim[2] = a[cudaDevAttrMaxBlockDimZ];
-	p->maxGridSize[0] = a[cudaDevAttrMaxGridDimX];
-	p->maxGridSize[1] = a[cudaDevAttrMaxGridDimY];
-	p->maxGridSize[2] = a[cudaDevAttrMaxGridDimZ];
-	p->totalConstMem = (size_t)a[cudaDevAttrTotalConstantMemory];
-	p->major = a[cudaDevAttrComputeCapabilityMajor];
-	p->minor = a[cudaDevAttrComputeCapabilityMinor];
-	p->textureAlignment = (size_t)a[cudaDevAttrTextureAlignment];
-	p->texturePitchAlignment = (size_t)a[cudaDevAttrTexturePitchAlignment];
-	p->multiProcessorCount = a[cudaDevAttrMultiProcessorCount];
-	p->integrated = a[cudaDevAttrIntegrated];
-	p->canMapHostMemory = a[cudaDevAttrCanMapHostMemory];
-	p->maxTexture1D = a[cudaDevAttrMaxTexture1DWidth];
-	p->maxTexture2D[0] = a[cudaDevAttrMaxTexture2DWidth];
-	p->maxTexture2D[1] = a[cudaDevAttrMaxTexture2DHeight];
-	p->maxTexture3D[0] = a[cudaDevAttrMaxTexture3DWidth];
-	p->maxTexture3D[1] = a[cudaDevAttrMaxTexture3DHeight];
-	p->maxTexture3D[2] = a[cudaDevAttrMaxTexture3DDepth];
-	p->surfaceAlignment = (size_t)a[cudaDevAttrSurfaceAlignment];
-	p->concurrentKernels = a[cudaDevAttrConcurrentKernels];
-	p->ECCEnabled = a[cudaDevAttrEccEnabled];
-	p->pciBusID = a[cudaDevAttrPciBusId];
-	p->pciDeviceID = a[cudaDevAttrPciDeviceId];
-	p->pciDomainID = a[cudaDevAttrPciDomainId];
-	p->tccDriver = a[cudaDevAttrTccDriver];
-	p->asyncEngineCount = a[cudaDevAttrAsyncEngineCount];
-	p->unifiedAddressing = a[cudaDevAttrUnifiedAddressing];
-	p->memoryBusWidth = a[cudaDevAttrGlobalMemoryBusWidth];
-	p->l2CacheSize = a[cudaDevAttrL2CacheSize];
-	p->persistingL2CacheMaxSize = a[cudaDevAttrMaxPersistingL2CacheSize];
-	p->maxThreadsPerMultiProcessor = a[cudaDevAttrMaxThreadsPerMultiProcessor];
-	p->streamPrioritiesSupported = a[cudaDevAttrStreamPrioritiesSupported];
-	p->globalL1CacheSupported = a[cudaDevAttrGlobalL1CacheSupported];
-	p->localL1CacheSupported = a[cudaDevAttrLocalL1CacheSupported];
-	p->sharedMemPerMultiprocessor = (size_t)a[cudaDevAttrMaxSharedMemoryPerMultiprocessor];
-	p->regsPerMultiprocessor = a[cudaDevAttrMaxRegistersPerMultiprocessor];
-	p->managedMemory = core_offered_attr(cudaDevAttrManagedMemory, a[cudaDevAttrManagedMemory]);
-	p->isMultiGpuBoard = a[cudaDevAttrIsMultiGpuBoard];
-	p->multiGpuBoardGroupID = a[cudaDevAttrMultiGpuBoardGroupID];
-	p->hostNativeAtomicSupported = a[cudaDevAttrHostNativeAtomicSupported];
+	/* each field the attribute of the same meaning gives, as the GPU
+	 * reports it (FROM_GPU) or as mearas offers it (OFFERED: attrs_offered.h) */
+#define FROM_GPU(field, attr) p->field = a[cudaDevAttr##attr];
+#define OFFERED(field, attr) p->field = core_offered_attr(cudaDevAttr##attr, a[cudaDevAttr##attr]);
+	PROP_ATTRS(FROM_GPU, OFFERED)
+#undef FROM_GPU
+#undef OFFERED
+	/* no access to pageable host memory, no concurrent managed access */
 	p->pageableMemoryAccess = 0;
 	p->concurrentManagedAccess = 0;
-	p->computePreemptionSupported = a[cudaDevAttrComputePreemptionSupported];
 	p->canUseHostPointerForRegisteredMem = 0;
-	p->cooperativeLaunch = a[cudaDevAttrCooperativeLaunch];
-	p->sharedMemPerBlockOptin = (size_t)a[cudaDevAttrMaxSharedMemoryPerBlockOptin];
 	p->pageableMemoryAccessUsesHostPageTables = 0;
 	p->directManagedMemAccessFromHost = 0;
-	p->maxBlocksPerMultiProcessor = a[cudaDevAttrMaxBlocksPerMultiprocessor];
-	p->accessPolicyMaxWindowSize = a[cudaDevAttrMaxAccessPolicyWindowSize];
-	p->reservedSharedMemPerBlock = (size_t)a[cudaDevAttrReservedSharedMemoryPerBlock];
-	p->hostRegisterSupported = a[cudaDevAttrHostRegisterSupported];
-	p->sparseCudaArraySupported = a[cudaDevAttrSparseCudaArraySupported];
-	p->hostRegisterReadOnlySupported = a[cudaDevAttrHostRegisterReadOnlySupported];
-	p->timelineSemaphoreInteropSupported = a[cudaDevAttrTimelineSemaphoreInteropSupported];
-	p->memoryPoolsSupported = a[cudaDevAttrMemoryPoolsSupported];
-	p->gpuDirectRDMASupported = core_offered_attr(cudaDevAttrGPUDirectRDMASupported, a[cudaDevAttrGPUDirectRDMASupported]);
-	p->gpuDirectRDMAFlushWritesOptions = (unsigned)a[cudaDevAttrGPUDirectRDMAFlushWritesOptions];
-	p->gpuDirectRDMAWritesOrdering = a[cudaDevAttrGPUDirectRDMAWritesOrdering];
-	p->memoryPoolSupportedHandleTypes = (unsigned)a[cudaDevAttrMemoryPoolSupportedHandleTypes];
-	p->deferredMappingCudaArraySupported = a[cudaDevAttrDeferredMappingCudaArraySupported];
-	p->ipcEventSupported = core_offered_attr(cudaDevAttrIpcEventSupport, a[cudaDevAttrIpcEventSupport]);
-	p->clusterLaunch = a[cudaDevAttrClusterLaunch];
-	p->deviceNumaConfig = a[cudaDevAttrNumaConfig];
-	p->deviceNumaId = a[cudaDevAttrNumaId];
-	p->mpsEnabled = a[cudaDevAttrMpsEnabled];
-	p->hostNumaId = a[cudaDevAttrHostNumaId];
-	p->gpuPciDeviceID = (unsigned)a[cudaDevAttrGpuPciDeviceId];
-	p->gpuPciSubsystemID = (unsigned)a[cudaDevAttrGpuPciSubsystemId];
-	p->hostNumaMultinodeIpcSupported =
-		core_offered_attr(cudaDevAttrHostNumaMultinodeIpcSupported, a[cudaDevAttrHostNumaMultinodeIpcSupported]);
 }
 
 static void slot_release(void *arg)

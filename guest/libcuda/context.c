@@ -228,12 +228,7 @@ CU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int
 
 CU_EXPORT CUresult CUDAAPI cuCtxGetCurrent(CUcontext *pctx)
 {
-	CUresult r = cu_need(cu_ready(), pctx);
-
-	if (r)
-		return r;
-	*pctx = (CUcontext)cu_current();
-	return CUDA_SUCCESS;
+	return cu_answer(pctx, (CUcontext)cu_current());
 }
 
 CU_EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx)

@@ -56,6 +56,16 @@ CU_HIDDEN CUresult cu_ready(void);
 		need_r_ ? need_r_ : (ok) ? CUDA_SUCCESS : CU_REFUSE(CUDA_ERROR_INVALID_VALUE); \
 	})
 
+/* The entry points that only answer a value: cu_ready, then *out = value
+ * (out must be given). */
+#define cu_answer(out, value)                                                  \
+	({                                                                     \
+		CUresult answer_r_ = cu_need(cu_ready(), out);                 \
+		if (!answer_r_)                                                \
+			*(out) = (value);                                      \
+		answer_r_;                                                     \
+	})
+
 /* the core's objects a driver-API handle names */
 enum cu_kind { CU_STREAM_OBJ, CU_EVENT_OBJ, CU_GRAPH_OBJ, CU_GRAPH_EXEC_OBJ, CU_NODE_OBJ, CU_POOL_OBJ, CU_CTX_OBJ };
 

@@ -30,12 +30,7 @@ CU_EXPORT CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal)
 
 CU_EXPORT CUresult CUDAAPI cuDeviceGetCount(int *count)
 {
-	CUresult r = cu_need(cu_ready(), count);
-
-	if (r)
-		return r;
-	*count = (int)rt.nvgpus;
-	return CUDA_SUCCESS;
+	return cu_answer(count, (int)rt.nvgpus);
 }
 
 static CUresult get_uuid(CUuuid *uuid, CUdevice dev)

@@ -216,12 +216,7 @@ CU_EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule hmod)
 /* lazy, as the driver loads by default since CUDA 12.2 */
 CU_EXPORT CUresult CUDAAPI cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
 {
-	CUresult r = cu_need(cu_ready(), mode);
-
-	if (r)
-		return r;
-	*mode = CU_MODULE_LAZY_LOADING;
-	return CUDA_SUCCESS;
+	return cu_answer(mode, CU_MODULE_LAZY_LOADING);
 }
 
 static uint32_t name_len(const char *name)
