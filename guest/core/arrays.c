@@ -182,6 +182,32 @@ cudaError_t rt_array_copy(struct rt_array *a, const struct rt_array_box *b, void
 	return e;
 }
 
+cudaError_t rt_array_copy_arrays(struct rt_array *dst, uint64_t dx, uint64_t dy, uint64_t dz, struct rt_array *src,
+				 const struct rt_array_box *b, cudaStream_t stream)
+{
+	struct rt_array_box to = { .x = dx, .y = dy, .z = dz, .width = b->width, .height = b->height, .depth = b->depth };
+	void *tmp = NULL;
+	cudaError_t e;
+
+	if (!b->width || !b->height || !b->depth)
+		return cudaSuccess;
+	if (dst->vgpu != src->vgpu) {
+		log_info("copy between arrays of vGPUs %d and %d: arrays of one device only", src->vgpu, dst->vgpu);
+		return cudaErrorInvalidValue;
+	}
+	if (!box_ok(src, b) || !box_ok(dst, &to))
+		return cudaErrorInvalidValue;
+	e = rt_malloc_on(src->vgpu, &tmp, b->width * b->height * b->depth, 0);
+	if (e)
+		return e;
+	/* device to device: posted in stream order, nothing waits on the host */
+	e = rt_array_copy(src, b, tmp, b->width, b->height, false, stream, true);
+	if (!e)
+		e = rt_array_copy(dst, &to, tmp, b->width, b->height, true, stream, true);
+	rt_free(tmp, stream, true);
+	return e;
+}
+
 /* ---- texture and surface objects ---- */
 
 static cudaError_t keep(uint64_t value, uint32_t id, int vgpu, bool surface, const struct mearas_tex_args *t,

@@ -268,6 +268,11 @@ CORE_API struct rt_array *rt_array_get(const void *h);
  * once its bytes are read or written, as CUDA's do. */
 CORE_API cudaError_t rt_array_copy(struct rt_array *a, const struct rt_array_box *b, void *mem, uint64_t pitch,
 				   uint64_t slice_rows, bool to_array, cudaStream_t stream, bool async);
+/* A copy between two arrays of one vGPU: box b of src to dst from (dx, dy,
+ * dz) (bytes, rows, slices), through device memory of the vGPU in stream
+ * order (freed in stream order after it). */
+CORE_API cudaError_t rt_array_copy_arrays(struct rt_array *dst, uint64_t dx, uint64_t dy, uint64_t dz,
+					  struct rt_array *src, const struct rt_array_box *b, cudaStream_t stream);
 /* a texture object (t: the payload of TEX_CREATE, its array t->array's id)
  * or a surface object on array a, created on vgpu; *value: the object */
 CORE_API cudaError_t rt_tex_create(int vgpu, const struct mearas_tex_args *t, struct rt_array *a, uint64_t *value);

@@ -3,9 +3,10 @@
  * CUDA arrays, 3D copies, texture objects and surface objects
  * (cuArray*, cuMemcpy3D*, cuMemcpy*A*, cuTexObject*, cuSurfObject*) over
  * guest/core/arrays.c. A CUarray points at the core's struct rt_array, as a
- * cudaArray_t of mearas's runtime does. Mipmapped arrays, copies between
- * two arrays and the formats include/mearas/array.h does not list are
- * NotSupported, with a log line naming them.
+ * cudaArray_t of mearas's runtime does. Mipmapped arrays and the formats
+ * mearas/array_cu.h does not carry are NotSupported, with a log line naming
+ * them; copies between two arrays go through device memory of their device
+ * (guest/core/arrays.c).
  */
 #include <string.h>
 
@@ -174,11 +175,35 @@ static void *linear_at(CUmemorytype type, const void *host, CUdeviceptr dev, siz
 	return (void *)(base + (z * rows + y) * pitch + x);
 }
 
-static CUresult two_arrays(void)
+/* between two arrays of one device: the box (x, y, z, width bytes, height
+ * rows, depth slices) of src to dst from (dx, dy, dz) */
+static CUresult two_arrays(CUarray dst, size_t dx, size_t dy, size_t dz, CUarray src, struct rt_array_box b,
+			   CUstream s)
 {
-	log_warn("copies between two CUDA arrays are not supported by mearas");
-	return CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
+	struct rt_array *d = rt_array_get(dst), *a = rt_array_get(src);
+
+	if (!d || !a)
+		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
+	if (!cu_current())
+		return CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
+	if (s && !rt_stream_get(s) && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD)
+		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
+	return cu_result(rt_array_copy_arrays(d, dx, dy, dz, a, &b, (cudaStream_t)s));
 }
+
+static CUresult copy_atoa(CUarray dst, size_t doff, CUarray src, size_t soff, size_t n)
+{
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	return two_arrays(dst, doff, 0, 0, src,
+			  (struct rt_array_box){ .x = soff, .width = n, .height = 1, .depth = 1 }, NULL);
+}
+
+PTDS_PAIR(cuMemcpyAtoA_v2, _ptds,
+	  (CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset, size_t ByteCount),
+	  copy_atoa(dstArray, dstOffset, srcArray, srcOffset, ByteCount))
 
 CUresult cu_copy_2d_array(const CUDA_MEMCPY2D *p, CUstream s, bool async)
 {
@@ -190,7 +215,9 @@ CUresult cu_copy_2d_array(const CUDA_MEMCPY2D *p, CUstream s, bool async)
 	void *mem;
 
 	if (p->srcMemoryType == CU_MEMORYTYPE_ARRAY && to_array)
-		return two_arrays();
+		return two_arrays(p->dstArray, p->dstXInBytes, p->dstY, 0, p->srcArray,
+				  (struct rt_array_box){ .x = p->srcXInBytes, .y = p->srcY, .width = p->WidthInBytes,
+							 .height = p->Height, .depth = 1 }, s);
 	if (!a)
 		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 	mem = to_array ? linear_at(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY, 0, pitch, 0)
@@ -240,7 +267,10 @@ static CUresult copy_3d(const CUDA_MEMCPY3D *p, CUstream s, bool async)
 	to_array = p->dstMemoryType == CU_MEMORYTYPE_ARRAY;
 	from_array = p->srcMemoryType == CU_MEMORYTYPE_ARRAY;
 	if (to_array && from_array)
-		return two_arrays();
+		return two_arrays(p->dstArray, p->dstXInBytes, p->dstY, p->dstZ, p->srcArray,
+				  (struct rt_array_box){ .x = p->srcXInBytes, .y = p->srcY, .z = p->srcZ,
+							 .width = p->WidthInBytes, .height = p->Height,
+							 .depth = p->Depth }, s);
 	if (!to_array && !from_array)
 		return copy_3d_linear(p, s, async);
 	a = rt_array_get(to_array ? p->dstArray : p->srcArray);

@@ -5,8 +5,9 @@
  * the core's struct rt_array, as a CUarray of mearas's driver does).
  * Channel descriptors become the driver's formats here: 1, 2 or 4 channels
  * of one size, signed, unsigned or float; the normalized, block-compressed
- * and YUV kinds, mipmapped arrays and copies between two arrays are
- * NotSupported with a log line naming them.
+ * and YUV kinds and mipmapped arrays are NotSupported with a log line naming
+ * them. Copies between two arrays go through device memory of their device
+ * (guest/core/arrays.c).
  */
 #include <string.h>
 
@@ -243,6 +244,42 @@ RT_EXPORT cudaError_t cudaMemcpyFromArrayAsync(void *dst, cudaArray_const_t src,
 	return rt_set_error(copy_count(src, wOffset, hOffset, dst, count, false, kind, stream, true));
 }
 
+/* between two arrays of one device: box b of src (bytes, rows, slices) to
+ * dst from byte dx of row dy of slice dz */
+static cudaError_t two_arrays(const void *dst, size_t dx, size_t dy, size_t dz, const void *src,
+			      struct rt_array_box b, enum cudaMemcpyKind kind, cudaStream_t s)
+{
+	struct rt_array *d, *a;
+	cudaError_t e = array_of(dst, &d);
+
+	if (!e)
+		e = array_of(src, &a);
+	if (e)
+		return e;
+	if (kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+		return cudaErrorInvalidMemcpyDirection;
+	return rt_array_copy_arrays(d, dx, dy, dz, a, &b, s);
+}
+
+RT_EXPORT cudaError_t cudaMemcpy2DArrayToArray(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst,
+					       cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc,
+					       size_t width, size_t height, enum cudaMemcpyKind kind)
+{
+	struct rt_array_box b = { .x = wOffsetSrc, .y = hOffsetSrc, .width = width, .height = height, .depth = 1 };
+
+	return rt_set_error(two_arrays(dst, wOffsetDst, hOffsetDst, 0, src, b, kind, 0));
+}
+
+RT_EXPORT cudaError_t cudaMemcpyArrayToArray(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst,
+					     cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t count,
+					     enum cudaMemcpyKind kind)
+{
+	struct rt_array_box b = { .x = wOffsetSrc, .y = hOffsetSrc, .width = count, .height = 1, .depth = 1 };
+
+	/* the deprecated count form: within one row of each */
+	return rt_set_error(two_arrays(dst, wOffsetDst, hOffsetDst, 0, src, b, kind, 0));
+}
+
 /* linear to linear: slice by slice as 2D copies */
 static cudaError_t copy_3d_linear(const struct cudaMemcpy3DParms *p, cudaStream_t s, bool async)
 {
@@ -276,8 +313,14 @@ static cudaError_t copy_3d(const struct cudaMemcpy3DParms *p, cudaStream_t s, bo
 	if (!p)
 		return cudaErrorInvalidValue;
 	if (p->srcArray && p->dstArray) {
-		rt_log_unsupported("cudaMemcpy3D between two arrays");
-		return cudaErrorNotSupported;
+		/* positions and the width in elements of the source's format */
+		e = array_of(p->srcArray, &a);
+		return e ? e
+			 : two_arrays(p->dstArray, p->dstPos.x * a->elem, p->dstPos.y, p->dstPos.z, p->srcArray,
+				      (struct rt_array_box){ .x = p->srcPos.x * a->elem, .y = p->srcPos.y,
+							     .z = p->srcPos.z, .width = p->extent.width * a->elem,
+							     .height = p->extent.height, .depth = p->extent.depth },
+				      p->kind, s);
 	}
 	if (!p->srcArray && !p->dstArray)
 		return copy_3d_linear(p, s, async);

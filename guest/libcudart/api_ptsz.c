@@ -48,6 +48,12 @@
 	X(cudaMemcpyFromArrayAsync, _ptsz,                                                              \
 	  (void *d, cudaArray_const_t a, size_t x, size_t y, size_t n, enum cudaMemcpyKind k, cudaStream_t st), \
 	  (d, a, x, y, n, k, st))                                                                         \
+	X(cudaMemcpy2DArrayToArray, _ptds,                                                              \
+	  (cudaArray_t d, size_t dx, size_t dy, cudaArray_const_t s, size_t sx, size_t sy, size_t w, size_t h,  \
+	   enum cudaMemcpyKind k), (d, dx, dy, s, sx, sy, w, h, k))                                        \
+	X(cudaMemcpyArrayToArray, _ptds,                                                                \
+	  (cudaArray_t d, size_t dx, size_t dy, cudaArray_const_t s, size_t sx, size_t sy, size_t n,      \
+	   enum cudaMemcpyKind k), (d, dx, dy, s, sx, sy, n, k))                                           \
 	X(cudaMemcpy3D, _ptds, (const struct cudaMemcpy3DParms *p), (p))                               \
 	X(cudaMemcpy3DAsync, _ptsz, (const struct cudaMemcpy3DParms *p, cudaStream_t st), (p, st))      \
 	X(cudaMemcpyToSymbol, _ptds, (const void *y, const void *s, size_t n, size_t o, enum cudaMemcpyKind k), \

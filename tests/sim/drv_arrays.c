@@ -2,13 +2,13 @@
 /*
  * CUDA arrays through mearas's libcuda, the entry points NVIDIA's runtime
  * does not use. Modes (one behaviour each):
- *   copies    cuMemcpyHtoA/AtoH/DtoA/AtoD (and Async) on a one-row array,
- *             cuMemcpy2D with an array side, cuMemcpy3D between two linear
+ *   copies    cuMemcpyHtoA/AtoH/DtoA/AtoD (and Async) and AtoA on one-row arrays,
+ *             cuMemcpy2D with an array side, cuMemcpy3D between two arrays and two linear
  *             buffers, the descriptors read back
  *   textures  a texture object with a resource view, each description
  *             read back as given; destroyed once
  *   refused   NotSupported for what mearas does not carry (a YUV format,
- *             sparse arrays, mipmapped textures, array-to-array copies);
+ *             sparse arrays, mipmapped textures);
  *             invalid values for 1D calls on 2D arrays and boxes outside
  */
 #include <stdint.h>
@@ -50,6 +50,14 @@ static void copies(void)
 	REQUIRE(memcmp(out, src, 512) == 0 && memcmp(out + 512, src, 512) == 0, "AtoD then DtoA at byte 512");
 	CHECK(cuMemcpyHtoAAsync(a, 8, src, 8, s));
 	CHECK(cuStreamSynchronize(s));
+	/* one array into another: 200 bytes from byte 40 to byte 100 */
+	CUarray a1;
+	CHECK(cuArrayCreate(&a1, &d));
+	CHECK(cuMemcpyAtoA(a1, 100, a, 40, 200));
+	CHECK(cuMemcpyAtoH(out, a1, 100, 200));
+	CHECK(cuMemcpyAtoH(out + 200, a, 40, 200));
+	REQUIRE(memcmp(out, out + 200, 200) == 0, "AtoA of 200 bytes");
+	CHECK(cuArrayDestroy(a1));
 
 	/* a 2D array: a box in with cuMemcpy2D from host, out to device memory */
 	CUDA_ARRAY3D_DESCRIPTOR d3 = { .Width = 16, .Height = 8, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1 };
@@ -70,6 +78,19 @@ static void copies(void)
 	CHECK(cuMemcpyDtoH(out, dev, 120));
 	for (int r = 0; r < 5; r++)
 		REQUIRE(memcmp(out + r * 24, src + r * 40, 24) == 0, "2D box through the array, row %d", r);
+
+	/* the same box between two arrays with cuMemcpy3D, then out */
+	CUarray a3;
+	CHECK(cuArray3DCreate(&a3, &d3));
+	CUDA_MEMCPY3D aa = { .srcMemoryType = CU_MEMORYTYPE_ARRAY, .srcArray = a2, .srcXInBytes = 8, .srcY = 2,
+			     .dstMemoryType = CU_MEMORYTYPE_ARRAY, .dstArray = a3, .WidthInBytes = 24, .Height = 5,
+			     .Depth = 1 };
+	CHECK(cuMemcpy3D(&aa));
+	CUDA_MEMCPY2D o3 = { .srcMemoryType = CU_MEMORYTYPE_ARRAY, .srcArray = a3, .dstMemoryType = CU_MEMORYTYPE_HOST,
+			     .dstHost = out + 512, .dstPitch = 24, .WidthInBytes = 24, .Height = 5 };
+	CHECK(cuMemcpy2D(&o3));
+	REQUIRE(memcmp(out + 512, out, 120) == 0, "3D copy between two arrays");
+	CHECK(cuArrayDestroy(a3));
 
 	/* 3D between two linear buffers: 3 slices of 4 rows of 10 bytes */
 	CUDA_MEMCPY3D m = { .srcMemoryType = CU_MEMORYTYPE_HOST, .srcHost = src, .srcPitch = 16, .srcHeight = 5,
@@ -149,10 +170,10 @@ static void refused(void)
 			    .dstMemoryType = CU_MEMORYTYPE_ARRAY, .dstArray = a, .dstXInBytes = 40,
 			    .WidthInBytes = 32, .Height = 1 };
 	EXPECT(CUDA_ERROR_INVALID_VALUE, cuMemcpy2D(&c));
-	/* two arrays */
+	/* two arrays: a box past the destination's edge */
 	CUDA_MEMCPY3D m = { .srcMemoryType = CU_MEMORYTYPE_ARRAY, .srcArray = a, .dstMemoryType = CU_MEMORYTYPE_ARRAY,
-			    .dstArray = b, .WidthInBytes = 16, .Height = 1, .Depth = 1 };
-	EXPECT(CUDA_ERROR_NOT_SUPPORTED, cuMemcpy3D(&m));
+			    .dstArray = b, .dstXInBytes = 60, .WidthInBytes = 16, .Height = 1, .Depth = 1 };
+	EXPECT(CUDA_ERROR_INVALID_VALUE, cuMemcpy3D(&m));
 	/* mipmapped arrays as texture resources */
 	memset(&rd, 0, sizeof(rd));
 	memset(&td, 0, sizeof(td));

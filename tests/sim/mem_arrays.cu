@@ -1,5 +1,6 @@
 // CUDA arrays through the runtime: 1D, 2D and 3D arrays, copies into and
 // out of them from pageable, pinned and device memory (whole and boxes),
+// between two arrays,
 // cudaMemcpy3D both ways, the array queries, texture and surface objects
 // made, described and destroyed, and what is refused. Checked against a
 // host model of each array. Built twice (mearas's runtime, and NVIDIA's
@@ -68,7 +69,30 @@ static void two_d(cudaStream_t s)
             (int)got_desc.f);
     REQUIRE(ext.width == w && ext.height == h && ext.depth == 0 && flags == 0, "cudaArrayGetInfo: extent or flags");
 
-    // refused: a box past the array's edge, a copy between two arrays
+    // array to array: a box of a into another array (2D), then the same box through cudaMemcpy3D
+    cudaArray_t b2;
+    CHECK_CUDA(cudaMallocArray(&b2, &desc, w, h));
+    CHECK_CUDA(cudaMemcpy2DArrayToArray(b2, 2 * elem, 1, a, bx, by, bw, bh, cudaMemcpyDeviceToDevice));
+    std::vector<unsigned char> moved(row * h);
+    CHECK_CUDA(cudaMemcpy2DFromArray(moved.data(), row, b2, 0, 0, row, h, cudaMemcpyDeviceToHost));
+    for (size_t y = 0; y < bh; y++)
+        REQUIRE(memcmp(&moved[(1 + y) * row + 2 * elem], &model[(by + y) * row + bx], bw) == 0,
+                "array to array, row %zu", y);
+    cudaMemcpy3DParms aa = {};
+    aa.srcArray = a;
+    aa.srcPos = make_cudaPos(0, 0, 0);
+    aa.dstArray = b2;
+    aa.dstPos = make_cudaPos(0, 0, 0);
+    aa.extent = make_cudaExtent(w, h, 1);
+    aa.kind = cudaMemcpyDeviceToDevice;
+    CHECK_CUDA(cudaMemcpy3D(&aa));
+    CHECK_CUDA(cudaMemcpy2DFromArray(moved.data(), row, b2, 0, 0, row, h, cudaMemcpyDeviceToHost));
+    REQUIRE(moved == model, "cudaMemcpy3D between arrays: the whole array differs");
+    EXPECT_ERR(cudaErrorInvalidValue, cudaMemcpy2DArrayToArray(b2, row - elem, 0, a, 0, 0, 2 * elem, 1,
+                                                               cudaMemcpyDeviceToDevice));
+    CHECK_CUDA(cudaFreeArray(b2));
+
+    // refused: a box past the array's edge
     EXPECT_ERR(cudaErrorInvalidValue, cudaMemcpy2DToArray(a, row - elem, 0, src.data(), row, 2 * elem, 1,
                                                           cudaMemcpyHostToDevice));
     EXPECT_ERR(cudaErrorInvalidValue, cudaMemcpy2DFromArray(back.data(), row, a, 0, 1, row, h,

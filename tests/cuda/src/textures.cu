@@ -1,7 +1,7 @@
 // Texture and surface objects: a 2D float array sampled with linear
 // filtering and normalized coordinates; a 3D uchar4 array read as
 // normalized floats; pitched device memory and linear memory as textures;
-// a kernel writing a surface, read back with cudaMemcpy2DFromArray and
+// a box copied from one array into another; a kernel writing a surface, read back with cudaMemcpy2DFromArray and
 // cudaMemcpy3D. Output: a hash of every result's bits (the same on a GPU
 // and on a vGPU backed by one).
 #include <vector>
@@ -86,8 +86,21 @@ static void linear_filtered_2d(void)
     CHECK_CUDA(cudaMemcpy(out.data(), d, w * h * sizeof(float), cudaMemcpyDeviceToHost));
     printf("2D float array, linear filter: hash %08x, out[5]=%.6f\n", hash_bytes(out.data(), out.size() * 4),
            out[5]);
+    // a box of it into a second array, read back: the source's rows
+    cudaArray_t a2;
+    CHECK_CUDA(cudaMallocArray(&a2, &desc, w, h));
+    CHECK_CUDA(cudaMemcpy2DArrayToArray(a2, 0, 0, a, 8 * sizeof(float), 3, 40 * sizeof(float), 20,
+                                        cudaMemcpyDeviceToDevice));
+    std::vector<float> box(40 * 20);
+    CHECK_CUDA(cudaMemcpy2DFromArray(box.data(), 40 * sizeof(float), a2, 0, 0, 40 * sizeof(float), 20,
+                                     cudaMemcpyDeviceToHost));
+    for (int y = 0; y < 20; y++)
+        for (int x = 0; x < 40; x++)
+            REQUIRE(box[y * 40 + x] == src[(y + 3) * w + x + 8], "array to array: (%d, %d)", x, y);
+    printf("array to array box: hash %08x\n", hash_bytes(box.data(), box.size() * 4));
     CHECK_CUDA(cudaDestroyTextureObject(t));
     CHECK_CUDA(cudaFree(d));
+    CHECK_CUDA(cudaFreeArray(a2));
     CHECK_CUDA(cudaFreeArray(a));
 }
 
