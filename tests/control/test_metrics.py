@@ -23,7 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from mearas_am.control.client import SocketMearasdClient
 from mearas_am.model import Assembly, VgpuPlacement
 
-from .conftest import LIBDIR, MEARASD, NODE, TOP, Daemon, free_port, running_mearasd, wait_for_socket
+from .conftest import LIBDIR, MEARASD, NODE, TOP, Daemon, free_port, running_mearasd, wait_listening
 
 PROBE = TOP / "build" / "tests" / "control" / "metrics_probe"
 MiB = 1 << 20
@@ -280,7 +280,7 @@ def test_metrics_without_the_http_library_say_so(tmp_path: Path) -> None:
     p = subprocess.Popen(["unshare", "-m", "sh", "-c", hide, "sh", *base], stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
     try:
-        wait_for_socket(str(tmp_path / "d.sock"), p, 15)
+        wait_listening(str(tmp_path / "d.sock"), p, 15)
     finally:
         p.send_signal(signal.SIGTERM)
         p.wait(10)
