@@ -108,49 +108,36 @@
     .size \name, . - \name
     .endm
 
-    .globl probe_xt_thunks
-    .hidden probe_xt_thunks
-    .type probe_xt_thunks, @function
+    /* COUNT entries of PROBE_THUNK_STRIDE bytes at NAME (checked): entry i
+     * puts i in %r11 and jumps to COMMON, a CALLING_COMMON */
+    .macro INDEX_THUNKS name, count, common
+    .globl \name
+    .hidden \name
+    .type \name, @function
     .p2align 4
-probe_xt_thunks:
+\name:
     .cfi_startproc
     .set i, 0
-    .rept PROBE_XT_NTHUNK
+    .rept \count
     movl $i, %r11d                  /* 6 bytes */
     .byte 0xe9                      /* jmp rel32, 5 bytes (no relaxation) */
-    .long probe_xt_common - . - 4
+    .long \common - . - 4
     .byte 0xcc, 0xcc, 0xcc, 0xcc, 0xcc
     .set i, i + 1
     .endr
     .cfi_endproc
-probe_xt_thunks_end:
-    .size probe_xt_thunks, probe_xt_thunks_end - probe_xt_thunks
-    .if (probe_xt_thunks_end - probe_xt_thunks) - PROBE_XT_NTHUNK * PROBE_THUNK_STRIDE
-    .error "an export-table thunk is longer than PROBE_THUNK_STRIDE"
+\name\()_end:
+    .size \name, \name\()_end - \name
+    .if (\name\()_end - \name) - \count * PROBE_THUNK_STRIDE
+    .error "a thunk of \name is longer than PROBE_THUNK_STRIDE"
     .endif
+    .endm
+
+    INDEX_THUNKS probe_xt_thunks, PROBE_XT_NTHUNK, probe_xt_common
 
     CALLING_COMMON probe_xt_common, probe_xt_pre, probe_xt_post
 
-    .globl probe_pe_thunks
-    .hidden probe_pe_thunks
-    .type probe_pe_thunks, @function
-    .p2align 4
-probe_pe_thunks:
-    .cfi_startproc
-    .set i, 0
-    .rept PROBE_PW_NTHUNK
-    movl $i, %r11d                  /* 6 bytes */
-    .byte 0xe9                      /* jmp rel32, 5 bytes (no relaxation) */
-    .long probe_pe_common - . - 4
-    .byte 0xcc, 0xcc, 0xcc, 0xcc, 0xcc
-    .set i, i + 1
-    .endr
-    .cfi_endproc
-probe_pe_thunks_end:
-    .size probe_pe_thunks, probe_pe_thunks_end - probe_pe_thunks
-    .if (probe_pe_thunks_end - probe_pe_thunks) - PROBE_PW_NTHUNK * PROBE_THUNK_STRIDE
-    .error "an error-logging thunk is longer than PROBE_THUNK_STRIDE"
-    .endif
+    INDEX_THUNKS probe_pe_thunks, PROBE_PW_NTHUNK, probe_pe_common
 
     CALLING_COMMON probe_pe_common, probe_pe_pre, probe_pe_post
 
