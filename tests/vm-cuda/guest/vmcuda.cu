@@ -406,24 +406,24 @@ static void bench(void)
 
 int main(int argc, char **argv)
 {
+	// the tests that take no argument
+	static const struct {
+		const char *name;
+		void (*run)(void);
+	} plain[] = {
+		{ "props", props },   { "memcpy", round_trips }, { "mapped", mapped }, { "printf", device_printf },
+		{ "errors", errors }, { "threads", threads },    { "bench", bench },
+	};
 	const char *what = argc > 1 ? argv[1] : "props";
 	int secs = argc > 2 ? atoi(argv[2]) : 2;
 
-	if (!strcmp(what, "props")) {
-		props();
-	} else if (!strcmp(what, "memcpy")) {
-		round_trips();
-	} else if (!strcmp(what, "mapped")) {
-		mapped();
-	} else if (!strcmp(what, "printf")) {
-		device_printf();
-	} else if (!strcmp(what, "errors")) {
-		errors();
-	} else if (!strcmp(what, "threads")) {
-		threads();
-	} else if (!strcmp(what, "bench")) {
-		bench();
-	} else if (!strcmp(what, "sleep") || !strcmp(what, "hold")) {
+	for (const auto &t : plain) {
+		if (!strcmp(what, t.name)) {
+			t.run();
+			return check_done();
+		}
+	}
+	if (!strcmp(what, "sleep") || !strcmp(what, "hold")) {
 		// CUDA initialized and holding memory, then idle
 		void *p = nullptr;
 		cudaError_t e = cudaMalloc(&p, 1 << 20);
