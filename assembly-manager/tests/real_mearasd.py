@@ -11,10 +11,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from procs import wait_listening
+
 TOP = Path(__file__).resolve().parents[2]
 MEARASD = TOP / "build" / "bin" / "mearasd"
-sys.path.insert(0, str(TOP / "tests"))
-from mearasd_socket import wait_listening  # noqa: E402
 
 
 @dataclass

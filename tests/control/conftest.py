@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from procs import kill_if_running as kill_if_running, wait_listening as wait_listening  # for the tests
 
 TOP = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(TOP / "assembly-manager"))
-sys.path.insert(0, str(TOP / "tests"))
-from mearasd_socket import wait_listening as wait_listening  # noqa: E402  (re-exported for the tests)
 MEARASD = TOP / "build" / "bin" / "mearasd"
 LIBDIR = TOP / "build" / "lib"
 PROBE = TOP / "build" / "tests" / "control" / "assembly_probe"

@@ -5,14 +5,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
+
+from procs import kill_if_running as kill_if_running, wait_listening as wait_listening  # for the tests
 
 TOP = Path(__file__).resolve().parents[2]
 BIN = TOP / "build" / "bin"
 MEARASD = BIN / "mearasd"
-sys.path.insert(0, str(TOP / "tests"))
-from mearasd_socket import wait_listening as wait_listening  # noqa: E402  (re-exported for the tests)
 
 
 def start(tmp: Path, *args: str, name: str = "m", env: dict[str, str] | None = None,

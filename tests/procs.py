@@ -1,5 +1,7 @@
-"""Waiting for a mearasd that tests started to listen on a unix socket (tests/control,
-tests/daemon and assembly-manager/tests put this folder on sys.path)."""
+"""The processes the Python test suites start (mearasd, clients, agents): waiting
+for one to listen, and killing what a failed test left running; procs.sh is the
+shell suites' side. tests/control, tests/daemon and assembly-manager/tests put
+this folder on sys.path (their __init__.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 
 def wait_listening(path: str | Path, proc: subprocess.Popen[bytes], timeout: float = 10,
@@ -26,3 +29,10 @@ def wait_listening(path: str | Path, proc: subprocess.Popen[bytes], timeout: flo
         except OSError:
             time.sleep(0.05)
     raise RuntimeError(f"mearasd did not listen on {path} within {timeout} s")
+
+
+def kill_if_running(proc: subprocess.Popen[Any]) -> None:
+    """SIGKILL to PROC (by its PID) and reaped, when it has not exited: a test's finally."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
