@@ -7,6 +7,23 @@
 
 #include "mearas/fdpass.h"
 
+int mearas_send_all(int sock, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = send(sock, p, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EPIPE;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
 int mearas_send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds)
 {
 	union {

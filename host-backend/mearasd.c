@@ -189,6 +189,33 @@ static int parse_range(const char *name, const char *arg, uint64_t lo, uint64_t 
 	return 0;
 }
 
+/* --NAME=N megabytes, N in [lo, hi], into *bytes */
+static int parse_mb(const char *name, const char *arg, uint32_t lo, uint32_t hi, uint64_t *bytes)
+{
+	uint32_t mb;
+
+	if (parse_range(name, arg, lo, hi, &mb))
+		return -1;
+	*bytes = (uint64_t)mb << 20;
+	return 0;
+}
+
+/* The options that take a number in a range, straight into their setting. */
+struct range_opt {
+	int opt;
+	const char *name;
+	uint32_t lo, hi;
+	uint32_t *out;
+};
+
+static const struct range_opt *range_opt_of(const struct range_opt *r, size_t n, int opt)
+{
+	for (size_t i = 0; i < n; i++)
+		if (r[i].opt == opt)
+			return &r[i];
+	return NULL;
+}
+
 static int parse_args(int argc, char **argv, struct backend_config *cfg, const char **sock)
 {
 	static const struct option opts[] = {
@@ -225,6 +252,21 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		{ "metrics-bind", required_argument, NULL, OPT_METRICS_BIND },
 		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
+	const struct range_opt ranges[] = {
+		{ 'T', "link-dead-ms", 100, 600000, &cfg->remote.dead_ms },
+		{ 'b', "link-batch", 1, 65536, &cfg->remote.batch_msgs },
+		{ 'u', "link-batch-us", 0, 100000, &cfg->remote.batch_us },
+		{ 'k', "kernel-timeout-ms", 0, 86400000, &cfg->kernel_timeout_ms },
+		{ OPT_LINK_HANDSHAKE_MS, "link-handshake-ms", 100, 60000, &cfg->remote.handshake_ms },
+		{ OPT_LINK_MAX_PENDING, "link-max-pending", 1, 4096, &cfg->remote.max_pending },
+		{ OPT_LINK_MAX, "link-max", 1, 4096, &cfg->remote.max_links },
+		{ OPT_LINK_FD_RESERVE, "link-fd-reserve", 1, 1 << 20, &cfg->remote.fd_reserve },
+		{ OPT_VERBS_GID_INDEX, "verbs-gid-index", 0, 4095, &cfg->remote.verbs_gid_index },
+		{ 'C', "max-clients", 1, TENANT_SLOTS_MAX, &limits.max_workers },
+		{ 'P', "max-clients-per-user", 1, TENANT_SLOTS_MAX, &limits.max_workers_per_id },
+		{ OPT_METRICS_PORT, "metrics-port", 0, 65535, &metrics_port },
+	};
+	const struct range_opt *r;
 	uint64_t v;
 	int c, idx;
 
@@ -233,6 +275,12 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		return -1;
 	while (idx = -1, (c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
 		config_file_note(opts, idx, optarg);
+		r = range_opt_of(ranges, sizeof(ranges) / sizeof(ranges[0]), c);
+		if (r) {
+			if (parse_range(r->name, optarg, r->lo, r->hi, r->out))
+				return -1;
+			continue;
+		}
 		switch (c) {
 		case OPT_CONFIG:
 			break; /* read by config_file_merge */
@@ -316,12 +364,6 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 				return fprintf(stderr, "mearasd: bad --spin-us '%s'\n", optarg), -1;
 			cfg->spin_us = (unsigned)v;
 			break;
-		case 'k':
-			if (parse_u64(optarg, &v) || v > 86400000)
-				return fprintf(stderr, "mearasd: bad --kernel-timeout-ms '%s' (0..86400000)\n",
-					       optarg), -1;
-			cfg->kernel_timeout_ms = (unsigned)v;
-			break;
 		case 'R':
 			if (remote_parse_target(&cfg->remote, optarg))
 				return fprintf(stderr, "mearasd: bad --remote '%s' (VGPU=HOST:PORT[/GPU])\n", optarg), -1;
@@ -338,45 +380,10 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 			if (remote_load_key(&cfg->remote, optarg))
 				return -1;
 			break;
-		case 'T':
-			if (parse_u64(optarg, &v) || v < 100 || v > 600000)
-				return fprintf(stderr, "mearasd: bad --link-dead-ms '%s' (100..600000)\n", optarg), -1;
-			cfg->remote.dead_ms = (uint32_t)v;
-			break;
-		case 'b':
-			if (parse_u64(optarg, &v) || v < 1 || v > 65536)
-				return fprintf(stderr, "mearasd: bad --link-batch '%s' (1..65536)\n", optarg), -1;
-			cfg->remote.batch_msgs = (uint32_t)v;
-			break;
-		case 'u':
-			if (parse_u64(optarg, &v) || v > 100000)
-				return fprintf(stderr, "mearasd: bad --link-batch-us '%s' (0..100000)\n", optarg), -1;
-			cfg->remote.batch_us = (uint32_t)v;
-			break;
-		case OPT_LINK_HANDSHAKE_MS:
-			if (parse_range("link-handshake-ms", optarg, 100, 60000, &cfg->remote.handshake_ms))
+		case OPT_LINK_MEM_MB:
+			if (parse_mb("link-mem-mb", optarg, 1, 1 << 20, &cfg->remote.link_mem))
 				return -1;
 			break;
-		case OPT_LINK_MAX_PENDING:
-			if (parse_range("link-max-pending", optarg, 1, 4096, &cfg->remote.max_pending))
-				return -1;
-			break;
-		case OPT_LINK_MAX:
-			if (parse_range("link-max", optarg, 1, 4096, &cfg->remote.max_links))
-				return -1;
-			break;
-		case OPT_LINK_FD_RESERVE:
-			if (parse_range("link-fd-reserve", optarg, 1, 1 << 20, &cfg->remote.fd_reserve))
-				return -1;
-			break;
-		case OPT_LINK_MEM_MB: {
-			uint32_t mb;
-
-			if (parse_range("link-mem-mb", optarg, 1, 1 << 20, &mb))
-				return -1;
-			cfg->remote.link_mem = (uint64_t)mb << 20;
-			break;
-		}
 		case OPT_LINK_TRANSPORT:
 			if (remote_parse_transport(&cfg->remote, optarg))
 				return fprintf(stderr, "mearasd: bad --link-transport '%s' (tcp, verbs or auto)\n", optarg),
@@ -387,10 +394,6 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 				return fprintf(stderr, "mearasd: bad --verbs-device '%s' (an RDMA device name, as "
 					       "ibv_devices lists)\n", optarg), -1;
 			cfg->remote.verbs_device = optarg;
-			break;
-		case OPT_VERBS_GID_INDEX:
-			if (parse_range("verbs-gid-index", optarg, 0, 4095, &cfg->remote.verbs_gid_index))
-				return -1;
 			break;
 		case 'e':
 			if (!strcmp(optarg, "on")) {
@@ -417,22 +420,9 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 			socket_group = optarg;
 			socket_group_given = true;
 			break;
-		case 'C':
-			if (parse_u64(optarg, &v) || v == 0 || v > TENANT_SLOTS_MAX)
-				return fprintf(stderr, "mearasd: bad --max-clients '%s' (1..%u)\n", optarg,
-					       TENANT_SLOTS_MAX), -1;
-			limits.max_workers = (unsigned)v;
-			break;
-		case 'P':
-			if (parse_u64(optarg, &v) || v == 0 || v > TENANT_SLOTS_MAX)
-				return fprintf(stderr, "mearasd: bad --max-clients-per-user '%s' (1..%u)\n", optarg,
-					       TENANT_SLOTS_MAX), -1;
-			limits.max_workers_per_id = (unsigned)v;
-			break;
 		case 'U':
-			if (parse_u64(optarg, &v) || v < 8 || v > (1ull << 30))
-				return fprintf(stderr, "mearasd: bad --user-data-mb '%s' (8..1073741824)\n", optarg), -1;
-			limits.data_per_id = v << 20;
+			if (parse_mb("user-data-mb", optarg, 8, 1u << 30, &limits.data_per_id))
+				return -1;
 			break;
 		case OPT_VM_USER:
 			vm_user = optarg;
@@ -441,10 +431,6 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 			if (optarg[0] != '/')
 				return fprintf(stderr, "mearasd: --vm-dir must be an absolute path\n"), -1;
 			vm_dir = optarg;
-			break;
-		case OPT_METRICS_PORT:
-			if (parse_range("metrics-port", optarg, 0, 65535, &metrics_port))
-				return -1;
 			break;
 		case OPT_METRICS_BIND:
 			metrics_bind = optarg;

@@ -6,7 +6,7 @@
 HB := host-backend
 # record execution (the op handlers; decoding generated from the op spec)
 EXEC_SRC := $(addprefix $(HB)/core/,exec.c exec_check.c exec_objects.c exec_memory.c exec_module.c \
-            exec_stream.c exec_graph.c exec_vmm.c exec_tensormap.c exec_link.c)
+            exec_stream.c exec_graph.c exec_vmm.c exec_tensormap.c exec_link.c exec_array.c)
 EXEC_GEN := exec_ops.gen.c
 # a worker and its vGPUs besides exec: region and vGPU setup, handles, device
 # memory, the poller (the local engine), GPU time limit, output
@@ -16,7 +16,7 @@ TENANT_SRC := $(HB)/core/tenant.c
 # serving a client (a CUDA process) on its connection
 CLIENT_SRC := $(HB)/core/client.c
 # the host-memory device model (the sim) and its linker model
-SIM_SRC := $(addprefix $(HB)/device/,device_sim.c device_sim_link.c)
+SIM_SRC := $(addprefix $(HB)/device/,device_sim.c device_sim_link.c device_sim_array.c)
 DEVICE_SRC := $(SIM_SRC) $(addprefix $(HB)/device/,device_cuda.c pcie_link.c kmd_version.c)
 GPUPROBE_SRC := $(HB)/device/gpuprobe.c
 VM_SRC := $(addprefix $(HB)/vm/,vm_server.c vm_worker.c vm_slot.c vm_scan.c vm_output.c)

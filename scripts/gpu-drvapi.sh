@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The driver-API front end on the GPU (part of scripts/gpu-lane.sh): the
-# tests/cuda programs built with nvcc's default static runtime, natively and
-# through mearas's libcuda.so.1 on local vGPUs, outputs compared; the
+# tests/cuda programs built with nvcc's default static runtime and those built
+# with the driver API alone, natively and through mearas's libcuda.so.1 on
+# local vGPUs, outputs compared; the
 # microbenchmarks of a static build, native and through mearas alternating,
 # into experiments/results/drvapi.json (launch_sync_us held too). The lane
 # records every comparison in drvapi-programs.json afterwards.
@@ -24,6 +25,15 @@ LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$sock CUDA_VISIBLE_DEVICES= tests/cuda/run-su
 tests/cuda/run-suite.sh --compare "$out/static-native" "$out/static-mearas" >"$out/static-suite-compare.txt" 2>&1 ||
 	failed+=("static programs")
 cat "$out/static-suite-compare.txt"
+
+echo "== driver-API programs (no CUDA runtime in them): native, then mearas"
+tests/cuda/run-suite.sh --run "$out/driver-native" --set driver --build tests/cuda/build/driver --timeout 120 \
+	>"$out/driver-suite-native.txt" 2>&1
+LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$sock CUDA_VISIBLE_DEVICES= tests/cuda/run-suite.sh --run "$out/driver-mearas" \
+	--set driver --build tests/cuda/build/driver --timeout 120 >"$out/driver-suite-mearas.txt" 2>&1
+tests/cuda/run-suite.sh --compare "$out/driver-native" "$out/driver-mearas" >"$out/driver-suite-compare.txt" 2>&1 ||
+	failed+=("driver-API programs")
+cat "$out/driver-suite-compare.txt"
 
 echo "== microbenchmarks, static build (native and mearas alternate, 3 runs each)"
 for i in 1 2 3; do

@@ -26,7 +26,7 @@ pack=${OUT:-$out}
 mkdir -p "$out" "$pack"
 # results of an earlier run (or the committed ones) must not pass for this
 # run's: only files newer than this stamp are taken
-rm -f "$out"/{microbench,remote,batch,watchdog,drvapi,drvapi-programs,frameworks}.json "$out"/frameworks.png "$out"/batch.csv "$out"/batch-size.png "$out"/table.txt
+rm -f "$out"/{microbench,remote,batch,watchdog,drvapi,drvapi-programs,frameworks,runtime-choice}.json "$out"/frameworks.png "$out"/batch.csv "$out"/batch-size.png "$out"/table.txt
 touch "$out/.start"
 failed_steps=()
 fresh() { [ -f "$1" ] && [ "$1" -nt "$out/.start" ] && cp "$1" "$out/"; }
@@ -88,6 +88,28 @@ echo "== assembly manager: mearas run --vgpus 2"
 assembly=$(scripts/gpu-assembly.sh "$sock" "$ctl" "$out" 2>&1 | tail -1)
 case "$assembly" in "assembly: ok"*) ;; *) suite_rc=1 ;; esac
 
+echo "== nvidia-smi: -L natively and over mearas's libnvidia-ml.so.1 (stdout compared), the default view over it"
+if command -v nvidia-smi >/dev/null; then
+	nvidia-smi -L >"$out/smi-native.txt" 2>&1
+	LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock CUDA_VISIBLE_DEVICES= timeout 60 nvidia-smi -L \
+		>"$out/smi-mearas.txt" 2>"$out/smi-mearas.err"
+	smi_rc=$?
+	# the default view too: it must list the device (what mearas does not answer is N/A there)
+	LD_LIBRARY_PATH=$top/build/lib MEARAS_SOCKET=$sock CUDA_VISIBLE_DEVICES= timeout 60 nvidia-smi \
+		>"$out/smi-mearas-view.txt" 2>>"$out/smi-mearas.err"
+	view_rc=$?
+	name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+	if [ $smi_rc -eq 0 ] && [ -s "$out/smi-mearas.txt" ] && diff -q "$out/smi-native.txt" "$out/smi-mearas.txt" >/dev/null &&
+		[ $view_rc -eq 0 ] && grep -qF "$name" "$out/smi-mearas-view.txt"; then
+		smi="ok ($(head -1 "$out/smi-mearas.txt"), as native; the default view lists it)"
+	else
+		smi="FAILED (-L rc $smi_rc, view rc $view_rc; see smi-*.txt)"
+		suite_rc=1
+	fi
+else
+	smi="skipped: no nvidia-smi on this machine"
+fi
+
 echo "== microbenchmarks (native and mearas alternate, 3 runs each)"
 for i in 1 2 3; do
 	build/experiments/microbench >"$out/micro-native-$i.txt" 2>&1
@@ -134,11 +156,14 @@ fresh experiments/results/remote-encryption-off.json
 
 grep -Eq '^remote static-runtime suite: [0-9]+ passed, 0 failed' "$out/remote-table.txt" ||
 	failed_steps+=("remote static-runtime suite")
+grep -Eq '^remote driver-API suite: [0-9]+ passed, 0 failed' "$out/remote-table.txt" ||
+	failed_steps+=("remote driver-API suite")
 # every program comparison of the lane, one record per program, build and place
 python3 scripts/drvapi_programs.py --device "${device:-unknown} (driver ${driver:-?})" \
 	--out experiments/results/drvapi-programs.json "shared:local:$out/suite-compare.txt" \
 	"static:local:$out/static-suite-compare.txt" "shared:remote:$out/suite-remote-compare.txt" \
-	"static:remote:$out/static-suite-remote-compare.txt" >"$out/drvapi-programs.txt" 2>&1 ||
+	"static:remote:$out/static-suite-remote-compare.txt" "driver:local:$out/driver-suite-compare.txt" \
+	"driver:remote:$out/driver-suite-remote-compare.txt" >"$out/drvapi-programs.txt" 2>&1 ||
 	failed_steps+=("driver-API program records")
 fresh experiments/results/drvapi-programs.json
 
@@ -166,6 +191,11 @@ python3 experiments/microbench/compare.py --native "$out"/micro-native-?.txt --m
 tail -1 "$out/micro-table.txt" | grep -Eq '^[0-9]+ passed, 0 failed' || failed_steps+=("microbenchmark targets")
 fresh experiments/results/microbench.json
 
+echo "== runtime choice: ours or NVIDIA's libcudart.so.13 over our libcuda.so.1 (the same shared-runtime binary)"
+scripts/gpu-runtime-choice.sh "$out" "$sock" "${device:-unknown} (driver ${driver:-?})" >"$out/runtime-choice.txt" 2>&1
+grep -q '^runtime choice: ours better on' "$out/runtime-choice.txt" || failed_steps+=("runtime choice")
+fresh experiments/results/runtime-choice.json
+
 table_body() {
 	echo
 	echo "== program suite (native vs mearas, outputs compared)"
@@ -175,6 +205,7 @@ table_body() {
 	echo "== GPU time limit: $watchdog"
 	echo "== record lifetimes: $lifetimes"
 	echo "== $assembly"
+	echo "== nvidia-smi -L: $smi"
 	echo
 	echo "== remote vGPU (issue 4 targets)"
 	cat "$out/remote-table.txt"
@@ -185,6 +216,9 @@ table_body() {
 	echo "== microbenchmarks: ${device:-unknown}"
 	cat "$out/micro-table.txt"
 	echo
+	echo "== runtime choice (the same -cudart shared microbench: ours, and NVIDIA's runtime over our libcuda.so.1)"
+	cat "$out/runtime-choice.txt"
+	echo
 	echo "== driver-API front end (NVIDIA's static runtime over mearas's libcuda.so.1)"
 	grep -v '^==' "$out/drvapi-table.txt"
 	cat "$out/drvapi-programs.txt"
@@ -194,7 +228,7 @@ table_body() {
 	sed -n '/^== frameworks:/,$p' "$out/frameworks-table.txt" | grep . ||
 		{ echo "== frameworks (experiments/frameworks/suite.py)"; tail -20 "$out/frameworks-table.txt"; }
 }
-[ $suite_rc -eq 0 ] || failed_steps+=("program suite, isolation, watchdog, lifetimes or assembly (see above)")
+[ $suite_rc -eq 0 ] || failed_steps+=("program suite, isolation, watchdog, lifetimes, assembly or nvidia-smi (see above)")
 table() {
 	table_body
 	echo
@@ -214,7 +248,7 @@ else
 	rm -f "$tmp"
 fi
 if [ "$(realpath "$pack")" != "$(realpath "$out")" ]; then
-	for f in microbench.json remote.json drvapi.json drvapi-programs.json watchdog.json frameworks.json table.txt; do
+	for f in microbench.json remote.json drvapi.json drvapi-programs.json watchdog.json frameworks.json runtime-choice.json table.txt; do
 		[ -f "$out/$f" ] && cp "$out/$f" "$pack/"
 	done
 fi

@@ -159,6 +159,15 @@ if [ -d "$out/static-native" ]; then
 		>"$out/static-suite-remote-compare.txt" 2>&1
 	tail -1 "$out/static-suite-remote-compare.txt" | sed 's/^/remote static-runtime suite: /'
 fi
+# the driver-API-only builds, against their native run of gpu-drvapi.sh
+if [ -d "$out/driver-native" ]; then
+	LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$csock CUDA_VISIBLE_DEVICES= "${cx[@]}" tests/cuda/run-suite.sh \
+		--run "$out/driver-remote" --set driver --build tests/cuda/build/driver --timeout 120 \
+		>"$out/driver-suite-remote.txt" 2>&1
+	tests/cuda/run-suite.sh --compare "$out/driver-native" "$out/driver-remote" \
+		>"$out/driver-suite-remote-compare.txt" 2>&1
+	tail -1 "$out/driver-suite-remote-compare.txt" | sed 's/^/remote driver-API suite: /'
+fi
 
 # Programs of the suite (GPU_SHAPED_PROGRAMS, default the stress mix and the
 # stream-heavy ones) again through the remote vGPU with the veth pair shaped:

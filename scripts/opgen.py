@@ -71,6 +71,7 @@ class Op:
     outs: list[Out] = field(default_factory=list)
     spans: list[Span] = field(default_factory=list)
     dev: str = ""
+    destroy: str = ""
 
     @property
     def args(self) -> list[Arg]:
@@ -147,6 +148,8 @@ def parse_op_line(spec: Spec, op: Op, w: list[str]) -> None:
         op.spans.append(Span(w[0] == "writes", m.group(1), params, cond))
     elif w[0] == "dev":
         op.dev = w[1]
+    elif w[0] == "destroy":
+        op.destroy = w[1]
     elif w[0] in CTYPE:
         m = re.fullmatch(r"(\w+)(?:\[(\d+)\])?", w[1])
         if not m:
@@ -187,6 +190,8 @@ def check_op(spec: Spec, op: Op) -> None:
         raise SpecError(f"{where}: dev ops take scalar arguments only")
     if op.dev and not spec.devices:
         raise SpecError(f"{where}: dev op, but no devices line")
+    if op.destroy and (op.dev or not any(a.name == op.destroy and a.kind == "id" for a in op.args)):
+        raise SpecError(f"{where}: destroy names an id(KIND) argument, in an op without a dev line")
 
 
 # ---- mearas/ops.gen.h: types ----
@@ -502,13 +507,13 @@ def gen_exec(spec: Spec) -> tuple[str, str]:
     h = [HEADER, "/* included by host-backend/core/exec_internal.h: per op, what its record\n"
          " * decodes to (struct exec_in_NAME: the typed arguments, resolved objects,\n"
          " * the stream, the payload) and its handler, exec_op_NAME, which the\n"
-         " * back end defines for every op without a `dev` line. */\n"
+         " * back end defines for every op without a `dev` or `destroy` line. */\n"
          "#ifndef MEARAS_EXEC_OPS_GEN_H\n#define MEARAS_EXEC_OPS_GEN_H\n\n"]
     for o in spec.ops:
         h.append(exec_in_struct(spec, o))
     h.append("\n")
     for o in spec.ops:
-        if not o.dev:
+        if not o.dev and not o.destroy:
             h.append(f"int exec_op_{o.name}(struct vgpu *v, const struct mearas_sqe *e, "
                      f"const struct exec_in_{o.name} *in, struct mearas_cqe *c, struct fence_req *f);\n")
     h.append("\n#endif\n")
@@ -525,6 +530,12 @@ def gen_exec(spec: Spec) -> tuple[str, str]:
             c.append(f"\tr = {call};\n")
             c += outs_and_words(o, "c->val", to_words=True)
             c.append("\treturn r;\n}\n\n")
+        if o.destroy:
+            kind = next(a.hkind for a in o.args if a.name == o.destroy)
+            c.append(f"static int exec_op_{o.name}(struct vgpu *v, const struct mearas_sqe *e, "
+                     f"const struct exec_in_{o.name} *in, struct mearas_cqe *c, struct fence_req *f)\n{{\n"
+                     f"\t(void)e, (void)c, (void)f;\n"
+                     f"\treturn exec_take_and_destroy(v, MEARAS_KIND_{kind.upper()}, in->a->{o.destroy});\n}}\n\n")
         init = "" if (o.args or o.has_stream or o.payload) else " = { 0 }"
         c.append(f"static int run_{o.name}(struct vgpu *v, const struct mearas_sqe *e, struct mearas_cqe *c, "
                  f"struct fence_req *f)\n{{\n\tstruct exec_in_{o.name} in{init};\n"

@@ -90,6 +90,23 @@ static cudaError_t post_copy(int vgpu, const struct rt_stream_ref *st, uint64_t 
 	return rt_post_tracked(vgpu, &c, ud);
 }
 
+/* a copy posted and waited for, under the calling thread's slot */
+static cudaError_t copy_and_wait(int vgpu, const struct rt_stream_ref *st, uint64_t dst, uint64_t src, uint64_t n,
+				 int dir)
+{
+	struct mearas_cqe cqe;
+	uint64_t ud;
+	int slot = rt_slot();
+	cudaError_t e;
+
+	pthread_mutex_lock(&rt.slot_lock[slot]);
+	e = post_copy(vgpu, st, dst, src, n, dir, true, &ud);
+	if (!e)
+		e = rt_wait(vgpu, ud, &cqe);
+	pthread_mutex_unlock(&rt.slot_lock[slot]);
+	return e;
+}
+
 /* Pageable -> device through the staging buffers. Returns when the source
  * has been read (every chunk is staged) and the DMAs are done. */
 static cudaError_t staged_h2d(int vgpu, const struct rt_stream_ref *st, uint64_t dst, const uint8_t *src,
@@ -176,20 +193,9 @@ static cudaError_t staged_d2h(int vgpu, const struct rt_stream_ref *st, uint8_t 
 static cudaError_t cross_vgpu_copy(int sv, int dv, const struct rt_stream_ref *st, uint64_t dst, uint64_t src,
 				   uint64_t n)
 {
-	struct mearas_cqe cqe;
-	uint64_t ud;
-	int slot = rt_slot();
-	cudaError_t e;
+	cudaError_t e = rt_do_CTX_SYNC(dv);
 
-	e = rt_do_CTX_SYNC(dv);
-	if (e)
-		return e;
-	pthread_mutex_lock(&rt.slot_lock[slot]);
-	e = post_copy(sv, st, dst, src, n, MEARAS_COPY_DTOD, true, &ud);
-	if (!e)
-		e = rt_wait(sv, ud, &cqe);
-	pthread_mutex_unlock(&rt.slot_lock[slot]);
-	return e;
+	return e ? e : copy_and_wait(sv, st, dst, src, n, MEARAS_COPY_DTOD);
 }
 
 /* Which vGPU's device memory holds [p, p+n)? -1: host memory; -2: a
@@ -338,21 +344,10 @@ cudaError_t rt_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind 
 	switch (kind) {
 	case cudaMemcpyHostToDevice:
 		if (dh_contains(src, n)) {
-			uint64_t ud;
-			struct mearas_cqe cqe;
-			int slot;
-
 			if (async)
 				return post_copy(vgpu, &st, (uint64_t)(uintptr_t)dst, dh_offset(src), n,
 						 MEARAS_COPY_HTOD, false, NULL);
-			slot = rt_slot();
-			pthread_mutex_lock(&rt.slot_lock[slot]);
-			e = post_copy(vgpu, &st, (uint64_t)(uintptr_t)dst, dh_offset(src), n, MEARAS_COPY_HTOD,
-				      true, &ud);
-			if (!e)
-				e = rt_wait(vgpu, ud, &cqe);
-			pthread_mutex_unlock(&rt.slot_lock[slot]);
-			return e;
+			return copy_and_wait(vgpu, &st, (uint64_t)(uintptr_t)dst, dh_offset(src), n, MEARAS_COPY_HTOD);
 		}
 		if (n <= INLINE_COPY_MAX) {
 			return rt_do_MEMCPY_INLINE(vgpu, &st, (uint64_t)(uintptr_t)dst, src, (uint32_t)n, false);
@@ -360,21 +355,10 @@ cudaError_t rt_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind 
 		return staged_h2d(vgpu, &st, (uint64_t)(uintptr_t)dst, src, n);
 	case cudaMemcpyDeviceToHost:
 		if (dh_contains(dst, n)) {
-			uint64_t ud;
-			struct mearas_cqe cqe;
-			int slot;
-
 			if (async)
 				return post_copy(vgpu, &st, dh_offset(dst), (uint64_t)(uintptr_t)src, n,
 						 MEARAS_COPY_DTOH, false, NULL);
-			slot = rt_slot();
-			pthread_mutex_lock(&rt.slot_lock[slot]);
-			e = post_copy(vgpu, &st, dh_offset(dst), (uint64_t)(uintptr_t)src, n, MEARAS_COPY_DTOH,
-				      true, &ud);
-			if (!e)
-				e = rt_wait(vgpu, ud, &cqe);
-			pthread_mutex_unlock(&rt.slot_lock[slot]);
-			return e;
+			return copy_and_wait(vgpu, &st, dh_offset(dst), (uint64_t)(uintptr_t)src, n, MEARAS_COPY_DTOH);
 		}
 		return staged_d2h(vgpu, &st, dst, (uint64_t)(uintptr_t)src, n);
 	default: /* device to device: no host synchronization, as in CUDA */

@@ -98,6 +98,12 @@ CORE_API bool rt_stopped(void);
  * cudaErrorDevicesUnavailable */
 CORE_API cudaError_t rt_gone(void);
 CORE_API cudaError_t rt_ensure_device(int *dev);      /* connect + current device */
+/* a call's first check e (rt_ensure, a lookup ...), then ok: the pointers
+ * it must have are there (else cudaErrorInvalidValue); libcuda's cu_need */
+static inline cudaError_t rt_need(cudaError_t e, bool ok)
+{
+	return e ? e : ok ? cudaSuccess : cudaErrorInvalidValue;
+}
 CORE_API int rt_slot(void);
 /* connect.c: the name of a cudaError_t (NULL: not one); the first of the
  * first n vGPUs at PCI domain:bus:device (-1: none) */
@@ -151,6 +157,9 @@ CORE_API void rt_host_mapped(const void *p, uint64_t size);
 /* a pinned allocation (cudaHostAlloc, cuMemHostAlloc): followed as asked
  * with the mapped flag, else while small (unified addressing) */
 CORE_API void rt_host_allocated(const void *p, uint64_t size, bool mapped);
+/* a pinned allocation from the data area, then rt_host_allocated; NULL when
+ * it does not fit, logged as what ("pinned", "page-locked") allocation */
+CORE_API void *rt_host_alloc(const char *what, uint64_t size, bool mapped);
 /* managed.c: managed memory as zero-copy blocks of the data area; free:
  * false when p is no managed block's start; find: [p, p+len) is managed */
 CORE_API cudaError_t rt_managed_alloc(void **p, uint64_t size);
@@ -229,6 +238,45 @@ CORE_API cudaError_t rt_stream_wait(const struct rt_stream_ref *st, struct rt_ev
 CORE_API cudaError_t rt_event_sync(struct rt_event *ev);
 CORE_API cudaError_t rt_event_query(struct rt_event *ev);
 CORE_API cudaError_t rt_event_elapsed(struct rt_event *a, struct rt_event *b, float *ms);
+
+/* CUDA arrays, texture and surface objects (arrays.c): a cudaArray_t and a
+ * CUarray alike point at a struct rt_array; texture and surface objects are
+ * the device's values (kernels take them), kept here with their ids. */
+struct rt_array {
+	uint32_t magic;
+	uint32_t id;
+	int vgpu;
+	uint64_t width, height, depth;  /* elements; height, depth 0: fewer dimensions */
+	uint32_t format, channels, flags;       /* include/mearas/array.h */
+	uint32_t elem;                  /* bytes of one element */
+};
+
+/* a box of an array: bytes from x of each row, rows from y, slices from z */
+struct rt_array_box {
+	uint64_t x, y, z;
+	uint64_t width, height, depth;  /* bytes, rows, slices */
+};
+
+CORE_API cudaError_t rt_array_create(int vgpu, uint64_t width, uint64_t height, uint64_t depth, uint32_t format,
+				     uint32_t channels, uint32_t flags, struct rt_array **out);
+CORE_API cudaError_t rt_array_destroy(struct rt_array *a);
+/* NULL unless h is an array this process created and has not destroyed */
+CORE_API struct rt_array *rt_array_get(const void *h);
+/* A copy between box b of array a and linear memory at mem (host memory of
+ * any kind, or device memory), rows pitch bytes apart, slices slice_rows
+ * rows apart; to_array: which way. Async copies of pageable memory return
+ * once its bytes are read or written, as CUDA's do. */
+CORE_API cudaError_t rt_array_copy(struct rt_array *a, const struct rt_array_box *b, void *mem, uint64_t pitch,
+				   uint64_t slice_rows, bool to_array, cudaStream_t stream, bool async);
+/* a texture object (t: the payload of TEX_CREATE, its array t->array's id)
+ * or a surface object on array a, created on vgpu; *value: the object */
+CORE_API cudaError_t rt_tex_create(int vgpu, const struct mearas_tex_args *t, struct rt_array *a, uint64_t *value);
+CORE_API cudaError_t rt_surf_create(struct rt_array *a, uint64_t *value);
+CORE_API cudaError_t rt_texobj_destroy(uint64_t value, bool surface);
+/* fill(out, the arguments a texture (or surface) object was made with, its
+ * array or NULL): cudaErrorInvalidValue for an unknown object or no out */
+CORE_API cudaError_t rt_texobj_describe(uint64_t value, bool surface, void *out,
+					void (*fill)(void *out, const struct mearas_tex_args *t, struct rt_array *a));
 
 /* graphs (capture.c, graphs.c, graphnodes.c): a cudaGraph_t or CUgraph
  * points at a struct rt_graph, a cudaGraphExec_t or CUgraphExec at a struct
@@ -341,6 +389,10 @@ CORE_API struct rt_graph *rt_gnode_graph(struct rt_gnode *n);
 CORE_API int rt_gnode_type(struct rt_gnode *n);
 /* the node's parameters, pointing into the node's own copies */
 CORE_API const struct rt_node_params *rt_gnode_params(struct rt_gnode *n);
+/* a memset node's parameters from the fields the driver's and the runtime's
+ * memset structs share (width in elements of elem bytes) */
+CORE_API void rt_memset_node_params(struct rt_node_params *p, void *dst, size_t pitch, unsigned value, unsigned elem,
+				    size_t width, size_t height);
 /* new parameters of the same kind */
 CORE_API cudaError_t rt_gnode_set(const char *call, struct rt_gnode *n, const struct rt_node_params *p);
 CORE_API cudaError_t rt_graph_nodes(struct rt_graph *g, bool roots, void **out, size_t *n);
@@ -445,6 +497,17 @@ CORE_API void rt_func_gone(int vgpu, uint32_t id);
  * what it loaded or created there is gone */
 CORE_API cudaError_t rt_device_reset(int vgpu);
 CORE_API void rt_on_reset(void (*hook)(int vgpu));
+/* for a reset's forgetting: drops the entries of array a (n of them, n an
+ * lvalue updated) whose .vgpu is vgpu, the others kept in order; a macro,
+ * as the arrays are of different structs */
+#define RT_DROP_VGPU(a, n, vgpu)                        \
+	do {                                            \
+		size_t kept_ = 0;                       \
+		for (size_t i_ = 0; i_ < (n); i_++)     \
+			if ((a)[i_].vgpu != (vgpu))     \
+				(a)[kept_++] = (a)[i_]; \
+		(n) = kept_;                            \
+	} while (0)
 
 /* copies (copy.c): kind cudaMemcpyDefault resolves by pointer; async
  * copies of pageable memory are staged */

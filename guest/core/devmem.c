@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "mearas/dynarray.h"
 
 struct dm_alloc {
 	uint64_t ptr, size;
@@ -22,39 +23,19 @@ static size_t nallocs, cap;
 
 static size_t upper_bound(uint64_t ptr)
 {
-	size_t lo = 0, hi = nallocs;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (allocs[mid].ptr <= ptr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return MEARAS_DYNARRAY_UPPER_BOUND(allocs, nallocs, ptr, ptr);
 }
 
 void dm_add(int vgpu, uint64_t ptr, uint64_t size, int is_global)
 {
-	size_t at;
+	struct dm_alloc a = { ptr, size, vgpu, is_global }, *p;
 
 	pthread_rwlock_wrlock(&dm_lock);
-	if (nallocs == cap) {
-		size_t n = cap ? cap * 2 : 256;
-		struct dm_alloc *p = realloc(allocs, n * sizeof(*p));
-
-		if (!p) {
-			pthread_rwlock_unlock(&dm_lock);
-			return;
-		}
+	p = mearas_dynarray_grow(allocs, &cap, nallocs + 1, sizeof(*allocs), 256);
+	if (p) {
 		allocs = p;
-		cap = n;
+		mearas_dynarray_insert(allocs, &nallocs, upper_bound(ptr), &a, sizeof(a));
 	}
-	at = upper_bound(ptr);
-	memmove(&allocs[at + 1], &allocs[at], (nallocs - at) * sizeof(*allocs));
-	allocs[at] = (struct dm_alloc){ ptr, size, vgpu, is_global };
-	nallocs++;
 	pthread_rwlock_unlock(&dm_lock);
 }
 
@@ -148,12 +129,7 @@ int dm_window_owner(uint64_t ptr)
 
 void dm_forget_vgpu(int vgpu)
 {
-	size_t j = 0;
-
 	pthread_rwlock_wrlock(&dm_lock);
-	for (size_t i = 0; i < nallocs; i++)
-		if (allocs[i].vgpu != vgpu)
-			allocs[j++] = allocs[i];
-	nallocs = j;
+	RT_DROP_VGPU(allocs, nallocs, vgpu);
 	pthread_rwlock_unlock(&dm_lock);
 }

@@ -64,6 +64,19 @@ const struct rt_node_params *rt_gnode_params(struct rt_gnode *n)
 	return &n->p;
 }
 
+void rt_memset_node_params(struct rt_node_params *p, void *dst, size_t pitch, unsigned value, unsigned elem,
+			   size_t width, size_t height)
+{
+	memset(p, 0, sizeof(*p));
+	p->type = cudaGraphNodeTypeMemset;
+	p->u.s.dst = dst;
+	p->u.s.pitch = pitch;
+	p->u.s.value = value;
+	p->u.s.elem = elem;
+	p->u.s.width = width;
+	p->u.s.height = height;
+}
+
 cudaError_t rt_graph_create(int vgpu, unsigned flags, struct rt_graph **out)
 {
 	struct rt_graph *g;

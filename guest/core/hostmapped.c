@@ -98,6 +98,19 @@ void rt_host_allocated(const void *p, uint64_t size, bool mapped)
 	follow(p, size, !mapped);
 }
 
+void *rt_host_alloc(const char *what, uint64_t size, bool mapped)
+{
+	void *p = dh_alloc(size);
+
+	if (!p) {
+		log_warn("%s allocation of %llu bytes does not fit the data area (%llu MiB): raise MEARAS_DATA_MB",
+			 what, (unsigned long long)size, (unsigned long long)(rt.data_size >> 20));
+		return NULL;
+	}
+	rt_host_allocated(p, size, mapped);
+	return p;
+}
+
 void rt_host_unmapped(const void *p)
 {
 	uint64_t off;

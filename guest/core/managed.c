@@ -28,12 +28,10 @@ static pthread_mutex_t managed_lock = PTHREAD_MUTEX_INITIALIZER;
 cudaError_t rt_managed_alloc(void **p, uint64_t size)
 {
 	struct managed_block *b;
-	cudaError_t e = rt_ensure();
+	cudaError_t e = rt_need(rt_ensure(), p && size);
 
 	if (e)
 		return e;
-	if (!p || !size)
-		return cudaErrorInvalidValue;
 	if (!rt.same_address) {
 		log_warn("managed memory is not supported here: the data area is not at the back end's address "
 			 "(its host pointers would mean nothing on the device)");

@@ -65,17 +65,14 @@ static cudaError_t kept(void *obj, cudaError_t e)
 
 cudaError_t rt_stream_create(int vgpu, unsigned flags, int priority, struct rt_stream **out)
 {
-	struct rt_stream *s = calloc(1, sizeof(*s));
+	struct rt_stream *s = malloc(sizeof(*s));
 	cudaError_t e;
 
 	if (!s)
 		return cudaErrorMemoryAllocation;
-	s->magic = STREAM_MAGIC;
-	s->id = rt_new_handle();
-	s->vgpu = vgpu;
-	s->flags = flags;
-	/* the range every current GPU reports: 0 (lowest) .. -5 */
-	s->priority = priority < -5 ? -5 : priority > 0 ? 0 : priority;
+	/* the priority in the range every current GPU reports: 0 (lowest) .. -5 */
+	*s = (struct rt_stream){ .magic = STREAM_MAGIC, .id = rt_new_handle(), .vgpu = vgpu, .flags = flags,
+				 .priority = priority < -5 ? -5 : priority > 0 ? 0 : priority };
 	e = kept(s, s->id ? rt_do_STREAM_CREATE(vgpu, s->id, flags, s->priority) : cudaErrorMemoryAllocation);
 	if (!e)
 		*out = s;
@@ -94,15 +91,12 @@ cudaError_t rt_stream_destroy(struct rt_stream *s)
 
 cudaError_t rt_event_create(int vgpu, unsigned flags, struct rt_event **out)
 {
-	struct rt_event *ev = calloc(1, sizeof(*ev));
+	struct rt_event *ev = malloc(sizeof(*ev));
 	cudaError_t e;
 
 	if (!ev)
 		return cudaErrorMemoryAllocation;
-	ev->magic = EVENT_MAGIC;
-	ev->id = rt_new_handle();
-	ev->vgpu = vgpu;
-	ev->flags = flags;
+	*ev = (struct rt_event){ .magic = EVENT_MAGIC, .id = rt_new_handle(), .vgpu = vgpu, .flags = flags };
 	e = kept(ev, ev->id ? rt_do_EVENT_CREATE(vgpu, ev->id, flags) : cudaErrorMemoryAllocation);
 	if (!e)
 		*out = ev;

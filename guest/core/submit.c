@@ -31,13 +31,14 @@ void rt_call_init(struct rt_call *c, unsigned op, uint32_t stream)
 		c->sqe.flags |= MEARAS_SQE_PER_THREAD;
 }
 
-/* Wait (spinning a moment, then sleeping in short naps) until cond holds,
- * with the back end told to wake up. False when the back end is gone. */
-static bool wait_for_backend(struct rt_vgpu *v, bool (*cond)(struct rt_vgpu *, uint32_t), uint32_t arg)
+/* Wait (spinning a moment, then sleeping in short naps) until cond holds
+ * of v's ring, with the back end told to wake up. False when the back end
+ * is gone. */
+static bool wait_for_backend(struct rt_vgpu *v, bool (*cond)(struct mearas_sq_producer *, uint32_t), uint32_t arg)
 {
 	uint64_t start = now_us();
 
-	while (!cond(v, arg)) {
+	while (!cond(&v->sq, arg)) {
 		if (rt_stopped())
 			return false;
 		/* make sure the poller is awake: it will drain and free space */
@@ -64,15 +65,11 @@ static bool wait_for_backend(struct rt_vgpu *v, bool (*cond)(struct rt_vgpu *, u
 	return true;
 }
 
-static bool sq_has_slot(struct rt_vgpu *v, uint32_t unused)
+/* mearas_sqp_has_slot as a condition of wait_for_backend */
+static bool sq_has_slot(struct mearas_sq_producer *p, uint32_t unused)
 {
 	(void)unused;
-	return mearas_sqp_has_slot(&v->sq);
-}
-
-static bool arena_has(struct rt_vgpu *v, uint32_t need)
-{
-	return mearas_sqp_arena_has(&v->sq, need);
+	return mearas_sqp_has_slot(p);
 }
 
 static cudaError_t submit(int vgpu, struct rt_call *c)
@@ -86,12 +83,12 @@ static cudaError_t submit(int vgpu, struct rt_call *c)
 	if (len > MEARAS_SQE_INLINE && len > MEARAS_ARENA_SIZE / 2)
 		return cudaErrorInvalidValue;
 	pthread_mutex_lock(&v->sq_lock);
-	if (!sq_has_slot(v, 0) && !wait_for_backend(v, sq_has_slot, 0))
+	if (!mearas_sqp_has_slot(&v->sq) && !wait_for_backend(v, sq_has_slot, 0))
 		goto dead;
 	if (len > MEARAS_SQE_INLINE) {
 		uint32_t need = mearas_sqp_arena_need(&v->sq, len);
 
-		if (!arena_has(v, need) && !wait_for_backend(v, arena_has, need))
+		if (!mearas_sqp_arena_has(&v->sq, need) && !wait_for_backend(v, mearas_sqp_arena_has, need))
 			goto dead;
 	}
 	wake = mearas_sqp_push(&v->sq, &c->sqe, c->payload, len);

@@ -20,18 +20,10 @@ static CUresult copy(void *dst, const void *src, size_t n, enum cudaMemcpyKind k
 		return r;
 	if (!cu_current())
 		return CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
-	if (s && !rt_stream_get(s) && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD)
+	if (!cu_stream_known(s))
 		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 	return cu_result(rt_memcpy(dst, src, n, kind, (cudaStream_t)s, async));
 }
-
-/* An export and its per-thread twin name##suffix (_ptds, or _ptsz for the
- * Async ones): sig, their parameters; call, the one body, run with the core's
- * per-thread-stream flag off in the export, on in the twin. A macro: C has no
- * other way to define two exported functions from one body. */
-#define PTDS_PAIR(name, suffix, sig, call)                                         \
-	CU_EXPORT CUresult CUDAAPI name sig { return WITH_PTDS(0, call); }        \
-	CU_EXPORT CUresult CUDAAPI name##suffix sig { return WITH_PTDS(1, call); }
 
 /* name: the export; sig: its parameters; args: copy()'s arguments */
 #define COPY_PAIR(name, sig, args)       PTDS_PAIR(name, _ptds, sig, copy args)
@@ -69,10 +61,10 @@ static CUresult copy_peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, C
 	dc = cu_ctx_get(dst_ctx);
 	sc = cu_ctx_get(src_ctx);
 	if (!dc || !sc)
-		return CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
-	if (s && !rt_stream_get(s) && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD)
-		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
-	return cu_result(rt_memcpy_peer(PTR(dst), dc->vgpu, CPTR(src), sc->vgpu, n, (cudaStream_t)s, async));
+		r = CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
+	else if (!cu_stream_known(s))
+		r = CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
+	return r ? r : cu_result(rt_memcpy_peer(PTR(dst), dc->vgpu, CPTR(src), sc->vgpu, n, (cudaStream_t)s, async));
 }
 
 #define PEER_SIG CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, \
@@ -99,7 +91,7 @@ CU_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(PEER_SIG, CUstream hStream)
 	return WITH_PTDS(1, copy_peer(PEER_ARGS, hStream, true));
 }
 
-#define COPY2D(name, sig, args, suffix) PTDS_PAIR(name, suffix, sig, copy_2d args)
+#define COPY2D(name, sig, args, suffix) PTDS_PAIR(name, suffix, sig, cu_copy_2d args)
 
 /* ---- 2D copies ---- */
 
@@ -107,9 +99,9 @@ CU_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(PEER_SIG, CUstream hStream)
 static CUresult side(CUmemorytype type, const void *host, CUdeviceptr dev, CUarray array, size_t x, size_t y,
 		     size_t pitch, const uint8_t **at, int *is_host)
 {
-	if (array || type == CU_MEMORYTYPE_ARRAY) {
-		log_warn("2D copies of CUDA arrays are not supported by mearas");
-		return CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
+	if (array) {
+		log_info("2D copy: an array named on a side of memory type %d: invalid value", (int)type);
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	}
 	switch (type) {
 	case CU_MEMORYTYPE_HOST:
@@ -128,7 +120,7 @@ static CUresult side(CUmemorytype type, const void *host, CUdeviceptr dev, CUarr
 	return CUDA_SUCCESS;
 }
 
-static CUresult copy_2d(const CUDA_MEMCPY2D *p, CUstream s, bool async)
+CUresult cu_copy_2d(const CUDA_MEMCPY2D *p, CUstream s, bool async)
 {
 	const uint8_t *src, *dst;
 	int src_host, dst_host;
@@ -141,6 +133,8 @@ static CUresult copy_2d(const CUDA_MEMCPY2D *p, CUstream s, bool async)
 		return CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
 	if (!p)
 		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
+	if (p->srcMemoryType == CU_MEMORYTYPE_ARRAY || p->dstMemoryType == CU_MEMORYTYPE_ARRAY)
+		return cu_copy_2d_array(p, s, async);
 	r = side(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray, p->srcXInBytes, p->srcY, p->srcPitch, &src,
 		 &src_host);
 	if (!r)

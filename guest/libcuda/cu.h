@@ -137,6 +137,8 @@ CU_HIDDEN CUresult cu_launch_pack(const struct cu_function *f, void **params, vo
 
 /* streams (stream.c): a CUstream as the core's reference, on the current context */
 CU_HIDDEN CUresult cu_stream_ref(CUstream s, struct rt_stream_ref *out);
+/* s is 0, the legacy or the per-thread default stream, or a live stream */
+CU_HIDDEN bool cu_stream_known(CUstream s);
 
 /* a _ptsz/_ptds entry point: call with the per-thread default stream in effect */
 #define CU_PTSZ(call) WITH_PTDS(1, call)
@@ -148,5 +150,10 @@ CU_HIDDEN bool cu_vmm_reservation_of(CUdeviceptr ptr, uint64_t *va, uint64_t *si
 
 /* export tables (exptables.c) */
 CU_HIDDEN CUresult cu_export_table(const void **table, const CUuuid *id);
+
+/* copy.c: a CUDA_MEMCPY2D copy on stream s (any memory types) */
+CU_HIDDEN CUresult cu_copy_2d(const CUDA_MEMCPY2D *p, CUstream s, bool async);
+/* array.c: a 2D copy with an array on a side (cu_copy_2d hands it over) */
+CU_HIDDEN CUresult cu_copy_2d_array(const CUDA_MEMCPY2D *p, CUstream s, bool async);
 
 #endif

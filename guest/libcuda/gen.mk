@@ -5,9 +5,9 @@
 #   $(LIBCUDA_GEN_DIR)/cu_unsupported.gen.c  a CUDA_ERROR_NOT_SUPPORTED stub
 #       for every export of cuda13.symbols that no object of
 #       LIBCUDA_IMPL_OBJ defines (gen_unsupported.sh)
-#   $(LIBCUDA_GEN_DIR)/exptables_unserved.gen.h  the export tables served
-#       with failing slots only (gen_exptables.py, exptables_unserved.list),
-#       included by exptables.c
+#   $(LIBCUDA_GEN_DIR)/exptables_unserved.gen.h  the export tables with a
+#       size slot, each slot not served failing (gen_exptables.py,
+#       exptables_unserved.list), included by exptables.c
 #   $(LIBCUDA_GEN_DIR)/libcuda.map           the linker version script:
 #       exactly the cuda13.symbols names (version libcuda.so.1; programs
 #       linked against NVIDIA's unversioned driver bind them all the same),

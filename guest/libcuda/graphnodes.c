@@ -36,14 +36,14 @@ static CUresult node_of(CUgraphNode h, int type, struct rt_gnode **n)
 	return !r && type >= 0 && rt_gnode_type(*n) != type ? CU_REFUSE(CUDA_ERROR_INVALID_VALUE) : r;
 }
 
-/* node_of, then the pointer a Get call fills in */
-static CUresult node_get(CUgraphNode h, int type, const void *out, struct rt_gnode **n)
+/* node_of and the pointer a Get call fills in, then the node's parameters */
+static CUresult node_params(CUgraphNode h, int type, const void *out, const struct rt_node_params **p)
 {
-	CUresult r = node_of(h, type, n);
+	struct rt_gnode *n;
+	CUresult r = cu_need(node_of(h, type, &n), out);
 
-	if (r)
-		return r;
-	return out ? CUDA_SUCCESS : CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
+	*p = r ? NULL : rt_gnode_params(n);
+	return r;
 }
 
 /* the node h of type and, hExec given, that executable graph (else NULL) */
@@ -216,13 +216,13 @@ CU_EXPORT CUresult CUDAAPI cuGraphAddKernelNode_v2(CUgraphNode *o, CUgraph g, co
 
 static CUresult get_kernel(CUgraphNode h, CUDA_KERNEL_NODE_PARAMS_v2 *q, bool v2)
 {
+	const struct rt_node_params *p;
 	const struct rt_kernel_node *k;
-	struct rt_gnode *n;
-	CUresult r = node_get(h, cudaGraphNodeTypeKernel, q, &n);
+	CUresult r = node_params(h, cudaGraphNodeTypeKernel, q, &p);
 
 	if (r)
 		return r;
-	k = &rt_gnode_params(n)->u.k;
+	k = &p->u.k;
 	q->func = (CUfunction)k->func;
 	q->gridDimX = k->grid[0];
 	q->gridDimY = k->grid[1];
@@ -356,6 +356,37 @@ static CUresult set_ctx_node(const char *call, CUgraphExec hExec, CUgraphNode h,
 	return r ? r : set_params(call, x, n, &p);
 }
 
+/*
+ * cuGraphAdd<Kind>Node, cuGraph<Kind>NodeGetParams, cuGraph<Kind>NodeSetParams
+ * and cuGraphExec<Kind>NodeSetParams of a kind that comes with a context:
+ * Params to the core's node of type by to_core, back by from_core. A macro:
+ * C has no other way to define several exported functions from one body.
+ */
+#define CTX_NODE_CALLS(Kind, Params, type, to_core, from_core)                                                     \
+	CU_EXPORT CUresult CUDAAPI cuGraphAdd##Kind##Node(CUgraphNode *o, CUgraph hGraph, const CUgraphNode *d,    \
+							  size_t n, const Params *q, CUcontext ctx)                \
+	{                                                                                                          \
+		return add_ctx_node("cuGraphAdd" #Kind "Node", o, hGraph, d, n, to_core, q, ctx);                  \
+	}                                                                                                          \
+	CU_EXPORT CUresult CUDAAPI cuGraph##Kind##NodeGetParams(CUgraphNode h, Params *q)                          \
+	{                                                                                                          \
+		const struct rt_node_params *p;                                                                    \
+		CUresult r = node_params(h, type, q, &p);                                                          \
+                                                                                                                   \
+		if (!r)                                                                                            \
+			from_core(p, q);                                                                           \
+		return r;                                                                                          \
+	}                                                                                                          \
+	CU_EXPORT CUresult CUDAAPI cuGraph##Kind##NodeSetParams(CUgraphNode h, const Params *q)                    \
+	{                                                                                                          \
+		return set_ctx_node("cuGraph" #Kind "NodeSetParams", NULL, h, type, to_core, q, NULL);             \
+	}                                                                                                          \
+	CU_EXPORT CUresult CUDAAPI cuGraphExec##Kind##NodeSetParams(CUgraphExec x, CUgraphNode h, const Params *q, \
+								    CUcontext ctx)                                 \
+	{                                                                                                          \
+		return set_ctx_node("cuGraphExec" #Kind "NodeSetParams", x, h, type, to_core, q, ctx);             \
+	}
+
 static CUresult memcpy_params(const char *call, int vgpu, const void *q, CUcontext ctx, struct rt_node_params *p)
 {
 	const CUDA_MEMCPY3D *c = q;
@@ -396,21 +427,10 @@ static CUresult memcpy_params(const char *call, int vgpu, const void *q, CUconte
 	return CUDA_SUCCESS;
 }
 
-CU_EXPORT CUresult CUDAAPI cuGraphAddMemcpyNode(CUgraphNode *o, CUgraph hGraph, const CUgraphNode *d, size_t n,
-						const CUDA_MEMCPY3D *copyParams, CUcontext ctx)
+static void memcpy_params_out(const struct rt_node_params *p, CUDA_MEMCPY3D *q)
 {
-	return add_ctx_node("cuGraphAddMemcpyNode", o, hGraph, d, n, memcpy_params, copyParams, ctx);
-}
+	const struct rt_memcpy_node *c = &p->u.c;
 
-CU_EXPORT CUresult CUDAAPI cuGraphMemcpyNodeGetParams(CUgraphNode h, CUDA_MEMCPY3D *q)
-{
-	const struct rt_memcpy_node *c;
-	struct rt_gnode *n;
-	CUresult r = node_get(h, cudaGraphNodeTypeMemcpy, q, &n);
-
-	if (r)
-		return r;
-	c = &rt_gnode_params(n)->u.c;
 	memset(q, 0, sizeof(*q));
 	q->srcMemoryType = c->kind == cudaMemcpyDefault ? CU_MEMORYTYPE_UNIFIED
 			   : (c->kind == cudaMemcpyHostToDevice || c->kind == cudaMemcpyHostToHost) ? CU_MEMORYTYPE_HOST
@@ -432,19 +452,9 @@ CU_EXPORT CUresult CUDAAPI cuGraphMemcpyNodeGetParams(CUgraphNode h, CUDA_MEMCPY
 	q->WidthInBytes = c->width;
 	q->Height = c->height;
 	q->Depth = 1;
-	return CUDA_SUCCESS;
 }
 
-CU_EXPORT CUresult CUDAAPI cuGraphMemcpyNodeSetParams(CUgraphNode h, const CUDA_MEMCPY3D *p)
-{
-	return set_ctx_node("cuGraphMemcpyNodeSetParams", NULL, h, cudaGraphNodeTypeMemcpy, memcpy_params, p, NULL);
-}
-
-CU_EXPORT CUresult CUDAAPI cuGraphExecMemcpyNodeSetParams(CUgraphExec x, CUgraphNode h, const CUDA_MEMCPY3D *p,
-							  CUcontext ctx)
-{
-	return set_ctx_node("cuGraphExecMemcpyNodeSetParams", x, h, cudaGraphNodeTypeMemcpy, memcpy_params, p, ctx);
-}
+CTX_NODE_CALLS(Memcpy, CUDA_MEMCPY3D, cudaGraphNodeTypeMemcpy, memcpy_params, memcpy_params_out)
 
 /* ---- memset nodes ---- */
 
@@ -459,51 +469,23 @@ static CUresult memset_params(const char *call, int vgpu, const void *q, CUconte
 	r = same_ctx(vgpu, ctx);
 	if (r)
 		return r;
-	memset(p, 0, sizeof(*p));
-	p->type = cudaGraphNodeTypeMemset;
-	p->u.s.dst = (void *)(uintptr_t)m->dst;
-	p->u.s.pitch = m->pitch;
-	p->u.s.value = m->value;
-	p->u.s.elem = m->elementSize;
-	p->u.s.width = m->width;
-	p->u.s.height = m->height;
+	rt_memset_node_params(p, (void *)(uintptr_t)m->dst, m->pitch, m->value, m->elementSize, m->width, m->height);
 	return CUDA_SUCCESS;
 }
 
-CU_EXPORT CUresult CUDAAPI cuGraphAddMemsetNode(CUgraphNode *o, CUgraph hGraph, const CUgraphNode *d, size_t n,
-						const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx)
+static void memset_params_out(const struct rt_node_params *p, CUDA_MEMSET_NODE_PARAMS *q)
 {
-	return add_ctx_node("cuGraphAddMemsetNode", o, hGraph, d, n, memset_params, memsetParams, ctx);
-}
+	const struct rt_memset_node *m = &p->u.s;
 
-CU_EXPORT CUresult CUDAAPI cuGraphMemsetNodeGetParams(CUgraphNode h, CUDA_MEMSET_NODE_PARAMS *q)
-{
-	const struct rt_memset_node *m;
-	struct rt_gnode *n;
-	CUresult r = node_get(h, cudaGraphNodeTypeMemset, q, &n);
-
-	if (r)
-		return r;
-	m = &rt_gnode_params(n)->u.s;
 	q->dst = (CUdeviceptr)(uintptr_t)m->dst;
 	q->pitch = m->pitch;
 	q->value = m->value;
 	q->elementSize = m->elem;
 	q->width = m->width;
 	q->height = m->height;
-	return CUDA_SUCCESS;
 }
 
-CU_EXPORT CUresult CUDAAPI cuGraphMemsetNodeSetParams(CUgraphNode h, const CUDA_MEMSET_NODE_PARAMS *p)
-{
-	return set_ctx_node("cuGraphMemsetNodeSetParams", NULL, h, cudaGraphNodeTypeMemset, memset_params, p, NULL);
-}
-
-CU_EXPORT CUresult CUDAAPI cuGraphExecMemsetNodeSetParams(CUgraphExec x, CUgraphNode h,
-							  const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx)
-{
-	return set_ctx_node("cuGraphExecMemsetNodeSetParams", x, h, cudaGraphNodeTypeMemset, memset_params, p, ctx);
-}
+CTX_NODE_CALLS(Memset, CUDA_MEMSET_NODE_PARAMS, cudaGraphNodeTypeMemset, memset_params, memset_params_out)
 
 /* ---- host, empty and child graph nodes ---- */
 
@@ -529,13 +511,13 @@ CU_EXPORT CUresult CUDAAPI cuGraphAddHostNode(CUgraphNode *o, CUgraph g, const C
 
 CU_EXPORT CUresult CUDAAPI cuGraphHostNodeGetParams(CUgraphNode h, CUDA_HOST_NODE_PARAMS *q)
 {
-	struct rt_gnode *n;
-	CUresult r = node_get(h, cudaGraphNodeTypeHost, q, &n);
+	const struct rt_node_params *p;
+	CUresult r = node_params(h, cudaGraphNodeTypeHost, q, &p);
 
 	if (r)
 		return r;
-	q->fn = rt_gnode_params(n)->u.h.fn;
-	q->userData = rt_gnode_params(n)->u.h.user;
+	q->fn = p->u.h.fn;
+	q->userData = p->u.h.user;
 	return CUDA_SUCCESS;
 }
 
@@ -581,12 +563,12 @@ CU_EXPORT CUresult CUDAAPI cuGraphAddChildGraphNode(CUgraphNode *o, CUgraph g, c
 /* the node's own copy, valid as long as the node */
 CU_EXPORT CUresult CUDAAPI cuGraphChildGraphNodeGetGraph(CUgraphNode h, CUgraph *phGraph)
 {
-	struct rt_gnode *n;
-	CUresult r = node_get(h, cudaGraphNodeTypeGraph, phGraph, &n);
+	const struct rt_node_params *p;
+	CUresult r = node_params(h, cudaGraphNodeTypeGraph, phGraph, &p);
 
 	if (r)
 		return r;
-	*phGraph = (CUgraph)rt_gnode_params(n)->u.child;
+	*phGraph = (CUgraph)p->u.child;
 	return CUDA_SUCCESS;
 }
 
@@ -610,12 +592,12 @@ CU_EXPORT CUresult CUDAAPI cuGraphExecChildGraphNodeSetParams(CUgraphExec hExec,
 
 CU_EXPORT CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode h, CUgraphNodeType *type)
 {
-	struct rt_gnode *n;
-	CUresult r = node_get(h, -1, type, &n);
+	const struct rt_node_params *p;
+	CUresult r = node_params(h, -1, type, &p);
 
 	if (r)
 		return r;
-	*type = (CUgraphNodeType)rt_gnode_type(n);
+	*type = (CUgraphNodeType)p->type;
 	return CUDA_SUCCESS;
 }
 
@@ -762,32 +744,24 @@ static CUresult change_deps(const char *call, CUgraph hGraph, const CUgraphNode 
 				  : rt_graph_remove_deps(g, (void *const *)from, (void *const *)to, n));
 }
 
-CU_EXPORT CUresult CUDAAPI cuGraphAddDependencies(CUgraph g, const CUgraphNode *from, const CUgraphNode *to, size_t n)
-{
-	return change_deps("cuGraphAddDependencies", g, from, to, NULL, n, true);
-}
+/* name (no edge data) and name##_v2 (edge data), as the driver exports
+ * both; a macro: C has no other way to define two exported functions from
+ * one body */
+#define DEPS_CALLS(name, add_them)                                                                           \
+	CU_EXPORT CUresult CUDAAPI name(CUgraph g, const CUgraphNode *from, const CUgraphNode *to, size_t n) \
+	{                                                                                                    \
+		return change_deps(#name, g, from, to, NULL, n, add_them);                                   \
+	}                                                                                                    \
+	CU_EXPORT CUresult CUDAAPI name##_v2(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,      \
+					     const CUgraphEdgeData *e, size_t n);                            \
+	CU_EXPORT CUresult CUDAAPI name##_v2(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,      \
+					     const CUgraphEdgeData *e, size_t n)                             \
+	{                                                                                                    \
+		return change_deps(#name "_v2", g, from, to, e, n, add_them);                                \
+	}
 
-CU_EXPORT CUresult CUDAAPI cuGraphAddDependencies_v2(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
-						     const CUgraphEdgeData *e, size_t n);
-CU_EXPORT CUresult CUDAAPI cuGraphAddDependencies_v2(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
-						     const CUgraphEdgeData *e, size_t n)
-{
-	return change_deps("cuGraphAddDependencies_v2", g, from, to, e, n, true);
-}
-
-CU_EXPORT CUresult CUDAAPI cuGraphRemoveDependencies(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
-						     size_t n)
-{
-	return change_deps("cuGraphRemoveDependencies", g, from, to, NULL, n, false);
-}
-
-CU_EXPORT CUresult CUDAAPI cuGraphRemoveDependencies_v2(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
-							const CUgraphEdgeData *e, size_t n);
-CU_EXPORT CUresult CUDAAPI cuGraphRemoveDependencies_v2(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
-							const CUgraphEdgeData *e, size_t n)
-{
-	return change_deps("cuGraphRemoveDependencies_v2", g, from, to, e, n, false);
-}
+DEPS_CALLS(cuGraphAddDependencies, true)
+DEPS_CALLS(cuGraphRemoveDependencies, false)
 
 CU_EXPORT CUresult CUDAAPI cuGraphDestroyNode(CUgraphNode h)
 {

@@ -2,7 +2,6 @@
 /* Device memory, page-locked host memory and pointer queries. */
 #include <string.h>
 
-#include "mearas/log.h"
 #include "cu.h"
 
 #define PTR(d) ((void *)(uintptr_t)(d))
@@ -89,14 +88,8 @@ CU_EXPORT CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize, unsigned i
 	if (!pp || !bytesize ||
 	    (Flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED)))
 		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
-	*pp = dh_alloc(bytesize);
-	if (!*pp) {
-		log_warn("page-locked allocation of %zu bytes does not fit the data area (%llu MiB): "
-			 "raise MEARAS_DATA_MB", bytesize, (unsigned long long)(rt.data_size >> 20));
-		return CU_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
-	}
-	rt_host_allocated(*pp, bytesize, (Flags & CU_MEMHOSTALLOC_DEVICEMAP) != 0);
-	return CUDA_SUCCESS;
+	*pp = rt_host_alloc("page-locked", bytesize, (Flags & CU_MEMHOSTALLOC_DEVICEMAP) != 0);
+	return *pp ? CUDA_SUCCESS : CU_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
 }
 
 CU_EXPORT CUresult CUDAAPI cuMemAllocHost(void **pp, size_t bytesize)

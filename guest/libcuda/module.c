@@ -117,11 +117,13 @@ static void module_free(struct cu_module *m)
 	free(m);
 }
 
-static struct cu_module *module_get(CUmodule h)
+/* the live module behind h (else CUDA_ERROR_INVALID_HANDLE) */
+static CUresult module_of(CUmodule h, struct cu_module **out)
 {
 	struct cu_module *m = (struct cu_module *)h;
 
-	return m && m->magic == MODULE_MAGIC ? m : NULL;
+	*out = m && m->magic == MODULE_MAGIC ? m : NULL;
+	return *out ? CUDA_SUCCESS : CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 }
 
 CU_EXPORT CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image)
@@ -201,10 +203,11 @@ CU_EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule hmod)
 	struct cu_module *m;
 	CUresult r = cu_ready();
 
+	if (!r)
+		r = module_of(hmod, &m);
 	if (r)
 		return r;
-	m = module_get(hmod);
-	if (!m || m->lib)
+	if (m->lib) /* a library's: unloaded with the library */
 		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 	module_free(m);
 	return CUDA_SUCCESS;
@@ -268,11 +271,10 @@ CU_EXPORT CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod,
 	struct cu_function *f;
 	CUresult r = cu_need(cu_ready(), hfunc && name);
 
+	if (!r)
+		r = module_of(hmod, &m);
 	if (r)
 		return r;
-	m = module_get(hmod);
-	if (!m)
-		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 	r = function_get(m, name, &f);
 	if (!r)
 		*hfunc = (CUfunction)f;
@@ -336,16 +338,12 @@ out:
 CU_EXPORT CUresult CUDAAPI cuModuleGetFunctionCount(unsigned int *count, CUmodule hmod)
 {
 	struct cu_module *m;
-	CUresult r = cu_ready();
+	CUresult r = cu_need(cu_ready(), count);
 
-	if (r)
-		return r;
-	if (!count)
-		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
-	m = module_get(hmod);
-	if (!m)
-		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
-	r = module_functions(m);
+	if (!r)
+		r = module_of(hmod, &m);
+	if (!r)
+		r = module_functions(m);
 	if (!r)
 		*count = m->nfns;
 	return r;
@@ -356,16 +354,12 @@ CU_EXPORT CUresult CUDAAPI cuModuleEnumerateFunctions(CUfunction *functions, uns
 						      CUmodule hmod)
 {
 	struct cu_module *m;
-	CUresult r = cu_ready();
+	CUresult r = cu_need(cu_ready(), functions || !numFunctions);
 
-	if (r)
-		return r;
-	if (!functions && numFunctions)
-		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
-	m = module_get(hmod);
-	if (!m)
-		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
-	r = module_functions(m);
+	if (!r)
+		r = module_of(hmod, &m);
+	if (!r)
+		r = module_functions(m);
 	for (unsigned i = 0; !r && i < numFunctions && i < m->nfns; i++)
 		functions[i] = (CUfunction)m->fns[i];
 	return r;
@@ -400,19 +394,20 @@ CU_EXPORT CUresult CUDAAPI cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, C
 	struct cu_module *m;
 	CUresult r = cu_need(cu_ready(), name);
 
-	if (r)
-		return r;
-	m = module_get(hmod);
-	return m ? global_get(m, name, dptr, bytes) : CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
+	if (!r)
+		r = module_of(hmod, &m);
+	return r ? r : global_get(m, name, dptr, bytes);
 }
 
 /* ---- libraries: context-independent, a module per vGPU on demand ---- */
 
-static struct cu_library *library_get(CUlibrary h)
+/* the live library behind h (else CUDA_ERROR_INVALID_HANDLE) */
+static CUresult library_of(CUlibrary h, struct cu_library **out)
 {
 	struct cu_library *l = (struct cu_library *)h;
 
-	return l && l->magic == LIBRARY_MAGIC ? l : NULL;
+	*out = l && l->magic == LIBRARY_MAGIC ? l : NULL;
+	return *out ? CUDA_SUCCESS : CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 }
 
 static struct cu_kernel *kernel_get(CUkernel h)
@@ -543,11 +538,10 @@ CU_EXPORT CUresult CUDAAPI cuLibraryUnload(CUlibrary library)
 	struct cu_library *l, **pp;
 	CUresult r = cu_ready();
 
+	if (!r)
+		r = library_of(library, &l);
 	if (r)
 		return r;
-	l = library_get(library);
-	if (!l)
-		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 	pthread_mutex_lock(&libraries_lock);
 	for (pp = &libraries; *pp; pp = &(*pp)->next)
 		if (*pp == l) {
@@ -583,11 +577,10 @@ CU_EXPORT CUresult CUDAAPI cuLibraryGetKernel(CUkernel *pKernel, CUlibrary libra
 	char err[256];
 	CUresult r = cu_need(cu_ready(), pKernel && name);
 
+	if (!r)
+		r = library_of(library, &l);
 	if (r)
 		return r;
-	l = library_get(library);
-	if (!l)
-		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
 	pthread_mutex_lock(&l->lock);
 	for (k = l->kernels; k; k = k->next)
 		if (!strcmp(k->name, name))
@@ -624,10 +617,9 @@ static CUresult library_here(CUlibrary library, const void *arg, struct cu_modul
 	struct cu_library *l;
 	CUresult r = cu_need(cu_current_ctx(&c), arg);
 
-	if (r)
-		return r;
-	l = library_get(library);
-	return l ? library_module(l, c->vgpu, m) : CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
+	if (!r)
+		r = library_of(library, &l);
+	return r ? r : library_module(l, c->vgpu, m);
 }
 
 CU_EXPORT CUresult CUDAAPI cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
@@ -721,6 +713,14 @@ CUresult cu_function_of(CUfunction h, struct cu_function **out)
 	return r ? r : kernel_function(k, c->vgpu, out);
 }
 
+/* cu_ready, then cu_function_of */
+static CUresult ready_function(CUfunction h, struct cu_function **out)
+{
+	CUresult r = cu_ready();
+
+	return r ? r : cu_function_of(h, out);
+}
+
 static CUresult function_attribute(int *pi, CUfunction_attribute attrib, struct cu_function *f)
 {
 	const struct mearas_devinfo *info = rt.v[f->m->vgpu].info;
@@ -799,11 +799,8 @@ static CUresult set_attribute(struct cu_function *f, CUfunction_attribute attrib
 CU_EXPORT CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value)
 {
 	struct cu_function *f;
-	CUresult r = cu_ready();
+	CUresult r = ready_function(hfunc, &f);
 
-	if (r)
-		return r;
-	r = cu_function_of(hfunc, &f);
 	return r ? r : set_attribute(f, attrib, value);
 }
 
@@ -822,11 +819,8 @@ static CUresult set_cache_config(struct cu_function *f, int vgpu, CUfunc_cache c
 CU_EXPORT CUresult CUDAAPI cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config)
 {
 	struct cu_function *f;
-	CUresult r = cu_ready();
+	CUresult r = ready_function(hfunc, &f);
 
-	if (r)
-		return r;
-	r = cu_function_of(hfunc, &f);
 	return r ? r : set_cache_config(f, f->m->vgpu, config);
 }
 
@@ -839,11 +833,8 @@ CU_EXPORT CUresult CUDAAPI cuFuncGetParamInfo(CUfunction func, size_t paramIndex
 					      size_t *paramSize)
 {
 	struct cu_function *f;
-	CUresult r = cu_ready();
+	CUresult r = ready_function(func, &f);
 
-	if (r)
-		return r;
-	r = cu_function_of(func, &f);
 	if (r)
 		return r;
 	if (!f->info)
@@ -870,9 +861,8 @@ CU_EXPORT CUresult CUDAAPI cuFuncIsLoaded(CUfunctionLoadingState *state, CUfunct
 CU_EXPORT CUresult CUDAAPI cuFuncLoad(CUfunction function)
 {
 	struct cu_function *f;
-	CUresult r = cu_ready();
 
-	return r ? r : cu_function_of(function, &f);
+	return ready_function(function, &f);
 }
 
 /* the kernel's function on device dev (a context need not be current) */

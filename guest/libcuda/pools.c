@@ -8,20 +8,19 @@
 #include "ptds.h"
 #include "cu.h"
 
-/* the core takes the runtime's values: the same numbers as the driver's */
+/* the core takes the runtime's values: the same numbers as the driver's
+ * (pool attributes, location types, allocation types, access flags and
+ * handle types, each at both ends of its range) */
 _Static_assert(CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES == (int)cudaMemPoolReuseFollowEventDependencies &&
-		       CU_MEMPOOL_ATTR_USED_MEM_HIGH == (int)cudaMemPoolAttrUsedMemHigh,
-	       "pool attributes");
-_Static_assert(CU_MEM_LOCATION_TYPE_DEVICE == (int)cudaMemLocationTypeDevice &&
-		       CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT == (int)cudaMemLocationTypeHostNumaCurrent,
-	       "location types");
-_Static_assert(CU_MEM_ALLOCATION_TYPE_PINNED == (int)cudaMemAllocationTypePinned &&
-		       CU_MEM_ALLOCATION_TYPE_MANAGED == (int)cudaMemAllocationTypeManaged,
-	       "allocation types");
-_Static_assert(CU_MEM_ACCESS_FLAGS_PROT_NONE == (int)cudaMemAccessFlagsProtNone &&
-		       CU_MEM_ACCESS_FLAGS_PROT_READWRITE == (int)cudaMemAccessFlagsProtReadWrite,
-	       "access flags");
-_Static_assert(CU_MEM_HANDLE_TYPE_NONE == (int)cudaMemHandleTypeNone, "handle types");
+		       CU_MEMPOOL_ATTR_USED_MEM_HIGH == (int)cudaMemPoolAttrUsedMemHigh &&
+		       CU_MEM_LOCATION_TYPE_DEVICE == (int)cudaMemLocationTypeDevice &&
+		       CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT == (int)cudaMemLocationTypeHostNumaCurrent &&
+		       CU_MEM_ALLOCATION_TYPE_PINNED == (int)cudaMemAllocationTypePinned &&
+		       CU_MEM_ALLOCATION_TYPE_MANAGED == (int)cudaMemAllocationTypeManaged &&
+		       CU_MEM_ACCESS_FLAGS_PROT_NONE == (int)cudaMemAccessFlagsProtNone &&
+		       CU_MEM_ACCESS_FLAGS_PROT_READWRITE == (int)cudaMemAccessFlagsProtReadWrite &&
+		       CU_MEM_HANDLE_TYPE_NONE == (int)cudaMemHandleTypeNone,
+	       "the driver's pool, location, allocation, access and handle values are the runtime's");
 
 static struct cudaMemLocation location_of(const CUmemLocation *l)
 {

@@ -6,16 +6,19 @@
 #include "ptds.h"
 #include "cu.h"
 
+bool cu_stream_known(CUstream s)
+{
+	return !s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD || rt_stream_get(s);
+}
+
 CUresult cu_stream_ref(CUstream s, struct rt_stream_ref *out)
 {
 	struct cu_ctx *c;
 	CUresult r = cu_current_ctx(&c);
 
-	if (r)
-		return r;
-	if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD && !rt_stream_get(s))
-		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
-	return cu_result(rt_stream_ref((cudaStream_t)s, out));
+	if (!r && !cu_stream_known(s))
+		r = CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
+	return r ? r : cu_result(rt_stream_ref((cudaStream_t)s, out));
 }
 
 CU_EXPORT CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)

@@ -250,12 +250,11 @@ CU_EXPORT CUresult CUDAAPI cuTensorMapReplaceAddress(CUtensorMap *tensorMap, voi
 	struct mearas_tmap_args a;
 	uint32_t kind;
 	int vgpu;
-	CUresult r = cu_ready();
+	/* a map is 64-byte aligned */
+	CUresult r = cu_need(cu_ready(), tensorMap && !((uintptr_t)tensorMap & 63));
 
 	if (r)
 		return r;
-	if (!tensorMap || ((uintptr_t)tensorMap & 63))
-		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	if (!memo_get((const uint8_t *)tensorMap, &kind, &vgpu, &a)) {
 		if (__atomic_fetch_add(&said, 1, __ATOMIC_RELAXED) < 5)
 			log_warn("cuTensorMapReplaceAddress: the map was not encoded by this process (or was among more "

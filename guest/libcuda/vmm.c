@@ -523,16 +523,8 @@ static void vmm_forget_vgpu(int vgpu)
 	size_t j = 0;
 
 	pthread_mutex_lock(&vmm_lock);
-	for (size_t i = 0; i < nresvs; i++)
-		if (resvs[i].vgpu != vgpu)
-			resvs[j++] = resvs[i];
-	nresvs = j;
-	j = 0;
-	for (size_t i = 0; i < nmaps; i++)
-		if (maps[i].vgpu != vgpu)
-			maps[j++] = maps[i];
-	nmaps = j;
-	j = 0;
+	RT_DROP_VGPU(resvs, nresvs, vgpu);
+	RT_DROP_VGPU(maps, nmaps, vgpu);
 	for (size_t i = 0; i < nhandles; i++) {
 		if (handles[i]->vgpu != vgpu) {
 			handles[j++] = handles[i];

@@ -23,6 +23,12 @@ static cudaError_t check_dev(int dev)
 	return cudaSuccess;
 }
 
+/* a device query's out pointer (else cudaErrorInvalidValue), then check_dev */
+static cudaError_t check_query(const void *out, int dev)
+{
+	return out ? check_dev(dev) : cudaErrorInvalidValue;
+}
+
 RT_EXPORT cudaError_t cudaGetDeviceCount(int *count)
 {
 	cudaError_t e;
@@ -30,12 +36,8 @@ RT_EXPORT cudaError_t cudaGetDeviceCount(int *count)
 	if (!count)
 		return rt_set_error(cudaErrorInvalidValue);
 	e = rt_ensure();
-	if (e) {
-		*count = 0;
-		return rt_set_error(e);
-	}
-	*count = (int)rt.nvgpus;
-	return cudaSuccess;
+	*count = e ? 0 : (int)rt.nvgpus;
+	return rt_set_error(e);
 }
 
 RT_EXPORT cudaError_t cudaSetDevice(int device)
@@ -86,28 +88,21 @@ RT_EXPORT cudaError_t cudaSetValidDevices(int *device_arr, int len)
 
 RT_EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
 {
-	cudaError_t e;
+	cudaError_t e = check_query(prop, device);
 
-	if (!prop)
-		return rt_set_error(cudaErrorInvalidValue);
-	e = check_dev(device);
-	if (e)
-		return rt_set_error(e);
-	*prop = rt.v[device].prop;
-	return cudaSuccess;
+	if (!e)
+		*prop = rt.v[device].prop;
+	return rt_set_error(e);
 }
 
 RT_EXPORT cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
 {
-	cudaError_t e;
+	cudaError_t e = check_query(value, device);
 
-	if (!value)
-		return rt_set_error(cudaErrorInvalidValue);
-	e = check_dev(device);
+	if (!e && ((int)attr <= 0 || (unsigned)attr >= MEARAS_NUM_ATTRS))
+		e = cudaErrorInvalidValue;
 	if (e)
 		return rt_set_error(e);
-	if ((int)attr <= 0 || (unsigned)attr >= MEARAS_NUM_ATTRS)
-		return rt_set_error(cudaErrorInvalidValue);
 	/* what mearas offers, as the driver API answers (attrs_offered.h) */
 	*value = core_offered_attr((int)attr, rt.v[device].info->attrs[attr]);
 	return cudaSuccess;
@@ -222,16 +217,10 @@ RT_EXPORT cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
 
 RT_EXPORT cudaError_t cudaDriverGetVersion(int *driverVersion)
 {
-	cudaError_t e;
-
 	if (!driverVersion)
 		return rt_set_error(cudaErrorInvalidValue);
-	e = rt_ensure();
-	if (e) {
-		*driverVersion = 0;
-		return cudaSuccess; /* as CUDA: 0 when no driver is installed */
-	}
-	*driverVersion = rt.v[0].info->driver_version;
+	/* as CUDA: 0 when no driver is installed */
+	*driverVersion = rt_ensure() ? 0 : rt.v[0].info->driver_version;
 	return cudaSuccess;
 }
 

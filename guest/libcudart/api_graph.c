@@ -59,12 +59,10 @@ static cudaError_t instantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, u
 {
 	struct rt_graph *g = rt_graph_get(graph);
 	struct rt_graph_exec *x;
-	cudaError_t e = rt_ensure();
+	cudaError_t e = rt_need(rt_ensure(), pGraphExec && g);
 
 	if (e)
 		return e;
-	if (!pGraphExec || !g)
-		return cudaErrorInvalidValue;
 	e = rt_graph_instantiate(g, flags, upload, call, &x);
 	if (!e)
 		*pGraphExec = (cudaGraphExec_t)x;

@@ -51,12 +51,29 @@ static cudaError_t set(const char *call, struct rt_graph_exec *x, struct rt_gnod
 	return x ? rt_graph_exec_set(call, x, n, p) : rt_gnode_set(call, n, p);
 }
 
-/* node_of, then the pointer a Get call fills in */
-static cudaError_t node_get(cudaGraphNode_t h, int type, const void *out, struct rt_gnode **n)
+/* node_of and the pointer a Get call fills in, then the node's parameters */
+static cudaError_t node_params(cudaGraphNode_t h, int type, const void *out, const struct rt_node_params **p)
 {
-	cudaError_t e = node_of(h, type, n);
+	struct rt_gnode *n;
+	cudaError_t e = node_of(h, type, &n);
 
-	return !e && !out ? cudaErrorInvalidValue : e;
+	if (!e && !out)
+		e = cudaErrorInvalidValue;
+	*p = e ? NULL : rt_gnode_params(n);
+	return e;
+}
+
+/* the runtime's parameters of a kind from the core's node: shared by Get */
+typedef void (*params_out_fn)(const struct rt_node_params *p, void *q);
+
+static cudaError_t get_node(cudaGraphNode_t node, int type, void *q, params_out_fn conv)
+{
+	const struct rt_node_params *p;
+	cudaError_t e = node_params(node, type, q, &p);
+
+	if (!e)
+		conv(p, q);
+	return rt_set_error(e);
 }
 
 /* the node of type that a Set or ExecSet call changes, and exec_of */
@@ -88,12 +105,10 @@ static cudaError_t add(const char *call, cudaGraphNode_t *out, cudaGraph_t graph
 {
 	struct rt_graph *g;
 	struct rt_gnode *node;
-	cudaError_t e = graph_of(graph, &g);
+	cudaError_t e = rt_need(graph_of(graph, &g), out);
 
 	if (e)
 		return e;
-	if (!out)
-		return cudaErrorInvalidValue;
 	e = rt_graph_add(call, g, (void *const *)deps, n, p, &node);
 	if (!e)
 		*out = (cudaGraphNode_t)node;
@@ -175,22 +190,22 @@ RT_EXPORT cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *pGraphNode, cudaGr
 	return rt_set_error(e);
 }
 
-RT_EXPORT cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, struct cudaKernelNodeParams *q)
+static void kernel_params_out(const struct rt_node_params *p, void *out)
 {
-	const struct rt_kernel_node *k;
-	struct rt_gnode *n;
-	cudaError_t e = node_get(node, cudaGraphNodeTypeKernel, q, &n);
+	const struct rt_kernel_node *k = &p->u.k;
+	struct cudaKernelNodeParams *q = out;
 
-	if (e)
-		return rt_set_error(e);
-	k = &rt_gnode_params(n)->u.k;
 	q->func = k->func;
 	q->gridDim = (dim3){ k->grid[0], k->grid[1], k->grid[2] };
 	q->blockDim = (dim3){ k->block[0], k->block[1], k->block[2] };
 	q->sharedMemBytes = k->smem;
 	q->kernelParams = k->nparams ? k->args : NULL;
 	q->extra = NULL;
-	return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, struct cudaKernelNodeParams *q)
+{
+	return get_node(node, cudaGraphNodeTypeKernel, q, kernel_params_out);
 }
 
 static cudaError_t set_kernel(const char *call, cudaGraphExec_t hExec, cudaGraphNode_t node,
@@ -251,6 +266,34 @@ static cudaError_t set_node(const char *call, bool exec, cudaGraphExec_t hExec, 
 		e = conv(call, q, &p);
 	return rt_set_error(e ? e : set(call, x, n, &p));
 }
+
+/*
+ * cudaGraphAdd<Kind>Node, cudaGraph<Kind>NodeGetParams,
+ * cudaGraph<Kind>NodeSetParams and cudaGraphExec<Kind>NodeSetParams: Params
+ * to the core's node of type by to_core, back by from_core. A macro: C has
+ * no other way to define several exported functions from one body.
+ */
+#define NODE_CALLS(Kind, Params, type, to_core, from_core)                                                      \
+	RT_EXPORT cudaError_t cudaGraphAdd##Kind##Node(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,          \
+						       const cudaGraphNode_t *pDependencies,                    \
+						       size_t numDependencies, const Params *q)                 \
+	{                                                                                                       \
+		return add_node("cudaGraphAdd" #Kind "Node", pGraphNode, graph, pDependencies, numDependencies, \
+				to_core, q);                                                                    \
+	}                                                                                                       \
+	RT_EXPORT cudaError_t cudaGraph##Kind##NodeGetParams(cudaGraphNode_t node, Params *q)                   \
+	{                                                                                                       \
+		return get_node(node, type, q, from_core);                                                      \
+	}                                                                                                       \
+	RT_EXPORT cudaError_t cudaGraph##Kind##NodeSetParams(cudaGraphNode_t node, const Params *q)             \
+	{                                                                                                       \
+		return set_node("cudaGraph" #Kind "NodeSetParams", false, NULL, node, type, to_core, q);        \
+	}                                                                                                       \
+	RT_EXPORT cudaError_t cudaGraphExec##Kind##NodeSetParams(cudaGraphExec_t x, cudaGraphNode_t node,       \
+								 const Params *q)                               \
+	{                                                                                                       \
+		return set_node("cudaGraphExec" #Kind "NodeSetParams", true, x, node, type, to_core, q);        \
+	}
 
 /* ---- memcpy nodes: one 2D region (no arrays, depth 1) ---- */
 
@@ -316,21 +359,21 @@ RT_EXPORT cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *pGraphNode, cuda
 	return rt_set_error(add("cudaGraphAddMemcpyNode1D", pGraphNode, graph, pDependencies, numDependencies, &p));
 }
 
-RT_EXPORT cudaError_t cudaGraphMemcpyNodeGetParams(cudaGraphNode_t node, struct cudaMemcpy3DParms *q)
+static void memcpy_params_out(const struct rt_node_params *p, void *out)
 {
-	const struct rt_memcpy_node *c;
-	struct rt_gnode *n;
-	cudaError_t e = node_get(node, cudaGraphNodeTypeMemcpy, q, &n);
+	const struct rt_memcpy_node *c = &p->u.c;
+	struct cudaMemcpy3DParms *q = out;
 
-	if (e)
-		return rt_set_error(e);
-	c = &rt_gnode_params(n)->u.c;
 	memset(q, 0, sizeof(*q));
 	q->srcPtr = (struct cudaPitchedPtr){ (void *)c->src, c->spitch, c->width, c->height };
 	q->dstPtr = (struct cudaPitchedPtr){ c->dst, c->dpitch, c->width, c->height };
 	q->extent = (struct cudaExtent){ c->width, c->height, 1 };
 	q->kind = c->kind;
-	return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaGraphMemcpyNodeGetParams(cudaGraphNode_t node, struct cudaMemcpy3DParms *q)
+{
+	return get_node(node, cudaGraphNodeTypeMemcpy, q, memcpy_params_out);
 }
 
 static cudaError_t set_memcpy(const char *call, cudaGraphExec_t hExec, cudaGraphNode_t node,
@@ -389,53 +432,24 @@ static cudaError_t memset_params(const char *call, const void *q, struct rt_node
 	(void)call;
 	if (!m)
 		return cudaErrorInvalidValue;
-	memset(p, 0, sizeof(*p));
-	p->type = cudaGraphNodeTypeMemset;
-	p->u.s.dst = m->dst;
-	p->u.s.pitch = m->pitch;
-	p->u.s.value = m->value;
-	p->u.s.elem = m->elementSize;
-	p->u.s.width = m->width;
-	p->u.s.height = m->height;
+	rt_memset_node_params(p, m->dst, m->pitch, m->value, m->elementSize, m->width, m->height);
 	return cudaSuccess;
 }
 
-RT_EXPORT cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
-					     const cudaGraphNode_t *pDependencies, size_t numDependencies,
-					     const struct cudaMemsetParams *pMemsetParams)
+static void memset_params_out(const struct rt_node_params *p, void *out)
 {
-	return add_node("cudaGraphAddMemsetNode", pGraphNode, graph, pDependencies, numDependencies, memset_params,
-			pMemsetParams);
-}
+	const struct rt_memset_node *m = &p->u.s;
+	struct cudaMemsetParams *q = out;
 
-RT_EXPORT cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, struct cudaMemsetParams *q)
-{
-	const struct rt_memset_node *m;
-	struct rt_gnode *n;
-	cudaError_t e = node_get(node, cudaGraphNodeTypeMemset, q, &n);
-
-	if (e)
-		return rt_set_error(e);
-	m = &rt_gnode_params(n)->u.s;
 	q->dst = m->dst;
 	q->pitch = m->pitch;
 	q->value = m->value;
 	q->elementSize = m->elem;
 	q->width = m->width;
 	q->height = m->height;
-	return cudaSuccess;
 }
 
-RT_EXPORT cudaError_t cudaGraphMemsetNodeSetParams(cudaGraphNode_t node, const struct cudaMemsetParams *p)
-{
-	return set_node("cudaGraphMemsetNodeSetParams", false, NULL, node, cudaGraphNodeTypeMemset, memset_params, p);
-}
-
-RT_EXPORT cudaError_t cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t x, cudaGraphNode_t node,
-						       const struct cudaMemsetParams *p)
-{
-	return set_node("cudaGraphExecMemsetNodeSetParams", true, x, node, cudaGraphNodeTypeMemset, memset_params, p);
-}
+NODE_CALLS(Memset, struct cudaMemsetParams, cudaGraphNodeTypeMemset, memset_params, memset_params_out)
 
 /* ---- host, empty and child graph nodes ---- */
 
@@ -453,36 +467,15 @@ static cudaError_t host_params(const char *call, const void *q, struct rt_node_p
 	return cudaSuccess;
 }
 
-RT_EXPORT cudaError_t cudaGraphAddHostNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
-					   const cudaGraphNode_t *pDependencies, size_t numDependencies,
-					   const struct cudaHostNodeParams *pNodeParams)
+static void host_params_out(const struct rt_node_params *p, void *out)
 {
-	return add_node("cudaGraphAddHostNode", pGraphNode, graph, pDependencies, numDependencies, host_params,
-			pNodeParams);
+	struct cudaHostNodeParams *q = out;
+
+	q->fn = p->u.h.fn;
+	q->userData = p->u.h.user;
 }
 
-RT_EXPORT cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node, struct cudaHostNodeParams *q)
-{
-	struct rt_gnode *n;
-	cudaError_t e = node_get(node, cudaGraphNodeTypeHost, q, &n);
-
-	if (e)
-		return rt_set_error(e);
-	q->fn = rt_gnode_params(n)->u.h.fn;
-	q->userData = rt_gnode_params(n)->u.h.user;
-	return cudaSuccess;
-}
-
-RT_EXPORT cudaError_t cudaGraphHostNodeSetParams(cudaGraphNode_t node, const struct cudaHostNodeParams *p)
-{
-	return set_node("cudaGraphHostNodeSetParams", false, NULL, node, cudaGraphNodeTypeHost, host_params, p);
-}
-
-RT_EXPORT cudaError_t cudaGraphExecHostNodeSetParams(cudaGraphExec_t x, cudaGraphNode_t node,
-						     const struct cudaHostNodeParams *p)
-{
-	return set_node("cudaGraphExecHostNodeSetParams", true, x, node, cudaGraphNodeTypeHost, host_params, p);
-}
+NODE_CALLS(Host, struct cudaHostNodeParams, cudaGraphNodeTypeHost, host_params, host_params_out)
 
 RT_EXPORT cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
 					    const cudaGraphNode_t *pDependencies, size_t numDependencies)
@@ -504,11 +497,11 @@ RT_EXPORT cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t *pGraphNode, cu
 
 RT_EXPORT cudaError_t cudaGraphChildGraphNodeGetGraph(cudaGraphNode_t node, cudaGraph_t *pGraph)
 {
-	struct rt_gnode *n;
-	cudaError_t e = node_get(node, cudaGraphNodeTypeGraph, pGraph, &n);
+	const struct rt_node_params *p;
+	cudaError_t e = node_params(node, cudaGraphNodeTypeGraph, pGraph, &p);
 
 	if (!e)
-		*pGraph = (cudaGraph_t)rt_gnode_params(n)->u.child;
+		*pGraph = (cudaGraph_t)p->u.child;
 	return rt_set_error(e);
 }
 
@@ -530,11 +523,11 @@ RT_EXPORT cudaError_t cudaGraphExecChildGraphNodeSetParams(cudaGraphExec_t hExec
 
 RT_EXPORT cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *pType)
 {
-	struct rt_gnode *n;
-	cudaError_t e = node_get(node, -1, pType, &n);
+	const struct rt_node_params *p;
+	cudaError_t e = node_params(node, -1, pType, &p);
 
 	if (!e)
-		*pType = (enum cudaGraphNodeType)rt_gnode_type(n);
+		*pType = (enum cudaGraphNodeType)p->type;
 	return rt_set_error(e);
 }
 

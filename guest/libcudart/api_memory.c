@@ -5,7 +5,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "mearas/log.h"
 #include "rt.h"
 
 RT_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
@@ -74,14 +73,8 @@ RT_EXPORT cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flag
 	if (!pHost || (flags & ~(unsigned)(cudaHostAllocPortable | cudaHostAllocMapped |
 					   cudaHostAllocWriteCombined)))
 		return rt_set_error(cudaErrorInvalidValue);
-	*pHost = dh_alloc(size);
-	if (!*pHost) {
-		log_warn("pinned allocation of %zu bytes does not fit the data area (%llu MiB): "
-			 "raise MEARAS_DATA_MB", size, (unsigned long long)(rt.data_size >> 20));
-		return rt_set_error(cudaErrorMemoryAllocation);
-	}
-	rt_host_allocated(*pHost, size, (flags & cudaHostAllocMapped) != 0);
-	return cudaSuccess;
+	*pHost = rt_host_alloc("pinned", size, (flags & cudaHostAllocMapped) != 0);
+	return *pHost ? cudaSuccess : rt_set_error(cudaErrorMemoryAllocation);
 }
 
 RT_EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size)

@@ -4,6 +4,9 @@
  * same calls, except that stream 0 means the calling thread's own default
  * stream. One table; each line makes one wrapper.
  */
+/* the table holds cuda_runtime_api.h's deprecated count-byte array copies
+ * (cudaMemcpyToArray ...), which programs still call: their wrappers call them */
+#define CUDA_ENABLE_DEPRECATED
 #include "rt.h"
 
 #define PER_THREAD_ENTRIES(X)                                                                           \
@@ -23,6 +26,30 @@
 	X(cudaMemcpy2DAsync, _ptsz,                                                                     \
 	  (void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, enum cudaMemcpyKind k,      \
 	   cudaStream_t st), (d, dp, s, sp, w, h, k, st))                                                \
+	X(cudaMemcpy2DToArray, _ptds,                                                                   \
+	  (cudaArray_t a, size_t x, size_t y, const void *s, size_t sp, size_t w, size_t h, enum cudaMemcpyKind k), \
+	  (a, x, y, s, sp, w, h, k))                                                                      \
+	X(cudaMemcpy2DToArrayAsync, _ptsz,                                                              \
+	  (cudaArray_t a, size_t x, size_t y, const void *s, size_t sp, size_t w, size_t h, enum cudaMemcpyKind k, \
+	   cudaStream_t st), (a, x, y, s, sp, w, h, k, st))                                               \
+	X(cudaMemcpy2DFromArray, _ptds,                                                                 \
+	  (void *d, size_t dp, cudaArray_const_t a, size_t x, size_t y, size_t w, size_t h, enum cudaMemcpyKind k), \
+	  (d, dp, a, x, y, w, h, k))                                                                      \
+	X(cudaMemcpy2DFromArrayAsync, _ptsz,                                                            \
+	  (void *d, size_t dp, cudaArray_const_t a, size_t x, size_t y, size_t w, size_t h, enum cudaMemcpyKind k, \
+	   cudaStream_t st), (d, dp, a, x, y, w, h, k, st))                                               \
+	X(cudaMemcpyToArray, _ptds,                                                                     \
+	  (cudaArray_t a, size_t x, size_t y, const void *s, size_t n, enum cudaMemcpyKind k), (a, x, y, s, n, k)) \
+	X(cudaMemcpyToArrayAsync, _ptsz,                                                                \
+	  (cudaArray_t a, size_t x, size_t y, const void *s, size_t n, enum cudaMemcpyKind k, cudaStream_t st), \
+	  (a, x, y, s, n, k, st))                                                                         \
+	X(cudaMemcpyFromArray, _ptds,                                                                   \
+	  (void *d, cudaArray_const_t a, size_t x, size_t y, size_t n, enum cudaMemcpyKind k), (d, a, x, y, n, k)) \
+	X(cudaMemcpyFromArrayAsync, _ptsz,                                                              \
+	  (void *d, cudaArray_const_t a, size_t x, size_t y, size_t n, enum cudaMemcpyKind k, cudaStream_t st), \
+	  (d, a, x, y, n, k, st))                                                                         \
+	X(cudaMemcpy3D, _ptds, (const struct cudaMemcpy3DParms *p), (p))                               \
+	X(cudaMemcpy3DAsync, _ptsz, (const struct cudaMemcpy3DParms *p, cudaStream_t st), (p, st))      \
 	X(cudaMemcpyToSymbol, _ptds, (const void *y, const void *s, size_t n, size_t o, enum cudaMemcpyKind k), \
 	  (y, s, n, o, k))                                                                                \
 	X(cudaMemcpyFromSymbol, _ptds, (void *d, const void *y, size_t n, size_t o, enum cudaMemcpyKind k), \

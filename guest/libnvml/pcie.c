@@ -13,33 +13,30 @@
 
 enum link_figure { CUR_GEN, MAX_GEN, GPU_MAX_GEN, CUR_WIDTH, MAX_WIDTH };
 
+static uint32_t link_figure_of(const struct mearas_pcie_link *l, enum link_figure which)
+{
+	const uint32_t v[] = {
+		[CUR_GEN] = l->cur_gen,
+		[MAX_GEN] = l->max_gen,
+		[GPU_MAX_GEN] = l->gpu_max_gen,
+		[CUR_WIDTH] = l->cur_width,
+		[MAX_WIDTH] = l->max_width,
+	};
+
+	return v[which];
+}
+
 static nvmlReturn_t figure(nvmlDevice_t device, enum link_figure which, unsigned int *out)
 {
 	const struct mearas_devinfo *info;
 	nvmlReturn_t r = nvml_device(device, NULL, &info);
-	uint32_t v = 0;
+	uint32_t v;
 
 	if (r)
 		return r;
 	if (!out)
 		return NVML_ERROR_INVALID_ARGUMENT;
-	switch (which) {
-	case CUR_GEN:
-		v = info->pcie.cur_gen;
-		break;
-	case MAX_GEN:
-		v = info->pcie.max_gen;
-		break;
-	case GPU_MAX_GEN:
-		v = info->pcie.gpu_max_gen;
-		break;
-	case CUR_WIDTH:
-		v = info->pcie.cur_width;
-		break;
-	case MAX_WIDTH:
-		v = info->pcie.max_width;
-		break;
-	}
+	v = link_figure_of(&info->pcie, which);
 	if (!v)
 		return NVML_ERROR_NOT_SUPPORTED;
 	*out = v;

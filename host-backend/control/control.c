@@ -22,6 +22,7 @@
 #include "attached.h"
 #include "control.h"
 #include "control_internal.h"
+#include "mearas/fdpass.h"
 #include "mearas/log.h"
 #include "mearas/sockpath.h"
 #include "vgpustats.h"
@@ -109,21 +110,6 @@ static void conn_accept(void)
 	close(fd);
 }
 
-static bool send_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return false;
-		p += w;
-		n -= (size_t)w;
-	}
-	return true;
-}
-
 static bool reply(struct conn *c)
 {
 	size_t len = 0;
@@ -136,7 +122,7 @@ static bool reply(struct conn *c)
 	}
 	for (int i = 0; i < 4; i++)
 		hdr[i] = (uint8_t)(len >> (8 * i));
-	ok = send_all(c->fd, hdr, 4) && send_all(c->fd, out, len);
+	ok = !mearas_send_all(c->fd, hdr, 4) && !mearas_send_all(c->fd, out, len);
 	free(out);
 	if (!ok)
 		log_warn("control: cannot send a reply: %s", strerror(errno));

@@ -12,6 +12,7 @@
 #include "assembly.h"
 #include "attached.h"
 #include "control_internal.h"
+#include "mearas/dynarray.h"
 #include "mearas/log.h"
 #include "remote/config.h"
 
@@ -37,12 +38,21 @@ static uint8_t *pack(const Mearas__ControlReply *r, size_t *len)
 	return buf;
 }
 
+/* Packs the reply whose body is msg, the oneof's member `member` (body case
+ * BODY): a macro, as a function cannot name the member. */
+#define PACK_REPLY(len, BODY, member, msg)                                   \
+	({                                                                   \
+		Mearas__ControlReply reply_ = MEARAS__CONTROL_REPLY__INIT;   \
+		reply_.body_case = MEARAS__CONTROL_REPLY__BODY_##BODY;       \
+		reply_.member = (msg);                                       \
+		pack(&reply_, len);                                          \
+	})
+
 static uint8_t *error_reply(Mearas__ErrorCode code, size_t *len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 static uint8_t *error_reply(Mearas__ErrorCode code, size_t *len, const char *fmt, ...)
 {
-	Mearas__ControlReply r = MEARAS__CONTROL_REPLY__INIT;
 	Mearas__Error e = MEARAS__ERROR__INIT;
 	char msg[512];
 	va_list ap;
@@ -53,14 +63,12 @@ static uint8_t *error_reply(Mearas__ErrorCode code, size_t *len, const char *fmt
 	log_info("control: refused: %s", msg);
 	e.code = code;
 	e.message = msg;
-	r.body_case = MEARAS__CONTROL_REPLY__BODY_ERROR;
-	r.error = &e;
-	return pack(&r, len);
+	return PACK_REPLY(len, ERROR, error, &e);
 }
 
-static uint8_t *do_hello(const Mearas__HelloRequest *h, size_t *len)
+static uint8_t *do_hello(const Mearas__ControlRequest *q, size_t *len)
 {
-	Mearas__ControlReply r = MEARAS__CONTROL_REPLY__INIT;
+	const Mearas__HelloRequest *h = q->hello;
 	Mearas__HelloReply hr = MEARAS__HELLO_REPLY__INIT;
 	Mearas__Version v = MEARAS__VERSION__INIT;
 	unsigned major = h->version ? h->version->major : 0, minor = h->version ? h->version->minor : 0;
@@ -74,14 +82,11 @@ static uint8_t *do_hello(const Mearas__HelloRequest *h, size_t *len)
 	v.minor = CONTROL_MINOR;
 	hr.version = &v;
 	hr.node = (char *)node_name;
-	r.body_case = MEARAS__CONTROL_REPLY__BODY_HELLO;
-	r.hello = &hr;
-	return pack(&r, len);
+	return PACK_REPLY(len, HELLO, hello, &hr);
 }
 
-static uint8_t *do_profile(size_t *len)
+static uint8_t *do_profile(const Mearas__ControlRequest *q, size_t *len)
 {
-	Mearas__ControlReply r = MEARAS__CONTROL_REPLY__INIT;
 	Mearas__GetProfileReply p;
 	char err[320];
 	uint8_t *out;
@@ -90,9 +95,7 @@ static uint8_t *do_profile(size_t *len)
 		profile_reply_free(&p);
 		return error_reply(MEARAS__ERROR_CODE__ERROR_NO_RESOURCES, len, "%s", err);
 	}
-	r.body_case = MEARAS__CONTROL_REPLY__BODY_PROFILE;
-	r.profile = &p;
-	out = pack(&r, len);
+	out = PACK_REPLY(len, PROFILE, profile, &p);
 	profile_reply_free(&p);
 	return out;
 }
@@ -131,9 +134,9 @@ static int identity_of(const Mearas__Identity *m, struct tenant_id *id)
 	}
 }
 
-static uint8_t *do_instantiate(const Mearas__InstantiateAssemblyRequest *q, size_t *len)
+static uint8_t *do_instantiate(const Mearas__ControlRequest *req, size_t *len)
 {
-	Mearas__ControlReply r = MEARAS__CONTROL_REPLY__INIT;
+	const Mearas__InstantiateAssemblyRequest *q = req->instantiate;
 	Mearas__InstantiateAssemblyReply ir = MEARAS__INSTANTIATE_ASSEMBLY_REPLY__INIT;
 	static struct assembly a;
 	const struct probe_result *gpus;
@@ -224,14 +227,12 @@ static uint8_t *do_instantiate(const Mearas__InstantiateAssemblyRequest *q, size
 	log_info("control: assembly %s instantiated for %s (%s): %u vGPU(s)", a.id,
 		 tenant_id_str(&a.who, who, sizeof(who)), a.owner, a.nvgpus);
 	ir.assembly_id = a.id;
-	r.body_case = MEARAS__CONTROL_REPLY__BODY_INSTANTIATED;
-	r.instantiated = &ir;
-	return pack(&r, len);
+	return PACK_REPLY(len, INSTANTIATED, instantiated, &ir);
 }
 
-static uint8_t *do_release(const Mearas__ReleaseAssemblyRequest *q, size_t *len)
+static uint8_t *do_release(const Mearas__ControlRequest *req, size_t *len)
 {
-	Mearas__ControlReply r = MEARAS__CONTROL_REPLY__INIT;
+	const Mearas__ReleaseAssemblyRequest *q = req->release;
 	Mearas__ReleaseAssemblyReply rr = MEARAS__RELEASE_ASSEMBLY_REPLY__INIT;
 
 	if (assembly_remove(q->assembly_id) != ASSEMBLY_OK)
@@ -240,14 +241,12 @@ static uint8_t *do_release(const Mearas__ReleaseAssemblyRequest *q, size_t *len)
 	/* clients already using it keep their vGPUs until they exit */
 	log_info("control: assembly %s released", q->assembly_id);
 	rr.assembly_id = q->assembly_id;
-	r.body_case = MEARAS__CONTROL_REPLY__BODY_RELEASED;
-	r.released = &rr;
-	return pack(&r, len);
+	return PACK_REPLY(len, RELEASED, released, &rr);
 }
 
-static uint8_t *do_attach_vm(const Mearas__AttachVmRequest *q, size_t *len)
+static uint8_t *do_attach_vm(const Mearas__ControlRequest *req, size_t *len)
 {
-	Mearas__ControlReply r = MEARAS__CONTROL_REPLY__INIT;
+	const Mearas__AttachVmRequest *q = req->attach_vm;
 	Mearas__AttachVmReply ar = MEARAS__ATTACH_VM_REPLY__INIT;
 	Mearas__ErrorCode code;
 	unsigned vgpus = 0, slots = 0;
@@ -259,24 +258,19 @@ static uint8_t *do_attach_vm(const Mearas__AttachVmRequest *q, size_t *len)
 	ar.socket = q->socket;
 	ar.vgpus = vgpus;
 	ar.slots = slots;
-	r.body_case = MEARAS__CONTROL_REPLY__BODY_VM_ATTACHED;
-	r.vm_attached = &ar;
-	return pack(&r, len);
+	return PACK_REPLY(len, VM_ATTACHED, vm_attached, &ar);
 }
 
-static uint8_t *do_detach_vm(const Mearas__DetachVmRequest *q, size_t *len)
+static uint8_t *do_detach_vm(const Mearas__ControlRequest *q, size_t *len)
 {
-	Mearas__ControlReply r = MEARAS__CONTROL_REPLY__INIT;
 	Mearas__DetachVmReply dr = MEARAS__DETACH_VM_REPLY__INIT;
 	Mearas__ErrorCode code;
 	char err[320];
 
-	if (control_vm_detach(q->domain, &code, err, sizeof(err)))
+	if (control_vm_detach(q->detach_vm->domain, &code, err, sizeof(err)))
 		return error_reply(code, len, "%s", err);
-	dr.domain = q->domain;
-	r.body_case = MEARAS__CONTROL_REPLY__BODY_VM_DETACHED;
-	r.vm_detached = &dr;
-	return pack(&r, len);
+	dr.domain = q->detach_vm->domain;
+	return PACK_REPLY(len, VM_DETACHED, vm_detached, &dr);
 }
 
 struct list_builder {
@@ -294,18 +288,13 @@ struct attached_list {
 static void collect_attached(const struct attached_slot *s, void *ctx)
 {
 	struct attached_list *l = ctx;
+	struct attached_slot *grown = mearas_dynarray_grow(l->e, &l->cap, l->n + 1, sizeof(*grown), 8);
 
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 8;
-		struct attached_slot *grown = realloc(l->e, cap * sizeof(*grown));
-
-		if (!grown) {
-			l->failed = true;
-			return;
-		}
-		l->e = grown;
-		l->cap = cap;
+	if (!grown) {
+		l->failed = true;
+		return;
 	}
+	l->e = grown;
 	l->e[l->n++] = *s;
 }
 
@@ -346,21 +335,16 @@ static int add_attached(Mearas__AssemblyInfo *info, const char *id)
 static void add_info(const struct assembly *a, void *ctx)
 {
 	struct list_builder *b = ctx;
-	Mearas__AssemblyInfo *info;
+	Mearas__AssemblyInfo *info, **grown;
 
 	if (b->failed)
 		return;
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 16;
-		Mearas__AssemblyInfo **grown = realloc(b->infos, cap * sizeof(*grown));
-
-		if (!grown) {
-			b->failed = true;
-			return;
-		}
-		b->infos = grown;
-		b->cap = cap;
+	grown = mearas_dynarray_grow(b->infos, &b->cap, b->n + 1, sizeof(*grown), 16);
+	if (!grown) {
+		b->failed = true;
+		return;
 	}
+	b->infos = grown;
 	/* one block: the info, its spec pointers, its specs, and copies of the strings */
 	info = calloc(1, sizeof(*info) + sizeof(Mearas__Identity) +
 			      a->nvgpus * (sizeof(Mearas__VgpuSpec *) + sizeof(Mearas__VgpuSpec)) +
@@ -408,9 +392,8 @@ static void add_info(const struct assembly *a, void *ctx)
 		b->failed = true;
 }
 
-static uint8_t *do_list(size_t *len)
+static uint8_t *do_list(const Mearas__ControlRequest *q, size_t *len)
 {
-	Mearas__ControlReply r = MEARAS__CONTROL_REPLY__INIT;
 	Mearas__ListAssembliesReply lr = MEARAS__LIST_ASSEMBLIES_REPLY__INIT;
 	struct list_builder b = { 0 };
 	uint8_t *out;
@@ -421,9 +404,7 @@ static uint8_t *do_list(size_t *len)
 	else {
 		lr.assemblies = b.infos;
 		lr.n_assemblies = b.n;
-		r.body_case = MEARAS__CONTROL_REPLY__BODY_ASSEMBLIES;
-		r.assemblies = &lr;
-		out = pack(&r, len);
+		out = PACK_REPLY(len, ASSEMBLIES, assemblies, &lr);
 	}
 	for (size_t i = 0; i < b.n; i++) {
 		free(b.infos[i]->attached);
@@ -433,6 +414,17 @@ static uint8_t *do_list(size_t *len)
 	return out;
 }
 
+/* The handler of each request body, by its field number. */
+static uint8_t *(*const handlers[])(const Mearas__ControlRequest *q, size_t *len) = {
+	[MEARAS__CONTROL_REQUEST__BODY_HELLO] = do_hello,
+	[MEARAS__CONTROL_REQUEST__BODY_GET_PROFILE] = do_profile,
+	[MEARAS__CONTROL_REQUEST__BODY_INSTANTIATE] = do_instantiate,
+	[MEARAS__CONTROL_REQUEST__BODY_RELEASE] = do_release,
+	[MEARAS__CONTROL_REQUEST__BODY_LIST] = do_list,
+	[MEARAS__CONTROL_REQUEST__BODY_ATTACH_VM] = do_attach_vm,
+	[MEARAS__CONTROL_REQUEST__BODY_DETACH_VM] = do_detach_vm,
+};
+
 uint8_t *control_handle(const uint8_t *data, size_t n, size_t *len)
 {
 	Mearas__ControlRequest *q = mearas__control_request__unpack(NULL, n, data);
@@ -441,33 +433,11 @@ uint8_t *control_handle(const uint8_t *data, size_t n, size_t *len)
 	if (!q)
 		return error_reply(MEARAS__ERROR_CODE__ERROR_BAD_REQUEST, len,
 				   "undecodable request (%zu bytes): not a ControlRequest", n);
-	switch (q->body_case) {
-	case MEARAS__CONTROL_REQUEST__BODY_HELLO:
-		out = do_hello(q->hello, len);
-		break;
-	case MEARAS__CONTROL_REQUEST__BODY_GET_PROFILE:
-		out = do_profile(len);
-		break;
-	case MEARAS__CONTROL_REQUEST__BODY_INSTANTIATE:
-		out = do_instantiate(q->instantiate, len);
-		break;
-	case MEARAS__CONTROL_REQUEST__BODY_RELEASE:
-		out = do_release(q->release, len);
-		break;
-	case MEARAS__CONTROL_REQUEST__BODY_LIST:
-		out = do_list(len);
-		break;
-	case MEARAS__CONTROL_REQUEST__BODY_ATTACH_VM:
-		out = do_attach_vm(q->attach_vm, len);
-		break;
-	case MEARAS__CONTROL_REQUEST__BODY_DETACH_VM:
-		out = do_detach_vm(q->detach_vm, len);
-		break;
-	default:
+	if ((unsigned)q->body_case < sizeof(handlers) / sizeof(handlers[0]) && handlers[q->body_case])
+		out = handlers[q->body_case](q, len);
+	else
 		out = error_reply(MEARAS__ERROR_CODE__ERROR_BAD_REQUEST, len,
 				  "request without a known body (field %d)", (int)q->body_case);
-		break;
-	}
 	mearas__control_request__free_unpacked(q, NULL);
 	return out;
 }

@@ -359,10 +359,12 @@ void vgpu_log_sync_ops(const struct vgpu *v, const char *label)
  * client going away). */
 void vgpu_teardown(struct vgpu *v)
 {
-	/* graphs before what they use; modules after their kernels */
+	/* graphs before what they use; modules after their kernels; arrays
+	 * after the textures and surfaces on them */
 	static const enum mearas_handle_kind order[] = { MEARAS_KIND_EXEC, MEARAS_KIND_GRAPH, MEARAS_KIND_EVENT,
 							 MEARAS_KIND_STREAM, MEARAS_KIND_FUNC, MEARAS_KIND_MODULE,
-							 MEARAS_KIND_POOL, MEARAS_KIND_PHYS };
+							 MEARAS_KIND_POOL, MEARAS_KIND_PHYS, MEARAS_KIND_TEXOBJ,
+							 MEARAS_KIND_SURFOBJ, MEARAS_KIND_ARRAY };
 
 	_Static_assert(sizeof(order) / sizeof(order[0]) == MEARAS_KIND_COUNT, "teardown names every kind");
 	for (size_t k = 0; k < MEARAS_KIND_COUNT; k++) {

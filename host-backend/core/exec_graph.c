@@ -177,20 +177,6 @@ int exec_op_GRAPH_LAUNCH(struct vgpu *v, const struct mearas_sqe *e, const struc
 	return 0;
 }
 
-int exec_op_GRAPH_DESTROY(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_GRAPH_DESTROY *in,
-			  struct mearas_cqe *c, struct fence_req *f)
-{
-	(void)e, (void)c, (void)f;
-	return exec_take_and_destroy(v, MEARAS_KIND_GRAPH, in->a->graph);
-}
-
-int exec_op_GRAPH_EXEC_DESTROY(struct vgpu *v, const struct mearas_sqe *e,
-			       const struct exec_in_GRAPH_EXEC_DESTROY *in, struct mearas_cqe *c, struct fence_req *f)
-{
-	(void)e, (void)c, (void)f;
-	return exec_take_and_destroy(v, MEARAS_KIND_EXEC, in->a->exec);
-}
-
 int exec_op_GRAPH_NODE_COUNT(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_GRAPH_NODE_COUNT *in,
 			     struct mearas_cqe *c, struct fence_req *f)
 {

@@ -71,6 +71,12 @@ int exec_keep_or_destroy(struct vgpu *v, enum mearas_handle_kind k, uint64_t id,
 int exec_take_and_destroy(struct vgpu *v, enum mearas_handle_kind k, uint64_t id);
 /* destroy an object of kind k (its table entry is already gone) */
 int exec_destroy_obj(struct vgpu *v, enum mearas_handle_kind k, void *obj, uint64_t aux);
+/* objects that hold device memory outside the heap's allocations (VMM
+ * physical memory, CUDA arrays): `bytes` charged to the vGPU's quota and a
+ * zeroed object of objsize bytes, or NULL with nothing charged; and both
+ * given back */
+void *exec_charged_new(struct vgpu *v, uint64_t bytes, size_t objsize);
+void exec_charged_free(struct vgpu *v, uint64_t bytes, void *obj);
 
 /* ---- exec_memory.c ---- */
 struct exec_pool;
@@ -85,6 +91,11 @@ struct exec_phys;
 void exec_phys_put(struct vgpu *v, struct exec_phys *p);
 /* unmap every mapping of the vGPU (teardown, after the handle tables) */
 void exec_vmm_teardown(struct vgpu *v);
+
+/* ---- exec_array.c ---- */
+/* destroy an array (its quota comes back), a texture or a surface object */
+void exec_array_destroy(struct vgpu *v, void *obj);
+void exec_texobj_destroy(struct vgpu *v, enum mearas_handle_kind k, void *obj);
 
 /* ---- exec_stream.c ---- */
 /* a host function's trampoline (run in stream order by the device) */

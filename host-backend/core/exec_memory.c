@@ -300,26 +300,6 @@ int exec_op_POOL_CREATE(struct vgpu *v, const struct mearas_sqe *e, const struct
 	return exec_keep_or_destroy(v, MEARAS_KIND_POOL, in->a->pool, p, 0);
 }
 
-int exec_op_POOL_DESTROY(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_POOL_DESTROY *in,
-			 struct mearas_cqe *c, struct fence_req *f)
-{
-	(void)e, (void)c, (void)f;
-	/* allocations made through it keep its accounting until they are freed */
-	return exec_take_and_destroy(v, MEARAS_KIND_POOL, in->a->pool);
-}
-
-/* cudaMemPoolAttr values */
-enum {
-	POOL_REUSE_FOLLOW_EVENT_DEPS = 1,
-	POOL_REUSE_ALLOW_OPPORTUNISTIC = 2,
-	POOL_REUSE_ALLOW_INTERNAL_DEPS = 3,
-	POOL_RELEASE_THRESHOLD = 4,
-	POOL_RESERVED_MEM_CURRENT = 5,
-	POOL_RESERVED_MEM_HIGH = 6,
-	POOL_USED_MEM_CURRENT = 7,
-	POOL_USED_MEM_HIGH = 8,
-};
-
 int exec_op_POOL_SET_ATTR(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_POOL_SET_ATTR *in,
 			  struct mearas_cqe *c, struct fence_req *f)
 {
@@ -328,16 +308,16 @@ int exec_op_POOL_SET_ATTR(struct vgpu *v, const struct mearas_sqe *e, const stru
 
 	(void)v, (void)e, (void)c, (void)f;
 	switch (in->a->attr) {
-	case POOL_REUSE_FOLLOW_EVENT_DEPS:
-	case POOL_REUSE_ALLOW_OPPORTUNISTIC:
-	case POOL_REUSE_ALLOW_INTERNAL_DEPS:
-		p->reuse[in->a->attr - 1] = value != 0;
+	case cudaMemPoolReuseFollowEventDependencies:
+	case cudaMemPoolReuseAllowOpportunistic:
+	case cudaMemPoolReuseAllowInternalDependencies:
+		p->reuse[in->a->attr - cudaMemPoolReuseFollowEventDependencies] = value != 0;
 		return 0;
-	case POOL_RELEASE_THRESHOLD:
+	case cudaMemPoolAttrReleaseThreshold:
 		p->release_threshold = value;
 		return 0;
-	case POOL_RESERVED_MEM_HIGH:
-	case POOL_USED_MEM_HIGH:
+	case cudaMemPoolAttrReservedMemHigh:
+	case cudaMemPoolAttrUsedMemHigh:
 		/* as in CUDA: only a reset to 0 (to the current use) */
 		if (value)
 			return cudaErrorInvalidValue;
@@ -355,21 +335,21 @@ int exec_op_POOL_GET_ATTR(struct vgpu *v, const struct mearas_sqe *e, const stru
 
 	(void)v, (void)e, (void)f;
 	switch (in->a->attr) {
-	case POOL_REUSE_FOLLOW_EVENT_DEPS:
-	case POOL_REUSE_ALLOW_OPPORTUNISTIC:
-	case POOL_REUSE_ALLOW_INTERNAL_DEPS:
-		c->val[0] = p->reuse[in->a->attr - 1];
+	case cudaMemPoolReuseFollowEventDependencies:
+	case cudaMemPoolReuseAllowOpportunistic:
+	case cudaMemPoolReuseAllowInternalDependencies:
+		c->val[0] = p->reuse[in->a->attr - cudaMemPoolReuseFollowEventDependencies];
 		return 0;
-	case POOL_RELEASE_THRESHOLD:
+	case cudaMemPoolAttrReleaseThreshold:
 		c->val[0] = p->release_threshold;
 		return 0;
 	/* memory is reserved as it is allocated: reserved is used */
-	case POOL_RESERVED_MEM_CURRENT:
-	case POOL_USED_MEM_CURRENT:
+	case cudaMemPoolAttrReservedMemCurrent:
+	case cudaMemPoolAttrUsedMemCurrent:
 		c->val[0] = p->used;
 		return 0;
-	case POOL_RESERVED_MEM_HIGH:
-	case POOL_USED_MEM_HIGH:
+	case cudaMemPoolAttrReservedMemHigh:
+	case cudaMemPoolAttrUsedMemHigh:
 		c->val[0] = p->used_high;
 		return 0;
 	default:

@@ -151,10 +151,35 @@ int exec_destroy_obj(struct vgpu *v, enum mearas_handle_kind k, void *obj, uint6
 	case MEARAS_KIND_PHYS:
 		exec_phys_put(v, obj);
 		return 0;
+	case MEARAS_KIND_ARRAY:
+		exec_array_destroy(v, obj);
+		return 0;
+	case MEARAS_KIND_TEXOBJ:
+	case MEARAS_KIND_SURFOBJ:
+		exec_texobj_destroy(v, k, obj);
+		return 0;
 	case MEARAS_KIND_COUNT:
 		break;
 	}
 	return cudaErrorInvalidValue;
+}
+
+void *exec_charged_new(struct vgpu *v, uint64_t bytes, size_t objsize)
+{
+	void *obj;
+
+	if (bytes > v->heap.quota || vaheap_charge(&v->heap, bytes))
+		return NULL;
+	obj = calloc(1, objsize);
+	if (!obj)
+		vaheap_uncharge(&v->heap, bytes);
+	return obj;
+}
+
+void exec_charged_free(struct vgpu *v, uint64_t bytes, void *obj)
+{
+	vaheap_uncharge(&v->heap, bytes);
+	free(obj);
 }
 
 int exec_keep_or_destroy(struct vgpu *v, enum mearas_handle_kind k, uint64_t id, void *obj, uint64_t aux)

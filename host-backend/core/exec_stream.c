@@ -30,13 +30,6 @@ int exec_op_STREAM_CREATE(struct vgpu *v, const struct mearas_sqe *e, const stru
 	return exec_keep_or_destroy(v, MEARAS_KIND_STREAM, in->a->stream, s, 0);
 }
 
-int exec_op_STREAM_DESTROY(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_STREAM_DESTROY *in,
-			   struct mearas_cqe *c, struct fence_req *f)
-{
-	(void)e, (void)c, (void)f;
-	return exec_take_and_destroy(v, MEARAS_KIND_STREAM, in->a->stream);
-}
-
 int exec_op_STREAM_SYNC(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_STREAM_SYNC *in,
 			struct mearas_cqe *c, struct fence_req *f)
 {
@@ -83,13 +76,6 @@ int exec_op_EVENT_CREATE(struct vgpu *v, const struct mearas_sqe *e, const struc
 	if (r)
 		return r;
 	return exec_keep_or_destroy(v, MEARAS_KIND_EVENT, in->a->event, ev, in->a->flags);
-}
-
-int exec_op_EVENT_DESTROY(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_EVENT_DESTROY *in,
-			  struct mearas_cqe *c, struct fence_req *f)
-{
-	(void)e, (void)c, (void)f;
-	return exec_take_and_destroy(v, MEARAS_KIND_EVENT, in->a->event);
 }
 
 int exec_op_EVENT_RECORD(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_EVENT_RECORD *in,

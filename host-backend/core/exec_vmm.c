@@ -40,8 +40,7 @@ void exec_phys_put(struct vgpu *v, struct exec_phys *p)
 	if (!p || --p->refs)
 		return;
 	v->ops->phys_release(v->dev, p->dev);
-	vaheap_uncharge(&v->heap, p->size);
-	free(p);
+	exec_charged_free(v, p->size, p);
 }
 
 int exec_op_VMM_RESERVE(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_VMM_RESERVE *in,
@@ -84,30 +83,17 @@ int exec_op_VMM_CREATE(struct vgpu *v, const struct mearas_sqe *e, const struct 
 		return r;
 	if (size == 0 || size % v->heap.granularity)
 		return cudaErrorInvalidValue;
-	if (size > v->heap.quota || vaheap_charge(&v->heap, size))
+	p = exec_charged_new(v, size, sizeof(*p));
+	if (!p)
 		return cudaErrorMemoryAllocation;
-	p = calloc(1, sizeof(*p));
-	if (!p) {
-		vaheap_uncharge(&v->heap, size);
-		return cudaErrorMemoryAllocation;
-	}
 	r = v->ops->phys_create(v->dev, size, &p->dev);
 	if (r) {
-		vaheap_uncharge(&v->heap, size);
-		free(p);
+		exec_charged_free(v, size, p);
 		return r;
 	}
 	p->size = size;
 	p->refs = 1;
 	return exec_keep_or_destroy(v, MEARAS_KIND_PHYS, in->a->handle, p, 0);
-}
-
-int exec_op_VMM_RELEASE(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_VMM_RELEASE *in,
-			struct mearas_cqe *c, struct fence_req *f)
-{
-	(void)e, (void)c, (void)f;
-	/* mappings keep the memory until they go */
-	return exec_take_and_destroy(v, MEARAS_KIND_PHYS, in->a->handle);
 }
 
 int exec_op_VMM_MAP(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_VMM_MAP *in,

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mearas/dynarray.h"
 #include "vaheap.h"
 
 #define ALLOC_ALIGN 256u        /* cudaMalloc's alignment guarantee */
@@ -16,48 +17,25 @@ static uint64_t align_up(uint64_t v, uint64_t a)
 
 static int grow(void **arr, size_t *cap, size_t need, size_t elem)
 {
-	void *p;
-	size_t ncap;
+	void *p = mearas_dynarray_grow(*arr, cap, need, elem, 16);
 
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 16;
-	while (ncap < need)
-		ncap *= 2;
-	p = realloc(*arr, ncap * elem);
 	if (!p)
 		return -ENOMEM;
 	*arr = p;
-	*cap = ncap;
 	return 0;
 }
 
 /* First index whose va is > va. */
 static size_t upper_bound(const struct vaheap_range *r, size_t n, uint64_t va)
 {
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (r[mid].va <= va)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return MEARAS_DYNARRAY_UPPER_BOUND(r, n, va, va);
 }
 
 static int range_insert(struct vaheap_range **arr, size_t *n, size_t *cap, struct vaheap_range v)
 {
-	size_t at;
-
 	if (grow((void **)arr, cap, *n + 1, sizeof(**arr)))
 		return -ENOMEM;
-	at = upper_bound(*arr, *n, v.va);
-	memmove(&(*arr)[at + 1], &(*arr)[at], (*n - at) * sizeof(**arr));
-	(*arr)[at] = v;
-	(*n)++;
+	mearas_dynarray_insert(*arr, n, upper_bound(*arr, *n, v.va), &v, sizeof(v));
 	return 0;
 }
 
@@ -108,9 +86,7 @@ static size_t insert_chunk(struct vaheap *h, struct vaheap_chunk c)
 
 	for (at = 0; at < h->nchunks && h->chunks[at].va < c.va; at++)
 		;
-	memmove(&h->chunks[at + 1], &h->chunks[at], (h->nchunks - at) * sizeof(c));
-	h->chunks[at] = c;
-	h->nchunks++;
+	mearas_dynarray_insert(h->chunks, &h->nchunks, at, &c, sizeof(c));
 	/* chunk indices at and above shifted by one */
 	for (size_t i = 0; i < h->nallocs; i++)
 		if (h->allocs[i].chunk >= at)

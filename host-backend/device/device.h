@@ -20,6 +20,7 @@
 
 struct mdev;
 struct mearas_tmap_args;
+struct mearas_tex_args;
 
 /* The top of each vGPU's window is kept out of the heap for module globals
  * (used by the device model; a GPU places globals itself). */
@@ -38,6 +39,23 @@ struct mdev_launch {
 	int has_carveout, carveout;     /* preferred shared memory carveout, percent */
 	void *params;           /* packed parameter buffer */
 	uint32_t param_bytes;
+};
+
+/* a CUDA array's shape (ARRAY_CREATE; include/mearas/array.h): height and
+ * depth 0 for fewer dimensions */
+struct mdev_array {
+	uint64_t width, height, depth;
+	uint32_t format, channels, flags;
+};
+
+/* one slice of a copy between an array and linear memory (MEMCPY_ARRAY):
+ * dir an enum mearas_array_dir; mem a host pointer (HTOA, ATOH) or a window
+ * address (DTOA, ATOD); height rows of width bytes, pitch apart, to or from
+ * rows y.. of slice z of the array from byte x of each row */
+struct mdev_array_copy {
+	int dir;
+	uint64_t mem, pitch;
+	uint32_t x, y, z, width, height;
 };
 
 /* one input of a link (LINK record): a CUjitInputType and its bytes */
@@ -149,6 +167,17 @@ struct mdev_ops {
 	 * the finer rules of cuda.h are the device's. Writes the map's 128
 	 * bytes to out. NULL: the device has none (cudaErrorNotSupported). */
 	int (*tensor_map_encode)(struct mdev *d, unsigned kind, const struct mearas_tmap_args *a, uint8_t *out);
+	/* CUDA arrays, texture and surface objects (core/exec_array.c checks
+	 * shapes, formats, flags, boxes and the client's memory first). A
+	 * texture's array, when it has one, is `array`; *value is the object
+	 * kernels take. NULL: the device has none (cudaErrorNotSupported). */
+	int (*array_create)(struct mdev *d, const struct mdev_array *a, void **array);
+	void (*array_destroy)(struct mdev *d, void *array);
+	int (*array_copy)(struct mdev *d, void *stream, void *array, const struct mdev_array_copy *c);
+	int (*tex_create)(struct mdev *d, const struct mearas_tex_args *t, void *array, uint64_t *value);
+	void (*tex_destroy)(struct mdev *d, uint64_t value);
+	int (*surf_create)(struct mdev *d, void *array, uint64_t *value);
+	void (*surf_destroy)(struct mdev *d, uint64_t value);
 };
 
 extern const struct mdev_ops mdev_sim_ops;

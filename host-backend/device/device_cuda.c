@@ -7,6 +7,7 @@
  * chunks with cuMemCreate/cuMemMap.
  */
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 
 #include "device.h"
 #include "mearas/log.h"
+#include "mearas/array_cu.h"
 #include "mearas/link.h"
 #include "mearas/tensormap.h"
 #include "kmd_version.h"
@@ -48,7 +50,10 @@
 	X(cuCtxSynchronize) X(cuStreamSynchronize) X(cuEventSynchronize)        \
 	X(cuGraphGetNodes) X(cuGraphNodeGetType) X(cuGraphHostNodeGetParams)      \
 	X(cuCtxSetLimit) X(cuCtxGetLimit) X(cuProfilerStart) X(cuProfilerStop)   \
-	X(cuLinkCreate) X(cuLinkAddData) X(cuLinkComplete) X(cuLinkDestroy)
+	X(cuLinkCreate) X(cuLinkAddData) X(cuLinkComplete) X(cuLinkDestroy)     \
+	X(cuArray3DCreate) X(cuArrayDestroy) X(cuMemcpy3DAsync)                 \
+	X(cuTexObjectCreate) X(cuTexObjectDestroy) X(cuSurfObjectCreate)        \
+	X(cuSurfObjectDestroy)
 
 #define SYM_STR2(x) #x
 #define SYM_STR(x) SYM_STR2(x)
@@ -958,6 +963,115 @@ int cuda_profiler_stop(struct mdev *d)
 
 MEARAS_MDEV_OP_TABLE(cuda);
 
+/* ---- CUDA arrays, texture and surface objects (core/exec_array.c checked
+ * the shapes, boxes and memory; the driver checks the rest) ---- */
+
+static int cuda_array_create(struct mdev *d, const struct mdev_array *a, void **array)
+{
+	CUDA_ARRAY3D_DESCRIPTOR desc = { .Width = a->width, .Height = a->height, .Depth = a->depth,
+					 .Format = (CUarray_format)a->format, .NumChannels = a->channels,
+					 .Flags = a->flags };
+	CUarray arr = NULL;
+	int r;
+
+	(void)d;
+	r = cu_err(p_cuArray3DCreate(&arr, &desc));
+	if (!r)
+		*array = arr;
+	return r;
+}
+
+static void cuda_array_destroy(struct mdev *d, void *array)
+{
+	(void)d;
+	p_cuArrayDestroy((CUarray)array);
+}
+
+static int cuda_array_copy(struct mdev *d, void *stream, void *array, const struct mdev_array_copy *c)
+{
+	CUDA_MEMCPY3D m;
+	bool to_array = c->dir == MEARAS_ARRAY_HTOA || c->dir == MEARAS_ARRAY_DTOA;
+	bool host = c->dir == MEARAS_ARRAY_HTOA || c->dir == MEARAS_ARRAY_ATOH;
+	CUmemorytype lin = host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+
+	(void)d;
+	memset(&m, 0, sizeof(m));
+	if (to_array) {
+		m.srcMemoryType = lin;
+		m.srcHost = (const void *)(uintptr_t)c->mem;
+		m.srcDevice = (CUdeviceptr)c->mem;
+		m.srcPitch = c->pitch;
+		m.srcHeight = c->height;
+		m.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+		m.dstArray = (CUarray)array;
+		m.dstXInBytes = c->x;
+		m.dstY = c->y;
+		m.dstZ = c->z;
+	} else {
+		m.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+		m.srcArray = (CUarray)array;
+		m.srcXInBytes = c->x;
+		m.srcY = c->y;
+		m.srcZ = c->z;
+		m.dstMemoryType = lin;
+		m.dstHost = (void *)(uintptr_t)c->mem;
+		m.dstDevice = (CUdeviceptr)c->mem;
+		m.dstPitch = c->pitch;
+		m.dstHeight = c->height;
+	}
+	m.WidthInBytes = c->width;
+	m.Height = c->height;
+	m.Depth = 1;
+	return cu_err(p_cuMemcpy3DAsync(&m, (CUstream)stream));
+}
+
+static int cuda_tex_create(struct mdev *d, const struct mearas_tex_args *t, void *array, uint64_t *value)
+{
+	CUDA_RESOURCE_DESC res;
+	CUDA_TEXTURE_DESC tex;
+	CUDA_RESOURCE_VIEW_DESC view;
+	CUtexObject obj = 0;
+	int r;
+
+	(void)d;
+	mearas_tex_cu_resource(t, (CUarray)array, &res);
+	MEARAS_TEX_DESC_OUT(&tex, t);
+	tex.flags = t->flags;
+	MEARAS_TEX_VIEW_OUT(&view, t);
+	r = cu_err(p_cuTexObjectCreate(&obj, &res, &tex, t->has_view ? &view : NULL));
+	if (!r)
+		*value = obj;
+	return r;
+}
+
+static void cuda_tex_destroy(struct mdev *d, uint64_t value)
+{
+	(void)d;
+	p_cuTexObjectDestroy((CUtexObject)value);
+}
+
+static int cuda_surf_create(struct mdev *d, void *array, uint64_t *value)
+{
+	CUDA_RESOURCE_DESC res;
+	CUsurfObject obj = 0;
+	int r;
+
+	(void)d;
+	memset(&res, 0, sizeof(res));
+	res.resType = CU_RESOURCE_TYPE_ARRAY;
+	res.res.array.hArray = (CUarray)array;
+	r = cu_err(p_cuSurfObjectCreate(&obj, &res));
+	if (!r)
+		*value = obj;
+	return r;
+}
+
+static void cuda_surf_destroy(struct mdev *d, uint64_t value)
+{
+	(void)d;
+	p_cuSurfObjectDestroy((CUsurfObject)value);
+}
+
 const struct mdev_ops mdev_cuda_ops = {
 	.name = "cuda",
 	.op = &mdev_cuda_op_table,
@@ -1013,4 +1127,11 @@ const struct mdev_ops mdev_cuda_ops = {
 	.flush_output = cuda_flush_output,
 	.graph_node_count = cuda_graph_node_count,
 	.tensor_map_encode = cuda_tensor_map_encode,
+	.array_create = cuda_array_create,
+	.array_destroy = cuda_array_destroy,
+	.array_copy = cuda_array_copy,
+	.tex_create = cuda_tex_create,
+	.tex_destroy = cuda_tex_destroy,
+	.surf_create = cuda_surf_create,
+	.surf_destroy = cuda_surf_destroy,
 };

@@ -34,9 +34,11 @@
 #include <cuda.h>
 
 #include "device.h"
+#include "mearas/dynarray.h"
 #include "mearas/fatbin.h"
 #include "mearas/log.h"
 #include "mearas/tensormap.h"
+#include "device_sim_array.h"
 #include "device_sim_link.h"
 
 #define SIM_MEMORY      (16ull << 30)   /* reported total memory */
@@ -275,30 +277,23 @@ static void sim_host_unregister(struct mdev *d, void *base)
 
 static int sim_chunk_add(struct mdev *d, uint64_t va, uint64_t size, int prot, bool resv, void **cookie)
 {
-	struct sim_chunk c = { .va = va, .size = size, .resv = resv };
+	struct sim_chunk c = { .va = va, .size = size, .resv = resv }, *n;
 	size_t at;
 
 	c.host = mmap(NULL, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (c.host == MAP_FAILED)
 		return cudaErrorMemoryAllocation;
 	pthread_mutex_lock(&d->lock);
-	if (d->nchunks == d->cap) {
-		size_t ncap = d->cap ? d->cap * 2 : 16;
-		struct sim_chunk *n = realloc(d->chunks, ncap * sizeof(*n));
-
-		if (!n) {
-			pthread_mutex_unlock(&d->lock);
-			munmap(c.host, size);
-			return cudaErrorMemoryAllocation;
-		}
-		d->chunks = n;
-		d->cap = ncap;
+	n = mearas_dynarray_grow(d->chunks, &d->cap, d->nchunks + 1, sizeof(c), 16);
+	if (!n) {
+		pthread_mutex_unlock(&d->lock);
+		munmap(c.host, size);
+		return cudaErrorMemoryAllocation;
 	}
+	d->chunks = n;
 	for (at = 0; at < d->nchunks && d->chunks[at].va < va; at++)
 		;
-	memmove(&d->chunks[at + 1], &d->chunks[at], (d->nchunks - at) * sizeof(c));
-	d->chunks[at] = c;
-	d->nchunks++;
+	mearas_dynarray_insert(d->chunks, &d->nchunks, at, &c, sizeof(c));
 	pthread_mutex_unlock(&d->lock);
 	*cookie = c.host;
 	return 0;
@@ -499,8 +494,8 @@ static int sim_mem_info(struct mdev *d, uint64_t *free_b, uint64_t *total)
 	return 0;
 }
 
-
-static uint8_t *sim_any_host(struct mdev *d, uint64_t va, uint64_t len)
+/* the host bytes of [va, va+len) of this device or a peer (device_sim_array.h) */
+uint8_t *sim_any_host(struct mdev *d, uint64_t va, uint64_t len)
 {
 	uint8_t *p = sim_host(d, va, len);
 
@@ -528,6 +523,11 @@ static struct sim_graph *capturing(void *stream)
 	struct sim_graph *g = stream ? ((struct sim_stream *)stream)->capture : NULL;
 
 	return g && !g->ended ? g : NULL;
+}
+
+bool sim_captures(void *stream)
+{
+	return capturing(stream) != NULL;
 }
 
 static int graph_add(struct sim_graph *g, const struct sim_node *n)
@@ -1496,6 +1496,13 @@ const struct mdev_ops mdev_sim_ops = {
 	.module_load = sim_module_load,
 	.module_unload = sim_module_unload,
 	.link = sim_link,
+	.array_create = sim_array_create,
+	.array_destroy = sim_array_destroy,
+	.array_copy = sim_array_copy,
+	.tex_create = sim_tex_create,
+	.tex_destroy = sim_obj_destroy,
+	.surf_create = sim_surf_create,
+	.surf_destroy = sim_obj_destroy,
 	.func_get = sim_func_get,
 	.func_put = sim_func_put,
 	.func_name = sim_func_name,

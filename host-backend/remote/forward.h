@@ -68,7 +68,8 @@ struct remote_vgpu {
 	 * alone adds, so a 0 it reads means none of its copies is in flight) */
 	pthread_mutex_t d2h_lock;
 	struct d2h_flight *d2h;
-	uint32_t nd2h, cap_d2h;
+	uint32_t nd2h;
+	size_t cap_d2h;
 	uint64_t d2h_lo, d2h_hi; /* every range in flight lies within [lo, hi) */
 	uint32_t next_done_id;   /* forwarder only */
 	/* mapped host memory (mapped.c); can_map: the serving node's data

@@ -14,26 +14,22 @@
 #include <stdlib.h>
 
 #include "forward.h"
+#include "mearas/dynarray.h"
 
 /* A device-to-host copy goes out: its rows are in flight until its DONE. */
 bool d2h_track(struct remote_vgpu *rv, const struct mearas_span *r, uint64_t len, uint32_t *id)
 {
-	struct d2h_flight f = { .r = *r, .end = r->off + len };
+	struct d2h_flight f = { .r = *r, .end = r->off + len }, *n;
 
 	/* ids repeat after 2^32 copies: a copy in flight that long is not expected */
 	f.id = ++rv->next_done_id;
 	pthread_mutex_lock(&rv->d2h_lock);
-	if (rv->nd2h == rv->cap_d2h) {
-		uint32_t ncap = rv->cap_d2h ? rv->cap_d2h * 2 : 16;
-		struct d2h_flight *n = realloc(rv->d2h, ncap * sizeof(*n));
-
-		if (!n) {
-			pthread_mutex_unlock(&rv->d2h_lock);
-			return false;
-		}
-		rv->d2h = n;
-		rv->cap_d2h = ncap;
+	n = mearas_dynarray_grow(rv->d2h, &rv->cap_d2h, (size_t)rv->nd2h + 1, sizeof(f), 16);
+	if (!n) {
+		pthread_mutex_unlock(&rv->d2h_lock);
+		return false;
 	}
+	rv->d2h = n;
 	rv->d2h[rv->nd2h] = f;
 	__atomic_store_n(&rv->nd2h, rv->nd2h + 1, __ATOMIC_RELEASE);
 	if (f.r.off < rv->d2h_lo)
@@ -65,16 +61,12 @@ void d2h_done(struct remote_vgpu *rv, uint32_t id)
 
 static bool spans_add(struct span **v, size_t *n, size_t *cap, uint64_t a, uint64_t b)
 {
-	if (*n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 16;
-		struct span *nv = realloc(*v, ncap * sizeof(*nv));
+	struct span *nv = mearas_dynarray_grow(*v, cap, *n + 1, sizeof(*nv), 16);
 
-		if (!nv)
-			return false;
-		*v = nv;
-		*cap = ncap;
-	}
-	(*v)[(*n)++] = (struct span){ a, b };
+	if (!nv)
+		return false;
+	*v = nv;
+	nv[(*n)++] = (struct span){ a, b };
 	return true;
 }
 

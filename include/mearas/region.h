@@ -257,6 +257,7 @@ struct mearas_span {
 	uint64_t off, pitch, width, rows;
 };
 
+#include "mearas/array.h" /* MEMCPY_ARRAY's directions, for the spans below */
 #include "mearas/ops_inline.gen.h"
 
 static inline const char *mearas_op_name(unsigned op)

@@ -21,6 +21,18 @@ struct link_transport_ops {
 	void (*destroy)(struct link_transport *t);
 };
 
+/* PREFIX_ops: the ops of the transport whose functions are PREFIX_send_iov,
+ * PREFIX_recv and PREFIX_destroy, and shutdown_fn; label names it in log
+ * lines. A macro: a function cannot define the table. */
+#define LINK_TRANSPORT_OPS(prefix, label, shutdown_fn)         \
+	static const struct link_transport_ops prefix##_ops = { \
+		.name = label,                                  \
+		.send_iov = prefix##_send_iov,                  \
+		.recv = prefix##_recv,                          \
+		.shutdown = shutdown_fn,                        \
+		.destroy = prefix##_destroy,                    \
+	}
+
 /* Receive buffer of a transport: small reads (frame and item headers, small
  * messages) are served from it, so a reply of several small pieces costs one
  * receive call, not one per piece; large reads bypass it. One reader per
@@ -33,6 +45,14 @@ struct link_transport {
 	uint64_t rx_spin_ns;    /* readers poll without sleeping this long after data (cfg rx_spin_us) */
 	uint32_t rx_pos, rx_have; /* rx_buf[rx_pos, rx_have) is received, not yet read */
 	uint8_t rx_buf[LINK_RX_BUF];
+};
+
+/* A transport over a TCP socket: the TCP transport, and the start of the
+ * TLS one (transport_tls.c). */
+struct link_tcp_transport {
+	struct link_transport base;
+	int fd;
+	int down; /* atomic: set by shutdown; senders and readers check it */
 };
 
 /* Takes ownership of the connected socket fd. */
@@ -51,6 +71,9 @@ int link_verbs_available(const struct mearas_link_config *cfg);
 
 /* TCP helpers shared by client and server. */
 int link_tcp_set_options(int fd, uint32_t send_timeout_ms);
+/* The shutdown of a link_tcp_transport (TCP, TLS): down set, the socket
+ * shut, which wakes whoever is blocked on it. */
+void link_tcp_transport_shutdown(struct link_transport *t);
 int link_tcp_connect(const char *host, uint16_t port, uint32_t timeout_ms, int *out_fd);
 
 #endif

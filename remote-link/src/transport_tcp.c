@@ -12,12 +12,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-struct tcp_transport {
-	struct link_transport base;
-	int fd;
-	int down; /* atomic */
-};
-
 int link_tcp_set_options(int fd, uint32_t send_timeout_ms)
 {
 	int one = 1;
@@ -79,7 +73,7 @@ int link_tcp_connect(const char *host, uint16_t port, uint32_t timeout_ms, int *
 
 static int tcp_send_iov(struct link_transport *t, const struct iovec *iov_in, int iovcnt)
 {
-	struct tcp_transport *tt = (struct tcp_transport *)t;
+	struct link_tcp_transport *tt = (struct link_tcp_transport *)t;
 	struct iovec local[64];
 	if (iovcnt > 64)
 		return MEARAS_LINK_E_INVAL;
@@ -111,7 +105,7 @@ static int tcp_send_iov(struct link_transport *t, const struct iovec *iov_in, in
 
 static int tcp_recv(struct link_transport *t, void *buf, size_t len, uint32_t timeout_ms)
 {
-	struct tcp_transport *tt = (struct tcp_transport *)t;
+	struct link_tcp_transport *tt = (struct link_tcp_transport *)t;
 	if (__atomic_load_n(&tt->down, __ATOMIC_ACQUIRE))
 		return MEARAS_LINK_E_BROKEN;
 	if (len > (1u << 30))
@@ -136,27 +130,21 @@ static int tcp_recv(struct link_transport *t, void *buf, size_t len, uint32_t ti
 	return MEARAS_LINK_E_BROKEN; /* EOF or reset */
 }
 
-static void tcp_shutdown(struct link_transport *t)
+void link_tcp_transport_shutdown(struct link_transport *t)
 {
-	struct tcp_transport *tt = (struct tcp_transport *)t;
+	struct link_tcp_transport *tt = (struct link_tcp_transport *)t;
 	__atomic_store_n(&tt->down, 1, __ATOMIC_RELEASE);
 	shutdown(tt->fd, SHUT_RDWR);
 }
 
 static void tcp_destroy(struct link_transport *t)
 {
-	struct tcp_transport *tt = (struct tcp_transport *)t;
+	struct link_tcp_transport *tt = (struct link_tcp_transport *)t;
 	close(tt->fd);
 	free(tt);
 }
 
-static const struct link_transport_ops tcp_ops = {
-	.name = "tcp",
-	.send_iov = tcp_send_iov,
-	.recv = tcp_recv,
-	.shutdown = tcp_shutdown,
-	.destroy = tcp_destroy,
-};
+LINK_TRANSPORT_OPS(tcp, "tcp", link_tcp_transport_shutdown);
 
 int link_tcp_transport_create(int fd, const struct mearas_link_config *cfg,
 			      struct link_transport **out)
@@ -164,7 +152,7 @@ int link_tcp_transport_create(int fd, const struct mearas_link_config *cfg,
 	int rc = link_tcp_set_options(fd, cfg->dead_ms);
 	if (rc)
 		return rc;
-	struct tcp_transport *tt = calloc(1, sizeof(*tt));
+	struct link_tcp_transport *tt = calloc(1, sizeof(*tt));
 	if (!tt)
 		return MEARAS_LINK_E_NOMEM;
 	tt->base.ops = &tcp_ops;

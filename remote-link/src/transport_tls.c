@@ -33,11 +33,9 @@
 #define TLS_WBUF (256u << 10) /* records written to the socket at once (TLS in user space) */
 
 struct tls_transport {
-	struct link_transport base;
-	int fd;
+	struct link_tcp_transport tcp; /* the socket, its shutdown */
 	SSL *ssl;
 	pthread_mutex_t lock; /* every SSL call */
-	int down;             /* atomic */
 	int logged;           /* atomic: the refusal of peer data was logged */
 	bool guard_sigpipe;   /* SIGPIPE was not ignored when the link opened (link_sigpipe_block) */
 	bool rx_pending;      /* the reader's: TLS held received bytes after its last read */
@@ -50,7 +48,7 @@ struct tls_transport {
 /* A TLS step failed: log what TLS refused (once, and not when we closed it). */
 static int step_failed(struct tls_transport *tt, int rc)
 {
-	if (rc == MEARAS_LINK_E_PROTO && !__atomic_load_n(&tt->down, __ATOMIC_ACQUIRE) &&
+	if (rc == MEARAS_LINK_E_PROTO && !__atomic_load_n(&tt->tcp.down, __ATOMIC_ACQUIRE) &&
 	    !__atomic_exchange_n(&tt->logged, 1, __ATOMIC_ACQ_REL)) {
 		char why[160];
 		link_tls_error_text(why, sizeof(why));
@@ -59,7 +57,7 @@ static int step_failed(struct tls_transport *tt, int rc)
 			 "dropping the link",
 			 tt->peer, why);
 	}
-	__atomic_store_n(&tt->down, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&tt->tcp.down, 1, __ATOMIC_RELEASE);
 	return rc;
 }
 
@@ -68,7 +66,7 @@ static int write_all(struct tls_transport *tt, const uint8_t *p, size_t len)
 {
 	uint64_t limit = (uint64_t)tt->send_timeout_ms * 1000000ull, since = link_now_ns();
 	while (len) {
-		if (__atomic_load_n(&tt->down, __ATOMIC_ACQUIRE))
+		if (__atomic_load_n(&tt->tcp.down, __ATOMIC_ACQUIRE))
 			return MEARAS_LINK_E_BROKEN;
 		size_t n = 0;
 		short ev = 0;
@@ -84,7 +82,7 @@ static int write_all(struct tls_transport *tt, const uint8_t *p, size_t len)
 		uint64_t now = link_now_ns();
 		if (now - since >= limit)
 			return MEARAS_LINK_E_BROKEN; /* as SO_SNDTIMEO on a plain link */
-		struct pollfd pfd = { .fd = tt->fd, .events = ev };
+		struct pollfd pfd = { .fd = tt->tcp.fd, .events = ev };
 		int left_ms = (int)((limit - (now - since)) / 1000000u) + 1;
 		if (poll(&pfd, 1, left_ms) < 0 && errno != EINTR)
 			return MEARAS_LINK_E_BROKEN;
@@ -99,7 +97,7 @@ static int flush_out(struct tls_transport *tt)
 {
 	uint64_t limit = (uint64_t)tt->send_timeout_ms * 1000000ull, since = link_now_ns();
 	for (;;) {
-		if (__atomic_load_n(&tt->down, __ATOMIC_ACQUIRE))
+		if (__atomic_load_n(&tt->tcp.down, __ATOMIC_ACQUIRE))
 			return MEARAS_LINK_E_BROKEN;
 		pthread_mutex_lock(&tt->lock);
 		BIO *wbio = SSL_get_wbio(tt->ssl);
@@ -117,7 +115,7 @@ static int flush_out(struct tls_transport *tt)
 			since = now;
 		else if (now - since >= limit)
 			return MEARAS_LINK_E_BROKEN;
-		struct pollfd pfd = { .fd = tt->fd, .events = POLLOUT };
+		struct pollfd pfd = { .fd = tt->tcp.fd, .events = POLLOUT };
 		int left_ms = (int)((limit - (now - since)) / 1000000u) + 1;
 		if (poll(&pfd, 1, left_ms) < 0 && errno != EINTR)
 			return MEARAS_LINK_E_BROKEN;
@@ -172,7 +170,7 @@ static int send_iov_unguarded(struct tls_transport *tt, const struct iovec *iov,
 static int tls_recv(struct link_transport *t, void *buf, size_t len, uint32_t timeout_ms)
 {
 	struct tls_transport *tt = (struct tls_transport *)t;
-	if (__atomic_load_n(&tt->down, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&tt->tcp.down, __ATOMIC_ACQUIRE))
 		return MEARAS_LINK_E_BROKEN;
 	if (len > (1u << 30))
 		len = 1u << 30;
@@ -185,7 +183,7 @@ static int tls_recv(struct link_transport *t, void *buf, size_t len, uint32_t ti
 	short ev = POLLIN;
 	for (int attempt = 0; attempt < 2; attempt++) {
 		if (attempt || !tt->rx_pending) {
-			struct pollfd pfd = { .fd = tt->fd, .events = ev };
+			struct pollfd pfd = { .fd = tt->tcp.fd, .events = ev };
 			int pr = poll(&pfd, 1, (int)timeout_ms);
 			if (pr < 0)
 				return errno == EINTR ? 0 : MEARAS_LINK_E_BROKEN;
@@ -208,29 +206,16 @@ static int tls_recv(struct link_transport *t, void *buf, size_t len, uint32_t ti
 	return 0;
 }
 
-static void tls_shutdown(struct link_transport *t)
-{
-	struct tls_transport *tt = (struct tls_transport *)t;
-	__atomic_store_n(&tt->down, 1, __ATOMIC_RELEASE);
-	shutdown(tt->fd, SHUT_RDWR);
-}
-
 static void tls_destroy(struct link_transport *t)
 {
 	struct tls_transport *tt = (struct tls_transport *)t;
 	SSL_free(tt->ssl);
-	close(tt->fd);
+	close(tt->tcp.fd);
 	pthread_mutex_destroy(&tt->lock);
 	free(tt);
 }
 
-static const struct link_transport_ops tls_ops = {
-	.name = "tcp",
-	.send_iov = tls_send_iov,
-	.recv = tls_recv,
-	.shutdown = tls_shutdown,
-	.destroy = tls_destroy,
-};
+LINK_TRANSPORT_OPS(tls, "tcp", link_tcp_transport_shutdown); /* log lines name it tcp; its security text says TLS */
 
 int link_tls_transport_create(int fd, SSL *ssl, const struct mearas_link_config *cfg, const char *peer,
 			      struct link_transport **out)
@@ -241,9 +226,9 @@ int link_tls_transport_create(int fd, SSL *ssl, const struct mearas_link_config 
 		SSL_free(ssl);
 		return rc ? rc : MEARAS_LINK_E_NOMEM;
 	}
-	tt->base.ops = &tls_ops;
-	tt->base.rx_spin_ns = (uint64_t)cfg->rx_spin_us * 1000ull;
-	link_tls_describe(ssl, cfg->no_ktls, tt->base.security, sizeof(tt->base.security));
+	tt->tcp.base.ops = &tls_ops;
+	tt->tcp.base.rx_spin_ns = (uint64_t)cfg->rx_spin_us * 1000ull;
+	link_tls_describe(ssl, cfg->no_ktls, tt->tcp.base.security, sizeof(tt->tcp.base.security));
 	/* TLS in user space writes each record (16 KiB of plaintext at most) with
 	 * a write() of its own: each a TCP push and, on loopback or veth, the
 	 * receiving stack's work and a wakeup of the reader. Gathered in a buffer
@@ -259,7 +244,7 @@ int link_tls_transport_create(int fd, SSL *ssl, const struct mearas_link_config 
 	} else {
 		BIO_free(wbuf); /* unbuffered: one write() per record, as with kTLS */
 	}
-	tt->fd = fd;
+	tt->tcp.fd = fd;
 	tt->ssl = ssl;
 	pthread_mutex_init(&tt->lock, NULL);
 	tt->send_timeout_ms = cfg->dead_ms;
@@ -267,6 +252,6 @@ int link_tls_transport_create(int fd, SSL *ssl, const struct mearas_link_config 
 	tt->rx_pending = true; /* the handshake may have read application data ahead */
 	tt->cfg = cfg;
 	snprintf(tt->peer, sizeof(tt->peer), "%s", peer);
-	*out = &tt->base;
+	*out = &tt->tcp.base;
 	return MEARAS_LINK_OK;
 }

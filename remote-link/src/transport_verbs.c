@@ -310,13 +310,7 @@ static void verbs_destroy(struct link_transport *t)
 	free(v);
 }
 
-static const struct link_transport_ops verbs_ops = {
-	.name = "verbs",
-	.send_iov = verbs_send_iov,
-	.recv = verbs_recv,
-	.shutdown = verbs_shutdown,
-	.destroy = verbs_destroy,
-};
+LINK_TRANSPORT_OPS(verbs, "verbs", verbs_shutdown);
 
 static int setup_resources(struct verbs_transport *v, const struct mearas_link_config *cfg)
 {

@@ -6,7 +6,8 @@
 #       (default: build/ next to this script) under `timeout`, writing
 #       OUTDIR/NAME.out (stdout), OUTDIR/NAME.err (stderr) and OUTDIR/NAME.rc
 #       (exit status). SET: core (default), libraries (the lib_* programs
-#       calling cuBLAS, cuFFT, cuDNN, ...) or all. The environment is
+#       calling cuBLAS, cuFFT, cuDNN, ...), driver (the programs built with the
+#       driver API alone, in build/driver) or all. The environment is
 #       inherited, so LD_LIBRARY_PATH selects which libcudart.so.13 (native
 #       or mearas) the programs load.
 #   run-suite.sh --compare DIR_A DIR_B
@@ -19,7 +20,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 programs=(vector_add matmul_tiled streams_events multithread multidevice graph_capture
 	templates rdc thrust_sort atomics coop_groups device_printf memory_api device_query
 	stream_callbacks per_thread_stream misuse limits_pools cluster_launch portable_flag portable_uva vmm_api launch_attrs
-	graph_nodes tma_tiled stress_mix managed)
+	graph_nodes tma_tiled stress_mix managed textures modules)
+# --set driver: the programs built with the driver API alone (build/driver)
+drivers=(modules drv_textures)
 # --set libraries: programs calling NVIDIA's CUDA libraries. Kept apart from
 # `programs`, the list the VM guest image is built from (tests/vm-cuda), which
 # has no room for the libraries.
@@ -57,6 +60,7 @@ run_mode() {
 		case $set in
 		core) names=("${programs[@]}") ;;
 		libraries) names=("${libraries[@]}") ;;
+		driver) names=("${drivers[@]}") ;;
 		all) names=("${programs[@]}" "${libraries[@]}") ;;
 		esac
 	fi
@@ -136,11 +140,11 @@ case $1 in
 		esac
 	done
 	case $set in
-	core | libraries | all) ;;
-	*) echo "run-suite: unknown set: $set (core, libraries or all)" >&2; exit 2 ;;
+	core | libraries | driver | all) ;;
+	*) echo "run-suite: unknown set: $set (core, libraries, driver or all)" >&2; exit 2 ;;
 	esac
 	for name in "$@"; do
-		printf '%s\n' "${programs[@]}" "${libraries[@]}" | grep -qx -- "$name" ||
+		printf '%s\n' "${programs[@]}" "${libraries[@]}" "${drivers[@]}" | grep -qx -- "$name" ||
 			{ echo "run-suite: unknown program: $name" >&2; exit 2; }
 	done
 	run_mode "$outdir" "$build" "$limit" "$set" "$@"

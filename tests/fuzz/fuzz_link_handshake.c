@@ -22,6 +22,7 @@
 
 #include "fuzz_die.h"
 #include "fuzz_link.h"
+#include "mearas/fdpass.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -48,16 +49,8 @@ static void hs_cfg(struct mearas_link_config *cfg, uint8_t flags)
 /* The peer's bytes, then its half-close: every read past them ends at once. */
 static void feed(int fd, const uint8_t *data, size_t size)
 {
-	while (size) {
-		ssize_t n = send(fd, data, size, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			die("cannot queue the peer's bytes");
-		data += n;
-		size -= (size_t)n;
-	}
+	if (mearas_send_all(fd, data, size))
+		die("cannot queue the peer's bytes");
 	shutdown(fd, SHUT_WR);
 }
 

@@ -98,13 +98,7 @@ static void mem_destroy(struct link_transport *t)
 	free(m);
 }
 
-static const struct link_transport_ops mem_ops = {
-	.name = "fuzz",
-	.send_iov = mem_send_iov,
-	.recv = mem_recv,
-	.shutdown = mem_shutdown,
-	.destroy = mem_destroy,
-};
+LINK_TRANSPORT_OPS(mem, "fuzz", mem_shutdown);
 
 struct link_transport *mem_transport_new(const uint8_t *data, size_t len, uint8_t frag, bool gated)
 {

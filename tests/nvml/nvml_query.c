@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -618,6 +619,75 @@ static void test_unsupported_logged_once(void)
 	CHECK_EQ(occurrences(log, "nvmlDeviceGetTemperature is not supported by mearas"), 1);
 }
 
+/* NVML's private table (nvml.h does not declare it), as nvidia-smi asks for it */
+nvmlReturn_t nvmlInternalGetExportTable(const void **table, const void *id);
+static const unsigned char SMI_TABLE_ID[16] = { 0xc4, 0xfe, 0x3e, 0x6c, 0xc9, 0x8f, 0x6c, 0x4e,
+						0xa3, 0x27, 0xee, 0x69, 0x6e, 0x12, 0xf7, 0xc4 };
+
+static const uintptr_t *smi_table(void)
+{
+	const void *t = NULL;
+
+	NVML_OK(nvmlInternalGetExportTable(&t, SMI_TABLE_ID));
+	REQUIRE(t != NULL);
+	return t;
+}
+
+/* slot 81 looks a device up by index (nvidia-smi -L lists devices so) */
+static void test_internal_table_device_by_index(void)
+{
+	const uintptr_t *t = smi_table();
+	nvmlReturn_t (*by_index)(unsigned, nvmlDevice_t *, unsigned) =
+		(nvmlReturn_t (*)(unsigned, nvmlDevice_t *, unsigned))t[81];
+	nvmlDevice_t d = NULL;
+
+	CHECK(t[0] >= 82 * sizeof(uintptr_t));
+	NVML_OK(by_index(1, &d, 0x22));
+	CHECK(d == handle(1));
+	CHECK_RC(by_index(99, &d, 0x22), NVML_ERROR_INVALID_ARGUMENT);
+}
+
+/* other slots and other tables: NOT_SUPPORTED, the slot's number logged once */
+static void test_internal_table_unserved(void)
+{
+	const uintptr_t *t = smi_table();
+	nvmlReturn_t (*slot5)(void) = (nvmlReturn_t (*)(void))t[5];
+	const void *other = NULL;
+	unsigned char id[16];
+	const char *log;
+	nvmlReturn_t r1, r2;
+
+	memcpy(id, SMI_TABLE_ID, sizeof(id));
+	id[15] ^= 1;
+	capture_begin();
+	r1 = slot5();
+	r2 = slot5();
+	log = capture_end();
+	CHECK_RC(r1, NVML_ERROR_NOT_SUPPORTED);
+	CHECK_RC(r2, NVML_ERROR_NOT_SUPPORTED);
+	CHECK_EQ(occurrences(log, "slot 5 is not served by mearas"), 1);
+	CHECK_RC(nvmlInternalGetExportTable(&other, id), NVML_ERROR_NOT_SUPPORTED);
+	CHECK_RC(nvmlInternalGetExportTable(NULL, SMI_TABLE_ID), NVML_ERROR_INVALID_ARGUMENT);
+}
+
+/* events: a vGPU has none; sets work, waits time out */
+static void test_events_none(void)
+{
+	nvmlEventSet_t set = NULL;
+	nvmlEventData_t data;
+	unsigned long long types = 99;
+
+	NVML_OK(nvmlEventSetCreate(&set));
+	NVML_OK(nvmlDeviceGetSupportedEventTypes(handle(0), &types));
+	CHECK_EQ(types, 0);
+	NVML_OK(nvmlDeviceRegisterEvents(handle(0), 0, set));
+	CHECK_RC(nvmlDeviceRegisterEvents(handle(0), nvmlEventTypeXidCriticalError, set), NVML_ERROR_NOT_SUPPORTED);
+	CHECK_RC(nvmlEventSetWait_v2(set, &data, 20), NVML_ERROR_TIMEOUT);
+	CHECK_RC(nvmlEventSetWait_v2(set, NULL, 0), NVML_ERROR_INVALID_ARGUMENT);
+	CHECK_RC(nvmlDeviceRegisterEvents(handle(0), 0, NULL), NVML_ERROR_INVALID_ARGUMENT);
+	NVML_OK(nvmlEventSetFree(set));
+}
+
 /* kills the processes whose parent is pid (mearasd's workers); how many */
 static unsigned kill_children(long pid)
 {
@@ -713,6 +783,9 @@ static const struct check_case cases[] = {
 	{ "field_values_bad_arguments", test_field_values_bad_arguments },
 	{ "utilization_not_supported", test_utilization_not_supported },
 	{ "unsupported_logged_once", test_unsupported_logged_once },
+	{ "internal_table_device_by_index", test_internal_table_device_by_index },
+	{ "internal_table_unserved", test_internal_table_unserved },
+	{ "events_none", test_events_none },
 	{ "error_string", test_error_string },
 	{ "gpu_lost", test_gpu_lost },
 };

@@ -41,6 +41,8 @@ def test_shipped_spec_generates(tmp_path: Path) -> None:
     ("op A\n  u64 x\n  reads data(x, y)\n", "span names y"),
     ("op A\n  out u64 a\n  out u64 b\n  out u64 c\n", "two at most"),
     ("op A\n  payload bytes p\n  dev fn\n", "dev ops take scalar arguments only"),
+    ("op A\n  u64 x handle(stream)\n  destroy x\n", "destroy names an id(KIND) argument"),
+    ("op A\n  u64 x id(stream)\n  destroy y\n", "destroy names an id(KIND) argument"),
     ("  u64 x\n", "before the first op"),
     ("op A\n  what is this\n", "unknown line kind"),
 ])
@@ -73,6 +75,15 @@ def test_dev_op_needs_every_device_function(tmp_path: Path) -> None:
     c = (tmp_path / "gen/exec_ops.gen.c").read_text()
     assert "v->ops->op->get_knob(v->dev, in->a->knob, &value)" in c
     assert "exec_op_GET_KNOB" not in (tmp_path / "gen/exec_ops.gen.h").read_text()
+
+
+def test_destroy_op_gets_its_handler(tmp_path: Path) -> None:
+    r = run(tmp_path, BASE + "op THING_DESTROY\n  u64 thing id(stream)\n  destroy thing\n")
+    assert r.returncode == 0, r.stderr
+    # generated: takes the object out of the stream table and destroys it
+    c = (tmp_path / "gen/exec_ops.gen.c").read_text()
+    assert "return exec_take_and_destroy(v, MEARAS_KIND_STREAM, in->a->thing);" in c
+    assert "exec_op_THING_DESTROY" not in (tmp_path / "gen/exec_ops.gen.h").read_text()
 
 
 def test_unchanged_output_is_not_rewritten(tmp_path: Path) -> None:

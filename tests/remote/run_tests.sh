@@ -239,6 +239,13 @@ on_remote_device0 loopback-tensormap-remote lo-tmap 60 \
 	"grep -q 'tiled tensor map of 0x[0-9a-f]* bytes at 0x[0-9a-f]* refused: not inside device memory' '$work/lo-remote.log'" \
 	drv_tensormap remote
 
+# CUDA arrays, texture and surface objects on a remote vGPU: tests/sim's
+# mem_arrays with its device 0 on the other node (array copies through
+# pageable, pinned and device memory both ways, queries, objects described,
+# refusals by the serving node)
+on_remote_device0 loopback-arrays-remote lo-arrays 120 \
+	"grep -q 'surface object refused: its array was not made for surface loads' '$work/lo-remote.log'" mem_arrays
+
 start_node lo-wrong - --socket="$work/lo-wrong.sock" --vgpus=2 --remote=1=127.0.0.1:$port \
 	--cluster-key-file="$work/wrongkey"
 lo_wrong=$NODE_PID

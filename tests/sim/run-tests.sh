@@ -312,7 +312,7 @@ SHARED_SOCK=$SOCK
 SHARED_PID=$DAEMON_PID
 
 for p in reg_plain reg_templates reg_extern_c reg_big_params reg_launch_apis reg_per_thread reg_rdc \
-	reg_symbols mem_memset mem_2d mem_register mem_register_shared err_codes err_last_error; do
+	reg_symbols mem_memset mem_2d mem_arrays mem_register mem_register_shared err_codes err_last_error; do
 	run_test "$p" prog "$p"
 done
 run_test graph_host_func prog graph_host_func
@@ -365,6 +365,9 @@ run_test rt_managed prog rt_managed
 for m in linked unresolved refused; do
 	run_test "drv_link_$m" prog drv_link "$m"
 done
+for m in copies textures refused; do
+	run_test "drv_arrays_$m" prog drv_arrays "$m"
+done
 run_test fn_set_attrs prog fn_set_attrs
 run_test drv_func_queries func_queries drv_func_queries
 run_test rt_func_queries func_queries rt_func_queries
@@ -387,7 +390,7 @@ declare -A static_args=([conc_threads]=500)
 declare -A static_not_yet=(
 	[err_last_error]="which error the real driver gives a launch with an empty grid is not measured yet")
 for p in reg_plain reg_templates reg_extern_c reg_big_params reg_launch_apis reg_per_thread reg_rdc \
-	reg_symbols mem_memset mem_2d mem_register mem_register_shared err_codes err_last_error graph_host_func mem_roundtrip \
+	reg_symbols mem_memset mem_2d mem_arrays mem_register mem_register_shared err_codes err_last_error graph_host_func mem_roundtrip \
 	conc_threads conc_cross_event dev_props dev_pointers dev_limits dev_profiler mem_pools graph_capture_api graph_nodes launch_attrs \
 	ctx_runtime_binds lib_cufft rt_managed fn_set_attrs; do
 	if [ -n "${static_not_yet[$p]:-}" ]; then

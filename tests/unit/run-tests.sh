@@ -110,6 +110,7 @@ for v in plain asan; do
 	run $v/region_address 60 $B/$v/test_region_address
 	run $v/printf_flush 60 $B/$v/test_printf_flush
 	run $v/exec_link 60 $B/$v/test_exec_link
+	run $v/exec_array 60 $B/$v/test_exec_array
 done
 # every test program the Makefile builds is run above
 unlisted=

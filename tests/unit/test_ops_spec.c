@@ -71,6 +71,14 @@ static void test_spans(void)
 	mearas_prep_LAUNCH(&e, 1, (const uint32_t[3]){ 1, 1, 1 }, (const uint32_t[3]){ 1, 1, 1 },
 			   (const uint32_t[3]){ 0, 0, 0 }, 0, 0);
 	CHECK(!mearas_op_reads(&e, &s) && !mearas_op_writes(&e, &s));
+	/* array copies: the data-area rows of the host directions only */
+	mearas_prep_MEMCPY_ARRAY(&e, 7, 4096, 64, 0, 1, 2, 48, 3, MEARAS_ARRAY_HTOA);
+	CHECK(mearas_op_reads(&e, &s) && s.off == 4096 && s.pitch == 64 && s.width == 48 && s.rows == 3);
+	CHECK(!mearas_op_writes(&e, &s));
+	mearas_prep_MEMCPY_ARRAY(&e, 7, 4096, 64, 0, 1, 2, 48, 3, MEARAS_ARRAY_ATOH);
+	CHECK(mearas_op_writes(&e, &s) && s.off == 4096 && s.rows == 3 && !mearas_op_reads(&e, &s));
+	mearas_prep_MEMCPY_ARRAY(&e, 7, 4096, 64, 0, 1, 2, 48, 3, MEARAS_ARRAY_DTOA);
+	CHECK(!mearas_op_reads(&e, &s) && !mearas_op_writes(&e, &s));
 	/* an encoded tensor map comes back through the data area (a remote
 	 * vGPU's forwarder follows the span back) */
 	e = blank();
@@ -83,7 +91,8 @@ static void test_props(void)
 {
 	static const unsigned deferred[] = { MEARAS_OP_MEMCPY, MEARAS_OP_MEMCPY_2D, MEARAS_OP_MEMSET,
 					     MEARAS_OP_MEMSET_2D, MEARAS_OP_STREAM_SYNC, MEARAS_OP_EVENT_SYNC,
-					     MEARAS_OP_CTX_SYNC, MEARAS_OP_SYNC_ERROR, MEARAS_OP_MEM_FREE };
+					     MEARAS_OP_CTX_SYNC, MEARAS_OP_SYNC_ERROR, MEARAS_OP_MEM_FREE,
+					     MEARAS_OP_MEMCPY_ARRAY };
 	unsigned n = 0;
 
 	for (unsigned op = 0; op < MEARAS_OP_COUNT; op++)

@@ -92,6 +92,16 @@ static inline int pass(void)
     return 0;
 }
 
+// FNV-1a of n bytes: a short line for a program's output to compare with native's
+static inline unsigned hash_bytes(const void *p, size_t n)
+{
+    const unsigned char *b = (const unsigned char *)p;
+    unsigned h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 16777619u;
+    return h;
+}
+
 // Deterministic pseudo-random stream (no dependence on libc rand state).
 static inline unsigned int lcg_next(unsigned int *state)
 {

@@ -38,3 +38,18 @@ static inline void cu_access_rw(CUdeviceptr va, size_t size, int dev)
     a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     CHECK_CU(cuMemSetAccess(va, size, &a, 1));
 }
+
+// cuInit, then device 0's primary context retained and made current (the
+// start of a program without the runtime); release it with
+// cuDevicePrimaryCtxRelease
+static inline CUdevice cu_primary_current(void)
+{
+    CUdevice dev;
+    CUcontext ctx;
+
+    CHECK_CU(cuInit(0));
+    CHECK_CU(cuDeviceGet(&dev, 0));
+    CHECK_CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CHECK_CU(cuCtxSetCurrent(ctx));
+    return dev;
+}
