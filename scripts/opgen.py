@@ -373,6 +373,23 @@ def rt_signature(o: Op) -> str:
     return f"cudaError_t rt_do_{o.name}({', '.join(ps)})"
 
 
+def outs_and_words(o: Op, words: str, to_words: bool) -> list[str]:
+    """The lines that carry an op's outputs in the completion's value words
+    (WORDS[i]: a float's bits, any other type widened to uint64_t): into the
+    words (the back end, from its locals) or out of them (the runtime, into
+    the caller's NAME_out)."""
+    lines = []
+    for i, r in enumerate(o.outs):
+        word = f"{words}[{i}]"
+        if r.ctype == "float":
+            lines.append(f"\tmemcpy(&{word}, &{r.name}, sizeof(float));\n" if to_words
+                         else f"\tmemcpy({r.name}_out, &{word}, sizeof(float));\n")
+        else:
+            lines.append(f"\t{word} = (uint64_t){r.name};\n" if to_words
+                         else f"\t*{r.name}_out = ({r.ctype}){word};\n")
+    return lines
+
+
 def gen_rt(spec: Spec) -> tuple[str, str]:
     h = [HEADER, "/* included by guest/core/core.h: rt_do_NAME posts op NAME on vGPU vgpu\n"
          " * (on the stream st where it has one); ops that always complete wait for\n"
@@ -400,11 +417,7 @@ def gen_rt(spec: Spec) -> tuple[str, str]:
             call = "rt_post(vgpu, &c)"
         if o.outs:
             c.append(f"\te = {call};\n\tif (e)\n\t\treturn e;\n")
-            for i, r in enumerate(o.outs):
-                if r.ctype == "float":
-                    c.append(f"\tmemcpy({r.name}_out, &cqe.val[{i}], sizeof(float));\n")
-                else:
-                    c.append(f"\t*{r.name}_out = ({r.ctype})cqe.val[{i}];\n")
+            c += outs_and_words(o, "cqe.val", to_words=False)
             c.append("\treturn cudaSuccess;\n}\n\n")
         else:
             c.append(f"\treturn {call};\n}}\n\n")
@@ -414,19 +427,43 @@ def gen_rt(spec: Spec) -> tuple[str, str]:
 
 # ---- exec_ops.gen.inc: the back end's decoding, validation and dispatch ----
 
-def exec_in_struct(o: Op) -> str:
+RETURN_R = "\tif (r)\n\t\treturn r;\n"
+
+
+def exec_in_item(spec: Spec, it: Item) -> tuple[str, str]:
+    """What a record's item adds to struct exec_in_OP (a field) and to
+    decode_OP (the lines that fill or check it); either may be empty."""
+    if it.what == "stream":
+        return "\tvoid *stream;\n", "\tr = exec_resolve_stream(v, e, &in->stream);\n" + RETURN_R
+    if it.what == "payload" and it.payload == "string":
+        return (f"\tchar {it.name}[{NAME_MAX}];\n",
+                f"\tr = exec_payload_string(v, e, in->{it.name}, sizeof(in->{it.name}));\n" + RETURN_R)
+    if it.what == "payload":
+        return (f"\tconst uint8_t *{it.name};\n\tuint32_t {it.name}_len;\n",
+                f"\tr = exec_payload(v, e, &in->{it.name}, &in->{it.name}_len);\n" + RETURN_R)
+    a = it.arg
+    if not a or not a.hkind:
+        return "", ""
+    table = f"&v->htab[MEARAS_KIND_{a.hkind.upper()}]"
+    err = spec.kinds[a.hkind]
+    if a.kind == "handle":
+        return (f"\tstruct hslot *{a.name};\n",
+                f"\tin->{a.name} = htab_get({table}, in->a->{a.name});\n"
+                f"\tif (!in->{a.name})\n\t\treturn {err};\n")
+    if a.kind == "handle?":
+        return (f"\tstruct hslot *{a.name};\n",
+                f"\tin->{a.name} = in->a->{a.name} ? htab_get({table}, in->a->{a.name}) : NULL;\n"
+                f"\tif (in->a->{a.name} && !in->{a.name})\n\t\treturn {err};\n")
+    if a.kind == "new":
+        return "", f"\tif (!exec_id_free({table}, in->a->{a.name}))\n\t\treturn cudaErrorInvalidValue;\n"
+    return "", ""
+
+
+def exec_in_struct(spec: Spec, o: Op) -> str:
     s = [f"struct exec_in_{o.name} {{\n"]
     if o.args:
         s.append(f"\tconst struct mearas_args_{o.name} *a;\n")
-    for it in o.items:
-        if it.what == "stream":
-            s.append("\tvoid *stream;\n")
-        elif it.what == "payload" and it.payload == "string":
-            s.append(f"\tchar {it.name}[{NAME_MAX}];\n")
-        elif it.what == "payload":
-            s.append(f"\tconst uint8_t *{it.name};\n\tuint32_t {it.name}_len;\n")
-        elif it.arg and it.arg.kind in ("handle", "handle?"):
-            s.append(f"\tstruct hslot *{it.arg.name};\n")
+    s += [f for f in (exec_in_item(spec, it)[0] for it in o.items) if f]
     if len(s) == 1:
         s.append("\tchar unused;\n")
     s.append("};\n")
@@ -440,25 +477,7 @@ def exec_decode(spec: Spec, o: Op) -> str:
         d.append("\tint r;\n\n")
     if o.args:
         d.append(f"\tin->a = &e->args.{o.name};\n")
-    for it in o.items:
-        if it.what == "stream":
-            d.append("\tr = exec_resolve_stream(v, e, &in->stream);\n\tif (r)\n\t\treturn r;\n")
-        elif it.what == "payload" and it.payload == "string":
-            d.append(f"\tr = exec_payload_string(v, e, in->{it.name}, sizeof(in->{it.name}));\n\tif (r)\n\t\treturn r;\n")
-        elif it.what == "payload":
-            d.append(f"\tr = exec_payload(v, e, &in->{it.name}, &in->{it.name}_len);\n\tif (r)\n\t\treturn r;\n")
-        elif it.arg and it.arg.hkind:
-            a = it.arg
-            table = f"&v->htab[MEARAS_KIND_{a.hkind.upper()}]"
-            err = spec.kinds[a.hkind]
-            if a.kind == "handle":
-                d.append(f"\tin->{a.name} = htab_get({table}, in->a->{a.name});\n"
-                         f"\tif (!in->{a.name})\n\t\treturn {err};\n")
-            elif a.kind == "handle?":
-                d.append(f"\tin->{a.name} = in->a->{a.name} ? htab_get({table}, in->a->{a.name}) : NULL;\n"
-                         f"\tif (in->a->{a.name} && !in->{a.name})\n\t\treturn {err};\n")
-            elif a.kind == "new":
-                d.append(f"\tif (!exec_id_free({table}, in->a->{a.name}))\n\t\treturn cudaErrorInvalidValue;\n")
+    d += [f for f in (exec_in_item(spec, it)[1] for it in o.items) if f]
     if not o.args and not uses_r:
         d.append("\t(void)v, (void)e, (void)in;\n")
     elif not uses_r and not any(it.arg and it.arg.hkind for it in o.items):
@@ -491,7 +510,7 @@ def gen_exec(spec: Spec) -> tuple[str, str]:
          " * back end defines for every op without a `dev` or `destroy` line. */\n"
          "#ifndef MEARAS_EXEC_OPS_GEN_H\n#define MEARAS_EXEC_OPS_GEN_H\n\n"]
     for o in spec.ops:
-        h.append(exec_in_struct(o))
+        h.append(exec_in_struct(spec, o))
     h.append("\n")
     for o in spec.ops:
         if not o.dev and not o.destroy:
@@ -509,11 +528,7 @@ def gen_exec(spec: Spec) -> tuple[str, str]:
             call = f"v->ops->op->{o.dev}(v->dev{''.join(', ' + p for p in dev_params(o, False))})"
             c.append("\tint r;\n\n\t(void)e, (void)c, (void)f, (void)in;\n")
             c.append(f"\tr = {call};\n")
-            for i, r in enumerate(o.outs):
-                if r.ctype == "float":
-                    c.append(f"\tmemcpy(&c->val[{i}], &{r.name}, sizeof(float));\n")
-                else:
-                    c.append(f"\tc->val[{i}] = (uint64_t){r.name};\n")
+            c += outs_and_words(o, "c->val", to_words=True)
             c.append("\treturn r;\n}\n\n")
         if o.destroy:
             kind = next(a.hkind for a in o.args if a.name == o.destroy)

@@ -28,6 +28,7 @@ import gzip
 import os
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -217,6 +218,11 @@ def c_string(s: str) -> str:
     return '"' + s + '\\0"'
 
 
+def c_array(decl: str, rows: Iterable[str]) -> list[str]:
+    """The lines of `DECL = { ROWS };`, a row a line."""
+    return [f"{decl} = {{", *(f"\t{r}" for r in rows), "};"]
+
+
 def emit(t: Table, src: str) -> str:
     # the exports the table hands out, and one string pool for them and the
     # base names (every base name measured so far is itself an export)
@@ -256,14 +262,8 @@ def emit(t: Table, src: str) -> str:
     w("\t;")
     w("")
     w(f"const unsigned cu_proc_nsyms = {len(exports)};")
-    w("const uint16_t cu_proc_sym_names[] = {")
-    for s in exports:
-        w(f"\t{offset[s]},\t/* {s} */")
-    w("};")
-    w("const cu_proc_fn cu_proc_fns[] = {")
-    for s in exports:
-        w(f"\t{s},")
-    w("};")
+    out += c_array("const uint16_t cu_proc_sym_names[]", (f"{offset[s]},\t/* {s} */" for s in exports))
+    out += c_array("const cu_proc_fn cu_proc_fns[]", (f"{s}," for s in exports))
     w("")
     w(f"const unsigned cu_proc_nnames = {len(t.names)};")
     w("const struct cu_proc_name cu_proc_names[] = {")

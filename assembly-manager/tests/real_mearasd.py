@@ -8,9 +8,10 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from procs import wait_listening
 
 TOP = Path(__file__).resolve().parents[2]
 MEARASD = TOP / "build" / "bin" / "mearasd"
@@ -39,23 +40,8 @@ class RealMearasd:
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
         for path in (self.control_socket, self.client_socket):
-            self._wait_for(path)
+            wait_listening(path, self.proc, log=self.log)
         return self
-
-    def _wait_for(self, path: str, timeout: float = 10) -> None:
-        assert self.proc is not None
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"mearasd exited with {self.proc.returncode}: "
-                                   + self.log.read_text(errors="replace"))
-            try:
-                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-                    s.connect(path)
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError(f"mearasd did not listen on {path} within {timeout} s")
 
     def stop(self) -> None:
         if self.proc is None or self.proc.poll() is not None:

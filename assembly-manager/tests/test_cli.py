@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from procs import kill_if_running
+
 from .conftest import write_config
 from .etcd_harness import EtcdCluster
 from .fake_mearasd import FakeMearasd
@@ -227,6 +229,4 @@ def test_agents_keep_nodes_alive_and_dead_agent_degrades(
         assert json.loads(mearas(cfgs[0], "nodes", "--json").stdout) == []
     finally:
         for a in agents:
-            if a.poll() is None:
-                a.kill()
-                a.wait()
+            kill_if_running(a)

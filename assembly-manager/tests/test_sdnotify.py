@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from mearas_am.sdnotify import notify
+from procs import kill_if_running
 
 from .conftest import write_config
 from .fake_mearasd import FakeMearasd
@@ -37,9 +38,7 @@ def test_agent_notifies_ready_and_stopping(tmp_path: Path, fake_mearasd: FakeMea
         assert rx.recv(4096).decode() == "STOPPING=1"
         assert agent.wait(20) == 0
     finally:
-        if agent.poll() is None:
-            agent.kill()
-            agent.wait()
+        kill_if_running(agent)
         rx.close()
 
 

@@ -254,6 +254,25 @@ def first_error(runs: list[RunResult]) -> str | None:
     return None
 
 
+def training_error(runs: list[RunResult], none_ran: str, not_finite: str) -> str | None:
+    """What is wrong with a place's training runs (none_ran: there are none;
+    the first failure; not_finite: a loss that is not finite), or None."""
+    if not runs:
+        return none_ran
+    if not all(r.ok for r in runs):
+        return first_error(runs)
+    if not all(r.out and r.out.get("loss_finite") for r in runs):
+        return not_finite
+    return None
+
+
+def loss_verdict(native: list[RunResult], runs: list[RunResult]) -> tuple[str, str | None]:
+    """RUNS' losses against native's: what the note says of them, and the
+    error when they differ."""
+    same, text = losses_equal(native, runs)
+    return f"; {text}", None if same else f"the loss differs from native's: {text}"
+
+
 def ratio_record(cfg: Config, place: str, native: list[RunResult], mearas: list[RunResult],
                  device: str, date: str) -> dict[str, Any]:
     """One step-time record: native and mearas = best median step time (s),
@@ -311,15 +330,8 @@ def torch_capability(metric: str, native: list[RunResult], mearas: list[RunResul
     run of the same configuration ran (compare_loss), equal to native's bit
     for bit; extra_check names a field of the mearas runs' JSON that must be
     true (e.g. "expandable_segments")."""
-    err = None
-    m_ok = [r for r in mearas if r.ok]
-    if not mearas:
-        err = "no run through mearas"
-    elif len(m_ok) < len(mearas):
-        err = first_error(mearas)
-    elif not all(r.out and r.out.get("loss_finite") for r in m_ok):
-        err = "the loss is not finite"
-    elif extra_check and not all(r.out and r.out.get(extra_check) is True for r in m_ok):
+    err = training_error(mearas, "no run through mearas", "the loss is not finite")
+    if err is None and extra_check and not all(r.out and r.out.get(extra_check) is True for r in mearas):
         err = f"{extra_check} is not true in the run through mearas"
     note = what
     if compare_loss and err is None:
@@ -328,10 +340,8 @@ def torch_capability(metric: str, native: list[RunResult], mearas: list[RunResul
         elif not all(r.ok for r in native):
             err = f"fails natively too ({first_error(native)})"
         else:
-            same, text = losses_equal(native, mearas)
-            note += f"; {text}"
-            if not same:
-                err = f"the loss differs from native's: {text}"
+            said, err = loss_verdict(native, mearas)
+            note += said
     return capability_record(metric, err is None, err, note, device, date,
                              best_median(native), best_median(mearas), "s")
 
@@ -360,23 +370,14 @@ def guest_torch_record(native: list[RunResult], guest: list[RunResult], device: 
     bit, to the native run's of the same configuration (the same name).
     native/mearas: the training runs' median step times (the guest's CPU is
     emulated: reported, not targeted); the note holds the guest's step times."""
-    err = None
-    g_ok = [r for r in guest if r.ok]
-    if not guest:
-        err = "no run in the guest"
-    elif len(g_ok) < len(guest):
-        err = first_error(guest)
-    elif not all(r.out and r.out.get("loss_finite") for r in g_ok):
-        err = "the loss is not finite in the guest"
+    err = training_error(guest, "no run in the guest", "the loss is not finite in the guest")
     note = what
     if err is None:
         if not native or not all(r.ok for r in native):
             err = f"passes in the guest, but fails natively ({first_error(native) or 'no native run'})"
         else:
-            same, text = losses_equal(native, guest)
-            note += f"; {text}"
-            if not same:
-                err = f"the loss differs from native's: {text}"
+            said, err = loss_verdict(native, guest)
+            note += said
     elif native and not all(r.ok for r in native):
         err += f"; fails natively too ({first_error(native)})"
     for r in guest:

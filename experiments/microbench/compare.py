@@ -26,6 +26,13 @@ EXTRA_TARGETS: dict[str, tuple[str, float]] = {
 }
 
 
+def write_results(out: Path, records: list[dict[str, object]], passed: int, failed: int) -> None:
+    """The records as JSON at OUT (its folder made), then the closing count line."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(records, indent=1) + "\n")
+    print(f"{passed} passed, {failed} failed")
+
+
 def read_metrics(path: Path) -> tuple[dict[str, tuple[str, float]], str]:
     metrics: dict[str, tuple[str, float]] = {}
     device = "unknown"
@@ -103,9 +110,7 @@ def main() -> int:
             print(f"{name:22} {nv:12.3f} {mv:12.3f} {ratio:7.3f}  {op}{bound:<6} {'ok' if good else 'MISSED'}")
         failed += 0 if good else 1
         records.append(rec)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(records, indent=1) + "\n")
-    print(f"{len(records) - failed} passed, {failed} failed")
+    write_results(args.out, records, len(records) - failed, failed)
     return 0
 
 

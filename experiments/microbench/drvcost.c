@@ -46,6 +46,18 @@ static void report(const char *name)
 		}                                                               \
 	} while (0)
 
+/* the median of N runs of a driver call, each timed and checked (i is the
+ * run's index), reported as NAME */
+#define TIME_EACH(name, call)                                                   \
+	do {                                                                    \
+		for (int i = 0; i < N; i++) {                                   \
+			double t = now_us();                                    \
+			CK(call);                                               \
+			samples[i] = now_us() - t;                              \
+		}                                                               \
+		report(name);                                                   \
+	} while (0)
+
 int main(void)
 {
 	CUdevice d;
@@ -58,13 +70,7 @@ int main(void)
 	CK(cuDeviceGet(&d, 0));
 	CK(cuDevicePrimaryCtxRetain(&c, d));
 	CK(cuCtxSetCurrent(c));
-	for (int i = 0; i < N; i++) {
-		double t = now_us();
-
-		CK(cuEventCreate(&ev[i], CU_EVENT_DISABLE_TIMING));
-		samples[i] = now_us() - t;
-	}
-	report("cuEventCreate");
+	TIME_EACH("cuEventCreate", cuEventCreate(&ev[i], CU_EVENT_DISABLE_TIMING));
 	CK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
 	for (int i = 0; i < N; i++) {
 		double t = now_us();
@@ -74,34 +80,10 @@ int main(void)
 		CK(cuEventSynchronize(e));
 	}
 	report("cuEventRecord");
-	for (int i = 0; i < N; i++) {
-		double t = now_us();
-
-		CK(cuEventQuery(e));
-		samples[i] = now_us() - t;
-	}
-	report("cuEventQuery (passed)");
-	for (int i = 0; i < N; i++) {
-		double t = now_us();
-
-		CK(cuCtxSynchronize());
-		samples[i] = now_us() - t;
-	}
-	report("cuCtxSynchronize (idle)");
-	for (int i = 0; i < N; i++) {
-		double t = now_us();
-
-		CK(cuStreamSynchronize(NULL));
-		samples[i] = now_us() - t;
-	}
-	report("cuStreamSynchronize (idle)");
-	for (int i = 0; i < N; i++) {
-		double t = now_us();
-
-		CK(cuEventDestroy(ev[i]));
-		samples[i] = now_us() - t;
-	}
-	report("cuEventDestroy");
+	TIME_EACH("cuEventQuery (passed)", cuEventQuery(e));
+	TIME_EACH("cuCtxSynchronize (idle)", cuCtxSynchronize());
+	TIME_EACH("cuStreamSynchronize (idle)", cuStreamSynchronize(NULL));
+	TIME_EACH("cuEventDestroy", cuEventDestroy(ev[i]));
 	if (pipe(p))
 		return 1;
 	for (int i = 0; i < N; i++) {

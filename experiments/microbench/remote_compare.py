@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
-from compare import best_of, read_metrics
+from compare import best_of, read_metrics, write_results
 
 
 class Yardstick(NamedTuple):
@@ -75,18 +75,15 @@ def main() -> int:
                     help="tcp_bench --buffer-mb 256, client node to remote node")
     ap.add_argument("--raw-tcp-down", type=Path, nargs="+", required=True,
                     help="tcp_bench --buffer-mb 256, remote node to client node")
-    ap.add_argument("--raw-tcp-hot", type=Path, nargs="*", default=[],
-                    help="tcp_bench from a 4 MiB buffer (cache-resident): reported only")
-    ap.add_argument("--iperf3-up", type=Path, nargs="*", default=[],
-                    help="iperf3 -J, one stream, client node to remote node")
-    ap.add_argument("--iperf3-down", type=Path, nargs="*", default=[],
-                    help="iperf3 -J -R, one stream, remote node to client node")
-    ap.add_argument("--iperf3-up-multi", type=Path, nargs="*", default=[],
-                    help="iperf3 -J -P N, N = the link's streams, client node to remote node")
-    ap.add_argument("--iperf3-down-multi", type=Path, nargs="*", default=[],
-                    help="iperf3 -J -R -P N, remote node to client node")
-    ap.add_argument("--link-streams", type=Path, nargs="*", default=[],
-                    help="link_streams.py outputs of the remote runs")
+    # outputs a run may go without
+    for flag, what in (
+            ("--raw-tcp-hot", "tcp_bench from a 4 MiB buffer (cache-resident): reported only"),
+            ("--iperf3-up", "iperf3 -J, one stream, client node to remote node"),
+            ("--iperf3-down", "iperf3 -J -R, one stream, remote node to client node"),
+            ("--iperf3-up-multi", "iperf3 -J -P N, N = the link's streams, client node to remote node"),
+            ("--iperf3-down-multi", "iperf3 -J -R -P N, remote node to client node"),
+            ("--link-streams", "link_streams.py outputs of the remote runs")):
+        ap.add_argument(flag, type=Path, nargs="*", default=[], help=what)
     ap.add_argument("--transport", choices=("tcp", "tls"), required=True,
                     help="the link of the remote runs: tls (encrypted) or tcp (clear)")
     ap.add_argument("--device", required=True)
@@ -177,9 +174,7 @@ def main() -> int:
     if core < 4:
         print("remote microbenchmarks incomplete (see the run's output)", file=sys.stderr)
         failed += 4 - core
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(json.dumps(rows, indent=1) + "\n")
-    print(f"{len(rows) - min(failed, len(rows))} passed, {failed} failed")
+    write_results(a.out, rows, len(rows) - min(failed, len(rows)), failed)
     return 0
 
 

@@ -1,5 +1,6 @@
 #include "tamper_proxy.h"
 #include "check.h"
+#include "sock_io.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -7,18 +8,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-static int send_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-		if (k <= 0)
-			return -1;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
 
 /* Forwards what is readable on from to to, altering it when armed. */
 static int pump(struct tamper_proxy *p, int from, int to, enum tamper_mode flip_mode)

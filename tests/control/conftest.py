@@ -7,13 +7,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from procs import kill_if_running as kill_if_running, wait_listening as wait_listening  # for the tests
 
 TOP = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(TOP / "assembly-manager"))
@@ -50,20 +50,6 @@ class Daemon:
         return env
 
 
-def wait_for_socket(path: str, proc: subprocess.Popen[bytes], timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"mearasd exited with {proc.returncode}")
-        try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-                s.connect(path)
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"mearasd did not listen on {path} within {timeout} s")
-
-
 def free_port() -> int:
     """A TCP port free on 127.0.0.1 just now."""
     with socket.socket() as s:
@@ -92,8 +78,8 @@ def running_mearasd(data: Path, control: Path, log: Path, *args: str) -> Iterato
                                  f"--control={control}", *args], stdout=out,
                                 stderr=subprocess.STDOUT)
     try:
-        wait_for_socket(str(control), proc)
-        wait_for_socket(str(data), proc)
+        wait_listening(str(control), proc)
+        wait_listening(str(data), proc)
         yield Daemon(proc, str(data), str(control), log)
     finally:
         stop_process(proc)

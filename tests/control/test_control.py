@@ -19,7 +19,7 @@ from mearas_am.control.pb import common_pb2, control_pb2
 from mearas_am.errors import MearasdError
 from mearas_am.model import Assembly, VgpuPlacement
 
-from .conftest import LIBDIR, NODE, PROBE, TOP, Daemon, free_port, running_mearasd
+from .conftest import LIBDIR, NODE, PROBE, TOP, Daemon, free_port, kill_if_running, running_mearasd
 
 MiB = 1 << 20
 SIM_MEMORY = 16 << 30
@@ -312,9 +312,7 @@ def test_release_keeps_running_client_refuses_new(mearasd: Daemon) -> None:
         assert kv(out)["after_release_malloc_status"] == "0"
         assert kv(out)["after_release_free_status"] == "0"
     finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+        kill_if_running(p)
 
 
 def test_profile_reports_call_rate(mearasd: Daemon) -> None:
@@ -336,9 +334,7 @@ def test_profile_reports_call_rate(mearasd: Daemon) -> None:
         out, err = p.communicate(timeout=30)
         assert p.returncode == 0, err
     finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+        kill_if_running(p)
     time.sleep(2.5)
     _, gpus = c.get_profile()
     assert all(v.calls_per_second == 0 for g in gpus if g.load for v in g.load.vgpus)
@@ -429,9 +425,7 @@ def test_list_shows_the_processes_on_an_assembly(mearasd: Daemon) -> None:
         assert c.attachments() == {"seen": [(p.pid, "")]}  # the kernel's pid of the client
         p.communicate("go\n", timeout=30)
     finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+        kill_if_running(p)
     deadline = time.monotonic() + 5
     while c.attachments()["seen"] and time.monotonic() < deadline:
         time.sleep(0.1)

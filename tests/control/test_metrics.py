@@ -23,7 +23,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from mearas_am.control.client import SocketMearasdClient
 from mearas_am.model import Assembly, VgpuPlacement
 
-from .conftest import LIBDIR, MEARASD, NODE, TOP, Daemon, free_port, running_mearasd, wait_for_socket
+from .conftest import (LIBDIR, MEARASD, NODE, TOP, Daemon, free_port, kill_if_running, running_mearasd,
+                       wait_listening)
 
 PROBE = TOP / "build" / "tests" / "control" / "metrics_probe"
 MiB = 1 << 20
@@ -207,9 +208,7 @@ def test_metrics_report_live_memory_against_quota(served: tuple[Daemon, str]) ->
         p.stdin.flush()
         assert p.wait(30) == 0
     finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+        kill_if_running(p)
     done = samples(settled(url))
     assert pick(done, "mearas_vgpu_clients", owner=ME, vgpu="0") == 0
     assert not [k for k in done if k[0] == "mearas_vgpu_memory_used_bytes"]
@@ -280,7 +279,7 @@ def test_metrics_without_the_http_library_say_so(tmp_path: Path) -> None:
     p = subprocess.Popen(["unshare", "-m", "sh", "-c", hide, "sh", *base], stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
     try:
-        wait_for_socket(str(tmp_path / "d.sock"), p, 15)
+        wait_listening(str(tmp_path / "d.sock"), p, 15)
     finally:
         p.send_signal(signal.SIGTERM)
         p.wait(10)
@@ -345,9 +344,7 @@ def test_metrics_of_a_remote_link(tmp_path: Path) -> None:
             p.stdin.flush()
             assert p.wait(30) == 0, p.stderr.read() if p.stderr else ""
         finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+            kill_if_running(p)
         done_text = settled(url)
         promtool_check(done_text)
         done = samples(done_text)

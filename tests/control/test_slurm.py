@@ -22,7 +22,7 @@ from mearas_am.control.client import SocketMearasdClient
 from mearas_am.model import Assembly
 from mearas_am.registry import open_registry
 
-from .conftest import LIBDIR, MEARASD, NODE, PROBE, TOP, free_port, stop_process, wait_for_socket
+from .conftest import LIBDIR, MEARASD, NODE, PROBE, TOP, free_port, stop_process, wait_listening
 
 SLURM_NODE = "mtest"
 GiB = 1 << 30
@@ -121,8 +121,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                 [str(MEARASD), "--device=sim", f"--socket={data}", f"--control={control}",
                  f"--node-name={NODE}", "--quota-mb=1024"], stdout=out,
                 stderr=subprocess.STDOUT))
-        wait_for_socket(str(control), procs[0])
-        wait_for_socket(str(data), procs[0])
+        wait_listening(str(control), procs[0])
+        wait_listening(str(data), procs[0])
 
         cfg = d / "am.toml"
         gpu = ['[[node.gpus]]', 'name = "mearas-sim"', 'compute_capability = "9.0"',
@@ -151,7 +151,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
              f"--key-file={key}", f"--pid-file={d}/munge/munged.pid",
              f"--log-file={logs[1]}", f"--seed-file={d}/munge/seed"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        wait_for_socket(f"{d}/munge/munge.sock", procs[-1])
+        wait_listening(f"{d}/munge/munge.sock", procs[-1])
 
         conf = d / "slurm.conf"
         conf.write_text(slurm_conf(d, d / "scripts"))

@@ -17,7 +17,7 @@ from mearas_am.control.client import SocketMearasdClient, VmAttachment
 from mearas_am.errors import MearasdError
 from mearas_am.model import Assembly, VgpuPlacement
 
-from .conftest import MEARASD, NODE, Daemon, running_mearasd, wait_for_socket
+from .conftest import MEARASD, NODE, Daemon, running_mearasd, wait_listening
 
 MiB = 1 << 20
 NOBODY = 65534
@@ -176,7 +176,7 @@ def test_remote_node_down_or_refusing_fails_attach(vmd: VmDaemon, tmp_path: Path
                               "--link-bind=127.0.0.1", f"--cluster-key-file={key}"],
                              stdout=out, stderr=subprocess.STDOUT)
     try:
-        wait_for_socket(str(tmp_path / "bc.sock"), b)
+        wait_listening(str(tmp_path / "bc.sock"), b)
         with pytest.raises(MearasdError, match="NO_RESOURCES.*link to .* failed"):
             c.attach_vm(attachment(vmd, "dom1", "r1"))
         assert children(vmd.proc.pid) == set() and not (vmd.vm_dir / "dom1.sock").exists()

@@ -4,29 +4,14 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
-import time
 from pathlib import Path
+
+from procs import kill_if_running as kill_if_running, wait_listening as wait_listening  # for the tests
 
 TOP = Path(__file__).resolve().parents[2]
 BIN = TOP / "build" / "bin"
 MEARASD = BIN / "mearasd"
-
-
-def wait_listening(path: Path, proc: subprocess.Popen[bytes], timeout: float = 10) -> None:
-    """Until something accepts on the unix socket at PATH (mearasd exiting first fails)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"mearasd exited with {proc.returncode} before listening on {path}")
-        try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-                s.connect(str(path))
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise AssertionError(f"mearasd did not listen on {path} within {timeout} s")
 
 
 def start(tmp: Path, *args: str, name: str = "m", env: dict[str, str] | None = None,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import BIN, MEARASD, TOP, start, stop, wait_listening
+from .conftest import BIN, MEARASD, TOP, kill_if_running, start, stop, wait_listening
 
 # 2026-11-25T23:32:32.123Z mearasd[1234]: warning: message
 LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (?P<who>[\w-]+)\[(?P<pid>\d+)\]: "
@@ -139,9 +139,7 @@ def test_log_to_syslog(tmp_path: Path, how: str) -> None:
         got += syslog_messages(rx, "stopped")
         assert proc.wait(10) == 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        kill_if_running(proc)
         rx.close()
     # "<PRI>Mmm dd hh:mm:ss mearasd[PID]: message", facility daemon (3), level info (6)
     info = next(m for m in got if "device=sim" in m)

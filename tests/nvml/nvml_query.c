@@ -541,19 +541,27 @@ static void test_pcie_link_null(void)
 	CHECK_RC(nvmlDeviceGetMaxPcieLinkWidth(handle(1), NULL), NVML_ERROR_INVALID_ARGUMENT);
 }
 
+/* nvmlDeviceGetFieldValues on dev for the n fields ids[] names (scope 0),
+ * every other byte of f[] set to fill first; the call must succeed */
+static void get_fields(nvmlDevice_t dev, nvmlFieldValue_t *f, const unsigned *ids, int n, int fill)
+{
+	memset(f, fill, (size_t)n * sizeof(*f));
+	for (int i = 0; i < n; i++) {
+		f[i].fieldId = ids[i];
+		f[i].scopeId = 0;
+	}
+	NVML_OK(nvmlDeviceGetFieldValues(dev, n, f));
+}
+
 /* the link counts mearas knows (a vGPU has no NVLink, NVSwitch or C2C
  * link), each field with its own NVML_SUCCESS */
 static void test_field_values_link_counts(void)
 {
+	static const unsigned ids[] = { NVML_FI_DEV_NVLINK_LINK_COUNT, NVML_FI_DEV_NVSWITCH_CONNECTED_LINK_COUNT,
+					NVML_FI_DEV_C2C_LINK_COUNT };
 	nvmlFieldValue_t f[3];
 
-	memset(f, 0xff, sizeof(f));
-	f[0].fieldId = NVML_FI_DEV_NVLINK_LINK_COUNT;
-	f[1].fieldId = NVML_FI_DEV_NVSWITCH_CONNECTED_LINK_COUNT;
-	f[2].fieldId = NVML_FI_DEV_C2C_LINK_COUNT;
-	for (int i = 0; i < 3; i++)
-		f[i].scopeId = 0;
-	NVML_OK(nvmlDeviceGetFieldValues(handle(0), 3, f));
+	get_fields(handle(0), f, ids, 3, 0xff);
 	for (int i = 0; i < 3; i++) {
 		CHECK_RC(f[i].nvmlReturn, NVML_SUCCESS);
 		CHECK_EQ(f[i].valueType, NVML_VALUE_TYPE_UNSIGNED_INT);
@@ -566,14 +574,11 @@ static void test_field_values_link_counts(void)
  * and the known field among them is still answered */
 static void test_field_values_unknown_each_not_supported(void)
 {
+	static const unsigned ids[] = { NVML_FI_DEV_MEMORY_TEMP, NVML_FI_DEV_NVLINK_GET_STATE,
+					NVML_FI_DEV_NVLINK_LINK_COUNT, 99999 };
 	nvmlFieldValue_t f[4];
 
-	memset(f, 0, sizeof(f));
-	f[0].fieldId = NVML_FI_DEV_MEMORY_TEMP;
-	f[1].fieldId = NVML_FI_DEV_NVLINK_GET_STATE;
-	f[2].fieldId = NVML_FI_DEV_NVLINK_LINK_COUNT;
-	f[3].fieldId = 99999;
-	NVML_OK(nvmlDeviceGetFieldValues(handle(1), 4, f));
+	get_fields(handle(1), f, ids, 4, 0);
 	CHECK_RC(f[0].nvmlReturn, NVML_ERROR_NOT_SUPPORTED);
 	CHECK_RC(f[1].nvmlReturn, NVML_ERROR_NOT_SUPPORTED);
 	CHECK_RC(f[2].nvmlReturn, NVML_SUCCESS);

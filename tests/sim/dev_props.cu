@@ -71,10 +71,7 @@ int main(void)
                     (int)f.attr, v, f.name, f.get(p));
         }
         // memory info of the current device matches its properties
-        CHECK_CUDA(cudaSetDevice(dev));
-        int cur = -1;
-        CHECK_CUDA(cudaGetDevice(&cur));
-        REQUIRE(cur == dev, "cudaGetDevice %d after cudaSetDevice %d", cur, dev);
+        set_device_checked(dev);
         size_t free_b = 0, total = 0;
         CHECK_CUDA(cudaMemGetInfo(&free_b, &total));
         REQUIRE(total == p.totalGlobalMem, "device %d: cudaMemGetInfo total %zu, prop %zu", dev, total,

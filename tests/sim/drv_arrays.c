@@ -189,19 +189,9 @@ static void refused(void)
 
 int main(int argc, char **argv)
 {
-	CUcontext ctx;
-	const char *mode = argc > 1 ? argv[1] : "";
-	CUdevice dev = drv_primary_current(&ctx);
+	static const struct drv_mode modes[] = {
+		{ "copies", copies }, { "textures", textures }, { "refused", refused },
+	};
 
-	if (!strcmp(mode, "copies"))
-		copies();
-	else if (!strcmp(mode, "textures"))
-		textures();
-	else if (!strcmp(mode, "refused"))
-		refused();
-	else
-		REQUIRE(0, "usage: drv_arrays copies|textures|refused");
-	CHECK(cuDevicePrimaryCtxRelease(dev));
-	printf("PASS\n");
-	return 0;
+	return drv_run_mode_in_primary(argc, argv, modes, DRV_NMODES(modes));
 }

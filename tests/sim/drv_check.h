@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cuda.h>
 
@@ -54,5 +55,43 @@ static inline CUdevice drv_primary_current(CUcontext *ctx)
 	CHECK(cuCtxSetCurrent(*ctx));
 	return dev;
 }
+
+/* One of a program's modes, argv[1] naming it: its checks exit on a failure */
+struct drv_mode {
+	const char *name;
+	void (*run)(void);
+};
+
+/* The mode argv[1] names; without one, or with an unknown one,
+ * "usage: PROGRAM NAME|NAME|..." and exit 2. */
+static inline const struct drv_mode *drv_mode_of(int argc, char **argv, const struct drv_mode *modes,
+						 size_t n)
+{
+	for (size_t i = 0; argc > 1 && i < n; i++)
+		if (!strcmp(argv[1], modes[i].name))
+			return &modes[i];
+	printf("usage: %s ", argv[0]);
+	for (size_t i = 0; i < n; i++)
+		printf("%s%s", i ? "|" : "", modes[i].name);
+	printf("\n");
+	exit(2);
+}
+
+/* main's body for most programs with modes: the mode argv[1] names run with
+ * device 0's primary context current, then released; "PASS MODE" */
+static inline int drv_run_mode_in_primary(int argc, char **argv, const struct drv_mode *modes,
+					  size_t n)
+{
+	const struct drv_mode *m = drv_mode_of(argc, argv, modes, n);
+	CUcontext ctx;
+	CUdevice dev = drv_primary_current(&ctx);
+
+	m->run();
+	CHECK(cuDevicePrimaryCtxRelease(dev));
+	printf("PASS %s\n", m->name);
+	return 0;
+}
+
+#define DRV_NMODES(modes) (sizeof(modes) / sizeof((modes)[0]))
 
 #endif

@@ -117,19 +117,9 @@ static void refused(void)
 
 int main(int argc, char **argv)
 {
-	CUcontext ctx;
-	const char *mode = argc > 1 ? argv[1] : "";
-	CUdevice dev = drv_primary_current(&ctx);
+	static const struct drv_mode modes[] = {
+		{ "linked", linked }, { "unresolved", unresolved }, { "refused", refused },
+	};
 
-	if (!strcmp(mode, "linked"))
-		linked();
-	else if (!strcmp(mode, "unresolved"))
-		unresolved();
-	else if (!strcmp(mode, "refused"))
-		refused();
-	else
-		REQUIRE(0, "usage: drv_link linked|unresolved|refused");
-	CHECK(cuDevicePrimaryCtxRelease(dev));
-	printf("PASS\n");
-	return 0;
+	return drv_run_mode_in_primary(argc, argv, modes, DRV_NMODES(modes));
 }

@@ -72,19 +72,9 @@ static void refused(void)
 
 int main(int argc, char **argv)
 {
-	const char *mode = argc > 1 ? argv[1] : "";
-	CUcontext ctx;
-	CUdevice dev = drv_primary_current(&ctx);
+	static const struct drv_mode modes[] = {
+		{ "access", reach }, { "refused", refused },
+	};
 
-	if (!strcmp(mode, "access")) {
-		reach();
-	} else if (!strcmp(mode, "refused")) {
-		refused();
-	} else {
-		printf("usage: %s access|refused\n", argv[0]);
-		return 2;
-	}
-	CHECK(cuDevicePrimaryCtxRelease(dev));
-	printf("PASS %s\n", mode);
-	return 0;
+	return drv_run_mode_in_primary(argc, argv, modes, DRV_NMODES(modes));
 }

@@ -77,44 +77,61 @@ static void dtod(unsigned char *pinned_buf)
 	CHECK(cuStreamDestroy(s));
 }
 
-int main(int argc, char **argv)
+/* one copy test on a fresh cuMemHostAlloc buffer */
+static void on_host_alloc(void (*copies)(unsigned char *pinned_buf))
 {
-	const char *mode = argc > 1 ? argv[1] : "";
-	CUcontext ctx;
 	void *p = NULL;
 
-	CUdevice dev = drv_primary_current(&ctx);
-	if (!strcmp(mode, "dtoh") || !strcmp(mode, "htod") || !strcmp(mode, "dtod")) {
-		CHECK(cuMemHostAlloc(&p, N, 0));
-		if (mode[1] == 't' && mode[3] == 'h')
-			dtoh(p);
-		else if (mode[0] == 'h')
-			htod(p);
-		else
-			dtod(p);
-		CHECK(cuMemFreeHost(p));
-	} else if (!strcmp(mode, "registered")) {
-		p = aligned_alloc(4096, N);
-		REQUIRE(p, "aligned_alloc");
-		CHECK(cuMemHostRegister(p, N, 0));
-		dtoh(p);
-		htod(p);
-		dtod(p);
-		CHECK(cuMemHostUnregister(p));
-		free(p);
-	} else if (!strcmp(mode, "pageable")) {
-		static unsigned char out[N];
+	CHECK(cuMemHostAlloc(&p, N, 0));
+	copies(p);
+	CHECK(cuMemFreeHost(p));
+}
 
-		p = malloc(N);
-		REQUIRE(p, "malloc");
-		EXPECT(CUDA_ERROR_INVALID_VALUE, cuMemcpyDtoH(out, (CUdeviceptr)(uintptr_t)p, N));
-		EXPECT(CUDA_ERROR_INVALID_VALUE, cuMemcpyHtoD((CUdeviceptr)(uintptr_t)p, out, N));
-		free(p);
-	} else {
-		printf("usage: %s dtoh|htod|dtod|registered|pageable\n", argv[0]);
-		return 2;
-	}
-	CHECK(cuDevicePrimaryCtxRelease(dev));
-	printf("PASS %s\n", mode);
-	return 0;
+static void mode_dtoh(void)
+{
+	on_host_alloc(dtoh);
+}
+
+static void mode_htod(void)
+{
+	on_host_alloc(htod);
+}
+
+static void mode_dtod(void)
+{
+	on_host_alloc(dtod);
+}
+
+static void mode_registered(void)
+{
+	void *p = aligned_alloc(4096, N);
+
+	REQUIRE(p, "aligned_alloc");
+	CHECK(cuMemHostRegister(p, N, 0));
+	dtoh(p);
+	htod(p);
+	dtod(p);
+	CHECK(cuMemHostUnregister(p));
+	free(p);
+}
+
+static void mode_pageable(void)
+{
+	static unsigned char out[N];
+	void *p = malloc(N);
+
+	REQUIRE(p, "malloc");
+	EXPECT(CUDA_ERROR_INVALID_VALUE, cuMemcpyDtoH(out, (CUdeviceptr)(uintptr_t)p, N));
+	EXPECT(CUDA_ERROR_INVALID_VALUE, cuMemcpyHtoD((CUdeviceptr)(uintptr_t)p, out, N));
+	free(p);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct drv_mode modes[] = {
+		{ "dtoh", mode_dtoh }, { "htod", mode_htod }, { "dtod", mode_dtod },
+		{ "registered", mode_registered }, { "pageable", mode_pageable },
+	};
+
+	return drv_run_mode_in_primary(argc, argv, modes, DRV_NMODES(modes));
 }

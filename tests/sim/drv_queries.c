@@ -243,19 +243,12 @@ static void handles(void)
 
 int main(int argc, char **argv)
 {
-	const char *mode = argc > 1 ? argv[1] : "";
+	/* each mode sets up its own context (uninit: before cuInit) */
+	static const struct drv_mode modes[] = {
+		{ "uninit", uninit }, { "answers", answers }, { "nullout", nullout },
+		{ "handles", handles },
+	};
 
-	if (!strcmp(mode, "uninit"))
-		uninit();
-	else if (!strcmp(mode, "answers"))
-		answers();
-	else if (!strcmp(mode, "nullout"))
-		nullout();
-	else if (!strcmp(mode, "handles"))
-		handles();
-	else {
-		printf("usage: drv_queries uninit|answers|nullout|handles\n");
-		return 2;
-	}
+	drv_mode_of(argc, argv, modes, DRV_NMODES(modes))->run();
 	return 0;
 }

@@ -53,49 +53,61 @@ static void expect_line(const char *text, const char *entry, const char *code, c
 	REQUIRE(strstr(text, want), "no line with \"%s\" in: %s", want, text);
 }
 
-int main(int argc, char **argv)
+static void direct(void)
 {
-	const char *mode = argc > 1 ? argv[1] : "";
-	CUcontext ctx;
 	char *text;
 
-	CUdevice dev = drv_primary_current(&ctx);
-	if (!strcmp(mode, "direct")) {
-		catch_stderr();
-		EXPECT(CUDA_ERROR_INVALID_VALUE, cuMemAlloc(NULL, 16));
-		text = release_stderr();
-		expect_line(text, "cuMemAlloc_v2", "CUDA_ERROR_INVALID_VALUE", "memory.c:");
-	} else if (!strcmp(mode, "helper")) {
-		/* readable memory that is no stream (handles are pointers, and
-		 * the driver, like mearas, reads what they point at) */
-		static char not_a_stream[256];
+	catch_stderr();
+	EXPECT(CUDA_ERROR_INVALID_VALUE, cuMemAlloc(NULL, 16));
+	text = release_stderr();
+	expect_line(text, "cuMemAlloc_v2", "CUDA_ERROR_INVALID_VALUE", "memory.c:");
+}
 
-		catch_stderr();
-		EXPECT(CUDA_ERROR_INVALID_HANDLE, cuStreamSynchronize((CUstream)not_a_stream));
-		text = release_stderr();
-		expect_line(text, "cuStreamSynchronize", "CUDA_ERROR_INVALID_HANDLE", "stream.c:");
-		REQUIRE(strstr(text, " cu_stream_ref)"), "the refusing helper not named: %s", text);
-	} else if (!strcmp(mode, "backend")) {
-		char host[64] = { 0 };
-		CUresult r;
+static void helper(void)
+{
+	/* readable memory that is no stream (handles are pointers, and the
+	 * driver, like mearas, reads what they point at) */
+	static char not_a_stream[256];
+	char *text;
 
-		catch_stderr();
-		r = cuMemcpyHtoD((CUdeviceptr)0x10, host, sizeof(host));
-		text = release_stderr();
-		REQUIRE(r != CUDA_SUCCESS, "a copy to address 0x10 succeeded");
-		const char *name = NULL;
-		cuGetErrorName(r, &name);
-		expect_line(text, "cuMemcpyHtoD_v2", name ? name : "?", "copy.c:");
-	} else if (!strcmp(mode, "quiet")) {
-		catch_stderr();
-		EXPECT(CUDA_ERROR_INVALID_VALUE, cuMemAlloc(NULL, 16));
-		text = release_stderr();
-		REQUIRE(!strstr(text, "CUDA_ERROR_INVALID_VALUE"), "a refusal logged below debug level: %s", text);
-	} else {
-		printf("usage: %s direct|helper|backend|quiet\n", argv[0]);
-		return 2;
-	}
-	CHECK(cuDevicePrimaryCtxRelease(dev));
-	printf("PASS %s\n", mode);
-	return 0;
+	catch_stderr();
+	EXPECT(CUDA_ERROR_INVALID_HANDLE, cuStreamSynchronize((CUstream)not_a_stream));
+	text = release_stderr();
+	expect_line(text, "cuStreamSynchronize", "CUDA_ERROR_INVALID_HANDLE", "stream.c:");
+	REQUIRE(strstr(text, " cu_stream_ref)"), "the refusing helper not named: %s", text);
+}
+
+static void backend(void)
+{
+	char host[64] = { 0 };
+	const char *name = NULL;
+	CUresult r;
+	char *text;
+
+	catch_stderr();
+	r = cuMemcpyHtoD((CUdeviceptr)0x10, host, sizeof(host));
+	text = release_stderr();
+	REQUIRE(r != CUDA_SUCCESS, "a copy to address 0x10 succeeded");
+	cuGetErrorName(r, &name);
+	expect_line(text, "cuMemcpyHtoD_v2", name ? name : "?", "copy.c:");
+}
+
+static void quiet(void)
+{
+	char *text;
+
+	catch_stderr();
+	EXPECT(CUDA_ERROR_INVALID_VALUE, cuMemAlloc(NULL, 16));
+	text = release_stderr();
+	REQUIRE(!strstr(text, "CUDA_ERROR_INVALID_VALUE"), "a refusal logged below debug level: %s", text);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct drv_mode modes[] = {
+		{ "direct", direct }, { "helper", helper }, { "backend", backend },
+		{ "quiet", quiet },
+	};
+
+	return drv_run_mode_in_primary(argc, argv, modes, DRV_NMODES(modes));
 }

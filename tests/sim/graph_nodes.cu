@@ -165,18 +165,19 @@ static void queries(diamond &x)
     CHECK_CUDA(cudaGraphNodeGetDependentNodes(x.a, nodes, nullptr, &n));
     REQUIRE(n == 2 && nodes[0] == x.b && nodes[1] == x.c, "A's dependents: %zu", n);
 
-    CHECK_CUDA(cudaGraphNodeGetType(x.a, &t));
-    REQUIRE(t == cudaGraphNodeTypeMemset, "A's type %d", (int)t);
-    CHECK_CUDA(cudaGraphNodeGetType(x.b, &t));
-    REQUIRE(t == cudaGraphNodeTypeMemcpy, "B's type %d", (int)t);
-    CHECK_CUDA(cudaGraphNodeGetType(x.join, &t));
-    REQUIRE(t == cudaGraphNodeTypeEmpty, "join's type %d", (int)t);
-    CHECK_CUDA(cudaGraphNodeGetType(x.k, &t));
-    REQUIRE(t == cudaGraphNodeTypeKernel, "K's type %d", (int)t);
-    CHECK_CUDA(cudaGraphNodeGetType(x.child, &t));
-    REQUIRE(t == cudaGraphNodeTypeGraph, "child's type %d", (int)t);
-    CHECK_CUDA(cudaGraphNodeGetType(x.host, &t));
-    REQUIRE(t == cudaGraphNodeTypeHost, "host's type %d", (int)t);
+    const struct {
+        cudaGraphNode_t node;
+        cudaGraphNodeType type;
+        const char *name;
+    } types[] = {
+        { x.a, cudaGraphNodeTypeMemset, "A" },     { x.b, cudaGraphNodeTypeMemcpy, "B" },
+        { x.join, cudaGraphNodeTypeEmpty, "join" }, { x.k, cudaGraphNodeTypeKernel, "K" },
+        { x.child, cudaGraphNodeTypeGraph, "child" }, { x.host, cudaGraphNodeTypeHost, "host" },
+    };
+    for (const auto &w : types) {
+        CHECK_CUDA(cudaGraphNodeGetType(w.node, &t));
+        REQUIRE(t == w.type, "%s's type %d", w.name, (int)t);
+    }
 
     CHECK_CUDA(cudaGraphMemsetNodeGetParams(x.c, &m));
     REQUIRE(m.dst == dev2 + HALF * sizeof(int) && m.value == 2 && m.elementSize == 1 &&

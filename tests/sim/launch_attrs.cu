@@ -5,6 +5,7 @@
 // what its launch came with; the values the driver refuses are refused, and
 // an attribute mearas does not carry fails with cudaErrorNotSupported.
 #include "sim_check.cuh"
+#include "../cuda/src/launch_attrs.cuh"
 
 // on the sim device: out[0..7] = cooperative, programmatic, remote domain,
 // cluster policy, priority given, priority, carveout given, carveout
@@ -48,14 +49,7 @@ int main(void)
     cudaLaunchAttribute da[6] = {};
     da[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     da[0].val.programmaticStreamSerializationAllowed = 1;
-    da[1].id = cudaLaunchAttributePriority;
-    da[1].val.priority = -3;
-    da[2].id = cudaLaunchAttributeMemSyncDomain;
-    da[2].val.memSyncDomain = cudaLaunchMemSyncDomainRemote;
-    da[3].id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
-    da[3].val.clusterSchedulingPolicyPreference = cudaClusterSchedulingPolicySpread;
-    da[4].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
-    da[4].val.sharedMemCarveout = 50;
+    value_attrs(da + 1, -3);
     da[5].id = cudaLaunchAttributeIgnore;
     rc.attrs = da;
     rc.numAttrs = 6;

@@ -48,14 +48,9 @@ int main()
     CHECK_CUFFT(cufftExecC2R(pc, c2, r));
 
     CHECK_CUDA(cudaStreamSynchronize(s));
-    CHECK_CUFFT(cufftDestroy(p1));
-    CHECK_CUFFT(cufftDestroy(p2));
-    CHECK_CUFFT(cufftDestroy(pr));
-    CHECK_CUFFT(cufftDestroy(pc));
-    CHECK_CUDA(cudaFree(c1));
-    CHECK_CUDA(cudaFree(c2));
-    CHECK_CUDA(cudaFree(c3));
-    CHECK_CUDA(cudaFree(r));
+    for (cufftHandle plan : { p1, p2, pr, pc })
+        CHECK_CUFFT(cufftDestroy(plan));
+    FREE_DEVICE(c1, c2, c3, r);
     CHECK_CUDA(cudaStreamDestroy(s));
     return pass();
 }

@@ -16,6 +16,16 @@ static void expect_same(const void *got, const void *want, size_t n, const char 
     REQUIRE(false, "%s, size %zu: byte %zu is %u, want %u", what, size, i, g[i], w[i]);
 }
 
+// host memory dst cleared, then n bytes of src copied into it with cudaMemcpy
+// (kind), and compared with want
+static void read_back(unsigned char *dst, const void *src, size_t n, cudaMemcpyKind kind, const void *want,
+                      const char *what)
+{
+    memset(dst, 0, n);
+    CHECK_CUDA(cudaMemcpy(dst, src, n, kind));
+    expect_same(dst, want, n, what, n);
+}
+
 static void roundtrip(size_t n, cudaStream_t s)
 {
     std::vector<unsigned char> ref_a(n), ref_b(n), host(n);
@@ -29,23 +39,17 @@ static void roundtrip(size_t n, cudaStream_t s)
 
     // pageable, synchronous
     CHECK_CUDA(cudaMemcpy(d1, ref_a.data(), n, cudaMemcpyHostToDevice));
-    memset(host.data(), 0, n);
-    CHECK_CUDA(cudaMemcpy(host.data(), d1, n, cudaMemcpyDeviceToHost));
-    expect_same(host.data(), ref_a.data(), n, "pageable H2D/D2H", n);
+    read_back(host.data(), d1, n, cudaMemcpyDeviceToHost, ref_a.data(), "pageable H2D/D2H");
 
     // device to device
     CHECK_CUDA(cudaMemset(d2, 0, n));
     CHECK_CUDA(cudaMemcpy(d2, d1, n, cudaMemcpyDeviceToDevice));
-    memset(host.data(), 0, n);
-    CHECK_CUDA(cudaMemcpy(host.data(), d2, n, cudaMemcpyDeviceToHost));
-    expect_same(host.data(), ref_a.data(), n, "D2D", n);
+    read_back(host.data(), d2, n, cudaMemcpyDeviceToHost, ref_a.data(), "D2D");
 
     // pinned, synchronous
     memcpy(p1, ref_b.data(), n);
     CHECK_CUDA(cudaMemcpy(d1, p1, n, cudaMemcpyHostToDevice));
-    memset(p2, 0, n);
-    CHECK_CUDA(cudaMemcpy(p2, d1, n, cudaMemcpyDeviceToHost));
-    expect_same(p2, ref_b.data(), n, "pinned H2D/D2H", n);
+    read_back(p2, d1, n, cudaMemcpyDeviceToHost, ref_b.data(), "pinned H2D/D2H");
 
     // pinned, asynchronous on a created stream
     memcpy(p1, ref_a.data(), n);
@@ -66,9 +70,7 @@ static void roundtrip(size_t n, cudaStream_t s)
     // cudaMemcpyDefault: direction from the pointers (pageable, pinned, device)
     CHECK_CUDA(cudaMemcpy(d2, ref_a.data(), n, cudaMemcpyDefault));
     CHECK_CUDA(cudaMemcpy(d1, d2, n, cudaMemcpyDefault));
-    memset(p2, 0, n);
-    CHECK_CUDA(cudaMemcpy(p2, d1, n, cudaMemcpyDefault));
-    expect_same(p2, ref_a.data(), n, "cudaMemcpyDefault", n);
+    read_back(p2, d1, n, cudaMemcpyDefault, ref_a.data(), "cudaMemcpyDefault");
     memcpy(p1, ref_b.data(), n);
     CHECK_CUDA(cudaMemcpyAsync(d1, p1, n, cudaMemcpyDefault, s));
     memset(host.data(), 0, n);
@@ -76,9 +78,7 @@ static void roundtrip(size_t n, cudaStream_t s)
     CHECK_CUDA(cudaStreamSynchronize(s));
     expect_same(host.data(), ref_b.data(), n, "cudaMemcpyDefault async", n);
     // host to host through the runtime
-    memset(host.data(), 0, n);
-    CHECK_CUDA(cudaMemcpy(host.data(), p1, n, cudaMemcpyHostToHost));
-    expect_same(host.data(), ref_b.data(), n, "H2H", n);
+    read_back(host.data(), p1, n, cudaMemcpyHostToHost, ref_b.data(), "H2H");
 
     // unaligned offsets inside the allocations: neighbours stay untouched
     if (n > 8) {

@@ -186,6 +186,21 @@ static void test_refusals_rate_limited(void)
 	CHECK(lines >= 1 && lines <= 40);
 }
 
+/* A host function (its first argument TAG) recorded on STREAM, which is
+ * capturing: accepted, and not run (nothing asked of the client); the record
+ * is handed back for more. */
+static struct mearas_sqe host_func_captured(struct vgpu *v, uint32_t stream, uint64_t tag)
+{
+	struct mearas_sqe e = sqe_of(MEARAS_OP_HOST_FUNC);
+
+	e.stream = stream;
+	e.args.a[0] = tag;
+	exec_record(v, &e);
+	CHECK_EQ(v->deferred_error, 0);
+	CHECK_EQ(fixture_cq_ready(&fx, 0, 0), 0);
+	return e;
+}
+
 static void test_host_func_graph(void)
 {
 	struct vgpu *v = &fx.w->vgpus[0];
@@ -195,12 +210,7 @@ static void test_host_func_graph(void)
 
 	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 20, 0, 0), 0);
 	CHECK_EQ(op(MEARAS_OP_CAPTURE_BEGIN, 20, 0, 0, 0), 0);
-	e = sqe_of(MEARAS_OP_HOST_FUNC);
-	e.stream = 20;
-	e.args.a[0] = 77;
-	exec_record(v, &e);
-	CHECK_EQ(v->deferred_error, 0);
-	CHECK_EQ(fixture_cq_ready(&fx, 0, 0), 0);       /* captured: not run */
+	e = host_func_captured(v, 20, 77);
 	CHECK_EQ(op(MEARAS_OP_CAPTURE_END, 20, 30, 0, 0), 0);
 	CHECK_EQ(op(MEARAS_OP_GRAPH_INSTANTIATE, 0, 30, 31, 0), 0);
 	CHECK_EQ(op(MEARAS_OP_GRAPH_INSTANTIATE, 0, 30, 32, 0), 0);
@@ -372,7 +382,6 @@ static int capture_status(uint32_t stream, uint64_t *status)
 static void test_capture_fork_join(void)
 {
 	struct vgpu *v = &fx.w->vgpus[0];
-	struct mearas_sqe e;
 	struct mearas_cqe c;
 	uint64_t st;
 
@@ -388,12 +397,7 @@ static void test_capture_fork_join(void)
 	CHECK_EQ(op(MEARAS_OP_STREAM_WAIT_EVENT, 26, 43, 0, 0), 0);
 	CHECK_EQ(capture_status(26, &st), 0);
 	CHECK_EQ(st, cudaStreamCaptureStatusActive);
-	e = sqe_of(MEARAS_OP_HOST_FUNC);
-	e.stream = 26;
-	e.args.a[0] = 78;
-	exec_record(v, &e);
-	CHECK_EQ(v->deferred_error, 0);
-	CHECK_EQ(fixture_cq_ready(&fx, 0, 0), 0);       /* captured: not run */
+	host_func_captured(v, 26, 78);
 	CHECK_EQ(v->hf_ncaptured, 1);
 	/* the join, then the end: on the stream that began it only */
 	CHECK_EQ(op(MEARAS_OP_EVENT_RECORD, 26, 44, 0, 0), 0);

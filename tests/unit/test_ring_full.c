@@ -148,17 +148,25 @@ static void fill_bytes(uint8_t *p, uint32_t n, uint32_t seed)
 		p[i] = (uint8_t)(seed * 131 + i * 7);
 }
 
+/* a fresh NOP record carrying the n bytes at p, pushed */
+static bool push_nop(struct test_ring *r, const uint8_t *p, uint32_t n)
+{
+	struct mearas_sqe e = { .op = MEARAS_OP_NOP };
+
+	return test_ring_push_payload(r, &e, p, n);
+}
+
 /* payloads past the inline bytes go to the arena, contiguously: the record
  * names where, the consumer reads them there */
 static void arena_payload_lands_whole(void)
 {
 	struct test_ring r;
-	struct mearas_sqe e = { .op = MEARAS_OP_NOP }, got;
+	struct mearas_sqe got;
 	uint8_t p[1000];
 
 	REQUIRE(test_ring_init_arena(&r, 16, 0, 4096));
 	fill_bytes(p, sizeof(p), 1);
-	CHECK(test_ring_push_payload(&r, &e, p, sizeof(p)));
+	CHECK(push_nop(&r, p, sizeof(p)));
 	CHECK(test_ring_pop(&r, &got));
 	CHECK(got.flags & MEARAS_SQE_PAYLOAD_ARENA);
 	CHECK_EQ(got.payload_len, sizeof(p));
@@ -172,21 +180,18 @@ static void arena_payload_lands_whole(void)
 static void arena_skips_its_tail(void)
 {
 	struct test_ring r;
-	struct mearas_sqe e = { .op = MEARAS_OP_NOP }, got;
+	struct mearas_sqe got;
 	uint8_t p[1500];
 
 	REQUIRE(test_ring_init_arena(&r, 16, 0, 4096));
 	fill_bytes(p, sizeof(p), 2);
-	CHECK(test_ring_push_payload(&r, &e, p, sizeof(p)));          /* [0, 1500) */
-	e = (struct mearas_sqe){ .op = MEARAS_OP_NOP };
-	CHECK(test_ring_push_payload(&r, &e, p, sizeof(p)));          /* [1500, 3000) */
+	CHECK(push_nop(&r, p, sizeof(p)));                            /* [0, 1500) */
+	CHECK(push_nop(&r, p, sizeof(p)));                            /* [1500, 3000) */
 	CHECK_EQ(mearas_sqp_arena_need(&r.prod, sizeof(p)), 1500 + (4096 - 3000));
 	/* the first two still hold the arena: a third does not fit */
-	e = (struct mearas_sqe){ .op = MEARAS_OP_NOP };
-	CHECK(!test_ring_push_payload(&r, &e, p, sizeof(p)));
+	CHECK(!push_nop(&r, p, sizeof(p)));
 	CHECK(test_ring_pop(&r, &got));                               /* gives [0, 1500) back */
-	e = (struct mearas_sqe){ .op = MEARAS_OP_NOP };
-	CHECK(test_ring_push_payload(&r, &e, p, sizeof(p)));
+	CHECK(push_nop(&r, p, sizeof(p)));
 	CHECK(test_ring_pop(&r, &got));
 	CHECK_EQ(got.payload_off, 1500);
 	CHECK(test_ring_pop(&r, &got));
@@ -220,12 +225,12 @@ static void arena_reclaimed_when_drained(void)
 static void inline_payload_stays_inline(void)
 {
 	struct test_ring r;
-	struct mearas_sqe e = { .op = MEARAS_OP_NOP }, got;
+	struct mearas_sqe got;
 	uint8_t p[MEARAS_SQE_INLINE];
 
 	REQUIRE(test_ring_init(&r, 8, 0));
 	fill_bytes(p, sizeof(p), 3);
-	CHECK(test_ring_push_payload(&r, &e, p, sizeof(p)));
+	CHECK(push_nop(&r, p, sizeof(p)));
 	CHECK(test_ring_pop(&r, &got));
 	CHECK(!(got.flags & MEARAS_SQE_PAYLOAD_ARENA));
 	CHECK(memcmp(got.inline_payload, p, sizeof(p)) == 0);

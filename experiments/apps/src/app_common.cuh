@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -127,6 +128,23 @@ static inline app_options app_parse(int argc, char **argv, const app_option_spec
     APP_CHECK(cudaFree(nullptr)); // create the context outside the timed region
     return o;
 }
+
+// A check's reference sum on the CPU, in double, with the sum of its terms'
+// magnitudes: the GPU's float result may differ by rounding relative to those.
+struct app_ref_sum {
+    double sum = 0.0, magnitude = 0.0;
+
+    void add(double term)
+    {
+        sum += term;
+        magnitude += std::fabs(term);
+    }
+    // got within rel of the terms' magnitudes, plus abs
+    bool near(double got, double rel, double abs) const
+    {
+        return std::fabs(got - sum) <= rel * magnitude + abs;
+    }
+};
 
 // The apps' deterministic inputs: a linear congruential generator.
 struct app_lcg {

@@ -90,16 +90,14 @@ int main(int argc, char **argv)
         for (int s = 0; s < 256 && check; s++) {
             int x = (int)((pick.next() >> 8) % (unsigned int)n);
             int y = (int)((pick.next() >> 8) % (unsigned int)n);
-            double ref = 0.0, magnitude = 0.0;
+            app_ref_sum ref;
             for (const float4 &a : atoms) {
                 double dx = x * (double)SPACING - a.x, dy = y * (double)SPACING - a.y;
-                double term = a.w / std::sqrt(dx * dx + dy * dy + (double)a.z * a.z);
-                ref += term;
-                magnitude += std::fabs(term);
+                ref.add(a.w / std::sqrt(dx * dx + dy * dy + (double)a.z * a.z));
             }
             double got = lattice[(size_t)y * n + x];
-            if (!(std::fabs(got - ref) <= 1e-5 * magnitude + 1e-5)) {
-                std::fprintf(stderr, "cp: point (%d,%d): gpu %.7g cpu %.7g\n", x, y, got, ref);
+            if (!ref.near(got, 1e-5, 1e-5)) {
+                std::fprintf(stderr, "cp: point (%d,%d): gpu %.7g cpu %.7g\n", x, y, got, ref.sum);
                 check = 0;
             }
         }

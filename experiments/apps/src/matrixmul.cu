@@ -67,15 +67,12 @@ int main(int argc, char **argv)
         for (int s = 0; s < 512; s++) {
             int i = (int)((pick.next() >> 8) % (unsigned int)n);
             int j = (int)((pick.next() >> 8) % (unsigned int)n);
-            double ref = 0.0, magnitude = 0.0;
-            for (int k = 0; k < n; k++) {
-                double term = (double)a[(size_t)i * n + k] * (double)b[(size_t)k * n + j];
-                ref += term;
-                magnitude += std::fabs(term);
-            }
+            app_ref_sum ref;
+            for (int k = 0; k < n; k++)
+                ref.add((double)a[(size_t)i * n + k] * (double)b[(size_t)k * n + j]);
             double got = c[(size_t)i * n + j];
-            if (!(std::fabs(got - ref) <= 1e-5 * magnitude + 1e-6)) {
-                std::fprintf(stderr, "matrixmul: c[%d][%d]=%.7g expected %.7g\n", i, j, got, ref);
+            if (!ref.near(got, 1e-5, 1e-6)) {
+                std::fprintf(stderr, "matrixmul: c[%d][%d]=%.7g expected %.7g\n", i, j, got, ref.sum);
                 check = 0;
                 break;
             }

@@ -22,16 +22,9 @@
 #include <string>
 #include <vector>
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        CUresult r_ = (call);                                                                      \
-        if (r_ != CUDA_SUCCESS) {                                                                  \
-            const char *n_ = nullptr;                                                              \
-            cuGetErrorName(r_, &n_);                                                               \
-            printf("FAIL: %s returned %s at line %d\n", #call, n_ ? n_ : "?", __LINE__);           \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+// CHECK: a driver call must succeed, else "FAIL: CALL returned NAME at line N"
+#include "../../../tests/sim/drv_check.h"
+
 #define CKRT(call)                                                                                 \
     do {                                                                                           \
         cudaError_t e_ = (call);                                                                   \
@@ -133,29 +126,29 @@ int main(int argc, char **argv)
 
     // a runtime call and the current context
     CKRT(cudaMalloc(&p, 64));
-    CK(cuCtxGetCurrent(&cur));
-    CK(cuDevicePrimaryCtxRetain(&prim, 0));
+    CHECK(cuCtxGetCurrent(&cur));
+    CHECK(cuDevicePrimaryCtxRetain(&prim, 0));
     printf("after cudaMalloc: device 0's primary context current: %s\n", cur == prim ? "yes" : cur ? "another" : "none");
-    CK(cuCtxPopCurrent(&popped));
-    CK(cuCtxGetCurrent(&cur));
+    CHECK(cuCtxPopCurrent(&popped));
+    CHECK(cuCtxGetCurrent(&cur));
     printf("after cuCtxPopCurrent: a context current: %s\n", cur ? "yes" : "no");
     CKRT(cudaFree(p));
-    CK(cuCtxGetCurrent(&cur));
+    CHECK(cuCtxGetCurrent(&cur));
     printf("after cudaFree on an empty stack: device 0's primary context current: %s\n",
            cur == prim ? "yes" : cur ? "another" : "none");
-    CK(cuCtxSetCurrent(prim));
+    CHECK(cuCtxSetCurrent(prim));
 
     static const CUuuid id = { { 0x6e, 0x16, 0x3f, (char)0xbe, (char)0xb9, 0x58, 0x44, 0x4d, (char)0x83, 0x5c,
                                  (char)0xe1, (char)0x82, (char)0xaf, (char)0xf1, (char)0x99, 0x1e } };
     const void *t = nullptr;
-    CK(cuGetExportTable(&t, &id));
+    CHECK(cuGetExportTable(&t, &id));
     printf("table 6e163fbe: first word %llu\n", (unsigned long long)((const uint64_t *)t)[0]);
     slot7 = (slot7_fn)((const uintptr_t *)t)[7];
 
     CUmodule one, three, none;
-    CK(cuModuleLoadData(&one, ptx_one));
-    CK(cuModuleLoadData(&three, ptx_three));
-    CK(cuModuleLoadData(&none, ptx_none));
+    CHECK(cuModuleLoadData(&one, ptx_one));
+    CHECK(cuModuleLoadData(&three, ptx_three));
+    CHECK(cuModuleLoadData(&none, ptx_none));
     printf("# context %p, modules one %p three %p none %p\n", (void *)prim, (void *)one, (void *)three,
            (void *)none);
 
@@ -165,26 +158,26 @@ int main(int argc, char **argv)
     }
     if (!strcmp(mode, "bad-module")) {
         CUfunction f1 = nullptr;
-        CK(cuModuleGetFunction(&f1, one, "k_one"));
+        CHECK(cuModuleGetFunction(&f1, one, "k_one"));
         risky("a function handle as module", prim, (CUmodule)f1, false);
         return 0;
     }
     visits v1 = call("one kernel", prim, one, prim);
     if (v1.v.size() == 1) {
         CUfunction byname = nullptr;
-        CK(cuModuleGetFunction(&byname, one, "k_one"));
+        CHECK(cuModuleGetFunction(&byname, one, "k_one"));
         printf("# one kernel: cuModuleGetFunction gives %p, slot 7 gave %#llx\n", (void *)byname,
                (unsigned long long)v1.v[0].a[1]);
         CUdeviceptr d;
         unsigned got = 0;
-        CK(cuMemAlloc(&d, 4));
-        CK(cuMemsetD32(d, 0, 1));
+        CHECK(cuMemAlloc(&d, 4));
+        CHECK(cuMemsetD32(d, 0, 1));
         void *args[] = { &d };
-        CK(cuLaunchKernel((CUfunction)(uintptr_t)v1.v[0].a[1], 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr));
-        CK(cuCtxSynchronize());
-        CK(cuMemcpyDtoH(&got, d, 4));
+        CHECK(cuLaunchKernel((CUfunction)(uintptr_t)v1.v[0].a[1], 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr));
+        CHECK(cuCtxSynchronize());
+        CHECK(cuMemcpyDtoH(&got, d, 4));
         printf("one kernel: the visited function launched, wrote %u\n", got);
-        CK(cuMemFree(d));
+        CHECK(cuMemFree(d));
     }
     call("one kernel, second call", prim, one, prim);
     call("three kernels", prim, three, prim);
@@ -196,7 +189,7 @@ int main(int argc, char **argv)
     printf("cuModuleGetFunctionCount(three kernels): %d, %u\n", (int)r, n);
     if (r == CUDA_SUCCESS && n == 3) {
         CUfunction fns[3];
-        CK(cuModuleEnumerateFunctions(fns, 3, three));
+        CHECK(cuModuleEnumerateFunctions(fns, 3, three));
         std::vector<std::string> names;
         for (CUfunction f : fns)
             names.push_back(name_of((uint64_t)(uintptr_t)f));

@@ -391,27 +391,16 @@ void probe_xt_post(struct xt_rec *rec, uint64_t rax) {
     jb_end(&j);
 }
 
+static uint64_t xt_count(unsigned i) {
+    return atomic_load(&xt_calls[i]);
+}
+
+static void xt_count_elem(struct jb *j, unsigned i, uint64_t n, int first) {
+    jb_printf(j, "%s{\"uuid\":\"%s\",\"slot\":%u,\"n\":%llu}", first ? "" : ",",
+              tabs[i / PROBE_XT_SLOTS].hex, i % PROBE_XT_SLOTS, (unsigned long long)n);
+}
+
 void probe_dump_xt_counts(void) {
     static char buf[1 << 17];
-    struct jb j;
-    jb_begin(&j, buf, sizeof buf, "xt_counts", NULL);
-    size_t m = jb_mark(&j);
-    jb_key(&j, "counts");
-    jb_raw(&j, "[");
-    if (jb_ok_or_rollback(&j, m)) {
-        int first = 1;
-        for (unsigned i = 0; i < PROBE_XT_NTHUNK; i++) {
-            uint64_t n = atomic_load(&xt_calls[i]);
-            if (!n)
-                continue;
-            size_t e = jb_mark(&j);
-            jb_printf(&j, "%s{\"uuid\":\"%s\",\"slot\":%u,\"n\":%llu}", first ? "" : ",",
-                      tabs[i / PROBE_XT_SLOTS].hex, i % PROBE_XT_SLOTS, (unsigned long long)n);
-            if (!jb_ok_or_rollback(&j, e))
-                break;
-            first = 0;
-        }
-        jb_close(&j, "]");
-    }
-    jb_end(&j);
+    jb_count_list(buf, sizeof buf, "xt_counts", PROBE_XT_NTHUNK, xt_count, xt_count_elem);
 }

@@ -244,6 +244,31 @@ void jb_close(struct jb *j, const char *s) {
     }
 }
 
+void jb_count_list(char *buf, size_t size, const char *ev, unsigned n,
+                   uint64_t (*count)(unsigned i),
+                   void (*elem)(struct jb *j, unsigned i, uint64_t calls, int first)) {
+    struct jb j;
+    jb_begin(&j, buf, size, ev, NULL);
+    size_t m = jb_mark(&j);
+    jb_key(&j, "counts");
+    jb_raw(&j, "[");
+    if (jb_ok_or_rollback(&j, m)) {
+        int first = 1;
+        for (unsigned i = 0; i < n; i++) {
+            uint64_t calls = count(i);
+            if (!calls)
+                continue;
+            size_t e = jb_mark(&j);
+            elem(&j, i, calls, first);
+            if (!jb_ok_or_rollback(&j, e))
+                break;
+            first = 0;
+        }
+        jb_close(&j, "]");
+    }
+    jb_end(&j);
+}
+
 void jb_end(struct jb *j) {
     /* The reserve always holds the tail, even after truncation. */
     j->cap += JB_RESERVE;

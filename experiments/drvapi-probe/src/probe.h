@@ -80,6 +80,12 @@ PROBE_HIDDEN size_t jb_mark(const struct jb *j);
 PROBE_HIDDEN int jb_ok_or_rollback(struct jb *j, size_t mark);
 PROBE_HIDDEN void jb_close(struct jb *j, const char *s); /* "]" or "}" */
 PROBE_HIDDEN void jb_end(struct jb *j); /* closes the object, one write(2) */
+/* A whole line EV with "counts":[...] in buf: an element for each counter
+ * i < n whose count(i) is not 0, written by elem (a comma before it unless
+ * first); the first element that does not fit the buffer ends the list. */
+PROBE_HIDDEN void jb_count_list(char *buf, size_t size, const char *ev, unsigned n,
+                                uint64_t (*count)(unsigned i),
+                                void (*elem)(struct jb *j, unsigned i, uint64_t calls, int first));
 
 PROBE_HIDDEN void probe_log_open(void);
 PROBE_HIDDEN int probe_log_fd(void);

@@ -95,36 +95,25 @@ void probe_pe_post(struct pe_rec *rec, uint64_t rax) {
     jb_end(&j);
 }
 
+static uint64_t pw_count(unsigned i) {
+    return atomic_load(&probe_pw_count[i]);
+}
+
+static void pw_count_elem(struct jb *j, unsigned i, uint64_t n, int first) {
+    char sym[256];
+    probe_symname(probe_pw_target[i], sym, sizeof sym);
+    jb_raw(j, first ? "{\"name\":" : ",{\"name\":");
+    jb_str(j, pw_name[i]);
+    jb_kstr(j, "real_sym", sym);
+    jb_ku64(j, "n", n);
+    jb_raw(j, "}");
+}
+
 void probe_dump_counts(void) {
     if (!probe_cfg.wrap_procs)
         return;
     static char buf[1 << 17];
-    struct jb j;
-    jb_begin(&j, buf, sizeof buf, "proc_counts", NULL);
-    size_t m = jb_mark(&j);
-    jb_key(&j, "counts");
-    jb_raw(&j, "[");
-    if (jb_ok_or_rollback(&j, m)) {
-        int first = 1;
-        for (unsigned i = 0; i < pw_used; i++) {
-            uint64_t n = atomic_load(&probe_pw_count[i]);
-            if (!n)
-                continue;
-            char sym[256];
-            probe_symname(probe_pw_target[i], sym, sizeof sym);
-            size_t e = jb_mark(&j);
-            jb_raw(&j, first ? "{\"name\":" : ",{\"name\":");
-            jb_str(&j, pw_name[i]);
-            jb_kstr(&j, "real_sym", sym);
-            jb_ku64(&j, "n", n);
-            jb_raw(&j, "}");
-            if (!jb_ok_or_rollback(&j, e))
-                break;
-            first = 0;
-        }
-        jb_close(&j, "]");
-    }
-    jb_end(&j);
+    jb_count_list(buf, sizeof buf, "proc_counts", pw_used, pw_count, pw_count_elem);
 }
 
 /* Real export -> the probe's function of the same name. */

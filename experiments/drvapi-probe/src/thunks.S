@@ -25,6 +25,31 @@
 
     .text
 
+    /* The argument registers in the frame of CALLING_COMMON: rdi rsi rdx
+     * rcx r8 r9 at XT_OFF_GP, xmm0-7 at XT_OFF_XMM; save=1 stores them
+     * there, save=0 loads them back. */
+    .macro ARG_REGS_GP save
+    .set k, 0
+    .irp r, rdi, rsi, rdx, rcx, r8, r9
+    .if \save
+    movq %\r, XT_OFF_GP+8*k(%rsp)
+    .else
+    movq XT_OFF_GP+8*k(%rsp), %\r
+    .endif
+    .set k, k + 1
+    .endr
+    .endm
+
+    .macro ARG_REGS_XMM save
+    .irp r, 0, 1, 2, 3, 4, 5, 6, 7
+    .if \save
+    movaps %xmm\r, XT_OFF_XMM+16*\r(%rsp)
+    .else
+    movaps XT_OFF_XMM+16*\r(%rsp), %xmm\r
+    .endif
+    .endr
+    .endm
+
     .macro CALLING_COMMON name, pre, post
     .type \name, @function
     .p2align 4
@@ -37,22 +62,10 @@
     .cfi_def_cfa_register %rbp
     subq $XT_FRAME, %rsp
 
-    movq %rdi, XT_OFF_GP+0(%rsp)
-    movq %rsi, XT_OFF_GP+8(%rsp)
-    movq %rdx, XT_OFF_GP+16(%rsp)
-    movq %rcx, XT_OFF_GP+24(%rsp)
-    movq %r8, XT_OFF_GP+32(%rsp)
-    movq %r9, XT_OFF_GP+40(%rsp)
+    ARG_REGS_GP save=1
     movq %rax, XT_OFF_RAX(%rsp)
     movq %r11, XT_OFF_IDX(%rsp)
-    movaps %xmm0, XT_OFF_XMM+0(%rsp)
-    movaps %xmm1, XT_OFF_XMM+16(%rsp)
-    movaps %xmm2, XT_OFF_XMM+32(%rsp)
-    movaps %xmm3, XT_OFF_XMM+48(%rsp)
-    movaps %xmm4, XT_OFF_XMM+64(%rsp)
-    movaps %xmm5, XT_OFF_XMM+80(%rsp)
-    movaps %xmm6, XT_OFF_XMM+96(%rsp)
-    movaps %xmm7, XT_OFF_XMM+112(%rsp)
+    ARG_REGS_XMM save=1
 
     movl %r11d, %edi
     leaq XT_OFF_GP(%rsp), %rsi
@@ -70,20 +83,8 @@
     .set k, k + 1
     .endr
 
-    movaps XT_OFF_XMM+0(%rsp), %xmm0
-    movaps XT_OFF_XMM+16(%rsp), %xmm1
-    movaps XT_OFF_XMM+32(%rsp), %xmm2
-    movaps XT_OFF_XMM+48(%rsp), %xmm3
-    movaps XT_OFF_XMM+64(%rsp), %xmm4
-    movaps XT_OFF_XMM+80(%rsp), %xmm5
-    movaps XT_OFF_XMM+96(%rsp), %xmm6
-    movaps XT_OFF_XMM+112(%rsp), %xmm7
-    movq XT_OFF_GP+0(%rsp), %rdi
-    movq XT_OFF_GP+8(%rsp), %rsi
-    movq XT_OFF_GP+16(%rsp), %rdx
-    movq XT_OFF_GP+24(%rsp), %rcx
-    movq XT_OFF_GP+32(%rsp), %r8
-    movq XT_OFF_GP+40(%rsp), %r9
+    ARG_REGS_XMM save=0
+    ARG_REGS_GP save=0
     movq XT_OFF_RAX(%rsp), %rax
     movq XT_OFF_FN(%rsp), %r11
     call *%r11
@@ -108,49 +109,36 @@
     .size \name, . - \name
     .endm
 
-    .globl probe_xt_thunks
-    .hidden probe_xt_thunks
-    .type probe_xt_thunks, @function
+    /* COUNT entries of PROBE_THUNK_STRIDE bytes at NAME (checked): entry i
+     * puts i in %r11 and jumps to COMMON, a CALLING_COMMON */
+    .macro INDEX_THUNKS name, count, common
+    .globl \name
+    .hidden \name
+    .type \name, @function
     .p2align 4
-probe_xt_thunks:
+\name:
     .cfi_startproc
     .set i, 0
-    .rept PROBE_XT_NTHUNK
+    .rept \count
     movl $i, %r11d                  /* 6 bytes */
     .byte 0xe9                      /* jmp rel32, 5 bytes (no relaxation) */
-    .long probe_xt_common - . - 4
+    .long \common - . - 4
     .byte 0xcc, 0xcc, 0xcc, 0xcc, 0xcc
     .set i, i + 1
     .endr
     .cfi_endproc
-probe_xt_thunks_end:
-    .size probe_xt_thunks, probe_xt_thunks_end - probe_xt_thunks
-    .if (probe_xt_thunks_end - probe_xt_thunks) - PROBE_XT_NTHUNK * PROBE_THUNK_STRIDE
-    .error "an export-table thunk is longer than PROBE_THUNK_STRIDE"
+\name\()_end:
+    .size \name, \name\()_end - \name
+    .if (\name\()_end - \name) - \count * PROBE_THUNK_STRIDE
+    .error "a thunk of \name is longer than PROBE_THUNK_STRIDE"
     .endif
+    .endm
+
+    INDEX_THUNKS probe_xt_thunks, PROBE_XT_NTHUNK, probe_xt_common
 
     CALLING_COMMON probe_xt_common, probe_xt_pre, probe_xt_post
 
-    .globl probe_pe_thunks
-    .hidden probe_pe_thunks
-    .type probe_pe_thunks, @function
-    .p2align 4
-probe_pe_thunks:
-    .cfi_startproc
-    .set i, 0
-    .rept PROBE_PW_NTHUNK
-    movl $i, %r11d                  /* 6 bytes */
-    .byte 0xe9                      /* jmp rel32, 5 bytes (no relaxation) */
-    .long probe_pe_common - . - 4
-    .byte 0xcc, 0xcc, 0xcc, 0xcc, 0xcc
-    .set i, i + 1
-    .endr
-    .cfi_endproc
-probe_pe_thunks_end:
-    .size probe_pe_thunks, probe_pe_thunks_end - probe_pe_thunks
-    .if (probe_pe_thunks_end - probe_pe_thunks) - PROBE_PW_NTHUNK * PROBE_THUNK_STRIDE
-    .error "an error-logging thunk is longer than PROBE_THUNK_STRIDE"
-    .endif
+    INDEX_THUNKS probe_pe_thunks, PROBE_PW_NTHUNK, probe_pe_common
 
     CALLING_COMMON probe_pe_common, probe_pe_pre, probe_pe_post
 

@@ -62,6 +62,16 @@ static inline void free_each_at(cudaError_t (*free_fn)(void *), const char *what
     }
 }
 
+// cudaSetDevice(dev), and cudaGetDevice must then answer dev
+static inline void set_device_checked(int dev)
+{
+    int current = -1;
+
+    CHECK_CUDA(cudaSetDevice(dev));
+    CHECK_CUDA(cudaGetDevice(&current));
+    REQUIRE(current == dev, "cudaGetDevice=%d after cudaSetDevice(%d)", current, dev);
+}
+
 // a new memory pool of pinned memory on device dev
 static inline cudaMemPool_t new_device_pool(int dev)
 {

@@ -52,10 +52,7 @@ int main(void)
         REQUIRE(prop.totalGlobalMem > (size_t)1 << 30, "total memory below 1 GiB");
         REQUIRE(prop.name[0] != '\0', "empty device name");
 
-        CHECK_CUDA(cudaSetDevice(dev));
-        int current = -1;
-        CHECK_CUDA(cudaGetDevice(&current));
-        REQUIRE(current == dev, "cudaGetDevice=%d after cudaSetDevice(%d)", current, dev);
+        set_device_checked(dev);
         size_t free_bytes = 0, total_bytes = 0;
         CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
         REQUIRE(free_bytes <= total_bytes && free_bytes > 0, "cudaMemGetInfo free=%zu total=%zu",

@@ -5,6 +5,7 @@
 // memory-sync domain, a cluster scheduling policy and a shared-memory
 // carveout; the refusal of an out-of-range carveout. Prints checksums.
 #include "check.cuh"
+#include "launch_attrs.cuh"
 
 __global__ void produce(unsigned *buf, size_t n, unsigned round)
 {
@@ -83,14 +84,7 @@ int main(void)
     int lo = 0, hi = 0;
     CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&lo, &hi));
     cudaLaunchAttribute a[4];
-    a[0].id = cudaLaunchAttributePriority;
-    a[0].val.priority = hi;
-    a[1].id = cudaLaunchAttributeMemSyncDomain;
-    a[1].val.memSyncDomain = cudaLaunchMemSyncDomainRemote;
-    a[2].id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
-    a[2].val.clusterSchedulingPolicyPreference = cudaClusterSchedulingPolicySpread;
-    a[3].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
-    a[3].val.sharedMemCarveout = 50;
+    value_attrs(a, hi);
     cudaLaunchConfig_t c = {};
     c.gridDim = dim3((unsigned)(n / 256));
     c.blockDim = dim3(256);

@@ -54,6 +54,25 @@ static void report(const char *what, double err)
     check_within(what, "rel L2 err", err, tol);
 }
 
+// A C2C plan p (destroyed here) run on stream s: forward from in to out,
+// checked against ref, then back in place, checked against x scaled by
+// scale; the report lines are "NAME forward" and "NAME inverse/SCALE_IS".
+static void c2c_there_and_back(cufftHandle p, cudaStream_t s, cufftComplex *in, cufftComplex *out, size_t len,
+                               const std::vector<cd> &ref, const std::vector<cd> &x, double scale,
+                               const char *name, const char *scale_is)
+{
+    char what[80];
+
+    CHECK_CUFFT(cufftSetStream(p, s));
+    CHECK_CUFFT(cufftExecC2C(p, in, out, CUFFT_FORWARD));
+    std::snprintf(what, sizeof what, "%s forward", name);
+    report(what, rel_l2(to_host(out, len, s), ref, 1.0));
+    CHECK_CUFFT(cufftExecC2C(p, out, out, CUFFT_INVERSE)); // in place
+    std::snprintf(what, sizeof what, "%s inverse/%s", name, scale_is);
+    report(what, rel_l2(to_host(out, len, s), x, scale));
+    CHECK_CUFFT(cufftDestroy(p));
+}
+
 static void c2c_1d(cudaStream_t s, int n, int batch)
 {
     std::vector<cd> x, ref((size_t)n * batch);
@@ -64,15 +83,9 @@ static void c2c_1d(cudaStream_t s, int n, int batch)
     CHECK_CUDA(cudaMalloc(&dout, h.size() * sizeof(cufftComplex)));
     cufftHandle p;
     CHECK_CUFFT(cufftPlan1d(&p, n, CUFFT_C2C, batch));
-    CHECK_CUFFT(cufftSetStream(p, s));
-    CHECK_CUFFT(cufftExecC2C(p, din, dout, CUFFT_FORWARD));
-    char what[80];
-    std::snprintf(what, sizeof what, "c2c 1d n=%d batch=%d forward", n, batch);
-    report(what, rel_l2(to_host(dout, h.size(), s), ref, 1.0));
-    CHECK_CUFFT(cufftExecC2C(p, dout, dout, CUFFT_INVERSE)); // in place
-    std::snprintf(what, sizeof what, "c2c 1d n=%d batch=%d inverse/n", n, batch);
-    report(what, rel_l2(to_host(dout, h.size(), s), x, n));
-    CHECK_CUFFT(cufftDestroy(p));
+    char name[48];
+    std::snprintf(name, sizeof name, "c2c 1d n=%d batch=%d", n, batch);
+    c2c_there_and_back(p, s, din, dout, h.size(), ref, x, n, name, "n");
     FREE_DEVICE(din, dout);
 }
 
@@ -88,15 +101,9 @@ static void c2c_2d(cudaStream_t s, int nx, int ny)
     cufftComplex *d = to_device(h, s);
     cufftHandle p;
     CHECK_CUFFT(cufftPlan2d(&p, nx, ny, CUFFT_C2C));
-    CHECK_CUFFT(cufftSetStream(p, s));
-    CHECK_CUFFT(cufftExecC2C(p, d, d, CUFFT_FORWARD));
-    char what[80];
-    std::snprintf(what, sizeof what, "c2c 2d %dx%d forward", nx, ny);
-    report(what, rel_l2(to_host(d, h.size(), s), ref, 1.0));
-    CHECK_CUFFT(cufftExecC2C(p, d, d, CUFFT_INVERSE));
-    std::snprintf(what, sizeof what, "c2c 2d %dx%d inverse/(nx*ny)", nx, ny);
-    report(what, rel_l2(to_host(d, h.size(), s), x, (double)nx * ny));
-    CHECK_CUFFT(cufftDestroy(p));
+    char name[48];
+    std::snprintf(name, sizeof name, "c2c 2d %dx%d", nx, ny);
+    c2c_there_and_back(p, s, d, d, h.size(), ref, x, (double)nx * ny, name, "(nx*ny)");
     CHECK_CUDA(cudaFree(d));
 }
 

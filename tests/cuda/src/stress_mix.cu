@@ -253,8 +253,7 @@ int main(void)
     std::printf("fan-in: %d events waited for, checksum %08x\n", THREADS, fnv1a(back, (size_t)THREADS * WORDS));
     for (const worker &w : workers) {
         CHECK_CUDA(cudaEventDestroy(w.last));
-        CHECK_CUDA(cudaFreeHost(w.dst));
-        CHECK_CUDA(cudaFreeHost(w.mapped));
+        FREE_HOST(w.dst, w.mapped);
     }
     CHECK_CUDA(cudaFreeHost(back));
     CHECK_CUDA(cudaFree(d));

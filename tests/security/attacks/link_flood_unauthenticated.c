@@ -18,13 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + t.tv_nsec * 1e-9;
-}
+#include "link_attack.h"
 
 /* non-blocking connect, 2 s at most: a full backlog must not stall the flood */
 static int open_idle(unsigned port)
@@ -63,13 +57,7 @@ int main(int argc, char **argv)
 	double hold, t0;
 	int *fds;
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s PORT N HOLD_S\n", argv[0]);
-		return 2;
-	}
-	port = (unsigned)atoi(argv[1]);
-	n = (unsigned)atoi(argv[2]);
-	hold = atof(argv[3]);
+	link_attack_args(argc, argv, "HOLD_S", &port, &n, &hold);
 	fds = calloc(n, sizeof(*fds));
 	if (!fds)
 		return 2;

@@ -21,17 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "link_attack.h"
 #include "remote_link.h"
 
 static unsigned port;
-
-static double now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 /* A 4-byte little-endian length and a LinkHello: version {major}, a 32-byte
  * nonce, node name "slow", heartbeat 500 ms, encryption TLS 1.3. */
@@ -137,13 +130,7 @@ int main(int argc, char **argv)
 	pthread_t *th;
 	int ok = 1;
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s PORT N LIMIT_S\n", argv[0]);
-		return 2;
-	}
-	port = (unsigned)atoi(argv[1]);
-	n = (unsigned)atoi(argv[2]);
-	limit = atof(argv[3]);
+	link_attack_args(argc, argv, "LIMIT_S", &port, &n, &limit);
 	c = calloc(n, sizeof(*c));
 	th = calloc(n, sizeof(*th));
 	if (!c || !th)

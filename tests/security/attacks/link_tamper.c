@@ -18,34 +18,12 @@
 #include <unistd.h>
 
 #include "remote/messages.h"
+#include "sock_io.h"
+#include "wire.h"
 
-static int send_all(int fd, const void *buf, size_t n)
-{
-	const uint8_t *p = buf;
-	while (n) {
-		ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-		if (k <= 0)
-			return -1;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-/* A link BATCH frame (remote-link/src/wire.h) with one RECORD message: a
- * memset of the remote vGPU's memory, as a clear-text link would deliver it. */
+/* A link BATCH frame with one RECORD message, framed by the link's own
+ * encoder (remote-link/src/wire.c): a memset of the remote vGPU's memory, as a
+ * clear-text link would deliver it. */
 static size_t forge(uint8_t *out)
 {
 	struct remote_record_hdr rec;
@@ -53,17 +31,12 @@ static size_t forge(uint8_t *out)
 	rec.kind = REMOTE_MSG_RECORD;
 	rec.sqe.op = MEARAS_OP_MEMSET;
 	rec.sqe.user_data = 0x666;
-	size_t body = 16 + sizeof(rec);
-	put32(out, 0x4b4e4c4du); /* "MLNK" */
-	out[4] = 1;              /* BATCH */
-	out[5] = out[6] = out[7] = 0;
-	put32(out + 8, 1);
-	put32(out + 12, (uint32_t)body);
-	put64(out + 16, 1u << 30); /* seq */
-	put32(out + 24, sizeof(rec));
-	put32(out + 28, 0);
-	memcpy(out + 32, &rec, sizeof(rec));
-	return 16 + body;
+	struct link_frame_hdr h = { .type = LINK_FRAME_BATCH, .count = 1,
+				    .body_len = LINK_MSG_HDR + sizeof(rec) };
+	wire_encode_frame(out, &h);
+	wire_encode_msg(out + LINK_FRAME_HDR, 1u << 30 /* seq */, sizeof(rec), 0);
+	memcpy(out + LINK_FRAME_HDR + LINK_MSG_HDR, &rec, sizeof(rec));
+	return LINK_FRAME_HDR + h.body_len;
 }
 
 static int listen_on(uint16_t port)
@@ -105,7 +78,7 @@ int main(int argc, char **argv)
 		struct stat st;
 		bool armed = !done && stat(armfile, &st) == 0;
 		if (armed && !flip) {
-			uint8_t f[32 + sizeof(struct remote_record_hdr)];
+			uint8_t f[LINK_FRAME_HDR + LINK_MSG_HDR + sizeof(struct remote_record_hdr)];
 			size_t n = forge(f);
 			if (send_all(sfd, f, n))
 				break;

@@ -404,36 +404,45 @@ static void bench(void)
 	cudaFree(d);
 }
 
+// CUDA initialized with 1 MiB allocated (the check NAME), "GUEST-READY PID"
+// told to the host, then secs seconds asleep; the allocation is handed back
+static void *ready_then_asleep(const char *name, int secs)
+{
+	void *p = nullptr;
+	cudaError_t e = cudaMalloc(&p, 1 << 20);
+
+	CHECK_NAMED(e == cudaSuccess, name, "error %d", (int)e);
+	printf("GUEST-READY %d\n", (int)getpid());
+	fflush(stdout);
+	sleep((unsigned)secs);
+	return p;
+}
+
 int main(int argc, char **argv)
 {
+	// the tests that take no argument
+	static const struct {
+		const char *name;
+		void (*run)(void);
+	} plain[] = {
+		{ "props", props },   { "memcpy", round_trips }, { "mapped", mapped }, { "printf", device_printf },
+		{ "errors", errors }, { "threads", threads },    { "bench", bench },
+	};
 	const char *what = argc > 1 ? argv[1] : "props";
 	int secs = argc > 2 ? atoi(argv[2]) : 2;
 
-	if (!strcmp(what, "props")) {
-		props();
-	} else if (!strcmp(what, "memcpy")) {
-		round_trips();
-	} else if (!strcmp(what, "mapped")) {
-		mapped();
-	} else if (!strcmp(what, "printf")) {
-		device_printf();
-	} else if (!strcmp(what, "errors")) {
-		errors();
-	} else if (!strcmp(what, "threads")) {
-		threads();
-	} else if (!strcmp(what, "bench")) {
-		bench();
-	} else if (!strcmp(what, "sleep") || !strcmp(what, "hold")) {
+	for (const auto &t : plain) {
+		if (!strcmp(what, t.name)) {
+			t.run();
+			return check_done();
+		}
+	}
+	if (!strcmp(what, "sleep") || !strcmp(what, "hold")) {
 		// CUDA initialized and holding memory, then idle
-		void *p = nullptr;
-		cudaError_t e = cudaMalloc(&p, 1 << 20);
-		CHECK_NAMED(e == cudaSuccess, "init-before-idle", "error %d", (int)e);
-		printf("GUEST-READY %d\n", (int)getpid());
-		fflush(stdout);
-		sleep((unsigned)secs);
+		void *p = ready_then_asleep("init-before-idle", secs);
 		std::vector<unsigned char> a(1 << 20), b(1 << 20);
 		fill(a, 7);
-		e = cudaMemcpy(p, a.data(), a.size(), cudaMemcpyHostToDevice);
+		cudaError_t e = cudaMemcpy(p, a.data(), a.size(), cudaMemcpyHostToDevice);
 		if (!e)
 			e = cudaMemcpy(b.data(), p, b.size(), cudaMemcpyDeviceToHost);
 		CHECK_NAMED(e == cudaSuccess && a == b, "works-after-idle", "error %d", (int)e);
@@ -444,14 +453,9 @@ int main(int argc, char **argv)
 		xread(argv[2]);
 	} else if (!strcmp(what, "dead")) {
 		// the host kills mearasd's VM worker while we sleep: calls must fail, not hang
-		void *p = nullptr;
-		cudaError_t e = cudaMalloc(&p, 1 << 20);
-		CHECK_NAMED(e == cudaSuccess, "init-before-backend-death", "error %d", (int)e);
-		printf("GUEST-READY %d\n", (int)getpid());
-		fflush(stdout);
-		sleep((unsigned)secs);
+		void *p = ready_then_asleep("init-before-backend-death", secs);
 		std::vector<unsigned char> a(1 << 16);
-		e = cudaMemcpy(p, a.data(), a.size(), cudaMemcpyHostToDevice);
+		cudaError_t e = cudaMemcpy(p, a.data(), a.size(), cudaMemcpyHostToDevice);
 		if (!e)
 			e = cudaDeviceSynchronize();
 		CHECK_NAMED(e != cudaSuccess, "error-after-backend-death", "calls still succeed");
