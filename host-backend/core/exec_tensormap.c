@@ -19,16 +19,10 @@
 
 static const char *kind_name(uint32_t kind)
 {
-	switch (kind) {
-	case MEARAS_TMAP_TILED:
-		return "tiled";
-	case MEARAS_TMAP_IM2COL:
-		return "im2col";
-	case MEARAS_TMAP_IM2COL_WIDE:
-		return "im2col wide";
-	default:
-		return "unknown";
-	}
+	static const char *const names[] = { [MEARAS_TMAP_TILED] = "tiled", [MEARAS_TMAP_IM2COL] = "im2col",
+					      [MEARAS_TMAP_IM2COL_WIDE] = "im2col wide" };
+
+	return kind < sizeof(names) / sizeof(names[0]) && names[kind] ? names[kind] : "unknown";
 }
 
 /* nonzero when any of n entries from `from` on is set */
