@@ -40,11 +40,11 @@ cp -L /usr/lib/x86_64-linux-gnu/qemu/*.so "$stage/lib/qemu/" 2>/dev/null || true
 for m in "$stage"/lib/qemu/*.so; do [ -e "$m" ] && copy_libs "$m"; done
 cp "$here/build/guest/vmlinuz" "$here/build/guest/initramfs.cpio.gz" "$stage/guest/"
 # the same binaries the guest image holds (run-suite.sh's `programs`, not the
-# library programs), for the native runs
+# library programs, stripped by tests/vm-cuda's guest-image), for the native runs
 programs=$(sed -n '/^programs=(/,/)/p' "$repo/tests/cuda/run-suite.sh" | tr -d '()' | sed 's/programs=//')
 for p in $programs; do
-	cp "$repo/tests/cuda/build/$p" "$stage/suite/"
-	cp "$repo/tests/cuda/build/static/$p" "$stage/suite-static/"
+	cp "$here/build/suite-stripped/$p" "$stage/suite/"
+	cp "$here/build/suite-stripped/static/$p" "$stage/suite-static/"
 done
 cp "$repo/build/experiments/microbench" "$stage/suite/"
 [ -f "$repo/assembly-manager/mearas_am/generated/control_pb2.py" ] ||
