@@ -37,11 +37,6 @@ struct rt_texobj {
 static pthread_mutex_t texobj_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rt_texobj *texobjs;
 
-static uint64_t one_if_zero(uint64_t n)
-{
-	return n ? n : 1;
-}
-
 struct rt_array *rt_array_get(const void *h)
 {
 	const struct rt_array *a = h;
@@ -59,7 +54,7 @@ cudaError_t rt_array_create(int vgpu, uint64_t width, uint64_t height, uint64_t 
 		return cudaErrorMemoryAllocation;
 	*a = (struct rt_array){ .magic = ARRAY_MAGIC, .id = rt_new_handle(), .vgpu = vgpu, .width = width,
 				.height = height, .depth = depth, .format = format, .channels = channels,
-				.flags = flags, .elem = mearas_format_bytes(format) * channels };
+				.flags = flags, .elem = mearas_elem_bytes(format, channels) };
 	e = a->id ? rt_do_ARRAY_CREATE(vgpu, a->id, width, height, depth, format, channels, flags)
 		  : cudaErrorMemoryAllocation;
 	if (e) {
@@ -120,8 +115,8 @@ static cudaError_t staged_slice(struct rt_array *a, const struct rt_stream_ref *
 /* the box lies in the array, and each of its numbers fits a record's 32 bits */
 static bool box_ok(const struct rt_array *a, const struct rt_array_box *b)
 {
-	return b->x + b->width <= a->width * a->elem && b->y + b->height <= one_if_zero(a->height) &&
-	       b->z + b->depth <= one_if_zero(a->depth);
+	return b->x + b->width <= a->width * a->elem && b->y + b->height <= mearas_array_extent(a->height) &&
+	       b->z + b->depth <= mearas_array_extent(a->depth);
 }
 
 cudaError_t rt_array_copy(struct rt_array *a, const struct rt_array_box *b, void *mem, uint64_t pitch,

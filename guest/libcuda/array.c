@@ -122,14 +122,20 @@ CU_EXPORT CUresult CUDAAPI cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *d,
 
 /* ---- copies ---- */
 
-static CUresult array_copy(struct rt_array *a, const struct rt_array_box *b, void *mem, size_t pitch,
-			   size_t slice_rows, bool to_array, CUstream s, bool async)
+/* an array copy's context and stream: a current context, a known stream */
+static CUresult copy_context(CUstream s)
 {
 	if (!cu_current())
 		return CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
-	if (s && !rt_stream_get(s) && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD)
-		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
-	return cu_result(rt_array_copy(a, b, mem, pitch, slice_rows, to_array, (cudaStream_t)s, async));
+	return cu_stream_known(s) ? CUDA_SUCCESS : CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
+}
+
+static CUresult array_copy(struct rt_array *a, const struct rt_array_box *b, void *mem, size_t pitch,
+			   size_t slice_rows, bool to_array, CUstream s, bool async)
+{
+	CUresult r = copy_context(s);
+
+	return r ? r : cu_result(rt_array_copy(a, b, mem, pitch, slice_rows, to_array, (cudaStream_t)s, async));
 }
 
 /* cuMemcpy{HtoA,AtoH,DtoA,AtoD}: n bytes at byte off of a one-row array */
@@ -182,13 +188,12 @@ static CUresult two_arrays(CUarray dst, size_t dx, size_t dy, size_t dz, CUarray
 {
 	struct rt_array *d = rt_array_get(dst), *a = rt_array_get(src);
 
+	CUresult r;
+
 	if (!d || !a)
 		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
-	if (!cu_current())
-		return CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
-	if (s && !rt_stream_get(s) && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD)
-		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
-	return cu_result(rt_array_copy_arrays(d, dx, dy, dz, a, &b, (cudaStream_t)s));
+	r = copy_context(s);
+	return r ? r : cu_result(rt_array_copy_arrays(d, dx, dy, dz, a, &b, (cudaStream_t)s));
 }
 
 static CUresult copy_atoa(CUarray dst, size_t doff, CUarray src, size_t soff, size_t n)

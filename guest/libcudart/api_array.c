@@ -418,9 +418,10 @@ static uint32_t tex_flags(const struct cudaTextureDesc *d, const struct mearas_t
 {
 	uint32_t format = a ? a->format : t->format;
 
-	return (d->readMode == cudaReadModeElementType && integer_format(format) ? 0x01u : 0) |
-	       (d->normalizedCoords ? 0x02u : 0) | (d->sRGB ? 0x10u : 0) |
-	       (d->disableTrilinearOptimization ? 0x20u : 0) | (d->seamlessCubemap ? 0x40u : 0);
+	return (d->readMode == cudaReadModeElementType && integer_format(format) ? CU_TRSF_READ_AS_INTEGER : 0) |
+	       (d->normalizedCoords ? CU_TRSF_NORMALIZED_COORDINATES : 0) | (d->sRGB ? CU_TRSF_SRGB : 0) |
+	       (d->disableTrilinearOptimization ? CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION : 0) |
+	       (d->seamlessCubemap ? CU_TRSF_SEAMLESS_CUBEMAP : 0);
 }
 
 /* the current device and the resource of an object about to be made on it */
@@ -489,12 +490,12 @@ static void fill_texture(void *out, const struct mearas_tex_args *t, struct rt_a
 	struct cudaTextureDesc *d = out;
 
 	MEARAS_TEX_DESC_OUT(d, t);
-	d->readMode = (t->flags & 0x01u) || !integer_format(a ? a->format : t->format) ? cudaReadModeElementType
+	d->readMode = (t->flags & CU_TRSF_READ_AS_INTEGER) || !integer_format(a ? a->format : t->format) ? cudaReadModeElementType
 										       : cudaReadModeNormalizedFloat;
-	d->sRGB = !!(t->flags & 0x10u);
-	d->normalizedCoords = !!(t->flags & 0x02u);
-	d->disableTrilinearOptimization = !!(t->flags & 0x20u);
-	d->seamlessCubemap = !!(t->flags & 0x40u);
+	d->sRGB = !!(t->flags & CU_TRSF_SRGB);
+	d->normalizedCoords = !!(t->flags & CU_TRSF_NORMALIZED_COORDINATES);
+	d->disableTrilinearOptimization = !!(t->flags & CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION);
+	d->seamlessCubemap = !!(t->flags & CU_TRSF_SEAMLESS_CUBEMAP);
 }
 
 static void fill_view(void *out, const struct mearas_tex_args *t, struct rt_array *a)

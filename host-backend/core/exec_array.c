@@ -43,29 +43,22 @@ static int no_arrays(struct vgpu *v)
 	return cudaErrorNotSupported;
 }
 
-/* rows and slices of an array (a 1D array has one row, a 2D one slice) */
-static uint64_t at_least_one(uint64_t n)
-{
-	return n ? n : 1;
-}
-
 /* NULL when the shape is one mearas carries, else what is wrong; *bytes:
  * the array's size */
 static const char *array_shape_error(const struct mearas_args_ARRAY_CREATE *a, uint64_t *bytes)
 {
-	unsigned fb = mearas_format_bytes(a->format);
+	unsigned elem = mearas_elem_bytes(a->format, a->channels);
 
-	if (!fb)
-		return "a format mearas does not carry";
-	if (a->channels != 1 && a->channels != 2 && a->channels != 4)
-		return "channels not 1, 2 or 4";
+	if (!elem)
+		return "a format or channel count mearas does not carry (8/16/32-bit integers, half, float; 1, 2 "
+		       "or 4 channels)";
 	if (a->flags & ~MEARAS_ARRAY_FLAGS_KNOWN)
 		return "flags mearas does not carry (sparse, deferred mapping, depth, colour or video arrays)";
 	if (!a->width || a->width > MEARAS_ARRAY_MAX_DIM || a->height > MEARAS_ARRAY_MAX_DIM ||
 	    a->depth > MEARAS_ARRAY_MAX_DIM)
 		return "a side of 0 (width) or past 2^17 elements";
-	/* each factor is below 2^17 and fb * channels <= 16: no overflow */
-	*bytes = a->width * at_least_one(a->height) * at_least_one(a->depth) * fb * a->channels;
+	/* each factor is below 2^17 and an element at most 16 bytes: no overflow */
+	*bytes = a->width * mearas_array_extent(a->height) * mearas_array_extent(a->depth) * elem;
 	if (*bytes > MEARAS_ARRAY_MAX_BYTES)
 		return "more than 2^40 bytes";
 	return NULL;
@@ -96,7 +89,7 @@ int exec_op_ARRAY_CREATE(struct vgpu *v, const struct mearas_sqe *e, const struc
 	arr->shape = (struct mdev_array){ .width = a->width, .height = a->height, .depth = a->depth,
 					  .format = a->format, .channels = a->channels, .flags = a->flags };
 	arr->bytes = bytes;
-	arr->elem = mearas_format_bytes(a->format) * a->channels;
+	arr->elem = mearas_elem_bytes(a->format, a->channels);
 	r = v->ops->array_create(v->dev, &arr->shape, &arr->dev);
 	if (r) {
 		exec_charged_free(v, bytes, arr);
@@ -118,8 +111,8 @@ static bool box_inside(const struct exec_array *arr, const struct mearas_args_ME
 {
 	uint64_t row = arr->shape.width * arr->elem;
 
-	return (uint64_t)a->x + a->width <= row && (uint64_t)a->y + a->height <= at_least_one(arr->shape.height) &&
-	       a->z < at_least_one(arr->shape.depth);
+	return (uint64_t)a->x + a->width <= row && (uint64_t)a->y + a->height <= mearas_array_extent(arr->shape.height) &&
+	       a->z < mearas_array_extent(arr->shape.depth);
 }
 
 int exec_op_MEMCPY_ARRAY(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_MEMCPY_ARRAY *in,
@@ -181,7 +174,7 @@ static bool own_device_range(struct vgpu *v, uint64_t dptr, uint64_t len)
 static const char *tex_resource_error(struct vgpu *v, const struct mearas_tex_args *t, struct exec_array **arr,
 				      bool *bad_handle)
 {
-	unsigned elem = mearas_format_bytes(t->format) * t->channels;
+	unsigned elem = mearas_elem_bytes(t->format, t->channels);
 	uint64_t span;
 
 	switch (t->res) {
@@ -200,7 +193,7 @@ static const char *tex_resource_error(struct vgpu *v, const struct mearas_tex_ar
 	case MEARAS_RES_LINEAR:
 		if (t->array || t->width || t->height || t->pitch)
 			return "array or pitched fields set on a linear resource";
-		if (!elem || (t->channels != 1 && t->channels != 2 && t->channels != 4))
+		if (!elem)
 			return "a format or channel count mearas does not carry";
 		if (!t->size || !own_device_range(v, t->dptr, t->size))
 			return "its bytes are not device memory of this client on this vGPU";
@@ -208,7 +201,7 @@ static const char *tex_resource_error(struct vgpu *v, const struct mearas_tex_ar
 	case MEARAS_RES_PITCH2D:
 		if (t->array || t->size)
 			return "array or linear fields set on a pitched resource";
-		if (!elem || (t->channels != 1 && t->channels != 2 && t->channels != 4))
+		if (!elem)
 			return "a format or channel count mearas does not carry";
 		if (!t->width || !t->height || t->width > MEARAS_ARRAY_MAX_DIM || t->height > MEARAS_ARRAY_MAX_DIM ||
 		    t->pitch > RANGE_2D_MAX_PITCH || !range_2d_span(t->width * elem, t->pitch, t->height, &span))
@@ -240,15 +233,21 @@ static const char *tex_desc_error(const struct mearas_tex_args *t)
 	return NULL;
 }
 
+/* the device's texture (kind MEARAS_KIND_TEXOBJ) or surface object value */
+static void object_destroy(struct vgpu *v, enum mearas_handle_kind k, uint64_t value)
+{
+	if (k == MEARAS_KIND_TEXOBJ)
+		v->ops->tex_destroy(v->dev, value);
+	else
+		v->ops->surf_destroy(v->dev, value);
+}
+
 static int keep_object(struct vgpu *v, enum mearas_handle_kind k, uint64_t id, uint64_t value, struct mearas_cqe *c)
 {
 	struct exec_texobj *o = malloc(sizeof(*o));
 
 	if (!o) {
-		if (k == MEARAS_KIND_TEXOBJ)
-			v->ops->tex_destroy(v->dev, value);
-		else
-			v->ops->surf_destroy(v->dev, value);
+		object_destroy(v, k, value);
 		return cudaErrorMemoryAllocation;
 	}
 	o->value = value;
@@ -312,9 +311,6 @@ void exec_texobj_destroy(struct vgpu *v, enum mearas_handle_kind k, void *obj)
 {
 	struct exec_texobj *o = obj;
 
-	if (k == MEARAS_KIND_TEXOBJ)
-		v->ops->tex_destroy(v->dev, o->value);
-	else
-		v->ops->surf_destroy(v->dev, o->value);
+	object_destroy(v, k, o->value);
 	free(o);
 }

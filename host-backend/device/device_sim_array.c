@@ -26,11 +26,6 @@ struct sim_array {
 
 static atomic_uint_fast64_t sim_next_object = 1;
 
-static uint64_t one_if_zero(uint64_t n)
-{
-	return n ? n : 1;
-}
-
 int sim_array_create(struct mdev *d, const struct mdev_array *a, void **array)
 {
 	struct sim_array *arr = calloc(1, sizeof(*arr));
@@ -39,9 +34,9 @@ int sim_array_create(struct mdev *d, const struct mdev_array *a, void **array)
 	if (!arr)
 		return cudaErrorMemoryAllocation;
 	arr->shape = *a;
-	arr->row = a->width * mearas_format_bytes(a->format) * a->channels;
-	arr->rows = one_if_zero(a->height);
-	arr->bytes = calloc(arr->row * arr->rows, one_if_zero(a->depth));
+	arr->row = a->width * mearas_elem_bytes(a->format, a->channels);
+	arr->rows = mearas_array_extent(a->height);
+	arr->bytes = calloc(arr->row * arr->rows, mearas_array_extent(a->depth));
 	if (!arr->bytes) {
 		free(arr);
 		return cudaErrorMemoryAllocation;

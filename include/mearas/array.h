@@ -34,6 +34,13 @@
 #define MEARAS_ARRAY_MAX_DIM   (1u << 17)
 #define MEARAS_ARRAY_MAX_BYTES (1ull << 40)
 
+/* rows of a slice, or slices of an array, from a height or depth as an
+ * array is made with it: 0 (fewer dimensions) counts as 1 */
+static inline uint64_t mearas_array_extent(uint64_t n)
+{
+	return n ? n : 1;
+}
+
 /* MEMCPY_ARRAY directions: which way the bytes go, and whether the linear
  * side is the data area (an offset) or device memory (an address). */
 enum mearas_array_dir {

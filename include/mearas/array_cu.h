@@ -38,6 +38,13 @@ static inline unsigned mearas_format_bytes(uint32_t format)
 	}
 }
 
+/* Bytes of one element of `channels` channels of format, 0 unless mearas
+ * carries both (1, 2 or 4 channels). */
+static inline unsigned mearas_elem_bytes(uint32_t format, uint32_t channels)
+{
+	return channels == 1 || channels == 2 || channels == 4 ? mearas_format_bytes(format) * channels : 0;
+}
+
 /* The fields a texture description (CUDA_TEXTURE_DESC, cudaTextureDesc)
  * and a resource view (CUDA_RESOURCE_VIEW_DESC, cudaResourceViewDesc)
  * share with struct mearas_tex_args: X(args field, CUDA's field). Flags are
