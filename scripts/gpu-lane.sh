@@ -12,9 +12,12 @@
 # experiments/frameworks/suite.py, about 8 minutes more, and PyTorch in a VM
 # guest (guest_torch) where a bundle is at build-vm/vmgpu.tar.gz or
 # GPU_LANE_VM_BUNDLE (tests/vm-cuda/gpu-bundle.sh, made on a machine with QEMU),
-# else that record says not run; GPU_LANE_FRAMEWORKS=0 leaves the suite out, as
-# for the device tool's 10-minute calls, where `make gpu-frameworks` runs it in a
-# call of its own). Where OUT is set
+# else that record says not run; with that bundle also the program suite in
+# the VM guest, tests/vm-cuda/gpu-suite.sh, about 5 minutes (guest.json, the
+# "guest" records of drvapi-programs.json). GPU_LANE_FRAMEWORKS=0 and
+# GPU_LANE_VM=0 leave those two out, as for the device tool's 10-minute calls,
+# where `make gpu-frameworks` and gpu-suite.sh run them in calls of their own.
+# Where OUT is set
 # (the device tool's folder, which brings back at most 8 files), only these go
 # there: table.txt, gpu-lane.tar.gz (all logs and results), and the
 # results; without OUT they go to the logs folder too.
@@ -164,16 +167,31 @@ python3 scripts/drvapi_programs.py --device "${device:-unknown} (driver ${driver
 	--out experiments/results/drvapi-programs.json "shared:local:$out/suite-compare.txt" \
 	"static:local:$out/static-suite-compare.txt" "shared:remote:$out/suite-remote-compare.txt" \
 	"static:remote:$out/static-suite-remote-compare.txt" "driver:local:$out/driver-suite-compare.txt" \
-	"driver:remote:$out/driver-suite-remote-compare.txt" >"$out/drvapi-programs.txt" 2>&1 ||
+	"driver:remote:$out/driver-suite-remote-compare.txt" --merge >"$out/drvapi-programs.txt" 2>&1 ||
 	failed_steps+=("driver-API program records")
 fresh experiments/results/drvapi-programs.json
+
+# the VM guest (place "guest" in drvapi-programs.json): every program, its
+# static build, the library programs and the driver-API builds in a TCG guest
+# served by mearasd --vm (tests/vm-cuda/gpu-suite.sh, about 5 minutes)
+vm_bundle=${GPU_LANE_VM_BUNDLE:-build-vm/vmgpu.tar.gz}
+if [ "${GPU_LANE_VM:-1}" = 1 ] && [ -f "$vm_bundle" ]; then
+	echo "== VM guest (tests/vm-cuda/gpu-suite.sh $vm_bundle)"
+	tests/vm-cuda/gpu-suite.sh "$vm_bundle" "$out/vm-guest" >/dev/null 2>&1 || failed_steps+=("VM guest suite")
+	fresh experiments/results/guest.json
+	fresh experiments/results/drvapi-programs.json
+	vm_guest="$(tail -n 1 "$out/vm-guest/gpu-suite.txt" 2>/dev/null) ($out/vm-guest/gpu-suite.txt)"
+else
+	vm_guest="not run ($([ "${GPU_LANE_VM:-1}" = 1 ] && echo "no bundle at $vm_bundle: tests/vm-cuda/gpu-bundle.sh" ||
+		echo "GPU_LANE_VM=0: tests/vm-cuda/gpu-suite.sh runs it alone"))"
+fi
 
 echo "== batch-size sweep (one remote vGPU, mearasd --link-batch 1..1024)"
 scripts/gpu-batch.sh "$out" cuda >"$out/batch-table.txt" 2>&1 || failed_steps+=("batch sweep")
 
 if [ "${GPU_LANE_FRAMEWORKS:-1}" = 1 ]; then
 	echo "== frameworks: PyTorch, CuPy and JAX natively and through mearas (experiments/frameworks/suite.py)"
-	bundle=${GPU_LANE_VM_BUNDLE:-build-vm/vmgpu.tar.gz}
+	bundle=$vm_bundle
 	fw_args=()
 	[ -f "$bundle" ] && fw_args=(--vm-bundle "$bundle")
 	# its own mearasd nodes; OUT emptied: the lane packs its results itself
@@ -207,6 +225,7 @@ table_body() {
 	echo "== record lifetimes: $lifetimes"
 	echo "== $assembly"
 	echo "== nvidia-smi -L: $smi"
+	echo "== VM guest: $vm_guest"
 	echo
 	echo "== remote vGPU (issue 4 targets)"
 	cat "$out/remote-table.txt"

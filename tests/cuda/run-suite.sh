@@ -10,6 +10,8 @@
 #       driver API alone, in build/driver) or all. The environment is
 #       inherited, so LD_LIBRARY_PATH selects which libcudart.so.13 (native
 #       or mearas) the programs load.
+#   run-suite.sh --list SET
+#       Prints the names of SET's programs, one line, blank-separated.
 #   run-suite.sh --compare DIR_A DIR_B
 #       A program passes when both runs exited 0, ended with PASS and wrote
 #       byte-identical stdout. Prints a table, the differences, and a final
@@ -30,7 +32,7 @@ libraries=(lib_cublas lib_cublaslt lib_cufft lib_curand lib_cusparse lib_cusolve
 	lib_nvrtc lib_nvml)
 
 usage() {
-	sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
@@ -52,18 +54,22 @@ verdict() {
 	fi
 }
 
+# set_names SET: the programs of SET, one per line
+set_names() {
+	case $1 in
+	core) printf '%s\n' "${programs[@]}" ;;
+	libraries) printf '%s\n' "${libraries[@]}" ;;
+	driver) printf '%s\n' "${drivers[@]}" ;;
+	all) printf '%s\n' "${programs[@]}" "${libraries[@]}" ;;
+	*) echo "run-suite: unknown set: $1 (core, libraries, driver or all)" >&2; exit 2 ;;
+	esac
+}
+
 run_mode() {
 	local outdir=$1 build=$2 limit=$3 set=$4
 	shift 4
 	local names=("$@")
-	if [ ${#names[@]} -eq 0 ]; then
-		case $set in
-		core) names=("${programs[@]}") ;;
-		libraries) names=("${libraries[@]}") ;;
-		driver) names=("${drivers[@]}") ;;
-		all) names=("${programs[@]}" "${libraries[@]}") ;;
-		esac
-	fi
+	[ ${#names[@]} -gt 0 ] || mapfile -t names < <(set_names "$set")
 	mkdir -p "$outdir" || exit 2
 	local passed=0 failed=0 name v
 	printf '%-20s %s\n' PROGRAM RESULT
@@ -139,15 +145,17 @@ case $1 in
 		*) break ;;
 		esac
 	done
-	case $set in
-	core | libraries | driver | all) ;;
-	*) echo "run-suite: unknown set: $set (core, libraries, driver or all)" >&2; exit 2 ;;
-	esac
+	set_names "$set" >/dev/null || exit 2
 	for name in "$@"; do
 		printf '%s\n' "${programs[@]}" "${libraries[@]}" "${drivers[@]}" | grep -qx -- "$name" ||
 			{ echo "run-suite: unknown program: $name" >&2; exit 2; }
 	done
 	run_mode "$outdir" "$build" "$limit" "$set" "$@"
+	;;
+--list)
+	[ $# -eq 2 ] || usage
+	names=$(set_names "$2") || exit 2
+	echo $names
 	;;
 --compare)
 	[ $# -eq 3 ] || usage

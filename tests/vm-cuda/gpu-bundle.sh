@@ -2,7 +2,8 @@
 # Packs what the GPU machine lacks for the VM test (it has no QEMU): this
 # machine's QEMU with its non-glibc libraries and firmware, mearasd, and the
 # guest image, plus the tests/cuda programs and microbench for the native runs
-# (suite/), and the assembly manager's package with its generated protobuf
+# (suite/), the library programs and driver-API builds that the guest runs
+# over a share of the host (share-programs/), and the assembly manager's package with its generated protobuf
 # modules (am/: gpu-suite.sh --remote attaches the VM through the control
 # socket with it), into OUT/vmgpu.tar.gz; gpu-suite.sh (or OUT/gpu-run.sh)
 # runs it there.
@@ -41,12 +42,15 @@ for m in "$stage"/lib/qemu/*.so; do [ -e "$m" ] && copy_libs "$m"; done
 cp "$here/build/guest/vmlinuz" "$here/build/guest/initramfs.cpio.gz" "$stage/guest/"
 # the same binaries the guest image holds (run-suite.sh's `programs`, not the
 # library programs, stripped by tests/vm-cuda's guest-image), for the native runs
-programs=$(sed -n '/^programs=(/,/)/p' "$repo/tests/cuda/run-suite.sh" | tr -d '()' | sed 's/programs=//')
+programs=$("$repo/tests/cuda/run-suite.sh" --list core)
 for p in $programs; do
 	cp "$here/build/suite-stripped/$p" "$stage/suite/"
 	cp "$here/build/suite-stripped/static/$p" "$stage/suite-static/"
 done
 cp "$repo/build/experiments/microbench" "$stage/suite/"
+# the library programs and driver-API builds, which the guest runs from the
+# host's share (gpu-suite.sh's second boot), stripped by guest-image
+cp -r "$here/build/share-programs" "$stage/share-programs"
 [ -f "$repo/assembly-manager/mearas_am/generated/control_pb2.py" ] ||
 	{ echo "gpu-bundle: no generated protobuf modules: make -C assembly-manager proto" >&2; exit 1; }
 mkdir -p "$stage/am"

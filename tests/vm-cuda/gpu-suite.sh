@@ -5,7 +5,17 @@
 # --compare), the microbenchmark natively and in the guest, and
 # OUT_DIR/guest.json, copied to experiments/results/ with --device=cuda (guest
 # vs native, plus the host time per synchronizing call from mearasd's VM
-# worker). One QEMU boot runs everything in the guest (guest/suite.sh).
+# worker). One QEMU boot runs everything of the guest image (guest/suite.sh);
+# a second boot runs the programs too big for the image, tests/cuda's library
+# programs (run-suite.sh's `libraries`, both builds) and its driver-API-only
+# builds (`drivers`), the bundle's stripped copies (share-programs/, laid out
+# as tests/cuda/build, or SUITE_BUILD) from this machine over a read-only
+# virtio-9p share of / (guestpy.py), named NAME, static-NAME and
+# driver-NAME; the libraries, CUDA's and cuDNN, are this machine's, so the
+# guest's programs find them where the native ones do. With --device=cuda and
+# without --remote, every comparison is recorded as place "guest" in
+# experiments/results/drvapi-programs.json (scripts/drvapi_programs.py
+# --merge; a copy goes into suite-outputs.tar.gz).
 #
 #   gpu-suite.sh BUNDLE.tar.gz OUT_DIR [--device=cuda|sim] [--bar-mb=N]
 #                [--copy-mb=N] [--smp=N] [--native-runs=N] [--remote]
@@ -29,13 +39,17 @@
 # assembly manager's client: needs Python 3 with protobuf). In the guest,
 # every program sees one vGPU (MEARAS_VISIBLE_VGPUS): the suite, its static
 # builds and the microbenchmark run on the local vGPU, then again on the
-# remote one, each compared with the native runs. OUT_DIR's 8 files are then
+# remote one, each compared with the native runs (the second boot's programs
+# run on the remote vGPU only: the local one is the case without --remote,
+# and a TCG guest is slow). OUT_DIR's 8 files are then
 # gpu-suite.txt, guest.json (records with "vgpu": "local" or "remote"),
 # suite-compare-local.txt, suite-compare-remote.txt, microbench.txt,
 # mearasd.log (node-a), guest-serial.log and suite-outputs.tar.gz, which also
 # holds the static builds' tables (suite-static-compare-local.txt,
 # suite-static-compare-remote.txt; both printed below too) and node-b's log
-# (mearasd-remote.log).
+# (mearasd-remote.log). Either way the tarball holds the driver-API builds'
+# table (suite-driver-compare*.txt, printed below) and the second boot's
+# console and guestpy.py summary (hostpy/).
 set -uo pipefail
 bundle=${1:?usage: gpu-suite.sh BUNDLE.tar.gz OUT_DIR [options]}
 out=${2:?usage: gpu-suite.sh BUNDLE.tar.gz OUT_DIR [options]}
@@ -71,7 +85,13 @@ cleanup() {
 trap cleanup EXIT
 t_start=$(date +%s)
 tar -C "$work" -xzf "$bundle" || { echo "gpu-suite: cannot unpack $bundle"; exit 1; }
-programs=$(sed -n '/^programs=(/,/)/p' "$repo/tests/cuda/run-suite.sh" | tr -d '()' | sed 's/programs=//' | tr -s ' \t\n' ' ')
+suite_build=${SUITE_BUILD:-$work/share-programs}
+programs=$("$repo/tests/cuda/run-suite.sh" --list core) libraries=$("$repo/tests/cuda/run-suite.sh" --list libraries)
+drivers=$("$repo/tests/cuda/run-suite.sh" --list driver)
+missing=""
+for p in $libraries; do [ -x "$suite_build/$p" ] && [ -x "$suite_build/static/$p" ] || missing="$missing $p"; done
+for p in $drivers; do [ -x "$suite_build/driver/$p" ] || missing="$missing driver/$p"; done
+[ -z "$missing" ] || { echo "gpu-suite: not in $suite_build:$missing (a bundle of make -C tests/vm-cuda all)" >&2; exit 2; }
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
 gpu=${gpu:-no GPU}
 [ "$device" = sim ] && gpu="mearas-sim ($gpu)"
@@ -92,6 +112,16 @@ tail -n 1 "$work/suite-native.txt"
 env -u LD_LIBRARY_PATH "$repo/tests/cuda/run-suite.sh" --run "$work/native-static" --build "$work/suite-static" \
 	--timeout 120 > "$work/suite-native-static.txt" 2>&1
 tail -n 1 "$work/suite-native-static.txt" | sed 's/^/static runtime: /'
+echo "== library programs and driver-API builds, natively ($suite_build)"
+env -u LD_LIBRARY_PATH "$repo/tests/cuda/run-suite.sh" --run "$work/native" --build "$suite_build" --set libraries \
+	--timeout 120 > "$work/libs-native.txt" 2>&1
+tail -n 1 "$work/libs-native.txt" | sed 's/^/libraries: /'
+env -u LD_LIBRARY_PATH "$repo/tests/cuda/run-suite.sh" --run "$work/native-static" --build "$suite_build/static" \
+	--set libraries --timeout 120 > "$work/libs-native-static.txt" 2>&1
+tail -n 1 "$work/libs-native-static.txt" | sed 's/^/libraries, static runtime: /'
+env -u LD_LIBRARY_PATH "$repo/tests/cuda/run-suite.sh" --run "$work/native-driver" --build "$suite_build/driver" \
+	--set driver --timeout 120 > "$work/driver-native.txt" 2>&1
+tail -n 1 "$work/driver-native.txt" | sed 's/^/driver-API builds: /'
 echo "== microbenchmark, natively ($native_runs runs)"
 for i in $(seq "$native_runs"); do
 	env -u LD_LIBRARY_PATH "$work/suite/microbench" --copy-mb "$copy_mb" > "$work/micro-native-$i.txt" 2>&1 ||
@@ -177,6 +207,35 @@ qpid=""
 t_guest=$(( $(date +%s) - t0 ))
 echo "  qemu exit $qrc after $t_guest s"
 [ "$qrc" = 0 ] || { rc=1; sed 's/^/  qemu: /' "$work/qemu.err" | tail -n 5; }
+
+# The second boot, on the same VM socket: the library programs and the
+# driver-API builds from $suite_build, run by guestpy.py (each run's
+# NAME.{out,err,rc} comes back into guest/ beside the first boot's); with
+# --remote on the remote vGPU
+x="" vis=""
+[ $remote = 1 ] && x=remote- vis="env MEARAS_VISIBLE_VGPUS=1 "
+echo "== guest: library programs and driver-API builds$([ $remote = 1 ] && echo " on the remote vGPU"), this machine's $suite_build over a read-only virtio-9p share of / (a second TCG boot)"
+hostruns=()
+for p in $libraries; do
+	hostruns+=(--run "$x$p" "$vis$(printf %q "$suite_build/$p")"
+		--run "${x}static-$p" "$vis$(printf %q "$suite_build/static/$p")")
+done
+for p in $drivers; do hostruns+=(--run "${x}driver-$p" "$vis$(printf %q "$suite_build/driver/$p")"); done
+# nvidia-smi -L over the guest's libnvidia-ml.so.1, on one vGPU as natively on one GPU
+smi=$(command -v nvidia-smi)
+if [ -n "$smi" ] && [ "$device" = cuda ]; then
+	nvidia-smi -L > "$work/smi-native.txt" 2>&1
+	hostruns+=(--run "${x}nvidia-smi-L" "env MEARAS_VISIBLE_VGPUS=$([ $remote = 1 ] && echo 1 || echo 0) $(printf %q "$smi") -L")
+fi
+t0=$(date +%s)
+python3 "$repo/tests/vm-cuda/guestpy.py" --guest "$work/guest" --vm-socket "$vmsock" --work "$work/hostpy" \
+	--qemu "$work/bin/qemu-system-x86_64" --qemu-data "$work/share/qemu" --qemu-data "$work/share/seabios" \
+	--qemu-lib "$work/lib" --memory-mb 4096 --smp "$smp" --timeout-s "$qemu_limit" --run-limit-s 200 \
+	"${hostruns[@]}" > "$work/hostpy.txt" 2>&1 || rc=1
+grep -E '^guest: |^guest error: ' "$work/hostpy.txt" | sed 's/^/  /'
+t_host=$(( $(date +%s) - t0 ))
+echo "  $(grep -c '^guest run .*: exit 0' "$work/hostpy.txt") of $(( ${#hostruns[@]} / 3 )) runs exited 0, after $t_host s"
+cp "$work"/hostpy/runs/* "$work/guest/" 2>/dev/null
 sleep 0.5 # the worker logs the last slot's report when it sees the disconnect
 kill "$mpid" 2>/dev/null
 wait "$mpid" 2>/dev/null
@@ -199,14 +258,16 @@ expect+=(--expect microbench-sync)
 python3 "$repo/tests/vm-cuda/guest_console.py" "$out/guest-serial.log" "$work/guest" "${expect[@]}" \
 	> "$work/console.txt" 2>&1 || { rc=1; cat "$work/console.txt"; }
 
-# compare PREFIX TABLE STATIC_TABLE: the suite programs of both sides (microbench
-# runs are not suite programs), and the static-runtime builds (NVIDIA's runtime
-# over mearas's libcuda.so.1 in the guest)
+# compare PREFIX HOST TABLE STATIC_TABLE [DRIVER_TABLE]: the suite programs of
+# both sides (microbench runs are not suite programs), and the static-runtime
+# builds (NVIDIA's runtime over mearas's libcuda.so.1 in the guest); with HOST
+# 1 also the second boot's library programs and the driver-API builds
 compare() {
-	local x=$1 p f
+	local x=$1 host=$2 p f names=$programs
 	rm -rf "$work"/cmp-*
-	mkdir -p "$work/cmp-native" "$work/cmp-guest" "$work/cmp-native-static" "$work/cmp-guest-static"
-	for p in $programs; do
+	mkdir -p "$work"/cmp-{native,guest}{,-static,-driver}
+	[ "$host" = 1 ] && names="$programs $libraries"
+	for p in $names; do
 		cp "$work/native/$p".* "$work/cmp-native/" 2>/dev/null
 		cp "$work/native-static/$p".* "$work/cmp-native-static/" 2>/dev/null
 		for f in "$work/guest/$x$p".*; do
@@ -216,20 +277,51 @@ compare() {
 			[ -e "$f" ] && cp "$f" "$work/cmp-guest-static/$p.${f##*.}"
 		done
 	done
-	"$repo/tests/cuda/run-suite.sh" --compare "$work/cmp-native" "$work/cmp-guest" > "$2" 2>&1 || rc=1
-	"$repo/tests/cuda/run-suite.sh" --compare "$work/cmp-native-static" "$work/cmp-guest-static" > "$3" 2>&1 || rc=1
+	"$repo/tests/cuda/run-suite.sh" --compare "$work/cmp-native" "$work/cmp-guest" > "$3" 2>&1 || rc=1
+	"$repo/tests/cuda/run-suite.sh" --compare "$work/cmp-native-static" "$work/cmp-guest-static" > "$4" 2>&1 || rc=1
+	[ "$host" = 1 ] || return 0
+	for p in $drivers; do
+		cp "$work/native-driver/$p".* "$work/cmp-native-driver/" 2>/dev/null
+		for f in "$work/guest/${x}driver-$p".*; do
+			[ -e "$f" ] && cp "$f" "$work/cmp-guest-driver/$p.${f##*.}"
+		done
+	done
+	"$repo/tests/cuda/run-suite.sh" --compare "$work/cmp-native-driver" "$work/cmp-guest-driver" > "$5" 2>&1 || rc=1
 }
 if [ $remote = 0 ]; then
-	compare "" "$out/suite-compare.txt" "$out/suite-static-compare.txt"
-	tables=("program suite: native vs VM guest ($gpu)|$out/suite-compare.txt"
-		"static-runtime programs (NVIDIA's runtime over mearas's libcuda.so.1): native vs VM guest|$out/suite-static-compare.txt")
+	compare "" 1 "$out/suite-compare.txt" "$out/suite-static-compare.txt" "$work/suite-driver-compare.txt"
+	tables=("program suite and library programs: native vs VM guest ($gpu)|$out/suite-compare.txt"
+		"static-runtime programs (NVIDIA's runtime over mearas's libcuda.so.1): native vs VM guest|$out/suite-static-compare.txt"
+		"driver-API builds (no CUDA runtime in the program): native vs VM guest|$work/suite-driver-compare.txt")
 else
-	compare "" "$out/suite-compare-local.txt" "$work/suite-static-compare-local.txt"
-	compare remote- "$out/suite-compare-remote.txt" "$work/suite-static-compare-remote.txt"
+	compare "" 0 "$out/suite-compare-local.txt" "$work/suite-static-compare-local.txt"
+	compare remote- 1 "$out/suite-compare-remote.txt" "$work/suite-static-compare-remote.txt" \
+		"$work/suite-driver-compare-remote.txt"
 	tables=("program suite: native vs VM guest, local vGPU 0 ($gpu)|$out/suite-compare-local.txt"
-		"program suite: native vs VM guest, remote vGPU 1 (node-b over loopback TCP)|$out/suite-compare-remote.txt"
+		"program suite and library programs: native vs VM guest, remote vGPU 1 (node-b over loopback TCP)|$out/suite-compare-remote.txt"
 		"static-runtime programs (NVIDIA's runtime over mearas's libcuda.so.1): native vs VM guest, local vGPU 0|$work/suite-static-compare-local.txt"
-		"static-runtime programs: native vs VM guest, remote vGPU 1|$work/suite-static-compare-remote.txt")
+		"static-runtime programs: native vs VM guest, remote vGPU 1|$work/suite-static-compare-remote.txt"
+		"driver-API builds: native vs VM guest, remote vGPU 1|$work/suite-driver-compare-remote.txt")
+fi
+if [ -z "$smi" ] || [ "$device" != cuda ]; then
+	smi_result="not run (no nvidia-smi here, or --device=sim)"
+elif [ "$(cat "$work/guest/${x}nvidia-smi-L.rc" 2>/dev/null)" = 0 ] &&
+	cmp -s "$work/smi-native.txt" "$work/guest/${x}nvidia-smi-L.out"; then
+	smi_result="identical to native: $(head -n 1 "$work/smi-native.txt")"
+else
+	smi_result="DIFFERS (exit $(cat "$work/guest/${x}nvidia-smi-L.rc" 2>/dev/null); native: $(head -n 1 "$work/smi-native.txt"); guest: $(head -n 1 "$work/guest/${x}nvidia-smi-L.out" 2>/dev/null))"
+	rc=1
+fi
+# every comparison of a guest on its own GPU, one record per program, build
+# and place "guest", beside the GPU lane's local and remote ones
+if [ "$device" = cuda ] && [ $remote = 0 ]; then
+	name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+	driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
+	python3 "$repo/scripts/drvapi_programs.py" --merge --device "${name:-unknown} (driver ${driver:-?})" \
+		--out "$repo/experiments/results/drvapi-programs.json" "shared:guest:$out/suite-compare.txt" \
+		"static:guest:$out/suite-static-compare.txt" "driver:guest:$work/suite-driver-compare.txt" \
+		> "$work/records.txt" 2>&1 || rc=1
+	cp "$repo/experiments/results/drvapi-programs.json" "$work/" 2>/dev/null
 fi
 
 for f in "$work"/micro-native-*.txt; do echo "### native $(basename "$f")"; cat "$f"; done > "$out/microbench.txt"
@@ -253,10 +345,12 @@ python3 "$repo/experiments/microbench/guest_compare.py" --native "$work"/micro-n
 if [ "$device" = cuda ]; then
 	cp "$out/guest.json" "$repo/experiments/results/guest$([ $remote = 1 ] && echo -remote).json" 2>/dev/null
 fi
-extra=()
-[ $remote = 1 ] && extra=(suite-static-compare-local.txt suite-static-compare-remote.txt mearasd-remote.log)
-tar -C "$work" -czf "$out/suite-outputs.tar.gz" native native-static guest suite-native.txt console.txt \
-	${extra[@]+"${extra[@]}"} 2>/dev/null
+extra=(suite-driver-compare.txt drvapi-programs.json records.txt)
+[ $remote = 1 ] && extra=(suite-static-compare-local.txt suite-static-compare-remote.txt
+	suite-driver-compare-remote.txt mearasd-remote.log)
+tar -C "$work" -czf "$out/suite-outputs.tar.gz" --exclude=hostpy/job.* native native-static native-driver guest \
+	hostpy suite-native.txt libs-native.txt libs-native-static.txt driver-native.txt hostpy.txt console.txt \
+	"${extra[@]}" 2>/dev/null
 
 for t in "${tables[@]}"; do
 	echo
@@ -264,9 +358,12 @@ for t in "${tables[@]}"; do
 	cat "${t#*|}"
 done
 echo
+echo "== nvidia-smi -L in the guest$([ $remote = 1 ] && echo ", remote vGPU 1"): $smi_result"
+echo
 echo "== microbenchmark: native vs VM guest (TCG guest CPU; see guest.json notes)"
 cat "$work/micro-table.txt"
+[ -s "$work/records.txt" ] && { echo; cat "$work/records.txt"; }
 echo
-echo "== times: native $t_native s, guest boot and runs $t_guest s, total $(( $(date +%s) - t_start )) s"
+echo "== times: native $t_native s, guest boots and runs $t_guest s + $t_host s, total $(( $(date +%s) - t_start )) s"
 echo "gpu-suite: $([ $rc = 0 ] && echo ok || echo FAILED)"
 exit $rc

@@ -5,7 +5,9 @@
 # the guest and its output came back byte-exact (compared with the same
 # programs through mearas' sim on this host's process transport), the
 # microbenchmark ran natively and in the guest, guest.json has its records
-# and the host time per call, and OUT holds its 8 files. Then the same with
+# and the host time per call, and OUT holds its 8 files; the second boot's
+# programs (the library programs and driver-API builds from tests/cuda/build
+# over the 9p share) came back byte-exact too. Then the same with
 # --remote (a VM on an assembly of 1 local + 1 remote vGPU, a second mearasd
 # as the remote node): every program ran on each vGPU, each guest process
 # used only the one it was shown (mearasd's slot reports), the remote node
@@ -20,8 +22,10 @@ work=$(mktemp -d /tmp/mst.XXXXXX)
 passed=0 failed=0 mpid=""
 . "$(dirname "$0")/lib.sh"
 trap '[ -n "$mpid" ] && kill $mpid 2>/dev/null' EXIT
-programs=$(sed -n '/^programs=(/,/)/p' "$repo/tests/cuda/run-suite.sh" | tr -d '()' | sed 's/programs=//' | tr -s ' \t\n' ' ')
-nprog=$(wc -w <<<"$programs")
+programs=$("$repo/tests/cuda/run-suite.sh" --list core)
+libraries=$("$repo/tests/cuda/run-suite.sh" --list libraries)
+drivers=$("$repo/tests/cuda/run-suite.sh" --list driver)
+nprog=$(wc -w <<<"$programs") nlib=$(wc -w <<<"$libraries") ndrv=$(wc -w <<<"$drivers")
 
 echo "== gpu-bundle.sh"
 "$here/gpu-bundle.sh" "$work/bundle" > "$work/bundle.txt" 2>&1
@@ -34,6 +38,11 @@ bundled=$(sed -n 's|^\./suite/||p' <<<"$listing")
 absent=""
 for p in $programs microbench; do grep -qx "$p" <<<"$bundled" || absent="$absent $p"; done
 check bundle/holds-suite-and-microbench "[ -z '$absent' ]" "missing:$absent"
+absent=""
+for p in $libraries $(printf 'static/%s ' $libraries) $(printf 'driver/%s ' $drivers); do
+	grep -qx "./share-programs/$p" <<<"$listing" || absent="$absent $p"
+done
+check bundle/holds-share-programs "[ -z '$absent' ]" "missing:$absent"
 check bundle/holds-control-client "grep -qx './am/mearas_am/generated/control_pb2.py' <<<\"\$listing\""
 
 # suite NAME [gpu-suite options]: one gpu-suite.sh run into $work/NAME; sets out, res
@@ -62,23 +71,36 @@ every_run_captured() {
 	for e in out err rc; do [ -f "$res/guest/microbench-sync.$e" ] || missing="$missing microbench-sync.$e"; done
 	[ -z "$missing" ] || { echo "missing:$missing"; return 1; }
 }
-# every_program_compared TABLE...
+# every_host_run_captured PREFIX: the second boot's runs (library programs,
+# both builds, and driver-API builds, from this machine's tests/cuda/build
+# over the 9p share) came back
+every_host_run_captured() {
+	local p e missing=""
+	for p in $libraries $(printf 'static-%s ' $libraries) $(printf 'driver-%s ' $drivers); do
+		for e in out err rc; do [ -f "$res/guest/$1$p.$e" ] || missing="$missing $1$p.$e"; done
+	done
+	[ -z "$missing" ] || { echo "missing:$missing"; return 1; }
+}
+# every_program_compared N TABLE...: each TABLE compares N programs
 every_program_compared() {
-	local t
+	local t n=$1
+	shift
 	for t in "$@"; do
-		[ "$(grep -cE '^[a-z_]+ +(PASS|FAIL|TIMEOUT|MISSING)' "$t")" -eq "$nprog" ] &&
+		[ "$(grep -cE '^[a-z_]+ +(PASS|FAIL|TIMEOUT|MISSING)' "$t")" -eq "$n" ] &&
 			tail -n 1 "$t" | grep -qE '^[0-9]+ passed, [0-9]+ failed$' || { echo "$t"; return 1; }
 	done
 }
-# byte_identical PREFIX: the guest's outputs of the suite programs (run PREFIXNAME)
-# are those of the same programs through mearas (sim) on this host; not
-# stream_callbacks: the sim posts a stream's completion without waiting for
-# its host functions (exec.c), so the count it prints races under the sim
+# byte_identical PREFIX [NAME...]: the guest's outputs of the programs (run
+# PREFIXNAME; default: the suite programs) are those of the same programs
+# through mearas (sim) on this host; not stream_callbacks: the sim posts a
+# stream's completion without waiting for its host functions (exec.c), so the
+# count it prints races under the sim
 byte_identical() {
-	local p differ=""
-	for p in ${programs/stream_callbacks/}; do
-		cmp -s "$work/hostsim/$p.out" "$res/guest/$1$p.out" || differ="$differ $1$p"
-		[ "$(cat "$work/hostsim/$p.rc")" = "$(cat "$res/guest/$1$p.rc" 2>/dev/null)" ] || differ="$differ $1$p(rc)"
+	local x=$1 p differ=""
+	shift
+	for p in ${@:-${programs/stream_callbacks/}}; do
+		cmp -s "$work/hostsim/$p.out" "$res/guest/$x$p.out" || differ="$differ $x$p"
+		[ "$(cat "$work/hostsim/$p.rc")" = "$(cat "$res/guest/$x$p.rc" 2>/dev/null)" ] || differ="$differ $x$p(rc)"
 	done
 	[ -z "$differ" ] || { echo "differ:$differ"; return 1; }
 }
@@ -120,19 +142,26 @@ check out/eight-files-at-top "[ \$(find '$out' -mindepth 1 | wc -l) -eq 8 ]"
 check guest/exit-0-kernel-clean "tr -d '\r' < '$out/guest-serial.log' | grep -q '^MEARAS-EXIT 0' &&
 	tr -d '\r' < '$out/guest-serial.log' | grep -q '^MEARAS-KERNEL-CLEAN'"
 check guest/every-run-captured "every_run_captured ''"
+check guest/second-boot-every-run-captured "every_host_run_captured ''"
 missing=""
 for p in $programs; do [ -f "$res/native/$p.rc" ] || missing="$missing native/$p"; done
 check native/every-program-ran "[ -z '$missing' ]" "missing:$missing"
-check compare/every-program-compared "every_program_compared '$out/suite-compare.txt' '$out/suite-static-compare.txt'"
+check compare/every-program-and-library-compared "every_program_compared $((nprog + nlib)) '$out/suite-compare.txt' \
+	'$out/suite-static-compare.txt'"
+check compare/every-driver-build-compared "every_program_compared $ndrv '$res/suite-driver-compare.txt'"
 
 echo "== the guest's captured outputs vs the same programs through mearas (sim) on this host"
 "$repo/build/bin/mearasd" --device=sim --socket="$work/m.sock" --control="$work/c.sock" > "$work/mearasd-host.log" 2>&1 &
 mpid=$!
 for _ in $(seq 50); do [ -S "$work/m.sock" ] && break; sleep 0.1; done
 LD_LIBRARY_PATH=$repo/build/lib MEARAS_SOCKET=$work/m.sock "$repo/tests/cuda/run-suite.sh" --run "$work/hostsim" \
-	--build "$repo/tests/cuda/build" --timeout 60 > "$work/hostsim.txt" 2>&1
+	--build "$repo/tests/cuda/build" --set all --timeout 60 > "$work/hostsim.txt" 2>&1
+LD_LIBRARY_PATH=$repo/build/lib MEARAS_SOCKET=$work/m.sock "$repo/tests/cuda/run-suite.sh" --run "$work/hostsim-driver" \
+	--build "$repo/tests/cuda/build/driver" --set driver --timeout 60 > "$work/hostsim-driver.txt" 2>&1
+for p in $drivers; do for e in out rc; do cp "$work/hostsim-driver/$p.$e" "$work/hostsim/driver-$p.$e"; done; done
 kill "$mpid"; mpid=""
 check capture/byte-identical-to-host-sim "byte_identical ''"
+check capture/second-boot-byte-identical-to-host-sim "byte_identical '' $libraries $(printf 'driver-%s ' $drivers)"
 
 echo "== guest.json"
 check guest-json/records-and-fields "guest_json local | sed 's/^/  /'"
@@ -152,10 +181,13 @@ check remote/out/eight-files-at-top "[ \$(find '$out' -mindepth 1 | wc -l) -eq 8
 check remote/guest/exit-0-kernel-clean "tr -d '\r' < '$out/guest-serial.log' | grep -q '^MEARAS-EXIT 0' &&
 	tr -d '\r' < '$out/guest-serial.log' | grep -q '^MEARAS-KERNEL-CLEAN'"
 check remote/guest/every-run-captured-on-each-vgpu "every_run_captured '' remote-"
-check remote/compare/every-program-compared-on-each-vgpu "every_program_compared '$out/suite-compare-local.txt' \
-	'$out/suite-compare-remote.txt' '$res/suite-static-compare-local.txt' '$res/suite-static-compare-remote.txt'"
+check remote/guest/second-boot-on-the-remote-vgpu "every_host_run_captured remote-"
+check remote/compare/every-program-compared-on-each-vgpu "every_program_compared $nprog '$out/suite-compare-local.txt' \
+	'$res/suite-static-compare-local.txt' && every_program_compared $((nprog + nlib)) '$out/suite-compare-remote.txt' \
+	'$res/suite-static-compare-remote.txt' && every_program_compared $ndrv '$res/suite-driver-compare-remote.txt'"
 check remote/capture/local-vgpu-byte-identical-to-host-sim "byte_identical ''"
 check remote/capture/remote-vgpu-byte-identical-to-host-sim "byte_identical remote-"
+check remote/capture/second-boot-byte-identical-to-host-sim "byte_identical remote- $libraries $(printf 'driver-%s ' $drivers)"
 # node-a's slot reports, by slot worker (one a guest process): "records on vGPU 0, on vGPU 1"
 reports=$(python3 - "$out/mearasd.log" <<'EOF'
 import re, sys
@@ -172,7 +204,8 @@ both=$(awk '$1 > 0 && $2 > 0' <<<"$reports" | wc -l)
 on0=$(awk '$1 > 0 && $2 == 0' <<<"$reports" | wc -l)
 on1=$(awk '$1 == 0 && $2 > 0' <<<"$reports" | wc -l)
 echo "  node-a: $(wc -l <<<"$reports") guest processes: $on0 used vGPU 0 only, $on1 vGPU 1 only, $both both"
-check remote/each-process-used-one-vgpu "[ $both = 0 ] && [ \$(wc -l <<<'$reports') -eq $((4 * nprog + 7)) ]"
+# the first boot's 4 * nprog + 7 processes, the second boot's 2 * nlib + ndrv
+check remote/each-process-used-one-vgpu "[ $both = 0 ] && [ \$(wc -l <<<'$reports') -eq $((4 * nprog + 7 + 2 * nlib + ndrv)) ]"
 # each round: its programs and microbench runs (2 * nprog + 4 and + 3), less those that
 # make no record (cluster_launch in both builds: the sim has no cluster launch)
 check remote/each-round-on-its-vgpu "[ $on0 -ge $((2 * nprog)) ] && [ $on1 -ge $((2 * nprog)) ]"
