@@ -16,17 +16,22 @@
 
 static const int N = 3000;
 
-// the image's bytes in a file of its own (removed by the caller)
+// the image's bytes in a file of its own (removed by the caller), in $TMPDIR
+// where it is set (a guest running this over a read-only share of the host
+// sets it to a writable folder), else /tmp
 static std::string to_file(const char *begin, const char *end, const char *suffix)
 {
-    char path[] = "/tmp/mearas-modules-XXXXXX";
-    int fd = mkstemp(path);
-    REQUIRE(fd >= 0, "mkstemp");
+    const char *dir = getenv("TMPDIR");
+    std::string tmpl = std::string(dir && *dir ? dir : "/tmp") + "/mearas-modules-XXXXXX";
+    std::vector<char> path(tmpl.begin(), tmpl.end());
+    path.push_back('\0');
+    int fd = mkstemp(path.data());
+    REQUIRE(fd >= 0, "mkstemp in %s", dir && *dir ? dir : "/tmp");
     size_t n = (size_t)(end - begin) - 1; // without the NUL EMBED adds
-    REQUIRE(write(fd, begin, n) == (ssize_t)n, "write %s", path);
+    REQUIRE(write(fd, begin, n) == (ssize_t)n, "write %s", path.data());
     close(fd);
-    std::string named = std::string(path) + suffix;
-    REQUIRE(rename(path, named.c_str()) == 0, "rename");
+    std::string named = std::string(path.data()) + suffix;
+    REQUIRE(rename(path.data(), named.c_str()) == 0, "rename");
     return named;
 }
 
