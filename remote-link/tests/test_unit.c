@@ -1296,18 +1296,25 @@ static void t_verbs_transport_choice(void)
 		CHECK_RC(echo_call(lnk, "over tcp"), MEARAS_LINK_OK);
 }
 
+/* Transport auto on cfg: the link opens over TCP, the log saying why verbs
+ * was not tried and how the link is, and it echoes text. */
+static void auto_opens_tcp(struct mearas_link_config *cfg, const char *why, const char *how, const char *text)
+{
+	cfg->transport = MEARAS_LINK_TRANSPORT_AUTO;
+	CHECK_RC(mearas_link_connect("127.0.0.1", srv.port, cfg, &lnk), MEARAS_LINK_OK);
+	CHECK(log_has("transport auto: TCP (verbs not tried:", why));
+	CHECK(log_has("link to 127.0.0.1", how));
+	if (lnk)
+		CHECK_RC(echo_call(lnk, text), MEARAS_LINK_OK);
+}
+
 /* Auto with link encryption on: TCP at once, and the log says why. */
 static void t_auto_encrypted_uses_tcp(void)
 {
 	serve();
 	struct mearas_link_config cfg;
 	base_cfg(&cfg, KEY);
-	cfg.transport = MEARAS_LINK_TRANSPORT_AUTO;
-	CHECK_RC(mearas_link_connect("127.0.0.1", srv.port, &cfg, &lnk), MEARAS_LINK_OK);
-	CHECK(log_has("transport auto: TCP", "verbs not tried: link encryption is on"));
-	CHECK(log_has("link to 127.0.0.1", "open over tcp, encrypted"));
-	if (lnk)
-		CHECK_RC(echo_call(lnk, "auto, encrypted"), MEARAS_LINK_OK);
+	auto_opens_tcp(&cfg, "link encryption is on", "open over tcp, encrypted", "auto, encrypted");
 }
 
 /* Auto where this node lacks the RDMA device named: TCP, saying which is missing. */
@@ -1317,13 +1324,9 @@ static void t_auto_without_device_uses_tcp(void)
 	struct mearas_link_config cfg;
 	base_cfg(&cfg, KEY);
 	cfg.encryption = MEARAS_LINK_ENCRYPTION_OFF;
-	cfg.transport = MEARAS_LINK_TRANSPORT_AUTO;
 	cfg.verbs_device = "no-such-rdma-device";
-	CHECK_RC(mearas_link_connect("127.0.0.1", srv.port, &cfg, &lnk), MEARAS_LINK_OK);
-	CHECK(log_has("transport auto: TCP (verbs not tried:", "RDMA device")); /* none here, or not that one */
-	CHECK(log_has("link to 127.0.0.1", "open over tcp, UNENCRYPTED"));
-	if (lnk)
-		CHECK_RC(echo_call(lnk, "auto, no device"), MEARAS_LINK_OK);
+	/* "RDMA device": none here, or not that one */
+	auto_opens_tcp(&cfg, "RDMA device", "open over tcp, UNENCRYPTED", "auto, no device");
 }
 
 /* The probe names what is missing; a bad transport value is refused. */

@@ -7,6 +7,13 @@
 #include "fuzz_seeds.h"
 #include "fuzz_vm.h"
 
+/* the input's first bytes: slots and vGPUs, each one more than its byte */
+static void header(struct seedbuf *b, uint8_t nslots, uint8_t nvgpus)
+{
+	sb_u8(b, nslots - 1);
+	sb_u8(b, nvgpus - 1);
+}
+
 static void word(struct seedbuf *b, uint8_t op, uint8_t slot, uint32_t v)
 {
 	sb_u8(b, op);
@@ -27,12 +34,13 @@ static void scan(struct seedbuf *b, uint8_t fail)
 	sb_u8(b, fail);
 }
 
-static void status(struct seedbuf *b, uint8_t slot, uint32_t code)
+/* STATUS (x: the message's size) and TAIL (x: the ring) */
+static void byte_word(struct seedbuf *b, uint8_t op, uint8_t slot, uint8_t x, uint32_t v)
 {
-	sb_u8(b, VMO_STATUS);
+	sb_u8(b, op);
 	sb_u8(b, slot);
-	sb_u8(b, 0);
-	sb_u32(b, code);
+	sb_u8(b, x);
+	sb_u32(b, v);
 }
 
 static void ring_op(struct seedbuf *b, uint8_t op, uint8_t slot, uint8_t ring, uint16_t len)
@@ -48,12 +56,11 @@ static void ring_op(struct seedbuf *b, uint8_t op, uint8_t slot, uint8_t ring, u
  * claims slot 1, whose worker cannot start; a third's worker dies. */
 static void lifecycle(struct seedbuf *b)
 {
-	sb_u8(b, 3);
-	sb_u8(b, 1);
+	header(b, 4, 2);
 	word(b, VMO_CLAIM, 0, 0x1001);
 	word(b, VMO_PID, 0, 4242);
 	scan(b, 0);
-	status(b, 0, 0);
+	byte_word(b, VMO_STATUS, 0, 0, 0);
 	word(b, VMO_KICK, 0, 3);
 	scan(b, 0);
 	ring_op(b, VMO_OUT, 0, 0, 300);
@@ -78,8 +85,7 @@ static void lifecycle(struct seedbuf *b)
  * kick bits past its vGPUs, its output tails; a worker that will not stop. */
 static void scribbler(struct seedbuf *b)
 {
-	sb_u8(b, 1);
-	sb_u8(b, 1);
+	header(b, 2, 2);
 	word(b, VMO_CLAIM, 0, 7);
 	word(b, VMO_READY, 0, 7);
 	scan(b, 0);
@@ -88,12 +94,9 @@ static void scribbler(struct seedbuf *b)
 	word(b, VMO_KICK, 5, 0xffffffffu);
 	scan(b, 0);
 	word(b, VMO_KICK, 0, 0xffffffffu);
-	status(b, 0, 0);
+	byte_word(b, VMO_STATUS, 0, 0, 0);
 	scan(b, 0);
-	sb_u8(b, VMO_TAIL);
-	sb_u8(b, 0);
-	sb_u8(b, 0);
-	sb_u32(b, 0x80000000u);
+	byte_word(b, VMO_TAIL, 0, 0, 0x80000000u);
 	ring_op(b, VMO_OUT, 0, 0, 65535);
 	ring_op(b, VMO_OUT, 0, 0, 65535);
 	ring_op(b, VMO_OUT, 0, 0, 65535);
@@ -103,7 +106,7 @@ static void scribbler(struct seedbuf *b)
 	scan(b, 0);
 	op2(b, VMO_TIME, 0x70, 0x17);
 	scan(b, 0);
-	status(b, 0, 100);
+	byte_word(b, VMO_STATUS, 0, 0, 100);
 	scan(b, 0);
 }
 

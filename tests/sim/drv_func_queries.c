@@ -18,6 +18,15 @@ static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
 
 #define ASKS 100
 
+/* occupancy at 256 threads asked ASKS times: the back end sees one ask at most */
+static void ask_occupancy(CUfunction fn)
+{
+	int v;
+
+	for (int i = 0; i < ASKS; i++)
+		CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&v, fn, 256, 0));
+}
+
 int main(void)
 {
 	CUcontext ctx;
@@ -44,12 +53,10 @@ int main(void)
 	}
 	/* an attribute set: occupancy is asked again (once) */
 	CHECK(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 1024));
-	for (int i = 0; i < ASKS; i++)
-		CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&v, fn, 256, 0));
+	ask_occupancy(fn);
 	/* so does a cache preference */
 	CHECK(cuFuncSetCacheConfig(fn, CU_FUNC_CACHE_PREFER_SHARED));
-	for (int i = 0; i < ASKS; i++)
-		CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&v, fn, 256, 0));
+	ask_occupancy(fn);
 	EXPECT(CUDA_ERROR_INVALID_VALUE, cuOccupancyMaxActiveBlocksPerMultiprocessor(&v, fn, 0, 0));
 	CHECK(cuModuleUnload(mod));
 	CHECK(cuDevicePrimaryCtxRelease(dev));

@@ -13,6 +13,15 @@ extern "C" __global__ void mearas_sim_add_u32(unsigned *p, unsigned n, unsigned 
 
 #define ASKS 100
 
+// occupancy at 256 threads asked ASKS times: the back end sees one ask at most
+static void ask_occupancy(void)
+{
+    int v;
+
+    for (int i = 0; i < ASKS; i++)
+        CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, mearas_sim_add_u32, 256, 0));
+}
+
 int main(void)
 {
     cudaFuncAttributes a0, a;
@@ -34,11 +43,9 @@ int main(void)
     }
     // an attribute set, then a cache preference: occupancy is asked again, once each
     CHECK_CUDA(cudaFuncSetAttribute(mearas_sim_add_u32, cudaFuncAttributeMaxDynamicSharedMemorySize, 1024));
-    for (int i = 0; i < ASKS; i++)
-        CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, mearas_sim_add_u32, 256, 0));
+    ask_occupancy();
     CHECK_CUDA(cudaFuncSetCacheConfig(mearas_sim_add_u32, cudaFuncCachePreferShared));
-    for (int i = 0; i < ASKS; i++)
-        CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, mearas_sim_add_u32, 256, 0));
+    ask_occupancy();
     REQUIRE(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, mearas_sim_add_u32, 0, 0) == cudaErrorInvalidValue,
             "a block of 0 threads was answered");
     cudaGetLastError();

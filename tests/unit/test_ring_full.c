@@ -156,6 +156,20 @@ static bool push_nop(struct test_ring *r, const uint8_t *p, uint32_t n)
 	return test_ring_push_payload(r, &e, p, n);
 }
 
+/* push_nop, then the record popped into got */
+static void nop_round_trip(struct test_ring *r, const uint8_t *p, uint32_t n, struct mearas_sqe *got)
+{
+	CHECK(push_nop(r, p, n));
+	CHECK(test_ring_pop(r, got));
+}
+
+/* a ring of 16 records with a 4096-byte arena, and n bytes of seed at p */
+static void arena_ring(struct test_ring *r, uint8_t *p, uint32_t n, uint32_t seed)
+{
+	REQUIRE(test_ring_init_arena(r, 16, 0, 4096));
+	fill_bytes(p, n, seed);
+}
+
 /* payloads past the inline bytes go to the arena, contiguously: the record
  * names where, the consumer reads them there */
 static void arena_payload_lands_whole(void)
@@ -164,10 +178,8 @@ static void arena_payload_lands_whole(void)
 	struct mearas_sqe got;
 	uint8_t p[1000];
 
-	REQUIRE(test_ring_init_arena(&r, 16, 0, 4096));
-	fill_bytes(p, sizeof(p), 1);
-	CHECK(push_nop(&r, p, sizeof(p)));
-	CHECK(test_ring_pop(&r, &got));
+	arena_ring(&r, p, sizeof(p), 1);
+	nop_round_trip(&r, p, sizeof(p), &got);
 	CHECK(got.flags & MEARAS_SQE_PAYLOAD_ARENA);
 	CHECK_EQ(got.payload_len, sizeof(p));
 	CHECK(got.payload_off + got.payload_len <= 4096);
@@ -183,8 +195,7 @@ static void arena_skips_its_tail(void)
 	struct mearas_sqe got;
 	uint8_t p[1500];
 
-	REQUIRE(test_ring_init_arena(&r, 16, 0, 4096));
-	fill_bytes(p, sizeof(p), 2);
+	arena_ring(&r, p, sizeof(p), 2);
 	CHECK(push_nop(&r, p, sizeof(p)));                            /* [0, 1500) */
 	CHECK(push_nop(&r, p, sizeof(p)));                            /* [1500, 3000) */
 	CHECK_EQ(mearas_sqp_arena_need(&r.prod, sizeof(p)), 1500 + (4096 - 3000));
@@ -230,8 +241,7 @@ static void inline_payload_stays_inline(void)
 
 	REQUIRE(test_ring_init(&r, 8, 0));
 	fill_bytes(p, sizeof(p), 3);
-	CHECK(push_nop(&r, p, sizeof(p)));
-	CHECK(test_ring_pop(&r, &got));
+	nop_round_trip(&r, p, sizeof(p), &got);
 	CHECK(!(got.flags & MEARAS_SQE_PAYLOAD_ARENA));
 	CHECK(memcmp(got.inline_payload, p, sizeof(p)) == 0);
 	test_ring_fini(&r);

@@ -7,6 +7,7 @@
 #include <cublas_v2.h>
 
 #include "check.h"
+#include "operands.h"
 
 static void cpu_gemm(int n, const std::vector<float> &a, const std::vector<float> &b,
                      std::vector<float> &c) {
@@ -38,11 +39,7 @@ int main() {
     cpu_gemm(n, a, b, want);
 
     float *da, *db, *dc;
-    CK(cudaMalloc(&da, bytes));
-    CK(cudaMalloc(&db, bytes));
-    CK(cudaMalloc(&dc, bytes));
-    CK(cudaMemcpy(da, a.data(), bytes, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(db, b.data(), bytes, cudaMemcpyHostToDevice));
+    upload_operands(a, b, &da, &db, &dc);
 
     cublasHandle_t h;
     CK(cublasCreate(&h));

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "check.h"
+#include "operands.h"
 
 __global__ void vecadd(const float *a, const float *b, float *c, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -20,11 +21,7 @@ int main() {
     }
     CK(cudaFree(nullptr));
     float *da, *db, *dc;
-    CK(cudaMalloc(&da, n * sizeof(float)));
-    CK(cudaMalloc(&db, n * sizeof(float)));
-    CK(cudaMalloc(&dc, n * sizeof(float)));
-    CK(cudaMemcpy(da, a.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(db, b.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    upload_operands(a, b, &da, &db, &dc);
     vecadd<<<(n + 255) / 256, 256>>>(da, db, dc, n);
     CK(cudaGetLastError());
     CK(cudaMemcpy(c.data(), dc, n * sizeof(float), cudaMemcpyDeviceToHost));

@@ -151,28 +151,30 @@ static void load_real(void) {
     *(void **)&probe_real.cuDeviceGetCount = dlsym(h, "cuDeviceGetCount");
 }
 
-void probe_fwd_missing(unsigned idx) {
+/* The "missing" record of sym, a function the real driver lacks (err, when
+ * given, says why it could not be had), written before the probe aborts. */
+static void log_missing(const void *caller, const char *sym, const char *err) {
     char buf[1024];
     struct jb j;
-    jb_begin(&j, buf, sizeof buf, "missing", __builtin_return_address(0));
-    jb_kstr(&j, "sym", idx < probe_fwd_count ? probe_fwd_names[idx] : "?");
+    jb_begin(&j, buf, sizeof buf, "missing", caller);
+    jb_kstr(&j, "sym", sym);
     jb_kstr(&j, "real", probe_real_path);
+    if (err)
+        jb_kstr(&j, "error", err);
     jb_end(&j);
-    dprintf(2, "drvapi-probe: %s is not in the real driver (%s); aborting\n",
-            idx < probe_fwd_count ? probe_fwd_names[idx] : "?", probe_real_path);
+}
+
+void probe_fwd_missing(unsigned idx) {
+    const char *sym = idx < probe_fwd_count ? probe_fwd_names[idx] : "?";
+    log_missing(__builtin_return_address(0), sym, NULL);
+    dprintf(2, "drvapi-probe: %s is not in the real driver (%s); aborting\n", sym, probe_real_path);
     abort();
 }
 
 void probe_need_real(const void *fn, const char *name) {
     if (fn)
         return;
-    char buf[1024];
-    struct jb j;
-    jb_begin(&j, buf, sizeof buf, "missing", NULL);
-    jb_kstr(&j, "sym", name);
-    jb_kstr(&j, "real", probe_real_path);
-    jb_kstr(&j, "error", real_err);
-    jb_end(&j);
+    log_missing(NULL, name, real_err);
     dprintf(2, "drvapi-probe: real %s unavailable (%s %s); aborting\n", name, probe_real_path,
             real_err);
     abort();

@@ -85,6 +85,15 @@ static inline cudaMemPool_t new_device_pool(int dev)
     return pool;
 }
 
+// a stream of the program's own that does not wait on the legacy default stream
+static inline cudaStream_t nonblocking_stream(void)
+{
+    cudaStream_t s;
+
+    CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    return s;
+}
+
 static inline int pass(void)
 {
     std::printf("PASS\n");

@@ -12,8 +12,7 @@ int main(void)
     CHECK_CUDA(cudaMalloc(&dev, N * sizeof(int)));
     CHECK_CUDA(cudaMallocHost(&host, N * sizeof(int)));
     CHECK_CUDA(cudaMemset(dev, 0, N * sizeof(int)));
-    cudaStream_t stream;
-    CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    cudaStream_t stream = nonblocking_stream();
 
     CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
     add_const<<<(N + 255) / 256, 256, 0, stream>>>(dev, N, 1);

@@ -44,7 +44,7 @@ int main(void)
     pinned[0] = pinned[1] = pinned[2] = -1;
     st.count = pinned;
     st.val = pinned + 1;
-    CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    stream = nonblocking_stream();
 
     CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
     add_one<<<1, 1, 0, stream>>>(dev);

@@ -112,7 +112,7 @@ int main(void)
     CHECK_CUDA(cudaMalloc(&p.other, N * sizeof(int)));
     CHECK_CUDA(cudaMemset(p.other, 0, N * sizeof(int)));
     CHECK_CUDA(cudaMallocHost(&p.host, N * sizeof(int)));
-    CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    s = nonblocking_stream();
     p.n = N;
     p.half = HALF;
     p.c = 3;

@@ -45,7 +45,7 @@ int main(void)
     cudaStream_t s;
     CHECK_CUDA(cudaMalloc(&buf, n * sizeof(unsigned)));
     CHECK_CUDA(cudaMalloc(&sum, sizeof(*sum)));
-    CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    s = nonblocking_stream();
 
     // producer, then a consumer that may start before the producer ends
     unsigned long long total = 0;

@@ -87,7 +87,7 @@ static void batched_case(cublasHandle_t h, int m, int n, int k, int batch)
 
 int main(void)
 {
-    CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    stream = nonblocking_stream();
     cublasHandle_t h;
     CHECK_CUBLAS(cublasCreate(&h));
     CHECK_CUBLAS(cublasSetStream(h, stream));

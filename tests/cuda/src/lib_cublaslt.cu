@@ -79,8 +79,7 @@ static void run_case(cublasLtHandle_t lt, cudaStream_t s, void *ws, bool bf16, b
 
 int main(void)
 {
-    cudaStream_t s;
-    CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaStream_t s = nonblocking_stream();
     void *ws;
     CHECK_CUDA(cudaMalloc(&ws, workspace_size));
     cublasLtHandle_t lt;

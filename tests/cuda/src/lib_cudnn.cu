@@ -61,8 +61,7 @@ int main(void)
                                 dwm[wi(k, c, r, s)] += std::fabs(gv * xv);
                             }
 
-    cudaStream_t st;
-    CHECK_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    cudaStream_t st = nonblocking_stream();
     cudnnHandle_t h;
     CHECK_CUDNN(cudnnCreate(&h));
     CHECK_CUDNN(cudnnSetStream(h, st));

@@ -144,8 +144,7 @@ static void r2c_c2r(cudaStream_t s, int n, int batch)
 
 int main(void)
 {
-    cudaStream_t s;
-    CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaStream_t s = nonblocking_stream();
     c2c_1d(s, 1000, 4);
     c2c_2d(s, 64, 48);
     r2c_c2r(s, 4096, 2);

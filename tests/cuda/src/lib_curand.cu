@@ -165,8 +165,7 @@ static void device_api(cudaStream_t s, int blocks, int threads)
 
 int main(void)
 {
-    cudaStream_t s;
-    CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaStream_t s = nonblocking_stream();
     host_api(s, CURAND_RNG_PSEUDO_PHILOX4_32_10, "philox4_32_10", 1 << 20);
     host_api(s, CURAND_RNG_PSEUDO_MRG32K3A, "mrg32k3a", 1 << 20);
     device_api(s, 64, 128);

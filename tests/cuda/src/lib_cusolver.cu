@@ -172,8 +172,7 @@ static void qr_least_squares(cusolverDnHandle_t h, cublasHandle_t bh, cudaStream
 
 int main(void)
 {
-    cudaStream_t s;
-    CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaStream_t s = nonblocking_stream();
     cusolverDnHandle_t h;
     CHECK_CUSOLVER(cusolverDnCreate(&h));
     CHECK_CUSOLVER(cusolverDnSetStream(h, s));

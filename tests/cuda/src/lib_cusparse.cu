@@ -61,8 +61,7 @@ static const double tol = 1e-5;
 
 int main(void)
 {
-    cudaStream_t s;
-    CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaStream_t s = nonblocking_stream();
     cusparseHandle_t h;
     CHECK_CUSPARSE(cusparseCreate(&h));
     CHECK_CUSPARSE(cusparseSetStream(h, s));

@@ -147,8 +147,7 @@ int main(void)
         x[i] = i % 1000 - 500;
         y[i] = 7 * i;
     }
-    cudaStream_t s;
-    CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaStream_t s = nonblocking_stream();
     int *dx = to_device(x, s), *dy = to_device(y, s), a = -3, count = n;
     void *axpy_args[] = {&a, &dx, &dy, &count};
     CHECK_CU(cuLaunchKernel(axpy, blocks, 1, 1, threads, 1, 1, 0, (CUstream)s, axpy_args, nullptr));

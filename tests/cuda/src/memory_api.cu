@@ -185,8 +185,7 @@ static void test_pointer_attributes(void)
 
 static void test_malloc_async(void)
 {
-    cudaStream_t s;
-    CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaStream_t s = nonblocking_stream();
     const int n = 300000;
     unsigned int *pinned;
     CHECK_CUDA(cudaMallocHost(&pinned, n * sizeof(unsigned int)));

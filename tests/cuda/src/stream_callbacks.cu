@@ -50,8 +50,7 @@ int main(void)
     int *mapped_host;
     CHECK_CUDA(cudaHostAlloc(&mapped_host, sizeof(int), cudaHostAllocMapped));
     *mapped_host = 0;
-    cudaStream_t s;
-    CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaStream_t s = nonblocking_stream();
     callback_log log;
     log.host_value = mapped_host;
     callback_arg args[STEPS];

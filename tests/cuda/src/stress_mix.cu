@@ -128,9 +128,7 @@ static void run(worker *w)
     CHECK_CUDA(cudaHostGetDevicePointer(&mapped_dev, w->mapped, 0));
     unsigned *d;
     CHECK_CUDA(cudaMalloc(&d, WORDS * sizeof(unsigned)));
-    cudaStream_t a, b;
-    CHECK_CUDA(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
-    CHECK_CUDA(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+    cudaStream_t a = nonblocking_stream(), b = nonblocking_stream();
     cudaEvent_t ev_a, ev_b;
     CHECK_CUDA(cudaEventCreateWithFlags(&ev_a, cudaEventDisableTiming));
     CHECK_CUDA(cudaEventCreate(&ev_b));
@@ -232,8 +230,7 @@ int main(void)
 
     // fan-in: one stream waits for every thread's last event, then adds to
     // each thread's last result and brings it back
-    cudaStream_t s;
-    CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaStream_t s = nonblocking_stream();
     unsigned *d;
     CHECK_CUDA(cudaMalloc(&d, (size_t)THREADS * WORDS * sizeof(unsigned)));
     unsigned *back;
