@@ -186,6 +186,12 @@ else
 	bad capture-tracker "$(grep -m3 FAIL "$work/tracker.out" | tr '\n' ' ')"
 fi
 
+if "$top/build/tests-remote/spin_test" >"$work/spin.out" 2>&1; then
+	ok spin-decision-no-syscalls
+else
+	bad spin-decision-no-syscalls "$(grep -m1 FAIL "$work/spin.out")"
+fi
+
 # ---------------- loopback ----------------
 start_node lo-remote - --socket="$work/lo-remote.sock" --link-port=$port --cluster-key-file="$work/key"
 lo_remote=$NODE_PID
