@@ -151,9 +151,26 @@ void remote_link_config(const struct remote_config *rc, struct mearas_link_confi
 	lc->log = link_log_to_mearas;
 }
 
+/* The node's online cores, counted once: glibc's sysconf reads
+ * /sys/devices/system/cpu/online on every call (open, read, close), and the
+ * session thread asks on every turn of its loop, one per round trip. */
+static long online_cpus(void)
+{
+	static long n;
+	long v = __atomic_load_n(&n, __ATOMIC_RELAXED);
+
+	if (!v) {
+		v = sysconf(_SC_NPROCESSORS_ONLN);
+		if (v < 1)
+			v = 1;
+		__atomic_store_n(&n, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
 unsigned remote_spin_us(unsigned cfg_spin_us)
 {
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	long ncpu = online_cpus();
 
 	if (!cfg_spin_us || ncpu < REMOTE_SPIN_MIN_CPUS)
 		return ncpu < REMOTE_SPIN_MIN_CPUS ? 0 : cfg_spin_us;

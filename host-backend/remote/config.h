@@ -64,7 +64,8 @@ int remote_check_transport(const struct remote_config *rc);
 struct mearas_link_config;
 /* the remote-link settings of either end */
 void remote_link_config(const struct remote_config *rc, struct mearas_link_config *lc);
-/* How long a remote vGPU's threads spin (us) given --spin-us; 0: never. */
+/* How long a remote vGPU's threads spin (us) given --spin-us; 0: never.
+ * Cheap: the cores are counted at the first call only. */
 unsigned remote_spin_us(unsigned cfg_spin_us);
 
 static inline bool remote_vgpu_is_remote(const struct remote_config *rc, unsigned vgpu)

@@ -61,6 +61,7 @@ static int forward_open(struct vgpu *v, int phys, uint64_t va_base, uint64_t va_
 		rv->slot[i] = (struct reap_slot){ .v = v, .next_free = rv->free_slots };
 		rv->free_slots = &rv->slot[i];
 	}
+	rv->nfree = REAP_OUTSTANDING;
 	snprintf(rv->peer, sizeof(rv->peer), "%s:%u", t->host, t->port);
 	rv->mapped_budget = (struct remote_budget){
 		.limit = cfg->remote.link_mem ? cfg->remote.link_mem : v->w->data_size + REMOTE_LINK_MEM_EXTRA,
@@ -328,7 +329,7 @@ static void *forward_main(void *arg)
 			/* with a time bound (--link-batch-us) only what is waited for goes at
 			 * once; the link's timer sends the rest */
 			bool now = urgent || !v->w->cfg->remote.batch_us;
-			int rc = !now || __atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE) ? 0 : mearas_link_flush(rv->link);
+			int rc = !now || __atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE) ? 0 : reap_flush(v);
 
 			if (rc)
 				forward_fail_link(v, rc, mearas_link_strerror(rc));
@@ -348,6 +349,15 @@ static void *forward_main(void *arg)
 	}
 	if (!__atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE))
 		mearas_link_flush(rv->link);
+	{
+		struct mearas_link_stats st;
+
+		mearas_link_get_stats(rv->link, &st);
+		/* calls: the OPEN, then REAP calls */
+		log_info("vGPU %u: remote %s: %llu frames sent, %llu REAP calls, %llu of them with a batch of records",
+			 v->index, rv->peer, (unsigned long long)st.batches_sent,
+			 (unsigned long long)(st.calls ? st.calls - 1 : 0), (unsigned long long)rv->reaps_piggybacked);
+	}
 	/* the link closes with the process: the serving node then frees the session */
 	return NULL;
 }

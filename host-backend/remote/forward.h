@@ -32,8 +32,12 @@
 struct mearas_link;
 struct remote_mapped;
 
-/* REAP calls the forwarder keeps outstanding (at most REMOTE_REAPS_MAX) */
+/* REAP calls the forwarder keeps outstanding (at most REMOTE_REAPS_MAX).
+ * The forwarder sends one again with each batch it flushes, in the same
+ * frame (reap_flush); the reaper thread only steps in when no more than
+ * REAP_LOW are left (a stream of replies and no records going out). */
 #define REAP_OUTSTANDING 3u
+#define REAP_LOW 1u
 
 struct reap_slot {
 	struct vgpu *v;
@@ -62,6 +66,8 @@ struct remote_vgpu {
 	pthread_mutex_t reap_lock;
 	pthread_cond_t reap_cond;
 	struct reap_slot *free_slots; /* replies applied: to be sent again */
+	unsigned nfree;               /* slots on free_slots (reap_lock) */
+	uint64_t reaps_piggybacked;   /* REAP calls sent with a batch (forwarder thread only) */
 	char peer[REMOTE_HOST_MAX + 8];
 	/* device-to-host copies in flight: added by the forwarder, taken off by
 	 * the receive thread; nd2h is also read without the lock (the forwarder
@@ -116,5 +122,10 @@ uint32_t forward_mapped_before(struct vgpu *v, const struct mearas_sqe *e);
 
 /* reap.c: starts the thread that keeps the REAP calls outstanding */
 int reap_start(struct vgpu *v);
+/* reap.c: sends the link's batch, with a REAP call in the same frame when
+ * one is due: a synchronous call's reply frees a REAP slot, and its next
+ * record takes it again without a wakeup of the reaper or a frame of its
+ * own. The forwarder's thread. */
+int reap_flush(struct vgpu *v);
 
 #endif

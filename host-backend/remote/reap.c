@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -165,31 +166,67 @@ static void reap_done(void *ctx, int status, size_t len, struct mearas_link_read
 	pthread_mutex_lock(&rv->reap_lock);
 	slot->next_free = rv->free_slots;
 	rv->free_slots = slot;
-	pthread_cond_signal(&rv->reap_cond);
+	/* the forwarder's next batch takes the slot again; the reaper only
+	 * when few calls are left outstanding */
+	if (REAP_OUTSTANDING - ++rv->nfree <= REAP_LOW)
+		pthread_cond_signal(&rv->reap_cond);
 	pthread_mutex_unlock(&rv->reap_lock);
 }
 
-/* Keeps REAP_OUTSTANDING calls outstanding: sends one again once its reply is applied. */
+static struct reap_slot *take_slot(struct remote_vgpu *rv)
+{
+	struct reap_slot *slot = rv->free_slots;
+
+	if (slot) {
+		rv->free_slots = slot->next_free;
+		rv->nfree--;
+	}
+	return slot;
+}
+
+static const uint32_t reap_req[2] = { REMOTE_MSG_REAP, 0 };
+
+int reap_flush(struct vgpu *v)
+{
+	struct remote_vgpu *rv = rv_of(v);
+	struct reap_slot *slot;
+
+	pthread_mutex_lock(&rv->reap_lock);
+	slot = take_slot(rv);
+	pthread_mutex_unlock(&rv->reap_lock);
+	if (!slot)
+		return mearas_link_flush(rv->link);
+	rv->reaps_piggybacked++;
+	/* the batch and the call leave in one frame; a failed send completes
+	 * the call with the error (reap_done gives the slot back) */
+	return mearas_link_call_stream(rv->link, reap_req, sizeof(reap_req), reap_done, slot);
+}
+
+/* Keeps REAP calls outstanding where the forwarder does not (reap_flush):
+ * once no more than REAP_LOW are, it sends every free one again. */
 static void *reaper_main(void *arg)
 {
 	struct vgpu *v = arg;
 	struct remote_vgpu *rv = rv_of(v);
-	const uint32_t req[2] = { REMOTE_MSG_REAP, 0 };
+	bool refill = true; /* at start: all of them */
 
 	pthread_mutex_lock(&rv->reap_lock);
 	while (!v->w->stop && !__atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE)) {
-		struct reap_slot *slot = rv->free_slots;
+		struct reap_slot *slot;
 		int rc;
 
+		if (REAP_OUTSTANDING - rv->nfree <= REAP_LOW)
+			refill = true;
+		slot = refill ? take_slot(rv) : NULL;
 		if (!slot) {
 			struct timespec ts = mearas_realtime_after_ms(200);
 
+			refill = false;
 			pthread_cond_timedwait(&rv->reap_cond, &rv->reap_lock, &ts);
 			continue;
 		}
-		rv->free_slots = slot->next_free;
 		pthread_mutex_unlock(&rv->reap_lock);
-		rc = mearas_link_call_stream(rv->link, req, sizeof(req), reap_done, slot);
+		rc = mearas_link_call_stream(rv->link, reap_req, sizeof(reap_req), reap_done, slot);
 		pthread_mutex_lock(&rv->reap_lock);
 		if (rc) {
 			forward_fail_link(v, rc, mearas_link_strerror(rc));

@@ -186,6 +186,12 @@ else
 	bad capture-tracker "$(grep -m3 FAIL "$work/tracker.out" | tr '\n' ' ')"
 fi
 
+if "$top/build/tests-remote/spin_test" >"$work/spin.out" 2>&1; then
+	ok spin-decision-no-syscalls
+else
+	bad spin-decision-no-syscalls "$(grep -m1 FAIL "$work/spin.out")"
+fi
+
 # ---------------- loopback ----------------
 start_node lo-remote - --socket="$work/lo-remote.sock" --link-port=$port --cluster-key-file="$work/key"
 lo_remote=$NODE_PID
@@ -203,7 +209,25 @@ else
 	bad loopback-nvml-remote "$(grep -m3 FAIL "$work/nvml.out" | tr '\n' ' ')"
 fi
 if wait_no_workers "$lo_remote" 5; then ok loopback-remote-worker-freed; else bad loopback-remote-worker-freed "$(workers_of "$lo_remote")"; fi
+reap_before=$(grep -c 'REAP calls, ' "$work/lo-client.log")
 bench loopback-bench "$work/lo-client.sock"
+# the bench's 500 synchronous copies on the remote vGPU: each reply frees a
+# REAP call, which the next record's batch takes again in its own frame (no
+# frame, nor a wakeup of the reaper thread, of its own)
+reap_line() { # LOG N: the forwarder's line of REAP calls after the first N (its worker's end)
+	for _ in $(seq 50); do
+		[ "$(grep -c 'REAP calls, ' "$1")" -gt "$2" ] && break
+		sleep 0.1
+	done
+	grep 'REAP calls, ' "$1" | sed -n "$(($2 + 1))p"
+}
+line=$(reap_line "$work/lo-client.log" "$reap_before")
+with=$(echo "$line" | sed -n 's/.* \([0-9]*\) of them with a batch of records.*/\1/p')
+if [ -n "$with" ] && [ "$with" -ge 500 ]; then
+	ok "reap-calls-ride-batches (${line##*: })"
+else
+	bad reap-calls-ride-batches "fewer than 500 REAP calls went with a batch over 500 synchronous copies: ${line:-no line}"
+fi
 
 # on_remote_device0 NAME NODE SECS CHECK PROG [ARGS...]: the program PROG of
 # build/tests-remote with its device 0 on the other node, through a node NODE of
