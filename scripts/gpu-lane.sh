@@ -162,6 +162,7 @@ grep -Eq '^remote static-runtime suite: [0-9]+ passed, 0 failed' "$out/remote-ta
 	failed_steps+=("remote static-runtime suite")
 grep -Eq '^remote driver-API suite: [0-9]+ passed, 0 failed' "$out/remote-table.txt" ||
 	failed_steps+=("remote driver-API suite")
+grep -q '^remote nvidia-smi -L: as native' "$out/remote-table.txt" || failed_steps+=("remote nvidia-smi -L")
 # every program comparison of the lane, one record per program, build and place
 python3 scripts/drvapi_programs.py --device "${device:-unknown} (driver ${driver:-?})" \
 	--out experiments/results/drvapi-programs.json "shared:local:$out/suite-compare.txt" \

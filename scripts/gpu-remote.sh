@@ -168,6 +168,19 @@ if [ -d "$out/driver-native" ]; then
 		>"$out/driver-suite-remote-compare.txt" 2>&1
 	tail -1 "$out/driver-suite-remote-compare.txt" | sed 's/^/remote driver-API suite: /'
 fi
+# nvidia-smi -L over mearas's libnvidia-ml.so.1 on the remote vGPU: native's
+# line of the GPU the remote node serves, as GPU 0 (the only one it shows)
+if [ "$kind" = cuda ] && command -v nvidia-smi >/dev/null; then
+	nvidia-smi -L 2>&1 | sed -n "s/^GPU $rgpu: /GPU 0: /p" >"$out/smi-remote-expected.txt"
+	LD_LIBRARY_PATH=$lib MEARAS_SOCKET=$csock CUDA_VISIBLE_DEVICES= "${cx[@]}" timeout 60 nvidia-smi -L \
+		>"$out/smi-remote.txt" 2>"$out/smi-remote.err"
+	smi_rc=$?
+	if [ $smi_rc -eq 0 ] && [ -s "$out/smi-remote.txt" ] && cmp -s "$out/smi-remote-expected.txt" "$out/smi-remote.txt"; then
+		echo "remote nvidia-smi -L: as native ($(head -n 1 "$out/smi-remote.txt"))"
+	else
+		echo "remote nvidia-smi -L: DIFFERS (exit $smi_rc; expected: $(head -n 1 "$out/smi-remote-expected.txt"); got: $(head -n 1 "$out/smi-remote.txt"))"
+	fi
+fi
 
 # Programs of the suite (GPU_SHAPED_PROGRAMS, default the stress mix and the
 # stream-heavy ones) again through the remote vGPU with the veth pair shaped:
