@@ -92,7 +92,9 @@ missing=""
 for p in $libraries; do [ -x "$suite_build/$p" ] && [ -x "$suite_build/static/$p" ] || missing="$missing $p"; done
 for p in $drivers; do [ -x "$suite_build/driver/$p" ] || missing="$missing driver/$p"; done
 [ -z "$missing" ] || { echo "gpu-suite: not in $suite_build:$missing (a bundle of make -C tests/vm-cuda all)" >&2; exit 2; }
-gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
+gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+gpu_driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
+gpu=${gpu_name:+$gpu_name, $gpu_driver}
 gpu=${gpu:-no GPU}
 [ "$device" = sim ] && gpu="mearas-sim ($gpu)"
 echo "gpu-suite: device=$device ($gpu), BAR $bar_mb MiB, copies $copy_mb MiB, guest -smp $smp$(
@@ -221,10 +223,13 @@ for p in $libraries; do
 		--run "${x}static-$p" "$vis$(printf %q "$suite_build/static/$p")")
 done
 for p in $drivers; do hostruns+=(--run "${x}driver-$p" "$vis$(printf %q "$suite_build/driver/$p")"); done
-# nvidia-smi -L over the guest's libnvidia-ml.so.1, on one vGPU as natively on one GPU
+# nvidia-smi -L over the guest's libnvidia-ml.so.1 shown one vGPU: native's
+# line of the GPU behind it (vGPU 0: GPU 0; the remote one: node-b's GPU), as GPU 0
 smi=$(command -v nvidia-smi)
 if [ -n "$smi" ] && [ "$device" = cuda ]; then
-	nvidia-smi -L > "$work/smi-native.txt" 2>&1
+	g=0
+	[ $remote = 1 ] && g=$rgpu
+	nvidia-smi -L 2>&1 | sed -n "s/^GPU $g: /GPU 0: /p" > "$work/smi-native.txt"
 	hostruns+=(--run "${x}nvidia-smi-L" "env MEARAS_VISIBLE_VGPUS=$([ $remote = 1 ] && echo 1 || echo 0) $(printf %q "$smi") -L")
 fi
 t0=$(date +%s)
@@ -314,13 +319,14 @@ else
 fi
 # every comparison of a guest on its own GPU, one record per program, build
 # and place "guest", beside the GPU lane's local and remote ones
+# (its exit status counts every record of the file, the lane's too: the
+# guest's failures are the tables' already, so only a file not written fails here)
 if [ "$device" = cuda ] && [ $remote = 0 ]; then
-	name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
-	driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
-	python3 "$repo/scripts/drvapi_programs.py" --merge --device "${name:-unknown} (driver ${driver:-?})" \
+	python3 "$repo/scripts/drvapi_programs.py" --merge --device "${gpu_name:-unknown} (driver ${gpu_driver:-?})" \
 		--out "$repo/experiments/results/drvapi-programs.json" "shared:guest:$out/suite-compare.txt" \
 		"static:guest:$out/suite-static-compare.txt" "driver:guest:$work/suite-driver-compare.txt" \
-		> "$work/records.txt" 2>&1 || rc=1
+		> "$work/records.txt" 2>&1
+	grep -q '^drvapi programs: [0-9]* of [0-9]* passed' "$work/records.txt" || rc=1
 	cp "$repo/experiments/results/drvapi-programs.json" "$work/" 2>/dev/null
 fi
 
