@@ -22,6 +22,7 @@ struct ts_state {
 	uint64_t bulk_bytes, chunks, next_offset;
 	int chunk_errors;
 	bool check_pattern;
+	bool unordered;    /* chunks may come in any order (striped links): bounds checked only */
 	double first_chunk_at, last_chunk_at; /* check_now() of the current bulk */
 	int opened, closed, last_close_status;
 	double closed_at;
