@@ -115,12 +115,37 @@ static void link_up(enum mearas_link_encryption enc, uint32_t streams)
 	REQUIRE_RC(mearas_link_connect("127.0.0.1", srv.port, &cfg, &lnk), MEARAS_LINK_OK);
 }
 
+/* the test server's figures, read under its lock (its threads write them) */
 static uint64_t server_bulk_bytes(void)
 {
 	pthread_mutex_lock(&srv.st.lock);
 	uint64_t n = srv.st.bulk_bytes;
 	pthread_mutex_unlock(&srv.st.lock);
 	return n;
+}
+
+static int server_chunk_errors(void)
+{
+	pthread_mutex_lock(&srv.st.lock);
+	int n = srv.st.chunk_errors;
+	pthread_mutex_unlock(&srv.st.lock);
+	return n;
+}
+
+static int server_closed(int *last_status)
+{
+	pthread_mutex_lock(&srv.st.lock);
+	int n = srv.st.closed;
+	if (last_status)
+		*last_status = srv.st.last_close_status;
+	pthread_mutex_unlock(&srv.st.lock);
+	return n;
+}
+
+/* ts_wait_closed, then the status of the last link closed */
+static bool closed_with(int n, int *status)
+{
+	return ts_wait_closed(&srv.st, n, 5.0) && server_closed(status) >= n;
 }
 
 /* A bulk transfer of the tests' pattern, then a call that asks the server
@@ -158,7 +183,7 @@ static void striped_copies(enum mearas_link_encryption enc)
 		total += sizes[i];
 		CHECK_RC(bulk_then_sync(i + 1, sizes[i], total), MEARAS_LINK_OK);
 	}
-	CHECK(srv.st.chunk_errors == 0);
+	CHECK(server_chunk_errors() == 0);
 	/* many transfers back to back, one sync at the end */
 	for (int i = 0; i < 40; i++) {
 		uint8_t b[3000];
@@ -170,10 +195,11 @@ static void striped_copies(enum mearas_link_encryption enc)
 	uint64_t got = 0;
 	CHECK_RC(mearas_link_call(lnk, "S", 1, &got, sizeof(got), NULL, 10000), MEARAS_LINK_OK);
 	CHECK(got == total);
-	CHECK(srv.st.chunk_errors == 0);
+	CHECK(server_chunk_errors() == 0);
 	mearas_link_close(lnk);
 	lnk = NULL;
-	CHECK(ts_wait_closed(&srv.st, 1, 5.0) && srv.st.last_close_status == MEARAS_LINK_OK);
+	int st = -1;
+	CHECK(closed_with(1, &st) && st == MEARAS_LINK_OK);
 }
 
 /* A copy striped over 4 data connections arrives byte-exact, and a call
@@ -199,7 +225,7 @@ static void t_one_stream_is_the_link_itself(void)
 	CHECK(mearas_link_streams(lnk) == 0);
 	CHECK(!log_has("striped", NULL));
 	CHECK_RC(bulk_then_sync(3, (5u << 20) + 7, (5u << 20) + 7), MEARAS_LINK_OK);
-	CHECK(srv.st.chunk_errors == 0);
+	CHECK(server_chunk_errors() == 0);
 }
 
 /* A data connection cut by the network fails the whole link: the server
@@ -212,8 +238,8 @@ static void t_cut_data_connection_fails_link(void)
 	link_client_stream_cut(lnk, 2);
 	CHECK(log_wait("data connection 2", "dropped", 5.0));
 	CHECK(log_has("link from 127.0.0.1", "data connection 2"));
-	CHECK(ts_wait_closed(&srv.st, 1, 5.0));
-	CHECK(srv.st.last_close_status != MEARAS_LINK_OK);
+	int st = MEARAS_LINK_OK;
+	CHECK(closed_with(1, &st) && st != MEARAS_LINK_OK);
 	/* the client learns it (within its dead bound at most) */
 	int rc = MEARAS_LINK_OK;
 	for (double t0 = check_now(); !rc && check_now() - t0 < 10.0; usleep(1000))
@@ -328,7 +354,7 @@ static void t_forged_data_connection_refused(void)
 	hand_close(again);
 	CHECK(log_has("refused", "taken or out of range"));
 	/* the refusals did not touch the link */
-	CHECK(srv.st.closed == 0);
+	CHECK(server_closed(NULL) == 0);
 	hand_close(d);
 	hand_close(main);
 	CHECK(ts_wait_closed(&srv.st, 1, 5.0));
@@ -363,7 +389,7 @@ static void t_chunk_out_of_range_refused(void)
 	bad_chunk(1, 10, 2000, 10, 3);          /* the total changes */
 	bad_chunk(1, 0, 1000, 995, 4);          /* more bytes than the total */
 	bad_chunk(0, 0, 1000, 10, 5);           /* no transfer has id 0 */
-	CHECK(srv.st.bulk_bytes == 5 * 10);     /* the good chunks only */
+	CHECK(server_bulk_bytes() == 5 * 10);   /* the good chunks only */
 }
 
 /* BULK_END holds the main connection until the transfer's bytes are in:
@@ -411,14 +437,15 @@ static void t_bad_bulk_end_refused(void)
 	hand_main(&st, &main);
 	if (main)
 		CHECK_RC(send_bulk_end(main, 2, 100), MEARAS_LINK_OK); /* id 1 comes first */
-	CHECK(ts_wait_closed(&srv.st, 1, 5.0) && srv.st.last_close_status == MEARAS_LINK_E_PROTO);
+	int status = 0;
+	CHECK(closed_with(1, &status) && status == MEARAS_LINK_E_PROTO);
 	hand_close(main);
 	st = (struct link_hs_stripe){ 0 };
 	CHECK_RC(hand_conn(KEY, MEARAS_LINK_ENCRYPTION_TLS, &st, &main), MEARAS_LINK_OK);
 	CHECK(st.granted == 0);
 	if (main)
 		CHECK_RC(send_bulk_end(main, 1, 100), MEARAS_LINK_OK);
-	CHECK(ts_wait_closed(&srv.st, 2, 5.0) && srv.st.last_close_status == MEARAS_LINK_E_PROTO);
+	CHECK(closed_with(2, &status) && status == MEARAS_LINK_E_PROTO);
 	CHECK(log_has("unexpected bulk end", "no data connections"));
 	hand_close(main);
 }
