@@ -102,7 +102,9 @@ static int forward_open(struct vgpu *v, int phys, uint64_t va_base, uint64_t va_
 			 (unsigned long long)rep.data_va, (void *)v->w->data);
 	}
 	v->engine_data = rv;
-	log_info("vGPU %u -> remote %s GPU %d (%s)", v->index, rv->peer, t->gpu, info->name);
+	log_info("vGPU %u -> remote %s GPU %d (%s), bulk copies over %u TCP stream%s", v->index, rv->peer, t->gpu,
+		 info->name, mearas_link_streams(rv->link) ? mearas_link_streams(rv->link) : 1,
+		 mearas_link_streams(rv->link) > 1 ? "s" : "");
 	return 0;
 }
 
