@@ -82,6 +82,13 @@ struct mearas_link_config {
 					 * connections of the link, each sent by a thread of its own (and
 					 * encrypted by a TLS session of its own); 0 or 1: none, bulk goes on
 					 * the link's one connection. At most 16; the server may grant none */
+	/* client, with streams: where bulk chunks the server sends over the data
+	 * connections (mearas_link_conn_bulk) land, or NULL (refused: the link
+	 * fails); NULL bulk_dest: the server sends none. Runs on the data
+	 * connections' reader threads; the link's receive thread waits for each
+	 * transfer with mearas_link_bulk_wait. */
+	void *(*bulk_dest)(void *ctx, uint64_t tag, uint64_t offset, uint64_t total, size_t len);
+	void *bulk_ctx;
 	uint32_t heartbeat_ms;          /* heartbeat when nothing received this long (500) */
 	uint32_t dead_ms;               /* declare the link broken after this silence (3000) */
 	uint32_t connect_timeout_ms;    /* connect + handshake bound (3000) */
@@ -155,6 +162,11 @@ int mearas_link_flush(struct mearas_link *l);
 int mearas_link_bulk(struct mearas_link *l, uint64_t tag, const void *data, size_t len);
 /* The data connections bulk transfers go over (0: none, the link's own). */
 uint32_t mearas_link_streams(const struct mearas_link *l);
+/* The next bulk transfer the server sends (mearas_link_conn_bulk), of total
+ * bytes: waits until all of it has landed where bulk_dest said. OK, or the
+ * error that fails the link (total not what the server sent, bytes missing
+ * for dead_ms, the link broken). */
+int mearas_link_bulk_wait(struct mearas_link *l, uint64_t total);
 /* MEARAS_LINK_OK while usable, else the error that broke the link. */
 int mearas_link_health(struct mearas_link *l);
 
@@ -210,6 +222,15 @@ int mearas_link_reply(struct mearas_link_conn *c, uint64_t seq, const void *data
 #define MEARAS_LINK_REPLY_IOV_MAX 60
 int mearas_link_replyv(struct mearas_link_conn *c, uint64_t seq, const struct iovec *data, int n);
 const char *mearas_link_conn_peer(const struct mearas_link_conn *c); /* "addr:port" */
+/* Data connections of c that bulk transfers to the client can use now: 0
+ * when the client has none or reads none (no bulk_dest), or while not all
+ * of them are up yet. */
+uint32_t mearas_link_conn_streams(struct mearas_link_conn *c);
+/* len bytes of data to the client as a bulk transfer (tag), striped over
+ * the data connections, sent from data without a copy; returns when all is
+ * sent (the client waits for it with mearas_link_bulk_wait, in the order
+ * sent). E_INVAL while mearas_link_conn_streams is 0. One caller at a time. */
+int mearas_link_conn_bulk(struct mearas_link_conn *c, uint64_t tag, const void *data, size_t len);
 void mearas_link_conn_set_user(struct mearas_link_conn *c, void *user);
 void *mearas_link_conn_user(const struct mearas_link_conn *c);
 

@@ -81,6 +81,8 @@ struct mearas_link {
 	struct link_stripe_tx *stripe;
 	pthread_mutex_t bulk_lock;
 	uint64_t stripe_bulk;
+	struct link_stripe_rx *bulk_rx; /* bulk from the server (cfg.bulk_dest) */
+	uint64_t bulk_in;               /* the last one waited for (receive thread) */
 	char peer[300];
 };
 
@@ -102,6 +104,8 @@ static void fail_link(struct mearas_link *l, int status)
 		link_log(&l->cfg, MEARAS_LINK_LOG_ERR, "link broken: %s", mearas_link_strerror(status));
 	l->t->ops->shutdown(l->t);
 	stripe_tx_shutdown(l->stripe);
+	if (l->bulk_rx)
+		stripe_rx_close(l->bulk_rx); /* a wait for bulk from the server ends */
 	struct pending *async = NULL, *next;
 	pthread_mutex_lock(&l->pend_lock);
 	for (struct pending *p = l->pending; p; p = next) {
@@ -438,9 +442,27 @@ static void stream_failed(void *ctx, uint32_t index, int status)
 	struct mearas_link *l = ctx;
 
 	if (!link_broken(l) && !__atomic_load_n(&l->closing, __ATOMIC_ACQUIRE))
-		link_log(&l->cfg, MEARAS_LINK_LOG_ERR, "link to %s: data connection %u failed (%s): the link fails",
-			 l->peer, index, mearas_link_strerror(status));
+		link_log(&l->cfg, MEARAS_LINK_LOG_ERR, "link to %s: data connection %u failed (%s%s): the link fails",
+			 l->peer, index & ~STRIPE_FAIL_READ, index & STRIPE_FAIL_READ ? "receiving: " : "",
+			 mearas_link_strerror(status));
 	fail_link(l, MEARAS_LINK_E_BROKEN);
+}
+
+int mearas_link_bulk_wait(struct mearas_link *l, uint64_t total)
+{
+	int rc;
+
+	if (!l || !l->bulk_rx || !total)
+		return MEARAS_LINK_E_INVAL;
+	rc = stripe_rx_end(l->bulk_rx, ++l->bulk_in, total, &l->stop, l->cfg.dead_ms);
+	if (rc == MEARAS_LINK_E_PROTO)
+		link_log(&l->cfg, MEARAS_LINK_LOG_ERR, "link to %s: bulk transfer %llu from the peer: not %llu bytes",
+			 l->peer, (unsigned long long)l->bulk_in, (unsigned long long)total);
+	if (rc) {
+		fail_link(l, rc == MEARAS_LINK_E_CLOSED ? MEARAS_LINK_E_BROKEN : rc);
+		rc = link_broken(l);
+	}
+	return rc;
 }
 
 uint32_t mearas_link_streams(const struct mearas_link *l)
@@ -687,6 +709,7 @@ static void *rx_main(void *arg)
 static void free_link(struct mearas_link *l)
 {
 	stripe_tx_free(l->stripe);
+	stripe_rx_free(l->bulk_rx);
 	if (l->t)
 		l->t->ops->destroy(l->t);
 	free(l->cur.buf);
@@ -886,7 +909,14 @@ static int open_streams(struct mearas_link *l, const char *host, uint16_t port, 
 			t[i]->ops->destroy(t[i]);
 		return rc;
 	}
-	return stripe_tx_new(t, n, l->cfg.chunk_bytes, stream_failed, l, &l->stripe);
+	rc = stripe_tx_new(t, n, l->cfg.chunk_bytes, stream_failed, l, &l->stripe);
+	if (!rc && l->cfg.bulk_dest) {
+		/* bulk from the server: a reader per data connection */
+		l->bulk_rx = stripe_rx_new(n);
+		rc = l->bulk_rx ? stripe_tx_read(l->stripe, l->bulk_rx, l->cfg.bulk_dest, l->cfg.bulk_ctx)
+				: MEARAS_LINK_E_NOMEM;
+	}
+	return rc;
 }
 
 /* One link over cfg's transport (TCP or verbs). */
@@ -907,7 +937,8 @@ static int connect_with(const char *host, uint16_t port, const struct mearas_lin
 	bool turned_away = false, encrypted;
 	unsigned tries = 0;
 	uint64_t deadline = link_now_ns() + (uint64_t)l->cfg.connect_timeout_ms * 1000000ull;
-	struct link_hs_stripe st = { .want = l->cfg.transport == MEARAS_LINK_TRANSPORT_TCP ? l->cfg.streams : 0 };
+	struct link_hs_stripe st = { .want = l->cfg.transport == MEARAS_LINK_TRANSPORT_TCP ? l->cfg.streams : 0,
+				     .bulk_in = l->cfg.bulk_dest != NULL };
 	if (!rc)
 		rc = connect_retry(host, port, &l->cfg, peer, deadline, &st, &fd, &ssl, &tries, &turned_away);
 	encrypted = ssl != NULL;

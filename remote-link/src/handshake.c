@@ -381,6 +381,7 @@ int link_handshake_client_stripe(int fd, const struct mearas_link_config *cfg, c
 		auth.stream_index = st->index;
 	} else if (st && st->want > 1) {
 		auth.streams = st->want;
+		auth.bulk_in = st->bulk_in;
 	}
 	rc = send_msg_tmp(&ch, &auth.base);
 	if (!rc)
@@ -494,7 +495,7 @@ int link_handshake_server_hook(int fd, const struct mearas_link_config *cfg, con
 			      .deadline = link_now_ns() + (uint64_t)cfg->handshake_ms * 1000000ull };
 	res->ssl = NULL;
 	res->streams_wanted = res->stream_index = res->streams_granted = 0;
-	res->attach = false;
+	res->attach = res->bulk_in = false;
 	int rc = chan_recv_blob(&ch, hello_buf, sizeof(hello_buf), &hello_len);
 	if (rc) {
 		log_recv_failure(cfg, peer, rc, "hello");
@@ -552,6 +553,7 @@ int link_handshake_server_hook(int fd, const struct mearas_link_config *cfg, con
 			why = "wrong cluster key";
 	}
 	res->streams_wanted = auth->streams;
+	res->bulk_in = auth->bulk_in;
 	res->attach = auth->attach.len > 0;
 	res->stream_index = auth->stream_index;
 	if (res->attach && auth->attach.len == LINK_ID_BYTES)

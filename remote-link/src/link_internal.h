@@ -65,7 +65,7 @@ struct link_handshake_result {
 	 * link_id and its stream_index. The hook sets streams_granted and
 	 * link_id of a main connection it grants them to. */
 	uint32_t streams_wanted, stream_index, streams_granted;
-	bool attach;
+	bool attach, bulk_in;
 	uint8_t link_id[LINK_ID_BYTES];
 };
 /* Runs after the client proved the key, before the accept: 0 admits the

@@ -59,6 +59,15 @@ struct mearas_link_conn {
 	uint8_t link_id[LINK_ID_BYTES];
 	struct mearas_link_conn *main;
 	uint32_t stream_index;
+	/* bulk to the client (main connection): the data connections'
+	 * transports, which the main connection owns once they are in dt
+	 * (srv->lock) and destroys when it is freed; tx sends over them */
+	bool bulk_in;           /* the client reads bulk data on them */
+	struct link_transport *dt[LINK_STREAMS_MAX];
+	pthread_mutex_t bulk_lock;
+	struct link_stripe_tx *tx;
+	uint64_t bulk_out;
+	bool adopted;           /* data connection: its transport is in main->dt */
 };
 
 /* One line a second at most for a refusal a flood repeats. */
@@ -387,6 +396,7 @@ static int stripe_check(void *ctx, struct link_handshake_result *res, const char
 			return MEARAS_LINK_OK; /* no striping: the link works without */
 		pthread_mutex_lock(&s->lock);
 		c->stripe = rx;
+		c->bulk_in = res->bulk_in;
 		memcpy(c->link_id, res->link_id, LINK_ID_BYTES);
 		pthread_mutex_unlock(&s->lock);
 		res->streams_granted = n;
@@ -433,8 +443,85 @@ static void end_stripe(struct mearas_link_conn *c)
 			shutdown(d->fd, SHUT_RDWR);
 		pthread_mutex_unlock(&d->send_lock);
 	}
+	for (uint32_t i = 0; i < LINK_STREAMS_MAX; i++)
+		if (c->dt[i])
+			c->dt[i]->ops->shutdown(c->dt[i]);
 	pthread_mutex_unlock(&s->lock);
+	/* a bulk transfer to the client under way fails now (its streams are shut) */
+	pthread_mutex_lock(&c->bulk_lock);
+	stripe_tx_free(c->tx);
+	c->tx = NULL;
+	pthread_mutex_unlock(&c->bulk_lock);
 	stripe_rx_wait_detached(c->stripe);
+}
+
+/* The link of main connection m fails as a whole (a data connection failed). */
+static void fail_main(struct mearas_link_conn *m)
+{
+	pthread_mutex_lock(&m->send_lock);
+	__atomic_store_n(&m->broken, MEARAS_LINK_E_BROKEN, __ATOMIC_RELEASE);
+	if (m->t)
+		m->t->ops->shutdown(m->t);
+	else if (m->fd >= 0)
+		shutdown(m->fd, SHUT_RDWR);
+	pthread_mutex_unlock(&m->send_lock);
+	stripe_rx_close(m->stripe);
+}
+
+/* stripe_tx: a data connection could not send a bulk transfer to the client */
+static void bulk_out_failed(void *ctx, uint32_t index, int status)
+{
+	struct mearas_link_conn *m = ctx;
+
+	if (!stripe_rx_closed(m->stripe))
+		link_log(&m->srv->cfg, MEARAS_LINK_LOG_WARN,
+			 "link from %s: data connection %u: bulk to the client failed (%s): the link fails", m->peer,
+			 index & ~STRIPE_FAIL_READ, mearas_link_strerror(status));
+	fail_main(m);
+}
+
+uint32_t mearas_link_conn_streams(struct mearas_link_conn *c)
+{
+	struct mearas_link_server *s;
+	uint32_t n = 0;
+
+	if (!c || !c->stripe || !c->bulk_in || !c->srv)
+		return 0;
+	s = c->srv;
+	pthread_mutex_lock(&c->bulk_lock);
+	if (!c->tx && !stripe_rx_closed(c->stripe)) {
+		/* once every data connection is up: a sender thread for each */
+		uint32_t want = stripe_rx_streams(c->stripe), have = 0;
+
+		pthread_mutex_lock(&s->lock);
+		while (have < want && c->dt[have])
+			have++;
+		if (have == want)
+			stripe_tx_new_ex(c->dt, want, s->cfg.chunk_bytes, true, bulk_out_failed, c, &c->tx);
+		pthread_mutex_unlock(&s->lock);
+	}
+	n = stripe_tx_streams(c->tx);
+	pthread_mutex_unlock(&c->bulk_lock);
+	return n;
+}
+
+int mearas_link_conn_bulk(struct mearas_link_conn *c, uint64_t tag, const void *data, size_t len)
+{
+	uint64_t chunks, bytes;
+	int rc;
+
+	if (!c || !data || !len || !c->stripe)
+		return MEARAS_LINK_E_INVAL;
+	pthread_mutex_lock(&c->bulk_lock);
+	if (!c->tx) {
+		rc = stripe_rx_closed(c->stripe) ? MEARAS_LINK_E_BROKEN : MEARAS_LINK_E_INVAL;
+	} else {
+		rc = stripe_tx_send(c->tx, tag, ++c->bulk_out, data, len, &chunks, &bytes);
+		if (rc)
+			rc = MEARAS_LINK_E_BROKEN;
+	}
+	pthread_mutex_unlock(&c->bulk_lock);
+	return rc;
 }
 
 /* One chunk on a data connection, for its link: checked against its
@@ -485,6 +572,13 @@ static void run_data(struct mearas_link_conn *d)
 
 	d->dead_ms = UINT32_MAX; /* idle between transfers: the main connection watches the peer */
 	d->last_rx_ns = link_now_ns();
+	/* its transport becomes the link's (bulk to the client goes over it) */
+	pthread_mutex_lock(&s->lock);
+	if (!stripe_rx_closed(m->stripe) && !m->dt[d->stream_index]) {
+		m->dt[d->stream_index] = d->t;
+		d->adopted = true;
+	}
+	pthread_mutex_unlock(&s->lock);
 	link_log(&s->cfg, MEARAS_LINK_LOG_INFO, "link from %s: data connection %u of %u open (from %s)", m->peer,
 		 d->stream_index, stripe_rx_streams(m->stripe), d->peer);
 	for (;;) {
@@ -505,19 +599,16 @@ static void run_data(struct mearas_link_conn *d)
 	}
 	pthread_mutex_lock(&d->send_lock);
 	d->t->ops->shutdown(d->t);
+	if (d->adopted) { /* the link's to destroy now */
+		d->t = NULL;
+		d->fd = -1;
+	}
 	pthread_mutex_unlock(&d->send_lock);
 	if (!stripe_rx_closed(m->stripe) && !__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
 		/* the link is still up: it fails as a whole */
 		link_log(&s->cfg, MEARAS_LINK_LOG_WARN, "link from %s: data connection %u (%s) dropped: %s: the link fails",
 			 m->peer, d->stream_index, d->peer, mearas_link_strerror(rc));
-		pthread_mutex_lock(&m->send_lock);
-		__atomic_store_n(&m->broken, MEARAS_LINK_E_BROKEN, __ATOMIC_RELEASE);
-		if (m->t)
-			m->t->ops->shutdown(m->t);
-		else if (m->fd >= 0)
-			shutdown(m->fd, SHUT_RDWR);
-		pthread_mutex_unlock(&m->send_lock);
-		stripe_rx_close(m->stripe);
+		fail_main(m);
 	}
 	stripe_rx_detach(m->stripe);
 }
@@ -616,6 +707,10 @@ static void free_conn(struct mearas_link_conn *c)
 	else if (c->fd >= 0)
 		close(c->fd);
 	pthread_mutex_destroy(&c->send_lock);
+	pthread_mutex_destroy(&c->bulk_lock);
+	for (uint32_t i = 0; i < LINK_STREAMS_MAX; i++)
+		if (c->dt[i])
+			c->dt[i]->ops->destroy(c->dt[i]);
 	stripe_rx_free(c->stripe);
 	free(c->buf);
 	free(c);
@@ -791,6 +886,7 @@ static void admit_one(struct mearas_link_server *s, int fd, const struct sockadd
 		c->fd = fd;
 		c->accept_ns = link_now_ns();
 		pthread_mutex_init(&c->send_lock, NULL);
+		pthread_mutex_init(&c->bulk_lock, NULL);
 		memcpy(c->peer, peer, sizeof(peer));
 		c->addr = *ss;
 		c->pending = true; /* before its thread: end_pending clears it */
@@ -963,6 +1059,7 @@ int link_server_serve_transport(const struct mearas_link_config *cfg, const stru
 	c->fd = -1;
 	c->t = t;
 	pthread_mutex_init(&c->send_lock, NULL);
+	pthread_mutex_init(&c->bulk_lock, NULL);
 	snprintf(c->peer, sizeof(c->peer), "%s", t->ops->name);
 	rc = run_link(c, &hs);
 	free_conn(c);

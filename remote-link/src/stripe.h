@@ -31,6 +31,7 @@ struct link_transport;
 /* What the handshake carries for striping (handshake.c). */
 struct link_hs_stripe {
 	uint32_t want;                  /* client, main connection: data connections wanted */
+	bool bulk_in;                   /* ... and it reads bulk data the server sends on them */
 	bool attach;                    /* client: this is a data connection of link_id */
 	uint32_t index;                 /* ... its place, 0 .. granted - 1 */
 	uint8_t link_id[LINK_ID_BYTES]; /* data connection: in; main connection: out */
@@ -72,9 +73,21 @@ struct link_stripe_tx;
 /* fail(ctx, index, status): stream index could not send; the link fails */
 typedef void (*stripe_fail_fn)(void *ctx, uint32_t index, int status);
 
+/* fail's index has this bit when the stream's reader failed */
+#define STRIPE_FAIL_READ 0x80000000u
+/* where a chunk the peer sent lands (NULL: refused, the link fails) */
+typedef void *(*stripe_dest_fn)(void *ctx, uint64_t tag, uint64_t offset, uint64_t total, size_t len);
+
 /* Takes over n transports (destroyed by stripe_tx_free; on failure too). */
 int stripe_tx_new(struct link_transport **t, uint32_t n, size_t chunk_bytes, stripe_fail_fn fail, void *ctx,
 		  struct link_stripe_tx **out);
+/* The same; borrowed: the transports stay the caller's (not destroyed),
+ * and must outlive stripe_tx_free. */
+int stripe_tx_new_ex(struct link_transport **t, uint32_t n, size_t chunk_bytes, bool borrowed, stripe_fail_fn fail,
+		     void *ctx, struct link_stripe_tx **out);
+/* A reader thread per stream too: the chunks the peer sends go through rx
+ * (its transfers' checks and counts) to where dest says. */
+int stripe_tx_read(struct link_stripe_tx *tx, struct link_stripe_rx *rx, stripe_dest_fn dest, void *ctx);
 uint32_t stripe_tx_streams(const struct link_stripe_tx *tx);
 /* Sends len bytes of data as chunks (tag, id), round-robin over the
  * streams, each from data without a copy; returns when all are sent: OK, or

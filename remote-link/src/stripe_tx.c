@@ -13,9 +13,11 @@ struct stream {
 	struct link_stripe_tx *tx;
 	struct link_transport *t;
 	uint32_t index;
-	pthread_t thread;
-	bool started;
+	pthread_t thread, reader;
+	bool started, reading;
 	uint64_t gen;           /* the last job it took */
+	uint64_t last_rx_ns;
+	uint8_t hdr[LINK_CHUNK_HDR];
 };
 
 struct link_stripe_tx {
@@ -25,6 +27,12 @@ struct link_stripe_tx {
 	size_t chunk;
 	stripe_fail_fn fail;
 	void *ctx;
+	bool borrowed;          /* the transports stay the caller's */
+	int stop;               /* atomic: readers stop */
+	/* readers (stripe_tx_read): chunks the peer sends over the streams */
+	struct link_stripe_rx *rx;
+	stripe_dest_fn dest;
+	void *dest_ctx;
 	int down;               /* lock: set by shutdown */
 	int error;              /* lock: the first stream failure */
 	/* the job (lock) */
@@ -97,13 +105,19 @@ static void *stream_main(void *arg)
 int stripe_tx_new(struct link_transport **t, uint32_t n, size_t chunk_bytes, stripe_fail_fn fail, void *ctx,
 		  struct link_stripe_tx **out)
 {
+	return stripe_tx_new_ex(t, n, chunk_bytes, false, fail, ctx, out);
+}
+
+int stripe_tx_new_ex(struct link_transport **t, uint32_t n, size_t chunk_bytes, bool borrowed, stripe_fail_fn fail,
+		     void *ctx, struct link_stripe_tx **out)
+{
 	struct link_stripe_tx *tx = NULL;
 
 	*out = NULL;
 	if (n && n <= LINK_STREAMS_MAX && chunk_bytes)
 		tx = calloc(1, sizeof(*tx) + n * sizeof(tx->s[0]));
 	if (!tx) {
-		for (uint32_t i = 0; i < n; i++)
+		for (uint32_t i = 0; i < n && !borrowed; i++)
 			t[i]->ops->destroy(t[i]);
 		return n && n <= LINK_STREAMS_MAX ? MEARAS_LINK_E_NOMEM : MEARAS_LINK_E_INVAL;
 	}
@@ -111,6 +125,7 @@ int stripe_tx_new(struct link_transport **t, uint32_t n, size_t chunk_bytes, str
 	tx->chunk = chunk_bytes;
 	tx->fail = fail;
 	tx->ctx = ctx;
+	tx->borrowed = borrowed;
 	pthread_mutex_init(&tx->lock, NULL);
 	pthread_cond_init(&tx->cond, NULL);
 	for (uint32_t i = 0; i < n; i++)
@@ -177,15 +192,84 @@ void stripe_tx_cut(struct link_stripe_tx *tx, uint32_t index)
 		tx->s[index].t->ops->shutdown(tx->s[index].t);
 }
 
+/* One chunk the peer sent on stream st: checked against its transfer, read
+ * where dest puts it (a refused one fails the link), counted. */
+static int read_chunk(struct stream *st, const struct link_frame_hdr *fh)
+{
+	struct link_stripe_tx *tx = st->tx;
+	size_t n = fh->body_len - LINK_CHUNK_HDR;
+	struct link_chunk ch;
+	uint8_t *dst;
+	int rc = link_read_exact(st->t, st->hdr, LINK_CHUNK_HDR, 100, UINT32_MAX, &st->last_rx_ns, &tx->stop);
+
+	if (rc)
+		return rc;
+	wire_decode_chunk(st->hdr, &ch);
+	rc = stripe_rx_chunk_begin(tx->rx, ch.bulk_id, ch.offset, n, ch.total);
+	if (rc)
+		return rc;
+	dst = tx->dest(tx->dest_ctx, ch.tag, ch.offset, ch.total, n);
+	if (!dst)
+		return MEARAS_LINK_E_PROTO;
+	rc = link_read_exact(st->t, dst, n, 100, UINT32_MAX, &st->last_rx_ns, &tx->stop);
+	if (!rc)
+		stripe_rx_chunk_end(tx->rx, ch.bulk_id, n);
+	return rc;
+}
+
+static void *reader_main(void *arg)
+{
+	struct stream *st = arg;
+	struct link_stripe_tx *tx = st->tx;
+	int rc;
+
+	st->last_rx_ns = link_now_ns();
+	for (;;) {
+		uint8_t hdr[LINK_FRAME_HDR];
+		struct link_frame_hdr fh;
+
+		rc = link_read_exact(st->t, hdr, sizeof(hdr), 100, UINT32_MAX, &st->last_rx_ns, &tx->stop);
+		if (!rc)
+			rc = wire_decode_frame(hdr, &fh);
+		if (!rc)
+			rc = fh.type == LINK_FRAME_CHUNK && fh.body_len >= LINK_CHUNK_HDR ? read_chunk(st, &fh)
+										: MEARAS_LINK_E_PROTO;
+		if (rc)
+			break;
+	}
+	if (!__atomic_load_n(&tx->stop, __ATOMIC_ACQUIRE))
+		tx->fail(tx->ctx, st->index | STRIPE_FAIL_READ, rc);
+	return NULL;
+}
+
+int stripe_tx_read(struct link_stripe_tx *tx, struct link_stripe_rx *rx, stripe_dest_fn dest, void *ctx)
+{
+	tx->rx = rx;
+	tx->dest = dest;
+	tx->dest_ctx = ctx;
+	for (uint32_t i = 0; i < tx->n; i++) {
+		if (pthread_create(&tx->s[i].reader, NULL, reader_main, &tx->s[i]))
+			return MEARAS_LINK_E_SYS;
+		tx->s[i].reading = true;
+	}
+	return MEARAS_LINK_OK;
+}
+
 void stripe_tx_free(struct link_stripe_tx *tx)
 {
 	if (!tx)
 		return;
+	__atomic_store_n(&tx->stop, 1, __ATOMIC_RELEASE);
 	stripe_tx_shutdown(tx);
+	if (tx->rx)
+		stripe_rx_close(tx->rx);
 	for (uint32_t i = 0; i < tx->n; i++) {
 		if (tx->s[i].started)
 			pthread_join(tx->s[i].thread, NULL);
-		tx->s[i].t->ops->destroy(tx->s[i].t);
+		if (tx->s[i].reading)
+			pthread_join(tx->s[i].reader, NULL);
+		if (!tx->borrowed)
+			tx->s[i].t->ops->destroy(tx->s[i].t);
 	}
 	pthread_mutex_destroy(&tx->lock);
 	pthread_cond_destroy(&tx->cond);

@@ -3,7 +3,9 @@
  *   'E' echo: reply with the same bytes      'H' hang: never replied
  *   'O' ordered: [u8 'O'][u8 thread][u32 counter], checked to arrive in order
  *   'B' big: reply with u32 (bytes 1..4) bytes
- *   'S' sync: reply with u64 bulk bytes received so far */
+ *   'S' sync: reply with u64 bulk bytes received so far
+ *   'D' down: [u32 len][u8 tag]: len bytes of the pattern sent to the client over the
+ *       link's data connections (mearas_link_conn_bulk); reply: i32 status */
 #ifndef REMOTE_LINK_TEST_SERVER_H
 #define REMOTE_LINK_TEST_SERVER_H
 

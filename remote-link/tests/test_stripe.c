@@ -250,6 +250,111 @@ static void t_cut_data_connection_fails_link(void)
 	CHECK(mearas_link_call(lnk, "S", 1, NULL, 0, NULL, 1000) != MEARAS_LINK_OK);
 }
 
+/* ---- bulk from the server to the client ---- */
+
+static uint8_t down_buf[32u << 20];
+
+static void *down_dest(void *ctx, uint64_t tag, uint64_t offset, uint64_t total, size_t len)
+{
+	(void)ctx;
+	(void)tag;
+	if (total > sizeof(down_buf) || offset > total || len > total - offset)
+		return NULL;
+	return down_buf + offset;
+}
+
+/* 'D': the server sends n bytes (pattern tag) over the data connections;
+ * the client waits for them: byte-exact */
+static int down(uint8_t tag, uint32_t n)
+{
+	uint8_t req[6] = { 'D' };
+	int32_t st = -1;
+	int rc;
+
+	memcpy(req + 1, &n, 4);
+	req[5] = tag;
+	memset(down_buf, 0, n);
+	rc = mearas_link_call(lnk, req, sizeof(req), &st, sizeof(st), NULL, 10000);
+	if (!rc)
+		rc = st;
+	if (!rc)
+		rc = mearas_link_bulk_wait(lnk, n);
+	for (uint32_t i = 0; !rc && i < n; i++)
+		if (down_buf[i] != ts_pattern(tag, i))
+			rc = MEARAS_LINK_E_PROTO;
+	return rc;
+}
+
+static void down_copies(enum mearas_link_encryption enc)
+{
+	struct mearas_link_config cfg;
+
+	serve(enc);
+	base_cfg(&cfg, KEY, enc);
+	cfg.streams = 4;
+	cfg.bulk_dest = down_dest;
+	REQUIRE_RC(mearas_link_connect("127.0.0.1", srv.port, &cfg, &lnk), MEARAS_LINK_OK);
+	/* the server's end of the last data connection may still be starting */
+	int rc = MEARAS_LINK_E_INVAL;
+	for (double t0 = check_now(); rc == MEARAS_LINK_E_INVAL && check_now() - t0 < 5.0; usleep(1000))
+		rc = down(9, 10);
+	CHECK_RC(rc, MEARAS_LINK_OK);
+	uint32_t sizes[] = { 1, 5000, (1u << 20) + 3, (24u << 20) + 12345, 77 };
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		CHECK_RC(down(i + 1, sizes[i]), MEARAS_LINK_OK);
+	/* still both ways after */
+	CHECK_RC(bulk_then_sync(3, 2u << 20, 2u << 20), MEARAS_LINK_OK);
+}
+
+/* The server's bulk to the client, striped over 4 data connections,
+ * arrives byte-exact: with TLS... */
+static void t_striped_bulk_to_client_tls(void)
+{
+	down_copies(MEARAS_LINK_ENCRYPTION_TLS);
+}
+
+/* ... and in clear text */
+static void t_striped_bulk_to_client_plain(void)
+{
+	down_copies(MEARAS_LINK_ENCRYPTION_OFF);
+}
+
+/* A client that reads no bulk (no bulk_dest) gets none: the server's
+ * send is refused, the link goes on. */
+static void t_no_bulk_to_a_client_that_reads_none(void)
+{
+	uint8_t req[6] = { 'D', 100, 0, 0, 0, 1 };
+	int32_t st = 0;
+
+	serve(MEARAS_LINK_ENCRYPTION_TLS);
+	link_up(MEARAS_LINK_ENCRYPTION_TLS, 4);
+	CHECK_RC(mearas_link_call(lnk, req, sizeof(req), &st, sizeof(st), NULL, 10000), MEARAS_LINK_OK);
+	CHECK_RC(st, MEARAS_LINK_E_INVAL);
+	CHECK_RC(mearas_link_bulk_wait(lnk, 100), MEARAS_LINK_E_INVAL);
+	CHECK_RC(bulk_then_sync(3, 100, 100), MEARAS_LINK_OK);
+}
+
+/* A transfer from the server that is not what the client waits for (its
+ * total differs) fails the link. */
+static void t_bulk_to_client_wrong_total_fails_link(void)
+{
+	struct mearas_link_config cfg;
+	uint8_t req[6] = { 'D', 100, 0, 0, 0, 1 };
+	int32_t st = MEARAS_LINK_E_INVAL;
+
+	serve(MEARAS_LINK_ENCRYPTION_TLS);
+	base_cfg(&cfg, KEY, MEARAS_LINK_ENCRYPTION_TLS);
+	cfg.streams = 2;
+	cfg.bulk_dest = down_dest;
+	REQUIRE_RC(mearas_link_connect("127.0.0.1", srv.port, &cfg, &lnk), MEARAS_LINK_OK);
+	for (double t0 = check_now(); st == MEARAS_LINK_E_INVAL && check_now() - t0 < 5.0; usleep(1000))
+		CHECK_RC(mearas_link_call(lnk, req, sizeof(req), &st, sizeof(st), NULL, 10000), MEARAS_LINK_OK);
+	CHECK_RC(st, MEARAS_LINK_OK);
+	CHECK_RC(mearas_link_bulk_wait(lnk, 99), MEARAS_LINK_E_PROTO);
+	CHECK(log_has("bulk transfer 1 from the peer", "not 99 bytes"));
+	CHECK(mearas_link_health(lnk) != MEARAS_LINK_OK);
+}
+
 /* ---- connections made by hand, for what the library never sends ---- */
 
 /* A connection with the link handshake (st: striping) and its transport. */
@@ -456,6 +561,10 @@ static const struct check_case cases[] = {
 	T(t_striped_bulk_plain),
 	T(t_one_stream_is_the_link_itself),
 	T(t_cut_data_connection_fails_link),
+	T(t_striped_bulk_to_client_tls),
+	T(t_striped_bulk_to_client_plain),
+	T(t_no_bulk_to_a_client_that_reads_none),
+	T(t_bulk_to_client_wrong_total_fails_link),
 	T(t_forged_data_connection_refused),
 	T(t_chunk_out_of_range_refused),
 	T(t_bulk_end_holds_later_messages),
