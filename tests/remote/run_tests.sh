@@ -342,6 +342,14 @@ else
 fi
 stress loopback-striped-stress-mix "$work/lo-stripe-client.sock"
 bench loopback-striped-bench "$work/lo-stripe-client.sock"
+# both directions went over the data connections (the workers' lines at their end)
+sleep 0.5
+if grep -q "[1-9][0-9]* host-to-device chunks and [1-9][0-9]* device-to-host bytes over 4 data connections" \
+	"$work/lo-stripe-client.log"; then
+	ok "loopback-striped-both-directions ($(grep -o '[0-9]* host-to-device chunks and [0-9]* device-to-host bytes over 4 data connections' "$work/lo-stripe-client.log" | tail -1))"
+else
+	bad loopback-striped-both-directions "$(grep 'data connections' "$work/lo-stripe-client.log" | tail -2 | tr '\n' ' ')"
+fi
 # cut_data_connection LOG N: the client's end of the last link's data connection N reset
 cut_data_connection() {
 	local p
