@@ -524,6 +524,8 @@ int mearas_link_conn_bulk(struct mearas_link_conn *c, uint64_t tag, const void *
 	return rc;
 }
 
+#define DISCARD_PIECE (64u << 10)
+
 /* One chunk on a data connection, for its link: checked against its
  * transfer, read where the caller places it, counted. */
 static int data_chunk(struct mearas_link_conn *d, const struct link_frame_hdr *fh)
@@ -546,9 +548,19 @@ static int data_chunk(struct mearas_link_conn *d, const struct link_frame_hdr *f
 			 (unsigned long long)ch.offset, (unsigned long long)ch.total);
 	if (rc)
 		return rc;
-	if (ops->chunk_dest)
+	if (ops->chunk_dest) {
+		/* bytes with no home are read and dropped in small pieces: a data
+		 * connection holds no chunk-sized buffer for them */
 		dst = ops->chunk_dest(ops->ctx, m, ch.tag, ch.offset, ch.total, n);
-	if (!dst) {
+		if (!dst) {
+			rc = conn_reserve(d, DISCARD_PIECE);
+			for (size_t left = n; !rc && left; left -= left < DISCARD_PIECE ? left : DISCARD_PIECE)
+				rc = conn_read(d, d->buf, left < DISCARD_PIECE ? left : DISCARD_PIECE);
+			if (!rc)
+				stripe_rx_chunk_end(m->stripe, ch.bulk_id, n);
+			return rc;
+		}
+	} else {
 		rc = conn_reserve(d, LINK_CHUNK_HDR + n);
 		if (rc)
 			return rc;

@@ -250,6 +250,38 @@ static void t_cut_data_connection_fails_link(void)
 	CHECK(mearas_link_call(lnk, "S", 1, NULL, 0, NULL, 1000) != MEARAS_LINK_OK);
 }
 
+/* chunk_dest of a server that has no home for any chunk */
+static void *no_home(void *ctx, struct mearas_link_conn *c, uint64_t tag, uint64_t offset, uint64_t total, size_t len)
+{
+	(void)ctx, (void)c, (void)tag, (void)offset, (void)total, (void)len;
+	return NULL;
+}
+
+/* Chunks the server's chunk_dest has no home for are read and dropped (in
+ * small pieces: no chunk-sized buffer), not handed on; the link goes on. */
+static void t_chunks_without_a_home_dropped(void)
+{
+	struct mearas_link_config cfg;
+	struct mearas_link_server_ops ops;
+	uint8_t *b = calloc(1, 8u << 20);
+	uint64_t got = 1;
+
+	base_cfg(&cfg, KEY, MEARAS_LINK_ENCRYPTION_TLS);
+	ts_init(&srv.st);
+	ts_ops(&srv.st, &ops);
+	ops.chunk_dest = no_home;
+	REQUIRE_RC(mearas_link_server_start("127.0.0.1", 0, &cfg, &ops, &srv.srv), MEARAS_LINK_OK);
+	srv.port = mearas_link_server_port(srv.srv);
+	link_up(MEARAS_LINK_ENCRYPTION_TLS, 4);
+	REQUIRE(b != NULL);
+	CHECK_RC(mearas_link_bulk(lnk, 1, b, 8u << 20), MEARAS_LINK_OK);
+	CHECK_RC(mearas_link_call(lnk, "S", 1, &got, sizeof(got), NULL, 10000), MEARAS_LINK_OK);
+	CHECK(got == 0);
+	char echo[8];
+	CHECK_RC(mearas_link_call(lnk, "Eon", 3, echo, sizeof(echo), NULL, 10000), MEARAS_LINK_OK);
+	free(b);
+}
+
 /* ---- bulk from the server to the client ---- */
 
 static uint8_t down_buf[32u << 20];
@@ -561,6 +593,7 @@ static const struct check_case cases[] = {
 	T(t_striped_bulk_plain),
 	T(t_one_stream_is_the_link_itself),
 	T(t_cut_data_connection_fails_link),
+	T(t_chunks_without_a_home_dropped),
 	T(t_striped_bulk_to_client_tls),
 	T(t_striped_bulk_to_client_plain),
 	T(t_no_bulk_to_a_client_that_reads_none),
