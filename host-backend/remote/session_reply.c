@@ -256,11 +256,14 @@ static void build_reply(struct remote_session *s, struct reply_build *r)
 				size_t room = REMOTE_REPLY_MAX - r->len - r->bulk_bytes, n;
 				struct remote_item_data d = { .off = it->off + it->row * it->pitch + it->col };
 
-				if (room <= sizeof(struct remote_item_hdr) + sizeof(struct remote_item_data_bulk)) {
+				/* the larger of the two items where either may come */
+				size_t ilen = striped ? sizeof(struct remote_item_data_bulk) : sizeof(d);
+
+				if (room <= sizeof(struct remote_item_hdr) + ilen) {
 					full = true;
 					break;
 				}
-				n = room - sizeof(struct remote_item_hdr) - sizeof(struct remote_item_data_bulk);
+				n = room - sizeof(struct remote_item_hdr) - ilen;
 				if (n > it->width - it->col)
 					n = it->width - it->col;
 				if (striped && n >= REMOTE_STRIPE_MIN) {
