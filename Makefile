@@ -40,9 +40,9 @@ CUDART_OBJ  := $(patsubst %.c,$(BUILD)/obj-rt/%.o,$(CUDART_SRC) $(COMMON_SRC))
 # the libraries: remote-link (node-to-node links, with its test programs)
 # and the host side of QEMU's ivshmem-doorbell protocol
 LINK_SRC    := $(addprefix remote-link/src/,util.c wire.c transport_tcp.c transport_tls.c transport_verbs.c tls.c \
-               handshake.c client.c server.c)
+               handshake.c client.c server.c stripe_rx.c stripe_tx.c)
 LINK_LIB    := $(BUILD)/lib/libremote_link.a
-LINK_TESTS  := $(BUILD)/remote-link/test_unit $(BUILD)/remote-link/link_node
+LINK_TESTS  := $(BUILD)/remote-link/test_unit $(BUILD)/remote-link/test_stripe $(BUILD)/remote-link/link_node
 LINK_LIBS   := -lprotobuf-c -lssl -lcrypto -libverbs -pthread
 IVSHMEM_LIB := $(BUILD)/lib/libmearas_ivshmem.a
 IVSHMEM_SERVE := $(BUILD)/bin/mearas-ivshmem-serve
@@ -111,6 +111,9 @@ $(BUILD)/obj/remote-link/tests/%.o: LINK_CFLAGS += -Iremote-link/tests -Itests -
                                                    -Wmissing-prototypes
 $(BUILD)/remote-link/test_unit: $(call obj,$(addprefix remote-link/tests/,test_unit.c test_server.c \
                                 tamper_proxy.c)) $(LINK_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDSAN) -o $@ $^ $(LINK_LIBS)
+$(BUILD)/remote-link/test_stripe: $(call obj,$(addprefix remote-link/tests/,test_stripe.c test_server.c)) $(LINK_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDSAN) -o $@ $^ $(LINK_LIBS)
 $(BUILD)/remote-link/link_node: $(call obj,$(addprefix remote-link/tests/,link_node.c test_server.c)) $(LINK_LIB)

@@ -131,6 +131,10 @@ static void usage(FILE *f)
 		"  --verbs-device=NAME  RDMA device of verbs links (default: the first, as ibv_devices lists)\n"
 		"  --verbs-gid-index=N  GID table index of verbs links (default 0)\n"
 		"  --link-dead-ms=MS    a silent link is declared dead after this long (default 3000)\n"
+		"  --link-streams=N     TCP connections each link this node opens (--remote) spreads its bulk\n"
+		"                       copies over, each sent by a thread (and TLS session) of its own\n"
+		"                       (1..16; default 4 on a node of 8 cores or more, else 1; 1: the\n"
+		"                       link's one connection, as before)\n"
 		"  --link-batch=N       records sent per link batch at most (1 = no batching; default 256)\n"
 		"  --link-batch-us=N    hold records with no host-visible result up to N us to fill a batch\n"
 		"                       (0, the default: a batch goes when the vGPU's ring is drained)\n"
@@ -172,7 +176,7 @@ static int parse_u64(const char *s, uint64_t *out)
 /* long options without a short letter */
 enum { OPT_LINK_HANDSHAKE_MS = 1000, OPT_LINK_MAX_PENDING, OPT_LINK_MAX, OPT_LINK_FD_RESERVE, OPT_LINK_MEM_MB,
        OPT_VM_USER, OPT_METRICS_PORT, OPT_METRICS_BIND, OPT_VM_DIR, OPT_LINK_TRANSPORT, OPT_VERBS_DEVICE,
-       OPT_VERBS_GID_INDEX };
+       OPT_VERBS_GID_INDEX, OPT_LINK_STREAMS };
 
 /* daemon hygiene options (config file, version, logs) */
 enum { OPT_CONFIG = 2000, OPT_PRINT_CONFIG, OPT_VERSION, OPT_LOG_LEVEL, OPT_LOG };
@@ -239,6 +243,7 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		{ "link-max", required_argument, NULL, OPT_LINK_MAX },
 		{ "link-fd-reserve", required_argument, NULL, OPT_LINK_FD_RESERVE },
 		{ "link-mem-mb", required_argument, NULL, OPT_LINK_MEM_MB },
+		{ "link-streams", required_argument, NULL, OPT_LINK_STREAMS },
 		{ "link-transport", required_argument, NULL, OPT_LINK_TRANSPORT },
 		{ "verbs-device", required_argument, NULL, OPT_VERBS_DEVICE },
 		{ "verbs-gid-index", required_argument, NULL, OPT_VERBS_GID_INDEX },
@@ -262,6 +267,7 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		{ OPT_LINK_MAX, "link-max", 1, 4096, &cfg->remote.max_links },
 		{ OPT_LINK_FD_RESERVE, "link-fd-reserve", 1, 1 << 20, &cfg->remote.fd_reserve },
 		{ OPT_VERBS_GID_INDEX, "verbs-gid-index", 0, 4095, &cfg->remote.verbs_gid_index },
+		{ OPT_LINK_STREAMS, "link-streams", 1, REMOTE_STREAMS_MAX, &cfg->remote.streams },
 		{ 'C', "max-clients", 1, TENANT_SLOTS_MAX, &limits.max_workers },
 		{ 'P', "max-clients-per-user", 1, TENANT_SLOTS_MAX, &limits.max_workers_per_id },
 		{ OPT_METRICS_PORT, "metrics-port", 0, 65535, &metrics_port },

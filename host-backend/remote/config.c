@@ -126,6 +126,8 @@ static void link_log_to_mearas(void *ctx, enum mearas_link_log_level level, cons
 		   level == MEARAS_LINK_LOG_WARN ? MEARAS_LOG_WARN : MEARAS_LOG_INFO, "%s", msg);
 }
 
+static long online_cpus(void);
+
 void remote_link_config(const struct remote_config *rc, struct mearas_link_config *lc)
 {
 	mearas_link_config_init(lc);
@@ -145,6 +147,8 @@ void remote_link_config(const struct remote_config *rc, struct mearas_link_confi
 	GIVEN(fd_reserve, rc->fd_reserve);
 #undef GIVEN
 	lc->transport = (enum mearas_link_transport)rc->transport;
+	/* 1: no data connections, the link exactly as without them */
+	lc->streams = remote_link_streams(rc) > 1 ? remote_link_streams(rc) : 0;
 	lc->verbs_device = rc->verbs_device;
 	lc->verbs_gid_index = rc->verbs_gid_index;
 	lc->node_name = "mearasd";
@@ -175,4 +179,11 @@ unsigned remote_spin_us(unsigned cfg_spin_us)
 	if (!cfg_spin_us || ncpu < REMOTE_SPIN_MIN_CPUS)
 		return ncpu < REMOTE_SPIN_MIN_CPUS ? 0 : cfg_spin_us;
 	return cfg_spin_us < REMOTE_SPIN_US ? REMOTE_SPIN_US : cfg_spin_us;
+}
+
+unsigned remote_link_streams(const struct remote_config *rc)
+{
+	if (rc->streams)
+		return rc->streams < REMOTE_STREAMS_MAX ? rc->streams : REMOTE_STREAMS_MAX;
+	return online_cpus() >= REMOTE_STREAMS_MIN_CPUS ? REMOTE_STREAMS_DEFAULT : 1;
 }

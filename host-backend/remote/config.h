@@ -50,7 +50,17 @@ struct remote_config {
 	int transport;          /* --link-transport: enum mearas_link_transport (0 = tcp) */
 	const char *verbs_device; /* --verbs-device (NULL = the first RDMA device) */
 	uint32_t verbs_gid_index; /* --verbs-gid-index */
+	uint32_t streams;       /* --link-streams: TCP connections a link this node opens spreads its bulk
+				 * copies over (0: REMOTE_STREAMS_DEFAULT where the node has
+				 * REMOTE_STREAMS_MIN_CPUS cores, else 1; 1: the link's one connection) */
 };
+
+/* --link-streams left out: this many where the node has the cores for a
+ * sender thread each (a TLS session each: AES-GCM on one core is the limit
+ * of one connection), else 1 */
+#define REMOTE_STREAMS_DEFAULT 4u
+#define REMOTE_STREAMS_MIN_CPUS 8
+#define REMOTE_STREAMS_MAX 16u
 
 /* --remote=VGPU=HOST:PORT[/GPU] */
 int remote_parse_target(struct remote_config *rc, const char *spec);
@@ -64,6 +74,8 @@ int remote_check_transport(const struct remote_config *rc);
 struct mearas_link_config;
 /* the remote-link settings of either end */
 void remote_link_config(const struct remote_config *rc, struct mearas_link_config *lc);
+/* The connections a link this node opens moves bulk data over (--link-streams, or its default). */
+unsigned remote_link_streams(const struct remote_config *rc);
 /* How long a remote vGPU's threads spin (us) given --spin-us; 0: never.
  * Cheap: the cores are counted at the first call only. */
 unsigned remote_spin_us(unsigned cfg_spin_us);

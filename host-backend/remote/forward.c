@@ -31,6 +31,22 @@
 #define TOKENS_CAP (1u << 16)
 #define OPEN_TIMEOUT_MS 60000u
 
+/* remote-link: where a chunk of device-to-host bytes the serving node sent
+ * over the link's data connections lands (tag: the data-area offset of its
+ * transfer), or NULL outside the data area (the link fails) */
+static void *forward_bulk_dest(void *ctx, uint64_t tag, uint64_t offset, uint64_t total, size_t len)
+{
+	struct vgpu *v = ctx;
+	uint64_t size = v->w->data_size;
+
+	(void)total;
+	if (tag > size || offset > size - tag || len > size - tag - offset) {
+		log_warn("vGPU %u: remote bulk data out of the data area refused", v->index);
+		return NULL;
+	}
+	return v->w->data + tag + offset;
+}
+
 static int forward_open(struct vgpu *v, int phys, uint64_t va_base, uint64_t va_size, struct mearas_devinfo *info,
 			uint64_t *granularity, char *err, size_t errlen)
 {
@@ -70,6 +86,8 @@ static int forward_open(struct vgpu *v, int phys, uint64_t va_base, uint64_t va_
 	gethostname(req.node, sizeof(req.node) - 1);
 	remote_link_config(&cfg->remote, &lc);
 	lc.rx_spin_us = remote_spin_us(cfg->spin_us);
+	lc.bulk_dest = forward_bulk_dest;
+	lc.bulk_ctx = v;
 	rc = mearas_link_connect(t->host, t->port, &lc, &rv->link);
 	if (rc) {
 		snprintf(err, errlen, "remote vGPU %u: link to %s failed: %s%s", v->index, rv->peer, mearas_link_strerror(rc),
@@ -102,7 +120,9 @@ static int forward_open(struct vgpu *v, int phys, uint64_t va_base, uint64_t va_
 			 (unsigned long long)rep.data_va, (void *)v->w->data);
 	}
 	v->engine_data = rv;
-	log_info("vGPU %u -> remote %s GPU %d (%s)", v->index, rv->peer, t->gpu, info->name);
+	log_info("vGPU %u -> remote %s GPU %d (%s), bulk copies over %u TCP stream%s", v->index, rv->peer, t->gpu,
+		 info->name, mearas_link_streams(rv->link) ? mearas_link_streams(rv->link) : 1,
+		 mearas_link_streams(rv->link) > 1 ? "s" : "");
 	return 0;
 }
 
@@ -357,6 +377,11 @@ static void *forward_main(void *arg)
 		log_info("vGPU %u: remote %s: %llu frames sent, %llu REAP calls, %llu of them with a batch of records",
 			 v->index, rv->peer, (unsigned long long)st.batches_sent,
 			 (unsigned long long)(st.calls ? st.calls - 1 : 0), (unsigned long long)rv->reaps_piggybacked);
+		if (mearas_link_streams(rv->link))
+			log_info("vGPU %u: remote %s: %llu host-to-device chunks and %llu device-to-host bytes over %u data "
+				 "connections", v->index, rv->peer, (unsigned long long)st.bulk_chunks,
+				 (unsigned long long)__atomic_load_n(&rv->d2h_bulk_bytes, __ATOMIC_RELAXED),
+				 mearas_link_streams(rv->link));
 	}
 	/* the link closes with the process: the serving node then frees the session */
 	return NULL;

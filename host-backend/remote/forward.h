@@ -68,6 +68,7 @@ struct remote_vgpu {
 	struct reap_slot *free_slots; /* replies applied: to be sent again */
 	unsigned nfree;               /* slots on free_slots (reap_lock) */
 	uint64_t reaps_piggybacked;   /* REAP calls sent with a batch (forwarder thread only) */
+	uint64_t d2h_bulk_bytes;      /* atomic: device-to-host bytes that came over the data connections */
 	char peer[REMOTE_HOST_MAX + 8];
 	/* device-to-host copies in flight: added by the forwarder, taken off by
 	 * the receive thread; nd2h is also read without the lock (the forwarder

@@ -104,7 +104,16 @@ struct remote_record_hdr {
 
 enum remote_item_type { REMOTE_ITEM_CQE = 1, REMOTE_ITEM_DATA = 2, REMOTE_ITEM_OUTPUT = 3,
 			REMOTE_ITEM_FATAL = 4, REMOTE_ITEM_DONE = 5,
-			REMOTE_ITEM_MAPPED = 6 /* remote_item_data: bytes of a mapped range the device changed */ };
+			REMOTE_ITEM_MAPPED = 6, /* remote_item_data: bytes of a mapped range the device changed */
+			/* remote_item_data_bulk: device-to-host bytes sent just before this reply as a bulk
+			 * transfer over the link's data connections (--link-streams): the next one */
+			REMOTE_ITEM_DATA_BULK = 7 };
+/* device-to-host bytes of a reply go as a bulk transfer over the link's data
+ * connections (where it has them) in pieces of this size or more, at most
+ * REMOTE_REPLY_BULK_MAX of them per reply (no more than the transfers a
+ * data connection may run ahead: remote-link's window, 8) */
+#define REMOTE_STRIPE_MIN (1u << 20)
+#define REMOTE_REPLY_BULK_MAX 8
 /* MAPPED items and messages carry at most this much each */
 #define REMOTE_MAPPED_PIECE (64u << 10)
 
@@ -119,6 +128,10 @@ struct remote_item_cqe {
 
 struct remote_item_data {
 	uint64_t off;           /* data-area offset; the bytes follow */
+};
+
+struct remote_item_data_bulk {
+	uint64_t off, len;      /* data-area offset and bytes of the transfer (its tag: off) */
 };
 
 /* a record sent with REMOTE_REC_WANT_DONE wrote all it will write into the data area */

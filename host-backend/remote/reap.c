@@ -110,6 +110,18 @@ static int apply_reply(struct vgpu *v, struct mearas_link_reader *r)
 				log_warn("vGPU %u: remote data out of the data area dropped", v->index);
 				rc = skip_reply(r, n);
 			}
+		} else if (ih.type == REMOTE_ITEM_DATA_BULK && ih.len == sizeof(struct remote_item_data_bulk)) {
+			struct remote_item_data_bulk b;
+
+			/* its bytes came over the data connections (forward_bulk_dest put
+			 * them in place): wait until all have landed, then they count */
+			rc = mearas_link_read(r, &b, sizeof(b));
+			if (!rc)
+				rc = mearas_link_bulk_wait(rv->link, b.len);
+			if (!rc && b.off <= v->w->data_size && b.len <= v->w->data_size - b.off)
+				remote_mapped_absorb(rv->mapped, v->w->data, b.off, b.len);
+			if (!rc)
+				__atomic_fetch_add(&rv->d2h_bulk_bytes, b.len, __ATOMIC_RELAXED);
 		} else if (ih.type == REMOTE_ITEM_MAPPED && ih.len >= sizeof(struct remote_item_data) &&
 			   ih.len <= sizeof(small)) {
 			struct remote_item_data d;

@@ -139,7 +139,8 @@ int remote_serve_start(const struct backend_config *cfg)
 	lc.fd_reserve += LINK_SESSION_FDS;
 	/* the soft fd limit (often 1024) is raised as far as the links need and the hard one allows */
 	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY) {
-		rlim_t want = (rlim_t)lc.fd_reserve + (rlim_t)lc.max_links * LINK_SESSION_FDS + 256;
+		/* and a link's data connections (--link-streams of its forwarding node, 16 at most) */
+		rlim_t want = (rlim_t)lc.fd_reserve + (rlim_t)lc.max_links * (LINK_SESSION_FDS + REMOTE_STREAMS_MAX) + 256;
 		rlim_t was = rl.rlim_cur;
 
 		if (was < want && rl.rlim_max > was) {

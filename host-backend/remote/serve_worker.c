@@ -133,7 +133,12 @@ static void try_reply(struct remote_session *s)
 		pthread_mutex_unlock(&s->qlock);
 		if (!any)
 			break;
-		rc = mearas_link_replyv(s->conn, seq, r.iov, r.n);
+		/* its device-to-host bulk goes first, over the data connections */
+		rc = 0;
+		for (int i = 0; !rc && i < r.nbulk; i++)
+			rc = mearas_link_conn_bulk(s->conn, r.bulk[i].off, s->data + r.bulk[i].off, r.bulk[i].len);
+		if (!rc)
+			rc = mearas_link_replyv(s->conn, seq, r.iov, r.n);
 		if (rc)
 			log_warn("remote session %s: reply: %s", mearas_link_conn_peer(s->conn),
 				 mearas_link_strerror(rc));

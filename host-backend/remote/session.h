@@ -75,6 +75,7 @@ struct remote_session {
 	struct remote_captures *caps; /* link thread only */
 	struct remote_mapped *mapped; /* mapped host ranges (mapped.c) */
 	uint64_t worker_data_va;      /* the worker's data area address */
+	uint32_t streams;             /* atomic: data connections device-to-host bytes go over (0: none yet) */
 	/* outgoing items and the outstanding REAP call */
 	pthread_mutex_t qlock;
 	struct out_item *q;
@@ -104,6 +105,11 @@ struct reply_build {
 	struct iovec iov[MEARAS_LINK_REPLY_IOV_MAX];
 	int n;
 	bool last_in_buf;       /* iov[n - 1] ends at buf + used: extend it */
+	/* DATA_BULK items: data-area ranges to send as bulk transfers, in
+	 * order, before the reply (they count towards REMOTE_REPLY_MAX too) */
+	struct span_out { uint64_t off, len; } bulk[REMOTE_REPLY_BULK_MAX];
+	int nbulk;
+	uint64_t bulk_bytes;
 };
 
 /* A session for link c (its peer names it in log lines), not ready: NULL

@@ -233,7 +233,13 @@ static bool put_item(struct reply_build *r, uint32_t type, const void *a, size_t
 /* queue lock held: fill a reply from the head of the queue */
 static void build_reply(struct remote_session *s, struct reply_build *r)
 {
+	bool striped;
+
 	*r = (struct reply_build){ .buf = s->reply };
+	/* the link's data connections, once they are all up (then for good) */
+	if (!__atomic_load_n(&s->streams, __ATOMIC_RELAXED) && s->conn)
+		__atomic_store_n(&s->streams, mearas_link_conn_streams(s->conn), __ATOMIC_RELAXED);
+	striped = __atomic_load_n(&s->streams, __ATOMIC_RELAXED) > 0;
 	while (s->qlen) {
 		struct out_item *it = &s->q[s->qhead];
 		uint64_t cost = session_item_cost(it);
@@ -247,17 +253,32 @@ static void build_reply(struct remote_session *s, struct reply_build *r)
 			bool full = false;
 
 			while (it->row < it->rows) {
-				size_t room = REMOTE_REPLY_MAX - r->len, n;
+				size_t room = REMOTE_REPLY_MAX - r->len - r->bulk_bytes, n;
 				struct remote_item_data d = { .off = it->off + it->row * it->pitch + it->col };
 
-				if (room <= sizeof(struct remote_item_hdr) + sizeof(d)) {
+				/* the larger of the two items where either may come */
+				size_t ilen = striped ? sizeof(struct remote_item_data_bulk) : sizeof(d);
+
+				if (room <= sizeof(struct remote_item_hdr) + ilen) {
 					full = true;
 					break;
 				}
-				n = room - sizeof(struct remote_item_hdr) - sizeof(d);
+				n = room - sizeof(struct remote_item_hdr) - ilen;
 				if (n > it->width - it->col)
 					n = it->width - it->col;
-				if (!put_item(r, REMOTE_ITEM_DATA, &d, sizeof(d), s->data + d.off, n, n >= REMOTE_REF_MIN)) {
+				if (striped && n >= REMOTE_STRIPE_MIN) {
+					/* over the data connections, before the reply */
+					struct remote_item_data_bulk b = { .off = d.off, .len = n };
+
+					if (r->nbulk == REMOTE_REPLY_BULK_MAX ||
+					    !put_item(r, REMOTE_ITEM_DATA_BULK, &b, sizeof(b), NULL, 0, false)) {
+						full = true;
+						break;
+					}
+					r->bulk[r->nbulk++] = (struct span_out){ d.off, n };
+					r->bulk_bytes += n;
+				} else if (!put_item(r, REMOTE_ITEM_DATA, &d, sizeof(d), s->data + d.off, n,
+						     n >= REMOTE_REF_MIN)) {
 					full = true;
 					break;
 				}

@@ -78,6 +78,17 @@ struct mearas_link_config {
 	uint32_t batch_max_msgs;        /* ... or this many messages (256); 1 = no batching */
 	uint32_t batch_delay_us;        /* ... or this long after its first message (50) */
 	size_t chunk_bytes;             /* bulk chunk size (TCP 1 MiB, verbs 64 KiB) */
+	uint32_t streams;               /* client, TCP: bulk chunks go round-robin over this many data
+					 * connections of the link, each sent by a thread of its own (and
+					 * encrypted by a TLS session of its own); 0 or 1: none, bulk goes on
+					 * the link's one connection. At most 16; the server may grant none */
+	/* client, with streams: where bulk chunks the server sends over the data
+	 * connections (mearas_link_conn_bulk) land, or NULL (refused: the link
+	 * fails); NULL bulk_dest: the server sends none. Runs on the data
+	 * connections' reader threads; the link's receive thread waits for each
+	 * transfer with mearas_link_bulk_wait. */
+	void *(*bulk_dest)(void *ctx, uint64_t tag, uint64_t offset, uint64_t total, size_t len);
+	void *bulk_ctx;
 	uint32_t heartbeat_ms;          /* heartbeat when nothing received this long (500) */
 	uint32_t dead_ms;               /* declare the link broken after this silence (3000) */
 	uint32_t connect_timeout_ms;    /* connect + handshake bound (3000) */
@@ -144,8 +155,18 @@ int mearas_link_read(struct mearas_link_reader *r, void *dst, size_t n);
 size_t mearas_link_read_left(const struct mearas_link_reader *r);
 int mearas_link_flush(struct mearas_link *l);
 /* Send len bytes as chunks of chunk_bytes (sent from data without copy on TCP);
- * the receiver gets on_chunk per chunk. Earlier posts are flushed first. */
+ * the receiver gets on_chunk per chunk. Earlier posts are flushed first.
+ * On a link with data connections (streams) the chunks go over those, in
+ * parallel, and what is posted or called after this returns reaches the
+ * receiver after every chunk of it (it returns once all are sent). */
 int mearas_link_bulk(struct mearas_link *l, uint64_t tag, const void *data, size_t len);
+/* The data connections bulk transfers go over (0: none, the link's own). */
+uint32_t mearas_link_streams(const struct mearas_link *l);
+/* The next bulk transfer the server sends (mearas_link_conn_bulk), of total
+ * bytes: waits until all of it has landed where bulk_dest said. OK, or the
+ * error that fails the link (total not what the server sent, bytes missing
+ * for dead_ms, the link broken). */
+int mearas_link_bulk_wait(struct mearas_link *l, uint64_t total);
 /* MEARAS_LINK_OK while usable, else the error that broke the link. */
 int mearas_link_health(struct mearas_link *l);
 
@@ -171,7 +192,10 @@ struct mearas_link_server_ops {
 	 * If wants_reply, answer with mearas_link_reply (now or from any thread). */
 	void (*on_message)(void *ctx, struct mearas_link_conn *c, uint64_t seq, bool wants_reply,
 			   const void *data, size_t len);
-	/* One bulk chunk; offset/total in bytes of the whole transfer. */
+	/* One bulk chunk; offset/total in bytes of the whole transfer. On a link
+	 * with data connections, on_chunk and chunk_dest run on their threads
+	 * (several at once, chunks in any order); a message sent after a
+	 * transfer still comes after all of its chunks. */
 	void (*on_chunk)(void *ctx, struct mearas_link_conn *c, uint64_t tag, uint64_t bulk_id,
 			 uint64_t offset, uint64_t total, const void *data, size_t len);
 	/* Optional: where a chunk's len bytes should be read (then on_chunk gets
@@ -198,6 +222,15 @@ int mearas_link_reply(struct mearas_link_conn *c, uint64_t seq, const void *data
 #define MEARAS_LINK_REPLY_IOV_MAX 60
 int mearas_link_replyv(struct mearas_link_conn *c, uint64_t seq, const struct iovec *data, int n);
 const char *mearas_link_conn_peer(const struct mearas_link_conn *c); /* "addr:port" */
+/* Data connections of c that bulk transfers to the client can use now: 0
+ * when the client has none or reads none (no bulk_dest), or while not all
+ * of them are up yet. */
+uint32_t mearas_link_conn_streams(struct mearas_link_conn *c);
+/* len bytes of data to the client as a bulk transfer (tag), striped over
+ * the data connections, sent from data without a copy; returns when all is
+ * sent (the client waits for it with mearas_link_bulk_wait, in the order
+ * sent). E_INVAL while mearas_link_conn_streams is 0. One caller at a time. */
+int mearas_link_conn_bulk(struct mearas_link_conn *c, uint64_t tag, const void *data, size_t len);
 void mearas_link_conn_set_user(struct mearas_link_conn *c, void *user);
 void *mearas_link_conn_user(const struct mearas_link_conn *c);
 

@@ -76,6 +76,14 @@ struct mearas_link {
 	uint64_t last_rx_ns, last_hb_ns;
 	pthread_t rx_thread, flush_thread;
 	struct mearas_link_stats stats;
+	/* striping (stripe.h): the data connections; bulk_lock makes one
+	 * striped transfer at a time, and their ids 1, 2, ... in order */
+	struct link_stripe_tx *stripe;
+	pthread_mutex_t bulk_lock;
+	uint64_t stripe_bulk;
+	struct link_stripe_rx *bulk_rx; /* bulk from the server (cfg.bulk_dest) */
+	uint64_t bulk_in;               /* the last one waited for (receive thread) */
+	char peer[300];
 };
 
 #define STAT_ADD(l, field, v) __atomic_fetch_add(&(l)->stats.field, (v), __ATOMIC_RELAXED)
@@ -95,6 +103,9 @@ static void fail_link(struct mearas_link *l, int status)
 	if (!__atomic_load_n(&l->closing, __ATOMIC_ACQUIRE))
 		link_log(&l->cfg, MEARAS_LINK_LOG_ERR, "link broken: %s", mearas_link_strerror(status));
 	l->t->ops->shutdown(l->t);
+	stripe_tx_shutdown(l->stripe);
+	if (l->bulk_rx)
+		stripe_rx_close(l->bulk_rx); /* a wait for bulk from the server ends */
 	struct pending *async = NULL, *next;
 	pthread_mutex_lock(&l->pend_lock);
 	for (struct pending *p = l->pending; p; p = next) {
@@ -393,10 +404,83 @@ size_t mearas_link_read_left(const struct mearas_link_reader *r)
 	return r ? r->left : 0;
 }
 
+/* A bulk transfer over the data connections, then its BULK_END on the
+ * link's own connection: whatever is sent after it reaches the peer after
+ * the transfer's bytes. */
+static int bulk_striped(struct mearas_link *l, uint64_t tag, const void *data, size_t len)
+{
+	uint8_t fhdr[LINK_FRAME_HDR], body[LINK_BULK_END_BODY];
+	struct link_frame_hdr fh = { .type = LINK_FRAME_BULK_END, .body_len = LINK_BULK_END_BODY };
+	struct iovec iov[2] = { { fhdr, sizeof(fhdr) }, { body, sizeof(body) } };
+	uint64_t chunks = 0, bytes = 0;
+	int rc = mearas_link_flush(l);
+
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&l->bulk_lock);
+	uint64_t id = ++l->stripe_bulk;
+	rc = stripe_tx_send(l->stripe, tag, id, data, len, &chunks, &bytes);
+	STAT_ADD(l, bulk_chunks, chunks);
+	STAT_ADD(l, bytes_sent, bytes);
+	if (!rc) {
+		wire_encode_frame(fhdr, &fh);
+		wire_put_u64(body, id);
+		wire_put_u64(body + 8, len);
+		pthread_mutex_lock(&l->send_lock);
+		rc = send_locked(l, iov, 2);
+		pthread_mutex_unlock(&l->send_lock);
+	} else if (!link_broken(l)) {
+		fail_link(l, rc);
+	}
+	pthread_mutex_unlock(&l->bulk_lock);
+	return rc ? (link_broken(l) ? link_broken(l) : rc) : MEARAS_LINK_OK;
+}
+
+/* stripe_tx: a data connection could not send: the link fails */
+static void stream_failed(void *ctx, uint32_t index, int status)
+{
+	struct mearas_link *l = ctx;
+
+	if (!link_broken(l) && !__atomic_load_n(&l->closing, __ATOMIC_ACQUIRE))
+		link_log(&l->cfg, MEARAS_LINK_LOG_ERR, "link to %s: data connection %u failed (%s%s): the link fails",
+			 l->peer, index & ~STRIPE_FAIL_READ, index & STRIPE_FAIL_READ ? "receiving: " : "",
+			 mearas_link_strerror(status));
+	fail_link(l, MEARAS_LINK_E_BROKEN);
+}
+
+int mearas_link_bulk_wait(struct mearas_link *l, uint64_t total)
+{
+	int rc;
+
+	if (!l || !l->bulk_rx || !total)
+		return MEARAS_LINK_E_INVAL;
+	rc = stripe_rx_end(l->bulk_rx, ++l->bulk_in, total, &l->stop, l->cfg.dead_ms);
+	if (rc == MEARAS_LINK_E_PROTO)
+		link_log(&l->cfg, MEARAS_LINK_LOG_ERR, "link to %s: bulk transfer %llu from the peer: not %llu bytes",
+			 l->peer, (unsigned long long)l->bulk_in, (unsigned long long)total);
+	if (rc) {
+		fail_link(l, rc == MEARAS_LINK_E_CLOSED ? MEARAS_LINK_E_BROKEN : rc);
+		rc = link_broken(l);
+	}
+	return rc;
+}
+
+uint32_t mearas_link_streams(const struct mearas_link *l)
+{
+	return l ? stripe_tx_streams(l->stripe) : 0;
+}
+
+void link_client_stream_cut(struct mearas_link *l, uint32_t index)
+{
+	stripe_tx_cut(l->stripe, index);
+}
+
 int mearas_link_bulk(struct mearas_link *l, uint64_t tag, const void *data, size_t len)
 {
 	if (!l || !data || !len)
 		return MEARAS_LINK_E_INVAL;
+	if (l->stripe)
+		return bulk_striped(l, tag, data, len);
 	uint64_t id = __atomic_fetch_add(&l->next_bulk, 1, __ATOMIC_RELAXED);
 	int rc = mearas_link_flush(l);
 	for (size_t off = 0; !rc && off < len; off += l->cfg.chunk_bytes) {
@@ -624,6 +708,8 @@ static void *rx_main(void *arg)
 
 static void free_link(struct mearas_link *l)
 {
+	stripe_tx_free(l->stripe);
+	stripe_rx_free(l->bulk_rx);
 	if (l->t)
 		l->t->ops->destroy(l->t);
 	free(l->cur.buf);
@@ -635,6 +721,7 @@ static void free_link(struct mearas_link *l)
 	pthread_mutex_destroy(&l->send_lock);
 	pthread_mutex_destroy(&l->batch_lock);
 	pthread_mutex_destroy(&l->pend_lock);
+	pthread_mutex_destroy(&l->bulk_lock);
 	pthread_cond_destroy(&l->batch_cond);
 	pthread_cond_destroy(&l->pend_cond);
 	free(l);
@@ -659,6 +746,7 @@ static struct mearas_link *link_new(const struct mearas_link_config *cfg)
 	pthread_mutex_init(&l->send_lock, NULL);
 	pthread_mutex_init(&l->batch_lock, NULL);
 	pthread_mutex_init(&l->pend_lock, NULL);
+	pthread_mutex_init(&l->bulk_lock, NULL);
 	init_cond_monotonic(&l->batch_cond);
 	init_cond_monotonic(&l->pend_cond);
 	if (!link_key_copy(cfg, &l->cfg, &l->key)) {
@@ -708,7 +796,7 @@ int link_client_open_transport(const struct mearas_link_config *cfg, struct link
 /* One TCP connection and its handshake, within timeout_ms; on success *fd
  * and *ssl are the link's (ssl NULL when unencrypted). */
 static int connect_once(const char *host, uint16_t port, const struct mearas_link_config *cfg, const char *peer,
-			uint32_t timeout_ms, int *fd, SSL **ssl, bool *turned_away)
+			uint32_t timeout_ms, int *fd, SSL **ssl, bool *turned_away, struct link_hs_stripe *st)
 {
 	struct mearas_link_config c = *cfg;
 	int rc;
@@ -720,7 +808,7 @@ static int connect_once(const char *host, uint16_t port, const struct mearas_lin
 	if (!rc)
 		rc = link_tcp_set_options(*fd, c.dead_ms);
 	if (!rc)
-		rc = link_handshake_client(*fd, &c, peer, ssl, turned_away);
+		rc = link_handshake_client_stripe(*fd, &c, peer, ssl, turned_away, st);
 	if (rc && *fd >= 0) {
 		close(*fd);
 		*fd = -1;
@@ -747,6 +835,90 @@ static uint32_t retry_pause_us(uint32_t *backoff_us, uint64_t *seed)
 	return base / 2 + (uint32_t)(*seed % (base / 2 + 1)); /* base/2 .. base */
 }
 
+/* One connection of a link and its handshake (st: striping, as in
+ * link_handshake_client_stripe), tried again while the server turns it
+ * away before its challenge, until deadline. */
+static int connect_retry(const char *host, uint16_t port, const struct mearas_link_config *cfg, const char *peer,
+			 uint64_t deadline, struct link_hs_stripe *st, int *fd, SSL **ssl, unsigned *tries,
+			 bool *turned_away)
+{
+	uint64_t seed = link_now_ns() ^ (uint64_t)(uintptr_t)fd ^ 0x9e3779b97f4a7c15ull;
+	uint32_t backoff_us = RETRY_FIRST_US;
+	int rc;
+
+	*tries = 0;
+	for (;;) {
+		uint64_t now = link_now_ns();
+		uint32_t left_ms = now < deadline ? (uint32_t)((deadline - now + 999999u) / 1000000u) : 0;
+		(*tries)++;
+		rc = connect_once(host, port, cfg, peer, left_ms ? left_ms : 1, fd, ssl, turned_away, st);
+		if (!rc || !*turned_away)
+			return rc;
+		uint32_t pause_us = retry_pause_us(&backoff_us, &seed);
+		if (link_now_ns() + (uint64_t)pause_us * 1000u >= deadline)
+			return rc;
+		usleep(pause_us);
+	}
+}
+
+/* The transport of a connection whose handshake is done (fd and ssl taken over). */
+static int transport_of(const struct mearas_link_config *cfg, const char *peer, int fd, SSL *ssl,
+			struct link_transport **t)
+{
+	int rc;
+
+	if (ssl)
+		rc = link_tls_transport_create(fd, ssl, cfg, peer, t);
+	else if (cfg->transport == MEARAS_LINK_TRANSPORT_VERBS)
+		rc = link_verbs_transport_create(fd, cfg, 0, t);
+	else
+		rc = link_tcp_transport_create(fd, cfg, t);
+	if (rc)
+		close(fd); /* a transport that failed leaves it open */
+	return rc;
+}
+
+/* The data connections the server granted (st), each with the handshake
+ * of the link, naming its link id and place; all or none. */
+static int open_streams(struct mearas_link *l, const char *host, uint16_t port, uint64_t deadline,
+			const struct link_hs_stripe *st)
+{
+	struct link_transport *t[LINK_STREAMS_MAX];
+	uint32_t n = 0;
+	int rc = MEARAS_LINK_OK;
+
+	for (; !rc && n < st->granted; n++) {
+		struct link_hs_stripe d = { .attach = true, .index = n };
+		unsigned tries;
+		bool away;
+		int fd = -1;
+		SSL *ssl = NULL;
+
+		memcpy(d.link_id, st->link_id, LINK_ID_BYTES);
+		rc = connect_retry(host, port, &l->cfg, l->peer, deadline, &d, &fd, &ssl, &tries, &away);
+		if (!rc)
+			rc = transport_of(&l->cfg, l->peer, fd, ssl, &t[n]);
+		if (rc) {
+			link_log(&l->cfg, MEARAS_LINK_LOG_ERR, "link to %s failed: data connection %u of %u: %s", l->peer,
+				 n, st->granted, mearas_link_strerror(rc));
+			break;
+		}
+	}
+	if (rc) {
+		for (uint32_t i = 0; i < n; i++)
+			t[i]->ops->destroy(t[i]);
+		return rc;
+	}
+	rc = stripe_tx_new(t, n, l->cfg.chunk_bytes, stream_failed, l, &l->stripe);
+	if (!rc && l->cfg.bulk_dest) {
+		/* bulk from the server: a reader per data connection */
+		l->bulk_rx = stripe_rx_new(n);
+		rc = l->bulk_rx ? stripe_tx_read(l->stripe, l->bulk_rx, l->cfg.bulk_dest, l->cfg.bulk_ctx)
+				: MEARAS_LINK_E_NOMEM;
+	}
+	return rc;
+}
+
 /* One link over cfg's transport (TCP or verbs). */
 static int connect_with(const char *host, uint16_t port, const struct mearas_link_config *cfg,
 			struct mearas_link **out)
@@ -755,43 +927,27 @@ static int connect_with(const char *host, uint16_t port, const struct mearas_lin
 	if (!l)
 		return MEARAS_LINK_E_NOMEM;
 
-	char peer[300];
-	snprintf(peer, sizeof(peer), "%s:%u", host, (unsigned)port);
+	char *peer = l->peer;
+	snprintf(l->peer, sizeof(l->peer), "%s:%u", host, (unsigned)port);
 	int rc = link_client_precheck(&l->cfg, peer);
 	if (!rc && l->cfg.transport == MEARAS_LINK_TRANSPORT_VERBS)
 		rc = link_verbs_available(&l->cfg);
 	int fd = -1;
 	SSL *ssl = NULL;
-	bool turned_away = false;
+	bool turned_away = false, encrypted;
 	unsigned tries = 0;
-	uint64_t start = link_now_ns(), deadline = start + (uint64_t)l->cfg.connect_timeout_ms * 1000000ull;
-	uint64_t seed = start ^ (uint64_t)(uintptr_t)l ^ 0x9e3779b97f4a7c15ull;
-	uint32_t backoff_us = RETRY_FIRST_US;
-	while (!rc) {
-		uint64_t now = link_now_ns();
-		uint32_t left_ms = now < deadline ? (uint32_t)((deadline - now + 999999u) / 1000000u) : 0;
-		tries++;
-		rc = connect_once(host, port, &l->cfg, peer, left_ms ? left_ms : 1, &fd, &ssl, &turned_away);
-		if (!rc || !turned_away)
-			break;
-		uint32_t pause_us = retry_pause_us(&backoff_us, &seed);
-		if (link_now_ns() + (uint64_t)pause_us * 1000u >= deadline)
-			break;
-		usleep(pause_us);
-		rc = MEARAS_LINK_OK;
-	}
-	if (!rc) {
-		if (ssl)
-			rc = link_tls_transport_create(fd, ssl, &l->cfg, peer, &l->t);
-		else if (l->cfg.transport == MEARAS_LINK_TRANSPORT_VERBS)
-			rc = link_verbs_transport_create(fd, &l->cfg, 0, &l->t);
-		else
-			rc = link_tcp_transport_create(fd, &l->cfg, &l->t);
-		if (!rc)
-			fd = -1; /* owned by the transport */
-	}
-	if (fd >= 0)
+	uint64_t deadline = link_now_ns() + (uint64_t)l->cfg.connect_timeout_ms * 1000000ull;
+	struct link_hs_stripe st = { .want = l->cfg.transport == MEARAS_LINK_TRANSPORT_TCP ? l->cfg.streams : 0,
+				     .bulk_in = l->cfg.bulk_dest != NULL };
+	if (!rc)
+		rc = connect_retry(host, port, &l->cfg, peer, deadline, &st, &fd, &ssl, &tries, &turned_away);
+	encrypted = ssl != NULL;
+	if (!rc)
+		rc = transport_of(&l->cfg, peer, fd, ssl, &l->t);
+	else if (fd >= 0)
 		close(fd);
+	if (!rc && st.granted > 1)
+		rc = open_streams(l, host, port, deadline, &st);
 	if (rc) {
 		/* refusals of the handshake were logged with their reason already */
 		if (turned_away)
@@ -806,11 +962,15 @@ static int connect_with(const char *host, uint16_t port, const struct mearas_lin
 		free_link(l);
 		return rc;
 	}
-	char again[48] = "";
+	char again[48] = "", streams[96] = "";
 	if (tries > 1)
 		snprintf(again, sizeof(again), " (admitted at attempt %u)", tries);
-	link_log(&l->cfg, ssl ? MEARAS_LINK_LOG_INFO : MEARAS_LINK_LOG_WARN, "link to %s open over %s, %s%s", peer,
-		 l->t->ops->name, l->t->security, again);
+	if (l->stripe)
+		snprintf(streams, sizeof(streams), ", bulk striped over %u data connections", stripe_tx_streams(l->stripe));
+	else if (st.want > 1)
+		snprintf(streams, sizeof(streams), ", bulk on the one connection (the peer grants no data connections)");
+	link_log(&l->cfg, encrypted ? MEARAS_LINK_LOG_INFO : MEARAS_LINK_LOG_WARN, "link to %s open over %s, %s%s%s",
+		 peer, l->t->ops->name, l->t->security, again, streams);
 	rc = link_start(l);
 	if (!rc)
 		*out = l;

@@ -260,8 +260,22 @@ static int client_challenge(struct hs_chan *ch, const struct mearas_link_config 
 	return rc;
 }
 
+/* The data connections a main connection's accept grants: no more than
+ * asked for, with a link id of the right size. */
+static int accept_stripe(const Mearas__LinkAccept *acc, struct link_hs_stripe *st)
+{
+	st->granted = 0;
+	if (!acc->streams || st->want < 2)
+		return MEARAS_LINK_OK;
+	if (acc->streams > st->want || acc->streams > LINK_STREAMS_MAX || acc->link_id.len != LINK_ID_BYTES)
+		return MEARAS_LINK_E_PROTO;
+	st->granted = acc->streams;
+	memcpy(st->link_id, acc->link_id.data, LINK_ID_BYTES);
+	return MEARAS_LINK_OK;
+}
+
 static int client_accept(struct hs_chan *ch, const struct mearas_link_config *cfg, const char *peer,
-			 const uint8_t cnonce[NONCE_BYTES], const uint8_t snonce[NONCE_BYTES])
+			 const uint8_t cnonce[NONCE_BYTES], const uint8_t snonce[NONCE_BYTES], struct link_hs_stripe *st)
 {
 	uint8_t buf[BLOB_MAX], mac[MAC_BYTES];
 	size_t n;
@@ -277,6 +291,8 @@ static int client_accept(struct hs_chan *ch, const struct mearas_link_config *cf
 		rc = mac_ok(&acc->server_mac, mac) ? MEARAS_LINK_OK : MEARAS_LINK_E_AUTH;
 		if (rc)
 			link_log(cfg, MEARAS_LINK_LOG_ERR, "link to %s refused: server proved a different key", peer);
+		else if (st && !st->attach)
+			rc = accept_stripe(acc, st);
 		break;
 	case MEARAS__LINK_STATUS__LINK_STATUS_AUTH_FAILED:
 		link_log(cfg, MEARAS_LINK_LOG_ERR, "link to %s refused by the peer: %s", peer, acc->detail);
@@ -312,6 +328,12 @@ int link_client_precheck(const struct mearas_link_config *cfg, const char *peer)
 
 int link_handshake_client(int fd, const struct mearas_link_config *cfg, const char *peer, SSL **ssl_out,
 			  bool *turned_away)
+{
+	return link_handshake_client_stripe(fd, cfg, peer, ssl_out, turned_away, NULL);
+}
+
+int link_handshake_client_stripe(int fd, const struct mearas_link_config *cfg, const char *peer, SSL **ssl_out,
+				 bool *turned_away, struct link_hs_stripe *st)
 {
 	uint8_t cnonce[NONCE_BYTES], snonce[NONCE_BYTES], hello_buf[BLOB_MAX], ch_buf[BLOB_MAX];
 	size_t hello_len = 0, ch_len = 0;
@@ -353,9 +375,17 @@ int link_handshake_client(int fd, const struct mearas_link_config *cfg, const ch
 	compute_mac(cfg, CLIENT_LABEL, cnonce, snonce, mac);
 	auth.mac.data = mac;
 	auth.mac.len = MAC_BYTES;
+	if (st && st->attach) {
+		auth.attach.data = st->link_id;
+		auth.attach.len = LINK_ID_BYTES;
+		auth.stream_index = st->index;
+	} else if (st && st->want > 1) {
+		auth.streams = st->want;
+		auth.bulk_in = st->bulk_in;
+	}
 	rc = send_msg_tmp(&ch, &auth.base);
 	if (!rc)
-		rc = client_accept(&ch, cfg, peer, cnonce, snonce);
+		rc = client_accept(&ch, cfg, peer, cnonce, snonce, st);
 	if (rc || !ssl_out)
 		SSL_free(ch.ssl);
 	else
@@ -389,10 +419,16 @@ static int refuse_challenge(struct hs_chan *ch, const struct mearas_link_config 
 	return challenge(ch, cfg, st, detail, NULL, NULL, NULL);
 }
 
-static int send_accept(struct hs_chan *ch, Mearas__LinkStatus st, const uint8_t *mac, const char *detail)
+static int send_accept(struct hs_chan *ch, Mearas__LinkStatus st, const uint8_t *mac, const char *detail,
+		       const struct link_handshake_result *res)
 {
 	Mearas__LinkAccept acc = MEARAS__LINK_ACCEPT__INIT;
 	acc.status = st;
+	if (res && res->streams_granted) {
+		acc.streams = res->streams_granted;
+		acc.link_id.data = (uint8_t *)res->link_id;
+		acc.link_id.len = LINK_ID_BYTES;
+	}
 	if (mac) {
 		acc.server_mac.data = (uint8_t *)mac;
 		acc.server_mac.len = MAC_BYTES;
@@ -446,11 +482,20 @@ static int server_check_hello(struct hs_chan *ch, const struct mearas_link_confi
 int link_handshake_server(int fd, const struct mearas_link_config *cfg, const char *peer,
 			  bool verbs_available, struct link_handshake_result *res)
 {
+	return link_handshake_server_hook(fd, cfg, peer, verbs_available, NULL, res);
+}
+
+int link_handshake_server_hook(int fd, const struct mearas_link_config *cfg, const char *peer,
+			       bool verbs_available, const struct link_hs_hook *hook,
+			       struct link_handshake_result *res)
+{
 	uint8_t buf[BLOB_MAX], hello_buf[BLOB_MAX], ch_buf[BLOB_MAX], cnonce[NONCE_BYTES], snonce[NONCE_BYTES];
 	size_t n, hello_len, ch_len = 0;
 	struct hs_chan ch = { .fd = fd, .timeout_ms = cfg->handshake_ms,
 			      .deadline = link_now_ns() + (uint64_t)cfg->handshake_ms * 1000000ull };
 	res->ssl = NULL;
+	res->streams_wanted = res->stream_index = res->streams_granted = 0;
+	res->attach = res->bulk_in = false;
 	int rc = chan_recv_blob(&ch, hello_buf, sizeof(hello_buf), &hello_len);
 	if (rc) {
 		log_recv_failure(cfg, peer, rc, "hello");
@@ -507,10 +552,18 @@ int link_handshake_server(int fd, const struct mearas_link_config *cfg, const ch
 		if (!mac_ok(&auth->mac, mac))
 			why = "wrong cluster key";
 	}
+	res->streams_wanted = auth->streams;
+	res->bulk_in = auth->bulk_in;
+	res->attach = auth->attach.len > 0;
+	res->stream_index = auth->stream_index;
+	if (res->attach && auth->attach.len == LINK_ID_BYTES)
+		memcpy(res->link_id, auth->attach.data, LINK_ID_BYTES);
+	else if (res->attach && !why)
+		why = "malformed link id";
 	mearas__link_auth__free_unpacked(auth, NULL);
 	if (why) {
 		link_log(cfg, MEARAS_LINK_LOG_ERR, "link from %s refused: %s", peer, why);
-		send_accept(&ch, MEARAS__LINK_STATUS__LINK_STATUS_AUTH_FAILED, NULL, why);
+		send_accept(&ch, MEARAS__LINK_STATUS__LINK_STATUS_AUTH_FAILED, NULL, why, NULL);
 		rc = MEARAS_LINK_E_AUTH;
 		goto fail;
 	}
@@ -518,12 +571,26 @@ int link_handshake_server(int fd, const struct mearas_link_config *cfg, const ch
 		link_log(cfg, MEARAS_LINK_LOG_ERR, "link from %s refused: verbs requested, no RDMA device",
 			 peer);
 		send_accept(&ch, MEARAS__LINK_STATUS__LINK_STATUS_TRANSPORT_UNAVAILABLE, NULL,
-			    "no RDMA device on the server");
+			    "no RDMA device on the server", NULL);
 		rc = MEARAS_LINK_E_NODEV;
 		goto fail;
 	}
+	/* striping: a data connection must name an open link (the hook looks) */
+	if (res->attach && res->transport != MEARAS_LINK_TRANSPORT_TCP)
+		why = "a data connection must be TCP";
+	else if (hook && (res->attach || res->streams_wanted > 1))
+		rc = hook->check(hook->ctx, res, &why); /* logs its refusals */
+	else if (res->attach)
+		why = "this node takes no data connections";
+	if (why && !rc)
+		link_log(cfg, MEARAS_LINK_LOG_ERR, "link from %s refused: %s", peer, why);
+	if (rc || why) {
+		send_accept(&ch, MEARAS__LINK_STATUS__LINK_STATUS_AUTH_FAILED, NULL, why ? why : "refused", NULL);
+		rc = rc ? rc : MEARAS_LINK_E_AUTH;
+		goto fail;
+	}
 	compute_mac(cfg, SERVER_LABEL, snonce, cnonce, mac);
-	rc = send_accept(&ch, MEARAS__LINK_STATUS__LINK_STATUS_OK, mac, "");
+	rc = send_accept(&ch, MEARAS__LINK_STATUS__LINK_STATUS_OK, mac, "", res);
 	if (rc)
 		goto fail;
 	res->ssl = ch.ssl;

@@ -3,6 +3,7 @@
 #define MEARAS_LINK_INTERNAL_H
 
 #include "remote_link.h"
+#include "stripe.h"
 #include "transport.h"
 #include "wire.h"
 
@@ -49,12 +50,30 @@ int link_server_serve_transport(const struct mearas_link_config *cfg, const stru
 int link_client_open_transport(const struct mearas_link_config *cfg, struct link_transport *t,
 			       struct mearas_link **out);
 
+/* Tests: cuts data connection index of a striped link, as the network
+ * would (the client does not fail the link itself until it sends on it). */
+void link_client_stream_cut(struct mearas_link *l, uint32_t index);
+
 /* ---- handshake (handshake.c) ---- */
 struct link_handshake_result {
 	enum mearas_link_transport transport;
 	uint32_t peer_heartbeat_ms;
 	char peer_name[64];
 	SSL *ssl; /* the link's TLS session when it is encrypted, else NULL */
+	/* striping (stripe.h), from the client's auth: a main connection wants
+	 * streams_wanted data connections; a data connection (attach) names
+	 * link_id and its stream_index. The hook sets streams_granted and
+	 * link_id of a main connection it grants them to. */
+	uint32_t streams_wanted, stream_index, streams_granted;
+	bool attach, bulk_in;
+	uint8_t link_id[LINK_ID_BYTES];
+};
+/* Runs after the client proved the key, before the accept: 0 admits the
+ * connection (res as filled by the hook), else a refusal with *why said to
+ * the client (and logged by the hook). */
+struct link_hs_hook {
+	int (*check)(void *ctx, struct link_handshake_result *res, const char **why);
+	void *ctx;
 };
 /* Client side; peer ("host:port") names the server in log lines. On success
  * *ssl is the TLS session of an encrypted link (NULL when encryption is off);
@@ -64,6 +83,11 @@ struct link_handshake_result {
  * a later attempt may pass. */
 int link_handshake_client(int fd, const struct mearas_link_config *cfg, const char *peer, SSL **ssl,
 			  bool *turned_away);
+/* The same with striping: st->want data connections asked for (main), or
+ * st->attach: a data connection of st->link_id; st->granted and
+ * st->link_id come back for a main connection. */
+int link_handshake_client_stripe(int fd, const struct mearas_link_config *cfg, const char *peer, SSL **ssl,
+				 bool *turned_away, struct link_hs_stripe *st);
 /* What the client can tell before connecting: it has a key, and encryption is
  * off for verbs. Logs the reason and returns E_AUTH / E_ENCRYPTION. */
 int link_client_precheck(const struct mearas_link_config *cfg, const char *peer);
@@ -71,6 +95,11 @@ int link_client_precheck(const struct mearas_link_config *cfg, const char *peer)
  * handshake takes cfg->handshake_ms at most; res->ssl as above. */
 int link_handshake_server(int fd, const struct mearas_link_config *cfg, const char *peer,
 			  bool verbs_available, struct link_handshake_result *res);
+/* The same with hook (NULL: none; a client that asks for data connections
+ * gets none, one that attaches is refused). */
+int link_handshake_server_hook(int fd, const struct mearas_link_config *cfg, const char *peer,
+			       bool verbs_available, const struct link_hs_hook *hook,
+			       struct link_handshake_result *res);
 /* Length-prefixed blob on the side channel (handshake and verbs setup). */
 int link_send_blob(int fd, const void *buf, size_t len);
 int link_recv_blob(int fd, void *buf, size_t cap, size_t *len, uint32_t timeout_ms);

@@ -26,6 +26,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
 #include <openssl/ssl.h>
 
 struct mearas_link_conn {
@@ -50,6 +52,22 @@ struct mearas_link_conn {
 	bool counted_link; /* counts in srv->nlinks */
 	bool pending;      /* srv->lock: counts in srv->npending */
 	struct sockaddr_storage addr;
+	/* striping (stripe.h): a main connection's data connections attach to
+	 * stripe by link_id (both set under srv->lock); a data connection's
+	 * main is the link it carries chunks of (set by its handshake) */
+	struct link_stripe_rx *stripe;
+	uint8_t link_id[LINK_ID_BYTES];
+	struct mearas_link_conn *main;
+	uint32_t stream_index;
+	/* bulk to the client (main connection): the data connections'
+	 * transports, which the main connection owns once they are in dt
+	 * (srv->lock) and destroys when it is freed; tx sends over them */
+	bool bulk_in;           /* the client reads bulk data on them */
+	struct link_transport *dt[LINK_STREAMS_MAX];
+	pthread_mutex_t bulk_lock;
+	struct link_stripe_tx *tx;
+	uint64_t bulk_out;
+	bool adopted;           /* data connection: its transport is in main->dt */
 };
 
 /* One line a second at most for a refusal a flood repeats. */
@@ -72,7 +90,7 @@ struct mearas_link_server {
 	unsigned npending, nlinks; /* lock */
 	int spare_fd;              /* given up to shed a connection when fds run out */
 	pthread_mutex_t rl_lock;
-	struct ratelimit rl_pending, rl_host, rl_links, rl_fds, rl_accept, rl_thread, rl_deadline;
+	struct ratelimit rl_pending, rl_host, rl_links, rl_fds, rl_accept, rl_thread, rl_deadline, rl_attach;
 };
 
 static void log_limited(struct mearas_link_server *s, struct ratelimit *rl, const char *fmt, ...)
@@ -170,7 +188,8 @@ static int conn_read(struct mearas_link_conn *c, void *buf, size_t len)
 	return link_read_exact(c->t, buf, len, 100, c->dead_ms, &c->last_rx_ns, &c->stop);
 }
 
-static int conn_read_body(struct mearas_link_conn *c, size_t len)
+/* c->buf holds len bytes at least */
+static int conn_reserve(struct mearas_link_conn *c, size_t len)
 {
 	if (len > c->cap) {
 		uint8_t *nb = realloc(c->buf, len);
@@ -179,7 +198,14 @@ static int conn_read_body(struct mearas_link_conn *c, size_t len)
 		c->buf = nb;
 		c->cap = len;
 	}
-	return conn_read(c, c->buf, len);
+	return MEARAS_LINK_OK;
+}
+
+static int conn_read_body(struct mearas_link_conn *c, size_t len)
+{
+	int rc = conn_reserve(c, len);
+
+	return rc ? rc : conn_read(c, c->buf, len);
 }
 
 static int dispatch_batch(struct mearas_link_conn *c, const struct link_frame_hdr *fh)
@@ -221,6 +247,33 @@ static int read_chunk_in_place(struct mearas_link_conn *c, const struct link_fra
 	rc = conn_read(c, dst, n);
 	if (!rc && ops->on_chunk)
 		ops->on_chunk(ops->ctx, c, ch.tag, ch.bulk_id, ch.offset, ch.total, dst, n);
+	return rc;
+}
+
+/* BULK_END of a striped transfer: nothing after it is read until all of
+ * its bytes have landed through the data connections. */
+static int bulk_end(struct mearas_link_conn *c, const struct link_frame_hdr *fh)
+{
+	uint64_t id, total;
+	int rc;
+
+	if (!c->stripe || fh->body_len != LINK_BULK_END_BODY) {
+		link_log(&c->srv->cfg, MEARAS_LINK_LOG_WARN, "link from %s: unexpected bulk end (%s)", c->peer,
+			 c->stripe ? "malformed" : "the link has no data connections");
+		return MEARAS_LINK_E_PROTO;
+	}
+	id = wire_get_u64(c->buf);
+	total = wire_get_u64(c->buf + 8);
+	rc = stripe_rx_end(c->stripe, id, total, &c->stop, c->dead_ms);
+	if (rc == MEARAS_LINK_E_PROTO)
+		link_log(&c->srv->cfg, MEARAS_LINK_LOG_WARN,
+			 "link from %s: bulk end of transfer %llu (%llu bytes) does not match its chunks", c->peer,
+			 (unsigned long long)id, (unsigned long long)total);
+	else if (rc == MEARAS_LINK_E_BROKEN)
+		link_log(&c->srv->cfg, MEARAS_LINK_LOG_WARN,
+			 "link from %s: bulk transfer %llu: no chunk of it landed for %u ms", c->peer,
+			 (unsigned long long)id, c->dead_ms);
+	__atomic_store_n(&c->last_rx_ns, link_now_ns(), __ATOMIC_RELAXED);
 	return rc;
 }
 
@@ -272,6 +325,9 @@ static int serve_frames(struct mearas_link_conn *c)
 			pthread_mutex_unlock(&c->send_lock);
 			break;
 		}
+		case LINK_FRAME_BULK_END:
+			rc = bulk_end(c, &fh);
+			break;
 		case LINK_FRAME_CLOSE:
 			return MEARAS_LINK_OK;
 		default:
@@ -294,8 +350,8 @@ static int end_pending(struct mearas_link_server *s, struct mearas_link_conn *c,
 	pthread_mutex_lock(&s->lock);
 	s->npending--;
 	c->pending = false;
-	bool full = !rc && s->nlinks >= s->cfg.max_links;
-	if (!rc && !full) {
+	bool full = !rc && !c->main && s->nlinks >= s->cfg.max_links;
+	if (!rc && !full && !c->main) {
 		s->nlinks++;
 		c->counted_link = true;
 	}
@@ -319,6 +375,256 @@ static void link_done(struct mearas_link_server *s, struct mearas_link_conn *c)
 	__atomic_store_n(&c->finished, 1, __ATOMIC_RELEASE);
 }
 
+/* ---- striping (stripe.h): data connections of a link ---- */
+
+/* The handshake hook: a main connection asking for data connections gets
+ * them (TCP only) with a fresh random link id; a data connection must name
+ * the id of an open link and a free place in it. */
+static int stripe_check(void *ctx, struct link_handshake_result *res, const char **why)
+{
+	struct mearas_link_conn *c = ctx, *m;
+	struct mearas_link_server *s = c->srv;
+	struct link_stripe_rx *rx;
+	uint32_t n = res->streams_wanted < LINK_STREAMS_MAX ? res->streams_wanted : LINK_STREAMS_MAX;
+	bool found = false, placed = false;
+
+	if (!res->attach) {
+		res->streams_granted = 0;
+		if (res->transport != MEARAS_LINK_TRANSPORT_TCP || n < 2)
+			return MEARAS_LINK_OK;
+		if (RAND_bytes(res->link_id, LINK_ID_BYTES) != 1 || !(rx = stripe_rx_new(n)))
+			return MEARAS_LINK_OK; /* no striping: the link works without */
+		pthread_mutex_lock(&s->lock);
+		c->stripe = rx;
+		c->bulk_in = res->bulk_in;
+		memcpy(c->link_id, res->link_id, LINK_ID_BYTES);
+		pthread_mutex_unlock(&s->lock);
+		res->streams_granted = n;
+		return MEARAS_LINK_OK;
+	}
+	pthread_mutex_lock(&s->lock);
+	for (m = s->conns; m && !found; m = m->next) {
+		if (m == c || !m->stripe || CRYPTO_memcmp(m->link_id, res->link_id, LINK_ID_BYTES))
+			continue;
+		found = true;
+		placed = stripe_rx_attach(m->stripe, res->stream_index);
+		if (placed) {
+			c->main = m;
+			c->stream_index = res->stream_index;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (placed)
+		return MEARAS_LINK_OK;
+	*why = found ? "data connection: its place in the link is taken or out of range, or the link is ending"
+		     : "data connection: it names no open link";
+	log_limited(s, &s->rl_attach, "link from %s refused: %s", c->peer, *why);
+	return MEARAS_LINK_E_AUTH;
+}
+
+/* A main connection ends: no data connection attaches any more, those
+ * attached are shut down, and it waits until none of them touches it. */
+static void end_stripe(struct mearas_link_conn *c)
+{
+	struct mearas_link_server *s = c->srv;
+
+	if (!c->stripe)
+		return;
+	stripe_rx_close(c->stripe);
+	pthread_mutex_lock(&s->lock);
+	for (struct mearas_link_conn *d = s->conns; d; d = d->next) {
+		if (d->main != c)
+			continue;
+		__atomic_store_n(&d->stop, 1, __ATOMIC_RELEASE);
+		pthread_mutex_lock(&d->send_lock);
+		if (d->t)
+			d->t->ops->shutdown(d->t);
+		else if (d->fd >= 0)
+			shutdown(d->fd, SHUT_RDWR);
+		pthread_mutex_unlock(&d->send_lock);
+	}
+	for (uint32_t i = 0; i < LINK_STREAMS_MAX; i++)
+		if (c->dt[i])
+			c->dt[i]->ops->shutdown(c->dt[i]);
+	pthread_mutex_unlock(&s->lock);
+	/* a bulk transfer to the client under way fails now (its streams are shut) */
+	pthread_mutex_lock(&c->bulk_lock);
+	stripe_tx_free(c->tx);
+	c->tx = NULL;
+	pthread_mutex_unlock(&c->bulk_lock);
+	stripe_rx_wait_detached(c->stripe);
+}
+
+/* The link of main connection m fails as a whole (a data connection failed). */
+static void fail_main(struct mearas_link_conn *m)
+{
+	pthread_mutex_lock(&m->send_lock);
+	__atomic_store_n(&m->broken, MEARAS_LINK_E_BROKEN, __ATOMIC_RELEASE);
+	if (m->t)
+		m->t->ops->shutdown(m->t);
+	else if (m->fd >= 0)
+		shutdown(m->fd, SHUT_RDWR);
+	pthread_mutex_unlock(&m->send_lock);
+	stripe_rx_close(m->stripe);
+}
+
+/* stripe_tx: a data connection could not send a bulk transfer to the client */
+static void bulk_out_failed(void *ctx, uint32_t index, int status)
+{
+	struct mearas_link_conn *m = ctx;
+
+	if (!stripe_rx_closed(m->stripe))
+		link_log(&m->srv->cfg, MEARAS_LINK_LOG_WARN,
+			 "link from %s: data connection %u: bulk to the client failed (%s): the link fails", m->peer,
+			 index & ~STRIPE_FAIL_READ, mearas_link_strerror(status));
+	fail_main(m);
+}
+
+uint32_t mearas_link_conn_streams(struct mearas_link_conn *c)
+{
+	struct mearas_link_server *s;
+	uint32_t n = 0;
+
+	if (!c || !c->stripe || !c->bulk_in || !c->srv)
+		return 0;
+	s = c->srv;
+	pthread_mutex_lock(&c->bulk_lock);
+	if (!c->tx && !stripe_rx_closed(c->stripe)) {
+		/* once every data connection is up: a sender thread for each */
+		uint32_t want = stripe_rx_streams(c->stripe), have = 0;
+
+		pthread_mutex_lock(&s->lock);
+		while (have < want && c->dt[have])
+			have++;
+		if (have == want)
+			stripe_tx_new_ex(c->dt, want, s->cfg.chunk_bytes, true, bulk_out_failed, c, &c->tx);
+		pthread_mutex_unlock(&s->lock);
+	}
+	n = stripe_tx_streams(c->tx);
+	pthread_mutex_unlock(&c->bulk_lock);
+	return n;
+}
+
+int mearas_link_conn_bulk(struct mearas_link_conn *c, uint64_t tag, const void *data, size_t len)
+{
+	uint64_t chunks, bytes;
+	int rc;
+
+	if (!c || !data || !len || !c->stripe)
+		return MEARAS_LINK_E_INVAL;
+	pthread_mutex_lock(&c->bulk_lock);
+	if (!c->tx) {
+		rc = stripe_rx_closed(c->stripe) ? MEARAS_LINK_E_BROKEN : MEARAS_LINK_E_INVAL;
+	} else {
+		rc = stripe_tx_send(c->tx, tag, ++c->bulk_out, data, len, &chunks, &bytes);
+		if (rc)
+			rc = MEARAS_LINK_E_BROKEN;
+	}
+	pthread_mutex_unlock(&c->bulk_lock);
+	return rc;
+}
+
+#define DISCARD_PIECE (64u << 10)
+
+/* One chunk on a data connection, for its link: checked against its
+ * transfer, read where the caller places it, counted. */
+static int data_chunk(struct mearas_link_conn *d, const struct link_frame_hdr *fh)
+{
+	struct mearas_link_conn *m = d->main;
+	const struct mearas_link_server_ops *ops = &d->srv->ops;
+	size_t n = fh->body_len - LINK_CHUNK_HDR;
+	struct link_chunk ch;
+	uint8_t *dst = NULL;
+	int rc = conn_read_body(d, LINK_CHUNK_HDR);
+
+	if (rc)
+		return rc;
+	wire_decode_chunk(d->buf, &ch);
+	rc = stripe_rx_chunk_begin(m->stripe, ch.bulk_id, ch.offset, n, ch.total);
+	if (rc == MEARAS_LINK_E_PROTO)
+		link_log(&d->srv->cfg, MEARAS_LINK_LOG_WARN,
+			 "link from %s: data connection %u: chunk of transfer %llu (%zu bytes at %llu of %llu) does "
+			 "not fit the transfer", m->peer, d->stream_index, (unsigned long long)ch.bulk_id, n,
+			 (unsigned long long)ch.offset, (unsigned long long)ch.total);
+	if (rc)
+		return rc;
+	if (ops->chunk_dest) {
+		/* bytes with no home are read and dropped in small pieces: a data
+		 * connection holds no chunk-sized buffer for them */
+		dst = ops->chunk_dest(ops->ctx, m, ch.tag, ch.offset, ch.total, n);
+		if (!dst) {
+			rc = conn_reserve(d, DISCARD_PIECE);
+			for (size_t left = n; !rc && left; left -= left < DISCARD_PIECE ? left : DISCARD_PIECE)
+				rc = conn_read(d, d->buf, left < DISCARD_PIECE ? left : DISCARD_PIECE);
+			if (!rc)
+				stripe_rx_chunk_end(m->stripe, ch.bulk_id, n);
+			return rc;
+		}
+	} else {
+		rc = conn_reserve(d, LINK_CHUNK_HDR + n);
+		if (rc)
+			return rc;
+		dst = d->buf + LINK_CHUNK_HDR;
+	}
+	rc = conn_read(d, dst, n);
+	if (!rc && ops->on_chunk)
+		ops->on_chunk(ops->ctx, m, ch.tag, ch.bulk_id, ch.offset, ch.total, dst, n);
+	if (!rc)
+		stripe_rx_chunk_end(m->stripe, ch.bulk_id, n);
+	return rc;
+}
+
+/* A data connection's frames: chunks only, until its link ends (or it
+ * drops, which fails the link). */
+static void run_data(struct mearas_link_conn *d)
+{
+	struct mearas_link_conn *m = d->main;
+	struct mearas_link_server *s = d->srv;
+	int rc;
+
+	d->dead_ms = UINT32_MAX; /* idle between transfers: the main connection watches the peer */
+	d->last_rx_ns = link_now_ns();
+	/* its transport becomes the link's (bulk to the client goes over it) */
+	pthread_mutex_lock(&s->lock);
+	if (!stripe_rx_closed(m->stripe) && !m->dt[d->stream_index]) {
+		m->dt[d->stream_index] = d->t;
+		d->adopted = true;
+	}
+	pthread_mutex_unlock(&s->lock);
+	link_log(&s->cfg, MEARAS_LINK_LOG_INFO, "link from %s: data connection %u of %u open (from %s)", m->peer,
+		 d->stream_index, stripe_rx_streams(m->stripe), d->peer);
+	for (;;) {
+		uint8_t hdr[LINK_FRAME_HDR];
+		struct link_frame_hdr fh;
+
+		rc = conn_read(d, hdr, sizeof(hdr));
+		if (!rc)
+			rc = wire_decode_frame(hdr, &fh);
+		if (rc)
+			break;
+		if (fh.type == LINK_FRAME_CHUNK && fh.body_len >= LINK_CHUNK_HDR)
+			rc = data_chunk(d, &fh);
+		else
+			rc = fh.type == LINK_FRAME_CLOSE ? MEARAS_LINK_E_BROKEN : MEARAS_LINK_E_PROTO;
+		if (rc)
+			break;
+	}
+	pthread_mutex_lock(&d->send_lock);
+	d->t->ops->shutdown(d->t);
+	if (d->adopted) { /* the link's to destroy now */
+		d->t = NULL;
+		d->fd = -1;
+	}
+	pthread_mutex_unlock(&d->send_lock);
+	if (!stripe_rx_closed(m->stripe) && !__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
+		/* the link is still up: it fails as a whole */
+		link_log(&s->cfg, MEARAS_LINK_LOG_WARN, "link from %s: data connection %u (%s) dropped: %s: the link fails",
+			 m->peer, d->stream_index, d->peer, mearas_link_strerror(rc));
+		fail_main(m);
+	}
+	stripe_rx_detach(m->stripe);
+}
+
 /* An authenticated link with its transport up: its frames, from on_open
  * to on_closed. Returns how it ended. */
 static int run_link(struct mearas_link_conn *c, const struct link_handshake_result *hs)
@@ -329,8 +635,12 @@ static int run_link(struct mearas_link_conn *c, const struct link_handshake_resu
 	/* The peer heartbeats every peer_heartbeat_ms; give it a few periods. */
 	c->dead_ms = link_peer_dead_ms(s->cfg.dead_ms, hs->peer_heartbeat_ms);
 	c->last_rx_ns = link_now_ns();
-	link_log(&s->cfg, hs->ssl ? MEARAS_LINK_LOG_INFO : MEARAS_LINK_LOG_WARN, "link from %s (%s) open over %s, %s",
-		 c->peer, hs->peer_name, c->t->ops->name, c->t->security);
+	char streams[64] = "";
+	if (c->stripe)
+		snprintf(streams, sizeof(streams), ", bulk striped over %u data connections",
+			 stripe_rx_streams(c->stripe));
+	link_log(&s->cfg, hs->ssl ? MEARAS_LINK_LOG_INFO : MEARAS_LINK_LOG_WARN, "link from %s (%s) open over %s, %s%s",
+		 c->peer, hs->peer_name, c->t->ops->name, c->t->security, streams);
 	if (s->ops.on_open)
 		s->ops.on_open(s->ops.ctx, c);
 	rc = serve_frames(c);
@@ -340,6 +650,7 @@ static int run_link(struct mearas_link_conn *c, const struct link_handshake_resu
 	__atomic_store_n(&c->broken, rc ? rc : MEARAS_LINK_E_CLOSED, __ATOMIC_RELEASE);
 	c->t->ops->shutdown(c->t);
 	pthread_mutex_unlock(&c->send_lock);
+	end_stripe(c);
 	if (rc)
 		link_log(&s->cfg, MEARAS_LINK_LOG_WARN, "link from %s closed: %s", c->peer,
 			 mearas_link_strerror(rc));
@@ -354,7 +665,8 @@ static void *conn_main(void *arg)
 	struct mearas_link_server *s = c->srv;
 	struct link_handshake_result hs;
 	memset(&hs, 0, sizeof(hs));
-	int rc = link_handshake_server(c->fd, &s->cfg, c->peer, s->verbs_available, &hs);
+	struct link_hs_hook hook = { .check = stripe_check, .ctx = c };
+	int rc = link_handshake_server_hook(c->fd, &s->cfg, c->peer, s->verbs_available, &hook, &hs);
 	rc = end_pending(s, c, rc);
 	if (rc && hs.ssl) {
 		/* authenticated, but refused (no room, or past the deadline): the
@@ -386,10 +698,16 @@ static void *conn_main(void *arg)
 			close(c->fd);
 		c->fd = -1;
 		pthread_mutex_unlock(&c->send_lock);
+		end_stripe(c);
+		if (c->main)
+			stripe_rx_detach(c->main->stripe);
 		link_done(s, c);
 		return NULL;
 	}
-	run_link(c, &hs);
+	if (c->main)
+		run_data(c);
+	else
+		run_link(c, &hs);
 	link_done(s, c);
 	return NULL;
 }
@@ -401,6 +719,11 @@ static void free_conn(struct mearas_link_conn *c)
 	else if (c->fd >= 0)
 		close(c->fd);
 	pthread_mutex_destroy(&c->send_lock);
+	pthread_mutex_destroy(&c->bulk_lock);
+	for (uint32_t i = 0; i < LINK_STREAMS_MAX; i++)
+		if (c->dt[i])
+			c->dt[i]->ops->destroy(c->dt[i]);
+	stripe_rx_free(c->stripe);
 	free(c->buf);
 	free(c);
 }
@@ -575,6 +898,7 @@ static void admit_one(struct mearas_link_server *s, int fd, const struct sockadd
 		c->fd = fd;
 		c->accept_ns = link_now_ns();
 		pthread_mutex_init(&c->send_lock, NULL);
+		pthread_mutex_init(&c->bulk_lock, NULL);
 		memcpy(c->peer, peer, sizeof(peer));
 		c->addr = *ss;
 		c->pending = true; /* before its thread: end_pending clears it */
@@ -747,6 +1071,7 @@ int link_server_serve_transport(const struct mearas_link_config *cfg, const stru
 	c->fd = -1;
 	c->t = t;
 	pthread_mutex_init(&c->send_lock, NULL);
+	pthread_mutex_init(&c->bulk_lock, NULL);
 	snprintf(c->peer, sizeof(c->peer), "%s", t->ops->name);
 	rc = run_link(c, &hs);
 	free_conn(c);

@@ -98,6 +98,8 @@ void link_config_effective(const struct mearas_link_config *in, struct mearas_li
 	}
 	if (!out->node_name)
 		out->node_name = "";
+	if (out->streams > LINK_STREAMS_MAX)
+		out->streams = LINK_STREAMS_MAX;
 }
 
 bool link_key_copy(const struct mearas_link_config *in, struct mearas_link_config *out, uint8_t **key)

@@ -50,7 +50,7 @@ int wire_decode_frame(const uint8_t in[LINK_FRAME_HDR], struct link_frame_hdr *h
 	h->flags = in[5];
 	h->count = wire_get_u32(in + 8);
 	h->body_len = wire_get_u32(in + 12);
-	if (h->type < LINK_FRAME_BATCH || h->type > LINK_FRAME_CLOSE)
+	if (h->type < LINK_FRAME_BATCH || h->type > LINK_FRAME_BULK_END)
 		return MEARAS_LINK_E_PROTO;
 	if (h->body_len > LINK_MAX_BODY)
 		return MEARAS_LINK_E_PROTO;

@@ -6,6 +6,7 @@
  * REPLY  body: { seq u64 | len u32 | status u32 | payload[len] }
  * CHUNK  body: { tag u64 | bulk_id u64 | offset u64 | total u64 | data[] }
  * HEARTBEAT / HEARTBEAT_ACK body: { stamp u64 };  CLOSE body: empty
+ * BULK_END body: { bulk_id u64 | total u64 } (main connection of a striped link, stripe.h)
  */
 #ifndef MEARAS_LINK_WIRE_H
 #define MEARAS_LINK_WIRE_H
@@ -28,6 +29,7 @@ enum link_frame_type {
 	LINK_FRAME_HEARTBEAT = 4,
 	LINK_FRAME_HEARTBEAT_ACK = 5,
 	LINK_FRAME_CLOSE = 6,
+	LINK_FRAME_BULK_END = 7,
 };
 
 struct link_frame_hdr {

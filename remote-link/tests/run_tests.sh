@@ -28,6 +28,7 @@ run() { # name command...
 	total_pass=$((total_pass + p)); total_fail=$((total_fail + f)); total_skip=$((total_skip + k))
 }
 run unit "$BUILD/test_unit"
+run stripe "$BUILD/test_stripe"
 if [ "$(id -u)" = 0 ]; then
 	run netns "$here/test_netns.sh" "$BUILD"
 else

@@ -52,6 +52,22 @@ static void on_message(void *ctx, struct mearas_link_conn *c, uint64_t seq, bool
 	case 'S':
 		mearas_link_reply(c, seq, &bulk, sizeof(bulk));
 		break;
+	case 'D': { /* [u32 len][u8 tag]: len bytes of the pattern to the client over the data
+		     * connections; the reply: i32 status of the send */
+		uint32_t n = 0;
+		int32_t rc = MEARAS_LINK_E_INVAL;
+		if (len >= 6)
+			memcpy(&n, d + 1, 4);
+		uint8_t *b = n ? malloc(n) : NULL;
+		if (b) {
+			for (uint32_t i = 0; i < n; i++)
+				b[i] = ts_pattern(d[5], i);
+			rc = mearas_link_conn_streams(c) ? mearas_link_conn_bulk(c, d[5], b, n) : MEARAS_LINK_E_INVAL;
+			free(b);
+		}
+		mearas_link_reply(c, seq, &rc, sizeof(rc));
+		break;
+	}
 	default: /* 'H' and unknown kinds: no reply */
 		break;
 	}
@@ -77,7 +93,7 @@ static void on_chunk(void *ctx, struct mearas_link_conn *c, uint64_t tag, uint64
 		s->first_chunk_at = now;
 		s->next_offset = 0;
 	}
-	if (offset != s->next_offset || offset + len > total)
+	if ((!s->unordered && offset != s->next_offset) || offset + len > total)
 		bad = 1;
 	s->next_offset = offset + len;
 	s->chunk_errors += bad;

@@ -3,7 +3,9 @@
  *   'E' echo: reply with the same bytes      'H' hang: never replied
  *   'O' ordered: [u8 'O'][u8 thread][u32 counter], checked to arrive in order
  *   'B' big: reply with u32 (bytes 1..4) bytes
- *   'S' sync: reply with u64 bulk bytes received so far */
+ *   'S' sync: reply with u64 bulk bytes received so far
+ *   'D' down: [u32 len][u8 tag]: len bytes of the pattern sent to the client over the
+ *       link's data connections (mearas_link_conn_bulk); reply: i32 status */
 #ifndef REMOTE_LINK_TEST_SERVER_H
 #define REMOTE_LINK_TEST_SERVER_H
 
@@ -22,6 +24,7 @@ struct ts_state {
 	uint64_t bulk_bytes, chunks, next_offset;
 	int chunk_errors;
 	bool check_pattern;
+	bool unordered;    /* chunks may come in any order (striped links): bounds checked only */
 	double first_chunk_at, last_chunk_at; /* check_now() of the current bulk */
 	int opened, closed, last_close_status;
 	double closed_at;

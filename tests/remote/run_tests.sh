@@ -321,6 +321,70 @@ bench loopback-bench-encryption-off "$work/lo-plain-client.sock"
 stop_node "$lo_plain_client"
 stop_node "$lo_plain_remote"
 
+# striped links (--link-streams=4; the default on a node of 8 cores or more):
+# bulk copies go over 4 data connections of the link, each with the link's
+# handshake; byte-exact both ways (functional's checks, the stress mix equal
+# to the local vGPU's), with TLS and in clear text, both ends say so in the
+# log; a data connection cut (ss -K) fails the link like the link itself
+sport=$((port + 2))
+start_node lo-stripe-remote - --socket="$work/lo-stripe-remote.sock" --link-port=$sport --cluster-key-file="$work/key"
+lo_stripe_remote=$NODE_PID
+start_node lo-stripe-client - --socket="$work/lo-stripe-client.sock" --vgpus=2 --remote=1=127.0.0.1:$sport \
+	--cluster-key-file="$work/key" --link-streams=4
+lo_stripe_client=$NODE_PID
+functional loopback-striped-functional "$work/lo-stripe-client.sock"
+if grep -q "open over tcp, encrypted: .*bulk striped over 4 data connections" "$work/lo-stripe-remote.log" &&
+	grep -q "data connection 3 of 4 open" "$work/lo-stripe-remote.log" &&
+	grep -q "bulk copies over 4 TCP streams" "$work/lo-stripe-client.log"; then
+	ok "loopback-striped-logged ($(grep -m1 -o 'bulk copies over [^)]*' "$work/lo-stripe-client.log"))"
+else
+	bad loopback-striped-logged "$(grep -m2 -E 'striped|streams?' "$work"/lo-stripe-*.log | tr '\n' ' ')"
+fi
+stress loopback-striped-stress-mix "$work/lo-stripe-client.sock"
+bench loopback-striped-bench "$work/lo-stripe-client.sock"
+# both directions went over the data connections (the workers' lines at their end)
+sleep 0.5
+if grep -q "[1-9][0-9]* host-to-device chunks and [1-9][0-9]* device-to-host bytes over 4 data connections" \
+	"$work/lo-stripe-client.log"; then
+	ok "loopback-striped-both-directions ($(grep -o '[0-9]* host-to-device chunks and [0-9]* device-to-host bytes over 4 data connections' "$work/lo-stripe-client.log" | tail -1))"
+else
+	bad loopback-striped-both-directions "$(grep 'data connections' "$work/lo-stripe-client.log" | tail -2 | tr '\n' ' ')"
+fi
+# cut_data_connection LOG N: the client's end of the last link's data connection N reset
+cut_data_connection() {
+	local p
+	p=$(grep -o "data connection $2 of [0-9]* open (from 127.0.0.1:[0-9]*)" "$1" | tail -1 | sed 's/.*://; s/)//')
+	[ -n "$p" ] && ss -K src 127.0.0.1 sport = ":$p" >/dev/null 2>&1
+}
+cut_test loopback-striped-data-connection-cut "$work/lo-stripe-client.sock" "$lo_stripe_client" "$lo_stripe_remote" \
+	"cut_data_connection $work/lo-stripe-remote.log 2"
+# the end that saw the cut first names the connection (the other then sees the link go)
+cutline=$(grep -h -o -E "data connection 2 (\(127.0.0.1:[0-9]*\) dropped|failed \().*the link fails" \
+	"$work/lo-stripe-remote.log" "$work/lo-stripe-client.log" | head -1)
+if [ -n "$cutline" ]; then
+	ok "loopback-striped-data-connection-cut-logged ($cutline)"
+else
+	bad loopback-striped-data-connection-cut-logged "$(grep -h 'data connection 2' "$work"/lo-stripe-*.log | tail -2 | tr '\n' ' ')"
+fi
+functional loopback-striped-after-cut "$work/lo-stripe-client.sock"
+stop_node "$lo_stripe_client"
+stop_node "$lo_stripe_remote"
+start_node lo-stripe-plain-remote - --socket="$work/lo-stripe-plain-remote.sock" --link-port=$sport \
+	--cluster-key-file="$work/key" --link-encryption=off
+lo_stripe_plain_remote=$NODE_PID
+start_node lo-stripe-plain-client - --socket="$work/lo-stripe-plain-client.sock" --vgpus=2 \
+	--remote=1=127.0.0.1:$sport --cluster-key-file="$work/key" --link-encryption=off --link-streams=4
+lo_stripe_plain_client=$NODE_PID
+functional loopback-striped-encryption-off-functional "$work/lo-stripe-plain-client.sock"
+if grep -q "UNENCRYPTED.*bulk striped over 4 data connections" "$work/lo-stripe-plain-remote.log"; then
+	ok loopback-striped-encryption-off-logged
+else
+	bad loopback-striped-encryption-off-logged "$(grep -m1 'open over' "$work/lo-stripe-plain-remote.log")"
+fi
+bench loopback-striped-bench-encryption-off "$work/lo-stripe-plain-client.sock"
+stop_node "$lo_stripe_plain_client"
+stop_node "$lo_stripe_plain_remote"
+
 cut_test loopback-sigkill-remote "$work/lo-client.sock" "$lo_client" "$lo_remote" "kill -KILL $lo_remote"
 start_node lo-remote2 - --socket="$work/lo-remote.sock" --link-port=$port --cluster-key-file="$work/key"
 lo_remote=$NODE_PID
