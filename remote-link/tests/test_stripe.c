@@ -20,48 +20,7 @@
 static const uint8_t KEY[] = "test-cluster-key-0123456789";
 static const uint8_t WRONG_KEY[] = "test-cluster-key-9876543210";
 
-/* ---- captured log ---- */
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char log_buf[1 << 16];
-static size_t log_len;
-
-static void capture_log(void *ctx, enum mearas_link_log_level level, const char *msg)
-{
-	(void)ctx;
-	(void)level;
-	pthread_mutex_lock(&log_lock);
-	int n = snprintf(log_buf + log_len, sizeof(log_buf) - log_len, "%s\n", msg);
-	if (n > 0 && log_len + (size_t)n < sizeof(log_buf))
-		log_len += (size_t)n;
-	pthread_mutex_unlock(&log_lock);
-}
-
-static bool log_has(const char *a, const char *b)
-{
-	bool found = false;
-
-	pthread_mutex_lock(&log_lock);
-	for (char *line = log_buf; line && *line;) {
-		char *end = strchr(line, '\n');
-		if (end)
-			*end = 0;
-		if (strstr(line, a) && (!b || strstr(line, b)))
-			found = true;
-		if (end)
-			*end = '\n';
-		line = end ? end + 1 : NULL;
-	}
-	pthread_mutex_unlock(&log_lock);
-	return found;
-}
-
-static bool log_wait(const char *a, const char *b, double timeout_s)
-{
-	for (double t0 = check_now(); check_now() - t0 < timeout_s; usleep(1000))
-		if (log_has(a, b))
-			return true;
-	return false;
-}
+#include "log_capture.h"
 
 static void base_cfg(struct mearas_link_config *c, const uint8_t *key, enum mearas_link_encryption enc)
 {
@@ -80,10 +39,7 @@ static void setup(void)
 	signal(SIGPIPE, SIG_IGN);
 	memset(&srv, 0, sizeof(srv));
 	lnk = NULL;
-	pthread_mutex_lock(&log_lock);
-	log_len = 0;
-	log_buf[0] = 0;
-	pthread_mutex_unlock(&log_lock);
+	log_clear();
 }
 
 static void teardown(void)
