@@ -422,6 +422,18 @@ static int stripe_check(void *ctx, struct link_handshake_result *res, const char
 	return MEARAS_LINK_E_AUTH;
 }
 
+/* Tells a connection's thread to stop and wakes it from its transport */
+static void stop_conn(struct mearas_link_conn *c)
+{
+	__atomic_store_n(&c->stop, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&c->send_lock);
+	if (c->t)
+		c->t->ops->shutdown(c->t);
+	else if (c->fd >= 0)
+		shutdown(c->fd, SHUT_RDWR);
+	pthread_mutex_unlock(&c->send_lock);
+}
+
 /* A main connection ends: no data connection attaches any more, those
  * attached are shut down, and it waits until none of them touches it. */
 static void end_stripe(struct mearas_link_conn *c)
@@ -433,15 +445,8 @@ static void end_stripe(struct mearas_link_conn *c)
 	stripe_rx_close(c->stripe);
 	pthread_mutex_lock(&s->lock);
 	for (struct mearas_link_conn *d = s->conns; d; d = d->next) {
-		if (d->main != c)
-			continue;
-		__atomic_store_n(&d->stop, 1, __ATOMIC_RELEASE);
-		pthread_mutex_lock(&d->send_lock);
-		if (d->t)
-			d->t->ops->shutdown(d->t);
-		else if (d->fd >= 0)
-			shutdown(d->fd, SHUT_RDWR);
-		pthread_mutex_unlock(&d->send_lock);
+		if (d->main == c)
+			stop_conn(d);
 	}
 	for (uint32_t i = 0; i < LINK_STREAMS_MAX; i++)
 		if (c->dt[i])
@@ -761,13 +766,7 @@ static void reap_conns(struct mearas_link_server *s, bool all)
 	while (*pp) {
 		struct mearas_link_conn *c = *pp;
 		if (all) {
-			__atomic_store_n(&c->stop, 1, __ATOMIC_RELEASE);
-			pthread_mutex_lock(&c->send_lock);
-			if (c->t)
-				c->t->ops->shutdown(c->t);
-			else if (c->fd >= 0)
-				shutdown(c->fd, SHUT_RDWR);
-			pthread_mutex_unlock(&c->send_lock);
+			stop_conn(c);
 		} else if (!__atomic_load_n(&c->finished, __ATOMIC_ACQUIRE)) {
 			check_deadline(s, c, now);
 			pp = &c->next;
