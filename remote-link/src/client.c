@@ -149,17 +149,10 @@ static int send_locked(struct mearas_link *l, const struct iovec *iov, int n)
 
 static int batch_reserve(struct batch *b, size_t extra)
 {
-	if (b->len + extra <= b->cap)
-		return MEARAS_LINK_OK;
-	size_t cap = b->cap ? b->cap : 4096;
-	while (cap < b->len + extra)
-		cap *= 2;
-	uint8_t *nb = realloc(b->buf, cap);
-	if (!nb)
-		return MEARAS_LINK_E_NOMEM;
-	b->buf = nb;
-	b->cap = cap;
-	return MEARAS_LINK_OK;
+	size_t need = b->len + extra, cap = b->cap ? b->cap : 4096;
+	while (cap < need)
+		cap *= 2; /* batches grow by doubling: a few reallocations for a link's life */
+	return link_buf_reserve(&b->buf, &b->cap, need, cap);
 }
 
 /* Sends the queued batch, plus one trailing message given by iov (may be NULL)

@@ -25,6 +25,10 @@ bool link_key_copy(const struct mearas_link_config *in, struct mearas_link_confi
 /* the bytes of iovcnt (0..max) iovecs, none NULL with a length, at most
  * MEARAS_LINK_MAX_MSG in all: MEARAS_LINK_OK, else MEARAS_LINK_E_INVAL */
 int link_iov_total(const struct iovec *iov, int iovcnt, int max, size_t *total);
+/* *buf (of *cap bytes) holds need bytes at least: when it must grow, to
+ * grow_to bytes (at least need). MEARAS_LINK_OK, else MEARAS_LINK_E_NOMEM
+ * with *buf as it was. */
+int link_buf_reserve(uint8_t **buf, size_t *cap, size_t need, size_t grow_to);
 
 /* Longest dead bound a link takes (the --link-dead-ms range of mearasd). */
 #define LINK_DEAD_MS_MAX 600000u

@@ -191,14 +191,7 @@ static int conn_read(struct mearas_link_conn *c, void *buf, size_t len)
 /* c->buf holds len bytes at least */
 static int conn_reserve(struct mearas_link_conn *c, size_t len)
 {
-	if (len > c->cap) {
-		uint8_t *nb = realloc(c->buf, len);
-		if (!nb)
-			return MEARAS_LINK_E_NOMEM;
-		c->buf = nb;
-		c->cap = len;
-	}
-	return MEARAS_LINK_OK;
+	return link_buf_reserve(&c->buf, &c->cap, len, len);
 }
 
 static int conn_read_body(struct mearas_link_conn *c, size_t len)

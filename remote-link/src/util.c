@@ -187,6 +187,20 @@ const char *mearas_link_strerror(int status)
 	}
 }
 
+int link_buf_reserve(uint8_t **buf, size_t *cap, size_t need, size_t grow_to)
+{
+	if (need <= *cap)
+		return MEARAS_LINK_OK;
+	if (grow_to < need)
+		grow_to = need;
+	uint8_t *nb = realloc(*buf, grow_to);
+	if (!nb)
+		return MEARAS_LINK_E_NOMEM;
+	*buf = nb;
+	*cap = grow_to;
+	return MEARAS_LINK_OK;
+}
+
 int link_iov_total(const struct iovec *iov, int iovcnt, int max, size_t *total)
 {
 	if (iovcnt < 0 || iovcnt > max || (iovcnt > 0 && !iov))

@@ -21,6 +21,7 @@ static const uint8_t KEY[] = "test-cluster-key-0123456789";
 static const uint8_t WRONG_KEY[] = "test-cluster-key-9876543210";
 
 #include "log_capture.h"
+#include "case_link.h"
 
 static void base_cfg(struct mearas_link_config *c, const uint8_t *key, enum mearas_link_encryption enc)
 {
@@ -29,27 +30,6 @@ static void base_cfg(struct mearas_link_config *c, const uint8_t *key, enum mear
 	c->key_len = strlen((const char *)key);
 	c->encryption = enc;
 	c->log = capture_log;
-}
-
-static struct ts_local srv;
-static struct mearas_link *lnk;
-
-static void setup(void)
-{
-	signal(SIGPIPE, SIG_IGN);
-	memset(&srv, 0, sizeof(srv));
-	lnk = NULL;
-	log_clear();
-}
-
-static void teardown(void)
-{
-	if (lnk)
-		mearas_link_close(lnk);
-	lnk = NULL;
-	if (srv.srv)
-		mearas_link_server_stop(srv.srv);
-	srv.srv = NULL;
 }
 
 static void serve(enum mearas_link_encryption enc)
@@ -559,4 +539,4 @@ static const struct check_case cases[] = {
 	T(t_bulk_end_holds_later_messages),
 	T(t_bad_bulk_end_refused),
 };
-CHECK_MAIN_FIXTURE(cases, setup, teardown)
+CHECK_MAIN_FIXTURE(cases, case_setup, case_teardown)

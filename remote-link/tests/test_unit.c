@@ -31,6 +31,7 @@ static const uint8_t KEY[] = "test-cluster-key-0123456789";
 static const uint8_t WRONG_KEY[] = "test-cluster-key-9876543210";
 
 #include "log_capture.h"
+#include "case_link.h"
 
 static void base_cfg(struct mearas_link_config *c, const uint8_t *key)
 {
@@ -72,37 +73,7 @@ static int connect_local(uint16_t port, const uint8_t *key, struct mearas_link *
 	return mearas_link_connect("127.0.0.1", port, &cfg, l);
 }
 
-/* ---- each case's server (srv) and link (lnk), closed after it ---- */
-
-static struct ts_local srv;
-static struct mearas_link *lnk;
-
-static void fresh(void)
-{
-	memset(&srv, 0, sizeof(srv));
-	lnk = NULL;
-	log_clear();
-}
-
-static void link_close(void)
-{
-	if (lnk)
-		mearas_link_close(lnk);
-	lnk = NULL;
-}
-
-static void server_stop(void)
-{
-	if (srv.srv)
-		mearas_link_server_stop(srv.srv);
-	srv.srv = NULL;
-}
-
-static void teardown(void)
-{
-	link_close();
-	server_stop();
-}
+/* ---- each case's server (srv, case_link.h) and link (lnk) ---- */
 
 /* srv: a server with the cluster key and link encryption enc */
 static void serve_enc(enum mearas_link_encryption enc)
@@ -820,6 +791,16 @@ static void t_encryption_off_on_server_only(void)
 	CHECK(log_has("link to 127.0.0.1", "refused: link encryption is on (TLS 1.3) on this node, off on the peer"));
 	CHECK(srv.st.opened == 0);
 }
+
+/* the link protocol version of this build, as a hello or challenge carries it */
+static Mearas__Version this_version(void)
+{
+	Mearas__Version v = MEARAS__VERSION__INIT;
+	v.major = MEARAS_LINK_VERSION_MAJOR;
+	v.minor = MEARAS_LINK_VERSION_MINOR;
+	return v;
+}
+
 /* A server that does not hold the key answers the hello properly, then runs
  * TLS with a certificate of its own (ignoring the PSK the client offers): the
  * client refuses it in the TLS handshake and says why. */
@@ -864,9 +845,7 @@ static void *cert_server_main(void *arg)
 			close(c);
 		return NULL;
 	}
-	Mearas__Version ver = MEARAS__VERSION__INIT;
-	ver.major = MEARAS_LINK_VERSION_MAJOR;
-	ver.minor = MEARAS_LINK_VERSION_MINOR;
+	Mearas__Version ver = this_version();
 	Mearas__LinkChallenge ch = MEARAS__LINK_CHALLENGE__INIT;
 	ch.version = &ver;
 	ch.server_nonce.data = nonce;
@@ -917,8 +896,7 @@ static void t_tls_handshake_garbage(void)
 		if (fd < 0)
 			break;
 		uint8_t nonce[32] = { 9 }, buf[4096];
-		Mearas__Version ver = MEARAS__VERSION__INIT;
-		ver.major = MEARAS_LINK_VERSION_MAJOR;
+		Mearas__Version ver = this_version();
 		Mearas__LinkHello h = MEARAS__LINK_HELLO__INIT;
 		h.version = &ver;
 		h.client_nonce.data = nonce;
@@ -1596,12 +1574,6 @@ static void t_peer_heartbeat_huge(void)
 	hand_link_close(fd, t);
 }
 
-static void setup(void)
-{
-	signal(SIGPIPE, SIG_IGN);
-	fresh();
-}
-
 #define T(fn) { #fn + 2, fn }
 static const struct check_case cases[] = {
 	T(t_echo_and_orderly_close),
@@ -1654,4 +1626,4 @@ static const struct check_case cases[] = {
 	T(t_auto_without_device_uses_tcp),
 	T(t_verbs_probe_and_bad_transport),
 };
-CHECK_MAIN_FIXTURE(cases, setup, teardown)
+CHECK_MAIN_FIXTURE(cases, case_setup, case_teardown)
