@@ -899,8 +899,7 @@ static void t_tls_handshake_garbage(void)
 		Mearas__Version ver = this_version();
 		Mearas__LinkHello h = MEARAS__LINK_HELLO__INIT;
 		h.version = &ver;
-		h.client_nonce.data = nonce;
-		h.client_nonce.len = sizeof(nonce);
+		h.client_nonce = (ProtobufCBinaryData){ .len = sizeof(nonce), .data = nonce };
 		h.encryption = MEARAS__LINK_ENCRYPTION__LINK_ENCRYPTION_TLS13;
 		size_t n = mearas__link_hello__pack(&h, buf);
 		CHECK_RC(link_send_blob(fd, buf, n), MEARAS_LINK_OK);
