@@ -1,6 +1,8 @@
 """The GPU lane's remote and batch steps (scripts/gpu-remote.sh,
 scripts/gpu-batch.sh) as dry runs on mearasd --device=sim: orchestration only
-(namespaces, which process runs where, files written, nothing left behind)."""
+(namespaces, which process runs where, files written, nothing left behind);
+and the lane's verdict (scripts/gpu-lane.sh with GPU_LANE_STEPS): a failed
+step fails the lane."""
 from __future__ import annotations
 
 import json
@@ -134,3 +136,52 @@ def test_carry_tool_iperf3(tmp_path: Path) -> None:
     assert f"libiperf.so.0 => {dest}/lib/libiperf.so.0" in ldd, ldd
     v = subprocess.run([str(dest / "iperf3"), "--version"], env=env, capture_output=True, text=True, timeout=60)
     assert v.returncode == 0 and v.stdout.startswith("iperf 3"), v.stdout + v.stderr
+
+
+# nvidia-smi as the lane calls it; FAKE_SMI_DIFFERS=1 answers -L differently
+# through mearas (MEARAS_SOCKET set), as a broken libnvidia-ml.so.1 would
+FAKE_SMI = """#!/bin/sh
+case "$*" in
+*--query-gpu=name*) echo "Fake GPU" ;;
+*--query-gpu=driver_version*) echo "0.0" ;;
+-L) if [ -n "$MEARAS_SOCKET" ] && [ "$FAKE_SMI_DIFFERS" = 1 ]; then echo "GPU 0: Another GPU"
+    else echo "GPU 0: Fake GPU (UUID: GPU-0)"; fi ;;
+*) echo "| 0  Fake GPU |" ;;
+esac
+"""
+
+
+def run_lane(tmp_path: Path, steps: str, **env: str) -> subprocess.CompletedProcess[str]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(FAKE_SMI)
+    smi.chmod(0o755)
+    full = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "GPU_LANE_STEPS": steps,
+            "GPU_LANE_WORK": str(tmp_path / "lane"), **env}
+    full.pop("OUT", None)  # the logs folder keeps table.txt
+    return subprocess.run([str(SCRIPTS / "gpu-lane.sh")], env=full, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_gpu_lane_unknown_step_refused(tmp_path: Path) -> None:
+    r = run_lane(tmp_path, "smi,no-such-step")
+    assert r.returncode == 2
+    assert "gpu-lane: no step 'no-such-step'" in r.stderr and "runtime-choice" in r.stderr
+
+
+def test_gpu_lane_passes_when_its_steps_pass(tmp_path: Path) -> None:
+    r = run_lane(tmp_path, "smi")
+    assert r.returncode == 0, r.stdout + r.stderr
+    table = (tmp_path / "lane/table.txt").read_text()
+    assert "== nvidia-smi -L: ok (GPU 0: Fake GPU (UUID: GPU-0), as native" in table
+    assert "== fault isolation: not run (GPU_LANE_STEPS)" in table
+    assert table.splitlines()[-1] == "gpu-lane: every step passed (GPU_LANE_STEPS: only smi)"
+
+
+def test_gpu_lane_fails_when_a_step_fails(tmp_path: Path) -> None:
+    r = run_lane(tmp_path, "smi", FAKE_SMI_DIFFERS="1")
+    assert r.returncode == 1, r.stdout + r.stderr
+    table = (tmp_path / "lane/table.txt").read_text()
+    assert "== nvidia-smi -L: FAILED" in table
+    assert table.splitlines()[-1].startswith("gpu-lane: FAILED steps: ")
