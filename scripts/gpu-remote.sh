@@ -182,15 +182,16 @@ if [ "$kind" = cuda ] && command -v nvidia-smi >/dev/null; then
 	fi
 fi
 
-# Programs of the suite (GPU_SHAPED_PROGRAMS, default the stress mix and the
-# stream-heavy ones) again through the remote vGPU with the veth pair shaped:
+# Programs of the suite (GPU_SHAPED_PROGRAMS, default every program of the
+# lane's suite, the stress mix among them) again through the remote vGPU with
+# the veth pair shaped:
 # tc tbf, SHAPED_RATE (default 1gbit) each way. iproute2's tc, carried in
 # build/tools/tc with its libraries by `make tools`, else tc on PATH (busybox's
 # tc cannot add tbf). Compared with their native outputs in NATIVE_DIR. Without
 # namespaces, tc or tbf in the kernel it prints "remote shaped suite: skipped:
 # REASON". The shaping is gone before the microbenchmarks.
 shaped_rate=${SHAPED_RATE:-1gbit}
-read -r -a shaped_progs <<<"${GPU_SHAPED_PROGRAMS:-stress_mix streams_events multithread stream_callbacks memory_api}"
+read -r -a shaped_progs <<<"${GPU_SHAPED_PROGRAMS:-$(tests/cuda/run-suite.sh --list all)}"
 tc_cmd=()
 if [ -x build/tools/tc/tc ]; then
 	tc_cmd=(env "LD_LIBRARY_PATH=$top/build/tools/tc/lib" "$top/build/tools/tc/tc")
