@@ -19,6 +19,8 @@
 # connections to the link port while the microbenchmarks run); IPERF3_SECONDS
 # each (default 3). Where iperf3 is missing or cannot start, the records say why.
 #   scripts/gpu-remote.sh OUTDIR NATIVE_DIR MICRO_NATIVE DEVICE_NAME
+# GPU_LINK_ARGS adds mearasd link options to both nodes (e.g.
+# "--link-streams=8", to compare settings; remote.json records the options).
 # MEARAS_REMOTE_DEVICE=sim runs the nodes on the host-memory model (a dry run
 # of the orchestration on a machine without a GPU; the numbers mean nothing,
 # and remote.json goes to OUTDIR instead).
@@ -33,6 +35,11 @@ rsock=/tmp/mearas-remote-node.$$.sock csock=/tmp/mearas-client-node.$$.sock
 key=$out/cluster.key
 port=$((20000 + $$ % 20000)) tport=$((40000 + $$ % 20000)) iport=$((40000 + ($$ + 1) % 20000))
 iperf3_secs=${IPERF3_SECONDS:-3}
+read -r -a link_args <<<"${GPU_LINK_ARGS:-}"
+opts=${GPU_LINK_ARGS:+; mearasd $GPU_LINK_ARGS}
+for a in "${link_args[@]}"; do
+	[[ "$a" == --link-* ]] || { echo "GPU_LINK_ARGS: '$a' is not a mearasd --link-... option" >&2; exit 2; }
+done
 rns=mxgr$$ cns=mxgc$$
 head -c 32 /dev/urandom | base64 >"$key"
 # two GPUs: the remote node serves the second, so each node has its own GPU
@@ -125,14 +132,15 @@ start_nodes() {
 	shift
 	rm -f $rsock $csock
 	"${rx[@]}" build/bin/mearasd --device="$kind" --socket=$rsock --control=/tmp/mearas-rctl.$$.sock --link-port=$port \
-		--cluster-key-file="$key" --max-data-mb 4096 "$@" >"$out/remote-node$sfx.log" 2>&1 &
+		--cluster-key-file="$key" --max-data-mb 4096 "${link_args[@]}" "$@" >"$out/remote-node$sfx.log" 2>&1 &
 	rnode=$!
 	for _ in $(seq 100); do
 		"${cx[@]}" python3 -c "import socket; socket.create_connection(('$host', $port), 1).close()" 2>/dev/null && break
 		sleep 0.1
 	done
 	"${cx[@]}" build/bin/mearasd --device="$kind" --socket=$csock --control=/tmp/mearas-cctl.$$.sock --vgpus=1 \
-		--remote=0=$host:$port/$rgpu --cluster-key-file="$key" --max-data-mb 4096 "$@" >"$out/client-node$sfx.log" 2>&1 &
+		--remote=0=$host:$port/$rgpu --cluster-key-file="$key" --max-data-mb 4096 "${link_args[@]}" "$@" \
+		>"$out/client-node$sfx.log" 2>&1 &
 	cnode=$!
 	for _ in $(seq 50); do [ -S "$csock" ] && [ -S "$rsock" ] && break; sleep 0.1; done
 }
@@ -271,7 +279,7 @@ python3 experiments/microbench/remote_compare.py --native "$micro_native" "$out"
 	--remote "$out"/micro-remote-?.txt --raw-tcp-up "$out"/raw-tcp-up-?.txt \
 	--raw-tcp-down "$out"/raw-tcp-down-?.txt --raw-tcp-hot "$out"/raw-tcp-hot-?.txt $(yardstick "$out/link-streams") \
 	--transport "$(transport "$out/remote-node.log")" \
-	--device "$device" --network "$network; link $(link_security "$out/remote-node.log")" --out "$results"
+	--device "$device" --network "$network; link $(link_security "$out/remote-node.log")$opts" --out "$results"
 
 # The same remote microbenchmarks with link encryption off on both nodes
 # (mearasd --link-encryption=off; the run above has it on, the default),
@@ -291,5 +299,5 @@ python3 experiments/microbench/remote_compare.py --native "$micro_native" "$out"
 	--remote "$out"/micro-remote-encryption-off-?.txt --raw-tcp-up "$out"/raw-tcp-up-?.txt \
 	--raw-tcp-down "$out"/raw-tcp-down-?.txt --raw-tcp-hot "$out"/raw-tcp-hot-?.txt $(yardstick "$out/link-streams-encryption-off") \
 	--transport "$(transport "$out/remote-node-encryption-off.log")" \
-	--device "$device" --network "$network; link $(link_security "$out/remote-node-encryption-off.log")" \
+	--device "$device" --network "$network; link $(link_security "$out/remote-node-encryption-off.log")$opts" \
 	--out "${results%.json}-encryption-off.json"

@@ -51,7 +51,9 @@ def test_gpu_remote_dry_run(tool: str, tmp_path: Path) -> None:
     before = mearasd_pids()
     # "none": an unknown tool makes namespaces fail, as on a machine without them
     env = {**os.environ, "MEARAS_REMOTE_DEVICE": "sim", "IPERF3_SECONDS": "1", "GPU_SHAPED_PROGRAMS": "stress_mix",
-           "MEARAS_NETNS_TOOL": tool if tool != "none" else "no-such-tool"}
+           "MEARAS_NETNS_TOOL": tool if tool != "none" else "no-such-tool",
+           # one run with link options of its own (GPU_LINK_ARGS), recorded with the results
+           "GPU_LINK_ARGS": "--link-streams=3" if tool == "none" else ""}
     r = subprocess.run([str(SCRIPTS / "gpu-remote.sh"), str(tmp_path), str(tmp_path / "native"),
                         "/dev/null", "sim dry run"], env=env, capture_output=True, text=True,
                        timeout=300)
@@ -86,6 +88,9 @@ def test_gpu_remote_dry_run(tool: str, tmp_path: Path) -> None:
                   for ln in (tmp_path / f"link-streams-{i}.txt").read_text().splitlines()
                   if ln.startswith("METRIC link_streams"))
     assert streams >= 1
+    if tool == "none":  # the link's own connection and its 3 data connections
+        assert streams == 4
+        assert all(x["network"].endswith("; mearasd --link-streams=3") for x in rows + rows_off)
     for doc in (rows, rows_off):
         yard = {x["metric"]: x for x in doc if "iperf3" in x["metric"]}
         assert sorted(yard) == sorted(f"{w}_gbps{p}_vs_iperf3{m}" for w in ("h2d", "d2h") for p, m in
