@@ -106,6 +106,9 @@ int exec_op_CAPTURE_END(struct vgpu *v, const struct mearas_sqe *e, const struct
 	if (!v->ops->capture_end)
 		return exec_no_graphs(v);
 	r = v->ops->capture_end(v->dev, in->stream, &g);
+	if (r)
+		exec_refuse_log(v, "capture end refused (%d): the stream is not capturing, or did not begin the capture",
+				r);
 	if (r == 0)
 		r = adopt_host_funcs(v, g, &sh);
 	if (r == 0)

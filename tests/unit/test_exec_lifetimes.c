@@ -14,6 +14,11 @@
  *                        recorded in it (sim): its work goes into the graph,
  *                        only the first stream ends it, and the event and
  *                        stream that hold the graph go first
+ *   capture_origin_destroyed the stream that began a capture is destroyed
+ *                        mid-capture: the capture is over, so a later
+ *                        stream (even one at the freed stream's address)
+ *                        can neither join nor end it and run host
+ *                        functions freed meanwhile
  * (`test_exec_lifetimes NAME` runs one) */
 #include <fcntl.h>
 #include <unistd.h>
@@ -419,6 +424,61 @@ static void test_capture_fork_join(void)
 	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 25, 0, 0), 0);
 }
 
+static void test_capture_origin_destroyed(void)
+{
+	struct vgpu *v = &fx.w->vgpus[0];
+	struct handle_table *streams = &v->htab[MEARAS_KIND_STREAM];
+	char path[] = "/tmp/mearas-unit-log.XXXXXX", buf[65536];
+	int fd = mkstemp(path);
+	void *origin;
+	uint64_t st;
+	ssize_t n;
+
+	REQUIRE(fd >= 0);
+	unlink(path);
+	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 27, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 28, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_EVENT_CREATE, 0, 45, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_BEGIN, 27, 0, 0, 0), 0);
+	/* the event keeps the capture's graph; a host function goes into it */
+	CHECK_EQ(op(MEARAS_OP_EVENT_RECORD, 27, 45, 0, 0), 0);
+	host_func_captured(v, 27, 79);
+	CHECK_EQ(v->hf_ncaptured, 1);
+	origin = streams->slots[27].obj;
+	/* as a hostile client would: streams destroyed first so that the
+	 * allocator hands the origin's address to the next new stream (glibc:
+	 * its thread cache full, the origin's block is the next one calloc takes) */
+	for (uint64_t id = 50; id < 58; id++)
+		CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, id, 0, 0), 0);
+	for (uint64_t id = 50; id < 58; id++)
+		CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, id, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 27, 0, 0), 0);
+	/* a new stream, which the allocator may place where the destroyed one was */
+	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 29, 0, 0), 0);
+	printf("  new stream %s the destroyed origin's address\n", streams->slots[29].obj == origin ? "at" : "not at");
+	/* nothing captures: the next capture's end frees the host function */
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_BEGIN, 28, 0, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_END, 28, 37, 0, 0), 0);
+	CHECK_EQ(v->hf_ncaptured, 0);
+	/* the new stream waits for the event recorded in the abandoned capture */
+	CHECK_EQ(op(MEARAS_OP_STREAM_WAIT_EVENT, 29, 45, 0, 0), 0);
+	CHECK_EQ(capture_status(29, &st), 0);
+	CHECK_EQ(st, cudaStreamCaptureStatusNone);
+	mearas_log_set_fd(fd);
+	CHECK(op(MEARAS_OP_CAPTURE_END, 29, 38, 0, 0) != 0);
+	mearas_log_set_fd(STDERR_FILENO);
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	CHECK(strstr(buf, "capture end") != NULL);
+	/* had it ended, its graph would run the freed host function */
+	REQUIRE(op(MEARAS_OP_GRAPH_INSTANTIATE, 0, 38, 39, 0) == cudaErrorInvalidResourceHandle);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_DESTROY, 0, 37, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_EVENT_DESTROY, 0, 45, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 29, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 28, 0, 0), 0);
+}
+
 /* every case's worker: 1 MiB allocated and the spin kernel loaded */
 static void alloc_and_load_spin(void)
 {
@@ -437,5 +497,6 @@ static const struct check_case cases[] = {
 	{ "func_get", test_func_get },
 	{ "event_sync_reset", test_event_sync_reset },
 	{ "capture_fork_join", test_capture_fork_join },
+	{ "capture_origin_destroyed", test_capture_origin_destroyed },
 };
 FIXTURE_MAIN(cases, 1, 0, alloc_and_load_spin)
