@@ -2,7 +2,8 @@
 /* exec_record(): memory records -- data-area offsets (range, off+len wrap),
  * device ranges (outside any allocation, crossing an end, freed memory,
  * another vGPU's memory), memset element sizes, 2D pitches, copy
- * directions, frees of bad pointers, the quota. */
+ * directions, frees of bad pointers, the quota, and the device memory a
+ * vGPU keeps mapped for freed allocations (bounded whatever the sizes). */
 #include "check.h"
 #include "fixture_cases.h"
 
@@ -220,6 +221,47 @@ static void test_host_mapped(void)
 	CHECK_EQ(host_mapped(0, 4096, 2), bad);                     /* neither on nor off */
 }
 
+/* Device memory mapped for vGPU 0's allocations (its heap's chunks). */
+static uint64_t mapped_bytes(void)
+{
+	const struct vaheap *h = &fx.w->vgpus[0].heap;
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < h->nchunks; i++)
+		if (!h->chunks[i].reserved)
+			sum += h->chunks[i].size;
+	return sum;
+}
+
+/* A client allocating and freeing ever larger buffers below 64 MiB, each
+ * too large for the chunks freed before it, used to leave every chunk
+ * mapped (only idle chunks of 64 MiB and more went back): 752 MiB of device
+ * memory held with nothing allocated, past a 64 MiB quota. */
+static void test_freed_chunks_bounded(void)
+{
+	uint64_t most = 0;
+
+	CHECK_EQ(mem_free(A), 0);
+	CHECK_EQ(mem_free(B), 0);
+	for (uint64_t mib = 32; mib < 62; mib += 2) {
+		uint64_t x = fixture_alloc(&fx, 0, (mib << 20) + 1);
+
+		REQUIRE(x);
+		CHECK_EQ(mem_free(x), 0);
+		if (mapped_bytes() > most)
+			most = mapped_bytes();
+	}
+	printf("  %llu MiB mapped at most, %llu MiB after, nothing allocated\n", (unsigned long long)(most >> 20),
+	       (unsigned long long)(mapped_bytes() >> 20));
+	CHECK_EQ(fx.w->vgpus[0].heap.used, 0);
+	CHECK(mapped_bytes() <= QUOTA);
+	/* the quota's worth is still there to allocate, freed chunks or not */
+	A = fixture_alloc(&fx, 0, QUOTA);
+	CHECK(A != 0);
+	CHECK_EQ(mem_free(A), 0);
+	CHECK(mapped_bytes() <= QUOTA);
+}
+
 /* A and B, adjacent, for every case */
 static void alloc_a_b(void)
 {
@@ -235,5 +277,6 @@ static const struct check_case cases[] = {
 	{ "copy_and_memset_2d", test_2d },
 	{ "free_and_quota", test_free_and_quota },
 	{ "host_mapped", test_host_mapped },
+	{ "freed_chunks_bounded", test_freed_chunks_bounded },
 };
 FIXTURE_MAIN(cases, 2, QUOTA, alloc_a_b)
