@@ -38,6 +38,10 @@ enum pending_action {
 /* Most host functions captured into graphs per vGPU, and the most bytes of
  * kernel records (FUNC_GET: parameter offsets) one vGPU may hold. */
 #define MEARAS_MAX_CAPTURED_HOST_FUNCS 16384u
+/* Most host functions on streams (cudaLaunchHostFunc, not captured) one
+ * vGPU keeps waiting for their turn: behind a stream that never finishes
+ * they would pile up without end. */
+#define MEARAS_MAX_QUEUED_HOST_FUNCS 16384u
 #define MEARAS_MAX_FUNC_BYTES (64ull << 20)
 
 /* cudaLaunchHostFunc: what the host function's trampoline needs. Run once
@@ -131,6 +135,7 @@ struct vgpu {
 	uint64_t hf_seq;                /* last run posted (under cq_lock) */
 	struct host_func_req *hf_loose; /* captured, not (yet) in a graph */
 	uint32_t hf_ncaptured;          /* captured requests alive */
+	_Atomic uint32_t hf_queued;     /* requests on streams not run yet (their trampolines run elsewhere) */
 	struct ev_hold *holds;
 	uint64_t func_bytes;            /* kernel records held (MEARAS_MAX_FUNC_BYTES) */
 	/* refused records: log lines in this second, lines dropped */

@@ -19,9 +19,14 @@
  *                        stream (even one at the freed stream's address)
  *                        can neither join nor end it and run host
  *                        functions freed meanwhile
+ *   host_funcs_queued_bounded host functions behind a stream that never
+ *                        finishes: refused past a limit, not piled up
  * (`test_exec_lifetimes NAME` runs one) */
 #include <fcntl.h>
 #include <unistd.h>
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#endif
 
 #include "../security/ptx_fatbin.h"
 #include "check.h"
@@ -479,6 +484,49 @@ static void test_capture_origin_destroyed(void)
 	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 28, 0, 0), 0);
 }
 
+static void test_host_funcs_queued_bounded(void)
+{
+	struct vgpu *v = &fx.w->vgpus[0];
+	char path[] = "/tmp/mearas-unit-log.XXXXXX", buf[65536];
+	struct mearas_sqe e = sqe_of(MEARAS_OP_HOST_FUNC);
+	int fd = mkstemp(path), r;
+	unsigned accepted = 0;
+	ssize_t n;
+
+	REQUIRE(fd >= 0);
+	unlink(path);
+	load_ptx(61, "mearas_sim_hang", 1);
+	REQUIRE(func_get(61, 601, "mearas_sim_hang") == 0);
+	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 30, 0, 0), 0);
+	spin(601, 30, 0);                       /* stream 30 never finishes */
+	e.stream = 30;
+	e.args.a[0] = 80;
+#ifdef __SANITIZE_ADDRESS__
+	__lsan_disable(); /* requests that never run go with the process (the model's, a GPU's) */
+#endif
+	mearas_log_set_fd(fd);
+	while (accepted <= MEARAS_MAX_QUEUED_HOST_FUNCS && (r = call(&e, NULL)) == 0)
+		accepted++;
+	mearas_log_set_fd(STDERR_FILENO);
+#ifdef __SANITIZE_ADDRESS__
+	__lsan_enable();
+#endif
+	printf("  %u host functions queued behind a hung stream, the next one: %d\n", accepted, r);
+	CHECK_EQ(accepted, MEARAS_MAX_QUEUED_HOST_FUNCS);
+	CHECK_EQ(r, cudaErrorMemoryAllocation);
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	CHECK(strstr(buf, "host function refused") != NULL);
+	CHECK_EQ(fixture_cq_ready(&fx, 0, 0), 0);       /* none ran */
+	/* the worker goes on */
+	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 30, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 31, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_STREAM_SYNC, 31, 0, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 31, 0, 0), 0);
+	CHECK(!v->w->broken);
+}
+
 /* every case's worker: 1 MiB allocated and the spin kernel loaded */
 static void alloc_and_load_spin(void)
 {
@@ -498,5 +546,6 @@ static const struct check_case cases[] = {
 	{ "event_sync_reset", test_event_sync_reset },
 	{ "capture_fork_join", test_capture_fork_join },
 	{ "capture_origin_destroyed", test_capture_origin_destroyed },
+	{ "host_funcs_queued_bounded", test_host_funcs_queued_bounded },
 };
 FIXTURE_MAIN(cases, 1, 0, alloc_and_load_spin)
