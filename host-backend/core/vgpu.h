@@ -42,6 +42,9 @@ enum pending_action {
  * vGPU keeps waiting for their turn: behind a stream that never finishes
  * they would pile up without end. */
 #define MEARAS_MAX_QUEUED_HOST_FUNCS 16384u
+/* Most graph nodes one vGPU keeps: recorded into captures still open, in
+ * graphs, and once more in each instantiation (the driver's copy). */
+#define MEARAS_MAX_GRAPH_NODES (1u << 20)
 #define MEARAS_MAX_FUNC_BYTES (64ull << 20)
 
 /* cudaLaunchHostFunc: what the host function's trampoline needs. Run once
@@ -54,11 +57,13 @@ struct host_func_req {
 	struct host_func_req *next;     /* captured: the list it is on */
 };
 
-/* The host functions of one captured graph, shared by the graph, its
- * instantiations and their launches in flight; freed with the last. */
+/* The host functions of one captured graph (and its size), shared by the
+ * graph, its instantiations and their launches in flight; freed with the
+ * last. */
 struct hf_share {
 	uint32_t refs;
 	struct host_func_req *reqs;
+	uint64_t nodes;         /* the graph's nodes (MEARAS_MAX_GRAPH_NODES) */
 };
 
 /* A client event that pending completions use as their fence: it is
@@ -135,6 +140,11 @@ struct vgpu {
 	uint64_t hf_seq;                /* last run posted (under cq_lock) */
 	struct host_func_req *hf_loose; /* captured, not (yet) in a graph */
 	uint32_t hf_ncaptured;          /* captured requests alive */
+	/* graph nodes (MEARAS_MAX_GRAPH_NODES): records captured since a
+	 * capture began (captures_open; 0 again once no stream captures), and
+	 * those of the graphs and instantiations alive */
+	bool captures_open;
+	uint64_t capture_nodes, graph_nodes;
 	_Atomic uint32_t hf_queued;     /* requests on streams not run yet (their trampolines run elsewhere) */
 	struct ev_hold *holds;
 	uint64_t func_bytes;            /* kernel records held (MEARAS_MAX_FUNC_BYTES) */

@@ -21,6 +21,9 @@
  *                        functions freed meanwhile
  *   host_funcs_queued_bounded host functions behind a stream that never
  *                        finishes: refused past a limit, not piled up
+ *   graph_nodes_bounded  records captured without end, and instantiations:
+ *                        refused past the vGPU's graph node limit, counted
+ *                        again once graphs go
  * (`test_exec_lifetimes NAME` runs one) */
 #include <fcntl.h>
 #include <unistd.h>
@@ -527,6 +530,84 @@ static void test_host_funcs_queued_bounded(void)
 	CHECK(!v->w->broken);
 }
 
+/* A memset of 16 bytes at dev, on stream */
+static struct mearas_sqe memset_on(uint32_t stream)
+{
+	struct mearas_sqe e = sqe_of(MEARAS_OP_MEMSET);
+
+	e.stream = stream;
+	e.args.a[0] = dev;
+	e.args.a[2] = 16;
+	e.args.a[3] = 1;
+	return e;
+}
+
+static uint64_t node_count(uint64_t graph)
+{
+	struct mearas_sqe e = sqe_of(MEARAS_OP_GRAPH_NODE_COUNT);
+	uint64_t val[2] = { 0 };
+
+	e.args.a[0] = graph;
+	CHECK_EQ(call(&e, val), 0);
+	return val[0];
+}
+
+static void test_graph_nodes_bounded(void)
+{
+	struct vgpu *v = &fx.w->vgpus[0];
+	char path[] = "/tmp/mearas-unit-log.XXXXXX", buf[65536];
+	struct mearas_sqe e = memset_on(32);
+	int fd = mkstemp(path);
+	unsigned accepted = 0;
+	ssize_t n;
+
+	REQUIRE(fd >= 0);
+	unlink(path);
+	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 32, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_BEGIN, 32, 0, 0, 0), 0);
+	/* a capture that never ends: each record a node of its graph */
+	mearas_log_set_fd(fd);
+	while (accepted <= MEARAS_MAX_GRAPH_NODES) {
+		exec_record(v, &e);
+		if (v->deferred_error)
+			break;
+		accepted++;
+	}
+	printf("  %u records captured, the next one: %d\n", accepted, v->deferred_error);
+	CHECK_EQ(accepted, MEARAS_MAX_GRAPH_NODES);
+	CHECK_EQ(v->deferred_error, cudaErrorMemoryAllocation);
+	v->deferred_error = 0;
+	CHECK_EQ(call(&e, NULL), cudaErrorMemoryAllocation);
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_END, 32, 40, 0, 0), 0);
+	CHECK_EQ(node_count(40), MEARAS_MAX_GRAPH_NODES);
+	/* an instantiation would copy them: refused too */
+	CHECK_EQ(op(MEARAS_OP_GRAPH_INSTANTIATE, 0, 40, 41, 0), cudaErrorMemoryAllocation);
+	mearas_log_set_fd(STDERR_FILENO);
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	CHECK(strstr(buf, "MEMSET refused") != NULL);
+	CHECK(strstr(buf, "instantiation of a graph") != NULL);
+	/* the graph gone, its nodes count no more */
+	CHECK_EQ(op(MEARAS_OP_GRAPH_DESTROY, 0, 40, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_BEGIN, 32, 0, 0, 0), 0);
+	e = memset_on(32);                      /* posted: no completion */
+	exec_record(v, &e);
+	exec_record(v, &e);
+	CHECK_EQ(v->deferred_error, 0);
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_END, 32, 40, 0, 0), 0);
+	CHECK_EQ(node_count(40), 2);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_INSTANTIATE, 0, 40, 41, 0), 0);
+	CHECK_EQ(v->graph_nodes, 4);
+	CHECK_EQ(v->capture_nodes, 0);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_LAUNCH, 32, 41, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_EXEC_DESTROY, 0, 41, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_DESTROY, 0, 40, 0, 0), 0);
+	CHECK_EQ(v->graph_nodes, 0);
+	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 32, 0, 0), 0);
+	CHECK(!v->w->broken);
+}
+
 /* every case's worker: 1 MiB allocated and the spin kernel loaded */
 static void alloc_and_load_spin(void)
 {
@@ -547,5 +628,6 @@ static const struct check_case cases[] = {
 	{ "capture_fork_join", test_capture_fork_join },
 	{ "capture_origin_destroyed", test_capture_origin_destroyed },
 	{ "host_funcs_queued_bounded", test_host_funcs_queued_bounded },
+	{ "graph_nodes_bounded", test_graph_nodes_bounded },
 };
 FIXTURE_MAIN(cases, 1, 0, alloc_and_load_spin)
