@@ -421,10 +421,12 @@ void vgpu_teardown(struct vgpu *v)
 		const struct vaheap_ops *hops = v->heap.ops;
 		void *ctx = v->heap.ctx;
 
+		pthread_mutex_lock(&v->heap_lock);
 		vaheap_destroy(&v->heap);
 		vaheap_init(&v->heap, base, size, gran, quota, hops, ctx);
+		v->nglobals = 0;
+		pthread_mutex_unlock(&v->heap_lock);
 	}
-	v->nglobals = 0;
 	v->deferred_error = 0;
 	while (v->nfence_pool)
 		v->ops->event_destroy(v->dev, v->fence_pool[--v->nfence_pool]);

@@ -119,6 +119,10 @@ struct vgpu {
 	unsigned nfence_pool;
 	struct global_range *globals;
 	size_t nglobals, cap_globals;
+	/* heap and globals change under it (on this vGPU's thread, which reads
+	 * them without it); other vGPUs' threads read them under it (copies
+	 * into this vGPU's memory, exec_dev_owner) */
+	pthread_mutex_t heap_lock;
 	int deferred_error;     /* deferred.h */
 	pthread_mutex_t cq_lock;
 	pthread_t thread;
