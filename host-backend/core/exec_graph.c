@@ -188,7 +188,10 @@ int exec_op_GRAPH_LAUNCH(struct vgpu *v, const struct mearas_sqe *e, const struc
 	/* the stream is the fence: a launch that wants a completion (a remote
 	 * node's, whose graph copies to the host) gets it when the graph is done */
 	f->stream = in->stream;
-	if (sh && v->captures_open && exec_stream_capturing(v, f->stream)) {
+	/* into a capture? (the legacy stream never captures: not asked, unless
+	 * the graph's host functions need the answer, as before) */
+	if (sh && (sh->reqs || (v->captures_open && f->stream != v->ops->stream_default(v->dev))) &&
+	    exec_stream_capturing(v, f->stream)) {
 		if (sh->reqs)
 			return cudaErrorStreamCaptureUnsupported; /* its host functions would outlive their owner */
 		/* captured as a child graph: a copy of its nodes (exec_record counted one) */
