@@ -255,11 +255,25 @@ static bool may_pend(const struct mearas_sqe *e)
 	return p->pends || (p->pends_sync && (e->flags & MEARAS_SQE_WANT_CQE));
 }
 
+/* Record e would add a node to a capture: its stream captures. Asked only
+ * while a capture may be open (no driver call otherwise), never of the
+ * legacy stream, which never captures (CAPTURE_BEGIN refuses it) and which
+ * a GPU's driver may not even be asked about while another stream does. */
+static bool adds_graph_node(struct vgpu *v, const struct mearas_sqe *e)
+{
+	void *s;
+
+	return v->captures_open && mearas_op_props(e->op)->capture && mearas_op_props(e->op)->stream &&
+	       !(e->stream == MEARAS_STREAM_LEGACY && !(e->flags & MEARAS_SQE_PER_THREAD)) &&
+	       exec_resolve_stream(v, e, &s) == 0 &&
+	       exec_stream_capturing(v, s);
+}
+
 void exec_record(struct vgpu *v, const struct mearas_sqe *e)
 {
 	struct mearas_cqe c = { .user_data = e->user_data };
 	struct fence_req f = { 0 };
-	bool want = (e->flags & MEARAS_SQE_WANT_CQE) != 0;
+	bool want = (e->flags & MEARAS_SQE_WANT_CQE) != 0, node = false;
 	uint64_t fetched_ns = want ? mearas_mono_ns() : 0;
 	int r;
 
@@ -275,8 +289,15 @@ void exec_record(struct vgpu *v, const struct mearas_sqe *e)
 		r = cudaErrorMemoryAllocation;
 		exec_refuse_log(v, "%s refused: %u completions already wait on the device (limit)",
 			   mearas_op_name(e->op), MEARAS_MAX_PENDING);
+	} else if ((node = adds_graph_node(v, e)) && v->capture_nodes + v->graph_nodes >= MEARAS_MAX_GRAPH_NODES) {
+		/* a capture never ended would grow without end */
+		r = cudaErrorMemoryAllocation;
+		exec_refuse_log(v, "%s refused: the vGPU's captures and graphs hold %u nodes already (limit)",
+				mearas_op_name(e->op), MEARAS_MAX_GRAPH_NODES);
 	} else {
 		r = exec_handlers[e->op](v, e, &c, &f);
+		if (r == 0 && node)
+			v->capture_nodes++;
 		log_debug("vGPU %u: %s -> %d", v->index, mearas_op_name(e->op), r);
 		vstat_record(v->stats, e, v->w->data_size, r == 0);
 	}
@@ -390,6 +411,8 @@ void vgpu_teardown(struct vgpu *v)
 	/* captured host functions no graph took: nothing captures any more */
 	exec_hf_free_list(v, v->hf_loose);
 	v->hf_loose = NULL;
+	v->captures_open = false;
+	v->capture_nodes = v->graph_nodes = 0;
 	/* mappings give their physical memory back (its handles went above) */
 	exec_vmm_teardown(v);
 	/* allocations made through pools give the pools back */
@@ -401,10 +424,12 @@ void vgpu_teardown(struct vgpu *v)
 		const struct vaheap_ops *hops = v->heap.ops;
 		void *ctx = v->heap.ctx;
 
+		pthread_mutex_lock(&v->heap_lock);
 		vaheap_destroy(&v->heap);
 		vaheap_init(&v->heap, base, size, gran, quota, hops, ctx);
+		v->nglobals = 0;
+		pthread_mutex_unlock(&v->heap_lock);
 	}
-	v->nglobals = 0;
 	v->deferred_error = 0;
 	while (v->nfence_pool)
 		v->ops->event_destroy(v->dev, v->fence_pool[--v->nfence_pool]);

@@ -96,9 +96,16 @@ struct vgpu *exec_dev_owner(struct vgpu *v, uint64_t va, uint64_t len)
 		return v;
 	for (unsigned i = 0; i < v->w->nvgpus; i++) {
 		struct vgpu *o = &v->w->vgpus[i];
+		bool ok;
 
-		if (o != v && va >= o->heap.base && va - o->heap.base < o->heap.size + MEARAS_GLOBALS_RESERVE &&
-		    exec_dev_range_ok(o, va, len))
+		if (o == v)
+			continue;
+		/* its thread may be changing its allocations (or resetting its heap) meanwhile */
+		pthread_mutex_lock(&o->heap_lock);
+		ok = va >= o->heap.base && va - o->heap.base < o->heap.size + MEARAS_GLOBALS_RESERVE &&
+		     exec_dev_range_ok(o, va, len);
+		pthread_mutex_unlock(&o->heap_lock);
+		if (ok)
 			return o;
 	}
 	return NULL;

@@ -21,38 +21,41 @@ int exec_no_graphs(struct vgpu *v)
 int exec_op_CAPTURE_BEGIN(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_CAPTURE_BEGIN *in,
 			  struct mearas_cqe *c, struct fence_req *f)
 {
+	int r;
+
 	(void)c, (void)f;
 	if (!v->ops->capture_begin)
 		return exec_no_graphs(v);
 	if (e->stream == MEARAS_STREAM_LEGACY && !(e->flags & MEARAS_SQE_PER_THREAD))
 		return cudaErrorStreamCaptureUnsupported;
-	return v->ops->capture_begin(v->dev, in->stream, (int)in->a->mode);
+	r = v->ops->capture_begin(v->dev, in->stream, (int)in->a->mode);
+	if (r == 0)
+		v->captures_open = true; /* records on capturing streams count as nodes from now on */
+	return r;
 }
 
-/* The host functions captured into graph g leave the loose list for a share
- * the graph owns (*out, NULL when it has none). Fails, destroying g, when
- * the device cannot say which they are. */
+/* The share graph g owns (*out): the host functions captured into it,
+ * which leave the loose list, and its node count. Fails, destroying g, when
+ * the device cannot say which or how many they are. */
 static int adopt_host_funcs(struct vgpu *v, void *g, struct hf_share **out)
 {
+	struct hf_share *sh = calloc(1, sizeof(*sh));
 	size_t n = 0, got = 0;
-	void **args;
-	struct hf_share *sh;
-	int r;
+	void **args = NULL;
+	int r = sh ? 0 : cudaErrorMemoryAllocation;
 
 	*out = NULL;
-	if (!v->hf_loose)
-		return 0;
-	r = v->ops->graph_host_funcs ? v->ops->graph_host_funcs(v->dev, g, exec_host_func_trampoline, NULL, 0, &n)
-				     : cudaErrorNotSupported;
-	if (r == 0 && n == 0)
-		return 0;
-	args = r ? NULL : calloc(n, sizeof(*args));
-	sh = r ? NULL : calloc(1, sizeof(*sh));
-	if (!r && (!args || !sh))
-		r = cudaErrorMemoryAllocation;
-	if (!r)
-		r = v->ops->graph_host_funcs(v->dev, g, exec_host_func_trampoline, args, n, &got);
-	for (struct host_func_req **pp = &v->hf_loose; !r && *pp;) {
+	if (!r && v->ops->graph_node_count)
+		r = v->ops->graph_node_count(v->dev, g, &sh->nodes);
+	if (!r && v->hf_loose)
+		r = v->ops->graph_host_funcs ? v->ops->graph_host_funcs(v->dev, g, exec_host_func_trampoline, NULL, 0, &n)
+					     : cudaErrorNotSupported;
+	if (!r && n) {
+		args = calloc(n, sizeof(*args));
+		r = args ? v->ops->graph_host_funcs(v->dev, g, exec_host_func_trampoline, args, n, &got)
+			 : cudaErrorMemoryAllocation;
+	}
+	for (struct host_func_req **pp = &v->hf_loose; !r && n && *pp;) {
 		struct host_func_req *q = *pp;
 		bool mine = false;
 
@@ -77,13 +80,15 @@ static int adopt_host_funcs(struct vgpu *v, void *g, struct hf_share **out)
 	return 0;
 }
 
-/* Captured host functions no graph took (a failed capture) are freed once
- * no stream of this vGPU captures any more: nothing can run them. */
-static void drop_loose_host_funcs(struct vgpu *v)
+/* Once no stream of this vGPU captures: captured host functions no graph
+ * took (a failed capture) are freed, as nothing can run them, and the
+ * records of open captures count no more (their nodes are in graphs, or
+ * gone with a capture that failed). */
+static void captures_over(struct vgpu *v)
 {
 	struct handle_table *streams = exec_table(v, MEARAS_KIND_STREAM);
 
-	if (!v->hf_loose)
+	if (!v->hf_loose && !v->captures_open)
 		return;
 	for (uint32_t i = 0; i < streams->cap; i++)
 		if (streams->slots[i].obj && exec_stream_capturing(v, streams->slots[i].obj))
@@ -93,6 +98,8 @@ static void drop_loose_host_funcs(struct vgpu *v)
 			return;
 	exec_hf_free_list(v, v->hf_loose);
 	v->hf_loose = NULL;
+	v->captures_open = false;
+	v->capture_nodes = 0;
 }
 
 int exec_op_CAPTURE_END(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_CAPTURE_END *in,
@@ -106,11 +113,18 @@ int exec_op_CAPTURE_END(struct vgpu *v, const struct mearas_sqe *e, const struct
 	if (!v->ops->capture_end)
 		return exec_no_graphs(v);
 	r = v->ops->capture_end(v->dev, in->stream, &g);
+	if (r)
+		exec_refuse_log(v, "capture end refused (%d): the stream is not capturing, or did not begin the capture",
+				r);
 	if (r == 0)
 		r = adopt_host_funcs(v, g, &sh);
-	if (r == 0)
+	if (r == 0) {
+		/* its nodes count as the graph's now */
+		v->capture_nodes -= sh->nodes < v->capture_nodes ? sh->nodes : v->capture_nodes;
+		v->graph_nodes += sh->nodes;
 		r = exec_keep_or_destroy(v, MEARAS_KIND_GRAPH, in->a->graph, g, (uintptr_t)sh);
-	drop_loose_host_funcs(v);
+	}
+	captures_over(v);
 	return r;
 }
 
@@ -143,13 +157,22 @@ int exec_op_GRAPH_INSTANTIATE(struct vgpu *v, const struct mearas_sqe *e,
 	 * are the front end's (upload) or refused there (device launch) */
 	if (in->a->flags & ~(uint64_t)(cudaGraphInstantiateFlagAutoFreeOnLaunch | cudaGraphInstantiateFlagUseNodePriority))
 		return cudaErrorInvalidValue;
+	sh = (struct hf_share *)(uintptr_t)in->graph->aux;
+	/* an instantiation is a copy of the graph's nodes */
+	if (sh && v->capture_nodes + v->graph_nodes + sh->nodes > MEARAS_MAX_GRAPH_NODES) {
+		exec_refuse_log(v, "instantiation of a graph of %llu nodes refused: the vGPU's captures and graphs hold "
+				"%llu nodes already (limit %u)", (unsigned long long)sh->nodes,
+				(unsigned long long)(v->capture_nodes + v->graph_nodes), MEARAS_MAX_GRAPH_NODES);
+		return cudaErrorMemoryAllocation;
+	}
 	r = v->ops->graph_instantiate(v->dev, in->graph->obj, in->a->flags, &x);
 	if (r)
 		return r;
 	/* the instantiation runs the graph's host functions too */
-	sh = (struct hf_share *)(uintptr_t)in->graph->aux;
-	if (sh)
+	if (sh) {
 		sh->refs++;
+		v->graph_nodes += sh->nodes;
+	}
 	return exec_keep_or_destroy(v, MEARAS_KIND_EXEC, in->a->exec, x, (uintptr_t)sh);
 }
 
@@ -165,10 +188,26 @@ int exec_op_GRAPH_LAUNCH(struct vgpu *v, const struct mearas_sqe *e, const struc
 	/* the stream is the fence: a launch that wants a completion (a remote
 	 * node's, whose graph copies to the host) gets it when the graph is done */
 	f->stream = in->stream;
-	if (sh && exec_stream_capturing(v, f->stream))
-		return cudaErrorStreamCaptureUnsupported; /* its host functions would outlive their owner */
+	/* into a capture? (the legacy stream never captures: not asked, unless
+	 * the graph's host functions need the answer, as before) */
+	if (sh && (sh->reqs || (v->captures_open && f->stream != v->ops->stream_default(v->dev))) &&
+	    exec_stream_capturing(v, f->stream)) {
+		if (sh->reqs)
+			return cudaErrorStreamCaptureUnsupported; /* its host functions would outlive their owner */
+		/* captured as a child graph: a copy of its nodes (exec_record counted one) */
+		if (v->capture_nodes + v->graph_nodes + sh->nodes > MEARAS_MAX_GRAPH_NODES) {
+			exec_refuse_log(v, "launch of a graph of %llu nodes into a capture refused: the vGPU's captures "
+					"and graphs hold %llu nodes already (limit %u)", (unsigned long long)sh->nodes,
+					(unsigned long long)(v->capture_nodes + v->graph_nodes), MEARAS_MAX_GRAPH_NODES);
+			return cudaErrorMemoryAllocation;
+		}
+		r = v->ops->graph_launch(v->dev, in->exec->obj, f->stream);
+		if (r == 0 && sh->nodes)
+			v->capture_nodes += sh->nodes - 1;
+		return r;
+	}
 	r = v->ops->graph_launch(v->dev, in->exec->obj, f->stream);
-	if (r || !sh)
+	if (r || !sh || !sh->reqs)
 		return r;
 	/* its host functions stay until this launch is done, whatever the client destroys meanwhile */
 	sh->refs++;

@@ -58,6 +58,8 @@ int exec_hold_get(struct vgpu *v, void *ev);
 void exec_hold_put(struct vgpu *v, void *ev);
 /* drop a reference to the host functions of a graph (freed with the last) */
 void exec_share_put(struct vgpu *v, struct hf_share *sh);
+/* a graph's or an instantiation's handle is gone: its nodes uncounted, its share put */
+void exec_graph_put(struct vgpu *v, struct hf_share *sh);
 void exec_hf_free_list(struct vgpu *v, struct host_func_req *r);
 /* kernel records (FUNC_GET): funcs' aux and what one costs against MEARAS_MAX_FUNC_BYTES */
 uint64_t exec_func_aux(uint64_t module, uint32_t nparams, uint32_t pbytes);

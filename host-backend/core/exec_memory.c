@@ -41,10 +41,13 @@ int exec_op_MEM_ALLOC(struct vgpu *v, const struct mearas_sqe *e, const struct e
 	int r;
 
 	(void)e, (void)f;
+	pthread_mutex_lock(&v->heap_lock);
 	r = vaheap_alloc(&v->heap, in->a->size, &c->val[0]);
+	if (r == 0 && p)
+		vaheap_set_tag(&v->heap, c->val[0], p);
+	pthread_mutex_unlock(&v->heap_lock);
 	if (r || !p)
 		return r;
-	vaheap_set_tag(&v->heap, c->val[0], p);
 	p->refs++;
 	p->used += in->a->size;
 	if (p->used > p->used_high)
@@ -59,12 +62,16 @@ int exec_mem_free(struct vgpu *v, uint64_t va)
 	const struct vaheap_range *r = vaheap_find(&v->heap, va, 1);
 	struct exec_pool *p;
 	uint64_t size;
+	int bad;
 
 	if (!r || r->va != va || r->vmm)
 		return cudaErrorInvalidValue;
 	p = r->tag;
 	size = r->size;
-	if (vaheap_free(&v->heap, va))
+	pthread_mutex_lock(&v->heap_lock);
+	bad = vaheap_free(&v->heap, va);
+	pthread_mutex_unlock(&v->heap_lock);
+	if (bad)
 		return cudaErrorInvalidValue;
 	if (p) {
 		p->used -= size < p->used ? size : p->used;

@@ -149,16 +149,20 @@ int exec_op_GLOBAL_GET(struct vgpu *v, const struct mearas_sqe *e, const struct 
 	if (!exec_dev_range_ok(v, c->val[0], c->val[1])) {
 		struct global_range *g;
 
+		pthread_mutex_lock(&v->heap_lock); /* other vGPUs' threads read the list */
 		if (v->nglobals == v->cap_globals) {
 			size_t ncap = v->cap_globals ? v->cap_globals * 2 : 16;
 
 			g = realloc(v->globals, ncap * sizeof(*g));
-			if (!g)
+			if (!g) {
+				pthread_mutex_unlock(&v->heap_lock);
 				return cudaErrorMemoryAllocation;
+			}
 			v->globals = g;
 			v->cap_globals = ncap;
 		}
 		v->globals[v->nglobals++] = (struct global_range){ .va = c->val[0], .size = c->val[1] };
+		pthread_mutex_unlock(&v->heap_lock);
 	}
 	return 0;
 }

@@ -75,6 +75,14 @@ void exec_share_put(struct vgpu *v, struct hf_share *sh)
 	free(sh);
 }
 
+/* A graph or an instantiation is gone: its nodes no longer count. */
+void exec_graph_put(struct vgpu *v, struct hf_share *sh)
+{
+	if (sh)
+		v->graph_nodes -= sh->nodes < v->graph_nodes ? sh->nodes : v->graph_nodes;
+	exec_share_put(v, sh);
+}
+
 /* ---- streams ---- */
 
 void exec_forget_stream(struct vgpu *v, void *s)
@@ -139,11 +147,11 @@ int exec_destroy_obj(struct vgpu *v, enum mearas_handle_kind k, void *obj, uint6
 		return 0;
 	case MEARAS_KIND_GRAPH:
 		v->ops->graph_destroy(v->dev, obj);
-		exec_share_put(v, (struct hf_share *)(uintptr_t)aux);
+		exec_graph_put(v, (struct hf_share *)(uintptr_t)aux);
 		return 0;
 	case MEARAS_KIND_EXEC:
 		v->ops->graph_exec_destroy(v->dev, obj);
-		exec_share_put(v, (struct hf_share *)(uintptr_t)aux);
+		exec_graph_put(v, (struct hf_share *)(uintptr_t)aux);
 		return 0;
 	case MEARAS_KIND_POOL:
 		exec_pool_put(v, obj, true);

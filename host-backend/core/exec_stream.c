@@ -232,8 +232,10 @@ void exec_host_func_trampoline(void *arg)
 	pthread_mutex_unlock(&v->hf_lock);
 out:
 	/* a captured request runs again at the next launch: its graph frees it */
-	if (!req->captured)
+	if (!req->captured) {
 		free(req);
+		atomic_fetch_sub_explicit(&v->hf_queued, 1, memory_order_relaxed);
+	}
 }
 
 bool exec_stream_capturing(struct vgpu *v, void *s)
@@ -257,14 +259,24 @@ int exec_op_HOST_FUNC(struct vgpu *v, const struct mearas_sqe *e, const struct e
 				v->hf_ncaptured);
 		return cudaErrorMemoryAllocation;
 	}
+	if (!captured && atomic_load_explicit(&v->hf_queued, memory_order_relaxed) >= MEARAS_MAX_QUEUED_HOST_FUNCS) {
+		exec_refuse_log(v, "host function refused: %u host functions wait for their turn on streams already "
+				"(limit)", MEARAS_MAX_QUEUED_HOST_FUNCS);
+		return cudaErrorMemoryAllocation;
+	}
 	req = calloc(1, sizeof(*req));
 	if (!req)
 		return cudaErrorMemoryAllocation;
 	req->v = v;
 	req->token = in->a->token;
 	req->captured = captured;
+	/* counted before the device has it: the model runs it (and its trampoline uncounts it) at once */
+	if (!captured)
+		atomic_fetch_add_explicit(&v->hf_queued, 1, memory_order_relaxed);
 	r = v->ops->host_func(v->dev, in->stream, exec_host_func_trampoline, req);
 	if (r) {
+		if (!captured)
+			atomic_fetch_sub_explicit(&v->hf_queued, 1, memory_order_relaxed);
 		free(req);
 		return r;
 	}

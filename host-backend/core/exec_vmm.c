@@ -51,7 +51,9 @@ int exec_op_VMM_RESERVE(struct vgpu *v, const struct mearas_sqe *e, const struct
 	(void)e, (void)f;
 	if (r)
 		return r;
+	pthread_mutex_lock(&v->heap_lock);
 	r = vaheap_reserve(&v->heap, in->a->size, in->a->alignment, in->a->addr, &c->val[0]);
+	pthread_mutex_unlock(&v->heap_lock);
 	if (r == cudaErrorInvalidValue)
 		exec_refuse_log(v, "address reservation of %#llx bytes aligned to %#llx refused: not multiples of the "
 				"granularity (%#llx) and a power of two", (unsigned long long)in->a->size,
@@ -62,8 +64,13 @@ int exec_op_VMM_RESERVE(struct vgpu *v, const struct mearas_sqe *e, const struct
 int exec_op_VMM_ADDRESS_FREE(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_VMM_ADDRESS_FREE *in,
 			     struct mearas_cqe *c, struct fence_req *f)
 {
+	int r;
+
 	(void)e, (void)c, (void)f;
-	if (vaheap_reserve_free(&v->heap, in->a->va, in->a->size)) {
+	pthread_mutex_lock(&v->heap_lock);
+	r = vaheap_reserve_free(&v->heap, in->a->va, in->a->size);
+	pthread_mutex_unlock(&v->heap_lock);
+	if (r) {
 		exec_refuse_log(v, "address free of %#llx (%#llx bytes) refused: not a whole reservation, or still "
 				"mapped", (unsigned long long)in->a->va, (unsigned long long)in->a->size);
 		return cudaErrorInvalidValue;
@@ -116,9 +123,12 @@ int exec_op_VMM_MAP(struct vgpu *v, const struct mearas_sqe *e, const struct exe
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return cudaErrorMemoryAllocation;
-	/* the heap first: it refuses ranges outside a reservation or over a mapping */
+	/* the heap first: it refuses ranges outside a reservation or over a
+	 * mapping; other vGPUs see the mapping once the device has made it */
+	pthread_mutex_lock(&v->heap_lock);
 	r = vaheap_map(&v->heap, a->va, a->size, m);
 	if (r) {
+		pthread_mutex_unlock(&v->heap_lock);
 		if (r == cudaErrorInvalidValue)
 			exec_refuse_log(v, "map of %#llx bytes at %#llx refused: not inside one reservation, or over "
 					"another mapping", (unsigned long long)a->size, (unsigned long long)a->va);
@@ -128,11 +138,13 @@ int exec_op_VMM_MAP(struct vgpu *v, const struct mearas_sqe *e, const struct exe
 	r = v->ops->phys_map(v->dev, a->va, a->size, p->dev, a->offset, &m->cookie);
 	if (r) {
 		vaheap_unmap(&v->heap, a->va, a->size, NULL, NULL);
+		pthread_mutex_unlock(&v->heap_lock);
 		free(m);
 		return r;
 	}
 	m->p = p;
 	p->refs++;
+	pthread_mutex_unlock(&v->heap_lock);
 	return 0;
 }
 
@@ -154,7 +166,10 @@ int exec_op_VMM_UNMAP(struct vgpu *v, const struct mearas_sqe *e, const struct e
 	(void)e, (void)c, (void)f;
 	if (r)
 		return r;
-	if (vaheap_unmap(&v->heap, in->a->va, in->a->size, unmap_one, v)) {
+	pthread_mutex_lock(&v->heap_lock);
+	r = vaheap_unmap(&v->heap, in->a->va, in->a->size, unmap_one, v);
+	pthread_mutex_unlock(&v->heap_lock);
+	if (r) {
 		exec_refuse_log(v, "unmap of %#llx bytes at %#llx refused: not whole mappings end to end",
 				(unsigned long long)in->a->size, (unsigned long long)in->a->va);
 		return cudaErrorInvalidValue;
@@ -167,6 +182,7 @@ void exec_vmm_teardown(struct vgpu *v)
 	size_t i = 0;
 
 	/* every mapping, then (with the handle table gone already) the memory */
+	pthread_mutex_lock(&v->heap_lock);
 	while (i < v->heap.nallocs) {
 		const struct vaheap_range *r = &v->heap.allocs[i];
 
@@ -179,4 +195,5 @@ void exec_vmm_teardown(struct vgpu *v)
 			i++;
 		}
 	}
+	pthread_mutex_unlock(&v->heap_lock);
 }

@@ -8,7 +8,11 @@
 #include "vaheap.h"
 
 #define ALLOC_ALIGN 256u        /* cudaMalloc's alignment guarantee */
-#define LARGE_CHUNK (64u << 20) /* fully free chunks this large are unmapped */
+/* Fully free chunks this large are unmapped; smaller ones are kept for
+ * reuse while all the free chunks kept come to at most this much, so the
+ * device memory a heap holds beyond its allocations stays bounded whatever
+ * sizes a client allocates and frees. */
+#define LARGE_CHUNK (64u << 20)
 
 static uint64_t align_up(uint64_t v, uint64_t a)
 {
@@ -169,11 +173,24 @@ fail:
 	return 2;
 }
 
+/* Device memory of the heap's fully free chunks, ci's left out. */
+static uint64_t idle_bytes_besides(const struct vaheap *h, size_t ci)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < h->nchunks; i++)
+		if (i != ci && !h->chunks[i].reserved && h->chunks[i].used == 0)
+			sum += h->chunks[i].size;
+	return sum;
+}
+
 static void release_chunk_if_idle(struct vaheap *h, size_t ci)
 {
 	struct vaheap_chunk c = h->chunks[ci];
 
-	if (c.used != 0 || c.size < LARGE_CHUNK || c.reserved)
+	if (c.used != 0 || c.reserved)
+		return;
+	if (c.size < LARGE_CHUNK && idle_bytes_besides(h, ci) <= LARGE_CHUNK - c.size)
 		return;
 	for (size_t i = 0; i < h->nfrees; i++) {
 		if (h->frees[i].chunk == ci) {

@@ -38,6 +38,13 @@ enum pending_action {
 /* Most host functions captured into graphs per vGPU, and the most bytes of
  * kernel records (FUNC_GET: parameter offsets) one vGPU may hold. */
 #define MEARAS_MAX_CAPTURED_HOST_FUNCS 16384u
+/* Most host functions on streams (cudaLaunchHostFunc, not captured) one
+ * vGPU keeps waiting for their turn: behind a stream that never finishes
+ * they would pile up without end. */
+#define MEARAS_MAX_QUEUED_HOST_FUNCS 16384u
+/* Most graph nodes one vGPU keeps: recorded into captures still open, in
+ * graphs, and once more in each instantiation (the driver's copy). */
+#define MEARAS_MAX_GRAPH_NODES (1u << 20)
 #define MEARAS_MAX_FUNC_BYTES (64ull << 20)
 
 /* cudaLaunchHostFunc: what the host function's trampoline needs. Run once
@@ -50,11 +57,13 @@ struct host_func_req {
 	struct host_func_req *next;     /* captured: the list it is on */
 };
 
-/* The host functions of one captured graph, shared by the graph, its
- * instantiations and their launches in flight; freed with the last. */
+/* The host functions of one captured graph (and its size), shared by the
+ * graph, its instantiations and their launches in flight; freed with the
+ * last. */
 struct hf_share {
 	uint32_t refs;
 	struct host_func_req *reqs;
+	uint64_t nodes;         /* the graph's nodes (MEARAS_MAX_GRAPH_NODES) */
 };
 
 /* A client event that pending completions use as their fence: it is
@@ -110,6 +119,10 @@ struct vgpu {
 	unsigned nfence_pool;
 	struct global_range *globals;
 	size_t nglobals, cap_globals;
+	/* heap and globals change under it (on this vGPU's thread, which reads
+	 * them without it); other vGPUs' threads read them under it (copies
+	 * into this vGPU's memory, exec_dev_owner) */
+	pthread_mutex_t heap_lock;
 	int deferred_error;     /* deferred.h */
 	pthread_mutex_t cq_lock;
 	pthread_t thread;
@@ -131,6 +144,12 @@ struct vgpu {
 	uint64_t hf_seq;                /* last run posted (under cq_lock) */
 	struct host_func_req *hf_loose; /* captured, not (yet) in a graph */
 	uint32_t hf_ncaptured;          /* captured requests alive */
+	/* graph nodes (MEARAS_MAX_GRAPH_NODES): records captured since a
+	 * capture began (captures_open; 0 again once no stream captures), and
+	 * those of the graphs and instantiations alive */
+	bool captures_open;
+	uint64_t capture_nodes, graph_nodes;
+	_Atomic uint32_t hf_queued;     /* requests on streams not run yet (their trampolines run elsewhere) */
 	struct ev_hold *holds;
 	uint64_t func_bytes;            /* kernel records held (MEARAS_MAX_FUNC_BYTES) */
 	/* refused records: log lines in this second, lines dropped */

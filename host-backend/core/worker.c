@@ -125,6 +125,7 @@ void vgpu_attach(struct vgpu *v, struct worker *w, unsigned i)
 	v->ops = w->cfg->dev;
 	pthread_mutex_init(&v->cq_lock, NULL);
 	pthread_mutex_init(&v->hf_lock, NULL);
+	pthread_mutex_init(&v->heap_lock, NULL);
 	pthread_cond_init(&v->hf_cond, NULL);
 }
 

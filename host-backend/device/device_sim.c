@@ -1037,8 +1037,17 @@ static int sim_stream_destroy(struct mdev *d, void *s)
 	struct sim_stream *st = s;
 
 	(void)d;
-	if (st->capture)
+	if (st->capture) {
+		/* the stream that began a capture takes it with it: nothing may
+		 * join or end it later, which a new stream at this freed address
+		 * could otherwise do (origin is compared), making a graph of
+		 * host functions that were freed once nothing captured them */
+		if (st->capture->origin == st) {
+			st->capture->ended = 1;
+			st->capture->origin = NULL;
+		}
 		graph_put(st->capture);
+	}
 	free(st);
 	return 0;
 }

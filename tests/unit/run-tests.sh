@@ -140,6 +140,7 @@ run tsan/ring_order 300 $B/tsan/test_ring_order --records=1000000
 run tsan/ring_wakeup 300 $B/tsan/test_ring_wakeup --records=$((WAKEUP_RECORDS / 2))
 run tsan/poller 120 $B/tsan/test_poller
 run tsan/exec_framing 60 $B/tsan/test_exec_framing
+run tsan/exec_memory 120 $B/tsan/test_exec_memory
 
 run fuzz/regress 120 ../fuzz/replay.sh
 run fuzz/exec $((FUZZ_SECONDS + 60)) ../fuzz/run-fuzz.sh exec "$FUZZ_SECONDS"

@@ -14,9 +14,22 @@
  *                        recorded in it (sim): its work goes into the graph,
  *                        only the first stream ends it, and the event and
  *                        stream that hold the graph go first
+ *   capture_origin_destroyed the stream that began a capture is destroyed
+ *                        mid-capture: the capture is over, so a later
+ *                        stream (even one at the freed stream's address)
+ *                        can neither join nor end it and run host
+ *                        functions freed meanwhile
+ *   host_funcs_queued_bounded host functions behind a stream that never
+ *                        finishes: refused past a limit, not piled up
+ *   graph_nodes_bounded  records captured without end, and instantiations:
+ *                        refused past the vGPU's graph node limit, counted
+ *                        again once graphs go
  * (`test_exec_lifetimes NAME` runs one) */
 #include <fcntl.h>
 #include <unistd.h>
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#endif
 
 #include "../security/ptx_fatbin.h"
 #include "check.h"
@@ -419,6 +432,182 @@ static void test_capture_fork_join(void)
 	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 25, 0, 0), 0);
 }
 
+static void test_capture_origin_destroyed(void)
+{
+	struct vgpu *v = &fx.w->vgpus[0];
+	struct handle_table *streams = &v->htab[MEARAS_KIND_STREAM];
+	char path[] = "/tmp/mearas-unit-log.XXXXXX", buf[65536];
+	int fd = mkstemp(path);
+	void *origin;
+	uint64_t st;
+	ssize_t n;
+
+	REQUIRE(fd >= 0);
+	unlink(path);
+	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 27, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 28, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_EVENT_CREATE, 0, 45, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_BEGIN, 27, 0, 0, 0), 0);
+	/* the event keeps the capture's graph; a host function goes into it */
+	CHECK_EQ(op(MEARAS_OP_EVENT_RECORD, 27, 45, 0, 0), 0);
+	host_func_captured(v, 27, 79);
+	CHECK_EQ(v->hf_ncaptured, 1);
+	origin = streams->slots[27].obj;
+	/* as a hostile client would: streams destroyed first so that the
+	 * allocator hands the origin's address to the next new stream (glibc:
+	 * its thread cache full, the origin's block is the next one calloc takes) */
+	for (uint64_t id = 50; id < 58; id++)
+		CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, id, 0, 0), 0);
+	for (uint64_t id = 50; id < 58; id++)
+		CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, id, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 27, 0, 0), 0);
+	/* a new stream, which the allocator may place where the destroyed one was */
+	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 29, 0, 0), 0);
+	printf("  new stream %s the destroyed origin's address\n", streams->slots[29].obj == origin ? "at" : "not at");
+	/* nothing captures: the next capture's end frees the host function */
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_BEGIN, 28, 0, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_END, 28, 37, 0, 0), 0);
+	CHECK_EQ(v->hf_ncaptured, 0);
+	/* the new stream waits for the event recorded in the abandoned capture */
+	CHECK_EQ(op(MEARAS_OP_STREAM_WAIT_EVENT, 29, 45, 0, 0), 0);
+	CHECK_EQ(capture_status(29, &st), 0);
+	CHECK_EQ(st, cudaStreamCaptureStatusNone);
+	mearas_log_set_fd(fd);
+	CHECK(op(MEARAS_OP_CAPTURE_END, 29, 38, 0, 0) != 0);
+	mearas_log_set_fd(STDERR_FILENO);
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	CHECK(strstr(buf, "capture end") != NULL);
+	/* had it ended, its graph would run the freed host function */
+	REQUIRE(op(MEARAS_OP_GRAPH_INSTANTIATE, 0, 38, 39, 0) == cudaErrorInvalidResourceHandle);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_DESTROY, 0, 37, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_EVENT_DESTROY, 0, 45, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 29, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 28, 0, 0), 0);
+}
+
+static void test_host_funcs_queued_bounded(void)
+{
+	struct vgpu *v = &fx.w->vgpus[0];
+	char path[] = "/tmp/mearas-unit-log.XXXXXX", buf[65536];
+	struct mearas_sqe e = sqe_of(MEARAS_OP_HOST_FUNC);
+	int fd = mkstemp(path), r;
+	unsigned accepted = 0;
+	ssize_t n;
+
+	REQUIRE(fd >= 0);
+	unlink(path);
+	load_ptx(61, "mearas_sim_hang", 1);
+	REQUIRE(func_get(61, 601, "mearas_sim_hang") == 0);
+	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 30, 0, 0), 0);
+	spin(601, 30, 0);                       /* stream 30 never finishes */
+	e.stream = 30;
+	e.args.a[0] = 80;
+#ifdef __SANITIZE_ADDRESS__
+	__lsan_disable(); /* requests that never run go with the process (the model's, a GPU's) */
+#endif
+	mearas_log_set_fd(fd);
+	while (accepted <= MEARAS_MAX_QUEUED_HOST_FUNCS && (r = call(&e, NULL)) == 0)
+		accepted++;
+	mearas_log_set_fd(STDERR_FILENO);
+#ifdef __SANITIZE_ADDRESS__
+	__lsan_enable();
+#endif
+	printf("  %u host functions queued behind a hung stream, the next one: %d\n", accepted, r);
+	CHECK_EQ(accepted, MEARAS_MAX_QUEUED_HOST_FUNCS);
+	CHECK_EQ(r, cudaErrorMemoryAllocation);
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	CHECK(strstr(buf, "host function refused") != NULL);
+	CHECK_EQ(fixture_cq_ready(&fx, 0, 0), 0);       /* none ran */
+	/* the worker goes on */
+	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 30, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 31, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_STREAM_SYNC, 31, 0, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 31, 0, 0), 0);
+	CHECK(!v->w->broken);
+}
+
+/* A memset of 16 bytes at dev, on stream */
+static struct mearas_sqe memset_on(uint32_t stream)
+{
+	struct mearas_sqe e = sqe_of(MEARAS_OP_MEMSET);
+
+	e.stream = stream;
+	e.args.a[0] = dev;
+	e.args.a[2] = 16;
+	e.args.a[3] = 1;
+	return e;
+}
+
+static uint64_t node_count(uint64_t graph)
+{
+	struct mearas_sqe e = sqe_of(MEARAS_OP_GRAPH_NODE_COUNT);
+	uint64_t val[2] = { 0 };
+
+	e.args.a[0] = graph;
+	CHECK_EQ(call(&e, val), 0);
+	return val[0];
+}
+
+static void test_graph_nodes_bounded(void)
+{
+	struct vgpu *v = &fx.w->vgpus[0];
+	char path[] = "/tmp/mearas-unit-log.XXXXXX", buf[65536];
+	struct mearas_sqe e = memset_on(32);
+	int fd = mkstemp(path);
+	unsigned accepted = 0;
+	ssize_t n;
+
+	REQUIRE(fd >= 0);
+	unlink(path);
+	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 32, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_BEGIN, 32, 0, 0, 0), 0);
+	/* a capture that never ends: each record a node of its graph */
+	mearas_log_set_fd(fd);
+	while (accepted <= MEARAS_MAX_GRAPH_NODES) {
+		exec_record(v, &e);
+		if (v->deferred_error)
+			break;
+		accepted++;
+	}
+	printf("  %u records captured, the next one: %d\n", accepted, v->deferred_error);
+	CHECK_EQ(accepted, MEARAS_MAX_GRAPH_NODES);
+	CHECK_EQ(v->deferred_error, cudaErrorMemoryAllocation);
+	v->deferred_error = 0;
+	CHECK_EQ(call(&e, NULL), cudaErrorMemoryAllocation);
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_END, 32, 40, 0, 0), 0);
+	CHECK_EQ(node_count(40), MEARAS_MAX_GRAPH_NODES);
+	/* an instantiation would copy them: refused too */
+	CHECK_EQ(op(MEARAS_OP_GRAPH_INSTANTIATE, 0, 40, 41, 0), cudaErrorMemoryAllocation);
+	mearas_log_set_fd(STDERR_FILENO);
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	CHECK(strstr(buf, "MEMSET refused") != NULL);
+	CHECK(strstr(buf, "instantiation of a graph") != NULL);
+	/* the graph gone, its nodes count no more */
+	CHECK_EQ(op(MEARAS_OP_GRAPH_DESTROY, 0, 40, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_BEGIN, 32, 0, 0, 0), 0);
+	e = memset_on(32);                      /* posted: no completion */
+	exec_record(v, &e);
+	exec_record(v, &e);
+	CHECK_EQ(v->deferred_error, 0);
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_END, 32, 40, 0, 0), 0);
+	CHECK_EQ(node_count(40), 2);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_INSTANTIATE, 0, 40, 41, 0), 0);
+	CHECK_EQ(v->graph_nodes, 4);
+	CHECK_EQ(v->capture_nodes, 0);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_LAUNCH, 32, 41, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_EXEC_DESTROY, 0, 41, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_DESTROY, 0, 40, 0, 0), 0);
+	CHECK_EQ(v->graph_nodes, 0);
+	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 32, 0, 0), 0);
+	CHECK(!v->w->broken);
+}
+
 /* every case's worker: 1 MiB allocated and the spin kernel loaded */
 static void alloc_and_load_spin(void)
 {
@@ -437,5 +626,8 @@ static const struct check_case cases[] = {
 	{ "func_get", test_func_get },
 	{ "event_sync_reset", test_event_sync_reset },
 	{ "capture_fork_join", test_capture_fork_join },
+	{ "capture_origin_destroyed", test_capture_origin_destroyed },
+	{ "host_funcs_queued_bounded", test_host_funcs_queued_bounded },
+	{ "graph_nodes_bounded", test_graph_nodes_bounded },
 };
 FIXTURE_MAIN(cases, 1, 0, alloc_and_load_spin)

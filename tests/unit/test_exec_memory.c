@@ -2,7 +2,12 @@
 /* exec_record(): memory records -- data-area offsets (range, off+len wrap),
  * device ranges (outside any allocation, crossing an end, freed memory,
  * another vGPU's memory), memset element sizes, 2D pitches, copy
- * directions, frees of bad pointers, the quota. */
+ * directions, frees of bad pointers, the quota, and the device memory a
+ * vGPU keeps mapped for freed allocations (bounded whatever the sizes), and
+ * copies into another vGPU's memory while that vGPU's thread allocates and
+ * frees (run under TSan: its allocations are read by both threads). */
+#include <pthread.h>
+
 #include "check.h"
 #include "fixture_cases.h"
 
@@ -220,6 +225,100 @@ static void test_host_mapped(void)
 	CHECK_EQ(host_mapped(0, 4096, 2), bad);                     /* neither on nor off */
 }
 
+/* Device memory mapped for vGPU 0's allocations (its heap's chunks). */
+static uint64_t mapped_bytes(void)
+{
+	const struct vaheap *h = &fx.w->vgpus[0].heap;
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < h->nchunks; i++)
+		if (!h->chunks[i].reserved)
+			sum += h->chunks[i].size;
+	return sum;
+}
+
+/* A client allocating and freeing ever larger buffers below 64 MiB, each
+ * too large for the chunks freed before it, used to leave every chunk
+ * mapped (only idle chunks of 64 MiB and more went back): 752 MiB of device
+ * memory held with nothing allocated, past a 64 MiB quota. */
+static void test_freed_chunks_bounded(void)
+{
+	uint64_t most = 0;
+
+	CHECK_EQ(mem_free(A), 0);
+	CHECK_EQ(mem_free(B), 0);
+	for (uint64_t mib = 32; mib < 62; mib += 2) {
+		uint64_t x = fixture_alloc(&fx, 0, (mib << 20) + 1);
+
+		REQUIRE(x);
+		CHECK_EQ(mem_free(x), 0);
+		if (mapped_bytes() > most)
+			most = mapped_bytes();
+	}
+	printf("  %llu MiB mapped at most, %llu MiB after, nothing allocated\n", (unsigned long long)(most >> 20),
+	       (unsigned long long)(mapped_bytes() >> 20));
+	CHECK_EQ(fx.w->vgpus[0].heap.used, 0);
+	CHECK(mapped_bytes() <= QUOTA);
+	/* the quota's worth is still there to allocate, freed chunks or not */
+	A = fixture_alloc(&fx, 0, QUOTA);
+	CHECK(A != 0);
+	CHECK_EQ(mem_free(A), 0);
+	CHECK(mapped_bytes() <= QUOTA);
+}
+
+/* vGPU 1's thread: allocations made and freed in bulk, so that its heap's
+ * tables grow, move and shrink while vGPU 0 checks copies against them */
+static _Atomic int peer_stop;
+
+static void *peer_churn(void *arg)
+{
+	struct vgpu *v = &fx.w->vgpus[1];
+	static uint64_t live[3000];
+	uint64_t ud = 0;
+
+	(void)arg;
+	while (!peer_stop) {
+		size_t n = 0;
+
+		for (; n < sizeof(live) / sizeof(live[0]); n++) {
+			struct mearas_sqe e = sqe_of(MEARAS_OP_MEM_ALLOC);
+			struct mearas_cqe c;
+
+			e.args.a[0] = 256;
+			e.flags = MEARAS_SQE_WANT_CQE;
+			e.user_data = ++ud;
+			exec_record(v, &e);
+			if (!fixture_cq_pop(&fx, 1, 0, &c) || c.status)
+				break;
+			live[n] = c.val[0];
+		}
+		while (n > 0) {
+			struct mearas_sqe e = sqe_of(MEARAS_OP_MEM_FREE);
+
+			e.args.a[0] = live[--n];
+			exec_record(v, &e);
+		}
+	}
+	return NULL;
+}
+
+static void test_peer_copy_while_peer_allocates(void)
+{
+	uint64_t other = fixture_alloc(&fx, 1, 4096);
+	pthread_t t;
+
+	REQUIRE(other);
+	peer_stop = 0;
+	REQUIRE(pthread_create(&t, NULL, peer_churn, NULL) == 0);
+	for (int i = 0; i < 20000; i++) {
+		CHECK_EQ(copy(other, 0, 4096, MEARAS_COPY_HTOD), 0);
+		CHECK_EQ(copy(other + 4095, 0, 2, MEARAS_COPY_HTOD), cudaErrorInvalidValue); /* past its end */
+	}
+	peer_stop = 1;
+	pthread_join(t, NULL);
+	CHECK_EQ(fx.w->vgpus[1].deferred_error, 0);
+}
+
 /* A and B, adjacent, for every case */
 static void alloc_a_b(void)
 {
@@ -235,5 +334,7 @@ static const struct check_case cases[] = {
 	{ "copy_and_memset_2d", test_2d },
 	{ "free_and_quota", test_free_and_quota },
 	{ "host_mapped", test_host_mapped },
+	{ "freed_chunks_bounded", test_freed_chunks_bounded },
+	{ "peer_copy_while_peer_allocates", test_peer_copy_while_peer_allocates },
 };
 FIXTURE_MAIN(cases, 2, QUOTA, alloc_a_b)

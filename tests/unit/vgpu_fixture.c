@@ -119,6 +119,7 @@ void fixture_destroy(struct fixture *f)
 		close(v->kick_fd);
 		pthread_mutex_destroy(&v->cq_lock);
 		pthread_mutex_destroy(&v->hf_lock);
+		pthread_mutex_destroy(&v->heap_lock);
 		pthread_cond_destroy(&v->hf_cond);
 	}
 	for (unsigned t = 0; t < w->nthreads; t++)
