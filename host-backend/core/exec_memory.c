@@ -184,12 +184,23 @@ int exec_op_MEMCPY(struct vgpu *v, const struct mearas_sqe *e, const struct exec
 int exec_op_MEMCPY_INLINE(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_MEMCPY_INLINE *in,
 			  struct mearas_cqe *c, struct fence_req *f)
 {
-	(void)e, (void)c;
+	(void)c;
 	f->stream = in->stream;
 	if (!exec_dev_owner(v, in->a->dst, in->bytes_len))
 		return cudaErrorInvalidValue;
 	if (in->bytes_len == 0)
 		return 0;
+	/* The bytes live in the record only until it is done, and a capture
+	 * would keep their address for every launch of its graph: refused, as
+	 * CUDA refuses pageable host memory (what the front end sends inline)
+	 * in a capture. The legacy stream never captures (and is not asked). */
+	if (v->captures_open && !(e->stream == MEARAS_STREAM_LEGACY && !(e->flags & MEARAS_SQE_PER_THREAD)) &&
+	    exec_stream_capturing(v, f->stream)) {
+		exec_refuse_log(v, "copy of %u bytes from pageable host memory into a stream capture refused "
+				"(cudaErrorStreamCaptureUnsupported, as CUDA does): pinned memory can be captured",
+				in->bytes_len);
+		return cudaErrorStreamCaptureUnsupported;
+	}
 	/* The device reads the bytes before the call returns (the driver stages
 	 * pageable memory synchronously); the record's slot is not reused before
 	 * that, since head moves only after this record is done. */

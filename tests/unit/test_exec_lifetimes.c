@@ -24,6 +24,9 @@
  *   graph_nodes_bounded  records captured without end, and instantiations:
  *                        refused past the vGPU's graph node limit, counted
  *                        again once graphs go
+ *   inline_copy_capture  a copy with its bytes in the record (pageable host
+ *                        memory) into a capture: refused, as CUDA does, not
+ *                        captured with an address its graph would read later
  * (`test_exec_lifetimes NAME` runs one) */
 #include <fcntl.h>
 #include <unistd.h>
@@ -608,6 +611,43 @@ static void test_graph_nodes_bounded(void)
 	CHECK(!v->w->broken);
 }
 
+static void test_inline_copy_capture(void)
+{
+	struct vgpu *v = &fx.w->vgpus[0];
+	char path[] = "/tmp/mearas-unit-log.XXXXXX", buf[4096];
+	struct mearas_sqe e = sqe_of(MEARAS_OP_MEMCPY_INLINE);
+	int fd = mkstemp(path);
+	ssize_t n;
+
+	REQUIRE(fd >= 0);
+	unlink(path);
+	e.stream = 34;
+	e.args.a[0] = dev;
+	e.payload_len = 64;
+	memset(e.inline_payload, 0x3c, 64);
+	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 34, 0, 0), 0);
+	CHECK_EQ(call(&e, NULL), 0); /* not capturing: copied */
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_BEGIN, 34, 0, 0, 0), 0);
+	mearas_log_set_fd(fd);
+	CHECK_EQ(call(&e, NULL), cudaErrorStreamCaptureUnsupported);
+	mearas_log_set_fd(STDERR_FILENO);
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	CHECK(strstr(buf, "copy of 64 bytes from pageable host memory into a stream capture refused") != NULL);
+	/* the legacy stream, which does not capture, still copies meanwhile */
+	e.stream = MEARAS_STREAM_LEGACY;
+	CHECK_EQ(call(&e, NULL), 0);
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_END, 34, 42, 0, 0), 0);
+	CHECK_EQ(node_count(42), 0);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_DESTROY, 0, 42, 0, 0), 0);
+	/* the capture over: copied again */
+	e.stream = 34;
+	CHECK_EQ(call(&e, NULL), 0);
+	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 34, 0, 0), 0);
+	CHECK(!v->w->broken);
+}
+
 /* every case's worker: 1 MiB allocated and the spin kernel loaded */
 static void alloc_and_load_spin(void)
 {
@@ -629,5 +669,6 @@ static const struct check_case cases[] = {
 	{ "capture_origin_destroyed", test_capture_origin_destroyed },
 	{ "host_funcs_queued_bounded", test_host_funcs_queued_bounded },
 	{ "graph_nodes_bounded", test_graph_nodes_bounded },
+	{ "inline_copy_capture", test_inline_copy_capture },
 };
 FIXTURE_MAIN(cases, 1, 0, alloc_and_load_spin)
