@@ -169,6 +169,21 @@ cudaError_t rt_capture_info(const struct rt_stream_ref *st, const char *call, en
 	return cudaSuccess;
 }
 
+bool rt_capture_active(const struct rt_stream_ref *st)
+{
+	int32_t s = cudaStreamCaptureStatusNone;
+	bool any;
+
+	/* the legacy stream never captures (and is not asked about) */
+	if (st->id == MEARAS_STREAM_LEGACY && !(st->sqe_flags & MEARAS_SQE_PER_THREAD))
+		return false;
+	pthread_mutex_lock(&capture_lock);
+	any = captures != NULL;
+	pthread_mutex_unlock(&capture_lock);
+	/* the back end knows streams that joined a capture by an event wait too */
+	return any && rt_do_CAPTURE_STATUS(st->vgpu, st, &s) == cudaSuccess && s != cudaStreamCaptureStatusNone;
+}
+
 cudaError_t rt_capture_mode_exchange(enum cudaStreamCaptureMode *mode)
 {
 	enum cudaStreamCaptureMode old = thread_mode;

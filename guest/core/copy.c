@@ -109,6 +109,19 @@ static cudaError_t copy_and_wait(int vgpu, const struct rt_stream_ref *st, uint6
 
 /* Pageable -> device through the staging buffers. Returns when the source
  * has been read (every chunk is staged) and the DMAs are done. */
+/* Pageable host memory cannot go into a stream capture, as in CUDA: its
+ * bytes travel in the record or through staging buffers, and the graph
+ * would read those again at each launch, long after. */
+static cudaError_t pageable_capture_check(const struct rt_stream_ref *st, uint64_t n)
+{
+	if (!rt_capture_active(st))
+		return cudaSuccess;
+	log_warn("copy of %llu bytes of pageable host memory on a capturing stream refused "
+		 "(cudaErrorStreamCaptureUnsupported, as in CUDA): capture copies of pinned memory "
+		 "(cudaMallocHost, cudaHostRegister)", (unsigned long long)n);
+	return cudaErrorStreamCaptureUnsupported;
+}
+
 static cudaError_t staged_h2d(int vgpu, const struct rt_stream_ref *st, uint64_t dst, const uint8_t *src,
 			      uint64_t n)
 {
@@ -349,6 +362,9 @@ cudaError_t rt_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind 
 						 MEARAS_COPY_HTOD, false, NULL);
 			return copy_and_wait(vgpu, &st, (uint64_t)(uintptr_t)dst, dh_offset(src), n, MEARAS_COPY_HTOD);
 		}
+		e = pageable_capture_check(&st, n);
+		if (e)
+			return e;
 		if (n <= INLINE_COPY_MAX) {
 			return rt_do_MEMCPY_INLINE(vgpu, &st, (uint64_t)(uintptr_t)dst, src, (uint32_t)n, false);
 		}
@@ -360,6 +376,9 @@ cudaError_t rt_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind 
 						 MEARAS_COPY_DTOH, false, NULL);
 			return copy_and_wait(vgpu, &st, dh_offset(dst), (uint64_t)(uintptr_t)src, n, MEARAS_COPY_DTOH);
 		}
+		e = pageable_capture_check(&st, n);
+		if (e)
+			return e;
 		return staged_d2h(vgpu, &st, dst, (uint64_t)(uintptr_t)src, n);
 	default: /* device to device: no host synchronization, as in CUDA */
 		if (dv != sv && vgpu == sv && st.id == MEARAS_STREAM_LEGACY)

@@ -360,6 +360,9 @@ CORE_API cudaError_t rt_capture_end(const struct rt_stream_ref *st, struct rt_gr
 CORE_API cudaError_t rt_capture_info(const struct rt_stream_ref *st, const char *call,
 				     enum cudaStreamCaptureStatus *status, unsigned long long *id, cudaGraph_t *graph,
 				     const cudaGraphNode_t **deps, const cudaGraphEdgeData **edges, size_t *ndeps);
+/* st captures (or its capture was invalidated): a round trip only while a
+ * capture of this process is in progress, false at once otherwise */
+bool rt_capture_active(const struct rt_stream_ref *st);
 /* cudaThreadExchangeStreamCaptureMode */
 CORE_API cudaError_t rt_capture_mode_exchange(enum cudaStreamCaptureMode *mode);
 void rt_capture_forget_stream(int vgpu, uint32_t stream);

@@ -6,7 +6,8 @@
 // captured with the driver API (cuStreamBeginCapture_v2, the CUDA 10.0
 // entry point without a mode from cuGetProcAddress) instantiated by the
 // runtime and launched by the driver and vice versa (one object), uploads,
-// instantiation flags and params.
+// instantiation flags and params. Copies into a capture: pinned memory is
+// captured and read at each launch, pageable memory refused (as in CUDA).
 #include <cuda.h>
 #include <thread>
 
@@ -57,6 +58,45 @@ static void runtime_capture(cudaStream_t s, int *dev)
     std::thread([&] { from_thread = cudaStreamEndCapture(s, &g); }).join();
     CHECK_CUDA(from_thread);
     CHECK_CUDA(cudaGraphDestroy(g));
+}
+
+/* pinned host memory captures (each launch reads it anew); pageable memory is
+ * refused in a capture, small (its bytes in the record) or large (staged) */
+static void host_copies_capture(cudaStream_t s, int *pinned)
+{
+    const size_t big = 1 << 20;
+    int *dev, *pageable = (int *)malloc(big);
+    cudaGraph_t g;
+    cudaGraphExec_t x;
+
+    REQUIRE(pageable, "malloc");
+    CHECK_CUDA(cudaMalloc(&dev, big));
+    CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+    EXPECT_ERR(cudaErrorStreamCaptureUnsupported, cudaMemcpyAsync(dev, pageable, sizeof(int), cudaMemcpyHostToDevice, s));
+    EXPECT_ERR(cudaErrorStreamCaptureUnsupported, cudaMemcpyAsync(dev, pageable, big, cudaMemcpyHostToDevice, s));
+    EXPECT_ERR(cudaErrorStreamCaptureUnsupported, cudaMemcpyAsync(pageable, dev, sizeof(int), cudaMemcpyDeviceToHost, s));
+    cudaGetLastError();
+    CHECK_CUDA(cudaMemcpyAsync(dev, pinned, sizeof(int), cudaMemcpyHostToDevice, s));
+    CHECK_CUDA(cudaMemcpyAsync(pinned + 1, dev, sizeof(int), cudaMemcpyDeviceToHost, s));
+    CHECK_CUDA(cudaStreamEndCapture(s, &g));
+    CHECK_CUDA(cudaGraphInstantiate(&x, g, 0));
+    for (int v = 41; v < 44; v++) {
+        pinned[0] = v;
+        pinned[1] = 0;
+        CHECK_CUDA(cudaGraphLaunch(x, s));
+        CHECK_CUDA(cudaStreamSynchronize(s));
+        REQUIRE(pinned[1] == v, "launch with %d in the pinned source: %d came back", v, pinned[1]);
+    }
+    /* the capture over: pageable copies as before */
+    pageable[0] = 9;
+    CHECK_CUDA(cudaMemcpyAsync(dev, pageable, sizeof(int), cudaMemcpyHostToDevice, s));
+    CHECK_CUDA(cudaMemcpyAsync(pinned, dev, sizeof(int), cudaMemcpyDeviceToHost, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    REQUIRE(pinned[0] == 9, "pageable copy after the capture: %d", pinned[0]);
+    CHECK_CUDA(cudaGraphExecDestroy(x));
+    CHECK_CUDA(cudaGraphDestroy(g));
+    CHECK_CUDA(cudaFree(dev));
+    free(pageable);
 }
 
 /* each thread's per-thread default stream captures on its own */
@@ -186,6 +226,7 @@ int main(void)
     CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     runtime_capture(s, dev);
     per_thread_capture(dev);
+    host_copies_capture(s, pinned);
 
     CHECK_CU(cuInit(0));
     CHECK_CU(cuDevicePrimaryCtxRetain(&ctx, 0));
