@@ -52,6 +52,15 @@ int exec_op_MODULE_UNLOAD(struct vgpu *v, const struct mearas_sqe *e, const stru
 		if (funcs->slots[i].obj && (aux >> 48) == in->a->module)
 			exec_func_release(v, htab_take(funcs, i), aux);
 	}
+	/* and so do its globals: their memory is the driver's to reuse */
+	pthread_mutex_lock(&v->heap_lock);
+	for (size_t i = 0; i < v->nglobals;) {
+		if (v->globals[i].module == in->a->module)
+			v->globals[i] = v->globals[--v->nglobals];
+		else
+			i++;
+	}
+	pthread_mutex_unlock(&v->heap_lock);
 	v->ops->module_unload(v->dev, mod);
 	return 0;
 }
@@ -161,7 +170,8 @@ int exec_op_GLOBAL_GET(struct vgpu *v, const struct mearas_sqe *e, const struct 
 			v->globals = g;
 			v->cap_globals = ncap;
 		}
-		v->globals[v->nglobals++] = (struct global_range){ .va = c->val[0], .size = c->val[1] };
+		v->globals[v->nglobals++] =
+			(struct global_range){ .va = c->val[0], .size = c->val[1], .module = in->a->module };
 		pthread_mutex_unlock(&v->heap_lock);
 	}
 	return 0;

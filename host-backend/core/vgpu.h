@@ -94,6 +94,7 @@ struct pending {
 
 struct global_range {
 	uint64_t va, size;
+	uint64_t module;        /* its module's handle: the range goes with it */
 };
 
 struct vgpu {

@@ -250,6 +250,26 @@ static void test_globals(void)
 	CHECK_EQ(run_named(MEARAS_OP_GLOBAL_GET, 2, 0, "other", NULL), cudaErrorInvalidSymbol);
 }
 
+/* a module's globals are device memory of the client only while the module
+ * is loaded: after MODULE_UNLOAD a copy to one is refused */
+static void test_globals_unloaded(void)
+{
+	uint64_t val[2];
+	struct mearas_sqe e;
+
+	stream_and_modules();
+	REQUIRE(run_named(MEARAS_OP_GLOBAL_GET, 2, 64, "g_counter", val) == 0);
+	e = sqe_of(MEARAS_OP_MEMCPY);
+	e.args.a[0] = val[0];
+	e.args.a[1] = 0;
+	e.args.a[2] = 64;
+	e.args.a[3] = MEARAS_COPY_HTOD;
+	CHECK_EQ(fixture_run(&fx, 0, &e, NULL), 0);
+	CHECK_EQ(run1(MEARAS_OP_MODULE_UNLOAD, 0, 2, 0, 0), 0);
+	CHECK_EQ(fixture_run(&fx, 0, &e, NULL), cudaErrorInvalidValue);
+	CHECK_EQ(fx.w->vgpus[0].nglobals, 0);
+}
+
 static void test_reset(void)
 {
 	stream_and_modules();
@@ -273,6 +293,7 @@ static const struct check_case cases[] = {
 	{ "functions_and_launch", test_functions_and_launch },
 	{ "launch_attribute_flags", test_launch_attribute_flags },
 	{ "module_globals", test_globals },
+	{ "module_globals_unloaded", test_globals_unloaded },
 	{ "device_reset_drops_everything", test_reset },
 };
 FIXTURE_MAIN(cases, 1, 0, NULL)
