@@ -9,7 +9,9 @@
  * refuses what it cannot resolve: a function a PTX input declares .extern
  * that no PTX input defines is CUDA_ERROR_INVALID_PTX, with a log line that
  * names it. Objects and libraries are refused (CUDA_ERROR_NOT_SUPPORTED):
- * the model has no archive reader. Options change nothing here.
+ * the model has no archive reader, and so are inputs of more than 65536
+ * function definitions (each extern is looked up in their sorted table).
+ * Options change nothing here.
  */
 #include <ctype.h>
 #include <stdbool.h>
