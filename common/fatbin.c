@@ -124,6 +124,45 @@ int mearas_module_image_size(const void *image, size_t *size)
 	return *size > ((size_t)1 << 32) ? -EOVERFLOW : 0;
 }
 
+int mearas_module_image_extent(const void *image, size_t avail, size_t *size, char *err, size_t errlen)
+{
+	const uint8_t *d = image;
+	int rc;
+
+	if (!image || !size || avail < 4) {
+		fb_seterr(err, errlen, "shorter than a magic number");
+		return -EINVAL;
+	}
+	if (d[0] == 0x7f && d[1] == 'E' && d[2] == 'L' && d[3] == 'F') {
+		rc = avail < 64 ? -EOVERFLOW : elf_size(d, avail, size);
+		if (rc)
+			fb_seterr(err, errlen, "ELF header malformed, or headers or sections past its %zu bytes", avail);
+		return rc;
+	}
+	if (fb_rd32(d) == MEARAS_FATBINC_MAGIC) {
+		fb_seterr(err, errlen, "a fat binary wrapper (it holds a pointer, not the fat binary)");
+		return -EINVAL;
+	}
+	if (fb_rd32(d) == MEARAS_FATBIN_MAGIC) {
+		uint16_t hsize = avail >= 16 ? fb_rd16(d + 6) : 0;
+		uint64_t body = avail >= 16 ? fb_rd64(d + 8) : 0;
+
+		if (avail < 16 || hsize < 16 || hsize > avail || body > avail - hsize) {
+			fb_seterr(err, errlen, "fat binary header and body past its %zu bytes", avail);
+			return -EOVERFLOW;
+		}
+		*size = hsize + (size_t)body;
+		return 0;
+	}
+	d = memchr(image, 0, avail);
+	if (!d) {
+		fb_seterr(err, errlen, "text without its NUL in its %zu bytes", avail);
+		return -EOVERFLOW;
+	}
+	*size = (size_t)(d - (const uint8_t *)image) + 1;
+	return 0;
+}
+
 int fb_builder_add(struct fb_builder *b, const char *name, size_t namelen,
 		   struct mearas_kparam *params, uint32_t nparams)
 {

@@ -16,16 +16,29 @@ int exec_op_MODULE_LOAD(struct vgpu *v, const struct mearas_sqe *e, const struct
 {
 	uint64_t size = in->a->size;
 	const void *img = exec_data_ptr(v, in->a->image, size);
+	char why[160];
+	size_t extent;
 	void *copy, *mod;
 	int r;
 
 	(void)e, (void)c, (void)f;
-	if (!img || size < 16 || size > (1ull << 31))
+	if (!img || size < 16 || size > (1ull << 31)) {
+		exec_refuse_log(v, "module image refused: %llu bytes at data offset %#llx (16 bytes to 2 GiB inside the "
+				"data area)", (unsigned long long)size, (unsigned long long)in->a->image);
 		return cudaErrorInvalidValue;
+	}
 	copy = malloc(size);
 	if (!copy)
 		return cudaErrorMemoryAllocation;
 	memcpy(copy, img, size);
+	/* A GPU's loader (cuModuleLoadData) takes no length: it follows the
+	 * image's own headers, or PTX text to its NUL. They must end inside
+	 * the bytes we copied, and a wrapper's pointer is never followed. */
+	if (mearas_module_image_extent(copy, size, &extent, why, sizeof(why))) {
+		exec_refuse_log(v, "module image refused: %s", why);
+		free(copy);
+		return cudaErrorInvalidKernelImage;
+	}
 	r = v->ops->module_load(v->dev, copy, size, &mod);
 	/* searched once the driver took it (a module it refuses cannot print) */
 	if (!r && !v->may_print)

@@ -195,13 +195,28 @@ static void fire(struct vgpu *v, const char *why)
 		w->cfg->kernel_timeout_ms);
 }
 
+/* The name of a mark's kernel, if its function is still one the client
+ * holds: a MODULE_UNLOAD (or a reset) frees functions while marks behind
+ * their launches are still in flight, so the pointer is only followed when
+ * the function table still has it (once per client: the limit fires once).
+ * A freed function's address reused by a newer one names that one. */
+static const char *mark_func_name(struct vgpu *v, const struct watch_mark *m)
+{
+	const struct handle_table *t = &v->htab[MEARAS_KIND_FUNC];
+
+	if (!m->func || !v->ops->func_name)
+		return NULL;
+	for (uint32_t i = 0; i < t->cap; i++)
+		if (t->slots[i].obj == m->func)
+			return v->ops->func_name(v->dev, m->func);
+	return NULL;
+}
+
 static void fire_kernel(struct vgpu *v, const struct watch_mark *m, uint64_t ran_ns)
 {
-	const char *name = NULL;
+	const char *name = mark_func_name(v, m);
 	char why[256];
 
-	if (m->func && v->ops->func_name)
-		name = v->ops->func_name(v->dev, m->func);
 	snprintf(why, sizeof(why), "kernel %s has run %llu ms, past the limit of %u ms",
 		 name ? name : m->graph ? "(in a graph)" : "(unknown)", (unsigned long long)(ran_ns / 1000000),
 		 v->w->cfg->kernel_timeout_ms);

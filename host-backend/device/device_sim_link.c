@@ -9,14 +9,18 @@
  * refuses what it cannot resolve: a function a PTX input declares .extern
  * that no PTX input defines is CUDA_ERROR_INVALID_PTX, with a log line that
  * names it. Objects and libraries are refused (CUDA_ERROR_NOT_SUPPORTED):
- * the model has no archive reader. Options change nothing here.
+ * the model has no archive reader, and so are inputs of more than 65536
+ * function definitions (each extern is looked up in their sorted table).
+ * Options change nothing here.
  */
 #include <ctype.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cuda.h>
+#include <driver_types.h>
 
 #include "mearas/fatbin.h"
 #include "mearas/link.h"
@@ -100,11 +104,31 @@ static size_t func_name(const char *p, const char *end, const char **name)
 	return n;
 }
 
-/* whether a PTX input defines function name[0..len) (".visible .func" or ".weak .func") */
-static bool defined(const struct mdev_link_input *in, unsigned n, const char *name, size_t len)
+/* the functions the PTX inputs define, sorted, so that each extern is
+ * looked up once: searching the inputs for every declaration was quadratic
+ * in a client's input (minutes for a few MiB) */
+#define SIM_LINK_MAX_DEFS 65536u
+
+struct def {
+	const char *name;
+	size_t len;
+};
+
+static int def_cmp(const void *a, const void *b)
+{
+	const struct def *x = a, *y = b;
+	int c = memcmp(x->name, y->name, x->len < y->len ? x->len : y->len);
+
+	return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/* the definitions (".visible .func" or ".weak .func") into defs (at most
+ * SIM_LINK_MAX_DEFS), sorted; false when there are more */
+static bool collect_defs(const struct mdev_link_input *in, unsigned n, struct def *defs, size_t *ndefs)
 {
 	static const char *const dirs[] = { ".visible .func", ".weak .func" };
 
+	*ndefs = 0;
 	for (unsigned i = 0; i < n; i++) {
 		const char *t = in[i].data, *end = t + in[i].size;
 
@@ -117,16 +141,21 @@ static bool defined(const struct mdev_link_input *in, unsigned n, const char *na
 
 				p += strlen(dirs[k]);
 				nl = func_name(p, end, &nm);
-				if (nl == len && !memcmp(nm, name, len))
-					return true;
+				if (!nl)
+					continue;
+				if (*ndefs == SIM_LINK_MAX_DEFS)
+					return false;
+				defs[(*ndefs)++] = (struct def){ .name = nm, .len = nl };
 			}
 	}
-	return false;
+	qsort(defs, *ndefs, sizeof(*defs), def_cmp);
+	return true;
 }
 
 /* the first function a PTX input declares .extern that none defines: its
- * name in *name (length returned), 0 when every one is */
-static size_t unresolved(const struct mdev_link_input *in, unsigned n, const char **name)
+ * name (*name, the length returned), 0 when every one is defined */
+static size_t unresolved(const struct mdev_link_input *in, unsigned n, const struct def *defs, size_t ndefs,
+			 const char **name)
 {
 	static const char dir[] = ".extern .func";
 
@@ -136,14 +165,16 @@ static size_t unresolved(const struct mdev_link_input *in, unsigned n, const cha
 		if (in[i].type != CU_JIT_INPUT_PTX)
 			continue;
 		for (const char *p = t; (p = memmem(p, (size_t)(end - p), dir, sizeof(dir) - 1));) {
-			size_t len;
+			struct def key;
 
 			p += sizeof(dir) - 1;
-			len = func_name(p, end, name);
+			key.len = func_name(p, end, &key.name);
+			*name = key.name;
 			/* the device runtime's functions (vprintf ...) are the driver's */
-			if (len && !defined(in, n, *name, len) && !(len == 7 && !memcmp(*name, "vprintf", 7)) &&
-			    !(len == 12 && !memcmp(*name, "__assertfail", 12)))
-				return len;
+			if (key.len && !bsearch(&key, defs, ndefs, sizeof(*defs), def_cmp) &&
+			    !(key.len == 7 && !memcmp(key.name, "vprintf", 7)) &&
+			    !(key.len == 12 && !memcmp(key.name, "__assertfail", 12)))
+				return key.len;
 		}
 	}
 	return 0;
@@ -161,8 +192,9 @@ int sim_link(struct mdev *d, const struct mdev_link_input *in, unsigned n, const
 {
 	char msg[256];
 	const char *name;
+	struct def *defs;
 	uint64_t total = 0, off = 0;
-	size_t len;
+	size_t len, ndefs;
 
 	(void)d, (void)opt, (void)val, (void)nopt;
 	*link_error = 0;
@@ -180,7 +212,17 @@ int sim_link(struct mdev *d, const struct mdev_link_input *in, unsigned n, const
 		}
 		total += wrapped_size(&in[i]);
 	}
-	len = unresolved(in, n, &name);
+	defs = malloc(SIM_LINK_MAX_DEFS * sizeof(*defs));
+	if (!defs)
+		return cudaErrorMemoryAllocation;
+	if (!collect_defs(in, n, defs, &ndefs)) {
+		free(defs);
+		fail(CUDA_ERROR_NOT_SUPPORTED, "sim: the linker model takes at most 65536 function definitions", out,
+		     cap, size, link_error);
+		return 0;
+	}
+	len = unresolved(in, n, defs, ndefs, &name);
+	free(defs);
 	if (len) {
 		snprintf(msg, sizeof(msg), "sim: unresolved extern function '%.*s'", (int)(len > 128 ? 128 : len),
 			 name);

@@ -50,6 +50,17 @@ int mearas_fatbin_locate(const void *wrapper_or_fatbin, const void **fatbin,
 int mearas_module_image_size(const void *image, size_t *size);
 
 /*
+ * mearas_module_image_size for an image the caller does not vouch for: only
+ * its first avail bytes are read. 0 with *size <= avail when the image ends
+ * there by its own account (ELF headers and sections, the fat binary header's
+ * size, PTX text's NUL); -EOVERFLOW when it says it goes on past them,
+ * -EINVAL for a __fatBinC_Wrapper_t (a pointer) or a malformed ELF header;
+ * err says why. A loader that takes no length (cuModuleLoadData) follows
+ * what the image says, so a daemon checks this first.
+ */
+int mearas_module_image_extent(const void *image, size_t avail, size_t *size, char *err, size_t errlen);
+
+/*
  * Whether code in a module image (as mearas_module_image_size takes it, size
  * bytes) may print: device printf and assert write into a buffer that the
  * driver empties into stdout when the host synchronizes, and only code that

@@ -2,7 +2,9 @@
 /* libFuzzer target: the fat binary parser (common/fatbin*.c) on hostile
  * bytes. An index that is built must be self-consistent: every kernel is
  * found by its name, and its parameters lie inside its parameter bytes. The
- * daemon's search for printing code (mearas_image_may_print) answers 0 or 1. */
+ * daemon's search for printing code (mearas_image_may_print) answers 0 or 1;
+ * its check that a module image ends inside the bytes it was given
+ * (mearas_module_image_extent) reads no further and never says more. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +20,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t n;
 	int prints = mearas_image_may_print(data, size);
 
+	size_t extent = 0;
+	char why[160] = "";
+
 	if (prints != 0 && prints != 1)
 		abort();
+	if (mearas_module_image_extent(data, size, &extent, why, sizeof(why)) == 0) {
+		if (extent == 0 || extent > size)
+			abort();
+	} else if (why[0] == 0) {
+		abort(); /* a refusal must come with a reason */
+	}
 	if (!idx) {
 		if (strnlen(err, sizeof(err)) == sizeof(err) || err[0] == 0)
 			abort(); /* a failure must come with a reason */

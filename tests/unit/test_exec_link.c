@@ -7,13 +7,19 @@
  *   malformed_refused    short header, magic, counts, options, types, sizes,
  *                        trailing bytes, spans outside the data area
  *   linker_error_logged  an unresolved function: status 0, link_error and its log
+ *   many_externs_in_time 55000 extern declarations the input's last function
+ *                        resolves: linked in a moment, not a scan of the whole
+ *                        input per declaration
  * (`test_exec_link NAME` runs one) */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cuda.h>
 
 #include "check.h"
 #include "fixture_cases.h"
+#include "mearas/clock.h"
 #include "mearas/fatbin.h"
 #include "mearas/link.h"
 
@@ -119,10 +125,37 @@ static void test_linker_error_logged(void)
 	CHECK(val[0] > 0 && memmem(fx.w->data + OUT_OFF, val[0], "nowhere", 7) != NULL);
 }
 
+/* Every extern declared is defined, last: the sim's linker model used to
+ * search the whole input for each declaration's definition (quadratic: a
+ * client's LINK record held its worker's poller for minutes). */
+static void test_many_externs_in_time(void)
+{
+	static const char decl[] = ".extern .func f;\n", def[] = ".visible .func f()\n{\n\tret;\n}\n";
+	const unsigned n = 55000;
+	size_t size = n * (sizeof(decl) - 1) + sizeof(def);
+	char *text = malloc(size);
+	uint64_t len, val[2], t0, ms;
+
+	REQUIRE(text);
+	for (unsigned i = 0; i < n; i++)
+		memcpy(text + i * (sizeof(decl) - 1), decl, sizeof(decl) - 1);
+	memcpy(text + n * (sizeof(decl) - 1), def, sizeof(def));
+	len = lay_out(text, size);
+	free(text);
+	REQUIRE(IN_OFF + len <= OUT_OFF);
+	t0 = mearas_mono_ns();
+	CHECK_EQ(link(IN_OFF, len, OUT_OFF, 4u << 20, val), 0);
+	ms = (mearas_mono_ns() - t0) / 1000000;
+	printf("  %u declarations of %zu bytes linked in %llu ms\n", n, size, (unsigned long long)ms);
+	CHECK_EQ(val[1], 0);
+	CHECK(ms < 2000);
+}
+
 static const struct check_case cases[] = {
 	{ "links_ptx", test_links_ptx },
 	{ "room_asked_again", test_room_asked_again },
 	{ "malformed_refused", test_malformed_refused },
 	{ "linker_error_logged", test_linker_error_logged },
+	{ "many_externs_in_time", test_many_externs_in_time },
 };
 FIXTURE_MAIN(cases, 1, 0, NULL)

@@ -1,11 +1,18 @@
 // SPDX-License-Identifier: MIT
 /* exec_record(): handles and device objects -- streams and events (ids out
  * of range, duplicates, unknown and destroyed handles), modules from a real
- * fat binary (--fatbin=PATH, built by nvcc from kernels.cu), function
- * lookup, launches with the wrong parameter size or configuration, functions
- * dying with their module, module globals, a device reset. */
+ * fat binary (--fatbin=PATH, built by nvcc from kernels.cu), images that
+ * say they go on past the record's bytes or hold a pointer (refused before
+ * the device's loader, which takes no length, sees them), function lookup,
+ * launches with the wrong parameter size or configuration, functions dying
+ * with their module, module globals, a device reset. */
+#include <stdlib.h>
+#include <unistd.h>
+
 #include "check.h"
 #include "fixture_cases.h"
+#include "mearas/fatbin.h"
+#include "mearas/log.h"
 
 
 static int run1(unsigned op, uint32_t stream, uint64_t a0, uint64_t a1, uint64_t a2)
@@ -124,6 +131,115 @@ static void test_module_load(void)
 	CHECK_EQ(run1(MEARAS_OP_MODULE_LOAD, 0, 1, 4096, n), 0);
 	CHECK_EQ(run1(MEARAS_OP_MODULE_LOAD, 0, 1, 4096, n), cudaErrorInvalidValue);     /* duplicate */
 	CHECK_EQ(run1(MEARAS_OP_MODULE_LOAD, 0, 2, 4096, n), 0);
+}
+
+/* ---- images the device's loader would read past ---- */
+
+static int loads_seen;          /* module_load calls that reached the device */
+static struct mdev_ops counting_ops;
+
+static int counting_module_load(struct mdev *d, const void *image, size_t size, void **module)
+{
+	loads_seen++;
+	return mdev_sim_ops.module_load(d, image, size, module);
+}
+
+/* vGPU 0's device counts the images its loader is given */
+static void count_loads(void)
+{
+	counting_ops = *fx.w->vgpus[0].ops;
+	counting_ops.module_load = counting_module_load;
+	fx.w->vgpus[0].ops = &counting_ops;
+	loads_seen = 0;
+}
+
+static char log_path[64];
+static int log_fd = -1;
+
+static void log_capture(void)
+{
+	strcpy(log_path, "/tmp/mearas-unit-log.XXXXXX");
+	log_fd = mkstemp(log_path);
+	REQUIRE(log_fd >= 0);
+	unlink(log_path);
+	mearas_log_set_fd(log_fd);
+}
+
+/* whether the log written since log_capture() holds `what`; ends the capture */
+static bool log_has(const char *what)
+{
+	static char buf[65536];
+	ssize_t n;
+
+	mearas_log_set_fd(STDERR_FILENO);
+	n = pread(log_fd, buf, sizeof(buf) - 1, 0);
+	close(log_fd);
+	log_fd = -1;
+	buf[n > 0 ? n : 0] = 0;
+	return strstr(buf, what) != NULL;
+}
+
+/* an image of `size` bytes at data offset 4096 refused with a log line, and
+ * the device's loader never saw it */
+static void image_refused(uint64_t size, const char *what)
+{
+	int before = loads_seen, r;
+
+	log_capture();
+	r = run1(MEARAS_OP_MODULE_LOAD, 0, 1, 4096, size);
+	CHECK_MSG(log_has("module image refused"), "%s: no log line", what);
+	CHECK_MSG(r == cudaErrorInvalidKernelImage, "%s: status %d", what, r);
+	CHECK_MSG(loads_seen == before, "%s: the device's loader saw it", what);
+}
+
+/* The image's own account of its size (a fat binary's header, an ELF's
+ * section headers, PTX text's NUL) past the record's bytes: a loader that
+ * takes no length (cuModuleLoadData on a GPU) would read on past them. */
+static void test_image_past_its_bytes(void)
+{
+	size_t n = read_fatbin();
+	uint8_t *img = fx.w->data + 4096;
+	uint64_t body;
+
+	count_loads();
+	/* the fat binary cut short: its header still says n bytes */
+	image_refused(n - 64, "a fat binary cut short");
+	/* its header says a GiB more than there is */
+	memcpy(&body, img + 8, 8);
+	body += 1ull << 30;
+	memcpy(img + 8, &body, 8);
+	image_refused(n, "a fat binary header past the bytes");
+	/* PTX text without its NUL in the record's bytes */
+	memset(img, 'a', 256);
+	memcpy(img, ".version 8.0\n", 13);
+	image_refused(256, "PTX without its NUL");
+	/* an ELF whose section headers lie past the bytes */
+	memset(img, 0, 256);
+	memcpy(img, "\x7f" "ELF\x02\x01\x01", 7);
+	img[0x3a] = 64;                 /* e_shentsize */
+	img[0x3c] = 4;                  /* e_shnum */
+	img[0x28] = 0xc0;               /* e_shoff: 192 + 4 x 64 > 256 */
+	image_refused(256, "ELF sections past the bytes");
+	/* the real image is still loaded */
+	n = read_fatbin();
+	CHECK_EQ(run1(MEARAS_OP_MODULE_LOAD, 0, 1, 4096, n), 0);
+	CHECK_EQ(loads_seen, 1);
+}
+
+/* A __fatBinC_Wrapper_t holds a pointer: a loader would follow it into the
+ * daemon's memory. */
+static void test_image_wrapper_refused(void)
+{
+	uint8_t *img = fx.w->data + 4096;
+	uint32_t magic = MEARAS_FATBINC_MAGIC, version = 1;
+	uint64_t ptr = (uint64_t)(uintptr_t)&counting_ops;
+
+	count_loads();
+	memset(img, 0, 64);
+	memcpy(img, &magic, 4);
+	memcpy(img + 4, &version, 4);
+	memcpy(img + 8, &ptr, 8);
+	image_refused(64, "a fat binary wrapper");
 }
 
 /* stream 7, modules 1 and 2 of the fat binary */
@@ -290,6 +406,8 @@ static void test_reset(void)
 static const struct check_case cases[] = {
 	{ "streams_and_events", test_streams_events },
 	{ "module_load", test_module_load },
+	{ "module_image_past_its_bytes", test_image_past_its_bytes },
+	{ "module_image_wrapper_refused", test_image_wrapper_refused },
 	{ "functions_and_launch", test_functions_and_launch },
 	{ "launch_attribute_flags", test_launch_attribute_flags },
 	{ "module_globals", test_globals },

@@ -7,13 +7,18 @@
  * marks the region TIMED_OUT, and its pending waits fail with
  * cudaErrorLaunchTimeout; more kernels than the mark queue holds are still
  * watched to the last; more busy streams than it watches, or a poller stuck
- * in a driver call, end the context too. */
+ * in a driver call, end the context too; a kernel whose module the client
+ * unloaded while it runs still fires, and its freed function is not read
+ * to name it (on the sim itself, with its never-ending kernel). */
+#include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "core/watchdog.h"
 #include "fixture_cases.h"
 #include "mearas/clock.h"
+#include "mearas/log.h"
 
 #define LIMIT_MS 200
 
@@ -273,6 +278,55 @@ static void stuck_poller_ends_context(void)
 	CHECK_EQ(((struct mearas_region_hdr *)fx.w->region)->state, MEARAS_BACKEND_TIMED_OUT);
 }
 
+/* The sim's never-ending kernel (mearas_sim_hang) launched, its module
+ * unloaded while it runs (MODULE_UNLOAD frees the module's functions; the
+ * mark behind the launch still holds the function): the limit fires, and
+ * names no freed function (ASan: no use after free). */
+static void unloaded_kernel_times_out(void)
+{
+	static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+				  ".visible .entry mearas_sim_hang(.param .u64 flag)\n{\n\tret;\n}\n";
+	static const char name[] = "mearas_sim_hang";
+	char path[] = "/tmp/mearas-unit-log.XXXXXX", buf[16384];
+	struct mearas_sqe e;
+	int fd;
+	ssize_t n;
+
+	/* armed on the sim itself, not the model: its streams hang for real */
+	fx.cfg.kernel_timeout_ms = LIMIT_MS;
+	REQUIRE(watchdog_arm(fx.w) == 0);
+	memcpy(fx.w->data, ptx, sizeof(ptx));
+	REQUIRE(FIXTURE_OP(MEARAS_OP_MODULE_LOAD, 0, 1, 0, sizeof(ptx)) == 0);
+	e = sqe_of(MEARAS_OP_FUNC_GET);
+	e.args.a[0] = 1;
+	e.args.a[1] = 10;
+	e.payload_len = sizeof(name);
+	memcpy(e.inline_payload, name, sizeof(name));
+	REQUIRE(fixture_run(&fx, 0, &e, NULL) == 0);
+	REQUIRE(FIXTURE_OP(MEARAS_OP_STREAM_CREATE, 0, 7, 0, 0) == 0);
+	e = sqe_of(MEARAS_OP_LAUNCH);
+	e.stream = 7;
+	e.args.a[0] = 10;
+	e.args.a[1] = 1 | (1ull << 32);
+	e.args.a[2] = 1 | (1ull << 32);
+	e.args.a[3] = 1 | (1ull << 32);
+	e.payload_len = 8;
+	memset(e.inline_payload, 0, 8);
+	exec_record(v, &e);     /* no completion asked: it would wait forever */
+	REQUIRE(v->deferred_error == 0);
+	CHECK_EQ(FIXTURE_OP(MEARAS_OP_MODULE_UNLOAD, 0, 1), 0);
+	fd = mkstemp(path);
+	REQUIRE(fd >= 0);
+	unlink(path);
+	mearas_log_set_fd(fd);
+	CHECK(poll_for(v, LIMIT_MS * 3));
+	mearas_log_set_fd(STDERR_FILENO);
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	CHECK_MSG(strstr(buf, "kernel (unknown) has run"), "the limit's log line: %s", buf);
+}
+
 static const struct check_case cases[] = {
 	{ "off_by_default", off_by_default },
 	{ "short_kernels_not_one_long", short_kernels_not_one_long },
@@ -281,5 +335,6 @@ static const struct check_case cases[] = {
 	{ "past_mark_queue_still_watched", past_mark_queue_still_watched },
 	{ "too_many_busy_streams", too_many_busy_streams },
 	{ "stuck_poller_ends_context", stuck_poller_ends_context },
+	{ "unloaded_kernel_times_out", unloaded_kernel_times_out },
 };
 CHECK_MAIN_FIXTURE(cases, setup, teardown)
