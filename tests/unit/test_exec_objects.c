@@ -343,23 +343,32 @@ static void test_launch_attribute_flags(void)
 	CHECK_EQ(fixture_run(&fx, 0, &e, NULL), cudaErrorInvalidValue);
 }
 
-static void test_globals(void)
+/* module 2's g_counter (64 bytes) at *va, and a record copying 64 bytes of
+ * the data area to it */
+static struct mearas_sqe copy_to_global(uint64_t *va)
 {
-	uint64_t val[2];
-	struct mearas_sqe e;
+	uint64_t val[2] = { 0 };
+	struct mearas_sqe e = sqe_of(MEARAS_OP_MEMCPY);
 
 	stream_and_modules();
 	REQUIRE(run_named(MEARAS_OP_GLOBAL_GET, 2, 64, "g_counter", val) == 0);
 	CHECK(val[0] != 0);
 	CHECK_EQ(val[1], 64);
-	/* the global is device memory the client may copy to, within its size */
-	e = sqe_of(MEARAS_OP_MEMCPY);
+	*va = val[0];
 	e.args.a[0] = val[0];
-	e.args.a[1] = 0;
 	e.args.a[2] = 64;
 	e.args.a[3] = MEARAS_COPY_HTOD;
+	return e;
+}
+
+static void test_globals(void)
+{
+	uint64_t va;
+	struct mearas_sqe e = copy_to_global(&va);
+
+	/* the global is device memory the client may copy to, within its size */
 	CHECK_EQ(fixture_run(&fx, 0, &e, NULL), 0);
-	e.args.a[0] = val[0] + 60;
+	e.args.a[0] = va + 60;
 	e.args.a[2] = 8;
 	CHECK_EQ(fixture_run(&fx, 0, &e, NULL), cudaErrorInvalidValue);
 	CHECK_EQ(run_named(MEARAS_OP_GLOBAL_GET, 9, 64, "g_counter", NULL), cudaErrorInvalidResourceHandle);
@@ -370,16 +379,9 @@ static void test_globals(void)
  * is loaded: after MODULE_UNLOAD a copy to one is refused */
 static void test_globals_unloaded(void)
 {
-	uint64_t val[2];
-	struct mearas_sqe e;
+	uint64_t va;
+	struct mearas_sqe e = copy_to_global(&va);
 
-	stream_and_modules();
-	REQUIRE(run_named(MEARAS_OP_GLOBAL_GET, 2, 64, "g_counter", val) == 0);
-	e = sqe_of(MEARAS_OP_MEMCPY);
-	e.args.a[0] = val[0];
-	e.args.a[1] = 0;
-	e.args.a[2] = 64;
-	e.args.a[3] = MEARAS_COPY_HTOD;
 	CHECK_EQ(fixture_run(&fx, 0, &e, NULL), 0);
 	CHECK_EQ(run1(MEARAS_OP_MODULE_UNLOAD, 0, 2, 0, 0), 0);
 	CHECK_EQ(fixture_run(&fx, 0, &e, NULL), cudaErrorInvalidValue);
