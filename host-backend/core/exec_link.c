@@ -63,7 +63,7 @@ int exec_op_LINK(struct vgpu *v, const struct mearas_sqe *e, const struct exec_i
 	struct mdev_link_input inputs[MEARAS_LINK_MAX_INPUTS];
 	struct mearas_link_header h;
 	const char *why;
-	uint8_t *copy;
+	uint8_t *copy, *terminated;
 	int r, link_error = 0;
 
 	(void)e, (void)f;
@@ -82,8 +82,24 @@ int exec_op_LINK(struct vgpu *v, const struct mearas_sqe *e, const struct exec_i
 		free(copy);
 		return cudaErrorInvalidValue;
 	}
-	r = v->ops->link(v->dev, inputs, h.count, h.opt, h.val, h.nopts, out, cap, &size, &link_error);
+	/* A GPU's linker reads PTX to its NUL, whatever size it is given, and
+	 * a client's input need not end in one (its padding, or the next
+	 * input's header, follows): each input goes on followed by a NUL of
+	 * ours. */
+	terminated = malloc(len + 8u * h.count);
+	if (!terminated) {
+		free(copy);
+		return cudaErrorMemoryAllocation;
+	}
+	for (uint64_t i = 0, at = 0; i < h.count; i++) {
+		memcpy(terminated + at, inputs[i].data, inputs[i].size);
+		terminated[at + inputs[i].size] = 0;
+		inputs[i].data = terminated + at;
+		at += mearas_link_pad8(inputs[i].size + 1);
+	}
 	free(copy);
+	r = v->ops->link(v->dev, inputs, h.count, h.opt, h.val, h.nopts, out, cap, &size, &link_error);
+	free(terminated);
 	if (r)
 		return r;
 	c->val[0] = size;

@@ -10,6 +10,10 @@
  *   many_externs_in_time 55000 extern declarations the input's last function
  *                        resolves: linked in a moment, not a scan of the whole
  *                        input per declaration
+ *   inputs_end_in_nul    PTX whose size holds no NUL, its next input's
+ *                        header right after it: the device still finds a NUL
+ *                        right after each input (a GPU's linker reads PTX to
+ *                        its NUL, whatever size it is given)
  * (`test_exec_link NAME` runs one) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,11 +155,61 @@ static void test_many_externs_in_time(void)
 	CHECK(ms < 2000);
 }
 
+/* the sim's linker, behind a spy that notes the byte after each input */
+static struct mdev_ops spy_ops;
+static int bytes_after[2];
+
+static int spy_link(struct mdev *d, const struct mdev_link_input *in, unsigned n, const uint32_t *opt,
+		    const uint32_t *val, unsigned nopt, void *out, uint64_t cap, uint64_t *size, int *link_error)
+{
+	for (unsigned i = 0; i < n && i < 2; i++)
+		bytes_after[i] = ((const uint8_t *)in[i].data)[in[i].size];
+	return mdev_sim_ops.link(d, in, n, opt, val, nopt, out, cap, size, link_error);
+}
+
+static void test_inputs_end_in_nul(void)
+{
+	struct mearas_link_header h = { .magic = MEARAS_LINK_MAGIC, .count = 2 };
+	struct mearas_link_input a = { .type = CU_JIT_INPUT_PTX, .size = 64 };
+	struct mearas_link_input b = { .type = CU_JIT_INPUT_PTX, .size = sizeof(ptx) - 1 };
+	uint8_t *p = fx.w->data + IN_OFF;
+	uint64_t len = 0, val[2];
+	char text[64];
+
+	/* a PTX comment line of exactly 64 bytes, no NUL in it */
+	memset(text, ' ', sizeof(text));
+	memcpy(text, "//", 2);
+	text[63] = '\n';
+	memcpy(p, &h, sizeof(h));
+	len += sizeof(h);
+	memcpy(p + len, &a, sizeof(a));
+	len += sizeof(a);
+	memcpy(p + len, text, sizeof(text));
+	len += sizeof(text);
+	memcpy(p + len, &b, sizeof(b)); /* right after the first input: no padding, no NUL */
+	len += sizeof(b);
+	memset(p + len, 0x7a, mearas_link_pad8(b.size)); /* padding that is not zeros */
+	memcpy(p + len, ptx, b.size);
+	len += mearas_link_pad8(b.size);
+	const struct mdev_ops *was = fx.w->vgpus[0].ops;
+
+	spy_ops = *was;
+	spy_ops.link = spy_link;
+	fx.w->vgpus[0].ops = &spy_ops;
+	bytes_after[0] = bytes_after[1] = -1;
+	CHECK_EQ(link(IN_OFF, len, OUT_OFF, 1 << 20, val), 0);
+	fx.w->vgpus[0].ops = was;
+	CHECK_EQ(bytes_after[0], 0);
+	CHECK_EQ(bytes_after[1], 0);
+	CHECK_EQ(val[1], 0);
+}
+
 static const struct check_case cases[] = {
 	{ "links_ptx", test_links_ptx },
 	{ "room_asked_again", test_room_asked_again },
 	{ "malformed_refused", test_malformed_refused },
 	{ "linker_error_logged", test_linker_error_logged },
 	{ "many_externs_in_time", test_many_externs_in_time },
+	{ "inputs_end_in_nul", test_inputs_end_in_nul },
 };
 FIXTURE_MAIN(cases, 1, 0, NULL)
