@@ -37,8 +37,11 @@ for s in $steps; do
 	[[ " $all_steps " == *" $s "* ]] || { echo "gpu-lane: no step '$s' (GPU_LANE_STEPS; steps: $all_steps)" >&2; exit 2; }
 done
 # remote compares with the native suite's outputs and a native microbenchmark run
-[[ "$steps" == *" remote "* ]] && steps="$steps suite micro "
 step() { [[ "$steps" == *" $1 "* ]]; }
+if step remote; then
+	step suite || steps="$steps suite "
+	step micro || steps="$steps micro "
+fi
 not_run="not run (GPU_LANE_STEPS)"
 only=
 [ -n "${GPU_LANE_STEPS:-}" ] && only=" (GPU_LANE_STEPS: only $(echo $steps))"
