@@ -64,13 +64,16 @@ for mode in flip flip-data inject; do
 	fi
 	if [ "$(grep -c 'TLS refused data from the peer' "$RLOG")" -gt "$refused_before" ]; then
 		sec_log "$mode: remote node: $(grep -E 'link with 127\.0\.0\.1:[0-9]+: TLS refused data from the peer' "$RLOG" | tail -1)"
-	elif [ $mode = inject ] && [ "$(grep -c 'closed: link broken' "$RLOG")" -gt "$broken_before" ]; then
-		# forged bytes are never a record to TLS: when the victim's link
-		# closes before they add up to one, the remote node sees it end
-		# mid-record (a broken link) instead of refusing it
-		sec_log "$mode: the link ended inside the forged record (the remote node dropped it as broken)"
+	elif [ "$(grep -c 'closed: link broken' "$RLOG")" -gt "$broken_before" ]; then
+		# forged bytes, or a flipped bit in a TLS record's length, make a
+		# record longer than what follows: when the victim's link closes
+		# (its node heard nothing for dead_ms) before the bytes add up to
+		# one, the remote node sees it end mid-record (a broken link)
+		# instead of refusing it; it ran nothing of it either way
+		sec_log "$mode: the link ended inside the altered record (the remote node dropped it as broken)"
 	else
-		sec_log "$mode: no new refusal in the remote node's log"
+		sec_log "$mode: no new refusal in the remote node's log:"
+		sed 's/^/    | /' "$RLOG" | tail -12
 		ok=0
 	fi
 	kill -0 "$RPID" 2>/dev/null || { sec_log "the remote node died"; ok=0; }
