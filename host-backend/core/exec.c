@@ -255,18 +255,14 @@ static bool may_pend(const struct mearas_sqe *e)
 	return p->pends || (p->pends_sync && (e->flags & MEARAS_SQE_WANT_CQE));
 }
 
-/* Record e would add a node to a capture: its stream captures. Asked only
- * while a capture may be open (no driver call otherwise), never of the
- * legacy stream, which never captures (CAPTURE_BEGIN refuses it) and which
- * a GPU's driver may not even be asked about while another stream does. */
+/* Record e would add a node to a capture: its stream captures (nothing is
+ * resolved or asked while no capture may be open). */
 static bool adds_graph_node(struct vgpu *v, const struct mearas_sqe *e)
 {
 	void *s;
 
 	return v->captures_open && mearas_op_props(e->op)->capture && mearas_op_props(e->op)->stream &&
-	       !(e->stream == MEARAS_STREAM_LEGACY && !(e->flags & MEARAS_SQE_PER_THREAD)) &&
-	       exec_resolve_stream(v, e, &s) == 0 &&
-	       exec_stream_capturing(v, s);
+	       exec_resolve_stream(v, e, &s) == 0 && exec_record_captures(v, e, s);
 }
 
 void exec_record(struct vgpu *v, const struct mearas_sqe *e)

@@ -182,16 +182,15 @@ int exec_op_GRAPH_LAUNCH(struct vgpu *v, const struct mearas_sqe *e, const struc
 	struct hf_share *sh = (struct hf_share *)(uintptr_t)in->exec->aux;
 	int r;
 
-	(void)e, (void)c;
+	(void)c;
 	if (!v->ops->graph_launch)
 		return exec_no_graphs(v);
 	/* the stream is the fence: a launch that wants a completion (a remote
 	 * node's, whose graph copies to the host) gets it when the graph is done */
 	f->stream = in->stream;
-	/* into a capture? (the legacy stream never captures: not asked, unless
-	 * the graph's host functions need the answer, as before) */
-	if (sh && (sh->reqs || (v->captures_open && f->stream != v->ops->stream_default(v->dev))) &&
-	    exec_stream_capturing(v, f->stream)) {
+	/* into a capture? (the graph's host functions need the answer whatever
+	 * the stream, as before) */
+	if (sh && (sh->reqs ? exec_stream_capturing(v, f->stream) : exec_record_captures(v, e, f->stream))) {
 		if (sh->reqs)
 			return cudaErrorStreamCaptureUnsupported; /* its host functions would outlive their owner */
 		/* captured as a child graph: a copy of its nodes (exec_record counted one) */

@@ -103,6 +103,11 @@ void exec_texobj_destroy(struct vgpu *v, enum mearas_handle_kind k, void *obj);
 /* a host function's trampoline (run in stream order by the device) */
 void exec_host_func_trampoline(void *arg);
 bool exec_stream_capturing(struct vgpu *v, void *s);
+/* Record e's stream s captures: asked of the device only while a capture
+ * may be open (no driver call otherwise), never of the legacy stream, which
+ * never captures (CAPTURE_BEGIN refuses it) and which a GPU's driver may not
+ * even be asked about while another stream captures. */
+bool exec_record_captures(struct vgpu *v, const struct mearas_sqe *e, void *s);
 /* ---- exec_graph.c ---- */
 int exec_no_graphs(struct vgpu *v);
 

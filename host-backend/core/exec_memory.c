@@ -193,9 +193,8 @@ int exec_op_MEMCPY_INLINE(struct vgpu *v, const struct mearas_sqe *e, const stru
 	/* The bytes live in the record only until it is done, and a capture
 	 * would keep their address for every launch of its graph: refused, as
 	 * CUDA refuses pageable host memory (what the front end sends inline)
-	 * in a capture. The legacy stream never captures (and is not asked). */
-	if (v->captures_open && !(e->stream == MEARAS_STREAM_LEGACY && !(e->flags & MEARAS_SQE_PER_THREAD)) &&
-	    exec_stream_capturing(v, f->stream)) {
+	 * in a capture. */
+	if (exec_record_captures(v, e, f->stream)) {
 		exec_refuse_log(v, "copy of %u bytes from pageable host memory into a stream capture refused "
 				"(cudaErrorStreamCaptureUnsupported, as CUDA does): pinned memory can be captured",
 				in->bytes_len);

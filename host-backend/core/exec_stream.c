@@ -246,6 +246,12 @@ bool exec_stream_capturing(struct vgpu *v, void *s)
 	       st != cudaStreamCaptureStatusNone;
 }
 
+bool exec_record_captures(struct vgpu *v, const struct mearas_sqe *e, void *s)
+{
+	return v->captures_open && !(e->stream == MEARAS_STREAM_LEGACY && !(e->flags & MEARAS_SQE_PER_THREAD)) &&
+	       exec_stream_capturing(v, s);
+}
+
 int exec_op_HOST_FUNC(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_HOST_FUNC *in,
 		      struct mearas_cqe *c, struct fence_req *f)
 {
