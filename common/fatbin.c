@@ -48,6 +48,27 @@ int mearas_image_may_print(const void *image, size_t size)
 	return b.prints;
 }
 
+int mearas_module_footprint(const void *image, size_t size, uint64_t *bytes, char *err, size_t errlen)
+{
+	const uint8_t *d = image;
+	struct fb_builder b = { .footprint = 1 };
+	int rc;
+
+	fb_seterr(err, errlen, "no error");
+	if (!image || size < 4) {
+		fb_seterr(err, errlen, "no image");
+		return -EINVAL;
+	}
+	if (d[0] == 0x7f && d[1] == 'E' && d[2] == 'L' && d[3] == 'F')
+		return fb_cubin_footprint(d, size, bytes, err, errlen);
+	if (fb_rd32(d) != MEARAS_FATBIN_MAGIC)
+		return fb_ptx_footprint(image, size, bytes, err, errlen);
+	rc = fb_parse_fatbins(d, size, &b, err, errlen);
+	if (!rc)
+		*bytes = b.footprint_max;
+	return rc;
+}
+
 int mearas_fatbin_locate(const void *wrapper_or_fatbin, const void **fatbin, size_t *size)
 {
 	if (!wrapper_or_fatbin || !fatbin || !size)

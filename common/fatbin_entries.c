@@ -147,6 +147,18 @@ static int parse_entry(const uint8_t *e, size_t avail, size_t *consumed, struct 
 		free(owned);
 		return 0;
 	}
+	if (b->footprint) {
+		uint64_t bytes = 0;
+		int rc = kind == FB_KIND_ELF ? fb_cubin_footprint(payload, plen, &bytes, why, sizeof(why)) :
+					       fb_ptx_footprint((const char *)payload, plen, &bytes, why, sizeof(why));
+
+		if (rc)
+			fb_seterr(err, errlen, "entry %u (%s sm_%u): %s", b->entry, kind_name(kind), arch, why);
+		else if (bytes > b->footprint_max)
+			b->footprint_max = bytes;
+		free(owned);
+		return rc;
+	}
 	b->ptx = kind == FB_KIND_PTX;
 	int rc = kind == FB_KIND_ELF ?
 			 fb_parse_cubin(payload, plen, b, why, sizeof(why)) :

@@ -37,6 +37,8 @@ struct fb_builder {
 	int ptx;		/* it is PTX text */
 	int scan_only;		/* mearas_image_may_print: entries are searched, not parsed */
 	int prints;		/* a searched entry names printf's or assert's device function */
+	int footprint;		/* mearas_module_footprint: entries are measured, not parsed */
+	uint64_t footprint_max;	/* the largest entry's footprint so far */
 };
 
 void fb_seterr(char *err, size_t errlen, const char *fmt, ...)
@@ -63,6 +65,12 @@ int fb_parse_cubin(const uint8_t *data, size_t size, struct fb_builder *b,
 		   char *err, size_t errlen);
 int fb_parse_ptx(const char *text, size_t size, struct fb_builder *b,
 		 char *err, size_t errlen);
+
+/* mearas_module_footprint of one cubin (its allocated sections or its
+ * loaded segments, the larger) and of PTX text (the variables it defines in
+ * global and constant memory). 0 or negative errno with err set. */
+int fb_cubin_footprint(const uint8_t *data, size_t size, uint64_t *bytes, char *err, size_t errlen);
+int fb_ptx_footprint(const char *text, size_t size, uint64_t *bytes, char *err, size_t errlen);
 
 static inline uint16_t fb_rd16(const uint8_t *p)
 {

@@ -266,3 +266,180 @@ int fb_parse_ptx(const char *text, size_t size, struct fb_builder *b, char *err,
 	}
 	return 0;
 }
+
+/* ---- the variables PTX text defines in global and constant memory ---- */
+
+static uint64_t mul_sat(uint64_t a, uint64_t b)
+{
+	return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+/* An array dimension: a decimal or 0x number, saturating; 0 if the token is
+ * not a number. */
+static uint64_t dimension(const struct lexer *lx)
+{
+	uint64_t v = 0;
+	size_t i = 0;
+	int base = 10;
+
+	if (lx->len > 2 && lx->tok[0] == '0' && (lx->tok[1] == 'x' || lx->tok[1] == 'X')) {
+		base = 16;
+		i = 2;
+	}
+	if (i >= lx->len)
+		return 0;
+	for (; i < lx->len; i++) {
+		char c = lx->tok[i];
+		int d = isdigit((unsigned char)c) ? c - '0' : base == 16 && isxdigit((unsigned char)c) ?
+			(tolower((unsigned char)c) - 'a' + 10) : -1;
+
+		if (d < 0)
+			return 0;
+		v = mul_sat(v, (uint64_t)base);
+		v = v + (uint64_t)d < v ? UINT64_MAX : v + (uint64_t)d;
+	}
+	return v;
+}
+
+/* Skips an initializer (the lexer is on '='); stops on the ',' or ';' that
+ * ends it, which it leaves current. *items: its elements at the outermost
+ * brace level (what an unsized dimension takes). */
+static int skip_initializer(struct lexer *lx, uint64_t *items, char *err, size_t errlen)
+{
+	unsigned depth = 0;
+	uint64_t n = 0;
+	int any = 0;
+
+	while (next(lx)) {
+		if (is(lx, "{")) {
+			depth++;
+		} else if (is(lx, "}")) {
+			if (!depth--) {
+				break;
+			}
+		} else if (depth == 0 && (is(lx, ",") || is(lx, ";"))) {
+			*items = any ? n + 1 : 0;
+			return 0;
+		} else if (depth == 1 && is(lx, ",")) {
+			n++;
+		} else if (depth == 1) {
+			any = 1;
+		}
+		if (depth == 2 && is(lx, "{"))
+			any = 1; /* a nested row counts as one element */
+	}
+	fb_seterr(err, errlen, "unterminated initializer");
+	return -EINVAL;
+}
+
+/* One ".global" or ".const" declaration, the lexer on that token: adds the
+ * bytes of every variable it declares to *bytes (saturating). */
+static int variable_bytes(struct lexer *lx, uint64_t *bytes, char *err, size_t errlen)
+{
+	uint64_t elem = 0, vec = 1;
+
+	for (;;) {
+		if (!next(lx)) {
+			fb_seterr(err, errlen, "unterminated variable declaration");
+			return -EINVAL;
+		}
+		if (is(lx, ".align")) {
+			if (!next(lx) || !dimension(lx)) {
+				fb_seterr(err, errlen, "bad .align in a variable declaration");
+				return -EINVAL;
+			}
+		} else if (is(lx, ".attribute")) {
+			/* .attribute(.managed): its parenthesis */
+			if (!next(lx) || !is(lx, "(")) {
+				fb_seterr(err, errlen, ".attribute without its list");
+				return -EINVAL;
+			}
+			while (next(lx) && !is(lx, ")"))
+				;
+		} else if (is(lx, ".v2") || is(lx, ".v4") || is(lx, ".v8")) {
+			vec = (uint64_t)(lx->tok[2] - '0');
+		} else if (type_size(lx)) {
+			elem = type_size(lx);
+		} else if (lx->tok[0] == '.') {
+			continue; /* .texref and the other opaque types, qualifiers */
+		} else {
+			break; /* the first variable's name */
+		}
+	}
+	if (!elem)
+		elem = 8; /* an opaque handle (.texref, .samplerref, .surfref) */
+	for (;;) {
+		uint64_t count = 1;
+		int unsized = 0;
+
+		if (!is_word_char(lx->tok[0]) || lx->tok[0] == '.') {
+			fb_seterr(err, errlen, "variable without a name ('%.*s')", (int)(lx->len > 40 ? 40 : lx->len),
+				  lx->tok);
+			return -EINVAL;
+		}
+		while (next(lx) && is(lx, "[")) {
+			if (!next(lx))
+				break;
+			if (is(lx, "]")) {
+				unsized = 1;
+				continue;
+			}
+			uint64_t n = dimension(lx);
+
+			if (!n || !next(lx) || !is(lx, "]")) {
+				fb_seterr(err, errlen, "bad array size in a variable declaration");
+				return -EINVAL;
+			}
+			count = mul_sat(count, n);
+		}
+		if (is(lx, "=")) {
+			uint64_t items = 0;
+			int rc = skip_initializer(lx, &items, err, errlen);
+
+			if (rc)
+				return rc;
+			if (unsized)
+				count = mul_sat(count, items);
+		} else if (unsized) {
+			count = 0; /* no storage of its own without an initializer */
+		}
+		uint64_t v = mul_sat(mul_sat(elem, vec), count);
+
+		*bytes = *bytes + v < *bytes ? UINT64_MAX : *bytes + v;
+		if (is(lx, ";"))
+			return 0;
+		if (!is(lx, ",") || !next(lx)) {
+			fb_seterr(err, errlen, "expected ',' or ';' after a variable");
+			return -EINVAL;
+		}
+	}
+}
+
+int fb_ptx_footprint(const char *text, size_t size, uint64_t *bytes, char *err, size_t errlen)
+{
+	const char *nul = memchr(text, 0, size);
+	struct lexer lx = { .p = text, .end = nul ? nul : text + size };
+	unsigned parens = 0;
+	int external = 0;
+
+	*bytes = 0;
+	while (next(&lx)) {
+		if (is(&lx, "("))
+			parens++;
+		else if (is(&lx, ")") && parens)
+			parens--;
+		else if (is(&lx, ";") || is(&lx, "{") || is(&lx, "}"))
+			external = 0;
+		else if (is(&lx, ".extern"))
+			external = 1;
+		/* declarations at module or function scope; in a parameter list
+		 * .global names the space a pointer points into */
+		else if (!parens && !external && (is(&lx, ".global") || is(&lx, ".const"))) {
+			int rc = variable_bytes(&lx, bytes, err, errlen);
+
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}

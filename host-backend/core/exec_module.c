@@ -18,6 +18,7 @@ int exec_op_MODULE_LOAD(struct vgpu *v, const struct mearas_sqe *e, const struct
 	const void *img = exec_data_ptr(v, in->a->image, size);
 	char why[160];
 	size_t extent;
+	uint64_t bytes;
 	void *copy, *mod;
 	int r;
 
@@ -39,25 +40,48 @@ int exec_op_MODULE_LOAD(struct vgpu *v, const struct mearas_sqe *e, const struct
 		free(copy);
 		return cudaErrorInvalidKernelImage;
 	}
+	/* The loader allocates the module's code, constants and variables
+	 * from device memory: charged to the quota by the image's own account
+	 * (a few bytes of headers can ask for any size of zero-filled
+	 * variables), given back when the module goes. */
+	if (mearas_module_footprint(copy, extent, &bytes, why, sizeof(why))) {
+		exec_refuse_log(v, "module image refused: %s", why);
+		free(copy);
+		return cudaErrorInvalidKernelImage;
+	}
+	if (bytes > v->heap.quota || vaheap_charge(&v->heap, bytes)) {
+		exec_refuse_log(v, "module refused: its code and variables take %llu bytes, more than the vGPU's "
+				"memory left (%llu of %llu bytes)", (unsigned long long)bytes,
+				(unsigned long long)(v->heap.quota - v->heap.used), (unsigned long long)v->heap.quota);
+		free(copy);
+		return cudaErrorMemoryAllocation;
+	}
 	r = v->ops->module_load(v->dev, copy, size, &mod);
 	/* searched once the driver took it (a module it refuses cannot print) */
 	if (!r && !v->may_print)
 		v->may_print = mearas_image_may_print(copy, size);
 	free(copy);
-	if (r)
+	if (r) {
+		vaheap_uncharge(&v->heap, bytes);
 		return r;
-	return exec_keep_or_destroy(v, MEARAS_KIND_MODULE, in->a->module, mod, 0);
+	}
+	return exec_keep_or_destroy(v, MEARAS_KIND_MODULE, in->a->module, mod, bytes);
 }
 
 int exec_op_MODULE_UNLOAD(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_MODULE_UNLOAD *in,
 			  struct mearas_cqe *c, struct fence_req *f)
 {
 	struct handle_table *funcs = exec_table(v, MEARAS_KIND_FUNC);
-	void *mod = htab_take(exec_table(v, MEARAS_KIND_MODULE), in->a->module);
+	struct handle_table *mods = exec_table(v, MEARAS_KIND_MODULE);
+	struct hslot *h = htab_get(mods, in->a->module);
+	uint64_t charged;
+	void *mod;
 
 	(void)e, (void)c, (void)f;
-	if (!mod)
+	if (!h)
 		return cudaErrorInvalidResourceHandle;
+	charged = h->aux;
+	mod = htab_take(mods, in->a->module);
 	/* functions of the module die with it */
 	for (uint32_t i = 0; i < funcs->cap; i++) {
 		uint64_t aux = funcs->slots[i].aux;
@@ -74,8 +98,7 @@ int exec_op_MODULE_UNLOAD(struct vgpu *v, const struct mearas_sqe *e, const stru
 			i++;
 	}
 	pthread_mutex_unlock(&v->heap_lock);
-	v->ops->module_unload(v->dev, mod);
-	return 0;
+	return exec_destroy_obj(v, MEARAS_KIND_MODULE, mod, charged);
 }
 
 int exec_op_FUNC_GET(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_FUNC_GET *in,

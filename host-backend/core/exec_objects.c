@@ -142,8 +142,9 @@ int exec_destroy_obj(struct vgpu *v, enum mearas_handle_kind k, void *obj, uint6
 	case MEARAS_KIND_FUNC:
 		exec_func_release(v, obj, aux);
 		return 0;
-	case MEARAS_KIND_MODULE:
+	case MEARAS_KIND_MODULE: /* aux: the bytes charged for it */
 		v->ops->module_unload(v->dev, obj);
+		vaheap_uncharge(&v->heap, aux);
 		return 0;
 	case MEARAS_KIND_GRAPH:
 		v->ops->graph_destroy(v->dev, obj);

@@ -8,7 +8,7 @@
 
 struct hslot {
 	void *obj;
-	uint64_t aux;           /* per kind: function's parameter bytes, event flags... */
+	uint64_t aux;           /* per kind: function's parameter bytes, event flags, module's charged bytes... */
 };
 
 struct handle_table {

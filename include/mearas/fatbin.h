@@ -70,6 +70,19 @@ int mearas_module_image_extent(const void *image, size_t avail, size_t *size, ch
  */
 int mearas_image_may_print(const void *image, size_t size);
 
+/*
+ * Device memory a module image holds once loaded, by its own account, for
+ * charging it to a quota before a loader sees it: for an ELF cubin, its
+ * allocated sections (code, constant banks, variables, zero-filled ones
+ * included; not shared or local memory) or its loaded segments, the larger;
+ * for PTX text, the variables it defines in global and constant memory (the
+ * code it compiles to is not counted); for a fat binary, its largest entry
+ * (the loader takes one). Compressed entries are decompressed (up to 1 GiB
+ * each). 0 with *bytes set (saturating at UINT64_MAX), or negative errno
+ * with err set. The image is read within size bytes only.
+ */
+int mearas_module_footprint(const void *image, size_t size, uint64_t *bytes, char *err, size_t errlen);
+
 struct mearas_kparam {
 	uint32_t offset;	/* byte offset in the parameter buffer */
 	uint32_t size;		/* byte size of the parameter */

@@ -1,22 +1,38 @@
 /* SPDX-License-Identifier: MIT */
-/* Prints every kernel layout of a raw fat binary file (e.g. an objcopy'd .nv_fatbin). */
+/* Prints every kernel layout of a raw fat binary file (e.g. an objcopy'd
+ * .nv_fatbin), or with --footprint the device memory a module image (fat
+ * binary, cubin or PTX text) holds once loaded (mearas_module_footprint). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "mearas/fatbin.h"
 #include "test_util.h"
 
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s FATBIN\n", argv[0]);
+	int footprint = argc == 3 && !strcmp(argv[1], "--footprint");
+
+	if (argc != 2 && !footprint) {
+		fprintf(stderr, "usage: %s [--footprint] FATBIN\n", argv[0]);
 		return 2;
 	}
 	size_t size;
-	unsigned char *data = read_file(argv[1], &size);
+	unsigned char *data = read_file(argv[argc - 1], &size);
 	if (!data)
 		return 1;
 	char err[256];
+	if (footprint) {
+		uint64_t bytes;
+		int rc = mearas_module_footprint(data, size, &bytes, err, sizeof(err));
+
+		if (rc)
+			fprintf(stderr, "%s: %s\n", argv[2], err);
+		else
+			printf("%llu\n", (unsigned long long)bytes);
+		free(data);
+		return rc ? 1 : 0;
+	}
 	struct mearas_fatbin_index *idx = mearas_fatbin_index_new(data, size, err, sizeof(err));
 	if (!idx) {
 		fprintf(stderr, "%s: %s\n", argv[1], err);

@@ -76,6 +76,17 @@ check "same layouts: rdc vs rdcnocompress" diff "$tmp/rdc.dump" "$tmp/rdcnocompr
 check "rdc dump holds the whole-program kernels too" \
 	sh -c "grep -vE '^(rdc_k2|_Z6rdc_k1)' '$tmp/rdc.dump' | diff '$tmp/default.dump' -"
 
+# The device memory a loaded module holds (mearas_module_footprint), from
+# nvcc's own outputs of samples/vars.cu: its PTX defines 4218784 bytes of
+# variables; a cubin holds them and its code and constants besides; a fat
+# binary holds its largest entry.
+vars=$(dirname "$dir")/vars
+check "footprint: PTX text's variables" sh -c "test \$('$dir/fatbin_dump' --footprint '$vars/vars.ptx') -eq 4218784"
+check "footprint: a cubin holds its variables and code" sh -c \
+	"n=\$('$dir/fatbin_dump' --footprint '$vars/vars.cubin') && test \$n -gt 4218784 && test \$n -lt 4300000"
+check "footprint: a compressed fat binary holds its largest entry" sh -c \
+	"n=\$('$dir/fatbin_dump' --footprint '$vars/vars.fatbin') && test \$n -gt 4218784 && test \$n -lt 4300000"
+
 # A real-world fat binary: cuBLAS (thousands of kernels, many archs, PTX and
 # compressed cubins) must index consistently.
 cublas=$(readlink -f "${CUDA_HOME:-/usr/local/cuda}/lib64/libcublas.so" 2>/dev/null || true)

@@ -36,9 +36,15 @@ static void try_one(const uint8_t *data, size_t len, struct tally *t)
 	err[0] = '\0';
 	struct mearas_fatbin_index *idx = mearas_fatbin_index_new(copy, len, err, sizeof(err));
 	int prints = mearas_image_may_print(copy, len); /* the daemon's search of the same bytes */
+	char why[256] = "";
+	uint64_t bytes;
+	/* and its account of the memory the module would hold */
+	int measured = mearas_module_footprint(copy, len, &bytes, why, sizeof(why));
 	free(copy);
 	if (prints != 0 && prints != 1)
 		t->bad++;
+	if (measured && (measured >= 0 || why[0] == '\0'))
+		t->bad++;	/* refused without a reason, or an odd result */
 	if (!idx) {
 		if (err[0] == '\0')
 			t->bad++;	/* refused without a reason */

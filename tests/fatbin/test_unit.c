@@ -357,6 +357,96 @@ static void test_may_print_unreadable(void)
 	CHECK_MSG(mearas_image_may_print(NULL, 64) == 1, "no image");
 }
 
+/* ---- mearas_module_footprint ---- */
+
+static uint64_t footprint_of(const void *image, size_t size, int *rc)
+{
+	uint64_t bytes = 0;
+
+	*rc = mearas_module_footprint(image, size, &bytes, err, sizeof(err));
+	return bytes;
+}
+
+/* every kind of declaration PTX gives a variable: aligned, vectors, arrays of
+ * several dimensions (decimal and hex), lists, initialised and sized by their
+ * initialiser, managed, constant, opaque handles */
+static const char ptx_vars[] =
+	".version 9.0\n.target sm_90\n.address_size 64\n"
+	".global .align 4 .b8 big[4096];\n"                   /* 4096 */
+	".visible .global .u32 a, b[4];\n"                    /* 4 + 16 */
+	".global .v4 .f32 v[2];\n"                            /* 32 */
+	".global .u8 grid[3][5];\n"                           /* 15 */
+	".global .b16 hex[0x10] = {1, 2};\n"                  /* 32 */
+	".const .f32 c[] = {1.0, -2.0, 3.0};\n"               /* 12 */
+	".global .s32 rows[][2] = {{1, 2}, {3, 4}, {5, 6}};\n" /* 24 */
+	".global .attribute(.managed) .align 8 .u64 m;\n"     /* 8 */
+	".global .texref t;\n";                               /* 8 */
+#define PTX_VARS_BYTES (4096 + 20 + 32 + 15 + 32 + 12 + 24 + 8 + 8)
+
+static void test_footprint_ptx_declarations(void)
+{
+	int rc;
+	uint64_t n = footprint_of(ptx_vars, sizeof(ptx_vars), &rc);
+
+	CHECK_MSG(rc == 0, "%s", err);
+	CHECK_MSG(n == PTX_VARS_BYTES, "%llu bytes", (unsigned long long)n);
+}
+
+/* no storage of the module's own: declarations of other modules' variables,
+ * the space a pointer parameter points into, shared and local memory */
+static const char ptx_no_vars[] =
+	".version 9.0\n.target sm_90\n.address_size 64\n"
+	".extern .global .align 4 .b8 elsewhere[1048576];\n"
+	".shared .align 4 .b8 tile[1024];\n"
+	".visible .entry k(.param .u64 .ptr .global .align 8 p)\n"
+	"{\n\t.local .align 8 .b8 stack[64];\n\tld.global.u32 %r1, [p];\n\tret;\n}\n";
+
+static void test_footprint_ptx_not_variables(void)
+{
+	int rc;
+	uint64_t n = footprint_of(ptx_no_vars, sizeof(ptx_no_vars), &rc);
+
+	CHECK_MSG(rc == 0, "%s", err);
+	CHECK_MSG(n == 0, "%llu bytes", (unsigned long long)n);
+}
+
+/* sizes past 64 bits stay at UINT64_MAX: a quota refuses them */
+static void test_footprint_saturates(void)
+{
+	static const char huge[] = ".version 9.0\n.global .b64 h[18446744073709551615][4];\n.global .u8 x;\n";
+	int rc;
+
+	CHECK_MSG(footprint_of(huge, sizeof(huge), &rc) == UINT64_MAX && rc == 0, "rc %d", rc);
+}
+
+/* a fat binary holds its largest entry, compressed or not */
+static void test_footprint_largest_entry(void)
+{
+	static const char small[] = ".version 9.0\n.global .u32 s[10];\n";
+	const struct ent e[] = { { 1, small, RAW, 0 }, { 1, ptx_vars, ZSTD, 0 }, { 1, small, LZ4, 0 } };
+	size_t n = build(buf, sizeof(buf), e, 3);
+	int rc;
+
+	CHECK_MSG(footprint_of(buf, n, &rc) == PTX_VARS_BYTES && rc == 0, "rc %d: %s", rc, err);
+}
+
+static void test_footprint_errors(void)
+{
+	static const char unterminated[] = ".version 9.0\n.global .u32 x";
+	static const char bad_size[] = ".version 9.0\n.global .u32 x[abc];\n";
+	static const char bad_init[] = ".version 9.0\n.global .u32 x[2] = {1, 2;\n";
+	int rc;
+
+	footprint_of(unterminated, sizeof(unterminated), &rc);
+	CHECK_MSG(rc == -EINVAL && strstr(err, "after a variable"), "unterminated: %d %s", rc, err);
+	footprint_of(bad_size, sizeof(bad_size), &rc);
+	CHECK_MSG(rc == -EINVAL && strstr(err, "array size"), "bad size: %d %s", rc, err);
+	footprint_of(bad_init, sizeof(bad_init), &rc);
+	CHECK_MSG(rc == -EINVAL && strstr(err, "initializer"), "bad initializer: %d %s", rc, err);
+	footprint_of(NULL, 64, &rc);
+	CHECK_MSG(rc == -EINVAL, "no image: %d", rc);
+}
+
 static const struct check_case cases[] = {
 	{ "locate", test_locate },
 	{ "layouts_raw_ptx", test_layouts_raw_ptx },
@@ -376,5 +466,10 @@ static const struct check_case cases[] = {
 	{ "may_print_assert", test_may_print_assert },
 	{ "may_print_bare_ptx", test_may_print_bare_ptx },
 	{ "may_print_unreadable", test_may_print_unreadable },
+	{ "footprint_ptx_declarations", test_footprint_ptx_declarations },
+	{ "footprint_ptx_not_variables", test_footprint_ptx_not_variables },
+	{ "footprint_saturates", test_footprint_saturates },
+	{ "footprint_largest_entry", test_footprint_largest_entry },
+	{ "footprint_errors", test_footprint_errors },
 };
 CHECK_MAIN(cases)

@@ -212,9 +212,11 @@ int main()
     CHECK_CU(cuMemAddressFree(va, 8 * g));
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemAddressFree(va, 8 * g));
 
-    // the quota: physical memory and cudaMalloc draw on the same bytes
+    // the quota: physical memory and cudaMalloc draw on the same bytes. What
+    // stays in use is the program's module (its code and variables, a few
+    // KiB); every allocation above took whole granules.
     CHECK_CU(cuMemGetInfo(&fr, &total));
-    REQUIRE(fr == total, "memory in use after everything was released: %zu of %zu free", fr, total);
+    REQUIRE(total - fr < g, "memory in use after everything was released: %zu of %zu free", fr, total);
     CHECK_CU(cuMemCreate(&h1, fr / g * g, &p0, 0));
     CHECK_CU(cuMemGetInfo(&fr, &total));
     REQUIRE(fr < g, "%zu bytes still free with the quota taken", fr);

@@ -5,7 +5,8 @@
  * say they go on past the record's bytes or hold a pointer (refused before
  * the device's loader, which takes no length, sees them), function lookup,
  * launches with the wrong parameter size or configuration, functions dying
- * with their module, module globals, a device reset. */
+ * with their module, module globals, the device memory a module holds
+ * charged to the quota, a device reset. */
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -388,6 +389,92 @@ static void test_globals_unloaded(void)
 	CHECK_EQ(fx.w->vgpus[0].nglobals, 0);
 }
 
+/* ---- the device memory a module holds, charged to the quota ---- */
+
+/* the bytes mearas_module_footprint gives the fat binary of n bytes at 4096 */
+static uint64_t fatbin_footprint(size_t n)
+{
+	uint64_t bytes = 0;
+	char why[160];
+
+	REQUIRE_MSG(mearas_module_footprint(fx.w->data + 4096, n, &bytes, why, sizeof(why)) == 0, "%s", why);
+	return bytes;
+}
+
+/* while it is loaded, a module's code and variables (g_counter: 64 bytes)
+ * count against the quota; unloading gives them back */
+static void test_module_charged_while_loaded(void)
+{
+	struct vgpu *v = &fx.w->vgpus[0];
+	size_t n = read_fatbin();
+	uint64_t before = v->heap.used, bytes = fatbin_footprint(n);
+
+	CHECK(bytes >= 64);
+	CHECK_EQ(run1(MEARAS_OP_MODULE_LOAD, 0, 1, 4096, n), 0);
+	CHECK_EQ(v->heap.used, before + bytes);
+	CHECK_EQ(run1(MEARAS_OP_MODULE_UNLOAD, 0, 1, 0, 0), 0);
+	CHECK_EQ(v->heap.used, before);
+}
+
+/* a module that would take more than the memory left is refused before the
+ * device's loader sees it, as a GPU out of memory refuses it */
+static void test_module_over_quota(void)
+{
+	struct vgpu *v = &fx.w->vgpus[0];
+	size_t n = read_fatbin();
+	uint64_t quota = v->heap.quota;
+	int r;
+
+	count_loads();
+	v->heap.quota = v->heap.used + fatbin_footprint(n) - 1;
+	log_capture();
+	r = run1(MEARAS_OP_MODULE_LOAD, 0, 1, 4096, n);
+	CHECK_MSG(log_has("module refused: its code and variables take"), "no log line");
+	CHECK_EQ(r, cudaErrorMemoryAllocation);
+	CHECK_EQ(loads_seen, 0);
+	v->heap.quota = quota;
+	CHECK_EQ(run1(MEARAS_OP_MODULE_LOAD, 0, 1, 4096, n), 0);
+}
+
+/* A cubin of a few hundred bytes whose zero-filled variables section says
+ * 1 TiB: the loader would allocate it from the GPU's memory, outside every
+ * quota. Refused before the loader sees it. */
+static void test_module_zero_filled_variables(void)
+{
+	static const char names[] = "\0.shstrtab\0.nv.global";
+	uint8_t *img = fx.w->data + 4096;
+	uint8_t *sh = img + 128;
+	uint64_t v64;
+	uint32_t v32;
+	uint16_t v16;
+	int r;
+
+	count_loads();
+	memset(img, 0, 512);
+	memcpy(img, "\x7f" "ELF\x02\x01\x01", 7);
+	memcpy(img + 64, names, sizeof(names));
+	v64 = 128, memcpy(img + 0x28, &v64, 8);         /* e_shoff */
+	v16 = 64, memcpy(img + 0x3a, &v16, 2);          /* e_shentsize */
+	v16 = 3, memcpy(img + 0x3c, &v16, 2);           /* e_shnum */
+	v16 = 1, memcpy(img + 0x3e, &v16, 2);           /* e_shstrndx */
+	/* section 1: the names, STRTAB */
+	v32 = 1, memcpy(sh + 64, &v32, 4);
+	v32 = 3, memcpy(sh + 64 + 4, &v32, 4);
+	v64 = 64, memcpy(sh + 64 + 24, &v64, 8);
+	v64 = sizeof(names), memcpy(sh + 64 + 32, &v64, 8);
+	/* section 2: .nv.global, NOBITS, write + alloc, 1 TiB */
+	v32 = 11, memcpy(sh + 128, &v32, 4);
+	v32 = 8, memcpy(sh + 128 + 4, &v32, 4);
+	v64 = 3, memcpy(sh + 128 + 8, &v64, 8);
+	v64 = 1ull << 40, memcpy(sh + 128 + 32, &v64, 8);
+	REQUIRE(fatbin_footprint(320) == 1ull << 40);
+	log_capture();
+	r = run1(MEARAS_OP_MODULE_LOAD, 0, 1, 4096, 320);
+	CHECK_MSG(log_has("module refused: its code and variables take 1099511627776 bytes"), "no log line");
+	CHECK_EQ(r, cudaErrorMemoryAllocation);
+	CHECK_EQ(loads_seen, 0);
+}
+
 static void test_reset(void)
 {
 	stream_and_modules();
@@ -414,6 +501,9 @@ static const struct check_case cases[] = {
 	{ "launch_attribute_flags", test_launch_attribute_flags },
 	{ "module_globals", test_globals },
 	{ "module_globals_unloaded", test_globals_unloaded },
+	{ "module_charged_while_loaded", test_module_charged_while_loaded },
+	{ "module_over_quota_refused", test_module_over_quota },
+	{ "module_zero_filled_variables_refused", test_module_zero_filled_variables },
 	{ "device_reset_drops_everything", test_reset },
 };
 FIXTURE_MAIN(cases, 1, 0, NULL)
