@@ -349,13 +349,16 @@ static int variable_bytes(struct lexer *lx, uint64_t *bytes, char *err, size_t e
 				return -EINVAL;
 			}
 		} else if (is(lx, ".attribute")) {
-			/* .attribute(.managed): its parenthesis */
+			/* .attribute(.managed), .attribute(.unified(a, b)): its
+			 * parenthesis, nested ones within */
+			unsigned open = 1;
+
 			if (!next(lx) || !is(lx, "(")) {
 				fb_seterr(err, errlen, ".attribute without its list");
 				return -EINVAL;
 			}
-			while (next(lx) && !is(lx, ")"))
-				;
+			while (open && next(lx))
+				open += is(lx, "(") ? 1u : is(lx, ")") ? -1u : 0u;
 		} else if (is(lx, ".v2") || is(lx, ".v4") || is(lx, ".v8")) {
 			vec = (uint64_t)(lx->tok[2] - '0');
 		} else if (type_size(lx)) {

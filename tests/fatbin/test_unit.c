@@ -380,8 +380,9 @@ static const char ptx_vars[] =
 	".const .f32 c[] = {1.0, -2.0, 3.0};\n"               /* 12 */
 	".global .s32 rows[][2] = {{1, 2}, {3, 4}, {5, 6}};\n" /* 24 */
 	".global .attribute(.managed) .align 8 .u64 m;\n"     /* 8 */
+	".global .attribute(.unified(0x12, 0x34)) .u32 u;\n" /* 4 */
 	".global .texref t;\n";                               /* 8 */
-#define PTX_VARS_BYTES (4096 + 20 + 32 + 15 + 32 + 12 + 24 + 8 + 8)
+#define PTX_VARS_BYTES (4096 + 20 + 32 + 15 + 32 + 12 + 24 + 8 + 4 + 8)
 
 static void test_footprint_ptx_declarations(void)
 {
