@@ -5,7 +5,8 @@
  * include/mearas/array.h). What is checked before the device sees a record:
  *  - an array's shape (width 1.., height and depth 0.., each at most
  *    MEARAS_ARRAY_MAX_DIM), format, channels (1, 2, 4) and flags; its bytes
- *    are charged to the vGPU's quota while it lives;
+ *    (its elements', or the device's padded layout where it says more) are
+ *    charged to the vGPU's quota while it lives;
  *  - a copy's box lies inside the array (bytes of a row, rows, the slice)
  *    and its linear side inside the data area or this client's device
  *    memory;
@@ -69,8 +70,9 @@ int exec_op_ARRAY_CREATE(struct vgpu *v, const struct mearas_sqe *e, const struc
 {
 	const struct mearas_args_ARRAY_CREATE *a = in->a;
 	struct exec_array *arr;
+	struct mdev_array shape;
 	const char *why;
-	uint64_t bytes = 0;
+	uint64_t bytes = 0, laid_out = 0;
 	int r = no_arrays(v);
 
 	(void)e, (void)c, (void)f;
@@ -83,11 +85,16 @@ int exec_op_ARRAY_CREATE(struct vgpu *v, const struct mearas_sqe *e, const struc
 				(unsigned long long)a->depth, a->format, a->channels, a->flags, why);
 		return cudaErrorInvalidValue;
 	}
+	shape = (struct mdev_array){ .width = a->width, .height = a->height, .depth = a->depth,
+				     .format = a->format, .channels = a->channels, .flags = a->flags };
+	/* the driver's layout pads (a small array can take far more than its
+	 * elements): charged at what the device says it takes, if more */
+	if (v->ops->array_footprint && !v->ops->array_footprint(v->dev, &shape, &laid_out) && laid_out > bytes)
+		bytes = laid_out;
 	arr = exec_charged_new(v, bytes, sizeof(*arr));
 	if (!arr)
 		return cudaErrorMemoryAllocation;
-	arr->shape = (struct mdev_array){ .width = a->width, .height = a->height, .depth = a->depth,
-					  .format = a->format, .channels = a->channels, .flags = a->flags };
+	arr->shape = shape;
 	arr->bytes = bytes;
 	arr->elem = mearas_elem_bytes(a->format, a->channels);
 	r = v->ops->array_create(v->dev, &arr->shape, &arr->dev);

@@ -172,6 +172,10 @@ struct mdev_ops {
 	 * texture's array, when it has one, is `array`; *value is the object
 	 * kernels take. NULL: the device has none (cudaErrorNotSupported). */
 	int (*array_create)(struct mdev *d, const struct mdev_array *a, void **array);
+	/* The device memory an array of this shape takes, its layout's padding
+	 * and alignment included, for charging it before it is made. NULL, or
+	 * an error: the array is charged at its element bytes. */
+	int (*array_footprint)(struct mdev *d, const struct mdev_array *a, uint64_t *bytes);
 	void (*array_destroy)(struct mdev *d, void *array);
 	int (*array_copy)(struct mdev *d, void *stream, void *array, const struct mdev_array_copy *c);
 	int (*tex_create)(struct mdev *d, const struct mearas_tex_args *t, void *array, uint64_t *value);

@@ -52,6 +52,7 @@
 	X(cuCtxSetLimit) X(cuCtxGetLimit) X(cuProfilerStart) X(cuProfilerStop)   \
 	X(cuLinkCreate) X(cuLinkAddData) X(cuLinkComplete) X(cuLinkDestroy)     \
 	X(cuArray3DCreate) X(cuArrayDestroy) X(cuMemcpy3DAsync)                 \
+	X(cuArrayGetMemoryRequirements)                                         \
 	X(cuTexObjectCreate) X(cuTexObjectDestroy) X(cuSurfObjectCreate)        \
 	X(cuSurfObjectDestroy)
 
@@ -981,6 +982,27 @@ static int cuda_array_create(struct mdev *d, const struct mdev_array *a, void **
 	return r;
 }
 
+/* An array made with deferred mapping holds no memory; the driver says what
+ * it would take (its tiled layout pads small and narrow arrays). */
+static int cuda_array_footprint(struct mdev *d, const struct mdev_array *a, uint64_t *bytes)
+{
+	CUDA_ARRAY3D_DESCRIPTOR desc = { .Width = a->width, .Height = a->height, .Depth = a->depth,
+					 .Format = (CUarray_format)a->format, .NumChannels = a->channels,
+					 .Flags = a->flags | CUDA_ARRAY3D_DEFERRED_MAPPING };
+	CUDA_ARRAY_MEMORY_REQUIREMENTS req = { 0 };
+	CUarray arr = NULL;
+	int r;
+
+	r = cu_err(p_cuArray3DCreate(&arr, &desc));
+	if (r)
+		return r;
+	r = cu_err(p_cuArrayGetMemoryRequirements(&req, arr, d->dev));
+	p_cuArrayDestroy(arr);
+	if (!r)
+		*bytes = req.size;
+	return r;
+}
+
 static void cuda_array_destroy(struct mdev *d, void *array)
 {
 	(void)d;
@@ -1128,6 +1150,7 @@ const struct mdev_ops mdev_cuda_ops = {
 	.graph_node_count = cuda_graph_node_count,
 	.tensor_map_encode = cuda_tensor_map_encode,
 	.array_create = cuda_array_create,
+	.array_footprint = cuda_array_footprint,
 	.array_destroy = cuda_array_destroy,
 	.array_copy = cuda_array_copy,
 	.tex_create = cuda_tex_create,

@@ -3,6 +3,8 @@
  * the sim. A hostile client writes every field; what is not its own or not
  * in range is refused before the device sees it:
  *   array_charged          an array's bytes count against the quota, and come back
+ *   array_charged_as_laid_out        what the device says its layout takes
+ *   array_charged_at_least_elements  a device that cannot say: its elements
  *   shape_refused          width 0, a side past 2^17, a format or channel count
  *                          not carried, unknown flags
  *   copy_round_trip        data area -> array box -> device memory -> data area
@@ -73,6 +75,55 @@ static void test_array_charged(void)
 	CHECK_EQ(fixture_run(&fx, 0, &e, NULL), 0);
 	CHECK_EQ(mem_free_bytes(), before);
 	CHECK_EQ(fixture_run(&fx, 0, &e, NULL), cudaErrorInvalidResourceHandle);
+}
+
+/* vGPU 0's device says an array takes `footprint_bytes`, or fails to say */
+static struct mdev_ops footprint_ops;
+static uint64_t footprint_bytes;
+
+static int fake_footprint(struct mdev *d, const struct mdev_array *a, uint64_t *bytes)
+{
+	(void)d, (void)a;
+	if (!footprint_bytes)
+		return cudaErrorNotSupported;
+	*bytes = footprint_bytes;
+	return 0;
+}
+
+static void device_footprint(uint64_t bytes)
+{
+	footprint_ops = *fx.w->vgpus[0].ops;
+	footprint_ops.array_footprint = fake_footprint;
+	fx.w->vgpus[0].ops = &footprint_ops;
+	footprint_bytes = bytes;
+}
+
+/* a driver's tiled layout pads a small array far past its elements: the
+ * charge is what the device says it takes */
+static void test_array_charged_as_laid_out(void)
+{
+	uint64_t before = mem_free_bytes();
+	struct mearas_sqe e = sqe_of(MEARAS_OP_ARRAY_DESTROY);
+
+	device_footprint(2ull << 20);
+	CHECK_EQ(array_create(ARR, 1, 1, 0, CU_AD_FORMAT_UNSIGNED_INT8, 1, 0), 0);
+	CHECK_EQ(before - mem_free_bytes(), 2ull << 20);
+	mearas_prep_ARRAY_DESTROY(&e, ARR);
+	CHECK_EQ(fixture_run(&fx, 0, &e, NULL), 0);
+	CHECK_EQ(mem_free_bytes(), before);
+}
+
+/* a device that cannot say (or says less) leaves the elements' bytes */
+static void test_array_charged_at_least_elements(void)
+{
+	uint64_t before = mem_free_bytes();
+
+	device_footprint(0);
+	CHECK_EQ(array_create(ARR, 1024, 1024, 0, CU_AD_FORMAT_FLOAT, 4, 0), 0);
+	CHECK_EQ(before - mem_free_bytes(), 16ull << 20);
+	device_footprint(4096);
+	CHECK_EQ(array_create(ARR + 1, 1024, 1024, 0, CU_AD_FORMAT_FLOAT, 4, 0), 0);
+	CHECK_EQ(before - mem_free_bytes(), 32ull << 20);
 }
 
 static void test_shape_refused(void)
@@ -218,6 +269,8 @@ static void test_surface_needs_flag(void)
 
 static const struct check_case cases[] = {
 	{ "array_charged", test_array_charged },
+	{ "array_charged_as_laid_out", test_array_charged_as_laid_out },
+	{ "array_charged_at_least_elements", test_array_charged_at_least_elements },
 	{ "shape_refused", test_shape_refused },
 	{ "copy_round_trip", test_copy_round_trip },
 	{ "copy_refused", test_copy_refused },
