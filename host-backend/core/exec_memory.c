@@ -38,18 +38,23 @@ int exec_op_MEM_ALLOC(struct vgpu *v, const struct mearas_sqe *e, const struct e
 		      struct mearas_cqe *c, struct fence_req *f)
 {
 	struct exec_pool *p = in->pool ? in->pool->obj : NULL;
+	uint64_t size = 0;
 	int r;
 
 	(void)e, (void)f;
 	pthread_mutex_lock(&v->heap_lock);
 	r = vaheap_alloc(&v->heap, in->a->size, &c->val[0]);
-	if (r == 0 && p)
+	if (r == 0 && p) {
 		vaheap_set_tag(&v->heap, c->val[0], p);
+		/* the range's size, rounded as the heap rounds it: what a free
+		 * gives back (exec_mem_free) */
+		size = vaheap_find(&v->heap, c->val[0], 1)->size;
+	}
 	pthread_mutex_unlock(&v->heap_lock);
 	if (r || !p)
 		return r;
 	p->refs++;
-	p->used += in->a->size;
+	p->used += size;
 	if (p->used > p->used_high)
 		p->used_high = p->used;
 	return 0;

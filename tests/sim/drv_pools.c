@@ -95,6 +95,18 @@ static void alloc_async(CUmemoryPool def0, CUstream s)
 	CHECK(cuStreamSynchronize(s));
 	CHECK(cuCtxSynchronize());
 	REQUIRE(used_of(def0) == 0, "used %llu after the frees", (unsigned long long)used_of(def0));
+
+	/* a size the heap rounds up is counted as it is given back: freeing
+	 * 1000 bytes beside a MiB leaves the MiB */
+	CHECK(cuMemAllocAsync(&a, MIB, s));
+	CHECK(cuMemAllocAsync(&b, 1000, s));
+	REQUIRE(used_of(def0) >= MIB + 1000, "used %llu with a MiB and 1000 bytes", (unsigned long long)used_of(def0));
+	CHECK(cuMemFreeAsync(b, s));
+	CHECK(cuStreamSynchronize(s));
+	REQUIRE(used_of(def0) == MIB, "used %llu after 1000 bytes of a MiB and 1000 were freed",
+		(unsigned long long)used_of(def0));
+	CHECK(cuMemFreeAsync(a, s));
+	CHECK(cuStreamSynchronize(s));
 	CHECK(cuMemPoolGetAttribute(def0, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &v));
 	REQUIRE(v == 4 * MIB, "high water %llu", (unsigned long long)v);
 	v = 0;
