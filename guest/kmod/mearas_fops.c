@@ -43,10 +43,17 @@ static bool within(u64 off, u64 len, u64 start, u64 size)
 }
 
 /* May this file map [off, off + len) of a mearas VM's BAR2? Its slot's
- * region and output area only. */
+ * region and output area only, and only once the host has set the slot up
+ * for this claim (ready == its token): a slot given back is claimable at
+ * once, but holds the previous owner's rings, data and output until the
+ * host has stopped its slot worker and zeroed it. Caller holds mdev->lock,
+ * !dead. */
 static bool mearas_vm_allowed(struct mearas_file *mf, u64 off, u64 len)
 {
-	if (smp_load_acquire(&mf->vm_slot) < 0)
+	int k = smp_load_acquire(&mf->vm_slot);
+
+	if (k < 0 ||
+	    smp_load_acquire(vmh_slot(mf->mdev, k, MEARAS_VMH_SLOT_READY)) != mf->vm_token)
 		return false;
 	return within(off, len, mf->vm_region_off, mf->vm_region_size) ||
 	       within(off, len, mf->vm_out_off, MEARAS_VMH_OUT_BYTES);
@@ -402,6 +409,7 @@ static long mearas_ioctl_vm_claim(struct mearas_file *mf, void __user *arg)
 	c->value = token;
 	c->db_peer = MEARAS_HOST_PEER_ID;
 	c->db_vector = MEARAS_VMH_VEC_HOST;
+	mf->vm_token = token;
 	mf->vm_nvgpus = nvgpus;
 	mf->vm_region_off = slot_off + slot_size * k;
 	mf->vm_region_size = slot_size;
