@@ -486,17 +486,26 @@ static void mearas_undo_claims(struct mearas_file *mf);
 
 static long mearas_ioctl_vm_release(struct mearas_file *mf)
 {
+	struct mearas_dev *mdev = mf->mdev;
+
 	mutex_lock(&mf->claims_lock);
 	if (mf->vm_slot < 0) {
 		mutex_unlock(&mf->claims_lock);
 		return -EINVAL;
 	}
+	/* A fault checks the slot and inserts its page under mdev->lock held
+	 * for reading: once this write section is over, every fault that saw
+	 * the slot has inserted its page (the unmap below takes it away) and
+	 * every later one sees none. */
+	down_write(&mdev->lock);
 	smp_store_release(&mf->vm_slot, -1);
+	up_write(&mdev->lock);
+	/* no page of the slot stays mapped for whoever claims it next (other
+	 * files' mappings fault back in what they may map), and only then is
+	 * the slot given back */
+	unmap_mapping_range(mf->file->f_mapping, 0, 0, 1);
 	mearas_undo_claims(mf);
 	mutex_unlock(&mf->claims_lock);
-	/* no page of the slot stays mapped for whoever claims it next (other
-	 * files' mappings fault back in what they may map) */
-	unmap_mapping_range(mf->file->f_mapping, 0, 0, 1);
 	return 0;
 }
 
