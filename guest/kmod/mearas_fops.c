@@ -117,6 +117,7 @@ static int mearas_release(struct inode *inode, struct file *file)
 	mutex_lock(&mdev->files_lock);
 	list_del(&mf->node);
 	mutex_unlock(&mdev->files_lock);
+	put_pid(mf->vm_owner);
 	kfree(mf);
 	mearas_dev_put(mdev);
 	return 0;
@@ -352,6 +353,19 @@ out:
 	return ret;
 }
 
+/* Does another file of this device hold a slot claimed by this process?
+ * Caller holds mdev->files_lock. */
+static bool mearas_vm_process_has_slot(struct mearas_dev *mdev)
+{
+	struct pid *me = task_tgid(current);
+	struct mearas_file *f;
+
+	list_for_each_entry(f, &mdev->files, node)
+		if (READ_ONCE(f->vm_slot) >= 0 && f->vm_owner == me)
+			return true;
+	return false;
+}
+
 static long mearas_ioctl_vm_claim(struct mearas_file *mf, void __user *arg)
 {
 	struct mearas_dev *mdev = mf->mdev;
@@ -394,10 +408,20 @@ static long mearas_ioctl_vm_claim(struct mearas_file *mf, void __user *arg)
 	do {
 		token = get_random_u32();
 	} while (!token);
+	/* one slot per process: one cannot take every slot from the VM's
+	 * other processes by opening the device again (checked and claimed
+	 * under files_lock, so two threads cannot both pass) */
+	mutex_lock(&mdev->files_lock);
+	if (mearas_vm_process_has_slot(mdev)) {
+		mutex_unlock(&mdev->files_lock);
+		ret = -EALREADY;
+		goto out;
+	}
 	for (k = 0; k < nslots; k++)
 		if (cmpxchg(vmh_slot(mdev, k, MEARAS_VMH_SLOT_CLAIM), 0, token) == 0)
 			break;
 	if (k == nslots) {
+		mutex_unlock(&mdev->files_lock);
 		ret = -EBUSY;
 		goto out;
 	}
@@ -414,7 +438,10 @@ static long mearas_ioctl_vm_claim(struct mearas_file *mf, void __user *arg)
 	mf->vm_region_off = slot_off + slot_size * k;
 	mf->vm_region_size = slot_size;
 	mf->vm_out_off = MEARAS_VMH_OUT_OFF + (u64)k * MEARAS_VMH_OUT_BYTES;
+	put_pid(mf->vm_owner);
+	mf->vm_owner = get_pid(task_tgid(current));
 	smp_store_release(&mf->vm_slot, (int)k);
+	mutex_unlock(&mdev->files_lock);
 	mearas_ring_host(mdev);
 	out.slot = k;
 	out.token = token;

@@ -6,10 +6,10 @@
  * all along. mearasd must survive it (checked from the host). Before that,
  * what the module must refuse it: the VM header (every slot's claim and
  * kick words), another process's slot, the whole BAR, raw claims, writes to
- * its own slot's header, its slot after giving it back, and a slot claimed
- * again before the host zeroed it (the previous owner's bytes). Prints
- * GUEST-PASS/FAIL lines (tests/check.h), then the count; exit status 1 on a
- * failed check.
+ * its own slot's header, a second slot for the same process, its slot
+ * after giving it back, and a slot claimed again before the host zeroed it
+ * (the previous owner's bytes). Prints GUEST-PASS/FAIL lines
+ * (tests/check.h), then the count; exit status 1 on a failed check.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -302,6 +302,17 @@ int main(void)
 		      "accepted");
 		check("hostile-second-claim-refused", ioctl(fd, MEARAS_IOC_VM_CLAIM, &c) < 0 && errno == EALREADY,
 		      "a second slot for one file");
+		/* nor through another file: one process cannot take every slot
+		 * from the VM's other processes */
+		{
+			struct mearas_vm_claim c2;
+			int f2 = open("/dev/mearas0", O_RDWR), r;
+
+			r = ioctl(f2, MEARAS_IOC_VM_CLAIM, &c2);
+			check("hostile-second-slot-per-process-refused", r < 0 && errno == EALREADY,
+			      r ? strerror(errno) : "a second slot for one process");
+			close(f2);
+		}
 	}
 	/* given back: the slot is gone from this process (the next owner's) */
 	check("hostile-release", ioctl(fd, MEARAS_IOC_VM_RELEASE) == 0, strerror(errno));
