@@ -70,6 +70,8 @@ struct mearas_file {
 	 * with release semantics after the offsets below) and what it may map.
 	 */
 	int vm_slot;
+	struct pid *vm_owner;		/* the claiming process (thread group) */
+	u32 vm_token;			/* mappable once the slot's ready word says it */
 	u32 vm_nvgpus;
 	u64 vm_region_off, vm_region_size, vm_out_off;
 };

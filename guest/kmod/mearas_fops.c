@@ -43,10 +43,17 @@ static bool within(u64 off, u64 len, u64 start, u64 size)
 }
 
 /* May this file map [off, off + len) of a mearas VM's BAR2? Its slot's
- * region and output area only. */
+ * region and output area only, and only once the host has set the slot up
+ * for this claim (ready == its token): a slot given back is claimable at
+ * once, but holds the previous owner's rings, data and output until the
+ * host has stopped its slot worker and zeroed it. Caller holds mdev->lock,
+ * !dead. */
 static bool mearas_vm_allowed(struct mearas_file *mf, u64 off, u64 len)
 {
-	if (smp_load_acquire(&mf->vm_slot) < 0)
+	int k = smp_load_acquire(&mf->vm_slot);
+
+	if (k < 0 ||
+	    smp_load_acquire(vmh_slot(mf->mdev, k, MEARAS_VMH_SLOT_READY)) != mf->vm_token)
 		return false;
 	return within(off, len, mf->vm_region_off, mf->vm_region_size) ||
 	       within(off, len, mf->vm_out_off, MEARAS_VMH_OUT_BYTES);
@@ -110,6 +117,7 @@ static int mearas_release(struct inode *inode, struct file *file)
 	mutex_lock(&mdev->files_lock);
 	list_del(&mf->node);
 	mutex_unlock(&mdev->files_lock);
+	put_pid(mf->vm_owner);
 	kfree(mf);
 	mearas_dev_put(mdev);
 	return 0;
@@ -345,6 +353,19 @@ out:
 	return ret;
 }
 
+/* Does another file of this device hold a slot claimed by this process?
+ * Caller holds mdev->files_lock. */
+static bool mearas_vm_process_has_slot(struct mearas_dev *mdev)
+{
+	struct pid *me = task_tgid(current);
+	struct mearas_file *f;
+
+	list_for_each_entry(f, &mdev->files, node)
+		if (READ_ONCE(f->vm_slot) >= 0 && f->vm_owner == me)
+			return true;
+	return false;
+}
+
 static long mearas_ioctl_vm_claim(struct mearas_file *mf, void __user *arg)
 {
 	struct mearas_dev *mdev = mf->mdev;
@@ -387,10 +408,20 @@ static long mearas_ioctl_vm_claim(struct mearas_file *mf, void __user *arg)
 	do {
 		token = get_random_u32();
 	} while (!token);
+	/* one slot per process: one cannot take every slot from the VM's
+	 * other processes by opening the device again (checked and claimed
+	 * under files_lock, so two threads cannot both pass) */
+	mutex_lock(&mdev->files_lock);
+	if (mearas_vm_process_has_slot(mdev)) {
+		mutex_unlock(&mdev->files_lock);
+		ret = -EALREADY;
+		goto out;
+	}
 	for (k = 0; k < nslots; k++)
 		if (cmpxchg(vmh_slot(mdev, k, MEARAS_VMH_SLOT_CLAIM), 0, token) == 0)
 			break;
 	if (k == nslots) {
+		mutex_unlock(&mdev->files_lock);
 		ret = -EBUSY;
 		goto out;
 	}
@@ -402,11 +433,15 @@ static long mearas_ioctl_vm_claim(struct mearas_file *mf, void __user *arg)
 	c->value = token;
 	c->db_peer = MEARAS_HOST_PEER_ID;
 	c->db_vector = MEARAS_VMH_VEC_HOST;
+	mf->vm_token = token;
 	mf->vm_nvgpus = nvgpus;
 	mf->vm_region_off = slot_off + slot_size * k;
 	mf->vm_region_size = slot_size;
 	mf->vm_out_off = MEARAS_VMH_OUT_OFF + (u64)k * MEARAS_VMH_OUT_BYTES;
+	put_pid(mf->vm_owner);
+	mf->vm_owner = get_pid(task_tgid(current));
 	smp_store_release(&mf->vm_slot, (int)k);
+	mutex_unlock(&mdev->files_lock);
 	mearas_ring_host(mdev);
 	out.slot = k;
 	out.token = token;
@@ -478,17 +513,26 @@ static void mearas_undo_claims(struct mearas_file *mf);
 
 static long mearas_ioctl_vm_release(struct mearas_file *mf)
 {
+	struct mearas_dev *mdev = mf->mdev;
+
 	mutex_lock(&mf->claims_lock);
 	if (mf->vm_slot < 0) {
 		mutex_unlock(&mf->claims_lock);
 		return -EINVAL;
 	}
+	/* A fault checks the slot and inserts its page under mdev->lock held
+	 * for reading: once this write section is over, every fault that saw
+	 * the slot has inserted its page (the unmap below takes it away) and
+	 * every later one sees none. */
+	down_write(&mdev->lock);
 	smp_store_release(&mf->vm_slot, -1);
+	up_write(&mdev->lock);
+	/* no page of the slot stays mapped for whoever claims it next (other
+	 * files' mappings fault back in what they may map), and only then is
+	 * the slot given back */
+	unmap_mapping_range(mf->file->f_mapping, 0, 0, 1);
 	mearas_undo_claims(mf);
 	mutex_unlock(&mf->claims_lock);
-	/* no page of the slot stays mapped for whoever claims it next (other
-	 * files' mappings fault back in what they may map) */
-	unmap_mapping_range(mf->file->f_mapping, 0, 0, 1);
 	return 0;
 }
 

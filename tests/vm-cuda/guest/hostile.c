@@ -6,9 +6,10 @@
  * all along. mearasd must survive it (checked from the host). Before that,
  * what the module must refuse it: the VM header (every slot's claim and
  * kick words), another process's slot, the whole BAR, raw claims, writes to
- * its own slot's header, and its slot after giving it back. Prints
- * GUEST-PASS/FAIL lines (tests/check.h), then the count; exit status 1 on a
- * failed check.
+ * its own slot's header, a second slot for the same process, its slot
+ * after giving it back, and a slot claimed again before the host zeroed it
+ * (the previous owner's bytes). Prints GUEST-PASS/FAIL lines
+ * (tests/check.h), then the count; exit status 1 on a failed check.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -115,6 +116,79 @@ static int other_process(const struct mearas_vm_claim *ours)
 	p = mmap(NULL, ours->out_size, PROT_READ, MAP_SHARED, f, (off_t)ours->out_off);
 	bad |= p != MAP_FAILED;
 	return bad;
+}
+
+#define PREV_BYTE 0xa5
+
+/* Does any of n bytes at p hold the previous owner's PREV_BYTE? */
+static int holds_prev(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] == PREV_BYTE)
+			return 1;
+	return 0;
+}
+
+/*
+ * A slot given back and claimed again at once, by a file of the same
+ * process (the module takes the lowest free slot: the same one). Until
+ * mearasd has stopped the previous owner's slot worker, zeroed the slot and
+ * set it up for the new claim (ready == its token), the slot still holds
+ * the previous owner's rings, data area and device output: the new claimant
+ * must not map any of it before then, and must find none of it after.
+ */
+static void reclaimed_slot_scrubbed(void)
+{
+	struct mearas_vm_claim c1, c2;
+	struct mearas_vm_state st;
+	int f1 = open("/dev/mearas0", O_RDWR), f2 = open("/dev/mearas0", O_RDWR), ready = 0, mapped = 0, seen = 0;
+	uint8_t *region, *out;
+	char why[128];
+
+	if (f1 < 0 || f2 < 0 || ioctl(f1, MEARAS_IOC_VM_CLAIM, &c1)) {
+		CHECK_NAMED(0, "hostile-reclaim-setup", "%s", strerror(errno));
+		return;
+	}
+	for (int i = 0; i < 200 && !ready; i++) {
+		nap_ms(50);
+		ready = !ioctl(f1, MEARAS_IOC_VM_STATE, &st) && st.ready == c1.token;
+	}
+	region = mmap(NULL, c1.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, f1, (off_t)c1.region_off);
+	out = mmap(NULL, c1.out_size, PROT_READ | PROT_WRITE, MAP_SHARED, f1, (off_t)c1.out_off);
+	if (!ready || region == MAP_FAILED || out == MAP_FAILED) {
+		CHECK_NAMED(0, "hostile-reclaim-setup", "slot not set up or not mapped");
+		return;
+	}
+	/* the previous owner's bytes: its last page of data and its output rings' bytes */
+	memset(region + c1.region_size - 4096, PREV_BYTE, 4096);
+	memset(out + 4096, PREV_BYTE, c1.out_size - 4096);
+	munmap(region, c1.region_size);
+	munmap(out, c1.out_size);
+	if (ioctl(f1, MEARAS_IOC_VM_RELEASE) || ioctl(f2, MEARAS_IOC_VM_CLAIM, &c2) || c2.slot != c1.slot) {
+		CHECK_NAMED(0, "hostile-reclaim-setup", "release and claim again: %s", strerror(errno));
+		return;
+	}
+	/* at once, and until it is set up: what can the new claimant see? */
+	for (int i = 0; i < 1000 && !mapped; i++) {
+		region = mmap(NULL, c2.region_size, PROT_READ, MAP_SHARED, f2, (off_t)c2.region_off);
+		out = mmap(NULL, c2.out_size, PROT_READ, MAP_SHARED, f2, (off_t)c2.out_off);
+		mapped = region != MAP_FAILED && out != MAP_FAILED;
+		if (region != MAP_FAILED) {
+			seen |= holds_prev(region + c2.region_size - 4096, 4096);
+			munmap(region, c2.region_size);
+		}
+		if (out != MAP_FAILED) {
+			seen |= holds_prev(out + 4096, c2.out_size - 4096);
+			munmap(out, c2.out_size);
+		}
+		if (!mapped)
+			nap_ms(10);
+	}
+	ready = !ioctl(f2, MEARAS_IOC_VM_STATE, &st) && st.ready == c2.token;
+	snprintf(why, sizeof(why), "%s", seen ? "the previous owner's bytes were readable" : "never mapped");
+	check("hostile-reclaimed-slot-holds-nothing-of-the-previous-owner", !seen && mapped && ready, why);
+	close(f1);
+	close(f2);
 }
 
 int main(void)
@@ -228,11 +302,23 @@ int main(void)
 		      "accepted");
 		check("hostile-second-claim-refused", ioctl(fd, MEARAS_IOC_VM_CLAIM, &c) < 0 && errno == EALREADY,
 		      "a second slot for one file");
+		/* nor through another file: one process cannot take every slot
+		 * from the VM's other processes */
+		{
+			struct mearas_vm_claim c2;
+			int f2 = open("/dev/mearas0", O_RDWR), r;
+
+			r = ioctl(f2, MEARAS_IOC_VM_CLAIM, &c2);
+			check("hostile-second-slot-per-process-refused", r < 0 && errno == EALREADY,
+			      r ? strerror(errno) : "a second slot for one process");
+			close(f2);
+		}
 	}
 	/* given back: the slot is gone from this process (the next owner's) */
 	check("hostile-release", ioctl(fd, MEARAS_IOC_VM_RELEASE) == 0, strerror(errno));
 	check("hostile-slot-unmapped-after-release", faults(region + 4096, 0), "still readable");
 	refused("hostile-no-map-after-release", fd, c.region_off, 4096, PROT_READ);
+	reclaimed_slot_scrubbed();
 	CHECK_NAMED(1, "hostile-done", " ");
 	return check_done();
 }
