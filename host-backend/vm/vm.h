@@ -184,6 +184,8 @@ void vm_slot_reap(struct vm *vm, bool all);
 /* where slot k's region lies in the VM's memory, and its header there (vm_scan.c) */
 uint64_t vm_slot_off(const struct vm *vm, unsigned k);
 struct mearas_region_hdr *vm_slot_region(struct vm *vm, unsigned k);
+/* slot k's device output area, in the VM's memory */
+struct mearas_vm_output *vm_slot_output(struct vm *vm, unsigned k);
 
 /* vm_output.c: device printf/assert output into the slot's output rings
  * (slot worker) */

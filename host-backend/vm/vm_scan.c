@@ -9,6 +9,7 @@
  * ours. vm_worker.c and vm_slot.c carry the results out (fork, stop byte,
  * kicks, guest notifications).
  */
+#include <string.h>
 #include <sys/wait.h>
 
 #include "mearas/log.h"
@@ -49,8 +50,18 @@ void vm_scan_slot(struct vm *vm, unsigned k, struct vm_scan_req *req)
 	}
 }
 
+struct mearas_vm_output *vm_slot_output(struct vm *vm, unsigned k)
+{
+	return (struct mearas_vm_output *)(vm->base + MEARAS_VM_OUT_OFF + (uint64_t)k * sizeof(struct mearas_vm_output));
+}
+
+/* No slot worker started, so none zeroed the slot (map_own_slot): the
+ * claimant is told the slot is dead, and maps nothing of a previous
+ * owner's rings, data or device output. */
 void vm_scan_start_failed(struct vm *vm, unsigned k, uint32_t token)
 {
+	memset(vm_slot_region(vm, k), 0, vm->lay.slot_size);
+	memset(vm_slot_output(vm, k), 0, sizeof(struct mearas_vm_output));
 	vm_slot_region(vm, k)->state = MEARAS_BACKEND_DEAD;
 	__atomic_store_n(&vm->hdr->slots[k].ready, token, __ATOMIC_RELEASE);
 }

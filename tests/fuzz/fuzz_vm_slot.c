@@ -16,6 +16,8 @@
  * kicks stay within the slot's vGPUs; output never overruns its ring.
  */
 #include <fcntl.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +34,7 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define SLOT_OFF  4096u  /* the VM header's page */
+#define SLOT_OFF  MEARAS_VM_SLOT_ALIGN  /* the VM header's page, then the slots' output areas */
 #define SLOT_SIZE 4096u  /* of a slot's region, the harness keeps its header only */
 
 static struct vm vm;
@@ -105,6 +107,23 @@ static void check_host_writes(const struct words *before)
 	}
 }
 
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+/* slot k's region: zero bytes around its header's state */
+static bool zero_but_state(unsigned k)
+{
+	const uint8_t *r = (const uint8_t *)vm_slot_region(&vm, k);
+	size_t at = offsetof(struct mearas_region_hdr, state);
+
+	return all_zero(r, at) && all_zero(r + at + 4, SLOT_SIZE - at - 4);
+}
+
 /* ---- the host ---- */
 
 static void scan(uint8_t fail)
@@ -127,6 +146,9 @@ static void scan(uint8_t fail)
 			must(req.token == claim && claim != 0, "a worker started for another token than the claim");
 			if (fail & (1u << k)) {
 				vm_scan_start_failed(&vm, k, req.token);
+				must(vm_slot_region(&vm, k)->state == MEARAS_BACKEND_DEAD && zero_but_state(k) &&
+					     all_zero((const uint8_t *)outs[k], sizeof(*outs[k])),
+				     "a slot whose worker did not start holds a previous owner's bytes");
 			} else {
 				vm_slot_started(s, next_pid++, 100 + (int)k, req.token);
 				/* the slot worker starts with a cleared output area (map_own_slot) */
@@ -280,8 +302,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (!getenv("FUZZ_VERBOSE"))
 		mearas_log_set_fd(open("/dev/null", O_WRONLY | O_CLOEXEC));
 	mem = malloc(SLOT_OFF + MEARAS_VM_MAX_SLOTS * SLOT_SIZE);
-	for (unsigned k = 0; k < MEARAS_VM_MAX_SLOTS; k++)
-		outs[k] = malloc(sizeof(*outs[k]));
+	for (unsigned k = 0; k < MEARAS_VM_MAX_SLOTS; k++) /* where the VM worker finds them */
+		outs[k] = (struct mearas_vm_output *)(mem + MEARAS_VM_OUT_OFF + k * sizeof(*outs[k]));
 	for (size_t i = 0; i < sizeof(bytes); i++)
 		bytes[i] = (uint8_t)(i * 31);
 	return 0;
