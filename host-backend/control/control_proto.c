@@ -66,6 +66,11 @@ static uint8_t *error_reply(Mearas__ErrorCode code, size_t *len, const char *fmt
 	return PACK_REPLY(len, ERROR, error, &e);
 }
 
+uint8_t *control_error(Mearas__ErrorCode code, size_t *len, const char *msg)
+{
+	return error_reply(code, len, "%s", msg);
+}
+
 static uint8_t *do_hello(const Mearas__ControlRequest *q, size_t *len)
 {
 	const Mearas__HelloRequest *h = q->hello;
