@@ -98,6 +98,21 @@ def test_instantiate_errors(mearasd: Daemon, bad: Assembly, code: str, words: st
     assert [a for a, _, _ in c.list_assemblies()] == ["dup"]
 
 
+def test_owner_label_is_bounded_text(mearasd: Daemon) -> None:
+    # the owner is kept for the assembly's life, in every list and log line: 16 MiB each
+    # (a frame's worth) made 1024 assemblies hold 16 GiB and a list too long for its frame
+    c = client(mearasd)
+    for owner in ("o" * (1 << 20), "o" * 256, "pid:1@node-a\ninfo: forged line"):
+        bad = Assembly("labelled", owner, "t", "exact", (VgpuPlacement(0, NODE, 0, MiB, ""),), 0.0,
+                       identity=ME)
+        with pytest.raises(MearasdError, match="BAD_REQUEST.*owner must be at most 255"):
+            c.instantiate(bad)
+    assert c.list_assemblies() == []
+    c.instantiate(Assembly("labelled", "o" * 255, "t", "exact", (VgpuPlacement(0, NODE, 0, MiB, ""),),
+                           0.0, identity=ME))
+    assert [(a, o) for a, o, _ in c.list_assemblies()] == [("labelled", "o" * 255)]
+
+
 def test_wrong_node_and_ordinals_refused(mearasd: Daemon) -> None:
     c = client(mearasd)
     other = Assembly("other", "o", "t", "exact", (VgpuPlacement(0, "node-z", 0, MiB, ""),), 0.0,
