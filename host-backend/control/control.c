@@ -2,7 +2,7 @@
 /*
  * The control socket's transport: one thread polls the listening socket and
  * its connections; each connection carries frames (u32 little-endian length
- * + message), one reply per request. A frame over CONTROL_MAX_FRAME, or a
+ * + message), one reply per request. A frame over CONTROL_MAX_REQUEST, or a
  * connection idle mid-frame too long, closes that connection only.
  * Only root, mearasd's own user and members of the socket's group (the
  * socket is 0660) may use it: every connection's credentials are checked
@@ -229,9 +229,9 @@ static bool conn_read(struct conn *c)
 				continue;
 			c->body_len = (size_t)c->hdr[0] | (size_t)c->hdr[1] << 8 | (size_t)c->hdr[2] << 16 |
 				      (size_t)c->hdr[3] << 24;
-			if (c->body_len > CONTROL_MAX_FRAME) {
-				log_warn("control: frame of %zu bytes exceeds %u: connection closed",
-					 c->body_len, CONTROL_MAX_FRAME);
+			if (c->body_len > CONTROL_MAX_REQUEST) {
+				log_warn("control: request frame of %zu bytes exceeds %u: connection closed",
+					 c->body_len, CONTROL_MAX_REQUEST);
 				return false;
 			}
 			c->body = malloc(c->body_len ? c->body_len : 1);
