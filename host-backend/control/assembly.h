@@ -17,6 +17,7 @@
 #include "mearas/region.h"
 
 #define ASSEMBLY_ID_MAX 63      /* fits mearas_hello.assembly with its NUL */
+#define ASSEMBLY_OWNER_MAX 255  /* the manager's label of a booking, bytes */
 
 struct assembly_vgpu {
 	uint32_t gpu_index;

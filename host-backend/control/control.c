@@ -2,13 +2,17 @@
 /*
  * The control socket's transport: one thread polls the listening socket and
  * its connections; each connection carries frames (u32 little-endian length
- * + message), one reply per request. A frame over CONTROL_MAX_FRAME, or a
+ * + message), one reply per request. A frame over CONTROL_MAX_REQUEST, or a
  * connection idle mid-frame too long, closes that connection only.
+ * Only root, mearasd's own user and members of the socket's group (the
+ * socket is 0660) may use it: every connection's credentials are checked
+ * (SO_PEERCRED, SO_PEERGROUPS), so a socket someone made 0666 opens nothing.
  */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -44,6 +48,7 @@ static pthread_mutex_t fds_lock = PTHREAD_MUTEX_INITIALIZER;
 static int listen_fd = -1;
 static struct conn conns[MAX_CONNS];
 static char *sock_path;
+static gid_t sock_gid; /* the socket file's group: its members may connect */
 
 static int64_t now_ms(void)
 {
@@ -89,13 +94,75 @@ static void conn_close(struct conn *c)
 	c->hdr_got = c->body_len = c->body_got = 0;
 }
 
+/* Root, mearasd's own user, and members of the socket's group (primary or
+ * supplementary group of the caller, as the kernel recorded them at connect).
+ * Otherwise 0 with why filled in. */
+static bool admit_peer(int fd, const struct ucred *cr, char *why, size_t whylen)
+{
+	gid_t groups[256], *g = groups;
+	socklen_t len = sizeof(groups);
+	bool in = false;
+
+	if (cr->uid == 0 || cr->uid == geteuid() || cr->gid == sock_gid)
+		return true;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len)) {
+		if (errno != ERANGE || !(g = malloc(len)) || getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len)) {
+			if (g != groups)
+				free(g);
+			snprintf(why, whylen, "its groups cannot be read");
+			return false;
+		}
+	}
+	for (size_t i = 0; i < len / sizeof(gid_t); i++)
+		in |= g[i] == sock_gid;
+	if (g != groups)
+		free(g);
+	if (!in)
+		snprintf(why, whylen, "not root, not mearasd's user and not in the control socket's group (gid %u)",
+			 (unsigned)sock_gid);
+	return in;
+}
+
+/* A caller that may not use the socket gets one Error frame (it fits the
+ * empty send buffer: nothing blocks) and is closed before a byte is read. */
+static void refuse_peer(int fd, const struct ucred *cr, const char *why)
+{
+	char msg[320];
+	size_t len = 0;
+	uint8_t *out, hdr[4];
+
+	snprintf(msg, sizeof(msg), "uid %u gid %u pid %d: %s", (unsigned)cr->uid,
+		 (unsigned)cr->gid, (int)cr->pid, why);
+	out = control_error(MEARAS__ERROR_CODE__ERROR_PERMISSION_DENIED, &len, msg);
+	if (out) {
+		for (int i = 0; i < 4; i++)
+			hdr[i] = (uint8_t)(len >> (8 * i));
+		if (send(fd, hdr, 4, MSG_DONTWAIT | MSG_NOSIGNAL) == 4)
+			send(fd, out, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+		free(out);
+	}
+	close(fd);
+}
+
 static void conn_accept(void)
 {
 	int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
 	struct timeval tv = { .tv_sec = SEND_TIMEOUT_S };
+	struct ucred cr;
+	socklen_t crlen = sizeof(cr);
+	char why[160];
 
 	if (fd < 0)
 		return;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) || crlen != sizeof(cr)) {
+		log_warn("control: a connection without credentials (%s): closed", strerror(errno));
+		close(fd);
+		return;
+	}
+	if (!admit_peer(fd, &cr, why, sizeof(why))) {
+		refuse_peer(fd, &cr, why);
+		return;
+	}
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	pthread_mutex_lock(&fds_lock);
 	for (int i = 0; i < MAX_CONNS; i++) {
@@ -162,9 +229,9 @@ static bool conn_read(struct conn *c)
 				continue;
 			c->body_len = (size_t)c->hdr[0] | (size_t)c->hdr[1] << 8 | (size_t)c->hdr[2] << 16 |
 				      (size_t)c->hdr[3] << 24;
-			if (c->body_len > CONTROL_MAX_FRAME) {
-				log_warn("control: frame of %zu bytes exceeds %u: connection closed",
-					 c->body_len, CONTROL_MAX_FRAME);
+			if (c->body_len > CONTROL_MAX_REQUEST) {
+				log_warn("control: request frame of %zu bytes exceeds %u: connection closed",
+					 c->body_len, CONTROL_MAX_REQUEST);
 				return false;
 			}
 			c->body = malloc(c->body_len ? c->body_len : 1);
@@ -230,8 +297,10 @@ int control_start(const struct backend_config *cfg, const char *path, const char
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	sigset_t all, old;
+	struct stat st;
 	pthread_t t;
 	pid_t holder;
+	mode_t old_mask;
 	int fd, e;
 
 	if (control_vm_init(cfg, vm_dir))
@@ -255,13 +324,26 @@ int control_start(const struct backend_config *cfg, const char *path, const char
 		close(fd);
 		return -1;
 	}
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 64)) {
+	/* born 0600: no one connects before its mode is set (and every
+	 * connection is checked anyway, conn_accept) */
+	old_mask = umask(0177);
+	e = bind(fd, (struct sockaddr *)&a, sizeof(a));
+	umask(old_mask);
+	if (e || listen(fd, 64)) {
 		log_err("cannot listen on the control socket %s: %s", path, strerror(errno));
 		close(fd);
 		return -1;
 	}
-	/* the manager runs as root; others may not change assemblies */
-	chmod(path, 0660);
+	/* the manager runs as root; others may not change assemblies: root,
+	 * mearasd's user and the socket's group (mearasd's, or the directory's
+	 * when it is set-group-ID) */
+	if (stat(path, &st) || chmod(path, 0660)) {
+		log_err("control socket %s: %s", path, strerror(errno));
+		close(fd);
+		mearas_unlink_socket(path);
+		return -1;
+	}
+	sock_gid = st.st_gid;
 	for (int i = 0; i < MAX_CONNS; i++)
 		conns[i].fd = -1;
 	listen_fd = fd;
@@ -283,7 +365,8 @@ int control_start(const struct backend_config *cfg, const char *path, const char
 		return -1;
 	}
 	pthread_detach(t);
-	log_info("control socket %s, node %s", path, node);
+	log_info("control socket %s (mode 0660, gid %u: root, mearasd's user and that group's members), node %s", path,
+		 (unsigned)sock_gid, node);
 	return 0;
 }
 

@@ -13,7 +13,10 @@
 struct backend_config;
 
 #define CONTROL_DEFAULT_SOCKET "/run/mearas/control.sock"
-#define CONTROL_MAX_FRAME (16u << 20)
+/* the largest request frame: the biggest request (an assembly of 16 vGPUs)
+ * takes a few KiB, and parsing a frame can take ~60 times its size (each
+ * 2-byte empty repeated message becomes a message of its own) */
+#define CONTROL_MAX_REQUEST (64u << 10)
 /* where the sockets of VMs attached through the control socket are (--vm-dir) */
 #define CONTROL_DEFAULT_VM_DIR "/run/mearas/vm"
 

@@ -13,6 +13,8 @@
 /* control_proto.c: one request in, one packed ControlReply out (malloc'd) */
 void control_proto_init(const struct backend_config *cfg, const char *node);
 uint8_t *control_handle(const uint8_t *req, size_t len, size_t *reply_len);
+/* a packed ControlReply with an Error (malloc'd; the message is logged) */
+uint8_t *control_error(Mearas__ErrorCode code, size_t *reply_len, const char *msg);
 
 /* control_vm.c: VM servers of AttachVm/DetachVm. dir: where their sockets
  * must be (NULL: CONTROL_DEFAULT_VM_DIR); 0, or -1 when dir is unusable */

@@ -66,6 +66,11 @@ static uint8_t *error_reply(Mearas__ErrorCode code, size_t *len, const char *fmt
 	return PACK_REPLY(len, ERROR, error, &e);
 }
 
+uint8_t *control_error(Mearas__ErrorCode code, size_t *len, const char *msg)
+{
+	return error_reply(code, len, "%s", msg);
+}
+
 static uint8_t *do_hello(const Mearas__ControlRequest *q, size_t *len)
 {
 	const Mearas__HelloRequest *h = q->hello;
@@ -112,6 +117,21 @@ static bool valid_id(const char *id)
 	return true;
 }
 
+/* The manager's label of a booking: kept for the assembly's life and put in
+ * every ListAssemblies reply and log line, so bounded text without control
+ * characters (no forged log lines) */
+static bool valid_owner(const char *owner)
+{
+	size_t n = strlen(owner);
+
+	if (n > ASSEMBLY_OWNER_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)owner[i] < ' ' || owner[i] == 0x7f)
+			return false;
+	return true;
+}
+
 /* The Identity message -> tenant_id; -1 when absent or unusable. */
 static int identity_of(const Mearas__Identity *m, struct tenant_id *id)
 {
@@ -147,6 +167,10 @@ static uint8_t *do_instantiate(const Mearas__ControlRequest *req, size_t *len)
 		return error_reply(MEARAS__ERROR_CODE__ERROR_BAD_REQUEST, len,
 				   "assembly id must be 1..%d printable characters without spaces",
 				   ASSEMBLY_ID_MAX);
+	if (!valid_owner(q->owner))
+		return error_reply(MEARAS__ERROR_CODE__ERROR_BAD_REQUEST, len,
+				   "assembly %s: owner must be at most %d characters, none a control character "
+				   "(got %zu bytes)", q->assembly_id, ASSEMBLY_OWNER_MAX, strlen(q->owner));
 	if (q->n_vgpus == 0)
 		return error_reply(MEARAS__ERROR_CODE__ERROR_BAD_REQUEST, len, "assembly %s has no vGPUs",
 				   q->assembly_id);

@@ -98,6 +98,21 @@ def test_instantiate_errors(mearasd: Daemon, bad: Assembly, code: str, words: st
     assert [a for a, _, _ in c.list_assemblies()] == ["dup"]
 
 
+def test_owner_label_is_bounded_text(mearasd: Daemon) -> None:
+    # the owner is kept for the assembly's life, in every list and log line: 16 MiB each
+    # (a frame's worth, when frames were 16 MiB) made 1024 assemblies hold 16 GiB
+    c = client(mearasd)
+    for owner in ("o" * (60 << 10), "o" * 256, "pid:1@node-a\ninfo: forged line"):
+        bad = Assembly("labelled", owner, "t", "exact", (VgpuPlacement(0, NODE, 0, MiB, ""),), 0.0,
+                       identity=ME)
+        with pytest.raises(MearasdError, match="BAD_REQUEST.*owner must be at most 255"):
+            c.instantiate(bad)
+    assert c.list_assemblies() == []
+    c.instantiate(Assembly("labelled", "o" * 255, "t", "exact", (VgpuPlacement(0, NODE, 0, MiB, ""),),
+                           0.0, identity=ME))
+    assert [(a, o) for a, o, _ in c.list_assemblies()] == [("labelled", "o" * 255)]
+
+
 def test_wrong_node_and_ordinals_refused(mearasd: Daemon) -> None:
     c = client(mearasd)
     other = Assembly("other", "o", "t", "exact", (VgpuPlacement(0, "node-z", 0, MiB, ""),), 0.0,
@@ -184,6 +199,17 @@ def raw_request(d: Daemon, payload: bytes) -> control_pb2.ControlReply:
         return r
 
 
+REQUEST_MAX = 64 << 10  # mearasd's largest request frame (host-backend/control/control.h)
+
+
+def varint(n: int) -> bytes:
+    out = b""
+    while n > 0x7F:
+        out += bytes([n & 0x7F | 0x80])
+        n >>= 7
+    return out + bytes([n])
+
+
 HELLO = control_pb2.ControlRequest(hello=control_pb2.HelloRequest(
     version=common_pb2.Version(major=1, minor=0), client="test")).SerializeToString()
 
@@ -210,8 +236,8 @@ def test_oversize_truncated_and_idle_connections(mearasd: Daemon) -> None:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.settimeout(10)
             s.connect(mearasd.control_socket)
-            s.sendall(struct.pack("<I", (16 << 20) + 1))
-            assert s.recv(1) == b""  # closed, no 16 MiB allocation
+            s.sendall(struct.pack("<I", REQUEST_MAX + 1))
+            assert s.recv(1) == b""  # closed, no allocation of it
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.connect(mearasd.control_socket)
             s.sendall(struct.pack("<I", 1000) + b"only part")  # then gone
@@ -229,10 +255,37 @@ def test_oversize_truncated_and_idle_connections(mearasd: Daemon) -> None:
 
 
 def test_max_size_frame_is_read_and_refused(mearasd: Daemon) -> None:
-    # a 16 MiB frame (the limit) of an unknown field: read whole, answered with an error
-    payload = b"\xba\x06" + b"\x80\x80\x80\x08" + bytes(16 << 20)[: (16 << 20) - 6]
+    # a 64 KiB frame (the limit) of an unknown field: read whole, answered with an error
+    payload = b"\xba\x06" + varint(REQUEST_MAX) + bytes(REQUEST_MAX - 5)
+    assert len(payload) == REQUEST_MAX
     r = raw_request(mearasd, payload)
     assert r.WhichOneof("body") == "error"
+    assert mearasd.alive() and client(mearasd).hello()[0] == NODE
+
+
+def peak_rss_kib(d: Daemon) -> int:
+    for line in Path(f"/proc/{d.proc.pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmHWM in mearasd's /proc status")
+
+
+def test_request_is_not_amplified_by_its_parse(mearasd: Daemon) -> None:
+    # an InstantiateAssembly of 2-byte empty VgpuSpecs: protobuf-c makes each a message of its
+    # own; a 16 MiB frame of them made mearasd (root) take about 1 GB to parse it
+    inner = b"\x1a\x00" * ((16 << 20) // 2 - 8)
+    msg = b"\x1a" + varint(len(inner)) + inner
+    before = peak_rss_kib(mearasd)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(30)
+        s.connect(mearasd.control_socket)
+        try:
+            send_frame(s, msg)
+            recv_reply(s)
+        except OSError:
+            pass  # refused at its length: closed before the body was sent
+    grown = peak_rss_kib(mearasd) - before
+    assert grown < 64 << 10, f"mearasd grew by {grown} KiB parsing a {len(msg)}-byte request"
     assert mearasd.alive() and client(mearasd).hello()[0] == NODE
 
 
