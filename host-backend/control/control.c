@@ -337,8 +337,8 @@ int control_start(const struct backend_config *cfg, const char *path, const char
 	/* the manager runs as root; others may not change assemblies: root,
 	 * mearasd's user and the socket's group (mearasd's, or the directory's
 	 * when it is set-group-ID) */
-	if (stat(path, &st) || chmod(path, 0660)) {
-		log_err("control socket %s: %s", path, strerror(errno));
+	if (stat(a.sun_path, &st) || chmod(a.sun_path, 0660)) {
+		log_err("control socket %s: %s", a.sun_path, strerror(errno));
 		close(fd);
 		mearas_unlink_socket(path);
 		return -1;
