@@ -609,28 +609,9 @@ static int peer_of(int c, struct tenant_peer *p)
  * supplementary group of the caller, SO_PEERGROUPS). */
 static bool admit_peer(int c, const struct tenant_peer *p)
 {
-	gid_t groups[256], *g = groups;
-	socklen_t len = sizeof(groups);
-	bool in = false;
-
 	if (tenant_privileged(&p->id))
 		return true;
-	if (!sock_has_group)
-		return false;
-	if (p->gid == sock_gid)
-		return true;
-	if (getsockopt(c, SOL_SOCKET, SO_PEERGROUPS, g, &len)) {
-		if (errno != ERANGE || !(g = malloc(len)) || getsockopt(c, SOL_SOCKET, SO_PEERGROUPS, g, &len)) {
-			if (g != groups)
-				free(g);
-			return false;
-		}
-	}
-	for (size_t i = 0; i < len / sizeof(gid_t); i++)
-		in |= g[i] == sock_gid;
-	if (g != groups)
-		free(g);
-	return in;
+	return sock_has_group && mearas_peer_in_group(c, p->gid, sock_gid) > 0;
 }
 
 /*

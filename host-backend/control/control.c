@@ -99,28 +99,17 @@ static void conn_close(struct conn *c)
  * Otherwise 0 with why filled in. */
 static bool admit_peer(int fd, const struct ucred *cr, char *why, size_t whylen)
 {
-	gid_t groups[256], *g = groups;
-	socklen_t len = sizeof(groups);
-	bool in = false;
+	int in;
 
-	if (cr->uid == 0 || cr->uid == geteuid() || cr->gid == sock_gid)
+	if (cr->uid == 0 || cr->uid == geteuid())
 		return true;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len)) {
-		if (errno != ERANGE || !(g = malloc(len)) || getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len)) {
-			if (g != groups)
-				free(g);
-			snprintf(why, whylen, "its groups cannot be read");
-			return false;
-		}
-	}
-	for (size_t i = 0; i < len / sizeof(gid_t); i++)
-		in |= g[i] == sock_gid;
-	if (g != groups)
-		free(g);
-	if (!in)
+	in = mearas_peer_in_group(fd, cr->gid, sock_gid);
+	if (in < 0)
+		snprintf(why, whylen, "its groups cannot be read");
+	else if (!in)
 		snprintf(why, whylen, "not root, not mearasd's user and not in the control socket's group (gid %u)",
 			 (unsigned)sock_gid);
-	return in;
+	return in > 0;
 }
 
 /* A caller that may not use the socket gets one Error frame (it fits the

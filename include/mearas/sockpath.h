@@ -3,17 +3,45 @@
  * Removing a socket path that mearasd (root) listens on: only a socket is
  * removed. A path that names anything else (a regular file, a device such
  * as /dev/null, a directory) is left alone, so a wrong --socket, --control
- * or --vm path cannot make the daemon delete a file.
+ * or --vm path cannot make the daemon delete a file. And whether a peer on
+ * such a socket is in its group.
  */
 #ifndef MEARAS_SOCKPATH_H
 #define MEARAS_SOCKPATH_H
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+/* Whether the peer on unix socket fd, whose primary group is primary
+ * (SO_PEERCRED), is in group: by its primary group or one of its
+ * supplementary groups as the kernel recorded them at connect
+ * (SO_PEERGROUPS). 1 or 0; -1 when its groups cannot be read. */
+static inline int mearas_peer_in_group(int fd, gid_t primary, gid_t group)
+{
+	gid_t groups[256], *g = groups;
+	socklen_t len = sizeof(groups);
+	int in = 0;
+
+	if (primary == group)
+		return 1;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len)) {
+		if (errno != ERANGE || !(g = malloc(len)) || getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len)) {
+			if (g != groups)
+				free(g);
+			return -1;
+		}
+	}
+	for (size_t i = 0; i < len / sizeof(gid_t); i++)
+		in |= g[i] == group;
+	if (g != groups)
+		free(g);
+	return in;
+}
 
 /* 0: removed or not there; -1 with errno (EEXIST: not a socket, kept) */
 static inline int mearas_unlink_socket(const char *path)
