@@ -272,11 +272,6 @@ out:
 #define SHF_ALLOC_ 0x2u
 #define PT_LOAD_ 1u
 
-static uint64_t add_sat(uint64_t a, uint64_t b)
-{
-	return a + b < a ? UINT64_MAX : a + b;
-}
-
 /* Shared memory lives per block and local memory per thread, in on-chip or
  * launch-time storage: not memory the module holds while it is loaded. */
 static int per_launch_section(const char *name)
@@ -296,7 +291,7 @@ int fb_cubin_footprint(const uint8_t *data, size_t size, uint64_t *bytes, char *
 		const uint8_t *s = sec_hdr(&e, i);
 
 		if ((fb_rd64(s + 8) & SHF_ALLOC_) && !per_launch_section(str_at(e.shstr, e.shstr_len, fb_rd32(s))))
-			by_sections = add_sat(by_sections, fb_rd64(s + 32));
+			by_sections = fb_add_sat(by_sections, fb_rd64(s + 32));
 	}
 	/* a loader may follow the segments instead: the larger account counts */
 	uint64_t phoff = fb_rd64(data + 0x20);
@@ -311,7 +306,7 @@ int fb_cubin_footprint(const uint8_t *data, size_t size, uint64_t *bytes, char *
 			const uint8_t *p = data + phoff + (size_t)i * 56;
 
 			if (fb_rd32(p) == PT_LOAD_)
-				by_segments = add_sat(by_segments, fb_rd64(p + 0x28));
+				by_segments = fb_add_sat(by_segments, fb_rd64(p + 0x28));
 		}
 	}
 	*bytes = by_sections > by_segments ? by_sections : by_segments;

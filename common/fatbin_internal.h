@@ -72,6 +72,17 @@ int fb_parse_ptx(const char *text, size_t size, struct fb_builder *b,
 int fb_cubin_footprint(const uint8_t *data, size_t size, uint64_t *bytes, char *err, size_t errlen);
 int fb_ptx_footprint(const char *text, size_t size, uint64_t *bytes, char *err, size_t errlen);
 
+/* sums and products of sizes an image states, held at UINT64_MAX */
+static inline uint64_t fb_add_sat(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+static inline uint64_t fb_mul_sat(uint64_t a, uint64_t b)
+{
+	return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
 static inline uint16_t fb_rd16(const uint8_t *p)
 {
 	return (uint16_t)(p[0] | (uint16_t)p[1] << 8);

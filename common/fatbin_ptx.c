@@ -269,11 +269,6 @@ int fb_parse_ptx(const char *text, size_t size, struct fb_builder *b, char *err,
 
 /* ---- the variables PTX text defines in global and constant memory ---- */
 
-static uint64_t mul_sat(uint64_t a, uint64_t b)
-{
-	return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
-}
-
 /* An array dimension: a decimal or 0x number, saturating; 0 if the token is
  * not a number. */
 static uint64_t dimension(const struct lexer *lx)
@@ -295,8 +290,7 @@ static uint64_t dimension(const struct lexer *lx)
 
 		if (d < 0)
 			return 0;
-		v = mul_sat(v, (uint64_t)base);
-		v = v + (uint64_t)d < v ? UINT64_MAX : v + (uint64_t)d;
+		v = fb_add_sat(fb_mul_sat(v, (uint64_t)base), (uint64_t)d);
 	}
 	return v;
 }
@@ -393,7 +387,7 @@ static int variable_bytes(struct lexer *lx, uint64_t *bytes, char *err, size_t e
 				fb_seterr(err, errlen, "bad array size in a variable declaration");
 				return -EINVAL;
 			}
-			count = mul_sat(count, n);
+			count = fb_mul_sat(count, n);
 		}
 		if (is(lx, "=")) {
 			uint64_t items = 0;
@@ -402,13 +396,13 @@ static int variable_bytes(struct lexer *lx, uint64_t *bytes, char *err, size_t e
 			if (rc)
 				return rc;
 			if (unsized)
-				count = mul_sat(count, items);
+				count = fb_mul_sat(count, items);
 		} else if (unsized) {
 			count = 0; /* no storage of its own without an initializer */
 		}
-		uint64_t v = mul_sat(mul_sat(elem, vec), count);
+		uint64_t v = fb_mul_sat(fb_mul_sat(elem, vec), count);
 
-		*bytes = *bytes + v < *bytes ? UINT64_MAX : *bytes + v;
+		*bytes = fb_add_sat(*bytes, v);
 		if (is(lx, ";"))
 			return 0;
 		if (!is(lx, ",") || !next(lx)) {
