@@ -78,6 +78,8 @@ int exec_destroy_obj(struct vgpu *v, enum mearas_handle_kind k, void *obj, uint6
  * zeroed object of objsize bytes, or NULL with nothing charged; and both
  * given back */
 void *exec_charged_new(struct vgpu *v, uint64_t bytes, size_t objsize);
+/* bytes charged to the vGPU's quota (a loaded module's); false: over it */
+bool exec_charge(struct vgpu *v, uint64_t bytes);
 void exec_charged_free(struct vgpu *v, uint64_t bytes, void *obj);
 
 /* ---- exec_memory.c ---- */

@@ -49,7 +49,7 @@ int exec_op_MODULE_LOAD(struct vgpu *v, const struct mearas_sqe *e, const struct
 		free(copy);
 		return cudaErrorInvalidKernelImage;
 	}
-	if (bytes > v->heap.quota || vaheap_charge(&v->heap, bytes)) {
+	if (!exec_charge(v, bytes)) {
 		exec_refuse_log(v, "module refused: its code and variables take %llu bytes, more than the vGPU's "
 				"memory left (%llu of %llu bytes)", (unsigned long long)bytes,
 				(unsigned long long)(v->heap.quota - v->heap.used), (unsigned long long)v->heap.quota);

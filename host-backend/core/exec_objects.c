@@ -173,11 +173,16 @@ int exec_destroy_obj(struct vgpu *v, enum mearas_handle_kind k, void *obj, uint6
 	return cudaErrorInvalidValue;
 }
 
+bool exec_charge(struct vgpu *v, uint64_t bytes)
+{
+	return bytes <= v->heap.quota && !vaheap_charge(&v->heap, bytes);
+}
+
 void *exec_charged_new(struct vgpu *v, uint64_t bytes, size_t objsize)
 {
 	void *obj;
 
-	if (bytes > v->heap.quota || vaheap_charge(&v->heap, bytes))
+	if (!exec_charge(v, bytes))
 		return NULL;
 	obj = calloc(1, objsize);
 	if (!obj)
