@@ -21,6 +21,22 @@ from mearas_am.model import LinkServer, VgpuPlacement
 E = control_pb2
 
 
+def _stop_listening(sock: socket.socket, acceptor: threading.Thread) -> None:
+    """Wakes the thread blocked in accept() (shutdown makes it fail), waits for it, then closes.
+    Closing first is not enough: the thread may have read the descriptor's number and not yet
+    entered accept(); the next test's listening socket can get that number, and this server's
+    thread would then take, and answer with this server's state, the next test's connections."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # never listened, or already shut down
+    if acceptor.ident is not None and acceptor is not threading.current_thread():
+        acceptor.join(timeout=10)
+        if acceptor.is_alive():
+            raise RuntimeError("the test double's accept thread did not stop")
+    sock.close()
+
+
 class FakeVmServer:
     """Stands in for mearasd's VM server so that QEMU's ivshmem-doorbell device can start: the
     server side of QEMU's ivshmem protocol (version, the peer's id, the shared memory fd, then
@@ -42,7 +58,8 @@ class FakeVmServer:
         os.chmod(path, 0o600)
         self.sock.listen(4)
         self.closed = False
-        threading.Thread(target=self._serve, daemon=True).start()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
 
     def _msg(self, conn: socket.socket, value: int, fd: int = -1) -> None:
         data = struct.pack("<q", value)
@@ -75,7 +92,7 @@ class FakeVmServer:
 
     def close(self) -> None:
         self.closed = True
-        self.sock.close()
+        _stop_listening(self.sock, self._thread)
         for c in self.peers:
             c.close()
         for fd in [self.memfd, *self.fds]:
@@ -114,7 +131,7 @@ class FakeMearasd:
 
     def close(self) -> None:
         self._closed = True
-        self._sock.close()
+        _stop_listening(self._sock, self._thread)
         Path(self.path).unlink(missing_ok=True)
         for _, vm in self.vms.values():
             vm.close()
