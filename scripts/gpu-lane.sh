@@ -21,8 +21,8 @@
 # table and do not count), e.g. to run one step again after a fix:
 #   suite isolation watchdog lifetimes assembly smi micro drvapi remote vm
 #   batch frameworks runtime-choice
-# remote takes the native suite's outputs and a native microbenchmark run, so
-# it brings suite and micro with it. The default is every step.
+# remote takes the native suite's outputs, a native microbenchmark run and
+# drvapi's native runs, so it brings suite, micro and drvapi with it. The default is every step.
 # Where OUT is set
 # (the device tool's folder, which brings back at most 8 files), only these go
 # there: table.txt, gpu-lane.tar.gz (all logs and results), and the
@@ -36,11 +36,15 @@ steps=${steps//,/ }
 for s in $steps; do
 	[[ " $all_steps " == *" $s "* ]] || { echo "gpu-lane: no step '$s' (GPU_LANE_STEPS; steps: $all_steps)" >&2; exit 2; }
 done
-# remote compares with the native suite's outputs and a native microbenchmark run
+# remote compares with the native suite's outputs, a native microbenchmark run
+# and the native runs of the static-runtime and driver-API builds (drvapi's);
+# without drvapi its static-runtime and driver-API suites would not run and
+# would count as failed
 step() { [[ "$steps" == *" $1 "* ]]; }
 if step remote; then
 	step suite || steps="$steps suite "
 	step micro || steps="$steps micro "
+	step drvapi || steps="$steps drvapi "
 fi
 not_run="not run (GPU_LANE_STEPS)"
 only=
