@@ -6,6 +6,14 @@
  * (headers) and their idle time are bounded by the library's options, and
  * nothing a request carries is used but its method and path.
  *
+ * Connections cannot be held against scrapers: the library's timeout counts
+ * idle time only (a header byte every few seconds keeps a connection), and on
+ * 127.0.0.1 every local user shares one address, so a per-address limit
+ * would let any of them take the endpoint. Instead, a new connection that
+ * finds METRICS_EVICT_AT open shuts the oldest one; a scraper's connection
+ * lives a millisecond (every answer closes it), so only a flood of new
+ * connections within that millisecond could push it out.
+ *
  * libmicrohttpd is loaded when the endpoint is asked for (--metrics-port),
  * not linked: mearasd runs where it is not installed (GPU machines and
  * containers), and only the metrics need it.
@@ -18,6 +26,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +37,7 @@
 #include "metrics.h"
 
 #define METRICS_MAX_CONNECTIONS 16
-#define METRICS_PER_IP_CONNECTIONS 4
+#define METRICS_EVICT_AT 12 /* open connections at which a new one shuts the oldest */
 #define METRICS_TIMEOUT_S 10
 #define METRICS_CONN_MEMORY (32u << 10) /* request line and headers, per connection */
 
@@ -96,6 +105,9 @@ static struct metrics_source source;
 static int listen_fd = -1;
 static uint16_t listen_port;
 static int conn_fds[METRICS_MAX_CONNECTIONS + 4];
+/* the rest only on the server's thread (every callback runs there) */
+static uint64_t conn_seq[METRICS_MAX_CONNECTIONS + 4]; /* order of arrival; 0: shut already */
+static uint64_t next_seq;
 
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 			  enum MHD_ConnectionNotificationCode toe)
@@ -112,9 +124,35 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 		int expect = toe == MHD_CONNECTION_NOTIFY_STARTED ? -1 : fd;
 
 		if (__atomic_compare_exchange_n(&conn_fds[i], &expect, toe == MHD_CONNECTION_NOTIFY_STARTED ? fd : -1,
-						false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+						false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+			conn_seq[i] = toe == MHD_CONNECTION_NOTIFY_STARTED ? ++next_seq : 0;
 			return;
+		}
 	}
+}
+
+/* The library's accept policy, for every new connection: at METRICS_EVICT_AT
+ * open ones, the oldest is shut down (the library sees it end and closes it).
+ * Always admits the new one. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	size_t n = sizeof(conn_fds) / sizeof(conn_fds[0]), open = 0, oldest = n;
+
+	(void)cls;
+	(void)addr;
+	(void)addrlen;
+	for (size_t i = 0; i < n; i++) {
+		if (__atomic_load_n(&conn_fds[i], __ATOMIC_ACQUIRE) < 0 || !conn_seq[i])
+			continue;
+		open++;
+		if (oldest == n || conn_seq[i] < conn_seq[oldest])
+			oldest = i;
+	}
+	if (open >= METRICS_EVICT_AT && oldest < n) {
+		shutdown(conn_fds[oldest], SHUT_RDWR);
+		conn_seq[oldest] = 0;
+	}
+	return MHD_YES;
 }
 
 /* fd is a TCP socket of this server (its local port): never one the worker needs */
@@ -171,6 +209,7 @@ static enum MHD_Result answer_text(struct MHD_Connection *c, unsigned status, co
 	mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
 	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
 		mhd.add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	mhd.add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	ret = mhd.queue_response(c, status, r);
 	mhd.destroy_response(r);
 	return ret;
@@ -211,6 +250,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return MHD_NO;
 	}
 	mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8");
+	mhd.add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close"); /* see on_accept */
 	ret = mhd.queue_response(c, MHD_HTTP_OK, r);
 	mhd.destroy_response(r);
 	return ret;
@@ -252,11 +292,10 @@ int metrics_start(const char *bind, uint16_t port, const struct metrics_source *
 	/* signals are for mearasd's accept loop, never for the server's thread */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	daemon_ = mhd.start_daemon(flags, port, NULL, NULL, on_request, NULL,
+	daemon_ = mhd.start_daemon(flags, port, on_accept, NULL, on_request, NULL,
 				   MHD_OPTION_LISTEN_SOCKET, listen_fd,
 				   MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
 				   MHD_OPTION_CONNECTION_LIMIT, (unsigned)METRICS_MAX_CONNECTIONS,
-				   MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)METRICS_PER_IP_CONNECTIONS,
 				   MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)METRICS_TIMEOUT_S,
 				   MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)METRICS_CONN_MEMORY,
 				   MHD_OPTION_END);

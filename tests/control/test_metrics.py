@@ -246,6 +246,40 @@ def test_metrics_bad_requests_get_errors(served: tuple[Daemon, str]) -> None:
     assert d.alive()
 
 
+def test_metrics_held_connections_do_not_keep_scrapers_out(served: tuple[Daemon, str]) -> None:
+    # a local user (every one shares 127.0.0.1) opens connections and never ends their requests;
+    # more than the server takes at once, and still the scraper is answered
+    d, url = served
+    host, port = url[len("http://"):].split("/")[0].split(":")
+    held = []
+    try:
+        for _ in range(24):
+            s = socket.create_connection((host, int(port)), timeout=10)
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")  # never the blank line
+            held.append(s)
+            time.sleep(0.01)
+        t0 = time.monotonic()
+        assert "mearas_info" in scrape(url)
+        assert time.monotonic() - t0 < 3
+    finally:
+        for s in held:
+            s.close()
+    assert d.alive()
+
+
+def test_metrics_answer_closes_the_connection(served: tuple[Daemon, str]) -> None:
+    # a kept-alive connection would stay open, counted, after its answer
+    _, url = served
+    host, port = url[len("http://"):].split("/")[0].split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        got = b""
+        while chunk := s.recv(65536):
+            got += chunk
+    assert got.startswith(b"HTTP/1.1 200") and b"mearas_info" in got
+    assert b"\r\nConnection: close\r\n" in got.split(b"\r\n\r\n", 1)[0] + b"\r\n"
+
+
 def test_metrics_bind_refuses_a_bad_address(tmp_path: Path) -> None:
     r = subprocess.run([str(MEARASD), "--device=sim", f"--socket={tmp_path / 'd.sock'}",
                         f"--control={tmp_path / 'c.sock'}", "--metrics-port=9", "--metrics-bind=nowhere"],
