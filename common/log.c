@@ -131,3 +131,20 @@ void mearas_log(int level, const char *fmt, ...)
 	log_line(level, fmt, ap);
 	va_end(ap);
 }
+
+int mearas_log_burst_admit(struct mearas_log_burst *b, uint32_t burst, uint64_t now_ns, uint32_t *dropped_before)
+{
+	*dropped_before = 0;
+	if (!b->window_ns || now_ns - b->window_ns >= 1000000000ull) {
+		*dropped_before = b->dropped;
+		b->window_ns = now_ns ? now_ns : 1;
+		b->lines = 0;
+		b->dropped = 0;
+	}
+	if (b->lines >= burst) {
+		b->dropped++;
+		return 0;
+	}
+	b->lines++;
+	return 1;
+}

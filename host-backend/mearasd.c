@@ -658,6 +658,21 @@ static void refused_keep(int c)
 	refused[nrefused++] = (struct refused_conn){ .fd = c, .until_ms = now_ms() + REFUSED_KEEP_MS };
 }
 
+/* Refused connections are logged, at most REFUSED_LOG_BURST lines a second:
+ * whoever may connect can be refused at will, and must not flood the log. */
+#define REFUSED_LOG_BURST 10
+static struct mearas_log_burst refused_log; /* the accept loop's */
+
+static bool refused_log_admit(void)
+{
+	uint32_t dropped;
+	int admit = mearas_log_burst_admit(&refused_log, REFUSED_LOG_BURST, mearas_mono_ns(), &dropped);
+
+	if (dropped)
+		log_warn("%u more refused client connections not logged", dropped);
+	return admit;
+}
+
 /* Refused before a worker exists: the welcome says why. Never blocks the
  * accept loop; the connection is closed once the hello is in (above). */
 static void refuse_conn(int c, const struct tenant_peer *p, int status, const char *msg)
@@ -667,8 +682,9 @@ static void refuse_conn(int c, const struct tenant_peer *p, int status, const ch
 	char who[96];
 
 	snprintf(wl.message, sizeof(wl.message), "%s", msg);
-	log_warn("client %s gid %u pid %d refused: %s", tenant_id_str(&p->id, who, sizeof(who)), p->gid, p->pid,
-		 msg);
+	if (refused_log_admit())
+		log_warn("client %s gid %u pid %d refused: %s", tenant_id_str(&p->id, who, sizeof(who)), p->gid,
+			 p->pid, msg);
 	if (send(c, &wl, sizeof(wl), MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 		log_debug("refusal not delivered: %s", strerror(errno));
 }
@@ -710,7 +726,8 @@ static void accept_client(const struct backend_config *cfg, int lfd)
 	}
 	warned_fds = false;
 	if (peer_of(c, &peer)) {
-		log_warn("client refused: no credentials for the connection: %s", strerror(errno));
+		if (refused_log_admit())
+			log_warn("client refused: no credentials for the connection: %s", strerror(errno));
 		close(c);
 		return;
 	}

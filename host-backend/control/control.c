@@ -26,6 +26,7 @@
 #include "attached.h"
 #include "control.h"
 #include "control_internal.h"
+#include "mearas/clock.h"
 #include "mearas/fdpass.h"
 #include "mearas/log.h"
 #include "mearas/sockpath.h"
@@ -112,6 +113,21 @@ static bool admit_peer(int fd, const struct ucred *cr, char *why, size_t whylen)
 	return in > 0;
 }
 
+/* Refused connections are logged, at most REFUSED_LOG_BURST lines a second
+ * (the accept thread's budget): they can come at will. */
+#define REFUSED_LOG_BURST 10
+static struct mearas_log_burst refused_log;
+
+static bool refused_log_admit(void)
+{
+	uint32_t dropped;
+	int admit = mearas_log_burst_admit(&refused_log, REFUSED_LOG_BURST, mearas_mono_ns(), &dropped);
+
+	if (dropped)
+		log_warn("control: %u more refused connections not logged", dropped);
+	return admit;
+}
+
 /* A caller that may not use the socket gets one Error frame (it fits the
  * empty send buffer: nothing blocks) and is closed before a byte is read. */
 static void refuse_peer(int fd, const struct ucred *cr, const char *why)
@@ -122,6 +138,8 @@ static void refuse_peer(int fd, const struct ucred *cr, const char *why)
 
 	snprintf(msg, sizeof(msg), "uid %u gid %u pid %d: %s", (unsigned)cr->uid,
 		 (unsigned)cr->gid, (int)cr->pid, why);
+	if (refused_log_admit())
+		log_warn("control: refused: %s", msg);
 	out = control_error(MEARAS__ERROR_CODE__ERROR_PERMISSION_DENIED, &len, msg);
 	if (out) {
 		for (int i = 0; i < 4; i++)
@@ -144,7 +162,8 @@ static void conn_accept(void)
 	if (fd < 0)
 		return;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) || crlen != sizeof(cr)) {
-		log_warn("control: a connection without credentials (%s): closed", strerror(errno));
+		if (refused_log_admit())
+			log_warn("control: a connection without credentials (%s): closed", strerror(errno));
 		close(fd);
 		return;
 	}
@@ -162,7 +181,8 @@ static void conn_accept(void)
 		}
 	}
 	pthread_mutex_unlock(&fds_lock);
-	log_warn("control: %d connections open already, refusing another", MAX_CONNS);
+	if (refused_log_admit())
+		log_warn("control: %d connections open already, refusing another", MAX_CONNS);
 	close(fd);
 }
 

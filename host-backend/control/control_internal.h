@@ -13,7 +13,7 @@
 /* control_proto.c: one request in, one packed ControlReply out (malloc'd) */
 void control_proto_init(const struct backend_config *cfg, const char *node);
 uint8_t *control_handle(const uint8_t *req, size_t len, size_t *reply_len);
-/* a packed ControlReply with an Error (malloc'd; the message is logged) */
+/* a packed ControlReply with an Error (malloc'd; the caller logs it) */
 uint8_t *control_error(Mearas__ErrorCode code, size_t *reply_len, const char *msg);
 
 /* control_vm.c: VM servers of AttachVm/DetachVm. dir: where their sockets

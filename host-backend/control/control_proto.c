@@ -51,9 +51,17 @@ static uint8_t *pack(const Mearas__ControlReply *r, size_t *len)
 static uint8_t *error_reply(Mearas__ErrorCode code, size_t *len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-static uint8_t *error_reply(Mearas__ErrorCode code, size_t *len, const char *fmt, ...)
+uint8_t *control_error(Mearas__ErrorCode code, size_t *len, const char *msg)
 {
 	Mearas__Error e = MEARAS__ERROR__INIT;
+
+	e.code = code;
+	e.message = (char *)msg;
+	return PACK_REPLY(len, ERROR, error, &e);
+}
+
+static uint8_t *error_reply(Mearas__ErrorCode code, size_t *len, const char *fmt, ...)
+{
 	char msg[512];
 	va_list ap;
 
@@ -61,14 +69,7 @@ static uint8_t *error_reply(Mearas__ErrorCode code, size_t *len, const char *fmt
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	log_info("control: refused: %s", msg);
-	e.code = code;
-	e.message = msg;
-	return PACK_REPLY(len, ERROR, error, &e);
-}
-
-uint8_t *control_error(Mearas__ErrorCode code, size_t *len, const char *msg)
-{
-	return error_reply(code, len, "%s", msg);
+	return control_error(code, len, msg);
 }
 
 static uint8_t *do_hello(const Mearas__ControlRequest *q, size_t *len)

@@ -19,22 +19,15 @@
 
 void exec_refuse_log(struct vgpu *v, const char *fmt, ...)
 {
-	uint64_t now = mearas_mono_ns();
+	uint32_t dropped;
+	int admit = mearas_log_burst_admit(&v->refuse_log, REFUSE_LOG_BURST, mearas_mono_ns(), &dropped);
 	char msg[256];
 	va_list ap;
 
-	if (now - v->refuse_window_ns >= 1000000000ull) {
-		if (v->refuse_dropped)
-			log_warn("vGPU %u: %u more refused records not logged", v->index, v->refuse_dropped);
-		v->refuse_window_ns = now;
-		v->refuse_lines = 0;
-		v->refuse_dropped = 0;
-	}
-	if (v->refuse_lines >= REFUSE_LOG_BURST) {
-		v->refuse_dropped++;
+	if (dropped)
+		log_warn("vGPU %u: %u more refused records not logged", v->index, dropped);
+	if (!admit)
 		return;
-	}
-	v->refuse_lines++;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);

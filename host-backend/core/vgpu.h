@@ -14,6 +14,7 @@
 
 #include "device/device.h"
 #include "handles.h"
+#include "mearas/log.h"
 #include "mearas/region.h"
 #include "mearas/ring.h"
 #include "vaheap.h"
@@ -153,9 +154,7 @@ struct vgpu {
 	_Atomic uint32_t hf_queued;     /* requests on streams not run yet (their trampolines run elsewhere) */
 	struct ev_hold *holds;
 	uint64_t func_bytes;            /* kernel records held (MEARAS_MAX_FUNC_BYTES) */
-	/* refused records: log lines in this second, lines dropped */
-	uint64_t refuse_window_ns;
-	uint32_t refuse_lines, refuse_dropped;
+	struct mearas_log_burst refuse_log; /* refused records' lines (the poller's) */
 	struct watchdog *watch;         /* GPU time limit (watchdog.c), NULL when off */
 	_Atomic bool poller_done;       /* its poller has left its loop */
 	_Atomic uint64_t alive_ns;      /* watched vGPUs: when its poller last went round */

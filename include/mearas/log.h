@@ -2,6 +2,8 @@
 #ifndef MEARAS_LOG_H
 #define MEARAS_LOG_H
 
+#include <stdint.h>
+
 /* Messages go to stderr, one line each in the format of mearas/log_line.h
  * (timestamp, component[pid], level), or to syslog after
  * mearas_log_to_syslog(). The level comes from MEARAS_LOG (debug, info,
@@ -22,6 +24,20 @@ void mearas_log_set_level(int level);
 void mearas_log_to_syslog(int facility);
 /* 1 when stderr is the journal stream systemd gave this process (JOURNAL_STREAM) */
 int mearas_log_journal_stderr(void);
+
+/* A budget of log lines for what an untrusted party can cause at will
+ * (refused records, refused connections): at most `burst` lines a second.
+ * Not locked: one per thread, or under the caller's lock. */
+struct mearas_log_burst {
+	uint64_t window_ns; /* start of the current second */
+	uint32_t lines;     /* admitted in it */
+	uint32_t dropped;   /* over the budget in it */
+};
+/* 1: log the line (counted), 0: over this second's budget (counted as
+ * dropped). *dropped_before: the lines dropped in the second that just
+ * ended when this call opens a new one, else 0; the caller says so in a
+ * line of its own, so that the count is never lost. */
+int mearas_log_burst_admit(struct mearas_log_burst *b, uint32_t burst, uint64_t now_ns, uint32_t *dropped_before);
 
 #define MEARAS_LOG_ERR   0
 #define MEARAS_LOG_WARN  1

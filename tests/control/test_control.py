@@ -254,6 +254,40 @@ def test_oversize_truncated_and_idle_connections(mearasd: Daemon) -> None:
         idle.close()
 
 
+def test_refused_connections_do_not_flood_the_log(mearasd: Daemon) -> None:
+    # past its 64 connections each new one is refused with a log line; whoever may connect can
+    # do that at will: at most 10 such lines a second, and the count of the rest
+    held = []
+    try:
+        for _ in range(64):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(mearasd.control_socket)
+            held.append(s)
+        t0 = time.monotonic()
+        for _ in range(300):
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.connect(mearasd.control_socket)
+                s.settimeout(10)
+                assert s.recv(1) == b""  # refused: closed
+        seconds = time.monotonic() - t0
+        time.sleep(1.1)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:  # opens the next second
+            s.connect(mearasd.control_socket)
+            s.settimeout(10)
+            assert s.recv(1) == b""
+        time.sleep(0.2)
+        log = mearasd.log.read_text()
+        lines = log.count("connections open already, refusing another")
+        assert 10 <= lines <= 10 * (int(seconds) + 3), (lines, seconds)
+        dropped = [int(w) for line in log.splitlines() if "more refused connections not logged" in line
+                   for w in line.split("control: ")[1].split()[:1]]
+        assert dropped and lines + sum(dropped) == 301, (lines, dropped)
+    finally:
+        for s in held:
+            s.close()
+    assert raw_request(mearasd, HELLO).hello.node == NODE and mearasd.alive()
+
+
 def test_max_size_frame_is_read_and_refused(mearasd: Daemon) -> None:
     # a 64 KiB frame (the limit) of an unknown field: read whole, answered with an error
     payload = b"\xba\x06" + varint(REQUEST_MAX) + bytes(REQUEST_MAX - 5)

@@ -166,8 +166,8 @@ static void log_capture(void)
 	mearas_log_set_fd(log_fd);
 }
 
-/* whether the log written since log_capture() holds `what`; ends the capture */
-static bool log_has(const char *what)
+/* the log written since log_capture(); ends the capture */
+static const char *log_text(void)
 {
 	static char buf[65536];
 	ssize_t n;
@@ -177,7 +177,13 @@ static bool log_has(const char *what)
 	close(log_fd);
 	log_fd = -1;
 	buf[n > 0 ? n : 0] = 0;
-	return strstr(buf, what) != NULL;
+	return buf;
+}
+
+/* whether the log written since log_capture() holds `what`; ends the capture */
+static bool log_has(const char *what)
+{
+	return strstr(log_text(), what) != NULL;
 }
 
 /* an image of `size` bytes at data offset 4096 refused with a log line, and
@@ -241,6 +247,31 @@ static void test_image_wrapper_refused(void)
 	memcpy(img + 4, &version, 4);
 	memcpy(img + 8, &ptr, 8);
 	image_refused(64, "a fat binary wrapper");
+}
+
+/* A client can have records refused at will: at most 10 log lines a second
+ * per vGPU, and the count of the rest in a line of the next second. */
+static void test_refusals_logged_within_budget(void)
+{
+	uint8_t *img = fx.w->data + 4096;
+	uint32_t magic = MEARAS_FATBINC_MAGIC, version = 1;
+	const char *log, *p;
+	int lines = 0;
+
+	memset(img, 0, 64);
+	memcpy(img, &magic, 4);
+	memcpy(img + 4, &version, 4);
+	usleep(1100000); /* a second of their own */
+	log_capture();
+	for (int i = 0; i < 50; i++)
+		CHECK_EQ(run1(MEARAS_OP_MODULE_LOAD, 0, 1, 4096, 64), cudaErrorInvalidKernelImage);
+	usleep(1100000);
+	CHECK_EQ(run1(MEARAS_OP_MODULE_LOAD, 0, 1, 4096, 64), cudaErrorInvalidKernelImage);
+	log = log_text();
+	for (p = log; (p = strstr(p, "module image refused")); p++)
+		lines++;
+	CHECK_MSG(lines == 11, "%d lines of refused images for 51 refusals", lines);
+	CHECK_MSG(strstr(log, "40 more refused records not logged") != NULL, "no count of the dropped lines");
 }
 
 /* stream 7, modules 1 and 2 of the fat binary */
@@ -497,6 +528,7 @@ static const struct check_case cases[] = {
 	{ "module_load", test_module_load },
 	{ "module_image_past_its_bytes", test_image_past_its_bytes },
 	{ "module_image_wrapper_refused", test_image_wrapper_refused },
+	{ "refused_records_logged_within_budget", test_refusals_logged_within_budget },
 	{ "functions_and_launch", test_functions_and_launch },
 	{ "launch_attribute_flags", test_launch_attribute_flags },
 	{ "module_globals", test_globals },
