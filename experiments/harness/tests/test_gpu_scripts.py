@@ -125,6 +125,22 @@ def test_gpu_batch_dry_run(tmp_path: Path) -> None:
     assert (tmp_path / "batch-logs/batch/p011/node-client.log").is_file()
 
 
+def test_remote_latency_dry_run() -> None:
+    # the quick latency probe of issue 15 on the sim: a figure through the remote vGPU with the
+    # link encrypted and not, and no mearasd of its own left behind
+    before = mearasd_pids()
+    r = subprocess.run([str(SCRIPTS / "remote-latency.sh"), "1"],
+                       env={**os.environ, "MEARAS_LAT_DEVICE": "sim"}, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = {ln[:34].strip(): ln[34:].split() for ln in r.stdout.splitlines()[1:]}
+    assert rows["native"] == ["-", "-"]
+    for mode in ("encrypted", "unencrypted"):
+        us, over = rows[f"remote, loopback, {mode}"]
+        assert float(us) > 0 and over == "-", r.stdout
+    assert mearasd_pids() <= before
+
+
 def test_carry_tool_iperf3(tmp_path: Path) -> None:
     """iperf3 carried with the libraries a GPU machine may lack (not glibc's, not
     mearasd's) runs from the carried folder with LD_LIBRARY_PATH."""

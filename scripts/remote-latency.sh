@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Issue 15's latency figure, quickly: the synchronous 4-byte device-to-host
+# copy (build/experiments/microbench --only sync_roundtrip, its median)
+# natively, then through a remote vGPU over loopback TCP (two mearasd on this
+# machine: one serves its GPU over remote-link, the other forwards its vGPU 0
+# there), with the link encrypted and not; REPEATS runs of each (default 3),
+# the median of their medians. About a minute on a GPU machine: for trying a
+# change of the remote path between runs of the GPU lane, whose remote step
+# (scripts/gpu-remote.sh) measures the same copy over veth between network
+# namespaces and is the figure of record.
+#   scripts/remote-latency.sh [REPEATS]
+# MEARAS_LAT_ARGS adds mearasd options to both nodes (e.g. --spin-us=500);
+# MEARAS_LAT_DEVICE=sim runs the nodes on the host-memory model (no native
+# run; the numbers only show that it works). Logs: build/remote-latency/.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+reps=${1:-3}
+[[ "$reps" =~ ^[1-9][0-9]*$ ]] || { echo "usage: remote-latency.sh [REPEATS]" >&2; exit 2; }
+kind=${MEARAS_LAT_DEVICE:-cuda}
+read -r -a extra <<<"${MEARAS_LAT_ARGS:-}"
+bin=$top/build/bin/mearasd
+bench=$top/build/experiments/microbench
+for f in "$bin" "$bench"; do
+	[ -x "$f" ] || { echo "remote-latency: $f missing (make gpu-build)" >&2; exit 1; }
+done
+work=$top/build/remote-latency
+rm -rf "$work" && mkdir -p "$work" || exit 1
+echo "remote-latency-$$-$RANDOM" >"$work/key"
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; }
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# start NAME ARGS...: a mearasd, waited for until its socket is there
+start() {
+	local name=$1
+	shift
+	"$bin" --device="$kind" --socket="$work/$name.sock" --cluster-key-file="$work/key" "${extra[@]}" "$@" \
+		>"$work/$name.log" 2>&1 &
+	pids+=($!)
+	for _ in $(seq 100); do
+		[ -S "$work/$name.sock" ] && return 0
+		sleep 0.1
+	done
+	echo "remote-latency: mearasd $name did not start (log: $work/$name.log)" >&2
+	exit 1
+}
+
+# median of the numbers on stdin
+median() { sort -g | awk '{v[NR]=$1} END {if (NR) print (NR % 2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
+
+# runs [ENV...]: REPEATS medians of the bench, one per line
+runs() {
+	for _ in $(seq "$reps"); do
+		env "$@" timeout 120 "$bench" --only sync_roundtrip 2>>"$work/bench.err" |
+			awk '$1 == "METRIC" && $2 == "sync_roundtrip_us" {print $4}'
+	done
+}
+
+native=-
+if [ "$kind" = cuda ]; then
+	native=$(runs | median)
+fi
+printf '%-34s %10s %12s\n' "sync_roundtrip_us (median)" "us" "over native"
+printf '%-34s %10s %12s\n' native "${native:--}" -
+for mode in encrypted unencrypted; do
+	enc=()
+	[ $mode = unencrypted ] && enc=(--link-encryption=off)
+	port=$(free_port)
+	start "serve-$mode" --link-port="$port" "${enc[@]}"
+	start "client-$mode" --vgpus=1 --remote=0=127.0.0.1:"$port" "${enc[@]}"
+	# the program never reaches the GPU itself: a bypass fails
+	us=$(runs CUDA_VISIBLE_DEVICES= LD_LIBRARY_PATH="$top/build/lib" MEARAS_SOCKET="$work/client-$mode.sock" | median)
+	over=-
+	[ -n "$us" ] && [ "$native" != - ] && [ -n "$native" ] && over=$(awk -v a="$us" -v b="$native" 'BEGIN {printf "+%.3f", a - b}')
+	printf '%-34s %10s %12s\n' "remote, loopback, $mode" "${us:-FAILED}" "$over"
+	[ -n "$us" ] || { echo "remote-latency: no figure through the remote vGPU ($work/bench.err, $work/*.log)" >&2; exit 1; }
+	cleanup
+	pids=()
+done
