@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "memfd.h"
 #include "mearas/log.h"
 #include "tenant.h"
 #include "worker.h"
@@ -203,8 +204,8 @@ int worker_build_region(struct worker *w, char *err, size_t errlen)
 	 * to mapped host memory point */
 	data_off = mearas_align_up(off + l.size * MEARAS_MAX_VGPUS, 2u << 20);
 	w->region_size = data_off + w->data_size;
-	w->memfd = memfd_create("mearas-region", MFD_CLOEXEC);
-	if (w->memfd < 0 || ftruncate(w->memfd, (off_t)w->region_size)) {
+	w->memfd = mearas_sealed_memfd("mearas-region", w->region_size);
+	if (w->memfd < 0) {
 		snprintf(err, errlen, "shared region of %llu bytes: %s",
 			 (unsigned long long)w->region_size, strerror(errno));
 		return -1;

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/memfd.h"
 #include "mearas/log.h"
 #include "mearas/sockpath.h"
 #include "vm.h"
@@ -164,11 +165,11 @@ static void supervise(const struct backend_config *cfg, const struct vm_spec *sp
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	while (!sup_quit) {
-		int memfd = memfd_create("mearas-vm", MFD_CLOEXEC), st = 0;
+		int memfd = mearas_sealed_memfd("mearas-vm", spec->size), st = 0;
 		uint64_t started = now_ms();
 		pid_t pid;
 
-		if (memfd < 0 || ftruncate(memfd, (off_t)spec->size)) {
+		if (memfd < 0) {
 			log_err("VM %s: shared memory of %llu MiB: %s", spec->name,
 				(unsigned long long)(spec->size >> 20), strerror(errno));
 			_exit(1);

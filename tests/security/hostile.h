@@ -25,6 +25,7 @@
 
 struct hostile {
 	int sock;
+	int region_fd;                  /* the region's memfd, as mearasd sent it */
 	uint8_t *region;
 	struct mearas_region_hdr *hdr;
 	uint8_t *data;
@@ -85,6 +86,7 @@ static inline int hostile_connect(struct hostile *h, const char *path, unsigned 
 		snprintf(h->refusal, sizeof(h->refusal), "%.*s", (int)sizeof(wl.message), wl.message);
 		return wl.status;
 	}
+	h->region_fd = fds[0];
 	reg = mmap(NULL, wl.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
 	if (reg == MAP_FAILED)
 		return -1;
