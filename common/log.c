@@ -7,6 +7,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "mearas/clock.h"
 #include "mearas/log.h"
 #include "mearas/log_line.h"
 
@@ -132,11 +133,13 @@ void mearas_log(int level, const char *fmt, ...)
 	va_end(ap);
 }
 
-int mearas_log_burst_admit(struct mearas_log_burst *b, uint32_t burst, uint64_t now_ns, uint32_t *dropped_before)
+int mearas_log_burst(struct mearas_log_burst *b, uint32_t burst, const char *prefix, const char *what)
 {
-	*dropped_before = 0;
+	uint64_t now_ns = mearas_mono_ns();
+
 	if (!b->window_ns || now_ns - b->window_ns >= 1000000000ull) {
-		*dropped_before = b->dropped;
+		if (b->dropped)
+			mearas_log(MEARAS_LOG_WARN, "%s%u more %s not logged", prefix, b->dropped, what);
 		b->window_ns = now_ns ? now_ns : 1;
 		b->lines = 0;
 		b->dropped = 0;

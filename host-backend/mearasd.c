@@ -665,12 +665,7 @@ static struct mearas_log_burst refused_log; /* the accept loop's */
 
 static bool refused_log_admit(void)
 {
-	uint32_t dropped;
-	int admit = mearas_log_burst_admit(&refused_log, REFUSED_LOG_BURST, mearas_mono_ns(), &dropped);
-
-	if (dropped)
-		log_warn("%u more refused client connections not logged", dropped);
-	return admit;
+	return mearas_log_burst(&refused_log, REFUSED_LOG_BURST, "", "refused client connections");
 }
 
 /* Refused before a worker exists: the welcome says why. Never blocks the

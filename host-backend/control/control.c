@@ -26,7 +26,6 @@
 #include "attached.h"
 #include "control.h"
 #include "control_internal.h"
-#include "mearas/clock.h"
 #include "mearas/fdpass.h"
 #include "mearas/log.h"
 #include "mearas/sockpath.h"
@@ -120,12 +119,7 @@ static struct mearas_log_burst refused_log;
 
 static bool refused_log_admit(void)
 {
-	uint32_t dropped;
-	int admit = mearas_log_burst_admit(&refused_log, REFUSED_LOG_BURST, mearas_mono_ns(), &dropped);
-
-	if (dropped)
-		log_warn("control: %u more refused connections not logged", dropped);
-	return admit;
+	return mearas_log_burst(&refused_log, REFUSED_LOG_BURST, "control: ", "refused connections");
 }
 
 /* A caller that may not use the socket gets one Error frame (it fits the

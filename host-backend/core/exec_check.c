@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "exec_internal.h"
-#include "mearas/clock.h"
 #include "mearas/log.h"
 
 /* Refused records are logged, at most REFUSE_LOG_BURST lines a second per
@@ -19,14 +18,11 @@
 
 void exec_refuse_log(struct vgpu *v, const char *fmt, ...)
 {
-	uint32_t dropped;
-	int admit = mearas_log_burst_admit(&v->refuse_log, REFUSE_LOG_BURST, mearas_mono_ns(), &dropped);
-	char msg[256];
+	char who[24], msg[256];
 	va_list ap;
 
-	if (dropped)
-		log_warn("vGPU %u: %u more refused records not logged", v->index, dropped);
-	if (!admit)
+	snprintf(who, sizeof(who), "vGPU %u: ", v->index);
+	if (!mearas_log_burst(&v->refuse_log, REFUSE_LOG_BURST, who, "refused records"))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);

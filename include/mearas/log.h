@@ -34,10 +34,10 @@ struct mearas_log_burst {
 	uint32_t dropped;   /* over the budget in it */
 };
 /* 1: log the line (counted), 0: over this second's budget (counted as
- * dropped). *dropped_before: the lines dropped in the second that just
- * ended when this call opens a new one, else 0; the caller says so in a
- * line of its own, so that the count is never lost. */
-int mearas_log_burst_admit(struct mearas_log_burst *b, uint32_t burst, uint64_t now_ns, uint32_t *dropped_before);
+ * dropped). A call that opens a new second first logs the lines the last
+ * one dropped, "<prefix><N> more <what> not logged", so the count is never
+ * lost. */
+int mearas_log_burst(struct mearas_log_burst *b, uint32_t burst, const char *prefix, const char *what);
 
 #define MEARAS_LOG_ERR   0
 #define MEARAS_LOG_WARN  1
