@@ -46,6 +46,12 @@ def served(tmp_path: Path) -> Iterator[tuple[Daemon, str]]:
         yield d, f"http://127.0.0.1:{port}/metrics"
 
 
+def endpoint(url: str) -> tuple[str, int]:
+    """(host, port) of the metrics URL, for raw connections to it."""
+    host, port = url[len("http://"):].split("/")[0].split(":")
+    return host, int(port)
+
+
 def scrape(url: str) -> str:
     with urllib.request.urlopen(url, timeout=10) as r:
         assert r.status == 200
@@ -225,10 +231,10 @@ def test_metrics_bad_requests_get_errors(served: tuple[Daemon, str]) -> None:
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(urllib.request.Request(url, data=b"x" * 1000, method="POST"), timeout=10)
     assert e.value.code == 405
-    host, port = base[len("http://"):].split(":")
+    addr = endpoint(url)
     for junk in (b"\x00\xff garbage\r\n\r\n", b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 100000 + b"\r\n\r\n",
                  b"GET /metrics HTTP/9.9\r\n\r\n"):
-        with socket.create_connection((host, int(port)), timeout=10) as s:
+        with socket.create_connection(addr, timeout=10) as s:
             try:
                 s.sendall(junk)
                 answer = s.recv(4096)
@@ -237,7 +243,7 @@ def test_metrics_bad_requests_get_errors(served: tuple[Daemon, str]) -> None:
         assert not answer.startswith(b"HTTP/1.1 200"), junk[:40]
         assert answer == b"" or answer.split(b" ")[1][:1] in (b"4", b"5"), answer[:80]
     # idle connections up to the cap do not stop it from answering
-    idle = [socket.create_connection((host, int(port)), timeout=10) for _ in range(3)]
+    idle = [socket.create_connection(addr, timeout=10) for _ in range(3)]
     try:
         assert "mearas_info" in scrape(url)
     finally:
@@ -250,11 +256,11 @@ def test_metrics_held_connections_do_not_keep_scrapers_out(served: tuple[Daemon,
     # a local user (every one shares 127.0.0.1) opens connections and never ends their requests;
     # more than the server takes at once, and still the scraper is answered
     d, url = served
-    host, port = url[len("http://"):].split("/")[0].split(":")
+    addr = endpoint(url)
     held = []
     try:
         for _ in range(24):
-            s = socket.create_connection((host, int(port)), timeout=10)
+            s = socket.create_connection(addr, timeout=10)
             s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")  # never the blank line
             held.append(s)
             time.sleep(0.01)
@@ -271,8 +277,8 @@ def test_metrics_held_connections_do_not_keep_scrapers_out(served: tuple[Daemon,
 def test_metrics_answer_closes_the_connection(served: tuple[Daemon, str]) -> None:
     # a kept-alive connection would stay open, counted, after its answer
     _, url = served
-    host, port = url[len("http://"):].split("/")[0].split(":")
-    with socket.create_connection((host, int(port)), timeout=10) as s:
+    addr = endpoint(url)
+    with socket.create_connection(addr, timeout=10) as s:
         s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
         got = b""
         while chunk := s.recv(65536):
