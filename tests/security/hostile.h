@@ -96,6 +96,18 @@ static inline int hostile_connect(struct hostile *h, const char *path, unsigned 
 	return 0;
 }
 
+/* The attack's connection to the socket named by argv[1], or "FAIL:
+ * connect" and exit 1. */
+static inline void hostile_open(struct hostile *h, int argc, char **argv, unsigned nvgpus, uint64_t data_size)
+{
+	int r = argc < 2 ? -2 : hostile_connect(h, argv[1], nvgpus, data_size, NULL);
+
+	if (r) {
+		printf("FAIL: connect (%d)\n", r);
+		exit(1);
+	}
+}
+
 static inline struct mearas_ring_ctl *hostile_sq_ctl(struct hostile *h, unsigned v)
 {
 	return (struct mearas_ring_ctl *)(h->region + h->hdr->vgpu_off[v] + h->l.sq_ctl);

@@ -38,10 +38,7 @@ int main(int argc, char **argv)
 	uint64_t a0, a1;
 	int r, bad = 0;
 
-	if (argc < 2 || (r = hostile_connect(&h, argv[1], 2, 64ull << 20, NULL))) {
-		printf("FAIL: connect (%d)\n", argc < 2 ? -2 : r);
-		return 1;
-	}
+	hostile_open(&h, argc, argv, 2, 64ull << 20);
 	a0 = hostile_alloc(&h, 0, 4096, NULL);
 	a1 = hostile_alloc(&h, 1, 4096, NULL);
 	if (!a0 || !a1) {

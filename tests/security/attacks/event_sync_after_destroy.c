@@ -59,10 +59,7 @@ int main(int argc, char **argv)
 	struct mearas_sqe e;
 	int r;
 
-	if (argc < 2 || (r = hostile_connect(&h, argv[1], 1, 16ull << 20, NULL))) {
-		printf("FAIL: connect (%d)\n", argc < 2 ? -2 : r);
-		return 1;
-	}
+	hostile_open(&h, argc, argv, 1, 16ull << 20);
 	h.slot = 1;
 	REQUIRE_MSG(load_spin(&h) == 0, "spin kernel");
 	REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_STREAM_CREATE, 0, 5, 0) == 0, "stream");

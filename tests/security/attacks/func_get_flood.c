@@ -19,10 +19,7 @@ int main(int argc, char **argv)
 	unsigned first = 0;
 	int r;
 
-	if (argc < 2 || (r = hostile_connect(&h, argv[1], 1, 16ull << 20, NULL))) {
-		printf("FAIL: connect (%d)\n", argc < 2 ? -2 : r);
-		return 1;
-	}
+	hostile_open(&h, argc, argv, 1, 16ull << 20);
 	for (int round = 0; round < 5; round++) {
 		unsigned n = 0;
 

@@ -60,10 +60,7 @@ int main(int argc, char **argv)
 	uint64_t last = 0, runs[200];
 	int r;
 
-	if (argc < 2 || (r = hostile_connect(&h, argv[1], 1, 16ull << 20, NULL))) {
-		printf("FAIL: connect (%d)\n", argc < 2 ? -2 : r);
-		return 1;
-	}
+	hostile_open(&h, argc, argv, 1, 16ull << 20);
 	h.slot = 1;     /* slot 0 carries the host-function requests */
 	REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_STREAM_CREATE, 0, 5, 0) == 0, "stream");
 	REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_CAPTURE_BEGIN, 5, 0, 0) == 0, "capture begin");

@@ -22,10 +22,7 @@ int main(int argc, char **argv)
 	uint64_t dev;
 	int r;
 
-	if (argc < 2 || (r = hostile_connect(&h, argv[1], 2, 16ull << 20, NULL))) {
-		printf("FAIL: connect (%d)\n", argc < 2 ? -2 : r);
-		return 1;
-	}
+	hostile_open(&h, argc, argv, 2, 16ull << 20);
 	REQUIRE_MSG(sim_load_kernel(&h, 0, 1, "mearas_sim_spin", 1, 1 << 20) == 0, "spin kernel");
 	REQUIRE_MSG(sim_func_get(&h, 0, 1, SPIN_FUNC, "mearas_sim_spin") == 0, "spin function");
 	REQUIRE_MSG(sim_call1(&h, 0, MEARAS_OP_STREAM_CREATE, 0, 5, 0) == 0, "stream");

@@ -19,12 +19,8 @@ int main(int argc, char **argv)
 {
 	struct hostile h;
 	struct stat st;
-	int r;
 
-	if (argc < 2 || (r = hostile_connect(&h, argv[1], 1, 16ull << 20, NULL))) {
-		printf("FAIL: connect (%d)\n", argc < 2 ? -2 : r);
-		return 1;
-	}
+	hostile_open(&h, argc, argv, 1, 16ull << 20);
 	REQUIRE_MSG(fstat(h.region_fd, &st) == 0, "fstat of the region: %s", strerror(errno));
 	REQUIRE_MSG(ftruncate(h.region_fd, st.st_size / 2) != 0, "the region was shrunk from %lld bytes",
 		    (long long)st.st_size);
