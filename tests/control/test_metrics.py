@@ -52,6 +52,22 @@ def endpoint(url: str) -> tuple[str, int]:
     return host, int(port)
 
 
+@contextmanager
+def held_open(addr: tuple[str, int], n: int, first: bytes = b"", gap_s: float = 0.0) -> Iterator[None]:
+    """n connections to addr, each sending first (and then nothing), gap_s apart; closed after."""
+    held = []
+    try:
+        for _ in range(n):
+            s = socket.create_connection(addr, timeout=10)
+            s.sendall(first)
+            held.append(s)
+            time.sleep(gap_s)
+        yield
+    finally:
+        for s in held:
+            s.close()
+
+
 def scrape(url: str) -> str:
     with urllib.request.urlopen(url, timeout=10) as r:
         assert r.status == 200
@@ -243,12 +259,8 @@ def test_metrics_bad_requests_get_errors(served: tuple[Daemon, str]) -> None:
         assert not answer.startswith(b"HTTP/1.1 200"), junk[:40]
         assert answer == b"" or answer.split(b" ")[1][:1] in (b"4", b"5"), answer[:80]
     # idle connections up to the cap do not stop it from answering
-    idle = [socket.create_connection(addr, timeout=10) for _ in range(3)]
-    try:
+    with held_open(addr, 3):
         assert "mearas_info" in scrape(url)
-    finally:
-        for s in idle:
-            s.close()
     assert d.alive()
 
 
@@ -256,21 +268,12 @@ def test_metrics_held_connections_do_not_keep_scrapers_out(served: tuple[Daemon,
     # a local user (every one shares 127.0.0.1) opens connections and never ends their requests;
     # more than the server takes at once, and still the scraper is answered
     d, url = served
-    addr = endpoint(url)
-    held = []
-    try:
-        for _ in range(24):
-            s = socket.create_connection(addr, timeout=10)
-            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")  # never the blank line
-            held.append(s)
-            time.sleep(0.01)
+    # never the blank line that ends the request
+    with held_open(endpoint(url), 24, b"GET /metrics HTTP/1.1\r\nHost: x\r\n", gap_s=0.01):
         t0 = time.monotonic()
         assert "mearas_info" in scrape(url)
         # not by waiting out the held ones' idle timeout (10 s)
         assert time.monotonic() - t0 < 6
-    finally:
-        for s in held:
-            s.close()
     assert d.alive()
 
 
