@@ -304,6 +304,12 @@ tools: all
 	-@scripts/carry-tool.sh $(IPERF3) $(BUILD)/tools/iperf3
 	-@scripts/carry-tool.sh $(TC) $(BUILD)/tools/tc
 
+# mearasd with the remote path's hop stamps compiled in (include/mearas/hoptrace.h),
+# for scripts/remote-latency.sh --hops; its objects under build/hop
+.PHONY: hoptrace
+hoptrace:
+	$(MAKE) BUILD=build/hop CFLAGS='$(CFLAGS) -DMEARAS_HOPTRACE' build/hop/bin/mearasd
+
 gpu-build: all busybox tools $(BUILD)/experiments/microbench $(BUILD)/experiments/microbench-static $(BUILD)/experiments/drvcost \
 	   $(BUILD)/tests/gpu/isolation $(BUILD)/tests/gpu/tcp_bench \
 	   $(BUILD)/tests/gpu/watchdog $(BUILD)/tests/gpu/event_destroy_wait

@@ -12,16 +12,26 @@
 # MEARAS_LAT_ARGS adds mearasd options to both nodes (e.g. --spin-us=500);
 # MEARAS_LAT_DEVICE=sim runs the nodes on the host-memory model (no native
 # run; the numbers only show that it works). Logs: build/remote-latency/.
+# --hops: the nodes are the hop-trace build (make hoptrace), and after each
+# mode a table of where a call's time went, hop by hop, per run of the bench
+# (experiments/harness/mearas_exp/hops.py; the stamps cost about 30 ns each).
+#   scripts/remote-latency.sh [--hops] [REPEATS]
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+hops=0
+if [ "${1:-}" = --hops ]; then
+	hops=1
+	shift
+fi
 reps=${1:-3}
-[[ "$reps" =~ ^[1-9][0-9]*$ ]] || { echo "usage: remote-latency.sh [REPEATS]" >&2; exit 2; }
+[[ "$reps" =~ ^[1-9][0-9]*$ ]] || { echo "usage: remote-latency.sh [--hops] [REPEATS]" >&2; exit 2; }
 kind=${MEARAS_LAT_DEVICE:-cuda}
 read -r -a extra <<<"${MEARAS_LAT_ARGS:-}"
 bin=$top/build/bin/mearasd
+[ $hops = 1 ] && bin=$top/build/hop/bin/mearasd
 bench=$top/build/experiments/microbench
 for f in "$bin" "$bench"; do
-	[ -x "$f" ] || { echo "remote-latency: $f missing (make gpu-build)" >&2; exit 1; }
+	[ -x "$f" ] || { echo "remote-latency: $f missing (make gpu-build$([ $hops = 1 ] && echo '; make hoptrace'))" >&2; exit 1; }
 done
 work=$top/build/remote-latency
 rm -rf "$work" && mkdir -p "$work" || exit 1
@@ -68,6 +78,10 @@ for mode in encrypted unencrypted; do
 	enc=()
 	[ $mode = unencrypted ] && enc=(--link-encryption=off)
 	port=$(free_port)
+	if [ $hops = 1 ]; then
+		export MEARAS_HOPTRACE_DIR=$work/hops-$mode
+		mkdir -p "$MEARAS_HOPTRACE_DIR"
+	fi
 	start "serve-$mode" --link-port="$port" "${enc[@]}"
 	start "client-$mode" --vgpus=1 --remote=0=127.0.0.1:"$port" "${enc[@]}"
 	# the program never reaches the GPU itself: a bypass fails
@@ -77,5 +91,8 @@ for mode in encrypted unencrypted; do
 	printf '%-34s %10s %12s\n' "remote, loopback, $mode" "${us:-FAILED}" "$over"
 	[ -n "$us" ] || { echo "remote-latency: no figure through the remote vGPU ($work/bench.err, $work/*.log)" >&2; exit 1; }
 	cleanup
+	if [ $hops = 1 ]; then
+		(cd "$top/experiments/harness" && python3 -m mearas_exp.hops "$MEARAS_HOPTRACE_DIR") || exit 1
+	fi
 	pids=()
 done

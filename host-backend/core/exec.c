@@ -18,6 +18,7 @@
 #include "deferred.h"
 #include "exec_internal.h"
 #include "mearas/clock.h"
+#include "mearas/hoptrace.h"
 #include "mearas/log.h"
 #include "mearas/ring.h"
 #include "output.h"
@@ -62,6 +63,7 @@ bool exec_post_cqe_seq(struct vgpu *v, uint16_t cq, struct mearas_cqe *c, uint64
 	pthread_mutex_unlock(&v->cq_lock);
 	if (!ok)
 		return false;
+	mearas_hop(MEARAS_HOP_wrk_posted);
 	if (mearas_ring_needs_wakeup(ctl) && v->w->wake) {
 		v->w->wake(v->w, cq);
 	} else if (mearas_ring_needs_wakeup(ctl)) {
@@ -267,6 +269,8 @@ static bool adds_graph_node(struct vgpu *v, const struct mearas_sqe *e)
 
 void exec_record(struct vgpu *v, const struct mearas_sqe *e)
 {
+	if (e->flags & MEARAS_SQE_WANT_CQE)
+		mearas_hop(MEARAS_HOP_wrk_exec);
 	struct mearas_cqe c = { .user_data = e->user_data };
 	struct fence_req f = { 0 };
 	bool want = (e->flags & MEARAS_SQE_WANT_CQE) != 0, node = false;

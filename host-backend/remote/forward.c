@@ -23,6 +23,7 @@
 #include "forward.h"
 #include "mapped.h"
 #include "mearas/clock.h"
+#include "mearas/hoptrace.h"
 #include "mearas/log.h"
 #include "mearas/ring.h"
 #include "messages.h"
@@ -314,6 +315,8 @@ static void forward(struct vgpu *v, const struct mearas_sqe *e)
 static bool forward_record(struct vgpu *v, const struct mearas_sqe *e, void *urgent)
 {
 	v->records++;
+	if (e->flags & MEARAS_SQE_WANT_CQE)
+		mearas_hop(MEARAS_HOP_fwd_pick);
 	vstat_record(v->stats, e, v->w->data_size, true);
 	if ((e->flags & MEARAS_SQE_WANT_CQE) || mearas_op_props(e->op)->urgent)
 		*(bool *)urgent = true;
@@ -341,6 +344,8 @@ static void *forward_main(void *arg)
 		bool urgent = false;
 		int n = drain(v, &urgent);
 
+		if (n > 0)
+			mearas_hop(MEARAS_HOP_fwd_posted);
 		if (n < 0) {
 			v->w->broken = true;
 			break;

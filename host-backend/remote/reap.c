@@ -18,6 +18,7 @@
 #include "forward.h"
 #include "mapped.h"
 #include "mearas/clock.h"
+#include "mearas/hoptrace.h"
 #include "mearas/log.h"
 #include "messages.h"
 #include "remote_link.h"
@@ -48,6 +49,7 @@ static void apply_cqe(struct vgpu *v, struct remote_item_cqe *ic)
 		forward_post(v, 0, &ic->cqe);
 	} else if (remote_tokens_take(&rv->tokens, ic->cqe.user_data, &t)) {
 		ic->cqe.user_data = t.user_data;
+		mearas_hop(MEARAS_HOP_fwd_applied);
 		if (v->stats) {
 			if (ic->cqe.status)
 				vstat_add(&v->stats->errors, 1);

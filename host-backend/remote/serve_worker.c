@@ -27,6 +27,7 @@
 #include "core/fatal.h"
 #include "mearas/clock.h"
 #include "mearas/fdpass.h"
+#include "mearas/hoptrace.h"
 #include "mearas/log.h"
 #include "mearas/ring.h"
 #include "remote_link.h"
@@ -139,6 +140,7 @@ static void try_reply(struct remote_session *s)
 			rc = mearas_link_conn_bulk(s->conn, r.bulk[i].off, s->data + r.bulk[i].off, r.bulk[i].len);
 		if (!rc)
 			rc = mearas_link_replyv(s->conn, seq, r.iov, r.n);
+		mearas_hop(MEARAS_HOP_srv_replied);
 		if (rc)
 			log_warn("remote session %s: reply: %s", mearas_link_conn_peer(s->conn),
 				 mearas_link_strerror(rc));

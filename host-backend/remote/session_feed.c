@@ -16,6 +16,7 @@
 #include "core/ranges.h"
 #include "mapped.h"
 #include "mearas/clock.h"
+#include "mearas/hoptrace.h"
 #include "mearas/log.h"
 #include "mearas/ring.h"
 #include "session_internal.h"
@@ -81,6 +82,8 @@ void session_feed_record(struct remote_session *s, const uint8_t *msg, size_t le
 	if (len < sizeof(h))
 		return;
 	memcpy(&h, msg, sizeof(h));
+	if (h.sqe.flags & MEARAS_SQE_WANT_CQE)
+		mearas_hop(MEARAS_HOP_srv_feed);
 	payload = msg + sizeof(h);
 	data = payload + h.payload_len;
 	/* a device-to-host copy the client follows: one DONE, whatever becomes of it */
@@ -221,6 +224,7 @@ void session_feed_record(struct remote_session *s, const uint8_t *msg, size_t le
 	wake = arena_payload ? mearas_sqp_push(&s->sq, &sqe, arena_payload, h.payload_len)
 			     : mearas_sqp_push_record(&s->sq, &sqe);
 	__atomic_store_n(&s->last_active_ns, mearas_mono_ns(), __ATOMIC_RELAXED);
+	mearas_hop(MEARAS_HOP_srv_fed);
 	if (wake) {
 		uint64_t one = 1;
 

@@ -16,6 +16,7 @@
 #include "capture.h"
 #include "core/deferred.h"
 #include "mapped.h"
+#include "mearas/hoptrace.h"
 #include "mearas/log.h"
 #include "mearas/ring.h"
 #include "session_internal.h"
@@ -354,6 +355,7 @@ void remote_session_collect(struct remote_session *s, struct held *held, struct 
 				read_output(s, s->err_fd, 2);
 			}
 			session_push(s, &held->v[i]);
+			mearas_hop(MEARAS_HOP_srv_collected);
 		}
 		{
 			struct held tmp = *held;

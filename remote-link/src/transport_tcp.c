@@ -12,6 +12,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "mearas/hoptrace.h"
+
 int link_tcp_set_options(int fd, uint32_t send_timeout_ms)
 {
 	int one = 1;
@@ -79,6 +81,7 @@ static int tcp_send_iov(struct link_transport *t, const struct iovec *iov_in, in
 		return MEARAS_LINK_E_INVAL;
 	memcpy(local, iov_in, sizeof(*local) * (size_t)iovcnt);
 	struct iovec *iov = local;
+	mearas_hop(MEARAS_HOP_send_start);
 	while (iovcnt > 0) {
 		if (__atomic_load_n(&tt->down, __ATOMIC_ACQUIRE))
 			return MEARAS_LINK_E_BROKEN;
@@ -100,6 +103,7 @@ static int tcp_send_iov(struct link_transport *t, const struct iovec *iov_in, in
 			iov->iov_len -= left;
 		}
 	}
+	mearas_hop(MEARAS_HOP_send_end);
 	return MEARAS_LINK_OK;
 }
 

@@ -29,6 +29,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "mearas/hoptrace.h"
+
 #define TLS_REC 16384u /* the largest TLS record's plaintext */
 #define TLS_WBUF (256u << 10) /* records written to the socket at once (TLS in user space) */
 
@@ -126,11 +128,14 @@ static int tls_send_iov(struct link_transport *t, const struct iovec *iov, int i
 {
 	struct tls_transport *tt = (struct tls_transport *)t;
 	sigset_t oldmask;
+	mearas_hop(MEARAS_HOP_send_start);
 	bool blocked = tt->guard_sigpipe && link_sigpipe_block(&oldmask);
 	int rc = send_iov_unguarded(tt, iov, iovcnt);
+	mearas_hop(MEARAS_HOP_send_sealed);
 	if (!rc && tt->wbuf)
 		rc = flush_out(tt); /* nothing of this send may wait in the buffer */
 	link_sigpipe_restore(blocked, &oldmask);
+	mearas_hop(MEARAS_HOP_send_end);
 	return rc;
 }
 

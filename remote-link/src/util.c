@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mearas/hoptrace.h"
 #include "mearas/log_line.h"
 
 uint64_t link_now_ns(void)
@@ -155,6 +156,7 @@ int link_read_exact(struct link_transport *t, void *buf, size_t len, uint32_t po
 			continue;
 		}
 		__atomic_store_n(last_rx_ns, link_now_ns(), __ATOMIC_RELAXED);
+		mearas_hop(MEARAS_HOP_recv);
 		if (direct) {
 			p += n;
 			len -= (size_t)n;

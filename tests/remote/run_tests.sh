@@ -442,6 +442,18 @@ else
 	functional netns-after-remote-restart "$work/ns-client.sock"
 fi
 
+# ---------------- the hop-trace build (make hoptrace) ----------------
+# scripts/remote-latency.sh --hops on the sim: a table per link mode, whose
+# calls chain through every hop (two TLS rows where the link is encrypted)
+hopout=$work/hops.out
+if MEARAS_LAT_DEVICE=sim timeout 300 "$top/scripts/remote-latency.sh" --hops 1 >"$hopout" 2>&1 &&
+	[ "$(grep -c '^total (one call' "$hopout")" = 2 ] && [ "$(grep -c 'TLS seals it' "$hopout")" = 2 ] &&
+	[ "$(grep -c 'worker: runs it' "$hopout")" = 2 ]; then
+	ok hoptrace-table
+else
+	bad hoptrace-table "$(tail -5 "$hopout" | tr '\n' ' ')"
+fi
+
 # ---------------- verbs links in a QEMU TCG guest (Soft-RoCE) ----------------
 # verbs_guest.sh: two mearasd over --link-transport=verbs|tcp|auto in one guest,
 # the serving one killed mid-copy (a few minutes; GUEST=0 leaves it out)
