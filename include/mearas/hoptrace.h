@@ -76,7 +76,7 @@ static inline struct mearas_hop_file *mearas_hop_file(enum mearas_hop h)
 		void *p;
 
 		snprintf(path, sizeof(path), "%s/%d.%s", dir, (int)getpid(), names[h]);
-		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 		if (fd < 0)
 			return NULL;
 		p = ftruncate(fd, sizeof(struct mearas_hop_file)) ? MAP_FAILED :
