@@ -269,14 +269,14 @@ static bool adds_graph_node(struct vgpu *v, const struct mearas_sqe *e)
 
 void exec_record(struct vgpu *v, const struct mearas_sqe *e)
 {
-	if (e->flags & MEARAS_SQE_WANT_CQE)
-		mearas_hop(MEARAS_HOP_wrk_exec);
 	struct mearas_cqe c = { .user_data = e->user_data };
 	struct fence_req f = { 0 };
 	bool want = (e->flags & MEARAS_SQE_WANT_CQE) != 0, node = false;
 	uint64_t fetched_ns = want ? mearas_mono_ns() : 0;
 	int r;
 
+	if (want)
+		mearas_hop(MEARAS_HOP_wrk_exec);
 	/* single writer; the worker's main thread reads it for the call rate */
 	__atomic_store_n(&v->records, v->records + 1, __ATOMIC_RELAXED);
 	if (e->op >= MEARAS_OP_COUNT || (e->flags & ~KNOWN_SQE_FLAGS) || e->cq >= v->w->nthreads) {
