@@ -86,7 +86,7 @@ static int forward_open(struct vgpu *v, int phys, uint64_t va_base, uint64_t va_
 	remote_mapped_set_budget(rv->mapped, &rv->mapped_budget);
 	gethostname(req.node, sizeof(req.node) - 1);
 	remote_link_config(&cfg->remote, &lc);
-	lc.rx_spin_us = remote_spin_us(&cfg->remote, cfg->spin_us);
+	lc.rx_spin_us = remote_spin_us(cfg->spin_us);
 	lc.bulk_dest = forward_bulk_dest;
 	lc.bulk_ctx = v;
 	rc = mearas_link_connect(t->host, t->port, &lc, &rv->link);
@@ -334,7 +334,7 @@ static void *forward_main(void *arg)
 {
 	struct vgpu *v = arg;
 	struct remote_vgpu *rv = rv_of(v);
-	const unsigned spin_us = remote_spin_us(&v->w->cfg->remote, v->w->cfg->spin_us);
+	const unsigned spin_us = remote_spin_us(v->w->cfg->spin_us);
 	const uint64_t spin_ns = (uint64_t)(spin_us ? spin_us : v->w->cfg->spin_us) * 1000ull;
 	uint64_t idle_since = 0;
 

@@ -34,16 +34,6 @@ static void on_open(void *ctx, struct mearas_link_conn *c)
 	mearas_link_conn_set_user(c, remote_session_new(c, serve_cfg->dev->capture_begin != NULL));
 }
 
-/* The link thread spins with nothing to read: the replies may leave from it. */
-static void on_idle(void *ctx, struct mearas_link_conn *c)
-{
-	struct remote_session *s = mearas_link_conn_user(c);
-
-	(void)ctx;
-	if (s)
-		serve_session_idle(s);
-}
-
 /* OPEN: the session thread forks the worker (device start-up can be slow) and replies. */
 static void open_message(struct remote_session *s, uint64_t seq, const void *data)
 {
@@ -119,11 +109,6 @@ static void on_closed(void *ctx, struct mearas_link_conn *c, int status)
 	remote_session_notify(s);
 	if (s->thread_started)
 		pthread_join(s->thread, NULL);
-	/* both threads are done with it: no lock needed */
-	if (s->replies[0] + s->replies[1])
-		log_info("remote link %s: %llu replies sent by its link thread, %llu by its session thread",
-			 mearas_link_conn_peer(c), (unsigned long long)s->replies[1],
-			 (unsigned long long)s->replies[0]);
 	if (s->region)
 		munmap(s->region, s->region_size);
 	for (unsigned t = 0; t < s->nthreads; t++)
@@ -149,7 +134,7 @@ int remote_serve_start(const struct backend_config *cfg)
 
 	serve_cfg = cfg;
 	remote_link_config(&cfg->remote, &lc);
-	lc.rx_spin_us = remote_spin_us(&cfg->remote, cfg->spin_us);
+	lc.rx_spin_us = remote_spin_us(cfg->spin_us);
 	/* a connection is admitted only with room for its session besides the reserve */
 	lc.fd_reserve += LINK_SESSION_FDS;
 	/* the soft fd limit (often 1024) is raised as far as the links need and the hard one allows */
@@ -179,7 +164,7 @@ int remote_serve_start(const struct backend_config *cfg)
 	rc = mearas_link_server_start(cfg->remote.link_bind && cfg->remote.link_bind[0] ? cfg->remote.link_bind : NULL,
 				      cfg->remote.link_port, &lc, &(struct mearas_link_server_ops){
 					      .on_message = on_message, .on_chunk = on_chunk, .chunk_dest = chunk_dest,
-					      .on_open = on_open, .on_idle = on_idle,
+					      .on_open = on_open,
 					      .on_closed = on_closed },
 				      &server);
 	if (rc) {

@@ -18,10 +18,5 @@ extern const struct backend_config *serve_cfg;
 /* serve_worker.c: a link's session thread (its OPEN came): forks the
  * worker, replies, then reaps its completions until the link closes */
 void *serve_session_main(void *session);
-/* serve_worker.c: on the link's thread while it spins with nothing to read
- * (the link server's on_idle): reads the worker's completions and sends the
- * replies itself, unless the session thread is at it */
-struct remote_session;
-void serve_session_idle(struct remote_session *s);
 
 #endif

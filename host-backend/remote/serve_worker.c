@@ -5,10 +5,8 @@
  * worker_serve: one vGPU, the GPU and VA window the forwarder asked for),
  * and this process then acts as that worker's guest: the link thread
  * writes received records into the worker's submission ring (session.c),
- * and reaps the worker's completions and answers the forwarder's REAP calls
- * while it spins between records (serve_session_idle: a reply then leaves
- * from the thread that reads the link); the session thread, here, does that
- * when the link thread is busy or asleep, and sleeps when all is quiet. The worker exits when the link closes (its
+ * and the session thread, here, reaps the worker's completions and answers
+ * the forwarder's REAP calls. The worker exits when the link closes (its
  * socket closes, and it is killed with the session thread), which frees
  * everything the remote vGPU held.
  */
@@ -54,8 +52,8 @@ static int start_worker(struct remote_session *s, char *msg, size_t msglen)
 		return cudaErrorInvalidValue;
 	}
 	child.gpu_map[0] = s->open.gpu;
-	if (remote_spin_us(&child.remote, child.spin_us))
-		child.spin_us = remote_spin_us(&child.remote, child.spin_us);
+	if (remote_spin_us(child.spin_us))
+		child.spin_us = remote_spin_us(child.spin_us);
 	child.va_window_first = s->open.va_window;
 	child.data_va = s->open.data_va;
 	child.serves_remote = true;
@@ -123,8 +121,7 @@ static int start_worker(struct remote_session *s, char *msg, size_t msglen)
 
 /* ---- the session thread ---- */
 
-/* by: 0 the session thread, 1 the link thread (counted in s->replies) */
-static void try_reply(struct remote_session *s, int by)
+static void try_reply(struct remote_session *s)
 {
 	for (;;) {
 		struct reply_build r;
@@ -143,7 +140,6 @@ static void try_reply(struct remote_session *s, int by)
 			rc = mearas_link_conn_bulk(s->conn, r.bulk[i].off, s->data + r.bulk[i].off, r.bulk[i].len);
 		if (!rc)
 			rc = mearas_link_replyv(s->conn, seq, r.iov, r.n);
-		s->replies[by]++;
 		mearas_hop(MEARAS_HOP_srv_replied);
 		if (rc)
 			log_warn("remote session %s: reply: %s", mearas_link_conn_peer(s->conn),
@@ -152,49 +148,13 @@ static void try_reply(struct remote_session *s, int by)
 }
 
 /* A completion waits in a worker ring (and the queue has room for it), or a
- * reply can go out: a hint, from the rings' shared indices and atomics,
- * without harvest_lock. */
+ * reply can go out (unlocked reads: a hint). */
 static bool harvest_ready(struct remote_session *s)
 {
-	for (unsigned slot = 0; slot < s->nthreads && !remote_session_queue_over(s); slot++) {
-		struct mearas_ring_ctl *ctl = s->cq[slot].ctl;
-
-		if (mearas_load_acquire(&ctl->tail) != mearas_load_acquire(&ctl->head))
+	for (unsigned slot = 0; slot < s->nthreads && !remote_session_queue_over(s); slot++)
+		if (mearas_cqc_ready(&s->cq[slot]))
 			return true;
-	}
 	return __atomic_load_n(&s->nreap, __ATOMIC_RELAXED) && __atomic_load_n(&s->qlen, __ATOMIC_RELAXED);
-}
-
-/* harvest_lock held: one round of reading the worker's rings (unless the
- * queue is full) and sending the replies that can go (by: as try_reply). */
-static void harvest_round(struct remote_session *s, int by)
-{
-	if (!remote_session_queue_over(s))
-		remote_session_collect(s, &s->held, &s->fresh);
-	__atomic_store_n(&s->nheld, s->held.n, __ATOMIC_RELAXED);
-	try_reply(s, by);
-}
-
-/* The link thread looked for work this recently: it collects and replies
- * between its looks at the link, and the session thread leaves that to it. */
-#define LINK_HARVESTS_NS 5000u
-
-static bool link_harvests(const struct remote_session *s)
-{
-	return mearas_mono_ns() - __atomic_load_n(&s->link_idle_ns, __ATOMIC_RELAXED) < LINK_HARVESTS_NS;
-}
-
-void serve_session_idle(struct remote_session *s)
-{
-	__atomic_store_n(&s->link_idle_ns, mearas_mono_ns(), __ATOMIC_RELAXED);
-	if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) != 1 || __atomic_load_n(&s->closing, __ATOMIC_ACQUIRE) ||
-	    (!harvest_ready(s) && !__atomic_load_n(&s->nheld, __ATOMIC_RELAXED)))
-		return;
-	if (pthread_mutex_trylock(&s->harvest_lock))
-		return; /* the session thread is at it */
-	__atomic_store_n(&s->last_active_ns, mearas_mono_ns(), __ATOMIC_RELAXED);
-	harvest_round(s, 1);
-	pthread_mutex_unlock(&s->harvest_lock);
 }
 
 /* Until a while after the last record or completion, watch the rings
@@ -202,11 +162,11 @@ void serve_session_idle(struct remote_session *s)
  * a synchronous call's next record comes one round trip after its reply. */
 static void harvest_spin(struct remote_session *s)
 {
-	uint64_t spin_ns = (uint64_t)remote_spin_us(&serve_cfg->remote, serve_cfg->spin_us) * 1000ull;
+	uint64_t spin_ns = (uint64_t)remote_spin_us(serve_cfg->spin_us) * 1000ull;
 
 	if (!spin_ns)
 		return;
-	while (!harvest_ready(s) && !link_harvests(s) && !__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE) &&
+	while (!harvest_ready(s) && !__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE) &&
 	       mearas_mono_ns() - __atomic_load_n(&s->last_active_ns, __ATOMIC_RELAXED) < spin_ns)
 		mearas_cpu_relax();
 }
@@ -256,6 +216,7 @@ static bool after_poll(struct remote_session *s, struct pollfd *p, unsigned np)
 static void harvest(struct remote_session *s)
 {
 	struct pollfd p[MEARAS_MAX_THREADS + 2];
+	struct held held = { 0 }, fresh = { 0 };
 	unsigned np = 0, passes = 0;
 
 	for (unsigned t = 0; t < s->nthreads; t++)
@@ -263,19 +224,16 @@ static void harvest(struct remote_session *s)
 	p[np++] = (struct pollfd){ .fd = s->notify_fd, .events = POLLIN };
 	p[np++] = (struct pollfd){ .fd = s->sock, .events = POLLIN | POLLRDHUP };
 	while (!__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE)) {
-		bool ready = __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1, busy, gone = false, link;
+		bool ready = __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1, busy, gone = false;
 		/* the queue is full: nothing is read from the rings until REAP calls drain it */
 		bool paused = remote_session_queue_over(s);
-		bool held = __atomic_load_n(&s->nheld, __ATOMIC_RELAXED) != 0;
 		int r = 0;
 
-		if (!held && ready && !paused)
+		if (!held.n && ready && !paused)
 			harvest_spin(s);
-		link = link_harvests(s);
-		busy = link || (held && !paused) || harvest_ready(s);
+		busy = (held.n && !paused) || harvest_ready(s);
 		if (busy) {
-			if (!link)
-				__atomic_store_n(&s->last_active_ns, mearas_mono_ns(), __ATOMIC_RELAXED);
+			__atomic_store_n(&s->last_active_ns, mearas_mono_ns(), __ATOMIC_RELAXED);
 			if (++passes % ACTIVE_POLL_EVERY == 0) {
 				r = poll(p, np, 0);
 				gone = r > 0 && after_poll(s, p, np);
@@ -293,16 +251,16 @@ static void harvest(struct remote_session *s)
 		}
 		if (__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE))
 			break;
-		if (!gone && link)
-			continue; /* the link thread collects and replies */
-		pthread_mutex_lock(&s->harvest_lock);
 		if (gone && __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1) {
-			remote_session_worker_gone(s, &s->fresh);
+			remote_session_worker_gone(s, &fresh);
 			p[np - 1].fd = -1;
 		}
-		harvest_round(s, 0);
-		pthread_mutex_unlock(&s->harvest_lock);
+		if (!paused)
+			remote_session_collect(s, &held, &fresh);
+		try_reply(s);
 	}
+	free(held.v);
+	free(fresh.v);
 }
 
 void *serve_session_main(void *arg)

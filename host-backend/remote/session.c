@@ -180,7 +180,6 @@ struct remote_session *remote_session_new(struct mearas_link_conn *c, bool graph
 	s->sock = s->kick_fd = s->out_fd = s->err_fd = -1;
 	s->notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	pthread_mutex_init(&s->qlock, NULL);
-	pthread_mutex_init(&s->harvest_lock, NULL);
 	s->reply = malloc(REMOTE_REPLY_MAX);
 	/* only a device with graphs captures: elsewhere nothing is followed */
 	s->caps = graphs ? remote_captures_new() : NULL;
@@ -214,9 +213,6 @@ void remote_session_free(struct remote_session *s)
 	free(s->tokens.e);
 	free(s->tokens.tok);
 	free(s->reply);
-	free(s->held.v);
-	free(s->fresh.v);
-	pthread_mutex_destroy(&s->harvest_lock);
 	pthread_mutex_destroy(&s->qlock);
 	free(s);
 }

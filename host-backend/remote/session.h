@@ -48,12 +48,6 @@ struct out_item {
 	size_t nbytes;
 };
 
-/* completions read by one pass over the worker's rings */
-struct held {
-	struct out_item *v;
-	size_t n, cap;
-};
-
 struct remote_session {
 	struct mearas_link_conn *conn;
 	pthread_t thread;
@@ -74,16 +68,7 @@ struct remote_session {
 	int kick_fd, out_fd, err_fd, notify_fd;
 	int wake_fds[MEARAS_MAX_THREADS];
 	struct mearas_sq_producer sq;   /* link thread */
-	struct mearas_cq_consumer cq[MEARAS_MAX_THREADS]; /* harvest_lock */
-	/* Reading the worker's completions and sending replies (serve_worker.c):
-	 * the link thread does it while it spins between records (its sends
-	 * cost less than another thread's on the same socket), the session
-	 * thread when the link thread is busy or asleep; one at a time. */
-	pthread_mutex_t harvest_lock;
-	struct held held, fresh;        /* harvest_lock: read by the last round; scratch */
-	size_t nheld;                   /* atomic: held.n, for looks without the lock */
-	uint64_t link_idle_ns;          /* atomic: the link thread last looked for work */
-	uint64_t replies[2];            /* harvest_lock: replies sent by the session thread, the link thread */
+	struct mearas_cq_consumer cq[MEARAS_MAX_THREADS]; /* session thread */
 	int held_error;
 	uint64_t last_active_ns; /* atomic: last record fed or completion seen */
 	struct remote_tokens tokens;
@@ -101,6 +86,12 @@ struct remote_session {
 	uint8_t *reply;
 	struct remote_budget budget;
 	int budget_error;       /* atomic: a refusal no completion carried, for the next sync */
+};
+
+/* completions read by one pass of the session thread */
+struct held {
+	struct out_item *v;
+	size_t n, cap;
 };
 
 /* A REAP reply being built: item headers and small bytes in the session's

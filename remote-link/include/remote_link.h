@@ -204,11 +204,6 @@ struct mearas_link_server_ops {
 	void *(*chunk_dest)(void *ctx, struct mearas_link_conn *c, uint64_t tag, uint64_t offset,
 			    uint64_t total, size_t len);
 	void (*on_open)(void *ctx, struct mearas_link_conn *c);      /* optional */
-	/* Optional: on the link's receive thread while it spins (rx_spin_us) and
-	 * a look at the link found nothing: a reply sent from here leaves from the
-	 * thread that reads the link, which costs less than a send from another
-	 * thread. It must not wait long: the link reads nothing meanwhile. */
-	void (*on_idle)(void *ctx, struct mearas_link_conn *c);
 	/* The link ended (status: OK for an orderly close, else why); free what it held. */
 	void (*on_closed)(void *ctx, struct mearas_link_conn *c, int status);
 	void *ctx;

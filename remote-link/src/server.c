@@ -625,14 +625,6 @@ static void run_data(struct mearas_link_conn *d)
 
 /* An authenticated link with its transport up: its frames, from on_open
  * to on_closed. Returns how it ended. */
-/* The transport's rx_idle: the server's on_idle for this link. */
-static void conn_idle(void *arg)
-{
-	struct mearas_link_conn *c = arg;
-
-	c->srv->ops.on_idle(c->srv->ops.ctx, c);
-}
-
 static int run_link(struct mearas_link_conn *c, const struct link_handshake_result *hs)
 {
 	struct mearas_link_server *s = c->srv;
@@ -649,10 +641,6 @@ static int run_link(struct mearas_link_conn *c, const struct link_handshake_resu
 		 c->peer, hs->peer_name, c->t->ops->name, c->t->security, streams);
 	if (s->ops.on_open)
 		s->ops.on_open(s->ops.ctx, c);
-	if (s->ops.on_idle) {
-		c->t->rx_idle_ctx = c;
-		c->t->rx_idle = conn_idle;
-	}
 	rc = serve_frames(c);
 	if (rc && __atomic_load_n(&c->stop, __ATOMIC_ACQUIRE))
 		rc = MEARAS_LINK_E_CLOSED; /* closed by mearas_link_server_stop */

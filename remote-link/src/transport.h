@@ -43,9 +43,6 @@ struct link_transport {
 	const struct link_transport_ops *ops;
 	char security[160];     /* for the link's log line: how (or whether) it is encrypted */
 	uint64_t rx_spin_ns;    /* readers poll without sleeping this long after data (cfg rx_spin_us) */
-	/* a spinning reader that found nothing calls this (a link server's on_idle) */
-	void (*rx_idle)(void *ctx);
-	void *rx_idle_ctx;
 	uint32_t rx_pos, rx_have; /* rx_buf[rx_pos, rx_have) is received, not yet read */
 	uint8_t rx_buf[LINK_RX_BUF];
 };

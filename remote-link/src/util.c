@@ -153,8 +153,6 @@ int link_read_exact(struct link_transport *t, void *buf, size_t len, uint32_t po
 			if (link_now_ns() - __atomic_load_n(last_rx_ns, __ATOMIC_RELAXED) >
 			    (uint64_t)dead_ms * 1000000ull)
 				return MEARAS_LINK_E_BROKEN;
-			if (spin && t->rx_idle)
-				t->rx_idle(t->rx_idle_ctx);
 			continue;
 		}
 		__atomic_store_n(last_rx_ns, link_now_ns(), __ATOMIC_RELAXED);

@@ -68,28 +68,9 @@ static void on_message(void *ctx, struct mearas_link_conn *c, uint64_t seq, bool
 		mearas_link_reply(c, seq, &rc, sizeof(rc));
 		break;
 	}
-	case 'L':
-		pthread_mutex_lock(&s->lock);
-		s->later_conn = c;
-		s->later_seq = seq;
-		pthread_mutex_unlock(&s->lock);
-		break;
 	default: /* 'H' and unknown kinds: no reply */
 		break;
 	}
-}
-
-static void on_idle(void *ctx, struct mearas_link_conn *c)
-{
-	struct ts_state *s = ctx;
-	pthread_mutex_lock(&s->lock);
-	s->idle_calls++;
-	if (s->later_conn == c) {
-		mearas_link_reply(c, s->later_seq, "idle", 4);
-		s->later_conn = NULL;
-		s->idle_replies++;
-	}
-	pthread_mutex_unlock(&s->lock);
 }
 
 static void on_chunk(void *ctx, struct mearas_link_conn *c, uint64_t tag, uint64_t bulk_id,
@@ -160,7 +141,6 @@ void ts_ops(struct ts_state *s, struct mearas_link_server_ops *ops)
 	ops->on_chunk = on_chunk;
 	ops->on_open = on_open;
 	ops->on_closed = on_closed;
-	ops->on_idle = on_idle;
 	ops->ctx = s;
 }
 

@@ -5,8 +5,7 @@
  *   'B' big: reply with u32 (bytes 1..4) bytes
  *   'S' sync: reply with u64 bulk bytes received so far
  *   'D' down: [u32 len][u8 tag]: len bytes of the pattern sent to the client over the
- *       link's data connections (mearas_link_conn_bulk); reply: i32 status
- *   'L' later: replied "idle" from on_idle (the link thread, while it spins) */
+ *       link's data connections (mearas_link_conn_bulk); reply: i32 status */
 #ifndef REMOTE_LINK_TEST_SERVER_H
 #define REMOTE_LINK_TEST_SERVER_H
 
@@ -30,10 +29,6 @@ struct ts_state {
 	int opened, closed, last_close_status;
 	double closed_at;
 	bool print_events; /* link_node: one line per open/close on stdout */
-	/* 'L': the call on_idle answers; on_idle's calls and replies */
-	struct mearas_link_conn *later_conn;
-	uint64_t later_seq;
-	uint64_t idle_calls, idle_replies;
 };
 
 void ts_init(struct ts_state *s);

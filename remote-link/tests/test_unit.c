@@ -672,40 +672,6 @@ static void t_rx_spin(void)
 	CHECK_RC(mearas_link_call(lnk, "H", 1, NULL, 0, NULL, 0), MEARAS_LINK_E_BROKEN);
 }
 
-/* on_idle: the link thread calls it while it spins between messages, and a
- * reply sent from it reaches the caller. */
-static void t_on_idle_replies_while_spinning(void)
-{
-	struct mearas_link_config cfg;
-	char rep[8] = "";
-	size_t got = 0;
-	base_cfg(&cfg, KEY);
-	cfg.rx_spin_us = 200000; /* the link thread spins through the call */
-	serve_cfg(&cfg);
-	REQUIRE_RC(mearas_link_connect("127.0.0.1", srv.port, &cfg, &lnk), MEARAS_LINK_OK);
-	CHECK_RC(mearas_link_call(lnk, "L", 1, rep, sizeof(rep), &got, 5000), MEARAS_LINK_OK);
-	CHECK(got == 4 && !memcmp(rep, "idle", 4));
-	pthread_mutex_lock(&srv.st.lock);
-	CHECK(srv.st.idle_replies == 1 && srv.st.idle_calls >= 1);
-	pthread_mutex_unlock(&srv.st.lock);
-}
-
-/* A link thread that does not spin (rx_spin_us 0) never calls on_idle: it sleeps in poll. */
-static void t_on_idle_not_called_without_spinning(void)
-{
-	struct mearas_link_config cfg;
-	char rep[8];
-	base_cfg(&cfg, KEY);
-	serve_cfg(&cfg);
-	REQUIRE_RC(mearas_link_connect("127.0.0.1", srv.port, &cfg, &lnk), MEARAS_LINK_OK);
-	CHECK_RC(mearas_link_call(lnk, "L", 1, rep, sizeof(rep), NULL, 300), MEARAS_LINK_E_TIMEOUT);
-	for (int i = 0; i < 20; i++)
-		CHECK_RC(echo_call(lnk, "awake"), MEARAS_LINK_OK);
-	pthread_mutex_lock(&srv.st.lock);
-	CHECK(srv.st.idle_calls == 0 && srv.st.idle_replies == 0);
-	pthread_mutex_unlock(&srv.st.lock);
-}
-
 /* ---- link encryption ---- */
 
 /* A bulk transfer of the tests' pattern, then the server's count of it. */
@@ -1636,8 +1602,6 @@ static const struct check_case cases[] = {
 	T(t_server_stop_closes_links),
 	T(t_call_async),
 	T(t_rx_spin),
-	T(t_on_idle_replies_while_spinning),
-	T(t_on_idle_not_called_without_spinning),
 	T(t_call_stream),
 	T(t_encrypted_calls_and_bulk),
 	T(t_ktls_mode_logged),

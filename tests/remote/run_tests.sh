@@ -324,34 +324,6 @@ bench loopback-bench-encryption-off "$work/lo-plain-client.sock"
 stop_node "$lo_plain_client"
 stop_node "$lo_plain_remote"
 
-# spinning remote threads (--remote-spin=on on both nodes: the default on
-# nodes of 4 cores or more, where this suite's machine may have 2): the
-# serving node's link thread reads the worker's completions and sends the
-# replies while it spins between records, the session thread when the link
-# thread is busy; byte-exact both ways, and the serving node says at the
-# link's close that its link thread sent replies
-qport=$((port + 3))
-start_node lo-spin-remote - --socket="$work/lo-spin-remote.sock" --link-port=$qport \
-	--cluster-key-file="$work/key" --remote-spin=on
-lo_spin_remote=$NODE_PID
-start_node lo-spin-client - --socket="$work/lo-spin-client.sock" --vgpus=2 --remote=1=127.0.0.1:$qport \
-	--cluster-key-file="$work/key" --remote-spin=on
-lo_spin_client=$NODE_PID
-functional loopback-spinning-functional "$work/lo-spin-client.sock"
-stress loopback-spinning-stress-mix "$work/lo-spin-client.sock"
-for _ in $(seq 50); do
-	grep -q "replies sent by its link thread" "$work/lo-spin-remote.log" && break
-	sleep 0.1
-done
-spin_line=$(grep -m1 -o "[0-9]* replies sent by its link thread, [0-9]* by its session thread" "$work/lo-spin-remote.log")
-if [[ "$spin_line" =~ ^[1-9] ]]; then
-	ok "loopback-spinning-link-thread-replies ($spin_line, first link)"
-else
-	bad loopback-spinning-link-thread-replies "no reply from the link thread: ${spin_line:-no count logged}"
-fi
-stop_node "$lo_spin_client"
-stop_node "$lo_spin_remote"
-
 # striped links (--link-streams=4; the default on a node of 8 cores or more):
 # bulk copies go over 4 data connections of the link, each with the link's
 # handshake; byte-exact both ways (functional's checks, the stress mix equal
