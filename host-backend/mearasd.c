@@ -131,6 +131,10 @@ static void usage(FILE *f)
 		"  --verbs-device=NAME  RDMA device of verbs links (default: the first, as ibv_devices lists)\n"
 		"  --verbs-gid-index=N  GID table index of verbs links (default 0)\n"
 		"  --link-dead-ms=MS    a silent link is declared dead after this long (default 3000)\n"
+		"  --remote-spin=auto|on|off  the threads of remote vGPUs (both nodes) spin through a round\n"
+		"                       trip instead of sleeping (at least 250 us after their last work):\n"
+		"                       auto (the default) on nodes of 4 cores or more, on: on any node,\n"
+		"                       off: never (each hop then waits for a wakeup)\n"
 		"  --link-streams=N     TCP connections each link this node opens (--remote) spreads its bulk\n"
 		"                       copies over, each sent by a thread (and TLS session) of its own\n"
 		"                       (1..16; default 4 on a node of 8 cores or more, else 1; 1: the\n"
@@ -175,7 +179,7 @@ static int parse_u64(const char *s, uint64_t *out)
 
 /* long options without a short letter */
 enum { OPT_LINK_HANDSHAKE_MS = 1000, OPT_LINK_MAX_PENDING, OPT_LINK_MAX, OPT_LINK_FD_RESERVE, OPT_LINK_MEM_MB,
-       OPT_VM_USER, OPT_METRICS_PORT, OPT_METRICS_BIND, OPT_VM_DIR, OPT_LINK_TRANSPORT, OPT_VERBS_DEVICE,
+       OPT_VM_USER, OPT_METRICS_PORT, OPT_METRICS_BIND, OPT_VM_DIR, OPT_LINK_TRANSPORT, OPT_REMOTE_SPIN, OPT_VERBS_DEVICE,
        OPT_VERBS_GID_INDEX, OPT_LINK_STREAMS };
 
 /* daemon hygiene options (config file, version, logs) */
@@ -245,6 +249,7 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		{ "link-mem-mb", required_argument, NULL, OPT_LINK_MEM_MB },
 		{ "link-streams", required_argument, NULL, OPT_LINK_STREAMS },
 		{ "link-transport", required_argument, NULL, OPT_LINK_TRANSPORT },
+		{ "remote-spin", required_argument, NULL, OPT_REMOTE_SPIN },
 		{ "verbs-device", required_argument, NULL, OPT_VERBS_DEVICE },
 		{ "verbs-gid-index", required_argument, NULL, OPT_VERBS_GID_INDEX },
 		{ "vm", required_argument, NULL, 'V' },
@@ -389,6 +394,10 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		case OPT_LINK_MEM_MB:
 			if (parse_mb("link-mem-mb", optarg, 1, 1 << 20, &cfg->remote.link_mem))
 				return -1;
+			break;
+		case OPT_REMOTE_SPIN:
+			if (remote_parse_spin(&cfg->remote, optarg))
+				return fprintf(stderr, "mearasd: bad --remote-spin '%s' (auto, on or off)\n", optarg), -1;
 			break;
 		case OPT_LINK_TRANSPORT:
 			if (remote_parse_transport(&cfg->remote, optarg))

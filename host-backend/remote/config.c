@@ -172,13 +172,26 @@ static long online_cpus(void)
 	return v;
 }
 
-unsigned remote_spin_us(unsigned cfg_spin_us)
+unsigned remote_spin_us(const struct remote_config *rc, unsigned cfg_spin_us)
 {
-	long ncpu = online_cpus();
-
-	if (!cfg_spin_us || ncpu < REMOTE_SPIN_MIN_CPUS)
-		return ncpu < REMOTE_SPIN_MIN_CPUS ? 0 : cfg_spin_us;
+	if (!cfg_spin_us || rc->spin == REMOTE_SPIN_OFF ||
+	    (rc->spin == REMOTE_SPIN_AUTO && online_cpus() < REMOTE_SPIN_MIN_CPUS))
+		return 0;
 	return cfg_spin_us < REMOTE_SPIN_US ? REMOTE_SPIN_US : cfg_spin_us;
+}
+
+int remote_parse_spin(struct remote_config *rc, const char *word)
+{
+	static const char *const words[] = { [REMOTE_SPIN_AUTO] = "auto", [REMOTE_SPIN_ON] = "on",
+					     [REMOTE_SPIN_OFF] = "off" };
+
+	for (int i = 0; i < (int)(sizeof(words) / sizeof(words[0])); i++) {
+		if (!strcmp(word, words[i])) {
+			rc->spin = i;
+			return 0;
+		}
+	}
+	return -1;
 }
 
 unsigned remote_link_streams(const struct remote_config *rc)

@@ -16,12 +16,14 @@
 #define REMOTE_HOST_MAX 256
 /* Threads of a remote vGPU (both nodes) stay awake at least this long after
  * their last record when spinning is on (--spin-us > 0) and the node has
- * REMOTE_SPIN_MIN_CPUS cores or more: a synchronous call's next record comes
+ * REMOTE_SPIN_MIN_CPUS cores or more (--remote-spin=auto, the default; =on
+ * spins on any node, =off never): a synchronous call's next record comes
  * one network round trip later, and a wakeup per hop costs more than the
  * spin. With fewer cores the spinning threads would take turns on them, and
  * every hop would wait for a time slice instead. */
 #define REMOTE_SPIN_US 250u
 #define REMOTE_SPIN_MIN_CPUS 4
+enum { REMOTE_SPIN_AUTO, REMOTE_SPIN_ON, REMOTE_SPIN_OFF };
 
 /* A vGPU backed by a GPU of another node (the forwarding node's side). */
 struct remote_target {
@@ -50,6 +52,7 @@ struct remote_config {
 	int transport;          /* --link-transport: enum mearas_link_transport (0 = tcp) */
 	const char *verbs_device; /* --verbs-device (NULL = the first RDMA device) */
 	uint32_t verbs_gid_index; /* --verbs-gid-index */
+	int spin;               /* --remote-spin: REMOTE_SPIN_AUTO, _ON or _OFF */
 	uint32_t streams;       /* --link-streams: TCP connections a link this node opens spreads its bulk
 				 * copies over (0: REMOTE_STREAMS_DEFAULT where the node has
 				 * REMOTE_STREAMS_MIN_CPUS cores, else 1; 1: the link's one connection) */
@@ -76,9 +79,11 @@ struct mearas_link_config;
 void remote_link_config(const struct remote_config *rc, struct mearas_link_config *lc);
 /* The connections a link this node opens moves bulk data over (--link-streams, or its default). */
 unsigned remote_link_streams(const struct remote_config *rc);
-/* How long a remote vGPU's threads spin (us) given --spin-us; 0: never.
- * Cheap: the cores are counted at the first call only. */
-unsigned remote_spin_us(unsigned cfg_spin_us);
+/* How long a remote vGPU's threads spin (us) given --spin-us and
+ * --remote-spin; 0: never. Cheap: the cores are counted at the first call only. */
+unsigned remote_spin_us(const struct remote_config *rc, unsigned cfg_spin_us);
+/* --remote-spin=auto|on|off: 0, or -1 for another word */
+int remote_parse_spin(struct remote_config *rc, const char *word);
 
 static inline bool remote_vgpu_is_remote(const struct remote_config *rc, unsigned vgpu)
 {

@@ -86,7 +86,7 @@ static int forward_open(struct vgpu *v, int phys, uint64_t va_base, uint64_t va_
 	remote_mapped_set_budget(rv->mapped, &rv->mapped_budget);
 	gethostname(req.node, sizeof(req.node) - 1);
 	remote_link_config(&cfg->remote, &lc);
-	lc.rx_spin_us = remote_spin_us(cfg->spin_us);
+	lc.rx_spin_us = remote_spin_us(&cfg->remote, cfg->spin_us);
 	lc.bulk_dest = forward_bulk_dest;
 	lc.bulk_ctx = v;
 	rc = mearas_link_connect(t->host, t->port, &lc, &rv->link);
@@ -121,9 +121,11 @@ static int forward_open(struct vgpu *v, int phys, uint64_t va_base, uint64_t va_
 			 (unsigned long long)rep.data_va, (void *)v->w->data);
 	}
 	v->engine_data = rv;
-	log_info("vGPU %u -> remote %s GPU %d (%s), bulk copies over %u TCP stream%s", v->index, rv->peer, t->gpu,
+	log_info("vGPU %u -> remote %s GPU %d (%s), bulk copies over %u TCP stream%s, %s", v->index, rv->peer, t->gpu,
 		 info->name, mearas_link_streams(rv->link) ? mearas_link_streams(rv->link) : 1,
-		 mearas_link_streams(rv->link) > 1 ? "s" : "");
+		 mearas_link_streams(rv->link) > 1 ? "s" : "",
+		 remote_spin_us(&cfg->remote, cfg->spin_us) ? "its threads spin through a round trip"
+							    : "its threads sleep between records (--remote-spin)");
 	return 0;
 }
 
@@ -334,7 +336,7 @@ static void *forward_main(void *arg)
 {
 	struct vgpu *v = arg;
 	struct remote_vgpu *rv = rv_of(v);
-	const unsigned spin_us = remote_spin_us(v->w->cfg->spin_us);
+	const unsigned spin_us = remote_spin_us(&v->w->cfg->remote, v->w->cfg->spin_us);
 	const uint64_t spin_ns = (uint64_t)(spin_us ? spin_us : v->w->cfg->spin_us) * 1000ull;
 	uint64_t idle_since = 0;
 

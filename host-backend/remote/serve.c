@@ -134,7 +134,7 @@ int remote_serve_start(const struct backend_config *cfg)
 
 	serve_cfg = cfg;
 	remote_link_config(&cfg->remote, &lc);
-	lc.rx_spin_us = remote_spin_us(cfg->spin_us);
+	lc.rx_spin_us = remote_spin_us(&cfg->remote, cfg->spin_us);
 	/* a connection is admitted only with room for its session besides the reserve */
 	lc.fd_reserve += LINK_SESSION_FDS;
 	/* the soft fd limit (often 1024) is raised as far as the links need and the hard one allows */

@@ -52,8 +52,8 @@ static int start_worker(struct remote_session *s, char *msg, size_t msglen)
 		return cudaErrorInvalidValue;
 	}
 	child.gpu_map[0] = s->open.gpu;
-	if (remote_spin_us(child.spin_us))
-		child.spin_us = remote_spin_us(child.spin_us);
+	if (remote_spin_us(&child.remote, child.spin_us))
+		child.spin_us = remote_spin_us(&child.remote, child.spin_us);
 	child.va_window_first = s->open.va_window;
 	child.data_va = s->open.data_va;
 	child.serves_remote = true;
@@ -162,7 +162,7 @@ static bool harvest_ready(struct remote_session *s)
  * a synchronous call's next record comes one round trip after its reply. */
 static void harvest_spin(struct remote_session *s)
 {
-	uint64_t spin_ns = (uint64_t)remote_spin_us(serve_cfg->spin_us) * 1000ull;
+	uint64_t spin_ns = (uint64_t)remote_spin_us(&serve_cfg->remote, serve_cfg->spin_us) * 1000ull;
 
 	if (!spin_ns)
 		return;
@@ -277,9 +277,11 @@ void *serve_session_main(void *arg)
 		memcpy(&rep.info, s->region + hdr->vgpu_off[0] + l.devinfo, sizeof(rep.info));
 		rep.data_va = s->worker_data_va;
 		remote_session_start(s, serve_cfg->remote.link_mem);
-		log_info("remote vGPU for %s (%s): GPU %d, VA window %u, worker pid %d, memory budget %llu MiB",
+		log_info("remote vGPU for %s (%s): GPU %d, VA window %u, worker pid %d, memory budget %llu MiB, %s",
 			 mearas_link_conn_peer(s->conn), s->open.node, s->open.gpu, s->open.va_window, (int)s->child,
-			 (unsigned long long)(s->budget.limit >> 20));
+			 (unsigned long long)(s->budget.limit >> 20),
+			 remote_spin_us(&serve_cfg->remote, serve_cfg->spin_us) ? "its threads spin through a round trip"
+										 : "its threads sleep between records (--remote-spin)");
 	} else {
 		__atomic_store_n(&s->ready, -1, __ATOMIC_RELEASE);
 		log_warn("remote vGPU for %s refused: %s", mearas_link_conn_peer(s->conn), rep.message);

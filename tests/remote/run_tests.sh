@@ -324,6 +324,28 @@ bench loopback-bench-encryption-off "$work/lo-plain-client.sock"
 stop_node "$lo_plain_client"
 stop_node "$lo_plain_remote"
 
+# spinning remote threads (--remote-spin=on on both nodes; the default on
+# nodes of 4 cores or more, which this suite's machine may not have): the
+# forwarder, the link threads, the serving worker's poller and the session
+# thread spin through a round trip; byte-exact both ways, and both nodes say so
+qport=$((port + 3))
+start_node lo-spin-remote - --socket="$work/lo-spin-remote.sock" --link-port=$qport \
+	--cluster-key-file="$work/key" --remote-spin=on
+lo_spin_remote=$NODE_PID
+start_node lo-spin-client - --socket="$work/lo-spin-client.sock" --vgpus=2 --remote=1=127.0.0.1:$qport \
+	--cluster-key-file="$work/key" --remote-spin=on
+lo_spin_client=$NODE_PID
+functional loopback-spinning-functional "$work/lo-spin-client.sock"
+stress loopback-spinning-stress-mix "$work/lo-spin-client.sock"
+if grep -q "its threads spin through a round trip" "$work/lo-spin-client.log" &&
+	grep -q "its threads spin through a round trip" "$work/lo-spin-remote.log"; then
+	ok loopback-spinning-said
+else
+	bad loopback-spinning-said "$(grep -h -m2 -o 'its threads [a-z ]*' "$work"/lo-spin-*.log | tr '\n' ' ')"
+fi
+stop_node "$lo_spin_client"
+stop_node "$lo_spin_remote"
+
 # striped links (--link-streams=4; the default on a node of 8 cores or more):
 # bulk copies go over 4 data connections of the link, each with the link's
 # handshake; byte-exact both ways (functional's checks, the stress mix equal

@@ -26,12 +26,13 @@ static long long read_syscalls(void)
 
 int main(void)
 {
-	unsigned first = remote_spin_us(100), again = 0;
+	struct remote_config rc = { .spin = REMOTE_SPIN_AUTO };
+	unsigned first = remote_spin_us(&rc, 100), again = 0;
 	long long before, after;
 
 	before = read_syscalls();
 	for (int i = 0; i < 1000; i++)
-		again |= remote_spin_us(100) != first;
+		again |= remote_spin_us(&rc, 100) != first;
 	after = read_syscalls();
 	if (before < 0 || after < 0) {
 		printf("SKIP spin_test: no /proc/self/io\n");
