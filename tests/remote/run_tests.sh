@@ -56,6 +56,20 @@ start_node() {
 	done
 }
 
+# start_pair NAME PORT ARGS...: a serving node NAME-remote on PORT and a
+# forwarding node NAME-client whose vGPU 1 is there, both with the cluster
+# key and ARGS; sets REMOTE_PID and CLIENT_PID
+start_pair() {
+	local name=$1 p=$2
+	shift 2
+	start_node "$name-remote" - --socket="$work/$name-remote.sock" --link-port="$p" \
+		--cluster-key-file="$work/key" "$@"
+	REMOTE_PID=$NODE_PID
+	start_node "$name-client" - --socket="$work/$name-client.sock" --vgpus=2 --remote=1=127.0.0.1:"$p" \
+		--cluster-key-file="$work/key" "$@"
+	CLIENT_PID=$NODE_PID
+}
+
 stop_node() {
 	kill -TERM "$1" 2>/dev/null
 	for _ in $(seq 30); do
@@ -307,12 +321,8 @@ else
 fi
 stop_node "$NODE_PID"
 pport=$((port + 1))
-start_node lo-plain-remote - --socket="$work/lo-plain-remote.sock" --link-port=$pport \
-	--cluster-key-file="$work/key" --link-encryption=off
-lo_plain_remote=$NODE_PID
-start_node lo-plain-client - --socket="$work/lo-plain-client.sock" --vgpus=2 --remote=1=127.0.0.1:$pport \
-	--cluster-key-file="$work/key" --link-encryption=off
-lo_plain_client=$NODE_PID
+start_pair lo-plain $pport --link-encryption=off
+lo_plain_remote=$REMOTE_PID lo_plain_client=$CLIENT_PID
 functional loopback-encryption-off-functional "$work/lo-plain-client.sock"
 if grep -q "LINK ENCRYPTION IS OFF" "$work/lo-plain-remote.log" && grep -q "UNENCRYPTED" "$work/lo-plain-remote.log" &&
 	grep -q -- "--link-encryption=off" "$work/lo-plain-client.log"; then
@@ -329,12 +339,8 @@ stop_node "$lo_plain_remote"
 # forwarder, the link threads, the serving worker's poller and the session
 # thread spin through a round trip; byte-exact both ways, and both nodes say so
 qport=$((port + 3))
-start_node lo-spin-remote - --socket="$work/lo-spin-remote.sock" --link-port=$qport \
-	--cluster-key-file="$work/key" --remote-spin=on
-lo_spin_remote=$NODE_PID
-start_node lo-spin-client - --socket="$work/lo-spin-client.sock" --vgpus=2 --remote=1=127.0.0.1:$qport \
-	--cluster-key-file="$work/key" --remote-spin=on
-lo_spin_client=$NODE_PID
+start_pair lo-spin $qport --remote-spin=on
+lo_spin_remote=$REMOTE_PID lo_spin_client=$CLIENT_PID
 functional loopback-spinning-functional "$work/lo-spin-client.sock"
 stress loopback-spinning-stress-mix "$work/lo-spin-client.sock"
 if grep -q "its threads spin through a round trip" "$work/lo-spin-client.log" &&
@@ -352,11 +358,9 @@ stop_node "$lo_spin_remote"
 # to the local vGPU's), with TLS and in clear text, both ends say so in the
 # log; a data connection cut (ss -K) fails the link like the link itself
 sport=$((port + 2))
-start_node lo-stripe-remote - --socket="$work/lo-stripe-remote.sock" --link-port=$sport --cluster-key-file="$work/key"
-lo_stripe_remote=$NODE_PID
-start_node lo-stripe-client - --socket="$work/lo-stripe-client.sock" --vgpus=2 --remote=1=127.0.0.1:$sport \
-	--cluster-key-file="$work/key" --link-streams=4
-lo_stripe_client=$NODE_PID
+# (--link-streams is the forwarding node's; the serving node has no use for it)
+start_pair lo-stripe $sport --link-streams=4
+lo_stripe_remote=$REMOTE_PID lo_stripe_client=$CLIENT_PID
 functional loopback-striped-functional "$work/lo-stripe-client.sock"
 if grep -q "open over tcp, encrypted: .*bulk striped over 4 data connections" "$work/lo-stripe-remote.log" &&
 	grep -q "data connection 3 of 4 open" "$work/lo-stripe-remote.log" &&
@@ -394,12 +398,8 @@ fi
 functional loopback-striped-after-cut "$work/lo-stripe-client.sock"
 stop_node "$lo_stripe_client"
 stop_node "$lo_stripe_remote"
-start_node lo-stripe-plain-remote - --socket="$work/lo-stripe-plain-remote.sock" --link-port=$sport \
-	--cluster-key-file="$work/key" --link-encryption=off
-lo_stripe_plain_remote=$NODE_PID
-start_node lo-stripe-plain-client - --socket="$work/lo-stripe-plain-client.sock" --vgpus=2 \
-	--remote=1=127.0.0.1:$sport --cluster-key-file="$work/key" --link-encryption=off --link-streams=4
-lo_stripe_plain_client=$NODE_PID
+start_pair lo-stripe-plain $sport --link-encryption=off --link-streams=4
+lo_stripe_plain_remote=$REMOTE_PID lo_stripe_plain_client=$CLIENT_PID
 functional loopback-striped-encryption-off-functional "$work/lo-stripe-plain-client.sock"
 if grep -q "UNENCRYPTED.*bulk striped over 4 data connections" "$work/lo-stripe-plain-remote.log"; then
 	ok loopback-striped-encryption-off-logged
