@@ -186,3 +186,18 @@ def test_verbs_links_need_encryption_off(tmp_path: Path) -> None:
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert "--link-transport=verbs needs --link-encryption=off on both nodes" in r.stderr, r.stderr
     assert not sock.exists()
+
+
+@pytest.mark.parametrize("word", ["auto", "on", "off"])
+def test_remote_spin_takes_its_words(tmp_path: Path, word: str) -> None:
+    f = write(tmp_path, f'remote-spin = "{word}"\n')
+    r = print_config(f"--config={f}")
+    assert r.returncode == 0, r.stderr
+    assert tomllib.loads(r.stdout) == {"remote-spin": word}, r.stdout
+
+
+def test_remote_spin_refuses_another_word(tmp_path: Path) -> None:
+    f = write(tmp_path, 'device = "sim"\nremote-spin = "always"\n')
+    r = print_config(f"--config={f}")
+    assert r.returncode == 2
+    assert "bad --remote-spin 'always' (auto, on or off)" in r.stderr and f"from {f}:2" in r.stderr, r.stderr
