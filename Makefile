@@ -275,6 +275,10 @@ $(BUILD)/tests/gpu/tcp_bench: tests/gpu/tcp_bench.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -pthread -o $@ $<
 
+$(BUILD)/tests/gpu/tcp_rtt: tests/gpu/tcp_rtt.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -pthread -o $@ $<
+
 # a static busybox travels with build/ to the GPU machine, whose image has no
 # iproute2: scripts/netns-pair.sh makes the remote step's namespaces with it
 # (Debian busybox-static, scripts/deps/apt-core.txt). Without it that step
@@ -311,7 +315,7 @@ hoptrace:
 	$(MAKE) BUILD=build/hop CFLAGS='$(CFLAGS) -DMEARAS_HOPTRACE' build/hop/bin/mearasd
 
 gpu-build: all busybox tools $(BUILD)/experiments/microbench $(BUILD)/experiments/microbench-static $(BUILD)/experiments/drvcost \
-	   $(BUILD)/tests/gpu/isolation $(BUILD)/tests/gpu/tcp_bench \
+	   $(BUILD)/tests/gpu/isolation $(BUILD)/tests/gpu/tcp_bench $(BUILD)/tests/gpu/tcp_rtt \
 	   $(BUILD)/tests/gpu/watchdog $(BUILD)/tests/gpu/event_destroy_wait
 	$(MAKE) -C tests/cuda
 	$(MAKE) -C experiments/apps

@@ -12,6 +12,10 @@
 # MEARAS_LAT_ARGS adds mearasd options to both nodes (e.g. --spin-us=500);
 # MEARAS_LAT_DEVICE=sim runs the nodes on the host-memory model (no native
 # run; the numbers only show that it works). Logs: build/remote-latency/.
+# Before the remote figures, the yardstick: a raw TCP round trip of 256 bytes
+# over loopback with spinning receivers (build/tests/gpu/tcp_rtt), with one
+# thread per end, and with a receive and a sending thread per end as the link
+# has: what the kernel's TCP alone costs a call's two messages.
 # --hops: the nodes are the hop-trace build (make hoptrace), and after each
 # mode a table of where a call's time went, hop by hop, per run of the bench
 # (experiments/harness/mearas_exp/hops.py; the stamps cost about 30 ns each).
@@ -30,7 +34,8 @@ read -r -a extra <<<"${MEARAS_LAT_ARGS:-}"
 bin=$top/build/bin/mearasd
 [ $hops = 1 ] && bin=$top/build/hop/bin/mearasd
 bench=$top/build/experiments/microbench
-for f in "$bin" "$bench"; do
+rtt_bin=$top/build/tests/gpu/tcp_rtt
+for f in "$bin" "$bench" "$rtt_bin"; do
 	[ -x "$f" ] || { echo "remote-latency: $f missing (make gpu-build$([ $hops = 1 ] && echo '; make hoptrace'))" >&2; exit 1; }
 done
 work=$top/build/remote-latency
@@ -74,6 +79,15 @@ if [ "$kind" = cuda ]; then
 fi
 printf '%-34s %10s %12s\n' "sync_roundtrip_us (median)" "us" "over native"
 printf '%-34s %10s %12s\n' native "${native:--}" -
+# the sim's machine may have too few cores for 4 spinning threads: few rounds there
+rounds=20000
+[ "$kind" = cuda ] || rounds=200
+rtt=$(timeout 120 "$rtt_bin" $rounds 2>>"$work/bench.err")
+for shape in "raw_tcp_rtt_us:1 thread/end" "raw_tcp_rtt_2threads_us:2 threads/end"; do
+	us=$(awk -v m="${shape%%:*}" '$1 == "METRIC" && $2 == m {print $4}' <<<"$rtt")
+	printf '%-34s %10s %12s\n' "yardstick: TCP RTT, ${shape#*:}" "${us:-FAILED}" -
+	[ -n "$us" ] || { echo "remote-latency: tcp_rtt gave no figure ($work/bench.err)" >&2; exit 1; }
+done
 for mode in encrypted unencrypted; do
 	enc=()
 	[ $mode = unencrypted ] && enc=(--link-encryption=off)

@@ -475,6 +475,12 @@ if MEARAS_LAT_DEVICE=sim timeout 300 "$top/scripts/remote-latency.sh" --hops 1 >
 else
 	bad hoptrace-table "$(tail -5 "$hopout" | tr '\n' ' ')"
 fi
+# the same run's yardstick: both TCP round trips have a figure
+if [ "$(grep -cE '^yardstick: TCP RTT, [12] threads?/end +[0-9.]+ ' "$hopout")" = 2 ]; then
+	ok latency-yardstick
+else
+	bad latency-yardstick "$(grep -m2 yardstick "$hopout" | tr '\n' ' ')"
+fi
 
 # ---------------- verbs links in a QEMU TCG guest (Soft-RoCE) ----------------
 # verbs_guest.sh: two mearasd over --link-transport=verbs|tcp|auto in one guest,
