@@ -65,11 +65,13 @@ start() {
 # median of the numbers on stdin
 median() { sort -g | awk '{v[NR]=$1} END {if (NR) print (NR % 2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 
+# metric NAME: the value of "METRIC NAME UNIT VALUE" lines on stdin
+metric() { awk -v m="$1" '$1 == "METRIC" && $2 == m {print $4}'; }
+
 # runs [ENV...]: REPEATS medians of the bench, one per line
 runs() {
 	for _ in $(seq "$reps"); do
-		env "$@" timeout 120 "$bench" --only sync_roundtrip 2>>"$work/bench.err" |
-			awk '$1 == "METRIC" && $2 == "sync_roundtrip_us" {print $4}'
+		env "$@" timeout 120 "$bench" --only sync_roundtrip 2>>"$work/bench.err" | metric sync_roundtrip_us
 	done
 }
 
@@ -84,7 +86,7 @@ rounds=20000
 [ "$kind" = cuda ] || rounds=200
 rtt=$(timeout 120 "$rtt_bin" $rounds 2>>"$work/bench.err")
 for shape in "raw_tcp_rtt_us:1 thread/end" "raw_tcp_rtt_2threads_us:2 threads/end"; do
-	us=$(awk -v m="${shape%%:*}" '$1 == "METRIC" && $2 == m {print $4}' <<<"$rtt")
+	us=$(metric "${shape%%:*}" <<<"$rtt")
 	printf '%-34s %10s %12s\n' "yardstick: TCP RTT, ${shape#*:}" "${us:-FAILED}" -
 	[ -n "$us" ] || { echo "remote-latency: tcp_rtt gave no figure ($work/bench.err)" >&2; exit 1; }
 done

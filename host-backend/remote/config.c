@@ -182,16 +182,21 @@ unsigned remote_spin_us(const struct remote_config *rc, unsigned cfg_spin_us)
 
 int remote_parse_spin(struct remote_config *rc, const char *word)
 {
-	static const char *const words[] = { [REMOTE_SPIN_AUTO] = "auto", [REMOTE_SPIN_ON] = "on",
-					     [REMOTE_SPIN_OFF] = "off" };
+	if (!strcmp(word, "auto"))
+		rc->spin = REMOTE_SPIN_AUTO;
+	else if (!strcmp(word, "on"))
+		rc->spin = REMOTE_SPIN_ON;
+	else if (!strcmp(word, "off"))
+		rc->spin = REMOTE_SPIN_OFF;
+	else
+		return -1;
+	return 0;
+}
 
-	for (int i = 0; i < (int)(sizeof(words) / sizeof(words[0])); i++) {
-		if (!strcmp(word, words[i])) {
-			rc->spin = i;
-			return 0;
-		}
-	}
-	return -1;
+const char *remote_spin_said(const struct remote_config *rc, unsigned cfg_spin_us)
+{
+	return remote_spin_us(rc, cfg_spin_us) ? "its threads spin through a round trip"
+					       : "its threads sleep between records (--remote-spin)";
 }
 
 unsigned remote_link_streams(const struct remote_config *rc)

@@ -84,6 +84,8 @@ unsigned remote_link_streams(const struct remote_config *rc);
 unsigned remote_spin_us(const struct remote_config *rc, unsigned cfg_spin_us);
 /* --remote-spin=auto|on|off: 0, or -1 for another word */
 int remote_parse_spin(struct remote_config *rc, const char *word);
+/* What both nodes' log lines of a remote vGPU say of its spinning. */
+const char *remote_spin_said(const struct remote_config *rc, unsigned cfg_spin_us);
 
 static inline bool remote_vgpu_is_remote(const struct remote_config *rc, unsigned vgpu)
 {

@@ -123,9 +123,7 @@ static int forward_open(struct vgpu *v, int phys, uint64_t va_base, uint64_t va_
 	v->engine_data = rv;
 	log_info("vGPU %u -> remote %s GPU %d (%s), bulk copies over %u TCP stream%s, %s", v->index, rv->peer, t->gpu,
 		 info->name, mearas_link_streams(rv->link) ? mearas_link_streams(rv->link) : 1,
-		 mearas_link_streams(rv->link) > 1 ? "s" : "",
-		 remote_spin_us(&cfg->remote, cfg->spin_us) ? "its threads spin through a round trip"
-							    : "its threads sleep between records (--remote-spin)");
+		 mearas_link_streams(rv->link) > 1 ? "s" : "", remote_spin_said(&cfg->remote, cfg->spin_us));
 	return 0;
 }
 

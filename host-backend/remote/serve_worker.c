@@ -27,7 +27,6 @@
 #include "core/fatal.h"
 #include "mearas/clock.h"
 #include "mearas/fdpass.h"
-#include "mearas/hoptrace.h"
 #include "mearas/log.h"
 #include "mearas/ring.h"
 #include "remote_link.h"
@@ -140,7 +139,6 @@ static void try_reply(struct remote_session *s)
 			rc = mearas_link_conn_bulk(s->conn, r.bulk[i].off, s->data + r.bulk[i].off, r.bulk[i].len);
 		if (!rc)
 			rc = mearas_link_replyv(s->conn, seq, r.iov, r.n);
-		mearas_hop(MEARAS_HOP_srv_replied);
 		if (rc)
 			log_warn("remote session %s: reply: %s", mearas_link_conn_peer(s->conn),
 				 mearas_link_strerror(rc));
@@ -279,9 +277,7 @@ void *serve_session_main(void *arg)
 		remote_session_start(s, serve_cfg->remote.link_mem);
 		log_info("remote vGPU for %s (%s): GPU %d, VA window %u, worker pid %d, memory budget %llu MiB, %s",
 			 mearas_link_conn_peer(s->conn), s->open.node, s->open.gpu, s->open.va_window, (int)s->child,
-			 (unsigned long long)(s->budget.limit >> 20),
-			 remote_spin_us(&serve_cfg->remote, serve_cfg->spin_us) ? "its threads spin through a round trip"
-										 : "its threads sleep between records (--remote-spin)");
+			 (unsigned long long)(s->budget.limit >> 20), remote_spin_said(&serve_cfg->remote, serve_cfg->spin_us));
 	} else {
 		__atomic_store_n(&s->ready, -1, __ATOMIC_RELEASE);
 		log_warn("remote vGPU for %s refused: %s", mearas_link_conn_peer(s->conn), rep.message);

@@ -29,7 +29,6 @@
 	X(wrk_exec)      /* serving node's worker: a record that wants a completion taken */         \
 	X(wrk_posted)    /* a worker (or the forwarder): a completion posted to a ring */            \
 	X(srv_collected) /* serving node: a completion read from the worker's ring */                \
-	X(srv_replied)   /* serving node: a reply sent */                                            \
 	X(fwd_applied)   /* forwarding node: a completion of the reply matched to its record */
 
 #define MEARAS_HOP_ENUM(name) MEARAS_HOP_##name,
