@@ -69,17 +69,25 @@ int remote_load_key(struct remote_config *rc, const char *path)
 	return 0;
 }
 
+/* *out = the index of word in words[n] (an option's value); 0, or -1 for another word */
+static int parse_word(const char *word, const char *const *words, int n, int *out)
+{
+	for (int i = 0; i < n; i++) {
+		if (words[i] && !strcmp(word, words[i])) {
+			*out = i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
 int remote_parse_transport(struct remote_config *rc, const char *word)
 {
-	if (!strcmp(word, "tcp"))
-		rc->transport = MEARAS_LINK_TRANSPORT_TCP;
-	else if (!strcmp(word, "verbs"))
-		rc->transport = MEARAS_LINK_TRANSPORT_VERBS;
-	else if (!strcmp(word, "auto"))
-		rc->transport = MEARAS_LINK_TRANSPORT_AUTO;
-	else
-		return -1;
-	return 0;
+	static const char *const words[] = { [MEARAS_LINK_TRANSPORT_TCP] = "tcp",
+					     [MEARAS_LINK_TRANSPORT_VERBS] = "verbs",
+					     [MEARAS_LINK_TRANSPORT_AUTO] = "auto" };
+
+	return parse_word(word, words, (int)(sizeof(words) / sizeof(words[0])), &rc->transport);
 }
 
 int remote_check_transport(const struct remote_config *rc)
@@ -182,15 +190,10 @@ unsigned remote_spin_us(const struct remote_config *rc, unsigned cfg_spin_us)
 
 int remote_parse_spin(struct remote_config *rc, const char *word)
 {
-	if (!strcmp(word, "auto"))
-		rc->spin = REMOTE_SPIN_AUTO;
-	else if (!strcmp(word, "on"))
-		rc->spin = REMOTE_SPIN_ON;
-	else if (!strcmp(word, "off"))
-		rc->spin = REMOTE_SPIN_OFF;
-	else
-		return -1;
-	return 0;
+	static const char *const words[] = { [REMOTE_SPIN_AUTO] = "auto", [REMOTE_SPIN_ON] = "on",
+					     [REMOTE_SPIN_OFF] = "off" };
+
+	return parse_word(word, words, (int)(sizeof(words) / sizeof(words[0])), &rc->spin);
 }
 
 const char *remote_spin_said(const struct remote_config *rc, unsigned cfg_spin_us)
