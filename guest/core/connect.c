@@ -367,3 +367,15 @@ int rt_vgpu_at_pci(unsigned n, unsigned dom, unsigned bus, unsigned slot)
 	}
 	return -1;
 }
+
+int rt_vgpu_by_bus_id(const char *bus_id)
+{
+	unsigned dom = 0, bus, slot;
+
+	if (sscanf(bus_id, "%x:%x:%x", &dom, &bus, &slot) != 3) {
+		dom = 0;
+		if (sscanf(bus_id, "%x:%x", &bus, &slot) != 2)
+			return -2;
+	}
+	return rt_vgpu_at_pci(rt.nvgpus, dom, bus, slot);
+}

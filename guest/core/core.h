@@ -56,6 +56,7 @@ struct rt_vgpu {
 	struct mearas_cq_consumer cq[MEARAS_MAX_THREADS]; /* each used by its slot's holder */
 	struct cudaDeviceProp prop;
 	unsigned flags;                         /* cudaSetDeviceFlags */
+	int cache_config;                       /* its primary context's cache preference (read back only) */
 	unsigned spin_us;                       /* a wait spins this long before sleeping */
 };
 
@@ -106,9 +107,12 @@ static inline cudaError_t rt_need(cudaError_t e, bool ok)
 }
 CORE_API int rt_slot(void);
 /* connect.c: the name of a cudaError_t (NULL: not one); the first of the
- * first n vGPUs at PCI domain:bus:device (-1: none) */
+ * first n vGPUs at PCI domain:bus:device (-1: none); the vGPU a bus id as
+ * CUDA takes it names (domain:bus:device[.function] or bus:device[.function],
+ * hexadecimal): -1 none, -2 not a bus id */
 CORE_API const char *rt_error_name(cudaError_t e);
 CORE_API int rt_vgpu_at_pci(unsigned n, unsigned dom, unsigned bus, unsigned slot);
+CORE_API int rt_vgpu_by_bus_id(const char *bus_id);
 CORE_API uint32_t rt_new_handle(void);
 CORE_API void rt_log_unsupported(const char *name);
 CORE_API extern const char mearas_front_end[];
@@ -197,6 +201,9 @@ struct rt_stream_ref {
 	uint16_t sqe_flags;
 };
 CORE_API cudaError_t rt_stream_ref(cudaStream_t s, struct rt_stream_ref *out);
+/* objects.c: the id cuStreamGetId and cudaStreamGetId give st, unique
+ * among the process's streams (libraries key per-stream state by it) */
+CORE_API unsigned long long rt_stream_ref_id(const struct rt_stream_ref *st);
 /* rt_ensure, then rt_stream_ref */
 CORE_API cudaError_t rt_stream_of(cudaStream_t stream, struct rt_stream_ref *out);
 

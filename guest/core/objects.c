@@ -48,6 +48,20 @@ cudaError_t rt_stream_ref(cudaStream_t s, struct rt_stream_ref *out)
 	return cudaSuccess;
 }
 
+/* A created stream's id is its handle; the default streams' lie above every
+ * handle: each vGPU's legacy stream, and each vGPU's per-thread stream of
+ * each thread slot (the back end keeps one per slot: exec_resolve_stream). */
+unsigned long long rt_stream_ref_id(const struct rt_stream_ref *st)
+{
+	unsigned long long base = MEARAS_MAX_HANDLES;
+
+	if (st->id != MEARAS_STREAM_LEGACY)
+		return st->id;
+	if (!(st->sqe_flags & MEARAS_SQE_PER_THREAD))
+		return base + (unsigned)st->vgpu;
+	return base + MEARAS_MAX_VGPUS * (1ull + (unsigned)rt_slot()) + (unsigned)st->vgpu;
+}
+
 cudaError_t rt_stream_of(cudaStream_t stream, struct rt_stream_ref *st)
 {
 	cudaError_t e = rt_ensure();

@@ -106,6 +106,13 @@ static CUresult ctx_op(CUcontext ctx, cudaError_t (*op)(int))
 	return r ? r : cu_result(op(c->vgpu));
 }
 
+/* where c's cache preference is kept: a primary context's is its device's,
+ * which the runtime's cudaDeviceSetCacheConfig sets too */
+static int *ctx_cache_config(struct cu_ctx *c)
+{
+	return c->primary ? &rt.v[c->vgpu].cache_config : &c->cache_config;
+}
+
 /* what cuCtxGet* answer */
 enum ctx_attr { CTX_DEVICE, CTX_FLAGS, CTX_ID, CTX_API_VERSION, CTX_CACHE_CONFIG };
 
@@ -137,7 +144,7 @@ static CUresult ctx_attr(CUcontext ctx, enum ctx_attr what, void *out)
 		*(unsigned int *)out = CTX_API_LEVEL;
 		break;
 	case CTX_CACHE_CONFIG:
-		*(CUfunc_cache *)out = CU_FUNC_CACHE_PREFER_NONE;
+		*(CUfunc_cache *)out = (CUfunc_cache)*ctx_cache_config(c);
 		break;
 	}
 	return CUDA_SUCCESS;
@@ -445,7 +452,7 @@ CU_EXPORT CUresult CUDAAPI cuCtxGetCacheConfig(CUfunc_cache *pconfig)
 	return ctx_attr(NULL, CTX_CACHE_CONFIG, pconfig);
 }
 
-/* a preference only: the GPU behind the vGPU chooses */
+/* a preference only, kept to be read back: the GPU behind the vGPU chooses */
 CU_EXPORT CUresult CUDAAPI cuCtxSetCacheConfig(CUfunc_cache config)
 {
 	struct cu_ctx *c;
@@ -453,7 +460,36 @@ CU_EXPORT CUresult CUDAAPI cuCtxSetCacheConfig(CUfunc_cache config)
 
 	if (r)
 		return r;
-	return (unsigned)config <= CU_FUNC_CACHE_PREFER_EQUAL ? CUDA_SUCCESS : CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
+	if ((unsigned)config > CU_FUNC_CACHE_PREFER_EQUAL)
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
+	*ctx_cache_config(c) = (int)config;
+	return CUDA_SUCCESS;
+}
+
+/* Shared memory bank sizes are fixed (four bytes) on every GPU CUDA 13
+ * runs on: the setting is accepted and changes nothing, as there. */
+CU_EXPORT CUresult CUDAAPI cuCtxGetSharedMemConfig(CUsharedconfig *pConfig)
+{
+	struct cu_ctx *c;
+	CUresult r = cu_current_ctx(&c);
+
+	if (r)
+		return r;
+	if (!pConfig)
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
+	*pConfig = CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE;
+	return CUDA_SUCCESS;
+}
+
+CU_EXPORT CUresult CUDAAPI cuCtxSetSharedMemConfig(CUsharedconfig config)
+{
+	struct cu_ctx *c;
+	CUresult r = cu_current_ctx(&c);
+
+	if (r)
+		return r;
+	return (unsigned)config <= CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE ? CUDA_SUCCESS
+									     : CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 }
 
 /* the names before CUDA 11 (_v2 since): the same calls */

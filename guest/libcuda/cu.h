@@ -89,6 +89,7 @@ struct cu_ctx {
 	unsigned refs;          /* primary: retains; created: 1 until destroyed */
 	unsigned flags;         /* CU_CTX_* */
 	unsigned long long id;  /* unique per process (cuCtxGetId) */
+	int cache_config;       /* created: its cache preference (a primary's: rt.v[vgpu].cache_config) */
 	struct cu_cls *cls;     /* context-local storage (export table c693...) */
 };
 

@@ -134,19 +134,14 @@ CU_EXPORT CUresult CUDAAPI cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice
 
 CU_EXPORT CUresult CUDAAPI cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId)
 {
-	unsigned dom = 0, bus, slot;
 	int found;
 	CUresult r = cu_need(cu_ready(), dev && pciBusId);
 
 	if (r)
 		return r;
-	/* domain:bus:device.function or bus:device.function, in hex */
-	if (sscanf(pciBusId, "%x:%x:%x", &dom, &bus, &slot) != 3) {
-		dom = 0;
-		if (sscanf(pciBusId, "%x:%x", &bus, &slot) != 2)
-			return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
-	}
-	found = rt_vgpu_at_pci(rt.nvgpus, dom, bus, slot);
+	found = rt_vgpu_by_bus_id(pciBusId);
+	if (found == -2)
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	if (found < 0)
 		return CU_REFUSE(CUDA_ERROR_INVALID_DEVICE);
 	*dev = found;

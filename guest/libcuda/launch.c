@@ -218,18 +218,87 @@ CU_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
 }
 
 /*
- * The dynamic shared memory a block of func may have for numBlocks blocks
- * of blockSize threads to fit on one multiprocessor: the multiprocessor's
- * shared memory shared out, less each block's reserved and static part,
- * within the per-block limit (the allocation granularity is not modelled).
+ * The block size that keeps the most threads resident on a multiprocessor
+ * (of equals, the largest: the fewest blocks), and the grid that fills every
+ * multiprocessor with it. Block sizes are tried from the largest allowed
+ * down, a warp at a time, each with the dynamic shared memory the program's
+ * function gives for it (or dynamicSMemSize), until the multiprocessor is
+ * full; each try is the driver's occupancy for it (rt_func_occupancy).
  */
+static CUresult potential_block_size(int *minGridSize, int *blockSize, CUfunction func,
+				     CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t dynamicSMemSize,
+				     int blockSizeLimit)
+{
+	struct cu_function *f;
+	const int32_t *a;
+	int func_max, limit, warp, best_size = 0, best_blocks = 0, best_threads = 0;
+	CUresult r = cu_ready();
+
+	if (r)
+		return r;
+	if (!minGridSize || !blockSize || blockSizeLimit < 0)
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
+	r = cu_function_of(func, &f);
+	if (!r)
+		r = cuFuncGetAttribute(&func_max, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, func);
+	if (r)
+		return r;
+	a = rt.v[f->m->vgpu].info->attrs;
+	warp = a[CU_DEVICE_ATTRIBUTE_WARP_SIZE] > 0 ? a[CU_DEVICE_ATTRIBUTE_WARP_SIZE] : 32;
+	limit = a[CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK];
+	if (blockSizeLimit && blockSizeLimit < limit)
+		limit = blockSizeLimit;
+	if (func_max < limit)
+		limit = func_max;
+	for (int aligned = (limit + warp - 1) / warp * warp; aligned > 0; aligned -= warp) {
+		int size = aligned < limit ? aligned : limit;
+		size_t smem = blockSizeToDynamicSMemSize ? blockSizeToDynamicSMemSize(size) : dynamicSMemSize;
+		int32_t blocks;
+
+		r = cu_result(rt_func_occupancy(f->m->vgpu, f->id, (uint64_t)size, smem, &blocks));
+		if (r)
+			return r;
+		if (size * blocks > best_threads) {
+			best_size = size;
+			best_blocks = blocks;
+			best_threads = size * blocks;
+		}
+		if (best_threads >= a[CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR])
+			break;
+	}
+	*minGridSize = best_blocks * a[CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT];
+	*blockSize = best_size;
+	return CUDA_SUCCESS;
+}
+
+CU_EXPORT CUresult CUDAAPI cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize, CUfunction func,
+							     CUoccupancyB2DSize blockSizeToDynamicSMemSize,
+							     size_t dynamicSMemSize, int blockSizeLimit)
+{
+	return potential_block_size(minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize,
+				    blockSizeLimit);
+}
+
+/* the caching-override flag changes nothing the host decides (as in
+ * cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) */
+CU_EXPORT CUresult CUDAAPI cuOccupancyMaxPotentialBlockSizeWithFlags(int *minGridSize, int *blockSize,
+								      CUfunction func,
+								      CUoccupancyB2DSize blockSizeToDynamicSMemSize,
+								      size_t dynamicSMemSize, int blockSizeLimit,
+								      unsigned int flags)
+{
+	(void)flags;
+	return potential_block_size(minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize,
+				    blockSizeLimit);
+}
+
+/* answered by the host's driver (its allocation granularity and carveouts
+ * included) */
 CU_EXPORT CUresult CUDAAPI cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunction func,
 								    int numBlocks, int blockSize)
 {
 	struct cu_function *f;
-	const int32_t *a;
-	int shared;
-	long long per_block;
+	uint64_t smem;
 	CUresult r = cu_ready();
 
 	if (r)
@@ -238,21 +307,10 @@ CU_EXPORT CUresult CUDAAPI cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynam
 		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	r = cu_function_of(func, &f);
 	if (!r)
-		r = cuFuncGetAttribute(&shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, func);
+		r = cu_result(rt_do_OCCUPANCY_SMEM(f->m->vgpu, f->id, (uint32_t)numBlocks, (uint32_t)blockSize, &smem));
 	if (r)
 		return r;
-	a = rt.v[f->m->vgpu].info->attrs;
-	if ((long long)numBlocks * blockSize > a[CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR] ||
-	    numBlocks > a[CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR]) {
-		*dynamicSmemSize = 0;
-		return CUDA_SUCCESS;
-	}
-	per_block = a[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR] / numBlocks -
-		    a[CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK];
-	if (per_block > a[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN])
-		per_block = a[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN];
-	per_block -= shared;
-	*dynamicSmemSize = per_block > 0 ? (size_t)per_block : 0;
+	*dynamicSmemSize = (size_t)smem;
 	return CUDA_SUCCESS;
 }
 

@@ -819,6 +819,18 @@ CU_EXPORT CUresult CUDAAPI cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache c
 	return r ? r : set_cache_config(f, f->m->vgpu, config);
 }
 
+/* bank sizes are fixed on every GPU CUDA 13 runs on (cuCtxSetSharedMemConfig) */
+CU_EXPORT CUresult CUDAAPI cuFuncSetSharedMemConfig(CUfunction hfunc, CUsharedconfig config)
+{
+	struct cu_function *f;
+	CUresult r = ready_function(hfunc, &f);
+
+	if (r)
+		return r;
+	return (unsigned)config <= CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE ? CUDA_SUCCESS
+									     : CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
+}
+
 CU_EXPORT CUresult CUDAAPI cuFuncGetName(const char **name, CUfunction hfunc)
 {
 	return func_attr(hfunc, FUNC_NAME, name);

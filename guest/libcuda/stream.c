@@ -110,7 +110,7 @@ static CUresult stream_attr(CUstream h, enum stream_attr what, void *out)
 		*(int *)out = s ? s->priority : 0;
 		break;
 	case STREAM_ID:
-		*(unsigned long long *)out = h == CU_STREAM_PER_THREAD || (!h && rt_tls.ptds) ? 2 : st.id;
+		*(unsigned long long *)out = rt_stream_ref_id(&st);
 		break;
 	case STREAM_CTX:
 		*(CUcontext *)out = s ? (CUcontext)cu_primary(st.vgpu) : (CUcontext)cu_current();

@@ -61,6 +61,40 @@ RT_EXPORT cudaError_t cudaMemset2DAsync(void *devPtr, size_t pitch, int value, s
 	return rt_set_error(rt_memset(devPtr, pitch, value, width, height, stream));
 }
 
+/*
+ * A memset of extent's bytes, rows and slices in a pitched allocation
+ * (cudaMalloc3D): one 2D memset when the slices follow each other (the
+ * extent's height is the allocation's), else one per slice.
+ */
+static cudaError_t memset_3d(struct cudaPitchedPtr p, int value, struct cudaExtent e, cudaStream_t stream)
+{
+	cudaError_t err = cudaSuccess;
+
+	if (!e.width || !e.height || !e.depth)
+		return cudaSuccess;
+	/* one row: its bytes, whatever the pitch (as NVIDIA's runtime takes it) */
+	if (e.height == 1 && e.depth == 1)
+		return rt_memset(p.ptr, e.width, value, e.width, 1, stream);
+	if (e.width > p.pitch || (e.depth > 1 && e.height > p.ysize))
+		return cudaErrorInvalidValue;
+	if (e.depth == 1 || e.height == p.ysize)
+		return rt_memset(p.ptr, p.pitch, value, e.width, e.height * e.depth, stream);
+	for (size_t z = 0; z < e.depth && !err; z++)
+		err = rt_memset((char *)p.ptr + z * p.pitch * p.ysize, p.pitch, value, e.width, e.height, stream);
+	return err;
+}
+
+RT_EXPORT cudaError_t cudaMemset3D(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent)
+{
+	return rt_set_error(memset_3d(pitchedDevPtr, value, extent, 0));
+}
+
+RT_EXPORT cudaError_t cudaMemset3DAsync(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent,
+					cudaStream_t stream)
+{
+	return rt_set_error(memset_3d(pitchedDevPtr, value, extent, stream));
+}
+
 /* ---- symbols ---- */
 
 static cudaError_t symbol_range(const void *symbol, size_t count, size_t offset, uint64_t *dptr)

@@ -144,6 +144,22 @@ RT_EXPORT cudaError_t cudaDeviceGetPCIBusId(char *pciBusId, int len, int device)
 	return cudaSuccess;
 }
 
+RT_EXPORT cudaError_t cudaDeviceGetByPCIBusId(int *device, const char *pciBusId)
+{
+	cudaError_t e = rt_ensure();
+	int found;
+
+	if (e)
+		return rt_set_error(e);
+	if (!device || !pciBusId)
+		return rt_set_error(cudaErrorInvalidValue);
+	found = rt_vgpu_by_bus_id(pciBusId);
+	if (found < 0)
+		return rt_set_error(found == -2 ? cudaErrorInvalidValue : cudaErrorInvalidDevice);
+	*device = found;
+	return cudaSuccess;
+}
+
 RT_EXPORT cudaError_t cudaDeviceGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
 {
 	cudaError_t e = rt_ensure();
@@ -292,19 +308,57 @@ RT_EXPORT cudaError_t cudaProfilerStart(void) { return on_device(rt_do_PROFILER_
 
 RT_EXPORT cudaError_t cudaProfilerStop(void) { return on_device(rt_do_PROFILER_STOP); }
 
+/* a preference only, kept to be read back (the device's primary context's,
+ * which cuCtxGetCacheConfig reads too): the GPU behind the vGPU chooses */
 RT_EXPORT cudaError_t cudaDeviceSetCacheConfig(enum cudaFuncCache cacheConfig)
 {
-	(void)cacheConfig;
-	rt_log_unsupported("cudaDeviceSetCacheConfig");
-	return rt_set_error(cudaErrorNotSupported);
+	int dev;
+	cudaError_t e = rt_ensure_device(&dev);
+
+	if (e)
+		return rt_set_error(e);
+	if ((unsigned)cacheConfig > cudaFuncCachePreferEqual)
+		return rt_set_error(cudaErrorInvalidValue);
+	rt.v[dev].cache_config = (int)cacheConfig;
+	return cudaSuccess;
 }
 
 RT_EXPORT cudaError_t cudaDeviceGetCacheConfig(enum cudaFuncCache *pCacheConfig)
 {
+	int dev;
+	cudaError_t e = rt_ensure_device(&dev);
+
+	if (e)
+		return rt_set_error(e);
 	if (!pCacheConfig)
 		return rt_set_error(cudaErrorInvalidValue);
-	*pCacheConfig = cudaFuncCachePreferNone;
+	*pCacheConfig = (enum cudaFuncCache)rt.v[dev].cache_config;
 	return cudaSuccess;
+}
+
+/* Shared memory bank sizes are fixed (four bytes) on every GPU CUDA 13
+ * runs on: the setting is accepted and changes nothing, as there. */
+RT_EXPORT cudaError_t cudaDeviceGetSharedMemConfig(enum cudaSharedMemConfig *pConfig)
+{
+	int dev;
+	cudaError_t e = rt_ensure_device(&dev);
+
+	if (e)
+		return rt_set_error(e);
+	if (!pConfig)
+		return rt_set_error(cudaErrorInvalidValue);
+	*pConfig = cudaSharedMemBankSizeFourByte;
+	return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaDeviceSetSharedMemConfig(enum cudaSharedMemConfig config)
+{
+	int dev;
+	cudaError_t e = rt_ensure_device(&dev);
+
+	if (e)
+		return rt_set_error(e);
+	return (unsigned)config <= cudaSharedMemBankSizeEightByte ? cudaSuccess : rt_set_error(cudaErrorInvalidValue);
 }
 
 RT_EXPORT struct cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w,

@@ -223,6 +223,18 @@ RT_EXPORT cudaError_t cudaFuncSetCacheConfig(const void *func, enum cudaFuncCach
 	return rt_set_error(set_attr(func, -1, (int)cacheConfig));
 }
 
+/* bank sizes are fixed on every GPU CUDA 13 runs on (cudaDeviceSetSharedMemConfig) */
+RT_EXPORT cudaError_t cudaFuncSetSharedMemConfig(const void *func, enum cudaSharedMemConfig config)
+{
+	struct rt_func *f;
+	int dev;
+	cudaError_t e = func_on_device(func, &f, &dev);
+
+	if (e)
+		return rt_set_error(e);
+	return (unsigned)config <= cudaSharedMemBankSizeEightByte ? cudaSuccess : rt_set_error(cudaErrorInvalidValue);
+}
+
 RT_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, const void *func,
 									    int blockSize, size_t dynamicSMemSize,
 									    unsigned int flags)
@@ -250,6 +262,27 @@ RT_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBloc
 {
 	return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize,
 								      dynamicSMemSize, 0);
+}
+
+/* answered by the host's driver (its allocation granularity and carveouts
+ * included) */
+RT_EXPORT cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, const void *func,
+								int numBlocks, int blockSize)
+{
+	struct rt_func *f;
+	uint64_t smem;
+	int dev;
+	cudaError_t e;
+
+	if (!dynamicSmemSize || numBlocks <= 0 || blockSize <= 0)
+		return rt_set_error(cudaErrorInvalidValue);
+	e = func_on_device(func, &f, &dev);
+	if (!e)
+		e = rt_do_OCCUPANCY_SMEM(dev, rt_func_id(f), (uint32_t)numBlocks, (uint32_t)blockSize, &smem);
+	if (e)
+		return rt_set_error(e);
+	*dynamicSmemSize = (size_t)smem;
+	return cudaSuccess;
 }
 
 /* answered by the host's driver for the configuration's cluster shape (or,

@@ -24,11 +24,36 @@ RT_EXPORT cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width
 
 	if (!pitch || !devPtr)
 		return rt_set_error(cudaErrorInvalidValue);
+	if (width > SIZE_MAX - 511)
+		return rt_set_error(cudaErrorMemoryAllocation);
 	p = (width + 511) / 512 * 512; /* the GPUs' texture pitch alignment */
 	if (p == 0)
 		p = 512;
+	if (height && p > SIZE_MAX / height)
+		return rt_set_error(cudaErrorMemoryAllocation);
 	*pitch = p;
 	return cudaMalloc(devPtr, p * height);
+}
+
+/* a pitched allocation of extent.depth slices of extent.height rows, each
+ * row pitched as cudaMallocPitch pitches it */
+RT_EXPORT cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent extent)
+{
+	size_t pitch, rows;
+	void *p;
+	cudaError_t e;
+
+	if (!pitchedDevPtr)
+		return rt_set_error(cudaErrorInvalidValue);
+	if (extent.depth && extent.height > SIZE_MAX / extent.depth)
+		return rt_set_error(cudaErrorMemoryAllocation);
+	rows = extent.height * extent.depth;
+	e = cudaMallocPitch(&p, &pitch, extent.width, rows);
+	if (e)
+		return e;
+	*pitchedDevPtr = (struct cudaPitchedPtr){ .ptr = p, .pitch = pitch, .xsize = extent.width,
+						  .ysize = extent.height };
+	return cudaSuccess;
 }
 
 RT_EXPORT cudaError_t cudaFree(void *devPtr)

@@ -73,12 +73,16 @@
 	X(cudaMemset2D, _ptds, (void *p, size_t pi, int v, size_t w, size_t h), (p, pi, v, w, h))      \
 	X(cudaMemset2DAsync, _ptsz, (void *p, size_t pi, int v, size_t w, size_t h, cudaStream_t s),    \
 	  (p, pi, v, w, h, s))                                                                            \
+	X(cudaMemset3D, _ptds, (struct cudaPitchedPtr p, int v, struct cudaExtent e), (p, v, e))        \
+	X(cudaMemset3DAsync, _ptsz, (struct cudaPitchedPtr p, int v, struct cudaExtent e, cudaStream_t s), \
+	  (p, v, e, s))                                                                                   \
 	X(cudaStreamSynchronize, _ptsz, (cudaStream_t s), (s))                                         \
 	X(cudaStreamQuery, _ptsz, (cudaStream_t s), (s))                                               \
 	X(cudaStreamWaitEvent, _ptsz, (cudaStream_t s, cudaEvent_t e, unsigned f), (s, e, f))            \
 	X(cudaStreamGetFlags, _ptsz, (cudaStream_t s, unsigned *f), (s, f))                            \
 	X(cudaStreamGetPriority, _ptsz, (cudaStream_t s, int *p), (s, p))                              \
 	X(cudaStreamGetDevice, _ptsz, (cudaStream_t s, int *d), (s, d))                                \
+	X(cudaStreamGetId, _ptsz, (cudaStream_t s, unsigned long long *i), (s, i))                     \
 	X(cudaEventRecord, _ptsz, (cudaEvent_t e, cudaStream_t s), (e, s))                             \
 	X(cudaEventRecordWithFlags, _ptsz, (cudaEvent_t e, cudaStream_t s, unsigned f), (e, s, f))       \
 	X(cudaLaunchHostFunc, _ptsz, (cudaStream_t s, cudaHostFn_t f, void *u), (s, f, u))             \

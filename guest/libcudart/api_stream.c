@@ -149,6 +149,19 @@ RT_EXPORT cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int *device)
 	return cudaSuccess;
 }
 
+RT_EXPORT cudaError_t cudaStreamGetId(cudaStream_t hStream, unsigned long long *streamId)
+{
+	struct rt_stream_ref st;
+	cudaError_t e = rt_ensure();
+
+	if (!e)
+		e = streamId ? rt_stream_ref(hStream, &st) : cudaErrorInvalidValue;
+	if (e)
+		return rt_set_error(e);
+	*streamId = rt_stream_ref_id(&st);
+	return cudaSuccess;
+}
+
 RT_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
 {
 	struct rt_event *ev;

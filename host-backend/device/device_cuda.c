@@ -7,6 +7,7 @@
  * chunks with cuMemCreate/cuMemMap.
  */
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +41,7 @@
 	X(cuModuleGetFunction) X(cuModuleGetGlobal) X(cuFuncGetAttribute)       \
 	X(cuFuncSetAttribute) X(cuFuncSetCacheConfig) X(cuFuncGetParamInfo)     \
 	X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuLaunchKernel)        \
-	X(cuOccupancyMaxActiveClusters)                                         \
+	X(cuOccupancyMaxActiveClusters) X(cuOccupancyAvailableDynamicSMemPerBlock) \
 	X(cuLaunchKernelEx) X(cuStreamCreateWithPriority) X(cuStreamDestroy)    \
 	X(cuStreamWaitEvent) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) \
 	X(cuEventQuery) X(cuEventElapsedTime) X(cuStreamBeginCapture)           \
@@ -947,6 +948,20 @@ int cuda_get_limit(struct mdev *d, uint32_t limit, uint64_t *value)
 	(void)d;
 	r = cu_err(p_cuCtxGetLimit(&v, (CUlimit)limit));
 	*value = v;
+	return r;
+}
+
+int cuda_occupancy_smem(struct mdev *d, void *func, uint32_t blocks, uint32_t block, uint64_t *smem)
+{
+	struct cuda_func *f = func;
+	size_t v = 0;
+	int r;
+
+	(void)d;
+	if (blocks > INT_MAX || block > INT_MAX)
+		return cudaErrorInvalidValue;
+	r = cu_err(p_cuOccupancyAvailableDynamicSMemPerBlock(&v, f->f, (int)blocks, (int)block));
+	*smem = v;
 	return r;
 }
 

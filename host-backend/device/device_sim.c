@@ -1460,6 +1460,23 @@ int sim_get_limit(struct mdev *d, uint32_t limit, uint64_t *value)
 	return 0;
 }
 
+/* the model's multiprocessor (sim_occupancy): 2048 threads, 32 blocks and
+ * 228 KiB of shared memory shared out, 48 KiB at most a block (the default
+ * limit of a function that did not raise it); blocks that cannot be resident
+ * together are refused, as the driver refuses them. Its functions have no
+ * static shared memory. */
+int sim_occupancy_smem(struct mdev *d, void *func, uint32_t blocks, uint32_t block, uint64_t *smem)
+{
+	uint64_t share;
+
+	(void)d, (void)func;
+	if (!blocks || !block || block > 1024 || (uint64_t)blocks * block > 2048 || blocks > 32)
+		return cudaErrorInvalidValue;
+	share = 233472 / blocks;
+	*smem = share > 49152 ? 49152 : share;
+	return 0;
+}
+
 /* nothing to profile in the model: the calls succeed as on a GPU with no
  * profiler attached */
 int sim_profiler_start(struct mdev *d)

@@ -134,7 +134,9 @@ static void answers(void)
 	REQUIRE(c == o.ctx, "the stream's context is not the primary one");
 	CHECK(cuStreamGetId(o.s, &id));
 	CHECK(cuStreamGetId(CU_STREAM_PER_THREAD, &id2));
-	REQUIRE(id2 == 2 && id != id2, "stream ids %llu, per-thread %llu", id, id2);
+	REQUIRE(id != id2, "stream ids %llu, per-thread %llu", id, id2);
+	CHECK(cuStreamGetId(NULL, &id2));
+	REQUIRE(id != id2, "stream ids %llu, legacy %llu", id, id2);
 	CHECK(cuEventRecord(o.a, o.s));
 	CHECK(cuEventRecordWithFlags(o.b, o.s, CU_EVENT_RECORD_EXTERNAL));
 	CHECK(cuStreamWaitEvent(NULL, o.b, CU_EVENT_WAIT_EXTERNAL));
