@@ -188,15 +188,30 @@ RT_EXPORT cudaError_t cudaSetDeviceFlags(unsigned int flags)
 	return cudaSuccess;
 }
 
+/* the current device (*dev) of a call that answers into out: its error, or
+ * cudaErrorInvalidValue without out */
+static cudaError_t device_answering(int *dev, const void *out)
+{
+	cudaError_t e = rt_ensure_device(dev);
+
+	return e ? e : out ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+/* the current device (*dev) of a call that sets a value of 0..max */
+static cudaError_t device_setting(int *dev, unsigned value, unsigned max)
+{
+	cudaError_t e = rt_ensure_device(dev);
+
+	return e ? e : value <= max ? cudaSuccess : cudaErrorInvalidValue;
+}
+
 RT_EXPORT cudaError_t cudaGetDeviceFlags(unsigned int *flags)
 {
 	int dev;
-	cudaError_t e = rt_ensure_device(&dev);
+	cudaError_t e = device_answering(&dev, flags);
 
 	if (e)
 		return rt_set_error(e);
-	if (!flags)
-		return rt_set_error(cudaErrorInvalidValue);
 	*flags = rt.v[dev].flags | cudaDeviceMapHost;
 	return cudaSuccess;
 }
@@ -313,12 +328,10 @@ RT_EXPORT cudaError_t cudaProfilerStop(void) { return on_device(rt_do_PROFILER_S
 RT_EXPORT cudaError_t cudaDeviceSetCacheConfig(enum cudaFuncCache cacheConfig)
 {
 	int dev;
-	cudaError_t e = rt_ensure_device(&dev);
+	cudaError_t e = device_setting(&dev, (unsigned)cacheConfig, cudaFuncCachePreferEqual);
 
 	if (e)
 		return rt_set_error(e);
-	if ((unsigned)cacheConfig > cudaFuncCachePreferEqual)
-		return rt_set_error(cudaErrorInvalidValue);
 	rt.v[dev].cache_config = (int)cacheConfig;
 	return cudaSuccess;
 }
@@ -326,12 +339,10 @@ RT_EXPORT cudaError_t cudaDeviceSetCacheConfig(enum cudaFuncCache cacheConfig)
 RT_EXPORT cudaError_t cudaDeviceGetCacheConfig(enum cudaFuncCache *pCacheConfig)
 {
 	int dev;
-	cudaError_t e = rt_ensure_device(&dev);
+	cudaError_t e = device_answering(&dev, pCacheConfig);
 
 	if (e)
 		return rt_set_error(e);
-	if (!pCacheConfig)
-		return rt_set_error(cudaErrorInvalidValue);
 	*pCacheConfig = (enum cudaFuncCache)rt.v[dev].cache_config;
 	return cudaSuccess;
 }
@@ -341,12 +352,10 @@ RT_EXPORT cudaError_t cudaDeviceGetCacheConfig(enum cudaFuncCache *pCacheConfig)
 RT_EXPORT cudaError_t cudaDeviceGetSharedMemConfig(enum cudaSharedMemConfig *pConfig)
 {
 	int dev;
-	cudaError_t e = rt_ensure_device(&dev);
+	cudaError_t e = device_answering(&dev, pConfig);
 
 	if (e)
 		return rt_set_error(e);
-	if (!pConfig)
-		return rt_set_error(cudaErrorInvalidValue);
 	*pConfig = cudaSharedMemBankSizeFourByte;
 	return cudaSuccess;
 }
@@ -354,11 +363,8 @@ RT_EXPORT cudaError_t cudaDeviceGetSharedMemConfig(enum cudaSharedMemConfig *pCo
 RT_EXPORT cudaError_t cudaDeviceSetSharedMemConfig(enum cudaSharedMemConfig config)
 {
 	int dev;
-	cudaError_t e = rt_ensure_device(&dev);
 
-	if (e)
-		return rt_set_error(e);
-	return (unsigned)config <= cudaSharedMemBankSizeEightByte ? cudaSuccess : rt_set_error(cudaErrorInvalidValue);
+	return rt_set_error(device_setting(&dev, (unsigned)config, cudaSharedMemBankSizeEightByte));
 }
 
 RT_EXPORT struct cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w,

@@ -136,13 +136,19 @@ RT_EXPORT cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int *priority)
 	return stream_attr(hStream, NULL, priority);
 }
 
+/* the stream h names (*st), for a call that answers into out */
+static cudaError_t stream_answering(cudaStream_t h, const void *out, struct rt_stream_ref *st)
+{
+	cudaError_t e = rt_ensure();
+
+	return e ? e : out ? rt_stream_ref(h, st) : cudaErrorInvalidValue;
+}
+
 RT_EXPORT cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int *device)
 {
 	struct rt_stream_ref st;
-	cudaError_t e = rt_ensure();
+	cudaError_t e = stream_answering(hStream, device, &st);
 
-	if (!e)
-		e = device ? rt_stream_ref(hStream, &st) : cudaErrorInvalidValue;
 	if (e)
 		return rt_set_error(e);
 	*device = st.vgpu;
@@ -152,10 +158,8 @@ RT_EXPORT cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int *device)
 RT_EXPORT cudaError_t cudaStreamGetId(cudaStream_t hStream, unsigned long long *streamId)
 {
 	struct rt_stream_ref st;
-	cudaError_t e = rt_ensure();
+	cudaError_t e = stream_answering(hStream, streamId, &st);
 
-	if (!e)
-		e = streamId ? rt_stream_ref(hStream, &st) : cudaErrorInvalidValue;
 	if (e)
 		return rt_set_error(e);
 	*streamId = rt_stream_ref_id(&st);
