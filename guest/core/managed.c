@@ -87,3 +87,15 @@ bool rt_managed_find(const void *p, uint64_t len)
 	pthread_mutex_unlock(&managed_lock);
 	return found;
 }
+
+bool rt_managed_whole(const void *p, uint64_t len)
+{
+	uintptr_t a = (uintptr_t)p;
+	bool found = false;
+
+	pthread_mutex_lock(&managed_lock);
+	for (const struct managed_block *b = blocks; b && !found; b = b->next)
+		found = a == b->base && (len == 0 || len == b->size);
+	pthread_mutex_unlock(&managed_lock);
+	return found;
+}

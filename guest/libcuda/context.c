@@ -466,6 +466,15 @@ CU_EXPORT CUresult CUDAAPI cuCtxSetCacheConfig(CUfunc_cache config)
 	return CUDA_SUCCESS;
 }
 
+/* Nothing persists in the L2 cache: launch attributes that would make lines
+ * persist (an access policy window) are refused (guest/core/launchattr.c) */
+CU_EXPORT CUresult CUDAAPI cuCtxResetPersistingL2Cache(void)
+{
+	struct cu_ctx *c;
+
+	return cu_current_ctx(&c);
+}
+
 /* Shared memory bank sizes are fixed (four bytes) on every GPU CUDA 13
  * runs on: the setting is accepted and changes nothing, as there. */
 CU_EXPORT CUresult CUDAAPI cuCtxGetSharedMemConfig(CUsharedconfig *pConfig)

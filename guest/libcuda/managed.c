@@ -109,3 +109,31 @@ CU_EXPORT CUresult CUDAAPI cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUme
 	(void)location;
 	return advise(devPtr, count, advice);
 }
+
+/* one way of attaching (global, host or the stream alone) a whole managed
+ * allocation (length 0 or its size, from its start: the driver refuses part
+ * of one) */
+static CUresult attach(CUstream s, CUdeviceptr dptr, size_t length, unsigned int flags)
+{
+	struct rt_stream_ref st;
+	CUresult r = cu_stream_ref(s, &st);
+
+	if (r)
+		return r;
+	if ((flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST && flags != CU_MEM_ATTACH_SINGLE) ||
+	    !rt_managed_whole(PTR(dptr), length))
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
+	return CUDA_SUCCESS;
+}
+
+CU_EXPORT CUresult CUDAAPI cuStreamAttachMemAsync(CUstream hStream, CUdeviceptr dptr, size_t length,
+						  unsigned int flags)
+{
+	return attach(hStream, dptr, length, flags);
+}
+
+CU_EXPORT CUresult CUDAAPI cuStreamAttachMemAsync_ptsz(CUstream hStream, CUdeviceptr dptr, size_t length,
+						       unsigned int flags)
+{
+	return CU_PTSZ(attach(hStream, dptr, length, flags));
+}

@@ -144,6 +144,33 @@ RT_EXPORT cudaError_t cudaDeviceGetPCIBusId(char *pciBusId, int len, int device)
 	return cudaSuccess;
 }
 
+/* vGPUs do not reach each other's memory (yet): every attribute of a pair
+ * is 0, as cuDeviceGetP2PAttribute answers; a device and itself are no pair */
+RT_EXPORT cudaError_t cudaDeviceGetP2PAttribute(int *value, enum cudaDeviceP2PAttr attr, int srcDevice,
+						 int dstDevice)
+{
+	cudaError_t e = check_dev(srcDevice);
+
+	(void)attr;
+	if (!e)
+		e = check_dev(dstDevice);
+	if (!e && (!value || srcDevice == dstDevice))
+		e = cudaErrorInvalidDevice;
+	if (e)
+		return rt_set_error(e);
+	*value = 0;
+	return cudaSuccess;
+}
+
+/* Nothing persists in the L2 cache: launch attributes that would make lines
+ * persist (an access policy window) are refused (guest/core/launchattr.c) */
+RT_EXPORT cudaError_t cudaCtxResetPersistingL2Cache(void)
+{
+	int dev;
+
+	return rt_set_error(rt_ensure_device(&dev));
+}
+
 RT_EXPORT cudaError_t cudaDeviceGetByPCIBusId(int *device, const char *pciBusId)
 {
 	cudaError_t e = rt_ensure();

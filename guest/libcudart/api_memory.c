@@ -247,6 +247,20 @@ RT_EXPORT cudaError_t cudaMemPrefetchAsync(const void *devPtr, size_t count, str
 	return rt_set_error(e);
 }
 
+/* attaching a managed allocation to a stream changes nothing: every stream
+ * may reach it (the host synchronizes before it touches it); the whole
+ * allocation only (length 0 or its size, from its start), as the driver */
+RT_EXPORT cudaError_t cudaStreamAttachMemAsync(cudaStream_t stream, void *devPtr, size_t length, unsigned int flags)
+{
+	struct rt_stream_ref st;
+	cudaError_t e = rt_stream_of(stream, &st);
+
+	if (!e && ((flags != cudaMemAttachGlobal && flags != cudaMemAttachHost && flags != cudaMemAttachSingle) ||
+		   !rt_managed_whole(devPtr, length)))
+		e = cudaErrorInvalidValue;
+	return rt_set_error(e);
+}
+
 RT_EXPORT cudaError_t cudaMemAdvise(const void *devPtr, size_t count, enum cudaMemoryAdvise advice,
 				    struct cudaMemLocation location)
 {

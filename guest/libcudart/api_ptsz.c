@@ -83,6 +83,7 @@
 	X(cudaStreamGetPriority, _ptsz, (cudaStream_t s, int *p), (s, p))                              \
 	X(cudaStreamGetDevice, _ptsz, (cudaStream_t s, int *d), (s, d))                                \
 	X(cudaStreamGetId, _ptsz, (cudaStream_t s, unsigned long long *i), (s, i))                     \
+	X(cudaStreamAttachMemAsync, _ptsz, (cudaStream_t s, void *p, size_t n, unsigned f), (s, p, n, f)) \
 	X(cudaEventRecord, _ptsz, (cudaEvent_t e, cudaStream_t s), (e, s))                             \
 	X(cudaEventRecordWithFlags, _ptsz, (cudaEvent_t e, cudaStream_t s, unsigned f), (e, s, f))       \
 	X(cudaLaunchHostFunc, _ptsz, (cudaStream_t s, cudaHostFn_t f, void *u), (s, f, u))             \

@@ -1,7 +1,8 @@
 // The cache preference and the shared memory bank size, which programs
 // written for older GPUs still set: cudaDeviceSetCacheConfig takes every
 // preference and cudaDeviceGetCacheConfig reads it back; the bank size reads four bytes and every setting is taken
-// (device-wide and per kernel) without changing it; values out of range and
+// (device-wide and per kernel) without changing it; resetting the L2 cache's
+// persisting lines succeeds (none persist); values out of range and
 // unknown kernels are refused.
 #include "sim_check.cuh"
 
@@ -34,6 +35,7 @@ int main(void)
     EXPECT_ERR(cudaErrorInvalidResourceHandle,
                cudaFuncSetSharedMemConfig((const void *)&cache, cudaSharedMemBankSizeFourByte));
     EXPECT_ERR(cudaErrorInvalidValue, cudaDeviceGetSharedMemConfig(nullptr));
+    CHECK_CUDA(cudaCtxResetPersistingL2Cache());
     (void)cudaGetLastError();
     return pass();
 }

@@ -7,6 +7,8 @@
  * bad flags, a zero size and an allocation beyond the data area are refused.
  *   drv_managed access     host writes, device-side copies and memsets, attributes, hints, free
  *   drv_managed refused    flags, size, too large, hints on device memory
+ *   drv_managed attach     cuStreamAttachMemAsync: every way, a whole allocation, any stream;
+ *                          bad flags, device memory, part of one, past the end refused
  */
 #include <string.h>
 
@@ -70,10 +72,33 @@ static void refused(void)
 	CHECK(cuMemFree(d));
 }
 
+static void attach(void)
+{
+	CUdeviceptr m, d;
+	CUstream s;
+
+	CHECK(cuMemAllocManaged(&m, N, CU_MEM_ATTACH_GLOBAL));
+	CHECK(cuMemAlloc(&d, N));
+	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CHECK(cuStreamAttachMemAsync(s, m, 0, CU_MEM_ATTACH_SINGLE));
+	CHECK(cuStreamAttachMemAsync(s, m, N, CU_MEM_ATTACH_HOST));
+	CHECK(cuStreamAttachMemAsync(NULL, m, N, CU_MEM_ATTACH_GLOBAL));
+	CHECK(cuStreamAttachMemAsync(CU_STREAM_PER_THREAD, m, 0, CU_MEM_ATTACH_GLOBAL));
+	EXPECT(CUDA_ERROR_INVALID_VALUE, cuStreamAttachMemAsync(s, m, 0, 0));
+	EXPECT(CUDA_ERROR_INVALID_VALUE, cuStreamAttachMemAsync(s, m, 0, CU_MEM_ATTACH_GLOBAL | CU_MEM_ATTACH_HOST));
+	EXPECT(CUDA_ERROR_INVALID_VALUE, cuStreamAttachMemAsync(s, d, 0, CU_MEM_ATTACH_GLOBAL));
+	EXPECT(CUDA_ERROR_INVALID_VALUE, cuStreamAttachMemAsync(s, m, N + 1, CU_MEM_ATTACH_GLOBAL));
+	EXPECT(CUDA_ERROR_INVALID_VALUE, cuStreamAttachMemAsync(s, m + 4096, 4096, CU_MEM_ATTACH_HOST));
+	CHECK(cuStreamSynchronize(s));
+	CHECK(cuStreamDestroy(s));
+	CHECK(cuMemFree(m));
+	CHECK(cuMemFree(d));
+}
+
 int main(int argc, char **argv)
 {
 	static const struct drv_mode modes[] = {
-		{ "access", reach }, { "refused", refused },
+		{ "access", reach }, { "refused", refused }, { "attach", attach },
 	};
 
 	return drv_run_mode_in_primary(argc, argv, modes, DRV_NMODES(modes));

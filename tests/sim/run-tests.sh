@@ -358,10 +358,12 @@ for m in direct helper backend; do
 	run_test "drv_refusals_$m" prog MEARAS_LOG=debug drv_refusals "$m"
 done
 run_test drv_refusals_quiet prog MEARAS_LOG=info drv_refusals quiet
-for m in access refused; do
+for m in access refused attach; do
 	run_test "drv_managed_$m" prog drv_managed "$m"
 done
 run_test rt_managed prog rt_managed
+run_test rt_managed_attach prog rt_managed_attach
+run_test dev_peer_attrs prog MEARAS_VGPUS=2 dev_peer_attrs
 for m in linked unresolved refused; do
 	run_test "drv_link_$m" prog drv_link "$m"
 done
@@ -392,7 +394,7 @@ run_test drv_tensormap_no_context prog MEARAS_VGPUS=2 drv_tensormap no_context
 # runtime in the program, through mearas's libcuda.so.1
 declare -A static_env=([conc_threads]=MEARAS_VGPUS=2 [conc_cross_event]=MEARAS_VGPUS=2 [dev_props]=MEARAS_VGPUS=3
 	[dev_pointers]=MEARAS_VGPUS=3 [dev_limits]=MEARAS_VGPUS=2 [mem_pools]=MEARAS_VGPUS=2
-	[ctx_runtime_binds]=MEARAS_VGPUS=2 [dev_bus_id]=MEARAS_VGPUS=3)
+	[ctx_runtime_binds]=MEARAS_VGPUS=2 [dev_bus_id]=MEARAS_VGPUS=3 [dev_peer_attrs]=MEARAS_VGPUS=2)
 declare -A static_args=([conc_threads]=500)
 # driver calls not there yet, named so the gap shows
 declare -A static_not_yet=(
@@ -400,7 +402,8 @@ declare -A static_not_yet=(
 for p in reg_plain reg_templates reg_extern_c reg_big_params reg_launch_apis reg_per_thread reg_rdc \
 	reg_symbols mem_memset mem_2d mem_arrays mem_register mem_register_shared err_codes err_last_error graph_host_func mem_roundtrip \
 	conc_threads conc_cross_event dev_props dev_pointers dev_limits dev_profiler mem_pools graph_capture_api graph_nodes launch_attrs \
-	ctx_runtime_binds lib_cufft rt_managed fn_set_attrs mem_3d dev_bus_id stream_ids dev_bank_config occ_smem; do
+	ctx_runtime_binds lib_cufft rt_managed fn_set_attrs mem_3d dev_bus_id stream_ids dev_bank_config occ_smem \
+	rt_managed_attach dev_peer_attrs; do
 	if [ -n "${static_not_yet[$p]:-}" ]; then
 		printf 'SKIP  %-28s %s\n' "static/$p" "${static_not_yet[$p]}"
 		continue

@@ -1,7 +1,8 @@
 // Calls that programs written for older GPUs, and libraries choosing launch
 // shapes, still make: 3D pitched allocations and memsets, a device by its
 // PCI bus id, stream ids, the cache preference and the shared memory bank
-// size (runtime and driver), and occupancy: the dynamic shared memory left
+// size (runtime and driver), managed memory attached to streams, peer
+// attributes, the L2 persistence reset, and occupancy: the dynamic shared memory left
 // per block and the block size of most occupancy (runtime template and
 // driver, fixed and per-size shared memory, a block size limit) for kernels
 // with and without static shared memory. Prints error names, values the GPU
@@ -152,6 +153,26 @@ static void configs(CUfunction f)
     cu_report("cuFuncSetSharedMemConfig(k_ptx, 3)", cuFuncSetSharedMemConfig(f, (CUsharedconfig)3));
 }
 
+static void managed_attach_and_peers(void)
+{
+    unsigned char *m, *d;
+    int v = -1;
+    cudaStream_t s = nonblocking_stream();
+    CHECK_CUDA(cudaMallocManaged(&m, 1 << 16, cudaMemAttachGlobal));
+    CHECK_CUDA(cudaMalloc(&d, 1 << 16));
+    rt_report("attach whole, the stream alone", cudaStreamAttachMemAsync(s, m, 0, cudaMemAttachSingle));
+    rt_report("attach part, host", cudaStreamAttachMemAsync(s, m + 4096, 4096, cudaMemAttachHost));
+    rt_report("attach whole by its size, host", cudaStreamAttachMemAsync(s, m, 1 << 16, cudaMemAttachHost));
+    rt_report("attach on stream 0, global", cudaStreamAttachMemAsync(0, m, 1 << 16, cudaMemAttachGlobal));
+    // (no flag at all: NVIDIA's runtime crashes on an H200; mearas refuses it, tests/sim)
+    rt_report("attach device memory", cudaStreamAttachMemAsync(s, d, 0, cudaMemAttachGlobal));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    rt_report("P2P attribute of device 0 with itself", cudaDeviceGetP2PAttribute(&v, cudaDevP2PAttrAccessSupported, 0, 0));
+    rt_report("cudaCtxResetPersistingL2Cache", cudaCtxResetPersistingL2Cache());
+    CHECK_CUDA(cudaStreamDestroy(s));
+    FREE_DEVICE(m, d);
+}
+
 static size_t smem_per_thread_64(int block) { return (size_t)block * 64; }
 static size_t smem_per_thread_200(int block) { return (size_t)block * 200; }
 
@@ -194,6 +215,7 @@ static void occupancy(CUfunction f)
 
 int main(void)
 {
+    setvbuf(stdout, nullptr, _IOLBF, 0); // what was printed stays if a call crashes
     CHECK_CUDA(cudaSetDevice(0));
     CUmodule mod;
     CUfunction f;
@@ -203,6 +225,7 @@ int main(void)
     bus_id();
     stream_ids();
     configs(f);
+    managed_attach_and_peers();
     occupancy(f);
     CHECK_CU(cuModuleUnload(mod));
     return pass();
