@@ -76,26 +76,32 @@ bool rt_managed_free(void *p)
 	return true;
 }
 
-bool rt_managed_find(const void *p, uint64_t len)
+/* the block holding p (*block, a copy: blocks are freed under the lock) */
+static bool block_of(const void *p, struct managed_block *block)
 {
 	uintptr_t a = (uintptr_t)p;
 	bool found = false;
 
 	pthread_mutex_lock(&managed_lock);
-	for (const struct managed_block *b = blocks; b && !found; b = b->next)
-		found = a >= b->base && a - b->base < b->size && len <= b->size - (a - b->base);
+	for (const struct managed_block *b = blocks; b && !found; b = b->next) {
+		found = a >= b->base && a - b->base < b->size;
+		if (found)
+			*block = *b;
+	}
 	pthread_mutex_unlock(&managed_lock);
 	return found;
 }
 
+bool rt_managed_find(const void *p, uint64_t len)
+{
+	struct managed_block b;
+
+	return block_of(p, &b) && len <= b.size - ((uintptr_t)p - b.base);
+}
+
 bool rt_managed_whole(const void *p, uint64_t len)
 {
-	uintptr_t a = (uintptr_t)p;
-	bool found = false;
+	struct managed_block b;
 
-	pthread_mutex_lock(&managed_lock);
-	for (const struct managed_block *b = blocks; b && !found; b = b->next)
-		found = a == b->base && (len == 0 || len == b->size);
-	pthread_mutex_unlock(&managed_lock);
-	return found;
+	return block_of(p, &b) && (uintptr_t)p == b.base && (len == 0 || len == b.size);
 }

@@ -304,6 +304,15 @@ visible_vgpus_refused() {
 	[ "$out" = 'cudaGetDeviceCount: cudaSuccess, 3' ] || { echo "empty: $out"; return 1; }
 }
 
+# run_modes PROGRAM MODE...: run_test PROGRAM_MODE (PROGRAM MODE) for each mode
+run_modes() {
+	local p=$1 m
+	shift
+	for m in "$@"; do
+		run_test "${p}_$m" prog "$p" "$m"
+	done
+}
+
 # ---- run ----
 [ -x "$MEARASD" ] || { echo "no $MEARASD: run make at the top first"; exit 2; }
 [ -x "$BIN/reg_plain" ] && [ -x "$BIN/static/reg_plain" ] || { echo "test programs not built: run make -C tests/sim"; exit 2; }
@@ -333,62 +342,38 @@ run_test mem_pools prog MEARAS_VGPUS=2 mem_pools
 run_test drv_pools prog MEARAS_VGPUS=2 drv_pools
 run_test drv_pools_ptsz prog MEARAS_VGPUS=2 drv_pools_ptsz
 run_test drv_exptables prog drv_exptables
-run_test drv_module_functions_enumerate prog drv_module_functions enumerate
-run_test drv_module_functions_slot7 prog drv_module_functions slot7
+run_modes drv_module_functions enumerate slot7
 run_test ctx_runtime_binds prog MEARAS_VGPUS=2 ctx_runtime_binds
 run_test lib_cufft prog lib_cufft
 run_test drv_attrs_offered prog MEARAS_VGPUS=2 drv_attrs_offered
 run_test drv_vmm prog MEARAS_VGPUS=2 drv_vmm
 run_test launch_attrs prog launch_attrs
-run_test drv_memset_host_blocking prog drv_memset_host blocking
-run_test drv_memset_host_async prog drv_memset_host async
-run_test drv_memset_host_captured prog drv_memset_host captured
-run_test drv_memset_host_rows prog drv_memset_host rows
-run_test drv_memset_host_refused prog drv_memset_host refused
-run_test drv_vmm_ranges_mapped prog drv_vmm_ranges mapped
-run_test drv_vmm_ranges_unmapped prog drv_vmm_ranges unmapped
-run_test drv_vmm_ranges_address_range prog drv_vmm_ranges address_range
-run_test drv_vmm_ranges_freed prog drv_vmm_ranges freed
-run_test drv_vmm_ranges_unknown_plural prog drv_vmm_ranges unknown_plural
-run_test drv_queries_uninit prog drv_queries uninit
-run_test drv_queries_answers prog drv_queries answers
-run_test drv_queries_nullout prog drv_queries nullout
-run_test drv_queries_handles prog drv_queries handles
+run_modes drv_memset_host blocking async captured rows refused
+run_modes drv_vmm_ranges mapped unmapped address_range freed unknown_plural
+run_modes drv_queries uninit answers nullout handles
 for m in direct helper backend; do
 	run_test "drv_refusals_$m" prog MEARAS_LOG=debug drv_refusals "$m"
 done
 run_test drv_refusals_quiet prog MEARAS_LOG=info drv_refusals quiet
-for m in access refused attach; do
-	run_test "drv_managed_$m" prog drv_managed "$m"
-done
+run_modes drv_managed access refused attach
 run_test rt_managed prog rt_managed
 run_test rt_managed_attach prog rt_managed_attach
 run_test dev_peer_attrs prog MEARAS_VGPUS=2 dev_peer_attrs
-for m in linked unresolved refused; do
-	run_test "drv_link_$m" prog drv_link "$m"
-done
-for m in copies textures refused; do
-	run_test "drv_arrays_$m" prog drv_arrays "$m"
-done
+run_modes drv_link linked unresolved refused
+run_modes drv_arrays copies textures refused
 run_test fn_set_attrs prog fn_set_attrs
 run_test mem_3d prog mem_3d
 run_test dev_bus_id prog MEARAS_VGPUS=3 dev_bus_id
 run_test stream_ids prog stream_ids
 run_test dev_bank_config prog dev_bank_config
 run_test occ_smem prog occ_smem
-for m in potential smem banks refused; do
-	run_test "drv_occupancy_$m" prog drv_occupancy "$m"
-done
+run_modes drv_occupancy potential smem banks refused
 run_test drv_func_queries func_queries drv_func_queries
 run_test rt_func_queries func_queries rt_func_queries
-for m in dtoh htod dtod registered pageable; do
-	run_test "drv_pinned_copies_$m" prog drv_pinned_copies "$m"
-done
+run_modes drv_pinned_copies dtoh htod dtod registered pageable
 run_test visible_vgpus visible_vgpus ''
 run_test visible_vgpus_refused visible_vgpus_refused
-for m in encode replace refuse_pointers refuse_enums refuse_memory refuse_rules wide; do
-	run_test "drv_tensormap_$m" prog drv_tensormap "$m"
-done
+run_modes drv_tensormap encode replace refuse_pointers refuse_enums refuse_memory refuse_rules wide
 run_test drv_tensormap_no_context prog MEARAS_VGPUS=2 drv_tensormap no_context
 # the same programs built with nvcc's default static runtime: NVIDIA's own
 # runtime in the program, through mearas's libcuda.so.1
