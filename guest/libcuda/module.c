@@ -855,6 +855,16 @@ CU_EXPORT CUresult CUDAAPI cuFuncGetParamInfo(CUfunction func, size_t paramIndex
 	return CUDA_SUCCESS;
 }
 
+/* the kernel's function on the current context's device */
+CU_EXPORT CUresult CUDAAPI cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t *paramOffset,
+						size_t *paramSize)
+{
+	CUfunction fn;
+	CUresult r = cuKernelGetFunction(&fn, kernel);
+
+	return r ? r : cuFuncGetParamInfo(fn, paramIndex, paramOffset, paramSize);
+}
+
 CU_EXPORT CUresult CUDAAPI cuFuncGetModule(CUmodule *hmod, CUfunction hfunc)
 {
 	return func_attr(hfunc, FUNC_MODULE, hmod);

@@ -3,6 +3,7 @@
  * here against the vGPU's limits so misuse fails at once, as in CUDA. */
 #include <string.h>
 
+#include "mearas/fatbin.h"
 #include "mearas/log.h"
 #include "rt.h"
 
@@ -221,6 +222,41 @@ RT_EXPORT cudaError_t cudaFuncSetCacheConfig(const void *func, enum cudaFuncCach
 {
 	/* attribute -1 carries the cache preference to the back end */
 	return rt_set_error(set_attr(func, -1, (int)cacheConfig));
+}
+
+/* the kernel's name as its fat binary has it (mangled), as cuFuncGetName */
+RT_EXPORT cudaError_t cudaFuncGetName(const char **name, const void *func)
+{
+	struct rt_func *f;
+	int dev;
+	cudaError_t e = name ? func_on_device(func, &f, &dev) : cudaErrorInvalidValue;
+
+	if (e)
+		return rt_set_error(e);
+	*name = rt_func_name(f);
+	return cudaSuccess;
+}
+
+/* where parameter paramIndex lies in the kernel's parameter buffer, from its
+ * fat binary (the layout launches pack by), as cuFuncGetParamInfo */
+RT_EXPORT cudaError_t cudaFuncGetParamInfo(const void *func, size_t paramIndex, size_t *paramOffset,
+					   size_t *paramSize)
+{
+	const struct mearas_kernel_info *k;
+	struct rt_func *f;
+	int dev;
+	cudaError_t e = func_on_device(func, &f, &dev);
+
+	if (e)
+		return rt_set_error(e);
+	k = rt_func_info(f);
+	if (paramIndex >= k->nparams)
+		return rt_set_error(cudaErrorInvalidValue);
+	if (paramOffset)
+		*paramOffset = k->params[paramIndex].offset;
+	if (paramSize)
+		*paramSize = k->params[paramIndex].size;
+	return cudaSuccess;
 }
 
 /* bank sizes are fixed on every GPU CUDA 13 runs on (cudaDeviceSetSharedMemConfig) */

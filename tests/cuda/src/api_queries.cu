@@ -2,7 +2,8 @@
 // shapes, still make: 3D pitched allocations and memsets, a device by its
 // PCI bus id, stream ids, the cache preference and the shared memory bank
 // size (runtime and driver), managed memory attached to streams, peer
-// attributes, the L2 persistence reset, and occupancy: the dynamic shared memory left
+// attributes, the L2 persistence reset, kernel names and parameter layouts,
+// and occupancy: the dynamic shared memory left
 // per block and the block size of most occupancy (runtime template and
 // driver, fixed and per-size shared memory, a block size limit) for kernels
 // with and without static shared memory. Prints error names, values the GPU
@@ -33,6 +34,13 @@ static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
                           ".visible .entry k_ptx(.param .u64 p)\n{\n"
                           "\t.shared .align 4 .b8 buf[4096];\n\t.reg .b32 %r<2>;\n"
                           "\tmov.u32 %r1, 1;\n\tst.shared.u32 [buf], %r1;\n\tret;\n}\n";
+
+struct Pair {
+    int a;
+    double b;
+};
+
+__global__ void k_mixed(char c, double d, int i, Pair p, short s) { (void)c, (void)d, (void)i, (void)p, (void)s; }
 
 static void rt_report(const char *what, cudaError_t e)
 {
@@ -173,6 +181,21 @@ static void managed_attach_and_peers(void)
     FREE_DEVICE(m, d);
 }
 
+static void func_names(void)
+{
+    const char *name = nullptr;
+    CHECK_CUDA(cudaFuncGetName(&name, (const void *)k_mixed));
+    std::printf("k_mixed's name: %s\n", name);
+    CHECK_CUDA(cudaFuncGetName(&name, (const void *)k_static_smem));
+    std::printf("k_static_smem's name: %s\n", name);
+    for (size_t i = 0; i < 6; i++) {
+        size_t off = 0, size = 0;
+        cudaError_t e = cudaFuncGetParamInfo((const void *)k_mixed, i, &off, &size);
+        std::printf("k_mixed parameter %zu: %s, offset %zu, size %zu\n", i, cudaGetErrorName(e), off, size);
+    }
+    (void)cudaGetLastError();
+}
+
 static size_t smem_per_thread_64(int block) { return (size_t)block * 64; }
 static size_t smem_per_thread_200(int block) { return (size_t)block * 200; }
 
@@ -226,6 +249,7 @@ int main(void)
     stream_ids();
     configs(f);
     managed_attach_and_peers();
+    func_names();
     occupancy(f);
     CHECK_CU(cuModuleUnload(mod));
     return pass();
