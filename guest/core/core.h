@@ -57,6 +57,7 @@ struct rt_vgpu {
 	struct cudaDeviceProp prop;
 	unsigned flags;                         /* cudaSetDeviceFlags */
 	int cache_config;                       /* its primary context's cache preference (read back only) */
+	int default_sync_policy;                /* its default streams' cudaSynchronizationPolicy, 0: none */
 	unsigned spin_us;                       /* a wait spins this long before sleeping */
 };
 
@@ -223,7 +224,14 @@ struct rt_stream {
 	int vgpu;
 	unsigned flags;
 	int priority;
+	int sync_policy;                        /* cudaSynchronizationPolicy set, 0: none (streamattr.c) */
 };
+
+/* streamattr.c: the stream attributes of both APIs (ids and values as the
+ * launch attributes'); caller names the call in log lines */
+CORE_API cudaError_t rt_stream_get_attr(cudaStream_t h, int id, cudaLaunchAttributeValue *v);
+CORE_API cudaError_t rt_stream_set_attr(cudaStream_t h, int id, const cudaLaunchAttributeValue *v, const char *caller);
+CORE_API cudaError_t rt_stream_copy_attrs(cudaStream_t dst, cudaStream_t src);
 
 struct rt_event {
 	uint32_t magic;

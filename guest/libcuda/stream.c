@@ -272,3 +272,67 @@ CU_EXPORT CUresult CUDAAPI cuEventElapsedTime_v2(float *pMilliseconds, CUevent h
 {
 	return elapsed(pMilliseconds, hStart, hEnd);
 }
+
+/* the stream attributes (guest/core/streamattr.c), on the current context's streams */
+static CUresult stream_get_attr(CUstream h, CUstreamAttrID attr, CUstreamAttrValue *v)
+{
+	struct rt_stream_ref st;
+	CUresult r = cu_stream_ref(h, &st);
+
+	return r ? r : cu_result(rt_stream_get_attr((cudaStream_t)h, (int)attr, (cudaLaunchAttributeValue *)v));
+}
+
+static CUresult stream_set_attr(CUstream h, CUstreamAttrID attr, const CUstreamAttrValue *v)
+{
+	struct rt_stream_ref st;
+	CUresult r = cu_stream_ref(h, &st);
+
+	return r ? r : cu_result(rt_stream_set_attr((cudaStream_t)h, (int)attr, (const cudaLaunchAttributeValue *)v,
+						    "cuStreamSetAttribute"));
+}
+
+static CUresult stream_copy_attrs(CUstream dst, CUstream src)
+{
+	struct rt_stream_ref d, s;
+	CUresult r = cu_stream_ref(dst, &d);
+
+	if (!r)
+		r = cu_stream_ref(src, &s);
+	return r ? r : cu_result(rt_stream_copy_attrs((cudaStream_t)dst, (cudaStream_t)src));
+}
+
+CU_EXPORT CUresult CUDAAPI cuStreamGetAttribute(CUstream h, CUstreamAttrID attr, CUstreamAttrValue *v)
+{
+	return stream_get_attr(h, attr, v);
+}
+
+/* cuda.h declares no per-thread form of it */
+CU_EXPORT CUresult CUDAAPI cuStreamGetAttribute_ptsz(CUstream h, CUstreamAttrID attr, CUstreamAttrValue *v);
+CU_EXPORT CUresult CUDAAPI cuStreamGetAttribute_ptsz(CUstream h, CUstreamAttrID attr, CUstreamAttrValue *v)
+{
+	return CU_PTSZ(stream_get_attr(h, attr, v));
+}
+
+CU_EXPORT CUresult CUDAAPI cuStreamSetAttribute(CUstream h, CUstreamAttrID attr, const CUstreamAttrValue *v)
+{
+	return stream_set_attr(h, attr, v);
+}
+
+/* cuda.h declares no per-thread form of it */
+CU_EXPORT CUresult CUDAAPI cuStreamSetAttribute_ptsz(CUstream h, CUstreamAttrID attr, const CUstreamAttrValue *v);
+CU_EXPORT CUresult CUDAAPI cuStreamSetAttribute_ptsz(CUstream h, CUstreamAttrID attr, const CUstreamAttrValue *v)
+{
+	return CU_PTSZ(stream_set_attr(h, attr, v));
+}
+
+CU_EXPORT CUresult CUDAAPI cuStreamCopyAttributes(CUstream dst, CUstream src)
+{
+	return stream_copy_attrs(dst, src);
+}
+
+/* cuda.h declares no per-thread form of it */
+CU_EXPORT CUresult CUDAAPI cuStreamCopyAttributes_ptsz(CUstream dst, CUstream src);
+CU_EXPORT CUresult CUDAAPI cuStreamCopyAttributes_ptsz(CUstream dst, CUstream src)
+{
+	return CU_PTSZ(stream_copy_attrs(dst, src));
+}

@@ -84,6 +84,10 @@
 	X(cudaStreamGetDevice, _ptsz, (cudaStream_t s, int *d), (s, d))                                \
 	X(cudaStreamGetId, _ptsz, (cudaStream_t s, unsigned long long *i), (s, i))                     \
 	X(cudaStreamAttachMemAsync, _ptsz, (cudaStream_t s, void *p, size_t n, unsigned f), (s, p, n, f)) \
+	X(cudaStreamGetAttribute, _ptsz, (cudaStream_t s, cudaStreamAttrID a, cudaStreamAttrValue *v), (s, a, v)) \
+	X(cudaStreamSetAttribute, _ptsz, (cudaStream_t s, cudaStreamAttrID a, const cudaStreamAttrValue *v),   \
+	  (s, a, v))                                                                                      \
+	X(cudaStreamCopyAttributes, _ptsz, (cudaStream_t d, cudaStream_t s), (d, s))                   \
 	X(cudaEventRecord, _ptsz, (cudaEvent_t e, cudaStream_t s), (e, s))                             \
 	X(cudaEventRecordWithFlags, _ptsz, (cudaEvent_t e, cudaStream_t s, unsigned f), (e, s, f))       \
 	X(cudaLaunchHostFunc, _ptsz, (cudaStream_t s, cudaHostFn_t f, void *u), (s, f, u))             \

@@ -166,6 +166,22 @@ RT_EXPORT cudaError_t cudaStreamGetId(cudaStream_t hStream, unsigned long long *
 	return cudaSuccess;
 }
 
+/* the stream attributes: guest/core/streamattr.c */
+RT_EXPORT cudaError_t cudaStreamGetAttribute(cudaStream_t hStream, cudaStreamAttrID attr, cudaStreamAttrValue *value_out)
+{
+	return rt_set_error(rt_stream_get_attr(hStream, (int)attr, value_out));
+}
+
+RT_EXPORT cudaError_t cudaStreamSetAttribute(cudaStream_t hStream, cudaStreamAttrID attr, const cudaStreamAttrValue *value)
+{
+	return rt_set_error(rt_stream_set_attr(hStream, (int)attr, value, "cudaStreamSetAttribute"));
+}
+
+RT_EXPORT cudaError_t cudaStreamCopyAttributes(cudaStream_t dst, cudaStream_t src)
+{
+	return rt_set_error(rt_stream_copy_attrs(dst, src));
+}
+
 RT_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
 {
 	struct rt_event *ev;

@@ -360,6 +360,7 @@ run_test rt_managed prog rt_managed
 run_test rt_managed_attach prog rt_managed_attach
 run_test dev_peer_attrs prog MEARAS_VGPUS=2 dev_peer_attrs
 run_test rt_func_names prog rt_func_names
+run_test stream_attrs prog stream_attrs
 run_modes drv_link linked unresolved refused
 run_modes drv_arrays copies textures refused
 run_test fn_set_attrs prog fn_set_attrs
@@ -389,7 +390,7 @@ for p in reg_plain reg_templates reg_extern_c reg_big_params reg_launch_apis reg
 	reg_symbols mem_memset mem_2d mem_arrays mem_register mem_register_shared err_codes err_last_error graph_host_func mem_roundtrip \
 	conc_threads conc_cross_event dev_props dev_pointers dev_limits dev_profiler mem_pools graph_capture_api graph_nodes launch_attrs \
 	ctx_runtime_binds lib_cufft rt_managed fn_set_attrs mem_3d dev_bus_id stream_ids dev_bank_config occ_smem \
-	rt_managed_attach dev_peer_attrs rt_func_names; do
+	rt_managed_attach dev_peer_attrs rt_func_names stream_attrs; do
 	if [ -n "${static_not_yet[$p]:-}" ]; then
 		printf 'SKIP  %-28s %s\n' "static/$p" "${static_not_yet[$p]}"
 		continue

@@ -3,6 +3,7 @@
 // PCI bus id, stream ids, the cache preference and the shared memory bank
 // size (runtime and driver), managed memory attached to streams, peer
 // attributes, the L2 persistence reset, kernel names and parameter layouts,
+// stream attributes,
 // and occupancy: the dynamic shared memory left
 // per block and the block size of most occupancy (runtime template and
 // driver, fixed and per-size shared memory, a block size limit) for kernels
@@ -196,6 +197,37 @@ static void func_names(void)
     (void)cudaGetLastError();
 }
 
+static void stream_attrs(void)
+{
+    int least, greatest;
+    cudaStream_t s, t;
+    cudaStreamAttrValue v;
+    CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    CHECK_CUDA(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, greatest));
+    t = nonblocking_stream();
+    CHECK_CUDA(cudaStreamGetAttribute(s, cudaStreamAttributeSynchronizationPolicy, &v));
+    std::printf("stream attributes: policy %d", (int)v.syncPolicy);
+    CHECK_CUDA(cudaStreamGetAttribute(s, cudaStreamAttributePriority, &v));
+    std::printf(", priority the stream's %s", v.priority == greatest ? "yes" : "no");
+    CHECK_CUDA(cudaStreamGetAttribute(s, cudaStreamAttributeMemSyncDomain, &v));
+    std::printf(", domain %d", (int)v.memSyncDomain);
+    CHECK_CUDA(cudaStreamGetAttribute(s, cudaStreamAttributeMemSyncDomainMap, &v));
+    std::printf(", map %u %u", v.memSyncDomainMap.default_, v.memSyncDomainMap.remote);
+    CHECK_CUDA(cudaStreamGetAttribute(s, cudaStreamAttributeAccessPolicyWindow, &v));
+    std::printf(", window %zu bytes\n", v.accessPolicyWindow.num_bytes);
+    v = {};
+    v.syncPolicy = cudaSyncPolicySpin;
+    rt_report("set policy Spin", cudaStreamSetAttribute(s, cudaStreamAttributeSynchronizationPolicy, &v));
+    CHECK_CUDA(cudaStreamCopyAttributes(t, s));
+    CHECK_CUDA(cudaStreamGetAttribute(t, cudaStreamAttributeSynchronizationPolicy, &v));
+    std::printf("policy copied to another stream: %d\n", (int)v.syncPolicy);
+    v.syncPolicy = (cudaSynchronizationPolicy)5;
+    rt_report("set policy 5", cudaStreamSetAttribute(s, cudaStreamAttributeSynchronizationPolicy, &v));
+    rt_report("get cooperative of a stream", cudaStreamGetAttribute(s, cudaLaunchAttributeCooperative, &v));
+    CHECK_CUDA(cudaStreamDestroy(s));
+    CHECK_CUDA(cudaStreamDestroy(t));
+}
+
 static size_t smem_per_thread_64(int block) { return (size_t)block * 64; }
 static size_t smem_per_thread_200(int block) { return (size_t)block * 200; }
 
@@ -250,6 +282,7 @@ int main(void)
     configs(f);
     managed_attach_and_peers();
     func_names();
+    stream_attrs();
     occupancy(f);
     CHECK_CU(cuModuleUnload(mod));
     return pass();
