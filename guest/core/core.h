@@ -170,8 +170,10 @@ CORE_API void *rt_host_alloc(const char *what, uint64_t size, bool mapped);
 CORE_API cudaError_t rt_managed_alloc(void **p, uint64_t size);
 CORE_API bool rt_managed_free(void *p);
 CORE_API bool rt_managed_find(const void *p, uint64_t len);
-/* p is a managed allocation's start and len 0 or its size (stream attachment) */
-CORE_API bool rt_managed_whole(const void *p, uint64_t len);
+/* a stream attachment both APIs take: one way of attaching (global, host or
+ * the stream alone; cudaMemAttach* and CU_MEM_ATTACH_* are one set) of a
+ * whole managed allocation (p its start, len 0 or its size) */
+CORE_API bool rt_managed_attachable(const void *p, uint64_t len, unsigned flags);
 CORE_API void rt_host_unmapped(const void *p);
 
 /* dataheap.c: the data area (pinned, DMA-able) */

@@ -99,9 +99,11 @@ bool rt_managed_find(const void *p, uint64_t len)
 	return block_of(p, &b) && len <= b.size - ((uintptr_t)p - b.base);
 }
 
-bool rt_managed_whole(const void *p, uint64_t len)
+bool rt_managed_attachable(const void *p, uint64_t len, unsigned flags)
 {
 	struct managed_block b;
 
+	if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost && flags != cudaMemAttachSingle)
+		return false;
 	return block_of(p, &b) && (uintptr_t)p == b.base && (len == 0 || len == b.size);
 }

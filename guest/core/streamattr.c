@@ -14,17 +14,23 @@
 #include "mearas/log.h"
 #include "core.h"
 
+/* the stream the program created that h names, or NULL for a default stream */
+static struct rt_stream *created(cudaStream_t h, const struct rt_stream_ref *st)
+{
+	return st->id != MEARAS_STREAM_LEGACY ? rt_stream_get(h) : NULL;
+}
+
 /* the wait policy of a stream, or of its vGPU's default streams */
 static int *sync_policy_of(cudaStream_t h, const struct rt_stream_ref *st)
 {
-	struct rt_stream *s = st->id != MEARAS_STREAM_LEGACY ? rt_stream_get(h) : NULL;
+	struct rt_stream *s = created(h, st);
 
 	return s ? &s->sync_policy : &rt.v[st->vgpu].default_sync_policy;
 }
 
 static int stream_priority(cudaStream_t h, const struct rt_stream_ref *st)
 {
-	struct rt_stream *s = st->id != MEARAS_STREAM_LEGACY ? rt_stream_get(h) : NULL;
+	struct rt_stream *s = created(h, st);
 
 	return s ? s->priority : 0;
 }

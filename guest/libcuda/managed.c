@@ -120,10 +120,7 @@ static CUresult attach(CUstream s, CUdeviceptr dptr, size_t length, unsigned int
 
 	if (r)
 		return r;
-	if ((flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST && flags != CU_MEM_ATTACH_SINGLE) ||
-	    !rt_managed_whole(PTR(dptr), length))
-		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
-	return CUDA_SUCCESS;
+	return rt_managed_attachable(PTR(dptr), length, flags) ? CUDA_SUCCESS : CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 }
 
 CU_EXPORT CUresult CUDAAPI cuStreamAttachMemAsync(CUstream hStream, CUdeviceptr dptr, size_t length,

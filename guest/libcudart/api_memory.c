@@ -255,8 +255,7 @@ RT_EXPORT cudaError_t cudaStreamAttachMemAsync(cudaStream_t stream, void *devPtr
 	struct rt_stream_ref st;
 	cudaError_t e = rt_stream_of(stream, &st);
 
-	if (!e && ((flags != cudaMemAttachGlobal && flags != cudaMemAttachHost && flags != cudaMemAttachSingle) ||
-		   !rt_managed_whole(devPtr, length)))
+	if (!e && !rt_managed_attachable(devPtr, length, flags))
 		e = cudaErrorInvalidValue;
 	return rt_set_error(e);
 }
