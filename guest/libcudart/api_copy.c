@@ -75,7 +75,7 @@ static cudaError_t memset_3d(struct cudaPitchedPtr p, int value, struct cudaExte
 	/* one row: its bytes, whatever the pitch (as NVIDIA's runtime takes it) */
 	if (e.height == 1 && e.depth == 1)
 		return rt_memset(p.ptr, e.width, value, e.width, 1, stream);
-	if (e.width > p.pitch || (e.depth > 1 && e.height > p.ysize))
+	if (e.width > p.pitch || (e.depth > 1 && (e.height > p.ysize || e.height > SIZE_MAX / e.depth)))
 		return cudaErrorInvalidValue;
 	if (e.depth == 1 || e.height == p.ysize)
 		return rt_memset(p.ptr, p.pitch, value, e.width, e.height * e.depth, stream);

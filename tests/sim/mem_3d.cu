@@ -44,6 +44,10 @@ int main(void)
     // refused: rows wider than the pitch, taller than a slice (more than one slice)
     EXPECT_ERR(cudaErrorInvalidValue, cudaMemset3D(p, 1, make_cudaExtent(p.pitch + 1, 2, 1)));
     EXPECT_ERR(cudaErrorInvalidValue, cudaMemset3D(p, 1, make_cudaExtent(w, h + 1, 2)));
+    // slices whose rows together overflow a size_t
+    cudaPitchedPtr tall = p;
+    tall.ysize = SIZE_MAX / 2;
+    EXPECT_ERR(cudaErrorInvalidValue, cudaMemset3D(tall, 1, make_cudaExtent(w, SIZE_MAX / 2, 4)));
     // empty extents change nothing
     CHECK_CUDA(cudaMemset3D(p, 0x11, make_cudaExtent(0, h, d)));
     CHECK_CUDA(cudaMemset3D(p, 0x11, make_cudaExtent(w, 0, d)));
