@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <openssl/bio.h>
+#include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
 #include <stdio.h>
@@ -47,17 +48,27 @@ struct tls_transport {
 	char peer[80];
 };
 
-/* A TLS step failed: log what TLS refused (once, and not when we closed it). */
-static int step_failed(struct tls_transport *tt, int rc)
+/* A TLS step failed. A read that TLS refused (altered or forged bytes) is
+ * logged once, even when the link is already going down: refusing a record
+ * sends the peer an alert, and the peer's reaction (it drops the link's other
+ * connections) can close this link before this thread gets here. Our own
+ * shutdown never makes a read fail this way (the socket then reads EOF). */
+static int step_failed(struct tls_transport *tt, int rc, bool reading)
 {
-	if (rc == MEARAS_LINK_E_PROTO && !__atomic_load_n(&tt->tcp.down, __ATOMIC_ACQUIRE) &&
-	    !__atomic_exchange_n(&tt->logged, 1, __ATOMIC_ACQ_REL)) {
+	if (rc == MEARAS_LINK_E_PROTO && reading && !__atomic_exchange_n(&tt->logged, 1, __ATOMIC_ACQ_REL)) {
 		char why[160];
 		link_tls_error_text(why, sizeof(why));
-		link_log(tt->cfg, MEARAS_LINK_LOG_ERR,
-			 "link with %s: TLS refused data from the peer (%s): altered or forged on the way; "
-			 "dropping the link",
-			 tt->peer, why);
+		/* reasons from SSL_AD_REASON_OFFSET on are alerts the peer sent */
+		if (ERR_GET_REASON(ERR_peek_last_error()) >= SSL_AD_REASON_OFFSET)
+			link_log(tt->cfg, MEARAS_LINK_LOG_ERR,
+				 "link with %s: the peer's TLS refused data this node sent (%s): altered or forged "
+				 "on the way; dropping the link",
+				 tt->peer, why);
+		else
+			link_log(tt->cfg, MEARAS_LINK_LOG_ERR,
+				 "link with %s: TLS refused data from the peer (%s): altered or forged on the way; "
+				 "dropping the link",
+				 tt->peer, why);
 	}
 	__atomic_store_n(&tt->tcp.down, 1, __ATOMIC_RELEASE);
 	return rc;
@@ -74,7 +85,7 @@ static int write_all(struct tls_transport *tt, const uint8_t *p, size_t len)
 		short ev = 0;
 		int rc = link_tls_step(tt->ssl, &tt->lock, true, (void *)p, len, &n, &ev, NULL);
 		if (rc < 0)
-			return step_failed(tt, rc);
+			return step_failed(tt, rc, false);
 		if (rc > 0) {
 			p += n;
 			len -= n;
@@ -205,7 +216,7 @@ static int tls_recv(struct link_transport *t, void *buf, size_t len, uint32_t ti
 		if (rc > 0)
 			return (int)n;
 		if (rc < 0)
-			return step_failed(tt, rc);
+			return step_failed(tt, rc, true);
 		/* only part of a record so far: the socket has the rest */
 	}
 	return 0;

@@ -19,7 +19,7 @@ pport=$((rport + 1))
 sec_start_daemon remote --link-port=$rport --cluster-key-file="$key" || exit 1
 RPID=$DAEMON_PID RLOG=$DAEMON_LOG
 sec_start_daemon attacked --vgpus=1 --remote=0=127.0.0.1:$pport --link-streams=2 --cluster-key-file="$key" || exit 1
-APID=$DAEMON_PID ASOCK=$SOCK
+APID=$DAEMON_PID ASOCK=$SOCK ALOG=$DAEMON_LOG
 # last: sec_finish checks this node (and, through it, the remote node)
 sec_start_daemon main --vgpus=1 --remote=0=127.0.0.1:$rport --cluster-key-file="$key" || exit 1
 sec_start_healthy "$SOCK"
@@ -76,6 +76,10 @@ for mode in flip flip-data inject; do
 		sed 's/^/    | /' "$RLOG" | tail -12
 		ok=0
 	fi
+	# the remote node's alert, as the attacked node reports it (when it
+	# arrives before that node drops the link on its own)
+	alert=$(grep "the peer's TLS refused data this node sent" "$ALOG" | tail -1)
+	[ -n "$alert" ] && sec_log "$mode: attacked node: $alert"
 	kill -0 "$RPID" 2>/dev/null || { sec_log "the remote node died"; ok=0; }
 	kill -0 "$APID" 2>/dev/null || { sec_log "the attacked forwarding node died"; ok=0; }
 done
