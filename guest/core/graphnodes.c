@@ -562,14 +562,29 @@ static cudaError_t clone_graph(struct rt_graph *g, struct rt_graph **out)
 	return cudaSuccess;
 }
 
+/* a graph made by capture is the back end's: so is its clone */
+static cudaError_t clone_captured(struct rt_graph *g, struct rt_graph **out)
+{
+	struct rt_graph *c;
+	cudaError_t e = rt_graph_new(g->vgpu, &c);
+
+	if (e)
+		return e;
+	e = rt_do_GRAPH_CLONE(g->vgpu, g->id, c->id);
+	if (e) {
+		rt_graph_free(c);
+		return e;
+	}
+	*out = c;
+	return cudaSuccess;
+}
+
 cudaError_t rt_graph_clone(const char *call, struct rt_graph *g, struct rt_graph **out)
 {
 	if (!out)
 		return cudaErrorInvalidValue;
-	if (!g->built) {
-		log_warn("%s: cloning a graph made by stream capture is not supported by mearas", call);
-		return cudaErrorNotSupported;
-	}
+	if (!g->built)
+		return clone_captured(g, out);
 	return clone_graph(g, out);
 }
 

@@ -774,11 +774,11 @@ CU_EXPORT CUresult CUDAAPI cuGraphDestroyNode(CUgraphNode h)
 CU_EXPORT CUresult CUDAAPI cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
 {
 	struct rt_graph *g, *c;
-	CUresult r = graph_of(originalGraph, &g);
+	CUresult r = cu_need(graph_of(originalGraph, &g), phGraphClone);
 
 	if (!r)
 		r = cu_result(rt_graph_clone("cuGraphClone", g, &c));
-	if (!r && phGraphClone)
+	if (!r)
 		*phGraphClone = (CUgraph)c;
 	return r;
 }

@@ -646,11 +646,11 @@ RT_EXPORT cudaError_t cudaGraphDestroyNode(cudaGraphNode_t node)
 RT_EXPORT cudaError_t cudaGraphClone(cudaGraph_t *pGraphClone, cudaGraph_t originalGraph)
 {
 	struct rt_graph *g, *c;
-	cudaError_t e = graph_of(originalGraph, &g);
+	cudaError_t e = pGraphClone ? graph_of(originalGraph, &g) : cudaErrorInvalidValue;
 
 	if (!e)
 		e = rt_graph_clone("cudaGraphClone", g, &c);
-	if (!e && pGraphClone)
+	if (!e)
 		*pGraphClone = (cudaGraph_t)c;
 	return rt_set_error(e);
 }

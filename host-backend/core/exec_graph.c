@@ -223,3 +223,31 @@ int exec_op_GRAPH_NODE_COUNT(struct vgpu *v, const struct mearas_sqe *e, const s
 		return exec_no_graphs(v);
 	return v->ops->graph_node_count(v->dev, in->graph->obj, &c->val[0]);
 }
+
+/* A clone shares the original's captured host functions (its host nodes
+ * call them with the same arguments) and counts its nodes again. */
+int exec_op_GRAPH_CLONE(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_GRAPH_CLONE *in,
+			struct mearas_cqe *c, struct fence_req *f)
+{
+	struct hf_share *sh = (struct hf_share *)(uintptr_t)in->graph->aux;
+	void *g;
+	int r;
+
+	(void)e, (void)c, (void)f;
+	if (!v->ops->graph_clone)
+		return exec_no_graphs(v);
+	if (sh && v->capture_nodes + v->graph_nodes + sh->nodes > MEARAS_MAX_GRAPH_NODES) {
+		exec_refuse_log(v, "clone of a graph of %llu nodes refused: the vGPU's captures and graphs hold %llu "
+				"nodes already (limit %u)", (unsigned long long)sh->nodes,
+				(unsigned long long)(v->capture_nodes + v->graph_nodes), MEARAS_MAX_GRAPH_NODES);
+		return cudaErrorMemoryAllocation;
+	}
+	r = v->ops->graph_clone(v->dev, in->graph->obj, &g);
+	if (r)
+		return r;
+	if (sh) {
+		sh->refs++;
+		v->graph_nodes += sh->nodes;
+	}
+	return exec_keep_or_destroy(v, MEARAS_KIND_GRAPH, in->a->clone, g, (uintptr_t)sh);
+}

@@ -155,6 +155,8 @@ struct mdev_ops {
 	void (*flush_output)(struct mdev *d, void *stream, void *event);
 	/* number of nodes of a captured graph */
 	int (*graph_node_count)(struct mdev *d, void *graph, uint64_t *count);
+	/* a copy of a captured graph, with the same nodes and edges */
+	int (*graph_clone)(struct mdev *d, void *graph, void **clone);
 	/* run fn(arg) in stream order on s; the stream waits until fn returns */
 	int (*host_func)(struct mdev *d, void *s, void (*fn)(void *), void *arg);
 	/* the args of a captured graph's host-function nodes that call fn: up

@@ -46,7 +46,7 @@
 	X(cuStreamWaitEvent) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) \
 	X(cuEventQuery) X(cuEventElapsedTime) X(cuStreamBeginCapture)           \
 	X(cuStreamEndCapture) X(cuStreamIsCapturing) X(cuGraphInstantiate)      \
-	X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy)                \
+	X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy) X(cuGraphClone)                \
 	X(cuLaunchHostFunc) X(cuGetErrorName) X(cuDeviceCanAccessPeer)        \
 	X(cuCtxSynchronize) X(cuStreamSynchronize) X(cuEventSynchronize)        \
 	X(cuGraphGetNodes) X(cuGraphNodeGetType) X(cuGraphHostNodeGetParams)      \
@@ -828,6 +828,12 @@ static int cuda_graph_node_count(struct mdev *d, void *graph, uint64_t *count)
 	return r;
 }
 
+static int cuda_graph_clone(struct mdev *d, void *graph, void **clone)
+{
+	(void)d;
+	return cu_err(p_cuGraphClone((CUgraph *)clone, (CUgraph)graph));
+}
+
 static int cuda_host_func(struct mdev *d, void *s, void (*fn)(void *), void *arg)
 {
 	(void)d;
@@ -1163,6 +1169,7 @@ const struct mdev_ops mdev_cuda_ops = {
 	.func_put = cuda_func_put,
 	.flush_output = cuda_flush_output,
 	.graph_node_count = cuda_graph_node_count,
+	.graph_clone = cuda_graph_clone,
 	.tensor_map_encode = cuda_tensor_map_encode,
 	.array_create = cuda_array_create,
 	.array_footprint = cuda_array_footprint,

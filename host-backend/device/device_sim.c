@@ -1272,6 +1272,42 @@ static int sim_graph_node_count(struct mdev *d, void *graph, uint64_t *count)
 	return 0;
 }
 
+/* a deep copy: the clone lives on when the original is destroyed */
+static int sim_graph_clone(struct mdev *d, void *graph, void **clone)
+{
+	const struct sim_graph *g = graph;
+	struct sim_graph *c = calloc(1, sizeof(*c));
+	int r = c ? 0 : cudaErrorMemoryAllocation;
+
+	(void)d;
+	if (r)
+		return r;
+	c->refs = 1;
+	c->ended = 1;
+	for (size_t i = 0; i < g->n && !r; i++) {
+		struct sim_node n = g->nodes[i];
+
+		n.name = n.name ? strdup(n.name) : NULL;
+		n.params = n.param_bytes ? malloc(n.param_bytes) : NULL;
+		if (n.params)
+			memcpy(n.params, g->nodes[i].params, n.param_bytes);
+		if ((g->nodes[i].name && !n.name) || (n.param_bytes && !n.params))
+			r = cudaErrorMemoryAllocation;
+		else
+			r = graph_add(c, &n);
+		if (r) {
+			free(n.name);
+			free(n.params);
+		}
+	}
+	if (r) {
+		graph_put(c);
+		return r;
+	}
+	*clone = c;
+	return 0;
+}
+
 static int sim_graph_host_funcs(struct mdev *d, void *graph, void (*fn)(void *), void **args, size_t max,
 				size_t *n)
 {
@@ -1557,6 +1593,7 @@ const struct mdev_ops mdev_sim_ops = {
 	.graph_destroy = sim_graph_destroy,
 	.graph_exec_destroy = sim_graph_exec_destroy,
 	.graph_node_count = sim_graph_node_count,
+	.graph_clone = sim_graph_clone,
 	.graph_host_funcs = sim_graph_host_funcs,
 	.tensor_map_encode = sim_tensor_map_encode,
 };

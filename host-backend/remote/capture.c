@@ -241,6 +241,18 @@ static bool note_locked(struct remote_captures *c, const struct mearas_sqe *e)
 		if ((y = find(&c->execs, e->args.GRAPH_INSTANTIATE.exec)))
 			drop(c->budget, &c->execs, y);
 		return true;
+	case MEARAS_OP_GRAPH_CLONE:
+		if (e->args.GRAPH_CLONE.clone == e->args.GRAPH_CLONE.graph)
+			return true; /* the device refuses an id in use */
+		if (!find(&c->graphs, e->args.GRAPH_CLONE.graph)) {
+			if ((y = find(&c->graphs, e->args.GRAPH_CLONE.clone)))
+				drop(c->budget, &c->graphs, y);
+			return true;
+		}
+		/* the same table: the original is looked up again once the clone's entry is made */
+		y = get(c->budget, &c->graphs, e->args.GRAPH_CLONE.clone);
+		x = y ? find(&c->graphs, e->args.GRAPH_CLONE.graph) : NULL;
+		return x && ranges_copy(c->budget, &y->ranges, &x->ranges);
 	case MEARAS_OP_GRAPH_DESTROY:
 		if ((x = find(&c->graphs, e->args.GRAPH_DESTROY.graph)))
 			drop(c->budget, &c->graphs, x);

@@ -85,7 +85,15 @@ int main(void)
 	note(c, MEARAS_OP_GRAPH_INSTANTIATE, 0, 9, 3);
 	EXPECT(launch(c, 3, &off) == 2 && off == 100);
 	EXPECT(launch(c, 4, NULL) == 0);
+	/* a clone takes the graph's copies and keeps them when the graph goes */
+	note(c, MEARAS_OP_GRAPH_CLONE, 0, 9, 12);
+	note(c, MEARAS_OP_GRAPH_CLONE, 0, 12, 12); /* an id in use: the device refuses it, nothing changes */
 	note(c, MEARAS_OP_GRAPH_DESTROY, 0, 9, 0);
+	note(c, MEARAS_OP_GRAPH_INSTANTIATE, 0, 12, 13);
+	EXPECT(launch(c, 13, &off) == 2 && off == 100);
+	note(c, MEARAS_OP_GRAPH_CLONE, 0, 9, 14); /* graph 9 is gone: its clone sends nothing */
+	note(c, MEARAS_OP_GRAPH_INSTANTIATE, 0, 14, 15);
+	EXPECT(launch(c, 15, NULL) == 0);
 	EXPECT(launch(c, 3, NULL) == 2); /* the executable graph keeps its copies */
 	note(c, MEARAS_OP_GRAPH_INSTANTIATE, 0, 9, 5); /* graph 9 is gone: nothing to send */
 	EXPECT(launch(c, 5, NULL) == 0);

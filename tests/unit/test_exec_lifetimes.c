@@ -279,6 +279,33 @@ static void test_host_func_graph(void)
 	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 20, 0, 0), 0);
 }
 
+/* A clone of a captured graph runs its host functions too, and holds them
+ * after the original is gone; they go with the last holder. */
+static void test_host_func_graph_clone(void)
+{
+	struct vgpu *v = &fx.w->vgpus[0];
+	struct mearas_cqe c;
+
+	CHECK_EQ(op(MEARAS_OP_STREAM_CREATE, 0, 20, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_BEGIN, 20, 0, 0, 0), 0);
+	host_func_captured(v, 20, 78);
+	CHECK_EQ(op(MEARAS_OP_CAPTURE_END, 20, 30, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_CLONE, 0, 30, 30, 0), cudaErrorInvalidValue); /* an id in use */
+	CHECK_EQ(op(MEARAS_OP_GRAPH_CLONE, 0, 39, 35, 0), cudaErrorInvalidResourceHandle);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_CLONE, 0, 30, 35, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_DESTROY, 0, 30, 0, 0), 0);
+	CHECK_EQ(v->hf_ncaptured, 1);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_INSTANTIATE, 0, 35, 36, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_DESTROY, 0, 35, 0, 0), 0);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_LAUNCH, 20, 36, 0, 0), 0);
+	CHECK(fixture_cq_pop(&fx, 0, 0, &c) && (c.flags & MEARAS_CQE_HOST_FUNC) && c.val[0] == 78);
+	CHECK_EQ(v->hf_ncaptured, 1);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_EXEC_DESTROY, 0, 36, 0, 0), 0);
+	CHECK_EQ(v->hf_ncaptured, 0);
+	CHECK_EQ(v->graph_nodes, 0);
+	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 20, 0, 0), 0);
+}
+
 static void test_event_sync_destroy(void)
 {
 	struct mearas_cqe c;
@@ -585,12 +612,15 @@ static void test_graph_nodes_bounded(void)
 	CHECK_EQ(node_count(40), MEARAS_MAX_GRAPH_NODES);
 	/* an instantiation would copy them: refused too */
 	CHECK_EQ(op(MEARAS_OP_GRAPH_INSTANTIATE, 0, 40, 41, 0), cudaErrorMemoryAllocation);
+	/* so would a clone */
+	CHECK_EQ(op(MEARAS_OP_GRAPH_CLONE, 0, 40, 42, 0), cudaErrorMemoryAllocation);
 	mearas_log_set_fd(STDERR_FILENO);
 	n = pread(fd, buf, sizeof(buf) - 1, 0);
 	close(fd);
 	buf[n > 0 ? n : 0] = 0;
 	CHECK(strstr(buf, "MEMSET refused") != NULL);
 	CHECK(strstr(buf, "instantiation of a graph") != NULL);
+	CHECK(strstr(buf, "clone of a graph") != NULL);
 	/* the graph gone, its nodes count no more */
 	CHECK_EQ(op(MEARAS_OP_GRAPH_DESTROY, 0, 40, 0, 0), 0);
 	CHECK_EQ(op(MEARAS_OP_CAPTURE_BEGIN, 32, 0, 0, 0), 0);
@@ -603,9 +633,13 @@ static void test_graph_nodes_bounded(void)
 	CHECK_EQ(op(MEARAS_OP_GRAPH_INSTANTIATE, 0, 40, 41, 0), 0);
 	CHECK_EQ(v->graph_nodes, 4);
 	CHECK_EQ(v->capture_nodes, 0);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_CLONE, 0, 40, 42, 0), 0);
+	CHECK_EQ(v->graph_nodes, 6);
 	CHECK_EQ(op(MEARAS_OP_GRAPH_LAUNCH, 32, 41, 0, 0), 0);
 	CHECK_EQ(op(MEARAS_OP_GRAPH_EXEC_DESTROY, 0, 41, 0, 0), 0);
 	CHECK_EQ(op(MEARAS_OP_GRAPH_DESTROY, 0, 40, 0, 0), 0);
+	CHECK_EQ(node_count(42), 2);
+	CHECK_EQ(op(MEARAS_OP_GRAPH_DESTROY, 0, 42, 0, 0), 0);
 	CHECK_EQ(v->graph_nodes, 0);
 	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 32, 0, 0), 0);
 	CHECK(!v->w->broken);
@@ -661,6 +695,7 @@ static const struct check_case cases[] = {
 	{ "2d_wrapping", test_2d_wrapping },
 	{ "refusals_rate_limited", test_refusals_rate_limited },
 	{ "host_func_graph", test_host_func_graph },
+	{ "host_func_graph_clone", test_host_func_graph_clone },
 	{ "event_sync_destroy", test_event_sync_destroy },
 	{ "pending_bounded", test_pending_bounded },
 	{ "func_get", test_func_get },

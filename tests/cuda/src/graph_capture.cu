@@ -1,5 +1,7 @@
 // Builds a graph by stream capture, launches it 10 times and checks the
-// accumulated effect of every launch.
+// accumulated effect of every launch; then clones it (as CUDA's
+// simpleCudaGraphs does), destroys the original and launches the clone's
+// instantiation 10 more times.
 #include "check.cuh"
 #include "int_kernels.cuh"
 
@@ -41,7 +43,27 @@ int main(void)
         sum += host[i];
     std::printf("launches=%d sum=%lld\n", LAUNCHES, sum);
     CHECK_CUDA(cudaGraphExecDestroy(exec));
+
+    cudaGraph_t clone;
+    cudaGraphExec_t clone_exec;
+    CHECK_CUDA(cudaGraphClone(&clone, graph));
     CHECK_CUDA(cudaGraphDestroy(graph));
+    CHECK_CUDA(cudaGraphGetNodes(clone, nullptr, &nodes));
+    std::printf("clone nodes=%zu\n", nodes);
+    CHECK_CUDA(cudaGraphInstantiate(&clone_exec, clone, 0));
+    CHECK_CUDA(cudaGraphDestroy(clone));
+    for (int l = LAUNCHES + 1; l <= 2 * LAUNCHES; l++) {
+        CHECK_CUDA(cudaGraphLaunch(clone_exec, stream));
+        CHECK_CUDA(cudaStreamSynchronize(stream));
+        for (int i = 0; i < N; i++)
+            REQUIRE(host[i] == l * (1 + i), "clone launch %d element %d: %d expected %d", l, i, host[i],
+                    l * (1 + i));
+    }
+    sum = 0;
+    for (int i = 0; i < N; i++)
+        sum += host[i];
+    std::printf("clone launches=%d sum=%lld\n", LAUNCHES, sum);
+    CHECK_CUDA(cudaGraphExecDestroy(clone_exec));
     CHECK_CUDA(cudaStreamDestroy(stream));
     CHECK_CUDA(cudaFreeHost(host));
     CHECK_CUDA(cudaFree(dev));
