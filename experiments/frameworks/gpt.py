@@ -74,12 +74,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="2: first half of the blocks on cuda:0, the rest on cuda:1")
     ap.add_argument("--expandable-segments", action="store_true",
                     help="caching allocator with expandable_segments:True (VMM)")
+    ap.add_argument("--async-allocator", action="store_true",
+                    help="the cudaMallocAsync allocator backend (stream-ordered allocations; "
+                         "with --cuda-graphs, captured into the graph as memory nodes)")
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
                     help="cpu: for tests on a machine without a GPU")
     a = ap.parse_args(argv)
     if a.steps < 1 or a.warmup < 0:
         ap.error("--steps must be >= 1 and --warmup >= 0")
-    if a.device == "cpu" and (a.compile or a.cuda_graphs != "off" or a.devices != 1 or a.expandable_segments):
+    if a.device == "cpu" and (a.compile or a.cuda_graphs != "off" or a.devices != 1 or a.expandable_segments
+                              or a.async_allocator):
         ap.error("--device cpu runs the plain model only")
     if a.devices == 2 and (a.compile or a.cuda_graphs != "off"):
         ap.error("--devices 2 is not combined with --compile or --cuda-graphs")
@@ -97,6 +101,9 @@ def setup_env(a: argparse.Namespace) -> None:
     if a.expandable_segments:
         conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
         os.environ["PYTORCH_CUDA_ALLOC_CONF"] = ",".join(x for x in (conf, "expandable_segments:True") if x)
+    if a.async_allocator:
+        conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
+        os.environ["PYTORCH_CUDA_ALLOC_CONF"] = ",".join(x for x in (conf, "backend:cudaMallocAsync") if x)
 
 
 def build(torch: Any, s: Shape, devices: list[Any]) -> Any:
@@ -259,6 +266,8 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
         out["moved_exact"] = moved_exact(torch, devices)
     if a.expandable_segments:
         out["expandable_segments"] = expandable_in_use(torch)
+    if a.async_allocator:
+        out["async_allocator"] = torch.cuda.memory.get_allocator_backend() == "cudaMallocAsync"
     if cuda:
         out["max_memory_allocated"] = int(torch.cuda.max_memory_allocated(devices[0]))
     return out

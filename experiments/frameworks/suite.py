@@ -10,7 +10,8 @@ is that remote GPU, with a fresh cluster key), then runs:
     times each: step-time ratios and the final losses; bf16 inference of both
     natively and on a local vGPU;
   - torch.compile, CUDA graphs (whole step, make_graphed_callables), the
-    caching allocator with expandable_segments, two vGPUs in one process,
+    caching allocator with expandable_segments, the cudaMallocAsync backend
+    with the whole step captured (graph memory nodes), two vGPUs in one process,
     torch.distributed/NCCL across two vGPUs, CuPy and JAX: one pass/fail each;
   - with --vm-bundle (tests/vm-cuda/gpu-bundle.sh's QEMU and guest image),
     the small model's bf16 training and inference in a TCG guest served by
@@ -55,7 +56,8 @@ import guestpy  # noqa: E402
 import suitelib as sl  # noqa: E402
 from suitelib import Config, RunResult  # noqa: E402
 
-PARTS = ("ratios", "inference", "compile", "graphs", "expandable", "two_vgpus", "nccl", "cupy", "jax", "guest")
+PARTS = ("ratios", "inference", "compile", "graphs", "expandable", "async_alloc", "two_vgpus", "nccl", "cupy", "jax",
+         "guest")
 # the guest part: the small model's training, then its inference (gpt.py)
 GUEST_CONFIGS: tuple[Config, ...] = (Config("small", "bf16"), Config("small", "bf16", "infer"))
 # variables of this process that a guest run gets too (guestpy.run_env adds PATH, HOME, ...)
@@ -419,6 +421,15 @@ def run_suite(a: argparse.Namespace, runner: Runner, device: str, date: str, ngp
                                            "small model, bf16 training, PYTORCH_CUDA_ALLOC_CONF="
                                            "expandable_segments:True (segments checked expandable in the "
                                            "allocator's snapshot)", extra_check="expandable_segments"))
+    if "async_alloc" in a.parts:
+        runner.progress("== cudaMallocAsync allocator backend, the whole step captured (graph memory nodes)")
+        n, m = pair("async allocator graphs", gpt_args(a, small, "--async-allocator", "--cuda-graphs", "whole"),
+                    min_records=2 * steps_of(small))
+        records.append(sl.torch_capability("torch_async_alloc_graphs", n, m, device, date,
+                                           "small model, bf16 training, PYTORCH_CUDA_ALLOC_CONF=backend:"
+                                           "cudaMallocAsync, the whole step in one torch.cuda.graph: the "
+                                           "allocator's stream-ordered allocations captured as the graph's "
+                                           "memory nodes", extra_check="async_allocator"))
     if "two_vgpus" in a.parts:
         runner.progress("== two vGPUs in one process (model split over cuda:0 and cuda:1)")
         args = gpt_args(a, small, "--devices", "2")

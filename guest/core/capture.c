@@ -26,6 +26,7 @@ struct capture {
 	unsigned long long id;
 	enum cudaStreamCaptureMode mode;
 	pthread_t thread;       /* that began it */
+	struct rt_gmem_set mem; /* what it allocated (graphmem.c), its graph's once it ends */
 	struct capture *next;
 };
 
@@ -115,6 +116,7 @@ cudaError_t rt_capture_end(const struct rt_stream_ref *st, struct rt_graph **out
 	pthread_mutex_unlock(&capture_lock);
 	if (e)
 		return e;
+	g->mem = c->mem; /* the graph holds what the capture allocated */
 	free(c);
 	/* the back end ends the capture whatever it answers (an invalidated
 	 * capture ends with its error) */
@@ -197,18 +199,97 @@ cudaError_t rt_capture_mode_exchange(enum cudaStreamCaptureMode *mode)
 
 static void forget(int vgpu, bool all, uint32_t stream)
 {
+	struct capture *gone = NULL;
+
 	pthread_mutex_lock(&capture_lock);
 	for (struct capture **pp = &captures; *pp;) {
 		struct capture *c = *pp;
 
 		if (c->vgpu == vgpu && (all || (c->slot < 0 && c->stream == stream))) {
 			*pp = c->next;
-			free(c);
+			c->next = gone;
+			gone = c;
 		} else {
 			pp = &c->next;
 		}
 	}
 	pthread_mutex_unlock(&capture_lock);
+	/* what they allocated goes too (a release may post a free: not under the lock) */
+	while (gone) {
+		struct capture *c = gone;
+
+		gone = c->next;
+		rt_gmem_set_release(&c->mem);
+		free(c);
+	}
+}
+
+/* Graph memory of st's capture: the capture st began, else (a stream that
+ * joined one by an event wait) every capture of its vGPU in progress, which
+ * all hold it then. Counts a node in each. capture_lock held. */
+static cudaError_t capture_hold(const struct rt_stream_ref *st, struct rt_gmem *g)
+{
+	struct capture **pp = find(st);
+	cudaError_t e = cudaSuccess;
+
+	if (pp) {
+		(*pp)->mem.nodes++;
+		return g ? rt_gmem_hold(&(*pp)->mem, g) : cudaSuccess;
+	}
+	for (struct capture *c = captures; c && !e; c = c->next) {
+		if (c->vgpu != st->vgpu)
+			continue;
+		c->mem.nodes++;
+		if (g)
+			e = rt_gmem_hold(&c->mem, g);
+	}
+	return e;
+}
+
+cudaError_t rt_malloc_async(struct rt_pool *p, const struct rt_stream_ref *st, void **ptr, size_t size)
+{
+	struct rt_gmem *g;
+	struct rt_gmem_set tmp = { 0 };
+	cudaError_t e;
+
+	if (!rt_capture_active(st))
+		return rt_pool_alloc(p, ptr, size);
+	/* an alloc node of the capture's graph */
+	e = rt_gmem_alloc(p, size, &g);
+	if (e)
+		return e;
+	/* held here until a capture holds it, so that a failure frees it */
+	e = rt_gmem_hold(&tmp, g);
+	if (e) {
+		rt_free((void *)(uintptr_t)rt_gmem_ptr(g), NULL, false);
+		return e;
+	}
+	pthread_mutex_lock(&capture_lock);
+	e = capture_hold(st, g);
+	pthread_mutex_unlock(&capture_lock);
+	if (!e)
+		*ptr = (void *)(uintptr_t)rt_gmem_ptr(g);
+	else
+		rt_gmem_free_in_graph(rt_gmem_ptr(g), "cudaMallocAsync");
+	rt_gmem_set_release(&tmp);
+	return e;
+}
+
+cudaError_t rt_capture_free(const struct rt_stream_ref *st, uint64_t ptr, bool *taken)
+{
+	cudaError_t e;
+
+	*taken = rt_capture_active(st);
+	if (!*taken)
+		return cudaSuccess;
+	/* a free node: the memory goes when no graph holds it any more */
+	e = rt_gmem_free_in_graph(ptr, "cudaFreeAsync during a stream capture");
+	if (e)
+		return e;
+	pthread_mutex_lock(&capture_lock);
+	e = capture_hold(st, NULL);
+	pthread_mutex_unlock(&capture_lock);
+	return e;
 }
 
 /* a destroyed stream's capture is over, and so are a reset vGPU's */

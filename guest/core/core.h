@@ -311,6 +311,15 @@ CORE_API cudaError_t rt_texobj_describe(uint64_t value, bool surface, void *out,
  * the back end gets a captured graph either way. */
 struct rt_gnode;
 
+/* memory graphs allocate (graphmem.c): what a capture, a graph or an
+ * executable graph holds; nodes: the alloc and free nodes a capture counted */
+struct rt_gmem;
+struct rt_gmem_set {
+	struct rt_gmem **a;
+	size_t n, cap;
+	uint32_t nodes;
+};
+
 struct rt_graph {
 	uint32_t magic;
 	uint32_t id;                    /* the back end's graph (captured); 0 when built */
@@ -318,6 +327,7 @@ struct rt_graph {
 	bool built;                     /* made by cudaGraphCreate / cuGraphCreate */
 	struct rt_gnode **nodes;        /* built: in creation order */
 	size_t nnodes, cap;
+	struct rt_gmem_set mem;         /* the memory its alloc nodes (or its capture) allocated */
 };
 
 struct rt_graph_exec {
@@ -326,6 +336,7 @@ struct rt_graph_exec {
 	int vgpu;
 	unsigned long long flags;       /* as instantiated (the back end's part) */
 	struct rt_graph *shape;         /* built graphs: what it runs, a copy whose nodes name their originals */
+	struct rt_gmem_set mem;         /* the graph's allocations, held while it can run */
 };
 
 /* what a node does, as the front ends hand it over (the type is a
@@ -367,6 +378,11 @@ struct rt_node_params {
 			void *user;
 		} h;
 		struct rt_graph *child; /* added: the graph to copy; read: the node's own copy */
+		struct {
+			void *dptr;     /* alloc: set when the node is added (graphmem.c); free: what it frees */
+			size_t bytesize;
+			int vgpu;       /* alloc: where */
+		} m;
 	} u;
 };
 
@@ -494,6 +510,39 @@ CORE_API cudaError_t rt_pool_get_access(struct rt_pool *p, const struct cudaMemL
 CORE_API cudaError_t rt_pool_alloc(struct rt_pool *p, void **ptr, size_t size);
 /* a reset of vgpu destroyed its pools (reset.c) */
 void rt_pools_forget_vgpu(int vgpu);
+
+/* graph memory (graphmem.c): an allocation from p that graphs hold; a hold
+ * on g by set s; a copy of what src holds (and its node count) added to dst;
+ * every hold of s given up (memory freed in a graph or by the program goes
+ * with its last holder); a graph's free of ptr (not graph memory, or freed
+ * already: cudaErrorInvalidValue, logged naming call); the program's free of
+ * ptr outside graphs: 1 held, so only marked freed; -1 freed twice; 0 not
+ * held by a graph (an ordinary free); the graph memory attributes
+ * (cudaGraphMemAttributeType) of vgpu, read or set */
+cudaError_t rt_gmem_alloc(struct rt_pool *p, size_t size, struct rt_gmem **out);
+uint64_t rt_gmem_ptr(const struct rt_gmem *g);
+uint64_t rt_gmem_size(const struct rt_gmem *g);
+cudaError_t rt_gmem_hold(struct rt_gmem_set *s, struct rt_gmem *g);
+cudaError_t rt_gmem_set_copy(struct rt_gmem_set *dst, const struct rt_gmem_set *src);
+void rt_gmem_set_release(struct rt_gmem_set *s);
+cudaError_t rt_gmem_free_in_graph(uint64_t ptr, const char *call);
+int rt_gmem_free_outside(uint64_t ptr);
+/* a graph's free of ptr taken back (the free node was not added after all) */
+void rt_gmem_unfree(uint64_t ptr);
+/* an alloc node's memory for g (p->u.m.dptr set), held by g */
+cudaError_t rt_gmem_node_alloc(struct rt_graph *g, struct rt_node_params *p);
+/* cudaGraphAddMemAllocNode (q->dptr set; the driver's params are laid out
+ * the same) and an alloc node's parameters read back */
+CORE_API cudaError_t rt_graph_add_mem_alloc(const char *call, struct rt_graph *g, void *const *deps, size_t ndeps,
+					    struct cudaMemAllocNodeParams *q, struct rt_gnode **out);
+CORE_API void rt_gmem_node_params(const struct rt_node_params *p, struct cudaMemAllocNodeParams *q);
+void rt_gmem_forget_vgpu(int vgpu);
+CORE_API cudaError_t rt_gmem_attr(int vgpu, int attr, void *value, bool set);
+/* a stream-ordered allocation from p on st (rt_pool_alloc; on a capturing
+ * stream, memory the capture's graph holds), and a stream-ordered free of
+ * ptr on st that a capture takes (*taken): a free node of graph memory */
+CORE_API cudaError_t rt_malloc_async(struct rt_pool *p, const struct rt_stream_ref *st, void **ptr, size_t size);
+cudaError_t rt_capture_free(const struct rt_stream_ref *st, uint64_t ptr, bool *taken);
 
 /* registered host memory (hostreg.c), flags as cudaHostRegister's */
 CORE_API cudaError_t rt_host_register(void *ptr, size_t size, unsigned int flags);

@@ -181,6 +181,10 @@ static cudaError_t check(const char *call, struct rt_graph *g, const struct rt_n
 	}
 	case cudaGraphNodeTypeEmpty:
 		return cudaSuccess;
+	case cudaGraphNodeTypeMemAlloc:
+		return p->u.m.bytesize ? cudaSuccess : cudaErrorInvalidValue;
+	case cudaGraphNodeTypeMemFree:
+		return p->u.m.dptr ? cudaSuccess : cudaErrorInvalidValue;
 	case cudaGraphNodeTypeWaitEvent:
 	case cudaGraphNodeTypeEventRecord:
 		log_warn("%s: event record and wait nodes are not supported by mearas", call);
@@ -332,6 +336,8 @@ cudaError_t rt_graph_add(const char *call, struct rt_graph *g, void *const *deps
 			 const struct rt_node_params *p, struct rt_gnode **out)
 {
 	struct rt_gnode *n = NULL;
+	struct rt_node_params q;
+	bool freed = false;
 	cudaError_t e;
 
 	if (!out || !p)
@@ -343,8 +349,17 @@ cudaError_t rt_graph_add(const char *call, struct rt_graph *g, void *const *deps
 	e = check_deps(g, deps, ndeps);
 	if (!e)
 		e = check(call, g, p);
+	/* graph memory (graphmem.c): an alloc node's is allocated now and
+	 * held by the graph; a free node marks its memory freed */
+	q = *p;
+	if (!e && p->type == cudaGraphNodeTypeMemAlloc)
+		e = rt_gmem_node_alloc(g, &q);
+	if (!e && p->type == cudaGraphNodeTypeMemFree) {
+		e = rt_gmem_free_in_graph((uint64_t)(uintptr_t)p->u.m.dptr, call);
+		freed = !e;
+	}
 	if (!e)
-		e = new_node(g, p, &n);
+		e = new_node(g, &q, &n);
 	for (size_t i = 0; !e && i < ndeps; i++)
 		e = add_dep(n, deps[i]);
 	if (e) {
@@ -352,6 +367,11 @@ cudaError_t rt_graph_add(const char *call, struct rt_graph *g, void *const *deps
 			g->nnodes--;
 			free_node(n);
 		}
+		if (freed)
+			rt_gmem_unfree((uint64_t)(uintptr_t)p->u.m.dptr);
+		/* an alloc node's memory goes with the graph */
+		if (p->type == cudaGraphNodeTypeMemAlloc && q.u.m.dptr)
+			rt_gmem_free_in_graph((uint64_t)(uintptr_t)q.u.m.dptr, call);
 		return e;
 	}
 	*out = n;
@@ -553,6 +573,8 @@ static cudaError_t clone_graph(struct rt_graph *g, struct rt_graph **out)
 	for (size_t i = 0; !e && i < g->nnodes; i++)
 		for (size_t j = 0; !e && j < g->nodes[i]->ndeps; j++)
 			e = add_dep(c->nodes[i], c->nodes[g->nodes[i]->deps[j]->index]);
+	if (!e)
+		e = rt_gmem_set_copy(&c->mem, &g->mem); /* its alloc nodes' memory */
 	if (e) {
 		if (c)
 			rt_graph_free(c);
@@ -573,6 +595,11 @@ static cudaError_t clone_captured(struct rt_graph *g, struct rt_graph **out)
 	e = rt_do_GRAPH_CLONE(g->vgpu, g->id, c->id);
 	if (e) {
 		rt_graph_free(c);
+		return e;
+	}
+	e = rt_gmem_set_copy(&c->mem, &g->mem);
+	if (e) {
+		rt_graph_destroy(c);
 		return e;
 	}
 	*out = c;
@@ -664,7 +691,11 @@ static cudaError_t flatten(struct flatten *F, struct rt_graph *g, size_t entry, 
 			in[i] = push(F, NULL);
 			e = in[i] == NONE ? cudaErrorMemoryAllocation : flatten(F, n->p.u.child, in[i], &out[i], depth + 1);
 		} else {
-			in[i] = out[i] = push(F, n->p.type == cudaGraphNodeTypeEmpty ? NULL : &n->p);
+			/* memory nodes post nothing: the graph holds its memory (graphmem.c) */
+			bool empty = n->p.type == cudaGraphNodeTypeEmpty || n->p.type == cudaGraphNodeTypeMemAlloc ||
+				     n->p.type == cudaGraphNodeTypeMemFree;
+
+			in[i] = out[i] = push(F, empty ? NULL : &n->p);
 			if (in[i] == NONE)
 				e = cudaErrorMemoryAllocation;
 		}

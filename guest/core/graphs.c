@@ -49,6 +49,7 @@ cudaError_t rt_graph_new(int vgpu, struct rt_graph **out)
 void rt_graph_free(struct rt_graph *g)
 {
 	rt_graph_free_nodes(g);
+	rt_gmem_set_release(&g->mem);
 	g->magic = 0;
 	free(g);
 }
@@ -116,6 +117,16 @@ cudaError_t rt_graph_instantiate(struct rt_graph *g, unsigned long long flags, c
 		free(x);
 		return e;
 	}
+	/* the graph's allocations stay while it can run */
+	e = rt_gmem_set_copy(&x->mem, &g->mem);
+	if (e) {
+		rt_gmem_set_release(&x->mem);
+		rt_do_GRAPH_EXEC_DESTROY(x->vgpu, x->id);
+		if (x->shape)
+			rt_graph_free(x->shape);
+		free(x);
+		return e;
+	}
 	x->magic = EXEC_MAGIC;
 	/* an upload asked for needs nothing more (rt_graph_upload) */
 	*out = x;
@@ -152,6 +163,7 @@ cudaError_t rt_graph_exec_destroy(struct rt_graph_exec *x)
 
 	if (x->shape)
 		rt_graph_free(x->shape);
+	rt_gmem_set_release(&x->mem);
 	x->magic = 0;
 	free(x);
 	return e;
@@ -168,7 +180,8 @@ cudaError_t rt_graph_node_count(struct rt_graph *g, size_t *n)
 	}
 	e = rt_do_GRAPH_NODE_COUNT(g->vgpu, g->id, &count);
 
+	/* with the alloc and free nodes the capture counted (not the back end's) */
 	if (!e)
-		*n = (size_t)count;
+		*n = (size_t)count + g->mem.nodes;
 	return e;
 }

@@ -36,12 +36,25 @@ cudaError_t rt_free(void *devPtr, cudaStream_t stream, bool async)
 	if (vgpu < 0)
 		return cudaErrorInvalidValue;
 	if (async) {
+		bool taken;
+
 		e = rt_stream_ref(stream, &s);
 		if (e)
+			return e;
+		/* a free node of a capture: graph memory, freed when no graph holds it */
+		e = rt_capture_free(&s, ptr, &taken);
+		if (taken)
 			return e;
 	}
 	if (dm_find(ptr, 1, NULL, NULL) != vgpu)
 		return cudaErrorInvalidValue;
+	/* memory a graph holds goes when the graph (and its instantiations) go */
+	switch (rt_gmem_free_outside(ptr)) {
+	case 1:
+		return cudaSuccess;
+	case -1:
+		return cudaErrorInvalidValue;
+	}
 	if (async && s.vgpu != vgpu) {
 		/* a stream of another vGPU means nothing to vgpu's back end: the
 		 * free waits here for that stream's work, then goes in order on

@@ -31,6 +31,7 @@ cudaError_t rt_device_reset(int vgpu)
 
 	dm_forget_vgpu(vgpu);
 	rt_pools_forget_vgpu(vgpu);
+	rt_gmem_forget_vgpu(vgpu);
 	rt_func_forget(vgpu, 0);
 	rt_capture_forget_vgpu(vgpu);
 	for (unsigned i = 0; i < n && i < MAX_HOOKS; i++)

@@ -6,9 +6,9 @@
  * at instantiation). A CUgraphNode is a core node, the runtime's
  * cudaGraphNode_t too. A graph belongs to the device of the context current
  * when it was created; kernel functions, memcpy and memset contexts of
- * other devices are refused (CUDA_ERROR_INVALID_VALUE). Event record/wait,
- * memory allocation, external semaphore, batch memop and conditional nodes
- * stay NotSupported stubs (gen_unsupported.sh).
+ * other devices are refused (CUDA_ERROR_INVALID_VALUE). Memory nodes are
+ * graphmem.c's. Event record/wait, external semaphore, batch memop and
+ * conditional nodes stay NotSupported stubs (gen_unsupported.sh).
  */
 #define __CUDA_API_VERSION_INTERNAL
 #include <stdlib.h>

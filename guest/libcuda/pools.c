@@ -214,7 +214,7 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool h, 
 		if (r)
 			return r;
 	}
-	r = cu_result(rt_pool_alloc(p, &ptr, bytesize));
+	r = cu_result(rt_malloc_async(p, &st, &ptr, bytesize));
 	if (!r)
 		*dptr = (CUdeviceptr)(uintptr_t)ptr;
 	return r;

@@ -3,9 +3,10 @@
  * Graphs built node by node, through the runtime API: the runtime's structs
  * to the core's node parameters and back (guest/core/graphnodes.c keeps
  * the graphs and replays them into a capture at instantiation). A graph
- * belongs to the device current when it was created. Event record/wait,
- * memory allocation, external semaphore and conditional nodes, and memcpy
- * nodes to or from symbols, stay NotSupported stubs (gen_unsupported.sh).
+ * belongs to the device current when it was created. Memory nodes are
+ * api_graphmem.c's. Event record/wait, external semaphore and conditional
+ * nodes, and memcpy nodes to or from symbols, stay NotSupported stubs
+ * (gen_unsupported.sh).
  */
 #include <stdlib.h>
 #include <string.h>

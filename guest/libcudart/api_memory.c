@@ -79,7 +79,7 @@ RT_EXPORT cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t h
 		e = rt_stream_ref(hStream, &s);
 	if (!e)
 		e = rt_pool_current(s.vgpu, &pool);
-	return rt_set_error(e ? e : rt_pool_alloc(pool, devPtr, size));
+	return rt_set_error(e ? e : rt_malloc_async(pool, &s, devPtr, size));
 }
 
 RT_EXPORT cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream)

@@ -150,5 +150,5 @@ RT_EXPORT cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPo
 
 	if (!e)
 		e = rt_stream_ref(stream, &s);
-	return rt_set_error(e ? e : rt_pool_alloc(p, ptr, size));
+	return rt_set_error(e ? e : rt_malloc_async(p, &s, ptr, size));
 }

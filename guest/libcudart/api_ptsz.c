@@ -105,7 +105,12 @@
 	X(cudaGraphInstantiateWithParams, _ptsz, (cudaGraphExec_t *x, cudaGraph_t g, cudaGraphInstantiateParams *p), \
 	  (x, g, p))                                                                                      \
 	X(cudaGraphUpload, _ptsz, (cudaGraphExec_t x, cudaStream_t s), (x, s))                         \
-	X(cudaGraphLaunch, _ptsz, (cudaGraphExec_t x, cudaStream_t s), (x, s))
+	X(cudaGraphLaunch, _ptsz, (cudaGraphExec_t x, cudaStream_t s), (x, s))                         \
+	X(cudaGetDriverEntryPoint, _ptsz,                                                               \
+	  (const char *y, void **f, unsigned long long l, enum cudaDriverEntryPointQueryResult *q), (y, f, l, q)) \
+	X(cudaGetDriverEntryPointByVersion, _ptsz,                                                      \
+	  (const char *y, void **f, unsigned int v, unsigned long long l, enum cudaDriverEntryPointQueryResult *q), \
+	  (y, f, v, l, q))
 
 #define PER_THREAD_WRAPPER(name, suffix, params, args)          \
 	RT_EXPORT cudaError_t name##suffix params;              \

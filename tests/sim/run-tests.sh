@@ -326,6 +326,8 @@ for p in reg_plain reg_templates reg_extern_c reg_big_params reg_launch_apis reg
 done
 run_test graph_host_func prog graph_host_func
 run_test graph_clone_captured prog graph_clone_captured
+run_modes graph_mem capture nodes outlive attrs
+run_test rt_entry_points prog rt_entry_points
 run_test stress_mix prog stress_mix
 run_test graph_capture_api prog graph_capture_api
 run_test graph_nodes prog graph_nodes
@@ -391,7 +393,7 @@ for p in reg_plain reg_templates reg_extern_c reg_big_params reg_launch_apis reg
 	reg_symbols mem_memset mem_2d mem_arrays mem_register mem_register_shared err_codes err_last_error graph_host_func mem_roundtrip \
 	conc_threads conc_cross_event dev_props dev_pointers dev_limits dev_profiler mem_pools graph_capture_api graph_nodes launch_attrs \
 	ctx_runtime_binds lib_cufft rt_managed fn_set_attrs mem_3d dev_bus_id stream_ids dev_bank_config occ_smem \
-	rt_managed_attach dev_peer_attrs rt_func_names stream_attrs graph_clone_captured; do
+	rt_managed_attach dev_peer_attrs rt_func_names stream_attrs graph_clone_captured rt_entry_points; do
 	if [ -n "${static_not_yet[$p]:-}" ]; then
 		printf 'SKIP  %-28s %s\n' "static/$p" "${static_not_yet[$p]}"
 		continue
@@ -399,6 +401,9 @@ for p in reg_plain reg_templates reg_extern_c reg_big_params reg_launch_apis reg
 	run_test "static/$p" prog ${static_env[$p]:-} "static/$p" ${static_args[$p]:-}
 done
 run_test static/visible_vgpus visible_vgpus static/
+for m in capture nodes outlive attrs; do
+	run_test "static/graph_mem_$m" prog static/graph_mem "$m"
+done
 run_test shared_daemon_clean shared_daemon_clean
 run_test robust_client_dies client_dies
 run_test robust_killed_in_sync daemon_killed sync

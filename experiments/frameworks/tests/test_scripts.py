@@ -32,6 +32,7 @@ def test_shapes_match_issue_14() -> None:
     ["--steps", "0"],
     ["--device", "cpu", "--compile"],
     ["--devices", "2", "--cuda-graphs", "whole"],
+    ["--device", "cpu", "--async-allocator"],
     ["--compile", "--cuda-graphs", "callables"],
     ["--mode", "infer", "--cuda-graphs", "callables"],
 ])
@@ -47,6 +48,12 @@ def test_gpt_environment_before_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
     gpt.setup_env(gpt.parse_args(["--expandable-segments"]))
     assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
     assert os.environ["PYTORCH_CUDA_ALLOC_CONF"] == "max_split_size_mb:64,expandable_segments:True"
+
+
+def test_gpt_async_allocator_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:64")
+    gpt.setup_env(gpt.parse_args(["--async-allocator", "--cuda-graphs", "whole"]))
+    assert os.environ["PYTORCH_CUDA_ALLOC_CONF"] == "max_split_size_mb:64,backend:cudaMallocAsync"
 
 
 def test_suite_options() -> None:
