@@ -320,3 +320,20 @@ CU_EXPORT CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes, CU
 	}
 	return CUDA_SUCCESS;
 }
+
+/* The one settable attribute, SYNC_MEMOPS, on device memory: mearas's
+ * synchronous copies and memsets of any memory are synchronized already
+ * (it reads 1), so either value is taken and changes nothing. MPI
+ * libraries set it on each buffer they are given. */
+CU_EXPORT CUresult CUDAAPI cuPointerSetAttribute(const void *value, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+	CUresult r = cu_need(cu_ready(), value);
+
+	if (r)
+		return r;
+	if (attribute != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS)
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
+	if (dm_find(ptr, 1, NULL, NULL) < 0)
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE); /* not device memory of a vGPU */
+	return CUDA_SUCCESS;
+}

@@ -7,6 +7,9 @@
 //   answers   the values of the queries on live objects
 //   nullout   a NULL out pointer: CUDA_ERROR_INVALID_VALUE
 //   handles   a handle that names nothing: the code each call gives for it
+//   pointer_set  cuPointerSetAttribute: SYNC_MEMOPS on device memory taken
+//             (and read back 1); other attributes, other memory and a NULL
+//             value refused
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -243,12 +246,34 @@ static void handles(void)
 	printf("handles: ok\n");
 }
 
+static void pointer_set(void)
+{
+	struct objs o = setup();
+	CUdeviceptr d = 0;
+	unsigned one = 1, zero = 0, got = 0;
+	static unsigned char host[64];
+
+	(void)o;
+	CHECK(cuMemAlloc(&d, 4096));
+	CHECK(cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, d));
+	CHECK(cuPointerSetAttribute(&zero, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, d + 100));
+	CHECK(cuPointerGetAttribute(&got, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, d));
+	REQUIRE(got == 1, "SYNC_MEMOPS reads %u", got);
+	EXPECT(CUDA_ERROR_INVALID_VALUE, cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_CONTEXT, d));
+	EXPECT(CUDA_ERROR_INVALID_VALUE, cuPointerSetAttribute(NULL, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, d));
+	EXPECT(CUDA_ERROR_INVALID_VALUE,
+	       cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, (CUdeviceptr)(uintptr_t)host));
+	CHECK(cuMemFree(d));
+	EXPECT(CUDA_ERROR_INVALID_VALUE, cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, d));
+	printf("pointer_set: ok\n");
+}
+
 int main(int argc, char **argv)
 {
 	/* each mode sets up its own context (uninit: before cuInit) */
 	static const struct drv_mode modes[] = {
 		{ "uninit", uninit }, { "answers", answers }, { "nullout", nullout },
-		{ "handles", handles },
+		{ "handles", handles }, { "pointer_set", pointer_set },
 	};
 
 	drv_mode_of(argc, argv, modes, DRV_NMODES(modes))->run();

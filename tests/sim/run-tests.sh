@@ -353,7 +353,7 @@ run_test drv_vmm prog MEARAS_VGPUS=2 drv_vmm
 run_test launch_attrs prog launch_attrs
 run_modes drv_memset_host blocking async captured rows refused
 run_modes drv_vmm_ranges mapped unmapped address_range freed unknown_plural
-run_modes drv_queries uninit answers nullout handles
+run_modes drv_queries uninit answers nullout handles pointer_set
 for m in direct helper backend; do
 	run_test "drv_refusals_$m" prog MEARAS_LOG=debug drv_refusals "$m"
 done
