@@ -102,6 +102,21 @@ static CUresult launch(CUgraphExec hGraphExec, CUstream hStream, bool upload)
 	return cu_result(upload ? rt_graph_upload(x, &st) : rt_graph_launch(x, &st));
 }
 
+/* the instantiation flags, Upload aside (it leaves nothing in the executable graph) */
+CU_EXPORT CUresult CUDAAPI cuGraphExecGetFlags(CUgraphExec hGraphExec, cuuint64_t *flags)
+{
+	struct rt_graph_exec *x;
+	CUresult r = cu_need(cu_ready(), flags);
+
+	if (r)
+		return r;
+	x = rt_graph_exec_get(hGraphExec);
+	if (!x)
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
+	*flags = x->flags;
+	return CUDA_SUCCESS;
+}
+
 CU_EXPORT CUresult CUDAAPI cuGraphLaunch(CUgraphExec x, CUstream s) { return launch(x, s, false); }
 CU_EXPORT CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec x, CUstream s) { return CU_PTSZ(launch(x, s, false)); }
 CU_EXPORT CUresult CUDAAPI cuGraphUpload(CUgraphExec x, CUstream s) { return launch(x, s, true); }

@@ -100,6 +100,19 @@ RT_EXPORT cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t *pGraphExec
 	return rt_set_error(e);
 }
 
+/* the instantiation flags, Upload aside (it leaves nothing in the executable graph) */
+RT_EXPORT cudaError_t cudaGraphExecGetFlags(cudaGraphExec_t graphExec, unsigned long long *flags)
+{
+	cudaError_t e = rt_ensure();
+	struct rt_graph_exec *x = e ? NULL : rt_graph_exec_get(graphExec);
+
+	if (!e && (!x || !flags))
+		e = cudaErrorInvalidValue;
+	if (!e)
+		*flags = x->flags;
+	return rt_set_error(e);
+}
+
 /* a launch or an upload (run) of graphExec into stream */
 static cudaError_t graph_run(cudaGraphExec_t graphExec, cudaStream_t stream,
 			     cudaError_t (*run)(struct rt_graph_exec *, const struct rt_stream_ref *))

@@ -6,7 +6,7 @@
 // captured with the driver API (cuStreamBeginCapture_v2, the CUDA 10.0
 // entry point without a mode from cuGetProcAddress) instantiated by the
 // runtime and launched by the driver and vice versa (one object), uploads,
-// instantiation flags and params. Copies into a capture: pinned memory is
+// instantiation flags (read back by GraphExecGetFlags) and params. Copies into a capture: pinned memory is
 // captured and read at each launch, pageable memory refused (as in CUDA).
 #include <cuda.h>
 #include <thread>
@@ -175,6 +175,19 @@ static void driver_capture(CUstream s, int *dev, int *pinned)
     /* passed on to where the graph runs (PyTorch's CUDA graphs ask for it) */
     CHECK_CU(cuGraphInstantiateWithFlags(&x, g, CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH |
                                                     CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY));
+    {
+        cuuint64_t xf = 0;
+        unsigned long long rf = 99;
+
+        CHECK_CU(cuGraphExecGetFlags(x, &xf));
+        REQUIRE(xf == (CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY),
+                "executable graph flags %#llx", (unsigned long long)xf);
+        CHECK_CUDA(cudaGraphExecGetFlags(rx, &rf));
+        REQUIRE(rf == 0, "runtime-instantiated flags %#llx", rf);
+        EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphExecGetFlags(x, nullptr));
+        EXPECT_ERR(cudaErrorInvalidValue, cudaGraphExecGetFlags(nullptr, &rf));
+        cudaGetLastError();
+    }
     pinned[0] = 77;
     CHECK_CU(cuGraphLaunch(x, s));
     CHECK_CU(cuStreamSynchronize(s));
@@ -197,6 +210,12 @@ static void driver_capture(CUstream s, int *dev, int *pinned)
     p.result_out = CUDA_GRAPH_INSTANTIATE_ERROR;
     CHECK_CU(cuGraphInstantiateWithParams(&x, g, &p));
     REQUIRE(p.result_out == CUDA_GRAPH_INSTANTIATE_SUCCESS, "params result %d", (int)p.result_out);
+    {
+        cuuint64_t xf = 99;
+
+        CHECK_CU(cuGraphExecGetFlags(x, &xf));
+        REQUIRE(xf == 0, "an upload leaves no flag: %#llx", (unsigned long long)xf);
+    }
     pinned[0] = 4242;
     CHECK_CUDA(cudaGraphLaunch((cudaGraphExec_t)x, (cudaStream_t)s));
     CHECK_CUDA(cudaStreamSynchronize((cudaStream_t)s));
