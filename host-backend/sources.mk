@@ -16,7 +16,7 @@ TENANT_SRC := $(HB)/core/tenant.c
 # serving a client (a CUDA process) on its connection
 CLIENT_SRC := $(HB)/core/client.c
 # the host-memory device model (the sim) and its linker model
-SIM_SRC := $(addprefix $(HB)/device/,device_sim.c device_sim_link.c device_sim_array.c)
+SIM_SRC := $(addprefix $(HB)/device/,device_sim.c device_sim_link.c device_sim_array.c device_sim_memop.c)
 DEVICE_SRC := $(SIM_SRC) $(addprefix $(HB)/device/,device_cuda.c pcie_link.c kmd_version.c)
 GPUPROBE_SRC := $(HB)/device/gpuprobe.c
 VM_SRC := $(addprefix $(HB)/vm/,vm_server.c vm_worker.c vm_slot.c vm_scan.c vm_output.c)

@@ -386,3 +386,66 @@ int exec_op_POOL_TRIM(struct vgpu *v, const struct mearas_sqe *e, const struct e
 	(void)v, (void)e, (void)in, (void)c, (void)f;
 	return 0;
 }
+
+/* ---- stream memory operations (cuStreamWriteValue*, cuStreamWaitValue*) ---- */
+
+/* the word a memory operation names: this client's device memory, or its
+ * data area (where the device reaches the worker's registered mapping) */
+static int memop_target(struct vgpu *v, uint64_t addr, unsigned size, unsigned place, uint64_t *target, bool *host)
+{
+	if (size != 4 && size != 8)
+		return cudaErrorInvalidValue;
+	if (addr % size)
+		return cudaErrorInvalidValue; /* the driver wants the word aligned */
+	if (place == MEARAS_MEMOP_DEVICE) {
+		if (!exec_dev_owner(v, addr, size))
+			return cudaErrorInvalidValue;
+		*target = addr;
+		*host = false;
+		return 0;
+	}
+	if (place == MEARAS_MEMOP_HOST) {
+		void *p = exec_data_ptr(v, addr, size);
+
+		if (!p || (uintptr_t)p % size)
+			return cudaErrorInvalidValue;
+		*target = (uint64_t)(uintptr_t)p;
+		*host = true;
+		return 0;
+	}
+	return cudaErrorInvalidValue;
+}
+
+int exec_op_STREAM_WRITE_VALUE(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_STREAM_WRITE_VALUE *in,
+			       struct mearas_cqe *c, struct fence_req *f)
+{
+	const struct mearas_args_STREAM_WRITE_VALUE *a = in->a;
+	uint64_t target;
+	bool host;
+	int r;
+
+	(void)e, (void)c, (void)f;
+	if (!v->ops->stream_write_value)
+		return cudaErrorNotSupported;
+	if (a->flags & ~MEARAS_MEMOP_NO_BARRIER || (a->size == 4 && a->value >> 32))
+		return cudaErrorInvalidValue;
+	r = memop_target(v, a->addr, a->size, a->place, &target, &host);
+	return r ? r : v->ops->stream_write_value(v->dev, in->stream, target, host, a->value, a->size, a->flags);
+}
+
+int exec_op_STREAM_WAIT_VALUE(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_STREAM_WAIT_VALUE *in,
+			      struct mearas_cqe *c, struct fence_req *f)
+{
+	const struct mearas_args_STREAM_WAIT_VALUE *a = in->a;
+	uint64_t target;
+	bool host;
+	int r;
+
+	(void)e, (void)c, (void)f;
+	if (!v->ops->stream_wait_value)
+		return cudaErrorNotSupported;
+	if ((a->flags & ~MEARAS_MEMOP_FLUSH) > MEARAS_MEMOP_NOR || (a->size == 4 && a->value >> 32))
+		return cudaErrorInvalidValue;
+	r = memop_target(v, a->addr, a->size, a->place, &target, &host);
+	return r ? r : v->ops->stream_wait_value(v->dev, in->stream, target, host, a->value, a->size, a->flags);
+}

@@ -37,6 +37,8 @@
 	X(cuMemHostUnregister) X(cuMemGetInfo) X(cuMemcpyHtoDAsync)             \
 	X(cuMemcpyDtoHAsync) X(cuMemcpyAsync) X(cuMemcpy2DAsync)                \
 	X(cuMemsetD8Async) X(cuMemsetD16Async) X(cuMemsetD32Async)              \
+	X(cuStreamWriteValue32) X(cuStreamWriteValue64) X(cuStreamWaitValue32)  \
+	X(cuStreamWaitValue64)                                                  \
 	X(cuMemsetD2D8Async) X(cuModuleLoadData) X(cuModuleUnload)              \
 	X(cuModuleGetFunction) X(cuModuleGetGlobal) X(cuFuncGetAttribute)       \
 	X(cuFuncSetAttribute) X(cuFuncSetCacheConfig) X(cuFuncGetParamInfo)     \
@@ -408,6 +410,26 @@ static int cuda_memset(struct mdev *d, void *stream, uint64_t dst, uint32_t valu
 	if (elem == 2)
 		return cu_err(p_cuMemsetD16Async((CUdeviceptr)dst, (unsigned short)value, count, stream));
 	return cu_err(p_cuMemsetD32Async((CUdeviceptr)dst, value, count, stream));
+}
+
+/* host words are registered host memory: on UVA their device address is
+ * their host address */
+static int cuda_stream_write_value(struct mdev *d, void *stream, uint64_t addr, bool host, uint64_t value,
+				   unsigned size, unsigned flags)
+{
+	(void)d, (void)host;
+	if (size == 4)
+		return cu_err(p_cuStreamWriteValue32((CUstream)stream, (CUdeviceptr)addr, (cuuint32_t)value, flags));
+	return cu_err(p_cuStreamWriteValue64((CUstream)stream, (CUdeviceptr)addr, value, flags));
+}
+
+static int cuda_stream_wait_value(struct mdev *d, void *stream, uint64_t addr, bool host, uint64_t value,
+				  unsigned size, unsigned flags)
+{
+	(void)d, (void)host;
+	if (size == 4)
+		return cu_err(p_cuStreamWaitValue32((CUstream)stream, (CUdeviceptr)addr, (cuuint32_t)value, flags));
+	return cu_err(p_cuStreamWaitValue64((CUstream)stream, (CUdeviceptr)addr, value, flags));
 }
 
 static int cuda_memset_2d(struct mdev *d, void *stream, uint64_t dst, uint64_t pitch, uint8_t value,
@@ -1136,6 +1158,8 @@ const struct mdev_ops mdev_cuda_ops = {
 	.copy = cuda_copy,
 	.copy_2d = cuda_copy_2d,
 	.memset = cuda_memset,
+	.stream_write_value = cuda_stream_write_value,
+	.stream_wait_value = cuda_stream_wait_value,
 	.memset_2d = cuda_memset_2d,
 	.module_load = cuda_module_load,
 	.module_unload = cuda_module_unload,

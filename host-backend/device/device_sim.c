@@ -39,6 +39,7 @@
 #include "mearas/log.h"
 #include "mearas/tensormap.h"
 #include "device_sim_array.h"
+#include "device_sim_memop.h"
 #include "device_sim_link.h"
 
 #define SIM_MEMORY      (16ull << 30)   /* reported total memory */
@@ -1554,6 +1555,8 @@ const struct mdev_ops mdev_sim_ops = {
 	.copy = sim_copy,
 	.copy_2d = sim_copy_2d,
 	.memset = sim_memset,
+	.stream_write_value = sim_stream_write_value,
+	.stream_wait_value = sim_stream_wait_value,
 	.memset_2d = sim_memset_2d,
 	.module_load = sim_module_load,
 	.module_unload = sim_module_unload,

@@ -117,6 +117,22 @@ enum mearas_copy_dir {
 	MEARAS_COPY_HTOH = 4,
 };
 
+/* stream memory operations (STREAM_WRITE_VALUE, STREAM_WAIT_VALUE): where
+ * the word is, and the wait's condition (the driver's CU_STREAM_WAIT_VALUE_*
+ * numbers; a wait's flags may add MEARAS_MEMOP_FLUSH) */
+enum mearas_memop_place {
+	MEARAS_MEMOP_DEVICE = 0,        /* addr: device memory of the client */
+	MEARAS_MEMOP_HOST = 1,          /* addr: an offset into the data area (pinned host memory) */
+};
+enum mearas_memop_cond {
+	MEARAS_MEMOP_GEQ = 0,
+	MEARAS_MEMOP_EQ = 1,
+	MEARAS_MEMOP_AND = 2,
+	MEARAS_MEMOP_NOR = 3,
+};
+#define MEARAS_MEMOP_FLUSH (1u << 30)
+#define MEARAS_MEMOP_NO_BARRIER 1u /* a write's only flag */
+
 /* Operation arguments: op NAME's are args.NAME (struct mearas_args_NAME,
  * written by mearas_prep_NAME). The raw words `a` are for code that moves
  * records as bytes (forwarding, hostile tests), never for reading an op's

@@ -373,6 +373,7 @@ run_test stream_ids prog stream_ids
 run_test dev_bank_config prog dev_bank_config
 run_test occ_smem prog occ_smem
 run_modes drv_occupancy potential smem banks refused
+run_modes drv_memops write wait batch refused
 run_test drv_func_queries func_queries drv_func_queries
 run_test rt_func_queries func_queries rt_func_queries
 run_modes drv_pinned_copies dtoh htod dtod registered pageable

@@ -319,6 +319,44 @@ static void test_peer_copy_while_peer_allocates(void)
 	CHECK_EQ(fx.w->vgpus[1].deferred_error, 0);
 }
 
+static int memop(unsigned op, uint64_t addr, uint64_t value, uint32_t size, uint32_t place, uint32_t flags)
+{
+	struct mearas_sqe e = sqe_of(op);
+
+	/* the two ops have the same arguments */
+	e.args.STREAM_WRITE_VALUE.addr = addr;
+	e.args.STREAM_WRITE_VALUE.value = value;
+	e.args.STREAM_WRITE_VALUE.size = size;
+	e.args.STREAM_WRITE_VALUE.place = place;
+	e.args.STREAM_WRITE_VALUE.flags = flags;
+	return fixture_run(&fx, 0, &e, NULL);
+}
+
+/* Stream memory operations name a word of this client's device memory or
+ * data area, aligned, of 4 or 8 bytes; anything else is refused before the
+ * device sees it. */
+static void test_stream_memops(void)
+{
+	const unsigned W = MEARAS_OP_STREAM_WRITE_VALUE, T = MEARAS_OP_STREAM_WAIT_VALUE;
+
+	CHECK_EQ(memop(W, A, 5, 4, MEARAS_MEMOP_DEVICE, 0), 0);
+	CHECK_EQ(memop(T, A, 5, 4, MEARAS_MEMOP_DEVICE, MEARAS_MEMOP_EQ), 0);
+	CHECK_EQ(memop(W, B + 4088, 1ull << 40, 8, MEARAS_MEMOP_DEVICE, MEARAS_MEMOP_NO_BARRIER), 0);
+	CHECK_EQ(memop(W, 64, 9, 8, MEARAS_MEMOP_HOST, 0), 0);
+	CHECK_EQ(memop(T, 64, 9, 8, MEARAS_MEMOP_HOST, MEARAS_MEMOP_GEQ | MEARAS_MEMOP_FLUSH), 0);
+	CHECK_EQ(memop(W, B + 4096, 1, 4, MEARAS_MEMOP_DEVICE, 0), cudaErrorInvalidValue);     /* past B */
+	CHECK_EQ(memop(W, A + 2, 1, 4, MEARAS_MEMOP_DEVICE, 0), cudaErrorInvalidValue);        /* misaligned */
+	CHECK_EQ(memop(W, A, 1, 2, MEARAS_MEMOP_DEVICE, 0), cudaErrorInvalidValue);            /* no such size */
+	CHECK_EQ(memop(W, A, 1ull << 32, 4, MEARAS_MEMOP_DEVICE, 0), cudaErrorInvalidValue);   /* does not fit */
+	CHECK_EQ(memop(W, A, 1, 4, 2, 0), cudaErrorInvalidValue);                              /* no such place */
+	CHECK_EQ(memop(W, A, 1, 4, MEARAS_MEMOP_DEVICE, 2), cudaErrorInvalidValue);            /* unknown flag */
+	CHECK_EQ(memop(T, A, 1, 4, MEARAS_MEMOP_DEVICE, 4), cudaErrorInvalidValue);            /* unknown condition */
+	CHECK_EQ(memop(W, FIXTURE_DATA_SIZE - 4, 1, 8, MEARAS_MEMOP_HOST, 0), cudaErrorInvalidValue);
+	CHECK_EQ(memop(T, UINT64_MAX - 3, 1, 4, MEARAS_MEMOP_HOST, 0), cudaErrorInvalidValue);
+	CHECK_EQ(memop(W, 0x1000, 1, 8, MEARAS_MEMOP_DEVICE, 0), cudaErrorInvalidValue);      /* nobody's memory */
+	CHECK_EQ(memop(W, A, 3, 4, MEARAS_MEMOP_DEVICE, 0), 0);                                /* still served */
+}
+
 /* A and B, adjacent, for every case */
 static void alloc_a_b(void)
 {
@@ -336,5 +374,6 @@ static const struct check_case cases[] = {
 	{ "host_mapped", test_host_mapped },
 	{ "freed_chunks_bounded", test_freed_chunks_bounded },
 	{ "peer_copy_while_peer_allocates", test_peer_copy_while_peer_allocates },
+	{ "stream_memops", test_stream_memops },
 };
 FIXTURE_MAIN(cases, 2, QUOTA, alloc_a_b)

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Stream memory operations on the sim. The sim runs a stream's work when it
+ * is posted, so a write lands at once and a wait looks at the word then; a
+ * wait whose condition does not hold yet watches the word (which only the
+ * client's threads can change while this poller waits: host memory) for
+ * SIM_WAIT_MS, then fails as a launch that timed out would. Not captured
+ * into the sim's graphs (cudaErrorStreamCaptureUnsupported).
+ */
+#include <string.h>
+#include <time.h>
+
+#include "device_sim_array.h"
+#include "device_sim_memop.h"
+
+#define SIM_WAIT_MS 5000
+
+static volatile uint8_t *word(struct mdev *d, uint64_t addr, bool host, unsigned size)
+{
+	return host ? (volatile uint8_t *)(uintptr_t)addr : sim_any_host(d, addr, size);
+}
+
+static uint64_t load(volatile uint8_t *p, unsigned size)
+{
+	return size == 4 ? __atomic_load_n((volatile uint32_t *)p, __ATOMIC_ACQUIRE)
+			 : __atomic_load_n((volatile uint64_t *)p, __ATOMIC_ACQUIRE);
+}
+
+/* the driver's conditions, on a word of size bytes */
+static bool holds(uint64_t w, uint64_t value, unsigned cond, unsigned size)
+{
+	uint64_t mask = size == 4 ? 0xffffffffull : ~0ull;
+
+	w &= mask;
+	value &= mask;
+	switch (cond) {
+	case MEARAS_MEMOP_GEQ: /* cyclic: (signed)(w - value) >= 0 */
+		return size == 4 ? (int32_t)(uint32_t)(w - value) >= 0 : (int64_t)(w - value) >= 0;
+	case MEARAS_MEMOP_EQ:
+		return w == value;
+	case MEARAS_MEMOP_AND:
+		return (w & value) != 0;
+	default: /* NOR */
+		return (~(w | value) & mask) != 0;
+	}
+}
+
+int sim_stream_write_value(struct mdev *d, void *stream, uint64_t addr, bool host, uint64_t value, unsigned size,
+			   unsigned flags)
+{
+	volatile uint8_t *p;
+
+	(void)flags;
+	if (sim_captures(stream))
+		return cudaErrorStreamCaptureUnsupported;
+	p = word(d, addr, host, size);
+	if (!p)
+		return cudaErrorInvalidValue;
+	if (size == 4)
+		__atomic_store_n((volatile uint32_t *)p, (uint32_t)value, __ATOMIC_RELEASE);
+	else
+		__atomic_store_n((volatile uint64_t *)p, value, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int sim_stream_wait_value(struct mdev *d, void *stream, uint64_t addr, bool host, uint64_t value, unsigned size,
+			  unsigned flags)
+{
+	unsigned cond = flags & ~MEARAS_MEMOP_FLUSH;
+	volatile uint8_t *p;
+	struct timespec nap = { .tv_nsec = 50000 };
+
+	if (sim_captures(stream))
+		return cudaErrorStreamCaptureUnsupported;
+	p = word(d, addr, host, size);
+	if (!p)
+		return cudaErrorInvalidValue;
+	for (unsigned waited_us = 0; waited_us < SIM_WAIT_MS * 1000u; waited_us += 50) {
+		if (holds(load(p, size), value, cond, size))
+			return 0;
+		nanosleep(&nap, NULL);
+	}
+	return cudaErrorLaunchTimeout;
+}

@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: MIT */
+/* The sim's stream memory operations (device_sim_memop.c). */
+#ifndef MEARAS_DEVICE_SIM_MEMOP_H
+#define MEARAS_DEVICE_SIM_MEMOP_H
+
+#include "device.h"
+
+int sim_stream_write_value(struct mdev *d, void *stream, uint64_t addr, bool host, uint64_t value, unsigned size,
+			   unsigned flags);
+int sim_stream_wait_value(struct mdev *d, void *stream, uint64_t addr, bool host, uint64_t value, unsigned size,
+			  unsigned flags);
+
+#endif
