@@ -12,6 +12,8 @@
  *            order; a barrier of no known scope refused
  *   refused  misaligned words, memory of no vGPU, unknown flags and
  *            operations: CUDA_ERROR_INVALID_VALUE
+ *   remote   (device 0 a remote vGPU: tests/remote) device memory as in
+ *            batch; a word of host memory refused, CUDA_ERROR_NOT_SUPPORTED
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -171,10 +173,28 @@ static void refused_mode(void)
 	CHECK(cuStreamDestroy(s));
 }
 
+static void remote_mode(void)
+{
+	CUstream s = stream();
+	uint32_t *h;
+
+	batch_mode();
+	CHECK(cuMemAllocHost((void **)&h, 64));
+	EXPECT(CUDA_ERROR_NOT_SUPPORTED, cuStreamWriteValue32(s, (CUdeviceptr)(uintptr_t)h, 1, 0));
+	EXPECT(CUDA_ERROR_NOT_SUPPORTED, cuStreamWaitValue32(s, (CUdeviceptr)(uintptr_t)h, 0, CU_STREAM_WAIT_VALUE_GEQ));
+	CHECK(cuStreamSynchronize(s));
+	CHECK(cuMemFreeHost(h));
+	CHECK(cuStreamDestroy(s));
+}
+
 int main(int argc, char **argv)
 {
 	static const struct drv_mode modes[] = {
-		{ "write", write_mode }, { "wait", wait_mode }, { "batch", batch_mode }, { "refused", refused_mode },
+		{ "write", write_mode },
+		{ "wait", wait_mode },
+		{ "batch", batch_mode },
+		{ "refused", refused_mode },
+		{ "remote", remote_mode },
 	};
 
 	return drv_run_mode_in_primary(argc, argv, modes, DRV_NMODES(modes));
