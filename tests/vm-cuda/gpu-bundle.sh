@@ -27,6 +27,7 @@ copy_libs() {
 cp -L "$(command -v qemu-system-x86_64)" "$stage/bin/"
 copy_libs "$stage/bin/qemu-system-x86_64"
 cp -L "$repo/build/bin/mearasd" "$stage/bin/"
+strip --strip-debug "$stage/bin/mearasd"
 copy_libs "$stage/bin/mearasd"
 cp -rL /usr/share/qemu "$stage/share/qemu"
 # other machines' firmware (PowerPC, SPARC, s390, RISC-V, PA-RISC, Alpha, ARM
@@ -39,7 +40,12 @@ cp -rL /usr/share/seabios "$stage/share/seabios" # Debian keeps the PC BIOS ther
 mkdir -p "$stage/lib/qemu"
 cp -L /usr/lib/x86_64-linux-gnu/qemu/*.so "$stage/lib/qemu/" 2>/dev/null || true
 for m in "$stage"/lib/qemu/*.so; do [ -e "$m" ] && copy_libs "$m"; done
-cp "$here/build/guest/vmlinuz" "$here/build/guest/initramfs.cpio.gz" "$stage/guest/"
+cp "$here/build/guest/vmlinuz" "$stage/guest/"
+# the guest image recompressed with zstd (a third of its gzip -1 size: the
+# bundle must fit the device tool's carry with the tree); the kernel takes an
+# initramfs by its compression's magic number (CONFIG_RD_ZSTD), so the name
+# the scripts and guestpy.py boot stays
+zcat "$here/build/guest/initramfs.cpio.gz" | zstd -19 -q -T0 -c >"$stage/guest/initramfs.cpio.gz"
 # the same binaries the guest image holds (run-suite.sh's `programs`, not the
 # library programs, stripped by tests/vm-cuda's guest-image), for the native runs
 programs=$("$repo/tests/cuda/run-suite.sh" --list core)
