@@ -42,36 +42,25 @@ static CUresult place_of(int vgpu, CUdeviceptr addr, unsigned size, uint64_t *wh
 	return CU_REFUSE(CUDA_ERROR_INVALID_VALUE); /* not memory of a vGPU or of the data area */
 }
 
-static CUresult write_value(CUstream hStream, CUdeviceptr addr, uint64_t value, unsigned size, unsigned flags)
+/* a wait's flags name its condition (and may ask for a flush); a write's may say no barrier */
+static CUresult post(CUstream hStream, bool wait, CUdeviceptr addr, uint64_t value, unsigned size, unsigned flags)
 {
 	struct rt_stream_ref st;
-	uint64_t where;
-	uint32_t place;
+	uint64_t where = 0;
+	uint32_t place = 0;
 	CUresult r = cu_stream_ref(hStream, &st);
+	bool bad = wait ? (flags & ~(unsigned)CU_STREAM_WAIT_VALUE_FLUSH) > CU_STREAM_WAIT_VALUE_NOR
+			: (flags & ~(unsigned)CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER) != 0;
 
-	if (!r && (flags & ~(unsigned)CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER))
+	if (!r && bad)
 		r = CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	if (!r)
 		r = place_of(st.vgpu, addr, size, &where, &place);
 	if (r)
 		return r;
+	if (wait)
+		return cu_result(rt_do_STREAM_WAIT_VALUE(st.vgpu, &st, where, value, size, place, flags));
 	return cu_result(rt_do_STREAM_WRITE_VALUE(st.vgpu, &st, where, value, size, place, flags));
-}
-
-static CUresult wait_value(CUstream hStream, CUdeviceptr addr, uint64_t value, unsigned size, unsigned flags)
-{
-	struct rt_stream_ref st;
-	uint64_t where;
-	uint32_t place;
-	CUresult r = cu_stream_ref(hStream, &st);
-
-	if (!r && (flags & ~(unsigned)CU_STREAM_WAIT_VALUE_FLUSH) > CU_STREAM_WAIT_VALUE_NOR)
-		r = CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
-	if (!r)
-		r = place_of(st.vgpu, addr, size, &where, &place);
-	if (r)
-		return r;
-	return cu_result(rt_do_STREAM_WAIT_VALUE(st.vgpu, &st, where, value, size, place, flags));
 }
 
 /* v2: memory barriers too */
@@ -86,17 +75,21 @@ static CUresult batch(CUstream hStream, unsigned count, CUstreamBatchMemOpParams
 
 		switch (o->operation) {
 		case CU_STREAM_MEM_OP_WAIT_VALUE_32:
-			r = wait_value(hStream, o->waitValue.address, o->waitValue.value, 4, o->waitValue.flags);
+		case CU_STREAM_MEM_OP_WAIT_VALUE_64: {
+			bool w32 = o->operation == CU_STREAM_MEM_OP_WAIT_VALUE_32;
+
+			r = post(hStream, true, o->waitValue.address, w32 ? o->waitValue.value : o->waitValue.value64,
+				 w32 ? 4 : 8, o->waitValue.flags);
 			break;
-		case CU_STREAM_MEM_OP_WAIT_VALUE_64:
-			r = wait_value(hStream, o->waitValue.address, o->waitValue.value64, 8, o->waitValue.flags);
-			break;
+		}
 		case CU_STREAM_MEM_OP_WRITE_VALUE_32:
-			r = write_value(hStream, o->writeValue.address, o->writeValue.value, 4, o->writeValue.flags);
+		case CU_STREAM_MEM_OP_WRITE_VALUE_64: {
+			bool w32 = o->operation == CU_STREAM_MEM_OP_WRITE_VALUE_32;
+
+			r = post(hStream, false, o->writeValue.address,
+				 w32 ? o->writeValue.value : o->writeValue.value64, w32 ? 4 : 8, o->writeValue.flags);
 			break;
-		case CU_STREAM_MEM_OP_WRITE_VALUE_64:
-			r = write_value(hStream, o->writeValue.address, o->writeValue.value64, 8, o->writeValue.flags);
-			break;
+		}
 		case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES:
 			r = o->flushRemoteWrites.flags ? CU_REFUSE(CUDA_ERROR_INVALID_VALUE) : CUDA_SUCCESS;
 			break;
@@ -112,29 +105,22 @@ static CUresult batch(CUstream hStream, unsigned count, CUstreamBatchMemOpParams
 	return r;
 }
 
-/* each entry point in its four names: v1, _v2, and their _ptsz twins */
-#define MEMOP_ENTRIES(name, type, fn, size)                                                               \
-	CU_EXPORT CUresult CUDAAPI name(CUstream s, CUdeviceptr a, type v, unsigned int f)                 \
-	{                                                                                                 \
-		return WITH_PTDS(0, fn(s, a, v, size, f));                                                \
-	}                                                                                                 \
-	CU_EXPORT CUresult CUDAAPI name##_ptsz(CUstream s, CUdeviceptr a, type v, unsigned int f)          \
-	{                                                                                                 \
-		return WITH_PTDS(1, fn(s, a, v, size, f));                                                \
-	}                                                                                                 \
-	CU_EXPORT CUresult CUDAAPI name##_v2(CUstream s, CUdeviceptr a, type v, unsigned int f)            \
-	{                                                                                                 \
-		return WITH_PTDS(0, fn(s, a, v, size, f));                                                \
-	}                                                                                                 \
-	CU_EXPORT CUresult CUDAAPI name##_v2_ptsz(CUstream s, CUdeviceptr a, type v, unsigned int f)       \
-	{                                                                                                 \
-		return WITH_PTDS(1, fn(s, a, v, size, f));                                                \
+/* one entry point; each comes in four names: v1, _v2, and their _ptsz twins */
+#define MEMOP_ENTRY(name, type, ptds, wait, size)                                         \
+	CU_EXPORT CUresult CUDAAPI name(CUstream s, CUdeviceptr a, type v, unsigned int f) \
+	{                                                                                 \
+		return WITH_PTDS(ptds, post(s, wait, a, v, size, f));                     \
 	}
+#define MEMOP_ENTRIES(name, type, wait, size)              \
+	MEMOP_ENTRY(name, type, 0, wait, size)             \
+	MEMOP_ENTRY(name##_ptsz, type, 1, wait, size)      \
+	MEMOP_ENTRY(name##_v2, type, 0, wait, size)        \
+	MEMOP_ENTRY(name##_v2_ptsz, type, 1, wait, size)
 
-MEMOP_ENTRIES(cuStreamWriteValue32, cuuint32_t, write_value, 4)
-MEMOP_ENTRIES(cuStreamWriteValue64, cuuint64_t, write_value, 8)
-MEMOP_ENTRIES(cuStreamWaitValue32, cuuint32_t, wait_value, 4)
-MEMOP_ENTRIES(cuStreamWaitValue64, cuuint64_t, wait_value, 8)
+MEMOP_ENTRIES(cuStreamWriteValue32, cuuint32_t, false, 4)
+MEMOP_ENTRIES(cuStreamWriteValue64, cuuint64_t, false, 8)
+MEMOP_ENTRIES(cuStreamWaitValue32, cuuint32_t, true, 4)
+MEMOP_ENTRIES(cuStreamWaitValue64, cuuint64_t, true, 8)
 
 CU_EXPORT CUresult CUDAAPI cuStreamBatchMemOp(CUstream s, unsigned int n, CUstreamBatchMemOpParams *p, unsigned int f)
 {

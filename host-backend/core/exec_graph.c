@@ -143,6 +143,27 @@ int exec_op_CAPTURE_STATUS(struct vgpu *v, const struct mearas_sqe *e, const str
 	return 0;
 }
 
+/* A copy of sh's nodes (what of the graph `what` makes) fits the vGPU's
+ * limit on nodes held; else refused, logged. */
+static int copy_fits(struct vgpu *v, const struct hf_share *sh, const char *what)
+{
+	if (!sh || v->capture_nodes + v->graph_nodes + sh->nodes <= MEARAS_MAX_GRAPH_NODES)
+		return 0;
+	exec_refuse_log(v, "%s of a graph of %llu nodes refused: the vGPU's captures and graphs hold %llu nodes "
+			"already (limit %u)", what, (unsigned long long)sh->nodes,
+			(unsigned long long)(v->capture_nodes + v->graph_nodes), MEARAS_MAX_GRAPH_NODES);
+	return cudaErrorMemoryAllocation;
+}
+
+/* sh is held by one more graph or instantiation, which counts its nodes */
+static void share_held(struct vgpu *v, struct hf_share *sh)
+{
+	if (sh) {
+		sh->refs++;
+		v->graph_nodes += sh->nodes;
+	}
+}
+
 int exec_op_GRAPH_INSTANTIATE(struct vgpu *v, const struct mearas_sqe *e,
 			      const struct exec_in_GRAPH_INSTANTIATE *in, struct mearas_cqe *c, struct fence_req *f)
 {
@@ -159,20 +180,13 @@ int exec_op_GRAPH_INSTANTIATE(struct vgpu *v, const struct mearas_sqe *e,
 		return cudaErrorInvalidValue;
 	sh = (struct hf_share *)(uintptr_t)in->graph->aux;
 	/* an instantiation is a copy of the graph's nodes */
-	if (sh && v->capture_nodes + v->graph_nodes + sh->nodes > MEARAS_MAX_GRAPH_NODES) {
-		exec_refuse_log(v, "instantiation of a graph of %llu nodes refused: the vGPU's captures and graphs hold "
-				"%llu nodes already (limit %u)", (unsigned long long)sh->nodes,
-				(unsigned long long)(v->capture_nodes + v->graph_nodes), MEARAS_MAX_GRAPH_NODES);
-		return cudaErrorMemoryAllocation;
-	}
-	r = v->ops->graph_instantiate(v->dev, in->graph->obj, in->a->flags, &x);
+	r = copy_fits(v, sh, "instantiation");
+	if (!r)
+		r = v->ops->graph_instantiate(v->dev, in->graph->obj, in->a->flags, &x);
 	if (r)
 		return r;
 	/* the instantiation runs the graph's host functions too */
-	if (sh) {
-		sh->refs++;
-		v->graph_nodes += sh->nodes;
-	}
+	share_held(v, sh);
 	return exec_keep_or_destroy(v, MEARAS_KIND_EXEC, in->a->exec, x, (uintptr_t)sh);
 }
 
@@ -194,13 +208,9 @@ int exec_op_GRAPH_LAUNCH(struct vgpu *v, const struct mearas_sqe *e, const struc
 		if (sh->reqs)
 			return cudaErrorStreamCaptureUnsupported; /* its host functions would outlive their owner */
 		/* captured as a child graph: a copy of its nodes (exec_record counted one) */
-		if (v->capture_nodes + v->graph_nodes + sh->nodes > MEARAS_MAX_GRAPH_NODES) {
-			exec_refuse_log(v, "launch of a graph of %llu nodes into a capture refused: the vGPU's captures "
-					"and graphs hold %llu nodes already (limit %u)", (unsigned long long)sh->nodes,
-					(unsigned long long)(v->capture_nodes + v->graph_nodes), MEARAS_MAX_GRAPH_NODES);
-			return cudaErrorMemoryAllocation;
-		}
-		r = v->ops->graph_launch(v->dev, in->exec->obj, f->stream);
+		r = copy_fits(v, sh, "launch into a capture");
+		if (!r)
+			r = v->ops->graph_launch(v->dev, in->exec->obj, f->stream);
 		if (r == 0 && sh->nodes)
 			v->capture_nodes += sh->nodes - 1;
 		return r;
@@ -236,18 +246,11 @@ int exec_op_GRAPH_CLONE(struct vgpu *v, const struct mearas_sqe *e, const struct
 	(void)e, (void)c, (void)f;
 	if (!v->ops->graph_clone)
 		return exec_no_graphs(v);
-	if (sh && v->capture_nodes + v->graph_nodes + sh->nodes > MEARAS_MAX_GRAPH_NODES) {
-		exec_refuse_log(v, "clone of a graph of %llu nodes refused: the vGPU's captures and graphs hold %llu "
-				"nodes already (limit %u)", (unsigned long long)sh->nodes,
-				(unsigned long long)(v->capture_nodes + v->graph_nodes), MEARAS_MAX_GRAPH_NODES);
-		return cudaErrorMemoryAllocation;
-	}
-	r = v->ops->graph_clone(v->dev, in->graph->obj, &g);
+	r = copy_fits(v, sh, "clone");
+	if (!r)
+		r = v->ops->graph_clone(v->dev, in->graph->obj, &g);
 	if (r)
 		return r;
-	if (sh) {
-		sh->refs++;
-		v->graph_nodes += sh->nodes;
-	}
+	share_held(v, sh);
 	return exec_keep_or_destroy(v, MEARAS_KIND_GRAPH, in->a->clone, g, (uintptr_t)sh);
 }

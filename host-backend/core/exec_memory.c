@@ -7,6 +7,7 @@
  * made through it (stream-ordered allocation allocates at once; a trim has
  * nothing to give back).
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -416,36 +417,39 @@ static int memop_target(struct vgpu *v, uint64_t addr, unsigned size, unsigned p
 	return cudaErrorInvalidValue;
 }
 
+/* both ops carry the same arguments: a write's flags may say no barrier, a
+ * wait's name its condition (and may ask for a flush) */
+static int memop(struct vgpu *v, void *stream, bool wait, const struct mearas_args_STREAM_WRITE_VALUE *a)
+{
+	uint64_t target;
+	bool host;
+	bool bad_flags = wait ? (a->flags & ~MEARAS_MEMOP_FLUSH) > MEARAS_MEMOP_NOR
+			      : (a->flags & ~MEARAS_MEMOP_NO_BARRIER) != 0;
+	int r;
+
+	if (!v->ops->stream_memop)
+		return cudaErrorNotSupported;
+	if (bad_flags || (a->size == 4 && a->value >> 32))
+		return cudaErrorInvalidValue;
+	r = memop_target(v, a->addr, a->size, a->place, &target, &host);
+	return r ? r : v->ops->stream_memop(v->dev, stream, wait, target, host, a->value, a->size, a->flags);
+}
+
+_Static_assert(sizeof(struct mearas_args_STREAM_WRITE_VALUE) == sizeof(struct mearas_args_STREAM_WAIT_VALUE) &&
+		       offsetof(struct mearas_args_STREAM_WRITE_VALUE, flags) ==
+			       offsetof(struct mearas_args_STREAM_WAIT_VALUE, flags),
+	       "the stream memory operations' arguments differ");
+
 int exec_op_STREAM_WRITE_VALUE(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_STREAM_WRITE_VALUE *in,
 			       struct mearas_cqe *c, struct fence_req *f)
 {
-	const struct mearas_args_STREAM_WRITE_VALUE *a = in->a;
-	uint64_t target;
-	bool host;
-	int r;
-
 	(void)e, (void)c, (void)f;
-	if (!v->ops->stream_write_value)
-		return cudaErrorNotSupported;
-	if (a->flags & ~MEARAS_MEMOP_NO_BARRIER || (a->size == 4 && a->value >> 32))
-		return cudaErrorInvalidValue;
-	r = memop_target(v, a->addr, a->size, a->place, &target, &host);
-	return r ? r : v->ops->stream_write_value(v->dev, in->stream, target, host, a->value, a->size, a->flags);
+	return memop(v, in->stream, false, in->a);
 }
 
 int exec_op_STREAM_WAIT_VALUE(struct vgpu *v, const struct mearas_sqe *e, const struct exec_in_STREAM_WAIT_VALUE *in,
 			      struct mearas_cqe *c, struct fence_req *f)
 {
-	const struct mearas_args_STREAM_WAIT_VALUE *a = in->a;
-	uint64_t target;
-	bool host;
-	int r;
-
 	(void)e, (void)c, (void)f;
-	if (!v->ops->stream_wait_value)
-		return cudaErrorNotSupported;
-	if ((a->flags & ~MEARAS_MEMOP_FLUSH) > MEARAS_MEMOP_NOR || (a->size == 4 && a->value >> 32))
-		return cudaErrorInvalidValue;
-	r = memop_target(v, a->addr, a->size, a->place, &target, &host);
-	return r ? r : v->ops->stream_wait_value(v->dev, in->stream, target, host, a->value, a->size, a->flags);
+	return memop(v, in->stream, true, (const struct mearas_args_STREAM_WRITE_VALUE *)in->a);
 }

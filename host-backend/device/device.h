@@ -106,14 +106,13 @@ struct mdev_ops {
 		      unsigned elem_size);
 	int (*memset_2d)(struct mdev *d, void *stream, uint64_t dst, uint64_t pitch, uint8_t value,
 			 uint64_t width, uint64_t height);
-	/* stream memory operations on a 4- or 8-byte word at addr (a device
-	 * address; host: a pointer to registered host memory): write value, or
-	 * wait until the word meets cond (enum mearas_memop_cond, with
-	 * MEARAS_MEMOP_FLUSH) against value. NULL: not served. */
-	int (*stream_write_value)(struct mdev *d, void *stream, uint64_t addr, bool host, uint64_t value,
-				  unsigned size, unsigned flags);
-	int (*stream_wait_value)(struct mdev *d, void *stream, uint64_t addr, bool host, uint64_t value,
-				 unsigned size, unsigned flags);
+	/* a stream memory operation on a 4- or 8-byte word at addr (a device
+	 * address; host: a pointer to registered host memory): write value
+	 * (flags: MEARAS_MEMOP_NO_BARRIER), or wait until the word meets the
+	 * condition flags name (enum mearas_memop_cond, with MEARAS_MEMOP_FLUSH)
+	 * against value. NULL: not served. */
+	int (*stream_memop)(struct mdev *d, void *stream, bool wait, uint64_t addr, bool host, uint64_t value,
+			    unsigned size, unsigned flags);
 
 	int (*module_load)(struct mdev *d, const void *image, size_t size, void **module);
 	/* links n inputs with the JIT options opt[i] = val[i] (include/mearas/

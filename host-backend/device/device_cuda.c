@@ -414,22 +414,18 @@ static int cuda_memset(struct mdev *d, void *stream, uint64_t dst, uint32_t valu
 
 /* host words are registered host memory: on UVA their device address is
  * their host address */
-static int cuda_stream_write_value(struct mdev *d, void *stream, uint64_t addr, bool host, uint64_t value,
-				   unsigned size, unsigned flags)
+static int cuda_stream_memop(struct mdev *d, void *stream, bool wait, uint64_t addr, bool host, uint64_t value,
+			     unsigned size, unsigned flags)
 {
-	(void)d, (void)host;
-	if (size == 4)
-		return cu_err(p_cuStreamWriteValue32((CUstream)stream, (CUdeviceptr)addr, (cuuint32_t)value, flags));
-	return cu_err(p_cuStreamWriteValue64((CUstream)stream, (CUdeviceptr)addr, value, flags));
-}
+	CUstream s = (CUstream)stream;
+	CUdeviceptr p = (CUdeviceptr)addr;
 
-static int cuda_stream_wait_value(struct mdev *d, void *stream, uint64_t addr, bool host, uint64_t value,
-				  unsigned size, unsigned flags)
-{
 	(void)d, (void)host;
-	if (size == 4)
-		return cu_err(p_cuStreamWaitValue32((CUstream)stream, (CUdeviceptr)addr, (cuuint32_t)value, flags));
-	return cu_err(p_cuStreamWaitValue64((CUstream)stream, (CUdeviceptr)addr, value, flags));
+	if (wait)
+		return cu_err(size == 4 ? p_cuStreamWaitValue32(s, p, (cuuint32_t)value, flags)
+					: p_cuStreamWaitValue64(s, p, value, flags));
+	return cu_err(size == 4 ? p_cuStreamWriteValue32(s, p, (cuuint32_t)value, flags)
+				: p_cuStreamWriteValue64(s, p, value, flags));
 }
 
 static int cuda_memset_2d(struct mdev *d, void *stream, uint64_t dst, uint64_t pitch, uint8_t value,
@@ -1158,8 +1154,7 @@ const struct mdev_ops mdev_cuda_ops = {
 	.copy = cuda_copy,
 	.copy_2d = cuda_copy_2d,
 	.memset = cuda_memset,
-	.stream_write_value = cuda_stream_write_value,
-	.stream_wait_value = cuda_stream_wait_value,
+	.stream_memop = cuda_stream_memop,
 	.memset_2d = cuda_memset_2d,
 	.module_load = cuda_module_load,
 	.module_unload = cuda_module_unload,

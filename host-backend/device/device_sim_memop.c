@@ -45,26 +45,16 @@ static bool holds(uint64_t w, uint64_t value, unsigned cond, unsigned size)
 	}
 }
 
-int sim_stream_write_value(struct mdev *d, void *stream, uint64_t addr, bool host, uint64_t value, unsigned size,
-			   unsigned flags)
+static void store(volatile uint8_t *p, uint64_t value, unsigned size)
 {
-	volatile uint8_t *p;
-
-	(void)flags;
-	if (sim_captures(stream))
-		return cudaErrorStreamCaptureUnsupported;
-	p = word(d, addr, host, size);
-	if (!p)
-		return cudaErrorInvalidValue;
 	if (size == 4)
 		__atomic_store_n((volatile uint32_t *)p, (uint32_t)value, __ATOMIC_RELEASE);
 	else
 		__atomic_store_n((volatile uint64_t *)p, value, __ATOMIC_RELEASE);
-	return 0;
 }
 
-int sim_stream_wait_value(struct mdev *d, void *stream, uint64_t addr, bool host, uint64_t value, unsigned size,
-			  unsigned flags)
+int sim_stream_memop(struct mdev *d, void *stream, bool wait, uint64_t addr, bool host, uint64_t value, unsigned size,
+		     unsigned flags)
 {
 	unsigned cond = flags & ~MEARAS_MEMOP_FLUSH;
 	volatile uint8_t *p;
@@ -75,6 +65,10 @@ int sim_stream_wait_value(struct mdev *d, void *stream, uint64_t addr, bool host
 	p = word(d, addr, host, size);
 	if (!p)
 		return cudaErrorInvalidValue;
+	if (!wait) {
+		store(p, value, size);
+		return 0;
+	}
 	for (unsigned waited_us = 0; waited_us < SIM_WAIT_MS * 1000u; waited_us += 50) {
 		if (holds(load(p, size), value, cond, size))
 			return 0;

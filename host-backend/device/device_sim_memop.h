@@ -5,9 +5,7 @@
 
 #include "device.h"
 
-int sim_stream_write_value(struct mdev *d, void *stream, uint64_t addr, bool host, uint64_t value, unsigned size,
-			   unsigned flags);
-int sim_stream_wait_value(struct mdev *d, void *stream, uint64_t addr, bool host, uint64_t value, unsigned size,
-			  unsigned flags);
+int sim_stream_memop(struct mdev *d, void *stream, bool wait, uint64_t addr, bool host, uint64_t value, unsigned size,
+		     unsigned flags);
 
 #endif
