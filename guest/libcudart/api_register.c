@@ -21,6 +21,7 @@ struct rt_module {
 	struct mearas_fatbin_index *index;
 	int index_tried;
 	uint32_t loaded;                        /* bit per vGPU */
+	const char *managed;                    /* a __managed__ variable's name (not served), or NULL */
 	pthread_mutex_t lock;
 };
 
@@ -160,9 +161,18 @@ RT_EXPORT void __cudaUnregisterFatBinary(void **fatCubinHandle)
 	pthread_mutex_unlock(&m->lock);
 }
 
+/* The host's first access to a __managed__ variable of the module calls
+ * this first, then reads the variable through the pointer registration was
+ * to set: mearas sets none, so the program ends here, saying why, rather
+ * than on the null pointer. */
 RT_EXPORT char __cudaInitModule(void **fatCubinHandle)
 {
-	(void)fatCubinHandle;
+	struct rt_module *m = (struct rt_module *)fatCubinHandle;
+
+	if (m && m->managed) {
+		log_err("the host accessed __managed__ variable %s, which mearas does not serve: exiting", m->managed);
+		exit(1);
+	}
 	return 1;
 }
 
@@ -203,9 +213,13 @@ RT_EXPORT void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *dev
 RT_EXPORT void __cudaRegisterManagedVar(void **fatCubinHandle, void **hostVarPtrAddress, char *deviceAddress,
 					const char *deviceName, int ext, size_t size, int constant, int global)
 {
-	(void)fatCubinHandle, (void)hostVarPtrAddress, (void)deviceAddress, (void)ext, (void)size;
-	(void)constant, (void)global;
-	log_err("__managed__ variable %s: managed memory is not supported by mearas", deviceName);
+	struct rt_module *m = (struct rt_module *)fatCubinHandle;
+
+	(void)hostVarPtrAddress, (void)deviceAddress, (void)ext, (void)size, (void)constant, (void)global;
+	log_err("__managed__ variable %s: managed variables are not supported by mearas (cudaMallocManaged is)",
+		deviceName);
+	if (m && !m->managed)
+		m->managed = deviceName;
 }
 
 RT_EXPORT void __cudaRegisterHostVar(void **fatCubinHandle, const char *deviceName, char *hostVar, size_t size)

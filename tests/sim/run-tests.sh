@@ -304,6 +304,15 @@ visible_vgpus_refused() {
 	[ "$out" = 'cudaGetDeviceCount: cudaSuccess, 3' ] || { echo "empty: $out"; return 1; }
 }
 
+# a __managed__ variable: the host's access ends the program, exit 1, saying so
+managed_var_refused() {
+	local out rc
+	out=$(prog managed_var 2>&1)
+	rc=$?
+	[ $rc = 1 ] && grep -q "the host accessed __managed__ variable counter, which mearas does not serve" <<<"$out" &&
+		! grep -q "^counter" <<<"$out" || { echo "exit $rc: $out"; return 1; }
+}
+
 # run_modes PROGRAM MODE...: run_test PROGRAM_MODE (PROGRAM MODE) for each mode
 run_modes() {
 	local p=$1 m
@@ -328,6 +337,7 @@ run_test graph_host_func prog graph_host_func
 run_test graph_clone_captured prog graph_clone_captured
 run_modes graph_mem capture nodes outlive attrs
 run_test rt_entry_points prog rt_entry_points
+run_test managed_var_refused managed_var_refused
 run_test stress_mix prog stress_mix
 run_test graph_capture_api prog graph_capture_api
 run_test graph_nodes prog graph_nodes
