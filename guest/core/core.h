@@ -521,7 +521,6 @@ void rt_pools_forget_vgpu(int vgpu);
  * (cudaGraphMemAttributeType) of vgpu, read or set */
 cudaError_t rt_gmem_alloc(struct rt_pool *p, size_t size, struct rt_gmem **out);
 uint64_t rt_gmem_ptr(const struct rt_gmem *g);
-uint64_t rt_gmem_size(const struct rt_gmem *g);
 cudaError_t rt_gmem_hold(struct rt_gmem_set *s, struct rt_gmem *g);
 cudaError_t rt_gmem_set_copy(struct rt_gmem_set *dst, const struct rt_gmem_set *src);
 void rt_gmem_set_release(struct rt_gmem_set *s);

@@ -82,11 +82,6 @@ uint64_t rt_gmem_ptr(const struct rt_gmem *g)
 	return g->ptr;
 }
 
-uint64_t rt_gmem_size(const struct rt_gmem *g)
-{
-	return g->size;
-}
-
 cudaError_t rt_gmem_hold(struct rt_gmem_set *s, struct rt_gmem *g)
 {
 	if (s->n == s->cap) {
@@ -180,11 +175,7 @@ cudaError_t rt_gmem_node_alloc(struct rt_graph *g, struct rt_node_params *p)
 		return e;
 	e = rt_gmem_hold(&g->mem, m);
 	if (e) {
-		/* held by nothing: an ordinary allocation, freed as one */
-		struct rt_gmem_set none = { 0 };
-
-		if (!rt_gmem_hold(&none, m))
-			rt_gmem_set_release(&none);
+		/* held by nothing: rt_free frees it as an ordinary allocation */
 		rt_free((void *)(uintptr_t)rt_gmem_ptr(m), NULL, false);
 		return e;
 	}

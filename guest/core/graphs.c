@@ -94,9 +94,9 @@ cudaError_t rt_graph_instantiate(struct rt_graph *g, unsigned long long flags, c
 	x->id = rt_new_handle();
 	x->vgpu = g->vgpu;
 	x->flags = flags;
-	if (!x->id) {
-		e = cudaErrorMemoryAllocation;
-	} else if (g->built) {
+	/* the graph's allocations stay while it can run */
+	e = x->id ? rt_gmem_set_copy(&x->mem, &g->mem) : cudaErrorMemoryAllocation;
+	if (!e && g->built) {
 		/* replayed into a capture (graphnodes.c); the copy stays for updates */
 		struct rt_graph *cap;
 
@@ -110,20 +110,11 @@ cudaError_t rt_graph_instantiate(struct rt_graph *g, unsigned long long flags, c
 			if (e)
 				rt_graph_free(x->shape);
 		}
-	} else {
+	} else if (!e) {
 		e = rt_do_GRAPH_INSTANTIATE(g->vgpu, g->id, x->id, flags);
 	}
 	if (e) {
-		free(x);
-		return e;
-	}
-	/* the graph's allocations stay while it can run */
-	e = rt_gmem_set_copy(&x->mem, &g->mem);
-	if (e) {
 		rt_gmem_set_release(&x->mem);
-		rt_do_GRAPH_EXEC_DESTROY(x->vgpu, x->id);
-		if (x->shape)
-			rt_graph_free(x->shape);
 		free(x);
 		return e;
 	}

@@ -72,6 +72,10 @@ enum cu_kind { CU_STREAM_OBJ, CU_EVENT_OBJ, CU_GRAPH_OBJ, CU_GRAPH_EXEC_OBJ, CU_
 /* cu_ready, then the live object of that kind behind h into *obj (NULL and
  * bad when h names none) */
 CU_HIDDEN CUresult cu_handle(void *h, enum cu_kind kind, CUresult bad, void **obj);
+/* graphnodes.c: the graph a handle names, and the parameters of a node of
+ * type (-1: any) with the pointer a Get call fills in (refused if NULL) */
+CU_HIDDEN CUresult cu_graph_of(CUgraph h, struct rt_graph **g);
+CU_HIDDEN CUresult cu_node_params(CUgraphNode h, int type, const void *out, const struct rt_node_params **p);
 
 /*
  * Contexts (context.c). A context is one vGPU; each vGPU has one primary

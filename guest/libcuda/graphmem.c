@@ -18,33 +18,13 @@ _Static_assert(sizeof(CUDA_MEM_ALLOC_NODE_PARAMS) == sizeof(struct cudaMemAllocN
 		       sizeof(CUmemPoolProps) == sizeof(struct cudaMemPoolProps),
 	       "the driver's and the runtime's alloc node parameters differ");
 
-static CUresult graph_of(CUgraph h, struct rt_graph **g)
-{
-	void *o;
-	CUresult r = cu_handle(h, CU_GRAPH_OBJ, CUDA_ERROR_INVALID_VALUE, &o);
-
-	*g = o;
-	return !r && !(*g)->built ? CU_REFUSE(CUDA_ERROR_INVALID_VALUE) : r;
-}
-
-static CUresult node_of(CUgraphNode h, int type, const void *out, const struct rt_node_params **p)
-{
-	void *o;
-	CUresult r = cu_need(cu_handle(h, CU_NODE_OBJ, CUDA_ERROR_INVALID_VALUE, &o), out);
-
-	if (!r && rt_gnode_type(o) != type)
-		r = CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
-	*p = r ? NULL : rt_gnode_params(o);
-	return r;
-}
-
 CU_EXPORT CUresult CUDAAPI cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph,
 						  const CUgraphNode *dependencies, size_t numDependencies,
 						  CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams)
 {
 	struct rt_graph *g;
 	struct rt_gnode *n;
-	CUresult r = cu_need(graph_of(hGraph, &g), phGraphNode);
+	CUresult r = cu_need(cu_graph_of(hGraph, &g), phGraphNode);
 
 	if (!r)
 		r = cu_result(rt_graph_add_mem_alloc("cuGraphAddMemAllocNode", g, (void *const *)dependencies,
@@ -61,7 +41,7 @@ CU_EXPORT CUresult CUDAAPI cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgra
 	struct rt_node_params p = { .type = cudaGraphNodeTypeMemFree };
 	struct rt_graph *g;
 	struct rt_gnode *n;
-	CUresult r = cu_need(graph_of(hGraph, &g), phGraphNode);
+	CUresult r = cu_need(cu_graph_of(hGraph, &g), phGraphNode);
 
 	p.u.m.dptr = (void *)(uintptr_t)dptr;
 	if (!r)
@@ -75,7 +55,7 @@ CU_EXPORT CUresult CUDAAPI cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgra
 CU_EXPORT CUresult CUDAAPI cuGraphMemAllocNodeGetParams(CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS *params_out)
 {
 	const struct rt_node_params *p;
-	CUresult r = node_of(hNode, cudaGraphNodeTypeMemAlloc, params_out, &p);
+	CUresult r = cu_node_params(hNode, cudaGraphNodeTypeMemAlloc, params_out, &p);
 
 	if (!r)
 		rt_gmem_node_params(p, (struct cudaMemAllocNodeParams *)params_out);
@@ -85,7 +65,7 @@ CU_EXPORT CUresult CUDAAPI cuGraphMemAllocNodeGetParams(CUgraphNode hNode, CUDA_
 CU_EXPORT CUresult CUDAAPI cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dptr_out)
 {
 	const struct rt_node_params *p;
-	CUresult r = node_of(hNode, cudaGraphNodeTypeMemFree, dptr_out, &p);
+	CUresult r = cu_node_params(hNode, cudaGraphNodeTypeMemFree, dptr_out, &p);
 
 	if (!r)
 		*dptr_out = (CUdeviceptr)(uintptr_t)p->u.m.dptr;

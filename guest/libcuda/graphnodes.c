@@ -18,7 +18,7 @@
 #include "mearas/log.h"
 #include "cu.h"
 
-static CUresult graph_of(CUgraph h, struct rt_graph **g)
+CUresult cu_graph_of(CUgraph h, struct rt_graph **g)
 {
 	void *o;
 	CUresult r = cu_handle(h, CU_GRAPH_OBJ, CUDA_ERROR_INVALID_VALUE, &o);
@@ -36,8 +36,7 @@ static CUresult node_of(CUgraphNode h, int type, struct rt_gnode **n)
 	return !r && type >= 0 && rt_gnode_type(*n) != type ? CU_REFUSE(CUDA_ERROR_INVALID_VALUE) : r;
 }
 
-/* node_of and the pointer a Get call fills in, then the node's parameters */
-static CUresult node_params(CUgraphNode h, int type, const void *out, const struct rt_node_params **p)
+CUresult cu_node_params(CUgraphNode h, int type, const void *out, const struct rt_node_params **p)
 {
 	struct rt_gnode *n;
 	CUresult r = cu_need(node_of(h, type, &n), out);
@@ -108,7 +107,7 @@ static CUresult add(const char *call, CUgraphNode *out, CUgraph hGraph, const CU
 {
 	struct rt_graph *g;
 	struct rt_gnode *node;
-	CUresult r = cu_need(graph_of(hGraph, &g), out);
+	CUresult r = cu_need(cu_graph_of(hGraph, &g), out);
 
 	if (r)
 		return r;
@@ -186,7 +185,7 @@ static CUresult add_kernel(const char *call, CUgraphNode *out, CUgraph hGraph, c
 	struct kbuf *kb;
 	struct rt_node_params p;
 	struct rt_graph *g;
-	CUresult r = graph_of(hGraph, &g);
+	CUresult r = cu_graph_of(hGraph, &g);
 
 	if (r)
 		return r;
@@ -218,7 +217,7 @@ static CUresult get_kernel(CUgraphNode h, CUDA_KERNEL_NODE_PARAMS_v2 *q, bool v2
 {
 	const struct rt_node_params *p;
 	const struct rt_kernel_node *k;
-	CUresult r = node_params(h, cudaGraphNodeTypeKernel, q, &p);
+	CUresult r = cu_node_params(h, cudaGraphNodeTypeKernel, q, &p);
 
 	if (r)
 		return r;
@@ -336,7 +335,7 @@ static CUresult add_ctx_node(const char *call, CUgraphNode *o, CUgraph hGraph, c
 {
 	struct rt_node_params p;
 	struct rt_graph *g;
-	CUresult r = graph_of(hGraph, &g);
+	CUresult r = cu_graph_of(hGraph, &g);
 
 	if (!r)
 		r = conv(call, g->vgpu, q, ctx, &p);
@@ -371,7 +370,7 @@ static CUresult set_ctx_node(const char *call, CUgraphExec hExec, CUgraphNode h,
 	CU_EXPORT CUresult CUDAAPI cuGraph##Kind##NodeGetParams(CUgraphNode h, Params *q)                          \
 	{                                                                                                          \
 		const struct rt_node_params *p;                                                                    \
-		CUresult r = node_params(h, type, q, &p);                                                          \
+		CUresult r = cu_node_params(h, type, q, &p);                                                          \
                                                                                                                    \
 		if (!r)                                                                                            \
 			from_core(p, q);                                                                           \
@@ -512,7 +511,7 @@ CU_EXPORT CUresult CUDAAPI cuGraphAddHostNode(CUgraphNode *o, CUgraph g, const C
 CU_EXPORT CUresult CUDAAPI cuGraphHostNodeGetParams(CUgraphNode h, CUDA_HOST_NODE_PARAMS *q)
 {
 	const struct rt_node_params *p;
-	CUresult r = node_params(h, cudaGraphNodeTypeHost, q, &p);
+	CUresult r = cu_node_params(h, cudaGraphNodeTypeHost, q, &p);
 
 	if (r)
 		return r;
@@ -564,7 +563,7 @@ CU_EXPORT CUresult CUDAAPI cuGraphAddChildGraphNode(CUgraphNode *o, CUgraph g, c
 CU_EXPORT CUresult CUDAAPI cuGraphChildGraphNodeGetGraph(CUgraphNode h, CUgraph *phGraph)
 {
 	const struct rt_node_params *p;
-	CUresult r = node_params(h, cudaGraphNodeTypeGraph, phGraph, &p);
+	CUresult r = cu_node_params(h, cudaGraphNodeTypeGraph, phGraph, &p);
 
 	if (r)
 		return r;
@@ -593,7 +592,7 @@ CU_EXPORT CUresult CUDAAPI cuGraphExecChildGraphNodeSetParams(CUgraphExec hExec,
 CU_EXPORT CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode h, CUgraphNodeType *type)
 {
 	const struct rt_node_params *p;
-	CUresult r = node_params(h, -1, type, &p);
+	CUresult r = cu_node_params(h, -1, type, &p);
 
 	if (r)
 		return r;
@@ -613,7 +612,7 @@ static CUresult built(const char *call, struct rt_graph *g)
 CU_EXPORT CUresult CUDAAPI cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode *rootNodes, size_t *numRootNodes)
 {
 	struct rt_graph *g;
-	CUresult r = graph_of(hGraph, &g);
+	CUresult r = cu_graph_of(hGraph, &g);
 
 	if (!r)
 		r = built("cuGraphGetRootNodes", g);
@@ -667,7 +666,7 @@ static CUresult get_edges(const char *call, CUgraph hGraph, CUgraphNode *from, C
 {
 	struct rt_graph *g;
 	size_t cap = n ? *n : 0;
-	CUresult r = graph_of(hGraph, &g);
+	CUresult r = cu_graph_of(hGraph, &g);
 
 	if (!r)
 		r = built(call, g);
@@ -732,7 +731,7 @@ static CUresult change_deps(const char *call, CUgraph hGraph, const CUgraphNode 
 			    const CUgraphEdgeData *e, size_t n, bool add_them)
 {
 	struct rt_graph *g;
-	CUresult r = graph_of(hGraph, &g);
+	CUresult r = cu_graph_of(hGraph, &g);
 
 	if (!r)
 		r = built(call, g);
@@ -774,7 +773,7 @@ CU_EXPORT CUresult CUDAAPI cuGraphDestroyNode(CUgraphNode h)
 CU_EXPORT CUresult CUDAAPI cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
 {
 	struct rt_graph *g, *c;
-	CUresult r = cu_need(graph_of(originalGraph, &g), phGraphClone);
+	CUresult r = cu_need(cu_graph_of(originalGraph, &g), phGraphClone);
 
 	if (!r)
 		r = cu_result(rt_graph_clone("cuGraphClone", g, &c));
@@ -787,7 +786,7 @@ CU_EXPORT CUresult CUDAAPI cuGraphNodeFindInClone(CUgraphNode *phNode, CUgraphNo
 {
 	struct rt_graph *g;
 	struct rt_gnode *n;
-	CUresult r = cu_need(graph_of(hClonedGraph, &g), phNode);
+	CUresult r = cu_need(cu_graph_of(hClonedGraph, &g), phNode);
 
 	if (r)
 		return r;
@@ -805,7 +804,7 @@ static CUresult update(CUgraphExec hExec, CUgraph hGraph, CUgraphExecUpdateResul
 	struct rt_graph *g;
 	void *err = NULL, *err_from = NULL;
 	int result = CU_GRAPH_EXEC_UPDATE_ERROR;
-	CUresult r = graph_of(hGraph, &g);
+	CUresult r = cu_graph_of(hGraph, &g);
 
 	if (r)
 		return r;

@@ -6,37 +6,13 @@
  */
 #include "rt.h"
 
-static cudaError_t graph_of(cudaGraph_t h, struct rt_graph **g)
-{
-	cudaError_t e = rt_ensure();
-
-	if (e)
-		return e;
-	*g = rt_graph_get(h);
-	return *g && (*g)->built ? cudaSuccess : cudaErrorInvalidValue;
-}
-
-static cudaError_t node_of(cudaGraphNode_t h, int type, const void *out, const struct rt_node_params **p)
-{
-	struct rt_gnode *n;
-	cudaError_t e = rt_ensure();
-
-	if (e)
-		return e;
-	n = rt_gnode_get(h);
-	if (!n || rt_gnode_type(n) != type || !out)
-		return cudaErrorInvalidValue;
-	*p = rt_gnode_params(n);
-	return cudaSuccess;
-}
-
 RT_EXPORT cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
 					       const cudaGraphNode_t *pDependencies, size_t numDependencies,
 					       struct cudaMemAllocNodeParams *nodeParams)
 {
 	struct rt_graph *g;
 	struct rt_gnode *n;
-	cudaError_t e = rt_need(graph_of(graph, &g), pGraphNode);
+	cudaError_t e = rt_need(rt_graph_of(graph, &g), pGraphNode);
 
 	if (!e)
 		e = rt_graph_add_mem_alloc("cudaGraphAddMemAllocNode", g, (void *const *)pDependencies,
@@ -52,7 +28,7 @@ RT_EXPORT cudaError_t cudaGraphAddMemFreeNode(cudaGraphNode_t *pGraphNode, cudaG
 	struct rt_node_params p = { .type = cudaGraphNodeTypeMemFree };
 	struct rt_graph *g;
 	struct rt_gnode *n;
-	cudaError_t e = rt_need(graph_of(graph, &g), pGraphNode);
+	cudaError_t e = rt_need(rt_graph_of(graph, &g), pGraphNode);
 
 	p.u.m.dptr = dptr;
 	if (!e)
@@ -65,7 +41,7 @@ RT_EXPORT cudaError_t cudaGraphAddMemFreeNode(cudaGraphNode_t *pGraphNode, cudaG
 RT_EXPORT cudaError_t cudaGraphMemAllocNodeGetParams(cudaGraphNode_t node, struct cudaMemAllocNodeParams *params_out)
 {
 	const struct rt_node_params *p;
-	cudaError_t e = node_of(node, cudaGraphNodeTypeMemAlloc, params_out, &p);
+	cudaError_t e = rt_node_params_of(node, cudaGraphNodeTypeMemAlloc, params_out, &p);
 
 	if (!e)
 		rt_gmem_node_params(p, params_out);
@@ -75,7 +51,7 @@ RT_EXPORT cudaError_t cudaGraphMemAllocNodeGetParams(cudaGraphNode_t node, struc
 RT_EXPORT cudaError_t cudaGraphMemFreeNodeGetParams(cudaGraphNode_t node, void *dptr_out)
 {
 	const struct rt_node_params *p;
-	cudaError_t e = node_of(node, cudaGraphNodeTypeMemFree, dptr_out, &p);
+	cudaError_t e = rt_node_params_of(node, cudaGraphNodeTypeMemFree, dptr_out, &p);
 
 	if (!e)
 		*(void **)dptr_out = p->u.m.dptr;

@@ -15,7 +15,7 @@
 #include "mearas/log.h"
 #include "rt.h"
 
-static cudaError_t graph_of(cudaGraph_t h, struct rt_graph **g)
+cudaError_t rt_graph_of(cudaGraph_t h, struct rt_graph **g)
 {
 	cudaError_t e = rt_ensure();
 
@@ -52,8 +52,7 @@ static cudaError_t set(const char *call, struct rt_graph_exec *x, struct rt_gnod
 	return x ? rt_graph_exec_set(call, x, n, p) : rt_gnode_set(call, n, p);
 }
 
-/* node_of and the pointer a Get call fills in, then the node's parameters */
-static cudaError_t node_params(cudaGraphNode_t h, int type, const void *out, const struct rt_node_params **p)
+cudaError_t rt_node_params_of(cudaGraphNode_t h, int type, const void *out, const struct rt_node_params **p)
 {
 	struct rt_gnode *n;
 	cudaError_t e = node_of(h, type, &n);
@@ -70,7 +69,7 @@ typedef void (*params_out_fn)(const struct rt_node_params *p, void *q);
 static cudaError_t get_node(cudaGraphNode_t node, int type, void *q, params_out_fn conv)
 {
 	const struct rt_node_params *p;
-	cudaError_t e = node_params(node, type, q, &p);
+	cudaError_t e = rt_node_params_of(node, type, q, &p);
 
 	if (!e)
 		conv(p, q);
@@ -106,7 +105,7 @@ static cudaError_t add(const char *call, cudaGraphNode_t *out, cudaGraph_t graph
 {
 	struct rt_graph *g;
 	struct rt_gnode *node;
-	cudaError_t e = rt_need(graph_of(graph, &g), out);
+	cudaError_t e = rt_need(rt_graph_of(graph, &g), out);
 
 	if (e)
 		return e;
@@ -177,7 +176,7 @@ RT_EXPORT cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *pGraphNode, cudaGr
 	struct rt_node_params p;
 	struct rt_graph *g;
 	struct kbuf *kb;
-	cudaError_t e = graph_of(graph, &g);
+	cudaError_t e = rt_graph_of(graph, &g);
 
 	if (e)
 		return rt_set_error(e);
@@ -499,7 +498,7 @@ RT_EXPORT cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t *pGraphNode, cu
 RT_EXPORT cudaError_t cudaGraphChildGraphNodeGetGraph(cudaGraphNode_t node, cudaGraph_t *pGraph)
 {
 	const struct rt_node_params *p;
-	cudaError_t e = node_params(node, cudaGraphNodeTypeGraph, pGraph, &p);
+	cudaError_t e = rt_node_params_of(node, cudaGraphNodeTypeGraph, pGraph, &p);
 
 	if (!e)
 		*pGraph = (cudaGraph_t)p->u.child;
@@ -525,7 +524,7 @@ RT_EXPORT cudaError_t cudaGraphExecChildGraphNodeSetParams(cudaGraphExec_t hExec
 RT_EXPORT cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *pType)
 {
 	const struct rt_node_params *p;
-	cudaError_t e = node_params(node, -1, pType, &p);
+	cudaError_t e = rt_node_params_of(node, -1, pType, &p);
 
 	if (!e)
 		*pType = (enum cudaGraphNodeType)p->type;
@@ -543,7 +542,7 @@ static cudaError_t built(const char *call, struct rt_graph *g)
 RT_EXPORT cudaError_t cudaGraphGetRootNodes(cudaGraph_t graph, cudaGraphNode_t *pRootNodes, size_t *pNumRootNodes)
 {
 	struct rt_graph *g;
-	cudaError_t e = graph_of(graph, &g);
+	cudaError_t e = rt_graph_of(graph, &g);
 
 	if (!e)
 		e = built("cudaGraphGetRootNodes", g);
@@ -562,7 +561,7 @@ RT_EXPORT cudaError_t cudaGraphGetEdges(cudaGraph_t graph, cudaGraphNode_t *from
 {
 	struct rt_graph *g;
 	size_t cap = numEdges ? *numEdges : 0;
-	cudaError_t e = graph_of(graph, &g);
+	cudaError_t e = rt_graph_of(graph, &g);
 
 	if (!e)
 		e = built("cudaGraphGetEdges", g);
@@ -604,7 +603,7 @@ static cudaError_t change_deps(const char *call, cudaGraph_t graph, const cudaGr
 {
 	static const cudaGraphEdgeData zero;
 	struct rt_graph *g;
-	cudaError_t e = graph_of(graph, &g);
+	cudaError_t e = rt_graph_of(graph, &g);
 
 	if (!e)
 		e = built(call, g);
@@ -647,7 +646,7 @@ RT_EXPORT cudaError_t cudaGraphDestroyNode(cudaGraphNode_t node)
 RT_EXPORT cudaError_t cudaGraphClone(cudaGraph_t *pGraphClone, cudaGraph_t originalGraph)
 {
 	struct rt_graph *g, *c;
-	cudaError_t e = pGraphClone ? graph_of(originalGraph, &g) : cudaErrorInvalidValue;
+	cudaError_t e = pGraphClone ? rt_graph_of(originalGraph, &g) : cudaErrorInvalidValue;
 
 	if (!e)
 		e = rt_graph_clone("cudaGraphClone", g, &c);
@@ -661,7 +660,7 @@ RT_EXPORT cudaError_t cudaGraphNodeFindInClone(cudaGraphNode_t *pNode, cudaGraph
 {
 	struct rt_graph *g;
 	struct rt_gnode *n;
-	cudaError_t e = graph_of(clonedGraph, &g);
+	cudaError_t e = rt_graph_of(clonedGraph, &g);
 
 	if (!e && !pNode)
 		e = cudaErrorInvalidValue;
@@ -679,7 +678,7 @@ RT_EXPORT cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_
 	struct rt_graph *g;
 	void *err = NULL, *err_from = NULL;
 	int result = cudaGraphExecUpdateError;
-	cudaError_t e = graph_of(hGraph, &g);
+	cudaError_t e = rt_graph_of(hGraph, &g);
 
 	if (e)
 		return rt_set_error(e);

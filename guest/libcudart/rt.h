@@ -15,6 +15,11 @@
 
 /* api_error.c */
 RT_HIDDEN cudaError_t rt_set_error(cudaError_t e);     /* records last error, returns e */
+/* api_graphnodes.c: the graph a handle names (connected first), and node_of
+ * of a node of type (-1: any) with the pointer a Get call fills in, then the
+ * node's parameters */
+RT_HIDDEN cudaError_t rt_graph_of(cudaGraph_t h, struct rt_graph **g);
+RT_HIDDEN cudaError_t rt_node_params_of(cudaGraphNode_t h, int type, const void *out, const struct rt_node_params **p);
 
 /* registration (api_register.c) */
 struct rt_func;

@@ -48,7 +48,7 @@
 	X(cuStreamWaitEvent) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) \
 	X(cuEventQuery) X(cuEventElapsedTime) X(cuStreamBeginCapture)           \
 	X(cuStreamEndCapture) X(cuStreamIsCapturing) X(cuGraphInstantiate)      \
-	X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy) X(cuGraphClone)                \
+	X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy) X(cuGraphClone) \
 	X(cuLaunchHostFunc) X(cuGetErrorName) X(cuDeviceCanAccessPeer)        \
 	X(cuCtxSynchronize) X(cuStreamSynchronize) X(cuEventSynchronize)        \
 	X(cuGraphGetNodes) X(cuGraphNodeGetType) X(cuGraphHostNodeGetParams)      \

@@ -57,18 +57,13 @@ static int step_failed(struct tls_transport *tt, int rc, bool reading)
 {
 	if (rc == MEARAS_LINK_E_PROTO && reading && !__atomic_exchange_n(&tt->logged, 1, __ATOMIC_ACQ_REL)) {
 		char why[160];
-		link_tls_error_text(why, sizeof(why));
 		/* reasons from SSL_AD_REASON_OFFSET on are alerts the peer sent */
-		if (ERR_GET_REASON(ERR_peek_last_error()) >= SSL_AD_REASON_OFFSET)
-			link_log(tt->cfg, MEARAS_LINK_LOG_ERR,
-				 "link with %s: the peer's TLS refused data this node sent (%s): altered or forged "
-				 "on the way; dropping the link",
-				 tt->peer, why);
-		else
-			link_log(tt->cfg, MEARAS_LINK_LOG_ERR,
-				 "link with %s: TLS refused data from the peer (%s): altered or forged on the way; "
-				 "dropping the link",
-				 tt->peer, why);
+		bool alert = ERR_GET_REASON(ERR_peek_last_error()) >= SSL_AD_REASON_OFFSET;
+
+		link_tls_error_text(why, sizeof(why));
+		link_log(tt->cfg, MEARAS_LINK_LOG_ERR,
+			 "link with %s: %s (%s): altered or forged on the way; dropping the link", tt->peer,
+			 alert ? "the peer's TLS refused data this node sent" : "TLS refused data from the peer", why);
 	}
 	__atomic_store_n(&tt->tcp.down, 1, __ATOMIC_RELEASE);
 	return rc;
