@@ -39,7 +39,7 @@ CUDART_SRC  := $(wildcard guest/libcudart/*.c)
 CUDART_OBJ  := $(patsubst %.c,$(BUILD)/obj-rt/%.o,$(CUDART_SRC) $(COMMON_SRC))
 # the libraries: remote-link (node-to-node links, with its test programs)
 # and the host side of QEMU's ivshmem-doorbell protocol
-LINK_SRC    := $(addprefix remote-link/src/,util.c wire.c transport_tcp.c transport_tls.c transport_verbs.c tls.c \
+LINK_SRC    := $(addprefix remote-link/src/,util.c wire.c transport_tcp.c transport_sealed.c transport_verbs.c tls.c records.c \
                handshake.c client.c server.c stripe_rx.c stripe_tx.c)
 LINK_LIB    := $(BUILD)/lib/libremote_link.a
 LINK_TESTS  := $(BUILD)/remote-link/test_unit $(BUILD)/remote-link/test_stripe $(BUILD)/remote-link/link_node

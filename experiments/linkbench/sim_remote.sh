@@ -6,7 +6,7 @@
 # "MEASURE sim-remote ..." lines: sync round trip (median us), pinned copies
 # (GB/s) and the CPU seconds both mearasd spent during the copies (the copies
 # are the same work each run: unlike the rates, the CPU time does not depend
-# on what else the machine runs); and the link's line (TLS and kTLS mode).
+# on what else the machine runs); and the link's line (how it is encrypted).
 #   experiments/linkbench/sim_remote.sh [MEARASD]   (from the repository's top;
 #   needs `make` and `make build/experiments/microbench`; default build/bin/mearasd)
 set -u

@@ -73,7 +73,6 @@ struct mearas_link_config {
 	size_t key_len;
 	enum mearas_link_transport transport;  /* client: chosen per link */
 	enum mearas_link_encryption encryption; /* TLS (default) or OFF; both ends must agree */
-	bool no_ktls;                   /* keep TLS in user space even where the kernel offers kTLS */
 	size_t batch_max_bytes;         /* flush when the batch reaches this (64 KiB) */
 	uint32_t batch_max_msgs;        /* ... or this many messages (256); 1 = no batching */
 	uint32_t batch_delay_us;        /* ... or this long after its first message (50) */

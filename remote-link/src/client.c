@@ -861,7 +861,7 @@ static int transport_of(const struct mearas_link_config *cfg, const char *peer, 
 	int rc;
 
 	if (ssl)
-		rc = link_tls_transport_create(fd, ssl, cfg, peer, t);
+		rc = link_sealed_transport_create(fd, ssl, false, cfg, peer, t);
 	else if (cfg->transport == MEARAS_LINK_TRANSPORT_VERBS)
 		rc = link_verbs_transport_create(fd, cfg, 0, t);
 	else

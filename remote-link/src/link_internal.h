@@ -116,26 +116,7 @@ int link_recv_blob(int fd, void *buf, size_t cap, size_t *len, uint32_t timeout_
 int link_tls_handshake(int fd, const struct mearas_link_config *cfg, bool server, const char *peer,
 		       const void *hello, size_t hello_len, const void *challenge, size_t challenge_len,
 		       SSL **out);
-/* One SSL_write_ex/SSL_read_ex (under lock if not NULL): 1 with *done bytes,
- * 0 when it must wait for *wait_events on the socket, E_PROTO when TLS
- * refused what the peer sent (altered, forged, not TLS), E_BROKEN on EOF.
- * pending (not NULL): whether TLS holds received bytes it has not handed
- * out yet (SSL_has_pending, read under the same lock), after a step that
- * moved bytes; false otherwise. */
-int link_tls_step(SSL *ssl, pthread_mutex_t *lock, bool write, void *buf, size_t len, size_t *done,
-		  short *wait_events, bool *pending);
 /* All len bytes through TLS on fd, waiting until deadline_ns (handshake messages). */
 int link_tls_io_all(SSL *ssl, int fd, bool write, void *buf, size_t len, uint64_t deadline_ns);
-/* Around TLS writes: blocks SIGPIPE on this thread unless the process ignores
- * it (OpenSSL writes with write()), and takes off one they raised. */
-bool link_sigpipe_block(sigset_t *old);
-bool link_sigpipe_ignored(void);
-void link_sigpipe_restore(bool blocked, const sigset_t *old);
-/* OpenSSL's reason for the last failure of this thread, for a log line. */
-void link_tls_error_text(char *out, size_t cap);
-/* "encrypted: TLSv1.3 TLS_AES_128_GCM_SHA256, kTLS ..." for the link's log line:
- * where kTLS is off, why (not asked for: no_ktls; no tls module; OpenSSL
- * kept the keys). */
-void link_tls_describe(SSL *ssl, bool no_ktls, char *out, size_t cap);
 
 #endif

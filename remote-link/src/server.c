@@ -675,7 +675,7 @@ static void *conn_main(void *arg)
 	if (!rc) {
 		struct link_transport *t = NULL;
 		if (hs.ssl)
-			rc = link_tls_transport_create(c->fd, hs.ssl, &s->cfg, c->peer, &t);
+			rc = link_sealed_transport_create(c->fd, hs.ssl, true, &s->cfg, c->peer, &t);
 		else if (hs.transport == MEARAS_LINK_TRANSPORT_VERBS)
 			rc = link_verbs_transport_create(c->fd, &s->cfg, 1, &t);
 		else

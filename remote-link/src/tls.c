@@ -1,7 +1,7 @@
 /* TLS 1.3 of an encrypted link (OpenSSL): the PSK derived from the cluster
- * key, the handshake on the connected socket, one TLS read or write step
- * shared by the handshake messages and the transport, and the log text of
- * OpenSSL's errors.
+ * key, the handshake on the connected socket and the handshake messages that
+ * follow it inside TLS (handshake.c). After them the link's own records
+ * (records.h), keyed from this session, carry the link.
  *
  * The PSK is HKDF-SHA256(key = cluster key, salt = SHA-256(hello || challenge),
  * info = PSK_INFO): each connection gets its own, bound to both nonces and to
@@ -30,14 +30,6 @@ static const char PSK_INFO[] = "mearas-link tls13 external psk v1";
 /* TLS_AES_128_GCM_SHA256 (the PSK's hash is SHA-256: the suites below use it) */
 static const unsigned char PSK_CIPHER[2] = { 0x13, 0x01 };
 static const char SUITES[] = "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256";
-/* OpenSSL reads up to this much from the socket at once (read-ahead): two
- * whole TLS 1.3 records (5-byte header, 16 KiB of plaintext, at most 256
- * bytes of expansion). Not more: before each SSL_read OpenSSL 3.0 moves all
- * the bytes it holds to the front of this buffer (to align the next record's
- * payload), so a buffer of n records copies each byte about n/2 times more;
- * at 256 KiB memmove took as much of a bulk receiver as the decryption. */
-#define TLS_READ_BUF (2u * (5u + 16384u + 256u))
-
 struct link_psk {
 	uint8_t psk[PSK_BYTES];
 	bool identity_unknown; /* server: the client offered another identity */
@@ -119,7 +111,7 @@ static int server_psk_cb(SSL *ssl, const unsigned char *id, size_t idlen, SSL_SE
 	return *sess ? 1 : 0;
 }
 
-static SSL *new_ssl(const struct mearas_link_config *cfg, bool server)
+static SSL *new_ssl(bool server)
 {
 	SSL_CTX *ctx = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method());
 	if (!ctx)
@@ -127,14 +119,15 @@ static SSL *new_ssl(const struct mearas_link_config *cfg, bool server)
 	SSL *ssl = NULL;
 	if (SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) &&
 	    SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION) && SSL_CTX_set_ciphersuites(ctx, SUITES)) {
-		SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET | (cfg->no_ktls ? 0 : SSL_OP_ENABLE_KTLS));
+		SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
 		SSL_CTX_set_num_tickets(ctx, 0);
 		SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
-		/* a write returns after each record (the transport's lock is released
-		 * between records) and is retried from the same bytes after EAGAIN */
+		/* a write is retried from the same bytes after EAGAIN */
 		SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-		SSL_CTX_set_read_ahead(ctx, 1);
-		SSL_CTX_set_default_read_buffer_len(ctx, TLS_READ_BUF);
+		/* no read-ahead: TLS reads one record at a time, so the bytes after
+		 * the handshake's last message (the link's own records,
+		 * transport_sealed.c) stay in the socket for the transport */
+		SSL_CTX_set_read_ahead(ctx, 0);
 		if (server) {
 			SSL_CTX_set_psk_find_session_callback(ctx, server_psk_cb);
 		} else {
@@ -153,13 +146,13 @@ static SSL *new_ssl(const struct mearas_link_config *cfg, bool server)
  * connection the peer closed: a peer could kill a process that does not
  * ignore SIGPIPE (mearasd does). Unless it is ignored, SIGPIPE is blocked on
  * this thread while TLS writes, and one they raised is taken off. */
-bool link_sigpipe_ignored(void)
+static bool link_sigpipe_ignored(void)
 {
 	struct sigaction sa;
 	return sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN;
 }
 
-bool link_sigpipe_block(sigset_t *old)
+static bool link_sigpipe_block(sigset_t *old)
 {
 	if (link_sigpipe_ignored())
 		return false;
@@ -169,7 +162,7 @@ bool link_sigpipe_block(sigset_t *old)
 	return pthread_sigmask(SIG_BLOCK, &set, old) == 0;
 }
 
-void link_sigpipe_restore(bool blocked, const sigset_t *old)
+static void link_sigpipe_restore(bool blocked, const sigset_t *old)
 {
 	if (!blocked)
 		return;
@@ -183,7 +176,7 @@ void link_sigpipe_restore(bool blocked, const sigset_t *old)
 	pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
-void link_tls_error_text(char *out, size_t cap)
+static void link_tls_error_text(char *out, size_t cap)
 {
 	unsigned long e = ERR_peek_last_error();
 	if (!e) {
@@ -197,19 +190,15 @@ void link_tls_error_text(char *out, size_t cap)
 		ERR_error_string_n(e, out, cap);
 }
 
-int link_tls_step(SSL *ssl, pthread_mutex_t *lock, bool write, void *buf, size_t len, size_t *done,
-		  short *wait_events, bool *pending)
+/* One SSL_write_ex/SSL_read_ex: 1 with *done bytes, 0 when it must wait for
+ * *wait_events on the socket, E_PROTO when TLS refused what the peer sent,
+ * E_BROKEN on EOF. */
+static int tls_step(SSL *ssl, bool write, void *buf, size_t len, size_t *done, short *wait_events)
 {
-	if (lock)
-		pthread_mutex_lock(lock);
 	ERR_clear_error();
 	errno = 0;
 	int ok = write ? SSL_write_ex(ssl, buf, len, done) : SSL_read_ex(ssl, buf, len, done);
 	int err = ok ? SSL_ERROR_NONE : SSL_get_error(ssl, 0);
-	if (pending)
-		*pending = ok && SSL_has_pending(ssl);
-	if (lock)
-		pthread_mutex_unlock(lock);
 	switch (err) {
 	case SSL_ERROR_NONE:
 		return 1;
@@ -251,7 +240,7 @@ static int io_step(SSL *ssl, int fd, bool write, uint8_t **p, size_t *len, uint6
 {
 	size_t n = 0;
 	short ev = 0;
-	int rc = link_tls_step(ssl, NULL, write, *p, *len, &n, &ev, NULL);
+	int rc = tls_step(ssl, write, *p, *len, &n, &ev);
 	if (rc < 0)
 		return rc;
 	if (rc == 0)
@@ -284,7 +273,7 @@ int link_tls_handshake(int fd, const struct mearas_link_config *cfg, bool server
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
 		return MEARAS_LINK_E_SYS;
 	int rc = derive_psk(cfg, hello, hello_len, challenge, challenge_len, psk.psk);
-	SSL *ssl = rc ? NULL : new_ssl(cfg, server);
+	SSL *ssl = rc ? NULL : new_ssl(server);
 	if (!ssl || !SSL_set_fd(ssl, fd)) {
 		link_log(cfg, MEARAS_LINK_LOG_ERR, "link %s %s: cannot set up TLS (OpenSSL)", server ? "from" : "to",
 			 peer);
@@ -352,39 +341,4 @@ int link_tls_handshake(int fd, const struct mearas_link_config *cfg, bool server
 	}
 	*out = ssl;
 	return MEARAS_LINK_OK;
-}
-
-/* Whether the kernel has the TCP "tls" upper layer protocol (the tls module)
- * loaded: OpenSSL asks for it when it hands the keys over (which loads the
- * module where the kernel can). */
-static bool kernel_has_tls_ulp(void)
-{
-	char ulps[256] = "";
-	FILE *f = fopen("/proc/sys/net/ipv4/tcp_available_ulp", "re");
-	if (!f)
-		return false;
-	bool ok = fgets(ulps, sizeof(ulps), f) != NULL;
-	fclose(f);
-	for (char *tok = ok ? strtok(ulps, " \n") : NULL; tok; tok = strtok(NULL, " \n"))
-		if (strcmp(tok, "tls") == 0)
-			return true;
-	return false;
-}
-
-void link_tls_describe(SSL *ssl, bool no_ktls, char *out, size_t cap)
-{
-#ifndef OPENSSL_NO_KTLS
-	bool ktx = BIO_get_ktls_send(SSL_get_wbio(ssl)), krx = BIO_get_ktls_recv(SSL_get_rbio(ssl));
-	const char *why = no_ktls ? "not asked for" :
-			  !kernel_has_tls_ulp() ? "the kernel has no tls module" : "OpenSSL kept the keys";
-#else
-	bool ktx = false, krx = false;
-	const char *why = "this OpenSSL has no kTLS";
-#endif
-	char off[80];
-	snprintf(off, sizeof(off), "off (TLS in user space: %s)", why);
-	snprintf(out, cap, "encrypted: %s %s, kTLS %s", SSL_get_version(ssl),
-		 SSL_CIPHER_get_name(SSL_get_current_cipher(ssl)),
-		 ktx && krx ? "send and receive" : ktx ? "send (receive in user space)" :
-		 krx ? "receive (send in user space)" : off);
 }

@@ -5,6 +5,7 @@
 #ifndef MEARAS_LINK_TRANSPORT_H
 #define MEARAS_LINK_TRANSPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -48,7 +49,7 @@ struct link_transport {
 };
 
 /* A transport over a TCP socket: the TCP transport, and the start of the
- * TLS one (transport_tls.c). */
+ * encrypted one (transport_sealed.c). */
 struct link_tcp_transport {
 	struct link_transport base;
 	int fd;
@@ -58,10 +59,12 @@ struct link_tcp_transport {
 /* Takes ownership of the connected socket fd. */
 int link_tcp_transport_create(int fd, const struct mearas_link_config *cfg,
 			      struct link_transport **out);
-/* The same for an encrypted link: every byte goes through ssl (taken over,
- * freed on failure too); peer names the other end in log lines. */
-int link_tls_transport_create(int fd, SSL *ssl, const struct mearas_link_config *cfg, const char *peer,
-			      struct link_transport **out);
+/* The same for an encrypted link whose TLS handshake is done (ssl, taken
+ * over and freed, on failure too; server: which end this is): the link's own
+ * AEAD records (records.h) keyed from the TLS session. peer names the other
+ * end in log lines. */
+int link_sealed_transport_create(int fd, SSL *ssl, bool server, const struct mearas_link_config *cfg,
+				 const char *peer, struct link_transport **out);
 /* Sets up an RC queue pair with the peer over the connected side-channel fd
  * (ownership taken); is_server picks who sends its endpoint first. */
 int link_verbs_transport_create(int fd, const struct mearas_link_config *cfg, int is_server,

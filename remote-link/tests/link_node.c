@@ -31,8 +31,7 @@ static long long realtime_ms(void)
 }
 
 /* LINK_TRANSPORT=verbs and LINK_GID_INDEX=n pick the RDMA transport (guest test);
- * LINK_ENCRYPTION=off turns link encryption off (verbs needs it off), =user keeps
- * TLS in user space (no kTLS). */
+ * LINK_ENCRYPTION=off turns link encryption off (verbs needs it off). */
 static void cfg_with_key(struct mearas_link_config *c, const char *key)
 {
 	mearas_link_config_init(c);
@@ -41,8 +40,6 @@ static void cfg_with_key(struct mearas_link_config *c, const char *key)
 	const char *enc = getenv("LINK_ENCRYPTION");
 	if (enc && strcmp(enc, "off") == 0)
 		c->encryption = MEARAS_LINK_ENCRYPTION_OFF;
-	if (enc && strcmp(enc, "user") == 0)
-		c->no_ktls = true; /* TLS in user space even where kTLS is there */
 	if (tr && strcmp(tr, "verbs") == 0)
 		c->transport = MEARAS_LINK_TRANSPORT_VERBS;
 	if (gid)

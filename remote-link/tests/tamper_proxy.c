@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -16,12 +17,19 @@ static int pump(struct tamper_proxy *p, int from, int to, enum tamper_mode flip_
 	ssize_t n = recv(from, buf, sizeof(buf), 0);
 	if (n <= 0)
 		return -1;
-	if (p->mode == flip_mode && __atomic_load_n(&p->armed, __ATOMIC_ACQUIRE) &&
-	    !__atomic_load_n(&p->done, __ATOMIC_ACQUIRE)) {
+	bool now = __atomic_load_n(&p->armed, __ATOMIC_ACQUIRE) && !__atomic_load_n(&p->done, __ATOMIC_ACQUIRE);
+	bool replay = now && flip_mode == TAMPER_FLIP_TO_SERVER && p->mode == TAMPER_REPLAY_TO_SERVER;
+	if (now && p->mode == flip_mode) {
 		buf[n / 2] ^= 0x20;
 		__atomic_store_n(&p->done, 1, __ATOMIC_RELEASE);
 	}
-	return send_all(to, buf, (size_t)n);
+	if (send_all(to, buf, (size_t)n))
+		return -1;
+	if (replay) {
+		__atomic_store_n(&p->done, 1, __ATOMIC_RELEASE);
+		return send_all(to, buf, (size_t)n);
+	}
+	return 0;
 }
 
 static void *proxy_main(void *arg)

@@ -1,7 +1,7 @@
 /* An on-path attacker for the tests: a TCP proxy between a link's client and
  * server that forwards every byte until armed, then alters the stream once:
- * flips one byte of what passes next in one direction, or injects bytes of
- * its own towards the server. */
+ * flips one byte of what passes next in one direction, injects bytes of its
+ * own towards the server, or sends what the client sends next twice. */
 #ifndef REMOTE_LINK_TAMPER_PROXY_H
 #define REMOTE_LINK_TAMPER_PROXY_H
 
@@ -13,6 +13,7 @@ enum tamper_mode {
 	TAMPER_FLIP_TO_SERVER, /* flip a byte of the next bytes the client sends */
 	TAMPER_FLIP_TO_CLIENT, /* flip a byte of the next bytes the server sends */
 	TAMPER_INJECT,         /* send inject[] to the server as if from the client */
+	TAMPER_REPLAY_TO_SERVER, /* send the next bytes the client sends twice */
 };
 
 struct tamper_proxy {

@@ -341,7 +341,7 @@ static int hand_conn(const uint8_t *key, enum mearas_link_encryption enc, struct
 	if (!rc)
 		rc = link_handshake_client_stripe(fd, &cfg, "test", &ssl, NULL, st);
 	if (!rc && ssl)
-		rc = link_tls_transport_create(fd, ssl, &cfg, "test", t);
+		rc = link_sealed_transport_create(fd, ssl, false, &cfg, "test", t);
 	else if (!rc)
 		rc = link_tcp_transport_create(fd, &cfg, t);
 	else

@@ -4,6 +4,7 @@
  * Throughput figures are experiments/linkbench's, not checks here. */
 #include "link_internal.h"
 #include "link.pb-c.h"
+#include "records.h"
 #include "remote_link.h"
 #include "tamper_proxy.h"
 #include "test_server.h"
@@ -450,7 +451,7 @@ static void effective_cfg(struct mearas_link_config *cfg)
 	link_config_effective(&in, cfg);
 }
 
-/* A link to srv made by hand (the client's handshake, then TLS: encrypted by
+/* A link to srv made by hand (the client's handshake, then the link's records: encrypted by
  * default, so what the test sends goes inside it), for frames the library
  * would never send. *fd, *t for hand_link_close; the first failing status. */
 static int hand_link(const struct mearas_link_config *cfg, int *fd, struct link_transport **t)
@@ -464,7 +465,7 @@ static int hand_link(const struct mearas_link_config *cfg, int *fd, struct link_
 	if (!rc && !ssl)
 		rc = MEARAS_LINK_E_ENCRYPTION;
 	if (!rc)
-		rc = link_tls_transport_create(*fd, ssl, cfg, "test", t);
+		rc = link_sealed_transport_create(*fd, ssl, false, cfg, "test", t);
 	return rc;
 }
 
@@ -690,14 +691,16 @@ static int bulk_and_sync(struct mearas_link *l, uint64_t tag, size_t len)
 	return rc ? rc : got >= len ? MEARAS_LINK_OK : MEARAS_LINK_E_PROTO;
 }
 
-/* Encrypted by default: calls and bulk data arrive intact; both ends log TLS and kTLS. */
+/* Encrypted by default: calls and bulk data arrive intact; both ends log the
+ * TLS handshake and the link's records. */
 static void t_encrypted_calls_and_bulk(void)
 {
 	serve();
 	srv.st.check_pattern = true;
 	link_up();
-	CHECK(log_wait("link from 127.0.0.1", "encrypted: TLSv1.3 TLS_AES_128_GCM_SHA256, kTLS", 2.0));
-	CHECK(log_has("link to 127.0.0.1", "encrypted: TLSv1.3 TLS_AES_128_GCM_SHA256, kTLS"));
+	CHECK(log_wait("link from 127.0.0.1",
+		       "encrypted: TLSv1.3 TLS_AES_128_GCM_SHA256 handshake, AES-128-GCM link records", 2.0));
+	CHECK(log_has("link to 127.0.0.1", "encrypted: TLSv1.3 TLS_AES_128_GCM_SHA256 handshake, AES-128-GCM link records"));
 	for (int i = 0; i < 100; i++)
 		CHECK_RC(echo_call(lnk, "through TLS"), MEARAS_LINK_OK);
 	CHECK_RC(bulk_and_sync(lnk, 7, (24u << 20) + 12345), MEARAS_LINK_OK);
@@ -714,31 +717,20 @@ static void t_encrypted_calls_and_bulk(void)
 	CHECK(ts_wait_closed(&srv.st, 1, 2.0) && srv.st.last_close_status == MEARAS_LINK_OK);
 }
 
-/* Where kTLS is off, the link's line says why: not asked for (no_ktls), or
- * the kernel has no tls module (none in tcp_available_ulp), or OpenSSL kept
- * the keys (the module is there). */
-static void t_ktls_mode_logged(void)
+/* Synchronous calls, a record each way, cross the point where each direction
+ * moves to its next key (records.h) twice: every one arrives intact. */
+static void t_records_next_key(void)
 {
-	struct mearas_link_config cfg;
-	base_cfg(&cfg, KEY);
-	cfg.no_ktls = true;
-	serve_cfg(&cfg);
+	serve();
 	link_up();
-	CHECK(log_wait("link from 127.0.0.1", "kTLS off (TLS in user space: not asked for)", 2.0));
-	char ulps[256] = "";
-	FILE *f = fopen("/proc/sys/net/ipv4/tcp_available_ulp", "r");
-	if (f) {
-		if (!fgets(ulps, sizeof(ulps), f))
-			ulps[0] = 0;
-		fclose(f);
-	}
-	bool module = false;
-	for (char *tok = strtok(ulps, " \n"); tok; tok = strtok(NULL, " \n"))
-		module |= strcmp(tok, "tls") == 0;
-	CHECK(log_has("link to 127.0.0.1", "kTLS send") ||
-	      log_has("link to 127.0.0.1", module ? "kTLS off (TLS in user space: OpenSSL kept the keys)" :
-						    "kTLS off (TLS in user space: the kernel has no tls module)"));
-	CHECK_RC(echo_call(lnk, "either way"), MEARAS_LINK_OK);
+	for (unsigned i = 0; i < 2 * LINK_REC_REKEY + 100; i++)
+		if (echo_call(lnk, "past the rekey") != MEARAS_LINK_OK) {
+			CHECK(!"a call failed");
+			break;
+		}
+	CHECK(mearas_link_health(lnk) == MEARAS_LINK_OK);
+	link_close();
+	CHECK(ts_wait_closed(&srv.st, 1, 2.0) && srv.st.last_close_status == MEARAS_LINK_OK);
 }
 
 /* Both ends off: the link works in clear text, and both ends say so loudly. */
@@ -965,7 +957,16 @@ static void tamper_case(enum tamper_mode mode, const uint8_t *inject, size_t inj
 		CHECK(ts_wait_closed(&srv.st, 1, 2.0));
 		CHECK_RC(srv.st.last_close_status, MEARAS_LINK_E_PROTO);
 		CHECK(server_msgs(&srv) == before); /* the forged message was not delivered */
-		CHECK(log_has("link with 127.0.0.1", "TLS refused data from the peer"));
+		CHECK(log_has("link with 127.0.0.1", "refused data from the peer"));
+	} else if (mode == TAMPER_REPLAY_TO_SERVER) {
+		char req[] = "Eonce, then again", rep[64];
+		size_t got = 0;
+		(void)mearas_link_call(lnk, req, sizeof(req), rep, sizeof(rep), &got, 3000); /* answered or not */
+		CHECK(tamper_wait_done(&p, 1.0));
+		CHECK(ts_wait_closed(&srv.st, 1, 2.0));
+		CHECK_RC(srv.st.last_close_status, MEARAS_LINK_E_PROTO);
+		CHECK(server_msgs(&srv) == before + 1); /* the first copy only */
+		CHECK(log_has("link with 127.0.0.1", "a record that does not authenticate"));
 	} else {
 		char req[] = "Eechoed back unchanged", rep[64];
 		size_t got = 0;
@@ -979,7 +980,7 @@ static void tamper_case(enum tamper_mode mode, const uint8_t *inject, size_t inj
 		} else {
 			CHECK_RC(rc, MEARAS_LINK_E_PROTO);
 		}
-		CHECK(log_has("link with 127.0.0.1", "TLS refused data from the peer"));
+		CHECK(log_has("link with 127.0.0.1", "refused data from the peer"));
 	}
 	CHECK(mearas_link_health(lnk) != MEARAS_LINK_OK || mearas_link_call(lnk, "E", 1, NULL, 0, NULL, 3000) != 0);
 	link_close();
@@ -1009,13 +1010,29 @@ static void t_tamper_inject_forged_message(void)
 	tamper_case(TAMPER_INJECT, f, sizeof(f));
 }
 
-/* A forged TLS application-data record: right shape, no key behind it. */
+/* A forged record of the link's own format: right shape, no key behind it. */
 static void t_tamper_inject_forged_record(void)
 {
-	uint8_t r[5 + 80] = { 0x17, 0x03, 0x03, 0x00, 80 };
-	for (size_t i = 5; i < sizeof(r); i++)
+	uint8_t r[LINK_REC_HDR + 80 + LINK_REC_TAG] = { 0, 0, 0, 80 };
+	for (size_t i = LINK_REC_HDR; i < sizeof(r); i++)
 		r[i] = (uint8_t)(i * 131 + 7);
 	tamper_case(TAMPER_INJECT, r, sizeof(r));
+}
+
+/* A record header announcing more than a record may hold: refused at once,
+ * not waited for. */
+static void t_tamper_inject_oversized_record(void)
+{
+	uint8_t r[LINK_REC_HDR] = { 0, 1, 0, 1 };
+	tamper_case(TAMPER_INJECT, r, sizeof(r));
+	CHECK(log_has("link with 127.0.0.1", "a record length out of bounds"));
+}
+
+/* What the client sent, sent again on the way: the server takes the first
+ * copy, refuses the second (its sequence number is spent) and drops the link. */
+static void t_tamper_replay_record(void)
+{
+	tamper_case(TAMPER_REPLAY_TO_SERVER, NULL, 0);
 }
 
 /* ---- forked peers ---- */
@@ -1604,7 +1621,7 @@ static const struct check_case cases[] = {
 	T(t_rx_spin),
 	T(t_call_stream),
 	T(t_encrypted_calls_and_bulk),
-	T(t_ktls_mode_logged),
+	T(t_records_next_key),
 	T(t_encryption_off_both_ends),
 	T(t_encryption_off_on_client_only),
 	T(t_encryption_off_on_server_only),
@@ -1615,6 +1632,8 @@ static const struct check_case cases[] = {
 	T(t_tamper_flip_byte_to_client),
 	T(t_tamper_inject_forged_message),
 	T(t_tamper_inject_forged_record),
+	T(t_tamper_inject_oversized_record),
+	T(t_tamper_replay_record),
 	T(t_server_killed_pending_call_fails),
 	T(t_server_hung_heartbeat_timeout),
 	T(t_server_restart_accepts_new_link),
