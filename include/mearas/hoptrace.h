@@ -21,7 +21,7 @@
 	X(fwd_pick)      /* forwarding node: a record that wants a completion taken from the ring */ \
 	X(fwd_posted)    /* forwarding node: the ring drained onto the link */                      \
 	X(send_start)    /* either node: a link send begins (transport) */                           \
-	X(send_sealed)   /* either node: TLS has sealed it (encrypted links) */                      \
+	X(send_sealed)   /* either node: its records are sealed (encrypted links) */                \
 	X(send_end)      /* either node: the send's bytes are with the kernel */                     \
 	X(recv)          /* either node: a receive returned bytes */                                  \
 	X(srv_feed)      /* serving node: a record that wants a completion read from the link */     \

@@ -471,10 +471,10 @@ fi
 
 # ---------------- the hop-trace build (make hoptrace) ----------------
 # scripts/remote-latency.sh --hops on the sim: a table per link mode, whose
-# calls chain through every hop (two TLS rows where the link is encrypted)
+# calls chain through every hop (two sealing rows where the link is encrypted)
 hopout=$work/hops.out
 if MEARAS_LAT_DEVICE=sim timeout 300 "$top/scripts/remote-latency.sh" --hops 1 >"$hopout" 2>&1 &&
-	[ "$(grep -c '^total (one call' "$hopout")" = 2 ] && [ "$(grep -c 'TLS seals it' "$hopout")" = 2 ] &&
+	[ "$(grep -c '^total (one call' "$hopout")" = 2 ] && [ "$(grep -c 'sealed (encrypted link)' "$hopout")" = 2 ] &&
 	[ "$(grep -c 'worker: runs it' "$hopout")" = 2 ]; then
 	ok hoptrace-table
 else

@@ -37,7 +37,7 @@ from pathlib import Path
 CHAIN: tuple[tuple[str, str, str, bool], ...] = (
     ("forwarder: record onto the link batch", "fwd", "fwd_posted", False),
     ("forwarder: to the link send", "fwd", "send_start", False),
-    ("forwarder: TLS seals it", "fwd", "send_sealed", False),
+    ("forwarder: sealed (encrypted link)", "fwd", "send_sealed", False),
     ("  (aside: its send system call)", "fwd", "send_end", True),
     ("serving node: its receive returns", "srv", "recv", False),
     ("serving node: to the record", "srv", "srv_feed", False),
@@ -46,7 +46,7 @@ CHAIN: tuple[tuple[str, str, str, bool], ...] = (
     ("worker: runs it (the GPU call)", "wrk", "wrk_posted", False),
     ("serving node: reads the completion", "srv", "srv_collected", False),
     ("serving node: to the reply send", "srv", "send_start", False),
-    ("serving node: TLS seals it", "srv", "send_sealed", False),
+    ("serving node: sealed (encrypted link)", "srv", "send_sealed", False),
     ("  (aside: its send system call)", "srv", "send_end", True),
     ("forwarding node: its receive returns", "fwd", "recv", False),
     ("forwarding node: completion matched", "fwd", "fwd_applied", False),
