@@ -2,10 +2,11 @@
  * link's own AEAD records (records.h) on the socket.
  *
  * Sending and receiving share nothing but the socket: senders (serialized by
- * send_lock) seal straight from the caller's memory into a write buffer of
- * OUT_BUF bytes, written with one system call per OUT_BUF; the one reader
- * reads what the socket holds into its buffer, opens each whole record in
- * place and copies out only plaintext that authenticated. A record that does
+ * send_lock) seal into a write buffer of OUT_BUF bytes (large pieces straight
+ * from the caller's memory, small ones copied there first), written with one
+ * system call per OUT_BUF; the one reader reads what the socket holds into
+ * its buffer, opens each whole record in place and copies out only plaintext
+ * that authenticated. A record that does
  * not open (altered, forged, replayed, out of order) or announces a length out
  * of bounds ends the link with a log line: no byte of it reaches the caller.
  * The socket is blocking for sends (bounded by SO_SNDTIMEO) and read with
@@ -59,6 +60,12 @@ static int write_out(struct sealed_transport *st, size_t len)
 	return MEARAS_LINK_OK;
 }
 
+/* Pieces of a record shorter than this are copied into place and encrypted
+ * there with the run of small pieces around them: one AEAD update per run
+ * instead of one per piece (frame and message headers come as pieces of
+ * their own, and each update costs more than copying a small piece). */
+#define SEAL_COPY_MAX 1024u
+
 /* Seals total bytes of iov into records and writes them; send_lock held. */
 static int seal_and_send(struct sealed_transport *st, const struct iovec *iov, size_t total)
 {
@@ -72,7 +79,7 @@ static int seal_and_send(struct sealed_transport *st, const struct iovec *iov, s
 			if (rc)
 				break;
 		}
-		uint8_t *rec = st->out + used, *ct = rec + LINK_REC_HDR;
+		uint8_t *rec = st->out + used, *ct = rec + LINK_REC_HDR, *run = ct;
 		rc = link_rec_seal_begin(&st->tx, rec, n);
 		for (uint32_t left = n; left && !rc;) {
 			if (off == iov[i].iov_len) {
@@ -81,11 +88,22 @@ static int seal_and_send(struct sealed_transport *st, const struct iovec *iov, s
 				continue;
 			}
 			size_t k = iov[i].iov_len - off < left ? iov[i].iov_len - off : left;
-			rc = link_rec_seal_part(&st->tx, (const uint8_t *)iov[i].iov_base + off, k, ct);
+			const uint8_t *src = (const uint8_t *)iov[i].iov_base + off;
+			if (k < SEAL_COPY_MAX) {
+				memcpy(ct, src, k); /* joins the run [run, ct) */
+			} else {
+				if (run < ct)
+					rc = link_rec_seal_part(&st->tx, run, (size_t)(ct - run), run);
+				if (!rc)
+					rc = link_rec_seal_part(&st->tx, src, k, ct);
+				run = ct + k;
+			}
 			ct += k;
 			off += k;
 			left -= (uint32_t)k;
 		}
+		if (!rc && run < ct)
+			rc = link_rec_seal_part(&st->tx, run, (size_t)(ct - run), run);
 		if (!rc)
 			rc = link_rec_seal_end(&st->tx, ct);
 		used += LINK_REC_HDR + n + LINK_REC_TAG;
