@@ -78,6 +78,18 @@ void link_rec_free(struct link_rec_dir *d)
 	OPENSSL_cleanse(d, sizeof(*d));
 }
 
+int link_rec_init_secrets(const EVP_CIPHER *cipher, const uint8_t *tx_secret, const uint8_t *rx_secret,
+			  struct link_rec_dir *tx, struct link_rec_dir *rx)
+{
+	memset(tx, 0, sizeof(*tx));
+	memset(rx, 0, sizeof(*rx));
+	if (cipher && dir_init(tx, cipher, true, tx_secret) && dir_init(rx, cipher, false, rx_secret))
+		return MEARAS_LINK_OK;
+	link_rec_free(tx);
+	link_rec_free(rx);
+	return MEARAS_LINK_E_SYS;
+}
+
 int link_rec_init(SSL *ssl, bool server, struct link_rec_dir *tx, struct link_rec_dir *rx)
 {
 	/* [0, 32): what the client sends, [32, 64): what the server sends */
@@ -92,13 +104,9 @@ int link_rec_init(SSL *ssl, bool server, struct link_rec_dir *tx, struct link_re
 						  0, 0) != 1)
 		return MEARAS_LINK_E_SYS;
 	const uint8_t *mine = server ? km + LINK_REC_SECRET : km, *theirs = server ? km : km + LINK_REC_SECRET;
-	bool ok = dir_init(tx, cipher, true, mine) && dir_init(rx, cipher, false, theirs);
+	int rc = link_rec_init_secrets(cipher, mine, theirs, tx, rx);
 	OPENSSL_cleanse(km, sizeof(km));
-	if (ok)
-		return MEARAS_LINK_OK;
-	link_rec_free(tx);
-	link_rec_free(rx);
-	return MEARAS_LINK_E_SYS;
+	return rc;
 }
 
 /* the nonce of the next record; moves to the next key first when this one is used up */

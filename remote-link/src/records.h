@@ -51,6 +51,11 @@ struct link_rec_dir {
  * server side when server): tx seals what this end sends, rx opens what the
  * peer sends. MEARAS_LINK_OK, else E_SYS (both left freed). */
 int link_rec_init(SSL *ssl, bool server, struct link_rec_dir *tx, struct link_rec_dir *rx);
+/* The same from the two secrets (LINK_REC_SECRET bytes each; cipher
+ * EVP_aes_128_gcm() or EVP_chacha20_poly1305()): what link_rec_init does
+ * after the export, and how the fuzz target keys both ends. */
+int link_rec_init_secrets(const EVP_CIPHER *cipher, const uint8_t *tx_secret, const uint8_t *rx_secret,
+			  struct link_rec_dir *tx, struct link_rec_dir *rx);
 void link_rec_free(struct link_rec_dir *d);
 
 /* Sealing one record of n plaintext bytes: begin writes its header at out,

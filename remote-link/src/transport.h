@@ -65,6 +65,13 @@ int link_tcp_transport_create(int fd, const struct mearas_link_config *cfg,
  * end in log lines. */
 int link_sealed_transport_create(int fd, SSL *ssl, bool server, const struct mearas_link_config *cfg,
 				 const char *peer, struct link_transport **out);
+/* The same from keys made already (tx and rx of records.h, taken over and
+ * freed on failure too); security is the link's log text. What
+ * link_sealed_transport_create does after the export; the fuzz target
+ * keys its transport this way. */
+struct link_rec_dir;
+int link_sealed_transport_open(int fd, struct link_rec_dir *tx, struct link_rec_dir *rx, const char *security,
+			       const struct mearas_link_config *cfg, const char *peer, struct link_transport **out);
 /* Sets up an RC queue pair with the peer over the connected side-channel fd
  * (ownership taken); is_server picks who sends its endpoint first. */
 int link_verbs_transport_create(int fd, const struct mearas_link_config *cfg, int is_server,

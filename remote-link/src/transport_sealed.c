@@ -243,34 +243,26 @@ static void sealed_destroy(struct link_transport *t)
 
 LINK_TRANSPORT_OPS(sealed, "tcp", link_tcp_transport_shutdown); /* log lines name it tcp; its security text says how it is sealed */
 
-int link_sealed_transport_create(int fd, SSL *ssl, bool server, const struct mearas_link_config *cfg,
-				 const char *peer, struct link_transport **out)
+int link_sealed_transport_open(int fd, struct link_rec_dir *tx, struct link_rec_dir *rx, const char *security,
+			       const struct mearas_link_config *cfg, const char *peer, struct link_transport **out)
 {
 	int rc = link_tcp_set_options(fd, cfg->dead_ms);
 	struct sealed_transport *st = rc ? NULL : calloc(1, sizeof(*st));
 	int fl = st ? fcntl(fd, F_GETFL) : -1;
-	/* the handshake reads records one at a time: a byte TLS still holds
-	 * would be a record sent before the switch, which the protocol has none of */
-	if (st && SSL_has_pending(ssl)) {
-		link_log(cfg, MEARAS_LINK_LOG_ERR, "link with %s: TLS data after the link's handshake; dropping the link",
-			 peer);
-		rc = MEARAS_LINK_E_PROTO;
-	} else if (st && (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)) {
-		rc = MEARAS_LINK_E_SYS; /* blocking sends from here on, as on a clear-text link */
-	} else if (st) {
-		rc = link_rec_init(ssl, server, &st->tx, &st->rx);
-	}
-	if (st && !rc) {
-		snprintf(st->tcp.base.security, sizeof(st->tcp.base.security),
-			 "encrypted: %s %s handshake, %s link records (keys exported from the TLS session)",
-			 SSL_get_version(ssl), SSL_CIPHER_get_name(SSL_get_current_cipher(ssl)),
-			 link_rec_cipher_name(&st->tx));
-	}
-	SSL_free(ssl); /* its secrets are no longer needed: the records have keys of their own */
+	/* blocking sends from here on, as on a clear-text link */
+	if (st && (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0))
+		rc = MEARAS_LINK_E_SYS;
 	if (!st || rc) {
 		free(st);
+		link_rec_free(tx);
+		link_rec_free(rx);
 		return rc ? rc : MEARAS_LINK_E_NOMEM;
 	}
+	st->tx = *tx;
+	st->rx = *rx;
+	memset(tx, 0, sizeof(*tx));
+	memset(rx, 0, sizeof(*rx));
+	snprintf(st->tcp.base.security, sizeof(st->tcp.base.security), "%s", security);
 	st->tcp.base.ops = &sealed_ops;
 	st->tcp.base.rx_spin_ns = (uint64_t)cfg->rx_spin_us * 1000ull;
 	st->tcp.fd = fd;
@@ -279,4 +271,29 @@ int link_sealed_transport_create(int fd, SSL *ssl, bool server, const struct mea
 	snprintf(st->peer, sizeof(st->peer), "%s", peer);
 	*out = &st->tcp.base;
 	return MEARAS_LINK_OK;
+}
+
+int link_sealed_transport_create(int fd, SSL *ssl, bool server, const struct mearas_link_config *cfg,
+				 const char *peer, struct link_transport **out)
+{
+	struct link_rec_dir tx, rx;
+	char security[160];
+	int rc;
+
+	/* the handshake reads records one at a time: a byte TLS still holds
+	 * would be a record sent before the switch, which the protocol has none of */
+	if (SSL_has_pending(ssl)) {
+		link_log(cfg, MEARAS_LINK_LOG_ERR, "link with %s: TLS data after the link's handshake; dropping the link",
+			 peer);
+		rc = MEARAS_LINK_E_PROTO;
+	} else {
+		rc = link_rec_init(ssl, server, &tx, &rx);
+	}
+	if (!rc)
+		snprintf(security, sizeof(security),
+			 "encrypted: %s %s handshake, %s link records (keys exported from the TLS session)",
+			 SSL_get_version(ssl), SSL_CIPHER_get_name(SSL_get_current_cipher(ssl)),
+			 link_rec_cipher_name(&tx));
+	SSL_free(ssl); /* its secrets are no longer needed: the records have keys of their own */
+	return rc ? rc : link_sealed_transport_open(fd, &tx, &rx, security, cfg, peer, out);
 }

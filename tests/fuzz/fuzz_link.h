@@ -55,6 +55,7 @@ void fuzz_link_log(void *ctx, enum mearas_link_log_level level, const char *msg)
 /* Seed writers (FUZZ_WRITE_SEEDS=DIR build/fuzz_link_*): 0 or -1. */
 int seeds_link_msg(const char *dir);
 int seeds_link_handshake(const char *dir);
+int seeds_link_records(const char *dir);
 
 /* LLVMFuzzerInitialize of the link targets: SIGPIPE ignored (as in
  * mearasd), then their seeds written when asked (fuzz_seeds_if_asked). */

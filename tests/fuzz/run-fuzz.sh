@@ -1,6 +1,6 @@
 #!/bin/sh
 # run-fuzz.sh TARGET SECONDS: runs build/fuzz_TARGET (exec, fatbin, link_msg,
-# link_handshake, remote_records, vm_slot) for SECONDS on a fresh copy of its
+# link_handshake, link_records, remote_records, vm_slot) for SECONDS on a fresh copy of its
 # seed corpus; non-zero exit when it finds a crash, a leak, a sanitizer report
 # or a timeout (crash inputs land in build/artifacts/).
 set -e
