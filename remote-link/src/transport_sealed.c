@@ -166,9 +166,9 @@ static int open_next(struct sealed_transport *st)
 	return 1;
 }
 
-/* Reads what the socket holds: >0, 0 nothing (after waiting timeout_ms
- * when wait), E_BROKEN on EOF or reset. */
-static int fill(struct sealed_transport *st, bool wait, uint32_t timeout_ms)
+/* Reads what the socket holds: >0, 0 nothing (after waiting timeout_ms),
+ * E_BROKEN on EOF or reset. */
+static int fill(struct sealed_transport *st, uint32_t timeout_ms)
 {
 	/* nothing opened is left to hand out: the buffer's front is free */
 	if (st->in_pos == st->in_have) {
@@ -188,7 +188,7 @@ static int fill(struct sealed_transport *st, bool wait, uint32_t timeout_ms)
 		}
 		if (n == 0 || (errno != EAGAIN && errno != EINTR))
 			return MEARAS_LINK_E_BROKEN;
-		if (!wait || attempt)
+		if (attempt)
 			return 0;
 		struct pollfd pfd = { .fd = st->tcp.fd, .events = POLLIN };
 		int pr = poll(&pfd, 1, (int)timeout_ms);
@@ -223,7 +223,7 @@ static int sealed_recv(struct link_transport *t, void *buf, size_t len, uint32_t
 			continue;
 		if (got)
 			break; /* hand out what there is; the rest of a record comes later */
-		rc = fill(st, true, timeout_ms);
+		rc = fill(st, timeout_ms);
 		if (rc <= 0)
 			return rc;
 	}
