@@ -81,8 +81,14 @@ int link_verbs_available(const struct mearas_link_config *cfg);
 
 /* TCP helpers shared by client and server. */
 int link_tcp_set_options(int fd, uint32_t send_timeout_ms);
-/* The shutdown of a link_tcp_transport (TCP, TLS): down set, the socket
- * shut, which wakes whoever is blocked on it. */
+/* The socket I/O of a link_tcp_transport, shared by the clear-text and the
+ * encrypted one: write sends all of iov (at most 64 pieces; blocking, bounded
+ * by SO_SNDTIMEO); read returns >0 bytes, 0 when nothing came within
+ * timeout_ms, E_BROKEN on EOF, reset or a shut transport. */
+int link_tcp_write(struct link_tcp_transport *tt, const struct iovec *iov, int iovcnt);
+int link_tcp_read(struct link_tcp_transport *tt, void *buf, size_t len, uint32_t timeout_ms);
+/* The shutdown of a link_tcp_transport (clear text, encrypted): down set, the
+ * socket shut, which wakes whoever is blocked on it. */
 void link_tcp_transport_shutdown(struct link_transport *t);
 int link_tcp_connect(const char *host, uint16_t port, uint32_t timeout_ms, int *out_fd);
 

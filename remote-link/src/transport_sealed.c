@@ -6,18 +6,15 @@
  * from the caller's memory, small ones copied there first), written with one
  * system call per OUT_BUF; the one reader reads what the socket holds into
  * its buffer, opens each whole record in place and copies out only plaintext
- * that authenticated. A record that does
- * not open (altered, forged, replayed, out of order) or announces a length out
- * of bounds ends the link with a log line: no byte of it reaches the caller.
- * The socket is blocking for sends (bounded by SO_SNDTIMEO) and read with
- * MSG_DONTWAIT and poll, as the clear-text TCP transport does. */
+ * that authenticated. A record that does not open (altered, forged, replayed,
+ * out of order) or announces a length out of bounds ends the link with a log
+ * line: no byte of it reaches the caller. The socket I/O is the clear-text
+ * TCP transport's (link_tcp_write, link_tcp_read). */
 #include "link_internal.h"
 #include "records.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <openssl/ssl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,20 +41,7 @@ struct sealed_transport {
 
 static int write_out(struct sealed_transport *st, size_t len)
 {
-	const uint8_t *p = st->out;
-	while (len) {
-		if (__atomic_load_n(&st->tcp.down, __ATOMIC_ACQUIRE))
-			return MEARAS_LINK_E_BROKEN;
-		ssize_t n = send(st->tcp.fd, p, len, MSG_NOSIGNAL);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return MEARAS_LINK_E_BROKEN; /* includes EAGAIN from SO_SNDTIMEO */
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return MEARAS_LINK_OK;
+	return link_tcp_write(&st->tcp, &(struct iovec){ st->out, len }, 1);
 }
 
 /* Pieces of a record shorter than this are copied into place and encrypted
@@ -180,23 +164,10 @@ static int fill(struct sealed_transport *st, uint32_t timeout_ms)
 		st->in_pos = 0;
 	}
 	st->pt_pos = st->pt_end = 0;
-	for (int attempt = 0;; attempt++) {
-		ssize_t n = recv(st->tcp.fd, st->in + st->in_have, IN_BUF - st->in_have, MSG_DONTWAIT);
-		if (n > 0) {
-			st->in_have += (uint32_t)n;
-			return 1;
-		}
-		if (n == 0 || (errno != EAGAIN && errno != EINTR))
-			return MEARAS_LINK_E_BROKEN;
-		if (attempt)
-			return 0;
-		struct pollfd pfd = { .fd = st->tcp.fd, .events = POLLIN };
-		int pr = poll(&pfd, 1, (int)timeout_ms);
-		if (pr < 0)
-			return errno == EINTR ? 0 : MEARAS_LINK_E_BROKEN;
-		if (pr == 0)
-			return 0;
-	}
+	int n = link_tcp_read(&st->tcp, st->in + st->in_have, IN_BUF - st->in_have, timeout_ms);
+	if (n > 0)
+		st->in_have += (uint32_t)n;
+	return n;
 }
 
 static int sealed_recv(struct link_transport *t, void *buf, size_t len, uint32_t timeout_ms)

@@ -73,15 +73,13 @@ int link_tcp_connect(const char *host, uint16_t port, uint32_t timeout_ms, int *
 	return MEARAS_LINK_OK;
 }
 
-static int tcp_send_iov(struct link_transport *t, const struct iovec *iov_in, int iovcnt)
+int link_tcp_write(struct link_tcp_transport *tt, const struct iovec *iov_in, int iovcnt)
 {
-	struct link_tcp_transport *tt = (struct link_tcp_transport *)t;
 	struct iovec local[64];
 	if (iovcnt > 64)
 		return MEARAS_LINK_E_INVAL;
 	memcpy(local, iov_in, sizeof(*local) * (size_t)iovcnt);
 	struct iovec *iov = local;
-	mearas_hop(MEARAS_HOP_send_start);
 	while (iovcnt > 0) {
 		if (__atomic_load_n(&tt->down, __ATOMIC_ACQUIRE))
 			return MEARAS_LINK_E_BROKEN;
@@ -103,13 +101,20 @@ static int tcp_send_iov(struct link_transport *t, const struct iovec *iov_in, in
 			iov->iov_len -= left;
 		}
 	}
-	mearas_hop(MEARAS_HOP_send_end);
 	return MEARAS_LINK_OK;
 }
 
-static int tcp_recv(struct link_transport *t, void *buf, size_t len, uint32_t timeout_ms)
+static int tcp_send_iov(struct link_transport *t, const struct iovec *iov, int iovcnt)
 {
-	struct link_tcp_transport *tt = (struct link_tcp_transport *)t;
+	mearas_hop(MEARAS_HOP_send_start);
+	int rc = link_tcp_write((struct link_tcp_transport *)t, iov, iovcnt);
+	if (!rc)
+		mearas_hop(MEARAS_HOP_send_end);
+	return rc;
+}
+
+int link_tcp_read(struct link_tcp_transport *tt, void *buf, size_t len, uint32_t timeout_ms)
+{
 	if (__atomic_load_n(&tt->down, __ATOMIC_ACQUIRE))
 		return MEARAS_LINK_E_BROKEN;
 	if (len > (1u << 30))
@@ -132,6 +137,11 @@ static int tcp_recv(struct link_transport *t, void *buf, size_t len, uint32_t ti
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return 0;
 	return MEARAS_LINK_E_BROKEN; /* EOF or reset */
+}
+
+static int tcp_recv(struct link_transport *t, void *buf, size_t len, uint32_t timeout_ms)
+{
+	return link_tcp_read((struct link_tcp_transport *)t, buf, len, timeout_ms);
 }
 
 void link_tcp_transport_shutdown(struct link_transport *t)

@@ -182,7 +182,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ssize_t w = send(peer, stream + sent, n, MSG_NOSIGNAL);
 
 		if (w < 0 && errno != EAGAIN)
-			break; /* the transport dropped the link and closed nothing yet: cannot happen before st < 0 */
+			break; /* the peer's end failed (the transport keeps its own open, even after a refusal): stop writing; what came out is still checked */
 		if (w > 0)
 			sent += (size_t)w;
 		st = drain(t, rcap, &ngot);
