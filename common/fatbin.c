@@ -215,7 +215,7 @@ int fb_builder_add(struct fb_builder *b, const char *name, size_t namelen,
 	return 0;
 }
 
-int fb_builder_add_global(struct fb_builder *b, const char *name, size_t namelen, uint64_t size)
+int fb_builder_add_global(struct fb_builder *b, const char *name, size_t namelen, uint64_t size, int managed)
 {
 	char *copy;
 
@@ -233,7 +233,7 @@ int fb_builder_add_global(struct fb_builder *b, const char *name, size_t namelen
 		return -ENOMEM;
 	memcpy(copy, name, namelen);
 	copy[namelen] = '\0';
-	b->globals[b->nglobals++] = (struct fb_global){ .name = copy, .size = size };
+	b->globals[b->nglobals++] = (struct fb_global){ .name = copy, .size = size, .managed = managed };
 	return 0;
 }
 
@@ -267,6 +267,7 @@ static void take_globals(struct fb_builder *b, struct mearas_fatbin_index *idx)
 		if (n && !strcmp(b->globals[n - 1].name, b->globals[i].name)) {
 			if (b->globals[i].size > b->globals[n - 1].size)
 				b->globals[n - 1].size = b->globals[i].size;
+			b->globals[n - 1].managed |= b->globals[i].managed;
 			free(b->globals[i].name);
 			continue;
 		}
@@ -290,6 +291,18 @@ int mearas_fatbin_find_global(const struct mearas_fatbin_index *idx, const char 
 		return -ENOENT;
 	*size = g->size;
 	return 0;
+}
+
+const char *mearas_fatbin_managed_at(const struct mearas_fatbin_index *idx, size_t i, uint64_t *size)
+{
+	for (size_t k = 0; idx && k < idx->nglobals; k++) {
+		if (!idx->globals[k].managed || i--)
+			continue;
+		if (size)
+			*size = idx->globals[k].size;
+		return idx->globals[k].name;
+	}
+	return NULL;
 }
 
 static int record_cmp(const void *a, const void *b)

@@ -23,6 +23,7 @@
 #define STT_OBJECT_ 1u
 #define STT_FUNC_ 2u
 #define STO_CUDA_ENTRY 0x10u
+#define STO_CUDA_MANAGED 0x4u /* a __managed__ variable */
 #define EIFMT_SVAL 4u
 #define EIATTR_KPARAM_INFO 0x17u
 #define EIATTR_KPARAM_INFO_V2 0x45u
@@ -225,7 +226,8 @@ int fb_parse_cubin(const uint8_t *data, size_t size, struct fb_builder *b, char 
 		if ((info & 0xf) == STT_OBJECT_ && shndx != 0 && fb_rd64(sym + 16)) {
 			const char *vname = str_at(strs, strlen_, fb_rd32(sym));
 
-			if (vname && *vname && fb_builder_add_global(b, vname, strlen(vname), fb_rd64(sym + 16))) {
+			if (vname && *vname && fb_builder_add_global(b, vname, strlen(vname), fb_rd64(sym + 16),
+								       !!(other & STO_CUDA_MANAGED))) {
 				fb_seterr(err, errlen, "out of memory");
 				rc = -ENOMEM;
 			}

@@ -26,6 +26,7 @@ struct fb_record {
 struct fb_global {
 	char *name;
 	uint64_t size;
+	int managed;		/* a __managed__ variable (STO_CUDA_MANAGED) */
 };
 
 struct fb_builder {
@@ -52,8 +53,8 @@ void fb_seterr(char *err, size_t errlen, const char *fmt, ...)
 int fb_builder_add(struct fb_builder *b, const char *name, size_t namelen,
 		   struct mearas_kparam *params, uint32_t nparams);
 
-/* Append a device variable (name[0..namelen), size bytes). 0 or -ENOMEM. */
-int fb_builder_add_global(struct fb_builder *b, const char *name, size_t namelen, uint64_t size);
+/* Append a device variable (name[0..namelen), size bytes, managed or not). 0 or -ENOMEM. */
+int fb_builder_add_global(struct fb_builder *b, const char *name, size_t namelen, uint64_t size, int managed);
 
 /* Whether code text (a cubin, PTX) names vprintf or __assertfail, the
  * functions device printf and assert call: code that names neither cannot

@@ -40,7 +40,7 @@ opts=${GPU_LINK_ARGS:+; mearasd $GPU_LINK_ARGS}
 for a in "${link_args[@]}"; do
 	[[ "$a" == --link-* ]] || { echo "GPU_LINK_ARGS: '$a' is not a mearasd --link-... option" >&2; exit 2; }
 done
-rns=mxgr$$ cns=mxgc$$
+rns=mxgr$$ cns=mxgc$$ netns_dir=/run/netns # netns-pair.sh's
 head -c 32 /dev/urandom | base64 >"$key"
 # two GPUs: the remote node serves the second, so each node has its own GPU
 # (native runs use the first)
@@ -123,7 +123,14 @@ cleanup() {
 	kill $rnode $cnode $sink 2>/dev/null
 	wait 2>/dev/null
 	rm -f $rsock $csock
-	[ -z "$rns" ] || scripts/netns-pair.sh down "$rns" "$cns"
+	[ -z "$rns" ] && return
+	# a namespace still there after a delete is deleted again, and said
+	for _ in 1 2 3 4 5; do
+		scripts/netns-pair.sh down "$rns" "$cns"
+		[ -e "$netns_dir/$rns" ] || [ -e "$netns_dir/$cns" ] || return
+		sleep 0.2
+	done
+	echo "!!! gpu-remote: namespaces $rns $cns could not be deleted: $(ls "$netns_dir" 2>&1 | tr '\n' ' ')" >&2
 }
 trap cleanup EXIT
 # start_nodes LOGSUFFIX [mearasd link args...]: the remote node and the forwarding node

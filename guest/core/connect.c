@@ -241,8 +241,10 @@ static void rt_connect(void)
 		v->spin_us = wait_spin_us(v->info);
 		/* keep the vGPU's device address window out of our own address
 		 * space, so a host pointer is never mistaken for a device one */
-		if (mmap((void *)(uintptr_t)v->info->va_base, v->info->va_size, PROT_NONE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0) == MAP_FAILED)
+		v->window_reserved = mmap((void *)(uintptr_t)v->info->va_base, v->info->va_size, PROT_NONE,
+					  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1,
+					  0) == (void *)(uintptr_t)v->info->va_base;
+		if (!v->window_reserved)
 			log_debug("vGPU %u: window %#llx not reserved in this process", i,
 				  (unsigned long long)v->info->va_base);
 	}

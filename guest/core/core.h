@@ -59,6 +59,7 @@ struct rt_vgpu {
 	int cache_config;                       /* its primary context's cache preference (read back only) */
 	int default_sync_policy;                /* its default streams' cudaSynchronizationPolicy, 0: none */
 	unsigned spin_us;                       /* a wait spins this long before sleeping */
+	int window_reserved;                    /* its address window is ours, PROT_NONE (connect.c) */
 };
 
 struct rt {
@@ -170,6 +171,18 @@ CORE_API void *rt_host_alloc(const char *what, uint64_t size, bool mapped);
 CORE_API cudaError_t rt_managed_alloc(void **p, uint64_t size);
 CORE_API bool rt_managed_free(void *p);
 CORE_API bool rt_managed_find(const void *p, uint64_t len);
+/* managedvars.c: a module's __managed__ variables (n, at the device
+ * addresses dptr, size bytes each) mirrored at those addresses here, kept
+ * equal with the device around posts and waits (submit.c calls the hooks);
+ * unbind: a module's (module 0: every one of the vGPU's) */
+CORE_API cudaError_t rt_mvars_bind(int vgpu, uint32_t module, const uint64_t *dptr, const uint64_t *size, unsigned n);
+/* every __managed__ variable a module image lists (its index), bound */
+struct mearas_fatbin_index;
+CORE_API cudaError_t rt_mvars_bind_module(int vgpu, uint32_t module, const struct mearas_fatbin_index *idx);
+CORE_API void rt_mvars_unbind(int vgpu, uint32_t module);
+void rt_mvars_forget_vgpu(int vgpu);
+void rt_mvars_before_post(int vgpu, const struct rt_call *c);
+void rt_mvars_after_wait(int vgpu);
 /* a stream attachment both APIs take: one way of attaching (global, host or
  * the stream alone; cudaMemAttach* and CU_MEM_ATTACH_* are one set) of a
  * whole managed allocation (p its start, len 0 or its size) */

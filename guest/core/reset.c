@@ -30,6 +30,7 @@ cudaError_t rt_device_reset(int vgpu)
 	unsigned n = __atomic_load_n(&nhooks, __ATOMIC_ACQUIRE);
 
 	dm_forget_vgpu(vgpu);
+	rt_mvars_forget_vgpu(vgpu);
 	rt_pools_forget_vgpu(vgpu);
 	rt_gmem_forget_vgpu(vgpu);
 	rt_func_forget(vgpu, 0);

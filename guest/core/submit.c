@@ -82,6 +82,7 @@ static cudaError_t submit(int vgpu, struct rt_call *c)
 		return rt_gone();
 	if (len > MEARAS_SQE_INLINE && len > MEARAS_ARENA_SIZE / 2)
 		return cudaErrorInvalidValue;
+	rt_mvars_before_post(vgpu, c);
 	pthread_mutex_lock(&v->sq_lock);
 	if (!mearas_sqp_has_slot(&v->sq) && !wait_for_backend(v, sq_has_slot, 0))
 		goto dead;
@@ -126,8 +127,10 @@ cudaError_t rt_wait(int vgpu, uint64_t user_data, struct mearas_cqe *out)
 
 	for (;;) {
 		if (mearas_cqc_pop(cq, out)) {
-			if (out->user_data == user_data)
+			if (out->user_data == user_data) {
+				rt_mvars_after_wait(vgpu);
 				return (cudaError_t)out->status;
+			}
 			log_err("completion %llu arrived while waiting for %llu: dropped",
 				(unsigned long long)out->user_data, (unsigned long long)user_data);
 			continue;

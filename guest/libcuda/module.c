@@ -99,6 +99,10 @@ static CUresult module_load(int vgpu, const void *image, size_t size, struct cu_
 		return r;
 	}
 	m->magic = MODULE_MAGIC;
+	/* its __managed__ variables where the host names them; a module whose
+	 * variables cannot be mirrored still loads (managedvars.c said why) */
+	if (m->index && rt_mvars_bind_module(vgpu, m->id, m->index) != cudaSuccess)
+		log_warn("a module's __managed__ variables are not reachable from the host: a host access faults");
 	*out = m;
 	return CUDA_SUCCESS;
 }
@@ -107,8 +111,10 @@ static void function_free(struct cu_function *f);
 
 static void module_free(struct cu_module *m)
 {
-	if (!m->gone)
+	if (!m->gone) {
+		rt_mvars_unbind(m->vgpu, m->id);
 		rt_do_MODULE_UNLOAD(m->vgpu, m->id);
+	}
 	m->magic = 0;
 	for (unsigned i = 0; i < m->nfns; i++)
 		function_free(m->fns[i]);
@@ -633,6 +639,32 @@ CU_EXPORT CUresult CUDAAPI cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, 
 	CUresult r = library_here(library, name, &m);
 
 	return r ? r : global_get(m, name, dptr, bytes);
+}
+
+/* A __managed__ variable's address, the one the host reaches it at too.
+ * It needs no current context (NVIDIA's static runtime asks before making
+ * one): a managed variable is one for the process, here the one of the
+ * current context's vGPU, else the first vGPU's. */
+CU_EXPORT CUresult CUDAAPI cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name)
+{
+	struct cu_library *l;
+	struct cu_module *m;
+	struct cu_ctx *c = NULL;
+	CUresult r = cu_need(cu_ready(), name);
+	uint64_t size;
+
+	if (!r)
+		r = library_of(library, &l);
+	if (!r) {
+		c = cu_current();
+		r = library_module(l, c ? c->vgpu : 0, &m);
+	}
+	if (r)
+		return r;
+	for (size_t i = 0; m->index && mearas_fatbin_managed_at(m->index, i, &size); i++)
+		if (!strcmp(mearas_fatbin_managed_at(m->index, i, &size), name))
+			return global_get(m, name, dptr, bytes);
+	return CU_REFUSE(CUDA_ERROR_NOT_FOUND);
 }
 
 /* the kernel's function on vgpu, loading the library's module there first */

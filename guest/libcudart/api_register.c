@@ -21,8 +21,17 @@ struct rt_module {
 	struct mearas_fatbin_index *index;
 	int index_tried;
 	uint32_t loaded;                        /* bit per vGPU */
-	const char *managed;                    /* a __managed__ variable's name (not served), or NULL */
+	struct rt_mvar *mvars;                  /* its __managed__ variables, as registered */
 	pthread_mutex_t lock;
+};
+
+/* a __managed__ variable: the host reads it through *host_ptr, which gets
+ * its device address once the module is loaded (managedvars.c mirrors the
+ * variable there) */
+struct rt_mvar {
+	void **host_ptr;
+	const char *name;
+	struct rt_mvar *next;
 };
 
 struct rt_func {
@@ -43,6 +52,8 @@ struct rt_var {
 	uint64_t dsize[MEARAS_MAX_VGPUS];
 	uint32_t ready;
 };
+
+static cudaError_t module_ready(struct rt_module *m, int vgpu);
 
 /* host address -> object: open addressing, grown under the write lock */
 struct ptr_map {
@@ -154,24 +165,41 @@ RT_EXPORT void __cudaUnregisterFatBinary(void **fatCubinHandle)
 		return;
 	pthread_mutex_lock(&m->lock);
 	for (unsigned v = 0; v < rt.nvgpus; v++) {
-		if (m->loaded & (1u << v))
+		if (m->loaded & (1u << v)) {
+			rt_mvars_unbind((int)v, m->id);
 			rt_do_MODULE_UNLOAD((int)v, m->id);
+		}
 	}
 	m->loaded = 0;
 	pthread_mutex_unlock(&m->lock);
 }
 
 /* The host's first access to a __managed__ variable of the module calls
- * this first, then reads the variable through the pointer registration was
- * to set: mearas sets none, so the program ends here, saying why, rather
- * than on the null pointer. */
+ * this first, then reads the variable through the pointer registration
+ * gave: the module is loaded on the current device, which sets it. When
+ * that fails the program ends here, saying why, rather than on the null
+ * pointer. */
 RT_EXPORT char __cudaInitModule(void **fatCubinHandle)
 {
 	struct rt_module *m = (struct rt_module *)fatCubinHandle;
+	cudaError_t e = cudaSuccess;
+	int dev = 0;
 
-	if (m && m->managed) {
-		log_err("the host accessed __managed__ variable %s, which mearas does not serve: exiting", m->managed);
-		exit(1);
+	if (!m || !m->mvars)
+		return 1;
+	pthread_mutex_lock(&m->lock);
+	if (!*m->mvars->host_ptr) {
+		e = rt_ensure_device(&dev);
+		if (!e)
+			e = module_ready(m, dev);
+	}
+	pthread_mutex_unlock(&m->lock);
+	for (struct rt_mvar *v = m->mvars; v; v = v->next) {
+		if (!*v->host_ptr) {
+			log_err("the host accessed __managed__ variable %s, which mearas could not place where the host "
+				"reaches it (%s): exiting", v->name, e ? rt_error_name(e) : "see the lines above");
+			exit(1);
+		}
 	}
 	return 1;
 }
@@ -214,12 +242,20 @@ RT_EXPORT void __cudaRegisterManagedVar(void **fatCubinHandle, void **hostVarPtr
 					const char *deviceName, int ext, size_t size, int constant, int global)
 {
 	struct rt_module *m = (struct rt_module *)fatCubinHandle;
+	struct rt_mvar *v = calloc(1, sizeof(*v));
 
-	(void)hostVarPtrAddress, (void)deviceAddress, (void)ext, (void)size, (void)constant, (void)global;
-	log_err("__managed__ variable %s: managed variables are not supported by mearas (cudaMallocManaged is)",
-		deviceName);
-	if (m && !m->managed)
-		m->managed = deviceName;
+	(void)deviceAddress, (void)ext, (void)size, (void)constant, (void)global;
+	if (!m || !v || !hostVarPtrAddress) {
+		free(v);
+		log_err("__managed__ variable %s: not registered (%s)", deviceName, m && v ? "no pointer" : "out of memory");
+		return;
+	}
+	v->host_ptr = hostVarPtrAddress;
+	v->name = deviceName;
+	pthread_mutex_lock(&m->lock);
+	v->next = m->mvars;
+	m->mvars = v;
+	pthread_mutex_unlock(&m->lock);
 }
 
 RT_EXPORT void __cudaRegisterHostVar(void **fatCubinHandle, const char *deviceName, char *hostVar, size_t size)
@@ -246,6 +282,26 @@ uint32_t rt_func_id(const struct rt_func *f)
 const char *rt_func_name(const struct rt_func *f)
 {
 	return f->name;
+}
+
+/* The module's __managed__ variables mirrored where their device addresses
+ * are, and the host's pointers to them set (the first vGPU's, as a managed
+ * variable is one for the whole process); a failure leaves them unset and
+ * __cudaInitModule says so. Called with m->lock held. */
+static void mvars_ready(struct rt_module *m, int vgpu)
+{
+	cudaError_t e = rt_mvars_bind_module(vgpu, m->id, m->index);
+
+	for (struct rt_mvar *v = m->mvars; v && !e; v = v->next) {
+		uint64_t ptr, size;
+
+		if (*v->host_ptr)
+			continue;
+		if (rt_do_GLOBAL_GET(vgpu, m->id, 0, v->name, (uint32_t)strlen(v->name) + 1, &ptr, &size) == cudaSuccess)
+			*v->host_ptr = (void *)(uintptr_t)ptr;
+		else
+			log_err("__managed__ variable %s: its module on the device does not define it", v->name);
+	}
 }
 
 /* Parse the module's fat binary (once) and load it on vgpu (once).
@@ -276,8 +332,11 @@ static cudaError_t module_ready(struct rt_module *m, int vgpu)
 	memcpy(img, m->fatbin, m->size);
 	e = rt_do_MODULE_LOAD(vgpu, m->id, dh_offset(img), m->size);
 	dh_free(img);
-	if (!e)
+	if (!e) {
 		m->loaded |= 1u << vgpu;
+		if (m->mvars)
+			mvars_ready(m, vgpu);
+	}
 	return e;
 }
 
@@ -352,6 +411,36 @@ cudaError_t rt_func_pack(const struct rt_func *f, void **args, uint8_t *buf, uin
 	return cudaSuccess;
 }
 
+/* A __managed__ variable named by its address (what the host's pointer to
+ * it holds once its module is loaded): its bytes on vgpu. */
+static cudaError_t managed_symbol(const void *symbol, int vgpu, uint64_t *dptr, uint64_t *size)
+{
+	struct rt_module *m = NULL;
+	const char *name = NULL;
+	cudaError_t e;
+
+	pthread_rwlock_rdlock(&reg_lock);
+	for (size_t i = 0; i < nmodules && !name && symbol; i++) {
+		pthread_mutex_lock(&modules[i]->lock);
+		for (struct rt_mvar *mv = modules[i]->mvars; mv && !name; mv = mv->next) {
+			if (*mv->host_ptr == symbol) {
+				m = modules[i];
+				name = mv->name;
+			}
+		}
+		pthread_mutex_unlock(&modules[i]->lock);
+	}
+	pthread_rwlock_unlock(&reg_lock);
+	if (!name)
+		return cudaErrorInvalidSymbol;
+	pthread_mutex_lock(&m->lock);
+	e = module_ready(m, vgpu);
+	if (!e)
+		e = rt_do_GLOBAL_GET(vgpu, m->id, 0, name, (uint32_t)strlen(name) + 1, dptr, size);
+	pthread_mutex_unlock(&m->lock);
+	return e;
+}
+
 cudaError_t rt_symbol(const void *symbol, int vgpu, uint64_t *dptr, uint64_t *size)
 {
 	struct rt_var *v;
@@ -363,7 +452,7 @@ cudaError_t rt_symbol(const void *symbol, int vgpu, uint64_t *dptr, uint64_t *si
 	v = map_get(&vars, symbol);
 	pthread_rwlock_unlock(&reg_lock);
 	if (!v)
-		return cudaErrorInvalidSymbol;
+		return managed_symbol(symbol, vgpu, dptr, size);
 	if (__atomic_load_n(&v->ready, __ATOMIC_ACQUIRE) & (1u << vgpu)) {
 		*dptr = v->dptr[vgpu];
 		*size = v->dsize[vgpu];

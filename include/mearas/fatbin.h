@@ -120,6 +120,11 @@ size_t mearas_fatbin_kernel_count(const struct mearas_fatbin_index *idx);
  * images list none). */
 int mearas_fatbin_find_global(const struct mearas_fatbin_index *idx, const char *name, uint64_t *size);
 
+/* The i-th __managed__ variable a cubin of the input defines (sorted by
+ * name; STO_CUDA_MANAGED in its symbol table) and its size in *size, or
+ * NULL when there are i or fewer. PTX-only images list none. */
+const char *mearas_fatbin_managed_at(const struct mearas_fatbin_index *idx, size_t i, uint64_t *size);
+
 /* i-th kernel (sorted by name), NULL when i >= count. */
 const struct mearas_kernel_info *
 mearas_fatbin_kernel_at(const struct mearas_fatbin_index *idx, size_t i);

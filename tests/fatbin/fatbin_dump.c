@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Prints every kernel layout of a raw fat binary file (e.g. an objcopy'd
  * .nv_fatbin), or with --footprint the device memory a module image (fat
- * binary, cubin or PTX text) holds once loaded (mearas_module_footprint). */
+ * binary, cubin or PTX text) holds once loaded (mearas_module_footprint),
+ * or with --managed its __managed__ variables, "NAME SIZE" a line. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,9 +13,10 @@
 int main(int argc, char **argv)
 {
 	int footprint = argc == 3 && !strcmp(argv[1], "--footprint");
+	int managed = argc == 3 && !strcmp(argv[1], "--managed");
 
-	if (argc != 2 && !footprint) {
-		fprintf(stderr, "usage: %s [--footprint] FATBIN\n", argv[0]);
+	if (argc != 2 && !footprint && !managed) {
+		fprintf(stderr, "usage: %s [--footprint|--managed] FATBIN\n", argv[0]);
 		return 2;
 	}
 	size_t size;
@@ -39,7 +41,14 @@ int main(int argc, char **argv)
 		free(data);
 		return 1;
 	}
-	for (size_t i = 0; i < mearas_fatbin_kernel_count(idx); i++) {
+	if (managed) {
+		const char *name;
+		uint64_t bytes;
+
+		for (size_t i = 0; (name = mearas_fatbin_managed_at(idx, i, &bytes)); i++)
+			printf("%s %llu\n", name, (unsigned long long)bytes);
+	}
+	for (size_t i = 0; !managed && i < mearas_fatbin_kernel_count(idx); i++) {
 		const struct mearas_kernel_info *k = mearas_fatbin_kernel_at(idx, i);
 		printf("%s nparams=%u bytes=%u", k->name, k->nparams, k->param_bytes);
 		for (uint32_t j = 0; j < k->nparams; j++)

@@ -86,6 +86,12 @@ check "footprint: a cubin holds its variables and code" sh -c \
 	"n=\$('$dir/fatbin_dump' --footprint '$vars/vars.cubin') && test \$n -gt 4218784 && test \$n -lt 4300000"
 check "footprint: a compressed fat binary holds its largest entry" sh -c \
 	"n=\$('$dir/fatbin_dump' --footprint '$vars/vars.fatbin') && test \$n -gt 4218784 && test \$n -lt 4300000"
+# __managed__ variables (STO_CUDA_MANAGED in a cubin's symbols): the managed
+# one alone, with its size, from a cubin and from a compressed fat binary
+check "managed variables: a cubin lists the managed one" sh -c \
+	"test \"\$('$dir/fatbin_dump' --managed '$vars/vars.cubin')\" = 'vars_managed 16384'"
+check "managed variables: a fat binary lists it once" sh -c \
+	"test \"\$('$dir/fatbin_dump' --managed '$vars/vars.fatbin')\" = 'vars_managed 16384'"
 
 # A real-world fat binary: cuBLAS (thousands of kernels, many archs, PTX and
 # compressed cubins) must index consistently.

@@ -304,15 +304,6 @@ visible_vgpus_refused() {
 	[ "$out" = 'cudaGetDeviceCount: cudaSuccess, 3' ] || { echo "empty: $out"; return 1; }
 }
 
-# a __managed__ variable: the host's access ends the program, exit 1, saying so
-managed_var_refused() {
-	local out rc
-	out=$(prog managed_var 2>&1)
-	rc=$?
-	[ $rc = 1 ] && grep -q "the host accessed __managed__ variable counter, which mearas does not serve" <<<"$out" &&
-		! grep -q "^counter" <<<"$out" || { echo "exit $rc: $out"; return 1; }
-}
-
 # run_modes PROGRAM MODE...: run_test PROGRAM_MODE (PROGRAM MODE) for each mode
 run_modes() {
 	local p=$1 m
@@ -337,7 +328,7 @@ run_test graph_host_func prog graph_host_func
 run_test graph_clone_captured prog graph_clone_captured
 run_modes graph_mem capture nodes outlive attrs
 run_test rt_entry_points prog rt_entry_points
-run_test managed_var_refused managed_var_refused
+run_test managed_var prog managed_var
 run_test stress_mix prog stress_mix
 run_test graph_capture_api prog graph_capture_api
 run_test graph_nodes prog graph_nodes
@@ -404,7 +395,7 @@ for p in reg_plain reg_templates reg_extern_c reg_big_params reg_launch_apis reg
 	reg_symbols mem_memset mem_2d mem_arrays mem_register mem_register_shared err_codes err_last_error graph_host_func mem_roundtrip \
 	conc_threads conc_cross_event dev_props dev_pointers dev_limits dev_profiler mem_pools graph_capture_api graph_nodes launch_attrs \
 	ctx_runtime_binds lib_cufft rt_managed fn_set_attrs mem_3d dev_bus_id stream_ids dev_bank_config occ_smem \
-	rt_managed_attach dev_peer_attrs rt_func_names stream_attrs graph_clone_captured rt_entry_points; do
+	rt_managed_attach dev_peer_attrs rt_func_names stream_attrs graph_clone_captured rt_entry_points managed_var; do
 	if [ -n "${static_not_yet[$p]:-}" ]; then
 		printf 'SKIP  %-28s %s\n' "static/$p" "${static_not_yet[$p]}"
 		continue
