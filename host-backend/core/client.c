@@ -291,6 +291,11 @@ int worker_serve_client(const struct backend_config *cfg, int sock, const struct
 		vgpu_log_sync_ops(v, label);
 	}
 	/* The process exits right after: the driver frees the client's contexts,
-	 * memory and registrations with it; the model's memory goes with the process. */
+	 * memory and registrations with it; the model's memory goes with the
+	 * process. A remote vGPU's link is ended by its engine, so the serving
+	 * node sees it close rather than break. */
+	for (unsigned i = 0; i < w->nvgpus; i++)
+		if (!w->vgpus[i].engine->local)
+			w->vgpus[i].engine->close(&w->vgpus[i]);
 	return w->broken ? 2 : 0;
 }

@@ -91,6 +91,7 @@ static int forward_open(struct vgpu *v, int phys, uint64_t va_base, uint64_t va_
 	lc.bulk_ctx = v;
 	rc = mearas_link_connect(t->host, t->port, &lc, &rv->link);
 	if (rc) {
+		rv->link = NULL;
 		snprintf(err, errlen, "remote vGPU %u: link to %s failed: %s%s", v->index, rv->peer, mearas_link_strerror(rc),
 			 rc == MEARAS_LINK_E_AUTH ? " (cluster key refused: check --cluster-key-file on both nodes)" : "");
 		return cudaErrorDevicesUnavailable;
@@ -101,12 +102,14 @@ static int forward_open(struct vgpu *v, int phys, uint64_t va_base, uint64_t va_
 	if (rc) {
 		snprintf(err, errlen, "remote vGPU %u: opening it on %s failed: %s", v->index, rv->peer, mearas_link_strerror(rc));
 		mearas_link_close(rv->link);
+		rv->link = NULL;
 		return cudaErrorDevicesUnavailable;
 	}
 	if (rep.status) {
 		rep.message[sizeof(rep.message) - 1] = 0;
 		snprintf(err, errlen, "remote vGPU %u on %s: %s", v->index, rv->peer, rep.message);
 		mearas_link_close(rv->link);
+		rv->link = NULL;
 		return rep.status;
 	}
 	*info = rep.info;
@@ -392,10 +395,18 @@ static void *forward_main(void *arg)
 	return NULL;
 }
 
-/* The link closes with the process: the serving node then frees the session. */
+/* The client is done: the link ends with a goodbye (a close frame, a
+ * second at most for the serving node to take it), so that node frees the
+ * session as a link closed, not as a broken one. Without it the link would
+ * end with the process all the same. */
 static void forward_close(struct vgpu *v)
 {
-	(void)v;
+	struct remote_vgpu *rv = rv_of(v);
+
+	if (!rv || !rv->link)
+		return;
+	mearas_link_close(rv->link);
+	rv->link = NULL;
 }
 
 /* The link's figures into the vGPU's shared counters (the worker's main thread). */

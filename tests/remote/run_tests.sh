@@ -223,6 +223,14 @@ else
 	bad loopback-nvml-remote "$(grep -m3 FAIL "$work/nvml.out" | tr '\n' ' ')"
 fi
 if wait_no_workers "$lo_remote" 5; then ok loopback-remote-worker-freed; else bad loopback-remote-worker-freed "$(workers_of "$lo_remote")"; fi
+# clients that ended normally ended their links with a goodbye: the serving
+# node freed each session as an orderly close, none as a broken link
+if [ "$(grep -c 'closed (orderly): freeing its vGPU' "$work/lo-remote.log")" -ge 3 ] &&
+	! grep -q 'closed: link broken' "$work/lo-remote.log"; then
+	ok "loopback-client-exit-closes-link ($(grep -c 'closed (orderly)' "$work/lo-remote.log") orderly closes)"
+else
+	bad loopback-client-exit-closes-link "$(grep -E 'closed' "$work/lo-remote.log" | tail -3 | tr '\n' ' ')"
+fi
 reap_before=$(grep -c 'REAP calls, ' "$work/lo-client.log")
 bench loopback-bench "$work/lo-client.sock"
 # the bench's 500 synchronous copies on the remote vGPU: each reply frees a
