@@ -182,7 +182,7 @@ CORE_API cudaError_t rt_mvars_bind_module(int vgpu, uint32_t module, const struc
 CORE_API void rt_mvars_unbind(int vgpu, uint32_t module);
 void rt_mvars_forget_vgpu(int vgpu);
 void rt_mvars_before_post(int vgpu, const struct rt_call *c);
-void rt_mvars_after_wait(int vgpu);
+void rt_mvars_after_wait(int vgpu, uint64_t user_data);
 /* a stream attachment both APIs take: one way of attaching (global, host or
  * the stream alone; cudaMemAttach* and CU_MEM_ATTACH_* are one set) of a
  * whole managed allocation (p its start, len 0 or its size) */

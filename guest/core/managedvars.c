@@ -12,10 +12,11 @@
  * - push: before a record is posted, bytes the host changed since they were
  *   last equal are copied to the device on the record's stream (on a private
  *   stream while it captures), so that work sees them;
- * - pull: after a wait ends with device work posted since the last pull, the
- *   variables are copied back on a private non-blocking stream (so the copy
- *   waits for nothing else) and merged: bytes the host changed meanwhile
- *   keep the host's value and go out with the next push.
+ * - pull: after a wait, while device work was posted since the last
+ *   whole-device synchronization, the variables are copied back on a
+ *   private non-blocking stream (so the copy waits for nothing else) and
+ *   merged: bytes the host changed meanwhile keep the host's value and go
+ *   out with the next push.
  *
  * "last" holds each variable's bytes as of the last time both sides were
  * equal; that is what tells a host change (twin != last) from a device one.
@@ -59,7 +60,14 @@ struct mv_span {
 static struct mv_span *spans;
 static pthread_mutex_t mv_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t active;                 /* atomic: bit per vGPU with spans */
-static uint32_t dirty;                  /* atomic: bit per vGPU with device work since its pull */
+/* Device work posted (work_gen) against what a pull after a whole-device
+ * synchronization has covered (clean_gen), per vGPU: while they differ,
+ * every wait pulls (a wait for anything else, a stream's sync say, proves
+ * only part of the work done). */
+static uint64_t work_gen[MEARAS_MAX_VGPUS], clean_gen[MEARAS_MAX_VGPUS]; /* atomic */
+/* this thread's last posted whole-device synchronization: its record's
+ * user_data and the work it covers */
+static __thread uint64_t sync_ud, sync_gen;
 static uint32_t private_stream[MEARAS_MAX_VGPUS];
 static __thread int inside;             /* this thread posts the copies of a push or pull */
 
@@ -137,16 +145,19 @@ static cudaError_t pull_span(struct mv_span *s)
 	return cudaSuccess;
 }
 
-void rt_mvars_after_wait(int vgpu)
+void rt_mvars_after_wait(int vgpu, uint64_t user_data)
 {
 	uint32_t bit = 1u << vgpu;
+	uint64_t covered = user_data == sync_ud ? sync_gen : 0;
 
 	if (inside || !(__atomic_load_n(&active, __ATOMIC_ACQUIRE) & bit) ||
-	    !(__atomic_load_n(&dirty, __ATOMIC_ACQUIRE) & bit))
+	    __atomic_load_n(&work_gen[vgpu], __ATOMIC_ACQUIRE) == __atomic_load_n(&clean_gen[vgpu], __ATOMIC_ACQUIRE))
 		return;
 	pthread_mutex_lock(&mv_lock);
 	inside = 1;
-	__atomic_and_fetch(&dirty, ~bit, __ATOMIC_ACQ_REL);
+	/* a whole-device synchronization: what was posted before it is done */
+	if (covered > __atomic_load_n(&clean_gen[vgpu], __ATOMIC_ACQUIRE))
+		__atomic_store_n(&clean_gen[vgpu], covered, __ATOMIC_RELEASE);
 	for (struct mv_span *s = spans; s; s = s->next) {
 		cudaError_t e = s->vgpu == vgpu ? pull_span(s) : cudaSuccess;
 
@@ -172,7 +183,13 @@ void rt_mvars_before_post(int vgpu, const struct rt_call *c)
 {
 	uint32_t bit = 1u << vgpu;
 
-	if (inside || !(__atomic_load_n(&active, __ATOMIC_ACQUIRE) & bit) || !device_work(c->sqe.op))
+	if (inside || !(__atomic_load_n(&active, __ATOMIC_ACQUIRE) & bit))
+		return;
+	if (c->sqe.op == MEARAS_OP_CTX_SYNC) {
+		sync_ud = c->sqe.user_data;
+		sync_gen = __atomic_load_n(&work_gen[vgpu], __ATOMIC_ACQUIRE);
+	}
+	if (!device_work(c->sqe.op))
 		return;
 	pthread_mutex_lock(&mv_lock);
 	inside = 1;
@@ -212,7 +229,7 @@ void rt_mvars_before_post(int vgpu, const struct rt_call *c)
 	}
 	inside = 0;
 	pthread_mutex_unlock(&mv_lock);
-	__atomic_or_fetch(&dirty, bit, __ATOMIC_ACQ_REL);
+	__atomic_add_fetch(&work_gen[vgpu], 1, __ATOMIC_ACQ_REL);
 }
 
 /* Whether [lo, hi) lies in a vGPU's address window that this process

@@ -128,7 +128,7 @@ cudaError_t rt_wait(int vgpu, uint64_t user_data, struct mearas_cqe *out)
 	for (;;) {
 		if (mearas_cqc_pop(cq, out)) {
 			if (out->user_data == user_data) {
-				rt_mvars_after_wait(vgpu);
+				rt_mvars_after_wait(vgpu, user_data);
 				return (cudaError_t)out->status;
 			}
 			log_err("completion %llu arrived while waiting for %llu: dropped",

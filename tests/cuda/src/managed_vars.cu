@@ -3,7 +3,9 @@
 // counter kernels add to, read after each synchronization; a table the host
 // fills and a kernel sums into device memory; a pointer to a variable passed
 // to a kernel; a kernel on a created stream writing part of a table while
-// the host writes another part; copies from and to a variable by symbol.
+// the host writes another part; copies from and to a variable by symbol; a
+// slow kernel's write seen after a synchronization with a waiting call
+// (cudaMalloc) between.
 // Output: what the host saw (the same on a GPU and a vGPU).
 #include "check.cuh"
 
@@ -34,6 +36,16 @@ __global__ void add_to(unsigned *p, unsigned n, unsigned v)
 __global__ void read_start(int *out)
 {
     *out = start;
+}
+
+// a kernel that writes after a while: the host's other calls in between
+// must not leave it an older value once it synchronizes
+__global__ void slow_set(unsigned v)
+{
+    long long t0 = clock64();
+    while (clock64() - t0 < 20000000)
+        ;
+    counter = v;
 }
 
 int main(void)
@@ -89,6 +101,14 @@ int main(void)
     CHECK_CUDA(cudaGetLastError());
     CHECK_CUDA(cudaDeviceSynchronize());
     printf("counter after one more %u\n", counter);
+
+    slow_set<<<1, 1>>>(4242);
+    CHECK_CUDA(cudaGetLastError());
+    int *scratch = nullptr;
+    CHECK_CUDA(cudaMalloc(&scratch, 64)); /* a call that waits, the kernel still running */
+    CHECK_CUDA(cudaDeviceSynchronize());
+    printf("counter after a slow kernel %u\n", counter);
+    CHECK_CUDA(cudaFree(scratch));
 
     CHECK_CUDA(cudaStreamDestroy(s));
     CHECK_CUDA(cudaFree(d_sum));
