@@ -264,7 +264,8 @@ CORE_API struct rt_stream *rt_stream_get(void *h);
 CORE_API cudaError_t rt_event_create(int vgpu, unsigned flags, struct rt_event **out);
 CORE_API cudaError_t rt_event_destroy(struct rt_event *ev);
 CORE_API struct rt_event *rt_event_get(void *h);
-CORE_API cudaError_t rt_event_record(struct rt_event *ev, const struct rt_stream_ref *st);
+/* flags: 0 or MEARAS_EVENT_RECORD_EXTERNAL (a record node when captured) */
+CORE_API cudaError_t rt_event_record(struct rt_event *ev, const struct rt_stream_ref *st, unsigned flags);
 /* the stream waits for the event's last record (on the host across vGPUs) */
 CORE_API cudaError_t rt_stream_wait(const struct rt_stream_ref *st, struct rt_event *ev, unsigned flags);
 CORE_API cudaError_t rt_event_sync(struct rt_event *ev);
@@ -396,6 +397,7 @@ struct rt_node_params {
 			size_t bytesize;
 			int vgpu;       /* alloc: where */
 		} m;
+		struct rt_event *ev;    /* event record and wait nodes: the event, not owned */
 	} u;
 };
 

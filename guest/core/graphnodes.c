@@ -16,9 +16,12 @@
  * updating it from a graph of the same topology, replays the copy again and
  * swaps the back end's executable graph.
  *
- * Not done here (NotSupported, logged): event record and wait nodes (the
- * back end records events in a capture as internal dependencies, not as
- * the external record/wait nodes these are), memory allocation, external
+ * Event record and wait nodes replay as external records and waits
+ * (cudaEventRecordExternal, cudaEventWaitExternal), which a capture keeps
+ * as such nodes; their event is the caller's, which must outlive the graph
+ * and its executable graphs (as in CUDA).
+ *
+ * Not done here (NotSupported, logged): memory allocation, external
  * semaphore, batch memop and conditional nodes, child graphs made by
  * capture, and memcpy nodes with pageable host memory (a capture would
  * take its bytes when it is made, not when the graph runs).
@@ -187,8 +190,8 @@ static cudaError_t check(const char *call, struct rt_graph *g, const struct rt_n
 		return p->u.m.dptr ? cudaSuccess : cudaErrorInvalidValue;
 	case cudaGraphNodeTypeWaitEvent:
 	case cudaGraphNodeTypeEventRecord:
-		log_warn("%s: event record and wait nodes are not supported by mearas", call);
-		return cudaErrorNotSupported;
+		/* the event of the graph's vGPU (a wait across vGPUs is the host's) */
+		return p->u.ev && p->u.ev->vgpu == g->vgpu ? cudaSuccess : cudaErrorInvalidValue;
 	default:
 		log_warn("%s: graph node type %d is not supported by mearas", call, p->type);
 		return cudaErrorNotSupported;
@@ -828,6 +831,12 @@ static cudaError_t post(struct replay *R, int s, const struct rt_node_params *p)
 	}
 	case cudaGraphNodeTypeHost:
 		return rt_post_host_fn(stream, p->u.h.fn, NULL, p->u.h.user);
+	case cudaGraphNodeTypeEventRecord:
+		return rt_event_record(p->u.ev, &st, MEARAS_EVENT_RECORD_EXTERNAL);
+	case cudaGraphNodeTypeWaitEvent:
+		/* posted even before the event's first record: the graph waits
+		 * for whatever record is the latest when it runs */
+		return rt_do_STREAM_WAIT_EVENT(st.vgpu, &st, p->u.ev->id, MEARAS_EVENT_WAIT_EXTERNAL);
 	default:
 		return cudaErrorNotSupported; /* refused when added */
 	}
@@ -899,7 +908,7 @@ static cudaError_t post_all(struct replay *R, struct flatten *F, const size_t *o
 		if (!e && f->ndependents) {
 			e = new_event(R, &f->done);
 			if (!e)
-				e = rt_event_record(f->done, &st);
+				e = rt_event_record(f->done, &st, 0);
 		}
 	}
 	/* every stream joins the first again */
@@ -911,7 +920,7 @@ static cudaError_t post_all(struct replay *R, struct flatten *F, const size_t *o
 		if (!e)
 			e = ref_of(R, (int)s, &st);
 		if (!e)
-			e = rt_event_record(j, &st);
+			e = rt_event_record(j, &st, 0);
 		if (!e)
 			e = ref_of(R, 0, &st0);
 		if (!e)
@@ -944,7 +953,7 @@ cudaError_t rt_graph_replay(struct rt_graph *g, struct rt_graph **captured)
 	if (!e) {
 		e = new_event(&R, &start);
 		if (!e)
-			e = rt_event_record(start, &st0);
+			e = rt_event_record(start, &st0, 0);
 		if (!e)
 			e = post_all(&R, &F, ord, start);
 		/* the capture ends whatever happened */

@@ -126,13 +126,13 @@ cudaError_t rt_event_destroy(struct rt_event *ev)
 	return e;
 }
 
-cudaError_t rt_event_record(struct rt_event *ev, const struct rt_stream_ref *st)
+cudaError_t rt_event_record(struct rt_event *ev, const struct rt_stream_ref *st, unsigned flags)
 {
 	cudaError_t e;
 
 	if (st->vgpu != ev->vgpu)
 		return cudaErrorInvalidResourceHandle;
-	e = rt_do_EVENT_RECORD(st->vgpu, st, ev->id);
+	e = rt_do_EVENT_RECORD(st->vgpu, st, ev->id, flags);
 	if (!e)
 		ev->recorded = 1;
 	return e;

@@ -543,6 +543,95 @@ CU_EXPORT CUresult CUDAAPI cuGraphExecHostNodeSetParams(CUgraphExec x, CUgraphNo
 	return set_host("cuGraphExecHostNodeSetParams", x, h, p);
 }
 
+/* ---- event record and wait nodes (the event: the caller's) ---- */
+
+static CUresult event_params(int type, CUevent event, struct rt_node_params *p)
+{
+	struct rt_event *ev = rt_event_get(event);
+
+	if (!ev)
+		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
+	memset(p, 0, sizeof(*p));
+	p->type = type;
+	p->u.ev = ev;
+	return CUDA_SUCCESS;
+}
+
+static CUresult add_event(const char *call, int type, CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n,
+			  CUevent event)
+{
+	struct rt_node_params p;
+	CUresult r = event_params(type, event, &p);
+
+	return r ? r : add(call, o, g, d, n, &p);
+}
+
+static CUresult get_event(CUgraphNode h, int type, CUevent *out)
+{
+	const struct rt_node_params *p;
+	CUresult r = cu_node_params(h, type, out, &p);
+
+	if (!r)
+		*out = (CUevent)p->u.ev;
+	return r;
+}
+
+static CUresult set_event(const char *call, int type, CUgraphExec hExec, CUgraphNode h, CUevent event)
+{
+	struct rt_node_params p;
+	struct rt_graph_exec *x;
+	struct rt_gnode *n;
+	CUresult r = set_target(hExec, h, type, &x, &n);
+
+	if (!r)
+		r = event_params(type, event, &p);
+	return r ? r : set_params(call, x, n, &p);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphAddEventRecordNode(CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n,
+						     CUevent event)
+{
+	return add_event("cuGraphAddEventRecordNode", cudaGraphNodeTypeEventRecord, o, g, d, n, event);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphAddEventWaitNode(CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n,
+						   CUevent event)
+{
+	return add_event("cuGraphAddEventWaitNode", cudaGraphNodeTypeWaitEvent, o, g, d, n, event);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphEventRecordNodeGetEvent(CUgraphNode h, CUevent *out)
+{
+	return get_event(h, cudaGraphNodeTypeEventRecord, out);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphEventWaitNodeGetEvent(CUgraphNode h, CUevent *out)
+{
+	return get_event(h, cudaGraphNodeTypeWaitEvent, out);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphEventRecordNodeSetEvent(CUgraphNode h, CUevent event)
+{
+	return set_event("cuGraphEventRecordNodeSetEvent", cudaGraphNodeTypeEventRecord, NULL, h, event);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphEventWaitNodeSetEvent(CUgraphNode h, CUevent event)
+{
+	return set_event("cuGraphEventWaitNodeSetEvent", cudaGraphNodeTypeWaitEvent, NULL, h, event);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphExecEventRecordNodeSetEvent(CUgraphExec x, CUgraphNode h, CUevent event)
+{
+	return x ? set_event("cuGraphExecEventRecordNodeSetEvent", cudaGraphNodeTypeEventRecord, x, h, event)
+		 : CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphExecEventWaitNodeSetEvent(CUgraphExec x, CUgraphNode h, CUevent event)
+{
+	return x ? set_event("cuGraphExecEventWaitNodeSetEvent", cudaGraphNodeTypeWaitEvent, x, h, event)
+		 : CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
+}
+
 CU_EXPORT CUresult CUDAAPI cuGraphAddEmptyNode(CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n)
 {
 	struct rt_node_params p = { .type = cudaGraphNodeTypeEmpty };
@@ -881,6 +970,10 @@ static CUresult generic_add(const char *call, CUgraphNode *o, CUgraph g, const C
 	case CU_GRAPH_NODE_TYPE_EMPTY:
 		p = (struct rt_node_params){ .type = cudaGraphNodeTypeEmpty };
 		return add(call, o, g, d, n, &p);
+	case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+		return add_event(call, cudaGraphNodeTypeEventRecord, o, g, d, n, q->eventRecord.event);
+	case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+		return add_event(call, cudaGraphNodeTypeWaitEvent, o, g, d, n, q->eventWait.event);
 	case CU_GRAPH_NODE_TYPE_GRAPH:
 		if (q->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE) {
 			log_warn("%s: child graph nodes that take their graph over (ownership %d) are not supported "
@@ -929,6 +1022,10 @@ static CUresult generic_set(const char *call, CUgraphExec x, CUgraphNode h, CUgr
 	case CU_GRAPH_NODE_TYPE_HOST:
 		return x ? cuGraphExecHostNodeSetParams(x, h, (const CUDA_HOST_NODE_PARAMS *)&q->host)
 			 : cuGraphHostNodeSetParams(h, (const CUDA_HOST_NODE_PARAMS *)&q->host);
+	case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+		return set_event(call, cudaGraphNodeTypeEventRecord, x, h, q->eventRecord.event);
+	case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+		return set_event(call, cudaGraphNodeTypeWaitEvent, x, h, q->eventWait.event);
 	case CU_GRAPH_NODE_TYPE_GRAPH:
 		if (x)
 			return cuGraphExecChildGraphNodeSetParams(x, h, q->graph.graph);

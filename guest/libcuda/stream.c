@@ -79,7 +79,8 @@ static CUresult stream_wait(CUstream hStream, CUevent hEvent, unsigned int Flags
 	struct rt_event *ev;
 	CUresult r = stream_event(hStream, hEvent, Flags, CU_EVENT_WAIT_EXTERNAL, &st, &ev);
 
-	return r ? r : cu_result(rt_stream_wait(&st, ev, 0));
+	/* CU_EVENT_WAIT_EXTERNAL: in a stream capture, a wait node of the graph */
+	return r ? r : cu_result(rt_stream_wait(&st, ev, Flags));
 }
 
 /* the stream (*st), and arg (what the call writes or runs) is there */
@@ -228,7 +229,7 @@ static CUresult event_record(CUevent hEvent, CUstream hStream, unsigned flags)
 	struct rt_event *ev;
 	CUresult r = stream_event(hStream, hEvent, flags, CU_EVENT_RECORD_EXTERNAL, &st, &ev);
 
-	return r ? r : cu_result(rt_event_record(ev, &st));
+	return r ? r : cu_result(rt_event_record(ev, &st, flags ? MEARAS_EVENT_RECORD_EXTERNAL : 0));
 }
 
 CU_EXPORT CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) { return event_record(e, s, 0); }

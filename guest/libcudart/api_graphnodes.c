@@ -477,6 +477,89 @@ static void host_params_out(const struct rt_node_params *p, void *out)
 
 NODE_CALLS(Host, struct cudaHostNodeParams, cudaGraphNodeTypeHost, host_params, host_params_out)
 
+/* ---- event record and wait nodes (the event: the caller's) ---- */
+
+static cudaError_t event_params(int type, const void *q, struct rt_node_params *p)
+{
+	struct rt_event *ev = rt_event_get((void *)q);
+
+	if (!ev)
+		return cudaErrorInvalidValue;
+	memset(p, 0, sizeof(*p));
+	p->type = type;
+	p->u.ev = ev;
+	return cudaSuccess;
+}
+
+static cudaError_t record_params(const char *call, const void *q, struct rt_node_params *p)
+{
+	(void)call;
+	return event_params(cudaGraphNodeTypeEventRecord, q, p);
+}
+
+static cudaError_t wait_params(const char *call, const void *q, struct rt_node_params *p)
+{
+	(void)call;
+	return event_params(cudaGraphNodeTypeWaitEvent, q, p);
+}
+
+static void event_out(const struct rt_node_params *p, void *q)
+{
+	*(cudaEvent_t *)q = (cudaEvent_t)p->u.ev;
+}
+
+RT_EXPORT cudaError_t cudaGraphAddEventRecordNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+						  const cudaGraphNode_t *pDependencies, size_t numDependencies,
+						  cudaEvent_t event)
+{
+	return add_node("cudaGraphAddEventRecordNode", pGraphNode, graph, pDependencies, numDependencies,
+			record_params, event);
+}
+
+RT_EXPORT cudaError_t cudaGraphAddEventWaitNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+						const cudaGraphNode_t *pDependencies, size_t numDependencies,
+						cudaEvent_t event)
+{
+	return add_node("cudaGraphAddEventWaitNode", pGraphNode, graph, pDependencies, numDependencies, wait_params,
+			event);
+}
+
+RT_EXPORT cudaError_t cudaGraphEventRecordNodeGetEvent(cudaGraphNode_t node, cudaEvent_t *event_out_)
+{
+	return get_node(node, cudaGraphNodeTypeEventRecord, event_out_, event_out);
+}
+
+RT_EXPORT cudaError_t cudaGraphEventWaitNodeGetEvent(cudaGraphNode_t node, cudaEvent_t *event_out_)
+{
+	return get_node(node, cudaGraphNodeTypeWaitEvent, event_out_, event_out);
+}
+
+RT_EXPORT cudaError_t cudaGraphEventRecordNodeSetEvent(cudaGraphNode_t node, cudaEvent_t event)
+{
+	return set_node("cudaGraphEventRecordNodeSetEvent", false, NULL, node, cudaGraphNodeTypeEventRecord,
+			record_params, event);
+}
+
+RT_EXPORT cudaError_t cudaGraphEventWaitNodeSetEvent(cudaGraphNode_t node, cudaEvent_t event)
+{
+	return set_node("cudaGraphEventWaitNodeSetEvent", false, NULL, node, cudaGraphNodeTypeWaitEvent, wait_params,
+			event);
+}
+
+RT_EXPORT cudaError_t cudaGraphExecEventRecordNodeSetEvent(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
+							   cudaEvent_t event)
+{
+	return set_node("cudaGraphExecEventRecordNodeSetEvent", true, hGraphExec, hNode, cudaGraphNodeTypeEventRecord,
+			record_params, event);
+}
+
+RT_EXPORT cudaError_t cudaGraphExecEventWaitNodeSetEvent(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
+							 cudaEvent_t event)
+{
+	return set_node("cudaGraphExecEventWaitNodeSetEvent", true, hGraphExec, hNode, cudaGraphNodeTypeWaitEvent,
+			wait_params, event);
+}
+
 RT_EXPORT cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
 					    const cudaGraphNode_t *pDependencies, size_t numDependencies)
 {

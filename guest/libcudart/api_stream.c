@@ -228,22 +228,28 @@ RT_EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event)
 	return rt_set_error(rt_event_destroy(ev));
 }
 
-RT_EXPORT cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
+static cudaError_t event_record(cudaEvent_t event, cudaStream_t stream, unsigned flags)
 {
 	struct rt_event *ev;
 	struct rt_stream_ref st;
 	cudaError_t e = check_event_on_stream(event, stream, &ev, &st);
 
 	if (e)
-		return rt_set_error(e);
-	return rt_set_error(rt_event_record(ev, &st));
+		return e;
+	if (flags & ~(unsigned)cudaEventRecordExternal)
+		return cudaErrorInvalidValue;
+	return rt_event_record(ev, &st, flags ? MEARAS_EVENT_RECORD_EXTERNAL : 0);
 }
 
+RT_EXPORT cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
+{
+	return rt_set_error(event_record(event, stream, 0));
+}
+
+/* cudaEventRecordExternal: in a stream capture, a record node of the graph */
 RT_EXPORT cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags)
 {
-	if (flags & ~(unsigned)cudaEventRecordExternal)
-		return rt_set_error(cudaErrorInvalidValue);
-	return cudaEventRecord(event, stream);
+	return rt_set_error(event_record(event, stream, flags));
 }
 
 RT_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event)

@@ -60,6 +60,8 @@ int exec_op_STREAM_WAIT_EVENT(struct vgpu *v, const struct mearas_sqe *e,
 			      const struct exec_in_STREAM_WAIT_EVENT *in, struct mearas_cqe *c, struct fence_req *f)
 {
 	(void)e, (void)c, (void)f;
+	if (in->a->flags & ~(uint64_t)MEARAS_EVENT_WAIT_EXTERNAL)
+		return cudaErrorInvalidValue;
 	return v->ops->stream_wait_event(v->dev, in->stream, in->event->obj, (unsigned)in->a->flags);
 }
 
@@ -82,6 +84,11 @@ int exec_op_EVENT_RECORD(struct vgpu *v, const struct mearas_sqe *e, const struc
 			 struct mearas_cqe *c, struct fence_req *f)
 {
 	(void)e, (void)c, (void)f;
+	if (in->a->flags & ~(uint64_t)MEARAS_EVENT_RECORD_EXTERNAL)
+		return cudaErrorInvalidValue;
+	if (in->a->flags)
+		return v->ops->event_record_external ? v->ops->event_record_external(v->dev, in->event->obj, in->stream)
+						     : cudaErrorNotSupported;
 	return v->ops->event_record(v->dev, in->event->obj, in->stream);
 }
 

@@ -146,6 +146,9 @@ struct mdev_ops {
 	int (*event_create)(struct mdev *d, unsigned flags, void **e);
 	int (*event_destroy)(struct mdev *d, void *e);
 	int (*event_record)(struct mdev *d, void *e, void *s);
+	/* an external record (CU_EVENT_RECORD_EXTERNAL): in a capture it is a
+	 * record node of the graph, which records the event at each launch */
+	int (*event_record_external)(struct mdev *d, void *e, void *s);
 	int (*event_query)(struct mdev *d, void *e);   /* 0, or cudaErrorNotReady (600) */
 	int (*event_elapsed)(struct mdev *d, void *start, void *end, float *ms);
 

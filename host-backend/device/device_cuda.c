@@ -45,7 +45,7 @@
 	X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuLaunchKernel)        \
 	X(cuOccupancyMaxActiveClusters) X(cuOccupancyAvailableDynamicSMemPerBlock) \
 	X(cuLaunchKernelEx) X(cuStreamCreateWithPriority) X(cuStreamDestroy)    \
-	X(cuStreamWaitEvent) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) \
+	X(cuStreamWaitEvent) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventRecordWithFlags) \
 	X(cuEventQuery) X(cuEventElapsedTime) X(cuStreamBeginCapture)           \
 	X(cuStreamEndCapture) X(cuStreamIsCapturing) X(cuGraphInstantiate)      \
 	X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy) X(cuGraphClone) \
@@ -762,6 +762,12 @@ static int cuda_event_record(struct mdev *d, void *e, void *s)
 	return cu_err(p_cuEventRecord((CUevent)e, (CUstream)s));
 }
 
+static int cuda_event_record_external(struct mdev *d, void *e, void *s)
+{
+	(void)d;
+	return cu_err(p_cuEventRecordWithFlags((CUevent)e, (CUstream)s, CU_EVENT_RECORD_EXTERNAL));
+}
+
 static int cuda_event_query(struct mdev *d, void *e)
 {
 	(void)d;
@@ -1174,6 +1180,7 @@ const struct mdev_ops mdev_cuda_ops = {
 	.event_create = cuda_event_create,
 	.event_destroy = cuda_event_destroy,
 	.event_record = cuda_event_record,
+	.event_record_external = cuda_event_record_external,
 	.event_query = cuda_event_query,
 	.event_elapsed = cuda_event_elapsed,
 	.capture_begin = cuda_capture_begin,

@@ -77,6 +77,7 @@ struct sim_module {
 };
 
 struct sim_event {
+	unsigned refs;          /* its handle's, and one per graph record node */
 	struct timespec when;
 	int recorded;
 	int in_capture;         /* last recorded on a capturing stream */
@@ -90,7 +91,7 @@ struct sim_func {
 	const struct mearas_kernel_info *k;
 };
 
-enum sim_node_kind { SN_COPY, SN_COPY_2D, SN_MEMSET, SN_MEMSET_2D, SN_LAUNCH, SN_HOST };
+enum sim_node_kind { SN_COPY, SN_COPY_2D, SN_MEMSET, SN_MEMSET_2D, SN_LAUNCH, SN_HOST, SN_EVENT_RECORD, SN_EVENT_WAIT };
 
 struct sim_node {
 	enum sim_node_kind kind;
@@ -103,6 +104,7 @@ struct sim_node {
 	uint32_t param_bytes;
 	void (*fn)(void *);     /* SN_HOST */
 	void *arg;
+	struct sim_event *event; /* SN_EVENT_RECORD, SN_EVENT_WAIT (a reference) */
 };
 
 /* A captured graph; instantiations share it (refs). */
@@ -546,6 +548,8 @@ static int graph_add(struct sim_graph *g, const struct sim_node *n)
 	return 0;
 }
 
+static void event_put(struct sim_event *ev);
+
 static void graph_put(struct sim_graph *g)
 {
 	if (--g->refs)
@@ -553,6 +557,8 @@ static void graph_put(struct sim_graph *g)
 	for (size_t i = 0; i < g->n; i++) {
 		free(g->nodes[i].name);
 		free(g->nodes[i].params);
+		if (g->nodes[i].event)
+			event_put(g->nodes[i].event);
 	}
 	free(g->nodes);
 	free(g);
@@ -1058,7 +1064,14 @@ static int sim_stream_wait_event(struct mdev *d, void *s, void *ev, unsigned fla
 	struct sim_stream *st = s;
 	struct sim_event *e = ev;
 
-	(void)flags;
+	if (capturing(st) && (flags & MEARAS_EVENT_WAIT_EXTERNAL)) {
+		/* a node of the graph: each launch waits for the event's latest record */
+		int r = graph_add(capturing(st), &(struct sim_node){ .kind = SN_EVENT_WAIT, .event = e });
+
+		if (!r)
+			e->refs++;
+		return r;
+	}
 	if (e->in_capture && e->cap && !e->cap->ended && !capturing(st) && st != &d->legacy) {
 		/* joins the capture the event was recorded in */
 		if (st->capture)
@@ -1080,10 +1093,18 @@ static int sim_event_create(struct mdev *d, unsigned flags, void **e)
 	if (!ev)
 		return cudaErrorMemoryAllocation;
 	ev->flags = flags;
+	ev->refs = 1;
 	*e = ev;
 	return 0;
 }
 
+static void event_put(struct sim_event *ev)
+{
+	if (!--ev->refs)
+		free(ev);
+}
+
+/* The handle goes; graph record nodes keep the event until they go. */
 static int sim_event_destroy(struct mdev *d, void *e)
 {
 	struct sim_event *ev = e;
@@ -1091,7 +1112,8 @@ static int sim_event_destroy(struct mdev *d, void *e)
 	(void)d;
 	if (ev->cap)
 		graph_put(ev->cap);
-	free(e);
+	ev->cap = NULL;
+	event_put(ev);
 	return 0;
 }
 
@@ -1121,6 +1143,21 @@ static int sim_event_record(struct mdev *d, void *e, void *s)
 	}
 	ev->recorded = 1;
 	return 0;
+}
+
+/* In a capture, a node that records the event at each launch of the graph
+ * (a point the host can wait for); elsewhere a plain record. */
+static int sim_event_record_external(struct mdev *d, void *e, void *s)
+{
+	struct sim_event *ev = e;
+	int r;
+
+	if (!capturing(s))
+		return sim_event_record(d, e, s);
+	r = graph_add(capturing(s), &(struct sim_node){ .kind = SN_EVENT_RECORD, .event = ev });
+	if (!r)
+		ev->refs++;
+	return r;
 }
 
 static int sim_event_query(struct mdev *d, void *e)
@@ -1232,6 +1269,10 @@ static int run_node(struct mdev *d, const struct sim_node *n, void *s)
 	case SN_HOST:
 		n->fn(n->arg);
 		return 0;
+	case SN_EVENT_RECORD:
+		return sim_event_record(d, n->event, s);
+	case SN_EVENT_WAIT:
+		return sim_stream_wait_event(d, s, n->event, 0);
 	}
 	return cudaErrorInvalidValue;
 }
@@ -1290,6 +1331,8 @@ static int sim_graph_clone(struct mdev *d, void *graph, void **clone)
 
 		n.name = n.name ? strdup(n.name) : NULL;
 		n.params = n.param_bytes ? malloc(n.param_bytes) : NULL;
+		if (n.event)
+			n.event->refs++; /* put with the clone's nodes */
 		if (n.params)
 			memcpy(n.params, g->nodes[i].params, n.param_bytes);
 		if ((g->nodes[i].name && !n.name) || (n.param_bytes && !n.params))
@@ -1299,6 +1342,8 @@ static int sim_graph_clone(struct mdev *d, void *graph, void **clone)
 		if (r) {
 			free(n.name);
 			free(n.params);
+			if (n.event)
+				event_put(n.event);
 		}
 	}
 	if (r) {
@@ -1583,6 +1628,7 @@ const struct mdev_ops mdev_sim_ops = {
 	.event_create = sim_event_create,
 	.event_destroy = sim_event_destroy,
 	.event_record = sim_event_record,
+	.event_record_external = sim_event_record_external,
 	.event_query = sim_event_query,
 	.event_elapsed = sim_event_elapsed,
 	.host_func = sim_host_func,

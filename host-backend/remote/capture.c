@@ -212,6 +212,9 @@ static bool note_locked(struct remote_captures *c, const struct mearas_sqe *e)
 			return ok;
 		}
 	case MEARAS_OP_EVENT_RECORD:
+		/* an external record is a node of the graph, not a fork of the capture */
+		if (cap && (e->args.EVENT_RECORD.flags & MEARAS_EVENT_RECORD_EXTERNAL))
+			return true;
 		if (cap) {
 			x = get(c->budget, &c->events, e->args.EVENT_RECORD.event);
 			if (!x)

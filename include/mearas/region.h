@@ -117,6 +117,13 @@ enum mearas_copy_dir {
 	MEARAS_COPY_HTOH = 4,
 };
 
+/* EVENT_RECORD flags: an external record (CUDA's cudaEventRecordExternal,
+ * CU_EVENT_RECORD_EXTERNAL), a record node when captured into a graph */
+#define MEARAS_EVENT_RECORD_EXTERNAL 1u
+/* STREAM_WAIT_EVENT flags: an external wait (cudaEventWaitExternal,
+ * CU_EVENT_WAIT_EXTERNAL), a wait node when captured */
+#define MEARAS_EVENT_WAIT_EXTERNAL 1u
+
 /* stream memory operations (STREAM_WRITE_VALUE, STREAM_WAIT_VALUE): where
  * the word is, and the wait's condition (the driver's CU_STREAM_WAIT_VALUE_*
  * numbers; a wait's flags may add MEARAS_MEMOP_FLUSH) */

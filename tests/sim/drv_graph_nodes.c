@@ -7,7 +7,8 @@
 // relaunches, exec node updates (kernel, memset, memcpy) and
 // cuGraphExecUpdate_v2 with its result info; the generic cuGraphAddNode,
 // cuGraphNodeSetParams and cuGraphExecNodeSetParams, with a programmatic
-// edge kept as a full dependency; a node of another graph, a function or
+// edge kept as a full dependency; event record and wait nodes (generic and
+// their own calls); a node of another graph, a function or
 // context of the other device, other edge data, 3D copies: refused.
 #include <cuda.h>
 #include <stdio.h>
@@ -296,6 +297,54 @@ static void errors(struct graph *x)
 	CHECK(cuGraphDestroy(other));
 }
 
+/* event record and wait nodes through the generic calls and their own:
+ * types, the event read back, set in the graph and in an executable graph,
+ * no event refused; a launch records the node's event */
+static void event_nodes(CUstream s)
+{
+	CUgraph g;
+	CUgraphNode w, r;
+	CUgraphExec x;
+	CUgraphNodeParams q;
+	CUgraphNodeType type;
+	CUevent a, b, got = NULL;
+
+	CHECK(cuEventCreate(&a, 0));
+	CHECK(cuEventCreate(&b, 0));
+	CHECK(cuGraphCreate(&g, 0));
+	memset(&q, 0, sizeof(q));
+	q.type = CU_GRAPH_NODE_TYPE_WAIT_EVENT;
+	q.eventWait.event = a;
+	CHECK(cuGraphAddNode(&w, g, NULL, NULL, 0, &q));
+	memset(&q, 0, sizeof(q));
+	q.type = CU_GRAPH_NODE_TYPE_EVENT_RECORD;
+	q.eventRecord.event = a;
+	CHECK(cuGraphAddNode(&r, g, &w, NULL, 1, &q));
+	CHECK(cuGraphNodeGetType(r, &type));
+	REQUIRE(type == CU_GRAPH_NODE_TYPE_EVENT_RECORD, "record node type %d", (int)type);
+	CHECK(cuGraphNodeGetType(w, &type));
+	REQUIRE(type == CU_GRAPH_NODE_TYPE_WAIT_EVENT, "wait node type %d", (int)type);
+	CHECK(cuGraphEventWaitNodeGetEvent(w, &got));
+	REQUIRE(got == a, "the wait node's event is not the one given");
+	q.eventRecord.event = b;
+	CHECK(cuGraphNodeSetParams(r, &q));
+	CHECK(cuGraphEventRecordNodeGetEvent(r, &got));
+	REQUIRE(got == b, "cuGraphNodeSetParams did not set the record node's event");
+	CHECK(cuGraphInstantiate(&x, g, 0));
+	CHECK(cuGraphExecEventRecordNodeSetEvent(x, r, a));
+	CHECK(cuGraphLaunch(x, s));
+	CHECK(cuStreamSynchronize(s));
+	CHECK(cuEventQuery(a));
+	q.eventRecord.event = NULL;
+	EXPECT(CUDA_ERROR_INVALID_VALUE, cuGraphExecNodeSetParams(x, r, &q));
+	EXPECT(CUDA_ERROR_INVALID_VALUE, cuGraphAddEventRecordNode(&r, g, NULL, 0, NULL));
+	EXPECT(CUDA_ERROR_INVALID_VALUE, cuGraphEventRecordNodeGetEvent(w, &got));
+	CHECK(cuGraphExecDestroy(x));
+	CHECK(cuGraphDestroy(g));
+	CHECK(cuEventDestroy(b));
+	CHECK(cuEventDestroy(a));
+}
+
 int main(void)
 {
 	CUdevice d0, d1;
@@ -394,6 +443,7 @@ int main(void)
 	}
 
 	errors(&x);
+	event_nodes(s);
 	CHECK(cuGraphExecDestroy(exec));
 	CHECK(cuGraphDestroy(z.g));
 	CHECK(cuGraphDestroy(y.g));

@@ -523,8 +523,25 @@ static void test_reset(void)
 	CHECK_EQ(fx.w->vgpus[0].heap.used, 0);
 }
 
+/* EVENT_RECORD and STREAM_WAIT_EVENT take the external flag alone */
+static void test_event_external_flags(void)
+{
+	const int bad = cudaErrorInvalidValue;
+
+	REQUIRE(run1(MEARAS_OP_STREAM_CREATE, 0, 9, 0, 0) == 0);
+	REQUIRE(run1(MEARAS_OP_EVENT_CREATE, 0, 5, 0, 0) == 0);
+	CHECK_EQ(run1(MEARAS_OP_EVENT_RECORD, 9, 5, MEARAS_EVENT_RECORD_EXTERNAL, 0), 0);
+	CHECK_EQ(run1(MEARAS_OP_EVENT_RECORD, 9, 5, 2, 0), bad);
+	CHECK_EQ(run1(MEARAS_OP_EVENT_RECORD, 9, 5, UINT64_MAX, 0), bad);
+	CHECK_EQ(run1(MEARAS_OP_STREAM_WAIT_EVENT, 9, 5, MEARAS_EVENT_WAIT_EXTERNAL, 0), 0);
+	CHECK_EQ(run1(MEARAS_OP_STREAM_WAIT_EVENT, 9, 5, 2, 0), bad);
+	CHECK_EQ(run1(MEARAS_OP_EVENT_DESTROY, 0, 5, 0, 0), 0);
+	CHECK_EQ(run1(MEARAS_OP_STREAM_DESTROY, 0, 9, 0, 0), 0);
+}
+
 static const struct check_case cases[] = {
 	{ "streams_and_events", test_streams_events },
+	{ "event_external_flags", test_event_external_flags },
 	{ "module_load", test_module_load },
 	{ "module_image_past_its_bytes", test_image_past_its_bytes },
 	{ "module_image_wrapper_refused", test_image_wrapper_refused },
