@@ -13,13 +13,6 @@ extern "C" __global__ void mearas_sim_spin(unsigned ms)
     (void)ms;
 }
 
-static float since(cudaEvent_t a, cudaEvent_t b)
-{
-    float ms = -1;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
-    return ms;
-}
-
 int main(void)
 {
     cudaStream_t s, s2;
@@ -42,12 +35,8 @@ int main(void)
 
     // a built graph: spin 30 ms, then record `rec`
     CHECK_CUDA(cudaGraphCreate(&g, 0));
-    cudaKernelNodeParams k = {};
-    k.func = (void *)mearas_sim_spin;
-    k.gridDim = dim3(1);
-    k.blockDim = dim3(1);
     args[0] = &ms;
-    k.kernelParams = args;
+    cudaKernelNodeParams k = one_thread_node((void *)mearas_sim_spin, args);
     CHECK_CUDA(cudaGraphAddKernelNode(&spin, g, nullptr, 0, &k));
     CHECK_CUDA(cudaGraphAddEventRecordNode(&r, g, &spin, 1, rec));
     CHECK_CUDA(cudaGraphNodeGetType(r, &type));
@@ -60,15 +49,15 @@ int main(void)
         CHECK_CUDA(cudaGraphLaunch(x, s));
         // the host waits for the node's record: the spin before it is done
         CHECK_CUDA(cudaEventSynchronize(rec));
-        REQUIRE(since(start, rec) >= 29.0f, "launch %d: rec %.2f ms after start, want >= 30", i,
-                since(start, rec));
+        REQUIRE(ms_between(start, rec) >= 29.0f, "launch %d: rec %.2f ms after start, want >= 30", i,
+                ms_between(start, rec));
     }
     // the node's event set in the executable graph: rec2 records now
     CHECK_CUDA(cudaGraphExecEventRecordNodeSetEvent(x, r, rec2));
     CHECK_CUDA(cudaEventRecord(start, s));
     CHECK_CUDA(cudaGraphLaunch(x, s));
     CHECK_CUDA(cudaEventSynchronize(rec2));
-    REQUIRE(since(start, rec2) >= 29.0f, "rec2 %.2f ms after start", since(start, rec2));
+    REQUIRE(ms_between(start, rec2) >= 29.0f, "rec2 %.2f ms after start", ms_between(start, rec2));
     // ... and in the graph: the node there still names rec, then rec2
     CHECK_CUDA(cudaGraphEventRecordNodeGetEvent(r, &got));
     REQUIRE(got == rec, "setting the executable graph's node changed the graph's");
@@ -99,8 +88,8 @@ int main(void)
     CHECK_CUDA(cudaEventRecord(gate, s2));
     CHECK_CUDA(cudaGraphLaunch(xw, s));
     CHECK_CUDA(cudaStreamSynchronize(s));
-    REQUIRE(since(start, after) >= 29.0f, "the graph ran %.2f ms after s2's start: it did not wait for gate",
-            since(start, after));
+    REQUIRE(ms_between(start, after) >= 29.0f, "the graph ran %.2f ms after s2's start: it did not wait for gate",
+            ms_between(start, after));
     CHECK_CUDA(cudaMemcpy(h, dev, 64, cudaMemcpyDeviceToHost));
     REQUIRE(h[0] == 7 && h[63] == 7, "the memset after the wait did not run");
 
@@ -119,7 +108,7 @@ int main(void)
     CHECK_CUDA(cudaEventRecord(start, s));
     CHECK_CUDA(cudaGraphLaunch(xc, s));
     CHECK_CUDA(cudaEventSynchronize(rec));
-    REQUIRE(since(start, rec) >= 29.0f, "captured external record %.2f ms after start", since(start, rec));
+    REQUIRE(ms_between(start, rec) >= 29.0f, "captured external record %.2f ms after start", ms_between(start, rec));
     CHECK_CUDA(cudaStreamSynchronize(s));
 
     // refusals: no event, a flag that is not one

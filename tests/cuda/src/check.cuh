@@ -94,6 +94,27 @@ static inline cudaStream_t nonblocking_stream(void)
     return s;
 }
 
+// milliseconds from event a to event b (both recorded with timing)
+static inline float ms_between(cudaEvent_t a, cudaEvent_t b)
+{
+    float ms = -1;
+
+    CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
+    return ms;
+}
+
+// a kernel node's parameters: a 1x1 launch of func with args
+static inline cudaKernelNodeParams one_thread_node(void *func, void **args)
+{
+    cudaKernelNodeParams k = {};
+
+    k.func = func;
+    k.gridDim = dim3(1);
+    k.blockDim = dim3(1);
+    k.kernelParams = args;
+    return k;
+}
+
 static inline int pass(void)
 {
     std::printf("PASS\n");

@@ -21,11 +21,19 @@ __global__ void copy_flag(const unsigned *flag, unsigned *out)
     *out = *(volatile const unsigned *)flag;
 }
 
-static float ms_between(cudaEvent_t a, cudaEvent_t b)
+// launches x on s after recording start there, waits for ev on the host:
+// the flag then, and whether ev came over 1 ms after start
+static unsigned launch_and_read(cudaGraphExec_t x, cudaStream_t s, cudaEvent_t start, cudaEvent_t ev,
+                                const unsigned *flag, int *later)
 {
-    float ms = -1;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
-    return ms;
+    unsigned h = 0;
+
+    CHECK_CUDA(cudaEventRecord(start, s));
+    CHECK_CUDA(cudaGraphLaunch(x, s));
+    CHECK_CUDA(cudaEventSynchronize(ev));
+    CHECK_CUDA(cudaMemcpy(&h, flag, sizeof(h), cudaMemcpyDeviceToHost));
+    *later = ms_between(start, ev) > 1.0f;
+    return h;
 }
 
 int main(void)
@@ -38,6 +46,7 @@ int main(void)
     cudaGraphNodeType type;
     cudaEvent_t got = nullptr;
     unsigned *flag = nullptr, *out = nullptr, h = 0;
+    int later = 0;
 
     CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     CHECK_CUDA(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
@@ -52,11 +61,7 @@ int main(void)
     CHECK_CUDA(cudaGraphCreate(&g, 0));
     unsigned one = 1;
     void *kargs[] = { &flag, &one };
-    cudaKernelNodeParams kp = {};
-    kp.func = (void *)spin_then_set;
-    kp.gridDim = dim3(1);
-    kp.blockDim = dim3(1);
-    kp.kernelParams = kargs;
+    cudaKernelNodeParams kp = one_thread_node((void *)spin_then_set, kargs);
     CHECK_CUDA(cudaGraphAddKernelNode(&k, g, nullptr, 0, &kp));
     CHECK_CUDA(cudaGraphAddEventRecordNode(&r, g, &k, 1, rec));
     CHECK_CUDA(cudaGraphNodeGetType(r, &type));
@@ -65,24 +70,20 @@ int main(void)
            got == rec);
     CHECK_CUDA(cudaGraphInstantiate(&x, g, 0));
     for (int i = 0; i < 2; i++) {
-        CHECK_CUDA(cudaEventRecord(start, s));
-        CHECK_CUDA(cudaGraphLaunch(x, s));
-        CHECK_CUDA(cudaEventSynchronize(rec));
-        CHECK_CUDA(cudaMemcpy(&h, flag, sizeof(h), cudaMemcpyDeviceToHost));
+        h = launch_and_read(x, s, start, rec, flag, &later);
         printf("launch %d: after the node's event the kernel had set the flag %u; rec after start %d\n", i, h,
-               ms_between(start, rec) > 1.0f);
+               later);
         CHECK_CUDA(cudaMemset(flag, 0, sizeof(unsigned)));
         CHECK_CUDA(cudaDeviceSynchronize());
     }
     CHECK_CUDA(cudaGraphExecEventRecordNodeSetEvent(x, r, rec2));
-    CHECK_CUDA(cudaEventRecord(start, s));
-    CHECK_CUDA(cudaGraphLaunch(x, s));
-    CHECK_CUDA(cudaEventSynchronize(rec2));
-    CHECK_CUDA(cudaMemcpy(&h, flag, sizeof(h), cudaMemcpyDeviceToHost));
+    h = launch_and_read(x, s, start, rec2, flag, &later);
     CHECK_CUDA(cudaGraphEventRecordNodeGetEvent(r, &got));
     printf("exec node set to rec2: flag %u at rec2, rec2 after start %d, the graph's node still rec %d\n", h,
-           ms_between(start, rec2) > 1.0f, got == rec);
+           later, got == rec);
     CHECK_CUDA(cudaStreamSynchronize(s));
+    CHECK_CUDA(cudaGraphExecDestroy(x));
+    CHECK_CUDA(cudaGraphDestroy(g));
 
     // a wait node: the graph's copy_flag waits for gate, recorded on s2
     // after spin_then_set(flag, 2) there
@@ -91,11 +92,7 @@ int main(void)
     CHECK_CUDA(cudaGraphCreate(&gw, 0));
     CHECK_CUDA(cudaGraphAddEventWaitNode(&w, gw, nullptr, 0, gate));
     void *cargs[] = { &flag, &out };
-    cudaKernelNodeParams cp = {};
-    cp.func = (void *)copy_flag;
-    cp.gridDim = dim3(1);
-    cp.blockDim = dim3(1);
-    cp.kernelParams = cargs;
+    cudaKernelNodeParams cp = one_thread_node((void *)copy_flag, cargs);
     CHECK_CUDA(cudaGraphAddKernelNode(&c, gw, &w, 1, &cp));
     CHECK_CUDA(cudaGraphInstantiate(&xw, gw, 0));
     unsigned two = 2;
@@ -108,6 +105,8 @@ int main(void)
     CHECK_CUDA(cudaGraphNodeGetType(w, &type));
     printf("wait node: type is WaitEvent %d, the graph's kernel read the flag %u\n", type == cudaGraphNodeTypeWaitEvent,
            h);
+    CHECK_CUDA(cudaGraphExecDestroy(xw));
+    CHECK_CUDA(cudaGraphDestroy(gw));
 
     // a capture: an external wait for gate, the spin, an external record
     CHECK_CUDA(cudaStreamSynchronize(s2));
@@ -125,20 +124,12 @@ int main(void)
     size_t n = 0;
     CHECK_CUDA(cudaGraphGetNodes(cap, nullptr, &n));
     CHECK_CUDA(cudaGraphInstantiate(&xc, cap, 0));
-    CHECK_CUDA(cudaEventRecord(start, s));
-    CHECK_CUDA(cudaGraphLaunch(xc, s));
-    CHECK_CUDA(cudaEventSynchronize(rec));
-    CHECK_CUDA(cudaMemcpy(&h, flag, sizeof(h), cudaMemcpyDeviceToHost));
-    printf("capture: %zu nodes; at the external record the flag is %u; rec after start %d\n", n, h,
-           ms_between(start, rec) > 1.0f);
+    h = launch_and_read(xc, s, start, rec, flag, &later);
+    printf("capture: %zu nodes; at the external record the flag is %u; rec after start %d\n", n, h, later);
     CHECK_CUDA(cudaStreamSynchronize(s));
-
     CHECK_CUDA(cudaGraphExecDestroy(xc));
-    CHECK_CUDA(cudaGraphExecDestroy(xw));
-    CHECK_CUDA(cudaGraphExecDestroy(x));
     CHECK_CUDA(cudaGraphDestroy(cap));
-    CHECK_CUDA(cudaGraphDestroy(gw));
-    CHECK_CUDA(cudaGraphDestroy(g));
+
     for (cudaEvent_t e : { start, rec, rec2, gate })
         CHECK_CUDA(cudaEventDestroy(e));
     CHECK_CUDA(cudaFree(out));
