@@ -9,9 +9,10 @@
  * host access and a device pointer to the variable name one address. The
  * twin and the device copy are kept equal the way the host can observe:
  *
- * - push: before a record is posted, bytes the host changed since they were
- *   last equal are copied to the device on the record's stream (on a private
- *   stream while it captures), so that work sees them;
+ * - push: before a record of device work (a launch, copy, memset, graph
+ *   launch ...) is posted, bytes the host changed since they were last equal
+ *   are copied to the device on the record's stream (on a private stream
+ *   while it captures), so that work sees them;
  * - pull: after a wait, while device work was posted since the last
  *   whole-device synchronization, the variables are copied back on a
  *   private non-blocking stream (so the copy waits for nothing else) and
