@@ -171,6 +171,16 @@ cudaError_t rt_capture_info(const struct rt_stream_ref *st, const char *call, en
 	return cudaSuccess;
 }
 
+bool rt_capture_any(void)
+{
+	bool any;
+
+	pthread_mutex_lock(&capture_lock);
+	any = captures != NULL;
+	pthread_mutex_unlock(&capture_lock);
+	return any;
+}
+
 bool rt_capture_active(const struct rt_stream_ref *st)
 {
 	int32_t s = cudaStreamCaptureStatusNone;
@@ -179,9 +189,7 @@ bool rt_capture_active(const struct rt_stream_ref *st)
 	/* the legacy stream never captures (and is not asked about) */
 	if (st->id == MEARAS_STREAM_LEGACY && !(st->sqe_flags & MEARAS_SQE_PER_THREAD))
 		return false;
-	pthread_mutex_lock(&capture_lock);
-	any = captures != NULL;
-	pthread_mutex_unlock(&capture_lock);
+	any = rt_capture_any();
 	/* the back end knows streams that joined a capture by an event wait too */
 	return any && rt_do_CAPTURE_STATUS(st->vgpu, st, &s) == cudaSuccess && s != cudaStreamCaptureStatusNone;
 }

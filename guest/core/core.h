@@ -413,6 +413,8 @@ CORE_API cudaError_t rt_capture_info(const struct rt_stream_ref *st, const char 
 /* st captures (or its capture was invalidated): a round trip only while a
  * capture of this process is in progress, false at once otherwise */
 bool rt_capture_active(const struct rt_stream_ref *st);
+/* a capture of this process is in progress (no round trip) */
+bool rt_capture_any(void);
 /* cudaThreadExchangeStreamCaptureMode */
 CORE_API cudaError_t rt_capture_mode_exchange(enum cudaStreamCaptureMode *mode);
 void rt_capture_forget_stream(int vgpu, uint32_t stream);

@@ -12,7 +12,7 @@
  * - push: before a record of device work (a launch, copy, memset, graph
  *   launch ...) is posted, bytes the host changed since they were last equal
  *   are copied to the device on the record's stream (on a private stream
- *   while it captures), so that work sees them;
+ *   while any stream of the process captures), so that work sees them;
  * - pull: after a wait, while device work was posted since the last
  *   whole-device synchronization, the variables are copied back on a
  *   private non-blocking stream (so the copy waits for nothing else) and
@@ -206,8 +206,11 @@ void rt_mvars_before_post(int vgpu, const struct rt_call *c)
 
 			if (!memcmp(t, v->last, v->size))
 				continue;
-			/* a capture would keep the copy in its graph: the private stream instead */
-			if (rt_capture_active(&st))
+			/* a capture would keep the copy in its graph: while any stream
+			 * captures, the private stream instead (asking the back end
+			 * which stream captures would be a round trip, and the caller
+			 * may hold its slot) */
+			if (rt_capture_any())
 				st = (struct rt_stream_ref){ .vgpu = vgpu, .id = stream_for(vgpu) };
 			/* only the bytes the host changed: the device may be changing the others */
 			for (uint64_t k = 0; k < v->size;) {

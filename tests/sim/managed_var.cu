@@ -4,7 +4,9 @@
 // their addresses: a host write reaches the kernel, the kernel's write
 // reaches the host after a synchronization, a copy from the variable's
 // address sees the host's latest write, and a byte the host changed while
-// the device changed others keeps the host's value. (Initial values from
+// the device changed others keeps the host's value; a host change pushed
+// while another stream captures, by a blocking copy (built with per-thread
+// default streams, so the copy is not on the legacy stream). (Initial values from
 // the image and kernels naming the variables need a GPU: tests/cuda's
 // managed_vars.)
 #include <cstdio>
@@ -70,6 +72,32 @@ int main(void)
     CHECK_CUDA(cudaMemcpyToSymbol(counter, &v, sizeof(v)));
     CHECK_CUDA(cudaDeviceSynchronize());
     REQUIRE(counter == 99, "counter %u after cudaMemcpyToSymbol, want 99", counter);
+
+    // while a stream captures (relaxed), a blocking copy elsewhere pushes the
+    // host's change on mearas's private stream, and the captured kernel's
+    // graph adds to it when launched
+    cudaStream_t cs;
+    cudaGraph_t g;
+    cudaGraphExec_t x;
+    unsigned *dev = nullptr, *pinned = nullptr;
+    CHECK_CUDA(cudaMalloc(&dev, sizeof(unsigned)));
+    CHECK_CUDA(cudaMallocHost(&pinned, sizeof(unsigned)));
+    CHECK_CUDA(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaStreamBeginCapture(cs, cudaStreamCaptureModeRelaxed));
+    counter = 5;
+    CHECK_CUDA(cudaMemcpy(pinned, dev, sizeof(unsigned), cudaMemcpyDeviceToHost)); /* a pinned copy, waited for */
+    mearas_sim_add_u32<<<1, 1, 0, cs>>>(&counter, 1, 1);
+    CHECK_LAUNCH();
+    CHECK_CUDA(cudaStreamEndCapture(cs, &g));
+    CHECK_CUDA(cudaGraphInstantiate(&x, g, 0));
+    CHECK_CUDA(cudaGraphLaunch(x, cs));
+    CHECK_CUDA(cudaStreamSynchronize(cs));
+    REQUIRE(counter == 6, "counter %u after the captured kernel's graph, want 6", counter);
+    CHECK_CUDA(cudaGraphExecDestroy(x));
+    CHECK_CUDA(cudaGraphDestroy(g));
+    CHECK_CUDA(cudaStreamDestroy(cs));
+    CHECK_CUDA(cudaFreeHost(pinned));
+    CHECK_CUDA(cudaFree(dev));
 
     CHECK_CUDA(cudaPointerGetAttributes(&a, &counter));
     REQUIRE(a.devicePointer == (void *)&counter, "device pointer %p, the host's %p", a.devicePointer,
