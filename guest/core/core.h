@@ -441,6 +441,9 @@ CORE_API cudaError_t rt_graph_node_count(struct rt_graph *g, size_t *n);
  * lines. Node lists follow CUDA's convention: with out NULL, *n is set to
  * the count; else up to *n are written, and *n lowered to the count. */
 CORE_API struct rt_gnode *rt_gnode_get(void *h);  /* NULL unless a live node */
+/* an event record or wait node (type) of a live event of this process (a
+ * cudaEvent_t or CUevent), else cudaErrorInvalidValue */
+CORE_API cudaError_t rt_event_node_params(int type, void *event, struct rt_node_params *p);
 CORE_API cudaError_t rt_graph_create(int vgpu, unsigned flags, struct rt_graph **out);
 /* a node of p's kind after deps (nodes of g); the parameters are copied */
 CORE_API cudaError_t rt_graph_add(const char *call, struct rt_graph *g, void *const *deps, size_t ndeps,

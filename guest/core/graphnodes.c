@@ -381,6 +381,18 @@ cudaError_t rt_graph_add(const char *call, struct rt_graph *g, void *const *deps
 	return cudaSuccess;
 }
 
+cudaError_t rt_event_node_params(int type, void *event, struct rt_node_params *p)
+{
+	struct rt_event *ev = rt_event_get(event);
+
+	if (!ev)
+		return cudaErrorInvalidValue;
+	memset(p, 0, sizeof(*p));
+	p->type = type;
+	p->u.ev = ev;
+	return cudaSuccess;
+}
+
 cudaError_t rt_gnode_set(const char *call, struct rt_gnode *n, const struct rt_node_params *p)
 {
 	struct rt_node_params copy;

@@ -545,23 +545,11 @@ CU_EXPORT CUresult CUDAAPI cuGraphExecHostNodeSetParams(CUgraphExec x, CUgraphNo
 
 /* ---- event record and wait nodes (the event: the caller's) ---- */
 
-static CUresult event_params(int type, CUevent event, struct rt_node_params *p)
-{
-	struct rt_event *ev = rt_event_get(event);
-
-	if (!ev)
-		return CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
-	memset(p, 0, sizeof(*p));
-	p->type = type;
-	p->u.ev = ev;
-	return CUDA_SUCCESS;
-}
-
 static CUresult add_event(const char *call, int type, CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n,
 			  CUevent event)
 {
 	struct rt_node_params p;
-	CUresult r = event_params(type, event, &p);
+	CUresult r = cu_result(rt_event_node_params(type, event, &p));
 
 	return r ? r : add(call, o, g, d, n, &p);
 }
@@ -584,7 +572,7 @@ static CUresult set_event(const char *call, int type, CUgraphExec hExec, CUgraph
 	CUresult r = set_target(hExec, h, type, &x, &n);
 
 	if (!r)
-		r = event_params(type, event, &p);
+		r = cu_result(rt_event_node_params(type, event, &p));
 	return r ? r : set_params(call, x, n, &p);
 }
 

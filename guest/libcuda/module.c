@@ -651,7 +651,7 @@ CU_EXPORT CUresult CUDAAPI cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes,
 	struct cu_module *m;
 	struct cu_ctx *c = NULL;
 	CUresult r = cu_need(cu_ready(), name);
-	uint64_t size;
+	const char *managed;
 
 	if (!r)
 		r = library_of(library, &l);
@@ -661,8 +661,8 @@ CU_EXPORT CUresult CUDAAPI cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes,
 	}
 	if (r)
 		return r;
-	for (size_t i = 0; m->index && mearas_fatbin_managed_at(m->index, i, &size); i++)
-		if (!strcmp(mearas_fatbin_managed_at(m->index, i, &size), name))
+	for (size_t i = 0; (managed = mearas_fatbin_managed_at(m->index, i, NULL)); i++)
+		if (!strcmp(managed, name))
 			return global_get(m, name, dptr, bytes);
 	return CU_REFUSE(CUDA_ERROR_NOT_FOUND);
 }

@@ -479,28 +479,16 @@ NODE_CALLS(Host, struct cudaHostNodeParams, cudaGraphNodeTypeHost, host_params, 
 
 /* ---- event record and wait nodes (the event: the caller's) ---- */
 
-static cudaError_t event_params(int type, const void *q, struct rt_node_params *p)
-{
-	struct rt_event *ev = rt_event_get((void *)q);
-
-	if (!ev)
-		return cudaErrorInvalidValue;
-	memset(p, 0, sizeof(*p));
-	p->type = type;
-	p->u.ev = ev;
-	return cudaSuccess;
-}
-
 static cudaError_t record_params(const char *call, const void *q, struct rt_node_params *p)
 {
 	(void)call;
-	return event_params(cudaGraphNodeTypeEventRecord, q, p);
+	return rt_event_node_params(cudaGraphNodeTypeEventRecord, (void *)q, p);
 }
 
 static cudaError_t wait_params(const char *call, const void *q, struct rt_node_params *p)
 {
 	(void)call;
-	return event_params(cudaGraphNodeTypeWaitEvent, q, p);
+	return rt_event_node_params(cudaGraphNodeTypeWaitEvent, (void *)q, p);
 }
 
 static void event_out(const struct rt_node_params *p, void *q)
