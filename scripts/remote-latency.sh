@@ -10,6 +10,7 @@
 # namespaces and is the figure of record.
 #   scripts/remote-latency.sh [REPEATS]
 # MEARAS_LAT_ARGS adds mearasd options to both nodes (e.g. --spin-us=500);
+# MEARAS_LAT_BIN names another mearasd for both nodes (an A/B of two builds);
 # MEARAS_LAT_DEVICE=sim runs the nodes on the host-memory model (no native
 # run; the numbers only show that it works). Logs: build/remote-latency/.
 # Before the remote figures, the yardstick: a raw TCP round trip of 256 bytes
@@ -31,7 +32,7 @@ reps=${1:-3}
 [[ "$reps" =~ ^[1-9][0-9]*$ ]] || { echo "usage: remote-latency.sh [--hops] [REPEATS]" >&2; exit 2; }
 kind=${MEARAS_LAT_DEVICE:-cuda}
 read -r -a extra <<<"${MEARAS_LAT_ARGS:-}"
-bin=$top/build/bin/mearasd
+bin=${MEARAS_LAT_BIN:-$top/build/bin/mearasd}
 [ $hops = 1 ] && bin=$top/build/hop/bin/mearasd
 bench=$top/build/experiments/microbench
 rtt_bin=$top/build/tests/gpu/tcp_rtt

@@ -7,9 +7,15 @@
 //     "METRIC raw_tcp_rtt_us us X"
 //   a receive thread and a sending thread per end, as remote-link's links
 //     "METRIC raw_tcp_rtt_2threads_us us X"
+//   the same with a connection each way (each socket read or written by one
+//   thread per end)
+//     "METRIC raw_tcp_rtt_2threads_split_us us X"
 // The spinning threads want a core each (up to 4): on a machine with fewer,
 // the figures say more about the scheduler than about TCP.
-//   tcp_rtt [ROUNDS]   (default 20000)
+//   tcp_rtt [ROUNDS [READ]]   (default 20000, dontwait)
+// READ says how a receiver waits: dontwait (recv first, as above), poll
+// (a poll that does not wait until data is there, then recv: a spinning
+// reader takes the socket's lock only to read) or block (a blocking recv).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -27,6 +33,9 @@
 
 static long rounds = 20000;
 
+enum read_mode { READ_DONTWAIT, READ_POLL, READ_BLOCK };
+static enum read_mode read_mode = READ_DONTWAIT;
+
 static double now_us(void)
 {
 	struct timespec t;
@@ -35,19 +44,26 @@ static double now_us(void)
 	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
 }
 
-// reads len bytes, spinning; false at EOF or an error
+// reads len bytes as read_mode says; false at EOF or an error
 static int read_spin(int fd, char *buf, size_t len)
 {
 	size_t got = 0;
 
 	while (got < len) {
-		ssize_t n = recv(fd, buf + got, len - got, MSG_DONTWAIT);
+		ssize_t n;
 
+		if (read_mode == READ_POLL) {
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+
+			while (poll(&p, 1, 0) == 0)
+				;
+		}
+		n = recv(fd, buf + got, len - got, read_mode == READ_BLOCK ? 0 : MSG_DONTWAIT);
 		if (n > 0) {
 			got += (size_t)n;
 		} else if (n == 0) {
 			return 0;
-		} else {
+		} else if (read_mode == READ_DONTWAIT) {
 			struct pollfd p = { .fd = fd, .events = POLLIN };
 
 			poll(&p, 1, 0);
@@ -131,9 +147,10 @@ static int one_thread(double *rtt)
 }
 
 // ---- a receive thread and a sending thread per end ----
+// split: a connection each way, so that each socket has one thread per end
 
 struct end {
-	int fd;
+	int rfd, wfd;
 	long received; // atomic: whole messages the receive thread has read
 };
 
@@ -143,7 +160,7 @@ static void *receiver_main(void *arg)
 	char buf[MSG];
 	long n = 0;
 
-	while (read_spin(e->fd, buf, MSG))
+	while (read_spin(e->rfd, buf, MSG))
 		__atomic_store_n(&e->received, ++n, __ATOMIC_RELEASE);
 	__atomic_store_n(&e->received, -1, __ATOMIC_RELEASE); // EOF
 	return NULL;
@@ -165,39 +182,49 @@ static void *echo2_main(void *arg)
 	char buf[MSG] = { 0 };
 
 	for (long i = 1; wait_received(e, i); i++)
-		if (!send_all(e->fd, buf, MSG))
+		if (!send_all(e->wfd, buf, MSG))
 			break;
 	return NULL;
 }
 
-static int two_threads(double *rtt)
+static int two_threads(double *rtt, int split)
 {
-	int fd[2];
+	int fd[2], back[2];
 	struct end c = { 0 }, s = { 0 };
 	char buf[MSG] = { 0 };
 	pthread_t rc, rs, es;
 
-	if (pair(fd))
+	if (pair(fd) || (split && pair(back)))
 		return -1;
-	c.fd = fd[0];
-	s.fd = fd[1];
+	if (!split) {
+		back[0] = fd[0];
+		back[1] = fd[1];
+	}
+	c.wfd = fd[0];
+	c.rfd = back[0];
+	s.rfd = fd[1];
+	s.wfd = back[1];
 	if (pthread_create(&rc, NULL, receiver_main, &c) || pthread_create(&rs, NULL, receiver_main, &s) ||
 	    pthread_create(&es, NULL, echo2_main, &s))
 		return -1;
 	for (long i = 0; i < rounds; i++) {
 		double t0 = now_us();
 
-		if (!send_all(c.fd, buf, MSG) || !wait_received(&c, i + 1))
+		if (!send_all(c.wfd, buf, MSG) || !wait_received(&c, i + 1))
 			return -1;
 		rtt[i] = now_us() - t0;
 	}
-	shutdown(c.fd, SHUT_WR); // the serving end's receiver sees EOF, its sender stops
+	shutdown(c.wfd, SHUT_WR); // the serving end's receiver sees EOF, its sender stops
 	pthread_join(rs, NULL);
 	pthread_join(es, NULL);
-	shutdown(s.fd, SHUT_WR);
+	shutdown(s.wfd, SHUT_WR);
 	pthread_join(rc, NULL);
 	close(fd[0]);
 	close(fd[1]);
+	if (split) {
+		close(back[0]);
+		close(back[1]);
+	}
 	return 0;
 }
 
@@ -205,8 +232,14 @@ int main(int argc, char **argv)
 {
 	double *rtt;
 
-	if (argc > 2 || (argc == 2 && (rounds = atol(argv[1])) < 1) || rounds > 10000000) {
-		fprintf(stderr, "usage: tcp_rtt [ROUNDS (1..10000000, default 20000)]\n");
+	if (argc == 3 && !strcmp(argv[2], "poll"))
+		read_mode = READ_POLL;
+	else if (argc == 3 && !strcmp(argv[2], "block"))
+		read_mode = READ_BLOCK;
+	else if (argc == 3 && strcmp(argv[2], "dontwait"))
+		argc = 99;
+	if (argc > 3 || (argc >= 2 && (rounds = atol(argv[1])) < 1) || rounds > 10000000) {
+		fprintf(stderr, "usage: tcp_rtt [ROUNDS (1..10000000, default 20000) [dontwait|poll|block]]\n");
 		return 2;
 	}
 	rtt = malloc((size_t)rounds * sizeof(*rtt));
@@ -218,11 +251,17 @@ int main(int argc, char **argv)
 	}
 	printf("METRIC raw_tcp_rtt_us us %.3f\n", median(rtt));
 	fflush(stdout);
-	if (two_threads(rtt)) {
+	if (two_threads(rtt, 0)) {
 		perror("tcp_rtt: two threads per end");
 		return 1;
 	}
 	printf("METRIC raw_tcp_rtt_2threads_us us %.3f\n", median(rtt));
+	fflush(stdout);
+	if (two_threads(rtt, 1)) {
+		perror("tcp_rtt: two threads per end, a connection each way");
+		return 1;
+	}
+	printf("METRIC raw_tcp_rtt_2threads_split_us us %.3f\n", median(rtt));
 	free(rtt);
 	return 0;
 }
