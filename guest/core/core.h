@@ -463,6 +463,7 @@ CORE_API cudaError_t rt_graph_nodes(struct rt_graph *g, bool roots, void **out, 
 CORE_API cudaError_t rt_graph_edges(struct rt_graph *g, void **from, void **to, size_t *n);
 /* a node's dependencies (dependents false) or dependents */
 CORE_API cudaError_t rt_gnode_edges(struct rt_gnode *node, bool dependents, void **out, size_t *n);
+CORE_API cudaError_t rt_graph_edge_data(const cudaGraphEdgeData *e, size_t n);
 CORE_API cudaError_t rt_graph_add_deps(struct rt_graph *g, void *const *from, void *const *to, size_t n);
 CORE_API cudaError_t rt_graph_remove_deps(struct rt_graph *g, void *const *from, void *const *to, size_t n);
 CORE_API cudaError_t rt_gnode_destroy(struct rt_gnode *n);

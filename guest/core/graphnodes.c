@@ -529,6 +529,37 @@ static cudaError_t check_edges(struct rt_graph *g, void *const *from, void *cons
 	return cudaSuccess;
 }
 
+/* Edge data as both front ends take it: the default kind, or a programmatic
+ * edge out of a kernel's programmatic or launch-completion port, which is
+ * kept as a full dependency (the downstream node starts when the upstream
+ * one has ended; said once); anything else is refused. */
+cudaError_t rt_graph_edge_data(const cudaGraphEdgeData *e, size_t n)
+{
+	static int said;
+
+	for (size_t i = 0; e && i < n; i++) {
+		const cudaGraphEdgeData *d = &e[i];
+		bool reserved = false;
+
+		for (size_t k = 0; k < sizeof(d->reserved); k++)
+			reserved |= d->reserved[k] != 0;
+		if (!d->type && !d->from_port && !d->to_port && !reserved)
+			continue;
+		if (d->type == cudaGraphDependencyTypeProgrammatic && !d->to_port && !reserved &&
+		    (d->from_port == cudaGraphKernelNodePortProgrammatic ||
+		     d->from_port == cudaGraphKernelNodePortLaunchCompletion)) {
+			if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+				log_info("programmatic graph edges are kept by mearas as full dependencies "
+					 "(the downstream kernel starts when the upstream one has ended)");
+			continue;
+		}
+		log_warn("graph edge data (type %u, ports %u -> %u) is not supported by mearas", d->type, d->from_port,
+			 d->to_port);
+		return cudaErrorNotSupported;
+	}
+	return cudaSuccess;
+}
+
 cudaError_t rt_graph_add_deps(struct rt_graph *g, void *const *from, void *const *to, size_t n)
 {
 	cudaError_t e = check_edges(g, from, to, n, true);

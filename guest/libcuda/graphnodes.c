@@ -713,29 +713,9 @@ static void zero_edges(CUgraphEdgeData *e, size_t n)
  */
 static CUresult no_edge_data(const CUgraphEdgeData *e, size_t n)
 {
-	static int said;
-
-	for (size_t i = 0; e && i < n; i++) {
-		const CUgraphEdgeData *d = &e[i];
-		bool reserved = false;
-
-		for (size_t k = 0; k < sizeof(d->reserved); k++)
-			reserved |= d->reserved[k] != 0;
-		if (!d->type && !d->from_port && !d->to_port && !reserved)
-			continue;
-		if (d->type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC && !d->to_port && !reserved &&
-		    (d->from_port == CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC ||
-		     d->from_port == CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER)) {
-			if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
-				log_info("programmatic graph edges are kept by mearas as full dependencies "
-					 "(the downstream kernel starts when the upstream one has ended)");
-			continue;
-		}
-		log_warn("graph edge data (type %u, ports %u -> %u) is not supported by mearas", d->type, d->from_port,
-			 d->to_port);
-		return CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
-	}
-	return CUDA_SUCCESS;
+	/* CUgraphEdgeData is cudaGraphEdgeData, field for field */
+	return rt_graph_edge_data((const cudaGraphEdgeData *)e, n) ? CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED)
+								     : CUDA_SUCCESS;
 }
 
 static CUresult get_edges(const char *call, CUgraph hGraph, CUgraphNode *from, CUgraphNode *to, CUgraphEdgeData *e,
@@ -917,8 +897,9 @@ CU_EXPORT CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec x, CUgraph g, CUgraphNo
 }
 
 /* ---- the generic calls (cuGraphAddNode, cuGraphNodeSetParams,
- * cuGraphExecNodeSetParams): a CUgraphNodeParams of a kind served above goes
- * to that kind's code; other kinds are refused with a log line ---- */
+ * cuGraphExecNodeSetParams): a CUgraphNodeParams of a kind served above (or
+ * a memory node, graphmem.c's) goes to that kind's code; other kinds are
+ * refused with a log line ---- */
 
 static CUresult generic_unserved(const char *call, CUgraphNodeType type)
 {
@@ -971,6 +952,11 @@ static CUresult generic_add(const char *call, CUgraphNode *o, CUgraph g, const C
 		p = (struct rt_node_params){ .type = cudaGraphNodeTypeGraph };
 		p.u.child = (struct rt_graph *)q->graph.graph;
 		return add(call, o, g, d, n, &p);
+	case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+		/* CUDA_MEM_ALLOC_NODE_PARAMS_v2 has v1's fields; dptr is an out field */
+		return cuGraphAddMemAllocNode(o, g, d, n, (CUDA_MEM_ALLOC_NODE_PARAMS *)&q->alloc);
+	case CU_GRAPH_NODE_TYPE_MEM_FREE:
+		return cuGraphAddMemFreeNode(o, g, d, n, q->free.dptr);
 	default:
 		return generic_unserved(call, q->type);
 	}

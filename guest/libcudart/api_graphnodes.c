@@ -4,9 +4,10 @@
  * to the core's node parameters and back (guest/core/graphnodes.c keeps
  * the graphs and replays them into a capture at instantiation). A graph
  * belongs to the device current when it was created. Memory nodes are
- * api_graphmem.c's. Event record/wait, external semaphore and conditional
- * nodes, and memcpy nodes to or from symbols, stay NotSupported stubs
- * (gen_unsupported.sh).
+ * api_graphmem.c's. The generic calls (cudaGraphAddNode, cudaGraphNodeSetParams,
+ * cudaGraphExecNodeSetParams) go to each kind's code. External semaphore and
+ * conditional nodes, and memcpy nodes to or from symbols, stay NotSupported
+ * (stubs by gen_unsupported.sh, or refused with a log line by the generic calls).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -672,19 +673,13 @@ RT_EXPORT cudaError_t cudaGraphNodeGetDependentNodes(cudaGraphNode_t node, cudaG
 static cudaError_t change_deps(const char *call, cudaGraph_t graph, const cudaGraphNode_t *from,
 			       const cudaGraphNode_t *to, const cudaGraphEdgeData *ed, size_t n, bool add_them)
 {
-	static const cudaGraphEdgeData zero;
 	struct rt_graph *g;
 	cudaError_t e = rt_graph_of(graph, &g);
 
 	if (!e)
 		e = built(call, g);
-	for (size_t i = 0; !e && ed && i < n; i++) {
-		if (memcmp(&ed[i], &zero, sizeof(zero))) {
-			log_warn("%s: graph edges with data (ports, programmatic types) are not supported by mearas",
-				 call);
-			e = cudaErrorNotSupported;
-		}
-	}
+	if (!e)
+		e = rt_graph_edge_data(ed, n);
 	if (e)
 		return e;
 	return add_them ? rt_graph_add_deps(g, (void *const *)from, (void *const *)to, n)
@@ -761,4 +756,143 @@ RT_EXPORT cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_
 	resultInfo->errorNode = (cudaGraphNode_t)err;
 	resultInfo->errorFromNode = (cudaGraphNode_t)err_from;
 	return rt_set_error(e);
+}
+
+/* ---- the generic calls: a cudaGraphNodeParams of a kind served above goes
+ * to that kind's code; other kinds are refused with a log line ---- */
+
+static cudaError_t generic_unserved(const char *call, int type)
+{
+	log_warn("%s: graph nodes of type %d are not supported by mearas: returning cudaErrorNotSupported", call,
+		 type);
+	return cudaErrorNotSupported;
+}
+
+/* the reserved fields are zero, as CUDA requires */
+static bool generic_reserved_zero(const struct cudaGraphNodeParams *q)
+{
+	return !q->reserved0[0] && !q->reserved0[1] && !q->reserved0[2] && !q->reserved2;
+}
+
+/* q as the core's node parameters (a kernel's packed into kb); the kinds
+ * Set can change: memory nodes are Add's only */
+static cudaError_t generic_params(const char *call, int vgpu, const struct cudaGraphNodeParams *q, struct kbuf *kb,
+				  struct rt_node_params *p)
+{
+	const struct cudaMemcpyNodeParams *c = &q->memcpy;
+
+	switch (q->type) {
+	case cudaGraphNodeTypeKernel:
+		/* the V2 structs have their first versions' fields, in order */
+		return kernel_params(call, vgpu, (const struct cudaKernelNodeParams *)&q->kernel, kb, p);
+	case cudaGraphNodeTypeMemcpy:
+		if (c->flags || c->reserved[0] || c->reserved[1] || c->reserved[2])
+			return cudaErrorInvalidValue;
+		return memcpy_params(call, &c->copyParams, p);
+	case cudaGraphNodeTypeMemset:
+		return memset_params(call, (const struct cudaMemsetParams *)&q->memset, p);
+	case cudaGraphNodeTypeHost:
+		return host_params(call, (const struct cudaHostNodeParams *)&q->host, p);
+	case cudaGraphNodeTypeEventRecord:
+		return record_params(call, q->eventRecord.event, p);
+	case cudaGraphNodeTypeWaitEvent:
+		return wait_params(call, q->eventWait.event, p);
+	case cudaGraphNodeTypeEmpty:
+		*p = (struct rt_node_params){ .type = cudaGraphNodeTypeEmpty };
+		return cudaSuccess;
+	case cudaGraphNodeTypeGraph:
+		if (q->graph.ownership != cudaGraphChildGraphOwnershipClone) {
+			log_warn("%s: child graph nodes that take their graph over (ownership %d) are not supported "
+				 "by mearas: returning cudaErrorNotSupported", call, (int)q->graph.ownership);
+			return cudaErrorNotSupported;
+		}
+		*p = (struct rt_node_params){ .type = cudaGraphNodeTypeGraph };
+		p->u.child = (struct rt_graph *)q->graph.graph;
+		return cudaSuccess;
+	default:
+		return generic_unserved(call, (int)q->type);
+	}
+}
+
+RT_EXPORT cudaError_t cudaGraphAddNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+				       const cudaGraphNode_t *pDependencies, const cudaGraphEdgeData *dependencyData,
+				       size_t numDependencies, struct cudaGraphNodeParams *nodeParams)
+{
+	static const char call[] = "cudaGraphAddNode";
+	struct rt_node_params p;
+	struct rt_graph *g;
+	struct rt_gnode *n;
+	struct kbuf *kb;
+	cudaError_t e = rt_graph_of(graph, &g);
+
+	if (!e && (!nodeParams || !generic_reserved_zero(nodeParams)))
+		e = cudaErrorInvalidValue;
+	if (!e)
+		e = rt_graph_edge_data(dependencyData, numDependencies);
+	if (e)
+		return rt_set_error(e);
+	switch (nodeParams->type) {
+	case cudaGraphNodeTypeMemAlloc:
+		/* the V2 struct is the first's; its dptr is an out field */
+		e = rt_need(cudaSuccess, pGraphNode);
+		if (!e)
+			e = rt_graph_add_mem_alloc(call, g, (void *const *)pDependencies, numDependencies,
+						   (struct cudaMemAllocNodeParams *)&nodeParams->alloc, &n);
+		if (!e)
+			*pGraphNode = (cudaGraphNode_t)n;
+		return rt_set_error(e);
+	case cudaGraphNodeTypeMemFree:
+		p = (struct rt_node_params){ .type = cudaGraphNodeTypeMemFree };
+		p.u.m.dptr = nodeParams->free.dptr;
+		return rt_set_error(add(call, pGraphNode, graph, pDependencies, numDependencies, &p));
+	default:
+		break;
+	}
+	kb = malloc(sizeof(*kb));
+	if (!kb)
+		return rt_set_error(cudaErrorMemoryAllocation);
+	e = generic_params(call, g->vgpu, nodeParams, kb, &p);
+	if (!e)
+		e = add(call, pGraphNode, graph, pDependencies, numDependencies, &p);
+	free(kb);
+	return rt_set_error(e);
+}
+
+/* exec NULL: the node itself (cudaGraphNodeSetParams) */
+static cudaError_t generic_set(const char *call, bool exec, cudaGraphExec_t hExec, cudaGraphNode_t node,
+			       struct cudaGraphNodeParams *q)
+{
+	struct rt_node_params p;
+	struct rt_graph_exec *x;
+	struct rt_gnode *n;
+	struct kbuf *kb;
+	cudaError_t e = exec && !hExec ? cudaErrorInvalidValue : cudaSuccess;
+
+	if (!e && (!q || !generic_reserved_zero(q)))
+		e = cudaErrorInvalidValue;
+	if (!e)
+		e = set_target(hExec, node, (int)q->type, &x, &n);
+	if (e)
+		return e;
+	if (q->type == cudaGraphNodeTypeGraph && !x)
+		return generic_unserved(call, (int)q->type); /* CUDA has no setter for it either */
+	kb = malloc(sizeof(*kb));
+	if (!kb)
+		return cudaErrorMemoryAllocation;
+	e = generic_params(call, rt_gnode_graph(n)->vgpu, q, kb, &p);
+	if (!e)
+		e = set(call, x, n, &p);
+	free(kb);
+	return e;
+}
+
+RT_EXPORT cudaError_t cudaGraphNodeSetParams(cudaGraphNode_t node, struct cudaGraphNodeParams *nodeParams)
+{
+	return rt_set_error(generic_set("cudaGraphNodeSetParams", false, NULL, node, nodeParams));
+}
+
+RT_EXPORT cudaError_t cudaGraphExecNodeSetParams(cudaGraphExec_t graphExec, cudaGraphNode_t node,
+						 struct cudaGraphNodeParams *nodeParams)
+{
+	return rt_set_error(generic_set("cudaGraphExecNodeSetParams", true, graphExec, node, nodeParams));
 }

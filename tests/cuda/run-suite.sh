@@ -22,7 +22,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 programs=(vector_add matmul_tiled streams_events multithread multidevice graph_capture
 	templates rdc thrust_sort atomics coop_groups device_printf memory_api device_query
 	stream_callbacks per_thread_stream misuse limits_pools cluster_launch portable_flag portable_uva vmm_api launch_attrs
-	graph_nodes graph_events tma_tiled stress_mix managed managed_vars textures modules api_queries graph_mem dyn_parallel stream_memops)
+	graph_nodes graph_events graph_generic tma_tiled stress_mix managed managed_vars textures modules api_queries graph_mem dyn_parallel stream_memops)
 # --set driver: the programs built with the driver API alone (build/driver)
 drivers=(modules drv_textures)
 # --set libraries: programs calling NVIDIA's CUDA libraries. Kept apart from

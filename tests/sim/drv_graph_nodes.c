@@ -287,8 +287,10 @@ static void errors(struct graph *x)
 		CUgraphNodeParams q;
 
 		memset(&q, 0, sizeof(q));
-		q.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+		q.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
 		EXPECT(CUDA_ERROR_NOT_SUPPORTED, cuGraphAddNode(&n, other, NULL, NULL, 0, &q));
+		q.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC; /* served (graphmem.c): no size is an error */
+		EXPECT(CUDA_ERROR_INVALID_VALUE, cuGraphAddNode(&n, other, NULL, NULL, 0, &q));
 		q.type = CU_GRAPH_NODE_TYPE_EMPTY;
 		q.reserved2 = 1;
 		EXPECT(CUDA_ERROR_INVALID_VALUE, cuGraphAddNode(&n, other, NULL, NULL, 0, &q));

@@ -1,0 +1,214 @@
+// Builds a graph with the generic node call (cudaGraphAddNode) only: a
+// memset, two kernels, a child graph with a kernel of its own, a copy to
+// pinned memory (3D parameters), a host node, an event record node, and an
+// alloc node with a memset of its memory and its free node; launches it 3
+// times, then changes a kernel's parameters in the graph
+// (cudaGraphNodeSetParams: a second instantiation sees them, the first not)
+// and in the first executable graph (cudaGraphExecNodeSetParams), checking
+// every launch on the host. Prints the errors of parameters of the wrong
+// kind and of none, which the output comparison holds to native's.
+#include <cstring>
+
+#include "check.cuh"
+#include "int_kernels.cuh"
+
+#define N 4096
+
+static int host_runs;
+
+static void CUDART_CB count_run(void *)
+{
+    host_runs++;
+}
+
+// a zeroed cudaGraphNodeParams of a type (the dim3 members of its union
+// leave it no default constructor in C++)
+struct node {
+    alignas(cudaGraphNodeParams) unsigned char raw[sizeof(cudaGraphNodeParams)];
+    explicit node(cudaGraphNodeType t)
+    {
+        std::memset(raw, 0, sizeof(raw));
+        (*this)->type = t;
+    }
+    cudaGraphNodeParams *operator->() { return reinterpret_cast<cudaGraphNodeParams *>(raw); }
+    cudaGraphNodeParams *get() { return reinterpret_cast<cudaGraphNodeParams *>(raw); }
+};
+
+static node kernel(void *fn, void **args)
+{
+    node q(cudaGraphNodeTypeKernel);
+    q->kernel.func = fn;
+    q->kernel.gridDim = dim3((N + 255) / 256);
+    q->kernel.blockDim = dim3(256);
+    q->kernel.kernelParams = args;
+    return q;
+}
+
+static node memset_of(void *dst, unsigned value, unsigned elem, size_t width)
+{
+    node q(cudaGraphNodeTypeMemset);
+    q->memset.dst = dst;
+    q->memset.value = value;
+    q->memset.elementSize = elem;
+    q->memset.width = width;
+    q->memset.height = 1;
+    return q;
+}
+
+struct bufs {
+    int *dev, *other, *host;
+    int n, c, child_c;
+};
+
+struct built {
+    cudaGraph_t g;
+    cudaGraphNode_t add;
+};
+
+// memset dev := 0 -> add_const(c) -> add_index -> copy to host -> host node;
+// child (other += child_c) and a record of `rec` after add_index; an alloc
+// node, a memset of its memory, its free node
+static built build(bufs *b, cudaEvent_t rec)
+{
+    built r;
+    cudaGraph_t child;
+    cudaGraphNode_t set, idx, ch, cp, h, ev, cn, al, use, fr;
+    void *a_args[] = {&b->dev, &b->n, &b->c};
+    void *i_args[] = {&b->dev, &b->n};
+    void *c_args[] = {&b->other, &b->n, &b->child_c};
+
+    CHECK_CUDA(cudaGraphCreate(&r.g, 0));
+    node m = memset_of(b->dev, 0, 4, N);
+    CHECK_CUDA(cudaGraphAddNode(&set, r.g, nullptr, nullptr, 0, m.get()));
+    node a = kernel((void *)add_const, a_args);
+    CHECK_CUDA(cudaGraphAddNode(&r.add, r.g, &set, nullptr, 1, a.get()));
+    node i = kernel((void *)add_index, i_args);
+    CHECK_CUDA(cudaGraphAddNode(&idx, r.g, &r.add, nullptr, 1, i.get()));
+    CHECK_CUDA(cudaGraphCreate(&child, 0));
+    node k = kernel((void *)add_const, c_args);
+    CHECK_CUDA(cudaGraphAddNode(&cn, child, nullptr, nullptr, 0, k.get()));
+    node sub(cudaGraphNodeTypeGraph);
+    sub->graph.graph = child;
+    CHECK_CUDA(cudaGraphAddNode(&ch, r.g, &idx, nullptr, 1, sub.get()));
+    CHECK_CUDA(cudaGraphDestroy(child)); /* the node holds a copy */
+    node c(cudaGraphNodeTypeMemcpy);
+    c->memcpy.copyParams.srcPtr = make_cudaPitchedPtr(b->dev, N * sizeof(int), N * sizeof(int), 1);
+    c->memcpy.copyParams.dstPtr = make_cudaPitchedPtr(b->host, N * sizeof(int), N * sizeof(int), 1);
+    c->memcpy.copyParams.extent = make_cudaExtent(N * sizeof(int), 1, 1);
+    c->memcpy.copyParams.kind = cudaMemcpyDeviceToHost;
+    CHECK_CUDA(cudaGraphAddNode(&cp, r.g, &idx, nullptr, 1, c.get()));
+    node hq(cudaGraphNodeTypeHost);
+    hq->host.fn = count_run;
+    CHECK_CUDA(cudaGraphAddNode(&h, r.g, &cp, nullptr, 1, hq.get()));
+    node rq(cudaGraphNodeTypeEventRecord);
+    rq->eventRecord.event = rec;
+    CHECK_CUDA(cudaGraphAddNode(&ev, r.g, &idx, nullptr, 1, rq.get()));
+    node aq(cudaGraphNodeTypeMemAlloc);
+    aq->alloc.poolProps.allocType = cudaMemAllocationTypePinned;
+    aq->alloc.poolProps.location.type = cudaMemLocationTypeDevice;
+    aq->alloc.poolProps.location.id = 0;
+    aq->alloc.bytesize = 1 << 20;
+    CHECK_CUDA(cudaGraphAddNode(&al, r.g, nullptr, nullptr, 0, aq.get()));
+    REQUIRE(aq->alloc.dptr != nullptr, "the alloc node gave no address");
+    node fill = memset_of(aq->alloc.dptr, 7, 1, 1 << 20);
+    CHECK_CUDA(cudaGraphAddNode(&use, r.g, &al, nullptr, 1, fill.get()));
+    node fq(cudaGraphNodeTypeMemFree);
+    fq->free.dptr = aq->alloc.dptr;
+    CHECK_CUDA(cudaGraphAddNode(&fr, r.g, &use, nullptr, 1, fq.get()));
+    return r;
+}
+
+// host[i] == c + i; other gained child_c per launch; returns the host sum
+static long long check(const bufs *b, int c, int other_want)
+{
+    static int other_host[N];
+    long long sum = 0;
+
+    for (int i = 0; i < N; i++) {
+        REQUIRE(b->host[i] == c + i, "element %d: %d expected %d", i, b->host[i], c + i);
+        sum += b->host[i];
+    }
+    CHECK_CUDA(cudaMemcpy(other_host, b->other, N * sizeof(int), cudaMemcpyDeviceToHost));
+    for (int i = 0; i < N; i++)
+        REQUIRE(other_host[i] == other_want, "child: element %d is %d, expected %d", i, other_host[i], other_want);
+    return sum;
+}
+
+int main(void)
+{
+    bufs b = {};
+    cudaStream_t s;
+    cudaEvent_t rec;
+    cudaGraphExec_t x, x2;
+    cudaGraphNode_t bad;
+    size_t nodes = 0;
+    int other = 0;
+
+    CHECK_CUDA(cudaMalloc(&b.dev, N * sizeof(int)));
+    CHECK_CUDA(cudaMalloc(&b.other, N * sizeof(int)));
+    CHECK_CUDA(cudaMemset(b.other, 0, N * sizeof(int)));
+    CHECK_CUDA(cudaMallocHost(&b.host, N * sizeof(int)));
+    CHECK_CUDA(cudaEventCreate(&rec));
+    s = nonblocking_stream();
+    b.n = N;
+    b.c = 3;
+    b.child_c = 2;
+    built g = build(&b, rec);
+    b.c = 1000; /* the nodes hold copies of their parameters */
+    CHECK_CUDA(cudaGraphGetNodes(g.g, nullptr, &nodes));
+    std::printf("nodes=%zu\n", nodes);
+    CHECK_CUDA(cudaGraphInstantiate(&x, g.g, 0));
+    for (int l = 1; l <= 3; l++) {
+        CHECK_CUDA(cudaGraphLaunch(x, s));
+        CHECK_CUDA(cudaStreamSynchronize(s));
+        other += 2;
+        std::printf("launch %d: sum=%lld host_runs=%d record=%s\n", l, check(&b, 3, other), host_runs,
+                    cudaGetErrorName(cudaEventQuery(rec)));
+    }
+
+    // the graph's node: a new instantiation adds 5, the first still 3
+    b.c = 5;
+    {
+        void *args[] = {&b.dev, &b.n, &b.c};
+        node a = kernel((void *)add_const, args);
+        CHECK_CUDA(cudaGraphNodeSetParams(g.add, a.get()));
+    }
+    CHECK_CUDA(cudaGraphInstantiate(&x2, g.g, 0));
+    CHECK_CUDA(cudaGraphLaunch(x2, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    other += 2;
+    std::printf("set in the graph: sum=%lld\n", check(&b, 5, other));
+    CHECK_CUDA(cudaGraphLaunch(x, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    other += 2;
+    std::printf("the first instantiation: sum=%lld\n", check(&b, 3, other));
+
+    // the first executable graph's node: adds 11 there
+    b.c = 11;
+    {
+        void *args[] = {&b.dev, &b.n, &b.c};
+        node a = kernel((void *)add_const, args);
+        CHECK_CUDA(cudaGraphExecNodeSetParams(x, g.add, a.get()));
+    }
+    CHECK_CUDA(cudaGraphLaunch(x, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    other += 2;
+    std::printf("set in the executable graph: sum=%lld host_runs=%d\n", check(&b, 11, other), host_runs);
+
+    // errors, as native gives them
+    node wrong = memset_of(b.dev, 1, 4, 4);
+    std::printf("memset parameters on a kernel node: %s\n",
+                cudaGetErrorName(cudaGraphNodeSetParams(g.add, wrong.get())));
+    std::printf("no parameters: %s\n", cudaGetErrorName(cudaGraphAddNode(&bad, g.g, nullptr, nullptr, 0, nullptr)));
+    cudaGetLastError();
+
+    CHECK_CUDA(cudaGraphExecDestroy(x2));
+    CHECK_CUDA(cudaGraphExecDestroy(x));
+    CHECK_CUDA(cudaGraphDestroy(g.g));
+    CHECK_CUDA(cudaEventDestroy(rec));
+    CHECK_CUDA(cudaStreamDestroy(s));
+    CHECK_CUDA(cudaFreeHost(b.host));
+    CHECK_CUDA(cudaFree(b.other));
+    CHECK_CUDA(cudaFree(b.dev));
+    return pass();
+}
