@@ -195,13 +195,23 @@ cudaError_t rt_host_unregister(void *ptr)
 
 		if (r->ptr != ptr)
 			continue;
-		/* private pages again, with the bytes the twin holds now */
-		if (mmap(r->user, r->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
-		    MAP_FAILED) {
+		/* private pages again, with the bytes the twin holds now, filled
+		 * aside and swapped in whole: the range never reads as anything
+		 * else meanwhile. It shares pages with whatever the heap put
+		 * beside the registered bytes (r itself, as likely as not). */
+		uint8_t *copy = mmap(NULL, r->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (copy == MAP_FAILED) {
+			pthread_mutex_unlock(&registered_lock);
+			return cudaErrorMemoryAllocation;
+		}
+		copy_pages(copy, r->twin, r->len);
+		if (mremap(copy, r->len, r->len, MREMAP_MAYMOVE | MREMAP_FIXED, r->user) == MAP_FAILED) {
+			log_warn("cudaHostUnregister: cannot remap %p: %s", ptr, strerror(errno));
+			munmap(copy, r->len);
 			pthread_mutex_unlock(&registered_lock);
 			return cudaErrorUnknown;
 		}
-		copy_pages(r->user, r->twin, r->len);
 		rt_host_unmapped(r->block);
 		dh_free(r->block);
 		*pp = r->next;

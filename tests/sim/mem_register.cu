@@ -1,7 +1,11 @@
 // Registered and mapped host memory: cudaHostRegister'ed malloc memory
-// (aligned and not) carries sync and async copies; double registration and
+// (aligned and not) carries sync and async copies; small heap buffers, whose
+// pages hold other heap objects (the library's own record of the
+// registration among them), leave those objects and the heap intact through
+// registration and unregistration; double registration and
 // unregistration give CUDA's errors; cudaHostAlloc flags, mapped device
 // pointers and pointer attributes of pinned memory.
+#include <cstdlib>
 #include <vector>
 #include "sim_check.cuh"
 
@@ -43,6 +47,28 @@ int main(void)
     CHECK_CUDA(cudaHostRegister(odd.data() + 3, n, cudaHostRegisterPortable));
     copies_through(odd.data() + 3, n, 20, s);
     CHECK_CUDA(cudaHostUnregister(odd.data() + 3));
+
+    // small heap buffers between heap neighbours, registered one after another
+    for (size_t sz : {100, 4096, 10000, 65536}) {
+        std::vector<unsigned char *> around;
+        for (int k = 0; k < 8; k++) {
+            around.push_back(static_cast<unsigned char *>(std::malloc(64 + k)));
+            REQUIRE(around.back(), "malloc");
+            fill_pattern(around.back(), 64 + k, 100 + k);
+        }
+        unsigned char *small = static_cast<unsigned char *>(std::malloc(sz));
+        REQUIRE(small, "malloc");
+        CHECK_CUDA(cudaHostRegister(small, sz, cudaHostRegisterDefault));
+        copies_through(small, sz, 40, s);
+        CHECK_CUDA(cudaHostUnregister(small));
+        REQUIRE(check_pattern(small, sz, 41) < 0, "a %zu-byte buffer lost its bytes at unregistration", sz);
+        for (int k = 0; k < 8; k++) {
+            REQUIRE(check_pattern(around[k], 64 + k, 100 + k) < 0, "heap neighbour %d of a %zu-byte buffer changed",
+                    k, sz);
+            std::free(around[k]);
+        }
+        std::free(small);
+    }
 
     // cudaHostAlloc flags
     const unsigned flags[] = {cudaHostAllocDefault, cudaHostAllocPortable, cudaHostAllocMapped,
