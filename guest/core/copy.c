@@ -459,6 +459,49 @@ cudaError_t rt_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitc
 
 /* ---- memset ---- */
 
+/*
+ * A memset whose destination is pinned host memory (the data area, or
+ * registered memory), which CUDA allows with unified addressing (XLA's
+ * autotuner clears flags in pinned host memory with cuMemsetD32Async). The
+ * bytes are filled from this thread once the stream's earlier work is done,
+ * for the Async calls too: the call then returns after its work, which an
+ * Async call may (a fill from a host function on the stream made JAX hang on
+ * an H200). Not while the stream captures a graph: a graph node cannot be a
+ * host thread's fill at replay.
+ */
+bool rt_pinned_host(const void *p, uint64_t len)
+{
+	return dh_contains(p, len) || rt_registered_twin(p, len);
+}
+
+cudaError_t rt_host_memset(const char *call, const struct rt_stream_ref *st, void *dst, size_t pitch, unsigned value,
+			   unsigned elem, size_t width, size_t height)
+{
+	cudaError_t e;
+
+	if (rt_capture_active(st)) {
+		log_warn("%s into pinned host memory at %p while the stream captures a graph: not supported by mearas "
+			 "(device memory only there)", call, dst);
+		return cudaErrorNotSupported;
+	}
+	e = rt_do_STREAM_SYNC(st->vgpu, st);
+	if (e)
+		return e;
+	for (size_t row = 0; row < height; row++) {
+		uint8_t *p = (uint8_t *)dst + row * (height > 1 ? pitch : 0);
+
+		for (size_t i = 0; i < width; i++) {
+			if (elem == 1)
+				p[i] = (uint8_t)value;
+			else if (elem == 2)
+				((uint16_t *)p)[i] = (uint16_t)value;
+			else
+				((uint32_t *)p)[i] = value;
+		}
+	}
+	return cudaSuccess;
+}
+
 cudaError_t rt_memset(void *p, size_t pitch, int value, size_t width, size_t height,
 				 cudaStream_t stream)
 {
@@ -475,11 +518,13 @@ cudaError_t rt_memset(void *p, size_t pitch, int value, size_t width, size_t hei
 		return cudaErrorInvalidValue;
 	span = height > 1 ? pitch * (height - 1) + width : width;
 	vgpu = dm_find((uint64_t)(uintptr_t)p, span, NULL, NULL);
-	if (vgpu < 0)
+	if (vgpu < 0 && !rt_pinned_host(p, span))
 		return cudaErrorInvalidValue;
 	e = rt_stream_ref(stream, &st);
 	if (e)
 		return e;
+	if (vgpu < 0)
+		return rt_host_memset("cudaMemset", &st, p, pitch, (uint8_t)value, 1, width, height);
 	/* memsets of device memory are asynchronous to the host, as in CUDA */
 	if (stream)
 		vgpu = st.vgpu;

@@ -471,6 +471,8 @@ CORE_API cudaError_t rt_graph_clone(const char *call, struct rt_graph *g, struct
 /* the node of clone made from node of the graph it was cloned from */
 CORE_API cudaError_t rt_gnode_find_in_clone(struct rt_graph *clone, struct rt_gnode *orig, struct rt_gnode **out);
 /* new parameters for node (of the graph x was made from) in x only */
+CORE_API cudaError_t rt_graph_exec_node_enabled(struct rt_graph_exec *x, struct rt_gnode *node, const unsigned *set,
+						unsigned *get);
 CORE_API cudaError_t rt_graph_exec_set(const char *call, struct rt_graph_exec *x, struct rt_gnode *node,
 				       const struct rt_node_params *p);
 /* x takes g's parameters when g has x's topology; result a
@@ -615,6 +617,9 @@ CORE_API cudaError_t rt_memcpy_peer(void *dst, int dv, const void *src, int sv, 
 CORE_API cudaError_t rt_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
 				    size_t height, enum cudaMemcpyKind kind, cudaStream_t stream, bool async);
 /* bytes of value over height rows of width bytes, pitch apart (device memory) */
+CORE_API bool rt_pinned_host(const void *p, uint64_t len);
+CORE_API cudaError_t rt_host_memset(const char *call, const struct rt_stream_ref *st, void *dst, size_t pitch,
+				    unsigned value, unsigned elem, size_t width, size_t height);
 CORE_API cudaError_t rt_memset(void *p, size_t pitch, int value, size_t width, size_t height,
 				 cudaStream_t stream);
 

@@ -43,6 +43,7 @@ struct rt_gnode {
 	size_t ndeps, capdeps;
 	struct rt_gnode *orig;          /* a copy's original (clones, executable graphs) */
 	struct rt_gnode *alias;         /* an executable graph's copy: the node it was last updated from */
+	bool disabled;                  /* an executable graph's copy: runs as an empty node (SetEnabled) */
 };
 
 struct rt_gnode *rt_gnode_get(void *h)
@@ -739,7 +740,7 @@ static cudaError_t flatten(struct flatten *F, struct rt_graph *g, size_t entry, 
 		} else {
 			/* memory nodes post nothing: the graph holds its memory (graphmem.c) */
 			bool empty = n->p.type == cudaGraphNodeTypeEmpty || n->p.type == cudaGraphNodeTypeMemAlloc ||
-				     n->p.type == cudaGraphNodeTypeMemFree;
+				     n->p.type == cudaGraphNodeTypeMemFree || n->disabled;
 
 			in[i] = out[i] = push(F, empty ? NULL : &n->p);
 			if (in[i] == NONE)
@@ -1050,6 +1051,34 @@ static struct rt_gnode *shape_node(struct rt_graph_exec *x, struct rt_gnode *nod
 		if (x->shape->nodes[i]->orig == node || x->shape->nodes[i]->alias == node)
 			return x->shape->nodes[i];
 	return NULL;
+}
+
+/* cudaGraphNodeSetEnabled and GetEnabled (set NULL: get): a kernel, memset
+ * or memcpy node of an executable graph built node by node. A disabled node
+ * is replayed as an empty one, so what depends on it still waits for its
+ * dependencies; its parameters stay, and updates change them as before. */
+cudaError_t rt_graph_exec_node_enabled(struct rt_graph_exec *x, struct rt_gnode *node, const unsigned *set,
+				       unsigned *get)
+{
+	struct rt_gnode *n = x->shape ? shape_node(x, node) : NULL;
+	bool was;
+	cudaError_t e;
+
+	if (!n || (n->p.type != cudaGraphNodeTypeKernel && n->p.type != cudaGraphNodeTypeMemset &&
+		   n->p.type != cudaGraphNodeTypeMemcpy))
+		return cudaErrorInvalidValue;
+	if (!set) {
+		*get = !n->disabled;
+		return cudaSuccess;
+	}
+	was = n->disabled;
+	n->disabled = !*set;
+	if (n->disabled == was)
+		return cudaSuccess;
+	e = reinstantiate(x);
+	if (e)
+		n->disabled = was;
+	return e;
 }
 
 cudaError_t rt_graph_exec_set(const char *call, struct rt_graph_exec *x, struct rt_gnode *node,

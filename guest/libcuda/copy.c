@@ -5,6 +5,8 @@
  * "synchronous" calls and stream 0 on the legacy default stream, the
  * _ptds/_ptsz one on the calling thread's default stream.
  */
+#include <stdio.h>
+
 #include "mearas/log.h"
 #include "ptds.h"
 #include "cu.h"
@@ -159,49 +161,6 @@ COPY2D(cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D *pCopy, CUstream hStream), (pCop
 
 /* ---- memsets: n elements of 1, 2 or 4 bytes, rows pitch apart ---- */
 
-/*
- * A memset whose destination is pinned host memory (the data area, or
- * registered memory), which the driver allows (XLA's autotuner clears flags
- * in pinned host memory with cuMemsetD32Async). The bytes are filled from
- * this thread once the stream's earlier work is done, for the Async calls
- * too: the call then returns after its work, which an Async call may (a
- * fill from a host function on the stream made JAX hang on an H200). Not
- * while the stream captures a graph: a graph node cannot be a host thread's
- * fill at replay.
- */
-static CUresult host_memset(CUdeviceptr dst, size_t pitch, unsigned value, unsigned elem, size_t width,
-			    size_t height, CUstream s, bool blocking)
-{
-	CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
-	CUresult r;
-
-	r = cuStreamIsCapturing(s, &cs);
-	if (r)
-		return r;
-	if (cs != CU_STREAM_CAPTURE_STATUS_NONE) {
-		log_warn("cuMemset%s%u%s into pinned host memory at %#llx while the stream captures a graph: not "
-			 "supported by mearas (device memory only there)", height > 1 ? "D2D" : "D", elem * 8,
-			 blocking ? "" : "Async", (unsigned long long)dst);
-		return CU_REFUSE(CUDA_ERROR_NOT_SUPPORTED);
-	}
-	r = cuStreamSynchronize(s);
-	if (r)
-		return r;
-	for (size_t row = 0; row < height; row++) {
-		uint8_t *p = (uint8_t *)(uintptr_t)dst + row * (height > 1 ? pitch : 0);
-
-		for (size_t i = 0; i < width; i++) {
-			if (elem == 1)
-				p[i] = (uint8_t)value;
-			else if (elem == 2)
-				((uint16_t *)p)[i] = (uint16_t)value;
-			else
-				((uint32_t *)p)[i] = value;
-		}
-	}
-	return CUDA_SUCCESS;
-}
-
 static CUresult memset_rows(CUdeviceptr dst, size_t pitch, unsigned value, unsigned elem, size_t width,
 			    size_t height, CUstream s, bool blocking)
 {
@@ -226,8 +185,14 @@ static CUresult memset_rows(CUdeviceptr dst, size_t pitch, unsigned value, unsig
 	if (vgpu < 0) {
 		void *p = (void *)(uintptr_t)dst;
 
-		if (dh_contains(p, span) || rt_registered_twin(p, span))
-			return host_memset(dst, pitch, value, elem, width, height, s, blocking);
+		if (rt_pinned_host(p, span)) {
+			char call[32];
+
+			r = cu_result(rt_stream_ref((cudaStream_t)s, &st));
+			snprintf(call, sizeof(call), "cuMemset%s%u%s", height > 1 ? "D2D" : "D", elem * 8,
+				 blocking ? "" : "Async");
+			return r ? r : cu_result(rt_host_memset(call, &st, p, pitch, value, elem, width, height));
+		}
 		log_info("cuMemset%s%u of %llu bytes at %#llx: not within one device allocation or pinned host "
 			 "memory of this process: invalid value", height > 1 ? "D2D" : "D", elem * 8,
 			 (unsigned long long)span, (unsigned long long)dst);

@@ -896,6 +896,29 @@ CU_EXPORT CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec x, CUgraph g, CUgraphNo
 	return r;
 }
 
+/* ---- enabling and disabling a node of an executable graph ---- */
+
+static CUresult node_enabled(CUgraphExec hExec, CUgraphNode h, const unsigned *set, unsigned *get)
+{
+	struct rt_graph_exec *x = hExec ? rt_graph_exec_get(hExec) : NULL;
+	struct rt_gnode *n;
+	CUresult r = node_of(h, -1, &n);
+
+	if (!r && (!x || (!set && !get)))
+		r = CU_REFUSE(CUDA_ERROR_INVALID_VALUE);
+	return r ? r : cu_result(rt_graph_exec_node_enabled(x, n, set, get));
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphNodeSetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int isEnabled)
+{
+	return node_enabled(hGraphExec, hNode, &isEnabled, NULL);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int *isEnabled)
+{
+	return node_enabled(hGraphExec, hNode, NULL, isEnabled);
+}
+
 /* ---- the generic calls (cuGraphAddNode, cuGraphNodeSetParams,
  * cuGraphExecNodeSetParams): a CUgraphNodeParams of a kind served above (or
  * a memory node, graphmem.c's) goes to that kind's code; other kinds are

@@ -591,6 +591,30 @@ RT_EXPORT cudaError_t cudaGraphExecChildGraphNodeSetParams(cudaGraphExec_t hExec
 	return rt_set_error(e ? e : rt_graph_exec_set("cudaGraphExecChildGraphNodeSetParams", x, n, &p));
 }
 
+/* ---- enabling and disabling a node of an executable graph ---- */
+
+static cudaError_t node_enabled(cudaGraphExec_t hExec, cudaGraphNode_t node, const unsigned *set, unsigned *get)
+{
+	struct rt_graph_exec *x;
+	struct rt_gnode *n;
+	cudaError_t e = node_of(node, -1, &n);
+
+	if (!e)
+		e = hExec && (set || get) ? exec_of(hExec, &x) : cudaErrorInvalidValue;
+	return e ? e : rt_graph_exec_node_enabled(x, n, set, get);
+}
+
+RT_EXPORT cudaError_t cudaGraphNodeSetEnabled(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, unsigned int isEnabled)
+{
+	return rt_set_error(node_enabled(hGraphExec, hNode, &isEnabled, NULL));
+}
+
+RT_EXPORT cudaError_t cudaGraphNodeGetEnabled(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
+					      unsigned int *isEnabled)
+{
+	return rt_set_error(node_enabled(hGraphExec, hNode, NULL, isEnabled));
+}
+
 /* ---- structure ---- */
 
 RT_EXPORT cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *pType)
