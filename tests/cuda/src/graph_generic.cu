@@ -5,8 +5,9 @@
 // times, then changes a kernel's parameters in the graph
 // (cudaGraphNodeSetParams: a second instantiation sees them, the first not)
 // and in the first executable graph (cudaGraphExecNodeSetParams), checking
-// every launch on the host. Prints the errors of parameters of the wrong
-// kind and of none, which the output comparison holds to native's.
+// every launch on the host; disables that kernel node in the first
+// executable graph and enables it again. Prints the errors of parameters of
+// the wrong kind and of none, which the output comparison holds to native's.
 #include <cstring>
 
 #include "check.cuh"
@@ -194,6 +195,23 @@ int main(void)
     CHECK_CUDA(cudaStreamSynchronize(s));
     other += 2;
     std::printf("set in the executable graph: sum=%lld host_runs=%d\n", check(&b, 11, other), host_runs);
+
+    // the first executable graph's add_const disabled: host[i] == i, the
+    // rest runs as before; enabled again: 11 again
+    {
+        unsigned on = 7;
+        CHECK_CUDA(cudaGraphNodeSetEnabled(x, g.add, 0));
+        CHECK_CUDA(cudaGraphNodeGetEnabled(x, g.add, &on));
+        CHECK_CUDA(cudaGraphLaunch(x, s));
+        CHECK_CUDA(cudaStreamSynchronize(s));
+        other += 2;
+        std::printf("add_const disabled (enabled=%u): sum=%lld\n", on, check(&b, 0, other));
+        CHECK_CUDA(cudaGraphNodeSetEnabled(x, g.add, 1));
+        CHECK_CUDA(cudaGraphLaunch(x, s));
+        CHECK_CUDA(cudaStreamSynchronize(s));
+        other += 2;
+        std::printf("enabled again: sum=%lld\n", check(&b, 11, other));
+    }
 
     // errors, as native gives them
     node wrong = memset_of(b.dev, 1, 4, 4);

@@ -1,4 +1,5 @@
-// Coverage of the memory API surface: pitched 2D copies, memsets, symbols,
+// Coverage of the memory API surface: pitched 2D copies, memsets (into
+// pinned host memory too), symbols,
 // cudaMemcpyDefault, pointer attributes, stream-ordered allocation, host
 // registration and transfer sizes from 1 byte to 64 MiB.
 #include <cstring>
@@ -183,6 +184,35 @@ static void test_pointer_attributes(void)
     CHECK_CUDA(cudaFreeHost(pinned));
 }
 
+// memsets into pinned host memory (unified addressing): after the stream's
+// earlier work, rows of a 2D one
+static void test_memset_pinned(void)
+{
+    cudaStream_t s = nonblocking_stream();
+    unsigned char *pinned, *d;
+    int ok = 1;
+    CHECK_CUDA(cudaMallocHost(&pinned, 4096));
+    CHECK_CUDA(cudaMalloc(&d, 4096));
+    CHECK_CUDA(cudaMemset(pinned, 0x5a, 4096));
+    for (int i = 0; i < 4096; i++)
+        ok &= pinned[i] == 0x5a;
+    CHECK_CUDA(cudaMemset(d, 0x11, 4096));
+    CHECK_CUDA(cudaMemcpyAsync(pinned, d, 4096, cudaMemcpyDeviceToHost, s));
+    CHECK_CUDA(cudaMemsetAsync(pinned, 0x22, 4096, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    for (int i = 0; i < 4096; i++)
+        ok &= pinned[i] == 0x22;
+    CHECK_CUDA(cudaMemset2D(pinned, 256, 0x33, 100, 4));
+    for (int r = 0; r < 4; r++)
+        for (int i = 0; i < 256; i++)
+            ok &= pinned[r * 256 + i] == (i < 100 ? 0x33 : 0x22);
+    std::printf("memsets into pinned host memory: %s\n", ok ? "as expected" : "WRONG");
+    REQUIRE(ok, "a memset into pinned host memory set the wrong bytes");
+    CHECK_CUDA(cudaFree(d));
+    CHECK_CUDA(cudaFreeHost(pinned));
+    CHECK_CUDA(cudaStreamDestroy(s));
+}
+
 static void test_malloc_async(void)
 {
     cudaStream_t s = nonblocking_stream();
@@ -274,6 +304,7 @@ int main(void)
     test_symbols();
     test_default_kind();
     test_pointer_attributes();
+    test_memset_pinned();
     test_malloc_async();
     test_host_register();
     test_sizes();
