@@ -183,7 +183,7 @@ $(BUILD)/obj-rt/rt_ops.gen.o: $(GEN)/rt_ops.gen.c $(BUILD)/gen/cuda_errors.gen.h
 # stubs for the exports no object defines, the version script (the core's
 # functions go to libcudart.so.13 under the private version MEARAS_CORE_1)
 LIBCUDA_IMPL_OBJ  := $(CUDRV_OBJ) $(BUILD)/obj-rt/rt_ops.gen.o
-LIBCUDA_MAP_EXTRA := rt rt_* dh_* dm_* tp_* tpu_* tpv_* mearas_front_end
+LIBCUDA_MAP_EXTRA := rt rt_* dh_* dm_* tp_* tpu_* tpv_* mearas_front_end mearas_cu_runtime_function
 include guest/libcuda/gen.mk
 CUDRV_GEN_OBJ := $(BUILD)/obj-rt/procaddr.gen.o $(BUILD)/obj-rt/cu_unsupported.gen.o
 $(BUILD)/obj-rt/guest/libcuda/exptables.o: $(BUILD)/gen/exptables_unserved.gen.h

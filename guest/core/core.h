@@ -576,6 +576,13 @@ CORE_API cudaError_t rt_host_unregister(void *ptr);
 CORE_API void rt_set_device(int vgpu);
 CORE_API void rt_on_set_device(void (*hook)(int vgpu));
 
+/* libcuda's (rtfunc.c), for cudaGetFuncBySymbol of mearas's runtime: the
+ * kernel name of the runtime's module module_id, loaded on vgpu, as a
+ * CUfunction (*out); a CUresult */
+struct mearas_fatbin_index;
+CORE_API int mearas_cu_runtime_function(int vgpu, uint32_t module_id, struct mearas_fatbin_index *index,
+					const char *name, void **out);
+
 /* a kernel's attributes (FUNC_ATTRS's two words) and occupancy per block
  * size and dynamic shared memory, asked of the back end once and kept
  * (funcinfo.c), for both front ends: rt_func_forget drops what is kept for

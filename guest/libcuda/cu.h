@@ -116,6 +116,8 @@ struct mearas_fatbin_index;
 struct mearas_kernel_info;
 struct cu_library;
 
+#define MODULE_MAGIC 0x6d4d6f64u
+
 struct cu_module {
 	uint32_t magic;
 	uint32_t id;
@@ -123,6 +125,7 @@ struct cu_module {
 	struct mearas_fatbin_index *index;
 	struct cu_library *lib; /* the library it was loaded for, or NULL */
 	bool gone;              /* its vGPU was reset */
+	bool runtime;           /* the CUDA runtime's (rtfunc.c): its image and index are the runtime's */
 	/* every kernel of the image as a function, made on first enumeration
 	 * (cuModuleEnumerateFunctions) and kept with the module */
 	struct cu_function **fns;
@@ -137,6 +140,10 @@ struct cu_function {
 	char *name;
 };
 
+/* a new function of module m by kernel name (FUNC_GET) */
+CU_HIDDEN CUresult cu_function_get(struct cu_module *m, const char *name, struct cu_function **out);
+/* rtfunc.c: the runtime's modules as CUmodules are forgotten at a reset */
+CU_HIDDEN void cu_runtime_modules_forget_vgpu(int vgpu);
 /* a CUfunction, or a CUkernel resolved on the current context's vGPU */
 CU_HIDDEN CUresult cu_function_of(CUfunction f, struct cu_function **out);
 /* a whole file (module.c), malloc'd with one zero byte more (PTX text ends

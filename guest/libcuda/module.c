@@ -14,7 +14,6 @@
 #include "mearas/log.h"
 #include "cu.h"
 
-#define MODULE_MAGIC   0x6d4d6f64u
 #define FUNCTION_MAGIC 0x6d46756eu
 #define LIBRARY_MAGIC  0x6d4c6962u
 #define KERNEL_MAGIC   0x6d4b726eu
@@ -215,6 +214,11 @@ CU_EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule hmod)
 		return r;
 	if (m->lib) /* a library's: unloaded with the library */
 		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
+	if (m->runtime) {
+		log_warn("cuModuleUnload: the module holds the CUDA runtime's kernels (cuFuncGetModule of a "
+			 "cudaGetFuncBySymbol function): not unloaded");
+		return CU_REFUSE(CUDA_ERROR_NOT_PERMITTED);
+	}
 	module_free(m);
 	return CUDA_SUCCESS;
 }
@@ -232,7 +236,7 @@ static uint32_t name_len(const char *name)
 	return n > NAME_MAX_SENT ? 0 : (uint32_t)n;
 }
 
-static CUresult function_get(struct cu_module *m, const char *name, struct cu_function **out)
+CUresult cu_function_get(struct cu_module *m, const char *name, struct cu_function **out)
 {
 	struct cu_function *f;
 	uint32_t nparams, pbytes, n;
@@ -276,7 +280,7 @@ CU_EXPORT CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod,
 		r = module_of(hmod, &m);
 	if (r)
 		return r;
-	r = function_get(m, name, &f);
+	r = cu_function_get(m, name, &f);
 	if (!r)
 		*hfunc = (CUfunction)f;
 	return r;
@@ -315,7 +319,7 @@ static CUresult module_functions(struct cu_module *m)
 	for (size_t i = 0; i < n && !r; i++) {
 		const char *name = mearas_fatbin_kernel_at(m->index, i)->name;
 
-		r = function_get(m, name, &fns[k]);
+		r = cu_function_get(m, name, &fns[k]);
 		if (r == CUDA_ERROR_NOT_FOUND) {
 			log_debug("module enumeration: kernel %s of the image is not in the loaded module", name);
 			r = CUDA_SUCCESS;
@@ -683,7 +687,7 @@ static CUresult kernel_function(struct cu_kernel *k, int vgpu, struct cu_functio
 		return r;
 	pthread_mutex_lock(&k->lib->lock);
 	if (!k->fn[vgpu])
-		r = function_get(m, k->name, &f);
+		r = cu_function_get(m, k->name, &f);
 	if (!r && !k->fn[vgpu])
 		__atomic_store_n(&k->fn[vgpu], f, __ATOMIC_RELEASE);
 	*out = k->fn[vgpu];
@@ -958,6 +962,7 @@ CU_EXPORT CUresult CUDAAPI cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache 
 
 void cu_modules_forget_vgpu(int vgpu)
 {
+	cu_runtime_modules_forget_vgpu(vgpu);
 	pthread_mutex_lock(&libraries_lock);
 	for (struct cu_library *l = libraries; l; l = l->next) {
 		pthread_mutex_lock(&l->lock);

@@ -115,6 +115,24 @@ RT_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *funcAddr
 	return f ? cudaSuccess : cudaErrorInvalidDeviceFunction;
 }
 
+/* the kernel as a CUfunction of mearas's libcuda.so.1, for the driver calls
+ * programs make with it (libcuda's rtfunc.c), on the current device */
+RT_EXPORT cudaError_t cudaGetFuncBySymbol(cudaFunction_t *functionPtr, const void *symbolPtr)
+{
+	struct rt_func *f;
+	int dev;
+	cudaError_t e = rt_ensure_device(&dev);
+
+	if (!e && !functionPtr)
+		e = cudaErrorInvalidValue;
+	if (e)
+		return rt_set_error(e);
+	f = rt_func_by_host(symbolPtr);
+	if (!f)
+		return rt_set_error(cudaErrorInvalidDeviceFunction);
+	return rt_set_error(rt_func_as_driver(f, dev, (void **)functionPtr));
+}
+
 RT_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
 					 size_t sharedMem, cudaStream_t stream)
 {

@@ -29,6 +29,7 @@ RT_HIDDEN uint32_t rt_func_id(const struct rt_func *f);
 RT_HIDDEN const char *rt_func_name(const struct rt_func *f);
 struct mearas_kernel_info;
 RT_HIDDEN const struct mearas_kernel_info *rt_func_info(const struct rt_func *f);
+RT_HIDDEN cudaError_t rt_func_as_driver(struct rt_func *f, int vgpu, void **out);
 /* a launch configuration checked against vgpu's limits (api_launch.c) */
 RT_HIDDEN cudaError_t rt_launch_check(int vgpu, dim3 g, dim3 b, size_t smem);
 RT_HIDDEN cudaError_t rt_func_pack(const struct rt_func *f, void **args, uint8_t *buf, uint32_t *len);
