@@ -3,6 +3,7 @@
 // PCI bus id, stream ids, the cache preference and the shared memory bank
 // size (runtime and driver), managed memory attached to streams, peer
 // attributes, the L2 persistence reset, kernel names and parameter layouts,
+// a kernel as the driver's function (cudaGetFuncBySymbol, then cuLaunchKernel),
 // stream attributes,
 // and occupancy: the dynamic shared memory left
 // per block and the block size of most occupancy (runtime template and
@@ -197,6 +198,36 @@ static void func_names(void)
     (void)cudaGetLastError();
 }
 
+// the runtime's kernel as the driver's function (cudaGetFuncBySymbol): its
+// name, an attribute, a launch through cuLaunchKernel, a global of its module
+static void func_by_symbol(void)
+{
+    cudaFunction_t f = nullptr, again = nullptr;
+    CUmodule mod = nullptr;
+    CUfunction other = nullptr;
+    const char *name = nullptr;
+    int regs = -1, *d, h[32];
+    void *args[] = {&d};
+
+    CHECK_CUDA(cudaGetFuncBySymbol(&f, (const void *)k_plain));
+    CHECK_CUDA(cudaGetFuncBySymbol(&again, (const void *)k_plain));
+    CHECK_CU(cuFuncGetName(&name, (CUfunction)f));
+    CHECK_CU(cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, (CUfunction)f));
+    CHECK_CUDA(cudaMalloc(&d, sizeof(h)));
+    CHECK_CUDA(cudaMemset(d, 0, sizeof(h)));
+    CHECK_CU(cuLaunchKernel((CUfunction)f, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr));
+    CHECK_CUDA(cudaMemcpy(h, d, sizeof(h), cudaMemcpyDeviceToHost));
+    int ones = 0;
+    for (int i = 0; i < 32; i++)
+        ones += h[i];
+    CHECK_CU(cuFuncGetModule(&mod, (CUfunction)f));
+    CHECK_CU(cuModuleGetFunction(&other, mod, "_Z13k_static_smemPi"));
+    std::printf("cudaGetFuncBySymbol: same handle %s, name %s, registers known %s, driver launch wrote %d ones, "
+                "module's other kernel found %s\n",
+                f == again ? "yes" : "no", name, regs >= 0 ? "yes" : "no", ones, other ? "yes" : "no");
+    CHECK_CUDA(cudaFree(d));
+}
+
 static void stream_attrs(void)
 {
     int least, greatest;
@@ -282,6 +313,7 @@ int main(void)
     configs(f);
     managed_attach_and_peers();
     func_names();
+    func_by_symbol();
     stream_attrs();
     occupancy(f);
     CHECK_CU(cuModuleUnload(mod));
