@@ -342,6 +342,7 @@ struct rt_graph {
 	struct rt_gnode **nodes;        /* built: in creation order */
 	size_t nnodes, cap;
 	struct rt_gmem_set mem;         /* the memory its alloc nodes (or its capture) allocated */
+	struct rt_graph_exec *mem_exec; /* with memory nodes: its one executable graph, while it lives */
 };
 
 struct rt_graph_exec {
@@ -351,6 +352,7 @@ struct rt_graph_exec {
 	unsigned long long flags;       /* as instantiated (the back end's part) */
 	struct rt_graph *shape;         /* built graphs: what it runs, a copy whose nodes name their originals */
 	struct rt_gmem_set mem;         /* the graph's allocations, held while it can run */
+	struct rt_graph *mem_graph;     /* the graph with memory nodes it was made from, while that lives */
 };
 
 /* what a node does, as the front ends hand it over (the type is a

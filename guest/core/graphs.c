@@ -6,6 +6,7 @@
  * pointers to these structs, so a CUgraph is a cudaGraph_t and a
  * CUgraphExec a cudaGraphExec_t.
  */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "mearas/log.h"
@@ -46,8 +47,41 @@ cudaError_t rt_graph_new(int vgpu, struct rt_graph **out)
 	return cudaSuccess;
 }
 
+/* Executable graphs of a graph with memory nodes: CUDA allows one at a
+ * time (a second instantiation is cudaErrorNotSupported until the first
+ * is destroyed). The link is dropped by whichever of the two goes first. */
+static pthread_mutex_t mem_exec_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool has_memory_nodes(struct rt_graph *g)
+{
+	if (!g->built)
+		return g->mem.nodes > 0; /* the alloc and free nodes its capture counted */
+	for (size_t i = 0; i < g->nnodes; i++) {
+		int t = rt_gnode_type(g->nodes[i]);
+
+		if (t == cudaGraphNodeTypeMemAlloc || t == cudaGraphNodeTypeMemFree)
+			return true;
+	}
+	return false;
+}
+
+static void mem_exec_unlink(struct rt_graph *g, struct rt_graph_exec *x)
+{
+	pthread_mutex_lock(&mem_exec_lock);
+	if (g && g->mem_exec) {
+		g->mem_exec->mem_graph = NULL;
+		g->mem_exec = NULL;
+	}
+	if (x && x->mem_graph) {
+		x->mem_graph->mem_exec = NULL;
+		x->mem_graph = NULL;
+	}
+	pthread_mutex_unlock(&mem_exec_lock);
+}
+
 void rt_graph_free(struct rt_graph *g)
 {
+	mem_exec_unlink(g, NULL);
 	rt_graph_free_nodes(g);
 	rt_gmem_set_release(&g->mem);
 	g->magic = 0;
@@ -91,6 +125,20 @@ cudaError_t rt_graph_instantiate(struct rt_graph *g, unsigned long long flags, c
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return cudaErrorMemoryAllocation;
+	if (has_memory_nodes(g)) {
+		pthread_mutex_lock(&mem_exec_lock);
+		if (!g->mem_exec) {
+			g->mem_exec = x;
+			x->mem_graph = g;
+		}
+		pthread_mutex_unlock(&mem_exec_lock);
+		if (!x->mem_graph) {
+			log_warn("%s: a graph with memory nodes has an executable graph already (CUDA allows one at a "
+				 "time): returning not supported", call);
+			free(x);
+			return cudaErrorNotSupported;
+		}
+	}
 	x->id = rt_new_handle();
 	x->vgpu = g->vgpu;
 	x->flags = flags;
@@ -114,6 +162,7 @@ cudaError_t rt_graph_instantiate(struct rt_graph *g, unsigned long long flags, c
 		e = rt_do_GRAPH_INSTANTIATE(g->vgpu, g->id, x->id, flags);
 	}
 	if (e) {
+		mem_exec_unlink(NULL, x);
 		rt_gmem_set_release(&x->mem);
 		free(x);
 		return e;
@@ -152,6 +201,7 @@ cudaError_t rt_graph_exec_destroy(struct rt_graph_exec *x)
 {
 	cudaError_t e = rt_do_GRAPH_EXEC_DESTROY(x->vgpu, x->id);
 
+	mem_exec_unlink(NULL, x);
 	if (x->shape)
 		rt_graph_free(x->shape);
 	rt_gmem_set_release(&x->mem);

@@ -70,7 +70,6 @@ static params kernel_node(void **args)
 struct built {
     cudaGraph_t g;
     cudaGraphNode_t set, copy, kern, kern2, host;
-    void *alloc;
 };
 
 static unsigned *pinned;
@@ -79,7 +78,7 @@ static int host_step = 1;
 
 // set: dev1 := `value` bytes; copy: pinned := dev1; kern: pinned += add;
 // kern2 (programmatic edge): pinned += 1; empty; host; record `rec`; a child
-// graph (dev2 := 9s); an alloc node, a memset of it, its free
+// graph (dev2 := 9s)
 static built build(unsigned value, unsigned add, cudaEvent_t rec)
 {
     built b = {};
@@ -87,7 +86,7 @@ static built build(unsigned value, unsigned add, cudaEvent_t rec)
     unsigned n = N, one = 1;
     void *args[] = {&p, &n, &add};
     void *args2[] = {&p, &n, &one};
-    cudaGraphNode_t empty, record, child, alloc, use, freed;
+    cudaGraphNode_t empty, record, child;
     cudaGraphEdgeData programmatic = {};
     cudaGraph_t cg;
     cudaGraphNode_t cn;
@@ -124,20 +123,41 @@ static built build(unsigned value, unsigned add, cudaEvent_t rec)
     sub->graph.graph = cg;
     CHECK_CUDA(cudaGraphAddNode(&child, b.g, &empty, nullptr, 1, sub.get()));
     CHECK_CUDA(cudaGraphDestroy(cg)); /* the node keeps a copy */
+    return b;
+}
+
+// an alloc node, a memset of its memory, its free node: the graph runs, and
+// as in CUDA has one executable graph at a time
+static void memory_nodes(cudaStream_t s)
+{
+    cudaGraph_t g;
+    cudaGraphExec_t x, x2;
+    cudaGraphNode_t alloc, use, freed;
+
+    CHECK_CUDA(cudaGraphCreate(&g, 0));
     params aq(cudaGraphNodeTypeMemAlloc);
     aq->alloc.poolProps.allocType = cudaMemAllocationTypePinned;
     aq->alloc.poolProps.location.type = cudaMemLocationTypeDevice;
     aq->alloc.poolProps.location.id = 0;
     aq->alloc.bytesize = 4096;
-    CHECK_CUDA(cudaGraphAddNode(&alloc, b.g, nullptr, nullptr, 0, aq.get()));
-    b.alloc = aq->alloc.dptr;
-    REQUIRE(b.alloc != nullptr, "the alloc node gave no address");
-    params fill = memset_node(b.alloc, 7, 4096);
-    CHECK_CUDA(cudaGraphAddNode(&use, b.g, &alloc, nullptr, 1, fill.get()));
+    CHECK_CUDA(cudaGraphAddNode(&alloc, g, nullptr, nullptr, 0, aq.get()));
+    REQUIRE(aq->alloc.dptr != nullptr, "the alloc node gave no address");
+    params fill = memset_node(aq->alloc.dptr, 7, 4096);
+    CHECK_CUDA(cudaGraphAddNode(&use, g, &alloc, nullptr, 1, fill.get()));
     params fq(cudaGraphNodeTypeMemFree);
-    fq->free.dptr = b.alloc;
-    CHECK_CUDA(cudaGraphAddNode(&freed, b.g, &use, nullptr, 1, fq.get()));
-    return b;
+    fq->free.dptr = aq->alloc.dptr;
+    CHECK_CUDA(cudaGraphAddNode(&freed, g, &use, nullptr, 1, fq.get()));
+    CHECK_CUDA(cudaGraphInstantiate(&x, g, 0));
+    CHECK_CUDA(cudaGraphLaunch(x, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    EXPECT_ERR(cudaErrorNotSupported, cudaGraphInstantiate(&x2, g, 0));
+    cudaGetLastError();
+    CHECK_CUDA(cudaGraphExecDestroy(x));
+    CHECK_CUDA(cudaGraphInstantiate(&x2, g, 0)); /* the first is gone */
+    CHECK_CUDA(cudaGraphLaunch(x2, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    CHECK_CUDA(cudaGraphDestroy(g)); /* before its executable graph */
+    CHECK_CUDA(cudaGraphExecDestroy(x2));
 }
 
 // clear, launch, and check what the graph left: dev1's bytes plus add and 1
@@ -203,6 +223,8 @@ int main(void)
     }
     run_and_check(x, s, 3, 7, "after cudaGraphExecNodeSetParams");
     run_and_check(x2, s, 4, 5, "the other executable graph");
+
+    memory_nodes(s);
 
     // errors
     params one = memset_node(dev1, 1, 4);

@@ -1,7 +1,8 @@
 // Builds a graph with the generic node call (cudaGraphAddNode) only: a
 // memset, two kernels, a child graph with a kernel of its own, a copy to
-// pinned memory (3D parameters), a host node, an event record node, and an
-// alloc node with a memset of its memory and its free node; launches it 3
+// pinned memory (3D parameters), a host node and an event record node (and,
+// in a graph of their own, an alloc node, a memset of its memory and its
+// free node: one executable graph at a time); launches it 3
 // times, then changes a kernel's parameters in the graph
 // (cudaGraphNodeSetParams: a second instantiation sees them, the first not)
 // and in the first executable graph (cudaGraphExecNodeSetParams), checking
@@ -67,13 +68,12 @@ struct built {
 };
 
 // memset dev := 0 -> add_const(c) -> add_index -> copy to host -> host node;
-// child (other += child_c) and a record of `rec` after add_index; an alloc
-// node, a memset of its memory, its free node
+// child (other += child_c) and a record of `rec` after add_index
 static built build(bufs *b, cudaEvent_t rec)
 {
     built r;
     cudaGraph_t child;
-    cudaGraphNode_t set, idx, ch, cp, h, ev, cn, al, use, fr;
+    cudaGraphNode_t set, idx, ch, cp, h, ev, cn;
     void *a_args[] = {&b->dev, &b->n, &b->c};
     void *i_args[] = {&b->dev, &b->n};
     void *c_args[] = {&b->other, &b->n, &b->child_c};
@@ -104,19 +104,41 @@ static built build(bufs *b, cudaEvent_t rec)
     node rq(cudaGraphNodeTypeEventRecord);
     rq->eventRecord.event = rec;
     CHECK_CUDA(cudaGraphAddNode(&ev, r.g, &idx, nullptr, 1, rq.get()));
+    return r;
+}
+
+// an alloc node, a memset of its memory, its free node: launched; a second
+// instantiation while the first lives, and after it is destroyed
+static void memory_nodes(cudaStream_t s)
+{
+    cudaGraph_t g;
+    cudaGraphExec_t x, x2;
+    cudaGraphNode_t al, use, fr;
+
+    CHECK_CUDA(cudaGraphCreate(&g, 0));
     node aq(cudaGraphNodeTypeMemAlloc);
     aq->alloc.poolProps.allocType = cudaMemAllocationTypePinned;
     aq->alloc.poolProps.location.type = cudaMemLocationTypeDevice;
     aq->alloc.poolProps.location.id = 0;
     aq->alloc.bytesize = 1 << 20;
-    CHECK_CUDA(cudaGraphAddNode(&al, r.g, nullptr, nullptr, 0, aq.get()));
+    CHECK_CUDA(cudaGraphAddNode(&al, g, nullptr, nullptr, 0, aq.get()));
     REQUIRE(aq->alloc.dptr != nullptr, "the alloc node gave no address");
     node fill = memset_of(aq->alloc.dptr, 7, 1, 1 << 20);
-    CHECK_CUDA(cudaGraphAddNode(&use, r.g, &al, nullptr, 1, fill.get()));
+    CHECK_CUDA(cudaGraphAddNode(&use, g, &al, nullptr, 1, fill.get()));
     node fq(cudaGraphNodeTypeMemFree);
     fq->free.dptr = aq->alloc.dptr;
-    CHECK_CUDA(cudaGraphAddNode(&fr, r.g, &use, nullptr, 1, fq.get()));
-    return r;
+    CHECK_CUDA(cudaGraphAddNode(&fr, g, &use, nullptr, 1, fq.get()));
+    CHECK_CUDA(cudaGraphInstantiate(&x, g, 0));
+    CHECK_CUDA(cudaGraphLaunch(x, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    std::printf("memory nodes: launched; a second instantiation: %s", cudaGetErrorName(cudaGraphInstantiate(&x2, g, 0)));
+    cudaGetLastError();
+    CHECK_CUDA(cudaGraphExecDestroy(x));
+    std::printf(", after the first is destroyed: %s\n", cudaGetErrorName(cudaGraphInstantiate(&x2, g, 0)));
+    CHECK_CUDA(cudaGraphLaunch(x2, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    CHECK_CUDA(cudaGraphExecDestroy(x2));
+    CHECK_CUDA(cudaGraphDestroy(g));
 }
 
 // host[i] == c + i; other gained child_c per launch; returns the host sum
@@ -212,6 +234,8 @@ int main(void)
         other += 2;
         std::printf("enabled again: sum=%lld\n", check(&b, 11, other));
     }
+
+    memory_nodes(s);
 
     // errors, as native gives them
     node wrong = memset_of(b.dev, 1, 4, 4);
