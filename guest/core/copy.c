@@ -6,6 +6,7 @@
  * fills chunk k+1 while the GPU moves chunk k. Small pageable uploads travel
  * inside the record and need no round trip.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -531,4 +532,52 @@ cudaError_t rt_memset(void *p, size_t pitch, int value, size_t width, size_t hei
 	if (height == 1)
 		return rt_do_MEMSET(vgpu, &st, (uint64_t)(uintptr_t)p, (uint8_t)value, width, 1, false);
 	return rt_do_MEMSET_2D(vgpu, &st, (uint64_t)(uintptr_t)p, pitch, (uint8_t)value, width, height, false);
+}
+
+/*
+ * cudaMemcpyBatchAsync and cuMemcpyBatchAsync: the attributes checked as
+ * CUDA checks them (each copy covered, a known source access order and
+ * flags), then each copy posted as cudaMemcpyAsync of kind Default on the
+ * stream, in the batch's order (CUDA leaves the order within a batch open:
+ * this is one it allows). A copy's source is read as cudaMemcpyAsync reads
+ * it, which serves every access order: the hints (locations, overlap with
+ * compute) change nothing here. *fail (may be NULL): the failing copy's
+ * index, SIZE_MAX when no one copy is to blame.
+ */
+cudaError_t rt_memcpy_batch(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count,
+			    const struct cudaMemcpyAttributes *attrs, const size_t *idxs, size_t nattrs,
+			    cudaStream_t stream, size_t *fail)
+{
+	struct rt_stream_ref st;
+	cudaError_t e = rt_ensure();
+
+	if (fail)
+		*fail = SIZE_MAX;
+	if (e)
+		return e;
+	if (!count || !dsts || !srcs || !sizes || !attrs || !idxs || !nattrs || nattrs > count || idxs[0] != 0)
+		return cudaErrorInvalidValue;
+	for (size_t k = 0; k < nattrs; k++) {
+		if ((k && idxs[k] <= idxs[k - 1]) || idxs[k] >= count)
+			return cudaErrorInvalidValue;
+		if (attrs[k].srcAccessOrder < cudaMemcpySrcAccessOrderStream ||
+		    attrs[k].srcAccessOrder > cudaMemcpySrcAccessOrderAny ||
+		    (attrs[k].flags & ~(unsigned)cudaMemcpyFlagPreferOverlapWithCompute))
+			return cudaErrorInvalidValue;
+	}
+	e = rt_stream_ref(stream, &st);
+	if (e)
+		return e;
+	/* "must not be the legacy NULL stream" */
+	if (st.id == MEARAS_STREAM_LEGACY && !(st.sqe_flags & MEARAS_SQE_PER_THREAD))
+		return cudaErrorInvalidValue;
+	for (size_t i = 0; i < count; i++) {
+		e = rt_memcpy(dsts[i], srcs[i], sizes[i], cudaMemcpyDefault, stream, true);
+		if (e) {
+			if (fail)
+				*fail = i;
+			return e;
+		}
+	}
+	return cudaSuccess;
 }

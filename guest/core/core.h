@@ -618,6 +618,9 @@ CORE_API void rt_on_reset(void (*hook)(int vgpu));
 
 /* copies (copy.c): kind cudaMemcpyDefault resolves by pointer; async
  * copies of pageable memory are staged */
+CORE_API cudaError_t rt_memcpy_batch(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count,
+				     const struct cudaMemcpyAttributes *attrs, const size_t *idxs, size_t nattrs,
+				     cudaStream_t stream, size_t *fail);
 CORE_API cudaError_t rt_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
 				 cudaStream_t stream, bool async);
 /* device memory of vGPU sv to device memory of vGPU dv (a peer copy) */

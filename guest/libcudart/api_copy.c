@@ -16,6 +16,13 @@ RT_EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, 
 	return rt_set_error(rt_memcpy(dst, src, count, kind, stream, true));
 }
 
+RT_EXPORT cudaError_t cudaMemcpyBatchAsync(void *const *dsts, const void *const *srcs, const size_t *sizes,
+					   size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs,
+					   size_t numAttrs, cudaStream_t stream)
+{
+	return rt_set_error(rt_memcpy_batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream, NULL));
+}
+
 RT_EXPORT cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice, size_t count)
 {
 	return rt_set_error(rt_memcpy_peer(dst, dstDevice, src, srcDevice, count, 0, false));

@@ -20,6 +20,9 @@
 	X(cudaMemcpy, _ptds, (void *d, const void *s, size_t n, enum cudaMemcpyKind k), (d, s, n, k))    \
 	X(cudaMemcpyAsync, _ptsz,                                                                       \
 	  (void *d, const void *s, size_t n, enum cudaMemcpyKind k, cudaStream_t st), (d, s, n, k, st))  \
+	X(cudaMemcpyBatchAsync, _ptsz,                                                                  \
+	  (void *const *d, const void *const *s, const size_t *n, size_t c, struct cudaMemcpyAttributes *a, \
+	   size_t *i, size_t na, cudaStream_t st), (d, s, n, c, a, i, na, st))                            \
 	X(cudaMemcpy2D, _ptds,                                                                          \
 	  (void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, enum cudaMemcpyKind k),     \
 	  (d, dp, s, sp, w, h, k))                                                                        \

@@ -321,7 +321,7 @@ SHARED_SOCK=$SOCK
 SHARED_PID=$DAEMON_PID
 
 for p in reg_plain reg_templates reg_extern_c reg_big_params reg_launch_apis reg_per_thread reg_rdc \
-	reg_symbols mem_memset mem_memset_host mem_2d mem_arrays mem_register mem_register_shared err_codes err_last_error; do
+	reg_symbols mem_memset mem_memset_host mem_batch mem_2d mem_arrays mem_register mem_register_shared err_codes err_last_error; do
 	run_test "$p" prog "$p"
 done
 run_test graph_host_func prog graph_host_func
@@ -399,7 +399,7 @@ for p in reg_plain reg_templates reg_extern_c reg_big_params reg_launch_apis reg
 	reg_symbols mem_memset mem_2d mem_arrays mem_register mem_register_shared err_codes err_last_error graph_host_func mem_roundtrip \
 	conc_threads conc_cross_event dev_props dev_pointers dev_limits dev_profiler mem_pools graph_capture_api graph_nodes launch_attrs \
 	ctx_runtime_binds lib_cufft rt_managed fn_set_attrs mem_3d dev_bus_id stream_ids dev_bank_config occ_smem \
-	rt_managed_attach dev_peer_attrs rt_func_names stream_attrs graph_clone_captured rt_entry_points managed_var graph_events graph_generic graph_enable mem_memset_host rt_func_by_symbol; do
+	rt_managed_attach dev_peer_attrs rt_func_names stream_attrs graph_clone_captured rt_entry_points managed_var graph_events graph_generic graph_enable mem_memset_host rt_func_by_symbol mem_batch; do
 	if [ -n "${static_not_yet[$p]:-}" ]; then
 		printf 'SKIP  %-28s %s\n' "static/$p" "${static_not_yet[$p]}"
 		continue

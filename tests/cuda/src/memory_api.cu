@@ -1,5 +1,5 @@
 // Coverage of the memory API surface: pitched 2D copies, memsets (into
-// pinned host memory too), symbols,
+// pinned host memory too), batches of copies (cudaMemcpyBatchAsync), symbols,
 // cudaMemcpyDefault, pointer attributes, stream-ordered allocation, host
 // registration and transfer sizes from 1 byte to 64 MiB.
 #include <cstring>
@@ -213,6 +213,50 @@ static void test_memset_pinned(void)
     CHECK_CUDA(cudaStreamDestroy(s));
 }
 
+// cudaMemcpyBatchAsync: pageable and pinned uploads, a device-to-device and
+// a download in one batch under two sets of attributes; the legacy stream
+// and an invalid source access order as native answers them
+static void test_memcpy_batch(void)
+{
+    const size_t n = 1 << 20;
+    cudaStream_t s = nonblocking_stream();
+    std::vector<unsigned char> up(n, 0x31), down(n);
+    unsigned char *pinned, *d1, *d2, *d3;
+    CHECK_CUDA(cudaMallocHost(&pinned, n));
+    memset(pinned, 0x42, n);
+    CHECK_CUDA(cudaMalloc(&d1, n));
+    CHECK_CUDA(cudaMalloc(&d2, n));
+    CHECK_CUDA(cudaMalloc(&d3, n));
+    void *dsts[] = {d1, d2, d3, down.data()};
+    const void *srcs[] = {up.data(), pinned, d2, d1};
+    size_t sizes[] = {n, n, n, n}, idxs[] = {0, 2};
+    cudaMemcpyAttributes attrs[2] = {};
+    attrs[0].srcAccessOrder = cudaMemcpySrcAccessOrderDuringApiCall;
+    attrs[1].srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    // the copies of a batch have no order among them: the last two read
+    // what the first two wrote only in the second batch
+    CHECK_CUDA(cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, attrs, idxs, 1, s));
+    CHECK_CUDA(cudaMemcpyBatchAsync(dsts + 2, srcs + 2, sizes + 2, 2, attrs + 1, idxs, 1, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    std::vector<unsigned char> d3h(n);
+    CHECK_CUDA(cudaMemcpy(d3h.data(), d3, n, cudaMemcpyDeviceToHost));
+    bool ok = down == up && d3h == std::vector<unsigned char>(n, 0x42);
+    std::printf("cudaMemcpyBatchAsync: bytes %s", ok ? "as expected" : "WRONG");
+    REQUIRE(ok, "a batch of copies moved the wrong bytes");
+    std::printf(", legacy stream: %s",
+                cudaGetErrorName(cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, attrs, idxs, 1, cudaStreamLegacy)));
+    attrs[0].srcAccessOrder = cudaMemcpySrcAccessOrderInvalid;
+    std::printf(", invalid access order: %s\n",
+                cudaGetErrorName(cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, attrs, idxs, 1, s)));
+    (void)cudaGetLastError();
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    CHECK_CUDA(cudaFree(d3));
+    CHECK_CUDA(cudaFree(d2));
+    CHECK_CUDA(cudaFree(d1));
+    CHECK_CUDA(cudaFreeHost(pinned));
+    CHECK_CUDA(cudaStreamDestroy(s));
+}
+
 static void test_malloc_async(void)
 {
     cudaStream_t s = nonblocking_stream();
@@ -305,6 +349,7 @@ int main(void)
     test_default_kind();
     test_pointer_attributes();
     test_memset_pinned();
+    test_memcpy_batch();
     test_malloc_async();
     test_host_register();
     test_sizes();
