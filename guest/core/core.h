@@ -334,6 +334,18 @@ struct rt_gmem_set {
 	uint32_t nodes;
 };
 
+/* user objects (userobj.c): the references a graph, an executable graph or
+ * a launch holds */
+struct rt_uobj;
+struct rt_uobj_ref {
+	struct rt_uobj *o;
+	uint64_t count;
+};
+struct rt_uobj_set {
+	struct rt_uobj_ref *v;
+	size_t n, cap;
+};
+
 struct rt_graph {
 	uint32_t magic;
 	uint32_t id;                    /* the back end's graph (captured); 0 when built */
@@ -343,6 +355,7 @@ struct rt_graph {
 	size_t nnodes, cap;
 	struct rt_gmem_set mem;         /* the memory its alloc nodes (or its capture) allocated */
 	struct rt_graph_exec *mem_exec; /* with memory nodes: its one executable graph, while it lives */
+	struct rt_uobj_set uobj;        /* user objects it holds */
 };
 
 struct rt_graph_exec {
@@ -353,6 +366,7 @@ struct rt_graph_exec {
 	struct rt_graph *shape;         /* built graphs: what it runs, a copy whose nodes name their originals */
 	struct rt_gmem_set mem;         /* the graph's allocations, held while it can run */
 	struct rt_graph *mem_graph;     /* the graph with memory nodes it was made from, while that lives */
+	struct rt_uobj_set uobj;        /* its graph's user objects and its child graphs' */
 };
 
 /* what a node does, as the front ends hand it over (the type is a
@@ -466,6 +480,8 @@ CORE_API cudaError_t rt_graph_edges(struct rt_graph *g, void **from, void **to, 
 /* a node's dependencies (dependents false) or dependents */
 CORE_API cudaError_t rt_gnode_edges(struct rt_gnode *node, bool dependents, void **out, size_t *n);
 CORE_API cudaError_t rt_graph_edge_data(const cudaGraphEdgeData *e, size_t n);
+CORE_API cudaError_t rt_graph_change_deps(struct rt_graph *g, void *const *from, void *const *to,
+					  const cudaGraphEdgeData *ed, size_t n, bool add);
 CORE_API cudaError_t rt_graph_add_deps(struct rt_graph *g, void *const *from, void *const *to, size_t n);
 CORE_API cudaError_t rt_graph_remove_deps(struct rt_graph *g, void *const *from, void *const *to, size_t n);
 CORE_API cudaError_t rt_gnode_destroy(struct rt_gnode *n);
@@ -473,6 +489,17 @@ CORE_API cudaError_t rt_graph_clone(const char *call, struct rt_graph *g, struct
 /* the node of clone made from node of the graph it was cloned from */
 CORE_API cudaError_t rt_gnode_find_in_clone(struct rt_graph *clone, struct rt_gnode *orig, struct rt_gnode **out);
 /* new parameters for node (of the graph x was made from) in x only */
+CORE_API struct rt_uobj *rt_uobj_get(void *h);
+CORE_API cudaError_t rt_uobj_create(void *ptr, cudaHostFn_t destroy, unsigned initial, unsigned flags,
+				    struct rt_uobj **out);
+CORE_API cudaError_t rt_uobj_retain(struct rt_uobj *o, unsigned count);
+CORE_API cudaError_t rt_uobj_release(struct rt_uobj *o, unsigned count);
+CORE_API cudaError_t rt_uobj_graph_retain(struct rt_graph *g, struct rt_uobj *o, unsigned count, unsigned flags);
+CORE_API cudaError_t rt_uobj_graph_release(struct rt_graph *g, struct rt_uobj *o, unsigned count);
+cudaError_t rt_uobj_set_copy(struct rt_uobj_set *dst, const struct rt_uobj_set *src);
+cudaError_t rt_uobj_set_copy_tree(struct rt_uobj_set *dst, struct rt_graph *g);
+void rt_uobj_set_release(struct rt_uobj_set *s);
+cudaError_t rt_uobj_launch_hold(const struct rt_graph_exec *x, const struct rt_stream_ref *st);
 CORE_API cudaError_t rt_graph_exec_node_enabled(struct rt_graph_exec *x, struct rt_gnode *node, const unsigned *set,
 						unsigned *get);
 CORE_API cudaError_t rt_graph_exec_set(const char *call, struct rt_graph_exec *x, struct rt_gnode *node,
@@ -638,6 +665,8 @@ CORE_API cudaError_t rt_memset(void *p, size_t pitch, int value, size_t width, s
 /* host functions (hostfn.c): fn(user), or cb(stream, cudaSuccess, user), run
  * on the core's callback thread when the stream reaches them */
 CORE_API cudaError_t rt_post_host_fn(cudaStream_t stream, cudaHostFn_t fn, cudaStreamCallback_t cb, void *user);
+CORE_API cudaError_t rt_post_host_fn_on(const struct rt_stream_ref *st, cudaStream_t stream, cudaHostFn_t fn,
+					cudaStreamCallback_t cb, void *user);
 CORE_API void rt_callback_thread_start(void);
 
 #endif

@@ -561,6 +561,18 @@ cudaError_t rt_graph_edge_data(const cudaGraphEdgeData *e, size_t n)
 	return cudaSuccess;
 }
 
+/* Add/RemoveDependencies of both front ends once the graph is known to be
+ * built: the edge data checked, then the edges added or removed */
+cudaError_t rt_graph_change_deps(struct rt_graph *g, void *const *from, void *const *to,
+				 const cudaGraphEdgeData *ed, size_t n, bool add)
+{
+	cudaError_t e = rt_graph_edge_data(ed, n);
+
+	if (e)
+		return e;
+	return add ? rt_graph_add_deps(g, from, to, n) : rt_graph_remove_deps(g, from, to, n);
+}
+
 cudaError_t rt_graph_add_deps(struct rt_graph *g, void *const *from, void *const *to, size_t n)
 {
 	cudaError_t e = check_edges(g, from, to, n, true);
@@ -622,6 +634,8 @@ static cudaError_t clone_graph(struct rt_graph *g, struct rt_graph **out)
 			e = add_dep(c->nodes[i], c->nodes[g->nodes[i]->deps[j]->index]);
 	if (!e)
 		e = rt_gmem_set_copy(&c->mem, &g->mem); /* its alloc nodes' memory */
+	if (!e)
+		e = rt_uobj_set_copy(&c->uobj, &g->uobj);
 	if (e) {
 		if (c)
 			rt_graph_free(c);
@@ -645,6 +659,8 @@ static cudaError_t clone_captured(struct rt_graph *g, struct rt_graph **out)
 		return e;
 	}
 	e = rt_gmem_set_copy(&c->mem, &g->mem);
+	if (!e)
+		e = rt_uobj_set_copy(&c->uobj, &g->uobj);
 	if (e) {
 		rt_graph_destroy(c);
 		return e;

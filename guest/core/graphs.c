@@ -83,6 +83,7 @@ void rt_graph_free(struct rt_graph *g)
 {
 	mem_exec_unlink(g, NULL);
 	rt_graph_free_nodes(g);
+	rt_uobj_set_release(&g->uobj);
 	rt_gmem_set_release(&g->mem);
 	g->magic = 0;
 	free(g);
@@ -144,6 +145,8 @@ cudaError_t rt_graph_instantiate(struct rt_graph *g, unsigned long long flags, c
 	x->flags = flags;
 	/* the graph's allocations stay while it can run */
 	e = x->id ? rt_gmem_set_copy(&x->mem, &g->mem) : cudaErrorMemoryAllocation;
+	if (!e)
+		e = rt_uobj_set_copy_tree(&x->uobj, g);
 	if (!e && g->built) {
 		/* replayed into a capture (graphnodes.c); the copy stays for updates */
 		struct rt_graph *cap;
@@ -163,6 +166,7 @@ cudaError_t rt_graph_instantiate(struct rt_graph *g, unsigned long long flags, c
 	}
 	if (e) {
 		mem_exec_unlink(NULL, x);
+		rt_uobj_set_release(&x->uobj);
 		rt_gmem_set_release(&x->mem);
 		free(x);
 		return e;
@@ -175,9 +179,12 @@ cudaError_t rt_graph_instantiate(struct rt_graph *g, unsigned long long flags, c
 
 cudaError_t rt_graph_launch(struct rt_graph_exec *x, const struct rt_stream_ref *st)
 {
+	cudaError_t e;
+
 	if (st->vgpu != x->vgpu)
 		return cudaErrorInvalidValue;
-	return rt_do_GRAPH_LAUNCH(st->vgpu, st, x->id);
+	e = rt_do_GRAPH_LAUNCH(st->vgpu, st, x->id);
+	return e ? e : rt_uobj_launch_hold(x, st);
 }
 
 /* Nothing to post: an upload only does ahead of time what a launch does
@@ -204,6 +211,7 @@ cudaError_t rt_graph_exec_destroy(struct rt_graph_exec *x)
 	mem_exec_unlink(NULL, x);
 	if (x->shape)
 		rt_graph_free(x->shape);
+	rt_uobj_set_release(&x->uobj); /* a launch in flight holds its own */
 	rt_gmem_set_release(&x->mem);
 	x->magic = 0;
 	free(x);

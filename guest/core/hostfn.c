@@ -88,23 +88,30 @@ void rt_callback_thread_start(void)
 	pthread_attr_destroy(&a);
 }
 
-cudaError_t rt_post_host_fn(cudaStream_t stream, cudaHostFn_t fn, cudaStreamCallback_t cb, void *user)
+/* on a resolved stream; stream is what a callback is handed */
+cudaError_t rt_post_host_fn_on(const struct rt_stream_ref *st, cudaStream_t stream, cudaHostFn_t fn,
+			       cudaStreamCallback_t cb, void *user)
 {
-	struct rt_stream_ref st;
 	uint64_t token;
-	cudaError_t e = rt_ensure();
 
-	if (e)
-		return e;
 	if (!fn && !cb)
 		return cudaErrorInvalidValue;
-	e = rt_stream_ref(stream, &st);
-	if (e)
-		return e;
 	pthread_mutex_lock(&host_fn_lock);
 	token = host_fn_next++;
 	host_fns[token % HOST_FN_MAX] = (struct host_fn){ fn, user, cb, stream };
 	pthread_mutex_unlock(&host_fn_lock);
-	return rt_do_HOST_FUNC(st.vgpu, &st, token);
+	return rt_do_HOST_FUNC(st->vgpu, st, token);
+}
+
+cudaError_t rt_post_host_fn(cudaStream_t stream, cudaHostFn_t fn, cudaStreamCallback_t cb, void *user)
+{
+	struct rt_stream_ref st;
+	cudaError_t e = rt_ensure();
+
+	if (!e && !fn && !cb)
+		e = cudaErrorInvalidValue;
+	if (!e)
+		e = rt_stream_ref(stream, &st);
+	return e ? e : rt_post_host_fn_on(&st, stream, fn, cb, user);
 }
 

@@ -14,7 +14,7 @@
 #define PTR(d) ((void *)(uintptr_t)(d))
 #define CPTR(d) ((const void *)(uintptr_t)(d))
 
-static CUresult copy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, CUstream s, bool async)
+CUresult cu_copy_ready(CUstream s)
 {
 	CUresult r = cu_ready();
 
@@ -22,9 +22,14 @@ static CUresult copy(void *dst, const void *src, size_t n, enum cudaMemcpyKind k
 		return r;
 	if (!cu_current())
 		return CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
-	if (!cu_stream_known(s))
-		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
-	return cu_result(rt_memcpy(dst, src, n, kind, (cudaStream_t)s, async));
+	return cu_stream_known(s) ? CUDA_SUCCESS : CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
+}
+
+static CUresult copy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, CUstream s, bool async)
+{
+	CUresult r = cu_copy_ready(s);
+
+	return r ? r : cu_result(rt_memcpy(dst, src, n, kind, (cudaStream_t)s, async));
 }
 
 /* name: the export; sig: its parameters; args: copy()'s arguments */

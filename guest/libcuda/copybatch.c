@@ -20,17 +20,11 @@ CUresult CUDAAPI cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs
 static CUresult copy_batch(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
 			   CUmemcpyAttributes *attrs, size_t *idxs, size_t nattrs, size_t *fail, CUstream s)
 {
-	CUresult r = cu_ready();
+	CUresult r = cu_copy_ready(s);
 
 	if (fail)
 		*fail = SIZE_MAX;
-	if (r)
-		return r;
-	if (!cu_current())
-		return CU_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
-	if (!cu_stream_known(s))
-		return CU_REFUSE(CUDA_ERROR_INVALID_HANDLE);
-	return cu_result(rt_memcpy_batch((void *const *)dsts, (const void *const *)srcs, sizes, count,
+	return r ? r : cu_result(rt_memcpy_batch((void *const *)dsts, (const void *const *)srcs, sizes, count,
 					 (const struct cudaMemcpyAttributes *)attrs, idxs, nattrs, (cudaStream_t)s, fail));
 }
 

@@ -173,6 +173,8 @@ CU_HIDDEN bool cu_vmm_reservation_of(CUdeviceptr ptr, uint64_t *va, uint64_t *si
 /* export tables (exptables.c) */
 CU_HIDDEN CUresult cu_export_table(const void **table, const CUuuid *id);
 
+/* copy.c: initialized, a current context and a known stream, as a copy needs */
+CU_HIDDEN CUresult cu_copy_ready(CUstream s);
 /* copy.c: a CUDA_MEMCPY2D copy on stream s (any memory types) */
 CU_HIDDEN CUresult cu_copy_2d(const CUDA_MEMCPY2D *p, CUstream s, bool async);
 /* array.c: a 2D copy with an array on a side (cu_copy_2d hands it over) */

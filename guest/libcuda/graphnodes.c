@@ -792,12 +792,8 @@ static CUresult change_deps(const char *call, CUgraph hGraph, const CUgraphNode 
 
 	if (!r)
 		r = built(call, g);
-	if (!r)
-		r = no_edge_data(e, n);
-	if (r)
-		return r;
-	return cu_result(add_them ? rt_graph_add_deps(g, (void *const *)from, (void *const *)to, n)
-				  : rt_graph_remove_deps(g, (void *const *)from, (void *const *)to, n));
+	return r ? r : cu_result(rt_graph_change_deps(g, (void *const *)from, (void *const *)to,
+						      (const cudaGraphEdgeData *)e, n, add_them));
 }
 
 /* name (no edge data) and name##_v2 (edge data), as the driver exports

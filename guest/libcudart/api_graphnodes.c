@@ -209,25 +209,22 @@ RT_EXPORT cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, struct 
 	return get_node(node, cudaGraphNodeTypeKernel, q, kernel_params_out);
 }
 
+static cudaError_t generic_set(const char *call, bool exec, cudaGraphExec_t hExec, cudaGraphNode_t node,
+			       struct cudaGraphNodeParams *q);
+
+/* as the generic call would with this kernel's parameters (the V2 struct has
+ * the first one's fields, in order) */
 static cudaError_t set_kernel(const char *call, cudaGraphExec_t hExec, cudaGraphNode_t node,
 			      const struct cudaKernelNodeParams *q)
 {
-	struct rt_node_params p;
-	struct rt_graph_exec *x;
-	struct rt_gnode *n;
-	struct kbuf *kb;
-	cudaError_t e = set_target(hExec, node, cudaGraphNodeTypeKernel, &x, &n);
+	struct cudaGraphNodeParams g;
 
-	if (e)
-		return e;
-	kb = malloc(sizeof(*kb));
-	if (!kb)
-		return cudaErrorMemoryAllocation;
-	e = kernel_params(call, rt_gnode_graph(n)->vgpu, q, kb, &p);
-	if (!e)
-		e = set(call, x, n, &p);
-	free(kb);
-	return e;
+	if (!q)
+		return cudaErrorInvalidValue;
+	memset(&g, 0, sizeof(g));
+	g.type = cudaGraphNodeTypeKernel;
+	memcpy(&g.kernel, q, sizeof(*q));
+	return generic_set(call, hExec != NULL, hExec, node, &g);
 }
 
 RT_EXPORT cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node, const struct cudaKernelNodeParams *p)
@@ -702,12 +699,7 @@ static cudaError_t change_deps(const char *call, cudaGraph_t graph, const cudaGr
 
 	if (!e)
 		e = built(call, g);
-	if (!e)
-		e = rt_graph_edge_data(ed, n);
-	if (e)
-		return e;
-	return add_them ? rt_graph_add_deps(g, (void *const *)from, (void *const *)to, n)
-			: rt_graph_remove_deps(g, (void *const *)from, (void *const *)to, n);
+	return e ? e : rt_graph_change_deps(g, (void *const *)from, (void *const *)to, ed, n, add_them);
 }
 
 RT_EXPORT cudaError_t cudaGraphAddDependencies(cudaGraph_t graph, const cudaGraphNode_t *from,

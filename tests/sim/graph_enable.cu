@@ -8,25 +8,12 @@
 // graph of the same graph is not touched; host and empty nodes, a missing
 // executable graph or out pointer, and a node of another graph are
 // cudaErrorInvalidValue.
-#include "sim_check.cuh"
+#include "sim_graph.cuh"
 
 #define N 64 /* ints */
 
-extern "C" __global__ void mearas_sim_add_u32(unsigned *p, unsigned n, unsigned v)
-{
-    for (unsigned i = 0; i < n; i++)
-        p[i] += v;
-}
-
-static void CUDART_CB nothing(void *) {}
-
 static unsigned *pinned;
 static unsigned char *dev;
-
-static unsigned bytes4(unsigned b)
-{
-    return b * 0x01010101u;
-}
 
 static void run(cudaGraphExec_t x, cudaStream_t s, unsigned want, const char *what)
 {
@@ -52,7 +39,8 @@ int main(void)
     cudaGraphExec_t x, x2;
     cudaGraphNode_t set, copy, k5, k1, host, empty, foreign;
     cudaMemsetParams m = {};
-    cudaHostNodeParams hp = {nothing, nullptr};
+    int step = 1;
+    cudaHostNodeParams hp = {host_fn, &step};
     unsigned n = N, five = 5, one = 1, seven = 7;
     unsigned *p;
     void *args5[] = {&p, &n, &five};
@@ -113,11 +101,10 @@ int main(void)
     CHECK_CUDA(cudaGraphCreate(&other, 0));
     CHECK_CUDA(cudaGraphAddMemsetNode(&foreign, other, nullptr, 0, &m));
     EXPECT_ERR(cudaErrorInvalidValue, cudaGraphNodeSetEnabled(x, foreign, 0));
-    cudaGetLastError();
-
     CHECK_CUDA(cudaGraphDestroy(other));
-    CHECK_CUDA(cudaGraphExecDestroy(x2));
-    CHECK_CUDA(cudaGraphExecDestroy(x));
+    cudaGetLastError();
+    for (cudaGraphExec_t e : {x, x2})
+        CHECK_CUDA(cudaGraphExecDestroy(e));
     CHECK_CUDA(cudaGraphDestroy(g));
     CHECK_CUDA(cudaStreamDestroy(s));
     CHECK_CUDA(cudaFreeHost(pinned));

@@ -2,7 +2,8 @@
 // runtime, and NVIDIA's static runtime over mearas's libcuda.so.1, whose
 // cuGraphAddNode it calls): cudaGraphAddNode builds a graph of every kind
 // mearas serves (memset, memcpy, kernel, empty, host, event record, child
-// graph, memory alloc and free), which runs as the node-by-node calls' would;
+// graph), which runs as the node-by-node calls' would, and a graph of memory
+// alloc and free nodes, which has one executable graph at a time;
 // cudaGraphNodeSetParams changes a node for later instantiations,
 // cudaGraphExecNodeSetParams one executable graph's copy; a programmatic
 // edge is taken (kept as a full dependency); and the errors: no parameters,
@@ -11,55 +12,14 @@
 #include <chrono>
 #include <thread>
 
-#include "sim_check.cuh"
+#include "sim_graph.cuh"
+#include "../cuda/src/graph_params.cuh"
 
 #define N 64 /* ints */
 
-extern "C" __global__ void mearas_sim_add_u32(unsigned *p, unsigned n, unsigned v)
+static node_params kernel_node(void **args)
 {
-    for (unsigned i = 0; i < n; i++)
-        p[i] += v;
-}
-
-static volatile int host_runs;
-
-static void CUDART_CB host_fn(void *arg)
-{
-    host_runs = host_runs + *(int *)arg;
-}
-
-static unsigned bytes4(unsigned b)
-{
-    return b * 0x01010101u;
-}
-
-// a zeroed cudaGraphNodeParams of a type (its union's dim3 members leave it
-// no default constructor in C++)
-struct params {
-    alignas(cudaGraphNodeParams) unsigned char raw[sizeof(cudaGraphNodeParams)];
-    explicit params(cudaGraphNodeType t)
-    {
-        std::memset(raw, 0, sizeof(raw));
-        (*this)->type = t;
-    }
-    cudaGraphNodeParams *operator->() { return reinterpret_cast<cudaGraphNodeParams *>(raw); }
-    cudaGraphNodeParams *get() { return reinterpret_cast<cudaGraphNodeParams *>(raw); }
-};
-
-static params memset_node(void *dst, unsigned value, size_t bytes)
-{
-    params q(cudaGraphNodeTypeMemset);
-    q->memset.dst = dst;
-    q->memset.value = value;
-    q->memset.elementSize = 1;
-    q->memset.width = bytes;
-    q->memset.height = 1;
-    return q;
-}
-
-static params kernel_node(void **args)
-{
-    params q(cudaGraphNodeTypeKernel);
+    node_params q(cudaGraphNodeTypeKernel);
     q->kernel.func = (void *)mearas_sim_add_u32;
     q->kernel.gridDim = dim3(1);
     q->kernel.blockDim = dim3(1);
@@ -92,34 +52,34 @@ static built build(unsigned value, unsigned add, cudaEvent_t rec)
     cudaGraphNode_t cn;
 
     CHECK_CUDA(cudaGraphCreate(&b.g, 0));
-    params set = memset_node(dev1, value, N * sizeof(int));
+    node_params set = memset_node(dev1, value, 1, N * sizeof(int));
     CHECK_CUDA(cudaGraphAddNode(&b.set, b.g, nullptr, nullptr, 0, set.get()));
-    params copy(cudaGraphNodeTypeMemcpy);
+    node_params copy(cudaGraphNodeTypeMemcpy);
     copy->memcpy.copyParams.srcPtr = make_cudaPitchedPtr(dev1, N * sizeof(int), N * sizeof(int), 1);
     copy->memcpy.copyParams.dstPtr = make_cudaPitchedPtr(pinned, N * sizeof(int), N * sizeof(int), 1);
     copy->memcpy.copyParams.extent = make_cudaExtent(N * sizeof(int), 1, 1);
     copy->memcpy.copyParams.kind = cudaMemcpyDeviceToHost;
     CHECK_CUDA(cudaGraphAddNode(&b.copy, b.g, &b.set, nullptr, 1, copy.get()));
-    params kern = kernel_node(args);
+    node_params kern = kernel_node(args);
     CHECK_CUDA(cudaGraphAddNode(&b.kern, b.g, &b.copy, nullptr, 1, kern.get()));
     add = 12345; /* the node keeps its own copy of the parameters */
-    params kern2 = kernel_node(args2);
+    node_params kern2 = kernel_node(args2);
     programmatic.type = cudaGraphDependencyTypeProgrammatic;
     programmatic.from_port = cudaGraphKernelNodePortProgrammatic;
     CHECK_CUDA(cudaGraphAddNode(&b.kern2, b.g, &b.kern, &programmatic, 1, kern2.get()));
-    params none(cudaGraphNodeTypeEmpty);
+    node_params none(cudaGraphNodeTypeEmpty);
     CHECK_CUDA(cudaGraphAddNode(&empty, b.g, &b.kern2, nullptr, 1, none.get()));
-    params host(cudaGraphNodeTypeHost);
+    node_params host(cudaGraphNodeTypeHost);
     host->host.fn = host_fn;
     host->host.userData = &host_step;
     CHECK_CUDA(cudaGraphAddNode(&b.host, b.g, &empty, nullptr, 1, host.get()));
-    params rq(cudaGraphNodeTypeEventRecord);
+    node_params rq(cudaGraphNodeTypeEventRecord);
     rq->eventRecord.event = rec;
     CHECK_CUDA(cudaGraphAddNode(&record, b.g, &empty, nullptr, 1, rq.get()));
     CHECK_CUDA(cudaGraphCreate(&cg, 0));
-    params nine = memset_node(dev2, 9, N);
+    node_params nine = memset_node(dev2, 9, 1, N);
     CHECK_CUDA(cudaGraphAddNode(&cn, cg, nullptr, nullptr, 0, nine.get()));
-    params sub(cudaGraphNodeTypeGraph);
+    node_params sub(cudaGraphNodeTypeGraph);
     sub->graph.graph = cg;
     CHECK_CUDA(cudaGraphAddNode(&child, b.g, &empty, nullptr, 1, sub.get()));
     CHECK_CUDA(cudaGraphDestroy(cg)); /* the node keeps a copy */
@@ -130,23 +90,9 @@ static built build(unsigned value, unsigned add, cudaEvent_t rec)
 // as in CUDA has one executable graph at a time
 static void memory_nodes(cudaStream_t s)
 {
-    cudaGraph_t g;
+    cudaGraph_t g = memory_node_graph(4096);
     cudaGraphExec_t x, x2;
-    cudaGraphNode_t alloc, use, freed;
 
-    CHECK_CUDA(cudaGraphCreate(&g, 0));
-    params aq(cudaGraphNodeTypeMemAlloc);
-    aq->alloc.poolProps.allocType = cudaMemAllocationTypePinned;
-    aq->alloc.poolProps.location.type = cudaMemLocationTypeDevice;
-    aq->alloc.poolProps.location.id = 0;
-    aq->alloc.bytesize = 4096;
-    CHECK_CUDA(cudaGraphAddNode(&alloc, g, nullptr, nullptr, 0, aq.get()));
-    REQUIRE(aq->alloc.dptr != nullptr, "the alloc node gave no address");
-    params fill = memset_node(aq->alloc.dptr, 7, 4096);
-    CHECK_CUDA(cudaGraphAddNode(&use, g, &alloc, nullptr, 1, fill.get()));
-    params fq(cudaGraphNodeTypeMemFree);
-    fq->free.dptr = aq->alloc.dptr;
-    CHECK_CUDA(cudaGraphAddNode(&freed, g, &use, nullptr, 1, fq.get()));
     CHECK_CUDA(cudaGraphInstantiate(&x, g, 0));
     CHECK_CUDA(cudaGraphLaunch(x, s));
     CHECK_CUDA(cudaStreamSynchronize(s));
@@ -208,7 +154,7 @@ int main(void)
     CHECK_CUDA(cudaEventSynchronize(rec)); /* the record node recorded */
 
     // set in the graph: a later instantiation sees it, x does not
-    params four = memset_node(dev1, 4, N * sizeof(int));
+    node_params four = memset_node(dev1, 4, 1, N * sizeof(int));
     CHECK_CUDA(cudaGraphNodeSetParams(b.set, four.get()));
     CHECK_CUDA(cudaGraphInstantiate(&x2, b.g, 0));
     run_and_check(x2, s, 4, 5, "after cudaGraphNodeSetParams");
@@ -218,7 +164,7 @@ int main(void)
         unsigned *p = pinned;
         unsigned n = N;
         void *args[] = {&p, &n, &add};
-        params seven = kernel_node(args);
+        node_params seven = kernel_node(args);
         CHECK_CUDA(cudaGraphExecNodeSetParams(x, b.kern, seven.get()));
     }
     run_and_check(x, s, 3, 7, "after cudaGraphExecNodeSetParams");
@@ -227,7 +173,7 @@ int main(void)
     memory_nodes(s);
 
     // errors
-    params one = memset_node(dev1, 1, 4);
+    node_params one = memset_node(dev1, 1, 1, 4);
     EXPECT_ERR(cudaErrorInvalidValue, cudaGraphAddNode(&bad, b.g, nullptr, nullptr, 0, nullptr));
     EXPECT_ERR(cudaErrorInvalidValue, cudaGraphNodeSetParams(b.kern, one.get()));
     EXPECT_ERR(cudaErrorInvalidValue, cudaGraphExecNodeSetParams(x, b.kern, one.get()));
@@ -236,7 +182,7 @@ int main(void)
     {
         cudaGraph_t cg;
         CHECK_CUDA(cudaGraphCreate(&cg, 0));
-        params moved(cudaGraphNodeTypeGraph);
+        node_params moved(cudaGraphNodeTypeGraph);
         moved->graph.graph = cg;
         moved->graph.ownership = cudaGraphChildGraphOwnershipMove;
         EXPECT_ERR(cudaErrorNotSupported, cudaGraphAddNode(&bad, b.g, nullptr, nullptr, 0, moved.get()));

@@ -12,23 +12,10 @@
 #include <chrono>
 #include <thread>
 
-#include "sim_check.cuh"
+#include "sim_graph.cuh"
 
 #define N 256           /* ints in each buffer */
 #define HALF (N / 2)
-
-extern "C" __global__ void mearas_sim_add_u32(unsigned *p, unsigned n, unsigned v)
-{
-    for (unsigned i = 0; i < n; i++)
-        p[i] += v;
-}
-
-static volatile int host_runs;
-
-static void CUDART_CB host_fn(void *arg)
-{
-    host_runs = host_runs + *(int *)arg;
-}
 
 struct diamond {
     cudaGraph_t g;
@@ -97,11 +84,6 @@ static diamond build(unsigned a_value, unsigned add)
     CHECK_CUDA(cudaGraphDestroy(child)); /* the node keeps a copy */
     CHECK_CUDA(cudaGraphAddHostNode(&x.host, x.g, &x.child, 1, &hp));
     return x;
-}
-
-static unsigned bytes4(unsigned b)
-{
-    return b * 0x01010101u;
 }
 
 /* reset the device buffers, launch, and check what the diamond produced */

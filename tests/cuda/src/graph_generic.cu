@@ -9,9 +9,8 @@
 // every launch on the host; disables that kernel node in the first
 // executable graph and enables it again. Prints the errors of parameters of
 // the wrong kind and of none, which the output comparison holds to native's.
-#include <cstring>
-
 #include "check.cuh"
+#include "graph_params.cuh"
 #include "int_kernels.cuh"
 
 #define N 4096
@@ -23,37 +22,13 @@ static void CUDART_CB count_run(void *)
     host_runs++;
 }
 
-// a zeroed cudaGraphNodeParams of a type (the dim3 members of its union
-// leave it no default constructor in C++)
-struct node {
-    alignas(cudaGraphNodeParams) unsigned char raw[sizeof(cudaGraphNodeParams)];
-    explicit node(cudaGraphNodeType t)
-    {
-        std::memset(raw, 0, sizeof(raw));
-        (*this)->type = t;
-    }
-    cudaGraphNodeParams *operator->() { return reinterpret_cast<cudaGraphNodeParams *>(raw); }
-    cudaGraphNodeParams *get() { return reinterpret_cast<cudaGraphNodeParams *>(raw); }
-};
-
-static node kernel(void *fn, void **args)
+static node_params kernel(void *fn, void **args)
 {
-    node q(cudaGraphNodeTypeKernel);
+    node_params q(cudaGraphNodeTypeKernel);
     q->kernel.func = fn;
     q->kernel.gridDim = dim3((N + 255) / 256);
     q->kernel.blockDim = dim3(256);
     q->kernel.kernelParams = args;
-    return q;
-}
-
-static node memset_of(void *dst, unsigned value, unsigned elem, size_t width)
-{
-    node q(cudaGraphNodeTypeMemset);
-    q->memset.dst = dst;
-    q->memset.value = value;
-    q->memset.elementSize = elem;
-    q->memset.width = width;
-    q->memset.height = 1;
     return q;
 }
 
@@ -79,29 +54,29 @@ static built build(bufs *b, cudaEvent_t rec)
     void *c_args[] = {&b->other, &b->n, &b->child_c};
 
     CHECK_CUDA(cudaGraphCreate(&r.g, 0));
-    node m = memset_of(b->dev, 0, 4, N);
+    node_params m = memset_node(b->dev, 0, 4, N);
     CHECK_CUDA(cudaGraphAddNode(&set, r.g, nullptr, nullptr, 0, m.get()));
-    node a = kernel((void *)add_const, a_args);
+    node_params a = kernel((void *)add_const, a_args);
     CHECK_CUDA(cudaGraphAddNode(&r.add, r.g, &set, nullptr, 1, a.get()));
-    node i = kernel((void *)add_index, i_args);
+    node_params i = kernel((void *)add_index, i_args);
     CHECK_CUDA(cudaGraphAddNode(&idx, r.g, &r.add, nullptr, 1, i.get()));
     CHECK_CUDA(cudaGraphCreate(&child, 0));
-    node k = kernel((void *)add_const, c_args);
+    node_params k = kernel((void *)add_const, c_args);
     CHECK_CUDA(cudaGraphAddNode(&cn, child, nullptr, nullptr, 0, k.get()));
-    node sub(cudaGraphNodeTypeGraph);
+    node_params sub(cudaGraphNodeTypeGraph);
     sub->graph.graph = child;
     CHECK_CUDA(cudaGraphAddNode(&ch, r.g, &idx, nullptr, 1, sub.get()));
     CHECK_CUDA(cudaGraphDestroy(child)); /* the node holds a copy */
-    node c(cudaGraphNodeTypeMemcpy);
+    node_params c(cudaGraphNodeTypeMemcpy);
     c->memcpy.copyParams.srcPtr = make_cudaPitchedPtr(b->dev, N * sizeof(int), N * sizeof(int), 1);
     c->memcpy.copyParams.dstPtr = make_cudaPitchedPtr(b->host, N * sizeof(int), N * sizeof(int), 1);
     c->memcpy.copyParams.extent = make_cudaExtent(N * sizeof(int), 1, 1);
     c->memcpy.copyParams.kind = cudaMemcpyDeviceToHost;
     CHECK_CUDA(cudaGraphAddNode(&cp, r.g, &idx, nullptr, 1, c.get()));
-    node hq(cudaGraphNodeTypeHost);
+    node_params hq(cudaGraphNodeTypeHost);
     hq->host.fn = count_run;
     CHECK_CUDA(cudaGraphAddNode(&h, r.g, &cp, nullptr, 1, hq.get()));
-    node rq(cudaGraphNodeTypeEventRecord);
+    node_params rq(cudaGraphNodeTypeEventRecord);
     rq->eventRecord.event = rec;
     CHECK_CUDA(cudaGraphAddNode(&ev, r.g, &idx, nullptr, 1, rq.get()));
     return r;
@@ -111,23 +86,9 @@ static built build(bufs *b, cudaEvent_t rec)
 // instantiation while the first lives, and after it is destroyed
 static void memory_nodes(cudaStream_t s)
 {
-    cudaGraph_t g;
+    cudaGraph_t g = memory_node_graph(1 << 20);
     cudaGraphExec_t x, x2;
-    cudaGraphNode_t al, use, fr;
 
-    CHECK_CUDA(cudaGraphCreate(&g, 0));
-    node aq(cudaGraphNodeTypeMemAlloc);
-    aq->alloc.poolProps.allocType = cudaMemAllocationTypePinned;
-    aq->alloc.poolProps.location.type = cudaMemLocationTypeDevice;
-    aq->alloc.poolProps.location.id = 0;
-    aq->alloc.bytesize = 1 << 20;
-    CHECK_CUDA(cudaGraphAddNode(&al, g, nullptr, nullptr, 0, aq.get()));
-    REQUIRE(aq->alloc.dptr != nullptr, "the alloc node gave no address");
-    node fill = memset_of(aq->alloc.dptr, 7, 1, 1 << 20);
-    CHECK_CUDA(cudaGraphAddNode(&use, g, &al, nullptr, 1, fill.get()));
-    node fq(cudaGraphNodeTypeMemFree);
-    fq->free.dptr = aq->alloc.dptr;
-    CHECK_CUDA(cudaGraphAddNode(&fr, g, &use, nullptr, 1, fq.get()));
     CHECK_CUDA(cudaGraphInstantiate(&x, g, 0));
     CHECK_CUDA(cudaGraphLaunch(x, s));
     CHECK_CUDA(cudaStreamSynchronize(s));
@@ -193,7 +154,7 @@ int main(void)
     b.c = 5;
     {
         void *args[] = {&b.dev, &b.n, &b.c};
-        node a = kernel((void *)add_const, args);
+        node_params a = kernel((void *)add_const, args);
         CHECK_CUDA(cudaGraphNodeSetParams(g.add, a.get()));
     }
     CHECK_CUDA(cudaGraphInstantiate(&x2, g.g, 0));
@@ -210,7 +171,7 @@ int main(void)
     b.c = 11;
     {
         void *args[] = {&b.dev, &b.n, &b.c};
-        node a = kernel((void *)add_const, args);
+        node_params a = kernel((void *)add_const, args);
         CHECK_CUDA(cudaGraphExecNodeSetParams(x, g.add, a.get()));
     }
     CHECK_CUDA(cudaGraphLaunch(x, s));
@@ -238,7 +199,7 @@ int main(void)
     memory_nodes(s);
 
     // errors, as native gives them
-    node wrong = memset_of(b.dev, 1, 4, 4);
+    node_params wrong = memset_node(b.dev, 1, 4, 4);
     std::printf("memset parameters on a kernel node: %s\n",
                 cudaGetErrorName(cudaGraphNodeSetParams(g.add, wrong.get())));
     std::printf("no parameters: %s\n", cudaGetErrorName(cudaGraphAddNode(&bad, g.g, nullptr, nullptr, 0, nullptr)));
