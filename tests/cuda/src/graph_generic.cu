@@ -7,8 +7,11 @@
 // (cudaGraphNodeSetParams: a second instantiation sees them, the first not)
 // and in the first executable graph (cudaGraphExecNodeSetParams), checking
 // every launch on the host; disables that kernel node in the first
-// executable graph and enables it again. Prints the errors of parameters of
+// executable graph and enables it again; a user object held by the graph
+// outlives an executable graph of it and goes with the graph. Prints the errors of parameters of
 // the wrong kind and of none, which the output comparison holds to native's.
+#include <unistd.h>
+
 #include "check.cuh"
 #include "graph_params.cuh"
 #include "int_kernels.cuh"
@@ -16,6 +19,20 @@
 #define N 4096
 
 static int host_runs;
+static int object_gone;
+
+static void CUDART_CB object_destroyed(void *arg)
+{
+    __atomic_store_n((int *)arg, 1, __ATOMIC_SEQ_CST);
+}
+
+// waits up to 2 s for the user object's destructor: yes or no
+static const char *object_destroyed_yet(void)
+{
+    for (int t = 0; t < 2000 && !__atomic_load_n(&object_gone, __ATOMIC_SEQ_CST); t++)
+        usleep(1000);
+    return __atomic_load_n(&object_gone, __ATOMIC_SEQ_CST) ? "yes" : "no";
+}
 
 static void CUDART_CB count_run(void *)
 {
@@ -198,6 +215,22 @@ int main(void)
 
     memory_nodes(s);
 
+    // a user object moved into the graph: an executable graph made, launched
+    // and destroyed leaves it to the graph; destroying the graph (last) ends it
+    {
+        cudaUserObject_t o;
+        cudaGraphExec_t x3;
+        CHECK_CUDA(cudaUserObjectCreate(&o, &object_gone, object_destroyed, 1, cudaUserObjectNoDestructorSync));
+        CHECK_CUDA(cudaGraphRetainUserObject(g.g, o, 1, cudaGraphUserObjectMove));
+        CHECK_CUDA(cudaGraphInstantiate(&x3, g.g, 0));
+        CHECK_CUDA(cudaGraphLaunch(x3, s));
+        CHECK_CUDA(cudaGraphExecDestroy(x3));
+        CHECK_CUDA(cudaStreamSynchronize(s));
+        other += 2;
+        std::printf("user object after its executable graph: destroyed %s\n",
+                    __atomic_load_n(&object_gone, __ATOMIC_SEQ_CST) ? "yes" : "no");
+    }
+
     // errors, as native gives them
     node_params wrong = memset_node(b.dev, 1, 4, 4);
     std::printf("memset parameters on a kernel node: %s\n",
@@ -208,6 +241,7 @@ int main(void)
     CHECK_CUDA(cudaGraphExecDestroy(x2));
     CHECK_CUDA(cudaGraphExecDestroy(x));
     CHECK_CUDA(cudaGraphDestroy(g.g));
+    std::printf("user object after its graph: destroyed %s\n", object_destroyed_yet());
     CHECK_CUDA(cudaEventDestroy(rec));
     CHECK_CUDA(cudaStreamDestroy(s));
     CHECK_CUDA(cudaFreeHost(b.host));
