@@ -488,7 +488,8 @@ CORE_API cudaError_t rt_gnode_destroy(struct rt_gnode *n);
 CORE_API cudaError_t rt_graph_clone(const char *call, struct rt_graph *g, struct rt_graph **out);
 /* the node of clone made from node of the graph it was cloned from */
 CORE_API cudaError_t rt_gnode_find_in_clone(struct rt_graph *clone, struct rt_gnode *orig, struct rt_gnode **out);
-/* new parameters for node (of the graph x was made from) in x only */
+/* user objects (userobj.c): counted objects with a destructor, held by
+ * graphs, executable graphs and launches */
 CORE_API struct rt_uobj *rt_uobj_get(void *h);
 CORE_API cudaError_t rt_uobj_create(void *ptr, cudaHostFn_t destroy, unsigned initial, unsigned flags,
 				    struct rt_uobj **out);
@@ -500,8 +501,10 @@ cudaError_t rt_uobj_set_copy(struct rt_uobj_set *dst, const struct rt_uobj_set *
 cudaError_t rt_uobj_set_copy_tree(struct rt_uobj_set *dst, struct rt_graph *g);
 void rt_uobj_set_release(struct rt_uobj_set *s);
 cudaError_t rt_uobj_launch_hold(const struct rt_graph_exec *x, const struct rt_stream_ref *st);
+/* cudaGraphNodeSetEnabled / GetEnabled (set NULL: get) of node in x */
 CORE_API cudaError_t rt_graph_exec_node_enabled(struct rt_graph_exec *x, struct rt_gnode *node, const unsigned *set,
 						unsigned *get);
+/* new parameters for node (of the graph x was made from) in x only */
 CORE_API cudaError_t rt_graph_exec_set(const char *call, struct rt_graph_exec *x, struct rt_gnode *node,
 				       const struct rt_node_params *p);
 /* x takes g's parameters when g has x's topology; result a
@@ -607,9 +610,10 @@ CORE_API void rt_on_set_device(void (*hook)(int vgpu));
 
 /* libcuda's (rtfunc.c), for cudaGetFuncBySymbol of mearas's runtime: the
  * kernel name of the runtime's module module_id, loaded on vgpu, as a
- * CUfunction (*out); a CUresult */
+ * CUfunction (*out); cudaErrorMemoryAllocation, or
+ * cudaErrorInvalidDeviceFunction when the device has no such kernel */
 struct mearas_fatbin_index;
-CORE_API int mearas_cu_runtime_function(int vgpu, uint32_t module_id, struct mearas_fatbin_index *index,
+CORE_API cudaError_t mearas_cu_runtime_function(int vgpu, uint32_t module_id, struct mearas_fatbin_index *index,
 					const char *name, void **out);
 
 /* a kernel's attributes (FUNC_ATTRS's two words) and occupancy per block
@@ -645,6 +649,8 @@ CORE_API void rt_on_reset(void (*hook)(int vgpu));
 
 /* copies (copy.c): kind cudaMemcpyDefault resolves by pointer; async
  * copies of pageable memory are staged */
+/* a batch (cudaMemcpyBatchAsync): attributes checked, then each copy async
+ * in order; *fail the failing copy's index (SIZE_MAX: none) */
 CORE_API cudaError_t rt_memcpy_batch(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count,
 				     const struct cudaMemcpyAttributes *attrs, const size_t *idxs, size_t nattrs,
 				     cudaStream_t stream, size_t *fail);
@@ -655,10 +661,15 @@ CORE_API cudaError_t rt_memcpy_peer(void *dst, int dv, const void *src, int sv, 
 				    bool async);
 CORE_API cudaError_t rt_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
 				    size_t height, enum cudaMemcpyKind kind, cudaStream_t stream, bool async);
-/* bytes of value over height rows of width bytes, pitch apart (device memory) */
+/* p..p+len lies in pinned host memory of this process (the data area or
+ * registered memory) */
 CORE_API bool rt_pinned_host(const void *p, uint64_t len);
+/* a memset (elements of elem bytes) of pinned host memory, filled by this
+ * thread once st's earlier work is done; refused while st captures */
 CORE_API cudaError_t rt_host_memset(const char *call, const struct rt_stream_ref *st, void *dst, size_t pitch,
 				    unsigned value, unsigned elem, size_t width, size_t height);
+/* bytes of value over height rows of width bytes, pitch apart (device
+ * memory, or pinned host memory through rt_host_memset) */
 CORE_API cudaError_t rt_memset(void *p, size_t pitch, int value, size_t width, size_t height,
 				 cudaStream_t stream);
 

@@ -54,15 +54,15 @@ static struct runtime_module *module_for(int vgpu, uint32_t id, struct mearas_fa
 	return rm;
 }
 
-int mearas_cu_runtime_function(int vgpu, uint32_t module_id, struct mearas_fatbin_index *index, const char *name,
-			       void **out)
+cudaError_t mearas_cu_runtime_function(int vgpu, uint32_t module_id, struct mearas_fatbin_index *index,
+				       const char *name, void **out)
 {
 	struct runtime_module *rm;
 	struct runtime_fn *fn;
 	CUresult r = CUDA_SUCCESS;
 
 	if (!name || !out)
-		return CUDA_ERROR_INVALID_VALUE;
+		return cudaErrorInvalidValue;
 	pthread_mutex_lock(&lock);
 	rm = module_for(vgpu, module_id, index);
 	if (!rm) {
@@ -85,7 +85,7 @@ int mearas_cu_runtime_function(int vgpu, uint32_t module_id, struct mearas_fatbi
 	*out = fn->f;
 out:
 	pthread_mutex_unlock(&lock);
-	return (int)r;
+	return r == CUDA_ERROR_OUT_OF_MEMORY ? cudaErrorMemoryAllocation : r ? cudaErrorInvalidDeviceFunction : cudaSuccess;
 }
 
 /* A reset vGPU: the runtime loads its modules again, and a later call

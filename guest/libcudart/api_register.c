@@ -392,13 +392,8 @@ out:
 cudaError_t rt_func_as_driver(struct rt_func *f, int vgpu, void **out)
 {
 	cudaError_t e = rt_func_ready(f, vgpu);
-	int r;
 
-	if (e)
-		return e;
-	r = mearas_cu_runtime_function(vgpu, f->m->id, f->m->index, f->name, out);
-	return !r ? cudaSuccess : r == 2 /* CUDA_ERROR_OUT_OF_MEMORY */ ? cudaErrorMemoryAllocation
-									  : cudaErrorInvalidDeviceFunction;
+	return e ? e : mearas_cu_runtime_function(vgpu, f->m->id, f->m->index, f->name, out);
 }
 
 const struct mearas_kernel_info *rt_func_info(const struct rt_func *f)
