@@ -37,7 +37,7 @@ int sq_available(struct vgpu *v)
 	return avail;
 }
 
-int sq_each(struct vgpu *v, bool (*run)(struct vgpu *v, const struct mearas_sqe *e, void *ctx), void *ctx,
+int sq_each(struct vgpu *v, enum sq_step (*run)(struct vgpu *v, const struct mearas_sqe *e, void *ctx), void *ctx,
 	    unsigned publish_every)
 {
 	int avail = sq_available(v), n = 0;
@@ -46,25 +46,27 @@ int sq_each(struct vgpu *v, bool (*run)(struct vgpu *v, const struct mearas_sqe 
 		return -1;
 	while (avail--) {
 		struct mearas_sqe e;
-		bool go_on;
+		enum sq_step step;
 
 		mearas_sqc_fetch(&v->sq, &e);
-		go_on = run(v, &e, ctx);
+		step = run(v, &e, ctx);
+		if (step == SQ_LEAVE)
+			break;
 		mearas_sqc_advance(&v->sq, 1);
 		n++;
 		if (n % publish_every == 0)
 			mearas_sqc_publish(&v->sq);
-		if (!go_on)
+		if (step == SQ_BROKEN)
 			return -1;
 	}
 	mearas_sqc_publish(&v->sq);
 	return n;
 }
 
-static bool run_record(struct vgpu *v, const struct mearas_sqe *e, void *ctx)
+static enum sq_step run_record(struct vgpu *v, const struct mearas_sqe *e, void *ctx)
 {
 	exec_record(v, e);
-	return !v->w->broken;
+	return v->w->broken ? SQ_BROKEN : SQ_NEXT;
 }
 
 int sq_drain(struct vgpu *v)

@@ -20,11 +20,15 @@ int sq_available(struct vgpu *v);
 /* runs every record waiting in the ring; returns how many, or -1 when the
  * ring is corrupt or the client broke it */
 int sq_drain(struct vgpu *v);
+/* What sq_each's run did with a record: took it (SQ_NEXT: on to the next
+ * one; SQ_BROKEN: the client broke it, stop), or left it in the ring for
+ * later (SQ_LEAVE: stop there). */
+enum sq_step { SQ_NEXT, SQ_BROKEN, SQ_LEAVE };
 /* The same with run(v, record, ctx) for each record, in order (the local
  * engine's exec_record, the forwarder's forward): consumption is published
- * every publish_every records and at the end; -1 when the ring is corrupt
- * or run returned false. */
-int sq_each(struct vgpu *v, bool (*run)(struct vgpu *v, const struct mearas_sqe *e, void *ctx), void *ctx,
+ * every publish_every records and at the end; returns the records taken, or
+ * -1 when the ring is corrupt or run said SQ_BROKEN. */
+int sq_each(struct vgpu *v, enum sq_step (*run)(struct vgpu *v, const struct mearas_sqe *e, void *ctx), void *ctx,
 	    unsigned publish_every);
 /* wait up to timeout_ms for a kick on v->kick_fd and consume it (pollers
  * of local and remote vGPUs, once mearas_ring_prepare_sleep said so) */

@@ -8,6 +8,7 @@
  * --link-batch-us when a record is waited for.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +74,8 @@ static int forward_open(struct vgpu *v, int phys, uint64_t va_base, uint64_t va_
 	pthread_mutex_init(&rv->reap_lock, NULL);
 	pthread_cond_init(&rv->reap_cond, NULL);
 	pthread_mutex_init(&rv->d2h_lock, NULL);
+	pthread_mutex_init(&rv->fwd_lock, NULL);
+	rv->v = v;
 	rv->d2h_lo = UINT64_MAX;
 	for (unsigned i = 0; i < REAP_OUTSTANDING; i++) {
 		rv->slot[i] = (struct reap_slot){ .v = v, .next_free = rv->free_slots };
@@ -89,6 +92,8 @@ static int forward_open(struct vgpu *v, int phys, uint64_t va_base, uint64_t va_
 	lc.rx_spin_us = remote_spin_us(&cfg->remote, cfg->spin_us);
 	lc.bulk_dest = forward_bulk_dest;
 	lc.bulk_ctx = v;
+	lc.rx_idle = forward_rx_idle;
+	lc.rx_idle_ctx = rv;
 	rc = mearas_link_connect(t->host, t->port, &lc, &rv->link);
 	if (rc) {
 		rv->link = NULL;
@@ -312,25 +317,140 @@ static void forward(struct vgpu *v, const struct mearas_sqe *e)
 		forward_one(v, e, extra);
 }
 
-/* One record of the ring; *urgent: it is waited for (the client waits for
+/* A drain of the ring: urgent, a record is waited for (the client waits for
  * its completion, or the remote stream for a host function's end), so the
- * batch must go now. */
-static bool forward_record(struct vgpu *v, const struct mearas_sqe *e, void *urgent)
+ * batch must go now; rx, the link's receive thread drains, which takes only
+ * records that cannot make it wait (bytes, its budget for this drain). */
+struct drain {
+	bool urgent, rx;
+	bool left;      /* rx: it left a record to the forwarder thread */
+	bool full;      /* rx: this drain has taken its bytes */
+	uint64_t bytes;
+};
+
+/* The receive thread must not wait on what only it can bring (free tokens,
+ * replies), nor send much at once: large copies, bulk, mapped memory and a
+ * full token table are the forwarder thread's (false); it takes at most
+ * RX_DRAIN_BYTES a drain (d->full: the rest at its next pass). */
+#define RX_DRAIN_BYTES (16u << 10)
+
+static bool rx_may_take(struct vgpu *v, const struct mearas_sqe *e, struct drain *d)
 {
+	struct remote_vgpu *rv = rv_of(v);
+	struct mearas_span r;
+	uint64_t len = 0, bytes;
+
+	if (e->op == MEARAS_OP_HOST_MAPPED || remote_mapped_any(rv->mapped) ||
+	    (e->op == MEARAS_OP_MEMCPY && e->args.MEMCPY.size >= REMOTE_SPLIT_BYTES))
+		return false;
+	if (record_reads_data(e, v->w->data_size, &r, &len) && len > RX_DRAIN_BYTES)
+		return false;
+	if ((e->flags & MEARAS_SQE_WANT_CQE) && !remote_tokens_room(&rv->tokens, 2))
+		return false;
+	bytes = sizeof(struct remote_record_hdr) + len + ((e->flags & MEARAS_SQE_PAYLOAD_ARENA) ? e->payload_len : 0);
+	d->full = d->bytes && d->bytes + bytes > RX_DRAIN_BYTES;
+	d->bytes += bytes;
+	return true;
+}
+
+static enum sq_step forward_record(struct vgpu *v, const struct mearas_sqe *e, void *ctx)
+{
+	struct drain *d = ctx;
+
+	if (d->rx && (!rx_may_take(v, e, d) ? (d->left = true) : d->full))
+		return SQ_LEAVE;
 	v->records++;
 	if (e->flags & MEARAS_SQE_WANT_CQE)
 		mearas_hop(MEARAS_HOP_fwd_pick);
 	vstat_record(v->stats, e, v->w->data_size, true);
 	if ((e->flags & MEARAS_SQE_WANT_CQE) || mearas_op_props(e->op)->urgent)
-		*(bool *)urgent = true;
+		d->urgent = true;
 	forward(v, e);
-	return true;
+	return SQ_NEXT;
 }
 
-/* Forwards what the ring holds, each record's slot given back at once. */
-static int drain(struct vgpu *v, bool *urgent)
+/* fwd_lock held: forwards what the ring holds (each record's slot given
+ * back at once) and sends it when it is waited for, or without a time bound
+ * (--link-batch-us) at once. The records taken, or -1: the ring is broken. */
+static int drain(struct vgpu *v, struct drain *d)
 {
-	return sq_each(v, forward_record, urgent, 1);
+	struct remote_vgpu *rv = rv_of(v);
+	int n = sq_each(v, forward_record, d, 1);
+
+	if (n > 0) {
+		mearas_hop(MEARAS_HOP_fwd_posted);
+		/* with a time bound only what is waited for goes at once; the link's timer sends the rest */
+		if ((d->urgent || !v->w->cfg->remote.batch_us) && !__atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE)) {
+			int rc = reap_flush(v);
+
+			if (rc)
+				forward_fail_link(v, rc, mearas_link_strerror(rc));
+		}
+		if (d->rx)
+			rv->drains_rx++;
+		else
+			rv->drains_thread++;
+	}
+	return n;
+}
+
+/* Wakes the forwarder thread where it sleeps (on the client's doorbell). */
+static void wake_forwarder(struct vgpu *v)
+{
+	uint64_t one = 1;
+
+	if (write(v->kick_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_warn("vGPU %u: waking the forwarder: %s", v->index, strerror(errno));
+}
+
+/*
+ * The link's receive thread (rx_idle), between receives while it spins: it
+ * has just applied a reply, and the client's next call is likely close
+ * behind, so it takes the ring's records itself and sends them (the thread
+ * that reads a reply sends the next call: no handoff between threads, the
+ * socket stays on one core). Records that could make it wait, or a socket
+ * whose peer has not taken all sent so far, it leaves to the forwarder
+ * thread (handoff). Before it waits without spinning, the forwarder thread
+ * takes over again.
+ */
+void forward_rx_idle(void *ctx, bool spinning)
+{
+	struct remote_vgpu *rv = ctx;
+	struct vgpu *v = rv->v;
+	struct drain d = { .rx = true };
+
+	if (!spinning) {
+		if (rx_serve_stop(&rv->rx) && __atomic_load_n(&rv->rx_may, __ATOMIC_ACQUIRE))
+			wake_forwarder(v);
+		return;
+	}
+	if (!__atomic_load_n(&rv->rx_may, __ATOMIC_ACQUIRE) || __atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE) ||
+	    !rx_serve_pass(&rv->rx) || pthread_mutex_trylock(&rv->fwd_lock))
+		return;
+	/* the ring's consumer side is the lock holder's */
+	if (!__atomic_load_n(&rv->rx_may, __ATOMIC_RELAXED) || mearas_sqc_available(&v->sq) <= 0) {
+		pthread_mutex_unlock(&rv->fwd_lock);
+		return;
+	}
+	if (!mearas_link_tx_clear(rv->link))
+		d.left = true;
+	else if (drain(v, &d) < 0)
+		v->w->broken = true;
+	pthread_mutex_unlock(&rv->fwd_lock);
+	if (d.left && rx_serve_hand_over(&rv->rx))
+		wake_forwarder(v);
+}
+
+/* The receive thread serves: sleep until it stops or hands records over,
+ * looking every RX_SERVE_CHECK_MS whether it still passes over the ring. */
+static void wait_rx(struct vgpu *v)
+{
+	struct pollfd p = { .fd = v->kick_fd, .events = POLLIN };
+	uint64_t cnt;
+
+	if (rx_serve_now(&rv_of(v)->rx) && poll(&p, 1, RX_SERVE_CHECK_MS) > 0 && (p.revents & POLLIN) &&
+	    read(v->kick_fd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
+		log_warn("vGPU %u: kick read: %s", v->index, strerror(errno));
 }
 
 static void *forward_main(void *arg)
@@ -343,24 +463,25 @@ static void *forward_main(void *arg)
 
 	if (reap_start(v))
 		forward_fail_link(v, MEARAS_LINK_E_SYS, "cannot start the reaper thread");
+	__atomic_store_n(&rv->rx_may, 1, __ATOMIC_RELEASE);
 	while (!v->w->stop && !v->w->broken) {
-		bool urgent = false;
-		int n = drain(v, &urgent);
+		struct drain d = { 0 };
+		int n;
 
-		if (n > 0)
-			mearas_hop(MEARAS_HOP_fwd_posted);
+		if (rx_serve_now(&rv->rx)) {
+			wait_rx(v);
+			idle_since = 0;
+			continue;
+		}
+		rx_serve_taken(&rv->rx);
+		pthread_mutex_lock(&rv->fwd_lock);
+		n = drain(v, &d);
+		pthread_mutex_unlock(&rv->fwd_lock);
 		if (n < 0) {
 			v->w->broken = true;
 			break;
 		}
 		if (n > 0) {
-			/* with a time bound (--link-batch-us) only what is waited for goes at
-			 * once; the link's timer sends the rest */
-			bool now = urgent || !v->w->cfg->remote.batch_us;
-			int rc = !now || __atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE) ? 0 : reap_flush(v);
-
-			if (rc)
-				forward_fail_link(v, rc, mearas_link_strerror(rc));
 			idle_since = 0;
 			continue;
 		}
@@ -370,11 +491,15 @@ static void *forward_main(void *arg)
 			mearas_cpu_relax();
 			continue;
 		}
-		if (mearas_ring_prepare_sleep(v->sq.ctl))
+		if (mearas_ring_prepare_sleep(v->sq.ctl) && !rx_serve_now(&rv->rx))
 			sleep_on_kick(v, 200);
 		mearas_ring_end_sleep(v->sq.ctl);
 		idle_since = 0;
 	}
+	/* the receive thread drains no more */
+	pthread_mutex_lock(&rv->fwd_lock);
+	__atomic_store_n(&rv->rx_may, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&rv->fwd_lock);
 	if (!__atomic_load_n(&rv->failed, __ATOMIC_ACQUIRE))
 		mearas_link_flush(rv->link);
 	{
@@ -382,9 +507,11 @@ static void *forward_main(void *arg)
 
 		mearas_link_get_stats(rv->link, &st);
 		/* calls: the OPEN, then REAP calls */
-		log_info("vGPU %u: remote %s: %llu frames sent, %llu REAP calls, %llu of them with a batch of records",
+		log_info("vGPU %u: remote %s: %llu frames sent, %llu REAP calls, %llu of them with a batch of records; "
+			 "%llu batches of records sent by the link's receive thread, %llu by the forwarder thread",
 			 v->index, rv->peer, (unsigned long long)st.batches_sent,
-			 (unsigned long long)(st.calls ? st.calls - 1 : 0), (unsigned long long)rv->reaps_piggybacked);
+			 (unsigned long long)(st.calls ? st.calls - 1 : 0), (unsigned long long)rv->reaps_piggybacked,
+			 (unsigned long long)rv->drains_rx, (unsigned long long)rv->drains_thread);
 		if (mearas_link_streams(rv->link))
 			log_info("vGPU %u: remote %s: %llu host-to-device chunks and %llu device-to-host bytes over %u data "
 				 "connections", v->index, rv->peer, (unsigned long long)st.bulk_chunks,

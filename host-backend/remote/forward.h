@@ -27,6 +27,7 @@
 #include "config.h"
 #include "core/vgpu.h"
 #include "mearas/region.h"
+#include "rxserve.h"
 #include "tokens.h"
 
 struct mearas_link;
@@ -86,6 +87,14 @@ struct remote_vgpu {
 	/* what the shadows may take in this process (the tenant's worker): the
 	 * same bound as the serving node's default (--link-mem-mb) */
 	struct remote_budget mapped_budget;
+	/* Who drains the ring (forward.c): the link's receive thread while it
+	 * serves (rxserve.h: it read a reply, and sends the next call itself),
+	 * else the forwarder thread; fwd_lock makes it one at a time. */
+	struct vgpu *v;
+	pthread_mutex_t fwd_lock;
+	int rx_may;             /* atomic (and under fwd_lock): the forwarder thread runs */
+	struct rx_serve rx;
+	uint64_t drains_rx, drains_thread; /* drains that sent records, by each (under fwd_lock) */
 };
 
 /* the engine of remote vGPUs (core/engine.h), set as the configuration's remote_engine */
@@ -100,6 +109,8 @@ static inline struct remote_vgpu *rv_of(struct vgpu *v)
 	return v->engine_data;
 }
 
+/* forward.c: the link's rx_idle (the receive thread between receives) */
+void forward_rx_idle(void *ctx, bool spinning);
 /* forward.c: the link is gone: everything in flight and everything later fails */
 void forward_fail_link(struct vgpu *v, int rc, const char *why);
 /* forward.c: a completion to the client's ring (a full ring breaks the client) */

@@ -94,6 +94,15 @@ static void *chunk_dest(void *ctx, struct mearas_link_conn *c, uint64_t tag, uin
 	return s ? remote_session_chunk_dest(s, tag, offset, len) : NULL;
 }
 
+static void on_idle(void *ctx, struct mearas_link_conn *c, bool spinning)
+{
+	struct remote_session *s = mearas_link_conn_user(c);
+
+	(void)ctx;
+	if (s)
+		serve_rx_idle(s, spinning);
+}
+
 static void on_closed(void *ctx, struct mearas_link_conn *c, int status)
 {
 	struct remote_session *s = mearas_link_conn_user(c);
@@ -164,7 +173,7 @@ int remote_serve_start(const struct backend_config *cfg)
 	rc = mearas_link_server_start(cfg->remote.link_bind && cfg->remote.link_bind[0] ? cfg->remote.link_bind : NULL,
 				      cfg->remote.link_port, &lc, &(struct mearas_link_server_ops){
 					      .on_message = on_message, .on_chunk = on_chunk, .chunk_dest = chunk_dest,
-					      .on_open = on_open,
+					      .on_open = on_open, .on_idle = on_idle,
 					      .on_closed = on_closed },
 				      &server);
 	if (rc) {

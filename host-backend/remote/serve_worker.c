@@ -120,7 +120,11 @@ static int start_worker(struct remote_session *s, char *msg, size_t msglen)
 
 /* ---- the session thread ---- */
 
-static void try_reply(struct remote_session *s)
+/* Sends the REAP replies the queue fills. rx (the link's receive thread)
+ * sends only small replies, and only while its socket has taken all sent
+ * before (so the send does not wait on the peer); anything else goes to
+ * the session thread (handed over). */
+static void try_reply(struct remote_session *s, bool rx)
 {
 	for (;;) {
 		struct reply_build r;
@@ -129,6 +133,13 @@ static void try_reply(struct remote_session *s)
 		int rc;
 
 		pthread_mutex_lock(&s->qlock);
+		if (rx && s->nreap && s->qlen &&
+		    (!remote_session_reply_small(s) || !mearas_link_conn_tx_clear(s->conn))) {
+			pthread_mutex_unlock(&s->qlock);
+			if (rx_serve_hand_over(&s->rx))
+				remote_session_notify(s);
+			break;
+		}
 		any = remote_session_next_reply(s, &seq, &r);
 		pthread_mutex_unlock(&s->qlock);
 		if (!any)
@@ -139,10 +150,31 @@ static void try_reply(struct remote_session *s)
 			rc = mearas_link_conn_bulk(s->conn, r.bulk[i].off, s->data + r.bulk[i].off, r.bulk[i].len);
 		if (!rc)
 			rc = mearas_link_replyv(s->conn, seq, r.iov, r.n);
+		if (rx)
+			s->replies_rx++;
+		else
+			s->replies_thread++;
 		if (rc)
 			log_warn("remote session %s: reply: %s", mearas_link_conn_peer(s->conn),
 				 mearas_link_strerror(rc));
 	}
+}
+
+void serve_rx_idle(struct remote_session *s, bool spinning)
+{
+	if (!spinning) {
+		/* it is about to wait for the link: the session thread takes over */
+		if (rx_serve_stop(&s->rx))
+			remote_session_notify(s);
+		return;
+	}
+	if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) != 1 || __atomic_load_n(&s->closing, __ATOMIC_ACQUIRE) ||
+	    !rx_serve_pass(&s->rx) || pthread_mutex_trylock(&s->harvest_lock))
+		return;
+	if (!remote_session_queue_over(s))
+		remote_session_collect(s, &s->held, &s->fresh);
+	try_reply(s, true);
+	pthread_mutex_unlock(&s->harvest_lock);
 }
 
 /* A completion waits in a worker ring (and the queue has room for it), or a
@@ -164,7 +196,7 @@ static void harvest_spin(struct remote_session *s)
 
 	if (!spin_ns)
 		return;
-	while (!harvest_ready(s) && !__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE) &&
+	while (!harvest_ready(s) && !__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE) && !rx_serve_now(&s->rx) &&
 	       mearas_mono_ns() - __atomic_load_n(&s->last_active_ns, __ATOMIC_RELAXED) < spin_ns)
 		mearas_cpu_relax();
 }
@@ -200,21 +232,40 @@ static bool after_poll(struct remote_session *s, struct pollfd *p, unsigned np)
 	return p[np - 1].fd >= 0 && p[np - 1].revents;
 }
 
+/* The receive thread serves: this thread sleeps until it stops, hands a
+ * reply over, the link closes or the worker ends (then true), and looks
+ * every RX_SERVE_CHECK_MS whether it still passes over the rings. */
+static bool wait_rx(struct remote_session *s)
+{
+	struct pollfd q[2] = { { .fd = s->notify_fd, .events = POLLIN },
+			       { .fd = __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1 ? s->sock : -1,
+				 .events = POLLIN | POLLRDHUP } };
+	bool gone = false;
+
+	__atomic_store_n(&s->sleeping, 1, __ATOMIC_SEQ_CST);
+	if (rx_serve_now(&s->rx) && !__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE))
+		gone = poll(q, 2, RX_SERVE_CHECK_MS) > 0 && after_poll(s, q, 2);
+	__atomic_store_n(&s->sleeping, 0, __ATOMIC_RELAXED);
+	return gone;
+}
+
 /*
  * The worker posts completions to one ring per thread slot; their order
  * across slots is lost when read slot by slot. A completion read in one
  * pass goes out only after the next full pass, whose device-to-host data
  * goes out first: any data posted before that completion has been seen by
  * then, so the client never gets a completion before bytes it may read.
- * While busy the thread only watches the rings (a poll for the worker's
- * end every ACTIVE_POLL_EVERY passes); idle, it sleeps in poll.
+ * While the link's receive thread spins it makes these passes between its
+ * receives (serve_rx_idle: the thread that read a call sends its reply);
+ * otherwise this thread does. While busy it only watches the rings (a poll
+ * for the worker's end every ACTIVE_POLL_EVERY passes); idle, it sleeps in
+ * poll.
  */
 #define ACTIVE_POLL_EVERY 256u
 
 static void harvest(struct remote_session *s)
 {
 	struct pollfd p[MEARAS_MAX_THREADS + 2];
-	struct held held = { 0 }, fresh = { 0 };
 	unsigned np = 0, passes = 0;
 
 	for (unsigned t = 0; t < s->nthreads; t++)
@@ -227,38 +278,45 @@ static void harvest(struct remote_session *s)
 		bool paused = remote_session_queue_over(s);
 		int r = 0;
 
-		if (!held.n && ready && !paused)
-			harvest_spin(s);
-		busy = (held.n && !paused) || harvest_ready(s);
-		if (busy) {
-			__atomic_store_n(&s->last_active_ns, mearas_mono_ns(), __ATOMIC_RELAXED);
-			if (++passes % ACTIVE_POLL_EVERY == 0) {
-				r = poll(p, np, 0);
-				gone = r > 0 && after_poll(s, p, np);
-			}
+		if (ready && rx_serve_now(&s->rx)) {
+			gone = wait_rx(s);
+			if (!gone && rx_serve_now(&s->rx))
+				continue; /* the receive thread still serves */
 		} else {
-			__atomic_store_n(&s->sleeping, 1, __ATOMIC_RELAXED);
-			__atomic_thread_fence(__ATOMIC_SEQ_CST);
-			/* paused, the rings' wakeups are not asked for: a REAP call wakes it */
-			if (!harvest_ready(s) && (!ready || paused || cq_prepare_sleep(s))) {
-				r = poll(p, np, 200);
-				gone = r > 0 && after_poll(s, p, np);
+			rx_serve_taken(&s->rx);
+			if (!s->held.n && ready && !paused)
+				harvest_spin(s);
+			busy = (s->held.n && !paused) || harvest_ready(s);
+			if (busy) {
+				__atomic_store_n(&s->last_active_ns, mearas_mono_ns(), __ATOMIC_RELAXED);
+				if (++passes % ACTIVE_POLL_EVERY == 0) {
+					r = poll(p, np, 0);
+					gone = r > 0 && after_poll(s, p, np);
+				}
+			} else if (!rx_serve_now(&s->rx)) {
+				__atomic_store_n(&s->sleeping, 1, __ATOMIC_RELAXED);
+				__atomic_thread_fence(__ATOMIC_SEQ_CST);
+				/* paused, the rings' wakeups are not asked for: a REAP call wakes it */
+				if (!harvest_ready(s) && !rx_serve_now(&s->rx) && (!ready || paused || cq_prepare_sleep(s))) {
+					r = poll(p, np, 200);
+					gone = r > 0 && after_poll(s, p, np);
+				}
+				__atomic_store_n(&s->sleeping, 0, __ATOMIC_RELAXED);
+				cq_end_sleep(s);
 			}
-			__atomic_store_n(&s->sleeping, 0, __ATOMIC_RELAXED);
-			cq_end_sleep(s);
 		}
 		if (__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE))
 			break;
+		pthread_mutex_lock(&s->harvest_lock);
 		if (gone && __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) == 1) {
-			remote_session_worker_gone(s, &fresh);
+			remote_session_worker_gone(s, &s->fresh);
 			p[np - 1].fd = -1;
 		}
 		if (!paused)
-			remote_session_collect(s, &held, &fresh);
-		try_reply(s);
+			remote_session_collect(s, &s->held, &s->fresh);
+		try_reply(s, false);
+		pthread_mutex_unlock(&s->harvest_lock);
 	}
-	free(held.v);
-	free(fresh.v);
 }
 
 void *serve_session_main(void *arg)
@@ -286,6 +344,10 @@ void *serve_session_main(void *arg)
 	mearas_link_reply(s->conn, s->open_seq, &rep, sizeof(rep));
 	if (!r)
 		harvest(s);
+	if (!r)
+		log_info("remote vGPU for %s: %llu replies sent by the link's receive thread, %llu by the session thread",
+			 mearas_link_conn_peer(s->conn), (unsigned long long)s->replies_rx,
+			 (unsigned long long)s->replies_thread);
 	/* closing the socket stops the worker; it is killed when this thread ends */
 	if (s->sock >= 0)
 		close(s->sock);

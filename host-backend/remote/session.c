@@ -43,11 +43,13 @@ void remote_session_notify(struct remote_session *s)
 }
 
 /* After queueing work for the session thread: wake it only if it sleeps
- * (pairs with the fence in harvest before it rechecks and sleeps). */
+ * (pairs with the fence in harvest before it rechecks and sleeps) and the
+ * link's receive thread does not serve the session meanwhile (it does the
+ * work between its receives, and wakes the session thread when it stops). */
 void session_notify_if_sleeping(struct remote_session *s)
 {
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&s->sleeping, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&s->sleeping, __ATOMIC_RELAXED) && !rx_serve_now(&s->rx))
 		remote_session_notify(s);
 }
 
@@ -180,6 +182,7 @@ struct remote_session *remote_session_new(struct mearas_link_conn *c, bool graph
 	s->sock = s->kick_fd = s->out_fd = s->err_fd = -1;
 	s->notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	pthread_mutex_init(&s->qlock, NULL);
+	pthread_mutex_init(&s->harvest_lock, NULL);
 	s->reply = malloc(REMOTE_REPLY_MAX);
 	/* only a device with graphs captures: elsewhere nothing is followed */
 	s->caps = graphs ? remote_captures_new() : NULL;
@@ -213,7 +216,10 @@ void remote_session_free(struct remote_session *s)
 	free(s->tokens.e);
 	free(s->tokens.tok);
 	free(s->reply);
+	free(s->held.v);
+	free(s->fresh.v);
 	pthread_mutex_destroy(&s->qlock);
+	pthread_mutex_destroy(&s->harvest_lock);
 	free(s);
 }
 

@@ -24,6 +24,7 @@
 #include "mearas/ring.h"
 #include "messages.h"
 #include "remote_link.h"
+#include "rxserve.h"
 #include "tokens.h"
 
 struct remote_captures;
@@ -46,6 +47,12 @@ struct out_item {
 	uint32_t done_id;       /* OUT_DONE */
 	uint8_t *bytes;         /* OUT_OUTPUT / OUT_FATAL */
 	size_t nbytes;
+};
+
+/* completions read by one pass over the worker's rings */
+struct held {
+	struct out_item *v;
+	size_t n, cap;
 };
 
 struct remote_session {
@@ -86,12 +93,13 @@ struct remote_session {
 	uint8_t *reply;
 	struct remote_budget budget;
 	int budget_error;       /* atomic: a refusal no completion carried, for the next sync */
-};
-
-/* completions read by one pass of the session thread */
-struct held {
-	struct out_item *v;
-	size_t n, cap;
+	/* Who reads the worker's completions and replies (serve_worker.c): the
+	 * link's receive thread while it serves (rxserve.h), else the session
+	 * thread; harvest_lock makes it one at a time and guards held/fresh. */
+	pthread_mutex_t harvest_lock;
+	struct held held, fresh;
+	struct rx_serve rx;
+	uint64_t replies_rx, replies_thread; /* REAP replies each sent (under harvest_lock) */
 };
 
 /* A REAP reply being built: item headers and small bytes in the session's
@@ -144,6 +152,11 @@ void remote_session_collect(struct remote_session *s, struct held *held, struct 
 /* qlock held: the next REAP reply, built from the head of the queue, and
  * the seq of the REAP call it answers; false when there is none to send. */
 bool remote_session_next_reply(struct remote_session *s, uint64_t *seq, struct reply_build *r);
+/* qlock held: the next REAP reply would be small (REMOTE_REPLY_SMALL bytes
+ * at most, no device-to-host bulk): what the link's receive thread sends
+ * itself. */
+#define REMOTE_REPLY_SMALL (64u << 10)
+bool remote_session_reply_small(const struct remote_session *s);
 /* The queue holds enough: completions wait in the worker's rings for now. */
 bool remote_session_queue_over(struct remote_session *s);
 /* Wakes the session thread. */

@@ -320,6 +320,22 @@ static void build_reply(struct remote_session *s, struct reply_build *r)
 		s->qhead = 0;
 }
 
+bool remote_session_reply_small(const struct remote_session *s)
+{
+	uint64_t bytes = 0;
+
+	if (!s->nreap)
+		return true; /* nothing goes out */
+	for (size_t i = 0; i < s->qlen && bytes <= REMOTE_REPLY_SMALL; i++) {
+		const struct out_item *it = &s->q[s->qhead + i];
+
+		bytes += sizeof(struct remote_item_hdr) + sizeof(struct remote_item_cqe) + it->nbytes;
+		if (it->type == OUT_DATA)
+			bytes += (it->rows - it->row) * it->width - it->col;
+	}
+	return bytes <= REMOTE_REPLY_SMALL;
+}
+
 bool remote_session_next_reply(struct remote_session *s, uint64_t *seq, struct reply_build *r)
 {
 	if (!s->nreap || !s->qlen)

@@ -36,6 +36,16 @@ uint64_t remote_tokens_add(struct remote_tokens *t, const struct remote_token *i
 	return token;
 }
 
+bool remote_tokens_room(struct remote_tokens *t, uint32_t n)
+{
+	bool ok;
+
+	pthread_mutex_lock(&t->lock);
+	ok = !t->failed && t->cap - t->used >= n;
+	pthread_mutex_unlock(&t->lock);
+	return ok;
+}
+
 bool remote_tokens_take(struct remote_tokens *t, uint64_t token, struct remote_token *out)
 {
 	uint32_t i = (uint32_t)(token & (t->cap - 1));

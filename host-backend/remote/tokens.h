@@ -39,6 +39,8 @@ struct remote_tokens {
 int remote_tokens_init(struct remote_tokens *t, uint32_t cap);
 /* 0 when the table is full or failed */
 uint64_t remote_tokens_add(struct remote_tokens *t, const struct remote_token *in);
+/* n more tokens can be added now */
+bool remote_tokens_room(struct remote_tokens *t, uint32_t n);
 bool remote_tokens_take(struct remote_tokens *t, uint64_t token, struct remote_token *out);
 /* Marks the table failed and hands every entry still in flight to fn. */
 void remote_tokens_fail(struct remote_tokens *t, void (*fn)(void *ctx, const struct remote_token *e),

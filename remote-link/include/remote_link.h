@@ -99,6 +99,11 @@ struct mearas_link_config {
 	uint32_t fd_reserve;            /* refuse a connection that leaves fewer free fds (64) */
 	uint32_t rx_spin_us;            /* receive threads poll without sleeping this long after data (0):
 					 * saves a wakeup per message on request/reply traffic, costs a core */
+	/* client, optional: the link's receive thread calls rx_idle(rx_idle_ctx,
+	 * true) between receives that found nothing while it spins and (..., false)
+	 * before it waits for data without spinning (as the server's on_idle) */
+	void (*rx_idle)(void *ctx, bool spinning);
+	void *rx_idle_ctx;
 	uint32_t version_major;         /* advertised version; 0 = this build's */
 	uint32_t version_minor;
 	const char *verbs_device;       /* RDMA device name; NULL = first found */
@@ -161,6 +166,8 @@ int mearas_link_flush(struct mearas_link *l);
 int mearas_link_bulk(struct mearas_link *l, uint64_t tag, const void *data, size_t len);
 /* The data connections bulk transfers go over (0: none, the link's own). */
 uint32_t mearas_link_streams(const struct mearas_link *l);
+/* As mearas_link_conn_tx_clear, for the link's connection (rx_idle's sends). */
+bool mearas_link_tx_clear(struct mearas_link *l);
 /* The next bulk transfer the server sends (mearas_link_conn_bulk), of total
  * bytes: waits until all of it has landed where bulk_dest said. OK, or the
  * error that fails the link (total not what the server sent, bytes missing
@@ -203,6 +210,11 @@ struct mearas_link_server_ops {
 	void *(*chunk_dest)(void *ctx, struct mearas_link_conn *c, uint64_t tag, uint64_t offset,
 			    uint64_t total, size_t len);
 	void (*on_open)(void *ctx, struct mearas_link_conn *c);      /* optional */
+	/* Optional, on the link's receive thread: spinning true between receives
+	 * that found nothing while it spins (rx_spin_us), so that the caller can
+	 * answer from this thread (one thread both reads and sends: no handoff);
+	 * false before it waits for data without spinning. Keep it short. */
+	void (*on_idle)(void *ctx, struct mearas_link_conn *c, bool spinning);
 	/* The link ended (status: OK for an orderly close, else why); free what it held. */
 	void (*on_closed)(void *ctx, struct mearas_link_conn *c, int status);
 	void *ctx;
@@ -225,6 +237,12 @@ const char *mearas_link_conn_peer(const struct mearas_link_conn *c); /* "addr:po
  * when the client has none or reads none (no bulk_dest), or while not all
  * of them are up yet. */
 uint32_t mearas_link_conn_streams(struct mearas_link_conn *c);
+/* true when everything sent on c's connection has been taken by the peer's
+ * end (TCP: nothing unsent or unacknowledged, so the peer's window is open;
+ * verbs: never said): a small send now does not block. For a receive thread
+ * that sends between its receives (on_idle), which must not wait on a peer
+ * that may be waiting on it. */
+bool mearas_link_conn_tx_clear(struct mearas_link_conn *c);
 /* len bytes of data to the client as a bulk transfer (tag), striped over
  * the data connections, sent from data without a copy; returns when all is
  * sent (the client waits for it with mearas_link_bulk_wait, in the order

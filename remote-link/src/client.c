@@ -463,6 +463,11 @@ uint32_t mearas_link_streams(const struct mearas_link *l)
 	return l ? stripe_tx_streams(l->stripe) : 0;
 }
 
+bool mearas_link_tx_clear(struct mearas_link *l)
+{
+	return l && l->t && l->t->ops->tx_clear(l->t);
+}
+
 void link_client_stream_cut(struct mearas_link *l, uint32_t index)
 {
 	stripe_tx_cut(l->stripe, index);
@@ -755,6 +760,8 @@ static int link_start(struct mearas_link *l)
 	l->last_rx_ns = link_now_ns();
 	l->last_hb_ns = l->last_rx_ns;
 	l->next_seq = 1;
+	l->t->idle = l->cfg.rx_idle;
+	l->t->idle_ctx = l->cfg.rx_idle_ctx;
 	if (pthread_create(&l->rx_thread, NULL, rx_main, l)) {
 		free_link(l);
 		return MEARAS_LINK_E_SYS;

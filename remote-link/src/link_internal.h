@@ -38,7 +38,9 @@ int link_buf_reserve(uint8_t **buf, size_t *cap, size_t need, size_t grow_to);
 uint32_t link_peer_dead_ms(uint32_t dead_ms, uint32_t peer_heartbeat_ms);
 
 /* Reads exactly len bytes; fails with E_BROKEN when nothing arrives for dead_ms,
- * E_CLOSED when *stop becomes nonzero. *last_rx_ns is updated on progress. */
+ * E_CLOSED when *stop becomes nonzero. *last_rx_ns is updated on progress.
+ * t->idle, if set, runs between receives that found nothing while spinning
+ * and before each receive that may block. */
 int link_read_exact(struct link_transport *t, void *buf, size_t len, uint32_t poll_ms,
 		    uint32_t dead_ms, uint64_t *last_rx_ns, const int *stop);
 

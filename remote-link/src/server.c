@@ -478,6 +478,12 @@ static void bulk_out_failed(void *ctx, uint32_t index, int status)
 	fail_main(m);
 }
 
+bool mearas_link_conn_tx_clear(struct mearas_link_conn *c)
+{
+	/* c->t is set before the link's callbacks run and stays until on_closed */
+	return c && c->t && c->t->ops->tx_clear(c->t);
+}
+
 uint32_t mearas_link_conn_streams(struct mearas_link_conn *c)
 {
 	struct mearas_link_server *s;
@@ -623,6 +629,13 @@ static void run_data(struct mearas_link_conn *d)
 	stripe_rx_detach(m->stripe);
 }
 
+static void conn_idle(void *ctx, bool spinning)
+{
+	struct mearas_link_conn *c = ctx;
+
+	c->srv->ops.on_idle(c->srv->ops.ctx, c, spinning);
+}
+
 /* An authenticated link with its transport up: its frames, from on_open
  * to on_closed. Returns how it ended. */
 static int run_link(struct mearas_link_conn *c, const struct link_handshake_result *hs)
@@ -641,6 +654,10 @@ static int run_link(struct mearas_link_conn *c, const struct link_handshake_resu
 		 c->peer, hs->peer_name, c->t->ops->name, c->t->security, streams);
 	if (s->ops.on_open)
 		s->ops.on_open(s->ops.ctx, c);
+	if (s->ops.on_idle) {
+		c->t->idle = conn_idle;
+		c->t->idle_ctx = c;
+	}
 	rc = serve_frames(c);
 	if (rc && __atomic_load_n(&c->stop, __ATOMIC_ACQUIRE))
 		rc = MEARAS_LINK_E_CLOSED; /* closed by mearas_link_server_stop */

@@ -20,18 +20,22 @@ struct link_transport_ops {
 	int (*recv)(struct link_transport *t, void *buf, size_t len, uint32_t timeout_ms);
 	void (*shutdown)(struct link_transport *t);
 	void (*destroy)(struct link_transport *t);
+	/* true when all this end sent has been taken by the peer (nothing
+	 * unsent or unacknowledged): a small send now does not block */
+	bool (*tx_clear)(struct link_transport *t);
 };
 
 /* PREFIX_ops: the ops of the transport whose functions are PREFIX_send_iov,
- * PREFIX_recv and PREFIX_destroy, and shutdown_fn; label names it in log
- * lines. A macro: a function cannot define the table. */
-#define LINK_TRANSPORT_OPS(prefix, label, shutdown_fn)         \
-	static const struct link_transport_ops prefix##_ops = { \
-		.name = label,                                  \
-		.send_iov = prefix##_send_iov,                  \
-		.recv = prefix##_recv,                          \
-		.shutdown = shutdown_fn,                        \
-		.destroy = prefix##_destroy,                    \
+ * PREFIX_recv and PREFIX_destroy, and shutdown_fn and tx_clear_fn; label
+ * names it in log lines. A macro: a function cannot define the table. */
+#define LINK_TRANSPORT_OPS(prefix, label, shutdown_fn, tx_clear_fn) \
+	static const struct link_transport_ops prefix##_ops = {      \
+		.name = label,                                       \
+		.send_iov = prefix##_send_iov,                       \
+		.recv = prefix##_recv,                               \
+		.shutdown = shutdown_fn,                             \
+		.destroy = prefix##_destroy,                         \
+		.tx_clear = tx_clear_fn,                             \
 	}
 
 /* Receive buffer of a transport: small reads (frame and item headers, small
@@ -44,6 +48,11 @@ struct link_transport {
 	const struct link_transport_ops *ops;
 	char security[160];     /* for the link's log line: how (or whether) it is encrypted */
 	uint64_t rx_spin_ns;    /* readers poll without sleeping this long after data (cfg rx_spin_us) */
+	/* The reader's idle hook (or NULL): called with true between receives
+	 * that found nothing while it spins, with false before it blocks (the
+	 * link's on_idle / rx_idle); set before the reader starts */
+	void (*idle)(void *ctx, bool spinning);
+	void *idle_ctx;
 	uint32_t rx_pos, rx_have; /* rx_buf[rx_pos, rx_have) is received, not yet read */
 	uint8_t rx_buf[LINK_RX_BUF];
 };
@@ -90,6 +99,8 @@ int link_tcp_read(struct link_tcp_transport *tt, void *buf, size_t len, uint32_t
 /* The shutdown of a link_tcp_transport (clear text, encrypted): down set, the
  * socket shut, which wakes whoever is blocked on it. */
 void link_tcp_transport_shutdown(struct link_transport *t);
+/* The tx_clear of a link_tcp_transport: its socket's send queue is empty. */
+bool link_tcp_transport_tx_clear(struct link_transport *t);
 int link_tcp_connect(const char *host, uint16_t port, uint32_t timeout_ms, int *out_fd);
 
 #endif

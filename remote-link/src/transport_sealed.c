@@ -212,7 +212,7 @@ static void sealed_destroy(struct link_transport *t)
 	free(st);
 }
 
-LINK_TRANSPORT_OPS(sealed, "tcp", link_tcp_transport_shutdown); /* log lines name it tcp; its security text says how it is sealed */
+LINK_TRANSPORT_OPS(sealed, "tcp", link_tcp_transport_shutdown, link_tcp_transport_tx_clear); /* log lines name it tcp; its security text says how it is sealed */
 
 int link_sealed_transport_open(int fd, struct link_rec_dir *tx, struct link_rec_dir *rx, const char *security,
 			       const struct mearas_link_config *cfg, const char *peer, struct link_transport **out)

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -144,6 +146,14 @@ static int tcp_recv(struct link_transport *t, void *buf, size_t len, uint32_t ti
 	return link_tcp_read((struct link_tcp_transport *)t, buf, len, timeout_ms);
 }
 
+bool link_tcp_transport_tx_clear(struct link_transport *t)
+{
+	struct link_tcp_transport *tt = (struct link_tcp_transport *)t;
+	int queued = 0;
+
+	return !__atomic_load_n(&tt->down, __ATOMIC_ACQUIRE) && ioctl(tt->fd, SIOCOUTQ, &queued) == 0 && queued == 0;
+}
+
 void link_tcp_transport_shutdown(struct link_transport *t)
 {
 	struct link_tcp_transport *tt = (struct link_tcp_transport *)t;
@@ -158,7 +168,7 @@ static void tcp_destroy(struct link_transport *t)
 	free(tt);
 }
 
-LINK_TRANSPORT_OPS(tcp, "tcp", link_tcp_transport_shutdown);
+LINK_TRANSPORT_OPS(tcp, "tcp", link_tcp_transport_shutdown, link_tcp_transport_tx_clear);
 
 int link_tcp_transport_create(int fd, const struct mearas_link_config *cfg,
 			      struct link_transport **out)

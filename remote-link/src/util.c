@@ -145,11 +145,15 @@ int link_read_exact(struct link_transport *t, void *buf, size_t len, uint32_t po
 			    link_now_ns() - __atomic_load_n(last_rx_ns, __ATOMIC_RELAXED) < t->rx_spin_ns;
 		/* a large read lands in place; a small one fills the buffer (read-ahead) */
 		bool direct = len >= LINK_RX_BUF / 2;
+		if (!spin && t->idle)
+			t->idle(t->idle_ctx, false);
 		int n = t->ops->recv(t, direct ? p : t->rx_buf, direct ? len : LINK_RX_BUF,
 				     spin ? 0 : poll_ms);
 		if (n < 0)
 			return n;
 		if (n == 0) {
+			if (spin && t->idle)
+				t->idle(t->idle_ctx, true);
 			if (link_now_ns() - __atomic_load_n(last_rx_ns, __ATOMIC_RELAXED) >
 			    (uint64_t)dead_ms * 1000000ull)
 				return MEARAS_LINK_E_BROKEN;

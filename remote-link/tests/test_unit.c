@@ -673,6 +673,179 @@ static void t_rx_spin(void)
 	CHECK_RC(mearas_link_call(lnk, "H", 1, NULL, 0, NULL, 0), MEARAS_LINK_E_BROKEN);
 }
 
+/* ---- the receive threads' idle hooks (on_idle, rx_idle) and tx_clear ---- */
+
+/* A server that answers each call from its receive thread's on_idle, and
+ * whose receive thread sleeps a second in a 'Z' message (reads nothing). */
+static struct {
+	pthread_mutex_t lock;
+	uint64_t seq; /* the call to answer; 0: none */
+	char msg[64];
+	size_t len;
+	int from_idle, waits; /* calls answered from on_idle; on_idle(false) calls */
+} isrv = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void isrv_message(void *ctx, struct mearas_link_conn *c, uint64_t seq, bool wants_reply, const void *data,
+			 size_t len)
+{
+	(void)ctx, (void)c;
+	if (len && ((const char *)data)[0] == 'Z')
+		usleep(1000000);
+	if (!wants_reply)
+		return;
+	pthread_mutex_lock(&isrv.lock);
+	isrv.seq = seq;
+	isrv.len = len < sizeof(isrv.msg) ? len : sizeof(isrv.msg);
+	memcpy(isrv.msg, data, isrv.len);
+	pthread_mutex_unlock(&isrv.lock);
+}
+
+static void isrv_idle(void *ctx, struct mearas_link_conn *c, bool spinning)
+{
+	(void)ctx;
+	pthread_mutex_lock(&isrv.lock);
+	if (!spinning) {
+		isrv.waits++;
+	} else if (isrv.seq && mearas_link_conn_tx_clear(c)) {
+		mearas_link_reply(c, isrv.seq, isrv.msg, isrv.len);
+		isrv.seq = 0;
+		isrv.from_idle++;
+	}
+	pthread_mutex_unlock(&isrv.lock);
+}
+
+static void isrv_closed(void *ctx, struct mearas_link_conn *c, int status)
+{
+	(void)ctx, (void)c, (void)status;
+}
+
+static void isrv_start(uint32_t rx_spin_us)
+{
+	struct mearas_link_config cfg;
+	struct mearas_link_server_ops ops = { .on_message = isrv_message, .on_idle = isrv_idle,
+					      .on_closed = isrv_closed };
+
+	pthread_mutex_lock(&isrv.lock);
+	isrv.seq = 0;
+	isrv.from_idle = isrv.waits = 0;
+	pthread_mutex_unlock(&isrv.lock);
+	base_cfg(&cfg, KEY);
+	cfg.rx_spin_us = rx_spin_us;
+	server_stop();
+	REQUIRE_RC(mearas_link_server_start("127.0.0.1", 0, &cfg, &ops, &srv.srv), MEARAS_LINK_OK);
+	srv.port = mearas_link_server_port(srv.srv);
+}
+
+static int isrv_get(int *field)
+{
+	pthread_mutex_lock(&isrv.lock);
+	int v = *field;
+	pthread_mutex_unlock(&isrv.lock);
+	return v;
+}
+
+/* A server's receive thread that spins calls on_idle between receives,
+ * which may reply from there; and on_idle(false) once it waits again. */
+static void t_server_on_idle_replies(void)
+{
+	isrv_start(200);
+	link_up();
+	for (int i = 0; i < 100; i++)
+		CHECK_RC(echo_call(lnk, "from idle"), MEARAS_LINK_OK);
+	CHECK(isrv_get(&isrv.from_idle) == 100);
+	usleep(300000);
+	CHECK(isrv_get(&isrv.waits) > 0);
+}
+
+/* Without rx_spin_us the receive thread does not spin: no on_idle(true),
+ * only on_idle(false) before each wait (the call is never answered). */
+static void t_server_on_idle_needs_spin(void)
+{
+	isrv_start(0);
+	link_up();
+	CHECK_RC(mearas_link_call(lnk, "Eno", 3, NULL, 0, NULL, 300), MEARAS_LINK_E_TIMEOUT);
+	CHECK(isrv_get(&isrv.from_idle) == 0 && isrv_get(&isrv.waits) > 0);
+}
+
+static struct {
+	pthread_mutex_t lock;
+	int spins, waits;
+} crx = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void client_idle(void *ctx, bool spinning)
+{
+	(void)ctx;
+	pthread_mutex_lock(&crx.lock);
+	if (spinning)
+		crx.spins++;
+	else
+		crx.waits++;
+	pthread_mutex_unlock(&crx.lock);
+}
+
+/* The client's rx_idle: called while its receive thread spins after a reply,
+ * and before it waits again. */
+static void t_client_rx_idle(void)
+{
+	struct mearas_link_config cfg;
+	int spins, waits;
+
+	serve();
+	base_cfg(&cfg, KEY);
+	cfg.rx_spin_us = 200;
+	cfg.rx_idle = client_idle;
+	REQUIRE_RC(mearas_link_connect("127.0.0.1", srv.port, &cfg, &lnk), MEARAS_LINK_OK);
+	for (int i = 0; i < 20; i++)
+		CHECK_RC(echo_call(lnk, "rx idle"), MEARAS_LINK_OK);
+	usleep(300000);
+	pthread_mutex_lock(&crx.lock);
+	spins = crx.spins;
+	waits = crx.waits;
+	pthread_mutex_unlock(&crx.lock);
+	CHECK(spins > 0 && waits > 0);
+}
+
+static void *post_lots(void *arg)
+{
+	static uint8_t chunk[60000];
+	struct mearas_link *l = arg;
+	int rc = 0;
+
+	for (int i = 0; i < 600 && !rc; i++) /* about 34 MiB */
+		rc = mearas_link_post(l, chunk, sizeof(chunk));
+	if (!rc)
+		rc = mearas_link_flush(l);
+	return (void *)(intptr_t)rc;
+}
+
+/* tx_clear: true on a quiet link; false while the peer reads nothing and
+ * what was sent fills the way; true again once the peer has read it all. */
+static void t_tx_clear(void)
+{
+	pthread_t t;
+	void *ret = NULL;
+	bool full = false, clear = false;
+
+	isrv_start(0);
+	link_up();
+	CHECK(mearas_link_tx_clear(lnk));
+	CHECK_RC(mearas_link_post(lnk, "Z", 1), MEARAS_LINK_OK);
+	CHECK_RC(mearas_link_flush(lnk), MEARAS_LINK_OK);
+	REQUIRE(pthread_create(&t, NULL, post_lots, lnk) == 0);
+	for (int i = 0; i < 80 && !full; i++) {
+		usleep(10000);
+		full = !mearas_link_tx_clear(lnk);
+	}
+	pthread_join(t, &ret);
+	CHECK_RC((int)(intptr_t)ret, MEARAS_LINK_OK);
+	for (int i = 0; i < 300 && !clear; i++) {
+		clear = mearas_link_tx_clear(lnk);
+		if (!clear)
+			usleep(10000);
+	}
+	CHECK(full && clear);
+}
+
 /* ---- link encryption ---- */
 
 /* A bulk transfer of the tests' pattern, then the server's count of it. */
@@ -1619,6 +1792,10 @@ static const struct check_case cases[] = {
 	T(t_server_stop_closes_links),
 	T(t_call_async),
 	T(t_rx_spin),
+	T(t_server_on_idle_replies),
+	T(t_server_on_idle_needs_spin),
+	T(t_client_rx_idle),
+	T(t_tx_clear),
 	T(t_call_stream),
 	T(t_encrypted_calls_and_bulk),
 	T(t_records_next_key),

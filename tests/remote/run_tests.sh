@@ -362,6 +362,23 @@ if grep -q "its threads spin through a round trip" "$work/lo-spin-client.log" &&
 else
 	bad loopback-spinning-said "$(grep -h -m2 -o 'its threads [a-z ]*' "$work"/lo-spin-*.log | tr '\n' ' ')"
 fi
+# ... and there the thread that reads a reply sends the next call, and the one
+# that reads a call sends its reply (the link's receive threads serve the
+# rings while they spin): both nodes count what their receive thread sent
+rx_served() { # LOG PATTERN: some line's count before PATTERN is not 0
+	grep -oE "[0-9]+ $2" "$1" | grep -qv '^0 '
+}
+for _ in $(seq 50); do
+	rx_served "$work/lo-spin-remote.log" "replies sent by the link's receive thread" &&
+		rx_served "$work/lo-spin-client.log" "batches of records sent by the link's receive thread" && break
+	sleep 0.1
+done
+if rx_served "$work/lo-spin-remote.log" "replies sent by the link's receive thread" &&
+	rx_served "$work/lo-spin-client.log" "batches of records sent by the link's receive thread"; then
+	ok loopback-spinning-receive-threads-serve
+else
+	bad loopback-spinning-receive-threads-serve "$(grep -h -o '[0-9]* [a-z]* sent by the link.s receive thread, [0-9]* by the [a-z]* thread' "$work"/lo-spin-*.log | tr '\n' ' ')"
+fi
 stop_node "$lo_spin_client"
 stop_node "$lo_spin_remote"
 
