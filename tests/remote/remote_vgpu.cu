@@ -4,6 +4,7 @@
 //   remote_vgpu bench      timing of round trips on vGPU 1
 //   remote_vgpu d2h-h2d    only the device-to-host then host-to-device checks
 //   remote_vgpu mapped     only the mapped host memory checks
+//   remote_vgpu bidir      large copies both ways and small calls at once on vGPU 1
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -59,6 +60,15 @@ static void fill(unsigned char *p, size_t n, unsigned seed)
 {
 	for (size_t i = 0; i < n; i++)
 		p[i] = (unsigned char)(i * 131u + seed + (i >> 12));
+}
+
+/* p holds fill's bytes of seed */
+static bool check(const unsigned char *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != (unsigned char)(i * 131u + seed + (i >> 12)))
+			return false;
+	return true;
 }
 
 /* one round trip: host -> device -> device (D2D) -> host, checked */
@@ -651,6 +661,81 @@ static int bench()
 	return 0;
 }
 
+// Both directions at once on the remote vGPU, each thread on its own stream:
+// large host-to-device copies, large device-to-host copies and small
+// synchronous calls, byte-checked. With spinning nodes the link's receive
+// threads also send; the large copies fill both directions of the link, and
+// neither node may wait on the other (a hang here is the failure).
+static int bidir()
+{
+	const size_t n = 24u << 20;
+	const int reps = 8, calls = 2000;
+	bool ok_up = true, ok_down = true, ok_small = true;
+
+	if (cudaSetDevice(1))
+		return 2;
+	std::thread up([&] {
+		unsigned char *h;
+		void *d;
+		cudaStream_t s;
+
+		if (cudaSetDevice(1) || cudaMallocHost((void **)&h, n) || cudaMalloc(&d, n) || cudaStreamCreate(&s)) {
+			ok_up = false;
+			return;
+		}
+		for (int r = 0; r < reps && ok_up; r++) {
+			fill(h, n, 100 + r);
+			ok_up = !cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, s) && !cudaStreamSynchronize(s);
+		}
+		memset(h, 0, n);
+		ok_up = ok_up && !cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost) && check(h, n, 100 + reps - 1);
+		cudaStreamDestroy(s);
+		cudaFree(d);
+		cudaFreeHost(h);
+	});
+	std::thread down([&] {
+		unsigned char *h;
+		void *d;
+		cudaStream_t s;
+
+		if (cudaSetDevice(1) || cudaMallocHost((void **)&h, n) || cudaMalloc(&d, n) || cudaStreamCreate(&s)) {
+			ok_down = false;
+			return;
+		}
+		fill(h, n, 7);
+		ok_down = !cudaMemcpy(d, h, n, cudaMemcpyHostToDevice);
+		for (int r = 0; r < reps && ok_down; r++) {
+			memset(h, 0, n);
+			ok_down = !cudaMemcpyAsync(h, d, n, cudaMemcpyDeviceToHost, s) && !cudaStreamSynchronize(s) &&
+				  check(h, n, 7);
+		}
+		cudaStreamDestroy(s);
+		cudaFree(d);
+		cudaFreeHost(h);
+	});
+	std::thread small([&] {
+		int *d, v = 0;
+
+		if (cudaSetDevice(1) || cudaMalloc((void **)&d, sizeof(int))) {
+			ok_small = false;
+			return;
+		}
+		for (int i = 0; i < calls && ok_small; i++) {
+			v = i;
+			ok_small = !cudaMemcpy(d, &v, sizeof(v), cudaMemcpyHostToDevice) &&
+				   !cudaMemcpy(&v, d, sizeof(v), cudaMemcpyDeviceToHost) && v == i;
+		}
+		cudaFree(d);
+	});
+	up.join();
+	down.join();
+	small.join();
+	report(ok_up, "bidir-host-to-device");
+	report(ok_down, "bidir-device-to-host");
+	report(ok_small, "bidir-small-calls-meanwhile");
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "all";
@@ -659,6 +744,8 @@ int main(int argc, char **argv)
 		return copyloop();
 	if (!strcmp(mode, "bench"))
 		return bench();
+	if (!strcmp(mode, "bidir"))
+		return bidir();
 	if (!strcmp(mode, "d2h-h2d"))
 		return test_d2h_then_h2d() ? 0 : 1;
 	if (!strcmp(mode, "mapped")) {

@@ -356,6 +356,13 @@ start_pair lo-spin $qport --remote-spin=on
 lo_spin_remote=$REMOTE_PID lo_spin_client=$CLIENT_PID
 functional loopback-spinning-functional "$work/lo-spin-client.sock"
 stress loopback-spinning-stress-mix "$work/lo-spin-client.sock"
+# large copies both ways at once beside small synchronous calls: the receive
+# threads send too while they spin, and neither node may wait on the other
+if run_prog "$work/lo-spin-client.sock" bidir loopback-spinning-both-ways; then
+	ok "loopback-spinning-both-ways ($(grep -c '^PASS' "$work/loopback-spinning-both-ways.out") checks)"
+else
+	bad loopback-spinning-both-ways "$(grep -m3 -E '^FAIL|ERROR|error' "$work/loopback-spinning-both-ways.out" | tr '\n' ' ')"
+fi
 if grep -q "its threads spin through a round trip" "$work/lo-spin-client.log" &&
 	grep -q "its threads spin through a round trip" "$work/lo-spin-remote.log"; then
 	ok loopback-spinning-said
