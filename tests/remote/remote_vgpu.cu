@@ -661,6 +661,31 @@ static int bench()
 	return 0;
 }
 
+// a thread's buffers on vGPU 1: pinned host memory, device memory, a stream
+struct bidir_bufs {
+	unsigned char *h;
+	void *d;
+	cudaStream_t s;
+
+	bool open(size_t n)
+	{
+		return !cudaSetDevice(1) && !cudaMallocHost((void **)&h, n) && !cudaMalloc(&d, n) && !cudaStreamCreate(&s);
+	}
+	// one copy on the stream, waited for
+	bool copy(size_t n, cudaMemcpyKind kind)
+	{
+		return !cudaMemcpyAsync(kind == cudaMemcpyHostToDevice ? d : (void *)h,
+					kind == cudaMemcpyHostToDevice ? (const void *)h : d, n, kind, s) &&
+		       !cudaStreamSynchronize(s);
+	}
+	~bidir_bufs()
+	{
+		cudaStreamDestroy(s);
+		cudaFree(d);
+		cudaFreeHost(h);
+	}
+};
+
 // Both directions at once on the remote vGPU, each thread on its own stream:
 // large host-to-device copies, large device-to-host copies and small
 // synchronous calls, byte-checked. With spinning nodes the link's receive
@@ -672,46 +697,31 @@ static int bidir()
 	const int reps = 8, calls = 2000;
 	bool ok_up = true, ok_down = true, ok_small = true;
 
-	if (cudaSetDevice(1))
-		return 2;
 	std::thread up([&] {
-		unsigned char *h;
-		void *d;
-		cudaStream_t s;
+		bidir_bufs b{};
 
-		if (cudaSetDevice(1) || cudaMallocHost((void **)&h, n) || cudaMalloc(&d, n) || cudaStreamCreate(&s)) {
-			ok_up = false;
-			return;
-		}
+		ok_up = b.open(n);
 		for (int r = 0; r < reps && ok_up; r++) {
-			fill(h, n, 100 + r);
-			ok_up = !cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, s) && !cudaStreamSynchronize(s);
+			fill(b.h, n, 100 + r);
+			ok_up = b.copy(n, cudaMemcpyHostToDevice);
 		}
-		memset(h, 0, n);
-		ok_up = ok_up && !cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost) && check(h, n, 100 + reps - 1);
-		cudaStreamDestroy(s);
-		cudaFree(d);
-		cudaFreeHost(h);
+		if (ok_up) {
+			memset(b.h, 0, n);
+			ok_up = b.copy(n, cudaMemcpyDeviceToHost) && check(b.h, n, 100 + reps - 1);
+		}
 	});
 	std::thread down([&] {
-		unsigned char *h;
-		void *d;
-		cudaStream_t s;
+		bidir_bufs b{};
 
-		if (cudaSetDevice(1) || cudaMallocHost((void **)&h, n) || cudaMalloc(&d, n) || cudaStreamCreate(&s)) {
-			ok_down = false;
-			return;
+		ok_down = b.open(n);
+		if (ok_down) {
+			fill(b.h, n, 7);
+			ok_down = b.copy(n, cudaMemcpyHostToDevice);
 		}
-		fill(h, n, 7);
-		ok_down = !cudaMemcpy(d, h, n, cudaMemcpyHostToDevice);
 		for (int r = 0; r < reps && ok_down; r++) {
-			memset(h, 0, n);
-			ok_down = !cudaMemcpyAsync(h, d, n, cudaMemcpyDeviceToHost, s) && !cudaStreamSynchronize(s) &&
-				  check(h, n, 7);
+			memset(b.h, 0, n);
+			ok_down = b.copy(n, cudaMemcpyDeviceToHost) && check(b.h, n, 7);
 		}
-		cudaStreamDestroy(s);
-		cudaFree(d);
-		cudaFreeHost(h);
 	});
 	std::thread small([&] {
 		int *d, v = 0;
