@@ -493,8 +493,8 @@ CORE_API cudaError_t rt_gnode_find_in_clone(struct rt_graph *clone, struct rt_gn
 CORE_API struct rt_uobj *rt_uobj_get(void *h);
 CORE_API cudaError_t rt_uobj_create(void *ptr, cudaHostFn_t destroy, unsigned initial, unsigned flags,
 				    struct rt_uobj **out);
-CORE_API cudaError_t rt_uobj_retain(struct rt_uobj *o, unsigned count);
-CORE_API cudaError_t rt_uobj_release(struct rt_uobj *o, unsigned count);
+CORE_API cudaError_t rt_uobj_retain(struct rt_uobj *o, uint64_t count);
+CORE_API cudaError_t rt_uobj_release(struct rt_uobj *o, uint64_t count);
 CORE_API cudaError_t rt_uobj_graph_retain(struct rt_graph *g, struct rt_uobj *o, unsigned count, unsigned flags);
 CORE_API cudaError_t rt_uobj_graph_release(struct rt_graph *g, struct rt_uobj *o, unsigned count);
 cudaError_t rt_uobj_set_copy(struct rt_uobj_set *dst, const struct rt_uobj_set *src);

@@ -50,7 +50,7 @@ cudaError_t rt_uobj_create(void *ptr, cudaHostFn_t destroy, unsigned initial, un
 	return cudaSuccess;
 }
 
-cudaError_t rt_uobj_retain(struct rt_uobj *o, unsigned count)
+cudaError_t rt_uobj_retain(struct rt_uobj *o, uint64_t count)
 {
 	if (!count)
 		return cudaErrorInvalidValue;
@@ -58,7 +58,7 @@ cudaError_t rt_uobj_retain(struct rt_uobj *o, unsigned count)
 	return cudaSuccess;
 }
 
-cudaError_t rt_uobj_release(struct rt_uobj *o, unsigned count)
+cudaError_t rt_uobj_release(struct rt_uobj *o, uint64_t count)
 {
 	uint64_t left;
 
@@ -67,8 +67,8 @@ cudaError_t rt_uobj_release(struct rt_uobj *o, unsigned count)
 	left = __atomic_load_n(&o->refs, __ATOMIC_RELAXED);
 	do {
 		if (count > left) {
-			log_warn("a user object released %u times more than it is held (%llu): refused", count,
-				 (unsigned long long)left);
+			log_warn("a user object released %llu times more than it is held (%llu): refused",
+				 (unsigned long long)count, (unsigned long long)left);
 			return cudaErrorInvalidValue;
 		}
 	} while (!__atomic_compare_exchange_n(&o->refs, &left, left - count, false, __ATOMIC_ACQ_REL,
@@ -143,7 +143,7 @@ cudaError_t rt_uobj_set_copy(struct rt_uobj_set *dst, const struct rt_uobj_set *
 
 		if (e)
 			return e;
-		rt_uobj_retain(src->v[i].o, (unsigned)src->v[i].count);
+		rt_uobj_retain(src->v[i].o, src->v[i].count);
 	}
 	return cudaSuccess;
 }
@@ -151,7 +151,7 @@ cudaError_t rt_uobj_set_copy(struct rt_uobj_set *dst, const struct rt_uobj_set *
 void rt_uobj_set_release(struct rt_uobj_set *s)
 {
 	for (size_t i = 0; i < s->n; i++)
-		rt_uobj_release(s->v[i].o, (unsigned)s->v[i].count);
+		rt_uobj_release(s->v[i].o, s->v[i].count);
 	free(s->v);
 	*s = (struct rt_uobj_set){ 0 };
 }
