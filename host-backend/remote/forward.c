@@ -345,6 +345,7 @@ static bool rx_may_take(struct vgpu *v, const struct mearas_sqe *e, struct drain
 		return false;
 	if (record_reads_data(e, v->w->data_size, &r, &len) && len > RX_DRAIN_BYTES)
 		return false;
+	/* its token, and one spare: forward_one must never wait for a free one here */
 	if ((e->flags & MEARAS_SQE_WANT_CQE) && !remote_tokens_room(&rv->tokens, 2))
 		return false;
 	bytes = sizeof(struct remote_record_hdr) + len + ((e->flags & MEARAS_SQE_PAYLOAD_ARENA) ? e->payload_len : 0);

@@ -160,6 +160,16 @@ static void try_reply(struct remote_session *s, bool rx)
 	}
 }
 
+/* A completion waits in a worker ring (and the queue has room for it), or a
+ * reply can go out (unlocked reads: a hint). */
+static bool harvest_ready(struct remote_session *s)
+{
+	for (unsigned slot = 0; slot < s->nthreads && !remote_session_queue_over(s); slot++)
+		if (mearas_cqc_ready(&s->cq[slot]))
+			return true;
+	return __atomic_load_n(&s->nreap, __ATOMIC_RELAXED) && __atomic_load_n(&s->qlen, __ATOMIC_RELAXED);
+}
+
 void serve_rx_idle(struct remote_session *s, bool spinning)
 {
 	if (!spinning) {
@@ -171,20 +181,13 @@ void serve_rx_idle(struct remote_session *s, bool spinning)
 	if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) != 1 || __atomic_load_n(&s->closing, __ATOMIC_ACQUIRE) ||
 	    !rx_serve_pass(&s->rx) || pthread_mutex_trylock(&s->harvest_lock))
 		return;
-	if (!remote_session_queue_over(s))
-		remote_session_collect(s, &s->held, &s->fresh);
-	try_reply(s, true);
+	/* most passes find nothing: no scan of the rings, no queue lock then */
+	if (s->held.n || harvest_ready(s)) {
+		if (!remote_session_queue_over(s))
+			remote_session_collect(s, &s->held, &s->fresh);
+		try_reply(s, true);
+	}
 	pthread_mutex_unlock(&s->harvest_lock);
-}
-
-/* A completion waits in a worker ring (and the queue has room for it), or a
- * reply can go out (unlocked reads: a hint). */
-static bool harvest_ready(struct remote_session *s)
-{
-	for (unsigned slot = 0; slot < s->nthreads && !remote_session_queue_over(s); slot++)
-		if (mearas_cqc_ready(&s->cq[slot]))
-			return true;
-	return __atomic_load_n(&s->nreap, __ATOMIC_RELAXED) && __atomic_load_n(&s->qlen, __ATOMIC_RELAXED);
 }
 
 /* Until a while after the last record or completion, watch the rings
