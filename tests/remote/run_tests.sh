@@ -425,7 +425,8 @@ cut_data_connection() {
 cut_test loopback-striped-data-connection-cut "$work/lo-stripe-client.sock" "$lo_stripe_client" "$lo_stripe_remote" \
 	"cut_data_connection $work/lo-stripe-remote.log 2"
 # the end that saw the cut first names the connection (the other then sees the link go)
-cutline=$(grep -h -o -E "data connection 2 (\(127.0.0.1:[0-9]*\) dropped|failed \().*the link fails" \
+# (the client's receive: "failed (", the server's receive: "(addr) dropped", its bulk sender: ": bulk to the client failed")
+cutline=$(grep -h -o -E "data connection 2( \(127.0.0.1:[0-9]*\) dropped| failed \(|: bulk to the client failed \().*the link fails" \
 	"$work/lo-stripe-remote.log" "$work/lo-stripe-client.log" | head -1)
 if [ -n "$cutline" ]; then
 	ok "loopback-striped-data-connection-cut-logged ($cutline)"
