@@ -7,7 +7,9 @@
 # the median of their medians. About a minute on a GPU machine: for trying a
 # change of the remote path between runs of the GPU lane, whose remote step
 # (scripts/gpu-remote.sh) measures the same copy over veth between network
-# namespaces and is the figure of record.
+# namespaces and is the figure of record. Beside it, the same runs' launch
+# rate (--only launch_rate, the median, as a ratio to native): a change that
+# shortens the round trip must not cost the link its throughput.
 #   scripts/remote-latency.sh [REPEATS]
 # MEARAS_LAT_ARGS adds mearasd options to both nodes (e.g. --spin-us=500);
 # MEARAS_LAT_BIN names another mearasd for both nodes (an A/B of two builds);
@@ -69,19 +71,22 @@ median() { sort -g | awk '{v[NR]=$1} END {if (NR) print (NR % 2 ? v[(NR+1)/2] : 
 # metric NAME: the value of "METRIC NAME UNIT VALUE" lines on stdin
 metric() { awk -v m="$1" '$1 == "METRIC" && $2 == m {print $4}'; }
 
-# runs [ENV...]: REPEATS medians of the bench, one per line
+# runs GROUP METRIC [ENV...]: REPEATS medians of the bench's METRIC (of its --only GROUP), one per line
 runs() {
+	local g=$1 m=$2
+	shift 2
 	for _ in $(seq "$reps"); do
-		env "$@" timeout 120 "$bench" --only sync_roundtrip 2>>"$work/bench.err" | metric sync_roundtrip_us
+		env "$@" timeout 120 "$bench" --only "$g" 2>>"$work/bench.err" | metric "$m"
 	done
 }
 
-native=-
+native=- native_rate=-
 if [ "$kind" = cuda ]; then
-	native=$(runs | median)
+	native=$(runs sync_roundtrip sync_roundtrip_us | median)
+	native_rate=$(runs launch_rate launch_rate | median)
 fi
-printf '%-34s %10s %12s\n' "sync_roundtrip_us (median)" "us" "over native"
-printf '%-34s %10s %12s\n' native "${native:--}" -
+printf '%-34s %10s %12s %14s %8s\n' "sync_roundtrip_us (median)" "us" "over native" "launch_rate/s" ratio
+printf '%-34s %10s %12s %14s %8s\n' native "${native:--}" - "${native_rate:--}" -
 # the sim's machine may have too few cores for 4 spinning threads: few rounds there
 rounds=20000
 [ "$kind" = cuda ] || rounds=200
@@ -102,10 +107,14 @@ for mode in encrypted unencrypted; do
 	start "serve-$mode" --link-port="$port" "${enc[@]}"
 	start "client-$mode" --vgpus=1 --remote=0=127.0.0.1:"$port" "${enc[@]}"
 	# the program never reaches the GPU itself: a bypass fails
-	us=$(runs CUDA_VISIBLE_DEVICES= LD_LIBRARY_PATH="$top/build/lib" MEARAS_SOCKET="$work/client-$mode.sock" | median)
-	over=-
+	env=(CUDA_VISIBLE_DEVICES= LD_LIBRARY_PATH="$top/build/lib" MEARAS_SOCKET="$work/client-$mode.sock")
+	us=$(runs sync_roundtrip sync_roundtrip_us "${env[@]}" | median)
+	rate=$(runs launch_rate launch_rate "${env[@]}" | median)
+	over=- ratio=-
 	[ -n "$us" ] && [ "$native" != - ] && [ -n "$native" ] && over=$(awk -v a="$us" -v b="$native" 'BEGIN {printf "+%.3f", a - b}')
-	printf '%-34s %10s %12s\n' "remote, loopback, $mode" "${us:-FAILED}" "$over"
+	[ -n "$rate" ] && [ "$native_rate" != - ] && [ -n "$native_rate" ] &&
+		ratio=$(awk -v a="$rate" -v b="$native_rate" 'BEGIN {printf "%.3f", a / b}')
+	printf '%-34s %10s %12s %14s %8s\n' "remote, loopback, $mode" "${us:-FAILED}" "$over" "${rate:-FAILED}" "$ratio"
 	[ -n "$us" ] || { echo "remote-latency: no figure through the remote vGPU ($work/bench.err, $work/*.log)" >&2; exit 1; }
 	cleanup
 	if [ $hops = 1 ]; then
