@@ -9,7 +9,8 @@
 # (scripts/gpu-remote.sh) measures the same copy over veth between network
 # namespaces and is the figure of record. Beside it, the same runs' launch
 # rate (--only launch_rate, the median, as a ratio to native): a change that
-# shortens the round trip must not cost the link its throughput.
+# shortens the round trip must not cost the link its throughput (not with
+# --hops, whose tables are the round trip's).
 #   scripts/remote-latency.sh [REPEATS]
 # MEARAS_LAT_ARGS adds mearasd options to both nodes (e.g. --spin-us=500);
 # MEARAS_LAT_BIN names another mearasd for both nodes (an A/B of two builds);
@@ -83,7 +84,7 @@ runs() {
 native=- native_rate=-
 if [ "$kind" = cuda ]; then
 	native=$(runs sync_roundtrip sync_roundtrip_us | median)
-	native_rate=$(runs launch_rate launch_rate | median)
+	[ $hops = 1 ] || native_rate=$(runs launch_rate launch_rate | median)
 fi
 printf '%-34s %10s %12s %14s %8s\n' "sync_roundtrip_us (median)" "us" "over native" "launch_rate/s" ratio
 printf '%-34s %10s %12s %14s %8s\n' native "${native:--}" - "${native_rate:--}" -
@@ -109,10 +110,12 @@ for mode in encrypted unencrypted; do
 	# the program never reaches the GPU itself: a bypass fails
 	env=(CUDA_VISIBLE_DEVICES= LD_LIBRARY_PATH="$top/build/lib" MEARAS_SOCKET="$work/client-$mode.sock")
 	us=$(runs sync_roundtrip sync_roundtrip_us "${env[@]}" | median)
-	rate=$(runs launch_rate launch_rate "${env[@]}" | median)
+	rate=-
+	# the hop trace is the round trip's: no launch-rate runs among its tables
+	[ $hops = 1 ] || rate=$(runs launch_rate launch_rate "${env[@]}" | median)
 	over=- ratio=-
 	[ -n "$us" ] && [ "$native" != - ] && [ -n "$native" ] && over=$(awk -v a="$us" -v b="$native" 'BEGIN {printf "+%.3f", a - b}')
-	[ -n "$rate" ] && [ "$native_rate" != - ] && [ -n "$native_rate" ] &&
+	[ -n "$rate" ] && [ "$rate" != - ] && [ "$native_rate" != - ] && [ -n "$native_rate" ] &&
 		ratio=$(awk -v a="$rate" -v b="$native_rate" 'BEGIN {printf "%.3f", a / b}')
 	printf '%-34s %10s %12s %14s %8s\n' "remote, loopback, $mode" "${us:-FAILED}" "$over" "${rate:-FAILED}" "$ratio"
 	[ -n "$us" ] || { echo "remote-latency: no figure through the remote vGPU ($work/bench.err, $work/*.log)" >&2; exit 1; }
