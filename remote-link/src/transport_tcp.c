@@ -127,6 +127,10 @@ int link_tcp_read(struct link_tcp_transport *tt, void *buf, size_t len, uint32_t
 		return (int)n;
 	if (n == 0 || (errno != EAGAIN && errno != EINTR))
 		return MEARAS_LINK_E_BROKEN;
+	/* a spinning reader (no wait) looks again with its next recv: a poll
+	 * between would double the system calls of each empty look */
+	if (!timeout_ms)
+		return 0;
 	struct pollfd pfd = { .fd = tt->fd, .events = POLLIN };
 	int pr = poll(&pfd, 1, (int)timeout_ms);
 	if (pr < 0)
