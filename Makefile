@@ -42,8 +42,12 @@ CUDART_OBJ  := $(patsubst %.c,$(BUILD)/obj-rt/%.o,$(CUDART_SRC) $(COMMON_SRC))
 LINK_SRC    := $(addprefix remote-link/src/,util.c wire.c transport_tcp.c transport_sealed.c transport_verbs.c tls.c records.c \
                handshake.c client.c server.c stripe_rx.c stripe_tx.c)
 LINK_LIB    := $(BUILD)/lib/libremote_link.a
-LINK_TESTS  := $(BUILD)/remote-link/test_unit $(BUILD)/remote-link/test_stripe $(BUILD)/remote-link/link_node
-LINK_LIBS   := -lprotobuf-c -lssl -lcrypto -libverbs -pthread
+LINK_TESTS  := $(BUILD)/remote-link/test_unit $(BUILD)/remote-link/test_stripe $(BUILD)/remote-link/test_records \
+               $(BUILD)/remote-link/link_node
+# libsodium (short link records, remote-link/src/records.h) is linked statically:
+# GPU nodes need not have it installed
+SODIUM_LIB  := -Wl,-Bstatic -lsodium -Wl,-Bdynamic
+LINK_LIBS   := -lprotobuf-c $(SODIUM_LIB) -lssl -lcrypto -libverbs -pthread
 IVSHMEM_LIB := $(BUILD)/lib/libmearas_ivshmem.a
 IVSHMEM_SERVE := $(BUILD)/bin/mearas-ivshmem-serve
 # NVML for the vGPUs (libnvidia-ml.so.1) over the same core, built against
@@ -116,6 +120,9 @@ $(BUILD)/remote-link/test_unit: $(call obj,$(addprefix remote-link/tests/,test_u
 $(BUILD)/remote-link/test_stripe: $(call obj,$(addprefix remote-link/tests/,test_stripe.c test_server.c)) $(LINK_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDSAN) -o $@ $^ $(LINK_LIBS)
+$(BUILD)/remote-link/test_records: $(call obj,remote-link/tests/test_records.c) $(LINK_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDSAN) -o $@ $^ $(LINK_LIBS)
 $(BUILD)/remote-link/link_node: $(call obj,$(addprefix remote-link/tests/,link_node.c test_server.c)) $(LINK_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDSAN) -o $@ $^ $(LINK_LIBS)
@@ -140,11 +147,11 @@ $(BUILD)/obj/gen/%.o: $(GEN)/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) -Ihost-backend -Iremote-link/include $(CFLAGS) -MMD -MP -c $< -o $@
 
-# protobuf-c is linked statically: GPU nodes need not have it installed
+# protobuf-c and libsodium are linked statically: GPU nodes need not have them installed
 $(BUILD)/bin/mearasd: $(call obj,$(MEARASD_SRC) $(COMMON_SRC)) $(EXEC_GEN_OBJ) $(call pb_obj,common control) \
 		$(LINK_LIB) $(IVSHMEM_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDSAN) -pthread -o $@ $^ -ldl -llz4 -lzstd -Wl,-Bstatic -lprotobuf-c -Wl,-Bdynamic -lssl -lcrypto -libverbs
+	$(CC) $(LDSAN) -pthread -o $@ $^ -ldl -llz4 -lzstd -Wl,-Bstatic -lprotobuf-c -lsodium -Wl,-Bdynamic -lssl -lcrypto -libverbs
 
 # ---- guest runtime library: hidden by default, CUDA entry points exported
 # under NVIDIA's symbol version so unmodified binaries bind to it

@@ -28,8 +28,10 @@
 extern "C" {
 #endif
 
-#define MEARAS_LINK_VERSION_MAJOR 1
-#define MEARAS_LINK_VERSION_MINOR 1 /* 1: link encryption (TLS 1.3) */
+/* 1.1: link encryption (TLS 1.3); 2.0: AES-256-GCM link records where the
+ * handshake chose AES (1.x nodes seal with AES-128: they cannot link) */
+#define MEARAS_LINK_VERSION_MAJOR 2
+#define MEARAS_LINK_VERSION_MINOR 0
 
 /* Largest single message (post/call/reply); larger data goes through bulk. */
 #define MEARAS_LINK_MAX_MSG (16u << 20)

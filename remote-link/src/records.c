@@ -10,6 +10,7 @@
 #include <openssl/evp.h>
 #include <openssl/kdf.h>
 #include <openssl/ssl.h>
+#include <sodium/core.h>
 #include <string.h>
 
 /* RFC 5705/8446 exporter label: both secrets of a connection at once */
@@ -43,7 +44,8 @@ static bool load_key(struct link_rec_dir *d)
 	bool ok = klen > 0 && (size_t)klen <= sizeof(key) && expand(d->secret, KEY_LABEL, key, (size_t)klen) &&
 		  expand(d->secret, IV_LABEL, d->iv, sizeof(d->iv)) &&
 		  (d->seal ? EVP_EncryptInit_ex(d->ctx, NULL, NULL, key, NULL) :
-			     EVP_DecryptInit_ex(d->ctx, NULL, NULL, key, NULL)) == 1;
+			     EVP_DecryptInit_ex(d->ctx, NULL, NULL, key, NULL)) == 1 &&
+		  (!d->small_ok || crypto_aead_aes256gcm_beforenm(&d->small, key) == 0);
 	OPENSSL_cleanse(key, sizeof(key));
 	d->seq = 0;
 	return ok;
@@ -65,6 +67,10 @@ static bool dir_init(struct link_rec_dir *d, const EVP_CIPHER *cipher, bool seal
 	d->cipher = cipher;
 	d->seal = seal;
 	memcpy(d->secret, secret, LINK_REC_SECRET);
+	/* sodium_init: once per process, safe from any thread; < 0 only when
+	 * it cannot start, and then OpenSSL takes every record */
+	d->small_ok = EVP_CIPHER_get_nid(cipher) == NID_aes_256_gcm && sodium_init() >= 0 &&
+		      crypto_aead_aes256gcm_is_available();
 	d->ctx = EVP_CIPHER_CTX_new();
 	return d->ctx &&
 	       (seal ? EVP_EncryptInit_ex(d->ctx, cipher, NULL, NULL, NULL) :
@@ -75,7 +81,7 @@ static bool dir_init(struct link_rec_dir *d, const EVP_CIPHER *cipher, bool seal
 void link_rec_free(struct link_rec_dir *d)
 {
 	EVP_CIPHER_CTX_free(d->ctx);
-	OPENSSL_cleanse(d, sizeof(*d));
+	OPENSSL_cleanse(d, sizeof(*d)); /* the libsodium key schedule too */
 }
 
 int link_rec_init_secrets(const EVP_CIPHER *cipher, const uint8_t *tx_secret, const uint8_t *rx_secret,
@@ -96,7 +102,9 @@ int link_rec_init(SSL *ssl, bool server, struct link_rec_dir *tx, struct link_re
 	uint8_t km[2 * LINK_REC_SECRET];
 	const SSL_CIPHER *c = SSL_get_current_cipher(ssl);
 	uint16_t suite = c ? SSL_CIPHER_get_protocol_id(c) : 0;
-	const EVP_CIPHER *cipher = suite == 0x1301 ? EVP_aes_128_gcm() :
+	/* the records' own cipher, after the suite's kind: AES-256 where TLS
+	 * chose AES-128-GCM (the key comes from the exporter either way) */
+	const EVP_CIPHER *cipher = suite == 0x1301 ? EVP_aes_256_gcm() :
 				   suite == 0x1303 ? EVP_chacha20_poly1305() : NULL;
 	memset(tx, 0, sizeof(*tx));
 	memset(rx, 0, sizeof(*rx));
@@ -110,15 +118,23 @@ int link_rec_init(SSL *ssl, bool server, struct link_rec_dir *tx, struct link_re
 }
 
 /* the nonce of the next record; moves to the next key first when this one is used up */
-static bool start_record(struct link_rec_dir *d, const uint8_t *hdr)
+static bool next_nonce(struct link_rec_dir *d, uint8_t nonce[12])
 {
 	if (d->seq == LINK_REC_REKEY && !next_key(d))
 		return false;
-	uint8_t nonce[12];
-	memcpy(nonce, d->iv, sizeof(nonce));
+	memcpy(nonce, d->iv, 12);
 	for (int i = 0; i < 8; i++)
 		nonce[4 + i] ^= (uint8_t)(d->seq >> (56 - 8 * i));
 	d->seq++;
+	return true;
+}
+
+/* OpenSSL's record: nonce and additional data into the context */
+static bool start_record(struct link_rec_dir *d, const uint8_t *hdr)
+{
+	uint8_t nonce[12];
+	if (!next_nonce(d, nonce))
+		return false;
 	int outl = 0;
 	return (d->seal ? EVP_EncryptInit_ex(d->ctx, NULL, NULL, NULL, nonce) == 1 &&
 				  EVP_EncryptUpdate(d->ctx, NULL, &outl, hdr, LINK_REC_HDR) == 1 :
@@ -152,6 +168,30 @@ int link_rec_seal_end(struct link_rec_dir *d, uint8_t *tag)
 	return MEARAS_LINK_OK;
 }
 
+static bool small_record(const struct link_rec_dir *d, uint32_t n)
+{
+	return d->small_ok && n <= LINK_REC_SMALL;
+}
+
+int link_rec_seal(struct link_rec_dir *d, uint8_t *rec, uint32_t n)
+{
+	uint8_t *body = rec + LINK_REC_HDR, nonce[12];
+	if (!small_record(d, n)) {
+		int rc = link_rec_seal_begin(d, rec, n);
+		if (!rc)
+			rc = link_rec_seal_part(d, body, n, body);
+		return rc ? rc : link_rec_seal_end(d, body + n);
+	}
+	if (n == 0)
+		return MEARAS_LINK_E_INVAL;
+	wire_put_u32(rec, n);
+	if (!next_nonce(d, nonce) || crypto_aead_aes256gcm_encrypt_detached_afternm(body, body + n, NULL, body, n, rec,
+										      LINK_REC_HDR, NULL, nonce,
+										      &d->small) != 0)
+		return MEARAS_LINK_E_SYS;
+	return MEARAS_LINK_OK;
+}
+
 uint32_t link_rec_len(const uint8_t *hdr)
 {
 	uint32_t n = wire_get_u32(hdr);
@@ -162,7 +202,14 @@ bool link_rec_open(struct link_rec_dir *d, uint8_t *rec, uint32_t n)
 {
 	uint8_t *body = rec + LINK_REC_HDR, none[16];
 	int outl = 0, fin = 0;
-	if (n == 0 || n > LINK_REC_MAX || !start_record(d, rec))
+	if (n == 0 || n > LINK_REC_MAX)
+		return false;
+	if (small_record(d, n)) {
+		uint8_t nonce[12];
+		return next_nonce(d, nonce) && crypto_aead_aes256gcm_decrypt_detached_afternm(
+						       body, NULL, body, n, body + n, rec, LINK_REC_HDR, nonce, &d->small) == 0;
+	}
+	if (!start_record(d, rec))
 		return false;
 	return EVP_DecryptUpdate(d->ctx, body, &outl, body, (int)n) == 1 && (uint32_t)outl == n &&
 	       EVP_CIPHER_CTX_ctrl(d->ctx, EVP_CTRL_AEAD_SET_TAG, LINK_REC_TAG, body + n) == 1 &&
@@ -171,5 +218,5 @@ bool link_rec_open(struct link_rec_dir *d, uint8_t *rec, uint32_t n)
 
 const char *link_rec_cipher_name(const struct link_rec_dir *d)
 {
-	return EVP_CIPHER_get_nid(d->cipher) == NID_chacha20_poly1305 ? "ChaCha20-Poly1305" : "AES-128-GCM";
+	return EVP_CIPHER_get_nid(d->cipher) == NID_chacha20_poly1305 ? "ChaCha20-Poly1305" : "AES-256-GCM";
 }

@@ -3,7 +3,8 @@
  *
  * Sending and receiving share nothing but the socket: senders (serialized by
  * send_lock) seal into a write buffer of OUT_BUF bytes (large pieces straight
- * from the caller's memory, small ones copied there first), written with one
+ * from the caller's memory, small ones copied there first; a short record is
+ * gathered whole and sealed in one call, records.h), written with one
  * system call per OUT_BUF; the one reader reads what the socket holds into
  * its buffer, opens each whole record in place and copies out only plaintext
  * that authenticated. A record that does not open (altered, forged, replayed,
@@ -64,7 +65,10 @@ static int seal_and_send(struct sealed_transport *st, const struct iovec *iov, s
 				break;
 		}
 		uint8_t *rec = st->out + used, *ct = rec + LINK_REC_HDR, *run = ct;
-		rc = link_rec_seal_begin(&st->tx, rec, n);
+		/* a short record is gathered whole and sealed in one call */
+		bool whole = n <= LINK_REC_SMALL;
+		if (!whole)
+			rc = link_rec_seal_begin(&st->tx, rec, n);
 		for (uint32_t left = n; left && !rc;) {
 			if (off == iov[i].iov_len) {
 				i++;
@@ -73,7 +77,7 @@ static int seal_and_send(struct sealed_transport *st, const struct iovec *iov, s
 			}
 			size_t k = iov[i].iov_len - off < left ? iov[i].iov_len - off : left;
 			const uint8_t *src = (const uint8_t *)iov[i].iov_base + off;
-			if (k < SEAL_COPY_MAX) {
+			if (whole || k < SEAL_COPY_MAX) {
 				memcpy(ct, src, k); /* joins the run [run, ct) */
 			} else {
 				if (run < ct)
@@ -86,9 +90,11 @@ static int seal_and_send(struct sealed_transport *st, const struct iovec *iov, s
 			off += k;
 			left -= (uint32_t)k;
 		}
-		if (!rc && run < ct)
+		if (!rc && whole)
+			rc = link_rec_seal(&st->tx, rec, n);
+		if (!rc && !whole && run < ct)
 			rc = link_rec_seal_part(&st->tx, run, (size_t)(ct - run), run);
-		if (!rc)
+		if (!rc && !whole)
 			rc = link_rec_seal_end(&st->tx, ct);
 		used += LINK_REC_HDR + n + LINK_REC_TAG;
 		total -= n;

@@ -29,6 +29,7 @@ run() { # name command...
 }
 run unit "$BUILD/test_unit"
 run stripe "$BUILD/test_stripe"
+run records "$BUILD/test_records"
 if [ "$(id -u)" = 0 ]; then
 	run netns "$here/test_netns.sh" "$BUILD"
 else

@@ -417,8 +417,12 @@ static void t_version_mismatch(void)
 	base_cfg(&cfg, KEY);
 	cfg.version_major = MEARAS_LINK_VERSION_MAJOR + 1;
 	CHECK_RC(mearas_link_connect("127.0.0.1", srv.port, &cfg, &lnk), MEARAS_LINK_E_VERSION);
-	CHECK(log_has("127.0.0.1", "protocol version 2.0, this node runs 1.1"));
-	CHECK(log_has("peer runs protocol 1.1", NULL));
+	char theirs[64], ours[64];
+	snprintf(theirs, sizeof(theirs), "protocol version %d.0, this node runs %d.%d", MEARAS_LINK_VERSION_MAJOR + 1,
+		 MEARAS_LINK_VERSION_MAJOR, MEARAS_LINK_VERSION_MINOR);
+	snprintf(ours, sizeof(ours), "peer runs protocol %d.%d", MEARAS_LINK_VERSION_MAJOR, MEARAS_LINK_VERSION_MINOR);
+	CHECK(log_has("127.0.0.1", theirs));
+	CHECK(log_has(ours, NULL));
 	CHECK(srv.st.opened == 0);
 }
 
@@ -872,8 +876,8 @@ static void t_encrypted_calls_and_bulk(void)
 	srv.st.check_pattern = true;
 	link_up();
 	CHECK(log_wait("link from 127.0.0.1",
-		       "encrypted: TLSv1.3 TLS_AES_128_GCM_SHA256 handshake, AES-128-GCM link records", 2.0));
-	CHECK(log_has("link to 127.0.0.1", "encrypted: TLSv1.3 TLS_AES_128_GCM_SHA256 handshake, AES-128-GCM link records"));
+		       "encrypted: TLSv1.3 TLS_AES_128_GCM_SHA256 handshake, AES-256-GCM link records", 2.0));
+	CHECK(log_has("link to 127.0.0.1", "encrypted: TLSv1.3 TLS_AES_128_GCM_SHA256 handshake, AES-256-GCM link records"));
 	for (int i = 0; i < 100; i++)
 		CHECK_RC(echo_call(lnk, "through TLS"), MEARAS_LINK_OK);
 	CHECK_RC(bulk_and_sync(lnk, 7, (24u << 20) + 12345), MEARAS_LINK_OK);

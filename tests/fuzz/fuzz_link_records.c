@@ -35,7 +35,7 @@
 #include "fuzz_seeds.h"
 #include "records.h"
 
-#define RECF_CHACHA 1u /* ChaCha20-Poly1305 (else AES-128-GCM) */
+#define RECF_CHACHA 1u /* ChaCha20-Poly1305 (else AES-256-GCM) */
 #define RECF_FLIP   2u
 #define RECF_RAW    4u
 #define STREAM_MAX  (1u << 20)
@@ -122,7 +122,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t flags = data[0], frag = data[1], back = data[6] % 64;
 	size_t rcap = ((size_t)data[2] | (size_t)data[3] << 8) % LINK_RX_BUF + 1;
 	size_t flip = (size_t)data[4] | (size_t)data[5] << 8;
-	const EVP_CIPHER *cipher = flags & RECF_CHACHA ? EVP_chacha20_poly1305() : EVP_aes_128_gcm();
+	const EVP_CIPHER *cipher = flags & RECF_CHACHA ? EVP_chacha20_poly1305() : EVP_aes_256_gcm();
 	struct link_rec_dir ptx, prx, tx, rx;
 	size_t nstream = 0, nwant = 0, ngot = 0;
 	/* where each record's plaintext starts in want, by the record's start in stream */
