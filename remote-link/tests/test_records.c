@@ -137,23 +137,29 @@ static void t_altered_short_record_refused(void)
 	}
 }
 
+/* a copy of a record sealed before the one in rec */
+static uint8_t first[LINK_REC_WIRE_MAX];
+
+/* fresh AES keys; n bytes (salt) sealed by A, kept in first as well as in rec */
+static void seal_first(uint32_t n, unsigned salt)
+{
+	teardown();
+	keys(EVP_aes_256_gcm());
+	fill(n, salt);
+	REQUIRE_RC(seal(&atx, n), MEARAS_LINK_OK);
+	memcpy(first, rec, sizeof(first));
+}
+
 /* A short record replayed (opened twice), or the second of two opened
  * first, does not open: each record has its own nonce. */
 static void t_replayed_or_reordered_short_record_refused(void)
 {
-	static uint8_t first[LINK_REC_WIRE_MAX];
 	const uint32_t n = 48;
-	keys(EVP_aes_256_gcm());
-	fill(n, 5);
-	REQUIRE_RC(seal(&atx, n), MEARAS_LINK_OK);
-	memcpy(first, rec, sizeof(first));
+	seal_first(n, 5);
 	CHECK(opens(&brx, n));
 	memcpy(rec, first, sizeof(first));
 	CHECK(!link_rec_open(&brx, rec, n)); /* replayed */
-	teardown();
-	keys(EVP_aes_256_gcm());
-	REQUIRE_RC(seal(&atx, n), MEARAS_LINK_OK);
-	memcpy(first, rec, sizeof(first));
+	seal_first(n, 5);
 	REQUIRE_RC(seal(&atx, n), MEARAS_LINK_OK);
 	CHECK(!link_rec_open(&brx, rec, n)); /* the second before the first */
 }
@@ -162,12 +168,8 @@ static void t_replayed_or_reordered_short_record_refused(void)
  * plaintext is not in the record. */
 static void t_short_record_is_encrypted(void)
 {
-	static uint8_t first[LINK_REC_WIRE_MAX];
 	const uint32_t n = 64;
-	keys(EVP_aes_256_gcm());
-	fill(n, 9);
-	REQUIRE_RC(seal(&atx, n), MEARAS_LINK_OK);
-	memcpy(first, rec, sizeof(first));
+	seal_first(n, 9);
 	CHECK(memcmp(first + LINK_REC_HDR, plain, n) != 0);
 	REQUIRE_RC(seal(&atx, n), MEARAS_LINK_OK);
 	CHECK(memcmp(first + LINK_REC_HDR, rec + LINK_REC_HDR, n + LINK_REC_TAG) != 0);
