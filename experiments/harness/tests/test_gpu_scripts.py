@@ -126,18 +126,19 @@ def test_gpu_batch_dry_run(tmp_path: Path) -> None:
 
 
 def test_remote_latency_dry_run() -> None:
-    # the quick latency probe of issue 15 on the sim: a figure through the remote vGPU with the
-    # link encrypted and not, and no mearasd of its own left behind
+    # the quick latency probe of issue 15 on the sim: a round trip and a launch rate through the
+    # remote vGPU with the link encrypted and not, and no mearasd of its own left behind
     before = mearasd_pids()
     r = subprocess.run([str(SCRIPTS / "remote-latency.sh"), "1"],
                        env={**os.environ, "MEARAS_LAT_DEVICE": "sim"}, capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     rows = {ln[:34].strip(): ln[34:].split() for ln in r.stdout.splitlines()[1:]}
-    assert rows["native"] == ["-", "-"]
+    # the sim has no native figures: round trip, its excess, launch rate, its ratio
+    assert rows["native"] == ["-", "-", "-", "-"]
     for mode in ("encrypted", "unencrypted"):
-        us, over = rows[f"remote, loopback, {mode}"]
-        assert float(us) > 0 and over == "-", r.stdout
+        us, over, rate, ratio = rows[f"remote, loopback, {mode}"]
+        assert float(us) > 0 and over == "-" and float(rate) > 0 and ratio == "-", r.stdout
     assert mearasd_pids() <= before
 
 
