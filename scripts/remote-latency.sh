@@ -118,7 +118,8 @@ for mode in encrypted unencrypted; do
 	[ -n "$rate" ] && [ "$rate" != - ] && [ "$native_rate" != - ] && [ -n "$native_rate" ] &&
 		ratio=$(awk -v a="$rate" -v b="$native_rate" 'BEGIN {printf "%.3f", a / b}')
 	printf '%-34s %10s %12s %14s %8s\n' "remote, loopback, $mode" "${us:-FAILED}" "$over" "${rate:-FAILED}" "$ratio"
-	[ -n "$us" ] || { echo "remote-latency: no figure through the remote vGPU ($work/bench.err, $work/*.log)" >&2; exit 1; }
+	[ -n "$us" ] && [ -n "$rate" ] ||
+		{ echo "remote-latency: no figure through the remote vGPU ($work/bench.err, $work/*.log)" >&2; exit 1; }
 	cleanup
 	if [ $hops = 1 ]; then
 		(cd "$top/experiments/harness" && python3 -m mearas_exp.hops "$MEARAS_HOPTRACE_DIR") || exit 1
