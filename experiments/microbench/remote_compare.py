@@ -67,6 +67,38 @@ def link_streams(paths: list[Path]) -> int | None:
     return max(seen) if seen and max(seen) > 0 else None
 
 
+class Loopback(NamedTuple):
+    """Issue 15's latency measure (scripts/remote-latency.sh's table): the
+    medians of the native and the remote round trip in one run, or why not."""
+    native: float | None
+    remote: float | None
+    error: str
+
+
+def loopback_latency(path: Path, mode: str) -> Loopback:
+    """The native row and the "remote, loopback, MODE" row of
+    scripts/remote-latency.sh's table (MODE: encrypted or unencrypted)."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as e:
+        return Loopback(None, None, f"{path.name}: {e.strerror}")
+    native = remote = None
+    for line in lines:
+        parts = line.split()
+        try:
+            if len(parts) >= 2 and parts[0] == "native":
+                native = float(parts[1])
+            elif line.startswith(f"remote, loopback, {mode} "):
+                remote = float(line[len(f"remote, loopback, {mode} "):].split()[0])
+        except ValueError:
+            continue
+    if native is None or remote is None:
+        last = lines[-1].strip() if lines else f"{path.name} is empty"
+        return Loopback(None, None, f"scripts/remote-latency.sh gave no {'native' if native is None else mode} "
+                                    f"figure: {last}")
+    return Loopback(native, remote, "")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--native", type=Path, nargs="+", required=True)
@@ -89,6 +121,10 @@ def main() -> int:
     ap.add_argument("--device", required=True)
     ap.add_argument("--network", default="loopback",
                     help="how the nodes were joined (scripts/gpu-remote.sh says)")
+    ap.add_argument("--loopback-latency", type=Path,
+                    help="scripts/remote-latency.sh's table: issue 15's round trip as the issue measures it (two "
+                         "mearasd over loopback TCP, native in the same run); with it, the round trip over "
+                         "--network is reported beside it, not held to the target")
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args()
     nat, _ = best_of(a.native)
@@ -103,24 +139,45 @@ def main() -> int:
     def rec(metric: str, unit: str, base: float | None, val: float, ratio: float | None, target: str, good: bool,
             baseline: str, **extra: object) -> None:
         nonlocal failed
+        network = str(extra.pop("network", a.network))
         rows.append({"metric": metric, "unit": unit, "native": base, "mearas": val,
                      "ratio": None if ratio is None else round(ratio, 4), "baseline": baseline, **extra,
-                     "transport": a.transport, "network": a.network, "device": a.device, "date": date})
+                     "transport": a.transport, "network": network, "device": a.device, "date": date})
         failed += 0 if good else 1
         if base is None or ratio is None:
             print(f"{metric:28} {'-':>12} {val:12.3f} {'-':>8}  {target:22} NOT MEASURED: {extra.get('error')}")
         else:
-            print(f"{metric:28} {base:12.3f} {val:12.3f} {ratio:8.3f}  {target:22} {'ok' if good else 'MISSED'}")
+            print(f"{metric:28} {base:12.3f} {val:12.3f} {ratio:8.3f}  {target:22} "
+              f"{'reported' if target.startswith('reported') else 'ok' if good else 'MISSED'}")
 
     print(f"network: {a.network}")
     print(f"{'metric':28} {'baseline':>12} {'remote':>12} {'ratio':>8}  target")
     if "launch_rate" in rem and "launch_rate" in nat:
         b, v = nat["launch_rate"][1], rem["launch_rate"][1]
         rec("launch_rate", "launches/s", b, v, v / b, ">= 0.9 x native", v / b >= 0.9, "native")
+    lb = loopback_latency(a.loopback_latency, "encrypted" if a.transport == "tls" else "unencrypted") \
+        if a.loopback_latency else None
     if "sync_roundtrip_us" in rem and "sync_roundtrip_us" in nat:
         b, v = nat["sync_roundtrip_us"][1], rem["sync_roundtrip_us"][1]
-        # issue 15's target for the synchronous 4-byte D2H copy
-        rec("sync_roundtrip_us", "us", b, v, v / b, "<= native + 15 us", v <= b + 15, "native")
+        # issue 15's target for the synchronous 4-byte D2H copy: measured as the
+        # issue does (over loopback) where that figure is given, and this path's
+        # round trip (e.g. veth between namespaces) reported beside it
+        if lb is None:
+            rec("sync_roundtrip_us", "us", b, v, v / b, "<= native + 15 us", v <= b + 15, "native")
+        else:
+            rec("sync_roundtrip_us", "us", b, v, v / b, f"reported (+{v - b:.1f} us)", True, "native",
+                note="reported: issue 15's target is measured over loopback (sync_roundtrip_loopback_us)")
+    if lb is not None:
+        what = ("native, same run: scripts/remote-latency.sh, the median of 3 runs' medians of microbench "
+                "--only sync_roundtrip each, native then remote")
+        network = (f"loopback TCP, two mearasd in the host's namespace (issue 15's measure); link "
+                   f"{'encrypted' if a.transport == 'tls' else 'UNENCRYPTED'}")
+        if lb.native is not None and lb.remote is not None:
+            rec("sync_roundtrip_loopback_us", "us", lb.native, lb.remote, lb.remote / lb.native,
+                "<= native + 15 us", lb.remote <= lb.native + 15, what, network=network)
+        else:
+            rec("sync_roundtrip_loopback_us", "us", None, 0.0, None, "<= native + 15 us", False, what,
+                network=network, error=lb.error)
     for m, name, raw in (("h2d_pinned_gbps", "h2d_gbps", up), ("d2h_pinned_gbps", "d2h_gbps", down)):
         tcp = raw["raw_tcp_gbps"][1] if "raw_tcp_gbps" in raw else 0.0
         if m in rem and tcp:
