@@ -3,7 +3,12 @@
  * drvcost: what the driver calls on mearasd's synchronization path cost on
  * this machine (median of many, microseconds), natively. It explains the
  * launch_sync_us gap: each call mearasd makes per synchronizing record is
- * paid on top of native. Prints one "name us" line per call.
+ * paid on top of native. Prints one "name us" line per call. Then three ways
+ * to learn that a 4-byte device-to-host copy is done, each the whole copy and
+ * wait: the driver's own wait (cuStreamSynchronize), what mearasd's worker
+ * does (an event recorded behind it, queried until it passed), and a stream
+ * memop (cuStreamWriteValue32 behind it into mapped host memory, the CPU
+ * spinning on that word; "not supported" where the driver refuses it).
  */
 #include <cuda.h>
 #include <poll.h>
@@ -58,6 +63,53 @@ static void report(const char *name)
 		report(name);                                                   \
 	} while (0)
 
+static CUresult copy_then_sync(CUstream s, CUdeviceptr src, void *h)
+{
+	CUresult r = cuMemcpyDtoHAsync(h, src, 4, s);
+
+	return r ? r : cuStreamSynchronize(s);
+}
+
+/* The three waits for a 4-byte device-to-host copy on stream s into h. */
+static void copy_waits(CUstream s, CUdeviceptr src, void *h, CUevent e)
+{
+	volatile unsigned *flag;
+	CUdeviceptr dflag;
+	unsigned v = 0;
+	CUresult r = CUDA_SUCCESS;
+
+	TIME_EACH("D2H 4 B + stream sync", copy_then_sync(s, src, h));
+	for (int i = 0; i < N; i++) {
+		double t = now_us();
+
+		CK(cuMemcpyDtoHAsync(h, src, 4, s));
+		CK(cuEventRecord(e, s));
+		while ((r = cuEventQuery(e)) == CUDA_ERROR_NOT_READY)
+			;
+		CK(r);
+		samples[i] = now_us() - t;
+	}
+	report("D2H 4 B + event query spin");
+	CK(cuMemHostAlloc((void **)&flag, 64, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+	CK(cuMemHostGetDevicePointer(&dflag, (void *)flag, 0));
+	*flag = 0;
+	for (int i = 0; i < N && !r; i++) {
+		double t = now_us();
+
+		CK(cuMemcpyDtoHAsync(h, src, 4, s));
+		r = cuStreamWriteValue32(s, dflag, ++v, CU_STREAM_WRITE_VALUE_DEFAULT);
+		while (!r && *flag != v)
+			;
+		samples[i] = now_us() - t;
+	}
+	if (r)
+		printf("%-28s not supported (error %d)\n", "D2H 4 B + memop flag spin", (int)r);
+	else
+		report("D2H 4 B + memop flag spin");
+	CK(cuStreamSynchronize(s));
+	CK(cuMemFreeHost((void *)flag));
+}
+
 int main(void)
 {
 	CUdevice d;
@@ -94,5 +146,19 @@ int main(void)
 		samples[i] = now_us() - t;
 	}
 	report("poll (2 empty pipes)");
+	{
+		CUstream s;
+		CUdeviceptr src;
+		void *h;
+
+		CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+		CK(cuMemAlloc(&src, 4));
+		CK(cuMemsetD32(src, 0, 1));
+		CK(cuMemHostAlloc(&h, 4, 0));
+		copy_waits(s, src, h, e);
+		CK(cuMemFreeHost(h));
+		CK(cuMemFree(src));
+		CK(cuStreamDestroy(s));
+	}
 	return 0;
 }
