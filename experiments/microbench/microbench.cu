@@ -1,7 +1,7 @@
 // Microbenchmarks of the CUDA runtime paths mearas virtualizes. Prints one
 // line per metric: "METRIC name unit value". Run natively and through mearas
 // in the same session; experiments/microbench/compare.py makes the ratios.
-//   microbench [--idle SECONDS] [--only sync_roundtrip|launch_rate|copies] [--copy-mb N]
+//   microbench [--idle SECONDS] [--only sync_roundtrip|launch_sync|launch_rate|copies] [--copy-mb N]
 // --copy-mb: bytes per bandwidth copy (default 256 MiB; a VM slot's data area
 // may be smaller, then native and guest runs use the same smaller size).
 #include <algorithm>
@@ -135,12 +135,12 @@ int main(int argc, char **argv)
         } else if (!std::strcmp(argv[i], "--copy-mb") && i + 1 < argc) {
             copy_mb = std::atoi(argv[++i]);
         } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc &&
-                   (!std::strcmp(argv[i + 1], "sync_roundtrip") || !std::strcmp(argv[i + 1], "launch_rate") ||
-                    !std::strcmp(argv[i + 1], "copies"))) {
+                   (!std::strcmp(argv[i + 1], "sync_roundtrip") || !std::strcmp(argv[i + 1], "launch_sync") ||
+                    !std::strcmp(argv[i + 1], "launch_rate") || !std::strcmp(argv[i + 1], "copies"))) {
             only = argv[++i];
         } else {
             std::fprintf(stderr, "usage: microbench [--idle SECONDS] "
-                                 "[--only sync_roundtrip|launch_rate|copies] [--copy-mb 1..4096]\n");
+                                 "[--only sync_roundtrip|launch_sync|launch_rate|copies] [--copy-mb 1..4096]\n");
             return 2;
         }
     }

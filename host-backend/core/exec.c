@@ -137,13 +137,90 @@ static void fence_put(struct vgpu *v, void *ev)
 }
 
 /* A pending completion's fence is no longer polled: ours goes back to the
- * pool, a client event's hold is dropped (destroying it if the client did). */
-static void release_fence(struct vgpu *v, const struct pending *p)
+ * pool, a client event's hold is dropped (destroying it if the client did).
+ * A flag is free again only once its write was read (passed): a write still
+ * queued could land on the word's next use. */
+static void release_fence(struct vgpu *v, const struct pending *p, bool passed)
 {
-	if (p->own_fence)
+	if (p->flag) {
+		if (passed)
+			v->flag_free[v->nflag_free++] = (uint16_t)(p->flag - 1u);
+	} else if (p->own_fence) {
 		fence_put(v, p->fence);
-	else if (p->held)
+	} else if (p->held) {
 		exec_hold_put(v, p->fence);
+	}
+}
+
+/* The vGPU's completion flags, made on first use; false: fences are events. */
+static bool flags_ready(struct vgpu *v)
+{
+	int r;
+
+	if (v->flags_state)
+		return v->flags_state > 0;
+	r = v->ops->flags_create ? v->ops->flags_create(v->dev, MEARAS_FLAG_SLOTS, &v->flags) : cudaErrorNotSupported;
+	v->flags_state = r ? -1 : 1;
+	if (r && v->ops->flags_create)
+		log_info("vGPU %u: no completion flags (error %d): fences are events", v->index, r);
+	for (unsigned i = 0; !r && i < MEARAS_FLAG_SLOTS; i++)
+		v->flag_free[v->nflag_free++] = (uint16_t)(MEARAS_FLAG_SLOTS - 1u - i);
+	return !r;
+}
+
+/* Our fence behind stream for p: a completion flag where one is free and
+ * the stream is not in a capture (where a write would be a graph node), an
+ * event otherwise. */
+static int fence_make(struct vgpu *v, struct pending *p, void *stream)
+{
+	int r;
+
+	if (!v->captures_open && flags_ready(v) && v->nflag_free) {
+		unsigned slot = v->flag_free[--v->nflag_free];
+		uint32_t value = v->flag_value + 1 ? v->flag_value + 1 : 1;
+
+		r = v->ops->flag_write(v->dev, v->flags, slot, value, stream);
+		if (!r) {
+			v->flag_value = value;
+			p->flag = (uint16_t)(slot + 1);
+			p->flag_value = value;
+			p->own_fence = 1;
+			return 0;
+		}
+		/* nothing was queued: the word is free; an event does it */
+		v->flag_free[v->nflag_free++] = (uint16_t)slot;
+		if (r == cudaErrorNotSupported) {
+			v->flags_state = -1;
+			log_info("vGPU %u: the device refuses completion flags: fences are events", v->index);
+		}
+	}
+	r = fence_get(v, &p->fence);
+	if (r)
+		return r;
+	p->own_fence = 1;
+	r = v->ops->event_record(v->dev, p->fence, stream);
+	if (r)
+		fence_put(v, p->fence);
+	return r;
+}
+
+/* A fence's state: 0 passed, cudaErrorNotReady, or an error. A flag is read
+ * without a driver call; as a context that failed never writes it, the
+ * context's state is asked every FLAG_STATUS_EVERY reads of a flag not
+ * passed (once per pass of the pending completions: *status, -1 until asked). */
+#define FLAG_STATUS_EVERY 64u
+
+static int fence_query(struct vgpu *v, struct pending *p, int *status)
+{
+	if (!p->flag)
+		return v->ops->event_query(v->dev, p->fence);
+	if (v->ops->flag_read(v->dev, v->flags, p->flag - 1u) == p->flag_value)
+		return 0;
+	if (++p->polls % FLAG_STATUS_EVERY)
+		return cudaErrorNotReady;
+	if (*status < 0)
+		*status = v->ops->status(v->dev);
+	return *status ? *status : cudaErrorNotReady;
 }
 
 /*
@@ -159,10 +236,10 @@ static void release_fence(struct vgpu *v, const struct pending *p)
 int exec_poll_pending(struct vgpu *v)
 {
 	size_t keep = 0, n = v->npend;
-	int done = 0;
+	int done = 0, status = -1;
 
 	for (size_t i = n; i-- > 0;)
-		v->pend[i].poll_status = v->ops->event_query(v->dev, v->pend[i].fence);
+		v->pend[i].poll_status = fence_query(v, &v->pend[i], &status);
 	for (size_t i = 0; i < n; i++) {
 		struct pending p = v->pend[i];
 
@@ -178,7 +255,7 @@ int exec_poll_pending(struct vgpu *v)
 		/* the fence outlives complete(): it may flush output through it, and
 		 * a reset there (teardown) must see the client event still held */
 		complete(v, &p);
-		release_fence(v, &p);
+		release_fence(v, &p, p.poll_status == 0);
 		done++;
 	}
 	/* entries complete() may have added meanwhile move down behind the kept ones */
@@ -193,8 +270,17 @@ void exec_drop_pending(struct vgpu *v)
 	 * thread: its share of them is left to the process (bounded by
 	 * MEARAS_MAX_CAPTURED_HOST_FUNCS), never freed under it */
 	for (size_t i = 0; i < v->npend; i++)
-		release_fence(v, &v->pend[i]);
+		release_fence(v, &v->pend[i], false);
 	v->npend = 0;
+}
+
+void exec_flags_release(struct vgpu *v)
+{
+	if (v->flags && v->ops->flags_destroy)
+		v->ops->flags_destroy(v->dev, v->flags);
+	v->flags = NULL;
+	v->flags_state = 0;
+	v->nflag_free = 0;
 }
 
 static void add_pending(struct vgpu *v, struct pending *p)
@@ -206,7 +292,7 @@ static void add_pending(struct vgpu *v, struct pending *p)
 		if (!n) {
 			p->cqe.status = cudaErrorMemoryAllocation;
 			complete(v, p);
-			release_fence(v, p);
+			release_fence(v, p, false);
 			return;
 		}
 		v->pend = n;
@@ -239,8 +325,9 @@ void exec_fail_pending(struct vgpu *v, int status)
 		p.cqe.status = status;
 		p.flush = 0;
 		p.action = PENDING_POST;
-		/* returns at once; the driver frees an unfinished event later */
-		if (p.own_fence)
+		/* returns at once; the driver frees an unfinished event later (a
+		 * flag not passed stays taken) */
+		if (p.own_fence && !p.flag)
 			v->ops->event_destroy(v->dev, p.fence);
 		complete(v, &p);
 	}
@@ -321,13 +408,7 @@ void exec_record(struct vgpu *v, const struct mearas_sqe *e)
 			r = exec_hold_get(v, f.event);
 			p.held = r == 0;
 		} else {
-			r = fence_get(v, &p.fence);
-			if (!r) {
-				p.own_fence = 1;
-				r = v->ops->event_record(v->dev, p.fence, f.stream);
-				if (r)
-					fence_put(v, p.fence);
-			}
+			r = fence_make(v, &p, f.stream);
 		}
 		if (!r) {
 			add_pending(v, &p);

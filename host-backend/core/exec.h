@@ -20,6 +20,9 @@ void exec_record(struct vgpu *v, const struct mearas_sqe *e);
 int exec_poll_pending(struct vgpu *v);
 /* forget every pending completion (the client is gone): fences and holds released */
 void exec_drop_pending(struct vgpu *v);
+/* The vGPU's completion flags go (after exec_drop_pending: none is polled
+ * again); the device frees them where no queued write can reach them. */
+void exec_flags_release(struct vgpu *v);
 /* complete every pending record with status, waiting for nothing on the
  * device (the GPU time limit fired) */
 void exec_fail_pending(struct vgpu *v, int status);

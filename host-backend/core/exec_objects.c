@@ -88,10 +88,16 @@ void exec_graph_put(struct vgpu *v, struct hf_share *sh)
 void exec_forget_stream(struct vgpu *v, void *s)
 {
 	for (size_t i = 0; i < v->npend; i++) {
-		if (v->pend[i].flush_stream == s && v->pend[i].own_fence) {
-			v->pend[i].flush_stream = NULL;
-			v->pend[i].flush_event = v->pend[i].fence;
-		}
+		struct pending *p = &v->pend[i];
+
+		if (p->flush_stream != s || !p->own_fence)
+			continue;
+		/* our event flushes instead; a flag has none, and a flush of the
+		 * whole device could wait for other streams: none then */
+		p->flush_stream = NULL;
+		p->flush_event = p->fence;
+		if (p->flag)
+			p->flush = 0;
 	}
 }
 

@@ -155,6 +155,7 @@ static void local_close(struct vgpu *v)
 	v->ops->bind_thread(v->dev);
 	exec_drop_pending(v);
 	vgpu_teardown(v);
+	exec_flags_release(v);
 }
 
 const struct vgpu_engine vgpu_engine_local = {

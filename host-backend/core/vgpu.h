@@ -36,6 +36,8 @@ enum pending_action {
 #define MEARAS_MAX_PENDING 4096u
 /* Fences (device events) one vGPU keeps for reuse once passed. */
 #define MEARAS_FENCE_POOL 32u
+/* completion flags per vGPU (device.h): fences beyond these are events */
+#define MEARAS_FLAG_SLOTS 1024u
 /* Most host functions captured into graphs per vGPU, and the most bytes of
  * kernel records (FUNC_GET: parameter offsets) one vGPU may hold. */
 #define MEARAS_MAX_CAPTURED_HOST_FUNCS 16384u
@@ -77,8 +79,11 @@ struct ev_hold {
 };
 
 struct pending {
-	void *fence;            /* device event to query */
-	int own_fence;          /* destroy the fence when done */
+	void *fence;            /* device event to query (none for a flag fence) */
+	int own_fence;          /* fence is one of ours (the pool's) */
+	uint16_t flag;          /* a flag fence: completion flag flag - 1 ... */
+	uint32_t flag_value;    /* ... passed once it reads this */
+	uint32_t polls;         /* flag reads that found it not passed yet */
 	int want_cqe;
 	void *flush_stream;     /* synchronize these once passed, so the driver */
 	void *flush_event;      /* flushes device printf output (sync ops only) */
@@ -119,6 +124,15 @@ struct vgpu {
 	 * synchronizing record costs two driver calls on its latency */
 	void *fence_pool[MEARAS_FENCE_POOL];
 	unsigned nfence_pool;
+	/* cheaper still, where the device has them: completion flags, the
+	 * device writing a word of host memory that this thread reads (a set
+	 * made on first use: flags_state 0, then 1, or -1 when fences stay
+	 * events); a word is free again once its write has been read */
+	void *flags;
+	int flags_state;
+	uint32_t flag_value;    /* the last value written (never 0) */
+	uint16_t flag_free[MEARAS_FLAG_SLOTS];
+	unsigned nflag_free;
 	struct global_range *globals;
 	size_t nglobals, cap_globals;
 	/* heap and globals change under it (on this vGPU's thread, which reads

@@ -151,6 +151,22 @@ struct mdev_ops {
 	int (*event_record_external)(struct mdev *d, void *e, void *s);
 	int (*event_query)(struct mdev *d, void *e);   /* 0, or cudaErrorNotReady (600) */
 	int (*event_elapsed)(struct mdev *d, void *start, void *end, float *ms);
+	/* Completion flags: fences that the device writes into host memory and
+	 * the host reads without a driver call (an event's record and query
+	 * cost more, on every synchronizing call's latency). flags_create: a
+	 * set of n 32-bit words (cudaErrorNotSupported where the device cannot
+	 * write them); flag_write: value into word i once the work posted on
+	 * stream so far is done (not in a capture); flag_read: the word now.
+	 * flags_destroy frees a set that no write can still reach (NULL: the
+	 * set lives as long as the process, as the driver may still write it).
+	 * status: the context's sticky error, 0 if none (what a query of an
+	 * event would return, and a word never written would not show). All
+	 * NULL: fences are events. */
+	int (*flags_create)(struct mdev *d, unsigned n, void **flags);
+	void (*flags_destroy)(struct mdev *d, void *flags);
+	int (*flag_write)(struct mdev *d, void *flags, unsigned i, uint32_t value, void *stream);
+	uint32_t (*flag_read)(struct mdev *d, void *flags, unsigned i);
+	int (*status)(struct mdev *d);
 
 	/* graphs by stream capture (NULL when the device cannot) */
 	int (*capture_begin)(struct mdev *d, void *s, int mode);

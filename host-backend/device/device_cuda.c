@@ -57,7 +57,8 @@
 	X(cuArray3DCreate) X(cuArrayDestroy) X(cuMemcpy3DAsync)                 \
 	X(cuArrayGetMemoryRequirements)                                         \
 	X(cuTexObjectCreate) X(cuTexObjectDestroy) X(cuSurfObjectCreate)        \
-	X(cuSurfObjectDestroy)
+	X(cuSurfObjectDestroy) X(cuMemHostAlloc) X(cuMemHostGetDevicePointer)   \
+	X(cuStreamQuery)
 
 #define SYM_STR2(x) #x
 #define SYM_STR(x) SYM_STR2(x)
@@ -774,6 +775,70 @@ static int cuda_event_query(struct mdev *d, void *e)
 	return cu_err(p_cuEventQuery((CUevent)e));
 }
 
+/* A set of completion flags: pinned host words the device writes through
+ * their mapped address. Never freed: a write still queued behind a stream
+ * must not land in memory used for something else (the context frees them
+ * at the process's end). */
+struct cuda_flags {
+	uint32_t *words;
+	CUdeviceptr dev;
+	unsigned n;
+};
+
+static int cuda_flags_create(struct mdev *d, unsigned n, void **flags)
+{
+	struct cuda_flags *f = calloc(1, sizeof(*f));
+	CUresult r;
+
+	(void)d;
+	if (!f)
+		return cudaErrorMemoryAllocation;
+	r = p_cuMemHostAlloc((void **)&f->words, (size_t)n * sizeof(uint32_t),
+			     CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+	if (!r)
+		r = p_cuMemHostGetDevicePointer(&f->dev, f->words, 0);
+	if (r) {
+		/* a set not made leaks its words rather than risk a free under the device */
+		free(f);
+		return cu_err(r);
+	}
+	memset(f->words, 0, (size_t)n * sizeof(uint32_t));
+	f->n = n;
+	*flags = f;
+	return 0;
+}
+
+static int cuda_flag_write(struct mdev *d, void *flags, unsigned i, uint32_t value, void *stream)
+{
+	struct cuda_flags *f = flags;
+
+	(void)d;
+	if (i >= f->n)
+		return cudaErrorInvalidValue;
+	/* the default write waits for the stream's earlier work, and its
+	 * writes (a device-to-host copy's bytes) are visible before it */
+	return cu_err(p_cuStreamWriteValue32((CUstream)stream, f->dev + (CUdeviceptr)i * sizeof(uint32_t), value,
+					     CU_STREAM_WRITE_VALUE_DEFAULT));
+}
+
+static uint32_t cuda_flag_read(struct mdev *d, void *flags, unsigned i)
+{
+	struct cuda_flags *f = flags;
+
+	(void)d;
+	return i < f->n ? __atomic_load_n(&f->words[i], __ATOMIC_ACQUIRE) : 0;
+}
+
+/* A query of the legacy stream returns the context's sticky error, if any,
+ * without waiting for anything. */
+static int cuda_status(struct mdev *d)
+{
+	CUresult r = p_cuStreamQuery(CU_STREAM_LEGACY);
+
+	(void)d;
+	return r == CUDA_ERROR_NOT_READY ? 0 : cu_err(r);
+}
+
 static int cuda_event_elapsed(struct mdev *d, void *start, void *end, float *ms)
 {
 	(void)d;
@@ -1182,6 +1247,10 @@ const struct mdev_ops mdev_cuda_ops = {
 	.event_record = cuda_event_record,
 	.event_record_external = cuda_event_record_external,
 	.event_query = cuda_event_query,
+	.flags_create = cuda_flags_create,
+	.flag_write = cuda_flag_write,
+	.flag_read = cuda_flag_read,
+	.status = cuda_status,
 	.event_elapsed = cuda_event_elapsed,
 	.capture_begin = cuda_capture_begin,
 	.capture_end = cuda_capture_end,

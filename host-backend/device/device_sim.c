@@ -533,6 +533,13 @@ bool sim_captures(void *stream)
 	return capturing(stream) != NULL;
 }
 
+uint64_t sim_stream_done_ns(void *stream)
+{
+	struct sim_stream *s = stream;
+
+	return s && s->busy_until > sim_now_ns() ? s->busy_until : 0;
+}
+
 static int graph_add(struct sim_graph *g, const struct sim_node *n)
 {
 	if (g->n == g->cap) {
@@ -1170,6 +1177,13 @@ static int sim_event_query(struct mdev *d, void *e)
 	return ev->ready_ns && sim_now_ns() < ev->ready_ns ? cudaErrorNotReady : 0;
 }
 
+/* the sim's context never fails as a whole */
+static int sim_status(struct mdev *d)
+{
+	(void)d;
+	return 0;
+}
+
 static int sim_event_elapsed(struct mdev *d, void *start, void *end, float *ms)
 {
 	struct sim_event *a = start, *b = end;
@@ -1630,6 +1644,11 @@ const struct mdev_ops mdev_sim_ops = {
 	.event_record = sim_event_record,
 	.event_record_external = sim_event_record_external,
 	.event_query = sim_event_query,
+	.flags_create = sim_flags_create,
+	.flags_destroy = sim_flags_destroy,
+	.flag_write = sim_flag_write,
+	.flag_read = sim_flag_read,
+	.status = sim_status,
 	.event_elapsed = sim_event_elapsed,
 	.host_func = sim_host_func,
 	.flush_output = sim_flush_output,

@@ -16,8 +16,11 @@ int sim_surf_create(struct mdev *d, void *array, uint64_t *value);
 void sim_obj_destroy(struct mdev *d, uint64_t value);
 
 /* device_sim.c: the host bytes of [va, va+len) of device memory of this
- * device or a peer (NULL: none); whether a stream captures a graph */
+ * device or a peer (NULL: none); whether a stream captures a graph; the
+ * monotonic time at which the work posted on a stream so far is done (0:
+ * done now, UINT64_MAX: never) */
 uint8_t *sim_any_host(struct mdev *d, uint64_t va, uint64_t len);
 bool sim_captures(void *stream);
+uint64_t sim_stream_done_ns(void *stream);
 
 #endif

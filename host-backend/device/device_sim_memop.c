@@ -6,7 +6,11 @@
  * client's threads can change while this poller waits: host memory) for
  * SIM_WAIT_MS, then fails as a launch that timed out would. Not captured
  * into the sim's graphs (cudaErrorStreamCaptureUnsupported).
+ * Completion flags (device.h) likewise: a write behind a stream's modelled
+ * work (mearas_sim_spin) lands when that work is done, as an event recorded
+ * there would pass then.
  */
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -75,4 +79,78 @@ int sim_stream_memop(struct mdev *d, void *stream, bool wait, uint64_t addr, boo
 		nanosleep(&nap, NULL);
 	}
 	return cudaErrorLaunchTimeout;
+}
+
+/* ---- completion flags ---- */
+
+struct sim_flag {
+	uint32_t value;         /* what a read sees */
+	uint32_t next;          /* written once ready_ns passes */
+	uint64_t ready_ns;      /* 0: no write waits */
+};
+
+struct sim_flags {
+	unsigned n;
+	struct sim_flag w[];
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+int sim_flags_create(struct mdev *d, unsigned n, void **flags)
+{
+	struct sim_flags *f = calloc(1, sizeof(*f) + (size_t)n * sizeof(f->w[0]));
+
+	(void)d;
+	if (!f)
+		return cudaErrorMemoryAllocation;
+	f->n = n;
+	*flags = f;
+	return 0;
+}
+
+void sim_flags_destroy(struct mdev *d, void *flags)
+{
+	(void)d;
+	free(flags);
+}
+
+int sim_flag_write(struct mdev *d, void *flags, unsigned i, uint32_t value, void *stream)
+{
+	struct sim_flags *f = flags;
+	struct sim_flag *w;
+
+	(void)d;
+	if (i >= f->n)
+		return cudaErrorInvalidValue;
+	if (sim_captures(stream))
+		return cudaErrorStreamCaptureUnsupported;
+	w = &f->w[i];
+	w->ready_ns = sim_stream_done_ns(stream);
+	if (w->ready_ns)
+		w->next = value;
+	else
+		w->value = value;
+	return 0;
+}
+
+uint32_t sim_flag_read(struct mdev *d, void *flags, unsigned i)
+{
+	struct sim_flags *f = flags;
+	struct sim_flag *w;
+
+	(void)d;
+	if (i >= f->n)
+		return 0;
+	w = &f->w[i];
+	if (w->ready_ns && now_ns() >= w->ready_ns) {
+		w->value = w->next;
+		w->ready_ns = 0;
+	}
+	return w->value;
 }

@@ -38,6 +38,7 @@
 #include "check.h"
 #include "sqe_build.h"
 #include "core/ranges.h"
+#include "mearas/clock.h"
 #include "fixture_cases.h"
 #include "mearas/log.h"
 
@@ -410,6 +411,31 @@ static void test_pending_bounded(void)
 	CHECK_EQ(op(MEARAS_OP_STREAM_DESTROY, 0, 23, 0, 0), 0);
 }
 
+/* A synchronization's fence is a completion flag, which the device writes
+ * only once the stream's work before it is done. */
+static void test_flag_fence_waits_for_work(void)
+{
+	struct vgpu *v = &fx.w->vgpus[0];
+	struct mearas_sqe e = sqe_of(MEARAS_OP_STREAM_SYNC);
+	uint64_t t0 = mearas_mono_ns();
+	struct mearas_cqe c;
+
+	spin(SPIN_FN, 0, 60);
+	post_want(&e, 1, 7);
+	CHECK_EQ(v->npend, 1);
+	CHECK(v->pend[0].flag != 0);
+	for (int i = 0; i < 20; i++) {
+		exec_poll_pending(v);
+		usleep(1000);
+	}
+	CHECK(!fixture_cq_ready(&fx, 0, 1) || mearas_mono_ns() - t0 >= 60000000ull);
+	c = wait_slot(1);
+	CHECK_EQ(c.user_data, 7);
+	CHECK_EQ(c.status, 0);
+	CHECK(mearas_mono_ns() - t0 >= 60000000ull);
+	CHECK_EQ(v->nflag_free, MEARAS_FLAG_SLOTS);
+}
+
 static int capture_status(uint32_t stream, uint64_t *status)
 {
 	struct mearas_sqe e = sqe_of(MEARAS_OP_CAPTURE_STATUS);
@@ -698,6 +724,7 @@ static const struct check_case cases[] = {
 	{ "host_func_graph_clone", test_host_func_graph_clone },
 	{ "event_sync_destroy", test_event_sync_destroy },
 	{ "pending_bounded", test_pending_bounded },
+	{ "flag_fence_waits_for_work", test_flag_fence_waits_for_work },
 	{ "func_get", test_func_get },
 	{ "event_sync_reset", test_event_sync_reset },
 	{ "capture_fork_join", test_capture_fork_join },

@@ -4,7 +4,8 @@
  * queries of one pass (a remote vGPU ships a copy's bytes with its
  * completion: a later stream synchronization overtaking it would hand the
  * client stale bytes), and a finished fence is not held back by an older
- * unfinished one. The device is the sim with a scripted event_query. */
+ * unfinished one. The device is the sim with a scripted event_query, or
+ * (the _flags cases) scripted completion flags. */
 #include "check.h"
 #include "device/device.h"
 #include "fixture_cases.h"
@@ -14,6 +15,8 @@ static unsigned queries, done_after; /* fences pass once `queries` reaches done_
 static void *slow_fence;              /* this one never passes (0: none) */
 static int next_is_slow;              /* the next fence recorded becomes slow_fence */
 static int (*sim_record)(struct mdev *d, void *e, void *stream);
+static uint32_t flag_words[MEARAS_FLAG_SLOTS]; /* what the scripted flags were written */
+static int slow_slot;                          /* the flag that never passes (-1: none) */
 
 static int scripted_query(struct mdev *d, void *e)
 {
@@ -30,6 +33,31 @@ static int recording(struct mdev *d, void *e, void *stream)
 		slow_fence = e;
 	next_is_slow = 0;
 	return sim_record(d, e, stream);
+}
+
+static int scripted_flag_write(struct mdev *d, void *flags, unsigned i, uint32_t value, void *stream)
+{
+	(void)d, (void)flags, (void)stream;
+	if (next_is_slow)
+		slow_slot = (int)i;
+	next_is_slow = 0;
+	flag_words[i] = value;
+	return 0;
+}
+
+static uint32_t scripted_flag_read(struct mdev *d, void *flags, unsigned i)
+{
+	uint32_t r = ((int)i != slow_slot && queries >= done_after) ? flag_words[i] : 0;
+
+	(void)d, (void)flags;
+	queries++;
+	return r;
+}
+
+static void release_slow(void)
+{
+	slow_fence = NULL;
+	slow_slot = -1;
 }
 
 static void sync_record(struct vgpu *v, uint32_t stream, uint64_t user_data)
@@ -77,14 +105,126 @@ static void test_unrelated_not_held_back(void)
 	CHECK(fixture_cq_pop(&fx, 0, 0, &c));
 	CHECK_EQ(c.user_data, 11);
 	CHECK_EQ(v->npend, 1);
-	slow_fence = NULL;
+	release_slow();
 	exec_poll_pending(v);
 	CHECK_EQ(v->npend, 0);
 	CHECK(fixture_cq_pop(&fx, 0, 0, &c));
 	CHECK_EQ(c.user_data, 10);
 }
 
-/* vGPU 0 of every case's worker queries fences through scripted_query */
+/* the same cases with completion flags as the fences */
+static void use_flags(void)
+{
+	scripted.flags_create = mdev_sim_ops.flags_create;
+	scripted.flags_destroy = mdev_sim_ops.flags_destroy;
+}
+
+static void test_same_stream_in_order_flags(void)
+{
+	use_flags();
+	test_same_stream_in_order();
+	CHECK_EQ(fx.w->vgpus[0].flags_state, 1);
+}
+
+static void test_unrelated_not_held_back_flags(void)
+{
+	use_flags();
+	test_unrelated_not_held_back();
+	CHECK_EQ(fx.w->vgpus[0].flags_state, 1);
+}
+
+/* A context that failed never writes a flag: the wait ends with the
+ * context's error, asked now and then, and the flag stays taken (a write
+ * still queued could land on its next use). */
+static int failed_status(struct mdev *d)
+{
+	(void)d;
+	return cudaErrorIllegalAddress;
+}
+
+static void test_flag_error_ends_wait(void)
+{
+	struct vgpu *v = &fx.w->vgpus[0];
+	struct mearas_cqe c;
+	unsigned free_before;
+
+	use_flags();
+	scripted.status = failed_status;
+	queries = 0;
+	done_after = 0;
+	next_is_slow = 1;
+	sync_record(v, 0, 20);
+	free_before = v->nflag_free;
+	for (int i = 0; i < 1000 && v->npend; i++)
+		exec_poll_pending(v);
+	CHECK_EQ(v->npend, 0);
+	CHECK(fixture_cq_pop(&fx, 0, 0, &c));
+	CHECK_EQ(c.user_data, 20);
+	CHECK_EQ(c.status, cudaErrorIllegalAddress);
+	CHECK_EQ(v->nflag_free, free_before);
+}
+
+/* A passed flag is free again. */
+static void test_flag_reused_once_passed(void)
+{
+	struct vgpu *v = &fx.w->vgpus[0];
+	struct mearas_cqe c;
+
+	use_flags();
+	queries = 0;
+	done_after = 0;
+	sync_record(v, 0, 30);
+	CHECK(fixture_cq_pop(&fx, 0, 0, &c));
+	CHECK_EQ(v->npend, 0);
+	CHECK_EQ(v->nflag_free, MEARAS_FLAG_SLOTS);
+}
+
+static int refuse_flag(struct mdev *d, void *flags, unsigned i, uint32_t value, void *stream)
+{
+	(void)d, (void)flags, (void)i, (void)value, (void)stream;
+	return cudaErrorNotSupported;
+}
+
+/* A device that refuses the flags' writes gets events, from then on. */
+static void test_flag_refused_falls_back_to_events(void)
+{
+	struct vgpu *v = &fx.w->vgpus[0];
+	struct mearas_cqe c;
+
+	use_flags();
+	scripted.flag_write = refuse_flag;
+	queries = 0;
+	done_after = 1;
+	sync_record(v, 0, 40);
+	CHECK_EQ(v->flags_state, -1);
+	CHECK_EQ(v->npend, 1);
+	CHECK(v->pend[0].flag == 0 && v->pend[0].fence != NULL);
+	while (v->npend)
+		exec_poll_pending(v);
+	CHECK(fixture_cq_pop(&fx, 0, 0, &c));
+	CHECK_EQ(c.user_data, 40);
+	CHECK_EQ(c.status, 0);
+}
+
+/* While a capture is open a write would be a node of its graph: events. */
+static void test_capture_open_uses_events(void)
+{
+	struct vgpu *v = &fx.w->vgpus[0];
+
+	use_flags();
+	queries = 0;
+	done_after = 1;
+	v->captures_open = true;
+	sync_record(v, 0, 50);
+	CHECK_EQ(v->npend, 1);
+	CHECK(v->pend[0].flag == 0 && v->pend[0].fence != NULL);
+	while (v->npend)
+		exec_poll_pending(v);
+	v->captures_open = false;
+}
+
+/* vGPU 0 of every case's worker queries fences through scripted_query
+ * (no completion flags), or reads scripted flags once a case asks */
 static void script_device(void)
 {
 	struct vgpu *v = &fx.w->vgpus[0];
@@ -93,13 +233,23 @@ static void script_device(void)
 	sim_record = scripted.event_record;
 	scripted.event_query = scripted_query;
 	scripted.event_record = recording;
+	scripted.flags_create = NULL;
+	scripted.flags_destroy = NULL;
+	scripted.flag_write = scripted_flag_write;
+	scripted.flag_read = scripted_flag_read;
 	v->ops = &scripted;
-	slow_fence = NULL;
+	release_slow();
 	next_is_slow = 0;
 }
 
 static const struct check_case cases[] = {
 	{ "same_stream_in_order", test_same_stream_in_order },
 	{ "unrelated_not_held_back", test_unrelated_not_held_back },
+	{ "same_stream_in_order_flags", test_same_stream_in_order_flags },
+	{ "unrelated_not_held_back_flags", test_unrelated_not_held_back_flags },
+	{ "flag_error_ends_wait", test_flag_error_ends_wait },
+	{ "flag_reused_once_passed", test_flag_reused_once_passed },
+	{ "flag_refused_falls_back_to_events", test_flag_refused_falls_back_to_events },
+	{ "capture_open_uses_events", test_capture_open_uses_events },
 };
 FIXTURE_MAIN(cases, 1, 0, script_device)

@@ -131,6 +131,9 @@ static void setup(void)
 	ops.event_query = ev_query;
 	ops.event_destroy = ev_destroy;
 	ops.capture_status = cap_status;
+	/* the model's fences are events: no completion flags */
+	ops.flags_create = NULL;
+	ops.flags_destroy = NULL;
 	nevs = 0;
 	memset(streams, 0, sizeof(streams));
 	v = NULL;

@@ -110,6 +110,7 @@ void fixture_destroy(struct fixture *f)
 			;
 		exec_drop_pending(v);
 		vgpu_teardown(v);
+		exec_flags_release(v);
 		vaheap_destroy(&v->heap);
 		for (size_t k = 0; k < MEARAS_KIND_COUNT; k++)
 			htab_free(&v->htab[k]);
