@@ -31,6 +31,7 @@
 #include "core/client.h"
 #include "core/config.h"
 #include "core/config_file.h"
+#include "core/cpus.h"
 #include "core/tenant.h"
 #include "device/device.h"
 #include "device/gpuprobe.h"
@@ -62,6 +63,8 @@ static struct vm_spec vm_specs[VM_MAX_SPECS];
 static unsigned n_vm_specs;
 static const char *vm_user, *vm_dir;
 static uint32_t metrics_port;           /* 0: no metrics endpoint */
+static cpu_set_t cpus;                  /* --cpus, where cpus_given */
+static bool cpus_given;
 static const char *metrics_bind;
 
 /* the accept loop's stop signals, and its mask while it waits (them let in) */
@@ -108,6 +111,9 @@ static void usage(FILE *f)
 		"  --data-mb=M          default data area (pinned host memory) per client (default 512)\n"
 		"  --max-data-mb=M      largest data area a client may ask for (default 16384)\n"
 		"  --spin-us=U          poller busy-polls this long before sleeping (default 50)\n"
+		"  --cpus=LIST          run the daemon, its threads and its workers on these CPUs only\n"
+		"                       (as taskset -c: 0-3,8; default: every CPU it may use). A few\n"
+		"                       CPUs close together shorten remote vGPUs' round trips\n"
 		"  --kernel-timeout-ms=N  GPU time limit: a client whose kernel runs longer than N ms\n"
 		"                       has its context torn down and its calls fail with\n"
 		"                       cudaErrorLaunchTimeout; other clients keep running (0, the\n"
@@ -180,7 +186,7 @@ static int parse_u64(const char *s, uint64_t *out)
 /* long options without a short letter */
 enum { OPT_LINK_HANDSHAKE_MS = 1000, OPT_LINK_MAX_PENDING, OPT_LINK_MAX, OPT_LINK_FD_RESERVE, OPT_LINK_MEM_MB,
        OPT_VM_USER, OPT_METRICS_PORT, OPT_METRICS_BIND, OPT_VM_DIR, OPT_LINK_TRANSPORT, OPT_REMOTE_SPIN, OPT_VERBS_DEVICE,
-       OPT_VERBS_GID_INDEX, OPT_LINK_STREAMS };
+       OPT_VERBS_GID_INDEX, OPT_LINK_STREAMS, OPT_CPUS };
 
 /* daemon hygiene options (config file, version, logs) */
 enum { OPT_CONFIG = 2000, OPT_PRINT_CONFIG, OPT_VERSION, OPT_LOG_LEVEL, OPT_LOG };
@@ -250,6 +256,7 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 		{ "link-streams", required_argument, NULL, OPT_LINK_STREAMS },
 		{ "link-transport", required_argument, NULL, OPT_LINK_TRANSPORT },
 		{ "remote-spin", required_argument, NULL, OPT_REMOTE_SPIN },
+		{ "cpus", required_argument, NULL, OPT_CPUS },
 		{ "verbs-device", required_argument, NULL, OPT_VERBS_DEVICE },
 		{ "verbs-gid-index", required_argument, NULL, OPT_VERBS_GID_INDEX },
 		{ "vm", required_argument, NULL, 'V' },
@@ -399,6 +406,14 @@ static int parse_args(int argc, char **argv, struct backend_config *cfg, const c
 			if (remote_parse_spin(&cfg->remote, optarg))
 				return fprintf(stderr, "mearasd: bad --remote-spin '%s' (auto, on or off)\n", optarg), -1;
 			break;
+		case OPT_CPUS: {
+			char why[128];
+
+			if (!cpus_parse(optarg, &cpus, why, sizeof(why)))
+				return fprintf(stderr, "mearasd: bad --cpus '%s': %s\n", optarg, why), -1;
+			cpus_given = true;
+			break;
+		}
 		case OPT_LINK_TRANSPORT:
 			if (remote_parse_transport(&cfg->remote, optarg))
 				return fprintf(stderr, "mearasd: bad --link-transport '%s' (tcp, verbs or auto)\n", optarg),
@@ -955,6 +970,22 @@ static int check_gpus(const struct backend_config *cfg)
 	return 0;
 }
 
+/* Before any thread or worker starts: all of them inherit it. */
+static int confine_cpus(void)
+{
+	char why[600], list[256];
+
+	if (!cpus_given)
+		return 0;
+	if (!cpus_confine(&cpus, why, sizeof(why))) {
+		fprintf(stderr, "mearasd: --cpus: %s\n", why);
+		return -1;
+	}
+	cpus_format(&cpus, list, sizeof(list));
+	log_info("running on CPU(s) %s (--cpus)", list);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct backend_config cfg = {
@@ -976,6 +1007,8 @@ int main(int argc, char **argv)
 	}
 	start_logging();
 	default_node_name();
+	if (confine_cpus())
+		return 1;
 	if (remote_check_transport(&cfg.remote))
 		return 1;
 	if (cfg.dev == &mdev_cuda_ops && check_gpus(&cfg))

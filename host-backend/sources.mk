@@ -10,7 +10,7 @@ EXEC_SRC := $(addprefix $(HB)/core/,exec.c exec_check.c exec_objects.c exec_memo
 EXEC_GEN := exec_ops.gen.c
 # a worker and its vGPUs besides exec: region and vGPU setup, handles, device
 # memory, the poller (the local engine), GPU time limit, output
-CORE_SRC := $(addprefix $(HB)/core/,worker.c handles.c vaheap.c watchdog.c output.c poller.c fatal.c)
+CORE_SRC := $(addprefix $(HB)/core/,worker.c handles.c vaheap.c watchdog.c output.c poller.c fatal.c cpus.c)
 # what clients of one identity hold together (a shared table)
 TENANT_SRC := $(HB)/core/tenant.c
 # serving a client (a CUDA process) on its connection

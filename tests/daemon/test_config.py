@@ -201,3 +201,45 @@ def test_remote_spin_refuses_another_word(tmp_path: Path) -> None:
     r = print_config(f"--config={f}")
     assert r.returncode == 2
     assert "bad --remote-spin 'always' (auto, on or off)" in r.stderr and f"from {f}:2" in r.stderr, r.stderr
+
+
+def test_cpus_reads_back(tmp_path: Path) -> None:
+    f = write(tmp_path, 'cpus = "0-1,3"\n')
+    r = print_config(f"--config={f}")
+    assert r.returncode == 0, r.stderr
+    assert tomllib.loads(r.stdout) == {"cpus": "0-1,3"}, r.stdout
+
+
+def test_cpus_refuses_a_bad_list(tmp_path: Path) -> None:
+    r = print_config("--cpus=3-1")
+    assert r.returncode == 2
+    assert "bad --cpus '3-1': range 3-1 runs backwards" in r.stderr, r.stderr
+
+
+def test_cpus_confine_the_daemon(tmp_path: Path) -> None:
+    """--cpus: the daemon runs on those CPUs only (its threads and workers inherit it) and
+    says so at startup."""
+    cpu = min(os.sched_getaffinity(0))
+    proc, log = start(tmp_path, f"--cpus={cpu}")
+    try:
+        wait_listening(tmp_path / "m.sock", proc)
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+        allowed = re.search(r"^Cpus_allowed_list:\s*(\S+)$", status, re.M)
+        assert allowed and allowed.group(1) == str(cpu), status
+    finally:
+        assert stop(proc) == 0
+    assert f"running on CPU(s) {cpu} (--cpus)" in log.read_text(), log.read_text()
+
+
+def test_cpus_it_may_not_use_are_refused(tmp_path: Path) -> None:
+    """A CPU outside those mearasd may use (taskset, cgroup cpuset, offline): it does not start,
+    says which, and listens on nothing."""
+    mine = os.sched_getaffinity(0)
+    cpu = max(mine) + 1
+    sock = tmp_path / "m.sock"
+    r = subprocess.run([str(MEARASD), "--config=", "--device=sim", f"--socket={sock}",
+                        f"--control={tmp_path / 'ctl.sock'}", f"--cpus={min(mine)},{cpu}"],
+                       capture_output=True, text=True, timeout=20)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert f"--cpus: CPU(s) {cpu} are not among those this process may use" in r.stderr, r.stderr
+    assert not sock.exists()
