@@ -112,6 +112,15 @@ static void test_unrelated_not_held_back(void)
 	CHECK_EQ(c.user_data, 10);
 }
 
+/* The flags' writes and reads are scripted; none is made before use_flags(). */
+static void script_flags(struct mdev_ops *o)
+{
+	o->flags_create = NULL;
+	o->flags_destroy = NULL;
+	o->flag_write = scripted_flag_write;
+	o->flag_read = scripted_flag_read;
+}
+
 /* the same cases with completion flags as the fences */
 static void use_flags(void)
 {
@@ -233,10 +242,7 @@ static void script_device(void)
 	sim_record = scripted.event_record;
 	scripted.event_query = scripted_query;
 	scripted.event_record = recording;
-	scripted.flags_create = NULL;
-	scripted.flags_destroy = NULL;
-	scripted.flag_write = scripted_flag_write;
-	scripted.flag_read = scripted_flag_read;
+	script_flags(&scripted);
 	v->ops = &scripted;
 	release_slow();
 	next_is_slow = 0;

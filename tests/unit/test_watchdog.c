@@ -131,11 +131,10 @@ static void setup(void)
 	ops.event_query = ev_query;
 	ops.event_destroy = ev_destroy;
 	ops.capture_status = cap_status;
-	/* the model's fences are events: no completion flags */
-	ops.flags_create = NULL;
-	ops.flags_destroy = NULL;
 	nevs = 0;
 	memset(streams, 0, sizeof(streams));
+	/* the model's fences are events: no completion flags */
+	ops.flags_create = NULL;
 	v = NULL;
 	REQUIRE(fixture_init(&fx, 1, 0) == 0);
 	v = &fx.w->vgpus[0];
