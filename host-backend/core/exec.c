@@ -207,7 +207,10 @@ static int fence_make(struct vgpu *v, struct pending *p, void *stream)
 /* A fence's state: 0 passed, cudaErrorNotReady, or an error. A flag is read
  * without a driver call; as a context that failed never writes it, the
  * context's state is asked every FLAG_STATUS_EVERY reads of a flag not
- * passed (once per pass of the pending completions: *status, -1 until asked). */
+ * passed (once per pass of the pending completions: *status, -1 until asked).
+ * Not while a capture is open: the question looks at the legacy stream,
+ * which would end a capture of a blocking stream (a failure then shows in
+ * the capture's end, and in the next question once it ended). */
 #define FLAG_STATUS_EVERY 64u
 
 static int fence_query(struct vgpu *v, struct pending *p, int *status)
@@ -216,7 +219,7 @@ static int fence_query(struct vgpu *v, struct pending *p, int *status)
 		return v->ops->event_query(v->dev, p->fence);
 	if (v->ops->flag_read(v->dev, v->flags, p->flag - 1u) == p->flag_value)
 		return 0;
-	if (++p->polls % FLAG_STATUS_EVERY)
+	if (++p->polls % FLAG_STATUS_EVERY || v->captures_open)
 		return cudaErrorNotReady;
 	if (*status < 0)
 		*status = v->ops->status(v->dev);

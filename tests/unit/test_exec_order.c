@@ -173,6 +173,31 @@ static void test_flag_error_ends_wait(void)
 	CHECK_EQ(v->nflag_free, free_before);
 }
 
+/* While a capture is open the context is not asked (its question looks at
+ * the legacy stream, which would end a capture of a blocking stream): the
+ * failure shows once the capture ended. */
+static void test_no_status_question_in_a_capture(void)
+{
+	struct vgpu *v = &fx.w->vgpus[0];
+	struct mearas_cqe c;
+
+	use_flags();
+	scripted.status = failed_status;
+	queries = 0;
+	done_after = 0;
+	next_is_slow = 1;
+	sync_record(v, 0, 60);
+	v->captures_open = true;
+	for (int i = 0; i < 1000; i++)
+		exec_poll_pending(v);
+	CHECK_EQ(v->npend, 1);
+	v->captures_open = false;
+	for (int i = 0; i < 1000 && v->npend; i++)
+		exec_poll_pending(v);
+	CHECK(fixture_cq_pop(&fx, 0, 0, &c));
+	CHECK_EQ(c.status, cudaErrorIllegalAddress);
+}
+
 /* A passed flag is free again. */
 static void test_flag_reused_once_passed(void)
 {
@@ -254,6 +279,7 @@ static const struct check_case cases[] = {
 	{ "same_stream_in_order_flags", test_same_stream_in_order_flags },
 	{ "unrelated_not_held_back_flags", test_unrelated_not_held_back_flags },
 	{ "flag_error_ends_wait", test_flag_error_ends_wait },
+	{ "no_status_question_in_a_capture", test_no_status_question_in_a_capture },
 	{ "flag_reused_once_passed", test_flag_reused_once_passed },
 	{ "flag_refused_falls_back_to_events", test_flag_refused_falls_back_to_events },
 	{ "capture_open_uses_events", test_capture_open_uses_events },
