@@ -206,24 +206,33 @@ static int fence_make(struct vgpu *v, struct pending *p, void *stream)
 
 /* A fence's state: 0 passed, cudaErrorNotReady, or an error. A flag is read
  * without a driver call; as a context that failed never writes it, the
- * context's state is asked every FLAG_STATUS_EVERY reads of a flag not
- * passed (once per pass of the pending completions: *status, -1 until asked).
- * Not while a capture is open: the question looks at the legacy stream,
- * which would end a capture of a blocking stream (a failure then shows in
- * the capture's end, and in the next question once it ended). */
+ * context's state (a sticky error, kept in ctx_error from then on) is asked
+ * every FLAG_STATUS_EVERY reads of a flag not passed, and at once when an
+ * event's query fails: flags older than that event then fail in the same
+ * pass (fences are queried newest first), never after it. */
 #define FLAG_STATUS_EVERY 64u
 
-static int fence_query(struct vgpu *v, struct pending *p, int *status)
+static void ask_status(struct vgpu *v)
 {
-	if (!p->flag)
-		return v->ops->event_query(v->dev, p->fence);
+	if (!v->ctx_error && v->ops->status)
+		v->ctx_error = v->ops->status(v->dev);
+}
+
+static int fence_query(struct vgpu *v, struct pending *p)
+{
+	int r;
+
+	if (!p->flag) {
+		r = v->ops->event_query(v->dev, p->fence);
+		if (r && r != cudaErrorNotReady && v->flags_state > 0)
+			ask_status(v);
+		return r;
+	}
 	if (v->ops->flag_read(v->dev, v->flags, p->flag - 1u) == p->flag_value)
 		return 0;
-	if (++p->polls % FLAG_STATUS_EVERY || v->captures_open)
-		return cudaErrorNotReady;
-	if (*status < 0)
-		*status = v->ops->status(v->dev);
-	return *status ? *status : cudaErrorNotReady;
+	if (!v->ctx_error && ++p->polls % FLAG_STATUS_EVERY == 0)
+		ask_status(v);
+	return v->ctx_error ? v->ctx_error : cudaErrorNotReady;
 }
 
 /*
@@ -239,10 +248,10 @@ static int fence_query(struct vgpu *v, struct pending *p, int *status)
 int exec_poll_pending(struct vgpu *v)
 {
 	size_t keep = 0, n = v->npend;
-	int done = 0, status = -1;
+	int done = 0;
 
 	for (size_t i = n; i-- > 0;)
-		v->pend[i].poll_status = fence_query(v, &v->pend[i], &status);
+		v->pend[i].poll_status = fence_query(v, &v->pend[i]);
 	for (size_t i = 0; i < n; i++) {
 		struct pending p = v->pend[i];
 
@@ -284,6 +293,7 @@ void exec_flags_release(struct vgpu *v)
 	v->flags = NULL;
 	v->flags_state = 0;
 	v->nflag_free = 0;
+	v->ctx_error = 0;
 }
 
 static void add_pending(struct vgpu *v, struct pending *p)

@@ -133,6 +133,7 @@ struct vgpu {
 	uint32_t flag_value;    /* the last value written (never 0) */
 	uint16_t flag_free[MEARAS_FLAG_SLOTS];
 	unsigned nflag_free;
+	int ctx_error;          /* the context's sticky error once asked and seen (exec.c) */
 	struct global_range *globals;
 	size_t nglobals, cap_globals;
 	/* heap and globals change under it (on this vGPU's thread, which reads

@@ -160,8 +160,8 @@ struct mdev_ops {
 	 * flags_destroy frees a set that no write can still reach (NULL: the
 	 * set lives as long as the process, as the driver may still write it).
 	 * status: the context's sticky error, 0 if none (what a query of an
-	 * event would return, and a word never written would not show). All
-	 * NULL: fences are events. */
+	 * event would return, and a word never written would not show), asked
+	 * without touching the client's streams. All NULL: fences are events. */
 	int (*flags_create)(struct mdev *d, unsigned n, void **flags);
 	void (*flags_destroy)(struct mdev *d, void *flags);
 	int (*flag_write)(struct mdev *d, void *flags, unsigned i, uint32_t value, void *stream);

@@ -77,6 +77,7 @@ struct mdev {
 	int phys;
 	CUdeviceptr window;
 	uint64_t window_size;
+	CUstream probe;         /* an empty stream of our own, made on first use (cuda_status) */
 };
 
 struct cuda_func {
@@ -240,6 +241,8 @@ static int cuda_open(struct mdev **out, int phys, uint64_t va_base, uint64_t va_
 
 static void cuda_close(struct mdev *d)
 {
+	if (d->probe)
+		p_cuStreamDestroy(d->probe);
 	p_cuMemAddressFree(d->window, d->window_size);
 	free(d);
 }
@@ -829,13 +832,20 @@ static uint32_t cuda_flag_read(struct mdev *d, void *flags, unsigned i)
 	return i < f->n ? __atomic_load_n(&f->words[i], __ATOMIC_ACQUIRE) : 0;
 }
 
-/* A query of the legacy stream returns the context's sticky error, if any,
- * without waiting for anything. */
+/* A query of an empty non-blocking stream of our own returns the context's
+ * sticky error, if any, and nothing else: no work of the client's is on it,
+ * and unlike the legacy stream it is not tied to a capture of a blocking
+ * stream (which would answer cudaErrorStreamCaptureImplicit). */
 static int cuda_status(struct mdev *d)
 {
-	CUresult r = p_cuStreamQuery(CU_STREAM_LEGACY);
+	CUresult r = CUDA_SUCCESS;
 
-	(void)d;
+	if (!d->probe)
+		r = p_cuStreamCreateWithPriority(&d->probe, CU_STREAM_NON_BLOCKING, 0);
+	if (!r)
+		r = p_cuStreamQuery(d->probe);
+	if (r && !d->probe)
+		log_warn("GPU %d: no stream to ask the context's state on (error %d)", d->phys, (int)r);
 	return r == CUDA_ERROR_NOT_READY ? 0 : cu_err(r);
 }
 

@@ -111,6 +111,7 @@ for v in plain asan; do
 	run $v/printf_flush 60 $B/$v/test_printf_flush
 	run $v/exec_link 60 $B/$v/test_exec_link
 	run $v/exec_array 60 $B/$v/test_exec_array
+	run $v/cpus 60 $B/$v/test_cpus
 done
 # every test program the Makefile builds is run above
 unlisted=

@@ -17,10 +17,13 @@ static int next_is_slow;              /* the next fence recorded becomes slow_fe
 static int (*sim_record)(struct mdev *d, void *e, void *stream);
 static uint32_t flag_words[MEARAS_FLAG_SLOTS]; /* what the scripted flags were written */
 static int slow_slot;                          /* the flag that never passes (-1: none) */
+static unsigned flag_fences, event_fences;     /* fences made since the case began, by kind */
+
+static int event_error;                /* what events' queries return once set (a failed context) */
 
 static int scripted_query(struct mdev *d, void *e)
 {
-	int r = (e != slow_fence && queries >= done_after) ? 0 : cudaErrorNotReady;
+	int r = event_error ? event_error : (e != slow_fence && queries >= done_after) ? 0 : cudaErrorNotReady;
 
 	(void)d;
 	queries++;
@@ -29,6 +32,7 @@ static int scripted_query(struct mdev *d, void *e)
 
 static int recording(struct mdev *d, void *e, void *stream)
 {
+	event_fences++;
 	if (next_is_slow)
 		slow_fence = e;
 	next_is_slow = 0;
@@ -38,6 +42,7 @@ static int recording(struct mdev *d, void *e, void *stream)
 static int scripted_flag_write(struct mdev *d, void *flags, unsigned i, uint32_t value, void *stream)
 {
 	(void)d, (void)flags, (void)stream;
+	flag_fences++;
 	if (next_is_slow)
 		slow_slot = (int)i;
 	next_is_slow = 0;
@@ -132,6 +137,7 @@ static void test_same_stream_in_order_flags(void)
 {
 	use_flags();
 	test_same_stream_in_order();
+	CHECK(flag_fences == 2 && event_fences == 0);
 	CHECK_EQ(fx.w->vgpus[0].flags_state, 1);
 }
 
@@ -139,6 +145,7 @@ static void test_unrelated_not_held_back_flags(void)
 {
 	use_flags();
 	test_unrelated_not_held_back();
+	CHECK(flag_fences == 2 && event_fences == 0);
 	CHECK_EQ(fx.w->vgpus[0].flags_state, 1);
 }
 
@@ -173,10 +180,10 @@ static void test_flag_error_ends_wait(void)
 	CHECK_EQ(v->nflag_free, free_before);
 }
 
-/* While a capture is open the context is not asked (its question looks at
- * the legacy stream, which would end a capture of a blocking stream): the
- * failure shows once the capture ended. */
-static void test_no_status_question_in_a_capture(void)
+/* The context fails while an older record waits on a flag and a newer one
+ * on an event: the event's query sees it at once, and the flag's record
+ * fails in the same pass, ahead of it (completions stay in order). */
+static void test_failure_keeps_order_across_fences(void)
 {
 	struct vgpu *v = &fx.w->vgpus[0];
 	struct mearas_cqe c;
@@ -184,33 +191,49 @@ static void test_no_status_question_in_a_capture(void)
 	use_flags();
 	scripted.status = failed_status;
 	queries = 0;
-	done_after = 0;
+	done_after = 1000000;
 	next_is_slow = 1;
-	sync_record(v, 0, 60);
-	v->captures_open = true;
-	for (int i = 0; i < 1000; i++)
-		exec_poll_pending(v);
-	CHECK_EQ(v->npend, 1);
+	sync_record(v, 0, 70);
+	CHECK(v->pend[0].flag != 0);
+	v->captures_open = true; /* the next fence is an event */
+	sync_record(v, 0, 71);
 	v->captures_open = false;
-	for (int i = 0; i < 1000 && v->npend; i++)
-		exec_poll_pending(v);
+	CHECK_EQ(v->npend, 2);
+	CHECK(v->pend[1].flag == 0);
+	event_error = cudaErrorIllegalAddress;
+	exec_poll_pending(v);
+	CHECK_EQ(v->npend, 0);
 	CHECK(fixture_cq_pop(&fx, 0, 0, &c));
+	CHECK_EQ(c.user_data, 70);
 	CHECK_EQ(c.status, cudaErrorIllegalAddress);
+	CHECK(fixture_cq_pop(&fx, 0, 0, &c));
+	CHECK_EQ(c.user_data, 71);
 }
 
-/* A passed flag is free again. */
+/* A passed flag is free again: the next fence takes the same word. */
 static void test_flag_reused_once_passed(void)
 {
 	struct vgpu *v = &fx.w->vgpus[0];
 	struct mearas_cqe c;
+	uint16_t first;
 
 	use_flags();
 	queries = 0;
-	done_after = 0;
+	done_after = 1;
 	sync_record(v, 0, 30);
+	CHECK_EQ(v->npend, 1);
+	first = v->pend[0].flag;
+	CHECK(first != 0);
+	CHECK_EQ(v->nflag_free, MEARAS_FLAG_SLOTS - 1);
+	exec_poll_pending(v);
 	CHECK(fixture_cq_pop(&fx, 0, 0, &c));
-	CHECK_EQ(v->npend, 0);
 	CHECK_EQ(v->nflag_free, MEARAS_FLAG_SLOTS);
+	queries = 0;
+	sync_record(v, 0, 31);
+	CHECK_EQ(v->npend, 1);
+	CHECK_EQ(v->pend[0].flag, first);
+	exec_poll_pending(v);
+	CHECK(fixture_cq_pop(&fx, 0, 0, &c));
 }
 
 static int refuse_flag(struct mdev *d, void *flags, unsigned i, uint32_t value, void *stream)
@@ -271,6 +294,8 @@ static void script_device(void)
 	v->ops = &scripted;
 	release_slow();
 	next_is_slow = 0;
+	flag_fences = event_fences = 0;
+	event_error = 0;
 }
 
 static const struct check_case cases[] = {
@@ -279,7 +304,7 @@ static const struct check_case cases[] = {
 	{ "same_stream_in_order_flags", test_same_stream_in_order_flags },
 	{ "unrelated_not_held_back_flags", test_unrelated_not_held_back_flags },
 	{ "flag_error_ends_wait", test_flag_error_ends_wait },
-	{ "no_status_question_in_a_capture", test_no_status_question_in_a_capture },
+	{ "failure_keeps_order_across_fences", test_failure_keeps_order_across_fences },
 	{ "flag_reused_once_passed", test_flag_reused_once_passed },
 	{ "flag_refused_falls_back_to_events", test_flag_refused_falls_back_to_events },
 	{ "capture_open_uses_events", test_capture_open_uses_events },
