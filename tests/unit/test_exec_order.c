@@ -133,6 +133,17 @@ static void use_flags(void)
 	scripted.flags_destroy = mdev_sim_ops.flags_destroy;
 }
 
+/* A case with completion flags: fences pass once `after` queries were
+ * made, the next one never if slow. */
+static struct vgpu *flags_case(unsigned after, int slow)
+{
+	use_flags();
+	queries = 0;
+	done_after = after;
+	next_is_slow = slow;
+	return &fx.w->vgpus[0];
+}
+
 static void test_same_stream_in_order_flags(void)
 {
 	use_flags();
@@ -160,15 +171,11 @@ static int failed_status(struct mdev *d)
 
 static void test_flag_error_ends_wait(void)
 {
-	struct vgpu *v = &fx.w->vgpus[0];
+	struct vgpu *v = flags_case(0, 1);
 	struct mearas_cqe c;
 	unsigned free_before;
 
-	use_flags();
 	scripted.status = failed_status;
-	queries = 0;
-	done_after = 0;
-	next_is_slow = 1;
 	sync_record(v, 0, 20);
 	free_before = v->nflag_free;
 	for (int i = 0; i < 1000 && v->npend; i++)
@@ -185,14 +192,10 @@ static void test_flag_error_ends_wait(void)
  * fails in the same pass, ahead of it (completions stay in order). */
 static void test_failure_keeps_order_across_fences(void)
 {
-	struct vgpu *v = &fx.w->vgpus[0];
+	struct vgpu *v = flags_case(1000000, 1);
 	struct mearas_cqe c;
 
-	use_flags();
 	scripted.status = failed_status;
-	queries = 0;
-	done_after = 1000000;
-	next_is_slow = 1;
 	sync_record(v, 0, 70);
 	CHECK(v->pend[0].flag != 0);
 	v->captures_open = true; /* the next fence is an event */
@@ -213,13 +216,10 @@ static void test_failure_keeps_order_across_fences(void)
 /* A passed flag is free again: the next fence takes the same word. */
 static void test_flag_reused_once_passed(void)
 {
-	struct vgpu *v = &fx.w->vgpus[0];
+	struct vgpu *v = flags_case(1, 0);
 	struct mearas_cqe c;
 	uint16_t first;
 
-	use_flags();
-	queries = 0;
-	done_after = 1;
 	sync_record(v, 0, 30);
 	CHECK_EQ(v->npend, 1);
 	first = v->pend[0].flag;
@@ -245,13 +245,10 @@ static int refuse_flag(struct mdev *d, void *flags, unsigned i, uint32_t value, 
 /* A device that refuses the flags' writes gets events, from then on. */
 static void test_flag_refused_falls_back_to_events(void)
 {
-	struct vgpu *v = &fx.w->vgpus[0];
+	struct vgpu *v = flags_case(1, 0);
 	struct mearas_cqe c;
 
-	use_flags();
 	scripted.flag_write = refuse_flag;
-	queries = 0;
-	done_after = 1;
 	sync_record(v, 0, 40);
 	CHECK_EQ(v->flags_state, -1);
 	CHECK_EQ(v->npend, 1);
@@ -266,11 +263,8 @@ static void test_flag_refused_falls_back_to_events(void)
 /* While a capture is open a write would be a node of its graph: events. */
 static void test_capture_open_uses_events(void)
 {
-	struct vgpu *v = &fx.w->vgpus[0];
+	struct vgpu *v = flags_case(1, 0);
 
-	use_flags();
-	queries = 0;
-	done_after = 1;
 	v->captures_open = true;
 	sync_record(v, 0, 50);
 	CHECK_EQ(v->npend, 1);
