@@ -77,7 +77,7 @@ struct mdev {
 	int phys;
 	CUdeviceptr window;
 	uint64_t window_size;
-	CUstream probe;         /* an empty stream of our own, made on first use (cuda_status) */
+	CUstream probe;         /* an empty stream of our own (cuda_status), made with the flags */
 };
 
 struct cuda_func {
@@ -793,11 +793,17 @@ static int cuda_flags_create(struct mdev *d, unsigned n, void **flags)
 	struct cuda_flags *f = calloc(1, sizeof(*f));
 	CUresult r;
 
-	(void)d;
 	if (!f)
 		return cudaErrorMemoryAllocation;
-	r = p_cuMemHostAlloc((void **)&f->words, (size_t)n * sizeof(uint32_t),
-			     CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+	/* the stream cuda_status asks on, made here: without it no flags (events
+	 * then), rather than waits failed later by its making failing */
+	if (!d->probe)
+		r = p_cuStreamCreateWithPriority(&d->probe, CU_STREAM_NON_BLOCKING, 0);
+	else
+		r = CUDA_SUCCESS;
+	if (!r)
+		r = p_cuMemHostAlloc((void **)&f->words, (size_t)n * sizeof(uint32_t),
+				     CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
 	if (!r)
 		r = p_cuMemHostGetDevicePointer(&f->dev, f->words, 0);
 	if (r) {
@@ -838,14 +844,9 @@ static uint32_t cuda_flag_read(struct mdev *d, void *flags, unsigned i)
  * stream (which would answer cudaErrorStreamCaptureImplicit). */
 static int cuda_status(struct mdev *d)
 {
-	CUresult r = CUDA_SUCCESS;
+	/* made with the flags (cuda_flags_create), which are asked about only */
+	CUresult r = p_cuStreamQuery(d->probe);
 
-	if (!d->probe)
-		r = p_cuStreamCreateWithPriority(&d->probe, CU_STREAM_NON_BLOCKING, 0);
-	if (!r)
-		r = p_cuStreamQuery(d->probe);
-	if (r && !d->probe)
-		log_warn("GPU %d: no stream to ask the context's state on (error %d)", d->phys, (int)r);
 	return r == CUDA_ERROR_NOT_READY ? 0 : cu_err(r);
 }
 

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "device_sim_array.h"
+#include "mearas/clock.h"
 #include "device_sim_memop.h"
 
 #define SIM_WAIT_MS 5000
@@ -94,14 +95,6 @@ struct sim_flags {
 	struct sim_flag w[];
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
 int sim_flags_create(struct mdev *d, unsigned n, void **flags)
 {
 	struct sim_flags *f = calloc(1, sizeof(*f) + (size_t)n * sizeof(f->w[0]));
@@ -148,7 +141,7 @@ uint32_t sim_flag_read(struct mdev *d, void *flags, unsigned i)
 	if (i >= f->n)
 		return 0;
 	w = &f->w[i];
-	if (w->ready_ns && now_ns() >= w->ready_ns) {
+	if (w->ready_ns && mearas_mono_ns() >= w->ready_ns) {
 		w->value = w->next;
 		w->ready_ns = 0;
 	}
