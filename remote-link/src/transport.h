@@ -63,6 +63,15 @@ struct link_tcp_transport {
 	struct link_transport base;
 	int fd;
 	int down; /* atomic: set by shutdown; senders and readers check it */
+	/* tx_clear's answer without a system call: the send queue only grows
+	 * by a write, so a reading of "empty" holds until the next write.
+	 * writes counts finished writes (atomic); clear_at is writes + 1 as it
+	 * was before the last reading that found the queue empty (0: none);
+	 * the spinning reader looks again, off a call's path, after a write or
+	 * a receive (which may bring the peer's acknowledgement) since its last
+	 * look (looked_key: writes + reads then); looks counts the readings
+	 * taken. All atomic. */
+	uint64_t writes, clear_at, reads, looked_key, looks;
 };
 
 /* Takes ownership of the connected socket fd. */
@@ -99,7 +108,8 @@ int link_tcp_read(struct link_tcp_transport *tt, void *buf, size_t len, uint32_t
 /* The shutdown of a link_tcp_transport (clear text, encrypted): down set, the
  * socket shut, which wakes whoever is blocked on it. */
 void link_tcp_transport_shutdown(struct link_transport *t);
-/* The tx_clear of a link_tcp_transport: its socket's send queue is empty. */
+/* The tx_clear of a link_tcp_transport: its socket's send queue is empty
+ * (SIOCOUTQ), or was at a reading with no write since. */
 bool link_tcp_transport_tx_clear(struct link_transport *t);
 int link_tcp_connect(const char *host, uint16_t port, uint32_t timeout_ms, int *out_fd);
 

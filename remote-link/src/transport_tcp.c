@@ -90,6 +90,7 @@ int link_tcp_write(struct link_tcp_transport *tt, const struct iovec *iov_in, in
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
+			__atomic_add_fetch(&tt->writes, 1, __ATOMIC_RELEASE); /* part of it may be queued */
 			return MEARAS_LINK_E_BROKEN; /* includes EAGAIN from SO_SNDTIMEO */
 		}
 		size_t left = (size_t)n;
@@ -103,6 +104,9 @@ int link_tcp_write(struct link_tcp_transport *tt, const struct iovec *iov_in, in
 			iov->iov_len -= left;
 		}
 	}
+	/* after the bytes are in the queue: a reading of "empty" taken before
+	 * this write no longer answers tx_clear */
+	__atomic_add_fetch(&tt->writes, 1, __ATOMIC_RELEASE);
 	return MEARAS_LINK_OK;
 }
 
@@ -115,6 +119,38 @@ static int tcp_send_iov(struct link_transport *t, const struct iovec *iov, int i
 	return rc;
 }
 
+bool link_tcp_transport_tx_clear(struct link_transport *t)
+{
+	struct link_tcp_transport *tt = (struct link_tcp_transport *)t;
+	/* read before the reading: a write that ends during it makes it stale */
+	uint64_t w = __atomic_load_n(&tt->writes, __ATOMIC_ACQUIRE);
+	int queued = 0;
+
+	if (__atomic_load_n(&tt->down, __ATOMIC_ACQUIRE))
+		return false;
+	if (__atomic_load_n(&tt->clear_at, __ATOMIC_ACQUIRE) == w + 1)
+		return true;
+	__atomic_add_fetch(&tt->looks, 1, __ATOMIC_RELAXED);
+	if (ioctl(tt->fd, SIOCOUTQ, &queued) != 0 || queued != 0)
+		return false;
+	__atomic_store_n(&tt->clear_at, w + 1, __ATOMIC_RELEASE);
+	return true;
+}
+
+/* The spinning reader, after an empty receive: if anything was written or
+ * received since its last look, it reads the send queue now, so that the
+ * next tx_clear (the reply or the next call about to go out on this
+ * thread) is answered without a system call on the call's path. */
+static void tx_look_ahead(struct link_tcp_transport *tt)
+{
+	uint64_t key = __atomic_load_n(&tt->writes, __ATOMIC_ACQUIRE) + __atomic_load_n(&tt->reads, __ATOMIC_RELAXED);
+
+	if (key == __atomic_load_n(&tt->looked_key, __ATOMIC_RELAXED))
+		return;
+	__atomic_store_n(&tt->looked_key, key, __ATOMIC_RELAXED);
+	(void)link_tcp_transport_tx_clear(&tt->base);
+}
+
 int link_tcp_read(struct link_tcp_transport *tt, void *buf, size_t len, uint32_t timeout_ms)
 {
 	if (__atomic_load_n(&tt->down, __ATOMIC_ACQUIRE))
@@ -123,14 +159,18 @@ int link_tcp_read(struct link_tcp_transport *tt, void *buf, size_t len, uint32_t
 		len = 1u << 30;
 	/* data usually waits already (a frame body after its header): poll only when not */
 	ssize_t n = recv(tt->fd, buf, len, MSG_DONTWAIT);
-	if (n > 0)
+	if (n > 0) {
+		__atomic_add_fetch(&tt->reads, 1, __ATOMIC_RELAXED);
 		return (int)n;
+	}
 	if (n == 0 || (errno != EAGAIN && errno != EINTR))
 		return MEARAS_LINK_E_BROKEN;
 	/* a spinning reader (no wait) looks again with its next recv: a poll
 	 * between would double the system calls of each empty look */
-	if (!timeout_ms)
+	if (!timeout_ms) {
+		tx_look_ahead(tt);
 		return 0;
+	}
 	struct pollfd pfd = { .fd = tt->fd, .events = POLLIN };
 	int pr = poll(&pfd, 1, (int)timeout_ms);
 	if (pr < 0)
@@ -138,8 +178,10 @@ int link_tcp_read(struct link_tcp_transport *tt, void *buf, size_t len, uint32_t
 	if (pr == 0)
 		return 0;
 	n = recv(tt->fd, buf, len, MSG_DONTWAIT);
-	if (n > 0)
+	if (n > 0) {
+		__atomic_add_fetch(&tt->reads, 1, __ATOMIC_RELAXED);
 		return (int)n;
+	}
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return 0;
 	return MEARAS_LINK_E_BROKEN; /* EOF or reset */
@@ -148,14 +190,6 @@ int link_tcp_read(struct link_tcp_transport *tt, void *buf, size_t len, uint32_t
 static int tcp_recv(struct link_transport *t, void *buf, size_t len, uint32_t timeout_ms)
 {
 	return link_tcp_read((struct link_tcp_transport *)t, buf, len, timeout_ms);
-}
-
-bool link_tcp_transport_tx_clear(struct link_transport *t)
-{
-	struct link_tcp_transport *tt = (struct link_tcp_transport *)t;
-	int queued = 0;
-
-	return !__atomic_load_n(&tt->down, __ATOMIC_ACQUIRE) && ioctl(tt->fd, SIOCOUTQ, &queued) == 0 && queued == 0;
 }
 
 void link_tcp_transport_shutdown(struct link_transport *t)

@@ -850,6 +850,127 @@ static void t_tx_clear(void)
 	CHECK(full && clear);
 }
 
+/* A TCP transport over a loopback connection whose other end (*peer) reads
+ * nothing unless told; peer_rcvbuf bounds what it takes in. */
+static struct link_transport *tcp_pair(int *peer, int peer_rcvbuf)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	struct mearas_link_config cfg;
+	struct link_transport *t = NULL;
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), c = -1, big = 4 << 20;
+
+	base_cfg(&cfg, NULL);
+	*peer = -1;
+	if (l < 0 || setsockopt(l, SOL_SOCKET, SO_RCVBUF, &peer_rcvbuf, sizeof(peer_rcvbuf)) ||
+	    bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 1) || getsockname(l, (struct sockaddr *)&a, &alen))
+		goto out;
+	c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c < 0 || setsockopt(c, SOL_SOCKET, SO_SNDBUF, &big, sizeof(big)) ||
+	    connect(c, (struct sockaddr *)&a, sizeof(a)))
+		goto out;
+	*peer = accept(l, NULL, NULL);
+	if (*peer >= 0 && link_tcp_transport_create(c, &cfg, &t) == MEARAS_LINK_OK)
+		c = -1; /* the transport's now */
+out:
+	if (c >= 0)
+		close(c);
+	if (l >= 0)
+		close(l);
+	return t;
+}
+
+/* tx_clear answers from its last reading of an empty send queue until
+ * something is written: no system call per question then. */
+static void t_tx_clear_reading_kept(void)
+{
+	int peer;
+	struct link_transport *t = tcp_pair(&peer, 1 << 20);
+	struct link_tcp_transport *tt = (struct link_tcp_transport *)t;
+	uint64_t looks;
+
+	REQUIRE(t && peer >= 0);
+	CHECK(t->ops->tx_clear(t));
+	looks = __atomic_load_n(&tt->looks, __ATOMIC_RELAXED);
+	for (int i = 0; i < 10; i++)
+		CHECK(t->ops->tx_clear(t));
+	CHECK(__atomic_load_n(&tt->looks, __ATOMIC_RELAXED) == looks);
+	CHECK_RC(t->ops->send_iov(t, &(struct iovec){ "x", 1 }, 1), MEARAS_LINK_OK);
+	(void)t->ops->tx_clear(t);
+	CHECK(__atomic_load_n(&tt->looks, __ATOMIC_RELAXED) == looks + 1);
+	t->ops->destroy(t);
+	close(peer);
+}
+
+/* A write after a reading of an empty queue is not answered from that
+ * reading: with the peer's window full, tx_clear is false at once. */
+static void t_tx_clear_after_write(void)
+{
+	int peer;
+	struct link_transport *t = tcp_pair(&peer, 4096);
+	static uint8_t lots[64 << 10];
+	bool clear = false;
+
+	REQUIRE(t && peer >= 0);
+	CHECK(t->ops->tx_clear(t));
+	CHECK_RC(t->ops->send_iov(t, &(struct iovec){ lots, sizeof(lots) }, 1), MEARAS_LINK_OK);
+	CHECK(!t->ops->tx_clear(t));
+	/* the peer reads it all: clear again */
+	for (size_t got = 0; got < sizeof(lots);) {
+		ssize_t n = recv(peer, lots, sizeof(lots), 0);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	for (int i = 0; i < 300 && !clear; i++) {
+		clear = t->ops->tx_clear(t);
+		if (!clear)
+			usleep(10000);
+	}
+	CHECK(clear);
+	t->ops->destroy(t);
+	close(peer);
+}
+
+/* A spinning reader's empty receive reads the send queue once after a write
+ * or a receive, not on every empty receive; a receive that brings the peer's
+ * acknowledgement leaves tx_clear answered without another reading. */
+static void t_tx_clear_look_ahead(void)
+{
+	int peer;
+	struct link_transport *t = tcp_pair(&peer, 4096);
+	struct link_tcp_transport *tt = (struct link_tcp_transport *)t;
+	static uint8_t lots[64 << 10];
+	uint8_t buf[16];
+	uint64_t looks;
+
+	REQUIRE(t && peer >= 0);
+	looks = __atomic_load_n(&tt->looks, __ATOMIC_RELAXED);
+	CHECK_RC(t->ops->recv(t, buf, sizeof(buf), 0), 0);
+	CHECK(__atomic_load_n(&tt->looks, __ATOMIC_RELAXED) == looks); /* nothing happened yet */
+	/* more than the peer's window: the queue stays full */
+	CHECK_RC(t->ops->send_iov(t, &(struct iovec){ lots, sizeof(lots) }, 1), MEARAS_LINK_OK);
+	for (int i = 0; i < 5; i++)
+		CHECK_RC(t->ops->recv(t, buf, sizeof(buf), 0), 0);
+	CHECK(__atomic_load_n(&tt->looks, __ATOMIC_RELAXED) == looks + 1);
+	/* the peer takes it all and answers (its answer acknowledges it) */
+	for (size_t got = 0; got < sizeof(lots);) {
+		ssize_t n = recv(peer, lots, sizeof(lots), 0);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	CHECK(send(peer, "y", 1, 0) == 1);
+	for (int i = 0; i < 1000 && t->ops->recv(t, buf, sizeof(buf), 0) == 0; i++)
+		usleep(1000);
+	CHECK_RC(t->ops->recv(t, buf, sizeof(buf), 0), 0);
+	CHECK(__atomic_load_n(&tt->looks, __ATOMIC_RELAXED) == looks + 2);
+	CHECK(t->ops->tx_clear(t));
+	CHECK(__atomic_load_n(&tt->looks, __ATOMIC_RELAXED) == looks + 2);
+	t->ops->destroy(t);
+	close(peer);
+}
+
 /* ---- link encryption ---- */
 
 /* A bulk transfer of the tests' pattern, then the server's count of it. */
@@ -1798,6 +1919,9 @@ static const struct check_case cases[] = {
 	T(t_rx_spin),
 	T(t_server_on_idle_replies),
 	T(t_server_on_idle_needs_spin),
+	T(t_tx_clear_reading_kept),
+	T(t_tx_clear_after_write),
+	T(t_tx_clear_look_ahead),
 	T(t_client_rx_idle),
 	T(t_tx_clear),
 	T(t_call_stream),
