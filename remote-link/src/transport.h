@@ -67,11 +67,11 @@ struct link_tcp_transport {
 	 * by a write, so a reading of "empty" holds until the next write.
 	 * writes counts finished writes (atomic); clear_at is writes + 1 as it
 	 * was before the last reading that found the queue empty (0: none);
-	 * the spinning reader looks again, off a call's path, after a write or
-	 * a receive (which may bring the peer's acknowledgement) since its last
-	 * look (looked_key: writes + reads then); looks counts the readings
-	 * taken. All atomic. */
-	uint64_t writes, clear_at, reads, looked_key, looks;
+	 * the spinning reader looks again, off a call's path, after a receive
+	 * (which may bring the peer's acknowledgement) since its last look
+	 * (looked_at: reads then); looks counts the readings taken. All
+	 * atomic. */
+	uint64_t writes, clear_at, reads, looked_at, looks;
 };
 
 /* Takes ownership of the connected socket fd. */

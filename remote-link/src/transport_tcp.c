@@ -137,17 +137,20 @@ bool link_tcp_transport_tx_clear(struct link_transport *t)
 	return true;
 }
 
-/* The spinning reader, after an empty receive: if anything was written or
- * received since its last look, it reads the send queue now, so that the
- * next tx_clear (the reply or the next call about to go out on this
- * thread) is answered without a system call on the call's path. */
+/* The spinning reader, after an empty receive: if it received since its
+ * last look (the peer's data carries its acknowledgement of ours), it
+ * reads the send queue now, so that the next tx_clear (the reply or the
+ * next call about to go out on this thread) is answered without a system
+ * call on the call's path. Not after a write: the peer acknowledges it
+ * with its answer, and a stream of writes (launches) would pay a second
+ * reading per write. */
 static void tx_look_ahead(struct link_tcp_transport *tt)
 {
-	uint64_t key = __atomic_load_n(&tt->writes, __ATOMIC_ACQUIRE) + __atomic_load_n(&tt->reads, __ATOMIC_RELAXED);
+	uint64_t reads = __atomic_load_n(&tt->reads, __ATOMIC_RELAXED);
 
-	if (key == __atomic_load_n(&tt->looked_key, __ATOMIC_RELAXED))
+	if (reads == __atomic_load_n(&tt->looked_at, __ATOMIC_RELAXED))
 		return;
-	__atomic_store_n(&tt->looked_key, key, __ATOMIC_RELAXED);
+	__atomic_store_n(&tt->looked_at, reads, __ATOMIC_RELAXED);
 	(void)link_tcp_transport_tx_clear(&tt->base);
 }
 
