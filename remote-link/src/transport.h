@@ -64,14 +64,14 @@ struct link_tcp_transport {
 	int fd;
 	int down; /* atomic: set by shutdown; senders and readers check it */
 	/* tx_clear's answer without a system call: the send queue only grows
-	 * by a write, so a reading of "empty" holds until the next write.
-	 * writes counts finished writes (atomic); clear_at is writes + 1 as it
-	 * was before the last reading that found the queue empty (0: none);
-	 * the spinning reader looks again, off a call's path, after a receive
-	 * (which may bring the peer's acknowledgement) since its last look
-	 * (looked_at: reads then); looks counts the readings taken. All
+	 * by a write, so a reading of "empty" taken while no write was under
+	 * way holds until the next write begins. begun and ended count writes
+	 * begun and ended; clear_at is begun + 1 as it was at such a reading (0:
+	 * none); the spinning reader looks again, off a call's path, after a
+	 * receive (which may bring the peer's acknowledgement) since its last
+	 * look (looked_at: reads then); looks counts the readings taken. All
 	 * atomic. */
-	uint64_t writes, clear_at, reads, looked_at, looks;
+	uint64_t begun, ended, clear_at, reads, looked_at, looks;
 };
 
 /* Takes ownership of the connected socket fd. */

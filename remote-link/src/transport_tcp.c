@@ -82,16 +82,21 @@ int link_tcp_write(struct link_tcp_transport *tt, const struct iovec *iov_in, in
 		return MEARAS_LINK_E_INVAL;
 	memcpy(local, iov_in, sizeof(*local) * (size_t)iovcnt);
 	struct iovec *iov = local;
+	/* before any byte is queued: no reading of "empty" is kept from now on */
+	__atomic_add_fetch(&tt->begun, 1, __ATOMIC_SEQ_CST);
+	int rc = MEARAS_LINK_OK;
 	while (iovcnt > 0) {
-		if (__atomic_load_n(&tt->down, __ATOMIC_ACQUIRE))
-			return MEARAS_LINK_E_BROKEN;
+		if (__atomic_load_n(&tt->down, __ATOMIC_ACQUIRE)) {
+			rc = MEARAS_LINK_E_BROKEN;
+			break;
+		}
 		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)iovcnt };
 		ssize_t n = sendmsg(tt->fd, &mh, MSG_NOSIGNAL);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			__atomic_add_fetch(&tt->writes, 1, __ATOMIC_RELEASE); /* part of it may be queued */
-			return MEARAS_LINK_E_BROKEN; /* includes EAGAIN from SO_SNDTIMEO */
+			rc = MEARAS_LINK_E_BROKEN; /* includes EAGAIN from SO_SNDTIMEO */
+			break;
 		}
 		size_t left = (size_t)n;
 		while (iovcnt > 0 && left >= iov->iov_len) {
@@ -104,10 +109,8 @@ int link_tcp_write(struct link_tcp_transport *tt, const struct iovec *iov_in, in
 			iov->iov_len -= left;
 		}
 	}
-	/* after the bytes are in the queue: a reading of "empty" taken before
-	 * this write no longer answers tx_clear */
-	__atomic_add_fetch(&tt->writes, 1, __ATOMIC_RELEASE);
-	return MEARAS_LINK_OK;
+	__atomic_add_fetch(&tt->ended, 1, __ATOMIC_RELEASE);
+	return rc;
 }
 
 static int tcp_send_iov(struct link_transport *t, const struct iovec *iov, int iovcnt)
@@ -122,18 +125,22 @@ static int tcp_send_iov(struct link_transport *t, const struct iovec *iov, int i
 bool link_tcp_transport_tx_clear(struct link_transport *t)
 {
 	struct link_tcp_transport *tt = (struct link_tcp_transport *)t;
-	/* read before the reading: a write that ends during it makes it stale */
-	uint64_t w = __atomic_load_n(&tt->writes, __ATOMIC_ACQUIRE);
+	/* begun, then ended, both before the reading: the reading is kept only
+	 * if every write begun had ended, and any write begun after the load
+	 * of b (before or after the reading) makes it stale */
+	uint64_t b = __atomic_load_n(&tt->begun, __ATOMIC_SEQ_CST);
+	uint64_t e = __atomic_load_n(&tt->ended, __ATOMIC_ACQUIRE);
 	int queued = 0;
 
 	if (__atomic_load_n(&tt->down, __ATOMIC_ACQUIRE))
 		return false;
-	if (__atomic_load_n(&tt->clear_at, __ATOMIC_ACQUIRE) == w + 1)
+	if (__atomic_load_n(&tt->clear_at, __ATOMIC_ACQUIRE) == b + 1)
 		return true;
 	__atomic_add_fetch(&tt->looks, 1, __ATOMIC_RELAXED);
 	if (ioctl(tt->fd, SIOCOUTQ, &queued) != 0 || queued != 0)
 		return false;
-	__atomic_store_n(&tt->clear_at, w + 1, __ATOMIC_RELEASE);
+	if (e == b)
+		__atomic_store_n(&tt->clear_at, b + 1, __ATOMIC_RELEASE);
 	return true;
 }
 

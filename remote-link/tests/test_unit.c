@@ -870,7 +870,10 @@ static struct link_transport *tcp_pair(int *peer, int peer_rcvbuf)
 	    connect(c, (struct sockaddr *)&a, sizeof(a)))
 		goto out;
 	*peer = accept(l, NULL, NULL);
-	if (*peer >= 0 && link_tcp_transport_create(c, &cfg, &t) == MEARAS_LINK_OK)
+	/* a test that fails must not hang in the peer's reads */
+	struct timeval tv = { .tv_sec = 10 };
+	if (*peer >= 0 && !setsockopt(*peer, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) &&
+	    link_tcp_transport_create(c, &cfg, &t) == MEARAS_LINK_OK)
 		c = -1; /* the transport's now */
 out:
 	if (c >= 0)
@@ -898,6 +901,30 @@ static void t_tx_clear_reading_kept(void)
 	CHECK_RC(t->ops->send_iov(t, &(struct iovec){ "x", 1 }, 1), MEARAS_LINK_OK);
 	(void)t->ops->tx_clear(t);
 	CHECK(__atomic_load_n(&tt->looks, __ATOMIC_RELAXED) == looks + 1);
+	t->ops->destroy(t);
+	close(peer);
+}
+
+/* A reading taken while a write is under way (begun, its bytes maybe not
+ * queued yet) answers that question only: it is not kept, since the write
+ * may still fill the queue. */
+static void t_tx_clear_write_under_way(void)
+{
+	int peer;
+	struct link_transport *t = tcp_pair(&peer, 1 << 20);
+	struct link_tcp_transport *tt = (struct link_tcp_transport *)t;
+	uint64_t looks;
+
+	REQUIRE(t && peer >= 0);
+	looks = __atomic_load_n(&tt->looks, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&tt->begun, 1, __ATOMIC_SEQ_CST); /* as link_tcp_write does first */
+	CHECK(t->ops->tx_clear(t));
+	CHECK(t->ops->tx_clear(t));
+	CHECK(__atomic_load_n(&tt->looks, __ATOMIC_RELAXED) == looks + 2); /* each one read again */
+	__atomic_add_fetch(&tt->ended, 1, __ATOMIC_RELEASE); /* the write ends */
+	CHECK(t->ops->tx_clear(t));
+	CHECK(t->ops->tx_clear(t));
+	CHECK(__atomic_load_n(&tt->looks, __ATOMIC_RELAXED) == looks + 3); /* now kept */
 	t->ops->destroy(t);
 	close(peer);
 }
@@ -1925,6 +1952,7 @@ static const struct check_case cases[] = {
 	T(t_server_on_idle_replies),
 	T(t_server_on_idle_needs_spin),
 	T(t_tx_clear_reading_kept),
+	T(t_tx_clear_write_under_way),
 	T(t_tx_clear_after_write),
 	T(t_tx_clear_look_ahead),
 	T(t_client_rx_idle),
