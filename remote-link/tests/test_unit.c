@@ -883,24 +883,28 @@ out:
 	return t;
 }
 
+/* the readings of the send queue t has taken so far */
+static uint64_t looks_of(struct link_transport *t)
+{
+	return __atomic_load_n(&((struct link_tcp_transport *)t)->looks, __ATOMIC_RELAXED);
+}
+
 /* tx_clear answers from its last reading of an empty send queue until
  * something is written: no system call per question then. */
 static void t_tx_clear_reading_kept(void)
 {
 	int peer;
 	struct link_transport *t = tcp_pair(&peer, 1 << 20);
-	struct link_tcp_transport *tt = (struct link_tcp_transport *)t;
-	uint64_t looks;
 
 	REQUIRE(t && peer >= 0);
 	CHECK(t->ops->tx_clear(t));
-	looks = __atomic_load_n(&tt->looks, __ATOMIC_RELAXED);
+	uint64_t looks = looks_of(t);
 	for (int i = 0; i < 10; i++)
 		CHECK(t->ops->tx_clear(t));
-	CHECK(__atomic_load_n(&tt->looks, __ATOMIC_RELAXED) == looks);
+	CHECK(looks_of(t) == looks);
 	CHECK_RC(t->ops->send_iov(t, &(struct iovec){ "x", 1 }, 1), MEARAS_LINK_OK);
 	(void)t->ops->tx_clear(t);
-	CHECK(__atomic_load_n(&tt->looks, __ATOMIC_RELAXED) == looks + 1);
+	CHECK(looks_of(t) == looks + 1);
 	t->ops->destroy(t);
 	close(peer);
 }
@@ -913,20 +917,39 @@ static void t_tx_clear_write_under_way(void)
 	int peer;
 	struct link_transport *t = tcp_pair(&peer, 1 << 20);
 	struct link_tcp_transport *tt = (struct link_tcp_transport *)t;
-	uint64_t looks;
 
 	REQUIRE(t && peer >= 0);
-	looks = __atomic_load_n(&tt->looks, __ATOMIC_RELAXED);
+	uint64_t looks = looks_of(t);
 	__atomic_add_fetch(&tt->begun, 1, __ATOMIC_SEQ_CST); /* as link_tcp_write does first */
-	CHECK(t->ops->tx_clear(t));
-	CHECK(t->ops->tx_clear(t));
-	CHECK(__atomic_load_n(&tt->looks, __ATOMIC_RELAXED) == looks + 2); /* each one read again */
+	CHECK(t->ops->tx_clear(t) && t->ops->tx_clear(t));
+	CHECK(looks_of(t) == looks + 2); /* each one read again */
 	__atomic_add_fetch(&tt->ended, 1, __ATOMIC_RELEASE); /* the write ends */
-	CHECK(t->ops->tx_clear(t));
-	CHECK(t->ops->tx_clear(t));
-	CHECK(__atomic_load_n(&tt->looks, __ATOMIC_RELAXED) == looks + 3); /* now kept */
+	CHECK(t->ops->tx_clear(t) && t->ops->tx_clear(t));
+	CHECK(looks_of(t) == looks + 3); /* now kept */
 	t->ops->destroy(t);
 	close(peer);
+}
+
+/* More than the window of a peer of tcp_pair(..., 4096) that reads nothing:
+ * the sender's queue stays full. */
+static uint8_t window_fill[64 << 10];
+
+static int fill_window(struct link_transport *t)
+{
+	return t->ops->send_iov(t, &(struct iovec){ window_fill, sizeof(window_fill) }, 1);
+}
+
+/* the peer takes all of fill_window's bytes */
+static void peer_drains(int peer)
+{
+	uint8_t buf[16 << 10];
+
+	for (size_t got = 0; got < sizeof(window_fill);) {
+		ssize_t n = recv(peer, buf, sizeof(buf), 0);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
 }
 
 /* A write after a reading of an empty queue is not answered from that
@@ -935,20 +958,13 @@ static void t_tx_clear_after_write(void)
 {
 	int peer;
 	struct link_transport *t = tcp_pair(&peer, 4096);
-	static uint8_t lots[64 << 10];
 	bool clear = false;
 
 	REQUIRE(t && peer >= 0);
 	CHECK(t->ops->tx_clear(t));
-	CHECK_RC(t->ops->send_iov(t, &(struct iovec){ lots, sizeof(lots) }, 1), MEARAS_LINK_OK);
+	CHECK_RC(fill_window(t), MEARAS_LINK_OK);
 	CHECK(!t->ops->tx_clear(t));
-	/* the peer reads it all: clear again */
-	for (size_t got = 0; got < sizeof(lots);) {
-		ssize_t n = recv(peer, lots, sizeof(lots), 0);
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
+	peer_drains(peer); /* clear again */
 	for (int i = 0; i < 300 && !clear; i++) {
 		clear = t->ops->tx_clear(t);
 		if (!clear)
@@ -967,38 +983,30 @@ static void t_tx_clear_look_ahead(void)
 {
 	int peer;
 	struct link_transport *t = tcp_pair(&peer, 4096);
-	struct link_tcp_transport *tt = (struct link_tcp_transport *)t;
-	static uint8_t lots[64 << 10];
 	uint8_t buf[16];
-	uint64_t looks;
 
 	REQUIRE(t && peer >= 0);
-	looks = __atomic_load_n(&tt->looks, __ATOMIC_RELAXED);
+	uint64_t looks = looks_of(t);
 	CHECK_RC(t->ops->recv(t, buf, sizeof(buf), 0), 0);
-	CHECK(__atomic_load_n(&tt->looks, __ATOMIC_RELAXED) == looks); /* nothing happened yet */
+	CHECK(looks_of(t) == looks); /* nothing happened yet */
 	/* more than the peer's window: the queue stays full */
-	CHECK_RC(t->ops->send_iov(t, &(struct iovec){ lots, sizeof(lots) }, 1), MEARAS_LINK_OK);
+	CHECK_RC(fill_window(t), MEARAS_LINK_OK);
 	for (int i = 0; i < 5; i++)
 		CHECK_RC(t->ops->recv(t, buf, sizeof(buf), 0), 0);
-	CHECK(__atomic_load_n(&tt->looks, __ATOMIC_RELAXED) == looks); /* a write alone: no look */
+	CHECK(looks_of(t) == looks); /* a write alone: no look */
 	CHECK(!t->ops->tx_clear(t));
 	looks++;
 	/* the peer takes it all and answers (its answer acknowledges it) */
-	for (size_t got = 0; got < sizeof(lots);) {
-		ssize_t n = recv(peer, lots, sizeof(lots), 0);
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
+	peer_drains(peer);
 	CHECK(send(peer, "y", 1, 0) == 1);
 	for (int i = 0; i < 1000 && t->ops->recv(t, buf, sizeof(buf), 0) == 0; i++)
 		usleep(1000);
 	CHECK_RC(t->ops->recv(t, buf, sizeof(buf), 0), 0);
-	CHECK(__atomic_load_n(&tt->looks, __ATOMIC_RELAXED) == looks + 1);
+	CHECK(looks_of(t) == looks + 1);
 	for (int i = 0; i < 5; i++)
 		CHECK_RC(t->ops->recv(t, buf, sizeof(buf), 0), 0);
 	CHECK(t->ops->tx_clear(t));
-	CHECK(__atomic_load_n(&tt->looks, __ATOMIC_RELAXED) == looks + 1);
+	CHECK(looks_of(t) == looks + 1);
 	t->ops->destroy(t);
 	close(peer);
 }
