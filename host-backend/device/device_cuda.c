@@ -844,7 +844,7 @@ static uint32_t cuda_flag_read(struct mdev *d, void *flags, unsigned i)
  * stream (which would answer cudaErrorStreamCaptureImplicit). */
 static int cuda_status(struct mdev *d)
 {
-	/* made with the flags (cuda_flags_create), which are asked about only */
+	/* made with the flags (cuda_flags_create); exec.c asks only once they exist */
 	CUresult r = p_cuStreamQuery(d->probe);
 
 	return r == CUDA_ERROR_NOT_READY ? 0 : cu_err(r);

@@ -15,8 +15,8 @@
 #include <time.h>
 
 #include "device_sim_array.h"
-#include "mearas/clock.h"
 #include "device_sim_memop.h"
+#include "mearas/clock.h"
 
 #define SIM_WAIT_MS 5000
 

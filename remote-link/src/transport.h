@@ -109,7 +109,8 @@ int link_tcp_read(struct link_tcp_transport *tt, void *buf, size_t len, uint32_t
  * socket shut, which wakes whoever is blocked on it. */
 void link_tcp_transport_shutdown(struct link_transport *t);
 /* The tx_clear of a link_tcp_transport: its socket's send queue is empty
- * (SIOCOUTQ), or was at a reading with no write since. */
+ * (SIOCOUTQ), or was at a reading taken with no write under way and none
+ * begun since. */
 bool link_tcp_transport_tx_clear(struct link_transport *t);
 int link_tcp_connect(const char *host, uint16_t port, uint32_t timeout_ms, int *out_fd);
 
