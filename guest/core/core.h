@@ -382,6 +382,7 @@ struct rt_kernel_node {
 	uint32_t nparams;               /* the layout (0 when passed packed through extra) */
 	const uint32_t *offsets;
 	void **args;                    /* read only: pointers into the node's own copy, nparams */
+	uint32_t flags, cluster[3];     /* its attributes, as a LAUNCH carries them (launchattr.c) */
 };
 
 struct rt_memcpy_node {
@@ -472,8 +473,13 @@ CORE_API const struct rt_node_params *rt_gnode_params(struct rt_gnode *n);
  * memset structs share (width in elements of elem bytes) */
 CORE_API void rt_memset_node_params(struct rt_node_params *p, void *dst, size_t pitch, unsigned value, unsigned elem,
 				    size_t width, size_t height);
-/* new parameters of the same kind */
+/* new parameters of the same kind (a kernel node keeps its attributes) */
 CORE_API cudaError_t rt_gnode_set(const char *call, struct rt_gnode *n, const struct rt_node_params *p);
+/* a kernel node's attribute id (set NULL: get into get); copy: dst's
+ * attributes become src's (kernel nodes of one vGPU's graphs) */
+CORE_API cudaError_t rt_gnode_kernel_attr(const char *call, struct rt_gnode *n, int id,
+					  const cudaLaunchAttributeValue *set, cudaLaunchAttributeValue *get);
+CORE_API cudaError_t rt_gnode_kernel_attrs_copy(struct rt_gnode *dst, struct rt_gnode *src);
 CORE_API cudaError_t rt_graph_nodes(struct rt_graph *g, bool roots, void **out, size_t *n);
 /* edges as from[i] -> to[i] */
 CORE_API cudaError_t rt_graph_edges(struct rt_graph *g, void **from, void **to, size_t *n);
@@ -514,6 +520,11 @@ CORE_API cudaError_t rt_graph_exec_update(struct rt_graph_exec *x, struct rt_gra
 /* internal: graphs.c's instantiation of a built graph, and its freeing */
 cudaError_t rt_graph_replay(struct rt_graph *g, struct rt_graph **captured);
 
+/* the stream priority range of every GPU mearas serves (0 is the lowest);
+ * streams and kernel nodes clamp to it */
+#define RT_PRIORITY_LEAST    0
+#define RT_PRIORITY_GREATEST (-5)
+
 /* launch attributes into a LAUNCH record's flags and cluster shape
  * (launchattr.c); caller names the API call in the log line of an
  * attribute mearas does not carry */
@@ -521,6 +532,16 @@ cudaError_t rt_launch_attrs(const cudaLaunchAttribute *attrs, unsigned n, const 
 			    uint32_t cluster[3]);
 /* only the cluster shape among them (the occupancy queries) */
 cudaError_t rt_launch_cluster(const cudaLaunchAttribute *attrs, unsigned n, uint32_t cluster[3]);
+/* one of them into flags and cluster (no log line for a value out of range) */
+cudaError_t rt_launch_attr(enum cudaLaunchAttributeID id, const cudaLaunchAttributeValue *v, const char *caller,
+			   uint32_t *flags, uint32_t cluster[3]);
+/* one attribute of a graph kernel node of grid's shape, packed the same way
+ * (nodeattr.c; set: checked as the driver checks it; those mearas does not
+ * carry on a node are cudaErrorNotSupported, logged naming caller) */
+cudaError_t rt_kernel_node_attr_set(int id, const cudaLaunchAttributeValue *v, const char *caller,
+				    const uint32_t grid[3], uint32_t *flags, uint32_t cluster[3]);
+cudaError_t rt_kernel_node_attr_get(int id, uint32_t flags, const uint32_t cluster[3], const char *caller,
+				    cudaLaunchAttributeValue *v);
 void rt_graph_free_nodes(struct rt_graph *g);
 
 /* device memory (memory.c): an allocation on vgpu from pool id `pool` (0:

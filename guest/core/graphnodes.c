@@ -16,6 +16,10 @@
  * updating it from a graph of the same topology, replays the copy again and
  * swaps the back end's executable graph.
  *
+ * A kernel node's attributes (priority, cluster shape ...) are kept packed
+ * as a LAUNCH carries them and go with its launch at replay; setting its
+ * parameters keeps them.
+ *
  * Event record and wait nodes replay as external records and waits
  * (cudaEventRecordExternal, cudaEventWaitExternal), which a capture keeps
  * as such nodes; their event is the caller's, which must outlive the graph
@@ -124,7 +128,8 @@ static cudaError_t check(const char *call, struct rt_graph *g, const struct rt_n
 	case cudaGraphNodeTypeKernel: {
 		const struct rt_kernel_node *k = &p->u.k;
 
-		if (k->vgpu != g->vgpu || k->len > MEARAS_MAX_PARAM_BYTES || (k->len && !k->params))
+		if (k->vgpu != g->vgpu || k->len > MEARAS_MAX_PARAM_BYTES || (k->len && !k->params) ||
+		    (k->flags & ~MEARAS_LAUNCH_KNOWN))
 			return cudaErrorInvalidValue;
 		for (uint32_t i = 0; i < k->nparams; i++)
 			if (k->offsets[i] > k->len)
@@ -243,6 +248,16 @@ static cudaError_t own(struct rt_node_params *dst, const struct rt_node_params *
 /* v (of *cap elements of size elem, n of them used) with room for one more:
  * v itself, or v grown to twice its capacity (first when empty); NULL when
  * out of memory, v then unchanged */
+/* new kernel parameters keep the node's attributes: those are set apart
+ * (cudaGraphKernelNodeSetAttribute), not with the parameters */
+static void keep_attrs(struct rt_node_params *dst, const struct rt_node_params *from)
+{
+	if (dst->type != cudaGraphNodeTypeKernel || from->type != cudaGraphNodeTypeKernel)
+		return;
+	dst->u.k.flags = from->u.k.flags;
+	memcpy(dst->u.k.cluster, from->u.k.cluster, sizeof(dst->u.k.cluster));
+}
+
 static void *room(void *v, size_t *cap, size_t n, size_t elem, size_t first)
 {
 	size_t c;
@@ -406,8 +421,32 @@ cudaError_t rt_gnode_set(const char *call, struct rt_gnode *n, const struct rt_n
 		e = own(&copy, p);
 	if (e)
 		return e;
+	keep_attrs(&copy, &n->p);
 	disown(&n->p);
 	n->p = copy;
+	return cudaSuccess;
+}
+
+cudaError_t rt_gnode_kernel_attr(const char *call, struct rt_gnode *n, int id, const cudaLaunchAttributeValue *set,
+				 cudaLaunchAttributeValue *get)
+{
+	struct rt_kernel_node *k = &n->p.u.k;
+
+	if (n->p.type != cudaGraphNodeTypeKernel)
+		return cudaErrorInvalidValue;
+	if (set)
+		return rt_kernel_node_attr_set(id, set, call, k->grid, &k->flags, k->cluster);
+	return rt_kernel_node_attr_get(id, k->flags, k->cluster, call, get);
+}
+
+cudaError_t rt_gnode_kernel_attrs_copy(struct rt_gnode *dst, struct rt_gnode *src)
+{
+	if (dst->p.type != cudaGraphNodeTypeKernel || src->p.type != cudaGraphNodeTypeKernel)
+		return cudaErrorInvalidValue;
+	if (dst->g->vgpu != src->g->vgpu)
+		/* nodes of two contexts: 201, the driver's CUDA_ERROR_INVALID_CONTEXT */
+		return cudaErrorDeviceUninitialized;
+	keep_attrs(&dst->p, &src->p);
 	return cudaSuccess;
 }
 
@@ -868,8 +907,8 @@ static cudaError_t post(struct replay *R, int s, const struct rt_node_params *p)
 	case cudaGraphNodeTypeKernel: {
 		const struct rt_kernel_node *k = &p->u.k;
 
-		return rt_do_LAUNCH(st.vgpu, &st, k->func_id, k->grid, k->block, (const uint32_t[3]){ 0, 0, 0 },
-				    k->smem, 0, k->params, k->len, false);
+		return rt_do_LAUNCH(st.vgpu, &st, k->func_id, k->grid, k->block, k->cluster, k->smem, k->flags,
+				    k->params, k->len, false);
 	}
 	case cudaGraphNodeTypeMemcpy: {
 		const struct rt_memcpy_node *c = &p->u.c;
@@ -1129,6 +1168,7 @@ cudaError_t rt_graph_exec_set(const char *call, struct rt_graph_exec *x, struct 
 		n->p = old;
 		return e;
 	}
+	keep_attrs(&n->p, &old);
 	e = reinstantiate(x);
 	if (e) {
 		disown(&n->p);

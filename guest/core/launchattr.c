@@ -6,13 +6,14 @@
  * the driver checks them and packed. Those that name events or device memory
  * (programmatic and completion events, the access policy window) and the
  * stream- or graph-only ones are not carried: the caller gets
- * cudaErrorNotSupported and a log line naming the attribute.
+ * cudaErrorNotSupported and a log line naming the attribute. A graph kernel
+ * node keeps its attributes packed the same way (nodeattr.c).
  */
 #include "mearas/log.h"
 #include "core.h"
 
-static cudaError_t one(enum cudaLaunchAttributeID id, const cudaLaunchAttributeValue *v, const char *caller,
-		       uint32_t *flags, uint32_t cluster[3])
+cudaError_t rt_launch_attr(enum cudaLaunchAttributeID id, const cudaLaunchAttributeValue *v, const char *caller,
+			   uint32_t *flags, uint32_t cluster[3])
 {
 	switch (id) {
 	case cudaLaunchAttributeIgnore:
@@ -72,7 +73,7 @@ CORE_API cudaError_t rt_launch_attrs(const cudaLaunchAttribute *attrs, unsigned 
 	if (n && !attrs)
 		return cudaErrorInvalidValue;
 	for (unsigned i = 0; i < n; i++) {
-		cudaError_t e = one(attrs[i].id, &attrs[i].val, caller, flags, cluster);
+		cudaError_t e = rt_launch_attr(attrs[i].id, &attrs[i].val, caller, flags, cluster);
 
 		if (e == cudaErrorInvalidValue)
 			log_info("%s: launch attribute %d has a value out of its range: invalid value", caller,

@@ -441,9 +441,9 @@ CU_EXPORT CUresult CUDAAPI cuCtxGetStreamPriorityRange(int *leastPriority, int *
 		return r;
 	/* the range of every GPU mearas serves; streams clamp to it (guest/core/objects.c) */
 	if (leastPriority)
-		*leastPriority = 0;
+		*leastPriority = RT_PRIORITY_LEAST;
 	if (greatestPriority)
-		*greatestPriority = -5;
+		*greatestPriority = RT_PRIORITY_GREATEST;
 	return CUDA_SUCCESS;
 }
 

@@ -7,8 +7,9 @@
  * cudaGraphNode_t too. A graph belongs to the device of the context current
  * when it was created; kernel functions, memcpy and memset contexts of
  * other devices are refused (CUDA_ERROR_INVALID_VALUE). Memory nodes are
- * graphmem.c's. Event record/wait, external semaphore, batch memop and
- * conditional nodes stay NotSupported stubs (gen_unsupported.sh).
+ * graphmem.c's. Kernel nodes take the attributes a launch carries
+ * (cuGraphKernelNodeSetAttribute). Event record/wait, external semaphore,
+ * batch memop and conditional nodes stay NotSupported stubs (gen_unsupported.sh).
  */
 #define __CUDA_API_VERSION_INTERNAL
 #include <stdlib.h>
@@ -294,6 +295,42 @@ CU_EXPORT CUresult CUDAAPI cuGraphExecKernelNodeSetParams_v2(CUgraphExec x, CUgr
 							     const CUDA_KERNEL_NODE_PARAMS_v2 *p)
 {
 	return set_kernel("cuGraphExecKernelNodeSetParams_v2", x, h, p, true);
+}
+
+/* the attributes a launch carries (guest/core/launchattr.c: the ids and
+ * value layout are the runtime's); the others are NotSupported, logged */
+static CUresult kernel_attr(const char *call, CUgraphNode h, CUkernelNodeAttrID attr,
+			    const CUkernelNodeAttrValue *set, CUkernelNodeAttrValue *get)
+{
+	struct rt_gnode *n;
+	CUresult r = node_of(h, cudaGraphNodeTypeKernel, &n);
+
+	if (r)
+		return r;
+	return cu_result(rt_gnode_kernel_attr(call, n, (int)attr, (const cudaLaunchAttributeValue *)set,
+					      (cudaLaunchAttributeValue *)get));
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr,
+							 CUkernelNodeAttrValue *value_out)
+{
+	return kernel_attr("cuGraphKernelNodeGetAttribute", hNode, attr, NULL, value_out);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphKernelNodeSetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr,
+							 const CUkernelNodeAttrValue *value)
+{
+	return kernel_attr("cuGraphKernelNodeSetAttribute", hNode, attr, value, NULL);
+}
+
+CU_EXPORT CUresult CUDAAPI cuGraphKernelNodeCopyAttributes(CUgraphNode dst, CUgraphNode src)
+{
+	struct rt_gnode *d, *s;
+	CUresult r = node_of(dst, cudaGraphNodeTypeKernel, &d);
+
+	if (!r)
+		r = node_of(src, cudaGraphNodeTypeKernel, &s);
+	return r ? r : cu_result(rt_gnode_kernel_attrs_copy(d, s));
 }
 
 /* ---- memcpy nodes: one 2D region of host or device memory (no arrays, depth 1) ---- */

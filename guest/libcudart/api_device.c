@@ -195,9 +195,9 @@ RT_EXPORT cudaError_t cudaDeviceGetStreamPriorityRange(int *leastPriority, int *
 		return rt_set_error(e);
 	/* the driver's range on every current GPU */
 	if (leastPriority)
-		*leastPriority = 0;
+		*leastPriority = RT_PRIORITY_LEAST;
 	if (greatestPriority)
-		*greatestPriority = -5;
+		*greatestPriority = RT_PRIORITY_GREATEST;
 	return cudaSuccess;
 }
 

@@ -5,7 +5,8 @@
  * the graphs and replays them into a capture at instantiation). A graph
  * belongs to the device current when it was created. Memory nodes are
  * api_graphmem.c's. The generic calls (cudaGraphAddNode, cudaGraphNodeSetParams,
- * cudaGraphExecNodeSetParams) go to each kind's code. External semaphore and
+ * cudaGraphExecNodeSetParams) go to each kind's code. Kernel nodes take the
+ * attributes a launch carries (cudaGraphKernelNodeSetAttribute). External semaphore and
  * conditional nodes, and memcpy nodes to or from symbols, stay NotSupported
  * (stubs by gen_unsupported.sh, or refused with a log line by the generic calls).
  */
@@ -207,6 +208,42 @@ static void kernel_params_out(const struct rt_node_params *p, void *out)
 RT_EXPORT cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, struct cudaKernelNodeParams *q)
 {
 	return get_node(node, cudaGraphNodeTypeKernel, q, kernel_params_out);
+}
+
+/* the kernel node attributes of the launch attributes a LAUNCH carries
+ * (guest/core/launchattr.c); the others are NotSupported, logged */
+RT_EXPORT cudaError_t cudaGraphKernelNodeGetAttribute(cudaGraphNode_t hNode, cudaKernelNodeAttrID attr,
+						      cudaKernelNodeAttrValue *value_out)
+{
+	struct rt_gnode *n;
+	cudaError_t e = node_of(hNode, cudaGraphNodeTypeKernel, &n);
+
+	if (!e)
+		e = rt_gnode_kernel_attr("cudaGraphKernelNodeGetAttribute", n, (int)attr, NULL, value_out);
+	return rt_set_error(e);
+}
+
+RT_EXPORT cudaError_t cudaGraphKernelNodeSetAttribute(cudaGraphNode_t hNode, cudaKernelNodeAttrID attr,
+						      const cudaKernelNodeAttrValue *value)
+{
+	struct rt_gnode *n;
+	cudaError_t e = node_of(hNode, cudaGraphNodeTypeKernel, &n);
+
+	if (!e)
+		e = rt_gnode_kernel_attr("cudaGraphKernelNodeSetAttribute", n, (int)attr, value, NULL);
+	return rt_set_error(e);
+}
+
+RT_EXPORT cudaError_t cudaGraphKernelNodeCopyAttributes(cudaGraphNode_t hDst, cudaGraphNode_t hSrc)
+{
+	struct rt_gnode *dst, *src;
+	cudaError_t e = node_of(hDst, cudaGraphNodeTypeKernel, &dst);
+
+	if (!e)
+		e = node_of(hSrc, cudaGraphNodeTypeKernel, &src);
+	if (!e)
+		e = rt_gnode_kernel_attrs_copy(dst, src);
+	return rt_set_error(e);
 }
 
 static cudaError_t generic_set(const char *call, bool exec, cudaGraphExec_t hExec, cudaGraphNode_t node,

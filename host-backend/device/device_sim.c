@@ -102,6 +102,7 @@ struct sim_node {
 	char *name;             /* SN_LAUNCH: kernel name and a copy of the parameters */
 	void *params;
 	uint32_t param_bytes;
+	struct mdev_launch launch; /* SN_LAUNCH: its configuration and attributes (params not kept) */
 	void (*fn)(void *);     /* SN_HOST */
 	void *arg;
 	struct sim_event *event; /* SN_EVENT_RECORD, SN_EVENT_WAIT (a reference) */
@@ -906,14 +907,13 @@ static bool sim_hung(const struct sim_stream *s)
  * launch came with, so that tests see what reached the device: out[0..7] =
  * cooperative, programmatic stream serialization, remote sync domain,
  * cluster scheduling policy, priority given, priority, carveout given,
- * carveout. A graph's kernel node replays without them (all 0). The model
- * runs a stream's work in order, which every attribute allows.
+ * carveout. A graph's kernel node replays with those it was captured with.
+ * The model runs a stream's work in order, which every attribute allows.
  */
 #define SIM_KERNEL_LAUNCH_ATTRS "mearas_sim_launch_attrs"
 
 static int sim_launch_attrs(struct mdev *d, const struct mdev_launch *l, const void *params, uint32_t len)
 {
-	static const struct mdev_launch none;
 	uint32_t w[8];
 	uint64_t p;
 	uint8_t *dp;
@@ -923,8 +923,6 @@ static int sim_launch_attrs(struct mdev *d, const struct mdev_launch *l, const v
 	memcpy(&p, params, 8);
 	if ((p & 3) || !(dp = sim_host(d, p, sizeof(w))))
 		return cudaErrorIllegalAddress;
-	if (!l)
-		l = &none;
 	w[0] = (uint32_t)l->cooperative;
 	w[1] = (uint32_t)l->programmatic;
 	w[2] = (uint32_t)l->sync_domain_remote;
@@ -977,8 +975,8 @@ static void sim_flush_output(struct mdev *d, void *stream, void *event)
 	pthread_mutex_unlock(&d->lock);
 }
 
-/* Runs a kernel by name on stream s (a launch with its configuration l, or
- * a graph's kernel node: l NULL). */
+/* Runs a kernel by name on stream s with its configuration l (a launch's,
+ * or the one a graph's kernel node was captured with). */
 static int run_kernel(struct mdev *d, const char *name, void *stream, const struct mdev_launch *l,
 		      const void *params, uint32_t len)
 {
@@ -1024,6 +1022,8 @@ static int sim_launch(struct mdev *d, void *func, void *stream, const struct mde
 		return cudaErrorMemoryAllocation;
 	}
 	memcpy(n.params, l->params, l->param_bytes);
+	n.launch = *l;
+	n.launch.params = NULL;
 	r = graph_add(capturing(stream), &n);
 	if (r) {
 		free(n.name);
@@ -1279,7 +1279,7 @@ static int run_node(struct mdev *d, const struct sim_node *n, void *s)
 	case SN_MEMSET_2D:
 		return sim_memset_2d(d, NULL, n->dst, n->dpitch, (uint8_t)n->value, n->width, n->height);
 	case SN_LAUNCH:
-		return run_kernel(d, n->name, s, NULL, n->params, n->param_bytes);
+		return run_kernel(d, n->name, s, &n->launch, n->params, n->param_bytes);
 	case SN_HOST:
 		n->fn(n->arg);
 		return 0;

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "sim_graph.cuh"
+#include "../cuda/src/graph_params.cuh"
 
 #define N 256           /* ints in each buffer */
 #define HALF (N / 2)
@@ -39,12 +40,7 @@ static cudaMemsetParams memset_of(void *dst, unsigned value, size_t bytes)
 
 static cudaKernelNodeParams kernel_of(void **args)
 {
-    cudaKernelNodeParams k = {};
-    k.func = (void *)mearas_sim_add_u32;
-    k.gridDim = dim3(1);
-    k.blockDim = dim3(1);
-    k.kernelParams = args;
-    return k;
+    return kernel_node((const void *)mearas_sim_add_u32, dim3(1), dim3(1), args);
 }
 
 /* A: dev1 := a_value bytes; B: dev2[0, half) := dev1 (copy); C: dev2[half, N)

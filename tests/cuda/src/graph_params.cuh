@@ -1,5 +1,6 @@
 // Graph helpers shared by the GPU-lane and sim programs of the generic node
-// calls (tests/cuda/src/graph_generic.cu, tests/sim/graph_generic.cu).
+// calls (tests/cuda/src/graph_generic.cu, tests/sim/graph_generic.cu) and
+// the sim's kernel node programs.
 #pragma once
 
 #include <cstring>
@@ -18,6 +19,17 @@ struct node_params {
     cudaGraphNodeParams *operator->() { return reinterpret_cast<cudaGraphNodeParams *>(raw); }
     cudaGraphNodeParams *get() { return reinterpret_cast<cudaGraphNodeParams *>(raw); }
 };
+
+// a kernel node's parameters: func's grid and block, its arguments
+static inline cudaKernelNodeParams kernel_node(const void *func, dim3 grid, dim3 block, void **args)
+{
+    cudaKernelNodeParams k = {};
+    k.func = const_cast<void *>(func);
+    k.gridDim = grid;
+    k.blockDim = block;
+    k.kernelParams = args;
+    return k;
+}
 
 static inline node_params memset_node(void *dst, unsigned value, unsigned elem, size_t width)
 {
