@@ -104,21 +104,34 @@ RT_EXPORT cudaError_t cudaMemset3DAsync(struct cudaPitchedPtr pitchedDevPtr, int
 
 /* ---- symbols ---- */
 
-static cudaError_t symbol_range(const void *symbol, size_t count, size_t offset, uint64_t *dptr)
+cudaError_t rt_symbol_range(const void *symbol, int vgpu, size_t count, size_t offset, uint64_t *dptr)
 {
 	uint64_t size;
-	int dev;
-	cudaError_t e = rt_ensure_device(&dev);
+	cudaError_t e = rt_symbol(symbol, vgpu, dptr, &size);
 
-	if (e)
-		return e;
-	e = rt_symbol(symbol, dev, dptr, &size);
 	if (e)
 		return e;
 	if (offset > size || count > size - offset)
 		return cudaErrorInvalidValue;
 	*dptr += offset;
 	return cudaSuccess;
+}
+
+cudaError_t rt_symbol_kind(bool to, enum cudaMemcpyKind kind)
+{
+	return kind == (to ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost) || kind == cudaMemcpyDeviceToDevice ||
+			       kind == cudaMemcpyDefault
+		       ? cudaSuccess
+		       : cudaErrorInvalidMemcpyDirection;
+}
+
+/* on the current device */
+static cudaError_t symbol_range(const void *symbol, size_t count, size_t offset, uint64_t *dptr)
+{
+	int dev;
+	cudaError_t e = rt_ensure_device(&dev);
+
+	return e ? e : rt_symbol_range(symbol, dev, count, offset, dptr);
 }
 
 /* a copy to the symbol's bytes at offset from src (to), or from them to dst */
@@ -128,10 +141,9 @@ static cudaError_t symbol_copy(bool to, void *dst, const void *src, const void *
 	uint64_t d;
 	cudaError_t e;
 
-	if (kind != (to ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost) && kind != cudaMemcpyDeviceToDevice &&
-	    kind != cudaMemcpyDefault)
-		return cudaErrorInvalidMemcpyDirection;
-	e = symbol_range(symbol, count, offset, &d);
+	e = rt_symbol_kind(to, kind);
+	if (!e)
+		e = symbol_range(symbol, count, offset, &d);
 	if (e)
 		return e;
 	return rt_memcpy(to ? (void *)(uintptr_t)d : dst, to ? src : (const void *)(uintptr_t)d, count, kind, stream,

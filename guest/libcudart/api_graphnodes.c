@@ -6,8 +6,9 @@
  * belongs to the device current when it was created. Memory nodes are
  * api_graphmem.c's. The generic calls (cudaGraphAddNode, cudaGraphNodeSetParams,
  * cudaGraphExecNodeSetParams) go to each kind's code. Kernel nodes take the
- * attributes a launch carries (cudaGraphKernelNodeSetAttribute). External semaphore and
- * conditional nodes, and memcpy nodes to or from symbols, stay NotSupported
+ * attributes a launch carries (cudaGraphKernelNodeSetAttribute). Memcpy nodes
+ * to or from a symbol are plain memcpy nodes of the symbol's address on the
+ * graph's device. External semaphore and conditional nodes stay NotSupported
  * (stubs by gen_unsupported.sh, or refused with a log line by the generic calls).
  */
 #include <stdlib.h>
@@ -392,6 +393,105 @@ RT_EXPORT cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *pGraphNode, cuda
 
 	memcpy_1d(dst, src, count, kind, &p);
 	return rt_set_error(add("cudaGraphAddMemcpyNode1D", pGraphNode, graph, pDependencies, numDependencies, &p));
+}
+
+/* a memcpy node of count bytes at offset in symbol, on the graph's vGPU:
+ * to it from src (to), or from it to dst; a plain memcpy node after that */
+static cudaError_t symbol_node(bool to, int vgpu, void *dst, const void *src, const void *symbol, size_t count,
+			       size_t offset, enum cudaMemcpyKind kind, struct rt_node_params *p)
+{
+	uint64_t d;
+	cudaError_t e = rt_symbol_kind(to, kind);
+
+	if (!e)
+		e = rt_symbol_range(symbol, vgpu, count, offset, &d);
+	if (e)
+		return e;
+	if (to)
+		memcpy_1d((void *)(uintptr_t)d, src, count, kind, p);
+	else
+		memcpy_1d(dst, (const void *)(uintptr_t)d, count, kind, p);
+	return cudaSuccess;
+}
+
+static cudaError_t add_symbol_node(const char *call, bool to, cudaGraphNode_t *out, cudaGraph_t graph,
+				   const cudaGraphNode_t *deps, size_t ndeps, void *dst, const void *src,
+				   const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind)
+{
+	struct rt_node_params p;
+	struct rt_graph *g;
+	cudaError_t e = rt_graph_of(graph, &g);
+
+	if (!e)
+		e = symbol_node(to, g->vgpu, dst, src, symbol, count, offset, kind, &p);
+	return e ? e : add(call, out, graph, deps, ndeps, &p);
+}
+
+RT_EXPORT cudaError_t cudaGraphAddMemcpyNodeToSymbol(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+						     const cudaGraphNode_t *pDependencies, size_t numDependencies,
+						     const void *symbol, const void *src, size_t count, size_t offset,
+						     enum cudaMemcpyKind kind)
+{
+	return rt_set_error(add_symbol_node("cudaGraphAddMemcpyNodeToSymbol", true, pGraphNode, graph, pDependencies,
+					    numDependencies, NULL, src, symbol, count, offset, kind));
+}
+
+RT_EXPORT cudaError_t cudaGraphAddMemcpyNodeFromSymbol(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+						       const cudaGraphNode_t *pDependencies, size_t numDependencies,
+						       void *dst, const void *symbol, size_t count, size_t offset,
+						       enum cudaMemcpyKind kind)
+{
+	return rt_set_error(add_symbol_node("cudaGraphAddMemcpyNodeFromSymbol", false, pGraphNode, graph,
+					    pDependencies, numDependencies, dst, NULL, symbol, count, offset, kind));
+}
+
+/* exec NULL: the graph's node; else the node in that executable graph */
+static cudaError_t set_symbol_node(const char *call, bool to, cudaGraphExec_t hExec, cudaGraphNode_t node,
+				   void *dst, const void *src, const void *symbol, size_t count, size_t offset,
+				   enum cudaMemcpyKind kind)
+{
+	struct rt_node_params p;
+	struct rt_graph_exec *x;
+	struct rt_gnode *n;
+	cudaError_t e = set_target(hExec, node, cudaGraphNodeTypeMemcpy, &x, &n);
+
+	if (!e)
+		e = symbol_node(to, rt_gnode_graph(n)->vgpu, dst, src, symbol, count, offset, kind, &p);
+	return e ? e : set(call, x, n, &p);
+}
+
+RT_EXPORT cudaError_t cudaGraphMemcpyNodeSetParamsToSymbol(cudaGraphNode_t node, const void *symbol, const void *src,
+							   size_t count, size_t offset, enum cudaMemcpyKind kind)
+{
+	return rt_set_error(set_symbol_node("cudaGraphMemcpyNodeSetParamsToSymbol", true, NULL, node, NULL, src,
+					    symbol, count, offset, kind));
+}
+
+RT_EXPORT cudaError_t cudaGraphMemcpyNodeSetParamsFromSymbol(cudaGraphNode_t node, void *dst, const void *symbol,
+							     size_t count, size_t offset, enum cudaMemcpyKind kind)
+{
+	return rt_set_error(set_symbol_node("cudaGraphMemcpyNodeSetParamsFromSymbol", false, NULL, node, dst, NULL,
+					    symbol, count, offset, kind));
+}
+
+RT_EXPORT cudaError_t cudaGraphExecMemcpyNodeSetParamsToSymbol(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
+							       const void *symbol, const void *src, size_t count,
+							       size_t offset, enum cudaMemcpyKind kind)
+{
+	if (!hGraphExec)
+		return rt_set_error(cudaErrorInvalidValue);
+	return rt_set_error(set_symbol_node("cudaGraphExecMemcpyNodeSetParamsToSymbol", true, hGraphExec, node, NULL,
+					    src, symbol, count, offset, kind));
+}
+
+RT_EXPORT cudaError_t cudaGraphExecMemcpyNodeSetParamsFromSymbol(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
+								 void *dst, const void *symbol, size_t count,
+								 size_t offset, enum cudaMemcpyKind kind)
+{
+	if (!hGraphExec)
+		return rt_set_error(cudaErrorInvalidValue);
+	return rt_set_error(set_symbol_node("cudaGraphExecMemcpyNodeSetParamsFromSymbol", false, hGraphExec, node,
+					    dst, NULL, symbol, count, offset, kind));
 }
 
 static void memcpy_params_out(const struct rt_node_params *p, void *out)

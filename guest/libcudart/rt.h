@@ -34,6 +34,10 @@ RT_HIDDEN cudaError_t rt_func_as_driver(struct rt_func *f, int vgpu, void **out)
 RT_HIDDEN cudaError_t rt_launch_check(int vgpu, dim3 g, dim3 b, size_t smem);
 RT_HIDDEN cudaError_t rt_func_pack(const struct rt_func *f, void **args, uint8_t *buf, uint32_t *len);
 RT_HIDDEN cudaError_t rt_symbol(const void *symbol, int vgpu, uint64_t *dptr, uint64_t *size);
+/* the device address of count bytes at offset in symbol on vgpu (api_copy.c),
+ * and whether kind is a direction a copy to (to) or from a symbol takes */
+RT_HIDDEN cudaError_t rt_symbol_range(const void *symbol, int vgpu, size_t count, size_t offset, uint64_t *dptr);
+RT_HIDDEN cudaError_t rt_symbol_kind(bool to, enum cudaMemcpyKind kind);
 RT_HIDDEN void rt_modules_forget_vgpu(int vgpu);
 
 /* Entry points called by nvcc-generated code (not in the public headers). */

@@ -336,6 +336,7 @@ run_test graph_events prog graph_events
 run_test graph_generic prog graph_generic
 run_test graph_enable prog graph_enable
 run_test graph_kernel_attrs prog graph_kernel_attrs
+run_test graph_memcpy_symbol prog graph_memcpy_symbol
 run_test rt_func_by_symbol prog rt_func_by_symbol
 run_test graph_user_objects prog graph_user_objects
 run_test drv_graph_nodes prog MEARAS_VGPUS=2 drv_graph_nodes
@@ -401,7 +402,7 @@ for p in reg_plain reg_templates reg_extern_c reg_big_params reg_launch_apis reg
 	reg_symbols mem_memset mem_2d mem_arrays mem_register mem_register_shared err_codes err_last_error graph_host_func mem_roundtrip \
 	conc_threads conc_cross_event dev_props dev_pointers dev_limits dev_profiler mem_pools graph_capture_api graph_nodes launch_attrs \
 	ctx_runtime_binds lib_cufft rt_managed fn_set_attrs mem_3d dev_bus_id stream_ids dev_bank_config occ_smem \
-	rt_managed_attach dev_peer_attrs rt_func_names stream_attrs graph_clone_captured rt_entry_points managed_var graph_events graph_generic graph_enable graph_kernel_attrs mem_memset_host rt_func_by_symbol mem_batch graph_user_objects; do
+	rt_managed_attach dev_peer_attrs rt_func_names stream_attrs graph_clone_captured rt_entry_points managed_var graph_events graph_generic graph_enable graph_kernel_attrs graph_memcpy_symbol mem_memset_host rt_func_by_symbol mem_batch graph_user_objects; do
 	if [ -n "${static_not_yet[$p]:-}" ]; then
 		printf 'SKIP  %-28s %s\n' "static/$p" "${static_not_yet[$p]}"
 		continue

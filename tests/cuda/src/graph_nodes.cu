@@ -4,6 +4,8 @@
 // node; launches it 5 times, then changes a kernel's parameters in the
 // executable graph, then updates the executable graph from a second graph of
 // the same topology (cudaGraphExecUpdate), checking every launch on the host.
+// Then a graph of memcpy nodes to and from a __device__ symbol around a kernel
+// that scales it.
 #include "check.cuh"
 #include "int_kernels.cuh"
 
@@ -96,6 +98,48 @@ static long long check(const params *p, int *other_host, int launches_of_other, 
     return sum;
 }
 
+#define SYM_N 256
+
+__device__ int table[SYM_N];
+
+/* pinned in -> table (ToSymbol), table *= 3, table[64, 192) -> pinned out
+ * (FromSymbol at an offset) */
+static void symbol_nodes(cudaStream_t s)
+{
+    int *in, *out, *dtable;
+    int n = SYM_N, f = 3;
+    cudaGraph_t g;
+    cudaGraphExec_t x;
+    cudaGraphNode_t to, k, from;
+    void *args[] = { &dtable, &n, &f };
+
+    CHECK_CUDA(cudaMallocHost(&in, SYM_N * sizeof(int)));
+    CHECK_CUDA(cudaMallocHost(&out, SYM_N * sizeof(int)));
+    for (int i = 0; i < SYM_N; i++)
+        in[i] = i * 7 - 100;
+    CHECK_CUDA(cudaGetSymbolAddress((void **)&dtable, table));
+    cudaKernelNodeParams kp = kernel((void *)scale, args, SYM_N);
+    CHECK_CUDA(cudaGraphCreate(&g, 0));
+    CHECK_CUDA(cudaGraphAddMemcpyNodeToSymbol(&to, g, nullptr, 0, table, in, SYM_N * sizeof(int), 0,
+                                              cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaGraphAddKernelNode(&k, g, &to, 1, &kp));
+    CHECK_CUDA(cudaGraphAddMemcpyNodeFromSymbol(&from, g, &k, 1, out, table, 128 * sizeof(int), 64 * sizeof(int),
+                                                cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaGraphInstantiate(&x, g, 0));
+    CHECK_CUDA(cudaGraphLaunch(x, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    long long sum = 0;
+    for (int i = 0; i < 128; i++) {
+        REQUIRE(out[i] == in[64 + i] * 3, "symbol word %d: %d, expected %d", 64 + i, out[i], in[64 + i] * 3);
+        sum += out[i];
+    }
+    std::printf("symbol memcpy nodes: sum=%lld\n", sum);
+    CHECK_CUDA(cudaGraphExecDestroy(x));
+    CHECK_CUDA(cudaGraphDestroy(g));
+    CHECK_CUDA(cudaFreeHost(in));
+    CHECK_CUDA(cudaFreeHost(out));
+}
+
 int main(void)
 {
     params p = {}, q;
@@ -162,6 +206,7 @@ int main(void)
     std::printf("after cudaGraphExecUpdate sum=%lld\n", check(&q, other_host, launches, other));
     REQUIRE(host_runs == launches, "host node ran %d times in %d launches", host_runs, launches);
     std::printf("host node runs=%d\n", host_runs);
+    symbol_nodes(s);
 
     CHECK_CUDA(cudaGraphExecDestroy(exec));
     CHECK_CUDA(cudaGraphDestroy(g2));
