@@ -525,6 +525,13 @@ cudaError_t rt_graph_replay(struct rt_graph *g, struct rt_graph **captured);
 #define RT_PRIORITY_LEAST    0
 #define RT_PRIORITY_GREATEST (-5)
 
+static inline int rt_priority_clamp(int priority)
+{
+	return priority < RT_PRIORITY_GREATEST ? RT_PRIORITY_GREATEST
+	       : priority > RT_PRIORITY_LEAST  ? RT_PRIORITY_LEAST
+					       : priority;
+}
+
 /* launch attributes into a LAUNCH record's flags and cluster shape
  * (launchattr.c); caller names the API call in the log line of an
  * attribute mearas does not carry */

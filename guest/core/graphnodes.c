@@ -245,9 +245,6 @@ static cudaError_t own(struct rt_node_params *dst, const struct rt_node_params *
 
 /* ---- structure ---- */
 
-/* v (of *cap elements of size elem, n of them used) with room for one more:
- * v itself, or v grown to twice its capacity (first when empty); NULL when
- * out of memory, v then unchanged */
 /* new kernel parameters keep the node's attributes: those are set apart
  * (cudaGraphKernelNodeSetAttribute), not with the parameters */
 static void keep_attrs(struct rt_node_params *dst, const struct rt_node_params *from)
@@ -258,6 +255,9 @@ static void keep_attrs(struct rt_node_params *dst, const struct rt_node_params *
 	memcpy(dst->u.k.cluster, from->u.k.cluster, sizeof(dst->u.k.cluster));
 }
 
+/* v (of *cap elements of size elem, n of them used) with room for one more:
+ * v itself, or v grown to twice its capacity (first when empty); NULL when
+ * out of memory, v then unchanged */
 static void *room(void *v, size_t *cap, size_t n, size_t elem, size_t first)
 {
 	size_t c;

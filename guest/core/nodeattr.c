@@ -7,13 +7,14 @@
  * range when set, a cluster shape must divide the node's grid
  * (cudaErrorInvalidClusterSize; all 0s: none), and an attribute never set
  * reads as its default. A cluster scheduling policy past the known ones,
- * which the driver keeps on a node, is refused (a LAUNCH has no room for it). The attributes CUDA lists for kernel nodes that a LAUNCH does not
+ * which the driver keeps on a node, is refused (a LAUNCH has no room for
+ * it). The attributes CUDA lists for kernel nodes that a LAUNCH does not
  * carry (the access policy window, the sync domain map, the preferred
  * cluster shape, device updatable nodes, the NVLink hint) read as their
  * defaults (or, as the driver reads the preferred cluster shape and the
  * NVLink hint never set, invalid) and may be set to them; any other value
- * is cudaErrorNotSupported with a log line. A launch's or a stream's attribute on a node is
- * cudaErrorInvalidValue, as the driver answers.
+ * is cudaErrorNotSupported with a log line. A launch's or a stream's
+ * attribute on a node is cudaErrorInvalidValue, as the driver answers.
  */
 #include <string.h>
 
@@ -121,8 +122,7 @@ cudaError_t rt_kernel_node_attr_set(int id, const cudaLaunchAttributeValue *v, c
 	}
 	if (id == cudaLaunchAttributePriority) {
 		clamped = *v;
-		clamped.priority = v->priority < RT_PRIORITY_GREATEST ? RT_PRIORITY_GREATEST
-				   : v->priority > RT_PRIORITY_LEAST ? RT_PRIORITY_LEAST : v->priority;
+		clamped.priority = rt_priority_clamp(v->priority);
 		v = &clamped;
 	}
 	e = rt_launch_attr((enum cudaLaunchAttributeID)id, v, caller, &f, c);

@@ -86,8 +86,7 @@ cudaError_t rt_stream_create(int vgpu, unsigned flags, int priority, struct rt_s
 		return cudaErrorMemoryAllocation;
 	/* the priority in the range every current GPU reports */
 	*s = (struct rt_stream){ .magic = STREAM_MAGIC, .id = rt_new_handle(), .vgpu = vgpu, .flags = flags,
-				 .priority = priority < RT_PRIORITY_GREATEST ? RT_PRIORITY_GREATEST
-					     : priority > RT_PRIORITY_LEAST ? RT_PRIORITY_LEAST : priority };
+				 .priority = rt_priority_clamp(priority) };
 	e = kept(s, s->id ? rt_do_STREAM_CREATE(vgpu, s->id, flags, s->priority) : cudaErrorMemoryAllocation);
 	if (!e)
 		*out = s;

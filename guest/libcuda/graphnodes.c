@@ -297,8 +297,8 @@ CU_EXPORT CUresult CUDAAPI cuGraphExecKernelNodeSetParams_v2(CUgraphExec x, CUgr
 	return set_kernel("cuGraphExecKernelNodeSetParams_v2", x, h, p, true);
 }
 
-/* the attributes a launch carries (guest/core/launchattr.c: the ids and
- * value layout are the runtime's); the others are NotSupported, logged */
+/* the attributes a launch carries (guest/core/nodeattr.c; the ids and value
+ * layout are the runtime's); the others are NotSupported, logged */
 static CUresult kernel_attr(const char *call, CUgraphNode h, CUkernelNodeAttrID attr,
 			    const CUkernelNodeAttrValue *set, CUkernelNodeAttrValue *get)
 {

@@ -211,8 +211,8 @@ RT_EXPORT cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, struct 
 	return get_node(node, cudaGraphNodeTypeKernel, q, kernel_params_out);
 }
 
-/* the kernel node attributes of the launch attributes a LAUNCH carries
- * (guest/core/launchattr.c); the others are NotSupported, logged */
+/* a kernel node's attributes: those a LAUNCH carries (guest/core/nodeattr.c);
+ * the others are NotSupported, logged */
 RT_EXPORT cudaError_t cudaGraphKernelNodeGetAttribute(cudaGraphNode_t hNode, cudaKernelNodeAttrID attr,
 						      cudaKernelNodeAttrValue *value_out)
 {
